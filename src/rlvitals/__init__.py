@@ -1,0 +1,11 @@
+"""rlvitals: is this RL post-training run healthy, and if not, what is wrong since when?"""
+
+from __future__ import annotations
+
+from .catalog import load_catalog
+from .errors import RlvitalsError
+from .ingest import load
+from .run import Run
+
+__all__ = ["Run", "RlvitalsError", "load", "load_catalog"]
+__version__ = "0.1.0"

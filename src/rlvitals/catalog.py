@@ -1,0 +1,281 @@
+"""The metric catalog: every fact about a metric, loaded from ``catalog.toml``.
+
+The data file holds, per metric, its canonical key, dashboard layer, the three axes of
+the multi-scale view, unit, meaning and how to read it in English and Chinese, healthy
+range and direction, what to check next, and its aliases per framework and version.
+This module only loads and indexes it; it imports nothing else of the package.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib
+
+from .errors import CatalogError, UnknownMetricError
+
+LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency", "context")
+SCALES = ("token", "rollout", "group", "prompt", "batch", "time", "reasoning", "system")
+SCOPES = ("token", "rollout", "group", "batch", "run")
+VARIES = ("vocabulary", "rollout", "prompt", "time", "rank", "none")
+KINDS = ("train", "eval", "bookkeeping")
+FRAMEWORKS = ("verl", "openrlhf", "trl", "any")
+LANGS = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A metric's words in one language."""
+
+    name: str
+    meaning: str
+    read: str
+
+
+@dataclass(frozen=True)
+class Alias:
+    """One name a framework writes for a metric.
+
+    Exactly one of ``name`` (a literal key) or ``pattern`` (with ``{placeholder}``
+    parts) is set. ``algo`` restricts the alias to runs of those algorithm families
+    (``rl``, ``preference``, ``reward-model``, ``sft``) or algorithm ids; empty means any.
+    ``since``/``until`` bound the framework version (half-open) in which the name has
+    this meaning. ``scale`` multiplies the logged value (veRL's ``actor/lr(1e-4)``).
+    ``bind`` fills placeholders of the canonical key that the raw key does not carry.
+    """
+
+    framework: str
+    name: str | None = None
+    pattern: str | None = None
+    algo: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    scale: float = 1.0
+    bind: tuple[tuple[str, str], ...] = ()
+    default: bool = False
+    note: str = ""
+    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One entry of the catalog. ``key`` may be a template such as
+    ``val-core/{source}/{var}/{stat}``; ``regex`` then matches its concrete keys."""
+
+    key: str
+    layer: str
+    scale: str
+    scope: str
+    varies: str
+    measures: str
+    unit: str
+    kind: str
+    direction: str
+    en: Text
+    zh: Text
+    family: tuple[str, ...] = ()
+    healthy_low: float | None = None
+    healthy_high: float | None = None
+    next: tuple[str, ...] = ()
+    source: str = ""
+    aliases: tuple[Alias, ...] = ()
+    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    def text(self, lang: str = "en") -> Text:
+        return self.zh if lang == "zh" else self.en
+
+    @property
+    def is_template(self) -> bool:
+        return self.regex is not None
+
+
+@dataclass(frozen=True)
+class Mangling:
+    """A rewrite a logging backend applies to keys (W&B ``train/`` prefix, MLflow ``@``→``_at_``)."""
+
+    backend: str
+    match: re.Pattern[str]
+    replace: str
+    eval_split: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AlgorithmSignature:
+    """How to recognise an algorithm from a run's keys and config."""
+
+    id: str
+    family: str
+    label: str
+    config: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    keys_any: tuple[str, ...] = ()
+    keys_all: tuple[str, ...] = ()
+    keys_none: tuple[str, ...] = ()
+    frameworks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The loaded catalog with its indexes."""
+
+    metrics: dict[str, Metric]
+    manglings: tuple[Mangling, ...]
+    algorithms: tuple[AlgorithmSignature, ...]
+    placeholders: dict[str, str]
+    templates: tuple[Metric, ...]
+
+    def find(self, key: str) -> Metric | None:
+        """The entry a canonical key belongs to (exact, else by template), or None."""
+        hit = self.metrics.get(key)
+        if hit is not None:
+            return hit
+        for metric in self.templates:
+            assert metric.regex is not None
+            if metric.regex.fullmatch(key):
+                return metric
+        return None
+
+    def get(self, key: str) -> Metric:
+        """Like :meth:`find` but raises :class:`UnknownMetricError` with a hint."""
+        hit = self.find(key)
+        if hit is None:
+            raise UnknownMetricError(
+                f"metric {key!r} is not in the catalog; "
+                "run 'rlvitals explain --list' to see every canonical key"
+            )
+        return hit
+
+
+def compile_template(template: str, placeholders: dict[str, str]) -> re.Pattern[str]:
+    """Turn ``val-core/{source}/{var}/{stat}`` into a regex with named groups."""
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(r"\{(\w+)\}", template):
+        out.append(re.escape(template[pos : m.start()]))
+        name = m.group(1)
+        if name not in placeholders:
+            raise CatalogError(f"catalog: unknown placeholder {{{name}}} in {template!r}")
+        out.append(f"(?P<{name}>{placeholders[name]})")
+        pos = m.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out))
+
+
+def _text(raw: Any, where: str) -> Text:
+    if not isinstance(raw, dict) or not all(raw.get(k) for k in ("name", "meaning", "read")):
+        raise CatalogError(f"catalog: {where} needs name, meaning and read")
+    return Text(str(raw["name"]), str(raw["meaning"]).strip(), str(raw["read"]).strip())
+
+
+def _tuple(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    return tuple(str(x) for x in raw)
+
+
+def _alias(raw: dict[str, Any], key: str, placeholders: dict[str, str]) -> Alias:
+    name, pattern = raw.get("name"), raw.get("pattern")
+    if (name is None) == (pattern is None):
+        raise CatalogError(f"catalog: alias of {key!r} needs exactly one of name/pattern: {raw}")
+    framework = raw.get("framework", "any")
+    if framework not in FRAMEWORKS:
+        raise CatalogError(f"catalog: alias {name or pattern!r} of {key!r} has framework {framework!r}")
+    bind = tuple(sorted((str(k), str(v)) for k, v in raw.get("bind", {}).items()))
+    return Alias(
+        framework=framework,
+        name=name,
+        pattern=pattern,
+        algo=_tuple(raw.get("algo")),
+        since=raw.get("since"),
+        until=raw.get("until"),
+        scale=float(raw.get("scale", 1.0)),
+        bind=bind,
+        default=bool(raw.get("default", False)),
+        note=str(raw.get("note", "")),
+        regex=compile_template(pattern, placeholders) if pattern else None,
+    )
+
+
+def _metric(raw: dict[str, Any], placeholders: dict[str, str]) -> Metric:
+    key = raw.get("key")
+    if not key:
+        raise CatalogError(f"catalog: metric without key: {raw}")
+    for fieldname, allowed in (("layer", LAYERS), ("scale", SCALES), ("scope", SCOPES),
+                               ("varies", VARIES), ("kind", KINDS)):
+        if raw.get(fieldname) not in allowed:
+            raise CatalogError(f"catalog: {key!r} has {fieldname}={raw.get(fieldname)!r}; expected one of {allowed}")
+    healthy = raw.get("healthy", {})
+    templated = "{" in key
+    return Metric(
+        key=key,
+        layer=raw["layer"],
+        scale=raw["scale"],
+        scope=raw["scope"],
+        varies=raw["varies"],
+        measures=str(raw.get("measures", "")),
+        unit=str(raw.get("unit", "")),
+        kind=raw["kind"],
+        direction=str(raw.get("direction", "")),
+        en=_text(raw.get("en"), f"{key!r} en"),
+        zh=_text(raw.get("zh"), f"{key!r} zh"),
+        family=_tuple(raw.get("family")),
+        healthy_low=healthy.get("low"),
+        healthy_high=healthy.get("high"),
+        next=_tuple(raw.get("next")),
+        source=str(raw.get("source", "")),
+        aliases=tuple(_alias(a, key, placeholders) for a in raw.get("alias", [])),
+        regex=compile_template(key, placeholders) if templated else None,
+    )
+
+
+def parse_catalog(data: dict[str, Any]) -> Catalog:
+    """Build a :class:`Catalog` from the parsed TOML document, validating every entry."""
+    placeholders = {str(k): str(v) for k, v in data.get("placeholders", {}).items()}
+    metrics: dict[str, Metric] = {}
+    for raw in data.get("metric", []):
+        metric = _metric(raw, placeholders)
+        if metric.key in metrics:
+            raise CatalogError(f"catalog: metric {metric.key!r} is defined twice")
+        metrics[metric.key] = metric
+    manglings = tuple(
+        Mangling(
+            backend=str(m["backend"]),
+            match=re.compile(m["match"]),
+            replace=str(m.get("replace", "")),
+            eval_split=bool(m.get("eval", False)),
+            note=str(m.get("note", "")),
+        )
+        for m in data.get("mangling", [])
+    )
+    algorithms = tuple(
+        AlgorithmSignature(
+            id=str(a["id"]),
+            family=str(a["family"]),
+            label=str(a["label"]),
+            config=tuple((str(k), _tuple(v)) for k, v in a.get("config", {}).items()),
+            keys_any=_tuple(a.get("keys_any")),
+            keys_all=_tuple(a.get("keys_all")),
+            keys_none=_tuple(a.get("keys_none")),
+            frameworks=_tuple(a.get("frameworks")),
+        )
+        for a in data.get("algorithm", [])
+    )
+    templates = tuple(m for m in metrics.values() if m.is_template)
+    return Catalog(metrics, manglings, algorithms, placeholders, templates)
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """The catalog shipped with the package (parsed once per process)."""
+    text = resources.files("rlvitals").joinpath("catalog.toml").read_text(encoding="utf-8")
+    return parse_catalog(tomllib.loads(text))

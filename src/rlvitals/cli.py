@@ -1,0 +1,105 @@
+"""The ``rlvitals`` command line. ``main(argv) -> exit code``; rendering lives in render_text."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+import orjson
+
+from .errors import RlvitalsError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rlvitals", description="Is this RL post-training run healthy?")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ins = sub.add_parser("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
+    ins.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder")
+    ins.add_argument("--json", action="store_true", help="print one JSON object per run")
+    ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
+
+    exp = sub.add_parser("explain", help="what a metric means and how to read it")
+    exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
+    exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
+    exp.add_argument("--lang", choices=("en", "zh"), default="en")
+    exp.add_argument("--json", action="store_true")
+
+    sub.add_parser("formats", help="list the log formats rlvitals reads")
+    return p
+
+
+def _dump(obj: object) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .ingest import load
+    from .render_text import render_inspect
+    from .summary import run_summary
+
+    status = EXIT_OK
+    color = out.isatty()
+    for path in args.paths:
+        try:
+            runs = load(path, args.fmt)
+        except RlvitalsError as exc:
+            err.write(f"rlvitals: {exc}\n")
+            status = EXIT_USAGE
+            continue
+        for run in runs:
+            summary = run_summary(run)
+            out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, color))
+    return status
+
+
+def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .explain import explain, list_metrics
+    from .render_text import render_explain, render_list
+
+    if args.list:
+        rows = list_metrics(args.lang)
+        out.write(_dump(rows) + "\n" if args.json else render_list(rows, out.isatty()))
+        return EXIT_OK
+    if not args.key:
+        err.write("rlvitals: explain needs a metric KEY or --list\n")
+        return EXIT_USAGE
+    try:
+        info = explain(args.key, args.lang)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    out.write(_dump(info) + "\n" if args.json else render_explain(info, out.isatty()))
+    return EXIT_OK
+
+
+def _formats(out: IO[str]) -> int:
+    from .ingest import readers
+
+    for reader in readers():
+        out.write(f"{reader.format}\n")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of exiting."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return int(exc.code or 0)
+    if args.command == "inspect":
+        return _inspect(args, out, err)
+    if args.command == "explain":
+        return _explain(args, out, err)
+    return _formats(out)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())

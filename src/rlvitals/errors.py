@@ -1,0 +1,31 @@
+"""Every error rlvitals raises on purpose. One base class, shallow subclasses.
+
+Messages name the place (file and line where there is one), the bad value, what was
+expected, and the fix.
+"""
+
+from __future__ import annotations
+
+
+class RlvitalsError(Exception):
+    """Base class of every error rlvitals raises on purpose."""
+
+
+class InputError(RlvitalsError):
+    """A path given by the user cannot be read as a training log."""
+
+
+class UnknownFormatError(InputError):
+    """No reader recognises the file or folder."""
+
+
+class EmptyInputError(InputError):
+    """The input was recognised but holds no metric at all."""
+
+
+class CatalogError(RlvitalsError):
+    """The metric catalog file is malformed (a bug in rlvitals, caught by its tests)."""
+
+
+class UnknownMetricError(RlvitalsError):
+    """A metric name is neither a canonical key nor an alias of one."""

@@ -1,0 +1,82 @@
+"""What ``rlvitals explain`` says about a metric: the catalog entry for a key or any alias."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .aliases import Context, KeyResolver
+from .catalog import Catalog, Metric, load_catalog
+from .errors import UnknownMetricError
+
+
+def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[str]]:
+    """``(entry, canonical key, how it was reached)`` for a canonical key or any alias."""
+    catalog = catalog or load_catalog()
+    hit = catalog.find(key)
+    if hit is not None:
+        return hit, key, []
+    resolver = KeyResolver(catalog)
+    res = resolver.resolve(key, Context())
+    if res is None:
+        close = sorted(k for k in catalog.metrics if key.split("/")[-1] in k)[:5]
+        hint = f"; similar: {', '.join(close)}" if close else ""
+        raise UnknownMetricError(
+            f"{key!r} is neither a canonical metric nor an alias of one{hint}; "
+            "run 'rlvitals explain --list' to see every metric"
+        )
+    how = [f"{key!r} is an alias of {res.canonical!r} (via {res.via})"]
+    if res.alias is not None:
+        alias = res.alias
+        where = [alias.framework]
+        if alias.since or alias.until:
+            where.append(f"versions {alias.since or '…'}–{alias.until or '…'}")
+        how.append(", ".join(where) + (f": {alias.note}" if alias.note else ""))
+        if alias.scale != 1.0:
+            how.append(f"logged values are multiplied by {alias.scale:g}")
+    if res.split == "eval":
+        how.append("logged on the evaluation split")
+    return res.metric, res.canonical, how
+
+
+def metric_info(metric: Metric, canonical: str, lang: str, how: list[str]) -> dict[str, Any]:
+    text = metric.text(lang)
+    return {
+        "key": canonical,
+        "entry": metric.key,
+        "name": text.name,
+        "meaning": text.meaning,
+        "read": text.read,
+        "layer": metric.layer,
+        "scale": metric.scale,
+        "axes": {"scope": metric.scope, "varies": metric.varies, "measures": metric.measures},
+        "unit": metric.unit,
+        "kind": metric.kind,
+        "direction": metric.direction,
+        "healthy": {"low": metric.healthy_low, "high": metric.healthy_high}
+        if metric.healthy_low is not None or metric.healthy_high is not None else None,
+        "family": list(metric.family),
+        "next": list(metric.next),
+        "source": metric.source,
+        "aliases": [
+            {k: v for k, v in {
+                "name": a.name, "pattern": a.pattern, "framework": a.framework,
+                "algo": list(a.algo) or None, "since": a.since, "until": a.until,
+                "scale": a.scale if a.scale != 1.0 else None, "note": a.note or None,
+            }.items() if v is not None}
+            for a in metric.aliases
+        ],
+        "resolved": how,
+    }
+
+
+def explain(key: str, lang: str = "en") -> dict[str, Any]:
+    metric, canonical, how = lookup(key)
+    return metric_info(metric, canonical, lang, how)
+
+
+def list_metrics(lang: str = "en") -> list[dict[str, str]]:
+    catalog = load_catalog()
+    return [
+        {"key": m.key, "layer": m.layer, "scale": m.scale, "name": m.text(lang).name}
+        for m in catalog.metrics.values()
+    ]

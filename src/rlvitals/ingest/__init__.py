@@ -1,0 +1,83 @@
+"""Readers for every log format, and :func:`load` which turns a path into Runs.
+
+Each reader lives in its own module and exposes ``READER`` (a :class:`Reader`).
+They are tried in the order of ``READER_MODULES``; the first whose ``sniff`` accepts
+the path reads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta
+
+__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "readers", "find_reader", "load"]
+
+HEAD_BYTES = 64 << 10
+
+#: sniffing order: binary and folder formats first, loose text formats last
+READER_MODULES: tuple[str, ...] = (
+    "verl_jsonl",
+)
+
+
+def readers() -> list[Reader]:
+    return [importlib.import_module(f"{__name__}.{name}").READER for name in READER_MODULES]
+
+
+def _head(path: Path) -> bytes:
+    if path.is_dir():
+        return b""
+    with path.open("rb") as fh:
+        return fh.read(HEAD_BYTES)
+
+
+def find_reader(path: Path, fmt: str | None = None) -> Reader:
+    """The reader for ``path`` (or the one named ``fmt``), else a clear error."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    all_readers = readers()
+    if fmt is not None:
+        for reader in all_readers:
+            if reader.format == fmt:
+                return reader
+        names = ", ".join(r.format for r in all_readers)
+        raise UnknownFormatError(f"unknown format {fmt!r}; expected one of: {names}")
+    if path.is_file() and path.stat().st_size == 0:
+        raise EmptyInputError(f"{path}: the file is empty; expected a training log")
+    head = _head(path)
+    for reader in all_readers:
+        if path.is_dir() != reader.takes_dir:
+            continue
+        if reader.sniff(path, head):
+            return reader
+    kind = "folder" if path.is_dir() else "file"
+    names = ", ".join(r.format for r in all_readers)
+    raise UnknownFormatError(
+        f"{path}: this {kind} is not a training log rlvitals can read (tried: {names}); "
+        "pass --format to force a reader"
+    )
+
+
+def load(path: str | Path, fmt: str | None = None) -> list:  # type: ignore[type-arg]
+    """Read every run under ``path``: one for a log file, several for a folder of runs."""
+    from ..run import RunBuilder
+
+    path = Path(path)
+    reader = find_reader(path, fmt)
+    runs = []
+    for root in reader.runs(path):
+        meta = SourceMeta(format=reader.format, files=[str(root)])
+        builder = RunBuilder(meta)
+        for record in reader.read(root, meta, builder.skipped):
+            builder.add(record)
+        if builder.records == 0 and not builder._summary:
+            detail = ""
+            if builder.skipped.count:
+                detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"
+            raise EmptyInputError(f"{root}: read as {reader.format} but it holds no metrics{detail}")
+        runs.append(builder.finish(str(root)))
+    return runs

@@ -1,0 +1,31 @@
+"""The reader contract: how a format is recognised and streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._record import Record, SkipLog, SourceMeta
+
+
+def _single(path: Path) -> list[Path]:
+    return [path]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One log format.
+
+    ``sniff(path, head)`` says whether this reader takes ``path``; ``head`` holds the
+    first bytes of a file (empty for a folder). ``read`` streams records, counting what it
+    must skip in ``skips`` and writing what it learns about the source into ``meta``.
+    ``runs(path)`` splits a folder holding several runs (nested TensorBoard runs, an
+    MLflow store) into one root per run.
+    """
+
+    format: str
+    sniff: Callable[[Path, bytes], bool]
+    read: Callable[[Path, SourceMeta, SkipLog], Iterator[Record]]
+    takes_dir: bool = False
+    runs: Callable[[Path], list[Path]] = _single

@@ -1,0 +1,64 @@
+"""What every reader yields: records of (step, raw key -> value), skips, and source metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Value = float | str
+RecordKind = Literal["metrics", "summary"]
+
+#: how many skip reasons are kept verbatim; the rest are only counted
+MAX_SKIP_REASONS = 20
+
+
+@dataclass(slots=True)
+class Record:
+    """One logged row: the metrics a trainer wrote at one step.
+
+    ``values`` maps the key exactly as written in the log to a float (NaN for
+    ``nan``/``null``) or, rarely, a string. ``where`` is ``file:line`` (or
+    ``file#n`` for binary formats) so that any later complaint can point at it.
+    A ``summary`` record (TRL's end-of-training totals) has no place on the step axis.
+    """
+
+    step: int
+    values: dict[str, Value]
+    where: str
+    kind: RecordKind = "metrics"
+
+
+@dataclass
+class SkipLog:
+    """Counts records that could not be read, keeping the first few reasons verbatim."""
+
+    count: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def skip(self, where: str, reason: str) -> None:
+        self.count += 1
+        if len(self.reasons) < MAX_SKIP_REASONS:
+            self.reasons.append(f"{where}: {reason}")
+
+    def merge(self, other: SkipLog) -> None:
+        self.count += other.count
+        room = MAX_SKIP_REASONS - len(self.reasons)
+        self.reasons.extend(other.reasons[: max(room, 0)])
+
+
+@dataclass
+class SourceMeta:
+    """What a reader learned about the source besides the metrics.
+
+    ``framework`` is set only when the format itself says it (a veRL console log,
+    a TRL trainer_state.json); otherwise the Run detects it from the keys.
+    ``config`` holds flat ``dotted.key -> value`` pairs from a config dump or a
+    command line the log carries.
+    """
+
+    format: str
+    files: list[str] = field(default_factory=list)
+    framework: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    bytes_read: int = 0

@@ -1,0 +1,71 @@
+"""Shared helpers for text logs: bounded-memory line iteration, ANSI stripping, number parsing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._record import SourceMeta
+
+CHUNK = 1 << 20
+#: a single line longer than this is cut (and reported) so one bad line cannot take all memory
+MAX_LINE = 16 << 20
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_NUMBER = re.compile(
+    r"^\s*(?:np\.(?:float|int|uint)\d*\((?P<inner>[^()]*)\)|(?P<plain>[^()\s]+))\s*$"
+)
+_SPECIAL = {"nan": float("nan"), "-nan": float("nan"), "inf": float("inf"), "+inf": float("inf"),
+            "-inf": float("-inf"), "infinity": float("inf"), "-infinity": float("-inf"),
+            "true": 1.0, "false": 0.0}
+
+
+def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every line, decoded as UTF-8 with invalid bytes
+    replaced (so a stray byte costs one character, never the line). Reads in 1 MiB chunks."""
+    lineno = 0
+    pending = b""
+    with path.open("rb") as fh:
+        if start:
+            fh.seek(start)
+        while True:
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                break
+            meta.bytes_read += len(chunk)
+            data = pending + chunk if pending else chunk
+            lines = data.split(b"\n")
+            pending = lines.pop()
+            if len(pending) > MAX_LINE:
+                meta.notes.append(f"{path}:{lineno + len(lines) + 1}: line longer than {MAX_LINE} bytes was cut")
+                pending = pending[:MAX_LINE]
+            for raw in lines:
+                lineno += 1
+                yield lineno, raw.decode("utf-8", "replace").rstrip("\r")
+    if pending:
+        yield lineno + 1, pending.decode("utf-8", "replace").rstrip("\r")
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+def parse_number(text: str) -> float | None:
+    """A logged value as a float: ``0.5``, ``1e-4``, ``nan``, ``-inf``, ``np.float64(0.1)``,
+    ``np.int64(3)``. Returns None when the text is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    m = _NUMBER.match(text)
+    if m is None:
+        return None
+    body = (m.group("inner") if m.group("inner") is not None else m.group("plain")).strip()
+    special = _SPECIAL.get(body.lower())
+    if special is not None:
+        return special
+    try:
+        return float(body)
+    except ValueError:
+        return None

@@ -1,0 +1,69 @@
+"""veRL's ``file`` logger: one ``{"step": N, "data": {flat metrics}}`` object per line.
+
+orjson writes NaN/inf as ``null``; string values occur (``"resize/mode": "schedule"``);
+a line may hold only validation keys. A line that is not such an object is skipped and
+counted; a partial last line (the trainer is still writing) is skipped the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta, Value
+from ._text import iter_lines
+
+FORMAT = "verl-jsonl"
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    first = head.lstrip()[:4096]
+    return first.startswith(b"{") and b'"step"' in first and b'"data"' in first
+
+
+def _value(v: object) -> Value | None:
+    if v is None:
+        return math.nan
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        return v
+    return None  # lists/dicts (tables) are not scalar metrics
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.framework = "verl"
+    for lineno, line in iter_lines(path, meta):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            skips.skip(where, f"not a JSON object ({exc.msg}); the line was skipped")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+            skips.skip(where, 'expected {"step": N, "data": {...}}; the line was skipped')
+            continue
+        step = obj.get("step")
+        if isinstance(step, float) and step.is_integer():
+            step = int(step)
+        if not isinstance(step, int) or isinstance(step, bool):
+            skips.skip(where, f"step {step!r} is not an integer; the line was skipped")
+            continue
+        values: dict[str, Value] = {}
+        for key, raw in obj["data"].items():
+            value = _value(raw)
+            if value is not None:
+                values[key] = value
+        if values:
+            yield Record(step, values, where)
+
+
+READER = Reader(FORMAT, sniff, read)

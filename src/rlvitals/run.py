@@ -1,0 +1,257 @@
+"""The Run: one training run as steps × canonical metrics, with everything needed to trust it.
+
+Data flows one way: readers yield :class:`~rlvitals.ingest.Record`s into a
+:class:`RunBuilder`, which keeps raw columns; :meth:`RunBuilder.finish` detects the
+framework, version era and algorithm, maps raw keys to canonical keys through the
+catalog and returns an immutable :class:`Run`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .aliases import Context, KeyResolver, Resolved
+from .catalog import Catalog, load_catalog
+from .detect import Detection, detect
+from .ingest._record import Record, SkipLog, SourceMeta
+
+_EVALISH = ("eval", "val", "test")
+
+
+@dataclass
+class Run:
+    """One run. ``frame`` has a ``step`` column and one Float64 column per canonical key;
+    ``raw`` has the same rows with the keys exactly as logged."""
+
+    path: str
+    format: str
+    framework: str
+    framework_era: str | None
+    algorithm: str
+    family: str
+    algorithm_label: str
+    frame: pl.DataFrame
+    raw: pl.DataFrame
+    key_map: dict[str, Resolved]
+    unmapped: list[str]
+    train_mask: np.ndarray
+    validation: dict[str, pl.DataFrame]
+    summary: dict[str, Any]
+    config: dict[str, Any]
+    text: dict[str, dict[int, str]]
+    notes: list[str]
+    skipped: SkipLog
+    files: list[str]
+    bytes_read: int
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Every step on the axis (training and evaluation-only)."""
+        return self.frame["step"].to_numpy()
+
+    @property
+    def train_steps(self) -> np.ndarray:
+        """Steps that carry at least one training metric."""
+        return self.steps[self.train_mask]
+
+    @property
+    def metrics(self) -> list[str]:
+        return [c for c in self.frame.columns if c != "step"]
+
+    def series(self, key: str, *, train_only: bool = True, finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of one canonical key at the steps where it was logged.
+
+        A logged ``nan``/``inf`` is kept (it is evidence) unless ``finite`` is set; steps
+        where the key was not logged at all are dropped.
+        """
+        col = self.frame[key]
+        keep = ~col.is_null().to_numpy()
+        values = col.fill_null(np.nan).to_numpy()
+        if train_only:
+            keep &= self.train_mask
+        if finite:
+            keep &= np.isfinite(values)
+        return self.steps[keep], values[keep]
+
+    def raw_keys_for(self, canonical: str) -> list[str]:
+        return [raw for raw, res in self.key_map.items() if res.canonical == canonical]
+
+
+@dataclass
+class RunBuilder:
+    """Collects records as raw columns with bounded overhead (two typed arrays per key)."""
+
+    meta: SourceMeta
+    skipped: SkipLog = field(default_factory=SkipLog)
+    _row: dict[int, int] = field(default_factory=dict)
+    _cols: dict[str, tuple[array[int], array[float]]] = field(default_factory=dict)
+    _text: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
+    _summary: dict[str, Any] = field(default_factory=dict)
+    _records: int = 0
+
+    def add(self, record: Record) -> None:
+        if record.kind == "summary":
+            self._summary.update(record.values)
+            return
+        self._records += 1
+        row = self._row.get(record.step)
+        if row is None:
+            row = self._row[record.step] = len(self._row)
+        cols = self._cols
+        for key, value in record.values.items():
+            if isinstance(value, str):
+                self._text[key][record.step] = value
+                continue
+            col = cols.get(key)
+            if col is None:
+                col = cols[key] = (array("q"), array("d"))
+            col[0].append(row)
+            col[1].append(value)
+
+    @property
+    def records(self) -> int:
+        return self._records
+
+    def finish(self, path: str, catalog: Catalog | None = None,
+               resolver: KeyResolver | None = None) -> Run:
+        catalog = catalog or load_catalog()
+        resolver = resolver or KeyResolver(catalog)
+        steps_unsorted = np.fromiter(self._row.keys(), dtype=np.int64, count=len(self._row))
+        order = np.argsort(steps_unsorted, kind="stable")
+        n = len(steps_unsorted)
+        notes = list(self.meta.notes)
+
+        raw_arrays: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray] = {}
+        duplicates = 0
+        for key, (rows, vals) in self._cols.items():
+            rows_np = np.frombuffer(rows, dtype=np.int64) if len(rows) else np.empty(0, np.int64)
+            vals_np = np.frombuffer(vals, dtype=np.float64) if len(vals) else np.empty(0)
+            arr = np.full(n, np.nan)
+            arr[rows_np] = vals_np  # a step logged twice keeps its later value
+            mask = np.zeros(n, dtype=bool)
+            mask[rows_np] = True
+            duplicates += len(rows_np) - int(mask.sum())
+            raw_arrays[key] = arr[order]
+            present[key] = mask[order]
+        steps = steps_unsorted[order]
+        if duplicates:
+            notes.append(f"{duplicates} values were logged twice for the same step "
+                         "(a resumed run?); the later value was kept")
+
+        detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
+                           self.meta.framework, catalog, resolver)
+        ctx = Context(detection.framework if detection.framework != "unknown" else None,
+                      detection.algorithm, detection.family,
+                      detection.version_low, detection.version_high)
+        key_map, unmapped = _map_keys(list(raw_arrays), resolver, ctx, notes)
+        canonical = _canonical_columns(raw_arrays, present, key_map)
+        train_mask = _train_mask(n, present, key_map, unmapped)
+
+        frame = _frame(steps, canonical)
+        raw = _frame(steps, {k: (raw_arrays[k], present[k]) for k in raw_arrays})
+        return Run(
+            path=path,
+            format=self.meta.format,
+            framework=detection.framework,
+            framework_era=detection.era,
+            algorithm=detection.algorithm,
+            family=detection.family,
+            algorithm_label=detection.label,
+            frame=frame,
+            raw=raw,
+            key_map=key_map,
+            unmapped=sorted(unmapped),
+            train_mask=train_mask,
+            validation=_validation(frame, key_map),
+            summary=dict(self._summary),
+            config=dict(self.meta.config),
+            text={k: dict(v) for k, v in self._text.items()},
+            notes=notes,
+            skipped=self.skipped,
+            files=list(self.meta.files),
+            bytes_read=self.meta.bytes_read,
+        )
+
+
+def _map_keys(keys: list[str], resolver: KeyResolver, ctx: Context,
+              notes: list[str]) -> tuple[dict[str, Resolved], list[str]]:
+    key_map: dict[str, Resolved] = {}
+    unmapped: list[str] = []
+    for key in keys:
+        hit = resolver.resolve(key, ctx, notes)
+        if hit is None:
+            unmapped.append(key)
+        else:
+            key_map[key] = hit
+    return key_map, unmapped
+
+
+def _frame(steps: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pl.DataFrame:
+    """A frame where a key not logged at a step is null and a logged NaN stays NaN."""
+    series = [pl.Series("step", steps)]
+    for name, (values, mask) in columns.items():
+        series.append(pl.Series(name, np.ma.masked_array(values, mask=~mask), nan_to_null=False))
+    return pl.DataFrame(series)
+
+
+def _canonical_columns(raw: dict[str, np.ndarray], present: dict[str, np.ndarray],
+                       key_map: dict[str, Resolved]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One column per canonical key; several raw keys for one canonical key are coalesced
+    in the order a literal name beats a pattern beats a mangled name."""
+    by_canonical: dict[str, list[Resolved]] = defaultdict(list)
+    for res in key_map.values():
+        by_canonical[res.canonical].append(res)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for canonical in sorted(by_canonical):
+        sources = sorted(by_canonical[canonical], key=lambda r: (":" in r.via, r.via != "exact", r.raw))
+        first = sources[0]
+        col = raw[first.raw] * first.scale
+        mask = present[first.raw].copy()
+        for res in sources[1:]:
+            fill = present[res.raw] & ~mask
+            if fill.any():
+                col[fill] = raw[res.raw][fill] * res.scale
+                mask |= fill
+        out[canonical] = (col, mask)
+    return out
+
+
+def _train_mask(n: int, present: dict[str, np.ndarray], key_map: dict[str, Resolved],
+                unmapped: list[str]) -> np.ndarray:
+    evidence = [k for k, r in key_map.items() if r.split == "train" and r.metric.kind == "train"]
+    if not evidence:
+        evidence = [k for k in unmapped if not k.lower().startswith(_EVALISH)]
+    mask = np.zeros(n, dtype=bool)
+    for key in evidence:
+        mask |= present[key]
+    return mask
+
+
+def _validation(frame: pl.DataFrame, key_map: dict[str, Resolved]) -> dict[str, pl.DataFrame]:
+    """Validation series grouped by data source: ``{source: frame(step, '<var>/<stat>'...)}``."""
+    groups: dict[str, dict[str, str]] = defaultdict(dict)
+    for res in key_map.values():
+        metric = res.metric
+        if metric.regex is not None and metric.kind == "eval":
+            hit = metric.regex.fullmatch(res.canonical)
+            if hit and "source" in hit.groupdict():
+                parts = hit.groupdict()
+                label = "/".join(v for k, v in parts.items() if k != "source" and v)
+                groups[parts["source"]][label or res.canonical] = res.canonical
+                continue
+        if res.split == "eval" or metric.kind == "eval":
+            groups["eval"][res.canonical.removeprefix("eval/")] = res.canonical
+    out: dict[str, pl.DataFrame] = {}
+    for source, cols in sorted(groups.items()):
+        sub = frame.select(["step", *[pl.col(c).alias(label) for label, c in sorted(cols.items())]])
+        keep = sub.select(pl.any_horizontal([pl.col(lbl).is_not_null() for lbl in cols])).to_series()
+        out[source] = sub.filter(keep)
+    return out
+
