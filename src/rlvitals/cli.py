@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 import orjson
@@ -19,7 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ins = sub.add_parser("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
-    ins.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder")
+    ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    ins.add_argument("--example", action="store_true",
+                     help="inspect the bundled example run (a simulated veRL GRPO log)")
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
 
@@ -28,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
     exp.add_argument("--lang", choices=("en", "zh"), default="en")
     exp.add_argument("--json", action="store_true")
+
+    ex = sub.add_parser("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
+    ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
 
     sub.add_parser("formats", help="list the log formats rlvitals reads")
     return p
@@ -38,13 +45,24 @@ def _dump(obj: object) -> str:
 
 
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    if not args.paths and not args.example:
+        err.write("rlvitals: inspect needs at least one PATH (or --example)\n")
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
+        paths = list(args.paths)
+        if args.example:
+            paths.append(str(_example_paths(tmp)["console"]))
+        return _inspect_paths(paths, args, out, err)
+
+
+def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .ingest import load
     from .render_text import render_inspect
     from .summary import run_summary
 
     status = EXIT_OK
     color = out.isatty()
-    for path in args.paths:
+    for path in paths:
         try:
             runs = load(path, args.fmt)
         except RlvitalsError as exc:
@@ -77,6 +95,19 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return EXIT_OK
 
 
+def _example_paths(folder: str) -> dict[str, Path]:
+    from .simulate import write_example
+
+    return write_example(Path(folder))
+
+
+def _example(args: argparse.Namespace, out: IO[str]) -> int:
+    written = _example_paths(args.folder)
+    for kind, path in written.items():
+        out.write(f"wrote {kind}: {path}\n")
+    return EXIT_OK
+
+
 def _formats(out: IO[str]) -> int:
     from .ingest import readers
 
@@ -97,6 +128,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _inspect(args, out, err)
     if args.command == "explain":
         return _explain(args, out, err)
+    if args.command == "example":
+        return _example(args, out)
     return _formats(out)
 
 

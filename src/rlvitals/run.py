@@ -225,9 +225,10 @@ def _canonical_columns(raw: dict[str, np.ndarray], present: dict[str, np.ndarray
 
 def _train_mask(n: int, present: dict[str, np.ndarray], key_map: dict[str, Resolved],
                 unmapped: list[str]) -> np.ndarray:
+    # a key the catalog does not know still shows that a training step happened, unless its
+    # name says evaluation
     evidence = [k for k, r in key_map.items() if r.split == "train" and r.metric.kind == "train"]
-    if not evidence:
-        evidence = [k for k in unmapped if not k.lower().startswith(_EVALISH)]
+    evidence += [k for k in unmapped if not k.lower().startswith(_EVALISH)]
     mask = np.zeros(n, dtype=bool)
     for key in evidence:
         mask |= present[key]

@@ -1,0 +1,115 @@
+"""RunBuilder → Run: step axis, NaN vs not-logged, duplicates, coalescing, train mask, validation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rlvitals.aliases import KeyResolver
+from rlvitals.ingest import Record, SourceMeta
+from rlvitals.run import RunBuilder
+from tiny_catalog import CATALOG
+
+RESOLVER = KeyResolver(CATALOG)
+
+
+def _run(records: list[Record], framework: str | None = "verl", config: dict | None = None):
+    meta = SourceMeta(format="test", framework=framework, config=config or {})
+    builder = RunBuilder(meta)
+    for rec in records:
+        builder.add(rec)
+    return builder.finish("mem", CATALOG, RESOLVER)
+
+
+def test_steps_are_sorted_and_records_of_one_step_merge() -> None:
+    run = _run([
+        Record(2, {"actor/entropy": 0.4}, "f:2"),
+        Record(1, {"actor/entropy": 0.5}, "f:1"),
+        Record(2, {"val/test_score/openai/gsm8k": 0.7}, "f:3"),
+    ])
+    assert run.steps.tolist() == [1, 2]
+    assert run.frame["val-core/openai/gsm8k/reward/mean@1"].to_list() == [None, 0.7]
+
+
+def test_logged_nan_is_kept_and_differs_from_not_logged() -> None:
+    run = _run([Record(1, {"actor/entropy": math.nan, "actor/lr(1e-4)": 0.01}, "f:1"),
+                Record(2, {"actor/lr(1e-4)": 0.02}, "f:2")])
+    col = run.frame["actor/entropy"]
+    assert col.is_nan().to_list()[0] is True and col.is_null().to_list() == [False, True]
+    steps, values = run.series("actor/entropy")
+    assert steps.tolist() == [1] and math.isnan(values[0])
+    assert run.series("actor/entropy", finite=True)[0].tolist() == []
+
+
+def test_scale_is_applied_to_canonical_but_raw_is_verbatim() -> None:
+    run = _run([Record(1, {"actor/lr(1e-4)": 0.01}, "f:1")])
+    assert run.frame["actor/lr"][0] == pytest.approx(1e-6)
+    assert run.raw["actor/lr(1e-4)"][0] == 0.01
+    assert run.raw_keys_for("actor/lr") == ["actor/lr(1e-4)"]
+
+
+def test_duplicate_step_keeps_later_value_with_a_note() -> None:
+    run = _run([Record(1, {"actor/entropy": 0.5}, "f:1"), Record(1, {"actor/entropy": 0.3}, "f:9")])
+    assert run.frame["actor/entropy"].to_list() == [0.3]
+    assert any("logged twice" in n for n in run.notes)
+
+
+def test_evaluation_only_steps_are_not_training_steps() -> None:
+    run = _run([Record(0, {"val/test_score/openai/gsm8k": 0.2}, "f:1"),
+                Record(1, {"actor/entropy": 0.5}, "f:2"),
+                Record(2, {"actor/entropy": 0.4, "val/test_score/openai/gsm8k": 0.3}, "f:3")])
+    assert run.train_steps.tolist() == [1, 2]
+    assert run.validation["openai/gsm8k"]["step"].to_list() == [0, 2]
+    assert run.validation["openai/gsm8k"]["reward/mean@1"].to_list() == [0.2, 0.3]
+
+
+def test_eval_split_keys_group_under_eval() -> None:
+    run = _run([Record(1, {"rewards/chosen": 0.1}, "f:1"), Record(1, {"eval_rewards/chosen": 0.2}, "f:2")],
+               framework="trl")
+    assert run.algorithm == "dpo-family"
+    assert run.validation["eval"]["rewards/chosen"].to_list() == [0.2]
+    assert run.train_steps.tolist() == [1]
+
+
+def test_unmapped_keys_are_listed_and_count_as_training_unless_named_eval() -> None:
+    run = _run([Record(5, {"my_loss": 1.0, "eval_thing": 2.0}, "f:1"), Record(6, {"eval_thing": 1.0}, "f:2"),
+                Record(7, {"actor/entropy": 0.1}, "f:3"), Record(8, {"my_loss": 0.5}, "f:4")],
+               framework=None)
+    assert run.unmapped == ["eval_thing", "my_loss"]
+    assert run.train_steps.tolist() == [5, 7, 8]
+
+
+def test_coalescing_prefers_literal_over_mangled() -> None:
+    run = _run([Record(1, {"actor/entropy": 0.5, "train/actor/entropy": 0.9}, "f:1"),
+                Record(2, {"train/actor/entropy": 0.8}, "f:2")])
+    assert run.frame["actor/entropy"].to_list() == [0.5, 0.8]
+
+
+def test_text_values_and_summary_are_kept_apart() -> None:
+    run = _run([Record(1, {"actor/entropy": 0.5, "resize/mode": "schedule"}, "f:1"),
+                Record(0, {"train_runtime": 5.5}, "f:2", kind="summary")])
+    assert run.text == {"resize/mode": {1: "schedule"}}
+    assert run.summary == {"train_runtime": 5.5}
+    assert run.steps.tolist() == [1]
+
+
+def test_config_beats_keys_for_the_algorithm() -> None:
+    run = _run([Record(1, {"actor/entropy": 0.5}, "f:1")], config={"algorithm.adv_estimator": "gae"})
+    assert (run.algorithm, run.family) == ("ppo", "rl")
+    assert _run([Record(1, {"actor/entropy": 0.5}, "f:1")]).algorithm == "grpo"
+
+
+def test_framework_version_window_is_reported() -> None:
+    run = _run([Record(1, {"entropy": 0.5, "reward_std": 0.1}, "f:1")], framework="trl")
+    assert run.framework_era == ">=0.20"
+    assert run.frame.columns == ["step", "actor/entropy", "group/reward_std/mean"]
+    assert any("reward_std" in n for n in run.notes)
+
+
+def test_train_steps_view() -> None:
+    run = _run([Record(s, {"actor/entropy": 1.0 / s}, f"f:{s}") for s in (3, 1, 2)])
+    steps, values = run.series("actor/entropy")
+    assert steps.tolist() == [1, 2, 3]
+    np.testing.assert_allclose(values, [1.0, 0.5, 1 / 3])

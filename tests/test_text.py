@@ -1,0 +1,64 @@
+"""Text helpers: line iteration (chunk boundaries, bad bytes, CRLF), ANSI, number parsing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlvitals.ingest import SourceMeta
+from rlvitals.ingest import _text
+from rlvitals.ingest._text import iter_lines, parse_number, strip_ansi
+
+
+def test_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_text, "CHUNK", 7)
+    f = tmp_path / "a.log"
+    f.write_bytes(b"first line\r\nsecond \xff\xfe line\nthird-without-newline")
+    meta = SourceMeta("x")
+    lines = list(iter_lines(f, meta))
+    assert lines == [(1, "first line"), (2, "second \ufffd\ufffd line"), (3, "third-without-newline")]
+    assert meta.bytes_read == f.stat().st_size
+
+
+def test_overlong_line_is_cut_and_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_text, "CHUNK", 8)
+    monkeypatch.setattr(_text, "MAX_LINE", 10)
+    f = tmp_path / "a.log"
+    f.write_bytes(b"x" * 50 + b"\nok\n")
+    meta = SourceMeta("x")
+    lines = list(iter_lines(f, meta))
+    assert lines[-1] == (2, "ok") and len(lines[0][1]) <= 18
+    assert any("longer than 10 bytes" in n for n in meta.notes)
+
+
+def test_strip_ansi() -> None:
+    assert strip_ansi("\x1b[2m\x1b[36m(TaskRunner pid=1)\x1b[0m step:1") == "(TaskRunner pid=1) step:1"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0.5", 0.5), ("-0.000", -0.0), ("1e-4", 1e-4), ("np.float64(0.0070)", 0.007), ("np.int64(3)", 3.0),
+    ("inf", math.inf), ("-inf", -math.inf), ("np.float32(-inf)", -math.inf), ("True", 1.0),
+])
+def test_parse_number(text: str, expected: float) -> None:
+    assert parse_number(text) == expected
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "np.float64(nan)"])
+def test_parse_number_nan(text: str) -> None:
+    value = parse_number(text)
+    assert value is not None and math.isnan(value)
+
+
+@pytest.mark.parametrize("text", ["np.float64(nan", "abc", "", "tensor([1, 2])", "0.5.1"])
+def test_parse_number_rejects(text: str) -> None:
+    assert parse_number(text) is None
+
+
+@given(st.floats(allow_nan=False))
+def test_parse_number_roundtrips_repr(x: float) -> None:
+    assert parse_number(repr(x)) == x
+    assert parse_number(f"np.float64({x!r})") == x
