@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from rlvitals.aliases import Context, KeyResolver, parse_version
-
 from tiny_catalog import CATALOG
 
+from rlvitals.aliases import Context, KeyResolver, parse_version
 
 R = KeyResolver(CATALOG)
 RL = Context(framework="trl", algorithm="grpo", family="rl")

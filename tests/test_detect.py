@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from tiny_catalog import CATALOG
+
 from rlvitals.aliases import KeyResolver
 from rlvitals.detect import detect, detect_framework, format_window, normalised_keys
-from tiny_catalog import CATALOG
 
 R = KeyResolver(CATALOG)
 

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from tiny_catalog import CATALOG
 
 from rlvitals.aliases import KeyResolver
 from rlvitals.ingest import Record, SourceMeta
 from rlvitals.run import RunBuilder
-from tiny_catalog import CATALOG
 
 RESOLVER = KeyResolver(CATALOG)
 

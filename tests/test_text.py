@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals.ingest import SourceMeta
-from rlvitals.ingest import _text
+from rlvitals.ingest import SourceMeta, _text
 from rlvitals.ingest._text import iter_lines, parse_number, strip_ansi
 
 

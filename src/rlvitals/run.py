@@ -18,7 +18,7 @@ import polars as pl
 
 from .aliases import Context, KeyResolver, Resolved
 from .catalog import Catalog, load_catalog
-from .detect import Detection, detect
+from .detect import detect
 from .ingest._record import Record, SkipLog, SourceMeta
 
 _EVALISH = ("eval", "val", "test")
@@ -53,12 +53,14 @@ class Run:
     @property
     def steps(self) -> np.ndarray:
         """Every step on the axis (training and evaluation-only)."""
-        return self.frame["step"].to_numpy()
+        steps: np.ndarray = self.frame["step"].to_numpy()
+        return steps
 
     @property
     def train_steps(self) -> np.ndarray:
         """Steps that carry at least one training metric."""
-        return self.steps[self.train_mask]
+        steps: np.ndarray = self.steps[self.train_mask]
+        return steps
 
     @property
     def metrics(self) -> list[str]:

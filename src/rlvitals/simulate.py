@@ -34,14 +34,19 @@ class Scenario:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
+    out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    return out
 
 
 def simulate(sc: Scenario) -> dict[str, np.ndarray]:
     """Every metric as one array over steps 1..N (index i is step i+1)."""
     rng = np.random.default_rng(sc.seed)
     t = np.arange(1, sc.steps + 1, dtype=float)
-    noise = lambda scale: rng.normal(0.0, scale, sc.steps)  # noqa: E731
+
+    def noise(scale: float) -> np.ndarray:
+        out: np.ndarray = rng.normal(0.0, scale, sc.steps)
+        return out
+
     after = (t >= sc.collapse_at).astype(float) if sc.collapse_at else np.zeros(sc.steps)
     ramp = np.clip((t - (sc.collapse_at or 0)) / 8.0, 0, 1) * after
 
