@@ -111,8 +111,8 @@ def _example(args: argparse.Namespace, out: IO[str]) -> int:
 def _formats(out: IO[str]) -> int:
     from .ingest import readers
 
-    for reader in readers():
-        out.write(f"{reader.format}\n")
+    for fmt in dict.fromkeys(r.format for r in readers()):
+        out.write(f"{fmt}\n")
     return EXIT_OK
 
 

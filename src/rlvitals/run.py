@@ -139,12 +139,13 @@ class RunBuilder:
             arr[rows_np] = vals_np  # a step logged twice keeps its later value
             mask = np.zeros(n, dtype=bool)
             mask[rows_np] = True
-            duplicates += len(rows_np) - int(mask.sum())
+            if len(rows_np) != int(mask.sum()):
+                duplicates += _changed_duplicates(rows_np, vals_np, arr)
             raw_arrays[key] = arr[order]
             present[key] = mask[order]
         steps = steps_unsorted[order]
         if duplicates:
-            notes.append(f"{duplicates} values were logged twice for the same step "
+            notes.append(f"{duplicates} values were logged twice for the same step with different values "
                          "(a resumed run?); the later value was kept")
 
         detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
@@ -182,6 +183,13 @@ class RunBuilder:
         )
 
 
+def _changed_duplicates(rows: np.ndarray, vals: np.ndarray, final: np.ndarray) -> int:
+    """How many logged values were overwritten by a different value at the same step."""
+    kept = final[rows]
+    differs = ~((vals == kept) | (np.isnan(vals) & np.isnan(kept)))
+    return int(differs.sum())
+
+
 def _map_keys(keys: list[str], resolver: KeyResolver, ctx: Context,
               notes: list[str]) -> tuple[dict[str, Resolved], list[str]]:
     key_map: dict[str, Resolved] = {}
@@ -199,6 +207,8 @@ def _frame(steps: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]])
     """A frame where a key not logged at a step is null and a logged NaN stays NaN."""
     series = [pl.Series("step", steps)]
     for name, (values, mask) in columns.items():
+        if name == "step":  # a log that also wrote its step as a metric keeps it, renamed
+            name = "step (logged)"
         series.append(pl.Series(name, np.ma.masked_array(values, mask=~mask), nan_to_null=False))
     return pl.DataFrame(series)
 

@@ -20,12 +20,25 @@ HEAD_BYTES = 64 << 10
 
 #: sniffing order: binary and folder formats first, loose text formats last
 READER_MODULES: tuple[str, ...] = (
+    "trl_state",
     "verl_jsonl",
+    "generic_jsonl",
+    "parquet_table",
+    "csv_table",
+    "verl_console",
+    "openrlhf_console",
+    "trl_console",
 )
 
 
 def readers() -> list[Reader]:
-    return [importlib.import_module(f"{__name__}.{name}").READER for name in READER_MODULES]
+    """Every reader in sniffing order; a module exposes ``READER`` or, when it reads both a
+    file and a folder form, ``READERS``."""
+    out: list[Reader] = []
+    for name in READER_MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        out.extend(getattr(module, "READERS", (module.READER,)))
+    return out
 
 
 def _head(path: Path) -> bytes:

@@ -1,0 +1,189 @@
+"""One JSON object per line with a step key: custom loggers and W&B's ``wandb-history.jsonl``.
+
+The step is the first of :data:`STEP_KEYS` present in the first :data:`SCAN_RECORDS`
+records; without one the records are numbered 1, 2, 3... and a note says so. In a W&B
+history, ``_step`` counts every ``wandb.log`` call, so ``train/global_step`` wins; the lines
+that carry only ``_step`` (TRL's profiling timings and completion tables) are left out
+and counted in a note. Nested objects are flattened with ``/``; a W&B media reference
+(an object with ``_type``: table, histogram, image) and lists are not metrics and are
+ignored. ``null`` is NaN; Python's ``json`` writes ``NaN``/``Infinity``, which orjson
+rejects, so such a line is parsed again with the standard library.
+
+Memory is bounded: lines are streamed and only the first records are held to choose the
+step key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta, Value
+from ._text import iter_lines
+
+FORMAT = "jsonl"
+
+#: step columns, most specific first (W&B's own ``_step`` counts log calls, not optimizer steps)
+STEP_KEYS = ("train/global_step", "global_step", "step", "_step", "iteration", "iter")
+#: W&B bookkeeping that is not a training metric
+WANDB_KEYS = frozenset({"_runtime", "_timestamp", "_step", "_wandb"})
+#: how many records are looked at to choose the step key
+SCAN_RECORDS = 1000
+
+EPOCH_KEYS = ("epoch", "train/epoch")
+_EVAL_PREFIXES = ("eval_", "eval/", "test_", "test/", "val_", "val/")
+
+
+def choose_step_key(keysets: Iterable[Iterable[str]]) -> str | None:
+    """The first of :data:`STEP_KEYS` that any of ``keysets`` holds, else None."""
+    seen: set[str] = set()
+    for keys in keysets:
+        seen.update(keys)
+    return next((key for key in STEP_KEYS if key in seen), None)
+
+
+def as_step(value: object) -> int | None:
+    """A logged step as an int: ``12`` or ``12.0``; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def json_value(v: object) -> Value | None:
+    """A JSON scalar as a record value: null is NaN, booleans are 0/1, strings stay text;
+    None for lists and objects."""
+    if v is None:
+        return math.nan
+    if isinstance(v, (bool, int, float)):
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond float range (the standard parser allows it)
+            return math.inf if v > 0 else -math.inf
+    if isinstance(v, str):
+        return v
+    return None
+
+
+def flatten(obj: dict[str, Any], out: dict[str, Value], prefix: str = "",
+            skip: frozenset[str] = frozenset()) -> None:
+    """Scalar leaves of ``obj`` into ``out`` under ``a/b`` keys, leaving out the top-level
+    keys in ``skip``; W&B media references are not metrics."""
+    for key, raw in obj.items():
+        if key in skip:
+            continue
+        name = prefix + key if prefix else key
+        kind = type(raw)
+        if kind is float:  # the common case, fast
+            out[name] = raw
+        elif kind is dict:
+            if "_type" not in raw:  # with _type it is a W&B table/histogram/image reference
+                flatten(raw, out, name + "/")
+        else:
+            value = json_value(raw)
+            if value is not None:
+                out[name] = value
+
+
+def drop_eval_epoch(values: dict[str, Value]) -> None:
+    """An evaluation-only record repeats the epoch counter of training; dropping it keeps
+    the evaluation step from looking like a training step (and from a double-logged note)."""
+    if not any(key in values for key in EPOCH_KEYS):
+        return
+    others = [k for k in values if k not in EPOCH_KEYS]
+    if others and all(k.startswith(_EVAL_PREFIXES) for k in others):
+        for key in EPOCH_KEYS:
+            values.pop(key, None)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """orjson first; the standard parser for the ``NaN``/``Infinity`` Python's json writes."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    segments = head.split(b"\n")
+    for i, raw in enumerate(segments):
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith(b"{"):
+            return False
+        try:
+            obj = parse_json(line)
+        except ValueError:
+            # a first line longer than the head is cut short; judge it by its start
+            cut = i == len(segments) - 1 and len(head) >= 1 << 16
+            return cut and line.startswith(b'{"')
+        if not isinstance(obj, dict):
+            return False
+        return set(obj) != {"step", "data"}  # veRL's file logger has its own reader
+    return False
+
+
+def _objects(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, line in iter_lines(path, meta):
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json(line)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            skips.skip(f"{path}:{lineno}", f"not a JSON object ({reason}); the line was skipped")
+            continue
+        if not isinstance(obj, dict):
+            skips.skip(f"{path}:{lineno}", f"expected a JSON object, found {type(obj).__name__}; "
+                       "the line was skipped")
+            continue
+        yield lineno, obj
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    objects = _objects(path, meta, skips)
+    first = list(islice(objects, SCAN_RECORDS))
+    step_key = choose_step_key(obj.keys() for _, obj in first)
+    if step_key is None and first:
+        meta.notes.append(f"{path}: no step key ({', '.join(STEP_KEYS)}) in the first records; "
+                          "the records were numbered 1, 2, 3, ... as steps")
+    dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
+    side_logs = 0
+    for n, (lineno, obj) in enumerate(chain(first, objects), 1):
+        where = f"{path}:{lineno}"
+        if step_key is None:
+            step = n
+        elif obj.get(step_key) is None:
+            if step_key == "train/global_step" and "_step" in obj:
+                side_logs += 1
+                continue
+            skips.skip(where, f"no {step_key!r} in this line; the line was skipped")
+            continue
+        else:
+            found = as_step(obj[step_key])
+            if found is None:
+                skips.skip(where, f"step {obj[step_key]!r} is not an integer; the line was skipped")
+                continue
+            step = found
+        values: dict[str, Value] = {}
+        flatten(obj, values, skip=dropped)
+        drop_eval_epoch(values)
+        if values:
+            yield Record(step, values, where)
+    if side_logs:
+        meta.notes.append(f"{path}: {side_logs} lines had W&B's _step but no train/global_step "
+                          "(timings and tables logged between training steps); they were left out")
+
+
+READER = Reader(FORMAT, sniff, read)

@@ -1,0 +1,140 @@
+"""HF Trainer / TRL ``trainer_state.json``, a bare ``log_history`` list, or a folder holding them.
+
+``log_history`` holds one record per logging step (``{"loss": ..., "step": N}``), evaluation
+records (``eval_*`` keys) at their own step, and a final summary (``train_runtime``,
+``train_loss``, ...) that goes to ``Run.summary``. GRPO logs ``null`` for a metric that was
+NaN on every process; Python's ``json`` (which writes the file) writes ``NaN`` for a NaN loss.
+The scalar top-level fields become config under ``trainer_state.<field>``.
+
+A folder is read through its ``trainer_state.json``, or else through the one in the
+highest-numbered ``checkpoint-N/`` (each checkpoint holds the whole history up to N).
+
+Memory: the file is parsed whole. trainer_state files are small (a record per logging
+step, well under 100 MB even for long runs), so this is acceptable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta, Value
+from .generic_jsonl import as_step, drop_eval_epoch, flatten
+
+FORMAT = "trl-state"
+STATE_FILE = "trainer_state.json"
+#: the keys of the record HF Trainer logs once, at the end of ``train()``
+SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
+                          "total_flos", "train_loss"})
+
+_STEP = frozenset({"step"})
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+_LIST_OF_OBJECTS = re.compile(rb"\[\s*\{")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    if path.name == STATE_FILE:
+        return True
+    start = head.lstrip()
+    if start.startswith(b"{"):
+        return b'"log_history"' in head
+    return _LIST_OF_OBJECTS.match(start) is not None and b'"step"' in head
+
+
+def _checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    found = []
+    for child in folder.iterdir():
+        hit = _CHECKPOINT.fullmatch(child.name)
+        if hit and (child / STATE_FILE).is_file():
+            found.append((int(hit.group(1)), child / STATE_FILE))
+    return sorted(found)
+
+
+def sniff_dir(path: Path, head: bytes) -> bool:
+    return (path / STATE_FILE).is_file() or bool(_checkpoints(path))
+
+
+def state_file(folder: Path, meta: SourceMeta) -> Path:
+    """The trainer_state.json that holds the fullest history of the run in ``folder``."""
+    direct = folder / STATE_FILE
+    if direct.is_file():
+        return direct
+    found = _checkpoints(folder)
+    if not found:
+        raise InputError(f"{folder}: no {STATE_FILE} in this folder or in a checkpoint-N/ subfolder; "
+                         "expected a Trainer output_dir or one of its checkpoints")
+    number, latest = found[-1]
+    which = "the only checkpoint" if len(found) == 1 else f"the latest of {len(found)} checkpoints"
+    meta.notes.append(f"{folder}: read {latest.parent.name}/{STATE_FILE}, {which} "
+                      f"(it holds the whole history up to step {number})")
+    return latest
+
+
+def _parse(path: Path, data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)  # accepts the NaN/Infinity that Python's json writes
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected a "
+                         "trainer_state.json object or a log_history list (was the file cut short?)") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         "expected a trainer_state.json") from exc
+
+
+def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
+    if isinstance(doc, list):
+        return doc
+    history = doc.get("log_history") if isinstance(doc, dict) else None
+    if isinstance(history, list):
+        for key, value in doc.items():
+            if key != "log_history" and not isinstance(value, (dict, list)):
+                meta.config[f"trainer_state.{key}"] = value
+        return history
+    found = "an object without a 'log_history' list" if isinstance(doc, dict) else type(doc).__name__
+    raise InputError(f"{path}: found {found}; expected a trainer_state.json object with a "
+                     "'log_history' list, or that list itself")
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.framework = "trl"
+    if path.is_dir():
+        path = state_file(path, meta)
+        meta.files = [str(path)]
+    data = path.read_bytes()
+    meta.bytes_read += len(data)
+    history = _history(path, _parse(path, data), meta)
+    for n, entry in enumerate(history, 1):
+        where = f"{path}#record {n}"
+        if not isinstance(entry, dict):
+            skips.skip(where, f"expected a JSON object, found {type(entry).__name__}; the record was skipped")
+            continue
+        step = as_step(entry.get("step"))
+        if step is None:
+            skips.skip(where, f"step {entry.get('step')!r} is not an integer; the record was skipped")
+            continue
+        values: dict[str, Value] = {}
+        flatten(entry, values, skip=_STEP)
+        if SUMMARY_KEYS.intersection(entry):
+            yield Record(step, values, where, kind="summary")
+            continue
+        drop_eval_epoch(values)
+        if values:
+            yield Record(step, values, where)
+
+
+READER = Reader(FORMAT, sniff, read)
+#: the same reader for a Trainer output folder or checkpoint folder
+DIR_READER = Reader(FORMAT, sniff_dir, read, takes_dir=True)
+#: both forms, for a registry that takes several readers from one module
+READERS = (READER, DIR_READER)
