@@ -47,6 +47,33 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
         yield lineno + 1, pending.decode("utf-8", "replace").rstrip("\r")
 
 
+#: how far past the 64 KiB head a text reader's sniff may look (startup output can be long)
+SNIFF_LIMIT = 32 << 20
+
+
+def search_file(path: Path, head: bytes, pattern: re.Pattern[bytes], limit: int = SNIFF_LIMIT) -> bool:
+    """Whether ``pattern`` occurs in the first ``limit`` bytes of ``path`` (``head`` first,
+    then the rest in 1 MiB chunks, overlapping so a match across chunks is found)."""
+    if pattern.search(head):
+        return True
+    if len(head) < (64 << 10) or not path.is_file():
+        return False
+    overlap = 4096
+    with path.open("rb") as fh:
+        fh.seek(max(len(head) - overlap, 0))
+        tail = b""
+        read = 0
+        while read < limit:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                return False
+            read += len(chunk)
+            if pattern.search(tail + chunk):
+                return True
+            tail = chunk[-overlap:]
+    return False
+
+
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text) if "\x1b" in text else text
 

@@ -1,0 +1,69 @@
+"""OpenRLHF's console log: one Python dict per global step, printed by the PPO trainer.
+
+``ppo_trainer.py::fit`` logs ``✨ Global step {n}: {status}`` through the openrlhf logger
+(``INFO 08-13 19:25:45 ppo_trainer.py:547] ✨ Global step 3: {'policy_loss': ...}``) and
+``✨ Evaluation completed in 0:01:02, global_step 10, eval_metrics: {...}`` after an
+evaluation. The payload is a dict repr, so values may be ``tensor(...)``/``np.float64(...)``
+and ``nan``/``inf``; a list such as ``generated_samples`` (``[text, reward]``) is not a
+metric and is left out. tqdm bars (``act_loss=..., reward=...``) and everything else are
+ignored: the per-step dict already holds those numbers, unrounded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._pyrepr import ReprError, metric_values, parse_dict
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta
+from ._text import iter_lines, search_file, strip_ansi
+
+FORMAT = "openrlhf-console"
+
+_SNIFF = re.compile(rb"Global step \d+: \{|global_step \d+, eval_metrics: \{")
+_TRAIN = re.compile(r"Global step (\d+): (\{.*)")
+_EVAL = re.compile(r"global_step (\d+), eval_metrics: (\{.*)")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return search_file(path, head, _SNIFF)
+
+
+def _match(line: str) -> tuple[re.Match[str], str] | None:
+    if "Global step " in line:
+        m = _TRAIN.search(line)
+        if m:
+            return m, "training"
+    if "eval_metrics: " in line:
+        m = _EVAL.search(line)
+        if m:
+            return m, "evaluation"
+    return None
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.framework = "openrlhf"
+    for lineno, line in iter_lines(path, meta):
+        hit = _match(line)
+        if hit is None:
+            continue
+        m, kind = hit
+        where = f"{path}:{lineno}"
+        payload = strip_ansi(m.group(2)).rstrip()
+        try:
+            status = parse_dict(payload)
+        except ReprError as exc:
+            skips.skip(where, f"the {kind} dict of global step {m.group(1)} is not a Python dict repr "
+                              f"({exc}); the line was skipped")
+            continue
+        values = metric_values(status)
+        if not values:
+            skips.skip(where, f"the {kind} dict of global step {m.group(1)} holds no metric value; "
+                              "the line was skipped")
+            continue
+        yield Record(int(m.group(1)), values, where)
+
+
+READER = Reader(FORMAT, sniff, read)

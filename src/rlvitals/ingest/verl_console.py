@@ -1,0 +1,313 @@
+"""veRL's ``console`` logger: ``step:N - key:value - key:value ...`` lines in a captured stdout.
+
+The line comes from ``LocalLogger`` (``f"{k}:{v:.3f}"`` before July 2025, the value's repr
+after, so ``np.float64(0.007)`` occurs), usually behind a Ray prefix such as
+``\\x1b[36m(TaskRunner pid=678203)\\x1b[0m``, among tqdm bars, model output and warnings. Keys
+may hold ``/``, ``@`` and ``(1e-4)``, so a pair is split at its last ``:``. A validation-only
+line (``step:0 - val-core/...``) is a record of its own; the Run merges it with the training
+line of the same step. The SFT trainer prints the same format.
+
+The config comes from two places, whichever the log has: the pprint'ed config dict veRL
+prints at start (one dict over many Ray-prefixed lines, other workers' lines interleaved)
+and the Hydra overrides on the ``python3 -m verl.trainer.main_ppo ...`` command line. The
+dump wins where both name a key.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._pyrepr import ReprError, flatten, parse_dump
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta, Value
+from ._text import ANSI, iter_lines, parse_number, search_file, strip_ansi
+
+FORMAT = "verl-console"
+
+#: how far past the 64 KiB head ``sniff`` looks for a first line (startup output can be long)
+_SNIFF = re.compile(
+    rb"(?:^|[\r\n])(?:[\d:.,/+TZ\[\] -]{8,40} )?(?:\x1b\[[0-9;]*m)*"
+    rb"(?:\([^()\r\n]*pid=\d+[^()\r\n]*\)(?:\x1b\[[0-9;]*m)* ?)?step:\d+ - [^\s:]+:"
+)
+#: a timestamp a tool such as ``ts`` or a logging wrapper put before the line
+_TIMESTAMP = re.compile(r"[\d:.,/+TZ\[\] -]{8,40}")
+_STEP = re.compile(r"step:(\d+)(?= - |\s*$)")
+_RAY_PREFIX = re.compile(r"\((?:[^()]*\s)?pid=\d+[^()]*\) ?")
+_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_CONFIG_SECTIONS = frozenset({"actor_rollout_ref", "algorithm", "critic", "data", "trainer", "reward_model",
+                              "custom_reward_function", "model", "optim", "ray_init", "global_profiler"})
+_ENTRY_WORDS = ("main_ppo", "sft_trainer")
+_ENTRY = re.compile(r"(?:[\w./-]*[./])?(?:main_ppo\w*|\w*sft_trainer\w*)(?:\.py)?")
+_OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)*)=(.*)", re.S)
+#: a config dump longer than this is cut (veRL's full config is ~20 KiB)
+MAX_DUMP_LINES = 20_000
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return search_file(path, head, _SNIFF)
+
+
+def split_prefix(line: str) -> tuple[str, str]:
+    """``(ray_prefix, text)`` of one console line, ANSI codes removed from both."""
+    line = strip_ansi(line)
+    if line.startswith("("):
+        m = _RAY_PREFIX.match(line)
+        if m:
+            return m.group().rstrip(), line[m.end():]
+    return "", line
+
+
+def _head_ok(head: str) -> bool:
+    """What precedes ``step:`` on a real step line: nothing, a timestamp, a Ray prefix, a tqdm bar."""
+    head = strip_ansi(head)
+    if "\r" in head:
+        head = head.rsplit("\r", 1)[1]
+    stamp = _TIMESTAMP.match(head)
+    if stamp and head[stamp.end():stamp.end() + 1] in ("", " ", "("):
+        head = head[stamp.end():].lstrip()
+    m = _RAY_PREFIX.match(head)
+    head = (head[m.end():] if m else head).strip()
+    return not head or (head.endswith("]") and "|" in head)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.startswith("np.") and text.endswith(")"):
+        try:
+            return float(text[text.index("(") + 1:-1])
+        except ValueError:
+            pass
+    return parse_number(text)
+
+
+def _unwrap(text: str) -> float:
+    """``np.float64(0.5)`` -> 0.5; ValueError unless the repr is whole."""
+    if not text.endswith(")"):
+        raise ValueError(text)
+    return float(text[text.index("(") + 1:-1])
+
+
+def _pairs_slow(pairs: list[str]) -> tuple[dict[str, Value], list[str]]:
+    values: dict[str, Value] = {}
+    problems: list[str] = []
+    for pair in pairs:
+        key, sep, raw = pair.rpartition(":")
+        key, raw = key.strip(), raw.strip()
+        if not sep or not key:
+            problems.append(f"{pair.strip()!r} is not a key:value pair")
+            continue
+        value = _number(raw)
+        if value is None:
+            problems.append(f"value {raw!r} for {key!r} is not a number")
+        else:
+            values[key] = value
+    return values, problems
+
+
+def parse_step_line(text: str, step: int, where: str, skips: SkipLog) -> Record | None:
+    """The record of one ``step:N - k:v - ...`` text (starting at ``step:``)."""
+    pairs = text.split(" - ")
+    del pairs[0]
+    values: dict[str, Value]
+    problems: list[str] = []
+    try:
+        split = [p.rpartition(":") for p in pairs]
+        if "np." in text:
+            values = {k: _unwrap(v) if v.startswith("np.") else float(v) for k, _, v in split}
+        else:
+            values = {k: float(v) for k, _, v in split}
+        if "" in values:
+            raise ValueError
+    except ValueError:
+        values, problems = _pairs_slow(pairs)
+    if not values:
+        why = f" ({problems[0]})" if problems else ""
+        skips.skip(where, f"no readable key:value pair after 'step:{step}'{why}; the line was skipped")
+        return None
+    for problem in problems:
+        skips.skip(where, f"{problem}; the value was skipped")
+    return Record(step, values, where)
+
+
+def _step_text(line: str, at: int) -> tuple[int, str] | None:
+    """``(step, text from 'step:' on)`` when ``line`` is a step line, else None."""
+    text = line[at:] if at else line
+    if "\r" in text:  # a tqdm bar redrawn after the line
+        text = text.split("\r", 1)[0]
+    m = _STEP.match(text)
+    if m is None:
+        return None
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "cluster]" in text:
+        text = _REPEATED.sub("", text)
+    return int(m.group(1)), text
+
+
+class _Head:
+    """Config evidence in the startup output: the pprint'ed dump and command-line overrides."""
+
+    def __init__(self, path: Path, meta: SourceMeta) -> None:
+        self.path = path
+        self.meta = meta
+        self.dump: list[str] | None = None  # lines of a dump being collected
+        self.dump_prefix = ""
+        self.dump_at: list[int] = []  # the file line of each dump line
+        self.dump_done = False
+        self.command: list[str] | None = None  # a command line continued with '\'
+        self.overrides: dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
+
+    def feed(self, lineno: int, line: str) -> None:
+        if self.command is not None:
+            self._command_line(split_prefix(line)[1])
+            return
+        if self.dump is not None:
+            prefix, text = split_prefix(line)
+            if prefix != self.dump_prefix:
+                return  # another worker's line between two lines of the dump
+            if text[:1].isspace() and len(self.dump) < MAX_DUMP_LINES:
+                glued = _RAY_PREFIX.search(text) if "pid=" in text else None
+                self.dump.append(text[:glued.start()] if glued else text)
+                self.dump_at.append(lineno)
+                return
+            self._close_dump()
+        if not self.dump_done and "{'" in line:
+            prefix, text = split_prefix(line)
+            if text.startswith("{'") and text[2:text.find("'", 2)] in _CONFIG_SECTIONS:
+                self.dump, self.dump_prefix, self.dump_at = [text], prefix, [lineno]
+                return
+        if any(word in line for word in _ENTRY_WORDS):
+            text = split_prefix(line)[1].lstrip("+ ").lstrip("$ ")
+            self.command = []
+            self._command_line(text)
+
+    def _command_line(self, text: str) -> None:
+        assert self.command is not None
+        stripped = text.rstrip()
+        if stripped.endswith("\\") and len(self.command) < 1000:
+            self.command.append(stripped[:-1])
+            return
+        self.command.append(stripped)
+        self.overrides.update(hydra_overrides(" ".join(self.command)))
+        self.command = None
+
+    def _close_dump(self) -> None:
+        assert self.dump is not None
+        where = f"{self.path}:{self.dump_at[0]}"
+        text = "\n".join(self.dump)
+        self.dump, self.dump_done = None, True
+        try:
+            dump = parse_dump(text)
+        except ReprError as exc:
+            self.meta.notes.append(f"{where}: the config dump could not be read ({exc}); it was ignored")
+            return
+        self.config = flatten(dump.value)
+        if dump.cut is not None:
+            line = self.dump_at[text.count("\n", 0, dump.cut)]
+            self.meta.notes.append(
+                f"{where}: the config dump breaks off at line {line}; "
+                f"the {len(self.config)} settings before that were kept")
+        if dump.repairs:
+            self.meta.notes.append(
+                f"{where}: lines of the config dump are missing (Ray drops lines that repeat other "
+                "processes' output); settings were placed by their indentation and those on the "
+                "missing lines are absent")
+
+    def close(self) -> None:
+        if self.command is not None:
+            self._command_line("")
+        if self.dump is not None:
+            self._close_dump()
+        self.meta.config.update(self.overrides)
+        self.meta.config.update(self.config)
+
+
+def _hydra_value(text: str) -> Any:
+    if text.startswith("[") and text.endswith("]") and "[" not in text[1:]:
+        inner = text[1:-1].strip()
+        return [_hydra_value(item.strip().strip("'\"")) for item in inner.split(",")] if inner else []
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def hydra_overrides(command: str) -> dict[str, Any]:
+    """``key.path -> value`` for the Hydra overrides after a veRL entry point on a command line.
+
+    Example:
+        >>> hydra_overrides("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo +x.y=1")
+        {'algorithm.adv_estimator': 'grpo', 'x.y': 1}
+    """
+    try:
+        tokens = shlex.split(command, comments=False)
+    except ValueError:  # an unbalanced quote: fall back to whitespace
+        tokens = command.split()
+    out: dict[str, Any] = {}
+    started = False
+    for token in tokens:
+        if not started:
+            started = _ENTRY.fullmatch(token) is not None
+            continue
+        m = _OVERRIDE.fullmatch(token)
+        if m is not None:
+            out[m.group(1)] = _hydra_value(m.group(2))
+    return out
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.framework = "verl"
+    head: _Head | None = _Head(path, meta)
+    ok_heads: set[str] = {""}
+    last_step_line = 0
+    lineno = 0
+    for lineno, line in iter_lines(path, meta):
+        at = line.find("step:")
+        if at >= 0:
+            prefix = line[:at]
+            found = _step_text(line, at) if prefix in ok_heads or _head_ok(prefix) else None
+            if found is not None:
+                if len(ok_heads) < 64:
+                    ok_heads.add(prefix)
+                if head is not None:
+                    head.close()
+                    head = None
+                last_step_line = lineno
+                record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips)
+                if record is not None:
+                    yield record
+                continue
+        if head is not None:
+            head.feed(lineno, line)
+    if head is not None:
+        head.close()
+    if last_step_line and last_step_line == lineno and not _ends_with_newline(path):
+        meta.notes.append(f"{path}:{lineno}: the last line has no newline (was the log still being written?); "
+                          "its last value may be cut short")
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
+READER = Reader(FORMAT, sniff, read)
