@@ -59,7 +59,7 @@ def test_dec_2024_verl_scaled_learning_rate(real: Path) -> None:
     assert lr[0] == pytest.approx(0.010 * 1e-4)
     assert run.raw["actor/lr(1e-4)"][0] == pytest.approx(0.010)
     assert "actor/entropy" in run.metrics and "actor/reward_kl_penalty" in run.metrics
-    assert run.framework_era is not None and run.framework_era.startswith("<")
+    assert run.framework_era == ">=2024-12,<2025-01"
 
 
 def test_validation_per_data_source(real: Path) -> None:

@@ -83,7 +83,7 @@ class KeyResolver:
     # -- candidates -------------------------------------------------------------------------
     def candidates(self, key: str) -> list[_Candidate]:
         """Every catalog reading of ``key`` before context filtering (no manglings)."""
-        found = [_Candidate(m, a) for m, a in self._exact.get(key, ())]
+        found = [_Candidate(m, a, dict(a.bind) if a is not None else {}) for m, a in self._exact.get(key, ())]
         if found:
             return found
         for metric, alias in self._patterns:
@@ -165,9 +165,11 @@ class KeyResolver:
         via = "exact" if alias is None or alias.name is not None else "pattern"
         if alias is None and best.metric.is_template:
             via = "pattern"
-        return Resolved(key, _fill(best.metric.key, best.groups), best.metric,
-                        alias.scale if alias else 1.0, alias, via,
-                        "eval" if best.metric.kind == "eval" else "train")
+        canonical = _fill(best.metric.key, best.groups)
+        # a template filled in may name a key that has an entry of its own (timing_s/gen)
+        metric = self.catalog.metrics.get(canonical, best.metric)
+        return Resolved(key, canonical, metric, alias.scale if alias else 1.0, alias, via,
+                        "eval" if metric.kind == "eval" else "train")
 
     @staticmethod
     def _score(alias: Alias | None, ctx: Context) -> int | None:
