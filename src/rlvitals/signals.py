@@ -1,0 +1,254 @@
+"""Series primitives: pure functions over one metric's values (ordered by step).
+
+Everything here is scale-free: a spike, a shift or a collapse is measured against the
+series' own robust level and spread (median and MAD over a trailing window), so the same
+defaults work for an entropy of 0.05 nats and one of 2 nats, and for a KL of 1e-4 and 0.5.
+Functions take plain NumPy arrays (NaN-free: callers drop non-finite values first) and
+return indices into them; checks turn indices into steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: MAD → standard deviation for a normal distribution
+MAD_TO_SD = 1.4826
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stretch of a series that a primitive flagged.
+
+    ``start``/``end`` are inclusive indices, ``peak`` the most extreme index inside,
+    ``baseline`` the level before the event and ``score`` how far the peak is from it
+    (in robust standard deviations, or as a ratio, depending on the primitive).
+    """
+
+    start: int
+    end: int
+    peak: int
+    value: float
+    baseline: float
+    score: float
+
+
+def robust_scale(x: np.ndarray, floor: float = 1e-3) -> float:
+    """MAD-based standard deviation, never below ``floor`` × |median| (a constant series has
+    no spread, but a deviation of a thousandth of its level is still no event)."""
+    if len(x) == 0:
+        return float("nan")
+    med = float(np.median(x))
+    mad = float(np.median(np.abs(x - med))) * MAD_TO_SD
+    return max(mad, floor * abs(med), 1e-12)
+
+
+def noise_scale(x: np.ndarray) -> float:
+    """The step-to-step noise of a series: robust sd of its first differences over √2. Unlike
+    the spread of the values, it is not inflated by trends or level shifts."""
+    if len(x) < 3:
+        return robust_scale(x)
+    return robust_scale(np.diff(x), floor=0.0) / np.sqrt(2.0)
+
+
+def trailing_median(x: np.ndarray, window: int, min_periods: int | None = None) -> np.ndarray:
+    """Median of the ``window`` values before each index (the index itself excluded);
+    NaN where fewer than ``min_periods`` precede it."""
+    min_periods = min_periods or max(3, window // 4)
+    med = pl.Series(x).rolling_median(window_size=window, min_samples=min_periods).shift(1)
+    out: np.ndarray = med.fill_null(np.nan).to_numpy()
+    return out
+
+
+def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
+                   floor: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+    """``(median, robust sd)`` of the ``window`` values before each index. The spread needs
+    ``min_periods`` values (half a window by default): a MAD from a dozen points is too noisy
+    to call anything six of them away a spike."""
+    min_periods = min_periods or max(5, window // 2)
+    s = pl.Series(x)
+    med = s.rolling_median(window_size=window, min_samples=min_periods)
+    centre = s.rolling_median(window_size=window, min_samples=1)
+    dev = (s - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
+    med_np: np.ndarray = med.shift(1).fill_null(np.nan).to_numpy()
+    dev_np: np.ndarray = dev.shift(1).fill_null(np.nan).to_numpy()
+    # a quiet stretch must not make every wiggle a spike: never below half the run's step noise
+    sd = np.maximum(np.nan_to_num(dev_np, nan=np.inf), np.maximum(floor * np.abs(med_np), 0.5 * noise_scale(x)))
+    return med_np, sd
+
+
+def runs_of(mask: np.ndarray, min_len: int = 1, max_gap: int = 0) -> list[tuple[int, int]]:
+    """Inclusive ``(start, end)`` of each run of True at least ``min_len`` long, joining runs
+    separated by at most ``max_gap`` False values."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > max_gap + 1)
+    starts = np.concatenate(([idx[0]], idx[breaks + 1]))
+    ends = np.concatenate((idx[breaks], [idx[-1]]))
+    return [(int(s), int(e)) for s, e in zip(starts, ends, strict=True) if e - s + 1 >= min_len]
+
+
+def _events(mask: np.ndarray, score: np.ndarray, x: np.ndarray, base: np.ndarray,
+            max_gap: int = 0) -> list[Event]:
+    out = []
+    for start, end in runs_of(mask, 1, max_gap):
+        seg = np.abs(score[start : end + 1])
+        peak = start + int(np.nanargmax(seg))
+        out.append(Event(start, end, peak, float(x[peak]), float(base[peak]), float(score[peak])))
+    return out
+
+
+def spikes(x: np.ndarray, *, window: int = 50, k: float = 6.0, direction: str = "up",
+           warmup: int = 5) -> list[Event]:
+    """Points that leave the trailing robust band by more than ``k`` robust sd.
+
+    Transient events count: one step far above the run's own recent level is a spike even if
+    the series returns at once (the failure of level-based detectors).
+    """
+    if len(x) <= warmup:
+        return []
+    med, sd = trailing_scale(x, window)
+    z = (x - med) / sd
+    z[:warmup] = 0.0
+    z = np.nan_to_num(z, nan=0.0)
+    if direction == "up":
+        mask = z > k
+    elif direction == "down":
+        mask = z < -k
+    else:
+        mask = np.abs(z) > k
+    return _events(mask, z, x, med)
+
+
+def ratio_spikes(x: np.ndarray, *, ratio: float = 10.0, window: int = 50, warmup: int = 5) -> list[Event]:
+    """Points at least ``ratio`` times the trailing median (the seed's "10× normal" grad norm)."""
+    if len(x) <= warmup:
+        return []
+    med = trailing_median(x, window)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(med > 0, x / med, np.nan)
+    r[:warmup] = np.nan
+    mask = np.nan_to_num(r, nan=0.0) >= ratio
+    return _events(mask, np.nan_to_num(r, nan=0.0), x, med)
+
+
+def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: str = "both") -> Event | None:
+    """The strongest sustained change of level: the median of the ``window`` values after an
+    index differs from the median of the ``window`` before it by more than ``k`` robust sd
+    (the spread of the values before). Returns the first crossing, peak at the strongest point."""
+    n = len(x)
+    if n < 2 * window:
+        return None
+    s = pl.Series(x)
+    before_med = s.rolling_median(window_size=window).shift(1).fill_null(np.nan).to_numpy()
+    after_med = s.reverse().rolling_median(window_size=window).reverse().fill_null(np.nan).to_numpy()
+    before_sd = (s - s.rolling_median(window_size=window)).abs().rolling_median(window_size=window) * MAD_TO_SD
+    sd = np.maximum(np.nan_to_num(before_sd.shift(1).fill_null(np.nan).to_numpy(), nan=np.inf),
+                    np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
+    z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
+    if direction == "up":
+        mask = z > k
+    elif direction == "down":
+        mask = z < -k
+    else:
+        mask = np.abs(z) > k
+    found = runs_of(mask)
+    if not found:
+        return None
+    best = max(found, key=lambda se: float(np.max(np.abs(z[se[0] : se[1] + 1]))))
+    start, end = best
+    change = _change_point(x, max(window, start - window), min(n - window, end + 1), window)
+    return Event(change, end, change, float(after_med[change]), float(before_med[change]), float(z[change]))
+
+
+def _change_point(x: np.ndarray, lo: int, hi: int, window: int) -> int:
+    """Where in ``[lo, hi)`` the mean of the ``window`` values after differs most from the
+    mean of the ``window`` before — sharp at the true change, unlike medians' flat top."""
+    if hi <= lo:
+        return lo
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    i = np.arange(lo, hi)
+    after = (c[i + window] - c[i]) / window
+    before = (c[i] - c[i - window]) / window
+    return int(i[np.argmax(np.abs(after - before))])
+
+
+def collapse(x: np.ndarray, *, drop: float = 0.5, within: int = 20, baseline_window: int = 10) -> Event | None:
+    """A fast relative fall: the series loses at least ``drop`` of its level within ``within``
+    steps and stays down. The onset is the first index below the old level minus ``drop/4``
+    of it — where the fall visibly begins."""
+    n = len(x)
+    if n < baseline_window + 3:
+        return None
+    s = pl.Series(x)
+    before = s.rolling_median(window_size=baseline_window).fill_null(np.nan).to_numpy()
+    later = s.reverse().rolling_median(window_size=min(baseline_window, 5)).reverse().fill_null(np.nan).to_numpy()
+    for i in range(baseline_window - 1, n - 1):
+        level = before[i]
+        if not np.isfinite(level) or level <= 0:
+            continue
+        j = min(n - 1, i + within)
+        future = later[i + 1 : j + 1]
+        future = future[np.isfinite(future)]
+        if len(future) == 0 or future.min() > level * (1 - drop):
+            continue
+        # stays down: the rest of the run's median is also below the threshold
+        rest = x[i + 1 :]
+        if np.median(rest) > level * (1 - drop * 0.6):
+            continue
+        below = np.flatnonzero(x[i + 1 : j + 1] < level * (1 - drop / 4))
+        onset = i + 1 + int(below[0]) if len(below) else i + 1
+        stop = min(n - 1, onset + within)
+        low = onset + int(np.argmin(later[onset : stop + 1]))
+        return Event(onset, low, low, float(later[low]), float(level), float(1 - later[low] / level))
+    return None
+
+
+def theil_sen(x: np.ndarray, t: np.ndarray | None = None, max_points: int = 400) -> float:
+    """Robust slope (median of pairwise slopes); long series are reduced to ``max_points``
+    bucket medians first so the cost stays O(max_points²)."""
+    n = len(x)
+    if n < 3:
+        return 0.0
+    t = np.arange(n, dtype=float) if t is None else t.astype(float)
+    if n > max_points:
+        edges = np.linspace(0, n, max_points + 1).astype(int)
+        x = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)])
+        t = np.array([np.median(t[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)])
+    i, j = np.triu_indices(len(x), 1)
+    dt = t[j] - t[i]
+    keep = dt != 0
+    return float(np.median((x[j] - x[i])[keep] / dt[keep]))
+
+
+def trend(x: np.ndarray, max_points: int = 400) -> float:
+    """Mann–Kendall-style trend strength in [-1, 1] (Kendall's tau against time) on at most
+    ``max_points`` bucket medians: +1 rises throughout, -1 falls throughout, ~0 no trend."""
+    n = len(x)
+    if n < 4:
+        return 0.0
+    if n > max_points:
+        edges = np.linspace(0, n, max_points + 1).astype(int)
+        x = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)])
+    i, j = np.triu_indices(len(x), 1)
+    sign = np.sign(x[j] - x[i])
+    return float(sign.sum() / len(sign))
+
+
+def relative_change(x: np.ndarray, head: float = 0.2, tail: float = 0.2) -> float:
+    """``(median of the last tail share − median of the first head share) / |first|``."""
+    n = len(x)
+    if n < 4:
+        return 0.0
+    a = float(np.median(x[: max(1, int(n * head))]))
+    b = float(np.median(x[n - max(1, int(n * tail)) :]))
+    return (b - a) / max(abs(a), 1e-12)
+
+
+def decoupling(a: np.ndarray, b: np.ndarray, *, rise: float = 0.3, flat: float = 0.1) -> bool:
+    """True when ``a`` clearly rises (trend ≥ ``rise``) while ``b`` does not (trend ≤ ``flat``):
+    reward up while validation or pass@k stays flat."""
+    return trend(a) >= rise and trend(b) <= flat

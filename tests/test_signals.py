@@ -1,0 +1,114 @@
+"""Series primitives on constructed series; scale-freeness with hypothesis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvitals import signals as S
+
+SCALES = st.sampled_from([1e-4, 1e-2, 1.0, 37.0, 1e4])
+
+
+def noisy(n: int, level: float = 1.0, sd: float = 0.05, seed: int = 0) -> np.ndarray:
+    return level + np.random.default_rng(seed).normal(0, sd * level, n)
+
+
+def test_runs_of() -> None:
+    mask = np.array([0, 1, 1, 0, 1, 0, 0, 1, 1, 1], bool)
+    assert S.runs_of(mask) == [(1, 2), (4, 4), (7, 9)]
+    assert S.runs_of(mask, min_len=2) == [(1, 2), (7, 9)]
+    assert S.runs_of(mask, max_gap=1) == [(1, 4), (7, 9)]
+    assert S.runs_of(np.zeros(4, bool)) == []
+
+
+def test_robust_scale_of_constant_series_is_not_zero() -> None:
+    assert S.robust_scale(np.full(10, 2.0)) == pytest.approx(2e-3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=SCALES, seed=st.integers(0, 1000), at=st.integers(30, 280))
+def test_single_step_spike_found_at_any_scale(scale: float, seed: int, at: int) -> None:
+    x = noisy(300, seed=seed) * scale
+    x[at] *= 3.0
+    events = S.spikes(x)
+    assert [e.peak for e in events] == [at]
+    assert events[0].baseline == pytest.approx(scale, rel=0.1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=SCALES, seed=st.integers(0, 1000))
+def test_no_spike_in_plain_noise(scale: float, seed: int) -> None:
+    assert S.spikes(noisy(500, seed=seed) * scale) == []
+
+
+def test_spike_direction() -> None:
+    x = noisy(100)
+    x[50] = 0.2
+    assert S.spikes(x) == [] and [e.peak for e in S.spikes(x, direction="down")] == [50]
+    assert [e.peak for e in S.spikes(x, direction="both")] == [50]
+
+
+def test_ratio_spike_needs_the_ratio() -> None:
+    x = noisy(100, sd=0.02)
+    x[60] *= 9.0
+    assert S.ratio_spikes(x) == []
+    x[70] *= 11.0
+    events = S.ratio_spikes(x)
+    assert [e.peak for e in events] == [70] and events[0].score == pytest.approx(11, rel=0.1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(scale=SCALES, seed=st.integers(0, 1000), at=st.integers(30, 150))
+def test_collapse_onset_at_any_scale(scale: float, seed: int, at: int) -> None:
+    x = noisy(200, sd=0.03, seed=seed)
+    x[at:] *= np.maximum(0.15, 1 - 0.2 * np.arange(200 - at))
+    event = S.collapse(x * scale)
+    assert event is not None and abs(event.start - at) <= 3
+    assert event.score > 0.7
+
+
+def test_smooth_decay_is_not_a_collapse() -> None:
+    t = np.arange(400)
+    x = 0.6 * np.exp(-t / 150) * (1 + np.random.default_rng(1).normal(0, 0.02, 400))
+    assert S.collapse(x) is None
+
+
+def test_transient_dip_is_not_a_collapse() -> None:
+    x = noisy(200, sd=0.02)
+    x[100:103] *= 0.3
+    assert S.collapse(x) is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(scale=SCALES, seed=st.integers(0, 1000), at=st.integers(40, 160))
+def test_level_shift_onset(scale: float, seed: int, at: int) -> None:
+    x = noisy(200, sd=0.05, seed=seed)
+    x[at:] += 0.8
+    event = S.level_shift(x * scale)
+    assert event is not None and event.score > 0
+    assert abs(event.start - at) <= 2 and event.peak == event.start
+
+
+def test_no_level_shift_in_noise_or_short_series() -> None:
+    assert S.level_shift(noisy(300)) is None
+    assert S.level_shift(noisy(10)) is None
+
+
+def test_theil_sen_and_trend() -> None:
+    t = np.arange(100, dtype=float)
+    line = 3.0 * t + 2
+    line[10] = 1e6  # an outlier does not move a robust slope
+    assert S.theil_sen(line) == pytest.approx(3.0)
+    assert S.trend(np.arange(50.0)) == 1.0 and S.trend(-np.arange(50.0)) == -1.0
+    assert abs(S.trend(noisy(400))) < 0.1
+    assert S.theil_sen(np.arange(5000.0)) == pytest.approx(1.0, rel=1e-3)
+
+
+def test_relative_change_and_decoupling() -> None:
+    up = np.linspace(0.2, 0.8, 100) + noisy(100, 0, 0.01)
+    assert S.relative_change(np.linspace(1, 2, 100)) == pytest.approx((1.9 - 1.1) / 1.1, rel=0.02)
+    assert S.decoupling(up, noisy(100, 0.5, 0.01))
+    assert not S.decoupling(up, up)
