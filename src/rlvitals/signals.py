@@ -50,7 +50,7 @@ def noise_scale(x: np.ndarray) -> float:
     the spread of the values, it is not inflated by trends or level shifts."""
     if len(x) < 3:
         return robust_scale(x)
-    return robust_scale(np.diff(x), floor=0.0) / np.sqrt(2.0)
+    return robust_scale(np.diff(x), floor=0.0) / float(np.sqrt(2.0))
 
 
 def trailing_median(x: np.ndarray, window: int, min_periods: int | None = None) -> np.ndarray:

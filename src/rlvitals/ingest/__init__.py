@@ -20,6 +20,9 @@ HEAD_BYTES = 64 << 10
 
 #: sniffing order: binary and folder formats first, loose text formats last
 READER_MODULES: tuple[str, ...] = (
+    "wandb_offline",
+    "mlflow_store",
+    "tensorboard",
     "trl_state",
     "verl_jsonl",
     "generic_jsonl",
