@@ -29,3 +29,7 @@ class CatalogError(RlvitalsError):
 
 class UnknownMetricError(RlvitalsError):
     """A metric name is neither a canonical key nor an alias of one."""
+
+
+class ConfigError(RlvitalsError):
+    """A diagnosis config file (``--config``) is invalid."""

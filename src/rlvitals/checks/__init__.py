@@ -1,0 +1,80 @@
+"""Every check: records from the data files joined with the function of the same id.
+
+Each layer module (``stability.py`` …) exposes ``FUNCTIONS`` (id → function) and has a data
+file beside it (``stability.toml`` …) giving, per check, its layer, needed metrics,
+applicable algorithm families, default parameters and its words in English and Chinese.
+:func:`load_checks` joins them and refuses any id present on one side only.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from ..errors import CatalogError
+from . import behaviour, efficiency, generalisation, learning, stability
+from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
+
+__all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "FUNCTIONS"]
+
+FUNCTIONS: dict[str, CheckFn] = {
+    **stability.FUNCTIONS,
+    **behaviour.FUNCTIONS,
+    **learning.FUNCTIONS,
+    **generalisation.FUNCTIONS,
+    **efficiency.FUNCTIONS,
+}
+LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
+
+
+def _text(raw: Any, where: str) -> Text:
+    if not isinstance(raw, dict) or not raw.get("title") or not raw.get("advice"):
+        raise CatalogError(f"checks: {where} needs a title and advice")
+    messages = {k: str(v) for k, v in raw.items() if k not in ("title", "advice")}
+    if not messages:
+        raise CatalogError(f"checks: {where} has no message templates")
+    return Text(str(raw["title"]), messages, str(raw["advice"]).strip())
+
+
+def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[Check, ...]:
+    checks = []
+    seen: set[str] = set()
+    for raw in data.get("check", []):
+        cid = str(raw.get("id", ""))
+        if cid in seen:
+            raise CatalogError(f"checks: check {cid!r} is defined twice")
+        seen.add(cid)
+        if cid not in functions:
+            raise CatalogError(f"checks: check {cid!r} has no function")
+        if raw.get("layer") not in LAYERS:
+            raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {LAYERS}")
+        needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
+        checks.append(Check(
+            id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
+            params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
+            zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
+        ))
+    missing = sorted(set(functions) - seen)
+    if missing:
+        raise CatalogError(f"checks: functions without a record: {missing}")
+    return tuple(checks)
+
+
+MODULES = ("stability", "behaviour", "learning", "generalisation", "efficiency")
+
+
+@lru_cache(maxsize=1)
+def load_checks() -> tuple[Check, ...]:
+    """Every shipped check, layer module by layer module, in file order."""
+    records: list[Any] = []
+    for name in MODULES:
+        text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
+        records.extend(tomllib.loads(text).get("check", []))
+    return parse_checks({"check": records}, FUNCTIONS)

@@ -1,0 +1,130 @@
+"""The check contract: a record from ``checks.toml`` plus one function.
+
+A check function receives a :class:`RunView` (canonical series of one run, training steps
+only, finite values) and its parameters, and returns :class:`Outcome`s: a status, the
+template to phrase it with, the numbers for that template, onset and span in steps, and
+evidence. Words live in ``checks.toml`` (English and Chinese); functions only compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..run import Run
+
+Status = Literal["ok", "warn", "fail", "skipped"]
+STATUS_RANK = {"skipped": -1, "ok": 0, "warn": 1, "fail": 2}
+#: fewer logged points than this and a series is treated as absent
+MIN_POINTS = 5
+
+
+@dataclass(frozen=True)
+class Series:
+    """One canonical metric over training steps (finite values only)."""
+
+    key: str
+    steps: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def step(self, index: int) -> int:
+        return int(self.steps[index])
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return int(self.steps[start]), int(self.steps[end])
+
+    def after(self, step: int) -> Series:
+        keep = self.steps >= step
+        return Series(self.key, self.steps[keep], self.values[keep])
+
+    def aligned(self, other: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(steps, self values, other values)`` at the steps both logged."""
+        common, ia, ib = np.intersect1d(self.steps, other.steps, return_indices=True)
+        return common, self.values[ia], other.values[ib]
+
+
+class RunView:
+    """What checks may read of a run: canonical series, the algorithm family and the config."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.family = run.family
+        self.algorithm = run.algorithm
+        self.config = run.config
+        self._cache: dict[str, Series | None] = {}
+
+    def series(self, key: str, min_points: int = MIN_POINTS) -> Series | None:
+        """The training-step series of ``key`` with non-finite values dropped, or None when
+        the run logged it fewer than ``min_points`` times."""
+        if key not in self._cache:
+            if key not in self.run.frame.columns:
+                self._cache[key] = None
+            else:
+                steps, values = self.run.series(key, finite=True)
+                self._cache[key] = Series(key, steps, values)
+        found = self._cache[key]
+        return found if found is not None and len(found) >= min_points else None
+
+    def first(self, *keys: str, min_points: int = MIN_POINTS) -> Series | None:
+        """The first of ``keys`` that the run logged."""
+        for key in keys:
+            found = self.series(key, min_points)
+            if found is not None:
+                return found
+        return None
+
+    def keys(self) -> list[str]:
+        return self.run.metrics
+
+    def validation(self) -> dict[str, Any]:
+        return self.run.validation
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found. ``template`` names the message in checks.toml (usually the status);
+    ``values`` fill its placeholders; ``evidence`` is machine-readable (value, baseline,
+    threshold, peak …)."""
+
+    status: Status
+    template: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    onset_step: int | None = None
+    span: tuple[int, int] | None = None
+    metrics: tuple[str, ...] = ()
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+CheckFn = Callable[[RunView, Mapping[str, Any]], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class Text:
+    title: str
+    messages: Mapping[str, str]
+    advice: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """One diagnosis: id, layer, the metrics it needs (each entry: any one of these keys),
+    the algorithm families it applies to, default parameters, words, and its function."""
+
+    id: str
+    layer: str
+    needs: tuple[tuple[str, ...], ...]
+    families: tuple[str, ...]
+    params: Mapping[str, Any]
+    en: Text
+    zh: Text
+    fn: CheckFn
+    seed: str = ""
+
+    def text(self, lang: str) -> Text:
+        return self.zh if lang == "zh" else self.en

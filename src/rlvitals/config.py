@@ -1,0 +1,102 @@
+"""The diagnosis config (``--config FILE``): enable/disable checks, override thresholds, cap severity.
+
+```toml
+[checks.grad_norm_spike]
+ratio = 8.0            # any default parameter of the check
+max_status = "warn"    # never report worse than this
+[checks.nan_inf]
+enabled = false
+```
+Everything is validated when the file is read; a typo names the file, the key and what
+would have been valid.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .checks import load_checks
+from .checks._base import Status
+from .errors import ConfigError
+
+_STATUSES: tuple[Status, ...] = ("ok", "warn", "fail")
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    enabled: bool = True
+    params: Mapping[str, Any] = field(default_factory=dict)
+    max_status: Status | None = None
+
+
+@dataclass(frozen=True)
+class DiagnoseConfig:
+    checks: Mapping[str, CheckSettings] = field(default_factory=dict)
+
+    def for_check(self, check_id: str) -> CheckSettings:
+        return self.checks.get(check_id, CheckSettings())
+
+
+def _hint(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _settings(path: Path, cid: str, raw: Any, defaults: Mapping[str, Any]) -> CheckSettings:
+    where = f"{path}: [checks.{cid}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a table of settings")
+    enabled, max_status, params = True, None, {}
+    for key, value in raw.items():
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} enabled = {value!r}: expected true or false")
+            enabled = value
+        elif key == "max_status":
+            if value not in _STATUSES:
+                raise ConfigError(f"{where} max_status = {value!r}: expected one of {', '.join(_STATUSES)}")
+            max_status = value
+        elif key in defaults:
+            default = defaults[key]
+            if isinstance(default, (int, float)) and not isinstance(default, bool):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ConfigError(f"{where} {key} = {value!r}: expected a number like {default!r}")
+                value = type(default)(value) if isinstance(default, float) else value
+            params[key] = value
+        else:
+            valid = ["enabled", "max_status", *defaults]
+            raise ConfigError(f"{where} has no setting {key!r}{_hint(key, valid)} "
+                              f"(valid: {', '.join(valid)})")
+    return CheckSettings(enabled, params, max_status)
+
+
+def load_config(path: str | Path) -> DiagnoseConfig:
+    """Read and validate a diagnosis config file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    unknown = sorted(set(data) - {"checks"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown section {unknown[0]!r}; the only section is [checks.<id>]")
+    known = {c.id: c for c in load_checks()}
+    checks = {}
+    for cid, raw in data.get("checks", {}).items():
+        if cid not in known:
+            raise ConfigError(f"{path}: unknown check {cid!r}{_hint(cid, list(known))}; "
+                              "run 'rlvitals diagnose --list-checks' to see them")
+        checks[cid] = _settings(path, cid, raw, known[cid].params)
+    return DiagnoseConfig(checks)

@@ -1,0 +1,160 @@
+"""Run every check on a Run and assemble the findings into a layered verdict.
+
+Findings come in the seeds' reading order: first "did the model get better" (L5), then
+stability (L1), policy behaviour (L2), the data's learning signal (L3) and exploration
+(L4), reasoning quality (L6), and efficiency last; inside a layer the worst come first.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import Check, Outcome, RunView, load_checks
+from .checks._base import STATUS_RANK, Status
+from .config import DiagnoseConfig
+from .run import Run
+
+READING_ORDER = ("L5", "L1", "L2", "L3", "L4", "L6", "efficiency")
+LAYER_NAMES = {
+    "L5": ("Generalisation: did the model get better?", "泛化：模型变好了吗？"),
+    "L1": ("Training stability: is the optimisation working?", "训练稳定性：优化在 work 吗？"),
+    "L2": ("Policy behaviour: how is the policy changing?", "策略行为：Policy 在如何变化？"),
+    "L3": ("Learning signal: does the data still teach?", "学习信号：数据对 policy 有价值吗？"),
+    "L4": ("Exploration: is it still exploring?", "探索健康度：还在探索吗？"),
+    "L6": ("Reasoning quality: is the chain of thought real?", "推理质量：CoT 是真在推理吗？"),
+    "efficiency": ("Efficiency: where does the time go?", "效率：时间花在哪里？"),
+}
+_SKIP = {
+    "disabled": ("disabled in the config", "已在配置中关闭"),
+    "family": ("applies to {families} runs; this run is {family}", "适用于 {families} 训练；本次是 {family}"),
+    "needs": ("needs {missing}, which this run did not log", "需要 {missing}，本次训练没有记录"),
+    "error": ("the check failed on this run: {error}", "该检查在本次训练上出错：{error}"),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One result of one check, in both languages."""
+
+    check: str
+    layer: str
+    status: Status
+    title: Mapping[str, str]
+    message: Mapping[str, str]
+    advice: Mapping[str, str]
+    metrics: tuple[str, ...] = ()
+    onset_step: int | None = None
+    span: tuple[int, int] | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "layer": self.layer, "status": self.status, "title": dict(self.title),
+                "message": dict(self.message), "metrics": list(self.metrics), "onset_step": self.onset_step,
+                "span": list(self.span) if self.span else None, "evidence": dict(self.evidence),
+                "advice": dict(self.advice)}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """All findings of one run with a verdict per layer and overall."""
+
+    path: str
+    verdict: Status
+    layers: Mapping[str, Status]
+    findings: tuple[Finding, ...]
+    run: Run
+
+    def to_json(self) -> dict[str, Any]:
+        layers = {}
+        for layer in READING_ORDER:
+            mine = [f for f in self.findings if f.layer == layer]
+            layers[layer] = {"verdict": self.layers[layer], "name": LAYER_NAMES[layer][0],
+                             "counts": {s: sum(f.status == s for f in mine) for s in ("fail", "warn", "ok", "skipped")}}
+        return {"path": self.path, "framework": self.run.framework, "algorithm": self.run.algorithm,
+                "steps": int(len(self.run.train_steps)), "verdict": self.verdict, "layers": layers,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def _format(template: str, values: Mapping[str, Any]) -> str:
+    """Fill a message template; a missing value shows as ``{name}`` instead of failing."""
+    class _Safe(dict[str, Any]):
+        def __missing__(self, key: str) -> str:
+            return "{" + key + "}"
+
+    try:
+        return string.Formatter().vformat(template, (), _Safe(values))
+    except (ValueError, TypeError):
+        return template
+
+
+def _finding(check: Check, out: Outcome) -> Finding:
+    def words(lang: str) -> str:
+        text = check.text(lang)
+        template = text.messages.get(out.template) or text.messages.get(out.status, "")
+        return _format(template, {**check.params, **out.values})
+
+    return Finding(check.id, check.layer, out.status, {"en": check.en.title, "zh": check.zh.title},
+                   {"en": words("en"), "zh": words("zh")}, {"en": check.en.advice, "zh": check.zh.advice},
+                   out.metrics or tuple(k for alts in check.needs for k in alts[:1]), out.onset_step, out.span,
+                   dict(out.evidence))
+
+
+def _skipped(check: Check, reason: str, **values: Any) -> Finding:
+    en, zh = _SKIP[reason]
+    return Finding(check.id, check.layer, "skipped", {"en": check.en.title, "zh": check.zh.title},
+                   {"en": _format(en, values), "zh": _format(zh, values)}, {"en": "", "zh": ""},
+                   tuple(k for alts in check.needs for k in alts[:1]))
+
+
+def _missing(view: RunView, check: Check) -> list[str]:
+    return [" or ".join(alts) for alts in check.needs if view.first(*alts) is None]
+
+
+def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Status | None) -> list[Finding]:
+    if check.families and view.family not in check.families:
+        return [_skipped(check, "family", families="/".join(check.families), family=view.family)]
+    missing = _missing(view, check)
+    if missing:
+        return [_skipped(check, "needs", missing=", ".join(missing))]
+    try:
+        outcomes = check.fn(view, params)
+    except Exception as exc:  # a bug in one check must not hide the others' findings
+        return [_skipped(check, "error", error=f"{type(exc).__name__}: {exc}")]
+    if not outcomes:
+        return [_skipped(check, "needs", missing=", ".join(" or ".join(a) for a in check.needs) or "data")]
+    found = []
+    for out in outcomes:
+        if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
+            out = Outcome(cap, cap if cap in check.en.messages else out.template, out.values, out.onset_step,
+                          out.span, out.metrics, out.evidence)
+        found.append(_finding(check, out))
+    return found
+
+
+def _worst(statuses: list[Status]) -> Status:
+    real = [s for s in statuses if s != "skipped"]
+    if not real:
+        return "skipped"
+    return max(real, key=lambda s: STATUS_RANK[s])
+
+
+def diagnose(run: Run, config: DiagnoseConfig | None = None) -> Diagnosis:
+    """Every check on ``run``; disabled, inapplicable and data-less checks are reported as
+    skipped with the reason, never left out."""
+    config = config or DiagnoseConfig()
+    view = RunView(run)
+    findings: list[Finding] = []
+    for check in load_checks():
+        settings = config.for_check(check.id)
+        if not settings.enabled:
+            findings.append(_skipped(check, "disabled"))
+            continue
+        findings.extend(_run_check(view, check, {**check.params, **settings.params}, settings.max_status))
+    order = {layer: i for i, layer in enumerate(READING_ORDER)}
+    findings.sort(key=lambda f: (order[f.layer], -STATUS_RANK[f.status],
+                                 f.onset_step if f.onset_step is not None else 1 << 62))
+    layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in READING_ORDER}
+    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run)

@@ -1,0 +1,74 @@
+"""The first checks and the diagnosis assembly: skips with reasons, verdicts, reading order, caps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlvitals.config import CheckSettings, DiagnoseConfig
+from rlvitals.diagnosis import READING_ORDER, diagnose
+from rlvitals.simulate import Scenario, simulate
+from runs import finding, make_run
+
+
+def _sim(**kw: object) -> dict[str, np.ndarray]:
+    return simulate(Scenario(**kw))  # type: ignore[arg-type]
+
+
+def test_grad_spike_and_entropy_collapse_on_the_example() -> None:
+    d = diagnose(make_run(_sim()))
+    spike = finding(d, "grad_norm_spike")
+    assert spike.status == "warn" and spike.onset_step == 95
+    assert "13× its recent median" in spike.message["en"] and "第 95 步" in spike.message["zh"]
+    collapse = finding(d, "entropy_collapse")
+    assert collapse.status == "fail" and abs(collapse.onset_step - 180) <= 3
+    assert d.layers["L2"] == "fail" and d.verdict == "fail"
+
+
+def test_healthy_control_passes() -> None:
+    d = diagnose(make_run(_sim(collapse_at=None, grad_spike_at=None)))
+    assert finding(d, "grad_norm_spike").status == "ok"
+    assert finding(d, "entropy_collapse").status == "ok"
+    assert all(f.status != "fail" for f in d.findings), [f.message["en"] for f in d.findings if f.status == "fail"]
+
+
+def test_missing_metric_is_skipped_with_the_reason() -> None:
+    d = diagnose(make_run({"actor/pg_loss": np.linspace(0, 1, 30)}))
+    f = finding(d, "entropy_collapse")
+    assert f.status == "skipped" and f.message["en"] == "needs actor/entropy, which this run did not log"
+    assert f.message["zh"] == "需要 actor/entropy，本次训练没有记录"
+
+
+def test_family_mismatch_is_skipped_with_the_reason() -> None:
+    d = diagnose(make_run({"rewards/chosen": np.linspace(0, 1, 30), "actor/entropy": np.ones(30)}, framework="trl"))
+    f = finding(d, "entropy_collapse")
+    assert f.status == "skipped" and f.message["en"] == "applies to rl runs; this run is preference"
+
+
+def test_nan_is_a_failure_with_its_first_step() -> None:
+    loss = np.linspace(1, 0.5, 40)
+    loss[17] = np.nan
+    d = diagnose(make_run({"actor/pg_loss!nan": loss, "actor/entropy": np.ones(40)}))
+    f = finding(d, "nan_inf")
+    assert f.status == "fail" and f.onset_step == 18 and "actor/pg_loss" in f.message["en"]
+
+
+def test_config_disables_and_caps() -> None:
+    run = make_run(_sim())
+    cfg = DiagnoseConfig({"entropy_collapse": CheckSettings(enabled=False),
+                          "grad_norm_spike": CheckSettings(params={"fail_count": 1}, max_status="warn")})
+    d = diagnose(run, cfg)
+    assert finding(d, "entropy_collapse").message["en"] == "disabled in the config"
+    assert finding(d, "grad_norm_spike").status == "warn"
+    d = diagnose(run, DiagnoseConfig({"grad_norm_spike": CheckSettings(params={"fail_count": 1})}))
+    assert finding(d, "grad_norm_spike").status == "fail"
+
+
+def test_findings_follow_the_reading_order() -> None:
+    d = diagnose(make_run(_sim()))
+    layers = [f.layer for f in d.findings]
+    assert layers == sorted(layers, key=READING_ORDER.index)
+    js = d.to_json()
+    assert list(js["layers"]) == list(READING_ORDER) and js["verdict"] == "fail"
+    for f in js["findings"]:
+        assert set(f) == {"check", "layer", "status", "title", "message", "metrics", "onset_step", "span",
+                          "evidence", "advice"}
