@@ -27,6 +27,19 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
 
+    dia = sub.add_parser("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
+    dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
+    dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
+    dia.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    dia.add_argument("--lang", choices=("en", "zh"), default="en")
+    dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 when any run's verdict is at least this bad")
+    dia.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
+    dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
+
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
     exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
@@ -72,6 +85,61 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
         for run in runs:
             summary = run_summary(run)
             out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, color))
+    return status
+
+
+def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .checks import load_checks
+    from .config import load_config
+
+    if args.list_checks:
+        for check in load_checks():
+            params = ", ".join(f"{k}={v}" for k, v in check.params.items())
+            out.write(f"{check.layer:<10} {check.id:<28} {check.text(args.lang).title}"
+                      + (f"  [{params}]" if params else "") + "\n")
+        return EXIT_OK
+    if not args.paths and not args.example:
+        err.write("rlvitals: diagnose needs at least one PATH (or --example)\n")
+        return EXIT_USAGE
+    try:
+        config = load_config(args.config) if args.config else None
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
+        paths = list(args.paths)
+        if args.example:
+            paths.append(str(_example_paths(tmp)["console"]))
+        return _diagnose_paths(paths, args, config, out, err)
+
+
+def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
+                    out: IO[str], err: IO[str]) -> int:
+    from .diagnosis import diagnose
+    from .ingest import load
+    from .render_diagnosis import render_diagnosis, render_markdown
+
+    status, results = EXIT_OK, []
+    for path in paths:
+        try:
+            runs = load(path, args.fmt)
+        except RlvitalsError as exc:
+            err.write(f"rlvitals: {exc}\n")
+            status = EXIT_USAGE
+            continue
+        for run in runs:
+            d = diagnose(run, config)  # type: ignore[arg-type]
+            results.append(d)
+            if args.markdown:
+                out.write(render_markdown(d, args.lang))
+            elif not args.json:
+                out.write(render_diagnosis(d, args.lang, args.all, out.isatty()))
+    if args.json:
+        out.write(_dump({"runs": [d.to_json() for d in results]}) + "\n")
+    if status == EXIT_OK and args.fail_on:
+        threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
+        if any(d.verdict in threshold for d in results):
+            status = EXIT_FINDINGS
     return status
 
 
@@ -128,6 +196,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _inspect(args, out, err)
     if args.command == "explain":
         return _explain(args, out, err)
+    if args.command == "diagnose":
+        return _diagnose(args, out, err)
     if args.command == "example":
         return _example(args, out)
     return _formats(out)

@@ -1,0 +1,123 @@
+"""`rlvitals diagnose`: JSON schema, Markdown, exit codes, config errors."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rlvitals.cli import main
+from rlvitals.simulate import Scenario, write_example
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sick(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_example(tmp_path_factory.mktemp("sick"))["jsonl"]
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sc = Scenario(collapse_at=None, grad_spike_at=None)
+    return write_example(tmp_path_factory.mktemp("healthy"), sc)["jsonl"]
+
+
+def test_json_schema(sick: Path) -> None:
+    code, out, err = _cli("diagnose", "--json", str(sick))
+    assert code == 0 and err == ""
+    doc = orjson.loads(out)
+    (run,) = doc["runs"]
+    assert run["path"] == str(sick) and run["verdict"] == "fail"
+    assert set(run["layers"]) == {"L1", "L2", "L3", "L4", "L5", "L6", "efficiency"}
+    assert run["layers"]["L2"]["verdict"] == "fail"
+    collapse = next(f for f in run["findings"] if f["check"] == "entropy_collapse")
+    assert collapse["status"] == "fail" and collapse["onset_step"] == collapse["span"][0]
+    assert collapse["message"]["en"] and collapse["message"]["zh"] and collapse["advice"]["zh"]
+    assert collapse["metrics"] == ["actor/entropy"] and "baseline" in collapse["evidence"]
+
+
+def test_exit_codes_follow_fail_on(sick: Path, healthy: Path) -> None:
+    assert _cli("diagnose", str(sick))[0] == 0
+    assert _cli("diagnose", "--fail-on", "fail", str(sick))[0] == 1
+    assert _cli("diagnose", "--fail-on", "warn", str(sick))[0] == 1
+    code, out, _ = _cli("diagnose", "--fail-on", "fail", str(healthy))
+    assert code == 0, out
+
+
+def test_terminal_and_markdown_views(sick: Path) -> None:
+    _, text, _ = _cli("diagnose", str(sick))
+    assert text.index("Entropy collapse") < text.index("Gradient-norm spike")  # worst first
+    assert "since step 181" in text and "verdict: FAIL" in text
+    _, zh, _ = _cli("diagnose", "--lang", "zh", str(sick))
+    assert "熵坍缩" in zh and "结论: 失败" in zh
+    _, md, _ = _cli("diagnose", "--markdown", str(sick))
+    assert md.startswith(f"# {sick}") and "| L2 Policy behaviour" not in md
+    assert "## Policy behaviour: how is the policy changing?" in md and "**FAIL** — **Entropy collapse**" in md
+    _, everything, _ = _cli("diagnose", "--all", str(sick))
+    assert "NaN or Inf in the logs" in everything
+
+
+def test_skipped_checks_are_counted_and_listed_with_all(tmp_path: Path) -> None:
+    f = tmp_path / "few.jsonl"
+    f.write_text("".join(f'{{"step":{i},"data":{{"actor/grad_norm":0.5}}}}\n' for i in range(1, 30)))
+    _, text, _ = _cli("diagnose", str(f))
+    assert "skipped (" in text and "run with --all to list them" in text
+    _, everything, _ = _cli("diagnose", "--all", str(f))
+    assert "needs actor/entropy, which this run did not log" in everything
+
+
+def test_needs_a_path() -> None:
+    code, _, err = _cli("diagnose")
+    assert code == 2 and err == "rlvitals: diagnose needs at least one PATH (or --example)\n"
+
+
+def test_example_runs() -> None:
+    code, out, _ = _cli("diagnose", "--example", "--fail-on", "fail")
+    assert code == 1 and "Entropy collapse" in out
+
+
+def test_list_checks() -> None:
+    code, out, _ = _cli("diagnose", "--list-checks")
+    assert code == 0 and "grad_norm_spike" in out and "ratio=10.0" in out
+
+
+def test_config_overrides(sick: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "rlvitals.toml"
+    cfg.write_text("[checks.entropy_collapse]\nenabled = false\n[checks.grad_norm_spike]\nmax_status = 'ok'\n")
+    code, out, _ = _cli("diagnose", "--json", "--fail-on", "warn", "--config", str(cfg), str(sick))
+    run = orjson.loads(out)["runs"][0]
+    statuses = {f["check"]: f["status"] for f in run["findings"]}
+    assert statuses["entropy_collapse"] == "skipped" and statuses["grad_norm_spike"] == "ok"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[checks.entropy_colapse]\nenabled = false\n",
+     r"unknown check 'entropy_colapse'; did you mean 'entropy_collapse'\?"),
+    ("[checks.grad_norm_spike]\nratoi = 3\n",
+     r"\[checks.grad_norm_spike\] has no setting 'ratoi'; did you mean 'ratio'\? \(valid: enabled, max_status, "),
+    ("[checks.grad_norm_spike]\nratio = 'high'\n",
+     r"\[checks.grad_norm_spike\] ratio = 'high': expected a number like 10.0"),
+    ("[checks.grad_norm_spike]\nenabled = 1\n", r"enabled = 1: expected true or false"),
+    ("[checks.grad_norm_spike]\nmax_status = 'bad'\n", r"max_status = 'bad': expected one of ok, warn, fail"),
+    ("[thresholds]\nx = 1\n", r"unknown section 'thresholds'; the only section is \[checks.<id>\]"),
+    ("[checks\n", r"not valid TOML"),
+    ("[checks]\ngrad_norm_spike = 3\n", r"\[checks.grad_norm_spike\] must be a table of settings"),
+])
+def test_config_errors(sick: Path, tmp_path: Path, text: str, message: str) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    code, out, err = _cli("diagnose", "--config", str(cfg), str(sick))
+    assert code == 2 and out == ""
+    assert err.startswith(f"rlvitals: {cfg}: ")
+    assert __import__("re").search(message, err), err
+
+
+def test_missing_config_file(sick: Path, tmp_path: Path) -> None:
+    code, _, err = _cli("diagnose", "--config", str(tmp_path / "nope.toml"), str(sick))
+    assert code == 2 and err == f"rlvitals: {tmp_path / 'nope.toml'}: no such config file\n"
