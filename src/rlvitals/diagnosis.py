@@ -114,7 +114,8 @@ def _missing(view: RunView, check: Check) -> list[str]:
 
 
 def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Status | None) -> list[Finding]:
-    if check.families and view.family not in check.families:
+    # an unrecognised algorithm gets every check whose metrics it logged
+    if check.families and view.family != "unknown" and view.family not in check.families:
         return [_skipped(check, "family", families="/".join(check.families), family=view.family)]
     missing = _missing(view, check)
     if missing:
