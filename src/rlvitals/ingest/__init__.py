@@ -84,8 +84,9 @@ def load(path: str | Path, fmt: str | None = None) -> list:  # type: ignore[type
 
     path = Path(path)
     reader = find_reader(path, fmt)
-    runs = []
-    for root in reader.runs(path):
+    roots = reader.runs(path)
+    runs, empty = [], []
+    for root in roots:
         meta = SourceMeta(format=reader.format, files=[str(root)])
         builder = RunBuilder(meta)
         for record in reader.read(root, meta, builder.skipped):
@@ -94,6 +95,12 @@ def load(path: str | Path, fmt: str | None = None) -> list:  # type: ignore[type
             detail = ""
             if builder.skipped.count:
                 detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"
-            raise EmptyInputError(f"{root}: read as {reader.format} but it holds no metrics{detail}")
+            empty.append(f"{root}: read as {reader.format} but it holds no metrics{detail}")
+            continue
         runs.append(builder.finish(str(root)))
+    if not runs:
+        raise EmptyInputError(empty[0] if len(empty) == 1 else
+                              f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}")
+    for message in empty:  # a folder of runs keeps its readable runs and says which were empty
+        runs[0].notes.append(f"skipped an empty run — {message}")
     return runs

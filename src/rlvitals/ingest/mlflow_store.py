@@ -1,0 +1,304 @@
+"""MLflow tracking stores, read directly (no mlflow package): the file store and SQLite.
+
+File store (``mlruns/``): ``<experiment_id>/meta.yaml`` (``name``), and per run
+``<experiment_id>/<run_id>/meta.yaml`` (``run_name``, ``lifecycle_stage``, ...),
+``metrics/<key>`` with one ``timestamp value step`` line per logged point (a key with
+``/`` is a nested path; names may hold spaces and colons), ``params/<key>`` holding the
+value. The store root, an experiment folder or a run folder are accepted.
+
+SQLite store (``mlflow.db``): tables ``metrics(key, value, timestamp, run_uuid, step,
+is_nan)``, ``runs(run_uuid, name, experiment_id, lifecycle_stage, start_time, ...)``,
+``params(key, value, run_uuid)``, ``experiments(experiment_id, name, ...)``. MLflow stores
+NaN as ``value=0, is_nan=1`` and ±inf as ±1.7976931348623157e308; both are mapped back.
+:func:`runs` names each run ``<db>#<run_uuid>``, which :func:`read` understands.
+
+Keys are kept verbatim; veRL's MLflow adapter turns ``@`` into ``_at_`` and HF writes
+``eval_*`` — the catalog maps those. Params become ``meta.config`` with ``/`` read as
+``.`` (veRL flattens its config with ``/``). When a store or experiment is read, deleted
+runs and runs without any metric are left out (unless nothing else is left).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import InputError
+from ._reader import Reader
+from ._record import Record, SkipLog, SourceMeta, Value
+from ._text import iter_lines
+
+FORMAT = "mlflow"
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: how MLflow's SQL store writes +inf (and -inf, negated): the largest double
+_SQL_INF = 1.7976931348623157e308
+_SNIFF_ENTRIES = 2000
+
+
+# --- file store --------------------------------------------------------------------------------
+
+def meta_yaml(path: Path) -> dict[str, str]:
+    """The top-level ``key: value`` pairs of an MLflow ``meta.yaml`` (flat enough to need no
+    YAML parser); quotes are removed, nested entries ignored."""
+    out: dict[str, str] = {}
+    try:
+        raw = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return out
+    for line in raw.splitlines():
+        if not line or line[0] in " \t#-":
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def _is_run_dir(folder: Path) -> bool:
+    return (folder / "meta.yaml").is_file() and (folder / "metrics").is_dir()
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith("."))
+    except OSError:
+        return []
+
+
+def _experiment_runs(folder: Path) -> list[Path]:
+    return [c for c in _children(folder) if _is_run_dir(c)]
+
+
+def _is_experiment_dir(folder: Path) -> bool:
+    return (folder / "meta.yaml").is_file() and bool(_experiment_runs(folder))
+
+
+def _has_metrics(run: Path) -> bool:
+    return any(files for _, _, files in os.walk(run / "metrics"))
+
+
+def _file_store_runs(path: Path) -> list[Path]:
+    if _is_run_dir(path):
+        return [path]
+    if _is_experiment_dir(path):
+        found = _experiment_runs(path)
+    else:
+        found = [run for exp in _children(path) for run in _experiment_runs(exp)]
+    if not found:
+        return [path]
+    metas = {run: meta_yaml(run / "meta.yaml") for run in found}
+    keep = [r for r in found if metas[r].get("lifecycle_stage") != "deleted" and _has_metrics(r)]
+
+    def order(run: Path) -> tuple[str, int, str]:
+        meta = metas[run]
+        start = meta.get("start_time", "")
+        return (meta.get("experiment_id", run.parent.name), int(start) if start.isdigit() else 0, run.name)
+
+    return sorted(keep or found, key=order)
+
+
+def _metric_files(run: Path) -> list[tuple[str, Path]]:
+    """``(key, file)`` for every metric of a run; a key with ``/`` is a nested path."""
+    root = run / "metrics"
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            file = Path(folder) / name
+            out.append((file.relative_to(root).as_posix(), file))
+    return out
+
+
+def _params(run: Path, meta: SourceMeta) -> None:
+    root = run / "params"
+    for folder, _, files in os.walk(root):
+        for name in files:
+            file = Path(folder) / name
+            try:
+                value = file.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            meta.config[file.relative_to(root).as_posix().replace("/", ".")] = value
+
+
+def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    info = meta_yaml(run / "meta.yaml")
+    experiment = meta_yaml(run.parent / "meta.yaml").get("name", run.parent.name)
+    meta.notes.append(f"MLflow run {info.get('run_name', '')!r} (id {info.get('run_id', run.name)}, "
+                      f"experiment {experiment!r})")
+    _params(run, meta)
+    metrics = _metric_files(run)
+    meta.files = [str(f) for _, f in metrics]
+    for key, file in metrics:
+        for lineno, line in iter_lines(file, meta):
+            parts = line.split()
+            if not parts:
+                continue
+            where = f"{file}:{lineno}"
+            if len(parts) not in (2, 3):
+                skips.skip(where, f"expected 'timestamp value step', got {line[:80]!r}; the line was skipped")
+                continue
+            try:
+                value = float(parts[1])
+                step = int(parts[2]) if len(parts) == 3 else 0
+                int(parts[0])
+            except ValueError:
+                skips.skip(where, f"expected 'timestamp value step' numbers, got {line[:80]!r}; "
+                           "the line was skipped")
+                continue
+            yield Record(step, {key: value}, where)
+
+
+# --- SQLite store -------------------------------------------------------------------------------
+
+def _connect(db: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _is_mlflow_db(db: Path) -> bool:
+    try:
+        con = _connect(db)
+        try:
+            return ({"key", "value", "step", "run_uuid"} <= _columns(con, "metrics")
+                    and "run_uuid" in _columns(con, "runs"))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
+def _split(path: Path) -> tuple[Path, str | None]:
+    """``<db>#<run_uuid>`` (as :func:`runs` names a run) into its parts."""
+    if path.exists():
+        return path, None
+    db, sep, run = str(path).rpartition("#")
+    if sep and Path(db).is_file():
+        return Path(db), run
+    return path, None
+
+
+def _sqlite_runs(db: Path) -> list[Path]:
+    try:
+        con = _connect(db)
+        try:
+            rows = con.execute(
+                "SELECT run_uuid, lifecycle_stage, run_uuid IN (SELECT DISTINCT run_uuid FROM metrics) "
+                "FROM runs ORDER BY experiment_id, start_time, run_uuid").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return [db]
+    keep = [r[0] for r in rows if r[1] != "deleted" and r[2]]
+    return [Path(f"{db}#{run}") for run in (keep or [r[0] for r in rows])] or [db]
+
+
+def _sqlite_run_id(con: sqlite3.Connection, db: Path, run: str | None) -> str:
+    if run is not None:
+        return run
+    ids = [r[0] for r in con.execute("SELECT DISTINCT run_uuid FROM metrics LIMIT 2")]
+    if len(ids) == 1:
+        return str(ids[0])
+    raise InputError(f"{db}: this MLflow database holds several runs; read it with load() to get "
+                     "one Run each, or name one as <db>#<run_uuid>")
+
+
+def _sqlite_meta(con: sqlite3.Connection, run: str, meta: SourceMeta) -> None:
+    for key, value in con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run,)):
+        meta.config[str(key).replace("/", ".")] = value
+    row = con.execute("SELECT r.name, e.name FROM runs r LEFT JOIN experiments e "
+                      "ON r.experiment_id = e.experiment_id WHERE r.run_uuid = ?", (run,)).fetchone()
+    if row is not None:
+        meta.notes.append(f"MLflow run {row[0]!r} (id {run}, experiment {row[1]!r})")
+
+
+def _sql_value(value: object, is_nan: object) -> float:
+    if is_nan:
+        return math.nan
+    number = float(value)  # type: ignore[arg-type]
+    if abs(number) == _SQL_INF:
+        return math.copysign(math.inf, number)
+    return number
+
+
+def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.files = [str(db)]
+    meta.bytes_read += db.stat().st_size
+    con: sqlite3.Connection | None = None
+    try:
+        con = _connect(db)
+        run = _sqlite_run_id(con, db, run)
+        _sqlite_meta(con, run, meta)
+        nan_col = "is_nan" if "is_nan" in _columns(con, "metrics") else "0"
+        cursor = con.execute(f"SELECT step, key, value, {nan_col} FROM metrics WHERE run_uuid = ? "
+                             "ORDER BY step, timestamp", (run,))
+        step: int | None = None
+        values: dict[str, Value] = {}
+        where = ""
+        for row_step, key, value, is_nan in cursor:
+            try:
+                number = _sql_value(value, is_nan)
+                row_step = int(row_step)
+            except (TypeError, ValueError):
+                skips.skip(f"{db}#{run} step {row_step}",
+                           f"metric {key!r} has value {value!r}, not a number; it was skipped")
+                continue
+            if row_step != step or key in values:
+                if values:
+                    yield Record(step, values, where)  # type: ignore[arg-type]
+                step, values, where = row_step, {}, f"{db}#{run} step {row_step}"
+            values[str(key)] = number
+        if values:
+            yield Record(step, values, where)  # type: ignore[arg-type]
+    except sqlite3.Error as exc:
+        skips.skip(f"{db}#{run}", f"SQLite error ({exc}); the rest of the run was skipped")
+    finally:
+        if con is not None:
+            con.close()
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+def sniff(path: Path, head: bytes) -> bool:
+    if path.is_file():
+        return head.startswith(SQLITE_MAGIC) and _is_mlflow_db(path)
+    if _is_run_dir(path) or _is_experiment_dir(path):
+        return True
+    children = _children(path)
+    return len(children) <= _SNIFF_ENTRIES and any(_is_experiment_dir(c) for c in children)
+
+
+def runs(path: Path) -> list[Path]:
+    """One root per run: ``<db>#<run_uuid>`` for SQLite, a run folder for the file store."""
+    db, run = _split(path)
+    if db.is_file():
+        return [path] if run is not None else _sqlite_runs(db)
+    return _file_store_runs(path)
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    db, run = _split(path)
+    if db.is_file():
+        yield from _read_sqlite(db, run, meta, skips)
+    elif _is_run_dir(path):
+        yield from _read_run_dir(path, meta, skips)
+    else:
+        raise InputError(f"{path}: not an MLflow run folder (expected meta.yaml and metrics/); "
+                         "pass the store, an experiment or a run folder")
+
+
+#: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder
+READER = Reader(FORMAT, sniff, read, runs=runs)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs)
+READERS = (READER, DIR_READER)

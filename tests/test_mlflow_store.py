@@ -1,0 +1,178 @@
+"""MLflow stores written by the real mlflow client (file store and SQLite), read without it."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import rlvitals
+from rlvitals.errors import InputError
+from rlvitals.ingest import find_reader, load, mlflow_store
+from rlvitals.ingest._record import SkipLog, SourceMeta
+
+mlflow = pytest.importorskip("mlflow")
+
+PROFILING = "profiling/Time taken: GRPOTrainer._prepare_inputs"
+VAL = "val-core/openai/gsm8k/reward/mean_at_4"  # veRL's MLflow adapter writes @ as _at_
+
+
+def _log_runs(uri: str) -> dict[str, str]:
+    """A veRL-like run, a TRL-like run, a deleted run and a run with params only."""
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("grpo gsm8k")
+    ids = {}
+    with mlflow.start_run(run_name="verl-like") as run:
+        ids["verl"] = run.info.run_id
+        mlflow.log_params({"algorithm/adv_estimator": "grpo", "data/train_batch_size": 8})
+        for step in range(1, 6):
+            metrics = {"actor/pg_loss": step / 7, "critic/score/mean": -step * 1e-3,
+                       "actor/entropy": math.nan if step == 2 else math.inf if step == 3 else 1 / step}
+            if step % 2 == 0:
+                metrics[VAL] = step / 10
+            mlflow.log_metrics(metrics, step=step)
+        mlflow.log_metric("actor/pg_loss", 99.0, step=5)  # logged twice at one step
+    with mlflow.start_run(run_name="trl-like") as run:
+        ids["trl"] = run.info.run_id
+        for step in (10, 20):
+            mlflow.log_metrics({"loss": step / 100, PROFILING: 0.25, "eval_loss": 1 / step}, step=step)
+    with mlflow.start_run(run_name="deleted") as run:
+        ids["deleted"] = run.info.run_id
+        mlflow.log_metric("loss", 1.0, step=1)
+    mlflow.delete_run(ids["deleted"])
+    with mlflow.start_run(run_name="params-only") as run:
+        ids["params"] = run.info.run_id
+        mlflow.log_param("note", "nothing logged")
+    return ids
+
+
+@pytest.fixture(scope="module")
+def file_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    root = tmp_path_factory.mktemp("mlflow") / "mlruns"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        mp.setenv("MLFLOW_TRACKING_URI", root.as_uri())
+        ids = _log_runs(root.as_uri())
+    yield root, ids
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("alembic")
+    db = tmp_path_factory.mktemp("mlflow_sql") / "mlflow.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+        ids = _log_runs(f"sqlite:///{db}")
+    yield db, ids
+
+
+def at(run: rlvitals.Run, key: str, step: int) -> Any:
+    return run.raw.filter(pl.col("step") == step)[key].item()
+
+
+def _check_verl(run: rlvitals.Run) -> None:
+    assert run.steps.tolist() == [1, 2, 3, 4, 5]
+    assert run.raw["actor/pg_loss"].to_list() == [1 / 7, 2 / 7, 3 / 7, 4 / 7, 99.0]
+    assert any("logged twice" in n for n in run.notes)
+    assert run.raw["critic/score/mean"].to_list() == [-s * 1e-3 for s in range(1, 6)]
+    assert math.isnan(at(run, "actor/entropy", 2)) and at(run, "actor/entropy", 3) == math.inf
+    assert at(run, "actor/entropy", 4) == 0.25
+    assert run.raw.select("step", VAL).drop_nulls().rows() == [(2, 0.2), (4, 0.4)]
+    assert run.config == {"algorithm.adv_estimator": "grpo", "data.train_batch_size": "8"}
+    assert any("MLflow run 'verl-like'" in n and "experiment 'grpo gsm8k'" in n for n in run.notes)
+
+
+def _check_trl(run: rlvitals.Run) -> None:
+    assert run.steps.tolist() == [10, 20]
+    assert run.raw["loss"].to_list() == [0.1, 0.2]
+    assert run.raw[PROFILING].to_list() == [0.25, 0.25]
+    assert run.raw["eval_loss"].to_list() == [0.1, 0.05]
+
+
+def test_file_store_root_experiment_and_run_folders(file_store: tuple[Path, dict[str, str]]) -> None:
+    root, ids = file_store
+    experiment = next(p.parent for p in root.glob("*/" + ids["verl"]))
+    for path in (root, experiment, experiment / ids["verl"]):
+        assert find_reader(path).format == "mlflow"
+    verl, trl = load(root)  # the deleted run and the run without metrics are left out
+    assert [Path(verl.path).name, Path(trl.path).name] == [ids["verl"], ids["trl"]]
+    _check_verl(verl)
+    _check_trl(trl)
+    assert verl.skipped.count == 0 and trl.skipped.count == 0
+    assert [Path(r.path).name for r in load(experiment)] == [ids["verl"], ids["trl"]]
+    [one] = load(experiment / ids["trl"])
+    _check_trl(one)
+
+
+def test_file_store_keys_are_nested_paths_with_spaces_and_colons(file_store: tuple[Path, dict[str, str]]) -> None:
+    root, ids = file_store
+    run_dir = next(root.glob("*/" + ids["trl"]))
+    assert (run_dir / "metrics" / "profiling" / "Time taken: GRPOTrainer._prepare_inputs").is_file()
+    assert (next(root.glob("*/" + ids["verl"])) / "metrics" / "val-core" / "openai").is_dir()
+
+
+def test_bad_lines_in_a_metric_file_are_counted(file_store: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    import shutil
+
+    root, ids = file_store
+    run_dir = tmp_path / "0" / ids["trl"]
+    shutil.copytree(next(root.glob("*/" + ids["trl"])), run_dir)
+    metric = run_dir / "metrics" / "loss"
+    metric.write_text(metric.read_text() + "1795940196064 not-a-number 30\njunk\n1795940196064 0.5 40\n")
+    [run] = load(run_dir)
+    assert run.skipped.count == 2
+    assert run.skipped.reasons[0].startswith(f"{metric}:3: expected 'timestamp value step' numbers")
+    assert run.skipped.reasons[1].startswith(f"{metric}:4: expected 'timestamp value step', got 'junk'")
+    assert at(run, "loss", 40) == 0.5
+
+
+def test_sqlite_store_one_run_per_run_uuid(sqlite_store: tuple[Path, dict[str, str]]) -> None:
+    db, ids = sqlite_store
+    assert find_reader(db).format == "mlflow"
+    assert mlflow_store.runs(db) == [Path(f"{db}#{ids['verl']}"), Path(f"{db}#{ids['trl']}")]
+    verl, trl = load(db)
+    assert verl.path == f"{db}#{ids['verl']}" and verl.files == [str(db)]
+    _check_verl(verl)
+    _check_trl(trl)
+
+
+def test_sqlite_store_read_without_a_run_id(sqlite_store: tuple[Path, dict[str, str]]) -> None:
+    db, _ = sqlite_store
+    with pytest.raises(InputError, match="holds several runs; read it with load"):
+        list(mlflow_store.read(db, SourceMeta("mlflow"), SkipLog()))
+
+
+def test_sqlite_nan_and_inf_are_stored_as_mlflow_documents(sqlite_store: tuple[Path, dict[str, str]]) -> None:
+    db, ids = sqlite_store
+    con = sqlite3.connect(db)
+    rows = dict(con.execute("SELECT step, value FROM metrics WHERE key='actor/entropy' AND run_uuid=? "
+                            "AND step IN (2, 3)", (ids["verl"],)).fetchall())
+    nan_flag = con.execute("SELECT is_nan FROM metrics WHERE key='actor/entropy' AND step=2").fetchone()[0]
+    con.close()
+    assert rows == {2: 0.0, 3: 1.7976931348623157e308} and nan_flag == 1  # mapped back to nan / inf above
+
+
+def test_a_sqlite_file_that_is_not_mlflow(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE metrics (name TEXT)")
+    con.commit()
+    con.close()
+    assert not mlflow_store.sniff(db, db.read_bytes()[:100])
+    not_sql = tmp_path / "x.db"
+    not_sql.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    assert not mlflow_store.sniff(not_sql, not_sql.read_bytes())
+
+
+def test_meta_yaml_is_read_without_a_yaml_parser(tmp_path: Path) -> None:
+    f = tmp_path / "meta.yaml"
+    f.write_text("artifact_uri: file:///x/artifacts\nexperiment_id: '12'\nrun_name: grpo run: 2\n"
+                 "tags: []\nnested:\n  inner: 1\nempty: ''\n")
+    assert mlflow_store.meta_yaml(f) == {"artifact_uri": "file:///x/artifacts", "experiment_id": "12",
+                                         "run_name": "grpo run: 2", "tags": "[]", "nested": "", "empty": ""}
