@@ -31,6 +31,7 @@ class Scenario:
     n_gpus: int = 8
     max_response_length: int = 1024
     data_source: str = "openai/gsm8k"
+    noise: float = 1.0
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -44,7 +45,7 @@ def simulate(sc: Scenario) -> dict[str, np.ndarray]:
     t = np.arange(1, sc.steps + 1, dtype=float)
 
     def noise(scale: float) -> np.ndarray:
-        out: np.ndarray = rng.normal(0.0, scale, sc.steps)
+        out: np.ndarray = rng.normal(0.0, scale * sc.noise, sc.steps)
         return out
 
     after = (t >= sc.collapse_at).astype(float) if sc.collapse_at else np.zeros(sc.steps)
