@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -53,6 +54,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _width(out: IO[str]) -> int:
+    """The terminal's width for a terminal (capped for readability), else a fixed width."""
+    from .render_text import WIDTH
+
+    if out.isatty():
+        return min(shutil.get_terminal_size((WIDTH, 24)).columns, 140)
+    return WIDTH
+
+
 def _dump(obj: object) -> str:
     return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
 
@@ -84,7 +94,7 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
             continue
         for run in runs:
             summary = run_summary(run)
-            out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, color))
+            out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, color, _width(out)))
     return status
 
 
@@ -133,7 +143,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
             if args.markdown:
                 out.write(render_markdown(d, args.lang))
             elif not args.json:
-                out.write(render_diagnosis(d, args.lang, args.all, out.isatty()))
+                out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), _width(out)))
     if args.json:
         out.write(_dump({"runs": [d.to_json() for d in results]}) + "\n")
     if status == EXIT_OK and args.fail_on:
@@ -149,7 +159,7 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     if args.list:
         rows = list_metrics(args.lang)
-        out.write(_dump(rows) + "\n" if args.json else render_list(rows, out.isatty()))
+        out.write(_dump(rows) + "\n" if args.json else render_list(rows, out.isatty(), _width(out)))
         return EXIT_OK
     if not args.key:
         err.write("rlvitals: explain needs a metric KEY or --list\n")
@@ -159,7 +169,7 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
-    out.write(_dump(info) + "\n" if args.json else render_explain(info, out.isatty()))
+    out.write(_dump(info) + "\n" if args.json else render_explain(info, out.isatty(), _width(out)))
     return EXIT_OK
 
 

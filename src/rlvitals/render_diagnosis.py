@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from .diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
+from .render_text import WIDTH, console
 
-WIDTH = 110
 _MARK = {"fail": "✗", "warn": "!", "ok": "✓", "skipped": "·"}
 _STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green", "skipped": "dim"}
 _WORD = {"en": {"fail": "FAIL", "warn": "WARN", "ok": "OK", "skipped": "SKIPPED"},
@@ -50,11 +50,11 @@ def _head(d: Diagnosis, lang: str) -> str:
     return f"{run.framework} · {run.algorithm_label} · {steps} training steps"
 
 
-def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, color: bool = False) -> str:
+def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, color: bool = False,
+                     width: int = WIDTH) -> str:
     """The terminal view: the layers at a glance, then the worst findings first."""
     buf = io.StringIO()
-    con = Console(file=buf, width=WIDTH, force_terminal=color, color_system="standard" if color else None,
-                  highlight=False, _environ={})
+    con = console(buf, color, width)
     labels, words = _LABELS[lang], _WORD[lang]
     title = Text(d.path, style="bold")
     title.append(f"  {_head(d, lang)}  ", style="dim")

@@ -9,11 +9,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+#: width when the output is not a terminal (files, pipes, tests)
 WIDTH = 110
 
 
-def _console(buf: io.StringIO, color: bool) -> Console:
-    return Console(file=buf, width=WIDTH, force_terminal=color, color_system="standard" if color else None,
+def console(buf: io.StringIO, color: bool, width: int = WIDTH) -> Console:
+    """A rich console writing into ``buf``: colour only for a terminal, no environment lookups."""
+    return Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
                    highlight=False, soft_wrap=False, _environ={})
 
 
@@ -23,9 +25,9 @@ def _short(items: list[str], limit: int) -> str:
     return ", ".join(items[:limit]) + f", … (+{len(items) - limit} more)"
 
 
-def render_inspect(summary: dict[str, Any], color: bool = False) -> str:
+def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WIDTH) -> str:
     buf = io.StringIO()
-    con = _console(buf, color)
+    con = console(buf, color, width)
     con.print(Text(summary["path"], style="bold"))
     era = f" ({summary['framework_era']})" if summary.get("framework_era") else ""
     rows = [
@@ -55,9 +57,9 @@ def render_inspect(summary: dict[str, Any], color: bool = False) -> str:
     return buf.getvalue()
 
 
-def render_explain(info: dict[str, Any], color: bool = False) -> str:
+def render_explain(info: dict[str, Any], color: bool = False, width: int = WIDTH) -> str:
     buf = io.StringIO()
-    con = _console(buf, color)
+    con = console(buf, color, width)
     con.print(Text(f"{info['key']} — {info['name']}", style="bold"))
     for line in info["resolved"]:
         con.print(Text(f"  {line}", style="dim"))
@@ -81,9 +83,9 @@ def render_explain(info: dict[str, Any], color: bool = False) -> str:
     return buf.getvalue()
 
 
-def render_list(rows: list[dict[str, str]], color: bool = False) -> str:
+def render_list(rows: list[dict[str, str]], color: bool = False, width: int = WIDTH) -> str:
     buf = io.StringIO()
-    con = _console(buf, color)
+    con = console(buf, color, width)
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
     for col in ("layer", "scale", "key", "name"):
         table.add_column(col, overflow="fold")
