@@ -163,7 +163,8 @@ def make_tensorboard(steps: int) -> Path | None:
 def _table(rows: list[dict[str, object]]) -> str:
     cols = ["label", "format", "MB", "floor MB/s", "reader MB/s", "load MB/s", "load/floor", "peak MiB"]
     cols = [c for c in cols if any(c in r for r in rows)]
-    fmt = {c: (lambda v: f"{v:,.1f}" if isinstance(v, float) else str(v)) for c in cols}
+    fmt = {c: (lambda v: f"{v:,.2f}" if isinstance(v, float) and v < 1 else
+               f"{v:,.1f}" if isinstance(v, float) else str(v)) for c in cols}
     cells = [[fmt[c](r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
 

@@ -18,6 +18,7 @@ from ._record import Record, SkipLog, SourceMeta, Value
 from ._text import iter_lines
 
 FORMAT = "verl-jsonl"
+_NUMERIC = {float, int}
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -57,11 +58,15 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         if not isinstance(step, int) or isinstance(step, bool):
             skips.skip(where, f"step {step!r} is not an integer; the line was skipped")
             continue
-        values: dict[str, Value] = {}
-        for key, raw in obj["data"].items():
-            value = _value(raw)
-            if value is not None:
-                values[key] = value
+        data = obj["data"]
+        if set(map(type, data.values())) <= _NUMERIC:  # the common line: nothing to convert
+            values: dict[str, Value] = data
+        else:
+            values = {}
+            for key, raw in data.items():
+                value = _value(raw)
+                if value is not None:
+                    values[key] = value
         if values:
             yield Record(step, values, where)
 
