@@ -645,7 +645,7 @@ def test_explain_list_covers_the_catalog() -> None:
 
 
 def test_real_logs_have_no_unmapped_keys(real: Any) -> None:
-    from rlvitals.ingest import load
+    from rlvitals import load
 
     logs = sorted(p for p in real.iterdir() if p.suffix in {".log", ".json", ".csv"})
     assert logs

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlvitals
+from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.errors import EmptyInputError, InputError
-from rlvitals.ingest import csv_table, find_reader, load
+from rlvitals.ingest import csv_table, find_reader
 
 
 def raw_at(run: rlvitals.Run, key: str, step: int) -> Any:

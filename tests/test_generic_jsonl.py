@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlvitals
+from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.ingest import SkipLog, SourceMeta, find_reader, generic_jsonl, load
+from rlvitals.ingest import SkipLog, SourceMeta, find_reader, generic_jsonl
 
 
 def raw_at(run: rlvitals.Run, key: str, step: int) -> Any:

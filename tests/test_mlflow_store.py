@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 
 import rlvitals
+from rlvitals import load
 from rlvitals.errors import InputError
-from rlvitals.ingest import find_reader, load, mlflow_store
+from rlvitals.ingest import find_reader, mlflow_store
 from rlvitals.ingest._record import SkipLog, SourceMeta
 
 mlflow = pytest.importorskip("mlflow")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.ingest import SkipLog, SourceMeta, find_reader, load
+from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest.openrlhf_console import read
 
 STEP1 = (

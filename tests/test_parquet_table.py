@@ -12,9 +12,10 @@ import polars as pl
 import pytest
 
 import rlvitals
+from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.errors import InputError, UnknownFormatError
-from rlvitals.ingest import find_reader, load, parquet_table
+from rlvitals.ingest import find_reader, parquet_table
 
 
 def raw_at(run: rlvitals.Run, key: str, step: int) -> Any:

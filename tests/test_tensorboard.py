@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlvitals
+from rlvitals import load
 from rlvitals.errors import EmptyInputError
-from rlvitals.ingest import find_reader, load, tensorboard
+from rlvitals.ingest import find_reader, tensorboard
 from rlvitals.ingest._record import SkipLog, SourceMeta
 
 tbx = pytest.importorskip("tensorboardX")

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.ingest import SkipLog, SourceMeta, find_reader, load
+from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest.trl_console import read
 
 TRAIN1 = (

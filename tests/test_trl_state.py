@@ -13,9 +13,10 @@ import polars as pl
 import pytest
 
 import rlvitals
+from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.errors import EmptyInputError, InputError
-from rlvitals.ingest import find_reader, load, trl_state
+from rlvitals.ingest import find_reader, trl_state
 
 UNSLOTH = "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
 MODERN = "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json"

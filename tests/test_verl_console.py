@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rlvitals
+from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.ingest import SkipLog, SourceMeta, find_reader, load
+from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest.verl_console import hydra_overrides, parse_step_line, read, sniff, split_prefix
 
 GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rlvitals
-from rlvitals.ingest import find_reader, load, wandb_offline
+from rlvitals import load
+from rlvitals.ingest import find_reader, wandb_offline
 from rlvitals.ingest._record import SkipLog, SourceMeta
 
 wandb = pytest.importorskip("wandb")

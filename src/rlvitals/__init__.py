@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .catalog import load_catalog
 from .errors import RlvitalsError
-from .ingest import load
+from .loader import load
 from .run import Run
 
 __all__ = ["Run", "RlvitalsError", "load", "load_catalog"]

@@ -79,7 +79,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from .ingest import load
+    from .loader import load
     from .render_text import render_inspect
     from .summary import run_summary
 
@@ -126,7 +126,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
                     out: IO[str], err: IO[str]) -> int:
     from .diagnosis import diagnose
-    from .ingest import load
+    from .loader import load
     from .render_diagnosis import render_diagnosis, render_markdown
 
     status, results = EXIT_OK, []

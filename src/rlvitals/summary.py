@@ -14,7 +14,7 @@ def run_summary(run: Run) -> dict[str, Any]:
     """The stable ``inspect --json`` object for one run.
 
     Example:
-        >>> from rlvitals.ingest import load  # doctest: +SKIP
+        >>> from rlvitals import load  # doctest: +SKIP
         >>> run_summary(load("run.log")[0])["steps"]  # doctest: +SKIP
         1120
     """

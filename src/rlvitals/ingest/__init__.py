@@ -1,4 +1,4 @@
-"""Readers for every log format, and :func:`load` which turns a path into Runs.
+"""Readers for every log format, and how a path finds its reader.
 
 Each reader lives in its own module and exposes ``READER`` (a :class:`Reader`).
 They are tried in the order of ``READER_MODULES``; the first whose ``sniff`` accepts
@@ -14,7 +14,7 @@ from ..errors import EmptyInputError, InputError, UnknownFormatError
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta
 
-__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "readers", "find_reader", "load"]
+__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "readers", "find_reader"]
 
 HEAD_BYTES = 64 << 10
 
@@ -76,31 +76,3 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
         f"{path}: this {kind} is not a training log rlvitals can read (tried: {names}); "
         "pass --format to force a reader"
     )
-
-
-def load(path: str | Path, fmt: str | None = None) -> list:  # type: ignore[type-arg]
-    """Read every run under ``path``: one for a log file, several for a folder of runs."""
-    from ..run import RunBuilder
-
-    path = Path(path)
-    reader = find_reader(path, fmt)
-    roots = reader.runs(path)
-    runs, empty = [], []
-    for root in roots:
-        meta = SourceMeta(format=reader.format, files=[str(root)])
-        builder = RunBuilder(meta)
-        for record in reader.read(root, meta, builder.skipped):
-            builder.add(record)
-        if builder.records == 0 and not builder._summary:
-            detail = ""
-            if builder.skipped.count:
-                detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"
-            empty.append(f"{root}: read as {reader.format} but it holds no metrics{detail}")
-            continue
-        runs.append(builder.finish(str(root)))
-    if not runs:
-        raise EmptyInputError(empty[0] if len(empty) == 1 else
-                              f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}")
-    for message in empty:  # a folder of runs keeps its readable runs and says which were empty
-        runs[0].notes.append(f"skipped an empty run — {message}")
-    return runs
