@@ -71,7 +71,12 @@ def _settings(path: Path, cid: str, raw: Any, defaults: Mapping[str, Any]) -> Ch
             if isinstance(default, (int, float)) and not isinstance(default, bool):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise ConfigError(f"{where} {key} = {value!r}: expected a number like {default!r}")
-                value = type(default)(value) if isinstance(default, float) else value
+                if isinstance(default, float):
+                    value = float(value)
+                elif isinstance(value, float):  # an int setting (a window) must stay whole
+                    if not value.is_integer():
+                        raise ConfigError(f"{where} {key} = {value!r}: expected a whole number like {default!r}")
+                    value = int(value)
             params[key] = value
         else:
             valid = ["enabled", "max_status", *defaults]

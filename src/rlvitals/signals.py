@@ -252,3 +252,171 @@ def decoupling(a: np.ndarray, b: np.ndarray, *, rise: float = 0.3, flat: float =
     """True when ``a`` clearly rises (trend ≥ ``rise``) while ``b`` does not (trend ≤ ``flat``):
     reward up while validation or pass@k stays flat."""
     return trend(a) >= rise and trend(b) <= flat
+
+
+def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median over ``window`` values (shorter at the ends): the level of a
+    series at each index, robust to single-step outliers."""
+    if len(x) == 0:
+        return np.asarray(x, dtype=float)
+    window = max(1, min(window, len(x)))
+    out: np.ndarray = pl.Series(np.asarray(x, dtype=float)).rolling_median(
+        window_size=window, min_samples=1, center=True).to_numpy()
+    return out
+
+
+def sustained_above(x: np.ndarray, threshold: float, *, window: int = 10, min_len: int = 10,
+                    max_gap: int = 2) -> list[tuple[int, int]]:
+    """Inclusive ``(start, end)`` stretches where the level of ``x`` (its :func:`rolling_level`)
+    stays at or above ``threshold`` for at least ``min_len`` indices; dips of up to ``max_gap``
+    indices do not break a stretch. A level, not a point: one noisy step never counts."""
+    if len(x) == 0:
+        return []
+    return runs_of(rolling_level(x, window) >= threshold, min_len, max_gap)
+
+
+def fall_from_peak(x: np.ndarray, *, window: int = 10, tail: float = 0.2) -> Event | None:
+    """How far the recent level of a positive series sits below its earlier peak level.
+
+    The peak is the highest :func:`rolling_level` before the last ``tail`` share of the run;
+    the recent level is the median of that tail. ``score`` is the fraction lost
+    (``1 - recent/peak``), ``baseline`` the peak level, ``value`` the recent level, ``peak``
+    the index of the peak level and ``start`` the onset: the first index after the peak whose
+    level is below ``peak - (peak - recent)/4`` and stays below it for at least 80% of the rest
+    of the run (a late bump does not move the onset to the end). None when the series is too
+    short (fewer than ``3 × window`` values), its peak level is not positive, or it did not fall.
+    """
+    n = len(x)
+    if n < 3 * window:
+        return None
+    level = rolling_level(x, window)
+    n_tail = max(window, int(round(n * tail)))
+    recent = float(np.median(x[n - n_tail:]))
+    top = int(np.argmax(level[: n - n_tail]))
+    peak = float(level[top])
+    if not np.isfinite(peak) or peak <= 0 or recent >= peak:
+        return None
+    below = level[top:] < peak - (peak - recent) / 4
+    rest_below = np.cumsum(below[::-1])[::-1] / np.arange(len(below), 0, -1)
+    held = np.flatnonzero(below & (rest_below >= 0.8))
+    first = np.flatnonzero(below)
+    start = top + int(held[0] if len(held) else first[0] if len(first) else 0)
+    return Event(start, n - 1, top, recent, peak, 1.0 - recent / peak)
+
+
+# -- added for the L1 stability checks ---------------------------------------------------------
+
+def quantum(x: np.ndarray, max_decimals: int = 8) -> float:
+    """The rounding step of a logged series: the largest ``10**-d`` (0 ≤ d ≤ ``max_decimals``)
+    of which every non-zero value is a whole multiple, or 0.0 when the values carry more digits
+    (full precision), or there is no non-zero value.
+
+    A console log that prints three decimals (``0.000``, ``-0.000``, ``0.001``) has quantum
+    0.001: a move from 0.000 to 0.002 is two rounding steps, not an infinite relative jump.
+
+    >>> quantum(np.array([0.0, 0.001, -0.002, 0.013]))
+    0.001
+    """
+    x = np.asarray(x, dtype=float)
+    nz = x[np.isfinite(x) & (x != 0)]
+    if len(nz) == 0:
+        return 0.0
+    for d in range(max_decimals + 1):
+        step = 10.0 ** -d
+        r = nz / step
+        if np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)):
+            return step
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Jump:
+    """A rise of a series far above its trailing level (see :func:`jumps`).
+
+    ``start``/``end`` are inclusive indices of the flagged stretch, ``peak`` its highest index
+    within ``hold`` values of ``start``, ``value`` the value there, ``before`` the trailing
+    median at ``start``, ``after`` the median of the values just after the stretch (NaN when
+    the series ends inside it), ``ratio`` the peak over ``before`` (inf when ``before`` ≤ 0),
+    ``score`` the peak's distance from ``before`` in robust sd, and ``stayed`` whether the level
+    held at least halfway up the jump over the ``hold`` values from ``start`` (a level shift
+    rather than a spike).
+    """
+
+    start: int
+    end: int
+    peak: int
+    value: float
+    before: float
+    after: float
+    ratio: float
+    score: float
+    stayed: bool
+
+
+def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | None = None,
+          min_quanta: float = 10.0, settle: float = 0.0, settle_share: float = 0.25,
+          merge_gap: int = 3, hold: int = 10) -> list[Jump]:
+    """Upward jumps, transient or lasting: values more than ``k`` robust sd above the trailing
+    median of the ``window`` values before them (:func:`trailing_scale`), and — for a
+    non-negative series when ``ratio`` is given — at least ``ratio`` times that median.
+
+    Guards against reading rounding or start-up as a jump: the sd is never below the series'
+    :func:`quantum` and a rise must span ``min_quanta`` rounding steps; with ``settle`` > 0,
+    points in the first ``settle_share`` of the run whose trailing median is still below
+    ``settle`` × the run's median are skipped (a KL leaving 0 at the start is not a jump).
+    Flagged points closer than ``merge_gap`` form one jump. The level a jump is measured from is
+    the higher of the trailing median and the median of the five values before.
+    """
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if n < 10:
+        return []
+    q = quantum(x)
+    med, sd = trailing_scale(x, window)
+    sd = np.maximum(sd, q)
+    # measured from the higher of the window's median and the last few values: a series that has
+    # just climbed to a new level (the window's median still lagging behind) is not jumping now
+    recent = pl.Series(x).rolling_median(window_size=5, min_samples=3).shift(1).fill_null(np.nan).to_numpy()
+    trailing, med = med, np.where(np.isfinite(recent), np.fmax(med, recent), med)
+    rise = x - med
+    z = np.nan_to_num(rise / sd, nan=0.0)
+    hit = np.isfinite(med) & (z > k) & (np.nan_to_num(rise, nan=0.0) >= min_quanta * q)
+    if ratio is not None:
+        hit &= x >= ratio * np.maximum(np.nan_to_num(med, nan=np.inf), q)
+    level = float(np.median(x))
+    if settle > 0 and level > 0:
+        hit &= (np.nan_to_num(trailing, nan=0.0) >= settle * level) | (np.arange(n) >= settle_share * n)
+    out = []
+    for start, end in runs_of(hit, 1, merge_gap):
+        # the jump's own peak: a climb that never lets the trailing median catch up is one long
+        # stretch, and its end is not what jumped at ``start``
+        peak = start + int(np.argmax(x[start : min(end, start + hold - 1) + 1]))
+        before = float(med[start])
+        held = float(np.median(x[start : start + hold]))
+        tail = x[end + 1 : end + 1 + hold]
+        after = float(np.median(tail)) if len(tail) else float("nan")
+        jump_ratio = float(x[peak] / before) if before > 0 else float("inf")
+        out.append(Jump(start, end, peak, float(x[peak]), before, after, jump_ratio, float(z[peak]),
+                        held >= before + 0.5 * (x[peak] - before)))
+    return out
+
+
+def plateau_end(x: np.ndarray, start: int = 0) -> int:
+    """Where a level stretch beginning at ``start`` ends and a straight fall (or climb) begins:
+    the hinge — flat, then linear — that fits ``x[start:]`` best by least squares. A slow
+    decline after a plateau has no step to detect; the hinge still dates it. Returns ``start``
+    when fewer than four values follow it."""
+    y = np.asarray(x[start:], dtype=float)
+    n = len(y)
+    if n < 4:
+        return start
+    best, best_c = np.inf, 0
+    for c in range(n - 2):
+        a = float(y[: c + 1].mean())
+        d = np.arange(1, n - c, dtype=float)
+        r = y[c + 1 :] - a
+        slope = float(d @ r) / float(d @ d)
+        sse = float(((y[: c + 1] - a) ** 2).sum() + ((r - slope * d) ** 2).sum())
+        if sse < best:
+            best, best_c = sse, c
+    return start + best_c

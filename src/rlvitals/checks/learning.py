@@ -1,7 +1,315 @@
-"""Checks of this layer are added here; see stability.py for the contract."""
+"""L3 learning signal (σ_G, zero-variance groups, advantages) and L4 exploration (pass@k against
+reward, rollout diversity, step-level group sizes).
+
+Group statistics come from the framework (TRL ``frac_reward_zero_std``, OpenRLHF
+``group_reward_std``) or are derived from rollouts; the logged share is always used as is —
+never estimated from the batch mean (a binomial estimate called a run with 78% dead groups
+healthy).
+"""
 
 from __future__ import annotations
 
-from ._base import CheckFn
+import re
+from collections.abc import Mapping
+from typing import Any
 
-FUNCTIONS: dict[str, CheckFn] = {}
+import numpy as np
+
+from .. import signals
+from ._base import CheckFn, Outcome, RunView, Series
+from .behaviour import WORST_FIRST, natural_bounds, reward_bounds, reward_of, severity
+
+
+def _med(x: np.ndarray) -> float:
+    return float(np.median(x)) if len(x) else float("nan")
+
+
+def _at(s: Series, a: int, b: int) -> np.ndarray:
+    return s.values[(s.steps >= a) & (s.steps <= b)]
+
+
+def _split(view: RunView, a: int, b: int, share: float, p: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Too easy or too hard: the logged all-correct / all-wrong shares over steps ``a..b``, else an
+    estimate from the mean reward's place in its logged batch range (mixed groups assumed to
+    average half of it: reward ≈ all_correct + (1 − share)/2); unknown without that range."""
+    easy, hard = view.series("group/zero_std/all_correct"), view.series("group/zero_std/all_wrong")
+    extra: dict[str, Any] = {}
+    if easy is not None and hard is not None:
+        e, h = _med(_at(easy, a, b)), _med(_at(hard, a, b))
+        inferred = ""
+    else:
+        reward = reward_of(view)
+        bounds = natural_bounds(view, reward) if reward is not None else None
+        if reward is None or bounds is None:
+            return "unknown", {}
+        lo, hi = bounds
+        r = _med(_at(reward, a, b))
+        extra = {"reward": r, "position": (r - lo) / (hi - lo)}
+        e = float(np.clip(extra["position"] - (1 - share) / 2, 0, share))
+        h, inferred = share - e, "_inferred"
+    if not (np.isfinite(e) and np.isfinite(h)):
+        return "unknown", {}
+    side = "easy" if e >= p["dominant"] * h else "hard" if h >= p["dominant"] * e else "mixed"
+    return side + inferred, {"easy": e, "hard": h, **extra}
+
+
+def _fall(x: np.ndarray, p: Mapping[str, Any]) -> tuple[signals.Event, float] | None:
+    """:func:`signals.fall_from_peak` and the severity to judge it by: the smaller of that fall
+    and the fall of the mean (last ``tail`` against everything before the onset). A bimodal
+    series — σ_G of two-rollout groups is 0 or 1.41 — flips its median with no loss of signal;
+    its mean does not."""
+    event = signals.fall_from_peak(x, window=p["window"], tail=p["tail"])
+    if event is None:
+        return None
+    n_tail = max(p["window"], int(round(len(x) * p["tail"])))
+    before, after = float(np.mean(x[: max(event.start, 1)])), float(np.mean(x[-n_tail:]))
+    return event, min(event.score, 1 - after / before if before > 0 else 0.0)
+
+
+def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Share of prompt groups whose rollouts all got the same reward (σ_G = 0) held at ``warn`` /
+    ``fail`` for ``min_steps`` (seed-004 §四: such prompts are sampled for nothing — every advantage
+    is 0; DAPO's dynamic sampling drops them). Split into too easy and too hard (seed-004 §五)."""
+    s = view.series("group/zero_std/share")
+    if s is None:
+        return []
+    level = signals.rolling_level(s.values, p["window"])
+    for status in WORST_FIRST:
+        found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=p["min_steps"])
+        if not found:
+            continue
+        a, b = found[0]
+        first, last = s.step(a), s.step(b)
+        share = float(np.median(s.values[a : b + 1]))
+        template, split = _split(view, first, last, share, p)
+        held = int(sum(e - st + 1 for st, e in found))
+        values = {"onset": first, "end": last, "steps": last - first + 1, "share": share, "threshold": p[status],
+                  "peak": float(level[a : b + 1].max()), "held": held, "n": len(s), **split}
+        return [Outcome(status, template, values, first, (first, last), (s.key,),
+                        {"value": share, "peak": values["peak"], "threshold": p[status], "steps_above": held, **split})]
+    return [Outcome("ok", "ok", {"median": float(np.median(s.values)), "max_level": float(level.max()),
+                                 "warn": p["warn"]}, metrics=(s.key,))]
+
+
+def _dead_steps(s: Series, values: dict[str, Any], p: Mapping[str, Any]) -> list[Outcome]:
+    """A mean σ_G (or batch std) of exactly 0 means every group of that step got identical rewards:
+    the step taught nothing. ``dead_warn`` of such steps warn, naming the longest stretch."""
+    runs = signals.runs_of(s.values <= 0)
+    if values["zero_steps"] < p["dead_warn"] or not runs:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    a, b = max(runs, key=lambda r: r[1] - r[0])
+    values.update(zero_count=int(np.sum(s.values <= 0)), longest=s.step(b) - s.step(a) + 1, longest_start=s.step(a),
+                  onset=s.step(runs[0][0]))
+    return [Outcome("warn", "dead", values, s.step(runs[0][0]), (s.step(runs[0][0]), s.step(runs[-1][1])), (s.key,),
+                    {"zero_steps": values["zero_steps"], "threshold": p["dead_warn"],
+                     "longest": (s.step(a), s.step(b))})]
+
+
+def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """σ_G (or the batch reward std) fallen by ``warn_drop`` / ``fail_drop`` from its own earlier
+    peak level (10-step medians) to its level over the last ``tail`` of the run: the learning
+    signal is vanishing, whatever the reward's units."""
+    s = view.first("group/reward_std/mean", "critic/score/std")
+    if s is None:
+        return []
+    zero = float(np.mean(s.values <= 0))
+    values: dict[str, Any] = {"metric": s.key, "n": len(s), "zero_steps": zero, "min_steps": 3 * p["window"]}
+    if len(s) < 3 * p["window"]:
+        return [Outcome("skipped", "short", values, metrics=(s.key,))]
+    found = _fall(s.values, p)
+    if found is None or found[1] < p["warn_drop"]:
+        values.update(first=float(np.median(s.values[: p["window"]])), last=float(np.median(s.values[-p["window"]:])))
+        return _dead_steps(s, values, p)
+    event, score = found
+    onset, peak_step = s.step(event.start), s.step(event.peak)
+    status = severity(score >= p["fail_drop"])
+    values.update(onset=onset, peak_step=peak_step, peak=event.baseline, value=event.value, drop=event.score)
+    template, metrics = "fall", [s.key]
+    reward = reward_of(view)
+    if reward is not None:
+        lo, hi = reward_bounds(view, reward)
+        r = _med(reward.values[reward.steps >= onset])
+        values.update(reward=r, position=(r - lo) / (hi - lo))
+        template, metrics = "fall_reward", [s.key, reward.key]
+    return [Outcome(status, template, values, onset, (onset, s.step(len(s) - 1)), tuple(metrics),
+                    {"baseline": event.baseline, "value": event.value, "drop": event.score, "severity": score,
+                     "threshold": p[f"{status}_drop"], "zero_steps": zero})]
+
+
+def advantage_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The advantage range (max − min of the batch) shrinking to ~0: every group in the batch is
+    identical and the step teaches nothing. Steps whose range is below ``dead`` × the run's median
+    range are dead; ``dead_warn`` of them warn; a range fallen ``fail_drop`` from its peak fails."""
+    top, bottom = view.series("critic/advantages/max"), view.series("critic/advantages/min")
+    if top is None or bottom is None:
+        return []
+    steps, a, b = top.aligned(bottom)
+    spread = np.maximum(a - b, 0.0)
+    typical = float(np.median(spread))
+    dead = spread <= p["dead"] * max(typical, 1e-12)
+    values: dict[str, Any] = {"typical": typical, "dead_share": float(dead.mean()), "dead_count": int(dead.sum()),
+                              "first": float(np.median(spread[: p["window"]])),
+                              "last": float(np.median(spread[-p["window"]:]))}
+    metrics = (top.key, bottom.key)
+    found = _fall(spread, p)
+    if found is not None and found[1] >= p["fail_drop"]:
+        event = found[0]
+        onset = int(steps[event.start])
+        values.update(onset=onset, peak=event.baseline, value=event.value, drop=event.score)
+        evidence = {"baseline": event.baseline, "value": event.value, "drop": event.score, "threshold": p["fail_drop"]}
+        return [Outcome("fail", "collapse", values, onset, (onset, int(steps[-1])), metrics, evidence)]
+    if values["dead_share"] >= p["dead_warn"]:
+        where = steps[dead]
+        listed = ", ".join(str(int(x)) for x in where[:8]) + (" …" if len(where) > 8 else "")
+        values.update(onset=int(where[0]), steps=listed)
+        return [Outcome("warn", "dead", values, int(where[0]), (int(where[0]), int(where[-1])), metrics,
+                        {"dead_steps": [int(x) for x in where[:50]], "threshold": p["dead_warn"]})]
+    return [Outcome("ok", "ok", values, metrics=metrics)]
+
+
+_PASSK = re.compile(r"pass@(\d+)")
+_BEST = re.compile(r"(?:.*/)?best@(\d+)/mean")
+
+
+def _passk(view: RunView, min_points: int) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """The widest pass@k the run has (k > 1): from training rollouts, else validation best@N."""
+    found = []
+    metrics = view.keys()
+    for key in metrics:
+        hit = _PASSK.fullmatch(key)
+        s = view.series(key, min_points) if hit and int(hit.group(1)) > 1 else None
+        if s is not None and hit is not None:
+            found.append((int(hit.group(1)), key, s.steps, s.values))
+    for source, frame in view.validation().items():
+        for col in frame.columns:
+            hit = _BEST.fullmatch(col)
+            if hit is None or int(hit.group(1)) <= 1:
+                continue
+            sub = frame.select("step", col).drop_nulls()
+            x = sub[col].to_numpy().astype(float)
+            keep = np.isfinite(x)
+            if keep.sum() >= min_points and not any(f[1].startswith("pass@") for f in found):
+                found.append((int(hit.group(1)), f"val {source} {col}", sub["step"].to_numpy()[keep], x[keep]))
+    if not found:
+        return None
+    _, key, steps, values = max(found, key=lambda f: (f[1].startswith("pass@"), f[0]))
+    return key, steps, values
+
+
+def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Reward still rising (Kendall trend ≥ ``rise`` and ≥ ``reward_gain`` of its range) while
+    pass@k (k > 1; or validation best@N) is flat (trend ≤ ``flat``) from some step to the end
+    (seed-004 §六: samples concentrate on known correct patterns — early mode collapse, long
+    before the reward turns). pass@k falling (trend ≤ −``rise``) while the reward rises fails."""
+    reward, found = reward_of(view), _passk(view, p["min_points"])
+    if reward is None:
+        return []
+    if found is None:
+        return [Outcome("skipped", "no_passk", {"min_points": p["min_points"]}, metrics=(reward.key,))]
+    key, ks, kv = found
+    lo, hi = reward_bounds(view, reward)
+    for i in np.unique(np.linspace(0, len(ks) - p["min_points"], p["candidates"]).astype(int)):
+        start = int(ks[i])
+        rv, pv = reward.values[reward.steps >= start], kv[i:]
+        gain = (_med(rv[-max(3, len(rv) // 5):]) - _med(rv[: max(3, len(rv) // 5)])) / (hi - lo)
+        r_tau, k_tau = signals.trend(rv), signals.trend(pv)
+        if r_tau >= p["rise"] and gain >= p["reward_gain"] and k_tau <= p["flat"]:
+            status = severity(k_tau <= -p["rise"])
+            values = {"metric": key, "onset": start, "reward_first": float(rv[:3].mean()),
+                      "reward_last": float(rv[-3:].mean()), "passk_first": float(pv[:2].mean()),
+                      "passk_last": float(pv[-2:].mean()), "reward_trend": r_tau, "passk_trend": k_tau}
+            return [Outcome(status, status, values, start, (start, int(ks[-1])), (reward.key, key),
+                            {"reward_trend": r_tau, "passk_trend": k_tau, "reward_gain": gain,
+                             "threshold": {"rise": p["rise"], "flat": p["flat"]}})]
+    values = {"metric": key, "reward_first": _med(reward.values[:5]), "reward_last": _med(reward.values[-5:]),
+              "passk_first": float(kv[:2].mean()), "passk_last": float(kv[-2:].mean())}
+    return [Outcome("ok", "ok", values, metrics=(reward.key, key))]
+
+
+#: diversity metrics where a higher value means less diversity; read as 1 − value
+LESS_DIVERSE_WHEN_HIGH = ("diversity/embedding_cosine", "diversity/duplicate_rate", "group/zero_std/identical")
+
+
+def diversity_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Every diversity metric (distinct-n, edit distances, coverage, answer entropy; cosine
+    similarity and duplicate rates as 1 − value) fallen ``warn_drop`` / ``fail_drop`` from its
+    own earlier peak level (seed-004 §四 trajectory diversity: monotone collapse = exploration lost)."""
+    metrics = view.keys()
+    keys = sorted(k for k in metrics if k.startswith("diversity/") or k == "group/zero_std/identical")
+    out = []
+    for key in keys:
+        s = view.series(key)
+        if s is None:
+            continue
+        flip = key in LESS_DIVERSE_WHEN_HIGH
+        x = 1.0 - s.values if flip else s.values
+        values: dict[str, Any] = {"metric": key, "n": len(s), "min_steps": 3 * p["window"],
+                                  "first": float(np.median(s.values[: p["window"]])),
+                                  "last": float(np.median(s.values[-p["window"]:]))}
+        found = _fall(x, p) if len(s) >= 3 * p["window"] else None
+        if found is None or found[1] < p["warn_drop"]:
+            out.append(Outcome("ok" if len(s) >= 3 * p["window"] else "skipped",
+                               "ok" if len(s) >= 3 * p["window"] else "short", values, metrics=(key,)))
+            continue
+        event, score = found
+        status = severity(score >= p["fail_drop"])
+        onset = s.step(event.start)
+        peak, now = (1 - event.baseline, 1 - event.value) if flip else (event.baseline, event.value)
+        values.update(onset=onset, peak=peak, value=now, drop=event.score)
+        out.append(Outcome(status, "rise" if flip else "fall", values, onset, (onset, s.step(len(s) - 1)), (key,),
+                           {"baseline": peak, "value": now, "diversity_lost": event.score,
+                            "threshold": p[f"{status}_drop"]}))
+    return out
+
+
+def _group_n(view: RunView, p: Mapping[str, Any]) -> int:
+    if p["group_size"] > 0:
+        return int(p["group_size"])
+    for key, value in view.config.items():
+        if key.endswith((".rollout.n", "num_generations", "n_samples_per_prompt", "group_size")):
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                continue
+    return 0
+
+
+def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Mean step-level group size (GiGPO anchor-state groups) held at ≥ ``near_full`` of the group
+    size N: rollouts pass through the same states — exploration lost, or a policy that has settled
+    (seed-004 §四 reads GiGPO's Fig. 5 both ways). Without N, a sustained rise of ``rise`` warns."""
+    s = view.series("group/size/mean")
+    if s is None:
+        return []
+    n = _group_n(view, p)
+    w = p["window"]
+    first, last = float(np.median(s.values[:w])), float(np.median(s.values[-w:]))
+    values: dict[str, Any] = {"first": first, "last": last, "group_n": n, "near_full": p["near_full"]}
+    if n > 0:
+        found = signals.sustained_above(s.values / n, p["near_full"], window=w, min_len=p["min_steps"])
+        if not found:
+            return [Outcome("ok", "ok", {**values, "share": last / n}, metrics=(s.key,))]
+        a, b = found[-1]
+        onset = s.step(a)
+        values.update(onset=onset, level=float(np.median(s.values[a : b + 1])), share=last / n)
+        return [Outcome("warn", "warn", values, onset, (onset, s.step(b)), (s.key,),
+                        {"value": values["level"], "group_size": n, "threshold": p["near_full"] * n})]
+    change = (last - first) / max(abs(first), 1e-12)
+    values["change"] = change
+    if change >= p["rise"] and signals.trend(s.values) >= p["trend"]:
+        i = int(np.flatnonzero(signals.rolling_level(s.values, w) >= first + (last - first) / 4)[0])
+        onset = s.step(i)
+        values["onset"] = onset
+        return [Outcome("warn", "warn_rising", values, onset, (onset, s.step(len(s) - 1)), (s.key,),
+                        {"change": change, "threshold": p["rise"]})]
+    return [Outcome("ok", "ok_unknown_n", values, metrics=(s.key,))]
+
+
+FUNCTIONS: dict[str, CheckFn] = {
+    "zero_variance_groups": zero_variance_groups,
+    "reward_std_collapse": reward_std_collapse,
+    "advantage_collapse": advantage_collapse,
+    "reward_passk_decoupling": reward_passk_decoupling,
+    "diversity_collapse": diversity_collapse,
+    "group_size_concentration": group_size_concentration,
+}

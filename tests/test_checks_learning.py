@@ -1,0 +1,319 @@
+"""L3 learning-signal and L4 exploration checks: constructed runs that trigger each at a known step,
+healthy controls, scale-freeness, every message template in both languages, and the real logs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from runs import finding, make_run
+
+import rlvitals
+from rlvitals.checks import Outcome, RunView, load_checks
+from rlvitals.config import CheckSettings, DiagnoseConfig
+from rlvitals.diagnosis import diagnose
+from rlvitals.run import Run
+from rlvitals.simulate import Scenario, simulate
+
+L3 = ("zero_variance_groups", "reward_std_collapse", "advantage_collapse")
+L4 = ("reward_passk_decoupling", "diversity_collapse", "group_size_concentration")
+N = 300
+T = np.arange(N)
+
+
+def noise(sd: float, seed: int = 0, n: int = N) -> np.ndarray:
+    out: np.ndarray = np.random.default_rng(seed).normal(0, sd, n)
+    return out
+
+
+def step_to(a: float, b: float, at: int, sd: float = 0.0, seed: int = 0) -> np.ndarray:
+    """a before index ``at``, b from it on, with multiplicative noise ``sd``."""
+    out: np.ndarray = np.where(at <= T, b, a) * np.exp(noise(sd, seed))
+    return out
+
+
+def ramp(a: float, b: float, start: int, end: int) -> np.ndarray:
+    out: np.ndarray = np.interp(T, [start, end], [a, b])
+    return out
+
+
+def score(level: float | np.ndarray, sd: float = 0.01) -> dict[str, np.ndarray]:
+    return {"critic/score/mean": np.clip(level + noise(sd, 9), 0, 1), "critic/score/max": np.ones(N),
+            "critic/score/min": np.zeros(N)}
+
+
+def outcomes(run: Run, check_id: str) -> list[Outcome]:
+    check = {c.id: c for c in load_checks()}[check_id]
+    return check.fn(RunView(run), check.params)
+
+
+def findings(run: Run, check_id: str, config: DiagnoseConfig | None = None) -> list[Any]:
+    return [f for f in diagnose(run, config).findings if f.check == check_id]
+
+
+# ---------------------------------------------------------------- zero_variance_groups
+
+def zero_run(share: float = 0.9, easy: float | None = 0.85, hard: float | None = 0.05,
+             reward: float | None = None, framework: str = "verl") -> Run:
+    key = "frac_reward_zero_std" if framework == "trl" else "group/zero_std/share"
+    series = {key: np.clip(step_to(0.2, share, 100) + noise(0.02, 1), 0, 1)}
+    if easy is not None and hard is not None:
+        series["group/zero_std/all_correct"] = step_to(0.1, easy, 100)
+        series["group/zero_std/all_wrong"] = step_to(0.1, hard, 100)
+    if reward is not None:
+        series.update(score(reward))
+    return make_run(series, framework=framework)
+
+
+def test_zero_variance_groups_fail_and_name_the_side() -> None:
+    f = finding(diagnose(zero_run()), "zero_variance_groups")
+    assert f.status == "fail" and abs(f.onset_step - 101) <= 5
+    assert "too easy" in f.message["en"] and "太简单" in f.message["zh"] and f.evidence["easy"] == pytest.approx(0.85)
+    hard = finding(diagnose(zero_run(share=0.6, easy=0.1, hard=0.5)), "zero_variance_groups")
+    assert hard.status == "warn" and "too hard" in hard.message["en"] and "太难" in hard.message["zh"]
+
+
+def test_zero_variance_split_is_inferred_from_the_reward_and_said_so() -> None:
+    easy = finding(diagnose(zero_run(easy=None, hard=None, reward=0.93)), "zero_variance_groups")
+    assert easy.status == "fail" and "inferred from the reward" in easy.message["en"] and "推断" in easy.message["zh"]
+    assert "probably all correct" in easy.message["en"]
+    hard = finding(diagnose(zero_run(easy=None, hard=None, reward=0.04)), "zero_variance_groups")
+    assert "probably all wrong" in hard.message["en"]
+    unknown = finding(diagnose(zero_run(easy=None, hard=None)), "zero_variance_groups")
+    assert unknown.status == "fail" and "cannot be told" in unknown.message["en"]
+    assert "无法判断" in unknown.message["zh"]
+    # a reward without its batch min/max gives no range to place it in: nothing is inferred
+    no_range = zero_run(easy=None, hard=None, reward=0.93)
+    no_range = make_run({k: no_range.series(k)[1] for k in ("group/zero_std/share", "critic/score/mean")})
+    assert "cannot be told" in finding(diagnose(no_range), "zero_variance_groups").message["en"]
+
+
+def test_trl_frac_reward_zero_std_at_78_percent_is_not_passed() -> None:
+    # the peer's binomial estimate called a run with ~78% dead groups healthy; the logged share is read as is
+    run = zero_run(share=0.78, easy=None, hard=None, reward=0.5, framework="trl")
+    f = finding(diagnose(run), "zero_variance_groups")
+    assert f.status == "warn" and f.evidence["value"] == pytest.approx(0.78, abs=0.02)
+    ok = finding(diagnose(make_run({"group/zero_std/share": np.full(N, 0.3)})), "zero_variance_groups")
+    assert ok.status == "ok"
+
+
+# ---------------------------------------------------------------- reward_std_collapse
+
+@pytest.mark.parametrize("unit", [0.01, 1.0, 100.0])
+def test_sigma_g_collapse_fails_in_any_reward_unit(unit: float) -> None:
+    sigma = step_to(0.4, 0.04, 150, sd=0.05) * unit
+    f = finding(diagnose(make_run({"group/reward_std/mean": sigma, **score(ramp(0.3, 0.95, 0, 150))})),
+                "reward_std_collapse")
+    assert f.status == "fail" and abs(f.onset_step - 151) <= 5
+    assert "learning signal is vanishing" in f.message["en"] and "学习信号正在消失" in f.message["zh"]
+    partial = finding(diagnose(make_run({"group/reward_std/mean": step_to(0.4, 0.15, 150, sd=0.05) * unit})),
+                      "reward_std_collapse")
+    assert partial.status == "warn" and abs(partial.onset_step - 151) <= 5
+
+
+def test_two_rollout_sigma_flipping_between_0_and_1_41_is_not_a_collapse() -> None:
+    # gpt-oss 2048 notebook: two generations per step, σ_G is 0 or 1.41 and its median flips with no signal lost
+    coin = np.random.default_rng(4).random(N) < 0.45
+    sigma = np.where(coin, 0.0, 1.41)
+    sigma[250:] = np.where(np.random.default_rng(5).random(50) < 0.55, 0.0, 1.41)
+    f = finding(diagnose(make_run({"group/reward_std/mean": sigma})), "reward_std_collapse")
+    assert f.status == "warn" and "exactly 0" in f.message["en"] and f.evidence["zero_steps"] > 0.4
+
+
+def test_reward_std_controls_and_batch_std_fallback() -> None:
+    assert finding(diagnose(make_run({"group/reward_std/mean": step_to(0.4, 0.4, 0, sd=0.05)})),
+                   "reward_std_collapse").status == "ok"
+    batch = finding(diagnose(make_run({"critic/score/std": step_to(0.5, 0.01, 200, sd=0.05)})), "reward_std_collapse")
+    assert batch.status == "fail" and "critic/score/std" in batch.message["en"]
+    short = finding(diagnose(make_run({"group/reward_std/mean": np.full(20, 0.4)})), "reward_std_collapse")
+    assert short.status == "skipped" and "Only 20 steps" in short.message["en"]
+
+
+# ---------------------------------------------------------------- advantage_collapse
+
+def test_advantage_range_collapse_and_dead_steps() -> None:
+    top = step_to(1.79, 0.0, 200) + np.abs(noise(0.001, 2))
+    f = finding(diagnose(make_run({"critic/advantages/max": top, "critic/advantages/min": -top})), "advantage_collapse")
+    assert f.status == "fail" and abs(f.onset_step - 201) <= 5
+    top = np.full(N, 1.79)
+    top[::8] = 0.0  # one step in eight: every group of the batch identical
+    run = make_run({"critic/advantages/max": top, "critic/advantages/min": -top})
+    dead = finding(diagnose(run), "advantage_collapse")
+    assert dead.status == "warn" and dead.onset_step == 1 and "taught nothing" in dead.message["en"]
+    healthy = finding(diagnose(make_run(simulate(Scenario()))), "advantage_collapse")
+    assert healthy.status == "ok"
+
+
+# ---------------------------------------------------------------- reward_passk_decoupling
+
+def passk_run(passk: np.ndarray) -> Run:
+    return make_run({**score(ramp(0.3, 0.8, 0, N)), "pass@8": passk + noise(0.005, 3)})
+
+
+def test_reward_rising_while_pass_at_k_stalls_warns_from_where_it_stalled() -> None:
+    f = finding(diagnose(passk_run(ramp(0.6, 0.8, 0, 100))), "reward_passk_decoupling")
+    assert f.status == "warn" and 80 <= f.onset_step <= 120
+    assert "early sign of mode collapse" in f.message["en"] and "mode collapse 的早期信号" in f.message["zh"]
+    falling = finding(diagnose(passk_run(ramp(0.8, 0.6, 0, N))), "reward_passk_decoupling")
+    assert falling.status == "fail" and falling.onset_step == 1
+    together = finding(diagnose(passk_run(ramp(0.6, 0.9, 0, N))), "reward_passk_decoupling")
+    assert together.status == "ok"
+
+
+def test_validation_best_at_n_stands_in_for_pass_at_k() -> None:
+    val = np.full(N, np.nan)
+    val[9::10] = 0.7 + noise(0.003, 6)[9::10]
+    run = make_run({**score(ramp(0.3, 0.8, 0, N)), "val-core/gsm8k/acc/best@8/mean": val,
+                    "val-core/gsm8k/acc/mean@8": val - 0.2})
+    f = finding(diagnose(run), "reward_passk_decoupling")
+    assert f.status == "warn" and "best@8" in f.message["en"] and f.onset_step == 10
+    none = finding(diagnose(make_run(score(ramp(0.3, 0.8, 0, N)))), "reward_passk_decoupling")
+    assert none.status == "skipped" and "pass@k" in none.message["en"]
+
+
+# ---------------------------------------------------------------- diversity_collapse
+
+def test_diversity_collapse_in_both_directions() -> None:
+    run = make_run({"diversity/distinct_2": step_to(0.6, 0.15, 150, sd=0.03),
+                    "diversity/embedding_cosine": step_to(0.6, 0.95, 150, sd=0.005),
+                    "diversity/duplicate_rate": step_to(0.05, 0.4, 150, sd=0.02),
+                    "diversity/answer_entropy": ramp(1.2, 1.05, 0, N) + noise(0.01, 7)})
+    by = {f.metrics[0]: f for f in findings(run, "diversity_collapse")}
+    assert by["diversity/distinct_2"].status == "fail" and abs(by["diversity/distinct_2"].onset_step - 151) <= 5
+    cosine = by["diversity/embedding_cosine"]
+    assert cosine.status == "fail" and "rose" in cosine.message["en"]
+    assert cosine.evidence["value"] == pytest.approx(0.95, abs=0.01)
+    assert by["diversity/duplicate_rate"].status == "warn"
+    assert by["diversity/answer_entropy"].status == "ok"  # a slow 12% fall as the policy sharpens
+
+
+# ---------------------------------------------------------------- group_size_concentration
+
+def test_group_sizes_concentrating_at_n() -> None:
+    sizes = ramp(3.0, 7.6, 100, 130) + noise(0.1, 8)
+    f = finding(diagnose(make_run({"group/size/mean": sizes}, config={"env.rollout.n": 8})), "group_size_concentration")
+    assert f.status == "warn" and abs(f.onset_step - 126) <= 6 and "exploration is being lost" in f.message["en"]
+    ok = finding(diagnose(make_run({"group/size/mean": 3.0 + noise(0.1, 8)}, config={"env.rollout.n": 8})),
+                 "group_size_concentration")
+    assert ok.status == "ok"
+    unknown = finding(diagnose(make_run({"group/size/mean": sizes})), "group_size_concentration")
+    assert unknown.status == "warn" and "not in the config" in unknown.message["en"]
+    cfg = DiagnoseConfig({"group_size_concentration": CheckSettings(params={"group_size": 16})})
+    assert findings(make_run({"group/size/mean": sizes}), "group_size_concentration", cfg)[0].status == "ok"
+
+
+# ---------------------------------------------------------------- every template, both languages
+
+def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
+    flat_passk = lambda: passk_run(ramp(0.6, 0.8, 0, 100))  # noqa: E731
+    falling_sigma, rising_cosine = step_to(0.4, 0.04, 150, sd=0.05), step_to(0.6, 0.95, 150, sd=0.005)
+    n8 = {"env.rollout.n": 8}
+    return {
+        ("zero_variance_groups", "ok"): lambda: make_run({"group/zero_std/share": np.full(N, 0.1)}),
+        ("zero_variance_groups", "easy"): zero_run,
+        ("zero_variance_groups", "hard"): lambda: zero_run(share=0.6, easy=0.1, hard=0.5),
+        ("zero_variance_groups", "mixed"): lambda: zero_run(share=0.6, easy=0.3, hard=0.3),
+        ("zero_variance_groups", "easy_inferred"): lambda: zero_run(easy=None, hard=None, reward=0.93),
+        ("zero_variance_groups", "hard_inferred"): lambda: zero_run(easy=None, hard=None, reward=0.04),
+        ("zero_variance_groups", "mixed_inferred"): lambda: zero_run(share=0.6, easy=None, hard=None, reward=0.5),
+        ("zero_variance_groups", "unknown"): lambda: zero_run(easy=None, hard=None),
+        ("reward_std_collapse", "short"): lambda: make_run({"group/reward_std/mean": np.full(20, 0.4)}),
+        ("reward_std_collapse", "ok"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.4, 0, sd=0.05)}),
+        ("reward_std_collapse", "dead"): lambda: make_run({"group/reward_std/mean": np.where(T % 4 == 0, 0.0, 0.5)}),
+        ("reward_std_collapse", "fall"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.04, 150, sd=0.05)}),
+        ("reward_std_collapse", "fall_reward"): lambda: make_run({"group/reward_std/mean": falling_sigma,
+                                                                  **score(0.9)}),
+        ("advantage_collapse", "ok"): lambda: make_run(simulate(Scenario())),
+        ("advantage_collapse", "dead"): lambda: make_run({"critic/advantages/max": np.where(T % 8 == 0, 0.0, 1.79),
+                                                          "critic/advantages/min": np.where(T % 8 == 0, 0.0, -1.79)}),
+        ("advantage_collapse", "collapse"): lambda: make_run({"critic/advantages/max": step_to(1.79, 0.0, 200),
+                                                              "critic/advantages/min": step_to(-1.79, 0.0, 200)}),
+        ("reward_passk_decoupling", "ok"): lambda: passk_run(ramp(0.6, 0.9, 0, N)),
+        ("reward_passk_decoupling", "warn"): flat_passk,
+        ("reward_passk_decoupling", "fail"): lambda: passk_run(ramp(0.8, 0.6, 0, N)),
+        ("reward_passk_decoupling", "no_passk"): lambda: make_run(score(0.5)),
+        ("diversity_collapse", "short"): lambda: make_run({"diversity/distinct_1": np.full(20, 0.5)}),
+        ("diversity_collapse", "ok"): lambda: make_run({"diversity/distinct_1": np.full(N, 0.5)}),
+        ("diversity_collapse", "fall"): lambda: make_run({"diversity/distinct_2": step_to(0.6, 0.15, 150, sd=0.03)}),
+        ("diversity_collapse", "rise"): lambda: make_run({"diversity/embedding_cosine": rising_cosine}),
+        ("group_size_concentration", "ok"): lambda: make_run({"group/size/mean": np.full(N, 3.0)}, config=n8),
+        ("group_size_concentration", "warn"): lambda: make_run({"group/size/mean": ramp(3, 7.6, 100, 130)}, config=n8),
+        ("group_size_concentration", "ok_unknown_n"): lambda: make_run({"group/size/mean": np.full(N, 3.0)}),
+        ("group_size_concentration", "warn_rising"): lambda: make_run({"group/size/mean": ramp(3, 7.6, 100, 130)}),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_every_template_formats_in_both_languages(case: tuple[str, str]) -> None:
+    check_id, template = case
+    run = CASES[case]()
+    assert template in [o.template for o in outcomes(run, check_id)]
+    for f in findings(run, check_id):
+        for lang in ("en", "zh"):
+            assert f.message[lang] and "{" not in f.message[lang] and "}" not in f.message[lang], f.message[lang]
+            assert f.title[lang] and f.advice[lang]
+
+
+def test_the_cases_cover_every_template_of_every_l3_l4_check() -> None:
+    checks = {c.id: c for c in load_checks()}
+    assert {c.id for c in checks.values() if c.layer in ("L3", "L4") and c.id in L3 + L4} == set(L3 + L4)
+    for cid in L3 + L4:
+        assert checks[cid].layer == ("L3" if cid in L3 else "L4")
+        assert set(checks[cid].en.messages) == set(checks[cid].zh.messages), cid
+        assert {t for c, t in CASES if c == cid} == set(checks[cid].en.messages), cid
+        assert all(isinstance(v, (int, float)) for v in checks[cid].params.values()), cid
+
+
+# ---------------------------------------------------------------- real logs
+
+HEALTHY = (
+    "verl__verl_training_log__grpo_run_deepseek7b_llm.log",
+    "verl__verl_training_log__ppo_run_deepseek7b_llm.log",
+    "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log",
+    "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log",
+    "verl__verldata__qwen2-7b_math_megatron.log",
+    "trl__UnslothGRPO__checkpoint-250_trainer_state.json",
+    "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json",
+    "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv",
+    "trl-unsloth__notebooks__Llama3.1_8B-GRPO.training_table.csv",
+    "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv",
+    "trl-unsloth__notebooks__Advanced_Llama3_2_3B_GRPO_LoRA.training_table.csv",
+)
+
+
+@pytest.mark.parametrize("name", HEALTHY)
+def test_no_l3_l4_failure_on_healthy_real_logs(real: Path, name: str) -> None:
+    d = diagnose(rlvitals.load(real / name)[0])
+    failed = [(f.check, f.message["en"]) for f in d.findings if f.check in L3 + L4 and f.status == "fail"]
+    assert failed == []
+
+
+def test_deepseek_grpo_learning_signal(real: Path) -> None:
+    # GRPO with n=5: the advantage range stays at ±1.789 (one correct of five) on every step — never a dead
+    # batch — while the train reward saturates at 0.97; validation logs only mean@1, so pass@k is not judged
+    d = diagnose(rlvitals.load(real / "verl__verl_training_log__grpo_run_deepseek7b_llm.log")[0])
+    adv = finding(d, "advantage_collapse")
+    assert adv.status == "ok" and adv.evidence == {} and "3.58" in adv.message["en"]
+    assert finding(d, "reward_passk_decoupling").status == "skipped"
+
+
+def test_trl_notebook_runs_waste_a_quarter_of_their_steps(real: Path) -> None:
+    # one prompt per step: a step with reward_std exactly 0 had its only group dead
+    for name, share in (("trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv", 0.31),
+                        ("trl__UnslothGRPO__checkpoint-250_trainer_state.json", 0.26)):
+        f = finding(diagnose(rlvitals.load(real / name)[0]), "reward_std_collapse")
+        assert f.status == "warn" and f.evidence["zero_steps"] == pytest.approx(share, abs=0.01)
+
+
+def test_gpt_oss_two_rollout_sigma_is_dead_steps_not_a_collapse(real: Path) -> None:
+    name = "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv"
+    run = rlvitals.load(real / name)[0]
+    f = finding(diagnose(run), "reward_std_collapse")
+    assert f.status == "warn" and "exactly 0" in f.message["en"]
+    assert f.evidence["zero_steps"] == pytest.approx(0.45, abs=0.01)

@@ -1,0 +1,76 @@
+"""Primitives added for the L2–L4 checks: rolling level, sustained stretches, fall from peak."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvitals import signals as S
+
+SCALES = st.sampled_from([1e-4, 1e-2, 1.0, 37.0, 1e4])
+
+
+def test_rolling_level_ignores_a_single_outlier() -> None:
+    x = np.ones(21)
+    x[10] = 50.0
+    level = S.rolling_level(x, 5)
+    assert level.shape == x.shape and np.all(level == 1.0)
+    assert S.rolling_level(np.array([]), 5).size == 0
+    # a window longer than the series is the whole-series median at the centre
+    assert S.rolling_level(np.array([1.0, 2.0, 3.0]), 10)[1] == 2.0
+
+
+def test_sustained_above_needs_a_level_not_a_point() -> None:
+    x = np.zeros(100)
+    x[20] = 1.0  # one step: never sustained
+    x[50:80] = 1.0
+    assert S.sustained_above(x, 0.5, window=5, min_len=10) == [(50, 79)]
+    assert S.sustained_above(x, 0.5, window=5, min_len=40) == []
+    assert S.sustained_above(np.array([]), 0.5) == []
+
+
+def test_sustained_above_bridges_short_dips() -> None:
+    x = np.zeros(100)
+    x[30:60] = 1.0
+    x[44:47] = 0.0  # three-step dip: the level (window 1) dips, the gap joins it
+    assert S.sustained_above(x, 0.5, window=1, min_len=10, max_gap=3) == [(30, 59)]
+    assert S.sustained_above(x, 0.5, window=1, min_len=10, max_gap=0) == [(30, 43), (47, 59)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=SCALES, seed=st.integers(0, 1000), at=st.integers(60, 200))
+def test_fall_from_peak_at_any_scale(scale: float, seed: int, at: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = np.where(np.arange(300) < at, 1.0, 0.2) * (1 + rng.normal(0, 0.05, 300)) * scale
+    event = S.fall_from_peak(x)
+    assert event is not None
+    assert event.score == pytest.approx(0.8, abs=0.05)
+    assert event.baseline == pytest.approx(scale, rel=0.1) and event.value == pytest.approx(0.2 * scale, rel=0.1)
+    assert abs(event.start - at) <= 6 and event.peak < at
+
+
+def test_fall_from_peak_of_a_flat_or_rising_series_is_none() -> None:
+    rng = np.random.default_rng(3)
+    flat = 1 + rng.normal(0, 0.05, 200)
+    event = S.fall_from_peak(flat)
+    # noise alone: at most a few percent below the noisiest peak, never a collapse
+    assert event is None or event.score < 0.1
+    assert S.fall_from_peak(np.linspace(1, 2, 200)) is None
+    assert S.fall_from_peak(np.ones(20)) is None  # too short for three windows
+    assert S.fall_from_peak(-np.ones(100)) is None  # no positive peak
+
+
+def test_fall_from_peak_after_an_early_rise_measures_from_the_peak() -> None:
+    # sigma_G typically rises from 0 (all wrong) before it falls: the peak, not the start, is the baseline
+    x = np.concatenate([np.linspace(0, 1, 50), np.ones(100), np.full(150, 0.1)])
+    event = S.fall_from_peak(x)
+    assert event is not None and event.baseline == pytest.approx(1.0)
+    assert event.score == pytest.approx(0.9) and abs(event.start - 150) <= 5
+
+
+def test_fall_from_peak_onset_is_not_moved_by_a_late_bump() -> None:
+    x = np.concatenate([np.ones(100), np.full(95, 0.1), np.ones(5)])
+    event = S.fall_from_peak(x, window=5)
+    assert event is not None and abs(event.start - 100) <= 3
