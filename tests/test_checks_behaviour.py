@@ -368,7 +368,8 @@ def test_deepseek_grpo_entropy_reads_as_fast_learning_then_smooth_decay(real: Pa
     # format is learned), then a slow decay to 0.023 over 1,100 steps with the clip fraction at 0.000–0.004
     d = diagnose(rlvitals.load(real / "verl__verl_training_log__grpo_run_deepseek7b_llm.log")[0])
     collapse = finding(d, "entropy_collapse")
-    assert collapse.status == "warn" and collapse.onset_step == 11
+    # entropy is 0.392 at step 2, 0.361 and 0.355 at steps 3-4, 0.295 at step 5: the fall departs there
+    assert collapse.status == "warn" and 4 <= collapse.onset_step <= 6
     assert collapse.evidence["reward_before"] < 0.7 < 0.8 < collapse.evidence["reward_after"]
     joint = finding(d, "entropy_clip_joint")
     assert joint.status == "ok" and "converging without its updates fighting it" in joint.message["en"]

@@ -112,3 +112,11 @@ def test_relative_change_and_decoupling() -> None:
     assert S.relative_change(np.linspace(1, 2, 100)) == pytest.approx((1.9 - 1.1) / 1.1, rel=0.02)
     assert S.decoupling(up, noisy(100, 0.5, 0.01))
     assert not S.decoupling(up, up)
+
+
+def test_departure_walks_back_to_where_a_ramp_began() -> None:
+    x = noisy(200, sd=0.01)
+    x[100:] -= np.clip((np.arange(100) + 1) / 10, 0, 1) * 0.5
+    shift = S.level_shift(x, direction="down")
+    assert shift is not None and shift.start > 101
+    assert abs(S.departure(x, shift.start, shift.baseline) - 100) <= 1

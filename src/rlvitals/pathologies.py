@@ -160,6 +160,12 @@ def _entropy_collapse(s: Series, t: np.ndarray, at: int, rng: np.random.Generato
     s["response_length/mean"] *= 1 - 0.4 * r
 
 
+def _reward_crash(s: Series, t: np.ndarray, at: int, rng: np.random.Generator) -> None:
+    _entropy_collapse(s, t, at, rng)
+    s["critic/score/mean"] -= 0.35 * _ramp(t, at + 5, 10)
+    s["critic/rewards/mean"] = s["critic/score/mean"].copy()
+
+
 def _entropy_surge(s: Series, t: np.ndarray, at: int, rng: np.random.Generator) -> None:
     s["actor/entropy"] *= 1 + 2.0 * _ramp(t, at, 4)
 
@@ -265,6 +271,7 @@ PATHOLOGIES: dict[str, Pathology] = {p.name: p for p in (
     Pathology("lr_zero", ("lr_schedule",), _lr_zero),
     Pathology("nan", ("nan_inf",), _nan),
     Pathology("entropy_collapse", ("entropy_collapse",), _entropy_collapse),
+    Pathology("reward_crash", ("reward_collapse",), _reward_crash),
     Pathology("entropy_surge", ("entropy_surge",), _entropy_surge),
     Pathology("entropy_clip_joint", ("entropy_clip_joint",), _entropy_clip_joint),
     Pathology("response_clip", ("response_clip_high",), _response_clip),

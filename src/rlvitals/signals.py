@@ -199,8 +199,11 @@ def collapse(x: np.ndarray, *, drop: float = 0.5, within: int = 20, baseline_win
         rest = x[i + 1 :]
         if np.median(rest) > level * (1 - drop * 0.6):
             continue
-        below = np.flatnonzero(x[i + 1 : j + 1] < level * (1 - drop / 4))
-        onset = i + 1 + int(below[0]) if len(below) else i + 1
+        # the onset is where the fall began: from its first clearly-low point, walk back to
+        # where the series left its band (a lone noisy dip earlier does not count)
+        deep = np.flatnonzero(x[i + 1 :] < level * (1 - drop / 2))
+        first_deep = i + 1 + int(deep[0]) if len(deep) else i + 1
+        onset = departure(x, first_deep, level, "down")
         stop = min(n - 1, onset + within)
         low = onset + int(np.argmin(later[onset : stop + 1]))
         return Event(onset, low, low, float(later[low]), float(level), float(1 - later[low] / level))
@@ -324,7 +327,7 @@ def quantum(x: np.ndarray, max_decimals: int = 8) -> float:
     for d in range(max_decimals + 1):
         step = 10.0 ** -d
         r = nz / step
-        if np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)):
+        if np.all(np.abs(np.round(r)) >= 1) and np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)):
             return step
     return 0.0
 
@@ -402,21 +405,39 @@ def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | Non
 
 
 def plateau_end(x: np.ndarray, start: int = 0) -> int:
-    """Where a level stretch beginning at ``start`` ends and a straight fall (or climb) begins:
-    the hinge — flat, then linear — that fits ``x[start:]`` best by least squares. A slow
-    decline after a plateau has no step to detect; the hinge still dates it. Returns ``start``
-    when fewer than four values follow it."""
+    """Where a level stretch beginning at ``start`` ends and a straight fall (or climb) begins.
+
+    Two least-squares fits of ``x[start:]`` over every break point: a hinge (a constant, then a
+    line continuing from it — a slow decline, which has no step to detect) and a constant then
+    a free line (which also fits a step). The hinge wins unless the free line fits clearly
+    better (by more than ``max(4, 2 ln n)`` residual variances). Returns ``start`` when fewer
+    than five values follow it."""
     y = np.asarray(x[start:], dtype=float)
     n = len(y)
-    if n < 4:
+    if n < 5:
         return start
-    best, best_c = np.inf, 0
-    for c in range(n - 2):
-        a = float(y[: c + 1].mean())
+    hinge, free = (np.inf, 0), (np.inf, 0)
+    for c in range(n - 3):
+        flat, tail = y[: c + 1], y[c + 1 :]
+        a = float(flat.mean())
         d = np.arange(1, n - c, dtype=float)
-        r = y[c + 1 :] - a
-        slope = float(d @ r) / float(d @ d)
-        sse = float(((y[: c + 1] - a) ** 2).sum() + ((r - slope * d) ** 2).sum())
-        if sse < best:
-            best, best_c = sse, c
-    return start + best_c
+        flat_sse = float(((flat - a) ** 2).sum())
+        slope = float(d @ (tail - a)) / float(d @ d)
+        hinge = min(hinge, (flat_sse + float(((tail - a - slope * d) ** 2).sum()), c))
+        dc, tc = d - d.mean(), tail - tail.mean()
+        free = min(free, (flat_sse + float(((tc - float(dc @ tc) / float(dc @ dc) * dc) ** 2).sum()), c))
+    var = free[0] / (n - 4)
+    jump = hinge[0] - free[0] > max(4.0, 2.0 * np.log(n)) * var
+    return start + (free[1] if jump else hinge[1])
+
+
+def departure(x: np.ndarray, index: int, baseline: float, direction: str = "down", k: float = 2.0) -> int:
+    """Walk back from ``index`` to where the series first left its baseline: the earliest index
+    from which every value up to ``index`` sits beyond ``baseline`` by ``k`` step-noise sd. A
+    ramp's change point lies in its middle; the departure is where it began."""
+    band = k * noise_scale(x)
+    beyond = (x < baseline - band) if direction == "down" else (x > baseline + band)
+    start = index
+    while start > 0 and beyond[start - 1]:
+        start -= 1
+    return start

@@ -19,7 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import CatalogError
-from . import behaviour, efficiency, generalisation, learning, stability
+from . import behaviour, efficiency, generalisation, learning, readings, stability
 from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
 
 __all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "FUNCTIONS"]
@@ -30,6 +30,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     **learning.FUNCTIONS,
     **generalisation.FUNCTIONS,
     **efficiency.FUNCTIONS,
+    **readings.FUNCTIONS,
 }
 LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
 
@@ -67,7 +68,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("stability", "behaviour", "learning", "generalisation", "efficiency")
+MODULES = ("stability", "behaviour", "learning", "generalisation", "efficiency", "readings")
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,172 @@
+"""Readings of the seeds that no single-metric check covers.
+
+- seed-000 §12 symptom table, first row: the reward crashes → did entropy drop first? → did the
+  clip fraction spike?  (``reward_collapse``)
+- seed-004 §四 the pass@k − pass@1 table: large gap = the policy knows but is unstable; small gap
+  with high pass@1 = solved; small gap with low pass@1 = stably cannot  (``passk_gap``)
+- seed-004 §五 prompt scale: a long-tailed reward distribution across prompts (``prompt_concentration``)
+  and the difficulty mix that carries the gradient (``difficulty_mix``)
+- seed-004 §七 reasoning: faithfulness probes and intermediate-step verification (``faithfulness``)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import signals
+from ._base import CheckFn, Outcome, RunView, Series
+
+REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
+_PASS = re.compile(r"^pass@(\d+)$")
+
+
+def _tail(s: Series, share: float = 0.2) -> float:
+    return float(np.median(s.values[-max(1, int(len(s) * share)):]))
+
+
+def _moved(s: Series | None, onset_step: int, window: int, direction: str) -> tuple[bool, float, float]:
+    """Whether ``s`` moved in ``direction`` over ``window`` steps around ``onset_step``:
+    (moved, level before, level after)."""
+    if s is None:
+        return False, float("nan"), float("nan")
+    before = s.values[(s.steps < onset_step) & (s.steps >= onset_step - window)]
+    after = s.values[(s.steps >= onset_step - window // 4) & (s.steps < onset_step + window)]
+    if len(before) < 3 or len(after) < 3:
+        return False, float("nan"), float("nan")
+    b = float(np.median(before))
+    a = float(np.min(after)) if direction == "down" else float(np.max(after))
+    spread = max(signals.noise_scale(s.values) * 3, 1e-12)
+    moved = (b - a > max(0.3 * abs(b), spread)) if direction == "down" else (a - b > max(0.5 * abs(b), spread))
+    return moved, b, a
+
+
+def reward_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The training reward falling from its level and staying down, read with entropy and
+    clip fraction as the symptom table says: an entropy drop first means policy collapse; a
+    clip-fraction spike means updates fighting the policy."""
+    s = view.first(*REWARD_KEYS)
+    if s is None:
+        return []
+    shift = signals.level_shift(s.values, window=int(p["window"]), k=float(p["k"]), direction="down")
+    drop = None if shift is None else (shift.baseline - shift.value) / max(float(np.ptp(s.values)), 1e-12)
+    if shift is None or drop is None or drop < p["min_drop"]:
+        return [Outcome("ok", "ok", {"metric": s.key, "last": _tail(s)}, metrics=(s.key,))]
+    onset = s.step(signals.departure(s.values, shift.start, shift.baseline, "down"))
+    window = int(p["window"])
+    ent, ent_before, ent_after = _moved(view.series("actor/entropy"), onset, window, "down")
+    clip, clip_before, clip_after = _moved(view.series("actor/pg_clipfrac"), onset, window, "up")
+    cause = "entropy_and_clip" if ent and clip else "entropy" if ent else "clip" if clip else "unexplained"
+    values = {"metric": s.key, "onset": onset, "before": shift.baseline, "after": shift.value,
+              "ent_before": ent_before, "ent_after": ent_after, "clip_before": clip_before, "clip_after": clip_after}
+    metrics = tuple(k for k, used in ((s.key, True), ("actor/entropy", ent), ("actor/pg_clipfrac", clip)) if used)
+    return [Outcome("fail", f"fail_{cause}", values, onset_step=onset, span=(onset, s.step(len(s) - 1)),
+                    metrics=metrics, evidence={"baseline": shift.baseline, "value": shift.value,
+                                               "entropy_dropped": ent, "clip_spiked": clip, "drop_of_range": drop})]
+
+
+def _pass_keys(view: RunView) -> dict[int, Series]:
+    found = {}
+    for key in view.keys():
+        m = _PASS.match(key)
+        if m:
+            s = view.series(key, min_points=1)
+            if s is not None:
+                found[int(m.group(1))] = s
+    return found
+
+
+def passk_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """pass@k − pass@1 at the end of the run, read with the seed's three-way table."""
+    passes = _pass_keys(view)
+    k = max(passes, default=1)
+    if 1 not in passes or k == 1:
+        return []
+    steps, p1, pk = passes[1].aligned(passes[k])
+    if len(steps) == 0:
+        return []
+    tail = max(1, len(steps) // 5)
+    one, many = float(np.median(p1[-tail:])), float(np.median(pk[-tail:]))
+    gap = many - one
+    values = {"k": k, "pass1": one, "passk": many, "gap": gap}
+    metrics = ("pass@1", f"pass@{k}")
+    if gap >= p["large_gap"]:
+        return [Outcome("ok", "large", values, metrics=metrics, evidence=values)]
+    if one >= p["high_pass1"]:
+        return [Outcome("ok", "solved", values, metrics=metrics, evidence=values)]
+    if one <= p["low_pass1"]:
+        return [Outcome("warn", "stuck", values, onset_step=int(steps[-tail]), span=(int(steps[-tail]), int(steps[-1])),
+                        metrics=metrics, evidence={**values, "threshold": p["low_pass1"]})]
+    return [Outcome("ok", "ok", values, metrics=metrics, evidence=values)]
+
+
+def prompt_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A long tail across prompts: a few prompts earn most of the positive reward, so the
+    effective batch is far smaller than the batch."""
+    s = view.first("prompt/top_share", min_points=1)
+    if s is None:
+        return []
+    runs = signals.runs_of(s.values >= p["top_share"], min_len=min(int(p["min_steps"]), len(s)))
+    if not runs:
+        return [Outcome("ok", "ok", {"share": _tail(s)}, metrics=(s.key,))]
+    start, end = runs[0]
+    values = {"share": float(np.median(s.values[start : end + 1])), "start": s.step(start), "end": s.step(end)}
+    return [Outcome("warn", "warn", values, onset_step=s.step(start), span=s.span(start, end), metrics=(s.key,),
+                    evidence={**values, "threshold": p["top_share"]})]
+
+
+def difficulty_mix(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Which difficulty bucket dominates: too many easy prompts = the curriculum is out of date;
+    too many hard ones = the policy has been left behind; medium prompts should carry the gradient."""
+    found = {b: view.series(f"prompt/difficulty/{b}/share", min_points=1) for b in ("easy", "medium", "hard")}
+    if any(s is None for s in found.values()):
+        return []
+    shares = {b: _tail(s) for b, s in found.items() if s is not None}
+    adv = view.series("prompt/difficulty/medium/adv_share", min_points=1)
+    values = {**{f"{b}_share": v for b, v in shares.items()}, "medium_adv": _tail(adv) if adv else float("nan")}
+    for bucket in ("easy", "hard"):
+        s = found[bucket]
+        assert s is not None
+        runs = signals.runs_of(s.values >= p["dominant"], min_len=min(int(p["min_steps"]), len(s)))
+        if runs:
+            start, end = runs[0]
+            return [Outcome("warn", f"too_{bucket}", values, onset_step=s.step(start), span=s.span(start, end),
+                            metrics=(s.key,), evidence={**values, "threshold": p["dominant"]})]
+    return [Outcome("ok", "ok", values, metrics=tuple(s.key for s in found.values() if s is not None))]
+
+
+def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Faithfulness probes (answers that do not react to an intervention on the chain of thought
+    mean the chain is decoration) and intermediate-step verification, when a probe logged them."""
+    probes = {k.rsplit("/", 1)[1]: view.series(k, min_points=1) for k in view.keys()
+              if k.startswith("reasoning/faithfulness/")}
+    steps = view.series("reasoning/step_verification", min_points=1)
+    probes = {k: v for k, v in probes.items() if v is not None}
+    if not probes and steps is None:
+        return []
+    out = []
+    for probe, s in sorted(probes.items()):
+        assert s is not None
+        level = _tail(s)
+        values = {"probe": probe, "share": level}
+        status = "warn" if level < p["faithful"] else "ok"
+        out.append(Outcome(status, status, values, onset_step=s.step(0) if status == "warn" else None,
+                           metrics=(s.key,), evidence={**values, "threshold": p["faithful"]}))
+    if steps is not None:
+        level = _tail(steps)
+        status = "warn" if level < p["verified"] else "ok"
+        out.append(Outcome(status, f"steps_{status}", {"share": level}, metrics=(steps.key,),
+                           evidence={"value": level, "threshold": p["verified"]}))
+    return out
+
+
+FUNCTIONS: dict[str, CheckFn] = {
+    "reward_collapse": reward_collapse,
+    "passk_gap": passk_gap,
+    "prompt_concentration": prompt_concentration,
+    "difficulty_mix": difficulty_mix,
+    "faithfulness": faithfulness,
+}

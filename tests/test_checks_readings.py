@@ -1,0 +1,123 @@
+"""Joint readings: reward collapse with its causes, the pass@k table, prompt scale, faithfulness."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from rlvitals.diagnosis import diagnose
+from rlvitals.pathologies import Spec, scenario
+from runs import finding, make_run
+
+LEFTOVER = re.compile(r"\{[a-z_]+[^}]*\}")
+
+
+def _check_words(f: object) -> None:
+    for lang in ("en", "zh"):
+        text = f.message[lang]  # type: ignore[attr-defined]
+        assert text and not LEFTOVER.search(text), text
+
+
+def _crash(cause: str, scale: float = 1.0) -> dict[str, np.ndarray]:
+    s = scenario(Spec(300, 2))
+    t = np.arange(1, 301)
+    drop = np.clip((t - 160) / 10, 0, 1)
+    s["critic/score/mean"] = s["critic/score/mean"] - 0.35 * drop
+    s["critic/rewards/mean"] = s["critic/score/mean"].copy()
+    early = np.clip((t - 150) / 6, 0, 1)
+    if cause in ("entropy", "entropy_and_clip"):
+        s["actor/entropy"] = s["actor/entropy"] * (1 - 0.8 * early)
+    if cause in ("clip", "entropy_and_clip"):
+        s["actor/pg_clipfrac"] = s["actor/pg_clipfrac"] + 0.3 * early
+    s["actor/entropy"] = s["actor/entropy"] * scale
+    return s
+
+
+@pytest.mark.parametrize("cause", ["entropy", "clip", "entropy_and_clip", "unexplained"])
+@pytest.mark.parametrize("scale", [0.05, 1.0, 4.0])
+def test_reward_collapse_names_its_cause(cause: str, scale: float) -> None:
+    f = finding(diagnose(make_run(_crash(cause, scale))), "reward_collapse")
+    assert f.status == "fail" and abs(f.onset_step - 160) <= 4
+    assert f.evidence["entropy_dropped"] == cause.startswith("entropy")
+    assert f.evidence["clip_spiked"] == ("clip" in cause)
+    _check_words(f)
+
+
+def test_healthy_reward_is_ok() -> None:
+    f = finding(diagnose(make_run(scenario(Spec(300, 2)))), "reward_collapse")
+    assert f.status == "ok"
+    _check_words(f)
+
+
+def test_reward_crash_pathology() -> None:
+    f = finding(diagnose(make_run(scenario(Spec(300, 1, pathology="reward_crash", at=150)))), "reward_collapse")
+    assert f.status == "fail" and f.evidence["entropy_dropped"]
+
+
+def _passes(p1: float, pk: float) -> dict[str, np.ndarray]:
+    n = 40
+    return {"actor/entropy": np.full(n, 0.5), "pass@1": np.full(n, p1), "pass@8": np.full(n, pk)}
+
+
+@pytest.mark.parametrize(("p1", "pk", "status", "word"), [
+    (0.4, 0.75, "ok", "Large gap"), (0.9, 0.95, "ok", "stably"), (0.1, 0.15, "warn", "stably cannot"),
+    (0.5, 0.55, "ok", "pass@8 0.55"),
+])
+def test_passk_gap_table(p1: float, pk: float, status: str, word: str) -> None:
+    f = finding(diagnose(make_run(_passes(p1, pk))), "passk_gap")
+    assert f.status == status and word in f.message["en"]
+    _check_words(f)
+
+
+def test_passk_gap_needs_pass_at_1() -> None:
+    f = finding(diagnose(make_run({"actor/entropy": np.full(30, 0.5)})), "passk_gap")
+    assert f.status == "skipped"
+
+
+def test_prompt_concentration() -> None:
+    share = np.full(60, 0.3)
+    share[30:] = 0.7
+    f = finding(diagnose(make_run({"actor/entropy": np.full(60, 0.5), "prompt/top_share": share})),
+                "prompt_concentration")
+    assert f.status == "warn" and f.onset_step == 31
+    _check_words(f)
+    f = finding(diagnose(make_run({"actor/entropy": np.full(60, 0.5), "prompt/top_share": np.full(60, 0.3)})),
+                "prompt_concentration")
+    assert f.status == "ok"
+    _check_words(f)
+
+
+@pytest.mark.parametrize(("easy", "hard", "template"), [(0.7, 0.1, "curriculum is out of date"),
+                                                         (0.1, 0.7, "left behind"), (0.2, 0.2, "Easy 20%")])
+def test_difficulty_mix(easy: float, hard: float, template: str) -> None:
+    n = 30
+    run = make_run({"actor/entropy": np.full(n, 0.5), "prompt/difficulty/easy/share": np.full(n, easy),
+                    "prompt/difficulty/hard/share": np.full(n, hard),
+                    "prompt/difficulty/medium/share": np.full(n, 1 - easy - hard),
+                    "prompt/difficulty/medium/adv_share": np.full(n, 0.6)})
+    f = finding(diagnose(run), "difficulty_mix")
+    assert template in f.message["en"] and f.status == ("ok" if template.startswith("Easy") else "warn")
+    _check_words(f)
+
+
+def test_faithfulness_probes_and_step_verification() -> None:
+    n = 10
+    run = make_run({"actor/entropy": np.full(n, 0.5), "reasoning/faithfulness/truncate": np.full(n, 0.3),
+                    "reasoning/faithfulness/paraphrase": np.full(n, 0.9),
+                    "reasoning/step_verification": np.full(n, 0.4)})
+    found = [f for f in diagnose(run).findings if f.check == "faithfulness"]
+    by_text = {f.message["en"]: f.status for f in found}
+    assert len(found) == 3
+    assert by_text["Probe 'truncate': only 30% of probed answers react to the intervention as a faithful "
+                   "chain would — the chain of thought looks decorative, not causal."] == "warn"
+    assert any(s == "ok" and "paraphrase" in m for m, s in by_text.items())
+    assert any(s == "warn" and "intermediate steps" in m for m, s in by_text.items())
+    for f in found:
+        _check_words(f)
+
+
+def test_faithfulness_without_probes_is_skipped() -> None:
+    f = finding(diagnose(make_run({"actor/entropy": np.full(20, 0.5)})), "faithfulness")
+    assert f.status == "skipped"
