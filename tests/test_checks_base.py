@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from runs import finding, make_run
 
 from rlvitals.config import CheckSettings, DiagnoseConfig
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.simulate import Scenario, simulate
-from runs import finding, make_run
 
 
 def _sim(**kw: object) -> dict[str, np.ndarray]:

@@ -129,8 +129,9 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
     found = []
     for out in outcomes:
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
-            out = Outcome(cap, cap if cap in check.en.messages else out.template, out.values, out.onset_step,
-                          out.span, out.metrics, out.evidence)
+            # the words still say what was found; only the severity is capped (an "ok" template would deny it)
+            template = cap if cap != "ok" and cap in check.en.messages else out.template
+            out = Outcome(cap, template, out.values, out.onset_step, out.span, out.metrics, out.evidence)
         found.append(_finding(check, out))
     return found
 

@@ -57,7 +57,8 @@ def simulate(sc: Scenario) -> dict[str, np.ndarray]:
     length = 190 + 60 * _sigmoid((t - 120) / 50.0) - 110 * ramp + noise(6)
     clipfrac = np.clip(0.012 + 0.004 * np.log1p(t) + 0.33 * ramp + noise(0.003), 0, 1)
     ppo_kl = 0.0005 + 0.0015 * ramp + np.abs(noise(0.0003))
-    kl_ref = 0.001 + 0.0009 * t / 10 * (1 + 3 * ramp) + np.abs(noise(0.001))
+    # KL to the reference grows and levels off, as in real runs
+    kl_ref = 0.001 + 0.03 * (1 - np.exp(-t / 300.0)) * (1 + 3 * ramp) + np.abs(noise(0.001))
     grad = 0.22 * (1 + 0.8 * ramp) * np.exp(noise(0.12))
     if sc.grad_spike_at and sc.grad_spike_at <= sc.steps:
         grad[sc.grad_spike_at - 1] *= 14.0

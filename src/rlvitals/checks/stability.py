@@ -1,4 +1,10 @@
-"""L1 training stability: loss, gradient norm, KL, clip fraction, learning rate, NaN/Inf, critic."""
+"""L1 training stability: loss, gradient norm, KL, clip fraction, learning rate, NaN/Inf, critic.
+
+Every threshold is read against the run's own scale (trailing median and robust spread,
+rounding step of the log) except where the seeds give a number with a meaning of its own:
+the clip-fraction band (0.1–0.3), the PPO KL band (0.01–0.1), the 10× of a grad-norm spike
+and an explained variance below 0 (worse than a constant).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,53 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView
+from ._base import CheckFn, Outcome, RunView, Series, Status
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
+LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
+#: KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward (PPO)
+KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
+REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
+LR_KEYS = ("actor/lr", "critic/lr")
+
+
+def _fmt_steps(s: Series, idx: list[int], limit: int = 8) -> str:
+    shown = ", ".join(str(s.step(i)) for i in idx[:limit])
+    return shown + (" …" if len(idx) > limit else "")
+
+
+def _level_window(n: int) -> int:
+    """Rolling-level window: 5 % of the run, at least 5 steps."""
+    return max(5, n // 20)
+
+
+def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
+    """Whether a reward clearly rose over the run: Kendall trend ≥ 0.2 and the last fifth's median
+    above the first fifth's by ``k`` × the median's noise. Returns ``(rose, first, last)``."""
+    n = len(r)
+    b = max(2, n // 5)
+    first, last = float(np.median(r[:b])), float(np.median(r[-b:]))
+    noise = max(signals.noise_scale(r), signals.quantum(r)) * 1.2533 / np.sqrt(b)
+    return signals.trend(r) >= 0.2 and last - first > k * max(noise, 1e-12), first, last
+
+
+def _tenths(x: np.ndarray) -> tuple[float, float, float, int]:
+    """Medians of the first, middle and last tenth of a series (at least 3 values each), and that size."""
+    n, b = len(x), max(3, len(x) // 10)
+    return (float(np.median(x[:b])), float(np.median(x[max(0, n // 2 - b // 2) : n // 2 + b // 2 + 1])),
+            float(np.median(x[-b:])), b)
+
+
+def _short(s: Series, needed: int) -> Outcome:
+    """A check that cannot read a series this short says so (rather than calling it healthy)."""
+    return Outcome("skipped", "short", {"metric": s.key, "n": len(s), "needed": needed}, metrics=(s.key,))
+
+
+def _near_zero(x: np.ndarray, min_quanta: float) -> float:
+    """The log's rounding step when the series never leaves a few rounding steps of zero
+    (``0.000``/``-0.000``/``0.001`` in a three-decimal veRL console log), else 0."""
+    q = signals.quantum(x)
+    return q if q > 0 and float(np.quantile(np.abs(x), 0.9)) < min_quanta * q else 0.0
 
 
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -26,7 +76,10 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"]}, metrics=(key,)))
             continue
         worst = max(events, key=lambda e: e.score)
-        status = "fail" if len(events) >= p["fail_count"] else "warn"
+        peaks = [s.step(e.peak) for e in events]
+        k = int(p["fail_count"])
+        clustered = any(peaks[i + k - 1] - peaks[i] <= p["fail_window"] for i in range(len(peaks) - k + 1))
+        status: Status = "fail" if clustered else "warn"
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
                   "steps": ", ".join(str(s.step(e.peak)) for e in events[:8])}
@@ -61,7 +114,535 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                     evidence={"steps": {k: v[:20] for k, v in bad.items()}})]
 
 
+# -- sudden jumps: loss and KL ---------------------------------------------------------------
+
+def _jump_outcome(s: Series, jumps: list[signals.Jump], status: Status, extra: Mapping[str, Any]) -> Outcome:
+    """One warn/fail outcome for the jumps of one series: the first one sets the onset, the
+    largest one the numbers; the template says whether it stayed up or came back."""
+    first = jumps[0]
+    worst = max(jumps, key=lambda j: (j.ratio if np.isfinite(j.ratio) else 1e300, j.score))
+    values = {"metric": s.key, "step": s.step(first.start), "before": first.before, "peak": first.value,
+              "peak_step": s.step(first.peak), "after": first.after, "ratio": first.ratio, "score": first.score,
+              "count": len(jumps), "steps": _fmt_steps(s, [j.start for j in jumps]),
+              "worst": worst.value, "worst_step": s.step(worst.peak), "worst_ratio": worst.ratio, **extra}
+    template = ("shift" if first.stayed else "spike") + ("s" if len(jumps) > 1 else "")
+    threshold = extra["ratio_threshold"] * first.before if "ratio_threshold" in extra else None
+    return Outcome(status, template, values, onset_step=s.step(first.start),
+                   span=(s.step(first.start), s.step(jumps[-1].end)), metrics=(s.key,),
+                   evidence={"baseline": first.before, "peak": first.value, "after": first.after,
+                             "ratio": first.ratio, "score": first.score,
+                             "threshold": threshold, "threshold_sd": extra["k"],
+                             "jump_steps": [s.step(j.start) for j in jumps],
+                             "peaks": [j.value for j in jumps], "baselines": [j.before for j in jumps]})
+
+
+def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The training loss jumping up, for a moment or for good, far beyond its own recent spread
+    (seed-000 §2.1: "如果突然跳升，通常意味着学习率太大、数据分布突变、或者策略在剧烈震荡").
+    A jump that stays up, or ``fail_count`` jumps, fail."""
+    s = view.first(*LOSS_KEYS)
+    if s is None:
+        return []
+    x = s.values
+    positive = float(np.quantile(x, 0.05)) >= 0
+    # a ratio and the start-up guard only mean something for a loss that cannot go negative
+    found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"] if positive else None,
+                          min_quanta=p["min_quanta"], settle=p["settle"] if positive else 0.0)
+    if not found:
+        first, _, last, _ = _tenths(x)
+        return [Outcome("ok", "ok", {"metric": s.key, "k": p["k"], "first": first, "last": last}, metrics=(s.key,))]
+    big = [j for j in found if j.score >= p["fail_k"]]
+    status: Status = "fail" if any(j.stayed for j in found) or len(big) >= p["fail_count"] else "warn"
+    return [_jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})]
+
+
+def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Sudden KL jumps (seed-000 §2.4: "比如从 0.02 跳到 0.15"), transient ones included — a one-step
+    spike to many times the recent level is a sharp policy turn even if KL comes back. Read for
+    the per-update KL (actor/ppo_kl) and the KL to the reference, each against its own level."""
+    out = []
+    for key in ("actor/ppo_kl", *KL_REF_KEYS):
+        s = view.series(key)
+        if s is None:
+            continue
+        x = s.values
+        if not np.any(x):
+            out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
+            continue
+        q = _near_zero(x, p["min_quanta"])
+        if q:
+            out.append(Outcome("ok", "quantised", {"metric": key, "quantum": q, "max": float(np.max(np.abs(x)))},
+                               metrics=(key,)))
+            continue
+        found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"], min_quanta=p["min_quanta"],
+                              settle=p["settle"])
+        if not found:
+            out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"], "level": float(np.median(x)),
+                                            "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x)))},
+                               metrics=(key,)))
+            continue
+        big = [j for j in found if j.ratio >= p["fail_ratio"]]
+        status: Status = "fail" if len(big) >= p["fail_count"] or any(j.stayed for j in big) else "warn"
+        out.append(_jump_outcome(s, found, status, {"k": p["k"], "ratio_threshold": p["ratio"]}))
+    return out
+
+
+# -- KL level and shape ------------------------------------------------------------------------
+
+def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """PPO's customary KL range (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如
+    0.01~0.1）"). Above it and still rising, or far above it, warns; above it but flat is noted.
+    Below it warns only when the reward is not improving either (the policy is not learning)."""
+    s = view.first(*KL_REF_KEYS)
+    if s is None:
+        return []
+    if view.algorithm != "ppo" and view.series("critic/vf_loss") is None:  # a critic makes it PPO-like
+        return [Outcome("skipped", "not_ppo", {"algorithm": view.algorithm, "metric": s.key}, metrics=(s.key,))]
+    x, n = s.values, len(s)
+    level = signals.rolling_level(x, _level_window(n))
+    _, mid, last, b = _tenths(x)
+    values: dict[str, Any] = {"metric": s.key, "low": p["low"], "high": p["high"], "level": last, "mid": mid,
+                              "growth": last / mid if mid > 0 else float("inf")}
+    sustain = max(p["min_steps"], int(p["min_share"] * n))
+    above = signals.runs_of(level > p["high"], sustain, max_gap=2)
+    if above:
+        start, end = above[0]
+        values |= {"step": s.step(start), "steps": s.step(end) - s.step(start) + 1,
+                   "peak": float(np.max(level[start : end + 1]))}
+        rising = end >= n - b and values["growth"] >= p["rising"]
+        far = values["peak"] >= p["far"] * p["high"]
+        status: Status = "warn" if rising or far else "ok"
+        template = "warn_far" if far else "warn_rising" if rising else "ok_high"
+        return [Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
+                        span=s.span(start, end), metrics=(s.key,),
+                        evidence={"level": last, "peak": values["peak"], "threshold": p["high"],
+                                  "growth_last_half": values["growth"]})]
+    below_share = float(np.mean(level[b:] < p["low"])) if n > b else 0.0
+    if below_share >= p["low_share"]:
+        r = view.first(*REWARD_KEYS)
+        if r is None:
+            return [Outcome("ok", "low_no_reward", values | {"share": below_share}, metrics=(s.key,))]
+        rose, r0, r1 = _improving(r.values)
+        values |= {"share": below_share, "reward": r.key, "r_first": r0, "r_last": r1}
+        return [Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
+                        onset_step=None if rose else s.step(b), metrics=(s.key, r.key),
+                        evidence={"level": last, "threshold": p["low"], "share_below": below_share,
+                                  "reward_first": r0, "reward_last": r1})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
+def _knee(y: np.ndarray) -> int:
+    """Where a series bends upward most: the hinge ``a + b·t + c·max(0, t − t0)`` that fits best."""
+    n = len(y)
+    t = np.arange(n, dtype=float)
+    best, best_sse = n // 2, np.inf
+    for t0 in np.unique(np.linspace(n // 10, n - n // 10 - 1, 60).astype(int)):
+        design = np.column_stack([np.ones(n), t, np.maximum(0.0, t - t0)])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        sse = float(np.sum((design @ coef - y) ** 2))
+        if coef[2] > 0 and sse < best_sse:
+            best, best_sse = int(t0), sse
+    return best
+
+
+def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The KL-to-reference trajectory (seed-000 §2.4 "KL 应该缓慢、稳定地增长"; seed-004 §二 "轨迹
+    形状非常能说明问题"): runaway growth — the second half adds ``accel``× what the first half did
+    and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero."""
+    s = view.first(*KL_REF_KEYS)
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < p["min_steps"]:
+        return [_short(s, p["min_steps"])]
+    first, mid, last, b = _tenths(x)
+    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x), 1e-12)
+    early, late = mid - first, last - mid
+    values: dict[str, Any] = {"metric": s.key, "first": first, "mid": mid, "last": last,
+                              "accel": late / max(early, floor), "growth": last / max(mid, floor)}
+    if late > floor and values["accel"] >= p["accel"] and values["growth"] >= p["growth"]:
+        level = signals.rolling_level(x, _level_window(n))
+        knee = _knee(np.log(np.maximum(level, max(floor, 1e-2 * abs(mid)))))
+        status: Status = "fail" if values["growth"] >= p["fail_growth"] else "warn"
+        values |= {"step": s.step(knee), "knee_level": float(level[knee])}
+        return [Outcome(status, "runaway", values, onset_step=s.step(knee), span=s.span(knee, n - 1),
+                        metrics=(s.key,), evidence={"first": first, "mid": mid, "last": last,
+                                                    "accel": values["accel"], "growth": values["growth"],
+                                                    "threshold_accel": p["accel"], "threshold_growth": p["growth"]})]
+    fall = signals.fall_from_peak(x, window=_level_window(n))
+    if fall is not None and fall.score >= p["fallback"] and fall.baseline > p["fallback"] * floor:
+        values |= {"peak": fall.baseline, "peak_step": s.step(fall.peak), "recent": fall.value,
+                   "step": s.step(fall.start), "drop": fall.score}
+        return [Outcome("warn", "fallback", values, onset_step=s.step(fall.start), span=s.span(fall.start, n - 1),
+                        metrics=(s.key,), evidence={"peak": fall.baseline, "value": fall.value, "drop": fall.score,
+                                                    "threshold": p["fallback"]})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
+# -- gradient norm: sustained growth or collapse ---------------------------------------------
+
+def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
+    """The level of each gradient norm against its established level: the median after the first
+    few steps (a warm-up that is often odd), over the next fifth of the run."""
+    out = []
+    for key in GRAD_KEYS:
+        s = view.series(key)
+        if s is None:
+            continue
+        if len(s) < 2 * p["min_steps"]:
+            out.append(_short(s, 2 * p["min_steps"]))
+            continue
+        n, skip = len(s), max(3, len(s) // 20)
+        base = float(np.median(s.values[skip : skip + max(2 * _level_window(n), n // 5)]))
+        level = signals.rolling_level(s.values, _level_window(n))
+        if base <= 0:
+            out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
+            continue
+        ratio = level / base
+        mask = (ratio >= p["factor"]) if up else (ratio <= p["factor"])
+        mask[:skip] = False
+        found = signals.runs_of(mask, max(p["min_steps"], n // 20), max_gap=2)
+        extreme = float(np.max(ratio[skip:])) if up else float(np.min(ratio[skip:]))
+        values = {"metric": key, "base": base, "factor": p["factor"], "extreme": extreme,
+                  "last": float(level[-1])}
+        if not found:
+            out.append(Outcome("ok", "ok", values, metrics=(key,)))
+            continue
+        start, end = found[0]
+        calm = np.flatnonzero((ratio[:start] <= 1.5) if up else (ratio[:start] >= 1 / 1.5))
+        onset = int(calm[-1]) + 1 if len(calm) else start
+        worst = start + (int(np.argmax(ratio[start : end + 1])) if up else int(np.argmin(ratio[start : end + 1])))
+        fail = (ratio[worst] >= p["fail_factor"]) if up else (end >= n - 2)
+        values |= {"step": s.step(onset), "cross_step": s.step(start), "worst": float(level[worst]),
+                   "worst_step": s.step(worst), "times": float(ratio[worst]), "steps": s.step(end) - s.step(start) + 1}
+        out.append(Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(onset),
+                           span=s.span(onset, end), metrics=(key,),
+                           evidence={"baseline": base, "value": float(level[worst]), "ratio": float(ratio[worst]),
+                                     "threshold": p["factor"] * base}))
+    return out
+
+
+def grad_norm_explosion(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A gradient norm whose level (rolling median, not one step) grows to ``factor``× its
+    established level and stays there (seed-000 §2.2 "坡度太大你会滚下去（梯度爆炸）");
+    ``fail_factor``× fails. Distinct from grad_norm_spike, which reads single steps."""
+    return _grad_drift(view, p, up=True)
+
+
+def grad_norm_vanishing(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A gradient norm whose level collapses to ``factor`` of its established level for a
+    sustained stretch (seed-000 §2.2 "坡度太小你走不动（梯度消失）"); still there at the end fails."""
+    return _grad_drift(view, p, up=False)
+
+
+# -- sustained climbs: policy-gradient loss, critic lag ----------------------------------------
+
+def _windows(n: int, width: int) -> list[tuple[int, int]]:
+    """Half-open windows of ``width`` values, a quarter window apart, the last one flush with the end."""
+    if n < width:
+        return []
+    starts = list(range(0, n - width + 1, max(1, width // 4)))
+    if starts[-1] != n - width:
+        starts.append(n - width)
+    return [(a, a + width) for a in starts]
+
+
+def _rise(x: np.ndarray, sd: float, in_se: bool = False) -> float:
+    """Median of the last quarter minus median of the first quarter, in units of ``sd`` (or, with
+    ``in_se``, in standard errors of that difference for noise ``sd``)."""
+    q = max(2, len(x) // 4)
+    unit = sd * (1.2533 * np.sqrt(2.0 / q) if in_se else 1.0)
+    return float(np.median(x[-q:]) - np.median(x[:q])) / max(unit, 1e-300)
+
+
+def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """actor/pg_loss climbing for a sustained stretch (seed-000 §2.1: noisy is normal, "持续飙升
+    肯定有问题"): a window of a fifth of the run with trend ≥ ``tau`` whose level rose ≥ ``k``×
+    the step noise. Still climbing at the end with a rise ≥ ``fail_k`` fails."""
+    s = view.series("actor/pg_loss")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < 2 * p["min_window"]:
+        return [_short(s, 2 * p["min_window"])]
+    sd = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
+    width = max(p["min_window"], n // 5)
+    wins = _windows(n, width)
+    hits = signals.runs_of(np.array([signals.trend(x[a:b]) >= p["tau"] and _rise(x[a:b], sd) >= p["k"]
+                                     for a, b in wins], dtype=bool))
+    values = {"metric": s.key, "k": p["k"], "window": width, "noise": sd}
+    if not hits:
+        first, _, last, _ = _tenths(x)
+        return [Outcome("ok", "ok", values | {"first": first, "last": last}, metrics=(s.key,))]
+    a0, stretch_end = wins[hits[0][0]][0], wins[hits[0][1]][1]
+    level = signals.rolling_level(x, _level_window(n))
+    lo = max(0, a0 - width // 2)
+    onset = lo + _knee(x[lo:stretch_end])  # where the climb begins
+    end = stretch_end - 1
+    rise = float(level[end] - level[onset]) / sd
+    fail = end >= n - 1 and rise >= p["fail_k"]
+    values |= {"step": s.step(onset), "end_step": s.step(end), "from": float(level[onset]), "to": float(level[end]),
+               "rise": rise, "steps": s.step(end) - s.step(onset) + 1}
+    return [Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(onset),
+                    span=s.span(onset, end), metrics=(s.key,),
+                    evidence={"baseline": float(level[onset]), "value": float(level[end]), "rise_sd": rise,
+                              "threshold_sd": p["k"], "noise_sd": sd})]
+
+
+def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """PPO: the value loss not falling while the reward rises (seed-000 §3: "如果 rewards 在涨但
+    v_loss 不降，说明 Critic 跟不上 Actor 的变化速度"), on ``min_windows`` overlapping windows of
+    a third of the run in a row, after the critic's first fit (the first tenth). A value loss
+    that climbs ``climb``× on its own is reported too: the critic is losing track."""
+    v, r = view.series("critic/vf_loss"), view.first(*REWARD_KEYS)
+    if v is None or r is None:
+        return []
+    steps, vf, rw = v.aligned(r)
+    n = len(steps)
+    if n < 2 * p["min_window"]:
+        return [_short(Series(v.key, steps, vf), 2 * p["min_window"])]
+    skip = n // 10
+    width = max(p["min_window"], (n - skip) // 3)
+    r_sd = max(signals.noise_scale(rw), signals.quantum(rw), 1e-12)
+    wins = [(a + skip, b + skip) for a, b in _windows(n - skip, width)]
+    q = max(2, width // 4)
+    lag = [signals.trend(rw[a:b]) >= p["rise"] and _rise(rw[a:b], r_sd, in_se=True) >= p["k"]
+           and signals.trend(vf[a:b]) >= p["flat"] for a, b in wins]
+    climb = [signals.trend(vf[a:b]) >= p["tau"] and np.median(vf[b - q : b]) >= p["climb"] * np.median(vf[a : a + q])
+             for a, b in wins]
+    keys = (v.key, r.key)
+    tenth = max(2, n // 10)
+    values = {"metric": v.key, "reward": r.key, "v_first": float(np.median(vf[:tenth])),
+              "v_last": float(np.median(vf[-tenth:])), "r_first": float(np.median(rw[:tenth])),
+              "r_last": float(np.median(rw[-tenth:]))}
+    for template, flags in (("warn", lag), ("warn_climb", climb)):
+        runs = signals.runs_of(np.array(flags, dtype=bool), p["min_windows"])
+        if runs:
+            a, b = wins[runs[0][0]][0], wins[runs[0][1]][1]
+            a += _knee(vf[a:b])  # where the value loss stops falling
+            q = max(2, (b - a) // 4)
+            values |= {"step": int(steps[a]), "end_step": int(steps[b - 1]),
+                       "v_from": float(np.median(vf[a : a + q])), "v_to": float(np.median(vf[b - q : b])),
+                       "r_from": float(np.median(rw[a : a + q])), "r_to": float(np.median(rw[b - q : b]))}
+            return [Outcome("warn", template, values, onset_step=int(steps[a]), span=(int(steps[a]), int(steps[b - 1])),
+                            metrics=keys, evidence={"vf_loss_from": values["v_from"], "vf_loss_to": values["v_to"],
+                                                    "reward_from": values["r_from"], "reward_to": values["r_to"]})]
+    return [Outcome("ok", "ok", values, metrics=keys)]
+
+
+def explained_variance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """critic/vf_explained_var below ``threshold`` (0: the critic predicts returns worse than a
+    constant would) for ``min_steps`` steps or more (algorithms.md §6.4). Negative for most of
+    the run, or still negative at the end, fails."""
+    s = view.series("critic/vf_explained_var")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    found = signals.sustained_above(-x, -p["threshold"], window=5, min_len=p["min_steps"], max_gap=2)
+    values = {"metric": s.key, "threshold": p["threshold"], "last": float(np.median(x[-max(2, n // 10):])),
+              "median": float(np.median(x))}
+    if not found:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    below = sum(e - a + 1 for a, e in found)
+    start, end = found[0]
+    ongoing = found[-1][1] >= n - 3 and found[-1][1] - found[-1][0] + 1 >= 2 * p["min_steps"]
+    fail = ongoing or below >= p["fail_share"] * n
+    worst = int(np.argmin(x[start : end + 1])) + start
+    values |= {"step": s.step(start), "end_step": s.step(end), "steps": below, "share": below / n,
+               "worst": float(x[worst]), "count": len(found)}
+    return [Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(start),
+                    span=(s.step(start), s.step(found[-1][1])), metrics=(s.key,),
+                    evidence={"value": float(x[worst]), "threshold": p["threshold"], "steps_below": below,
+                              "stretches": [s.span(a, e) for a, e in found]})]
+
+
+# -- clip fraction -----------------------------------------------------------------------------
+
+def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """actor/pg_clipfrac above the seed's band (seed-000 §2.5: "正常范围大概在 0.1~0.3。如果持续高于
+    0.3 …应该降低学习率或减小 batch size"). A level above ``high`` for ``sustain`` steps warns and,
+    at ``fail_level`` or for ``fail_steps`` steps, fails; a burst of ``burst_len`` steps warns."""
+    s = view.series("actor/pg_clipfrac")
+    if s is None:
+        return []
+    x = s.values
+    values = {"metric": s.key, "high": p["high"], "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x))),
+              "median": float(np.median(x))}
+    long = signals.sustained_above(x, p["high"], window=5, min_len=p["sustain"], max_gap=2)
+    if long:
+        start, end = max(long, key=lambda se: se[1] - se[0])
+        level = float(np.median(x[start : end + 1]))
+        steps = s.step(end) - s.step(start) + 1
+        fail = level >= p["fail_level"] or steps >= p["fail_steps"]
+        values |= {"step": s.step(start), "end_step": s.step(end), "steps": steps, "level": level}
+        return [Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(start),
+                        span=s.span(start, end), metrics=(s.key,),
+                        evidence={"value": level, "peak": values["max"], "threshold": p["high"], "steps": steps})]
+    bursts = signals.runs_of(x > p["high"], p["burst_len"], max_gap=1)
+    if bursts:
+        start, end = bursts[0]
+        values |= {"step": s.step(start), "end_step": s.step(end), "count": len(bursts),
+                   "peak": float(np.max(x[start : end + 1])), "steps": _fmt_steps(s, [b[0] for b in bursts])}
+        return [Outcome("warn", "burst", values, onset_step=s.step(start), span=s.span(start, bursts[-1][1]),
+                        metrics=(s.key,), evidence={"peak": values["peak"], "threshold": p["high"],
+                                                    "bursts": [s.span(a, b) for a, b in bursts]})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
+def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A clip fraction near 0 for most of the run (seed-000 §2.5: "长期接近 0，可能说明策略已经收敛或
+    学习率太小") read jointly with the reward: it warns only when the reward is not improving
+    either. With one update per batch (common in GRPO) the clip fraction is ~0 by construction."""
+    s = view.series("actor/pg_clipfrac")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    level = signals.rolling_level(x, _level_window(n))
+    share = float(np.mean(level < p["low"]))
+    values = {"metric": s.key, "low": p["low"], "share": share, "median": float(np.median(x))}
+    if share < p["share"]:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    r = view.first(*REWARD_KEYS)
+    if r is None:
+        return [Outcome("ok", "ok_no_reward", values, metrics=(s.key,))]
+    rose, r0, r1 = _improving(r.values)
+    values |= {"reward": r.key, "r_first": r0, "r_last": r1}
+    if rose:
+        return [Outcome("ok", "ok_learning", values, metrics=(s.key, r.key))]
+    return [Outcome("warn", "warn", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key, r.key),
+                    evidence={"value": values["median"], "threshold": p["low"], "share_below": share,
+                              "reward_first": r0, "reward_last": r1})]
+
+
+def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """actor/pg_clipfrac_lower (veRL: dual-clip activations, ratio > clip_ratio_c on negative
+    advantages — algorithms.md §6.3) sustained above ``high``, or rising ``rise_factor``× over
+    the run with a clear trend: the policy keeps pushing up tokens it was told to do less of."""
+    s = view.series("actor/pg_clipfrac_lower")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    b = max(3, n // 5)
+    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
+    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * p["min_quanta"], 1e-12)
+    values = {"metric": s.key, "high": p["high"], "first": first, "last": last, "max": float(np.max(x))}
+    long = signals.sustained_above(x, p["high"], window=5, min_len=p["sustain"], max_gap=2)
+    if long:
+        start, end = long[0]
+        values |= {"step": s.step(start), "end_step": s.step(end), "level": float(np.median(x[start : end + 1]))}
+        return [Outcome("warn", "warn_high", values, onset_step=s.step(start), span=s.span(start, end),
+                        metrics=(s.key,), evidence={"value": values["level"], "threshold": p["high"]})]
+    factor = last / max(first, floor)
+    if signals.trend(x) >= p["tau"] and factor >= p["rise_factor"] and last - first > floor:
+        # onset: from where the level stays a quarter of the way up (on a log scale) for good
+        level = np.log(np.maximum(signals.rolling_level(x, _level_window(n)), floor))
+        below = np.flatnonzero(level <= 0.75 * np.log(max(first, floor)) + 0.25 * np.log(last))
+        onset = min(n - 1, int(below[-1]) + 1) if len(below) else 0
+        values |= {"step": s.step(onset), "factor": factor}
+        return [Outcome("warn", "warn_rising", values, onset_step=s.step(onset), span=s.span(onset, n - 1),
+                        metrics=(s.key,), evidence={"baseline": first, "value": last, "ratio": factor,
+                                                    "threshold": p["rise_factor"]})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
+# -- learning rate -----------------------------------------------------------------------------
+
+_WARMUP_KEYS = ("lr_warmup_steps_ratio", "warmup_steps_ratio", "warmup_ratio", "lr_warmup_steps",
+                "warmup_steps", "num_warmup_steps")
+_STYLE_KEYS = ("warmup_style", "lr_scheduler_type", "lr_decay_style", "lr_scheduler", "scheduler_type")
+_FLAT_STYLES = ("constant", "constant_with_warmup", "none", "null", "")
+
+
+def _configured_schedule(config: Mapping[str, Any], critic: bool) -> tuple[str, str]:
+    """``(what the config asks for, the key that says so)``: "warmup", "decay" or "" (constant
+    or not stated). Keys of the other model (critic vs actor) are ignored."""
+    for key, value in config.items():
+        low = key.lower()
+        if ("critic" in low) != critic or not isinstance(value, (int, float, str)) or isinstance(value, bool):
+            continue
+        name = low.rsplit(".", 1)[-1]
+        if name in _WARMUP_KEYS and not isinstance(value, str) and value > 0:
+            return "warmup", f"{key}={value}"
+        if name in _STYLE_KEYS and isinstance(value, str) and value.strip().lower() not in _FLAT_STYLES:
+            return "decay", f"{key}={value}"
+    return "", ""
+
+
+def _lr_events(x: np.ndarray, p: Mapping[str, Any]) -> tuple[tuple[int, int] | None, int | None]:
+    """``(the stretch of a sudden drop to ~0 while training goes on, index of an unexpected jump up)``."""
+    peak = float(np.max(x))
+    zero = x <= p["zero_frac"] * peak
+    drop = next(((a, e) for a, e in signals.runs_of(zero, int(p["min_after"]) + 1)
+                 if a > 0 and x[a - 1] >= p["drop_from"] * peak), None)
+    # the warm-up is over at the first step that does not rise once the rate reached half its peak
+    # (a warm-up printed with few digits climbs in stairs that would look like jumps)
+    warm = int(np.argmax(x >= 0.5 * peak))
+    rising = np.flatnonzero(np.diff(x[warm:]) <= 0)
+    jump = None
+    if len(rising):
+        after = warm + int(rising[0]) + 1
+        up = np.flatnonzero(x[after + 1 :] >= p["jump"] * np.maximum(x[after:-1], p["zero_frac"] * peak)) + after + 1
+        jump = int(up[0]) if len(up) else None
+    return drop, jump
+
+
+def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The learning rate against its configured schedule (seed-000 §2.6: "有时候配置写错了，学习率
+    全程不变或者突然归零"): a sudden drop to ~0 while training goes on fails; a jump up, or a
+    constant rate where the config asks for warm-up or decay, warns. A rate printed as 0 on
+    every step is a rounded log, not a zero rate."""
+    out = []
+    for key in LR_KEYS:
+        s = view.series(key)
+        if s is None:
+            continue
+        x, peak = s.values, float(np.max(s.values))
+        values: dict[str, Any] = {"metric": key, "first": float(x[0]), "peak": peak, "last": float(x[-1])}
+        q = signals.quantum(x)
+        if np.all(x == 0) or (q > 0 and peak < 5 * q and len(np.unique(x)) > 1):
+            # '0.000' on every step, or a rate that moves by whole rounding steps of its few digits
+            out.append(Outcome("ok", "rounded" if peak == 0 else "coarse", values | {"quantum": q}, metrics=(key,)))
+            continue
+        drop, jump = _lr_events(x, p)
+        wanted, source = _configured_schedule(view.config, key.startswith("critic"))
+        values |= {"config": source}
+        if drop is not None:
+            a, e = drop
+            values |= {"step": s.step(a), "before": float(x[a - 1]), "zero_steps": e - a + 1,
+                       "end_step": s.step(e)}
+            out.append(Outcome("fail", "fail_zero", values, onset_step=s.step(a), span=s.span(a, e), metrics=(key,),
+                               evidence={"before": float(x[a - 1]), "value": float(x[a]), "peak": peak}))
+        elif jump is not None:
+            values |= {"step": s.step(jump), "before": float(x[jump - 1]), "after": float(x[jump])}
+            out.append(Outcome("warn", "warn_jump", values, onset_step=s.step(jump), span=s.span(jump - 1, jump),
+                               metrics=(key,), evidence={"before": float(x[jump - 1]), "value": float(x[jump]),
+                                                         "threshold": p["jump"]}))
+        elif float(np.ptp(x)) <= 1e-6 * peak:
+            if wanted:
+                out.append(Outcome("warn", "warn_constant", values | {"wanted": wanted}, onset_step=s.step(0),
+                                   span=s.span(0, len(x) - 1), metrics=(key,),
+                                   evidence={"value": peak, "config": source}))
+            else:
+                out.append(Outcome("ok", "ok_constant", values, metrics=(key,)))
+        else:
+            out.append(Outcome("ok", "ok", values, metrics=(key,)))
+    return out
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "grad_norm_spike": grad_norm_spike,
+    "grad_norm_explosion": grad_norm_explosion,
+    "grad_norm_vanishing": grad_norm_vanishing,
     "nan_inf": nan_inf,
+    "loss_jump": loss_jump,
+    "pg_loss_climb": pg_loss_climb,
+    "kl_jump": kl_jump,
+    "kl_band": kl_band,
+    "kl_shape": kl_shape,
+    "clipfrac_high": clipfrac_high,
+    "clipfrac_low": clipfrac_low,
+    "clipfrac_lower": clipfrac_lower,
+    "lr_schedule": lr_schedule,
+    "critic_lag": critic_lag,
+    "explained_variance": explained_variance,
 }

@@ -1,0 +1,699 @@
+"""L1 training-stability checks: each triggered at a known step, quiet on a healthy control,
+unchanged at a very different scale, and read correctly on the real public logs."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from runs import finding, make_run
+
+import rlvitals
+from rlvitals.checks import Outcome, RunView, load_checks, stability
+from rlvitals.diagnosis import diagnose
+from rlvitals.pathologies import Spec, scenario
+from rlvitals.simulate import Scenario, simulate
+
+CHECKS = {c.id: c for c in load_checks()}
+MINE = tuple(stability.FUNCTIONS)
+Arrays = dict[str, np.ndarray]
+
+
+def grpo(steps: int = 300, seed: int = 0) -> Arrays:
+    """A healthy simulated veRL GRPO run."""
+    return simulate(Scenario(steps=steps, seed=seed, collapse_at=None, grad_spike_at=None))
+
+
+def ppo(steps: int = 300, seed: int = 0) -> Arrays:
+    """A healthy simulated PPO run with a critic (vf_loss, explained variance, in-reward KL)."""
+    return scenario(Spec(steps, seed, algorithm="ppo"))
+
+
+def outcomes(series: Mapping[str, np.ndarray], cid: str, *, config: Mapping[str, Any] | None = None,
+             framework: str = "verl", **params: Any) -> list[Outcome]:
+    check = CHECKS[cid]
+    run = make_run(series, config=config, framework=framework)
+    return check.fn(RunView(run), {**check.params, **params})
+
+
+def one(series: Mapping[str, np.ndarray], cid: str, metric: str | None = None, **kw: Any) -> Outcome:
+    """The single outcome of ``cid`` (for ``metric`` when the check reads several)."""
+    found = [o for o in outcomes(series, cid, **kw) if metric is None or metric in o.metrics]
+    assert len(found) == 1, [(o.status, o.template, o.metrics) for o in found]
+    return found[0]
+
+
+def scaled(series: Arrays, keys: tuple[str, ...], factor: float) -> Arrays:
+    return {k: v * factor if k in keys else v for k, v in series.items()}
+
+
+def assert_same_at_scales(series: Arrays, cid: str, keys: tuple[str, ...], metric: str | None = None,
+                          factors: tuple[float, ...] = (1e-3, 1e3), **kw: Any) -> Outcome:
+    """The outcome at scale 1, and the same status, template and onset at 1e-3 and 1e3."""
+    base = one(series, cid, metric, **kw)
+    for factor in factors:
+        other = one(scaled(series, keys, factor), cid, metric, **kw)
+        assert (other.status, other.template, other.onset_step) == (base.status, base.template, base.onset_step), factor
+    return base
+
+
+def near(step: int | None, expected: int, tol: int = 3) -> bool:
+    return step is not None and abs(step - expected) <= tol
+
+
+def noise(n: int, sd: float, seed: int = 0) -> np.ndarray:
+    out: np.ndarray = np.random.default_rng(seed).normal(0.0, sd, n)
+    return out
+
+
+# -- grad_norm_spike --------------------------------------------------------------------------
+
+def test_grad_spikes_fail_only_when_clustered() -> None:
+    s = grpo()
+    for at in (100, 115, 130):
+        s["actor/grad_norm"][at - 1] *= 15
+    o = one(s, "grad_norm_spike", "actor/grad_norm")
+    assert o.status == "fail" and o.onset_step == 100
+    spread = grpo()
+    for at in (60, 160, 260):
+        spread["actor/grad_norm"][at - 1] *= 15
+    o = assert_same_at_scales(spread, "grad_norm_spike", ("actor/grad_norm",), "actor/grad_norm")
+    assert o.status == "warn" and o.onset_step == 60 and o.values["count"] == 3
+    assert one(grpo(), "grad_norm_spike", "actor/grad_norm").status == "ok"
+
+
+# -- loss_jump --------------------------------------------------------------------------------
+
+def loss_series(n: int = 300, seed: int = 0) -> np.ndarray:
+    """A positive loss falling from 1.0 to 0.4 with 3 % noise."""
+    t = np.arange(n)
+    return (0.4 + 0.6 * np.exp(-t / 80.0)) * (1 + noise(n, 0.03, seed))
+
+
+def test_loss_level_shift_fails_at_its_step() -> None:
+    x = loss_series()
+    x[150:] *= 2.0
+    o = assert_same_at_scales({"actor/loss": x}, "loss_jump", ("actor/loss",))
+    assert o.status == "fail" and o.template == "shift" and o.onset_step == 151
+    # the baseline is the median of the 20 steps before the jump (the loss was still falling)
+    assert o.evidence["baseline"] == pytest.approx(0.5, rel=0.1) and o.evidence["peak"] > 0.85
+
+
+def test_loss_spike_warns_and_comes_back() -> None:
+    x = loss_series()
+    x[199] *= 3.0
+    o = assert_same_at_scales({"actor/loss": x}, "loss_jump", ("actor/loss",))
+    assert (o.status, o.template, o.onset_step) == ("warn", "spike", 200)
+    assert o.values["after"] == pytest.approx(0.41, rel=0.1)
+
+
+def test_loss_jump_reads_dpo_and_sft_losses_and_signed_losses() -> None:
+    x = loss_series(120)
+    x[80:] += 0.5
+    dpo = one({"loss/dpo": x, "rewards/chosen": np.linspace(0, 1, 120)}, "loss_jump", framework="trl")
+    assert dpo.metrics == ("loss/dpo",) and dpo.status == "fail" and near(dpo.onset_step, 81, 1)
+    # a PPO actor loss around zero: no ratio test, the jump is read in robust sd
+    pg = noise(300, 0.02, 4)
+    pg[220:223] += 0.5
+    o = one({"actor/loss": pg}, "loss_jump")
+    assert o.status == "warn" and o.onset_step == 221
+
+
+def test_loss_jump_quiet_on_healthy_and_rounded_losses() -> None:
+    for seed in range(5):
+        assert one({"sft/loss": loss_series(seed=seed)}, "loss_jump").status == "ok"
+    # a TRL GRPO loss printed with four decimals, 0.0000–0.0003: one-step blips are rounding
+    x = np.round(np.abs(noise(250, 0.0001, 5)), 4)
+    x[100] = 0.0006
+    assert one({"actor/loss": x}, "loss_jump").status == "ok"
+
+
+# -- pg_loss_climb ----------------------------------------------------------------------------
+
+def test_pg_loss_climb_found_at_its_start() -> None:
+    s = grpo()
+    t = np.arange(1, 301)
+    s["actor/pg_loss"] = s["actor/pg_loss"] + np.clip(t - 150, 0, None) * 0.01
+    o = assert_same_at_scales(s, "pg_loss_climb", ("actor/pg_loss",))
+    assert o.status == "fail" and near(o.onset_step, 150, 6)
+    assert o.values["to"] > 1.0 and o.evidence["rise_sd"] > 20
+
+
+def test_pg_loss_climb_that_levels_off_warns() -> None:
+    s = grpo()
+    t = np.arange(1, 301)
+    s["actor/pg_loss"] = s["actor/pg_loss"] + np.clip((t - 100) * 0.004, 0, 0.24)
+    o = one(s, "pg_loss_climb")
+    assert o.status == "warn" and near(o.onset_step, 100, 8)
+
+
+def test_pg_loss_noise_and_slow_drift_are_not_a_climb() -> None:
+    for seed in range(6):
+        assert one(grpo(seed=seed), "pg_loss_climb").status == "ok"
+    s = grpo()
+    s["actor/pg_loss"] = noise(300, 0.1, 9) + np.linspace(0, 0.05, 300)  # 0.5 sd over the run
+    assert one(s, "pg_loss_climb").status == "ok"
+
+
+# -- grad_norm_explosion / grad_norm_vanishing ------------------------------------------------
+
+def ramp(n: int, at: int, width: float) -> np.ndarray:
+    t = np.arange(1, n + 1)
+    out: np.ndarray = np.clip((t - at) / width, 0.0, 1.0)
+    return out
+
+
+def test_grad_norm_explosion() -> None:
+    s = grpo()
+    s["actor/grad_norm"] = s["actor/grad_norm"] * np.exp(ramp(300, 150, 30) * np.log(40.0))
+    o = assert_same_at_scales(s, "grad_norm_explosion", ("actor/grad_norm",), "actor/grad_norm")
+    assert o.status == "fail" and near(o.onset_step, 150, 6) and o.evidence["ratio"] > 30
+    mild = grpo()
+    mild["actor/grad_norm"] = mild["actor/grad_norm"] * np.exp(ramp(300, 150, 30) * np.log(6.0))
+    o = one(mild, "grad_norm_explosion", "actor/grad_norm")
+    assert o.status == "warn" and near(o.onset_step, 150, 8)
+    assert one(grpo(), "grad_norm_explosion", "actor/grad_norm").status == "ok"
+
+
+def test_grad_norm_vanishing() -> None:
+    s = grpo()
+    s["actor/grad_norm"] = s["actor/grad_norm"] * np.exp(-ramp(300, 150, 15) * np.log(1e4))
+    o = assert_same_at_scales(s, "grad_norm_vanishing", ("actor/grad_norm",), "actor/grad_norm")
+    assert o.status == "fail" and near(o.onset_step, 150, 6)
+    back = grpo()
+    back["actor/grad_norm"][149:189] *= 1e-3  # 40 steps of near-zero gradient, then back
+    o = one(back, "grad_norm_vanishing", "actor/grad_norm")
+    assert o.status == "warn" and near(o.onset_step, 150, 3)
+    assert one(grpo(), "grad_norm_vanishing", "actor/grad_norm").status == "ok"
+    # a critic whose gradient starts huge and settles is not vanishing
+    p = ppo()
+    p["critic/grad_norm"][:5] *= np.array([200.0, 150.0, 40.0, 10.0, 3.0])
+    assert one(p, "grad_norm_vanishing", "critic/grad_norm").status == "ok"
+
+
+# -- kl_jump ----------------------------------------------------------------------------------
+
+def kl_run(steps: int = 300, level: float = 0.02, seed: int = 0) -> Arrays:
+    """A KL to the reference rising from ~0 to ``level`` over the first 40 steps, 15 % noise."""
+    t = np.arange(steps)
+    kl = level * (1 - np.exp(-t / 12.0)) * np.exp(noise(steps, 0.15, seed))
+    return {"actor/kl_loss": kl, "critic/score/mean": np.linspace(0.2, 0.7, steps) + noise(steps, 0.02, seed)}
+
+
+def test_a_transient_kl_spike_is_reported() -> None:
+    # the peer that called a 0.9 spike "well behaved": we must not
+    s = kl_run()
+    s["actor/kl_loss"][149:151] = 0.9
+    o = assert_same_at_scales(s, "kl_jump", ("actor/kl_loss",))
+    assert (o.status, o.template, o.onset_step) == ("warn", "spike", 150)
+    assert o.evidence["baseline"] == pytest.approx(0.02, rel=0.15) and o.evidence["peak"] == pytest.approx(0.9)
+    assert o.evidence["after"] == pytest.approx(0.02, rel=0.2)
+
+
+def test_the_seed_example_jump_from_002_to_015() -> None:
+    s = kl_run()
+    s["actor/kl_loss"][180:] *= 7.5
+    o = assert_same_at_scales(s, "kl_jump", ("actor/kl_loss",))
+    assert o.status == "warn" and o.template in ("shift", "shifts") and o.onset_step == 181
+    assert o.values["before"] == pytest.approx(0.02, rel=0.15) and o.values["peak"] > 0.1
+
+
+def test_repeated_tenfold_kl_jumps_fail() -> None:
+    s = kl_run()
+    for at in (120, 170, 230):
+        s["actor/kl_loss"][at - 1] *= 20.0
+    o = one(s, "kl_jump")
+    assert o.status == "fail" and o.template == "spikes" and o.onset_step == 120 and o.values["count"] == 3
+
+
+def test_kl_noise_rounding_and_departure_from_zero_are_no_jump() -> None:
+    for seed in range(6):
+        assert one(kl_run(seed=seed), "kl_jump").status == "ok"
+    # a 1e-5-level KL: its own noise only
+    assert one(scaled(kl_run(level=1e-5), ("actor/kl_loss",), 1.0), "kl_jump").status == "ok"
+    # veRL Dec-2024 console: ppo_kl printed as 0.000 / -0.000 / 0.001
+    q = np.round(noise(300, 0.0007, 3), 3)
+    o = one({"actor/ppo_kl": q}, "kl_jump")
+    assert (o.status, o.template, o.values["quantum"]) == ("ok", "quantised", 0.001)
+    assert one({"actor/ppo_kl": np.zeros(50)}, "kl_jump").template == "zero"
+    # the KL leaving zero (2e-5 → 0.02 over the first 40 steps) with wiggles is not a jump …
+    t = np.arange(300)
+    s = kl_run()
+    s["actor/kl_loss"] = 0.02 * np.minimum(1.0, 1e-3 * np.exp(t / 6.0)) * np.exp(noise(300, 0.15))
+    s["actor/kl_loss"][[28, 31, 34, 37]] *= 6.0
+    assert one(s, "kl_jump").status == "ok"
+    # … but the same wiggle once the KL has settled is
+    s["actor/kl_loss"][200] *= 6.0
+    assert one(s, "kl_jump").onset_step == 201
+
+
+def test_kl_jump_reads_ppo_kl_and_the_reference_kl_separately() -> None:
+    s = grpo()
+    s["actor/ppo_kl"][199:202] *= 8.0
+    found = {o.metrics[0]: o for o in outcomes(s, "kl_jump")}
+    assert found["actor/ppo_kl"].status == "warn" and found["actor/ppo_kl"].onset_step == 200
+    assert found["actor/kl_loss"].status == "ok"
+
+
+# -- kl_band ----------------------------------------------------------------------------------
+
+def ppo_with_kl(kl: np.ndarray, reward: np.ndarray | None = None) -> Arrays:
+    s = ppo(len(kl))
+    s["actor/reward_kl_penalty"] = kl
+    if reward is not None:
+        s["critic/rewards/mean"] = s["critic/score/mean"] = reward
+    return s
+
+
+def test_kl_above_the_ppo_band_and_rising_warns() -> None:
+    t = np.arange(300)
+    o = one(ppo_with_kl(0.02 + 0.0008 * t + noise(300, 0.003)), "kl_band")  # 0.02 → 0.26
+    assert (o.status, o.template) == ("warn", "warn_rising") and near(o.onset_step, 101, 8)
+    far = one(ppo_with_kl(0.02 + 0.4 * (1 - np.exp(-t / 40.0))), "kl_band")
+    assert (far.status, far.template) == ("warn", "warn_far")
+
+
+def test_kl_above_the_band_but_level_is_noted_not_warned() -> None:
+    t = np.arange(300)
+    o = one(ppo_with_kl(0.16 * (1 - np.exp(-t / 30.0)) + noise(300, 0.002)), "kl_band")
+    assert (o.status, o.template) == ("ok", "ok_high") and o.values["level"] == pytest.approx(0.16, rel=0.05)
+    assert one(ppo_with_kl(0.05 * (1 - np.exp(-t / 30.0)) + 0.001), "kl_band").template == "ok"
+
+
+def test_kl_below_the_band_warns_only_with_a_flat_reward() -> None:
+    kl = 0.003 + np.abs(noise(300, 0.0005))
+    flat = 0.5 + noise(300, 0.02, 2)
+    rising = np.linspace(0.3, 0.7, 300) + noise(300, 0.02, 2)
+    for factor in (1e-3, 1.0, 1e3):  # the reward's scale does not matter
+        o = one(ppo_with_kl(kl, flat * factor), "kl_band")
+        assert (o.status, o.template) == ("warn", "warn_low")
+        assert one(ppo_with_kl(kl, rising * factor), "kl_band").template == "ok_low"
+
+
+def test_kl_band_is_a_ppo_convention() -> None:
+    s = grpo()
+    s["actor/kl_loss"] = np.full(300, 0.5)
+    o = one(s, "kl_band")
+    assert (o.status, o.template) == ("skipped", "not_ppo")
+    f = finding(diagnose(make_run(s)), "kl_band")
+    assert f.status == "skipped" and "grpo" in f.message["en"]
+
+
+# -- kl_shape ---------------------------------------------------------------------------------
+
+def test_runaway_kl_found_at_its_bend() -> None:
+    s = kl_run()
+    s["actor/kl_loss"] = s["actor/kl_loss"] * np.exp(np.clip(np.arange(300) - 150, 0, None) / 12.0)
+    o = assert_same_at_scales(s, "kl_shape", ("actor/kl_loss",))
+    assert (o.status, o.template) == ("fail", "runaway") and near(o.onset_step, 151, 10)
+    mild = kl_run()
+    mild["actor/kl_loss"] = mild["actor/kl_loss"] * np.exp(np.clip(np.arange(300) - 150, 0, None) / 80.0)
+    o = one(mild, "kl_shape")
+    assert (o.status, o.template) == ("warn", "runaway") and near(o.onset_step, 151, 25)
+
+
+def test_kl_falling_back_to_zero_warns() -> None:
+    s = kl_run()
+    s["actor/kl_loss"][200:] *= 0.05
+    o = assert_same_at_scales(s, "kl_shape", ("actor/kl_loss",))
+    assert (o.status, o.template) == ("warn", "fallback") and near(o.onset_step, 201, 5)
+
+
+def test_healthy_kl_shapes() -> None:
+    t = np.arange(300)
+    for kl in (0.001 + 0.0001 * t, 0.1 * np.sqrt(t / 300), 0.1 * (1 - np.exp(-t / 30.0))):
+        s = {"actor/kl_loss": kl * np.exp(noise(300, 0.1, 7))}
+        assert one(s, "kl_shape").status == "ok"
+        assert one(scaled(s, ("actor/kl_loss",), 1e-3), "kl_shape").status == "ok"
+    assert one({"actor/kl_loss": np.linspace(0, 0.1, 20)}, "kl_shape").template == "short"
+
+
+# -- clip fraction ----------------------------------------------------------------------------
+
+def test_clipfrac_sustained_above_03() -> None:
+    s = grpo()
+    s["actor/pg_clipfrac"][149:] += 0.4
+    o = one(s, "clipfrac_high")
+    assert o.status == "fail" and o.onset_step == 150 and o.evidence["value"] > 0.4
+    short = grpo()
+    short["actor/pg_clipfrac"][149:169] = 0.35
+    o = one(short, "clipfrac_high")
+    assert (o.status, o.onset_step, o.values["steps"]) == ("warn", 150, 20)
+
+
+def test_a_four_step_clipfrac_burst_is_reported() -> None:
+    s = grpo()
+    s["actor/pg_clipfrac"][199:203] += 0.45
+    o = one(s, "clipfrac_high")
+    assert (o.status, o.template, o.onset_step, o.values["end_step"]) == ("warn", "burst", 200, 203)
+    single = grpo()
+    single["actor/pg_clipfrac"][199] = 0.5  # one step is not a burst
+    assert one(single, "clipfrac_high").status == "ok"
+    assert one(grpo(), "clipfrac_high").status == "ok"
+
+
+def test_clipfrac_near_zero_is_read_with_the_reward() -> None:
+    s = grpo()
+    s["actor/pg_clipfrac"] = np.round(np.abs(noise(300, 0.001)), 3)
+    assert one(s, "clipfrac_low").template == "ok_learning"  # the simulated reward rises
+    for factor in (1e-3, 1.0, 1e3):
+        flat = dict(s)
+        flat["critic/score/mean"] = flat["critic/rewards/mean"] = (0.6 + noise(300, 0.02, 8)) * factor
+        o = one(flat, "clipfrac_low")
+        assert o.status == "warn" and o.onset_step == 1 and o.evidence["share_below"] == 1.0
+    alone = {"actor/pg_clipfrac": s["actor/pg_clipfrac"]}
+    assert one(alone, "clipfrac_low").template == "ok_no_reward"
+    assert one(grpo(), "clipfrac_low").template == "ok"
+
+
+def test_clipfrac_lower() -> None:
+    s = grpo()
+    base = s["actor/pg_clipfrac_lower"]
+    rising = dict(s)
+    rising["actor/pg_clipfrac_lower"] = base * np.exp(ramp(300, 150, 60) * np.log(20.0))
+    # a fraction of tokens: the rise is read on its own scale, the 0.01 level is absolute
+    o = assert_same_at_scales(rising, "clipfrac_lower", ("actor/pg_clipfrac_lower",), factors=(1e-3, 0.1))
+    assert (o.status, o.template) == ("warn", "warn_rising") and near(o.onset_step, 165, 15)
+    high = dict(s)
+    high["actor/pg_clipfrac_lower"] = base + 0.03 * (np.arange(300) >= 100)
+    o = one(high, "clipfrac_lower")
+    assert (o.status, o.template) == ("warn", "warn_high") and near(o.onset_step, 101, 3)
+    o = one(s, "clipfrac_lower")
+    assert o.status == "ok" and one(scaled(s, ("actor/pg_clipfrac_lower",), 1e-3), "clipfrac_lower").status == "ok"
+
+
+# -- lr_schedule ------------------------------------------------------------------------------
+
+def cosine(n: int = 300, warmup: int = 20, peak: float = 1e-6) -> np.ndarray:
+    t = np.arange(n, dtype=float)
+    decay = 0.5 * (1 + np.cos(np.pi * np.clip((t - warmup) / (n - warmup), 0, 1)))
+    out: np.ndarray = np.where(t < warmup, peak * (t + 1) / warmup, peak * decay)
+    return out
+
+
+def lr_check(lr: np.ndarray, config: Mapping[str, Any] | None = None) -> Outcome:
+    s = grpo(len(lr))
+    s["actor/lr"] = lr
+    return assert_same_at_scales(s, "lr_schedule", ("actor/lr",), "actor/lr", config=config)
+
+
+def test_lr_sudden_zero_fails() -> None:
+    lr = cosine()
+    lr[150:] = 0.0
+    o = lr_check(lr)
+    assert (o.status, o.template, o.onset_step) == ("fail", "fail_zero", 151)
+    assert o.values["zero_steps"] == 150 and o.evidence["before"] > 0.4e-6
+
+
+def test_lr_jump_up_after_warmup_warns() -> None:
+    lr = cosine()
+    lr[200:] = cosine(100, warmup=1)  # a scheduler restarted on resume
+    o = lr_check(lr)
+    assert (o.status, o.template, o.onset_step) == ("warn", "warn_jump", 201)
+
+
+def test_lr_constant_against_the_config() -> None:
+    cfg = {"actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": 0.1,
+           "actor_rollout_ref.actor.optim.warmup_style": "cosine"}
+    o = lr_check(np.full(300, 1e-6), cfg)
+    assert (o.status, o.template) == ("warn", "warn_constant") and "lr_warmup_steps_ratio=0.1" in o.values["config"]
+    trl = lr_check(np.full(300, 5e-6), {"lr_scheduler_type": "cosine"})
+    assert trl.template == "warn_constant" and trl.values["wanted"] == "decay"
+    flat_cfg = {"actor_rollout_ref.actor.optim.warmup_style": "constant",
+                "critic.optim.warmup_style": "cosine"}  # the critic's schedule is not the actor's
+    assert lr_check(np.full(300, 1e-6), flat_cfg).template == "ok_constant"
+
+
+def test_healthy_and_rounded_learning_rates() -> None:
+    assert lr_check(cosine()).template == "ok"  # warm-up, cosine to zero at the very end
+    decayed = cosine(300)
+    decayed[280:] = 0.0  # the last steps of a schedule that reached zero smoothly
+    decayed[279] = 1e-9
+    assert lr_check(decayed).status == "ok"
+    assert lr_check(np.zeros(300)).template == "rounded"  # '0.000' on every step of a 3-decimal log
+    # a decay from 6e-4 printed with three decimals: 0.001 … then 0.000 is rounding, not a drop
+    assert lr_check(np.round(np.linspace(6e-4, 3e-4, 300), 3)).template == "coarse"
+    # a warm-up printed with six decimals climbs in stairs (0, 0, …, 1e-06, 2e-06): no jump
+    stairs = np.round(np.minimum(1e-5, 1e-7 * np.arange(300)), 6)
+    assert lr_check(stairs).template == "ok"
+
+
+# -- critic_lag / explained_variance ----------------------------------------------------------
+
+def test_critic_lag_reward_rising_value_loss_not_falling() -> None:
+    s = ppo()
+    t = np.arange(1, 301)
+    s["critic/rewards/mean"] = s["critic/score/mean"] = 0.2 + 0.5 * t / 300 + noise(300, 0.02, 3)
+    vf = s["critic/vf_loss"].copy()
+    vf[149:] = vf[148] * (1 + 0.01 * (t[149:] - 150))
+    s["critic/vf_loss"] = vf
+    o = assert_same_at_scales(s, "critic_lag", ("critic/vf_loss", "critic/rewards/mean", "critic/score/mean"))
+    assert o.status == "warn" and near(o.onset_step, 150, 12)
+    assert o.evidence["vf_loss_to"] > o.evidence["vf_loss_from"] and o.evidence["reward_to"] > o.evidence["reward_from"]
+
+
+def test_critic_that_keeps_up_is_ok() -> None:
+    for seed in range(4):
+        assert one(ppo(seed=seed), "critic_lag").status == "ok"
+
+
+def test_explained_variance_negative() -> None:
+    s = ppo()
+    s["critic/vf_explained_var"] = s["critic/vf_explained_var"] - ramp(300, 150, 10)
+    o = assert_same_at_scales(s, "explained_variance", ("critic/vf_explained_var",))
+    assert o.status == "fail" and near(o.onset_step, 157, 4) and o.evidence["value"] < -0.2
+    dip = ppo()
+    dip["critic/vf_explained_var"][99:124] = -0.2
+    o = one(dip, "explained_variance")
+    assert (o.status, o.onset_step, o.values["steps"]) == ("warn", 100, 25)
+    start = ppo()
+    start["critic/vf_explained_var"][:5] = -0.6  # an untrained critic on the first steps
+    assert one(start, "explained_variance").status == "ok"
+
+
+# -- every template, both languages ------------------------------------------------------------
+
+def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
+    """Runs that between them reach every message template of the L1 checks."""
+    runs: list[tuple[str, Arrays, dict[str, Any]]] = []
+    t = np.arange(300)
+
+    def add(cid: str, s: Arrays, **kw: Any) -> None:
+        runs.append((cid, s, kw))
+
+    g = grpo()
+    add("grad_norm_spike", g)
+    s = grpo()
+    s["actor/grad_norm"][99] *= 15
+    add("grad_norm_spike", s)
+    s = grpo()
+    s["actor/grad_norm"][[99, 109, 119]] *= 15
+    add("grad_norm_spike", s)
+    add("nan_inf", {"actor/pg_loss!nan": np.where(t == 50, np.nan, 0.1), "actor/entropy": np.ones(300)})
+    add("nan_inf", g)
+    for inj in ("", "spike", "spikes", "shift", "shifts", "signed"):
+        x = loss_series()
+        if inj.startswith("spike"):
+            x[[120, 200] if inj == "spikes" else [120]] *= 4.0
+        elif inj.startswith("shift"):
+            x[150:] *= 2.0
+            if inj == "shifts":
+                x[250] *= 4.0
+        add("loss_jump", {"actor/loss": x})
+    for cid in ("pg_loss_climb",):
+        add(cid, g)
+        for cap in (0.3, None):
+            s = grpo()
+            s["actor/pg_loss"] = s["actor/pg_loss"] + np.clip((t - 150) * 0.01, 0, cap)
+            add(cid, s)
+    for cid, sign in (("grad_norm_explosion", 1), ("grad_norm_vanishing", -1)):
+        add(cid, g)
+        add(cid, {"actor/grad_norm": np.r_[np.zeros(200), np.ones(100)]})
+        for end in (300, 200):
+            s = grpo()
+            s["actor/grad_norm"][140:end] *= 10.0 ** (sign * (3 if end == 300 else 0.8 if sign > 0 else 2))
+            add(cid, s)
+    k = kl_run()
+    add("kl_jump", k)
+    add("kl_jump", {"actor/ppo_kl": np.zeros(50)})
+    add("kl_jump", {"actor/ppo_kl": np.round(noise(300, 0.0007, 3), 3)})
+    for inj in ("spike", "spikes", "shift", "shifts", "fail"):
+        s = kl_run()
+        if inj.startswith("spike") or inj == "fail":
+            at = {"fail": [150, 220, 260], "spikes": [150, 220]}.get(inj, [150])
+            s["actor/kl_loss"][at] *= 20
+        else:
+            s["actor/kl_loss"][150:] *= 7.5
+            if inj == "shifts":
+                s["actor/kl_loss"][250] *= 10
+        add("kl_jump", s)
+    for kl, reward in ((0.05 * (1 - np.exp(-t / 30.0)) + 0.001, None),
+                       (0.16 * (1 - np.exp(-t / 30.0)), None), (0.02 + 0.0008 * t, None),
+                       (0.02 + 0.4 * (1 - np.exp(-t / 40.0)), None),
+                       (np.full(300, 0.003), 0.5 + noise(300, 0.02)),
+                       (np.full(300, 0.003), np.linspace(0.3, 0.7, 300))):
+        add("kl_band", ppo_with_kl(kl, reward))
+    add("kl_band", {"actor/reward_kl_penalty": np.full(300, 0.003), "critic/vf_loss": np.ones(300)})
+    add("kl_band", g)
+    add("kl_shape", k)
+    add("kl_shape", {"actor/kl_loss": np.linspace(0, 0.1, 20)})
+    for factor in (1 / 12.0, 1 / 80.0):
+        add("kl_shape", {"actor/kl_loss": k["actor/kl_loss"] * np.exp(np.clip(t - 150, 0, None) * factor)})
+    add("kl_shape", {"actor/kl_loss": k["actor/kl_loss"] * np.where(t >= 200, 0.05, 1.0)})
+    for cid in ("clipfrac_high", "clipfrac_low", "clipfrac_lower"):
+        add(cid, g)
+    for start, stop, plus in ((149, 300, 0.4), (149, 169, 0.35), (199, 203, 0.45)):
+        s = grpo()
+        s["actor/pg_clipfrac"][start:stop] += plus
+        add("clipfrac_high", s)
+    low = grpo()
+    low["actor/pg_clipfrac"] = np.abs(noise(300, 0.001))
+    add("clipfrac_low", low)
+    add("clipfrac_low", {"actor/pg_clipfrac": low["actor/pg_clipfrac"]})
+    flat = 0.6 + noise(300, 0.02)
+    add("clipfrac_low", {**low, "critic/score/mean": flat, "critic/rewards/mean": flat})
+    for lower in (g["actor/pg_clipfrac_lower"] * np.exp(ramp(300, 150, 60) * np.log(20.0)),
+                  g["actor/pg_clipfrac_lower"] + 0.03 * (t >= 100)):
+        add("clipfrac_lower", {**g, "actor/pg_clipfrac_lower": lower})
+    restart = cosine()
+    restart[200:] = cosine(100, warmup=1)
+    zero = cosine()
+    zero[150:] = 0
+    for lr, cfg in ((cosine(), {}), (np.full(300, 1e-6), {}), (np.zeros(300), {}), (zero, {}), (restart, {}),
+                    (np.round(np.linspace(6e-4, 3e-4, 300), 3), {}),
+                    (np.full(300, 1e-6), {"actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": 0.1})):
+        add("lr_schedule", {**g, "actor/lr": lr}, config=cfg)
+    for cid in ("pg_loss_climb", "grad_norm_explosion", "grad_norm_vanishing"):  # too short to read
+        add(cid, {"actor/pg_loss": noise(20, 0.02), "actor/grad_norm": np.ones(12)})
+    add("critic_lag", {"critic/vf_loss": np.ones(20), "critic/score/mean": np.linspace(0, 1, 20)})
+    p = ppo()
+    add("critic_lag", p)
+    add("explained_variance", p)
+    lag = ppo()
+    lag["critic/rewards/mean"] = lag["critic/score/mean"] = 0.2 + 0.5 * t / 300 + noise(300, 0.02, 3)
+    vf = lag["critic/vf_loss"]
+    lag["critic/vf_loss"] = np.where(t >= 149, vf[148] * (1 + 0.01 * (t - 149)), vf)
+    add("critic_lag", lag)
+    climb = ppo()
+    climb["critic/rewards/mean"] = climb["critic/score/mean"] = 0.6 + noise(300, 0.02, 3)
+    climb["critic/vf_loss"] = 0.05 * np.exp(t / 100.0) + np.abs(noise(300, 0.002))
+    add("critic_lag", climb)
+    for ev in (p["critic/vf_explained_var"] - ramp(300, 150, 10), np.where((t >= 99) & (t < 124), -0.2, 0.6)):
+        add("explained_variance", {**p, "critic/vf_explained_var": ev})
+    return runs
+
+
+def test_every_template_in_both_languages_is_reached_and_filled() -> None:
+    reached: dict[str, set[str]] = {cid: set() for cid in MINE}
+    statuses: dict[str, set[str]] = {cid: set() for cid in MINE}
+    fmt = string.Formatter()
+    for cid, series, kw in template_runs():
+        check = CHECKS[cid]
+        for out in outcomes(series, cid, **kw):
+            reached[cid].add(out.template)
+            statuses[cid].add(out.status)
+            values = {**check.params, **out.values}
+            # the outcome's own template, and the generic ones diagnosis uses when a config caps
+            # a failure at warn (and that name the status)
+            generic = {"warn", "fail"} if out.status == "fail" else set()
+            names = {out.template} | (generic & set(check.en.messages))
+            for lang in ("en", "zh"):
+                for name in names:
+                    text = fmt.format(check.text(lang).messages[name], **values)  # KeyError on a missing value
+                    assert "{" not in text and "}" not in text, (cid, name, text)
+    for cid in MINE:
+        check = CHECKS[cid]
+        assert set(check.en.messages) == set(check.zh.messages), cid
+        specific = set(check.en.messages) - {"warn", "fail"}
+        assert specific <= reached[cid], (cid, specific - reached[cid])
+        generic = set(check.en.messages) & {"warn", "fail"}
+        assert generic <= reached[cid] | statuses[cid], (cid, generic)
+
+
+def test_findings_render_without_placeholders() -> None:
+    s = grpo()
+    s["actor/kl_loss"][149:151] = 0.9
+    s["actor/pg_clipfrac"][199:203] += 0.45
+    s["actor/lr"][250:] = 0.0
+    d = diagnose(make_run(s))
+    assert finding(d, "clipfrac_high").status == "warn" and finding(d, "lr_schedule").status == "fail"
+    kl = [f for f in d.findings if f.check == "kl_jump" and "actor/kl_loss" in f.metrics]
+    assert kl[0].status == "warn" and kl[0].onset_step == 150 and "第 150 步" in kl[0].message["zh"]
+    for f in d.findings:
+        if f.check in MINE:
+            for lang in ("en", "zh"):
+                assert "{" not in f.message[lang] and f.title[lang], (f.check, f.message[lang])
+                assert f.status == "skipped" or f.advice[lang]
+
+
+# -- real logs ---------------------------------------------------------------------------------
+
+UNHEALTHY = ("Advanced_Llama3_2_3B", "gpt_oss_20B")
+
+
+def real_logs(real: Path) -> list[Path]:
+    return sorted(p for p in real.iterdir() if p.is_file() and not p.name.endswith((".txt", ".md")))
+
+
+def mine(d: Any, cid: str, metric: str | None = None) -> list[Any]:
+    return [f for f in d.findings if f.check == cid and (metric is None or metric in f.metrics)]
+
+
+def test_no_l1_failure_on_the_healthy_real_logs(real: Path) -> None:
+    for path in real_logs(real):
+        if any(name in path.name for name in UNHEALTHY):
+            continue
+        d = diagnose(rlvitals.load(path)[0])
+        bad = [(f.check, f.message["en"]) for f in d.findings if f.check in MINE and f.status == "fail"]
+        assert not bad, (path.name, bad)
+
+
+def test_real_kl_spikes_to_26_are_a_kl_jump_from_step_111(real: Path) -> None:
+    (path,) = [p for p in real_logs(real) if "Advanced_Llama3_2_3B" in p.name]
+    d = diagnose(rlvitals.load(path)[0])
+    (kl,) = mine(d, "kl_jump", "actor/kl_loss")
+    assert kl.status == "fail" and kl.onset_step == 111
+    assert kl.evidence["peak"] == pytest.approx(2.6355, rel=1e-3) and kl.evidence["baseline"] < 0.03
+    assert 111 in kl.evidence["jump_steps"] and 306 in kl.evidence["jump_steps"]
+    (loss,) = mine(d, "loss_jump")  # TRL's GRPO loss is β·KL: the same jumps
+    assert loss.status == "fail" and loss.onset_step == 111
+    assert finding(d, "kl_shape").status == "ok"  # the level itself settles near 0.1
+
+
+def test_real_kl_growing_to_several_nats_is_read(real: Path) -> None:
+    (path,) = [p for p in real_logs(real) if "gpt_oss_20B" in p.name]
+    d = diagnose(rlvitals.load(path)[0])
+    # a very noisy KL (0.01–1 from step to step) whose level keeps climbing: it first bursts to
+    # 2.3–3.6 at steps 56–66, seven to twelve times its recent level, then climbs again after ~240
+    (kl,) = mine(d, "kl_jump", "actor/kl_loss")
+    assert kl.status == "warn" and kl.onset_step == 56 and kl.evidence["peak"] > 2.0
+    assert max(kl.evidence["peaks"]) == pytest.approx(3.6217, rel=1e-3)
+    shape = finding(d, "kl_shape")
+    assert shape.status in ("warn", "fail") and 200 <= shape.onset_step <= 280
+    assert shape.evidence["last"] > 1.0 and shape.evidence["growth"] > 3
+
+
+def test_what_the_healthy_real_logs_get(real: Path) -> None:
+    def load(pattern: str) -> Any:
+        (path,) = [p for p in real_logs(real) if p.match(pattern)]
+        return diagnose(rlvitals.load(path)[0])
+
+    ppo_deepseek = load("*ppo_run_deepseek7b*")
+    assert finding(ppo_deepseek, "kl_band").message["en"].startswith("actor/reward_kl_penalty has been above 0.1")
+    assert finding(ppo_deepseek, "explained_variance").status == "ok"  # negative only on the first steps
+    assert finding(ppo_deepseek, "critic_lag").status == "ok"
+    assert {f.status for f in mine(ppo_deepseek, "lr_schedule")} == {"ok"}
+    assert "rounded to 0" in mine(ppo_deepseek, "lr_schedule")[0].message["en"]
+    (ppo_kl,) = mine(ppo_deepseek, "kl_jump", "actor/ppo_kl")
+    assert "resolution of 0.001" in ppo_kl.message["en"]
+    grpo_deepseek = load("*grpo_run_deepseek7b*")
+    assert "rose from" in finding(grpo_deepseek, "clipfrac_low").message["en"]  # ~0 clipfrac, learning
+    assert mine(grpo_deepseek, "grad_norm_spike")[0].status == "warn"  # spikes, but never 3 within 50 steps
+    sft = load("*gemma-2-2b-it-sft*")
+    assert finding(sft, "lr_schedule").status == "ok" and finding(sft, "loss_jump").status == "ok"
+    qwen = load("*Qwen2.5-0.5B-bsz256*")
+    assert {f.message["en"].split(" is constant")[0] for f in mine(qwen, "lr_schedule")} == {"actor/lr", "critic/lr"}
