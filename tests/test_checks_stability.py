@@ -13,13 +13,13 @@ import pytest
 from runs import finding, make_run
 
 import rlvitals
-from rlvitals.checks import Outcome, RunView, load_checks, stability
+from rlvitals.checks import Outcome, RunView, kl, load_checks, stability
 from rlvitals.diagnosis import diagnose
 from rlvitals.pathologies import Spec, scenario
 from rlvitals.simulate import Scenario, simulate
 
 CHECKS = {c.id: c for c in load_checks()}
-MINE = tuple(stability.FUNCTIONS)
+MINE = (*stability.FUNCTIONS, *kl.FUNCTIONS)
 Arrays = dict[str, np.ndarray]
 
 

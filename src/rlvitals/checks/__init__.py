@@ -19,13 +19,14 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import CatalogError
-from . import behaviour, efficiency, generalisation, learning, readings, stability
+from . import behaviour, efficiency, generalisation, kl, learning, readings, stability
 from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
 
 __all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "FUNCTIONS"]
 
 FUNCTIONS: dict[str, CheckFn] = {
     **stability.FUNCTIONS,
+    **kl.FUNCTIONS,
     **behaviour.FUNCTIONS,
     **learning.FUNCTIONS,
     **generalisation.FUNCTIONS,
@@ -68,7 +69,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("stability", "behaviour", "learning", "generalisation", "efficiency", "readings")
+MODULES = ("stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings")
 
 
 @lru_cache(maxsize=1)

@@ -79,7 +79,7 @@ class RunView:
                 return found
         return None
 
-    def keys(self) -> list[str]:
+    def metrics(self) -> list[str]:
         return self.run.metrics
 
     def validation(self) -> dict[str, Any]:

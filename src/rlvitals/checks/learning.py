@@ -174,7 +174,7 @@ _BEST = re.compile(r"(?:.*/)?best@(\d+)/mean")
 def _passk(view: RunView, min_points: int) -> tuple[str, np.ndarray, np.ndarray] | None:
     """The widest pass@k the run has (k > 1): from training rollouts, else validation best@N."""
     found = []
-    metrics = view.keys()
+    metrics = view.metrics()
     for key in metrics:
         hit = _PASSK.fullmatch(key)
         s = view.series(key, min_points) if hit and int(hit.group(1)) > 1 else None
@@ -234,7 +234,7 @@ def diversity_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Every diversity metric (distinct-n, edit distances, coverage, answer entropy; cosine
     similarity and duplicate rates as 1 − value) fallen ``warn_drop`` / ``fail_drop`` from its
     own earlier peak level (seed-004 §四 trajectory diversity: monotone collapse = exploration lost)."""
-    metrics = view.keys()
+    metrics = view.metrics()
     keys = sorted(k for k in metrics if k.startswith("diversity/") or k == "group/zero_std/identical")
     out = []
     for key in keys:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Series
+from ._base import CheckFn, Outcome, RunView, Series, Status
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
 _PASS = re.compile(r"^pass@(\d+)$")
@@ -70,7 +70,7 @@ def reward_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def _pass_keys(view: RunView) -> dict[int, Series]:
     found = {}
-    for key in view.keys():
+    for key in view.metrics():
         m = _PASS.match(key)
         if m:
             s = view.series(key, min_points=1)
@@ -141,7 +141,7 @@ def difficulty_mix(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Faithfulness probes (answers that do not react to an intervention on the chain of thought
     mean the chain is decoration) and intermediate-step verification, when a probe logged them."""
-    probes = {k.rsplit("/", 1)[1]: view.series(k, min_points=1) for k in view.keys()
+    probes = {k.rsplit("/", 1)[1]: view.series(k, min_points=1) for k in view.metrics()
               if k.startswith("reasoning/faithfulness/")}
     steps = view.series("reasoning/step_verification", min_points=1)
     probes = {k: v for k, v in probes.items() if v is not None}
@@ -152,13 +152,13 @@ def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         assert s is not None
         level = _tail(s)
         values = {"probe": probe, "share": level}
-        status = "warn" if level < p["faithful"] else "ok"
+        status: Status = "warn" if level < p["faithful"] else "ok"
         out.append(Outcome(status, status, values, onset_step=s.step(0) if status == "warn" else None,
                            metrics=(s.key,), evidence={**values, "threshold": p["faithful"]}))
     if steps is not None:
         level = _tail(steps)
-        status = "warn" if level < p["verified"] else "ok"
-        out.append(Outcome(status, f"steps_{status}", {"share": level}, metrics=(steps.key,),
+        verdict: Status = "warn" if level < p["verified"] else "ok"
+        out.append(Outcome(verdict, f"steps_{verdict}", {"share": level}, metrics=(steps.key,),
                            evidence={"value": level, "threshold": p["verified"]}))
     return out
 

@@ -15,52 +15,11 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._shared import REWARD_KEYS, _fmt_steps, _improving, _jump_outcome, _knee, _level_window, _short, _tenths
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
 LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
-#: KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward (PPO)
-KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
-REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
 LR_KEYS = ("actor/lr", "critic/lr")
-
-
-def _fmt_steps(s: Series, idx: list[int], limit: int = 8) -> str:
-    shown = ", ".join(str(s.step(i)) for i in idx[:limit])
-    return shown + (" …" if len(idx) > limit else "")
-
-
-def _level_window(n: int) -> int:
-    """Rolling-level window: 5 % of the run, at least 5 steps."""
-    return max(5, n // 20)
-
-
-def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
-    """Whether a reward clearly rose over the run: Kendall trend ≥ 0.2 and the last fifth's median
-    above the first fifth's by ``k`` × the median's noise. Returns ``(rose, first, last)``."""
-    n = len(r)
-    b = max(2, n // 5)
-    first, last = float(np.median(r[:b])), float(np.median(r[-b:]))
-    noise = max(signals.noise_scale(r), signals.quantum(r)) * 1.2533 / np.sqrt(b)
-    return signals.trend(r) >= 0.2 and last - first > k * max(noise, 1e-12), first, last
-
-
-def _tenths(x: np.ndarray) -> tuple[float, float, float, int]:
-    """Medians of the first, middle and last tenth of a series (at least 3 values each), and that size."""
-    n, b = len(x), max(3, len(x) // 10)
-    return (float(np.median(x[:b])), float(np.median(x[max(0, n // 2 - b // 2) : n // 2 + b // 2 + 1])),
-            float(np.median(x[-b:])), b)
-
-
-def _short(s: Series, needed: int) -> Outcome:
-    """A check that cannot read a series this short says so (rather than calling it healthy)."""
-    return Outcome("skipped", "short", {"metric": s.key, "n": len(s), "needed": needed}, metrics=(s.key,))
-
-
-def _near_zero(x: np.ndarray, min_quanta: float) -> float:
-    """The log's rounding step when the series never leaves a few rounding steps of zero
-    (``0.000``/``-0.000``/``0.001`` in a three-decimal veRL console log), else 0."""
-    q = signals.quantum(x)
-    return q if q > 0 and float(np.quantile(np.abs(x), 0.9)) < min_quanta * q else 0.0
 
 
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -116,26 +75,6 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 # -- sudden jumps: loss and KL ---------------------------------------------------------------
 
-def _jump_outcome(s: Series, jumps: list[signals.Jump], status: Status, extra: Mapping[str, Any]) -> Outcome:
-    """One warn/fail outcome for the jumps of one series: the first one sets the onset, the
-    largest one the numbers; the template says whether it stayed up or came back."""
-    first = jumps[0]
-    worst = max(jumps, key=lambda j: (j.ratio if np.isfinite(j.ratio) else 1e300, j.score))
-    values = {"metric": s.key, "step": s.step(first.start), "before": first.before, "peak": first.value,
-              "peak_step": s.step(first.peak), "after": first.after, "ratio": first.ratio, "score": first.score,
-              "count": len(jumps), "steps": _fmt_steps(s, [j.start for j in jumps]),
-              "worst": worst.value, "worst_step": s.step(worst.peak), "worst_ratio": worst.ratio, **extra}
-    template = ("shift" if first.stayed else "spike") + ("s" if len(jumps) > 1 else "")
-    threshold = extra["ratio_threshold"] * first.before if "ratio_threshold" in extra else None
-    return Outcome(status, template, values, onset_step=s.step(first.start),
-                   span=(s.step(first.start), s.step(jumps[-1].end)), metrics=(s.key,),
-                   evidence={"baseline": first.before, "peak": first.value, "after": first.after,
-                             "ratio": first.ratio, "score": first.score,
-                             "threshold": threshold, "threshold_sd": extra["k"],
-                             "jump_steps": [s.step(j.start) for j in jumps],
-                             "peaks": [j.value for j in jumps], "baselines": [j.before for j in jumps]})
-
-
 def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The training loss jumping up, for a moment or for good, far beyond its own recent spread
     (seed-000 §2.1: "如果突然跳升，通常意味着学习率太大、数据分布突变、或者策略在剧烈震荡").
@@ -155,131 +94,6 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     status: Status = "fail" if any(j.stayed for j in found) or len(big) >= p["fail_count"] else "warn"
     return [_jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})]
 
-
-def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Sudden KL jumps (seed-000 §2.4: "比如从 0.02 跳到 0.15"), transient ones included — a one-step
-    spike to many times the recent level is a sharp policy turn even if KL comes back. Read for
-    the per-update KL (actor/ppo_kl) and the KL to the reference, each against its own level."""
-    out = []
-    for key in ("actor/ppo_kl", *KL_REF_KEYS):
-        s = view.series(key)
-        if s is None:
-            continue
-        x = s.values
-        if not np.any(x):
-            out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
-            continue
-        q = _near_zero(x, p["min_quanta"])
-        if q:
-            out.append(Outcome("ok", "quantised", {"metric": key, "quantum": q, "max": float(np.max(np.abs(x)))},
-                               metrics=(key,)))
-            continue
-        found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"], min_quanta=p["min_quanta"],
-                              settle=p["settle"])
-        if not found:
-            out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"], "level": float(np.median(x)),
-                                            "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x)))},
-                               metrics=(key,)))
-            continue
-        big = [j for j in found if j.ratio >= p["fail_ratio"]]
-        status: Status = "fail" if len(big) >= p["fail_count"] or any(j.stayed for j in big) else "warn"
-        out.append(_jump_outcome(s, found, status, {"k": p["k"], "ratio_threshold": p["ratio"]}))
-    return out
-
-
-# -- KL level and shape ------------------------------------------------------------------------
-
-def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """PPO's customary KL range (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如
-    0.01~0.1）"). Above it and still rising, or far above it, warns; above it but flat is noted.
-    Below it warns only when the reward is not improving either (the policy is not learning)."""
-    s = view.first(*KL_REF_KEYS)
-    if s is None:
-        return []
-    if view.algorithm != "ppo" and view.series("critic/vf_loss") is None:  # a critic makes it PPO-like
-        return [Outcome("skipped", "not_ppo", {"algorithm": view.algorithm, "metric": s.key}, metrics=(s.key,))]
-    x, n = s.values, len(s)
-    level = signals.rolling_level(x, _level_window(n))
-    _, mid, last, b = _tenths(x)
-    values: dict[str, Any] = {"metric": s.key, "low": p["low"], "high": p["high"], "level": last, "mid": mid,
-                              "growth": last / mid if mid > 0 else float("inf")}
-    sustain = max(p["min_steps"], int(p["min_share"] * n))
-    above = signals.runs_of(level > p["high"], sustain, max_gap=2)
-    if above:
-        start, end = above[0]
-        values |= {"step": s.step(start), "steps": s.step(end) - s.step(start) + 1,
-                   "peak": float(np.max(level[start : end + 1]))}
-        rising = end >= n - b and values["growth"] >= p["rising"]
-        far = values["peak"] >= p["far"] * p["high"]
-        status: Status = "warn" if rising or far else "ok"
-        template = "warn_far" if far else "warn_rising" if rising else "ok_high"
-        return [Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
-                        span=s.span(start, end), metrics=(s.key,),
-                        evidence={"level": last, "peak": values["peak"], "threshold": p["high"],
-                                  "growth_last_half": values["growth"]})]
-    below_share = float(np.mean(level[b:] < p["low"])) if n > b else 0.0
-    if below_share >= p["low_share"]:
-        r = view.first(*REWARD_KEYS)
-        if r is None:
-            return [Outcome("ok", "low_no_reward", values | {"share": below_share}, metrics=(s.key,))]
-        rose, r0, r1 = _improving(r.values)
-        values |= {"share": below_share, "reward": r.key, "r_first": r0, "r_last": r1}
-        return [Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
-                        onset_step=None if rose else s.step(b), metrics=(s.key, r.key),
-                        evidence={"level": last, "threshold": p["low"], "share_below": below_share,
-                                  "reward_first": r0, "reward_last": r1})]
-    return [Outcome("ok", "ok", values, metrics=(s.key,))]
-
-
-def _knee(y: np.ndarray) -> int:
-    """Where a series bends upward most: the hinge ``a + b·t + c·max(0, t − t0)`` that fits best."""
-    n = len(y)
-    t = np.arange(n, dtype=float)
-    best, best_sse = n // 2, np.inf
-    for t0 in np.unique(np.linspace(n // 10, n - n // 10 - 1, 60).astype(int)):
-        design = np.column_stack([np.ones(n), t, np.maximum(0.0, t - t0)])
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        sse = float(np.sum((design @ coef - y) ** 2))
-        if coef[2] > 0 and sse < best_sse:
-            best, best_sse = int(t0), sse
-    return best
-
-
-def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The KL-to-reference trajectory (seed-000 §2.4 "KL 应该缓慢、稳定地增长"; seed-004 §二 "轨迹
-    形状非常能说明问题"): runaway growth — the second half adds ``accel``× what the first half did
-    and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero."""
-    s = view.first(*KL_REF_KEYS)
-    if s is None:
-        return []
-    x, n = s.values, len(s)
-    if n < p["min_steps"]:
-        return [_short(s, p["min_steps"])]
-    first, mid, last, b = _tenths(x)
-    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x), 1e-12)
-    early, late = mid - first, last - mid
-    values: dict[str, Any] = {"metric": s.key, "first": first, "mid": mid, "last": last,
-                              "accel": late / max(early, floor), "growth": last / max(mid, floor)}
-    if late > floor and values["accel"] >= p["accel"] and values["growth"] >= p["growth"]:
-        level = signals.rolling_level(x, _level_window(n))
-        knee = _knee(np.log(np.maximum(level, max(floor, 1e-2 * abs(mid)))))
-        status: Status = "fail" if values["growth"] >= p["fail_growth"] else "warn"
-        values |= {"step": s.step(knee), "knee_level": float(level[knee])}
-        return [Outcome(status, "runaway", values, onset_step=s.step(knee), span=s.span(knee, n - 1),
-                        metrics=(s.key,), evidence={"first": first, "mid": mid, "last": last,
-                                                    "accel": values["accel"], "growth": values["growth"],
-                                                    "threshold_accel": p["accel"], "threshold_growth": p["growth"]})]
-    fall = signals.fall_from_peak(x, window=_level_window(n))
-    if fall is not None and fall.score >= p["fallback"] and fall.baseline > p["fallback"] * floor:
-        values |= {"peak": fall.baseline, "peak_step": s.step(fall.peak), "recent": fall.value,
-                   "step": s.step(fall.start), "drop": fall.score}
-        return [Outcome("warn", "fallback", values, onset_step=s.step(fall.start), span=s.span(fall.start, n - 1),
-                        metrics=(s.key,), evidence={"peak": fall.baseline, "value": fall.value, "drop": fall.score,
-                                                    "threshold": p["fallback"]})]
-    return [Outcome("ok", "ok", values, metrics=(s.key,))]
-
-
-# -- gradient norm: sustained growth or collapse ---------------------------------------------
 
 def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
     """The level of each gradient norm against its established level: the median after the first
@@ -636,9 +450,6 @@ FUNCTIONS: dict[str, CheckFn] = {
     "nan_inf": nan_inf,
     "loss_jump": loss_jump,
     "pg_loss_climb": pg_loss_climb,
-    "kl_jump": kl_jump,
-    "kl_band": kl_band,
-    "kl_shape": kl_shape,
     "clipfrac_high": clipfrac_high,
     "clipfrac_low": clipfrac_low,
     "clipfrac_lower": clipfrac_lower,

@@ -1,0 +1,88 @@
+"""Helpers shared by the stability and KL checks: run-relative windows, tenths, reward
+improvement, the rounding step of 3-decimal logs, and the words for a too-short series."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import signals
+from ._base import Outcome, Series, Status
+
+#: reward series, training batch means: the score after KL shaping first, else the raw score
+REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
+
+
+def _fmt_steps(s: Series, idx: list[int], limit: int = 8) -> str:
+    shown = ", ".join(str(s.step(i)) for i in idx[:limit])
+    return shown + (" …" if len(idx) > limit else "")
+
+
+def _level_window(n: int) -> int:
+    """Rolling-level window: 5 % of the run, at least 5 steps."""
+    return max(5, n // 20)
+
+
+def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
+    """Whether a reward clearly rose over the run: Kendall trend ≥ 0.2 and the last fifth's median
+    above the first fifth's by ``k`` × the median's noise. Returns ``(rose, first, last)``."""
+    n = len(r)
+    b = max(2, n // 5)
+    first, last = float(np.median(r[:b])), float(np.median(r[-b:]))
+    noise = max(signals.noise_scale(r), signals.quantum(r)) * 1.2533 / np.sqrt(b)
+    return signals.trend(r) >= 0.2 and last - first > k * max(noise, 1e-12), first, last
+
+
+def _tenths(x: np.ndarray) -> tuple[float, float, float, int]:
+    """Medians of the first, middle and last tenth of a series (at least 3 values each), and that size."""
+    n, b = len(x), max(3, len(x) // 10)
+    return (float(np.median(x[:b])), float(np.median(x[max(0, n // 2 - b // 2) : n // 2 + b // 2 + 1])),
+            float(np.median(x[-b:])), b)
+
+
+def _short(s: Series, needed: int) -> Outcome:
+    """A check that cannot read a series this short says so (rather than calling it healthy)."""
+    return Outcome("skipped", "short", {"metric": s.key, "n": len(s), "needed": needed}, metrics=(s.key,))
+
+
+def _near_zero(x: np.ndarray, min_quanta: float) -> float:
+    """The log's rounding step when the series never leaves a few rounding steps of zero
+    (``0.000``/``-0.000``/``0.001`` in a three-decimal veRL console log), else 0."""
+    q = signals.quantum(x)
+    return q if q > 0 and float(np.quantile(np.abs(x), 0.9)) < min_quanta * q else 0.0
+
+
+def _jump_outcome(s: Series, jumps: list[signals.Jump], status: Status, extra: Mapping[str, Any]) -> Outcome:
+    """One warn/fail outcome for the jumps of one series: the first one sets the onset, the
+    largest one the numbers; the template says whether it stayed up or came back."""
+    first = jumps[0]
+    worst = max(jumps, key=lambda j: (j.ratio if np.isfinite(j.ratio) else 1e300, j.score))
+    values = {"metric": s.key, "step": s.step(first.start), "before": first.before, "peak": first.value,
+              "peak_step": s.step(first.peak), "after": first.after, "ratio": first.ratio, "score": first.score,
+              "count": len(jumps), "steps": _fmt_steps(s, [j.start for j in jumps]),
+              "worst": worst.value, "worst_step": s.step(worst.peak), "worst_ratio": worst.ratio, **extra}
+    template = ("shift" if first.stayed else "spike") + ("s" if len(jumps) > 1 else "")
+    threshold = extra["ratio_threshold"] * first.before if "ratio_threshold" in extra else None
+    return Outcome(status, template, values, onset_step=s.step(first.start),
+                   span=(s.step(first.start), s.step(jumps[-1].end)), metrics=(s.key,),
+                   evidence={"baseline": first.before, "peak": first.value, "after": first.after,
+                             "ratio": first.ratio, "score": first.score,
+                             "threshold": threshold, "threshold_sd": extra["k"],
+                             "jump_steps": [s.step(j.start) for j in jumps],
+                             "peaks": [j.value for j in jumps], "baselines": [j.before for j in jumps]})
+
+
+def _knee(y: np.ndarray) -> int:
+    """Where a series bends upward most: the hinge ``a + b·t + c·max(0, t − t0)`` that fits best."""
+    n = len(y)
+    t = np.arange(n, dtype=float)
+    best, best_sse = n // 2, np.inf
+    for t0 in np.unique(np.linspace(n // 10, n - n // 10 - 1, 60).astype(int)):
+        design = np.column_stack([np.ones(n), t, np.maximum(0.0, t - t0)])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        sse = float(np.sum((design @ coef - y) ** 2))
+        if coef[2] > 0 and sse < best_sse:
+            best, best_sse = int(t0), sse
+    return best
