@@ -125,7 +125,8 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
     except Exception as exc:  # a bug in one check must not hide the others' findings
         return [_skipped(check, "error", error=f"{type(exc).__name__}: {exc}")]
     if not outcomes:
-        return [_skipped(check, "needs", missing=", ".join(" or ".join(a) for a in check.needs) or "data")]
+        wanted = check.needs_text or ", ".join(" or ".join(a) for a in check.needs) or "data"
+        return [_skipped(check, "needs", missing=wanted)]
     found = []
     for out in outcomes:
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:

@@ -240,6 +240,9 @@ def _seqlen_imbalance(s: Series, t: np.ndarray, at: int, rng: np.random.Generato
     s["global_seqlen/minmax_diff"] += extra
     s["global_seqlen/max"] += extra / 2
     s["global_seqlen/min"] -= extra / 2
+    # very long samples no partition can split: the ranks stay uneven after balance_batch
+    s["global_seqlen/balanced_max"] += extra / 3
+    s["global_seqlen/balanced_min"] -= extra / 3
 
 
 def _oom_risk(s: Series, t: np.ndarray, at: int, rng: np.random.Generator) -> None:

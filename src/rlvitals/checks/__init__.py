@@ -62,6 +62,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
+            needs_text=str(raw.get("needs_text", "")),
         ))
     missing = sorted(set(functions) - seen)
     if missing:

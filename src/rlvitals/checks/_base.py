@@ -125,6 +125,8 @@ class Check:
     zh: Text
     fn: CheckFn
     seed: str = ""
+    #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes)
+    needs_text: str = ""
 
     def text(self, lang: str) -> Text:
         return self.zh if lang == "zh" else self.en
