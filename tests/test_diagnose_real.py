@@ -1,0 +1,61 @@
+"""What a careful engineer reads from each real log, pinned: the verdict and every warn/fail finding
+with its onset (± a few steps). No `fail` on the healthy runs; the one fail is the run whose KL
+spikes 146x to 2.64 at step 111 (INDEX.md: "kl spikes to 2.6")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rlvitals
+from rlvitals.diagnosis import diagnose
+
+# file → (verdict, {(check, status): onset step})
+EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
+    "trl-unsloth__notebooks__Advanced_Llama3_2_3B_GRPO_LoRA.training_table.csv":
+        ("fail", {("loss_jump", "fail"): 111, ("kl_jump", "fail"): 111}),
+    "trl-unsloth__notebooks__Llama3.1_8B-GRPO.training_table.csv":
+        ("warn", {("loss_jump", "warn"): 98, ("kl_jump", "warn"): 114, ("reward_std_collapse", "warn"): 7}),
+    "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv": ("warn", {("pref_margins", "warn"): 1}),
+    "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv":
+        ("warn", {("loss_jump", "warn"): 119, ("kl_jump", "warn"): 119, ("kl_shape", "warn"): 126,
+                  ("reward_std_collapse", "warn"): 1}),
+    "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv":
+        ("warn", {("loss_jump", "warn"): 11, ("kl_jump", "warn"): 75, ("reward_std_collapse", "warn"): 3}),
+    "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv":
+        ("warn", {("kl_jump", "warn"): 56, ("kl_shape", "warn"): 236, ("reward_std_collapse", "warn"): 4}),
+    "trl__UnslothGRPO__checkpoint-250_trainer_state.json":
+        ("warn", {("grad_norm_spike", "warn"): 84, ("loss_jump", "warn"): 206, ("kl_jump", "warn"): 206,
+                  ("reward_std_collapse", "warn"): 1}),
+    "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json": ("ok", {}),
+    "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log":
+        ("warn", {("grad_norm_spike", "warn"): 16, ("entropy_collapse", "warn"): 17, ("entropy_surge", "warn"): 328}),
+    "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", {}),
+    "verl__verl-data__gemma-2-2b-it-sft-0.411.log": ("ok", {}),
+    "verl__verl_training_log__grpo_run_deepseek7b_llm.log":
+        ("warn", {("grad_norm_spike", "warn"): 431, ("entropy_collapse", "warn"): 6, ("mfu_low", "warn"): 1}),
+    "verl__verl_training_log__ppo_run_deepseek7b_llm.log":
+        ("warn", {("grad_norm_spike", "warn"): 162, ("entropy_collapse", "warn"): 6, ("mfu_low", "warn"): 1}),
+    "verl__verldata__qwen2-7b_math_megatron.log":
+        ("warn", {("val_progress", "warn"): 40, ("val_reward_divergence", "warn"): 40,
+                  ("entropy_collapse", "warn"): 35, ("mfu_low", "warn"): 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_log_reads_as_expected(real: Path, name: str) -> None:
+    verdict, expected = EXPECTED[name]
+    d = diagnose(rlvitals.load(real / name)[0])
+    found = {(f.check, f.status): f.onset_step for f in d.findings if f.status in ("warn", "fail")}
+    assert d.verdict == verdict
+    assert set(found) == set(expected), sorted(found)
+    for key, onset in expected.items():
+        assert found[key] is not None and abs(found[key] - onset) <= 3, (key, found[key])
+
+
+def test_no_check_errors_on_real_logs(real: Path) -> None:
+    for name in EXPECTED:
+        d = diagnose(rlvitals.load(real / name)[0])
+        errors = [f.message["en"] for f in d.findings if "the check failed on this run" in f.message["en"]]
+        assert errors == [], (name, errors)
