@@ -6,10 +6,10 @@ import re
 
 import numpy as np
 import pytest
+from runs import finding, make_run
 
 from rlvitals.diagnosis import diagnose
 from rlvitals.pathologies import Spec, scenario
-from runs import finding, make_run
 
 LEFTOVER = re.compile(r"\{[a-z_]+[^}]*\}")
 

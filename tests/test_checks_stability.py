@@ -13,13 +13,14 @@ import pytest
 from runs import finding, make_run
 
 import rlvitals
-from rlvitals.checks import Outcome, RunView, kl, load_checks, stability
+from rlvitals.checks import Outcome, RunView, load_checks, stability
+from rlvitals.checks import kl as kl_checks
 from rlvitals.diagnosis import diagnose
 from rlvitals.pathologies import Spec, scenario
 from rlvitals.simulate import Scenario, simulate
 
 CHECKS = {c.id: c for c in load_checks()}
-MINE = (*stability.FUNCTIONS, *kl.FUNCTIONS)
+MINE = (*stability.FUNCTIONS, *kl_checks.FUNCTIONS)
 Arrays = dict[str, np.ndarray]
 
 
