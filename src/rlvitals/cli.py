@@ -8,11 +8,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from .errors import RlvitalsError
+
+if TYPE_CHECKING:
+    from .run import Run
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -78,23 +81,29 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return _inspect_paths(paths, args, out, err)
 
 
-def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def _load_all(paths: list[str], fmt: str | None, err: IO[str]) -> tuple[list[Run], int]:
+    """Every run under every path; an unreadable path is reported and the others still load."""
     from .loader import load
-    from .render_text import render_inspect
-    from .summary import run_summary
 
+    runs: list[Run] = []
     status = EXIT_OK
-    color = out.isatty()
     for path in paths:
         try:
-            runs = load(path, args.fmt)
+            runs.extend(load(path, fmt))
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
-            continue
-        for run in runs:
-            summary = run_summary(run)
-            out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, color, _width(out)))
+    return runs, status
+
+
+def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .render_text import render_inspect
+    from .summary import run_summary
+
+    runs, status = _load_all(paths, args.fmt, err)
+    for run in runs:
+        summary = run_summary(run)
+        out.write(_dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), _width(out)))
     return status
 
 
@@ -126,24 +135,17 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
                     out: IO[str], err: IO[str]) -> int:
     from .diagnosis import diagnose
-    from .loader import load
     from .render_diagnosis import render_diagnosis, render_markdown
 
-    status, results = EXIT_OK, []
-    for path in paths:
-        try:
-            runs = load(path, args.fmt)
-        except RlvitalsError as exc:
-            err.write(f"rlvitals: {exc}\n")
-            status = EXIT_USAGE
-            continue
-        for run in runs:
-            d = diagnose(run, config)  # type: ignore[arg-type]
-            results.append(d)
-            if args.markdown:
-                out.write(render_markdown(d, args.lang))
-            elif not args.json:
-                out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), _width(out)))
+    runs, status = _load_all(paths, args.fmt, err)
+    results = []
+    for run in runs:
+        d = diagnose(run, config)  # type: ignore[arg-type]
+        results.append(d)
+        if args.markdown:
+            out.write(render_markdown(d, args.lang))
+        elif not args.json:
+            out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), _width(out)))
     if args.json:
         out.write(_dump({"runs": [d.to_json() for d in results]}) + "\n")
     if status == EXIT_OK and args.fail_on:
