@@ -43,7 +43,7 @@ def main() -> None:
     for name, tally in tallies.items():
         if name.startswith("healthy"):
             fails = sum(v for k, v in tally.alarms.items() if k.endswith(":fail"))
-            print(f"  {name}: {tally.runs} runs, runs with any alarm: see below; fail findings: {fails}")
+            print(f"  {name}: {tally.runs} runs; runs with any warn/fail: {tally.alarm_runs}; fail findings: {fails}")
             for key, count in sorted(tally.alarms.items(), key=lambda kv: -kv[1]):
                 print(f"    {key:<40} {count:>4} ({count / tally.runs:.0%})")
 

@@ -48,6 +48,7 @@ class Tally:
     detected: int = 0
     failed: int = 0
     onset_errors: list[int] = field(default_factory=list)
+    alarm_runs: int = 0
     alarms: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def row(self) -> dict[str, float]:
@@ -72,9 +73,10 @@ def _score(d: Diagnosis, targets: tuple[str, ...], at: int, tally: Tally) -> Non
         onsets = [abs(f.onset_step - at) for f in hits if f.onset_step is not None]
         if onsets:
             tally.onset_errors.append(min(onsets))
-    for f in d.findings:
-        if f.status in ("warn", "fail") and f.check not in targets:
-            tally.alarms[f"{f.check}:{f.status}"] += 1
+    others = [f for f in d.findings if f.status in ("warn", "fail") and f.check not in targets]
+    tally.alarm_runs += bool(others)
+    for f in others:
+        tally.alarms[f"{f.check}:{f.status}"] += 1
 
 
 def run_suite(points: list[tuple[int, float, float, int]], pathologies: Iterable[str] | None = None,
