@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -74,11 +73,11 @@ def _floor_any(path: Path) -> None:
 
 
 def peak_rss_mb(code: str) -> float:
-    """Peak resident memory of a child Python running ``code`` (MiB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) / 1024
+    """Peak resident memory of a child Python running ``code`` (MiB), as the child itself reports it."""
+    probe = code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
 def measure(label: str, path: Path, repeat: int, memory: bool) -> dict[str, object]:
