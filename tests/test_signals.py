@@ -120,3 +120,38 @@ def test_departure_walks_back_to_where_a_ramp_began() -> None:
     shift = S.level_shift(x, direction="down")
     assert shift is not None and shift.start > 101
     assert abs(S.departure(x, shift.start, shift.baseline) - 100) <= 1
+
+
+def _plateau_end_reference(x: np.ndarray, start: int = 0) -> int:
+    """The plain O(n^2) scan plateau_end replaces: fit both models at every break point."""
+    y = np.asarray(x[start:], dtype=float)
+    n = len(y)
+    if n < 5:
+        return start
+    hinge, free = (np.inf, 0), (np.inf, 0)
+    for c in range(n - 3):
+        flat, tail = y[: c + 1], y[c + 1 :]
+        a = float(flat.mean())
+        d = np.arange(1, n - c, dtype=float)
+        flat_sse = float(((flat - a) ** 2).sum())
+        slope = float(d @ (tail - a)) / float(d @ d)
+        hinge = min(hinge, (flat_sse + float(((tail - a - slope * d) ** 2).sum()), c))
+        dc, tc = d - d.mean(), tail - tail.mean()
+        free = min(free, (flat_sse + float(((tc - float(dc @ tc) / float(dc @ dc) * dc) ** 2).sum()), c))
+    var = free[0] / (n - 4)
+    jump = hinge[0] - free[0] > max(4.0, 2.0 * np.log(n)) * var
+    return start + (free[1] if jump else hinge[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 120), kind=st.sampled_from(["hinge", "step", "noise"]))
+def test_plateau_end_matches_the_plain_scan(seed: int, n: int, kind: str) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 0.05, n) + 1.0
+    brk = n // 2
+    if kind == "hinge":
+        x[brk:] -= 0.02 * np.arange(n - brk)
+    elif kind == "step":
+        x[brk:] -= 0.5
+    assert S.plateau_end(x) == _plateau_end_reference(x)
+    assert S.plateau_end(x, start=2) == _plateau_end_reference(x, start=2)

@@ -416,19 +416,41 @@ def plateau_end(x: np.ndarray, start: int = 0) -> int:
     n = len(y)
     if n < 5:
         return start
-    hinge, free = (np.inf, 0), (np.inf, 0)
-    for c in range(n - 3):
-        flat, tail = y[: c + 1], y[c + 1 :]
-        a = float(flat.mean())
-        d = np.arange(1, n - c, dtype=float)
-        flat_sse = float(((flat - a) ** 2).sum())
-        slope = float(d @ (tail - a)) / float(d @ d)
-        hinge = min(hinge, (flat_sse + float(((tail - a - slope * d) ** 2).sum()), c))
-        dc, tc = d - d.mean(), tail - tail.mean()
-        free = min(free, (flat_sse + float(((tc - float(dc @ tc) / float(dc @ dc) * dc) ** 2).sum()), c))
-    var = free[0] / (n - 4)
-    jump = hinge[0] - free[0] > max(4.0, 2.0 * np.log(n)) * var
-    return start + (free[1] if jump else hinge[1])
+    flat_sse, hinge_sse, free_sse = _break_fits(y)
+    hinge_c = int(np.argmin(flat_sse + hinge_sse))
+    free_c = int(np.argmin(flat_sse + free_sse))
+    hinge_best, free_best = float((flat_sse + hinge_sse)[hinge_c]), float((flat_sse + free_sse)[free_c])
+    var = free_best / (n - 4)
+    jump = hinge_best - free_best > max(4.0, 2.0 * np.log(n)) * var
+    return start + (free_c if jump else hinge_c)
+
+
+def _break_fits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every break ``c`` in ``0..n-4``: the squared error of a constant over ``y[:c+1]``, of
+    a line continuing from that constant over ``y[c+1:]`` (hinge), and of a free line over
+    ``y[c+1:]`` — all from cumulative sums, so the whole scan is O(n)."""
+    n = len(y)
+    c = np.arange(n - 3)
+    j = np.arange(n, dtype=float)
+    cy, cyy, cjy = (np.concatenate(([0.0], np.cumsum(v))) for v in (y, y * y, j * y))
+    k = c + 1.0  # flat length
+    a = cy[c + 1] / k
+    flat_sse = cyy[c + 1] - k * a * a
+    m = n - k  # tail length; the tail's d runs 1..m
+    sy = cy[n] - cy[c + 1]
+    syy = cyy[n] - cyy[c + 1]
+    sdy = (cjy[n] - cjy[c + 1]) - c * sy  # sum of (j - c) * y_j over the tail
+    sd, sdd = m * (m + 1) / 2, m * (m + 1) * (2 * m + 1) / 6
+    # hinge: r = y - a, slope = d.r / d.d, sse = r.r - (d.r)^2 / d.d
+    dr = sdy - a * sd
+    rr = syy - 2 * a * sy + m * a * a
+    hinge_sse = rr - dr * dr / sdd
+    # free line: centred sums
+    stt = syy - sy * sy / m
+    sdd_c = sdd - sd * sd / m
+    sdt = sdy - sd * sy / m
+    free_sse = stt - sdt * sdt / sdd_c
+    return np.maximum(flat_sse, 0.0), np.maximum(hinge_sse, 0.0), np.maximum(free_sse, 0.0)
 
 
 def departure(x: np.ndarray, index: int, baseline: float, direction: str = "down", k: float = 2.0) -> int:
