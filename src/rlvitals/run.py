@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -83,6 +83,30 @@ class Run:
 
     def raw_keys_for(self, canonical: str) -> list[str]:
         return [raw for raw, res in self.key_map.items() if res.canonical == canonical]
+
+    def with_series(self, derived: pl.DataFrame, origin: str = "rollouts") -> Run:
+        """A copy of this run with per-step series computed elsewhere (``derived`` has a ``step``
+        column and canonical keys) joined onto its step axis. A key the run already logged keeps
+        the logged values; the derived values fill only the steps it did not log."""
+        catalog = load_catalog()
+        keys = [c for c in derived.columns if c != "step"]
+        unknown = [k for k in keys if catalog.find(k) is None]
+        if unknown:
+            raise ValueError(f"derived series {unknown} are not catalog keys")
+        extra = derived.select(["step", *keys]).with_columns(pl.col("step").cast(pl.Int64))
+        joined = self.frame.join(extra, on="step", how="full", coalesce=True, suffix="__derived")
+        for key in keys:
+            if f"{key}__derived" in joined.columns:
+                joined = joined.with_columns(pl.coalesce(key, f"{key}__derived").alias(key)).drop(f"{key}__derived")
+        joined = joined.sort("step")
+        new_steps = joined["step"].to_numpy()
+        old = dict(zip(self.steps.tolist(), self.train_mask.tolist(), strict=True))
+        derived_steps = set(extra["step"].to_list())
+        train_mask = np.array([old.get(s, s in derived_steps) for s in new_steps.tolist()], dtype=bool)
+        raw = self.raw.join(pl.DataFrame({"step": new_steps}), on="step", how="right").select(self.raw.columns)
+        notes = [*self.notes, f"{len(keys)} series derived from {origin} joined on {len(derived_steps)} steps"]
+        return replace(self, frame=joined.select(["step", *sorted(c for c in joined.columns if c != "step")]),
+                       raw=raw, train_mask=train_mask, notes=notes)
 
 
 @dataclass
