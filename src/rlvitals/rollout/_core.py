@@ -1,0 +1,354 @@
+"""Shared machinery of the rollout readers: the column map, the result, and the steps every
+reader ends with (typing the mapped columns, dropping bad rows, grouping, numbering samples).
+
+Every reader first builds a polars frame of raw columns plus ``_where`` (``file:line`` of the
+row, for skip reasons) and ``_key`` (the grouping key, normally the prompt text), then calls
+:func:`finish`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+import polars as pl
+
+from ..errors import EmptyInputError, InputError
+from ..ingest._record import SkipLog
+from . import schema as S
+
+WHERE = "_where"
+KEY = "_key"
+Grouping = Literal["text", "consecutive"]
+
+_TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0", "incorrect", "wrong"}
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which source column holds each rollout-table column (None: the source has none).
+
+    >>> ColumnMap(prompt="question", response="completion", score="reward").mapping()
+    {'prompt': 'question', 'response': 'completion', 'score': 'reward'}
+    """
+
+    step: str | None = None
+    group: str | None = None
+    sample: str | None = None
+    prompt: str | None = None
+    response: str | None = None
+    score: str | None = None
+    correct: str | None = None
+    answer: str | None = None
+    target: str | None = None
+    source: str | None = None
+    split: str | None = None
+    length: str | None = None
+    truncated: str | None = None
+    advantage: str | None = None
+    tool_calls: str | None = None
+    actions: str | None = None
+    states: str | None = None
+    token_entropy: str | None = None
+    token_logprob: str | None = None
+    token_advantage: str | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise InputError(f"column map: {f.name}={value!r} is not a column name; "
+                                 "give the source column's name as a non-empty string or None")
+
+    def mapping(self) -> dict[str, str]:
+        """``{table column: source column}`` for the columns that are set."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass
+class RolloutSet:
+    """What a rollout reader returns: the table (conformed to :mod:`rlvitals.rollout.schema`),
+    the rows it skipped, the format it recognised, the files it read, and notes about choices
+    it made (how groups were formed, where correctness came from ...)."""
+
+    table: pl.DataFrame
+    skips: SkipLog
+    format: str
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# --- raw Python values -> one typed column ---------------------------------------------------
+
+def _is_num(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _json(v: object) -> str:
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+
+
+def column(name: str, values: Sequence[object]) -> pl.Series:
+    """One column from Python values of possibly mixed types: numbers, bools, strings and
+    lists of numbers/strings keep their type; any other mix becomes JSON text."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return pl.Series(name, [None] * len(values), dtype=pl.Utf8)
+    if all(isinstance(v, bool) for v in present):
+        return pl.Series(name, values, dtype=pl.Boolean)
+    if all(_is_num(v) for v in present):
+        ints = all(isinstance(v, int) for v in present)
+        return pl.Series(name, values, dtype=pl.Int64 if ints else pl.Float64)
+    if all(isinstance(v, str) for v in present):
+        return pl.Series(name, values, dtype=pl.Utf8)
+    if all(isinstance(v, list) for v in present):
+        items = [x for v in present for x in v]  # type: ignore[attr-defined]
+        if all(_is_num(x) for x in items):
+            return pl.Series(name, [None if v is None else [float(x) for x in v] for v in values],  # type: ignore[attr-defined]
+                             dtype=pl.List(pl.Float64))
+        if all(isinstance(x, str) for x in items):
+            return pl.Series(name, values, dtype=pl.List(pl.Utf8))
+    return pl.Series(name, [None if v is None else _json(v) for v in values], dtype=pl.Utf8)
+
+
+def frame_from_rows(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    return pl.DataFrame([column(k, [r.get(k) for r in rows]) for k in keys])
+
+
+# --- chat messages ---------------------------------------------------------------------------
+
+def chat_text(value: object, *, last_user: bool) -> str | None:
+    """A prompt or completion that may be a list of chat messages, as text.
+
+    With ``last_user`` the content of the last ``user`` message is the prompt text (the
+    question, without system prompt or few-shot turns); otherwise message contents are joined
+    with newlines. Plain strings pass through."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return _json(value)
+    msgs = [m for m in value if isinstance(m, dict)]
+    if last_user:
+        users = [m for m in msgs if m.get("role") == "user"]
+        if users:
+            return _json(users[-1].get("content"))
+    return "\n".join(_json(m.get("content")) for m in msgs if m.get("content") is not None)
+
+
+def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
+                 notes: list[str]) -> pl.DataFrame:
+    """Turn chat-list prompt/response columns into text; the full prompt chat is kept as JSON
+    in ``prompt_messages`` and is what groups are formed by."""
+    out = df
+    if prompt is not None and prompt in df.columns and isinstance(df.schema[prompt], (pl.List, pl.Struct)):
+        chats = df[prompt].to_list()
+        out = out.with_columns(
+            pl.Series(prompt, [chat_text(c, last_user=True) for c in chats], dtype=pl.Utf8),
+            pl.Series("prompt_messages", [None if c is None else _json(c) for c in chats], dtype=pl.Utf8),
+        )
+        notes.append("prompts are chat message lists: the prompt text is the last user message; "
+                     "groups are formed by the whole conversation, kept as JSON in 'prompt_messages'")
+    if response is not None and response in df.columns and isinstance(df.schema[response], (pl.List, pl.Struct)):
+        out = out.with_columns(pl.Series(response, [chat_text(c, last_user=False) for c in df[response].to_list()],
+                                         dtype=pl.Utf8))
+        notes.append("responses are chat message lists: their contents are joined with newlines")
+    return out
+
+
+# --- typing the mapped columns ---------------------------------------------------------------
+
+def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None) -> pl.DataFrame:
+    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped
+    (else they become null)."""
+    src = df[col]
+    if src.dtype.is_numeric() or src.dtype == pl.Null:
+        return df.with_columns(src.cast(dtype))
+    if src.dtype == pl.Boolean:
+        return df.with_columns(src.cast(pl.Int8).cast(dtype))
+    text = src if src.dtype == pl.Utf8 else _to_text(df, col)[col]
+    num = text.str.strip_chars().cast(pl.Float64, strict=False)
+    if dtype == pl.Int64:
+        num = pl.Series(col, [int(v) if v is not None and math.isfinite(v) and v.is_integer() else None
+                              for v in num.to_list()], dtype=pl.Int64)
+    bad = text.is_not_null() & num.is_null()
+    out = df.with_columns(num.alias(col))
+    if skips is None or not bad.any():
+        return out
+    for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
+        skips.skip(where, f"{col} {value!r} is not a number; the row was skipped")
+    return out.filter(~bad)
+
+
+def _to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
+    src = df[col]
+    if src.dtype == pl.Boolean:
+        return df
+    values: list[bool | None] = []
+    odd = 0
+    for v in src.to_list():
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            values.append(None)
+        elif _is_num(v) and v in (0, 1):
+            values.append(bool(v))
+        elif isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+            values.append(v.strip().lower() in _TRUE)
+        else:
+            values.append(None)
+            odd += 1
+    if odd:
+        notes.append(f"{odd} value(s) of '{col}' are neither true/false nor 0/1; they were read as unknown (null)")
+    return df.with_columns(pl.Series(col, values, dtype=pl.Boolean))
+
+
+def _to_text(df: pl.DataFrame, col: str) -> pl.DataFrame:
+    src = df[col]
+    if src.dtype == pl.Utf8:
+        return df
+    if src.dtype.is_numeric() or src.dtype in (pl.Boolean, pl.Null):
+        return df.with_columns(src.cast(pl.Utf8))
+    return df.with_columns(pl.Series(col, [None if v is None else _json(v) for v in src.to_list()], dtype=pl.Utf8))
+
+
+def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, notes: list[str]) -> pl.DataFrame:
+    """Rename mapped source columns to table names and type them; rows whose score or step is
+    not a number are skipped. Unmapped source columns are kept (renamed ``raw_<name>`` when
+    they would shadow a table column)."""
+    mapping = cmap.mapping()
+    absent = sorted({src for src in mapping.values() if src not in df.columns})
+    if absent:
+        shown = [c for c in df.columns if not c.startswith("_")]
+        raise InputError(f"{where}: column(s) {absent} named in the column map are not in the data; "
+                         f"its columns are {shown}; fix the column names")
+    used = set(mapping.values())
+    extras = [c for c in df.columns if c not in used and c not in (WHERE, KEY)]
+    sel = [pl.col(src).alias(dst) for dst, src in mapping.items()]
+    sel += [pl.col(c).alias(f"raw_{c}" if c in S.SCHEMA else c) for c in extras]
+    sel += [pl.col(c) for c in (WHERE, KEY) if c in df.columns]
+    out = df.select(sel)
+    for col in (S.STEP, S.SCORE):
+        if col in out.columns:
+            out = _to_number(out, col, pl.Int64() if col == S.STEP else pl.Float64(), skips)
+    for col, dtype in S.SCHEMA.items():
+        if col not in out.columns or col in (S.STEP, S.SCORE):
+            continue
+        if dtype == pl.Boolean:
+            out = _to_bool(out, col, notes)
+        elif dtype == pl.Utf8:
+            out = _to_text(out, col)
+        elif dtype in (pl.Int64, pl.Float64):
+            out = _to_number(out, col, dtype, None)
+    return out
+
+
+def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """Correctness when the source gives none: ``score >= 1.0`` if every score lies in
+    [-1, 1] (a 0/1 or ±1 outcome reward, possibly with partial format credit); otherwise
+    correctness stays unknown."""
+    if S.CORRECT in df.columns or S.SCORE not in df.columns:
+        return df
+    scores = df[S.SCORE].drop_nulls().drop_nans()
+    if scores.len() == 0:
+        return df
+    lo, hi = scores.min(), scores.max()
+    assert isinstance(lo, float) and isinstance(hi, float)  # non-empty Float64
+    if lo >= -1.0 and hi <= 1.0:
+        notes.append("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
+                     "like a 0/1 outcome reward; give a correctness column if that is wrong")
+        return df.with_columns(pl.when(pl.col(S.SCORE).is_nan()).then(None)
+                               .otherwise(pl.col(S.SCORE) >= 1.0).alias(S.CORRECT))
+    notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward: correctness is unknown; "
+                 "give a correctness column to enable accuracy metrics")
+    return df
+
+
+# --- groups and samples ----------------------------------------------------------------------
+
+def _runs(df: pl.DataFrame) -> pl.Series:
+    changed = (pl.col(KEY) != pl.col(KEY).shift(1)) | (pl.col(S.STEP) != pl.col(S.STEP).shift(1))
+    return df.select(changed.fill_null(True).cum_sum().alias("_run"))["_run"]
+
+
+def assign_groups(df: pl.DataFrame, grouping: Grouping, group_size: int | None, notes: list[str]) -> pl.DataFrame:
+    """Group ids (``"0"``, ``"1"`` ... in order of first appearance within the step).
+
+    ``text``: rows with the same key in a step form a group. ``consecutive``: a run of equal
+    consecutive keys is a group (veRL training dumps); if a key comes back in a later run of
+    the same step the dump is not run-ordered (validation dumps), so that step is grouped by
+    text instead, unless every run has exactly ``group_size`` rows (a prompt drawn twice)."""
+    n = df.height
+    df = df.with_row_index("_row").with_columns(
+        pl.when(pl.col(KEY).is_null()).then(pl.format("\x00row{}", pl.col("_row"))).otherwise(pl.col(KEY)).alias(KEY))
+    if grouping == "consecutive" and n:
+        df = df.with_columns(_runs(df).alias("_run"))
+        per = df.group_by(S.STEP, KEY).agg(pl.col("_run").n_unique().alias("_nruns"), pl.len().alias("_n"))
+        split_steps = per.filter(pl.col("_nruns") > 1)
+        if group_size is not None:
+            run_len = df.group_by("_run").agg(pl.len().alias("_len"), pl.col(S.STEP).first())
+            odd_steps = run_len.filter(pl.col("_len") != group_size)[S.STEP].unique()
+            split_steps = split_steps.filter(pl.col(S.STEP).is_in(odd_steps.implode()))
+        text_steps = sorted(split_steps[S.STEP].unique().to_list())
+        if text_steps:
+            notes.append(f"the same prompt appears in separate runs at step(s) {_few(text_steps)} "
+                         "(samples not consecutive, as in validation dumps): those steps are grouped by prompt text")
+        label = pl.when(pl.col(S.STEP).is_in(text_steps)).then(pl.col(KEY)).otherwise(pl.col("_run").cast(pl.Utf8))
+        df = df.with_columns(label.alias("_gkey"))
+    else:
+        df = df.with_columns(pl.col(KEY).alias("_gkey"))
+    first = pl.col("_row").min().over(S.STEP, "_gkey")
+    df = df.with_columns(first.rank("dense").over(S.STEP).sub(1).cast(pl.Utf8).alias(S.GROUP))
+    return df.drop("_row", "_gkey", "_run", strict=False)
+
+
+def _few(items: Sequence[object], k: int = 5) -> str:
+    shown = ", ".join(str(i) for i in items[:k])
+    return shown + (f" … ({len(items)} in all)" if len(items) > k else "")
+
+
+def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> None:
+    sizes = df.group_by(S.STEP, S.GROUP).agg(pl.len().alias("_n"))
+    if group_size is not None:
+        bad = sizes.filter(pl.col("_n") != group_size).sort(S.STEP, S.GROUP)
+        if bad.height:
+            eg = [f"step {s} group {g}: {k}" for s, g, k in bad.head(3).iter_rows()]
+            notes.append(f"{bad.height} of {sizes.height} groups do not have group_size={group_size} samples "
+                         f"({'; '.join(eg)})")
+    else:
+        counts = sorted(set(sizes["_n"].to_list()))
+        if len(counts) > 1:
+            notes.append(f"group sizes vary: {_few(counts)} samples")
+
+
+def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
+           notes: list[str], what: str) -> pl.DataFrame:
+    """Fill step, group and sample where the source has none, check group sizes, conform."""
+    if df.height == 0:
+        raise EmptyInputError(f"{what}: no rollout could be read; see the skipped lines")
+    if S.STEP not in df.columns:
+        df = df.with_columns(pl.lit(0, pl.Int64).alias(S.STEP))
+        notes.append("the data has no step column: every rollout is put at step 0")
+    if split is not None:
+        if S.SPLIT in df.columns:
+            notes.append(f"the split column was replaced by split={split!r}")
+        df = df.with_columns(pl.lit(split, pl.Utf8).alias(S.SPLIT))
+    df = df.sort(S.STEP, maintain_order=True)
+    if S.GROUP not in df.columns:
+        if KEY not in df.columns:
+            key = pl.col(S.PROMPT) if S.PROMPT in df.columns else pl.lit(None, pl.Utf8)
+            df = df.with_columns(key.alias(KEY))
+            if S.PROMPT not in df.columns:
+                notes.append("the data has neither a group nor a prompt column: every rollout is its own group")
+        df = assign_groups(df, grouping, group_size, notes)
+    if S.SAMPLE not in df.columns:
+        df = df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(S.STEP, S.GROUP).alias(S.SAMPLE))
+    check_sizes(df, group_size, notes)
+    df = correct_from_score(df, notes)
+    return S.conform(df.drop(WHERE, KEY, strict=False))

@@ -1,0 +1,223 @@
+"""Read rollouts (sampled responses with their rewards) into the rollout table.
+
+:func:`read_rollouts` recognises, in this order:
+
+* a veRL generation dump: a folder of ``<step>.jsonl`` files (``rollout_data_dir`` /
+  ``validation_data_dir``), or one such file, or a ``.jsonl`` whose first object has
+  ``input`` and ``output`` keys (see :mod:`._verl`);
+* TRL completions: a folder of ``completions_<step>.parquet`` files (or a TRL
+  ``output_dir`` holding a ``completions/`` folder), one such file, or a Parquet file with
+  ``prompt`` and ``completion`` columns (see :mod:`._trl`);
+* a generic JSONL / Parquet / CSV file, whose columns are named by a :class:`ColumnMap`, or
+  already carry the table's names (``prompt``, ``response``, ``score`` ...).
+
+Given a ``columns`` map, a file (or every JSONL/Parquet/CSV file of a folder) is read as a
+generic table with that map. Without a group column, rollouts with the same prompt in a step
+form a group; without a sample column, samples are numbered in file order within the group;
+without a step column, everything is at step 0. Bad lines or rows are skipped and counted in
+``RolloutSet.skips`` with ``file:line`` (``file#row`` for Parquet); they never stop the read.
+
+>>> rs = rollouts_from_records([{"prompt": "1+1?", "response": "2", "score": 1.0}])
+>>> rs.table.select("step", "group", "sample", "correct").row(0)
+(0, '0', 0, True)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ..ingest._record import SkipLog, SourceMeta
+from ..ingest._text import iter_lines
+from . import _trl, _verl
+from . import schema as S
+from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, frame_from_rows
+
+__all__ = ["ColumnMap", "RolloutSet", "read_rollouts", "rollouts_from_frame", "rollouts_from_records"]
+
+_JSONL = {".jsonl", ".ndjson", ".json"}
+_TABLES = _JSONL | {".parquet", ".csv"}
+
+
+def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_size: int | None = None,
+                  split: str | None = None) -> RolloutSet:
+    """Read a rollout file or folder into a :class:`RolloutSet`.
+
+    ``group_size`` (GRPO's G, veRL's ``rollout.n``) is checked against every group, and a
+    mismatch is noted; ``split`` (``"train"``, ``"val"`` ...) fills the split column.
+
+    >>> rs = read_rollouts("rollouts/")            # doctest: +SKIP
+    >>> rs.format, rs.table.height, rs.skips.count  # doctest: +SKIP
+    ('verl-dump', 2560, 0)
+    """
+    p = Path(path)
+    if group_size is not None and group_size < 1:
+        raise InputError(f"group_size={group_size} must be a positive number of samples per prompt")
+    if not p.exists():
+        raise InputError(f"{p}: no such file or folder; give the path of a rollout dump")
+    kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
+    if p.is_dir():
+        return _read_folder(p, columns, kw)
+    if columns is not None:
+        return _generic([p], columns, kw)
+    if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
+        return _verl.read([p], **kw)
+    if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
+        return _trl.read([p], **kw)
+    if p.suffix in _TABLES:
+        return _generic([p], None, kw)
+    raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
+                             "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
+
+
+def _is_trl_parquet(p: Path) -> bool:
+    try:
+        names = pl.read_parquet_schema(p)
+    except Exception:  # a damaged file is not ours to recognise
+        return False
+    return "prompt" in names and "completion" in names
+
+
+def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any]) -> RolloutSet:
+    files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+    if columns is not None:
+        tables = [f for f in files if f.suffix in _TABLES]
+        if not tables:
+            raise _empty_or_unknown(p, files)
+        return _generic(tables, columns, kw)
+    verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
+    if verl:
+        return _verl.read(verl, **kw)
+    sub = p / "completions"
+    pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
+    trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
+    if trl:
+        return _trl.read(trl, **kw)
+    raise _empty_or_unknown(p, files)
+
+
+def _empty_or_unknown(p: Path, files: list[Path]) -> Exception:
+    if not files:
+        return EmptyInputError(f"{p}: the folder is empty; point at a folder of rollout dumps")
+    shown = ", ".join(f.name for f in files[:5])
+    return UnknownFormatError(f"{p}: no rollout files found among {shown}; expected veRL <step>.jsonl, TRL "
+                              "completions_<step>.parquet, or JSONL/Parquet/CSV files with a column map")
+
+
+# --- generic tables --------------------------------------------------------------------------
+
+def _read_jsonl(path: Path, skips: SkipLog) -> pl.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for lineno, text in iter_lines(path, SourceMeta(format="jsonl")):
+        if not text.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            skips.skip(where, f"invalid JSON ({exc.msg} at column {exc.colno}); the line was skipped")
+            continue
+        if not isinstance(obj, dict):
+            skips.skip(where, f"expected a JSON object, got {type(obj).__name__}; the line was skipped")
+            continue
+        obj[WHERE] = where
+        rows.append(obj)
+    return frame_from_rows(rows)
+
+
+def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
+    if path.suffix in _JSONL:
+        return _read_jsonl(path, skips)
+    try:
+        if path.suffix == ".csv":
+            df = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
+            return df.with_columns(pl.format("{}:{}", pl.lit(str(path)), pl.int_range(2, pl.len() + 2)).alias(WHERE))
+        if path.suffix == ".parquet":
+            df = pl.read_parquet(path)
+            return df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))
+    except Exception as exc:  # polars raises several types for malformed files
+        raise InputError(f"{path}: cannot be read as {path.suffix[1:].upper()} ({type(exc).__name__}: {exc}); "
+                         "check the file") from exc
+    raise UnknownFormatError(f"{path}: suffix {path.suffix!r} is not .jsonl, .parquet or .csv; "
+                             "convert the file or read it yourself and use rollouts_from_frame")
+
+
+def _identity_map(df: pl.DataFrame, what: str) -> ColumnMap:
+    names = {f.name for f in fields(ColumnMap)}
+    found = {c: c for c in df.columns if c in names}
+    if S.RESPONSE not in found and S.SCORE not in found:
+        shown = [c for c in df.columns if not c.startswith("_")][:12]
+        raise UnknownFormatError(f"{what}: columns {shown} name no rollout response or score; pass a column map, "
+                                 "e.g. ColumnMap(response='completion', score='reward') or --score/--group")
+    return ColumnMap(**found)
+
+
+def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, notes: list[str],
+                kw: dict[str, Any], fmt: str, files: list[str]) -> RolloutSet:
+    if df.height == 0:
+        raise EmptyInputError(f"{kw['what']}: no rollout could be read; see the skipped lines")
+    cmap = columns if columns is not None else _identity_map(df, kw["what"])
+    df = chat_columns(df, cmap.prompt, cmap.response, notes)
+    if cmap.group is None and cmap.prompt is not None:
+        df = df.with_columns(pl.col("prompt_messages" if "prompt_messages" in df.columns else cmap.prompt).alias(KEY))
+    df = apply_map(df, cmap, kw["what"], skips, notes)
+    table = finish(df, grouping="text", notes=notes, **kw)
+    return RolloutSet(table, skips, fmt, files, notes)
+
+
+def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any]) -> RolloutSet:
+    skips, notes = SkipLog(), list[str]()
+    frames = [_read_table(p, skips) for p in paths]
+    df = pl.concat([f for f in frames if f.width], how="diagonal_relaxed") if any(f.width for f in frames) \
+        else pl.DataFrame()
+    fmt = paths[0].suffix[1:] if len({p.suffix for p in paths}) == 1 else "mixed"
+    return _from_table(df, columns, skips, notes, kw, fmt, [str(p) for p in paths])
+
+
+# --- Python objects --------------------------------------------------------------------------
+
+def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: ColumnMap | None = None,
+                          group_size: int | None = None, split: str | None = None) -> RolloutSet:
+    """Rollouts from Python dicts (one per sampled response); a record that is not a mapping
+    is skipped as ``record <i>``.
+
+    >>> rollouts_from_records([{"q": "1+1?", "a": "2", "r": 0.0}],
+    ...     columns=ColumnMap(prompt="q", response="a", score="r")).table["correct"].to_list()
+    [False]
+    """
+    skips, rows = SkipLog(), []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            skips.skip(f"record {i}", f"expected a dict, got {type(rec).__name__}; the record was skipped")
+            continue
+        rows.append({**rec, WHERE: f"record {i}"})
+    kw = {"group_size": group_size, "split": split, "what": "records"}
+    return _from_table(frame_from_rows(rows), columns, skips, [], kw, "records", [])
+
+
+def rollouts_from_frame(frame: Any, *, columns: ColumnMap | None = None, group_size: int | None = None,
+                        split: str | None = None) -> RolloutSet:
+    """Rollouts from a polars or pandas DataFrame, or a dict of equal-length columns (lists or
+    NumPy arrays). Rows are named ``row <i>`` in skip reasons.
+
+    >>> rollouts_from_frame({"prompt": ["a", "a"], "score": [1.0, 0.0]}).table["group"].to_list()
+    ['0', '0']
+    """
+    if isinstance(frame, pl.DataFrame):
+        df = frame
+    elif isinstance(frame, Mapping):
+        df = pl.DataFrame(dict(frame))
+    elif type(frame).__module__.split(".")[0] == "pandas":
+        df = pl.from_pandas(frame)  # polars imports pandas only here, when given a pandas frame
+    else:
+        raise InputError(f"rollouts_from_frame: got {type(frame).__name__}; expected a polars or pandas "
+                         "DataFrame or a dict of columns")
+    df = df.with_columns(pl.format("row {}", pl.int_range(pl.len())).alias(WHERE))
+    kw = {"group_size": group_size, "split": split, "what": "frame"}
+    return _from_table(df, columns, SkipLog(), [], kw, "frame", [])
