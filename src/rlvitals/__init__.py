@@ -5,7 +5,8 @@ from __future__ import annotations
 from .catalog import load_catalog
 from .errors import RlvitalsError
 from .loader import load
+from .rollout.analysis import analyze_rollouts
 from .run import Run
 
-__all__ = ["Run", "RlvitalsError", "load", "load_catalog"]
+__all__ = ["Run", "RlvitalsError", "analyze_rollouts", "load", "load_catalog"]
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -43,6 +43,19 @@ def _parser() -> argparse.ArgumentParser:
     dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
+    dia.add_argument("--rollouts", default=None, metavar="DIR",
+                     help="rollout dumps of the run: their per-step metrics join the diagnosis")
+
+    rol = sub.add_parser("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
+    rol.add_argument("paths", nargs="+", metavar="PATH",
+                     help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
+    for name in ("step", "group", "sample", "prompt", "response", "score", "correct", "answer", "target",
+                 "source", "split", "length", "truncated", "advantage"):
+        rol.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
+                         help=f"the column holding the {name}")
+    rol.add_argument("--k", default="1,2,4,8,16", help="comma-separated k for pass@k / maj@k")
+    rol.add_argument("--group-size", type=int, default=None, help="expected rollouts per prompt (checked)")
+    rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
@@ -138,6 +151,13 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
     from .render_diagnosis import render_diagnosis, render_markdown
 
     runs, status = _load_all(paths, args.fmt, err)
+    if args.rollouts:
+        try:
+            derived = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None).series()
+        except RlvitalsError as exc:
+            err.write(f"rlvitals: {exc}\n")
+            return EXIT_USAGE
+        runs = [run.with_series(derived) for run in runs]
     results = []
     for run in runs:
         d = diagnose(run, config)  # type: ignore[arg-type]
@@ -152,6 +172,53 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
         threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
         if any(d.verdict in threshold for d in results):
             status = EXIT_FINDINGS
+    return status
+
+
+def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | None) -> Any:
+    from .rollout.analysis import analyze_rollouts
+
+    return analyze_rollouts(path, columns=columns, ks=ks, group_size=group_size)
+
+
+def _parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
+    except ValueError:
+        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8") from None
+    if not ks or ks[0] < 1:
+        raise RlvitalsError(f"--k {text!r}: every k must be at least 1")
+    return ks
+
+
+def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .render_text import render_rollouts
+    from .rollout.analysis import step_json
+    from .rollout.readers import ColumnMap
+
+    try:
+        ks = _parse_ks(args.k)
+        mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
+        columns = ColumnMap(**mapping) if mapping else None
+    except (RlvitalsError, ValueError, TypeError) as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    status, docs = EXIT_OK, []
+    for path in args.paths:
+        try:
+            analysis = _analyze(path, columns, ks, args.group_size)
+        except RlvitalsError as exc:
+            err.write(f"rlvitals: {exc}\n")
+            status = EXIT_USAGE
+            continue
+        rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
+        doc = {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
+               "skipped": analysis.skipped, "notes": analysis.notes}
+        docs.append(doc)
+        if not args.json:
+            out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))
+    if args.json:
+        out.write(_dump(docs[0] if len(docs) == 1 else {"runs": docs}) + "\n")
     return status
 
 
@@ -210,6 +277,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _explain(args, out, err)
     if args.command == "diagnose":
         return _diagnose(args, out, err)
+    if args.command == "rollouts":
+        return _rollouts(args, out, err)
     if args.command == "example":
         return _example(args, out)
     return _formats(out)

@@ -93,3 +93,31 @@ def render_list(rows: list[dict[str, str]], color: bool = False, width: int = WI
         table.add_row(row["layer"], row["scale"], row["key"], row["name"])
     con.print(table)
     return buf.getvalue()
+
+
+def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = False, width: int = WIDTH) -> str:
+    """Per-step rollout metrics at a glance: groups, σ_G, zero-variance split, pass@k and maj@k."""
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    con.print(Text(doc["path"], style="bold"))
+    kmax = str(max(ks))
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+    for col in ("step", "groups", "rollouts", "σ_G", "zero-var", "all ✓", "all ✗", "pass@1", f"pass@{kmax}",
+                f"maj@{kmax}"):
+        table.add_column(col, justify="right")
+
+    def num(v: Any) -> str:
+        return "" if v is None or (isinstance(v, float) and v != v) else f"{v:.3g}"
+
+    for row in [*doc["steps"], {**doc["overall"], "step": "all"}]:
+        zv = row["zero_variance"]
+        table.add_row(str(row["step"]), num(row["groups"]), num(row["rollouts"]),
+                      num(row["metrics"].get("group/reward_std/mean")), num(zv.get("share")),
+                      num(zv.get("all_correct")), num(zv.get("all_wrong")), num(row["pass@k"].get("1")),
+                      num(row["pass@k"].get(kmax)), num(row["maj@k"].get(kmax)))
+    con.print(table)
+    for line in doc["skipped"]:
+        con.print(f"  [dim]not computed[/] {line}", markup=True, highlight=False)
+    for note in doc["notes"]:
+        con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)
+    return buf.getvalue()

@@ -1,0 +1,104 @@
+"""analyze_rollouts and `rlvitals rollouts`: per-step metrics, overall, skipped families, JSON
+schema, and rollout metrics joining the diagnosis."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+import rlvitals
+from rlvitals.cli import main
+from rlvitals.rollout.passk import pass_at_k
+
+
+def _dump(folder: Path, steps: int = 3, groups: int = 4, n: int = 4, seed: int = 0) -> list[dict]:
+    """A veRL rollout dump folder, written as veRL writes it (one JSON object per line)."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for step in range(1, steps + 1):
+        lines = []
+        for g in range(groups):
+            p = [0.0, 1.0, 0.5, 0.25][g % 4]
+            for _ in range(n):
+                ok = bool(rng.random() < p)
+                answer = str(2 * g if ok else -1)
+                row = {"input": f"Question {g}: what is {g}+{g}?",
+                       "output": f"<think>add</think><answer>{answer}</answer>",
+                       "gts": str(2 * g), "score": float(ok), "step": step, "acc": ok, "pred": answer}
+                lines.append(json.dumps(row, ensure_ascii=False))
+                rows.append(row)
+        (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return rows
+
+
+def test_per_step_metrics_match_a_plain_computation(tmp_path: Path) -> None:
+    rows = _dump(tmp_path / "dump")
+    a = rlvitals.analyze_rollouts(tmp_path / "dump", ks=(1, 2, 4))
+    assert a.steps["step"].to_list() == [1, 2, 3] and a.steps["groups"].to_list() == [4, 4, 4]
+    for step in (1, 2, 3):
+        mine = [r for r in rows if r["step"] == step]
+        c = np.array([sum(r["acc"] for r in mine if r["input"].startswith(f"Question {g}:")) for g in range(4)])
+        n = np.full(4, 4)
+        got = a.steps.filter(a.steps["step"] == step)
+        assert got["pass@2"][0] == pytest.approx(float(pass_at_k(n, c, 2).mean()), abs=1e-12)
+        assert got["group/zero_std/share"][0] == pytest.approx(float(((c == 0) | (c == 4)).mean()))
+    assert a.overall["groups"] == 12 and a.overall["rollouts"] == 48
+    assert any(s.startswith("tokens:") for s in a.skipped)
+    assert "counted in characters" in a.notes[-1]
+
+
+def test_cli_json_schema(tmp_path: Path) -> None:
+    _dump(tmp_path / "dump")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1,2,4", str(tmp_path / "dump")], out=out, err=err) == 0
+    doc = orjson.loads(out.getvalue())
+    step = doc["steps"][0]
+    assert set(step) >= {"step", "groups", "rollouts", "pass@k", "maj@k", "zero_variance", "metrics"}
+    assert set(step["pass@k"]) == {"1", "2", "4"}
+    assert set(step["zero_variance"]) >= {"share", "all_correct", "all_wrong"}
+    assert doc["overall"]["rollouts"] == 48
+
+
+def test_cli_text_and_errors(tmp_path: Path) -> None:
+    _dump(tmp_path / "dump")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", str(tmp_path / "dump")], out=out, err=err) == 0
+    assert "pass@16" in out.getvalue() and "not computed tokens" in out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--k", "1,x", str(tmp_path / "dump")], out=out, err=err) == 2
+    assert err.getvalue() == "rlvitals: --k '1,x': expected comma-separated whole numbers like 1,2,4,8\n"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--k", "0,2", str(tmp_path / "dump")], out=out, err=err) == 2
+    assert "every k must be at least 1" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", str(tmp_path / "nowhere")], out=out, err=err) == 2 and "nowhere" in err.getvalue()
+
+
+def test_generic_table_with_column_options(tmp_path: Path) -> None:
+    f = tmp_path / "samples.csv"
+    rows = "".join(f"1,p{g},{float(s == g)},t{s}\n" for g in range(2) for s in range(3))
+    f.write_text("it,prompt_id,reward,text\n" + rows)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["rollouts", "--json", "--step", "it", "--group", "prompt_id", "--score", "reward",
+                 "--response", "text", "--k", "1,3", str(f)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    step = orjson.loads(out.getvalue())["steps"][0]
+    assert step["groups"] == 2 and step["pass@k"]["3"] == 1.0
+
+
+def test_rollout_metrics_join_the_diagnosis(tmp_path: Path) -> None:
+    _dump(tmp_path / "dump", steps=40, groups=8, n=4)
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(f'{{"step":{s},"data":{{"actor/entropy":{0.5 - s * 0.001},"critic/score/mean":0.5}}}}\n'
+                           for s in range(1, 41)))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["diagnose", "--json", "--rollouts", str(tmp_path / "dump"), str(log)], out=out, err=err) == 0
+    findings = {f["check"]: f for f in orjson.loads(out.getvalue())["runs"][0]["findings"]}
+    assert findings["zero_variance_groups"]["status"] != "skipped"
+    assert findings["passk_gap"]["status"] != "skipped"

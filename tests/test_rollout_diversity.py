@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlvitals.rollout import diversity as d
+
+
+def lev(a, b):
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def ref_edit(seqs):
+    pairs = list(itertools.combinations(seqs, 2))
+    return float(np.mean([lev(a, b) / max(len(a), len(b), 1) for a, b in pairs])) if pairs else math.nan
+
+
+texts = st.lists(st.text(alphabet="ab \n", max_size=12), min_size=0, max_size=6)
+
+
+def test_hand_values():
+    assert d.distinct_n(["a b a b", "a b"], 2) == 0.5
+    assert math.isnan(d.distinct_n(["a", "b c"], 3))
+    assert d.duplicate_rate(["x", "y", "x", "x"]) == 0.5
+    assert d.mean_edit_distance(["kitten", "sitting"]) == pytest.approx(3 / 7)
+    assert math.isnan(d.mean_edit_distance(["only one"]))
+    assert d.answer_entropy(["1", "1", "2", "2", None]) == pytest.approx(math.log(2))
+    assert d.state_coverage([["s1", "s2"], ["s1"]]) == pytest.approx(2 / 3)
+    assert d.state_coverage([["s1", "s2"], ["s1"]], n_states=4) == 0.5
+    assert d.mean_edit_distance([["go", "take"], ["go", "put", "take"]]) == pytest.approx(1 / 3)
+
+
+@given(texts)
+def test_edit_distance_matches_reference(group):
+    got = d.mean_edit_distance(group, max_samples=None)
+    want = ref_edit(group)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+def test_subsample_is_seeded_and_bounded():
+    group = [f"text {i} " * (i + 1) for i in range(40)]
+    a = d.mean_edit_distance(group, max_samples=8, seed=3)
+    assert a == d.mean_edit_distance(group, max_samples=8, seed=3)
+    assert a != d.mean_edit_distance(group, max_samples=None)
+
+
+def test_embedding_cosine():
+    vecs = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
+    enc = lambda ts: np.array([vecs[t] for t in ts])  # noqa: E731
+    assert d.embedding_cosine(["a", "b", "c"], enc) == pytest.approx((0 + 2 * 2 ** -0.5) / 3)
+    with pytest.raises(ValueError, match="shape"):
+        d.embedding_cosine(["a", "b"], lambda ts: np.zeros(3))
+
+
+def ref_table(df, ns=(1, 2, 3, 4)):
+    out = {}
+    for step in sorted(set(df["step"])):
+        per = {k: [] for k in [f"diversity/distinct_{n}" for n in ns] + ["diversity/duplicate_rate",
+                                                                          "diversity/edit_distance",
+                                                                          "diversity/answer_entropy"]}
+        part = df.filter(pl.col("step") == step)
+        for g in sorted(set(part["group"])):
+            rows = part.filter(pl.col("group") == g).sort("sample")
+            resp = [r or "" for r in rows["response"]]
+            vals = {f"diversity/distinct_{n}": d.distinct_n(resp, n) for n in ns}
+            vals["diversity/duplicate_rate"] = d.duplicate_rate(resp)
+            vals["diversity/edit_distance"] = ref_edit([r.split() for r in resp])
+            vals["diversity/answer_entropy"] = d.answer_entropy(list(rows["answer"]))
+            for k, v in vals.items():
+                if not math.isnan(v):
+                    per[k].append(v)
+        out[step] = {k: (np.mean(v) if v else None) for k, v in per.items()}
+    return out
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from("xyz"), st.text(alphabet="ab \n\t", max_size=10),
+                          st.sampled_from(["1", "2", None])), min_size=1, max_size=12))
+def test_table_matches_reference(rows):
+    df = pl.DataFrame({"step": [r[0] for r in rows], "group": [r[1] for r in rows], "sample": list(range(len(rows))),
+                       "response": [r[2] for r in rows], "answer": [r[3] for r in rows]},
+                      schema_overrides={"answer": pl.Utf8})
+    got = d.diversity_table(df, max_samples=None)
+    want = ref_table(df)
+    for row in got.iter_rows(named=True):
+        for k, v in want[row["step"]].items():
+            assert (row[k] is None and v is None) or row[k] == pytest.approx(v), k
+
+
+def test_actions_states_and_missing_column():
+    df = pl.DataFrame({"step": [0, 0], "group": ["a", "a"], "sample": [0, 1], "response": ["x", "x"],
+                       "actions": [["go", "take"], ["go", "put", "take"]], "states": [["s1", "s2"], ["s1"]]})
+    row = d.diversity_table(df).row(0, named=True)
+    assert row["diversity/action_edit_distance"] == pytest.approx(1 / 3)
+    assert row["diversity/state_coverage"] == pytest.approx(2 / 3)
+    assert row["diversity/duplicate_rate"] == 0.5
+    with pytest.raises(ValueError, match="response"):
+        d.diversity_table(df.drop("response"))

@@ -1,0 +1,174 @@
+"""Group-scale table metrics against a plain-Python reference, odd cases, and sharded == unsharded."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvitals.rollout.groups import GroupState, compute, group_table, merge, step_metrics, update
+from rlvitals.rollout.passk import maj_at_k_answers
+
+KS = (1, 2, 4)
+
+
+def _frame(rows: list[tuple[int, str, float, str | None]]) -> pl.DataFrame:
+    samples: dict[tuple[int, str], int] = {}
+    out = []
+    for step, group, score, answer in rows:
+        i = samples.get((step, group), 0)
+        samples[(step, group)] = i + 1
+        out.append({"step": step, "group": group, "sample": i, "score": score, "answer": answer})
+    return pl.DataFrame(out, schema={"step": pl.Int64, "group": pl.Utf8, "sample": pl.Int64,
+                                     "score": pl.Float64, "answer": pl.Utf8})
+
+
+def _reference(rows: list[tuple[int, str, float, str | None]], ks: tuple[int, ...]) -> dict[int, dict[str, float]]:
+    """Loops and math.comb; maj@k from the brute-force-checked single-group function."""
+    groups: dict[int, dict[str, list[tuple[float, str | None]]]] = {}
+    for step, g, s, a in rows:
+        groups.setdefault(step, {}).setdefault(g, []).append((s, a))
+    out: dict[int, dict[str, float]] = {}
+    for step, gs in groups.items():
+        per: dict[str, list[float]] = {}
+        zero = all_c = all_w = sig_n = total = 0
+        for items in gs.values():
+            scores = [s for s, _ in items]
+            n, c = len(items), sum(s >= 1.0 for s in scores)
+            total += n
+            if n >= 2:
+                per.setdefault("std", []).append(statistics.stdev(scores))
+            if max(scores) == min(scores):
+                zero += 1
+                all_c += min(scores) >= 1.0
+                all_w += max(scores) <= 0.0
+            else:
+                sig_n += n
+            for k in ks:
+                if n >= k:
+                    pk = 1 - math.comb(n - c, k) / math.comb(n, k)
+                    maj = maj_at_k_answers([a for _, a in items], [s >= 1.0 for s in scores], k)
+                    per.setdefault(f"pass@{k}", []).append(pk)
+                    per.setdefault(f"maj@{k}", []).append(maj)
+                    per.setdefault(f"pass_gap@{k}", []).append(pk - c / n)
+        res = {key: sum(v) / len(v) for key, v in per.items()}
+        res.update({"group/zero_std/share": zero / len(gs), "group/zero_std/all_correct": all_c / len(gs),
+                    "group/zero_std/all_wrong": all_w / len(gs), "group/effective_batch": sig_n / total,
+                    "group/size/mean": total / len(gs)})
+        out[step] = res
+    return out
+
+
+rows_strategy = st.lists(
+    st.tuples(st.integers(0, 2), st.sampled_from("abcd"), st.sampled_from([0.0, 1.0, 0.5]),
+              st.sampled_from(["x", "y", "z", None])),
+    min_size=1, max_size=40)
+
+
+@settings(max_examples=60)
+@given(rows_strategy)
+def test_step_metrics_match_reference(rows: list[tuple[int, str, float, str | None]]) -> None:
+    got = step_metrics(_frame(rows), ks=KS)
+    ref = _reference(rows, KS)
+    assert got.get_column("step").to_list() == sorted(ref)
+    for row in got.iter_rows(named=True):
+        want = ref[row["step"]]
+        assert row["group/reward_std/mean"] == pytest.approx(want.get("std", math.nan), abs=1e-12, nan_ok=True)
+        for key, value in want.items():
+            if key != "std":
+                assert row[key] == pytest.approx(value, abs=1e-12), key
+        for k in KS:
+            if f"pass@{k}" not in want:
+                assert math.isnan(row[f"pass@{k}"]) and math.isnan(row[f"maj@{k}"])
+            else:
+                gap = row[f"maj@{k}"] - row["pass@1"] if k == 1 else None
+                if gap is not None:
+                    assert row["reasoning/self_consistency_gap@1"] == pytest.approx(gap, abs=1e-12)
+
+
+def test_group_table_flags_and_non_binary_scores() -> None:
+    df = _frame([(0, "a", 0.3, None), (0, "a", 0.7, None), (0, "b", 0.5, None), (0, "b", 0.5, None),
+                 (0, "c", 1.0, None), (0, "c", 1.0, None), (0, "d", 0.0, None), (0, "e", 1.0, None)])
+    t = group_table(df)
+    rows = {r["group"]: r for r in t.iter_rows(named=True)}
+    assert rows["a"]["std_pop"] == pytest.approx(0.2) and rows["a"]["std_sample"] == pytest.approx(0.2 * math.sqrt(2))
+    assert (rows["a"]["zero_std"], rows["b"]["identical"], rows["c"]["all_correct"]) == (False, True, True)
+    assert rows["d"]["all_wrong"] and rows["e"]["all_correct"]  # n = 1: zero variance, no GRPO signal
+    assert rows["e"]["std_sample"] is None or math.isnan(rows["e"]["std_sample"])
+    m = step_metrics(df, ks=(1, 2)).row(0, named=True)
+    assert m["group/zero_std/share"] == pytest.approx(4 / 5)
+    assert m["group/zero_std/identical"] == pytest.approx(1 / 5)
+    assert m["group/zero_std/all_correct"] == pytest.approx(2 / 5)
+    assert m["group/effective_batch"] == pytest.approx(2 / 8)
+    assert m["pass@2"] == pytest.approx(1 / 3)  # only a, b, c have n >= 2: a, b → 0; c → 1
+
+
+def test_correct_column_wins_over_score_and_threshold() -> None:
+    df = pl.DataFrame({"step": [1, 1, 1], "group": ["g"] * 3, "sample": [0, 1, 2], "score": [0.5, 0.5, 0.5],
+                       "correct": [True, False, None]})
+    t = group_table(df, correct_threshold=0.4).row(0, named=True)
+    assert (t["c"], t["identical"]) == (2, True)  # null correct falls back to score >= 0.4
+    only_correct = df.drop("score")
+    assert group_table(only_correct).row(0, named=True)["mean"] == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="'score' or 'correct'"):
+        group_table(df.drop("score", "correct"))
+
+
+def test_mixed_sizes_average_only_groups_with_enough_rollouts() -> None:
+    df = _frame([(0, "a", 1.0, "x")] * 1 + [(0, "b", 0.0, "y"), (0, "b", 1.0, "x"), (0, "b", 1.0, "x")])
+    m = step_metrics(df, ks=(1, 2, 3, 4)).row(0, named=True)
+    assert m["pass@1"] == pytest.approx((1 + 2 / 3) / 2)
+    assert m["pass@3"] == 1.0 and m["maj@3"] == 1.0  # only group b
+    assert math.isnan(m["pass@4"]) and math.isnan(m["g_pass@4"])
+    assert m["group/size/mean"] == 2.0
+
+
+def test_empty_table_and_bad_ks() -> None:
+    empty = _frame([])
+    out = step_metrics(empty)
+    assert out.height == 0 and "pass@16" in out.columns and "group/zero_std/share" in out.columns
+    with pytest.raises(ValueError, match="ks must be positive"):
+        step_metrics(empty, ks=(0,))
+
+
+def _random_table(seed: int, steps: int = 3, groups: int = 40) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(steps):
+        for g in range(groups):
+            n = int(rng.integers(1, 9))
+            p = rng.random()
+            for _ in range(n):
+                ok = rng.random() < p
+                ans = None if rng.random() < 0.1 else ("gold" if ok else str(rng.integers(0, 3)))
+                rows.append((s, f"g{g}", float(ok), ans))
+    return _frame(rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sharded_equals_unsharded(seed: int) -> None:
+    df = _random_table(seed)
+    whole = step_metrics(df)
+    keys = df.select("step", "group").unique().rows()
+    random.Random(seed).shuffle(keys)
+    shards = [keys[i::4] for i in range(4)]
+    states = []
+    for shard in shards:
+        part = df.join(pl.DataFrame(shard, schema=["step", "group"], orient="row"), on=["step", "group"])
+        states.append(update(GroupState(), part))
+    merged = compute(merge(merge(states[0], states[1]), merge(states[2], states[3])))
+    assert merged.columns == whole.columns and merged.height == whole.height
+    for a, b in zip(merged.iter_rows(), whole.iter_rows(), strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert x == pytest.approx(y, abs=1e-12, nan_ok=True)
+
+
+def test_merge_rejects_different_settings() -> None:
+    with pytest.raises(ValueError, match="different ks"):
+        merge(GroupState(ks=(1,)), GroupState(ks=(1, 2)))

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlvitals.rollout import lengths as L
+
+
+def ref_spearman(x, y, g):
+    def ranks(v):
+        return [sum(1 for w in v if w < a) + (sum(1 for w in v if w == a) + 1) / 2 for a in v]
+    sxy = sxx = syy = 0.0
+    for grp in set(g):
+        xs = [a for a, k in zip(x, g, strict=True) if k == grp]
+        ys = [b for b, k in zip(y, g, strict=True) if k == grp]
+        rx, ry = ranks(xs), ranks(ys)
+        mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+        for a, b in zip(rx, ry, strict=True):
+            sxy += (a - mx) * (b - my)
+            sxx += (a - mx) ** 2
+            syy += (b - my) ** 2
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else math.nan
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans(), st.sampled_from("ab")), min_size=1, max_size=15))
+def test_spearman_matches_reference(rows):
+    x, y, g = (np.array(c) for c in zip(*rows, strict=True))
+    got, want = L.within_group_spearman(x, y.astype(float), g), ref_spearman(list(x), list(y.astype(float)), list(g))
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+def test_hand_values():
+    assert L.within_group_spearman(np.array([1, 2, 1, 2]), np.array([0, 1, 1, 0]), np.array(["a", "a", "b", "b"])) == 0
+    assert L.within_group_spearman(np.array([1, 2, 3]), np.array([0, 0, 1]), np.array(["a"] * 3)) > 0
+    assert L.correct_by_length(np.array([1, 2, 3, 4]), np.array([1, 1, 0, 0]), 2) == [1.0, 0.0]
+    assert L.length_reading(0.5) == "longer_more_correct"
+    assert L.length_reading(-0.5) == "longer_less_correct"
+    assert L.length_reading(0.05) == "no_change" and L.length_reading(math.nan) is None
+
+
+def test_table_and_missing():
+    df = pl.DataFrame({"step": [0, 0, 0, 0], "group": ["a", "a", "b", "b"], "length": [1, 5, 2, 6],
+                       "correct": [False, True, False, True], "truncated": [False, False, False, True]})
+    row = L.lengths_table(df, bins=2).row(0, named=True)
+    assert row["rollout/length_correct_corr"] == pytest.approx(1.0)
+    assert row["rollout/correct_by_length/q1"] == 0.0 and row["rollout/correct_by_length/q2"] == 1.0
+    assert row["rollout/truncation_share"] == 0.25
+    with pytest.raises(ValueError, match="length"):
+        L.lengths_table(df.drop("length"))

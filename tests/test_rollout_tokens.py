@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlvitals.rollout import tokens as T
+
+pairs = st.lists(st.tuples(st.floats(-5, 0), st.floats(-3, 3)), min_size=1, max_size=20)
+
+
+@given(pairs)
+def test_cov_matches_loop(rows):
+    lp, adv = [r[0] for r in rows], [r[1] for r in rows]
+    ml, ma = sum(lp) / len(lp), sum(adv) / len(adv)
+    want = sum((a - ma) * (x - ml) for x, a in zip(lp, adv, strict=True)) / len(lp)
+    assert T.logp_adv_cov(np.array(lp), np.array(adv)) == pytest.approx(want, abs=1e-9)
+
+
+def test_hand_values():
+    assert T.logp_adv_cov(np.array([-1.0, -2.0]), np.array([1.0, -1.0])) == pytest.approx(0.5)
+    assert T.high_entropy_share(np.array([0.1, 0.5, 2.0, 3.0]), 1.0) == 0.5
+    assert T.forking_threshold(np.arange(11.0)) == pytest.approx(8.0)
+
+
+def test_table_first_step_threshold():
+    df = pl.DataFrame({"step": [0, 0, 1], "token_entropy": [[0.0, 1, 2], [3.0, 4], [0.0, 0.0, 5.0]],
+                       "token_logprob": [[-1.0, -2, -1], [-1.0, -1], [-1.0, -2, -3]],
+                       "token_advantage": [[1.0, -1, 1], [0.0, 0], [0.0, 0, 0]]})
+    out = T.tokens_table(df)
+    # threshold = 0.8-quantile of step 0's entropies {0..4} = 3.2 → one of five above
+    assert out["token/entropy_high_share"].to_list() == [pytest.approx(0.2), pytest.approx(1 / 3)]
+    assert out["token/logp_adv_cov"][1] == 0.0
+    assert T.tokens_table(df, threshold=0.5)["token/entropy_high_share"][0] == pytest.approx(0.8)
+    bad = df.with_columns(pl.Series("token_advantage", [[1.0], [0.0, 0], [0.0, 0, 0]]))
+    with pytest.raises(ValueError, match="token_advantage"):
+        T.tokens_table(bad)
+    with pytest.raises(ValueError, match="token_entropy"):
+        T.tokens_table(df.select("step"))
