@@ -101,6 +101,12 @@ def _events(mask: np.ndarray, score: np.ndarray, x: np.ndarray, base: np.ndarray
     return out
 
 
+def _beyond(z: np.ndarray, k: float, direction: str) -> np.ndarray:
+    """Where ``z`` is more than ``k`` away in ``direction`` ("up", "down" or "both")."""
+    mask: np.ndarray = z > k if direction == "up" else z < -k if direction == "down" else np.abs(z) > k
+    return mask
+
+
 def spikes(x: np.ndarray, *, window: int = 50, k: float = 6.0, direction: str = "up",
            warmup: int = 5) -> list[Event]:
     """Points that leave the trailing robust band by more than ``k`` robust sd.
@@ -114,12 +120,7 @@ def spikes(x: np.ndarray, *, window: int = 50, k: float = 6.0, direction: str = 
     z = (x - med) / sd
     z[:warmup] = 0.0
     z = np.nan_to_num(z, nan=0.0)
-    if direction == "up":
-        mask = z > k
-    elif direction == "down":
-        mask = z < -k
-    else:
-        mask = np.abs(z) > k
+    mask = _beyond(z, k, direction)
     return _events(mask, z, x, med)
 
 
@@ -149,12 +150,7 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
     sd = np.maximum(np.nan_to_num(before_sd.shift(1).fill_null(np.nan).to_numpy(), nan=np.inf),
                     np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
     z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
-    if direction == "up":
-        mask = z > k
-    elif direction == "down":
-        mask = z < -k
-    else:
-        mask = np.abs(z) > k
+    mask = _beyond(z, k, direction)
     found = runs_of(mask)
     if not found:
         return None

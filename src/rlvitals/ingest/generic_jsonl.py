@@ -95,6 +95,13 @@ def flatten(obj: dict[str, Any], out: dict[str, Value], prefix: str = "",
                 out[name] = value
 
 
+def note_side_logs(meta: SourceMeta, path: Path, count: int, unit: str) -> None:
+    """Say how many W&B rows were logged between training steps (no train/global_step) and left out."""
+    if count:
+        meta.notes.append(f"{path}: {count} {unit} had W&B's _step but no train/global_step "
+                          "(timings and tables logged between training steps); they were left out")
+
+
 def drop_eval_epoch(values: dict[str, Value]) -> None:
     """An evaluation-only record repeats the epoch counter of training; dropping it keeps
     the evaluation step from looking like a training step (and from a double-logged note)."""
@@ -181,9 +188,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         drop_eval_epoch(values)
         if values:
             yield Record(step, values, where)
-    if side_logs:
-        meta.notes.append(f"{path}: {side_logs} lines had W&B's _step but no train/global_step "
-                          "(timings and tables logged between training steps); they were left out")
+    note_side_logs(meta, path, side_logs, "lines")
 
 
 READER = Reader(FORMAT, sniff, read)

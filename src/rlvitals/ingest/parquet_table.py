@@ -22,7 +22,7 @@ import polars as pl
 from ..errors import InputError, UnknownFormatError
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch
+from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch, note_side_logs
 
 FORMAT = "parquet"
 MAGIC = b"PAR1"
@@ -107,9 +107,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             drop_eval_epoch(values)
             if values:
                 yield Record(step, values, where)
-    if side_rows:
-        meta.notes.append(f"{path}: {side_rows} rows had W&B's _step but no train/global_step "
-                          "(timings and tables logged between training steps); they were left out")
+    note_side_logs(meta, path, side_rows, "rows")
 
 
 READER = Reader(FORMAT, sniff, read)
