@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "fixtures" / "real"
 sys.path.insert(0, str(ROOT / "src"))
 
+from _timing import best  # noqa: E402
+
 import rlvitals  # noqa: E402
 from rlvitals.diagnosis import diagnose  # noqa: E402
 from rlvitals.pathologies import Spec, scenario  # noqa: E402
@@ -56,15 +58,6 @@ def baseline(run: Run) -> float:
         _, v = run.series(key, finite=True)
         float(v.mean()), float(v.std()), np.sort(v)
     return time.perf_counter() - t0
-
-
-def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

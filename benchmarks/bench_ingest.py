@@ -21,8 +21,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,18 +29,11 @@ DATA = HERE / "_data"
 REAL = ROOT.parent / "shared" / "fixtures" / "real"
 sys.path.insert(0, str(ROOT / "src"))
 
+from _timing import best  # noqa: E402
+
 import rlvitals  # noqa: E402
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader  # noqa: E402
 from rlvitals.simulate import Scenario, console_lines, jsonl_lines  # noqa: E402
-
-
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def floor_read(path: Path) -> None:
@@ -83,9 +74,9 @@ def peak_rss_mb(code: str) -> float:
 def measure(label: str, path: Path, repeat: int, memory: bool) -> dict[str, object]:
     size = _size(path)
     mb = size / 1e6
-    t_floor = _best(lambda: _floor_any(path), repeat)
-    t_reader = _best(lambda: reader_only(path), repeat)
-    t_load = _best(lambda: rlvitals.load(path), repeat)
+    t_floor = best(lambda: _floor_any(path), repeat)
+    t_reader = best(lambda: reader_only(path), repeat)
+    t_load = best(lambda: rlvitals.load(path), repeat)
     row: dict[str, object] = {
         "label": label, "format": find_reader(path).format, "MB": mb,
         "floor MB/s": mb / t_floor, "reader MB/s": mb / t_reader, "load MB/s": mb / t_load,
