@@ -155,3 +155,15 @@ def test_plateau_end_matches_the_plain_scan(seed: int, n: int, kind: str) -> Non
         x[brk:] -= 0.5
     assert S.plateau_end(x) == _plateau_end_reference(x)
     assert S.plateau_end(x, start=2) == _plateau_end_reference(x, start=2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(scale=SCALES, shift=st.floats(-100, 100), seed=st.integers(0, 1000), slope=st.floats(-2, 2))
+def test_trend_slope_and_decoupling_do_not_depend_on_units(scale: float, shift: float, seed: int,
+                                                           slope: float) -> None:
+    base = noisy(300, sd=0.05, seed=seed) + slope * np.linspace(0, 1, 300)
+    other = noisy(300, sd=0.05, seed=seed + 1)
+    moved = base * scale + shift
+    assert S.trend(moved) == pytest.approx(S.trend(base), abs=1e-9)
+    assert S.theil_sen(moved) == pytest.approx(S.theil_sen(base) * scale, rel=1e-6, abs=1e-12)
+    assert S.decoupling(moved, other * scale) == S.decoupling(base, other)
