@@ -15,6 +15,7 @@ import orjson
 from .errors import RlvitalsError
 
 if TYPE_CHECKING:
+    from .config import DiagnoseConfig
     from .run import Run
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -145,7 +146,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return _diagnose_paths(paths, args, config, out, err)
 
 
-def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
+def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
                     out: IO[str], err: IO[str]) -> int:
     from .diagnosis import diagnose
     from .render_diagnosis import render_diagnosis, render_markdown
@@ -160,7 +161,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: object,
         runs = [run.with_series(derived) for run in runs]
     results = []
     for run in runs:
-        d = diagnose(run, config)  # type: ignore[arg-type]
+        d = diagnose(run, config)
         results.append(d)
         if args.markdown:
             out.write(render_markdown(d, args.lang))
