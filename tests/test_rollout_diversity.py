@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from rlvitals.rollout import diversity as d
 
@@ -107,3 +108,61 @@ def test_actions_states_and_missing_column():
     assert row["diversity/duplicate_rate"] == 0.5
     with pytest.raises(ValueError, match="response"):
         d.diversity_table(df.drop("response"))
+
+
+# ---------------------------------------------------------------- mergeable state
+
+rollout_rows = st.lists(st.tuples(st.integers(0, 2), st.sampled_from("uvwxyz"),
+                                  st.text(alphabet="ab c\n", max_size=14), st.sampled_from(["1", "2", None]),
+                                  st.lists(st.sampled_from(["go", "take", "put"]), max_size=4)),
+                        min_size=1, max_size=30)
+
+
+def rollout_frame(rows):
+    return pl.DataFrame({"step": [r[0] for r in rows], "group": [r[1] for r in rows],
+                         "sample": list(range(len(rows))), "response": [r[2] for r in rows],
+                         "answer": [r[3] for r in rows], "actions": [r[4] for r in rows],
+                         "states": [r[4][:2] for r in rows]},
+                        schema_overrides={"answer": pl.Utf8, "actions": pl.List(pl.Utf8), "states": pl.List(pl.Utf8)})
+
+
+@given(rollout_rows, st.integers(1, 5), st.randoms(use_true_random=False))
+def test_sharded_equals_unsharded_exactly(rows, n_shards, rnd):
+    df = rollout_frame(rows)
+    keys = sorted(set(zip(df["step"], df["group"], strict=True)))
+    shard_of = {k: rnd.randrange(n_shards) for k in keys}
+    sid = pl.Series([shard_of[k] for k in zip(df["step"], df["group"], strict=True)])
+    states = [d.update(None, df.filter(sid == i), max_samples=3) for i in range(n_shards)]
+    rnd.shuffle(states)
+    while len(states) > 1:  # merge in a random tree shape
+        i = rnd.randrange(len(states) - 1)
+        states[i:i + 2] = [d.merge(states[i], states[i + 1])]
+    want = d.diversity_table(df, max_samples=3)
+    assert_frame_equal(d.compute(states[0]), want, check_exact=True)
+    # update() folding chunk after chunk gives the same frame
+    folded = None
+    for i in range(n_shards):
+        folded = d.update(folded, df.filter(sid == i), max_samples=3)
+    assert_frame_equal(d.compute(folded), want, check_exact=True)
+
+
+def test_merge_refuses_shared_groups_and_other_options():
+    df = pl.DataFrame({"step": [0, 0, 0], "group": ["a", "a", "b"], "sample": [0, 1, 2], "response": ["x", "y", "z"]})
+    with pytest.raises(ValueError, match="group 'a' of step 0 is in both.*by whole groups"):
+        d.merge(d.update(None, df[:1]), d.update(None, df[1:]))
+    with pytest.raises(ValueError, match="different options.*same ns"):
+        d.merge(d.update(None, df[:2]), d.update(None, df[2:], ns=(1, 2)))
+    with pytest.raises(ValueError, match="different options"):
+        d.update(d.update(None, df[:2]), df[2:], unit="char")
+    # workers never changes a value, so it may differ between shards
+    both = d.merge(d.update(None, df[:2], workers=2), d.update(None, df[2:]))
+    assert_frame_equal(d.compute(both), d.diversity_table(df), check_exact=True)
+
+
+def test_step_mean_is_fsum_of_group_values():
+    df = rollout_frame([(0, g, t, None, []) for g, t in zip("uvwxyz", ["a b", "a a", "b", "a b c", "c c c", ""],
+                                                            strict=True)])
+    per_group = d.group_diversity(df)["diversity/distinct_1"].to_list()
+    defined = [v for v in per_group if v is not None and not math.isnan(v)]
+    assert d.diversity_table(df)["diversity/distinct_1"].to_list() == [math.fsum(defined) / len(defined)]
+    assert d.diversity_table(df)["diversity/answer_entropy"].to_list() == [None]

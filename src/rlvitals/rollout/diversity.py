@@ -9,14 +9,20 @@ Text is tokenised on whitespace (``str.split()``: runs of spaces, tabs and newli
 tokens), which is model-agnostic and cheap; it is not the policy's tokenizer. (The vectorised
 distinct-n of the table splits on ASCII whitespace only; non-ASCII spaces such as U+3000 stay
 inside tokens there.)
+
+The per-step table is a mergeable aggregate: :func:`update` turns a chunk of whole groups into a
+:class:`DiversityState` (per metric and step, the defined per-group values), :func:`merge` joins
+two states, and :func:`compute` takes each mean as ``math.fsum(values) / count``, which is
+correctly rounded and so identical however the groups were sharded (a plain float sum is not).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
-from typing import Literal
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -237,14 +243,114 @@ def group_diversity(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, *, unit: U
     return out.sort(STEP, GROUP)
 
 
-def diversity_table(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, **kwargs: object) -> pl.DataFrame:
+def diversity_table(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, **options: Any) -> pl.DataFrame:
     """Per-step table: column ``step`` plus catalog keys (``diversity/distinct_{n}``,
     ``diversity/duplicate_rate``, ``diversity/edit_distance`` and, when their columns exist,
     ``diversity/answer_entropy``, ``diversity/action_edit_distance``, ``diversity/state_coverage``),
     each the mean over the step's groups where it is defined. Keyword arguments go to
-    :func:`group_diversity`.
+    :func:`group_diversity`. The same as ``compute(update(None, df, ns=ns, ...))``.
+
+    >>> t = pl.DataFrame({"step": [1, 1], "group": ["a", "a"], "sample": [0, 1], "response": ["x y", "x y"]})
+    >>> diversity_table(t)["diversity/duplicate_rate"].to_list()
+    [0.5]
     """
-    per_group = group_diversity(df, ns, **kwargs)  # type: ignore[arg-type]
+    return compute(update(None, df, ns=ns, **options))
+
+
+# ------------------------------------------------------------------ mergeable partial state
+
+#: catalog keys in the order the per-step frame lists them (distinct-n keys come first)
+_ORDER = ("diversity/duplicate_rate", "diversity/edit_distance", "diversity/answer_entropy",
+          "diversity/action_edit_distance", "diversity/state_coverage", "diversity/embedding_cosine")
+
+
+@dataclass(frozen=True)
+class DiversityState:
+    """Partial per-step diversity of some groups: for each metric and step, the defined per-group
+    values (NaN/undefined groups left out), plus the ``(step, group)`` pairs seen and the options.
+
+    Means are taken only in :func:`compute`, with ``math.fsum`` (correctly rounded, so the result
+    does not depend on how the groups were split into shards or merged)."""
+
+    options: tuple[object, ...]
+    step_dtype: pl.DataType
+    groups: frozenset[tuple[object, str]]
+    values: Mapping[str, Mapping[object, tuple[np.ndarray, ...]]]
+
+
+def _options(ns: Sequence[int] = DEFAULT_NS, unit: Unit = "word", max_samples: int | None = 16, seed: int = 0,
+             workers: int = 1, n_states: int | None = None) -> tuple[object, ...]:
+    del workers  # parallelism never changes a value, so states made with different workers merge
+    return (tuple(ns), unit, max_samples, seed, n_states)
+
+
+def update(state: DiversityState | None, chunk: pl.DataFrame, **options: Any) -> DiversityState:
+    """Add the whole groups of ``chunk`` to ``state`` (None: start a new one).
+
+    ``options`` are those of :func:`group_diversity` (``ns``, ``unit``, ``max_samples``, ``seed``,
+    ``workers``, ``n_states``) and must match the state's. A group must lie in one chunk only.
+
+    >>> t = pl.DataFrame({"step": [1, 1, 1, 1], "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
+    ...                   "response": ["x", "x", "x", "y"]})
+    >>> s = merge(update(None, t[:2]), update(None, t[2:]))
+    >>> compute(s)["diversity/duplicate_rate"].to_list()
+    [0.25]
+    """
+    opts = _options(**options)
+    per_group = group_diversity(chunk, **options)
     keys = [c for c in per_group.columns if c not in (STEP, GROUP)]
-    return (per_group.with_columns(pl.col(keys).fill_nan(None)).group_by(STEP)
-            .agg(pl.col(keys).mean()).sort(STEP))
+    lists = (per_group.with_columns(pl.col(keys).fill_nan(None)).group_by(STEP)
+             .agg(pl.col(keys).drop_nulls()))
+    values: dict[str, dict[object, tuple[np.ndarray, ...]]] = {k: {} for k in keys}
+    for row in lists.iter_rows(named=True):
+        for k in keys:
+            values[k][row[STEP]] = (np.asarray(row[k], dtype=np.float64),)
+    pairs = frozenset(zip(per_group[STEP].to_list(), per_group[GROUP].to_list(), strict=True))
+    new = DiversityState(opts, chunk.schema[STEP], pairs, values)
+    return new if state is None else merge(state, new)
+
+
+def merge(a: DiversityState, b: DiversityState) -> DiversityState:
+    """The state of the groups of ``a`` and of ``b`` together (commutative and associative).
+
+    Raises ValueError when the options differ or a ``(step, group)`` is in both (shard by group).
+    """
+    if a.options != b.options:
+        raise ValueError(f"cannot merge diversity states made with different options: {a.options} vs {b.options}; "
+                         "use the same ns, unit, max_samples, seed and n_states for every shard")
+    both = a.groups & b.groups
+    if both:
+        step, group = sorted(both, key=str)[0]
+        raise ValueError(f"group {group!r} of step {step} is in both diversity states ({len(both)} shared group(s)); "
+                         "split the rollouts into shards by whole groups")
+    values: dict[str, dict[object, tuple[np.ndarray, ...]]] = {}
+    for k in set(a.values) | set(b.values):
+        va, vb = a.values.get(k, {}), b.values.get(k, {})
+        values[k] = {s: va.get(s, ()) + vb.get(s, ()) for s in set(va) | set(vb)}
+    dtype = a.step_dtype if a.groups else b.step_dtype
+    return DiversityState(a.options, dtype, a.groups | b.groups, values)
+
+
+def _column_order(keys: Sequence[str]) -> list[str]:
+    distinct = sorted((k for k in keys if k.startswith("diversity/distinct_")), key=lambda k: int(k.rsplit("_", 1)[1]))
+    return distinct + [k for k in _ORDER if k in keys]
+
+
+def compute(state: DiversityState) -> pl.DataFrame:
+    """The per-step frame of :func:`diversity_table`: each metric's ``math.fsum`` of the defined
+    per-group values divided by their count (null where no group of the step defines it).
+
+    >>> t = pl.DataFrame({"step": [2, 2], "group": ["a", "a"], "sample": [0, 1], "response": ["p q", "p r"]})
+    >>> compute(update(None, t))["diversity/distinct_1"].to_list()
+    [0.75]
+    """
+    steps = sorted({s for s, _ in state.groups}, key=lambda s: (s is None, s))
+    cols: dict[str, list[float | None]] = {}
+    for k in _column_order(list(state.values)):
+        per_step = state.values[k]
+        cols[k] = []
+        for s in steps:
+            arr = np.concatenate(per_step.get(s, ()) or [np.empty(0)])
+            cols[k].append(math.fsum(arr.tolist()) / arr.size if arr.size else None)
+    schema = {STEP: state.step_dtype, **{k: pl.Float64() for k in cols}}
+    return pl.DataFrame({STEP: steps, **cols}, schema=schema)
