@@ -85,9 +85,10 @@ def produced_keys(a: RolloutAnalysis) -> set[str]:
 
 def test_the_rich_table_reaches_every_family(analysis: RolloutAnalysis) -> None:
     # a skipped family would hide its keys from the two tests below
-    assert analysis.skipped == []
+    assert analysis.skipped == [], f"families skipped on the rich table: {analysis.skipped}; extend _record"
     assert analysis.rollouts is not None
-    assert set(analysis.rollouts.table.columns) >= set(schema.SCHEMA)
+    absent = sorted(set(schema.SCHEMA) - set(analysis.rollouts.table.columns))
+    assert not absent, f"the rich table lacks the schema column(s) {absent}; add them to _record"
     assert analysis.steps["step"].to_list() == sorted(SIZES)
     assert analysis.steps["rollouts"].to_list() == [sum(v) for v in SIZES.values()]
 
