@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from rlvitals.rollout.groups import GroupState, compute, group_table, merge, step_metrics, update
 from rlvitals.rollout.passk import maj_at_k_answers
@@ -163,10 +164,9 @@ def test_sharded_equals_unsharded(seed: int) -> None:
         part = df.join(pl.DataFrame(shard, schema=["step", "group"], orient="row"), on=["step", "group"])
         states.append(update(GroupState(), part))
     merged = compute(merge(merge(states[0], states[1]), merge(states[2], states[3])))
-    assert merged.columns == whole.columns and merged.height == whole.height
-    for a, b in zip(merged.iter_rows(), whole.iter_rows(), strict=True):
-        for x, y in zip(a, b, strict=True):
-            assert x == pytest.approx(y, abs=1e-12, nan_ok=True)
+    assert_frame_equal(merged, whole, check_exact=True)  # bit for bit, not approximately
+    reverse = compute(merge(merge(states[3], states[2]), merge(states[1], merge(update(None, df.head(0)), states[0]))))
+    assert_frame_equal(reverse, whole, check_exact=True)
 
 
 def test_merge_rejects_different_settings() -> None:

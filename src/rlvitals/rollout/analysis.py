@@ -4,6 +4,9 @@ Each metric family (group, diversity, segments, length × correctness, prompts, 
 some columns; a family whose columns the rollouts lack is listed in ``skipped`` with the
 reason, never silently absent. The per-step frame uses catalog keys, so it can be joined
 onto a Run (``Run.with_series``) for the diagnosis checks to read.
+
+:class:`RolloutState` with :func:`update` / :func:`merge` / :func:`compute` is the same per-step frame
+as a mergeable aggregate over chunks of whole groups (each family keeps exact partial state).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from . import diversity, groups, lengths, prompts, segments, tokens
+from . import diversity, groups, lengths, prompts, segments, steps, tokens
 from .readers import ColumnMap, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
@@ -35,36 +38,119 @@ class RolloutAnalysis:
 
     def series(self) -> pl.DataFrame:
         """Only the catalog-keyed per-step columns, for ``Run.with_series``."""
-        return self.steps.drop([c for c in ("groups", "rollouts") if c in self.steps.columns])
+        return self.steps.drop([c for c in ("groups", "rollouts", "group_sizes") if c in self.steps.columns])
 
 
-def _families(ks: Sequence[int]) -> list[tuple[str, Callable[[pl.DataFrame], pl.DataFrame]]]:
+@dataclass(frozen=True)
+class RolloutState:
+    """Mergeable partial state of every rollout family: per step the number of groups and rollouts,
+    one state per family (``FAMILIES``), and the families that could not be computed with the reason.
+
+    Shard by group: ``compute(merge(update(None, a), update(None, b)))`` equals the per-step frame of
+    :func:`analyze_rollouts` on ``a`` and ``b`` together, bit for bit.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"step": [1, 1, 1, 1], "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
+    ...                    "response": ["4", "5", "7", "7"], "score": [1.0, 0.0, 1.0, 1.0]})
+    >>> parts = [update(None, df.filter(pl.col("group") == g), ks=(1, 2)) for g in ("a", "b")]
+    >>> compute(merge(*parts)).select("groups", "pass@2").row(0)
+    (2, 1.0)
+    """
+
+    ks: tuple[int, ...] = DEFAULT_KS
+    counts: dict[int, tuple[int, int]] = field(default_factory=dict)
+    families: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+#: family name → (update with options bound, merge, compute), in the order their columns are joined
+def _families(ks: tuple[int, ...]) -> list[tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any],
+                                                 Callable[[Any], pl.DataFrame]]]:
     return [
-        ("group", lambda df: groups.step_metrics(df, ks=tuple(ks))),
-        ("diversity", diversity.diversity_table),
-        ("segments", segments.segments_table),
-        ("length", lengths.lengths_table),
-        ("prompts", prompts.prompts_table),
-        ("tokens", tokens.tokens_table),
+        ("group", lambda s, df: groups.update(s, df, ks=ks), groups.merge, groups.compute),
+        ("step_groups", steps.update, steps.merge, steps.compute),
+        ("diversity", diversity.update, diversity.merge, diversity.compute),
+        ("segments", segments.update, segments.merge, segments.compute),
+        ("length", lengths.update, lengths.merge, lengths.compute),
+        ("prompts", prompts.update, prompts.merge, prompts.compute),
+        ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
 
 
-def _tables(df: pl.DataFrame, ks: Sequence[int], skipped: list[str] | None) -> pl.DataFrame:
-    counts = df.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("groups"), pl.len().alias("rollouts"))
-    out = counts.sort(STEP)
-    for name, fn in _families(ks):
+def prepare(df: pl.DataFrame) -> pl.DataFrame:
+    """The rollout table as the families read it: without token counts, ``length`` is the response's
+    length in characters."""
+    if LENGTH not in df.columns and RESPONSE in df.columns:
+        return df.with_columns(pl.col(RESPONSE).str.len_chars().cast(pl.Int64).alias(LENGTH))
+    return df
+
+
+def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None) -> RolloutState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with ``ks``); a family whose
+    columns the chunk lacks is recorded in ``skipped``."""
+    ks_ = tuple(ks) if ks is not None else (state.ks if state is not None else DEFAULT_KS)
+    if state is not None and ks_ != state.ks:
+        raise ValueError(f"update: ks={ks_} differs from the state's ks={state.ks}; build a new state instead")
+    chunk = prepare(chunk)
+    per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
+    counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
+    fams: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for name, upd, _, _ in _families(ks_):
         try:
-            table = fn(df)
+            fams[name] = upd(None, chunk)
         except ValueError as exc:
-            if skipped is not None:
-                skipped.append(f"{name}: {exc}")
+            skipped[name] = str(exc)
+    new = RolloutState(ks_, counts, fams, skipped)
+    return new if state is None else merge(state, new)
+
+
+def merge(a: RolloutState, b: RolloutState) -> RolloutState:
+    """Combine two states built from disjoint sets of groups; a family skipped in either is skipped."""
+    if a.ks != b.ks:
+        raise ValueError(f"cannot merge rollout states built with different ks: {a.ks} vs {b.ks}")
+    counts = dict(a.counts)
+    for step, (g, n) in b.counts.items():
+        g0, n0 = counts.get(step, (0, 0))
+        counts[step] = (g0 + g, n0 + n)
+    skipped = {**b.skipped, **a.skipped}
+    fams = {}
+    for name, _, join, _ in _families(a.ks):
+        if name in skipped:
             continue
+        x, y = a.families.get(name), b.families.get(name)
+        fams[name] = join(x, y) if x is not None and y is not None else (x if y is None else y)
+    return RolloutState(a.ks, counts, {k: v for k, v in fams.items() if v is not None}, skipped)
+
+
+def compute(state: RolloutState) -> pl.DataFrame:
+    """The per-step frame: step, groups, rollouts, then every family's columns (catalog keys)."""
+    steps_ = sorted(state.counts)
+    out = pl.DataFrame({STEP: steps_, "groups": [state.counts[s][0] for s in steps_],
+                        "rollouts": [state.counts[s][1] for s in steps_]},
+                       schema={STEP: pl.Int64, "groups": pl.UInt32, "rollouts": pl.UInt32})
+    for name, _, _, comp in _families(state.ks):
+        if name not in state.families:
+            continue
+        table = comp(state.families[name])
         if table.height == 0:
             continue
         table = table.with_columns(pl.col(STEP).cast(pl.Int64))
         dupes = [c for c in table.columns if c != STEP and c in out.columns]
         out = out.join(table.drop(dupes), on=STEP, how="left")
     return out.sort(STEP)
+
+
+def skipped_reasons(state: RolloutState) -> list[str]:
+    """``"family: reason"`` for every family that could not be computed, in family order."""
+    return [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.ks) if name in state.skipped]
+
+
+def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` as a single step 0 whose groups are ``step/group``: a state of these chunks gives the
+    metrics over the whole table (still mergeable, since groups stay whole)."""
+    return df.with_columns(pl.lit(0, dtype=pl.Int64).alias(STEP),
+                           (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP))
 
 
 def _load(source: Any, columns: ColumnMap | None, group_size: int | None) -> RolloutSet:
@@ -95,29 +181,29 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
-        df = df.with_columns(pl.col(RESPONSE).str.len_chars().cast(pl.Int64).alias(LENGTH))
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
-    skipped: list[str] = []
-    steps = _tables(df, ks, skipped)
-    whole = _tables(df.with_columns(pl.lit(0, dtype=pl.Int64).alias(STEP),
-                                    (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP)), ks, None)
+    state = update(None, df, ks=ks)
+    whole = compute(update(None, overall_chunk(df), ks=ks))
     overall = {k: float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float)) and v is not None}
-    return RolloutAnalysis(steps, overall, skipped, notes, rollouts)
+    return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
 
 
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
-    """One step as the ``rollouts --json`` schema: counts, pass@k / maj@k / g-pass@k maps,
-    the zero-variance split, and every other metric under ``metrics``."""
+    """One step as the ``rollouts --json`` schema: counts, the group-size histogram
+    (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
+    g-pass@k maps, the zero-variance split, and every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
         return {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
 
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",
             "all_wrong": "group/zero_std/all_wrong", "identical": "group/zero_std/identical"}
-    used = grouped | set(zero.values()) | {STEP, "groups", "rollouts"}
+    used = grouped | set(zero.values()) | {STEP, "groups", "rollouts", "group_sizes"}
+    hist = row.get("group_sizes")
     return {
         "step": row.get(STEP), "groups": row.get("groups"), "rollouts": row.get("rollouts"),
+        "group_sizes": None if hist is None else {str(h["size"]): h["count"] for h in hist},
         "pass@k": pick("pass"), "maj@k": pick("maj"), "g_pass@k": pick("g_pass"), "pass_gap@k": pick("pass_gap"),
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
         "metrics": {k: v for k, v in row.items() if k not in used and v is not None},

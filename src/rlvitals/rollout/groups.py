@@ -20,14 +20,20 @@ Per-k metrics are means over the groups with ``n >= k`` (other groups have no un
 ``g_pass@{k}`` uses τ = 0.5. ``pass_gap@{k}`` = mean of per-group pass@k − pass@1 and
 ``reasoning/self_consistency_gap@{k}`` = mean of per-group maj@k − pass@1, over the same groups.
 
-Streaming: ``update(state, chunk)``, ``merge(a, b)``, ``compute(state)``. A chunk must hold whole groups
-(shard by group, not by row). Sums are plain float sums, so sharded and unsharded results agree to
-~1e-12, not bit for bit.
+Group sizes: ``group/size/mean``, ``/min``, ``/max`` and ``group/size/below_mode`` (groups with fewer
+rollouts than the step's modal size; on a tie the larger size is the mode). Mixed sizes usually mean
+dropped or aborted samples (a veRL failure mode); ``compute`` also returns the histogram as ``group_sizes``.
+
+Streaming: ``update(state | None, chunk, **options)``, ``merge(a, b)``, ``compute(state)``. A chunk must
+hold whole groups (shard by group, not by row). The state keeps integer counts and each group's values;
+``compute`` sorts every column before summing, so sharded and unsharded results are equal bit for bit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -114,20 +120,29 @@ def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: flo
     return t
 
 
-@dataclass
-class StepAcc:
-    """Sufficient statistics of one step: counts, size histogram, and (sum, count) per mean metric."""
+def _names(ks: tuple[int, ...]) -> tuple[str, ...]:
+    """The per-group values a step's means are taken over, in a fixed order (maj columns are NaN
+    without answers, so every state built with the same ks has the same columns)."""
+    names = ["std_sample", "std_pop"]
+    for k in ks:
+        names += [f"pass@{k}", f"pass_gap@{k}", f"g_pass@{k}", f"maj@{k}", f"reasoning/self_consistency_gap@{k}"]
+    return tuple(names)
 
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
-    sizes: dict[int, int] = field(default_factory=dict)
-    sums: dict[str, float] = field(default_factory=dict)
-    nums: dict[str, int] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class StepAcc:
+    """One step's partial state: integer counts, the group-size histogram, and the per-group values
+    (rows: groups, columns: ``GroupState.names``; NaN where a value is undefined, e.g. n < k)."""
+
+    counts: dict[str, int]
+    sizes: dict[int, int]
+    values: np.ndarray
 
     def __add__(self, other: StepAcc) -> StepAcc:
-        def add(a: dict, b: dict) -> dict:  # type: ignore[type-arg]
+        def add(a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
             return {key: a.get(key, 0) + b.get(key, 0) for key in a.keys() | b.keys()}
         return StepAcc(add(self.counts, other.counts), add(self.sizes, other.sizes),
-                       add(self.sums, other.sums), add(self.nums, other.nums))
+                       np.concatenate([self.values, other.values]))
 
 
 @dataclass(frozen=True)
@@ -139,42 +154,62 @@ class GroupState:
     correct_threshold: float = 1.0
     steps: dict[int, StepAcc] = field(default_factory=dict)
 
-
-def _mean_cols(t: pl.DataFrame, ks: tuple[int, ...]) -> list[str]:
-    names = ["std_sample", "std_pop", "n"]
-    for k in ks:
-        names += [f"pass@{k}", f"pass_gap@{k}", f"g_pass@{k}", f"maj@{k}", f"reasoning/self_consistency_gap@{k}"]
-    return [c for c in names if c in t.columns]
+    @property
+    def names(self) -> tuple[str, ...]:
+        return _names(self.ks)
 
 
-def _acc_from_table(t: pl.DataFrame, ks: tuple[int, ...]) -> dict[int, StepAcc]:
-    means = _mean_cols(t, ks)
-    zero, sig = pl.col("zero_std"), ~pl.col("zero_std")
-    sums = [pl.col(m).fill_nan(None).sum().alias(f"s|{m}") for m in means]
-    nums = [pl.col(m).fill_nan(None).count().alias(f"c|{m}") for m in means]
+def _acc_from_table(t: pl.DataFrame, names: tuple[str, ...]) -> dict[int, StepAcc]:
+    sig = ~pl.col("zero_std")
     agg = t.group_by(S.STEP).agg(
-        *sums, *nums, groups=pl.len(), rollouts=pl.col("n").sum(), std_groups=(pl.col("n") >= 2).sum(),
-        zero=zero.sum(), all_correct=pl.col("all_correct").sum(), all_wrong=pl.col("all_wrong").sum(),
-        identical=pl.col("identical").sum(), signal_groups=sig.sum(),
-        signal_rollouts=pl.col("n").filter(sig).sum(),
-        sizes=pl.col("n").value_counts(),
+        groups=pl.len(), rollouts=pl.col("n").sum(), std_groups=(pl.col("n") >= 2).sum(),
+        zero=pl.col("zero_std").sum(), all_correct=pl.col("all_correct").sum(),
+        all_wrong=pl.col("all_wrong").sum(), identical=pl.col("identical").sum(), signal_groups=sig.sum(),
+        signal_rollouts=pl.col("n").filter(sig).sum(), sizes=pl.col("n").value_counts(),
     )
+    present = [pl.col(m).cast(pl.Float64) if m in t.columns else pl.lit(np.nan, pl.Float64).alias(m) for m in names]
+    values = t.select(present).to_numpy().astype(np.float64, copy=False)  # t is sorted by (step, group)
+    steps = t.get_column(S.STEP).to_numpy()
+    cuts = np.flatnonzero(np.diff(steps)) + 1
+    blocks = dict(zip(steps[np.r_[0, cuts]].tolist(), np.split(values, cuts), strict=True))
     out: dict[int, StepAcc] = {}
     for row in agg.iter_rows(named=True):
-        out[int(row[S.STEP])] = StepAcc(
-            counts={key: int(row[key] or 0) for key in _COUNTS},
-            sizes={int(d["n"]): int(d["count"]) for d in row["sizes"]},
-            sums={m: float(row[f"s|{m}"] or 0.0) for m in means},
-            nums={m: int(row[f"c|{m}"]) for m in means})
+        step = int(row[S.STEP])
+        out[step] = StepAcc(counts={key: int(row[key] or 0) for key in _COUNTS},
+                            sizes={int(d["n"]): int(d["count"]) for d in row["sizes"]},
+                            values=blocks[step])
     return out
 
 
-def update(state: GroupState, chunk: pl.DataFrame) -> GroupState:
-    """Fold a chunk of whole groups into ``state`` (returns a new state)."""
+def _settings(state: GroupState | None, ks: Sequence[int] | None, tau: float | None,
+              correct_threshold: float | None) -> GroupState:
+    if state is None:
+        base = GroupState()
+        ks_ = tuple(ks) if ks is not None else base.ks
+        if not ks_ or any(k < 1 for k in ks_):
+            raise ValueError(f"ks must be positive integers, got {ks_}")
+        return GroupState(ks=ks_, tau=base.tau if tau is None else tau,
+                          correct_threshold=base.correct_threshold if correct_threshold is None else correct_threshold)
+    given = {"ks": None if ks is None else tuple(ks), "tau": tau, "correct_threshold": correct_threshold}
+    clash = {k: v for k, v in given.items() if v is not None and v != getattr(state, k)}
+    if clash:
+        raise ValueError(f"update: options {clash} differ from the state's settings; build a new state instead")
+    return state
+
+
+def update(state: GroupState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None,
+           tau: float | None = None, correct_threshold: float | None = None) -> GroupState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with the given options).
+
+    >>> df = pl.DataFrame({"step": [0, 0], "group": ["a", "a"], "sample": [0, 1], "score": [1.0, 0.0]})
+    >>> compute(update(None, df, ks=(1, 2)))["pass@2"].to_list()
+    [1.0]
+    """
+    state = _settings(state, ks, tau, correct_threshold)
     if chunk.height == 0:
         return state
     t = _per_group(chunk, state.ks, state.tau, state.correct_threshold)
-    return merge(state, replace(state, steps=_acc_from_table(t, state.ks)))
+    return merge(state, replace(state, steps=_acc_from_table(t, state.names)))
 
 
 def merge(a: GroupState, b: GroupState) -> GroupState:
@@ -191,45 +226,62 @@ def _ratio(num: float, den: int) -> float:
     return num / den if den else float("nan")
 
 
-def _row(step: int, acc: StepAcc, ks: tuple[int, ...]) -> dict[str, float | int]:
+def _exact_means(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column sums and counts of the non-NaN values, in a canonical order: each column is sorted
+    first, so the float sum depends only on the set of groups, never on how they were sharded."""
+    ordered = np.sort(values, axis=0)  # NaN sorts last
+    known = ~np.isnan(ordered)
+    return np.where(known, ordered, 0.0).sum(axis=0), known.sum(axis=0)
+
+
+def _size_row(sizes: dict[int, int]) -> dict[str, int]:
+    # the modal size is the usual G; on a tie the larger size, since dropped samples only shrink groups
+    mode = max(sizes, key=lambda s: (sizes[s], s))
+    return {"group/size/min": min(sizes), "group/size/max": max(sizes),
+            "group/size/below_mode": sum(c for s, c in sizes.items() if s < mode)}
+
+
+def _row(step: int, acc: StepAcc, names: tuple[str, ...]) -> dict[str, Any]:
     c, g = acc.counts, acc.counts["groups"]
-    row: dict[str, float | int] = {
+    sums, nums = _exact_means(acc.values)
+    mean = {name: _ratio(float(s), int(k)) for name, s, k in zip(names, sums, nums, strict=True)}
+    row: dict[str, Any] = {
         S.STEP: step, "groups": g, "rollouts": c["rollouts"],
-        "group/reward_std/mean": _ratio(acc.sums.get("std_sample", 0.0), acc.nums.get("std_sample", 0)),
-        "group/reward_std_pop/mean": _ratio(acc.sums.get("std_pop", 0.0), acc.nums.get("std_pop", 0)),
-        "group/zero_std/share": _ratio(c["zero"], g),
-        "group/zero_std/all_correct": _ratio(c["all_correct"], g),
-        "group/zero_std/all_wrong": _ratio(c["all_wrong"], g),
-        "group/zero_std/identical": _ratio(c["identical"], g),
+        "group/reward_std/mean": mean["std_sample"], "group/reward_std_pop/mean": mean["std_pop"],
+        "group/zero_std/share": _ratio(c["zero"], g), "group/zero_std/all_correct": _ratio(c["all_correct"], g),
+        "group/zero_std/all_wrong": _ratio(c["all_wrong"], g), "group/zero_std/identical": _ratio(c["identical"], g),
         "group/effective_batch": _ratio(c["signal_rollouts"], c["rollouts"]),
-        "group/effective_batch/groups": c["signal_groups"],
-        "group/size/mean": _ratio(c["rollouts"], g),
+        "group/effective_batch/groups": c["signal_groups"], "group/size/mean": _ratio(c["rollouts"], g),
+        **_size_row(acc.sizes),
+        "group_sizes": [{"size": s, "count": acc.sizes[s]} for s in sorted(acc.sizes, reverse=True)],
     }
-    for k in ks:
-        for name in (f"pass@{k}", f"maj@{k}", f"pass_gap@{k}", f"g_pass@{k}",
-                     f"reasoning/self_consistency_gap@{k}"):
-            row[name] = _ratio(acc.sums.get(name, 0.0), acc.nums.get(name, 0))
+    row.update((name, value) for name, value in mean.items() if name not in ("std_sample", "std_pop"))
     return row
 
 
+_INTS = (S.STEP, "groups", "rollouts", "group/effective_batch/groups", "group/size/min", "group/size/max",
+         "group/size/below_mode")
+SIZES_TYPE = pl.List(pl.Struct({"size": pl.Int64, "count": pl.Int64}))
+
+
 def compute(state: GroupState) -> pl.DataFrame:
-    """One row per step with the catalog keys (see the module docstring); empty state → empty frame."""
-    rows = [_row(s, state.steps[s], state.ks) for s in sorted(state.steps)]
-    names = list(_row(0, StepAcc(), state.ks))
-    schema = {n: (pl.Int64 if n in (S.STEP, "groups", "rollouts", "group/effective_batch/groups") else pl.Float64)
-              for n in names}
+    """One row per step with the catalog keys (see the module docstring), plus ``group_sizes`` (the
+    size histogram, largest size first); an empty state gives an empty frame."""
+    names = state.names
+    rows = [_row(s, state.steps[s], names) for s in sorted(state.steps)]
+    empty = StepAcc(dict.fromkeys(_COUNTS, 0), {0: 0}, np.empty((0, len(names))))
+    schema = {n: (pl.Int64() if n in _INTS else SIZES_TYPE if n == "group_sizes" else pl.Float64())
+              for n in _row(0, empty, names)}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
 def step_metrics(df: pl.DataFrame, ks: tuple[int, ...] = (1, 2, 4, 8, 16), tau: float = 0.5,
                  correct_threshold: float = 1.0) -> pl.DataFrame:
-    """Group-scale metrics per step, columns named with the catalog keys.
+    """Group-scale metrics per step, columns named with the catalog keys: ``compute(update(None, df))``.
 
     >>> df = pl.DataFrame({"step": [0] * 4, "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
     ...                    "score": [1.0, 0.0, 1.0, 1.0]})
     >>> step_metrics(df, ks=(1, 2)).select("pass@1", "pass@2", "group/zero_std/all_correct").row(0)
     (0.75, 1.0, 0.5)
     """
-    if any(k < 1 for k in ks) or not ks:
-        raise ValueError(f"ks must be positive integers, got {ks}")
-    return compute(update(GroupState(ks=tuple(ks), tau=tau, correct_threshold=correct_threshold), df))
+    return compute(update(None, df, ks=ks, tau=tau, correct_threshold=correct_threshold))

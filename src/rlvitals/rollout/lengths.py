@@ -3,11 +3,16 @@
 The three-way reading of the length trend (from the rollout-scale diagnosis): longer responses
 more often correct (healthy), accuracy unchanged (spurious length growth), or less often correct
 (overthinking / hallucination risk).
+
+Streaming: ``update(state | None, chunk, bins=, outcome=)``, ``merge(a, b)``, ``compute(state)`` over
+chunks of whole groups. The rank sums are exact integers and the length quantiles are taken over
+every rollout of the step in a canonical order, so a sharded result equals the unsharded one bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -16,6 +21,7 @@ import polars as pl
 from rlvitals.rollout.schema import CORRECT, GROUP, LENGTH, SCORE, STEP, TRUNCATED
 
 Reading = Literal["longer_more_correct", "no_change", "longer_less_correct"]
+Outcome = Literal["correct", "score"]
 
 
 def _require(df: pl.DataFrame, *cols: str) -> None:
@@ -82,24 +88,129 @@ def length_reading(corr: float, tol: float = 0.1) -> Reading | None:
     return "longer_less_correct" if corr < -tol else "no_change"
 
 
-def lengths_table(df: pl.DataFrame, bins: int = 4, outcome: Literal["correct", "score"] = "correct") -> pl.DataFrame:
+@dataclass(frozen=True)
+class StepLengths:
+    """One step's partial state. ``sxy``/``sxx``/``syy`` are 4 × the pooled within-group sums of
+    centred average ranks: ranks are half-integers and a group's mean rank is (n + 1) / 2, so these
+    are exact integers. ``length``/``outcome`` keep every rollout for the length quantiles; ``rows``
+    counts rollouts with both a length and an outcome, ``trunc``/``trunc_known`` the truncation flags."""
+
+    rows: int = 0
+    sxy: int = 0
+    sxx: int = 0
+    syy: int = 0
+    length: np.ndarray = field(default_factory=lambda: np.empty(0))
+    outcome: np.ndarray = field(default_factory=lambda: np.empty(0))
+    trunc: int = 0
+    trunc_known: int = 0
+
+    def __add__(self, o: StepLengths) -> StepLengths:
+        return StepLengths(self.rows + o.rows, self.sxy + o.sxy, self.sxx + o.sxx, self.syy + o.syy,
+                           np.concatenate([self.length, o.length]), np.concatenate([self.outcome, o.outcome]),
+                           self.trunc + o.trunc, self.trunc_known + o.trunc_known)
+
+
+@dataclass(frozen=True)
+class LengthState:
+    """Mergeable partial state of :func:`lengths_table`: settings, whether chunks had ``truncated``,
+    and one :class:`StepLengths` per step."""
+
+    bins: int = 4
+    outcome: Outcome = "correct"
+    truncated: bool = False
+    steps: dict[int, StepLengths] = field(default_factory=dict)
+
+
+def _rank_sums(df: pl.DataFrame, target: str) -> pl.DataFrame:
+    """Per step: 4·Σ rx·ry, 4·Σ rx², 4·Σ ry² of group-centred average ranks, as integers."""
+    def twice_centred(col: str) -> pl.Expr:
+        r = pl.col(col).cast(pl.Float64).rank("average").over(STEP, GROUP)
+        return (2 * r - (pl.len().over(STEP, GROUP) + 1)).cast(pl.Int64)
+    c = df.select(STEP, x=twice_centred(LENGTH), y=twice_centred(target))
+    return c.group_by(STEP).agg(sxy=(pl.col("x") * pl.col("y")).sum(), sxx=(pl.col("x") ** 2).sum(),
+                                syy=(pl.col("y") ** 2).sum())
+
+
+def _chunk_steps(df: pl.DataFrame, target: str, keep: bool) -> dict[int, StepLengths]:
+    known = df.drop_nulls([LENGTH, target])
+    out: dict[int, StepLengths] = {}
+    sums = {int(r[STEP]): r for r in _rank_sums(known, target).iter_rows(named=True)}
+    for (step,), part in known.group_by(STEP):
+        r = sums[int(step)]  # type: ignore[call-overload]
+        x = part[LENGTH].cast(pl.Float64).to_numpy() if keep else np.empty(0)
+        y = part[target].cast(pl.Float64).to_numpy() if keep else np.empty(0)
+        out[int(step)] = StepLengths(part.height, int(r["sxy"]), int(r["sxx"]), int(r["syy"]), x, y)  # type: ignore[call-overload]
+    if TRUNCATED in df.columns:
+        trunc = df.group_by(STEP).agg(t=pl.col(TRUNCATED).sum(), k=pl.col(TRUNCATED).count())
+        for step, t, k in trunc.iter_rows():
+            out[int(step)] = out.get(int(step), StepLengths()) + StepLengths(
+                trunc=int(t), trunc_known=int(k))
+    return out
+
+
+def update(state: LengthState | None, chunk: pl.DataFrame, *, bins: int | None = None,
+           outcome: Outcome | None = None) -> LengthState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with the given options)."""
+    if state is None:
+        state = LengthState(bins=4 if bins is None else bins, outcome=outcome or "correct")
+    elif (bins is not None and bins != state.bins) or (outcome is not None and outcome != state.outcome):
+        raise ValueError(f"update: bins={bins}, outcome={outcome} differ from the state's settings "
+                         f"(bins={state.bins}, outcome={state.outcome}); build a new state instead")
+    if state.bins < 1:
+        raise ValueError(f"bins must be >= 1, got {state.bins}")
+    target = CORRECT if state.outcome == "correct" else SCORE
+    _require(chunk, STEP, GROUP, LENGTH, target)
+    new = LengthState(state.bins, state.outcome, TRUNCATED in chunk.columns,
+                      _chunk_steps(chunk, target, state.outcome == "correct"))
+    return merge(state, new)
+
+
+def merge(a: LengthState, b: LengthState) -> LengthState:
+    """Combine two states built from disjoint sets of groups."""
+    if (a.bins, a.outcome) != (b.bins, b.outcome):
+        raise ValueError("cannot merge length states built with different bins or outcome")
+    steps = dict(a.steps)
+    for step, acc in b.steps.items():
+        steps[step] = steps[step] + acc if step in steps else acc
+    return LengthState(a.bins, a.outcome, a.truncated or b.truncated, steps)
+
+
+def _step_row(step: int, acc: StepLengths, state: LengthState) -> dict[str, float | None]:
+    row: dict[str, float | None] = {STEP: step}
+    if acc.rows:
+        corr = acc.sxy / math.sqrt(acc.sxx * acc.syy) if acc.sxx > 0 and acc.syy > 0 else math.nan
+        row["rollout/length_correct_corr"] = corr
+    if state.outcome == "correct" and acc.rows:
+        order = np.lexsort((acc.outcome, acc.length))  # canonical order: bin means do not depend on sharding
+        accs = correct_by_length(acc.length[order], acc.outcome[order], state.bins)
+        row.update({f"rollout/correct_by_length/q{b}": v for b, v in enumerate(accs, start=1)})
+    if state.truncated:
+        row["rollout/truncation_share"] = acc.trunc / acc.trunc_known if acc.trunc_known else None
+    return row
+
+
+def compute(state: LengthState) -> pl.DataFrame:
+    """Per-step frame of :func:`lengths_table` from a state."""
+    cols = ["rollout/length_correct_corr"]
+    if state.outcome == "correct":
+        cols += [f"rollout/correct_by_length/q{b}" for b in range(1, state.bins + 1)]
+    if state.truncated:
+        cols.append("rollout/truncation_share")
+    rows = [_step_row(s, state.steps[s], state) for s in sorted(state.steps)]
+    out = pl.DataFrame(rows, schema={STEP: pl.Int64, **dict.fromkeys(cols, pl.Float64)}, orient="row") \
+        if rows else pl.DataFrame(schema={STEP: pl.Int64, **dict.fromkeys(cols, pl.Float64)})
+    return out.with_columns(pl.exclude(STEP).fill_nan(None))
+
+
+def lengths_table(df: pl.DataFrame, bins: int = 4, outcome: Outcome = "correct") -> pl.DataFrame:
     """Per-step table: ``rollout/length_correct_corr`` (within-group Spearman of ``length`` and
     ``outcome``; rollouts with a null in either are skipped), ``rollout/correct_by_length/q1..q{bins}``
-    (needs ``correct``) and, when ``truncated`` exists, ``rollout/truncation_share``."""
-    target = CORRECT if outcome == "correct" else SCORE
-    _require(df, STEP, GROUP, LENGTH, target)
-    rows = []
-    for (step,), part in df.drop_nulls([LENGTH, target]).group_by(STEP, maintain_order=True):
-        x, y = part[LENGTH].to_numpy(), part[target].cast(pl.Float64).to_numpy()
-        row: dict[str, float] = {STEP: step,
-                                 "rollout/length_correct_corr": within_group_spearman(x, y, part[GROUP].to_numpy())}
-        if outcome == "correct":
-            for b, acc in enumerate(correct_by_length(x, y, bins), start=1):
-                row[f"rollout/correct_by_length/q{b}"] = acc
-        rows.append(row)
-    out = pl.DataFrame(rows, schema_overrides={STEP: df.schema[STEP]}) if rows else pl.DataFrame({STEP: []})
-    out = out.with_columns(pl.exclude(STEP).cast(pl.Float64).fill_nan(None)) if rows else out
-    if TRUNCATED in df.columns:
-        trunc = df.group_by(STEP).agg(pl.col(TRUNCATED).mean().alias("rollout/truncation_share"))
-        out = out.join(trunc, on=STEP, how="full", coalesce=True)
-    return out.sort(STEP)
+    (needs ``correct``) and, when ``truncated`` exists, ``rollout/truncation_share``.
+    ``compute(update(None, df, ...))``.
+
+    >>> df = pl.DataFrame({"step": [0] * 4, "group": ["a"] * 4, "length": [10, 20, 30, 40],
+    ...                    "correct": [False, False, True, True]})
+    >>> lengths_table(df, bins=2).row(0)
+    (0, 0.8944271909999159, 0.0, 1.0)
+    """
+    return compute(update(None, df, bins=bins, outcome=outcome))

@@ -1,10 +1,16 @@
 """Prompt-scale metrics: how reward and gradient are spread over the prompts of a step, and
-the in- versus out-of-distribution score gap."""
+the in- versus out-of-distribution score gap.
+
+Streaming: ``update(state | None, chunk, top=)``, ``merge(a, b)``, ``compute(state)`` over chunks of
+whole groups. The state keeps each prompt group's values; ``compute`` sorts them (Gini, top share) or
+sums them with ``math.fsum``, so a sharded result equals the unsharded one bit for bit.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -63,48 +69,123 @@ def difficulty(correct: Sequence[bool | None]) -> str | None:
     return "easy" if all(known) else "hard" if not any(known) else "medium"
 
 
+@dataclass(frozen=True)
+class StepPrompts:
+    """One step's partial state: per prompt group its mean score, positive reward, difficulty
+    bucket (index into ``BUCKETS``, -1 unknown) and sum of |advantage| (NaN where absent)."""
+
+    mean: np.ndarray
+    pos: np.ndarray
+    bucket: np.ndarray
+    absadv: np.ndarray
+
+    def __add__(self, o: StepPrompts) -> StepPrompts:
+        return StepPrompts(*(np.concatenate([a, b]) for a, b in zip(self.parts(), o.parts(), strict=True)))
+
+    def parts(self) -> tuple[np.ndarray, ...]:
+        return self.mean, self.pos, self.bucket, self.absadv
+
+
+@dataclass(frozen=True)
+class PromptState:
+    """Mergeable partial state of :func:`prompts_table`: ``top``, which of score / correct /
+    advantage the chunks carried, and one :class:`StepPrompts` per step."""
+
+    top: float = 0.1
+    columns: frozenset[str] = frozenset()
+    steps: dict[int, StepPrompts] = field(default_factory=dict)
+
+
+def _per_group(df: pl.DataFrame) -> pl.DataFrame:
+    nan = pl.lit(math.nan, pl.Float64)
+    aggs = [pl.col(SCORE).mean().fill_null(math.nan).alias("mean") if SCORE in df.columns else nan.alias("mean"),
+            pl.col(SCORE).clip(0).sum().alias("pos") if SCORE in df.columns else nan.alias("pos"),
+            pl.col(ADVANTAGE).abs().sum().alias("absadv") if ADVANTAGE in df.columns else nan.alias("absadv")]
+    if CORRECT in df.columns:
+        known = pl.col(CORRECT).drop_nulls()
+        aggs.append(pl.when(known.len() == 0).then(-1).when(known.all()).then(0)
+                    .when(~known.any()).then(2).otherwise(1).alias("bucket"))
+    else:
+        aggs.append(pl.lit(-1).alias("bucket"))
+    return df.group_by(STEP, GROUP).agg(aggs).with_columns(pl.col("mean", "pos", "absadv").cast(pl.Float64))
+
+
+def update(state: PromptState | None, chunk: pl.DataFrame, *, top: float | None = None) -> PromptState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with the given ``top``)."""
+    if state is None:
+        state = PromptState(top=0.1 if top is None else top)
+    elif top is not None and top != state.top:
+        raise ValueError(f"update: top={top} differs from the state's top={state.top}; build a new state instead")
+    if not 0 < state.top <= 1:
+        raise ValueError(f"top must be in (0, 1], got {state.top}")
+    _require(chunk, STEP, GROUP)
+    if SCORE not in chunk.columns and CORRECT not in chunk.columns:
+        _require(chunk, SCORE, CORRECT)
+    steps: dict[int, StepPrompts] = {}
+    for (step,), g in _per_group(chunk).group_by(STEP):
+        steps[int(step)] = StepPrompts(g["mean"].to_numpy(), g["pos"].to_numpy(),  # type: ignore[call-overload]
+                                       g["bucket"].cast(pl.Int64).to_numpy(), g["absadv"].to_numpy())
+    cols = frozenset(c for c in (SCORE, CORRECT, ADVANTAGE) if c in chunk.columns)
+    return merge(state, PromptState(state.top, cols, steps))
+
+
+def merge(a: PromptState, b: PromptState) -> PromptState:
+    """Combine two states built from disjoint sets of groups."""
+    if a.top != b.top:
+        raise ValueError("cannot merge prompt states built with different top")
+    steps = dict(a.steps)
+    for step, acc in b.steps.items():
+        steps[step] = steps[step] + acc if step in steps else acc
+    return PromptState(a.top, a.columns | b.columns, steps)
+
+
+def _step_row(step: int, acc: StepPrompts, state: PromptState) -> dict[str, float]:
+    row: dict[str, float] = {STEP: step}
+    if SCORE in state.columns:
+        means = acc.mean[~np.isnan(acc.mean)]
+        row["prompt/reward_gini"] = gini(np.sort(means))
+        row["prompt/top_share"] = top_share(np.sort(acc.pos[~np.isnan(acc.pos)]), state.top)
+    if CORRECT in state.columns:
+        row.update(_bucket_shares(acc, ADVANTAGE in state.columns))
+    return row
+
+
+def compute(state: PromptState) -> pl.DataFrame:
+    """Per-step frame of :func:`prompts_table` from a state."""
+    rows = [_step_row(s, state.steps[s], state) for s in sorted(state.steps)]
+    if not rows:
+        return pl.DataFrame(schema={STEP: pl.Int64})
+    return pl.DataFrame(rows).with_columns(pl.col(STEP).cast(pl.Int64),
+                                           pl.exclude(STEP).cast(pl.Float64).fill_nan(None))
+
+
 def prompts_table(df: pl.DataFrame, top: float = 0.1) -> pl.DataFrame:
     """Per-step table: ``prompt/reward_gini`` (Gini of per-prompt mean ``score``), ``prompt/top_share``
     (share of the step's positive reward, sum of max(score, 0) per prompt, earned by the top
     ``top`` of prompts) with ``score``; ``prompt/difficulty/{easy,medium,hard}/share`` (shares of
     prompts with a known outcome) with ``correct``; and ``prompt/difficulty/{bucket}/adv_share``
-    (bucket's share of the step's sum of |advantage|) with ``correct`` and ``advantage``."""
-    _require(df, STEP, GROUP)
-    if SCORE not in df.columns and CORRECT not in df.columns:
-        _require(df, SCORE, CORRECT)
-    aggs = []
-    if SCORE in df.columns:
-        aggs += [pl.col(SCORE).mean().alias("mean"), pl.col(SCORE).clip(0).sum().alias("pos")]
-    if CORRECT in df.columns:
-        known = pl.col(CORRECT).drop_nulls()
-        aggs.append(pl.when(known.len() == 0).then(None).when(known.all()).then(pl.lit("easy"))
-                    .when(~known.any()).then(pl.lit("hard")).otherwise(pl.lit("medium")).alias("bucket"))
-    if ADVANTAGE in df.columns:
-        aggs.append(pl.col(ADVANTAGE).abs().sum().alias("absadv"))
-    groups = df.group_by(STEP, GROUP).agg(aggs)
-    rows = []
-    for (step,), g in groups.group_by(STEP, maintain_order=True):
-        row: dict[str, float] = {STEP: step}
-        if SCORE in df.columns:
-            row["prompt/reward_gini"] = gini(g["mean"].drop_nulls().to_numpy())
-            row["prompt/top_share"] = top_share(g["pos"].to_numpy(), top)
-        if CORRECT in df.columns:
-            row.update(_bucket_shares(g))
-        rows.append(row)
-    out = pl.DataFrame(rows, schema_overrides={STEP: df.schema[STEP]})
-    return out.with_columns(pl.exclude(STEP).cast(pl.Float64).fill_nan(None)).sort(STEP)
+    (bucket's share of the step's sum of |advantage|) with ``correct`` and ``advantage``.
+    ``compute(update(None, df, top=top))``.
+
+    >>> df = pl.DataFrame({"step": [0] * 4, "group": ["a", "a", "b", "b"], "score": [1.0, 1.0, 0.0, 1.0]})
+    >>> prompts_table(df).select("prompt/reward_gini", "prompt/top_share").row(0)
+    (0.16666666666666666, 0.6666666666666666)
+    """
+    return compute(update(None, df, top=top))
 
 
-def _bucket_shares(g: pl.DataFrame) -> dict[str, float]:
-    b = g.drop_nulls("bucket")
+def _bucket_shares(acc: StepPrompts, with_adv: bool) -> dict[str, float]:
+    known = acc.bucket >= 0
+    n = int(known.sum())
+    # math.fsum is exact, so the |advantage| totals do not depend on the order of the groups
+    total_adv = math.fsum(acc.absadv[known & ~np.isnan(acc.absadv)].tolist()) if with_adv else math.nan
     row: dict[str, float] = {}
-    total_adv = float(b["absadv"].sum() or 0.0) if "absadv" in b.columns else math.nan
-    for name in BUCKETS:
-        m = b["bucket"] == name
-        row[f"prompt/difficulty/{name}/share"] = float(m.cast(pl.Float64).sum()) / b.height if b.height else math.nan
-        if "absadv" in b.columns:
-            row[f"prompt/difficulty/{name}/adv_share"] = (
-                float(b.filter(m)["absadv"].sum()) / total_adv if total_adv > 0 else math.nan)
+    for code, name in enumerate(BUCKETS):
+        m = acc.bucket == code
+        row[f"prompt/difficulty/{name}/share"] = int(m.sum()) / n if n else math.nan
+        if with_adv:
+            adv = math.fsum(acc.absadv[m & ~np.isnan(acc.absadv)].tolist())
+            row[f"prompt/difficulty/{name}/adv_share"] = adv / total_adv if total_adv > 0 else math.nan
     return row
 
 

@@ -1,6 +1,10 @@
 """Think / answer / tool-call segments of a response, and their per-step quality table.
 
 Lengths are counted in whitespace words (``str.split()``), not policy tokens.
+
+Streaming: ``update(state | None, chunk, tags=, tool_call_cap=)``, ``merge(a, b)``, ``compute(state)``.
+The state keeps integer counts and sums plus each rollout's think-repetition rate (summed with
+``math.fsum``), so a sharded result equals the unsharded one bit for bit.
 """
 
 from __future__ import annotations
@@ -8,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from rlvitals.rollout.schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
@@ -45,7 +50,7 @@ def repetition_rate(text: str, n: int = 4) -> float:
 
     NaN when the text has fewer than n words.
 
-    >>> repetition_rate("a b c d a b c d", 4)
+    >>> round(repetition_rate("a b c d a b c d", 4), 12)
     0.2
     """
     words = text.split()
@@ -128,6 +133,97 @@ def rollout_segments(df: pl.DataFrame, tags: SegmentTags = SegmentTags()) -> pl.
                      how="horizontal")
 
 
+_COUNTS = ("rollouts", "think_n", "think_sum", "answer_n", "answer_sum", "format_ok", "air_true", "air_known",
+           "calls", "calls_sq", "repeats", "at_cap")
+
+
+@dataclass(frozen=True)
+class StepSegments:
+    """One step's partial state: integer counts and sums (``_COUNTS``) and the think-repetition rate
+    of every rollout that has one (the only float averaged)."""
+
+    counts: dict[str, int]
+    repetition: np.ndarray
+
+    def __add__(self, o: StepSegments) -> StepSegments:
+        return StepSegments({k: self.counts[k] + o.counts[k] for k in _COUNTS},
+                            np.concatenate([self.repetition, o.repetition]))
+
+
+@dataclass(frozen=True)
+class SegmentState:
+    """Mergeable partial state of :func:`segments_table`: the settings and one :class:`StepSegments` per step."""
+
+    tags: SegmentTags = SegmentTags()
+    tool_call_cap: int | None = None
+    steps: dict[int, StepSegments] = field(default_factory=dict)
+
+
+def _step_counts(per: pl.DataFrame, cap: int | None) -> dict[int, StepSegments]:
+    calls = pl.col("tool_calls")
+    agg = per.group_by(STEP).agg(
+        rollouts=pl.len(), think_n=pl.col("think_length").count(), think_sum=pl.col("think_length").sum(),
+        answer_n=pl.col("answer_length").count(), answer_sum=pl.col("answer_length").sum(),
+        format_ok=pl.col("format_ok").sum(), air_true=pl.col("answer_in_reasoning").sum(),
+        air_known=pl.col("answer_in_reasoning").count(), calls=calls.sum(), calls_sq=(calls * calls).sum(),
+        repeats=pl.col("tool_repeats").sum(), at_cap=(calls >= cap).sum() if cap is not None else pl.lit(0),
+        repetition=pl.col("think_repetition").drop_nulls())
+    return {int(r[STEP]): StepSegments({k: int(r[k] or 0) for k in _COUNTS}, np.asarray(r["repetition"], float))
+            for r in agg.iter_rows(named=True)}
+
+
+def update(state: SegmentState | None, chunk: pl.DataFrame, *, tags: SegmentTags | None = None,
+           tool_call_cap: int | None = None) -> SegmentState:
+    """Fold a chunk of rollouts into ``state`` (None: a new state with the given options)."""
+    if state is None:
+        state = SegmentState(tags or SegmentTags(), tool_call_cap)
+    elif (tags is not None and tags != state.tags) or (tool_call_cap is not None and tool_call_cap != state.tool_call_cap):
+        raise ValueError("update: tags or tool_call_cap differ from the state's settings; build a new state instead")
+    steps = _step_counts(rollout_segments(chunk, state.tags), state.tool_call_cap)
+    return merge(state, SegmentState(state.tags, state.tool_call_cap, steps))
+
+
+def merge(a: SegmentState, b: SegmentState) -> SegmentState:
+    """Combine two states built from disjoint sets of rollouts."""
+    if (a.tags, a.tool_call_cap) != (b.tags, b.tool_call_cap):
+        raise ValueError("cannot merge segment states built with different tags or tool_call_cap")
+    steps = dict(a.steps)
+    for step, acc in b.steps.items():
+        steps[step] = steps[step] + acc if step in steps else acc
+    return SegmentState(a.tags, a.tool_call_cap, steps)
+
+
+def _div(num: float, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _step_row(step: int, acc: StepSegments, cap: int | None) -> dict[str, float | int | None]:
+    c, n = acc.counts, acc.counts["rollouts"]
+    # population variance from integer sums, exact up to the final division and root
+    var_num = n * c["calls_sq"] - c["calls"] * c["calls"]
+    row: dict[str, float | int | None] = {
+        STEP: step, "rollout/think_length/mean": _div(c["think_sum"], c["think_n"]),
+        "rollout/think_repetition": _div(math.fsum(acc.repetition.tolist()), acc.repetition.size),
+        "rollout/answer_length/mean": _div(c["answer_sum"], c["answer_n"]),
+        "rollout/format_compliance": _div(c["format_ok"], n),
+        "rollout/answer_in_reasoning": _div(c["air_true"], c["air_known"]),
+        "rollout/tool_calls/mean": _div(c["calls"], n),
+        "rollout/tool_calls/std": math.sqrt(var_num) / n if n else None,
+        "rollout/tool_calls/repeat_rate": _div(c["repeats"], c["calls"]),
+    }
+    if cap is not None:
+        row["rollout/tool_calls/at_cap"] = _div(c["at_cap"], n)
+    return row
+
+
+def compute(state: SegmentState) -> pl.DataFrame:
+    """Per-step frame of :func:`segments_table` from a state."""
+    rows = [_step_row(s, state.steps[s], state.tool_call_cap) for s in sorted(state.steps)]
+    names = list(_step_row(0, StepSegments(dict.fromkeys(_COUNTS, 0), np.empty(0)), state.tool_call_cap))
+    schema = {k: pl.Int64() if k == STEP else pl.Float64() for k in names}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
 def segments_table(df: pl.DataFrame, tags: SegmentTags = SegmentTags(),
                    tool_call_cap: int | None = None) -> pl.DataFrame:
     """Per-step table with the catalog keys ``rollout/think_length/mean``, ``rollout/think_repetition``,
@@ -135,18 +231,11 @@ def segments_table(df: pl.DataFrame, tags: SegmentTags = SegmentTags(),
     ``rollout/format_compliance``, ``rollout/answer_in_reasoning`` (share over rollouts where it is
     defined), ``rollout/tool_calls/mean`` and ``/std`` (population std, ddof=0),
     ``rollout/tool_calls/repeat_rate`` (repeated calls / all calls of the step) and, when
-    ``tool_call_cap`` is given, ``rollout/tool_calls/at_cap`` (share of rollouts with >= cap calls)."""
-    per = rollout_segments(df, tags)
-    aggs = [pl.col("think_length").mean().alias("rollout/think_length/mean"),
-            pl.col("think_repetition").mean().alias("rollout/think_repetition"),
-            pl.col("answer_length").mean().alias("rollout/answer_length/mean"),
-            pl.col("format_ok").mean().alias("rollout/format_compliance"),
-            pl.col("answer_in_reasoning").mean().alias("rollout/answer_in_reasoning"),
-            pl.col("tool_calls").cast(pl.Float64).mean().alias("rollout/tool_calls/mean"),
-            pl.col("tool_calls").cast(pl.Float64).std(ddof=0).alias("rollout/tool_calls/std"),
-            (pl.col("tool_repeats").sum() / pl.col("tool_calls").sum()).alias("rollout/tool_calls/repeat_rate")]
-    if tool_call_cap is not None:
-        aggs.append((pl.col("tool_calls") >= tool_call_cap).mean().alias("rollout/tool_calls/at_cap"))
-    out = per.group_by(STEP).agg(aggs).sort(STEP)
-    return out.with_columns(pl.col("rollout/tool_calls/repeat_rate").fill_nan(None))
+    ``tool_call_cap`` is given, ``rollout/tool_calls/at_cap`` (share of rollouts with >= cap calls).
+    ``compute(update(None, df, tags=tags, tool_call_cap=tool_call_cap))``.
 
+    >>> df = pl.DataFrame({"step": [0, 0], "response": ["<think>a b</think><answer>1</answer>", "1"]})
+    >>> segments_table(df).select("rollout/think_length/mean", "rollout/format_compliance").row(0)
+    (2.0, 0.5)
+    """
+    return compute(update(None, df, tags=tags, tool_call_cap=tool_call_cap))

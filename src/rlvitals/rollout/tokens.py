@@ -1,9 +1,15 @@
 """Token-scale metrics over the per-token lists: high-entropy ("forking") token share and the
-Clip-Cov covariance between token log-prob and advantage."""
+Clip-Cov covariance between token log-prob and advantage.
+
+Streaming: ``update(state | None, chunk, threshold=, quantile=)``, ``merge(a, b)``, ``compute(state)``.
+The state keeps the step's tokens; quantiles depend only on the set of values and sums use
+``math.fsum``, so a sharded result equals the unsharded one bit for bit.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -41,11 +47,103 @@ def logp_adv_cov(logprob: np.ndarray, advantage: np.ndarray) -> float:
         raise ValueError(f"log-probs and advantages differ in length: {lp.shape} vs {adv.shape}")
     if lp.size == 0:
         return math.nan
-    return float(np.mean((adv - adv.mean()) * (lp - lp.mean())))
+    # math.fsum is exact, so the result does not depend on the order of the tokens (or on sharding)
+    n = lp.size
+    lp_c, adv_c = lp - math.fsum(lp.tolist()) / n, adv - math.fsum(adv.tolist()) / n
+    return math.fsum((adv_c * lp_c).tolist()) / n
 
 
 def _flat(part: pl.DataFrame, col: str) -> np.ndarray:
     return part[col].explode().drop_nulls().to_numpy().astype(float)
+
+
+@dataclass(frozen=True)
+class StepTokens:
+    """One step's partial state: every token entropy, and the aligned (log-prob, advantage) pairs."""
+
+    entropy: np.ndarray
+    logprob: np.ndarray
+    advantage: np.ndarray
+
+    def __add__(self, o: StepTokens) -> StepTokens:
+        return StepTokens(np.concatenate([self.entropy, o.entropy]), np.concatenate([self.logprob, o.logprob]),
+                          np.concatenate([self.advantage, o.advantage]))
+
+
+@dataclass(frozen=True)
+class TokenState:
+    """Mergeable partial state of :func:`tokens_table`: settings, which token columns the chunks had,
+    and one :class:`StepTokens` per step. Tokens are kept because the forking threshold is a
+    quantile over the first step's tokens, known only once every shard is in."""
+
+    threshold: float | None = None
+    quantile: float = FORKING_QUANTILE
+    entropy: bool = False
+    cov: bool = False
+    steps: dict[int, StepTokens] = field(default_factory=dict)
+
+
+def _check_aligned(df: pl.DataFrame) -> None:
+    lens = df.select(pl.col(TOKEN_LOGPROB).list.len().fill_null(0).alias("a"),
+                     pl.col(TOKEN_ADVANTAGE).list.len().fill_null(0).alias("b"))
+    bad = lens.with_row_index().filter(pl.col("a") != pl.col("b"))
+    if bad.height:
+        raise ValueError(f"row {bad['index'][0]}: token_logprob has {bad['a'][0]} values but "
+                         f"token_advantage has {bad['b'][0]}; they must align token by token")
+
+
+def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | None = None,
+           quantile: float | None = None) -> TokenState:
+    """Fold a chunk of rollouts into ``state`` (None: a new state with the given options)."""
+    if state is None:
+        state = TokenState(threshold, FORKING_QUANTILE if quantile is None else quantile)
+    elif (threshold is not None and threshold != state.threshold) or (quantile is not None and quantile != state.quantile):
+        raise ValueError("update: threshold or quantile differ from the state's settings; build a new state instead")
+    has_ent = TOKEN_ENTROPY in chunk.columns
+    has_cov = TOKEN_LOGPROB in chunk.columns and TOKEN_ADVANTAGE in chunk.columns
+    if not has_ent and not has_cov:
+        _require(chunk, TOKEN_ENTROPY, TOKEN_LOGPROB, TOKEN_ADVANTAGE)
+    _require(chunk, STEP)
+    if has_cov:
+        _check_aligned(chunk)
+    steps: dict[int, StepTokens] = {}
+    for (step,), part in chunk.group_by(STEP):
+        ent = _flat(part, TOKEN_ENTROPY) if has_ent else np.empty(0)
+        both = (part.select(TOKEN_LOGPROB, TOKEN_ADVANTAGE).explode(TOKEN_LOGPROB, TOKEN_ADVANTAGE).drop_nulls()
+                if has_cov else pl.DataFrame({TOKEN_LOGPROB: [], TOKEN_ADVANTAGE: []}))
+        steps[int(step)] = StepTokens(ent, both[TOKEN_LOGPROB].cast(pl.Float64).to_numpy(),  # type: ignore[call-overload]
+                                      both[TOKEN_ADVANTAGE].cast(pl.Float64).to_numpy())
+    return merge(state, TokenState(state.threshold, state.quantile, has_ent, has_cov, steps))
+
+
+def merge(a: TokenState, b: TokenState) -> TokenState:
+    """Combine two states built from disjoint sets of rollouts."""
+    if (a.threshold, a.quantile) != (b.threshold, b.quantile):
+        raise ValueError("cannot merge token states built with different threshold or quantile")
+    steps = dict(a.steps)
+    for step, acc in b.steps.items():
+        steps[step] = steps[step] + acc if step in steps else acc
+    return TokenState(a.threshold, a.quantile, a.entropy or b.entropy, a.cov or b.cov, steps)
+
+
+def compute(state: TokenState) -> pl.DataFrame:
+    """Per-step frame of :func:`tokens_table` from a state."""
+    threshold, rows = state.threshold, []
+    for step in sorted(state.steps):
+        acc = state.steps[step]
+        row: dict[str, float] = {STEP: step}
+        if state.entropy:
+            if threshold is None and acc.entropy.size:
+                threshold = forking_threshold(acc.entropy, state.quantile)
+            row["token/entropy_high_share"] = (high_entropy_share(acc.entropy, threshold)
+                                               if threshold is not None else math.nan)
+        if state.cov:
+            row["token/logp_adv_cov"] = logp_adv_cov(acc.logprob, acc.advantage)
+        rows.append(row)
+    names = [k for k, on in (("token/entropy_high_share", state.entropy), ("token/logp_adv_cov", state.cov)) if on]
+    schema = {STEP: pl.Int64(), **{k: pl.Float64() for k in names}}
+    out = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return out.with_columns(pl.exclude(STEP).fill_nan(None))
 
 
 def tokens_table(df: pl.DataFrame, threshold: float | None = None,
@@ -56,31 +154,10 @@ def tokens_table(df: pl.DataFrame, threshold: float | None = None,
     The entropy threshold is ``threshold`` if given, else the ``quantile`` of the token entropies
     of the *first* step: the share is then 1 - quantile at the first step by construction and
     shows how the forking tokens thin out (a per-step quantile would be constant).
+    ``compute(update(None, df, threshold=threshold, quantile=quantile))``.
+
+    >>> df = pl.DataFrame({"step": [0, 1], "token_entropy": [[0.1, 0.2, 0.3, 0.4, 0.5], [0.1, 0.9]]})
+    >>> tokens_table(df)["token/entropy_high_share"].to_list()
+    [0.2, 0.5]
     """
-    has_ent = TOKEN_ENTROPY in df.columns
-    has_cov = TOKEN_LOGPROB in df.columns and TOKEN_ADVANTAGE in df.columns
-    if not has_ent and not has_cov:
-        _require(df, TOKEN_ENTROPY, TOKEN_LOGPROB, TOKEN_ADVANTAGE)
-    _require(df, STEP)
-    df = df.sort(STEP)
-    if has_cov:
-        lens = df.select(pl.col(TOKEN_LOGPROB).list.len().fill_null(0).alias("a"),
-                         pl.col(TOKEN_ADVANTAGE).list.len().fill_null(0).alias("b"))
-        bad = lens.with_row_index().filter(pl.col("a") != pl.col("b"))
-        if bad.height:
-            raise ValueError(f"row {bad['index'][0]}: token_logprob has {bad['a'][0]} values but "
-                             f"token_advantage has {bad['b'][0]}; they must align token by token")
-    rows = []
-    for (step,), part in df.group_by(STEP, maintain_order=True):
-        row: dict[str, float] = {STEP: step}
-        if has_ent:
-            ent = _flat(part, TOKEN_ENTROPY)
-            if threshold is None and ent.size:
-                threshold = forking_threshold(ent, quantile)
-            row["token/entropy_high_share"] = high_entropy_share(ent, threshold) if threshold is not None else math.nan
-        if has_cov:
-            both = part.select(TOKEN_LOGPROB, TOKEN_ADVANTAGE).explode(TOKEN_LOGPROB, TOKEN_ADVANTAGE).drop_nulls()
-            row["token/logp_adv_cov"] = logp_adv_cov(both[TOKEN_LOGPROB].to_numpy(), both[TOKEN_ADVANTAGE].to_numpy())
-        rows.append(row)
-    out = pl.DataFrame(rows, schema_overrides={STEP: df.schema[STEP]})
-    return out.with_columns(pl.exclude(STEP).cast(pl.Float64).fill_nan(None))
+    return compute(update(None, df, threshold=threshold, quantile=quantile))
