@@ -53,7 +53,8 @@ class SourceMeta:
     ``framework`` is set only when the format itself says it (a veRL console log,
     a TRL trainer_state.json); otherwise the Run detects it from the keys.
     ``config`` holds flat ``dotted.key -> value`` pairs from a config dump or a
-    command line the log carries.
+    command line the log carries. ``window`` and ``line_base`` make text readers read only a
+    byte range of the file (see :func:`rlvitals.ingest._text.iter_lines`).
     """
 
     format: str
@@ -62,3 +63,8 @@ class SourceMeta:
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     bytes_read: int = 0
+    #: read only the bytes ``[start, end)`` of a text file (a watcher feeding a reader the lines
+    #: appended since its last poll); ``None`` reads the whole file
+    window: tuple[int, int] | None = None
+    #: how many lines come before the window, so ``file:line`` stays the line's number in the file
+    line_base: int = 0

@@ -23,16 +23,33 @@ _SPECIAL = {"nan": float("nan"), "-nan": float("nan"), "inf": float("inf"), "+in
 
 def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for every line, decoded as UTF-8 with invalid bytes
-    replaced (so a stray byte costs one character, never the line). Reads in 1 MiB chunks."""
-    lineno = 0
+    replaced (so a stray byte costs one character, never the line). Reads in 1 MiB chunks.
+
+    With ``meta.window = (a, b)`` only the bytes ``[a, b)`` are read and the first line is
+    numbered ``meta.line_base + 1``: a watcher passes the complete lines appended since its
+    last poll and gets exactly their records, with their true ``file:line``.
+
+    Example (a file holding ``a\\nb\\nc\\npart``, whose first line was read before)::
+
+        meta = SourceMeta(format="verl-jsonl", window=(2, 6), line_base=1)
+        list(iter_lines(path, meta))  # [(2, "b"), (3, "c")]; "part" waits for its newline
+    """
+    lineno = meta.line_base if meta.window is not None else 0
+    if meta.window is not None:
+        start, end = meta.window
+        left: int | None = max(end - start, 0)
+    else:
+        left = None
     pending = b""
     with path.open("rb") as fh:
         if start:
             fh.seek(start)
         while True:
-            chunk = fh.read(CHUNK)
+            chunk = fh.read(CHUNK if left is None else min(CHUNK, left))
             if not chunk:
                 break
+            if left is not None:
+                left -= len(chunk)
             meta.bytes_read += len(chunk)
             data = pending + chunk if pending else chunk
             lines = data.split(b"\n")

@@ -1,0 +1,174 @@
+"""The alert policy: which findings become alerts, once each, as a pure function.
+
+A finding's key is ``(run path, check id, metrics)``. The first ``warn`` or ``fail`` of a key
+raises an alert, and so does an escalation ``warn -> fail``; while the key stays at or below
+the level already alerted nothing more is sent, however many steps pass. When the check
+reports ``ok`` for the run (or no longer reports that key while still running), the key is
+*cleared*; if it comes back after a cooldown (``seconds`` of wall time **and** ``steps`` of
+training since it cleared) it is alerted again, sooner it is silently re-armed at its old
+level. A ``skipped`` check says nothing and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from ..checks._base import STATUS_RANK, Status
+from ..diagnosis import Finding
+
+AlertKind = Literal["new", "escalated", "again"]
+_ALERTING = ("warn", "fail")
+
+
+@dataclass(frozen=True)
+class Cooldown:
+    """How long a cleared finding must stay away before it may alert again."""
+
+    seconds: float = 600.0
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One diagnosis of one run: its path, its last step, its findings."""
+
+    run: str
+    step: int
+    findings: Sequence[Finding]
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """What the policy remembers about one finding key."""
+
+    run: str
+    check: str
+    metrics: tuple[str, ...]
+    alerted: Status  # the highest level alerted in the current episode
+    current: Status
+    active: bool
+    alerted_at: float
+    alerted_step: int
+    cleared_at: float | None = None
+    cleared_step: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["metrics"] = list(self.metrics)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> KeyState:
+        return cls(**{**obj, "metrics": tuple(obj["metrics"])})
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A finding that appeared or escalated, ready for the sinks."""
+
+    key: str
+    kind: AlertKind
+    run: str
+    check: str
+    layer: str
+    status: Status
+    previous: Status | None
+    step: int
+    at: float
+    onset_step: int | None
+    title: Mapping[str, str]
+    message: Mapping[str, str]
+    advice: Mapping[str, str]
+    metrics: tuple[str, ...] = ()
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "kind": self.kind, "run": self.run, "check": self.check, "layer": self.layer,
+                "status": self.status, "previous": self.previous, "step": self.step, "at": self.at,
+                "onset_step": self.onset_step, "title": dict(self.title), "message": dict(self.message),
+                "advice": dict(self.advice), "metrics": list(self.metrics), "evidence": dict(self.evidence)}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Alert:
+        return cls(**{**obj, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
+
+    def text(self, lang: str = "en") -> str:
+        """One line: ``FAIL entropy_collapse at step 190 (run.log): <message>``."""
+        what = {"new": "", "escalated": f" (was {self.previous})", "again": " (again)"}[self.kind]
+        lang = lang if lang in self.message else "en"
+        return (f"{self.status.upper()}{what} {self.check} at step {self.step} ({self.run}): "
+                f"{self.message.get(lang, '')}")
+
+
+def finding_key(run: str, finding: Finding) -> str:
+    """The identity of a finding across cycles.
+
+    Example:
+        >>> from rlvitals.diagnosis import Finding
+        >>> finding_key("run.log", Finding("kl_spike", "L1", "warn", {}, {}, {}, ("actor/ppo_kl",)))
+        '["run.log","kl_spike",["actor/ppo_kl"]]'
+    """
+    return json.dumps([run, finding.check, list(finding.metrics)], separators=(",", ":"))
+
+
+def _alert(key: str, kind: AlertKind, obs: Observation, f: Finding, previous: Status | None, now: float) -> Alert:
+    return Alert(key, kind, obs.run, f.check, f.layer, f.status, previous, obs.step, now, f.onset_step,
+                 f.title, f.message, f.advice, f.metrics, f.evidence)
+
+
+def _cooled(old: KeyState, obs: Observation, now: float, cooldown: Cooldown) -> bool:
+    if old.cleared_at is None or old.cleared_step is None:
+        return False
+    return now - old.cleared_at >= cooldown.seconds and obs.step - old.cleared_step >= cooldown.steps
+
+
+def _raise(old: KeyState | None, key: str, obs: Observation, f: Finding, now: float,
+           cooldown: Cooldown) -> tuple[Alert | None, KeyState]:
+    """The alert (if any) and the new state of a key that is at warn or fail now."""
+    fresh = KeyState(obs.run, f.check, f.metrics, f.status, f.status, True, now, obs.step)
+    if old is None:
+        return _alert(key, "new", obs, f, None, now), fresh
+    if not old.active:
+        if _cooled(old, obs, now, cooldown):
+            return _alert(key, "again", obs, f, None, now), fresh
+        old = replace(old, active=True, cleared_at=None, cleared_step=None)  # flapping: re-armed quietly
+    if STATUS_RANK[f.status] > STATUS_RANK[old.alerted]:
+        state = replace(old, alerted=f.status, current=f.status, alerted_at=now, alerted_step=obs.step)
+        return _alert(key, "escalated", obs, f, old.alerted, now), state
+    return None, replace(old, current=f.status)
+
+
+def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], now: float,
+           cooldown: Cooldown | None = None) -> tuple[list[Alert], dict[str, KeyState]]:
+    """The alerts the new observations raise, and the policy state after them.
+
+    Example:
+        >>> from rlvitals.diagnosis import Finding
+        >>> f = Finding("kl_spike", "L1", "warn", {}, {"en": "KL spiked"}, {})
+        >>> alerts, state = decide({}, [Observation("run.log", 40, [f])], now=0.0)
+        >>> [a.kind for a in alerts], decide(state, [Observation("run.log", 41, [f])], now=1.0)[0]
+        (['new'], [])
+    """
+    cooldown = cooldown or Cooldown()
+    state = dict(previous)
+    alerts: list[Alert] = []
+    for obs in observed:
+        seen: set[str] = set()
+        reported: set[str] = set()  # checks that said something other than "skipped"
+        for f in obs.findings:
+            if f.status != "skipped":
+                reported.add(f.check)
+            if f.status not in _ALERTING:
+                continue
+            key = finding_key(obs.run, f)
+            seen.add(key)
+            alert, state[key] = _raise(state.get(key), key, obs, f, now, cooldown)
+            if alert is not None:
+                alerts.append(alert)
+        for key, old in list(state.items()):
+            if old.run == obs.run and old.active and key not in seen and old.check in reported:
+                state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)
+    return alerts, state

@@ -1,0 +1,149 @@
+"""Where alerts go: a JSONL file, a webhook, a command. Each ``send`` returns an error message
+(or None) instead of raising, so one broken sink never stops the watcher or the other sinks.
+
+``--alert`` specs: ``jsonl:FILE``, ``webhook:URL`` (http or https), ``command:'CMD ARGS'``.
+The webhook body carries the alert's one-line text as both ``text`` (Slack incoming
+webhooks) and ``content`` (Discord webhooks, which cap it at 2000 characters), plus the whole
+alert under ``rlvitals`` for other receivers. A command is split like a shell would split it
+but run without one; it gets the alert as JSON on stdin and as ``RLVITALS_*`` variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import RlvitalsError
+from .alerts import Alert
+
+#: Discord refuses a ``content`` longer than this
+DISCORD_LIMIT = 2000
+
+
+class Sink(Protocol):
+    name: str
+
+    def send(self, alert: Alert) -> str | None: ...
+
+
+@dataclass
+class JsonlSink:
+    """Appends one JSON object per alert to a file."""
+
+    path: Path
+    name: str = ""
+
+    def send(self, alert: Alert) -> str | None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(alert.to_json(), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            return f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})"
+        return None
+
+
+def webhook_body(alert: Alert, lang: str = "en") -> dict[str, object]:
+    """The JSON a webhook receives: Slack reads ``text``, Discord reads ``content``.
+
+    Example:
+        >>> sorted(webhook_body(Alert.from_json({"key": "k", "kind": "new", "run": "r", "check": "c",
+        ...     "layer": "L1", "status": "warn", "previous": None, "step": 3, "at": 0.0, "onset_step": 2,
+        ...     "title": {}, "message": {"en": "m"}, "advice": {}})))
+        ['content', 'rlvitals', 'text']
+    """
+    line = "rlvitals: " + alert.text(lang)
+    return {"text": line, "content": line[:DISCORD_LIMIT], "rlvitals": alert.to_json()}
+
+
+@dataclass
+class WebhookSink:
+    """POSTs the alert to a URL with a timeout."""
+
+    url: str
+    lang: str = "en"
+    timeout: float = 5.0
+    name: str = ""
+
+    def send(self, alert: Alert) -> str | None:
+        body = json.dumps(webhook_body(alert, self.lang), ensure_ascii=False).encode()
+        request = urllib.request.Request(self.url, data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "User-Agent": "rlvitals-watch"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (http/https checked)
+                response.read()
+        except urllib.error.HTTPError as exc:
+            return f"webhook {self.url}: the server answered {exc.code} {exc.reason}; the alert was not accepted"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return (f"webhook {self.url}: could not deliver the alert ({reason}); "
+                    "check the URL and that the receiver is up")
+        return None
+
+
+def alert_env(alert: Alert, lang: str = "en") -> dict[str, str]:
+    """The ``RLVITALS_*`` variables a command hook receives."""
+    return {"RLVITALS_RUN": alert.run, "RLVITALS_CHECK": alert.check, "RLVITALS_LAYER": alert.layer,
+            "RLVITALS_STATUS": alert.status, "RLVITALS_KIND": alert.kind, "RLVITALS_STEP": str(alert.step),
+            "RLVITALS_PREVIOUS": alert.previous or "", "RLVITALS_MESSAGE": alert.message.get(lang, ""),
+            "RLVITALS_TEXT": alert.text(lang)}
+
+
+@dataclass
+class CommandSink:
+    """Runs a command per alert (e.g. ``scancel $SLURM_JOB_ID``) without a shell."""
+
+    argv: list[str]
+    lang: str = "en"
+    timeout: float = 30.0
+    name: str = ""
+    environ: Mapping[str, str] | None = None
+
+    def send(self, alert: Alert) -> str | None:
+        env = {**(os.environ if self.environ is None else self.environ), **alert_env(alert, self.lang)}
+        try:
+            done = subprocess.run(self.argv, input=json.dumps(alert.to_json()).encode(), env=env,
+                                  capture_output=True, timeout=self.timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"command {shlex.join(self.argv)}: could not run it ({exc})"
+        if done.returncode != 0:
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            return f"command {shlex.join(self.argv)}: exited with {done.returncode} {tail[0]}".rstrip()
+        return None
+
+
+def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | CommandSink:
+    """The sink an ``--alert`` spec names.
+
+    Example:
+        >>> parse_sink("jsonl:alerts.jsonl").path
+        PosixPath('alerts.jsonl')
+    """
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest.strip():
+        raise RlvitalsError(f"--alert {spec!r}: expected KIND:TARGET, one of jsonl:FILE, webhook:URL, "
+                            "command:'CMD ARGS'")
+    if kind == "jsonl":
+        return JsonlSink(Path(rest), name=spec)
+    if kind == "webhook":
+        if not rest.startswith(("http://", "https://")):
+            raise RlvitalsError(f"--alert {spec!r}: the webhook URL must start with http:// or https://")
+        return WebhookSink(rest, lang, name=spec)
+    if kind == "command":
+        try:
+            argv = shlex.split(rest)
+        except ValueError as exc:
+            raise RlvitalsError(f"--alert {spec!r}: the command does not parse ({exc}); "
+                                "check its quotes") from None
+        return CommandSink(argv, lang, name=spec)
+    raise RlvitalsError(f"--alert {spec!r}: unknown sink {kind!r}; expected jsonl:FILE, webhook:URL "
+                        "or command:'CMD ARGS'")

@@ -1,0 +1,295 @@
+"""A watched path as a source of Runs that grows between polls.
+
+Two ways to follow a log, chosen by its format:
+
+- **Line formats** (veRL console and JSONL, generic JSONL, TRL and OpenRLHF console) grow by
+  appended lines. :class:`LineSource` keeps a :class:`~rlvitals.follow.FileCursor` and calls
+  the format's own reader on the complete lines appended since the last poll only
+  (``SourceMeta.window``), adding their records to one :class:`~rlvitals.run.RunBuilder`.
+  Until a file has given its first record it is re-read from byte 0 on each change, because
+  the veRL console reader parses the startup config dump as one block before the first step
+  line and the generic JSONL reader picks its step key from the first records; after that a
+  window parses exactly as the same lines do inside the whole file.
+- **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
+  W&B offline with their binary record framing, and every folder) are re-read whole by
+  :func:`rlvitals.loader.load` when a file's size, mtime or inode changes, at most once per
+  ``min_gap`` seconds (doubled by the last read's cost). The new read *replaces* the old
+  one rather than adding "steps not seen yet": TensorBoard writes one event per tag, so a
+  step's tags can straddle two flushes, and a rewritten trainer_state may revise or roll
+  back steps — replacing is lossless and duplicate-free by construction (it *is*
+  ``load()``) and cheap for files of this size (measured in ``benchmarks/bench_watch.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
+from ..ingest import Reader, SourceMeta, find_reader
+from ..run import Run, RunBuilder
+
+LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
+
+
+class LineSource:
+    """Follows one growing text log; ``poll()`` reads what was appended, ``run()`` builds the Run.
+
+    Example:
+        >>> src = LineSource(Path("run.log"), find_reader(Path("run.log")))  # doctest: +SKIP
+        >>> src.poll(); src.run().steps[-1]  # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path, reader: Reader, saved: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.reader = reader
+        self.meta = SourceMeta(format=reader.format, files=[str(path)])
+        self.builder = RunBuilder(self.meta)
+        self.cursor = FileCursor.start(path)
+        self.finished: list[dict[str, Any]] = []  # rotated files already read, for a restart
+        self.messages: list[str] = []
+        self._meta_taken = False
+        self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
+        self._seen_size = -1
+        if saved:
+            self._resume(saved)
+
+    def state(self) -> dict[str, Any]:
+        return {"kind": "lines", "cursor": self.cursor.to_json(), "finished": list(self.finished)}
+
+    def run(self) -> Run | None:
+        if self.builder.records == 0 and not self.builder._summary:
+            return None
+        return self.builder.finish(str(self.path))
+
+    def poll(self) -> bool:
+        """Read the complete lines appended since the last poll; whether any record came."""
+        change, st = examine(self.cursor, self.path)
+        if change == "missing" or st is None:
+            return False
+        got = 0
+        if change in ("truncated", "replaced"):
+            got += self._restart_file(change)
+            change, st = examine(self.cursor, self.path)
+            if st is None:
+                return got > 0
+        if change == "grown":
+            got += self._grow(st)
+        return got > 0
+
+    def _restart_file(self, change: str) -> int:
+        old = find_previous(self.cursor)
+        got = 0
+        if old is not None:
+            got = self._finish_old(old)
+        lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
+        self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
+                             + (f"; read the rest of the old content from {old.name}" if old else "")
+                             + f"{lost}; following the new file from its first line")
+        self.cursor = FileCursor.start(self.path)
+        self._seen_size = -1
+        return got
+
+    def _finish_old(self, old: Path) -> int:
+        """The rest of the old content, to its very end (a finished file's last line counts
+        even without a newline)."""
+        st = old.stat()
+        got = self._read(old, self.cursor.offset, st.st_size, self.cursor.lines)
+        self.finished.append({"path": str(old), "device": st.st_dev, "inode": st.st_ino, "end": st.st_size})
+        return got
+
+    def _grow(self, st: os.stat_result) -> int:
+        if self.cursor.offset == 0 and st.st_size == self._seen_size:
+            return 0  # only startup output so far, unchanged since the last look
+        start = 0 if self._whole else self.cursor.offset
+        end = complete_end(self.path, start, st.st_size)
+        if end == start:
+            return 0
+        if self.cursor.offset == 0 or self._whole:
+            return self._first_read(st, end)
+        got = self._read(self.path, start, end, self.cursor.lines)
+        self.cursor = advance(self.cursor, self.path, st, end, count_lines(self.path, start, end))
+        return got
+
+    def _first_read(self, st: os.stat_result, end: int) -> int:
+        meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))
+        builder = RunBuilder(meta) if self._whole else None
+        records = list(self.reader.read(self.path, meta, (builder or self.builder).skipped))
+        self._seen_size = st.st_size
+        if not records:
+            return 0
+        if not self._meta_taken:
+            self._take_meta(meta)
+        if builder is not None:  # a whole re-read replaces what the last one built
+            builder.meta = self.meta
+            self.builder = builder
+        for record in records:
+            self.builder.add(record)
+        lines = count_lines(self.path, 0, end)
+        self.cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
+        return len(records)
+
+    def _take_meta(self, meta: SourceMeta) -> None:
+        self._meta_taken = True
+        self.meta.framework = meta.framework
+        self.meta.config.update(meta.config)
+        # the reader looks at the file's real end, which may be a line still being written
+        self.meta.notes.extend(n for n in meta.notes if "the last line has no newline" not in n)
+        if self.reader.format == "jsonl" and any(n.startswith(f"{self.path}: no step key") for n in meta.notes):
+            self._whole = True
+
+    def _read(self, path: Path, start: int, end: int, base: int) -> int:
+        meta = SourceMeta(format=self.reader.format, files=[str(path)], window=(start, end), line_base=base)
+        got = 0
+        for record in self.reader.read(path, meta, self.builder.skipped):
+            self.builder.add(record)
+            got += 1
+        self.meta.bytes_read += meta.bytes_read
+        return got
+
+    def _resume(self, saved: dict[str, Any]) -> None:
+        """Rebuild the records read before a restart: the rotated files still beside the log,
+        then (on the next poll) the current file from its first line."""
+        for old in saved.get("finished", []):
+            path = Path(old["path"])
+            try:
+                st = path.stat()
+            except OSError:
+                st = None
+            if st is None or (st.st_dev, st.st_ino) != (old["device"], old["inode"]):
+                self.messages.append(f"{path}: this rotated log was read before the restart but is gone; "
+                                     "its steps are missing from the run")
+                continue
+            self._read(path, 0, int(old["end"]), 0)
+            self._meta_taken = True
+            self.finished.append(old)
+        cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
+        if cursor is not None and cursor.offset:
+            change, _ = examine(cursor, self.path)
+            if change in ("truncated", "replaced", "missing"):
+                old_path = find_previous(cursor)
+                if old_path is not None:
+                    self.cursor = FileCursor(cursor.path, cursor.device, cursor.inode, 0, 0, cursor.head)
+                    self._finish_old(old_path)
+                    self._meta_taken = True
+        self.cursor = FileCursor.start(self.path)
+
+
+def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
+    """What changes when a whole-file log is written: each file's name, size, mtime and inode."""
+    if path.is_file():
+        st = path.stat()
+        return ((path.name, st.st_size, st.st_mtime_ns, st.st_ino),)
+    out = []
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(folder, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            out.append((os.path.relpath(full, path), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(sorted(out))
+
+
+class SnapshotSource:
+    """Re-reads a whole-file log (or a folder) when it changes, at most once per ``min_gap`` s."""
+
+    def __init__(self, path: Path, fmt: str | None, min_gap: float) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.min_gap = min_gap
+        self.messages: list[str] = []
+        self._runs: list[Run] = []
+        self._sig: tuple[tuple[str, int, int, int], ...] = ()
+        self._next = 0.0
+        self._last_error = ""
+
+    def state(self) -> dict[str, Any]:
+        return {"kind": "snapshot"}
+
+    def runs(self) -> list[Run]:
+        return list(self._runs)
+
+    def poll(self, now: float, cost: float = 0.0) -> bool:
+        """Re-read if the files changed and the throttle allows; whether the runs changed."""
+        from ..loader import load
+
+        try:
+            sig = signature(self.path)
+        except OSError:
+            return False
+        if sig == self._sig or now < self._next:
+            return False
+        try:
+            runs = load(self.path, self.fmt)
+        except EmptyInputError:
+            runs = []
+        except InputError as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
+            if str(exc) != self._last_error:
+                self.messages.append(f"{exc}; kept the last complete read and will retry")
+                self._last_error = str(exc)
+            self._next = now + self.min_gap
+            return False
+        self._sig = sig
+        self._next = now + max(self.min_gap, 2 * cost)
+        self._runs = runs
+        return True
+
+
+class Follow:
+    """One watched PATH: waits until it exists and is recognised, then follows it."""
+
+    def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.min_gap = min_gap
+        self.saved = saved
+        self.inner: LineSource | SnapshotSource | None = None
+        self.messages: list[str] = []
+        self._waiting = ""
+
+    def state(self) -> dict[str, Any]:
+        return self.inner.state() if self.inner is not None else dict(self.saved or {})
+
+    def poll(self, now: float, cost: float = 0.0) -> bool:
+        if self.inner is None and not self._open():
+            return False
+        assert self.inner is not None
+        changed = self.inner.poll() if isinstance(self.inner, LineSource) else self.inner.poll(now, cost)
+        self.messages.extend(self.inner.messages)
+        self.inner.messages.clear()
+        return changed
+
+    def runs(self) -> list[Run]:
+        if isinstance(self.inner, LineSource):
+            run = self.inner.run()
+            return [] if run is None else [run]
+        return self.inner.runs() if self.inner is not None else []
+
+    def _open(self) -> bool:
+        try:
+            reader = find_reader(self.path, self.fmt)
+        except (EmptyInputError, UnknownFormatError) as exc:
+            return self._wait(f"{exc}; waiting for it to be written")
+        except InputError as exc:
+            if self.path.exists():
+                raise
+            return self._wait(f"{exc}; waiting for it to appear")
+        if reader.format in LINE_FORMATS and self.path.is_file():
+            saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
+            self.inner = LineSource(self.path, reader, saved)
+        else:
+            self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
+        return True
+
+    def _wait(self, message: str) -> bool:
+        if message != self._waiting:
+            self.messages.append(message)
+            self._waiting = message
+        return False
+
+
+__all__ = ["LINE_FORMATS", "Follow", "LineSource", "SnapshotSource", "signature"]

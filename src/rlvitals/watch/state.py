@@ -1,0 +1,126 @@
+"""What a watcher keeps across its own restarts, in one SQLite file (WAL mode, stdlib sqlite3).
+
+Three tables: ``sources`` (each watched path's cursor: where reading stopped and which file
+that was), ``keys`` (the alert policy's memory of every finding key) and ``alerts`` (every
+alert raised, with the sinks it has not reached yet). An alert is written with its pending
+sinks in the same transaction as the policy state that raised it, before any sink is
+called; a sink that delivers it is struck off. So a watcher killed at any point neither
+forgets an alert (a restart delivers what is still pending) nor raises it twice (the policy
+state says it was raised). ``schema`` holds the layout's version; a file of another version
+is refused with the fix rather than misread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import RlvitalsError
+from .alerts import Alert, KeyState
+
+SCHEMA = 1
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS alerts (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, "
+    "status TEXT NOT NULL, at REAL NOT NULL, alert TEXT NOT NULL, pending TEXT NOT NULL)",
+)
+
+
+def default_state_path(first: Path) -> Path:
+    """``.rlvitals/watch.sqlite`` in the folder of the first log (or in the folder watched).
+
+    Example:
+        >>> default_state_path(Path("/runs/a/train.log"))
+        PosixPath('/runs/a/.rlvitals/watch.sqlite')
+    """
+    folder = first if first.is_dir() else first.parent
+    return folder / ".rlvitals" / "watch.sqlite"
+
+
+class WatchState:
+    """The watcher's persistent memory. ``WatchState(path)`` opens or creates it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            for sql in _TABLES:
+                self.db.execute(sql)
+            self._check_version()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise RlvitalsError(f"{path}: cannot use this file as the watch state ({exc}); expected a "
+                                "watch.sqlite written by 'rlvitals watch' — pass --state NEW_FILE or "
+                                "delete this one to start afresh") from None
+
+    def _check_version(self) -> None:
+        row = self.db.execute("SELECT version FROM schema").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO schema VALUES (?)", (SCHEMA,))
+        elif row[0] != SCHEMA:
+            raise sqlite3.DatabaseError(f"its schema version is {row[0]}, this rlvitals writes {SCHEMA}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def sources(self) -> dict[str, dict[str, Any]]:
+        return {p: json.loads(s) for p, s in self.db.execute("SELECT path, state FROM sources")}
+
+    def keys(self) -> dict[str, KeyState]:
+        return {k: KeyState.from_json(json.loads(s)) for k, s in self.db.execute("SELECT key, state FROM keys")}
+
+    def commit(self, sources: Mapping[str, Mapping[str, Any]], keys: Mapping[str, KeyState],
+               alerts: list[Alert], sinks: list[str]) -> list[int]:
+        """Store the cursors, the policy state and the new alerts (pending for ``sinks``) in
+        one transaction; returns the alerts' ids."""
+        ids = []
+        with self._transaction():
+            self.db.executemany("INSERT OR REPLACE INTO sources VALUES (?, ?)",
+                                [(p, json.dumps(s)) for p, s in sources.items()])
+            self.db.execute("DELETE FROM keys")
+            self.db.executemany("INSERT INTO keys VALUES (?, ?)",
+                                [(k, json.dumps(s.to_json())) for k, s in keys.items()])
+            for alert in alerts:
+                cur = self.db.execute("INSERT INTO alerts (key, status, at, alert, pending) VALUES (?, ?, ?, ?, ?)",
+                                      (alert.key, alert.status, alert.at, json.dumps(alert.to_json()),
+                                       json.dumps(sinks)))
+                ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    def delivered(self, alert_id: int, sink: str) -> None:
+        """Strike ``sink`` off the alert's pending list."""
+        with self._transaction():
+            row = self.db.execute("SELECT pending FROM alerts WHERE id = ?", (alert_id,)).fetchone()
+            if row is not None:
+                left = [s for s in json.loads(row[0]) if s != sink]
+                self.db.execute("UPDATE alerts SET pending = ? WHERE id = ?", (json.dumps(left), alert_id))
+
+    def pending(self) -> list[tuple[int, Alert, list[str]]]:
+        """Alerts some sink has not received yet (the watcher stopped before sending them)."""
+        rows = self.db.execute("SELECT id, alert, pending FROM alerts WHERE pending != '[]' ORDER BY id")
+        return [(i, Alert.from_json(json.loads(a)), json.loads(p)) for i, a, p in rows]
+
+    def alerts(self) -> list[Alert]:
+        """Every alert ever raised, oldest first."""
+        return [Alert.from_json(json.loads(a)) for (a,) in self.db.execute("SELECT alert FROM alerts ORDER BY id")]
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self.db)
+
+
+class _Tx:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, value: object, tb: object) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

@@ -1,0 +1,93 @@
+"""What the watcher shows: plain lines for a pipe or a log file, a live table of the layers on a
+terminal. Both only render results the watcher computed (alerts, diagnoses)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
+from .alerts import Alert
+
+_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green", "skipped": "dim"}
+
+
+def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> str:
+    """``[12:03:04] FAIL entropy_collapse at step 190 (run.log): ...``"""
+    stamp = time.strftime("%H:%M:%S", time.localtime(alert.at if clock is None else clock))
+    return f"[{stamp}] {alert.text(lang)}"
+
+
+def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
+    """A rich Table: one row per layer, one column per run, each cell the layer's verdict and
+    its worst finding."""
+    from rich.table import Table
+
+    table = Table(title="rlvitals watch", expand=False)
+    table.add_column("layer")
+    for path, d in diagnoses.items():
+        steps = int(len(d.run.train_steps))
+        table.add_column(f"{path} · {steps} steps · {d.verdict}")
+    index = 0 if lang == "en" else 1
+    for layer in READING_ORDER:
+        cells = []
+        for d in diagnoses.values():
+            status = d.layers[layer]
+            worst = next((f for f in d.findings if f.layer == layer and f.status == status), None)
+            detail = f" {worst.check}" if worst is not None and status in ("warn", "fail") else ""
+            cells.append(f"[{_STYLE[status]}]{status}[/]{detail}")
+        table.add_row(LAYER_NAMES[layer][index], *cells)
+    return table
+
+
+class PlainView:
+    """Alerts and notes as lines (stdout is not a terminal)."""
+
+    def __init__(self, out: IO[str], err: IO[str], lang: str = "en") -> None:
+        self.out, self.err, self.lang = out, err, lang
+
+    def alert(self, alert: Alert) -> None:
+        self.out.write(alert_line(alert, self.lang) + "\n")
+        self.out.flush()
+
+    def note(self, message: str) -> None:
+        self.err.write(f"rlvitals: {message}\n")
+        self.err.flush()
+
+    def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
+        """Plain output shows alerts only; the state of every layer is in ``diagnose``."""
+
+    def close(self) -> None:
+        """Nothing to tear down."""
+
+
+class LiveView(PlainView):
+    """A rich Live table of the six layers (and efficiency), alerts printed above it."""
+
+    def __init__(self, out: IO[str], err: IO[str], lang: str = "en") -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        super().__init__(out, err, lang)
+        self.console = Console(file=out)
+        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self.live.start()
+
+    def alert(self, alert: Alert) -> None:
+        from rich.text import Text
+
+        # a Text, not markup: a message may hold brackets
+        self.console.print(Text(alert_line(alert, self.lang), style=_STYLE.get(alert.status, "")))
+
+    def note(self, message: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(f"rlvitals: {message}", style="dim"))
+
+    def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
+        if diagnoses:
+            self.live.update(layers_table(diagnoses, self.lang), refresh=True)
+
+    def close(self) -> None:
+        self.live.stop()

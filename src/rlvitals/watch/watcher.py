@@ -1,0 +1,172 @@
+"""The watch loop: poll the logs, rebuild the Runs that grew, diagnose them, decide, alert.
+
+One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
+from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts; the
+cursors, the policy state and the alerts are committed to the state file in one transaction;
+then the sinks are called and each delivery is struck off. The clock and the sleep are
+parameters, so tests drive cycles without waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from ..checks._base import STATUS_RANK
+from ..config import DiagnoseConfig
+from ..diagnosis import Diagnosis, diagnose
+from ..run import Run
+from .alerts import Alert, Cooldown, KeyState, Observation, decide
+from .sinks import Sink
+from .sources import Follow
+from .state import WatchState
+from .view import PlainView
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """How the watcher behaves. ``min_gap``: the least time between two whole re-reads of a
+    TensorBoard, W&B or trainer_state log."""
+
+    interval: float = 0.5
+    exit_on: Literal["warn", "fail"] | None = None
+    lang: str = "en"
+    fmt: str | None = None
+    config: DiagnoseConfig | None = None
+    cooldown: Cooldown = field(default_factory=Cooldown)
+    min_gap: float = 2.0
+
+
+def last_step(run: Run) -> int:
+    steps = run.steps
+    return int(steps[-1]) if len(steps) else 0
+
+
+class Watcher:
+    """Follows ``paths`` and alerts through ``sinks``; its memory lives in ``state``.
+
+    Example:
+        >>> w = Watcher([Path("run.log")], WatchState(Path("w.sqlite")), [])  # doctest: +SKIP
+        >>> w.run(once=True)  # doctest: +SKIP
+        0
+    """
+
+    def __init__(self, paths: Sequence[Path], state: WatchState, sinks: Sequence[Sink],
+                 options: WatchOptions | None = None, *, view: PlainView | None = None,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        import sys
+
+        self.options = options or WatchOptions()
+        self.state = state
+        self.sinks = list(sinks)
+        self.view = view or PlainView(sys.stdout, sys.stderr, self.options.lang)
+        self.clock = clock
+        self.sleep = sleep
+        saved = state.sources()
+        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p))) for p in paths]
+        self.keys: dict[str, KeyState] = state.keys()
+        self.diagnoses: dict[str, Diagnosis] = {}
+        self._cost: dict[int, float] = {}
+        self._redeliver()
+
+    def _redeliver(self) -> None:
+        """Send what a previous watcher committed but had not delivered when it stopped."""
+        names = {s.name: s for s in self.sinks}
+        for alert_id, alert, pending in self.state.pending():
+            for name in pending:
+                sink = names.get(name)
+                if sink is None:
+                    self.state.delivered(alert_id, name)  # that sink is no longer configured
+                    continue
+                self._send(alert_id, alert, sink)
+
+    def _send(self, alert_id: int, alert: Alert, sink: Sink) -> None:
+        error = sink.send(alert)
+        if error is not None:
+            self.view.note(error)
+        # a failed delivery is reported and not retried: retrying every cycle would flood the
+        # receiver once it is back, and the alert is kept in the state file
+        self.state.delivered(alert_id, sink.name)
+
+    def _poll(self, now: float) -> list[Follow]:
+        changed = []
+        for i, follow in enumerate(self.follows):
+            t0 = time.perf_counter()
+            if follow.poll(now, self._cost.get(i, 0.0)):
+                changed.append(follow)
+                self._cost[i] = time.perf_counter() - t0
+            for message in follow.messages:
+                self.view.note(message)
+            follow.messages.clear()
+        return changed
+
+    def cycle(self) -> list[Alert]:
+        """One poll → diagnose → decide → alert pass; returns the alerts it raised."""
+        now = self.clock()
+        observed = []
+        changed = self._poll(now)
+        for follow in changed:
+            for run in follow.runs():
+                d = diagnose(run, self.options.config)
+                self.diagnoses[run.path] = d
+                observed.append(Observation(run.path, last_step(run), d.findings))
+        if not changed:
+            return []
+        alerts, self.keys = decide(self.keys, observed, now, self.options.cooldown)
+        sources = {str(f.path): f.state() for f in self.follows}
+        ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks])
+        for alert_id, alert in zip(ids, alerts, strict=True):
+            self.view.alert(alert)
+            for sink in self.sinks:
+                self._send(alert_id, alert, sink)
+        self.view.show(self.diagnoses)
+        return alerts
+
+    def exit_code(self) -> int:
+        """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""
+        threshold = self.options.exit_on
+        if threshold is None:
+            return EXIT_OK
+        worst = max((STATUS_RANK[d.verdict] for d in self.diagnoses.values()), default=-1)
+        return EXIT_FINDINGS if worst >= STATUS_RANK[threshold] else EXIT_OK
+
+    def run(self, *, once: bool = False, max_cycles: int | None = None) -> int:
+        """Cycle until ``exit_on`` is reached (EXIT_FINDINGS), ``max_cycles`` ran or, with
+        ``once``, after one cycle over what is there now."""
+        cycles = 0
+        try:
+            while True:
+                started = self.clock()
+                self.cycle()
+                cycles += 1
+                code = self.exit_code()
+                if code != EXIT_OK or once or (max_cycles is not None and cycles >= max_cycles):
+                    return code
+                self.sleep(max(self.options.interval - (self.clock() - started), 0.0))
+        finally:
+            self.view.close()
+
+    def close(self) -> None:
+        self.state.close()
+
+
+def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path | None = None,
+                 options: WatchOptions | None = None, *, out: IO[str] | None = None,
+                 err: IO[str] | None = None, live: bool = False,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> Watcher:
+    """A watcher with its state file (``--state`` or the default beside the first log) and view."""
+    import sys
+
+    from .state import default_state_path
+    from .view import LiveView
+
+    options = options or WatchOptions()
+    out, err = out or sys.stdout, err or sys.stderr
+    state = WatchState(state_path or default_state_path(paths[0]))
+    view = LiveView(out, err, options.lang) if live else PlainView(out, err, options.lang)
+    return Watcher(paths, state, sinks, options, view=view, clock=clock, sleep=sleep)
