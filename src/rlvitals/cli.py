@@ -68,6 +68,22 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
 
     sub.add_parser("formats", help="list the log formats rlvitals reads")
+
+    wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
+    wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
+    wat.add_argument("--alert", action="append", default=[], metavar="SINK",
+                     help="jsonl:FILE, webhook:URL (Slack/Discord) or command:'CMD ARGS'; repeatable")
+    wat.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite state file (default: .rlvitals/watch.sqlite beside the first log)")
+    wat.add_argument("--interval", type=float, default=0.5, metavar="S", help="seconds between polls")
+    wat.add_argument("--exit-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 as soon as any run's verdict is at least this bad")
+    wat.add_argument("--once", action="store_true", help="process what is there now and exit")
+    wat.add_argument("--lang", choices=("en", "zh"), default="en")
+    wat.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
+                     help="seconds a cleared finding must stay away before it may alert again")
     return p
 
 
@@ -264,6 +280,35 @@ def _formats(out: IO[str]) -> int:
     return EXIT_OK
 
 
+def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .config import load_config
+    from .watch import Cooldown, WatchOptions, open_watcher, parse_sink
+
+    if args.interval <= 0 or args.cooldown < 0:
+        err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
+                  "interval and a cooldown of 0 or more seconds\n")
+        return EXIT_USAGE
+    try:
+        sinks = [parse_sink(spec, args.lang) for spec in args.alert]
+        config = load_config(args.config) if args.config else None
+        options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
+                               config=config, cooldown=Cooldown(seconds=args.cooldown))
+        watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
+                               options, out=out, err=err, live=out.isatty() and not args.once)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    try:
+        return watcher.run(once=args.once)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    finally:
+        watcher.close()
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -282,6 +327,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _rollouts(args, out, err)
     if args.command == "example":
         return _example(args, out)
+    if args.command == "watch":
+        return _watch(args, out, err)
     return _formats(out)
 
 
