@@ -147,6 +147,8 @@ class LineSource:
             self.builder.add(record)
             got += 1
         self.meta.bytes_read += meta.bytes_read
+        if start == 0 and got and not self._meta_taken:  # a whole rotated file read on a restart
+            self._take_meta(meta)
         return got
 
     def _resume(self, saved: dict[str, Any]) -> None:
@@ -163,7 +165,6 @@ class LineSource:
                                      "its steps are missing from the run")
                 continue
             self._read(path, 0, int(old["end"]), 0)
-            self._meta_taken = True
             self.finished.append(old)
         cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
         if cursor is not None and cursor.offset:
@@ -173,7 +174,6 @@ class LineSource:
                 if old_path is not None:
                     self.cursor = FileCursor(cursor.path, cursor.device, cursor.inode, 0, 0, cursor.head)
                     self._finish_old(old_path)
-                    self._meta_taken = True
         self.cursor = FileCursor.start(self.path)
 
 
@@ -235,8 +235,9 @@ class SnapshotSource:
             return False
         self._sig = sig
         self._next = now + max(self.min_gap, 2 * cost)
+        changed = bool(runs) or bool(self._runs)
         self._runs = runs
-        return True
+        return changed
 
 
 class Follow:
@@ -273,6 +274,8 @@ class Follow:
         try:
             reader = find_reader(self.path, self.fmt)
         except (EmptyInputError, UnknownFormatError) as exc:
+            if self.fmt is not None and not isinstance(exc, EmptyInputError):
+                raise  # --format names no reader: waiting will not help
             return self._wait(f"{exc}; waiting for it to be written")
         except InputError as exc:
             if self.path.exists():

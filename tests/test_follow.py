@@ -1,0 +1,342 @@
+"""Following growing logs: partial writes, truncation, rotation, replacement, rewrite, restart.
+
+Every case ends by comparing the followed Run's frame with ``load()`` of the final file (or of
+the concatenation of what the trainer wrote, for a rotated or truncated log): no step lost,
+none duplicated, every value the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rlvitals import load
+from rlvitals.errors import InputError
+from rlvitals.follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
+from rlvitals.ingest import find_reader
+from rlvitals.run import Run
+from rlvitals.simulate import Scenario, console_lines, jsonl_lines
+from rlvitals.watch.sources import Follow, LineSource, SnapshotSource
+
+
+
+SC = Scenario(steps=60, collapse_at=40, grad_spike_at=None)
+
+
+def _jsonl(sc: Scenario = SC) -> list[bytes]:
+    return [line + b"\n" for line in jsonl_lines(sc)]
+
+
+def _console(sc: Scenario = SC) -> list[bytes]:
+    return [(line + "\n").encode() for line in console_lines(sc)]
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as fh:
+        fh.write(data)
+
+
+def _same(run: Run | None, expected: Path) -> None:
+    """The followed run equals a fresh load of ``expected``, with no step logged twice."""
+    assert run is not None
+    loaded = load(expected)[0]
+    assert run.frame.shape == loaded.frame.shape
+    assert run.frame.equals(loaded.frame), "the followed frame differs from load() of the file"
+    assert run.steps.tolist() == sorted(set(run.steps.tolist()))
+    assert not [n for n in run.notes if "logged twice" in n], run.notes
+    assert run.framework == loaded.framework and run.config == loaded.config
+
+
+def _follow(path: Path) -> LineSource:
+    return LineSource(path, find_reader(path))
+
+
+def test_cursor_examine_names_growth_truncation_replacement_and_absence(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    assert examine(FileCursor.start(log))[0] == "missing"
+    log.write_bytes(b"a\nb\npart")
+    change, st = examine(FileCursor.start(log))
+    assert change == "grown" and st is not None
+    end = complete_end(log, 0, st.st_size)
+    assert end == 4  # "part" has no newline yet
+    cursor = advance(FileCursor.start(log), log, st, end, count_lines(log, 0, end))
+    assert (cursor.offset, cursor.lines) == (4, 2)
+    assert examine(cursor)[0] == "grown"  # the partial line is there, complete_end decides
+    log.write_bytes(b"a\n")
+    assert examine(cursor)[0] == "truncated"
+    log.write_bytes(b"X\nb\npart and more")
+    assert examine(cursor)[0] == "replaced"  # same inode, longer, other first bytes
+    os.replace(tmp_path / "run.log", tmp_path / "run.log.1")
+    (tmp_path / "run.log").write_bytes(b"a\nb\n")
+    st2 = log.stat()
+    moved = FileCursor(str(log), cursor.device, cursor.inode, 4, 2, cursor.head)
+    assert examine(moved)[0] == ("replaced" if st2.st_ino != cursor.inode else "same")
+    assert find_previous(moved) == tmp_path / "run.log.1"
+
+
+def test_complete_end_scans_back_across_chunks(tmp_path: Path) -> None:
+    log = tmp_path / "long.log"
+    log.write_bytes(b"x" * 10 + b"\n" + b"y" * 200_000)
+    assert complete_end(log, 0, log.stat().st_size) == 11
+    assert complete_end(log, 11, log.stat().st_size) == 11
+
+
+@pytest.mark.parametrize("lines", [_jsonl, _console], ids=["verl-jsonl", "verl-console"])
+def test_partial_writes_are_read_once_complete(tmp_path: Path, lines: object) -> None:
+    data = b"".join(lines())  # type: ignore[operator]
+    log = tmp_path / ("run.jsonl" if data.startswith(b"{") else "run.log")
+    cut = [0, 700, 701, 5_000, len(data) // 2, len(data) // 2 + 13, len(data) - 40, len(data)]
+    log.write_bytes(data[: cut[1]] if data.startswith(b"{") else data[: data.index(b"step:2 ")])
+    src = _follow(log)
+    log.write_bytes(b"")
+    steps_seen: list[int] = []
+    for a, b in zip(cut, cut[1:], strict=False):
+        _append(log, data[a:b])
+        src.poll()
+        run = src.run()
+        if run is not None:
+            steps_seen.append(len(run.steps))
+    assert steps_seen == sorted(steps_seen)
+    _same(src.run(), log)
+    assert src.cursor.offset == len(data) and src.cursor.lines == data.count(b"\n")
+
+
+def test_half_a_line_stays_unread_until_its_newline(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(lines[0] + lines[1][:30])
+    src = _follow(log)
+    assert src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == [1] and run.skipped.count == 0
+    assert not src.poll()  # nothing complete was added
+    _append(log, lines[1][30:])
+    assert src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == [1, 2] and run.skipped.count == 0
+    assert run.raw.height == 2
+
+
+def test_window_records_point_at_their_true_line(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:5]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"not json\n" + lines[5])
+    src.poll()
+    assert src.builder.skipped.reasons == [f"{log}:6: not a JSON object (invalid literal, expected 'null'); the line was skipped"]
+
+
+def test_truncation_after_a_poll_keeps_old_steps_and_reads_the_new_content(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:30]))
+    src = _follow(log)
+    src.poll()
+    log.write_bytes(b"".join(lines[30:]))  # same inode, shorter: "> run.jsonl" then the trainer goes on
+    assert log.stat().st_size < src.cursor.offset
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    assert any("truncated" in m for m in src.messages)
+
+
+def test_copytruncate_recovers_lines_written_after_the_last_poll(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    lines = _console()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[20:35]))  # written, never polled
+    shutil.copyfile(log, tmp_path / "run.log.1")  # logrotate copytruncate
+    with log.open("r+b") as fh:
+        fh.truncate(0)
+    _append(log, b"".join(lines[35:]))
+    src.poll()
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    assert any("run.log.1" in m for m in src.messages)
+
+
+def test_rotation_finishes_the_renamed_file_first(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:25]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[25:31]) + lines[31][:17])  # more lines and a half one, never polled
+    _append(log, lines[31][17:])
+    os.rename(log, tmp_path / "run.jsonl.1")
+    assert not src.poll()  # between the rename and the new file: nothing to read, nothing lost
+    log.write_bytes(b"".join(lines[32:50]))
+    src.poll()
+    _append(log, b"".join(lines[50:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    assert src.finished and src.finished[0]["path"] == str(tmp_path / "run.jsonl.1")
+
+
+def test_replacement_with_other_content_starts_again_without_duplicates(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    first = _jsonl(Scenario(steps=30, seed=1, collapse_at=None, grad_spike_at=None))
+    resumed = _jsonl(Scenario(steps=60, seed=2, collapse_at=None, grad_spike_at=None))[20:]  # resumed at step 21
+    log.write_bytes(b"".join(first))
+    src = _follow(log)
+    src.poll()
+    tmp = tmp_path / "new.jsonl"
+    tmp.write_bytes(b"".join(resumed))
+    os.replace(tmp, log)  # a new inode at the same path; the old file is gone
+    src.poll()
+    run = src.run()
+    concat = tmp_path / "concat.jsonl"
+    concat.write_bytes(b"".join(first) + b"".join(resumed))
+    loaded = load(concat)[0]
+    assert run is not None and run.frame.equals(loaded.frame)
+    assert run.steps.tolist() == list(range(1, 61))  # steps 21-30 replayed: one row each, later value kept
+    assert any("replaced" in m and "not seen" in m for m in src.messages)
+
+
+def test_rewrite_in_place_with_other_first_bytes_is_a_replacement(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    with log.open("r+b") as fh:  # same inode, longer, different start
+        fh.write(b"".join(lines[10:40]))
+    src.poll()
+    assert any("replaced" in m for m in src.messages)
+    run = src.run()
+    assert run is not None and run.steps.tolist() == list(range(1, 41))
+
+
+def test_restart_rebuilds_from_persisted_cursor_including_rotated_file(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    os.rename(log, tmp_path / "run.jsonl.1")
+    log.write_bytes(b"".join(lines[20:30]))
+    src.poll()
+    saved = json.loads(json.dumps(src.state()))  # what the state file keeps
+    del src
+    _append(log, b"".join(lines[30:45]))  # written while the watcher was down
+    again = LineSource(log, find_reader(log), saved)
+    again.poll()
+    _append(log, b"".join(lines[45:]))
+    again.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(again.run(), whole)
+
+
+def test_restart_after_a_rotation_while_down(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    saved = json.loads(json.dumps(src.state()))
+    _append(log, b"".join(lines[20:28]))
+    os.rename(log, tmp_path / "run.jsonl.1")
+    log.write_bytes(b"".join(lines[28:]))
+    again = LineSource(log, find_reader(log), saved)
+    again.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(again.run(), whole)
+
+
+def _trl_state(shape: dict[str, object], history: list[dict[str, object]], step: int) -> dict[str, object]:
+    """A trainer_state.json of the real file's shape, as a checkpoint at ``step`` writes it."""
+    return {**{k: v for k, v in shape.items() if k != "log_history"}, "global_step": step, "log_history": history}
+
+
+def test_trainer_state_rewritten_at_checkpoints(tmp_path: Path, real: Path) -> None:
+    shape = json.loads((real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json").read_text())
+    history = shape["log_history"]
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps(_trl_state(shape, history[:100], 100), indent=2))
+    follow = Follow(state, None, min_gap=5.0)
+    assert follow.poll(now=0.0)
+    assert isinstance(follow.inner, SnapshotSource)
+    assert follow.runs()[0].steps.tolist() == list(range(1, 101))
+    text = json.dumps(_trl_state(shape, history[:200], 200), indent=2)
+    state.write_text(text[: len(text) // 2])  # caught mid-rewrite
+    assert not follow.poll(now=1.0)  # throttled: 5 s have not passed
+    assert not follow.poll(now=6.0)  # half a JSON file: the last complete read is kept
+    assert any("kept the last complete read" in m for m in follow.messages)
+    assert follow.runs()[0].steps.tolist() == list(range(1, 101))
+    state.write_text(text)
+    assert follow.poll(now=12.0)
+    state.write_text(json.dumps(_trl_state(shape, history, 250), indent=2))
+    assert follow.poll(now=18.0)
+    run = follow.runs()[0]
+    assert run.frame.equals(load(state)[0].frame) and len(run.steps) == 250
+
+
+def test_tensorboard_growing_between_flushes(tmp_path: Path) -> None:
+    tbx = pytest.importorskip("tensorboardX")
+    folder = tmp_path / "tb"
+    writer = tbx.SummaryWriter(str(folder))
+    follow = Follow(folder, None, min_gap=0.0)
+    assert not follow.poll(now=0.0)  # no event file with a scalar yet
+    seen = []
+    for chunk in range(4):
+        for step in range(chunk * 10 + 1, chunk * 10 + 11):
+            writer.add_scalar("actor/entropy", 0.5 - step / 200, step)
+            writer.add_scalar("critic/score/mean", step / 40, step)
+        writer.flush()
+        follow.poll(now=float(chunk + 1))
+        seen.append(len(follow.runs()[0].steps))
+    writer.add_scalar("actor/entropy", 0.1, 41)  # one tag of step 41 only, then the other
+    writer.flush()
+    follow.poll(now=10.0)
+    writer.add_scalar("critic/score/mean", 1.0, 41)
+    writer.close()
+    follow.poll(now=11.0)
+    # tensorboardX writes from a background thread, so a poll sees what reached the disk so far
+    assert seen == sorted(seen) and 0 < seen[0] <= 10 and seen[-1] <= 40
+    run = follow.runs()[0]
+    assert run.frame.equals(load(folder)[0].frame)
+    assert run.frame.filter(pl.col("step") == 41).null_count().sum_horizontal().item() == 0
+
+
+def test_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> None:
+    log = tmp_path / "later.jsonl"
+    follow = Follow(log, None, min_gap=0.0)
+    assert not follow.poll(now=0.0)
+    assert follow.messages == [f"{log}: no such file or folder; waiting for it to appear"]
+    log.write_bytes(b"")
+    assert not follow.poll(now=1.0)
+    log.write_bytes(b"".join(_jsonl()[:3]))
+    assert follow.poll(now=2.0)
+    assert follow.runs()[0].steps.tolist() == [1, 2, 3]
+
+
+def test_an_unrecognised_file_is_reported_once_while_waiting(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo\nloading model...\n")
+    follow = Follow(log, None, min_gap=0.0)
+    assert not follow.poll(now=0.0) and not follow.poll(now=1.0)
+    assert len(follow.messages) == 1
+    assert follow.messages[0].startswith(f"{log}: this file is not a training log rlvitals can read")
+    assert follow.messages[0].endswith("; waiting for it to be written")
+    _append(log, _console()[-1])
+    assert follow.poll(now=2.0) and follow.runs()[0].steps.tolist() == [60]
+
+
+def test_a_path_that_exists_but_cannot_be_read_raises(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown format 'nope'"):
+        Follow(tmp_path, "nope", 0.0).poll(now=0.0)
