@@ -13,6 +13,8 @@ import pytest
 
 import rlvitals
 from rlvitals.cli import main
+from rlvitals.errors import InputError
+from rlvitals.rollout.analysis import step_json
 from rlvitals.rollout.passk import pass_at_k
 
 
@@ -62,6 +64,8 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert set(step) >= {"step", "groups", "rollouts", "pass@k", "maj@k", "zero_variance", "metrics"}
     assert set(step["pass@k"]) == {"1", "2", "4"}
     assert set(step["zero_variance"]) >= {"share", "all_correct", "all_wrong"}
+    assert step["group_sizes"] == {"4": 4}
+    assert step["metrics"]["group/size/below_mode"] == 0 and step["metrics"]["group/size/min"] == 4
     assert doc["overall"]["rollouts"] == 48
 
 
@@ -102,3 +106,19 @@ def test_rollout_metrics_join_the_diagnosis(tmp_path: Path) -> None:
     findings = {f["check"]: f for f in orjson.loads(out.getvalue())["runs"][0]["findings"]}
     assert findings["zero_variance_groups"]["status"] != "skipped"
     assert findings["passk_gap"]["status"] != "skipped"
+
+
+def test_dropped_samples_show_in_the_size_histogram(tmp_path: Path) -> None:
+    _dump(tmp_path / "dump", steps=1, groups=4, n=4)
+    lines = (tmp_path / "dump" / "1.jsonl").read_text().splitlines()
+    (tmp_path / "dump" / "1.jsonl").write_text("\n".join(lines[:-3]) + "\n")  # the last group lost 3 samples
+    a = rlvitals.analyze_rollouts(tmp_path / "dump", ks=(1,))
+    row = a.steps.row(0, named=True)
+    assert (row["group/size/min"], row["group/size/max"], row["group/size/below_mode"]) == (1, 4, 1)
+    assert step_json(row, (1,))["group_sizes"] == {"4": 3, "1": 1}
+    assert "group_sizes" not in a.series().columns
+
+
+def test_reward_weights_need_a_path() -> None:
+    with pytest.raises(InputError, match=r"reward_weights apply when reading TRL completion files, not to a list"):
+        rlvitals.analyze_rollouts([{"prompt": "q", "response": "a", "score": 1.0}], reward_weights=[1.0])

@@ -172,3 +172,26 @@ def test_sharded_equals_unsharded(seed: int) -> None:
 def test_merge_rejects_different_settings() -> None:
     with pytest.raises(ValueError, match="different ks"):
         merge(GroupState(ks=(1,)), GroupState(ks=(1, 2)))
+
+
+def _sized(sizes: dict[int, list[int]]) -> pl.DataFrame:
+    rows = [(step, f"g{i}", 1.0 if j == 0 else 0.0, None)
+            for step, ns in sizes.items() for i, n in enumerate(ns) for j in range(n)]
+    return _frame(rows)
+
+
+def test_group_size_distribution() -> None:
+    # step 0: three full groups of 4, one aborted to 2 and one to 1; step 1: a tie 4 vs 2, the larger is the mode
+    out = step_metrics(_sized({0: [4, 4, 2, 4, 1], 1: [2, 4]}), ks=(1,))
+    assert out.select("group/size/min", "group/size/max", "group/size/below_mode").rows() == [(1, 4, 2), (2, 4, 1)]
+    assert out["group/size/mean"].to_list() == [3.0, 3.0]
+    assert out["group_sizes"].to_list()[0] == [{"size": 4, "count": 3}, {"size": 2, "count": 1},
+                                                {"size": 1, "count": 1}]
+    same = step_metrics(_sized({5: [3, 3]}), ks=(1,))
+    assert same.select("group/size/min", "group/size/max", "group/size/below_mode").row(0) == (3, 3, 0)
+
+
+def test_update_options_must_match_the_state() -> None:
+    df = _sized({0: [2]})
+    with pytest.raises(ValueError, match=r"options \{'tau': 0.9\} differ from the state's settings"):
+        update(update(None, df), df, tau=0.9)

@@ -398,3 +398,62 @@ def test_trl_conversational_completions(tmp_path: Path) -> None:
     assert rs.table["response"].to_list() == ["<b>4</b>", "5"]
     assert rs.table["group"].to_list() == ["0", "0"] and rs.table["correct"].to_list() == [True, False]
     assert any("responses are chat message lists" in n for n in rs.notes)
+
+
+# --- TRL reward weights ------------------------------------------------------------------------
+
+def _trl_by_pyarrow(path: Path) -> None:
+    """A completions file written by pyarrow, as TRL's pandas ``to_parquet`` does."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": ["7"] * 4, "prompt": ["q"] * 4, "completion": ["a", "b", "c", "d"],
+                             "accuracy_reward": [1.0, 0.0, 1.0, float("nan")],
+                             "format_reward": [1.0, 1.0, float("nan"), float("nan")],
+                             "advantage": [0.5, -0.5, 0.5, -0.5]}), path)
+
+
+def test_trl_reward_weights_by_name_and_by_position(tmp_path: Path) -> None:
+    comp = tmp_path / "completions"
+    comp.mkdir()
+    for step in (5, 10):
+        trl_frame(step).write_parquet(comp / f"completions_{step:05d}.parquet")
+    rs = read_rollouts(tmp_path, reward_weights={"format_reward": 0.2, "accuracy_reward": 2.0})
+    # TRL: (rewards_per_func * weights).nansum(dim=1); sample 3 has a NaN format reward
+    assert rs.table["score"].to_list()[:4] == [2.0 + 0.2 * 0.5, 2.0 + 0.2 * 0.5, 0.2 * 0.5, 0.0]
+    assert any("weighted sum" in n and "'format_reward': 0.2" in n for n in rs.notes)
+    assert not any("plain sum" in n for n in rs.notes)
+    listed = read_rollouts(tmp_path, reward_weights=[2.0, 0.2])
+    assert listed.table["score"].to_list() == rs.table["score"].to_list()
+    path = tmp_path / "completions_00007.parquet"
+    _trl_by_pyarrow(path)
+    t = read_rollouts(path, reward_weights=[0.5, 3.0]).table
+    assert t["score"].to_list() == [3.5, 3.0, 0.5, None]  # every reward NaN: no score
+
+
+def test_trl_reward_weights_that_do_not_fit_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "completions_00007.parquet"
+    _trl_by_pyarrow(path)
+    with pytest.raises(InputError, match=r"completions_00007\.parquet: reward_weights names \['accuracy'\] that "
+                       r"are not reward-function columns; the file's columns are \['step', 'prompt', .*'advantage'\] "
+                       r"and its reward functions \['accuracy_reward', 'format_reward'\]; give one weight per"):
+        read_rollouts(path, reward_weights={"accuracy": 1.0, "format_reward": 1.0})
+    with pytest.raises(InputError, match=r"completions_00007\.parquet: reward_weights lacks \['format_reward'\]"):
+        read_rollouts(path, reward_weights={"accuracy_reward": 1.0})
+    with pytest.raises(InputError, match=r"reward_weights has 3 weight\(s\) but the file has 2 reward-function "
+                       r"column\(s\) \['accuracy_reward', 'format_reward'\].*or a list of 2 numbers in that order"):
+        read_rollouts(path, reward_weights=[1.0, 1.0, 1.0])
+    with pytest.raises(InputError, match=r"reward_weights \[nan\] are not finite numbers"):
+        read_rollouts(path, reward_weights=[1.0, float("nan")])
+
+
+def test_reward_weights_only_for_trl(tmp_path: Path) -> None:
+    f = tmp_path / "samples.jsonl"
+    f.write_text('{"prompt": "q", "response": "a", "score": 1.0}\n')
+    with pytest.raises(InputError, match=r"samples\.jsonl: reward_weights apply to TRL completions .* read as 'jsonl'"):
+        read_rollouts(f, reward_weights=[1.0])
+    path = tmp_path / "completions_00001.parquet"
+    trl_frame(1).with_columns(reward=pl.col("accuracy_reward")).write_parquet(path)
+    rs = read_rollouts(path, reward_weights=[1.0, 0.5])
+    assert rs.table["score"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
+    assert any("'reward' column" in n for n in rs.notes)

@@ -5,21 +5,26 @@ Columns: ``step`` (TRL writes it as text), ``prompt`` (text, or a list of chat m
 ``completion`` (text or messages), one column per reward function, extra columns, and
 ``advantage``. Mapping: prompt = the last user message of a chat (groups are formed by the
 whole conversation), response = ``completion``, score = ``reward`` when present, else the
-plain sum of the reward-function columns (every numeric column but ``step`` and
-``advantage``), ignoring NaN as TRL does. TRL weights reward functions by ``reward_weights``,
-which the file does not record, so a plain sum is only right for equal unit weights; a note
-says so. Reward-function columns are kept. At a step that also evaluates, TRL overwrites the
+weighted sum of the reward-function columns (every numeric column but ``step`` and
+``advantage``), ignoring NaN as TRL's ``nansum`` does (a rollout whose every reward is NaN has
+no score). TRL weights reward functions by its ``reward_weights`` argument, which the file does
+not record: pass the same ``reward_weights`` (a mapping name → weight, or a list in column
+order); without it unit weights are assumed and, with several functions, a note says so.
+Reward-function columns are kept. At a step that also evaluates, TRL overwrites the
 train file with the eval completions; a file whose row count differs from the others is noted.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
+from ..errors import InputError
 from ..ingest._record import SkipLog
 from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish
 
@@ -48,22 +53,77 @@ def _read_files(paths: list[Path], skips: SkipLog) -> list[tuple[Path, pl.DataFr
     return frames
 
 
-def _score(df: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, str | None]:
+RewardWeights = Mapping[str, float] | Sequence[float]
+
+
+def _reward_columns(df: pl.DataFrame) -> list[str]:
+    return [c for c, t in df.schema.items() if t.is_numeric() and c not in _NOT_REWARD and not c.startswith("_")]
+
+
+def weights_for(funcs: list[str], weights: RewardWeights, where: str, columns: list[str]) -> list[float]:
+    """One weight per reward-function column, in column order; an InputError naming ``where``, the
+    columns found and the fix when ``weights`` does not fit.
+
+    >>> weights_for(["acc", "fmt"], {"fmt": 0.5, "acc": 1.0}, "f.parquet", [])
+    [1.0, 0.5]
+    """
+    fix = (f"give one weight per reward function, e.g. reward_weights={dict.fromkeys(funcs, 1.0)} "
+           f"or a list of {len(funcs)} numbers in that order")
+    if isinstance(weights, Mapping):
+        unknown = sorted(set(weights) - set(funcs))
+        missing = [f for f in funcs if f not in weights]
+        if unknown or missing:
+            what = f"names {unknown} that are not reward-function columns" if unknown else f"lacks {missing}"
+            raise InputError(f"{where}: reward_weights {what}; the file's columns are {columns} and its reward "
+                             f"functions {funcs}; {fix}")
+        values = [weights[f] for f in funcs]
+    else:
+        values = list(weights)
+        if len(values) != len(funcs):
+            raise InputError(f"{where}: reward_weights has {len(values)} weight(s) but the file has {len(funcs)} "
+                             f"reward-function column(s) {funcs} (columns: {columns}); {fix}")
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
+    if bad:
+        raise InputError(f"{where}: reward_weights {bad} are not finite numbers; {fix}")
+    return [float(v) for v in values]
+
+
+def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
+           what: str) -> tuple[pl.DataFrame, str | None]:
     if "reward" in df.columns:
+        if weights is not None:
+            notes.append("the files have a 'reward' column (the weighted total): it is the score, and "
+                         "reward_weights were not needed")
         return df, "reward"
-    funcs = [c for c, t in df.schema.items() if t.is_numeric() and c not in _NOT_REWARD]
+    funcs = _reward_columns(df)
     if not funcs:
         notes.append("no reward column found: the table has no score")
         return df, None
-    vals = [pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c).cast(pl.Float64)) for c in funcs]
+    cols = [c for c in df.columns if not c.startswith("_")]
+    w = weights_for(funcs, weights, what, cols) if weights is not None else [1.0] * len(funcs)
+    # TRL: (rewards_per_func * weights).nansum(dim=1); NaN marks a function that gave no reward
+    vals = [pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c).cast(pl.Float64) * wi)
+            for c, wi in zip(funcs, w, strict=True)]
     total = pl.when(pl.all_horizontal([v.is_null() for v in vals])).then(None).otherwise(pl.sum_horizontal(vals))
-    if len(funcs) > 1:
+    if weights is not None:
+        notes.append(f"score = weighted sum of the reward functions {dict(zip(funcs, w, strict=True))}, "
+                     "NaN ignored as TRL's nansum")
+    elif len(funcs) > 1:
         notes.append(f"score = plain sum of the reward functions {funcs}: TRL weights them by reward_weights, "
-                     "which the completions file does not record; equal unit weights were assumed")
+                     "which the completions file does not record; equal unit weights were assumed "
+                     "(pass reward_weights, CLI --reward-weights, if the run used others)")
     return df.with_columns(total.alias("_score")), "_score"
 
 
-def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str) -> RolloutSet:
+def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeights | None) -> None:
+    """Check ``weights`` against every file's reward columns, so an error names the file."""
+    for path, df in frames:
+        if weights is not None and "reward" not in df.columns:
+            weights_for(_reward_columns(df), weights, str(path), [c for c in df.columns if not c.startswith("_")])
+
+
+def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
+         reward_weights: RewardWeights | None = None) -> RolloutSet:
     skips, notes = SkipLog(), list[str]()
     frames = _read_files(paths, skips)
     counts = Counter(f.height for _, f in frames)
@@ -77,7 +137,8 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
         df = chat_columns(df, "prompt", "completion", notes)
         key = "prompt_messages" if "prompt_messages" in df.columns else "prompt"
         df = df.with_columns(pl.col(key).alias(KEY)) if key in df.columns else df
-    df, score = _score(df, notes) if df.height else (df, None)
+    _check_weights(frames, reward_weights)
+    df, score = _score(df, notes, reward_weights, what) if df.height else (df, None)
     fields = {"step": "step", "prompt": "prompt", "response": "completion", "advantage": "advantage",
               "score": score}
     cmap = ColumnMap(**{k: v for k, v in fields.items() if v is not None and v in df.columns})

@@ -18,8 +18,9 @@ from typing import Any
 
 import polars as pl
 
+from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, steps, tokens
-from .readers import ColumnMap, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
+from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -153,22 +154,27 @@ def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
                            (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP))
 
 
-def _load(source: Any, columns: ColumnMap | None, group_size: int | None) -> RolloutSet:
+def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
+          reward_weights: RewardWeights | None) -> RolloutSet:
+    if isinstance(source, (str, Path)):
+        return read_rollouts(source, columns=columns, group_size=group_size, reward_weights=reward_weights)
+    if reward_weights is not None:
+        raise InputError(f"reward_weights apply when reading TRL completion files, not to a {type(source).__name__}; "
+                         "give the path of the completions, or put the weighted total in the score column")
     if isinstance(source, RolloutSet):
         return source
-    if isinstance(source, (str, Path)):
-        return read_rollouts(source, columns=columns, group_size=group_size)
     if isinstance(source, list):
         return rollouts_from_records(source, columns=columns)
     return rollouts_from_frame(source, columns=columns)
 
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
-                     group_size: int | None = None) -> RolloutAnalysis:
+                     group_size: int | None = None, reward_weights: RewardWeights | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
-    a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame.
+    a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
+    :func:`read_rollouts` (TRL completion files only).
 
     Example:
         >>> import rlvitals
@@ -177,7 +183,7 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         >>> a.steps["pass@2"].to_list()
         [1.0]
     """
-    rollouts = _load(source, columns, group_size)
+    rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:

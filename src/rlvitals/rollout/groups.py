@@ -125,7 +125,7 @@ def _names(ks: tuple[int, ...]) -> tuple[str, ...]:
     without answers, so every state built with the same ks has the same columns)."""
     names = ["std_sample", "std_pop"]
     for k in ks:
-        names += [f"pass@{k}", f"pass_gap@{k}", f"g_pass@{k}", f"maj@{k}", f"reasoning/self_consistency_gap@{k}"]
+        names += [f"pass@{k}", f"maj@{k}", f"pass_gap@{k}", f"g_pass@{k}", f"reasoning/self_consistency_gap@{k}"]
     return tuple(names)
 
 

@@ -136,10 +136,10 @@ def _chunk_steps(df: pl.DataFrame, target: str, keep: bool) -> dict[int, StepLen
     out: dict[int, StepLengths] = {}
     sums = {int(r[STEP]): r for r in _rank_sums(known, target).iter_rows(named=True)}
     for (step,), part in known.group_by(STEP):
-        r = sums[int(step)]  # type: ignore[call-overload]
+        r = sums[int(step)]
         x = part[LENGTH].cast(pl.Float64).to_numpy() if keep else np.empty(0)
         y = part[target].cast(pl.Float64).to_numpy() if keep else np.empty(0)
-        out[int(step)] = StepLengths(part.height, int(r["sxy"]), int(r["sxx"]), int(r["syy"]), x, y)  # type: ignore[call-overload]
+        out[int(step)] = StepLengths(part.height, int(r["sxy"]), int(r["sxx"]), int(r["syy"]), x, y)
     if TRUNCATED in df.columns:
         trunc = df.group_by(STEP).agg(t=pl.col(TRUNCATED).sum(), k=pl.col(TRUNCATED).count())
         for step, t, k in trunc.iter_rows():

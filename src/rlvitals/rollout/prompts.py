@@ -123,7 +123,7 @@ def update(state: PromptState | None, chunk: pl.DataFrame, *, top: float | None 
         _require(chunk, SCORE, CORRECT)
     steps: dict[int, StepPrompts] = {}
     for (step,), g in _per_group(chunk).group_by(STEP):
-        steps[int(step)] = StepPrompts(g["mean"].to_numpy(), g["pos"].to_numpy(),  # type: ignore[call-overload]
+        steps[int(step)] = StepPrompts(g["mean"].to_numpy(), g["pos"].to_numpy(),
                                        g["bucket"].cast(pl.Int64).to_numpy(), g["absadv"].to_numpy())
     cols = frozenset(c for c in (SCORE, CORRECT, ADVANTAGE) if c in chunk.columns)
     return merge(state, PromptState(state.top, cols, steps))

@@ -38,19 +38,23 @@ from ..ingest._text import iter_lines
 from . import _trl, _verl
 from . import schema as S
 from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, frame_from_rows
+from ._trl import RewardWeights
 
-__all__ = ["ColumnMap", "RolloutSet", "read_rollouts", "rollouts_from_frame", "rollouts_from_records"]
+__all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "read_rollouts", "rollouts_from_frame", "rollouts_from_records"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
 
 
 def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_size: int | None = None,
-                  split: str | None = None) -> RolloutSet:
+                  split: str | None = None, reward_weights: RewardWeights | None = None) -> RolloutSet:
     """Read a rollout file or folder into a :class:`RolloutSet`.
 
     ``group_size`` (GRPO's G, veRL's ``rollout.n``) is checked against every group, and a
     mismatch is noted; ``split`` (``"train"``, ``"val"`` ...) fills the split column.
+    ``reward_weights`` (TRL completions only: a mapping reward function → weight, or a list in
+    column order, as given to TRL's ``GRPOConfig.reward_weights``) makes the score the weighted
+    sum TRL trained on; without it the reward functions are summed with unit weights.
 
     >>> rs = read_rollouts("rollouts/")            # doctest: +SKIP
     >>> rs.format, rs.table.height, rs.skips.count  # doctest: +SKIP
@@ -63,15 +67,15 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
         raise InputError(f"{p}: no such file or folder; give the path of a rollout dump")
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
-        return _read_folder(p, columns, kw)
+        return _weighted(_read_folder(p, columns, kw, reward_weights), reward_weights, p)
     if columns is not None:
-        return _generic([p], columns, kw)
+        return _weighted(_generic([p], columns, kw), reward_weights, p)
     if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
-        return _verl.read([p], **kw)
+        return _weighted(_verl.read([p], **kw), reward_weights, p)
     if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
-        return _trl.read([p], **kw)
+        return _trl.read([p], **kw, reward_weights=reward_weights)
     if p.suffix in _TABLES:
-        return _generic([p], None, kw)
+        return _weighted(_generic([p], None, kw), reward_weights, p)
     raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                              "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
 
@@ -84,7 +88,17 @@ def _is_trl_parquet(p: Path) -> bool:
     return "prompt" in names and "completion" in names
 
 
-def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any]) -> RolloutSet:
+def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> RolloutSet:
+    """``rs`` when no weights were given; reward weights only mean something for TRL completions."""
+    if weights is not None and rs.format != _trl.FORMAT:
+        raise InputError(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
+                         f"this was read as {rs.format!r}; drop reward_weights, or map the total reward column "
+                         "as the score")
+    return rs
+
+
+def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
+                 weights: RewardWeights | None) -> RolloutSet:
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
     if columns is not None:
         tables = [f for f in files if f.suffix in _TABLES]
@@ -98,7 +112,7 @@ def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any]) -> Roll
     pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
-        return _trl.read(trl, **kw)
+        return _trl.read(trl, **kw, reward_weights=weights)
     raise _empty_or_unknown(p, files)
 
 

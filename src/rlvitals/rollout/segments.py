@@ -177,7 +177,7 @@ def update(state: SegmentState | None, chunk: pl.DataFrame, *, tags: SegmentTags
     """Fold a chunk of rollouts into ``state`` (None: a new state with the given options)."""
     if state is None:
         state = SegmentState(tags or SegmentTags(), tool_call_cap)
-    elif (tags is not None and tags != state.tags) or (tool_call_cap is not None and tool_call_cap != state.tool_call_cap):
+    elif not (tags in (None, state.tags) and tool_call_cap in (None, state.tool_call_cap)):
         raise ValueError("update: tags or tool_call_cap differ from the state's settings; build a new state instead")
     steps = _step_counts(rollout_segments(chunk, state.tags), state.tool_call_cap)
     return merge(state, SegmentState(state.tags, state.tool_call_cap, steps))

@@ -97,7 +97,7 @@ def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | 
     """Fold a chunk of rollouts into ``state`` (None: a new state with the given options)."""
     if state is None:
         state = TokenState(threshold, FORKING_QUANTILE if quantile is None else quantile)
-    elif (threshold is not None and threshold != state.threshold) or (quantile is not None and quantile != state.quantile):
+    elif not (threshold in (None, state.threshold) and quantile in (None, state.quantile)):
         raise ValueError("update: threshold or quantile differ from the state's settings; build a new state instead")
     has_ent = TOKEN_ENTROPY in chunk.columns
     has_cov = TOKEN_LOGPROB in chunk.columns and TOKEN_ADVANTAGE in chunk.columns
@@ -111,7 +111,7 @@ def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | 
         ent = _flat(part, TOKEN_ENTROPY) if has_ent else np.empty(0)
         both = (part.select(TOKEN_LOGPROB, TOKEN_ADVANTAGE).explode(TOKEN_LOGPROB, TOKEN_ADVANTAGE).drop_nulls()
                 if has_cov else pl.DataFrame({TOKEN_LOGPROB: [], TOKEN_ADVANTAGE: []}))
-        steps[int(step)] = StepTokens(ent, both[TOKEN_LOGPROB].cast(pl.Float64).to_numpy(),  # type: ignore[call-overload]
+        steps[int(step)] = StepTokens(ent, both[TOKEN_LOGPROB].cast(pl.Float64).to_numpy(),
                                       both[TOKEN_ADVANTAGE].cast(pl.Float64).to_numpy())
     return merge(state, TokenState(state.threshold, state.quantile, has_ent, has_cov, steps))
 
