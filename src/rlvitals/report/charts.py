@@ -1,0 +1,126 @@
+"""Charts of the report's page model: series in, small JSON-able dicts out (drawn client-side by Plotly).
+
+A chart is ``{"id", "keys", "kind", "traces", "markers"}``; a trace carries its downsampled points
+(:mod:`rlvitals.downsample`: a spike is never averaged away), how many points it had before, the
+non-finite values of the whole series, and the non-finite points that survived as markers. Values
+are rounded to a few significant digits of the series' typical magnitude: a chart is about 1000
+pixels tall at most, and a shorter number is most of the JSON a 200-chart report sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..diagnosis import Finding
+from ..downsample import downsample_index, nonfinite
+
+DIGITS = 6  # significant digits kept for a series' typical value
+
+Chart = dict[str, Any]
+Trace = dict[str, Any]
+
+
+def _decimals(y: np.ndarray) -> int:
+    """Decimal places that keep ``DIGITS`` significant digits of the median non-zero magnitude."""
+    mags = np.abs(y[np.isfinite(y) & (y != 0)])
+    if not len(mags):
+        return 0
+    return int(np.clip(DIGITS - 1 - np.floor(np.log10(np.median(mags))), 0, 15))
+
+
+def _bad_points(x: np.ndarray, y: np.ndarray) -> list[list[Any]]:
+    bad = ~np.isfinite(y)
+    kinds = np.where(np.isnan(y[bad]), "nan", np.where(y[bad] > 0, "+inf", "-inf"))
+    return [[int(a) if float(a).is_integer() else float(a), str(k)] for a, k in zip(x[bad], kinds, strict=True)]
+
+
+def _xs(x: np.ndarray) -> list[Any]:
+    values: list[Any] = x.astype(np.int64).tolist() if np.all(np.mod(x, 1) == 0) else x.tolist()
+    return values
+
+
+def trace(name: str, run: str, key: str, x: np.ndarray, y: np.ndarray, buckets: int) -> Trace:
+    """One line of a chart: ``y`` over ``x`` (steps), reduced to at most ``4 * buckets`` points.
+
+    Non-finite values become ``null`` in ``y`` (a gap) and are listed in ``bad`` so the chart can
+    mark them; ``nonfinite`` counts them over the whole series.
+
+    Example:
+        >>> import numpy as np
+        >>> t = trace("kl", "r0", "actor/ppo_kl", np.arange(3), np.array([0.1, np.nan, 0.3]), 100)
+        >>> t["y"], t["bad"], t["n"]
+        ([0.1, None, 0.3], [[1, 'nan']], 3)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    keep = downsample_index(x, y, buckets)
+    xs, ys = x[keep], y[keep]
+    rounded = np.round(ys, _decimals(ys))
+    values = [None if not np.isfinite(v) else v for v in rounded.tolist()]
+    return {"name": name, "run": run, "key": key, "x": _xs(xs), "y": values, "bad": _bad_points(xs, ys),
+            "n": int(len(x)), "nonfinite": nonfinite(x, y)}
+
+
+def chart(cid: str, keys: Iterable[str], traces: Sequence[Trace], kind: str = "line",
+          title: Mapping[str, str] | None = None) -> Chart:
+    """A chart record; ``keys`` are the canonical metric keys it shows (findings on them get markers)."""
+    return {"id": cid, "keys": sorted(set(keys)), "kind": kind, "traces": list(traces), "markers": [],
+            "title": dict(title) if title else None}
+
+
+def stacked(cid: str, steps: np.ndarray, parts: Mapping[str, np.ndarray], run: str, label: str,
+            buckets: int) -> Chart:
+    """Stacked shares of several series sharing one step axis (the time per phase of a step).
+
+    The steps kept are those the downsampling keeps for the parts' sum, so every part is taken
+    at the same steps and a slow step stays in. Plotly normalises the stack to percent.
+    """
+    total = np.nansum(np.vstack(list(parts.values())), axis=0)
+    keep = downsample_index(steps, total, buckets)
+    traces = []
+    for key, values in parts.items():
+        vals = np.asarray(values, dtype=np.float64)[keep]
+        rounded = np.round(vals, _decimals(vals))
+        traces.append({"name": f"{label}{key}", "run": run, "key": key, "x": _xs(steps[keep]),
+                       "y": [None if not np.isfinite(v) else v for v in rounded.tolist()], "bad": [],
+                       "n": int(len(steps)), "nonfinite": nonfinite(steps, values)})
+    return chart(cid, parts.keys(), traces, kind="stack")
+
+
+@dataclass
+class Page:
+    """The charts collected while a page model is built; ids are assigned in order (``c0``, ``c1`` …)."""
+
+    buckets: int
+    charts: dict[str, Chart] = field(default_factory=dict)
+
+    def add(self, keys: Sequence[str], traces: list[Trace], kind: str = "line",
+            title: Mapping[str, str] | None = None) -> str:
+        cid = f"c{len(self.charts)}"
+        self.charts[cid] = chart(cid, keys, traces, kind, title)
+        return cid
+
+
+def add_markers(charts: Mapping[str, Chart], findings: Sequence[tuple[str, str, Finding]]) -> dict[str, list[str]]:
+    """Put each warn/fail finding with an onset on every chart that shows one of its metrics:
+    an onset line and, when it lasts, a span band. Returns ``{finding id: [chart ids]}``."""
+    by_key: dict[str, list[str]] = {}
+    for cid, c in charts.items():
+        for key in c["keys"]:
+            by_key.setdefault(key, []).append(cid)
+    where: dict[str, list[str]] = {}
+    for fid, run, f in findings:
+        if f.status not in ("warn", "fail") or f.onset_step is None:
+            continue
+        cids = list(dict.fromkeys(cid for key in f.metrics for cid in by_key.get(key, [])))
+        where[fid] = cids
+        for cid in cids:
+            c = charts[cid]
+            if any(t["run"] == run for t in c["traces"]):
+                c["markers"].append({"finding": fid, "run": run, "status": f.status, "onset": f.onset_step,
+                                     "span": list(f.span) if f.span else None, "check": f.check})
+    return where

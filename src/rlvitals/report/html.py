@@ -1,0 +1,149 @@
+"""The page model as one self-contained HTML file: jinja2 templates, the data as embedded JSON, and a
+small script that draws the charts client-side with Plotly (inlined from the plotly package, or a
+CDN ``<script src>`` with ``cdn=True`` for a small file).
+
+Nothing is computed here. Every string from a log or a rollout is escaped: the templates autoescape,
+the embedded JSON escapes ``<``, ``>``, ``&`` and U+2028/U+2029, and the script puts rollout text
+into the page with ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from ..errors import RlvitalsError
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+UI: dict[str, tuple[str, str]] = {
+    "title": ("rlvitals report", "rlvitals 训练诊断报告"),
+    "verdict": ("verdict", "结论"),
+    "runs": ("Runs", "训练"),
+    "steps": ("steps", "步"),
+    "metrics": ("metrics", "指标"),
+    "findings": ("Findings", "发现"),
+    "others": ("Passed and skipped checks", "通过与跳过的检查"),
+    "advice": ("Advice", "建议"),
+    "evidence": ("Evidence", "证据"),
+    "charts": ("Curves", "曲线"),
+    "validation": ("Validation per data source", "按数据源的验证集"),
+    "no_charts": ("This run logged no metric of this layer.", "本次训练没有记录这一层的指标。"),
+    "rollouts": ("Rollouts", "Rollout 样本"),
+    "rollouts_at": ("rollouts at step", "该步的 rollout"),
+    "on_chart": ("on the chart", "在图上"),
+    "comparison": ("Comparison of runs", "多次训练对比"),
+    "per_token_missing": ("No run logged per-token timings (timing_per_token_ms/*): compare step times with care.",
+                          "没有训练记录每 token 耗时（timing_per_token_ms/*）：比较步耗时时要谨慎。"),
+    "glossary": ("Metric glossary", "指标释义"),
+    "meaning": ("Meaning", "含义"),
+    "read": ("How to read it", "怎么看"),
+    "points": ("points shown of", "个点，共"),
+    "nonfinite": ("not finite", "个非有限值"),
+    "step": ("step", "步"),
+    "notes": ("Notes", "说明"),
+    "skipped_families": ("Not computed", "未计算"),
+}
+STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "ok": ("OK", "正常"),
+                                      "skipped": ("SKIPPED", "跳过")}
+
+
+def safe_json(obj: Any) -> str:
+    """JSON to embed inside ``<script type="application/json">``: no ``</script>``, comment opener or
+    line separator can end the block or the script early.
+
+    Example:
+        >>> safe_json({"t": "</script><b>&"})
+        '{"t":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e\\\\u0026"}'
+    """
+    text = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    for char, escaped in _JSON_ESCAPES.items():
+        text = text.replace(char, escaped)
+    return text
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("rlvitals.report", "templates"), undefined=StrictUndefined,
+                      autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
+                      lstrip_blocks=True)
+    return env
+
+
+def _script(name: str) -> str:
+    text = resources.files("rlvitals.report").joinpath("templates", name).read_text(encoding="utf-8")
+    return _inline(text)
+
+
+def _inline(js: str) -> str:
+    """A script's text made safe to sit inside ``<script>…</script>`` (``</`` cannot close it early)."""
+    return js.replace("</", "<\\/")
+
+
+def _plotly(cdn: bool) -> tuple[str, str]:
+    """``(inline source, CDN url)``: one of them is empty."""
+    try:
+        from plotly.offline import get_plotlyjs, get_plotlyjs_version  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - plotly is a dependency of the report
+        raise RlvitalsError("report: the plotly package is needed to draw the charts; "
+                            "install it with 'pip install plotly'") from exc
+    if cdn:
+        return "", f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    return _inline(get_plotlyjs()), ""
+
+
+def _names(page: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``{key: {"en": name, "zh": name}}`` for every key in the glossary."""
+    out = {}
+    for entry in page["glossary"]:
+        for key in entry["keys"]:
+            out[key] = {"en": entry["en"]["name"], "zh": entry["zh"]["name"]}
+    return out
+
+
+def when(f: Mapping[str, Any]) -> dict[str, str] | None:
+    """A finding's onset and span in words, both languages; None when it has no onset."""
+    onset, span = f["onset"], f["span"]
+    if onset is None:
+        return None
+    if span and span[0] != span[1]:
+        return {"en": f"since step {onset} (steps {span[0]}–{span[1]})",
+                "zh": f"自第 {onset} 步（{span[0]}–{span[1]}）"}
+    return {"en": f"at step {onset}", "zh": f"第 {onset} 步"}
+
+
+def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
+    """The report as one HTML document (see the module docstring).
+
+    Example:
+        >>> from rlvitals.diagnosis import diagnose
+        >>> from rlvitals.pathologies import Spec, scenario
+        >>> from rlvitals.report.model import build_page
+        >>> from rlvitals.scenarios import run_from_series
+        >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
+        >>> html = render_html(build_page([run], [diagnose(run)]), cdn=True)
+        >>> html.startswith("<!doctype html>"), 'id="layer-L5"' in html
+        (True, True)
+    """
+    inline, src = _plotly(cdn)
+    data = {"charts": page["charts"], "rollouts": page["rollouts"],
+            "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
+    return _env().get_template("report.html.j2").render(
+        page=page, ui=UI, status=STATUS, names=_names(page), when=when, plotly_inline=inline, plotly_src=src,
+        data_json=safe_json(data), report_js=_script("report.js"), report_css=_script("report.css"))
+
+
+def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False) -> int:
+    """Render ``page`` and write it to ``path``; returns the bytes written."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise RlvitalsError(f"report: cannot write {str(target)!r}: the folder {str(target.parent)!r} does not "
+                            "exist; create it or choose another -o path")
+    data = render_html(page, cdn=cdn).encode("utf-8")
+    target.write_bytes(data)
+    return len(data)
