@@ -69,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("formats", help="list the log formats rlvitals reads")
 
+    rep = sub.add_parser("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
+    rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
+    rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps of the run(s)")
+    rep.add_argument("--cdn", action="store_true", help="load Plotly from its CDN (small file, needs a network)")
+    rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
+    rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
+
     wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
     wat.add_argument("--alert", action="append", default=[], metavar="SINK",
@@ -309,6 +318,32 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         watcher.close()
 
 
+def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .config import load_config
+    from .diagnosis import diagnose
+    from .report import build_page, write_report
+
+    try:
+        config = load_config(args.config) if args.config else None
+        rollouts = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None) if args.rollouts else None
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    runs, status = _load_all(list(args.paths), args.fmt, err)
+    if not runs:
+        return EXIT_USAGE
+    if rollouts is not None:
+        runs = [run.with_series(rollouts.series()) for run in runs]
+    diagnoses = [diagnose(run, config) for run in runs]
+    try:
+        size = write_report(args.output, build_page(runs, diagnoses, rollouts, lang=args.lang), cdn=args.cdn)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    out.write(f"wrote {args.output}: {len(runs)} run(s), {size / 1e6:.1f} MB\n")
+    return status
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -329,6 +364,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _example(args, out)
     if args.command == "watch":
         return _watch(args, out, err)
+    if args.command == "report":
+        return _report(args, out, err)
     return _formats(out)
 
 
