@@ -23,8 +23,6 @@ from rlvitals.run import Run
 from rlvitals.simulate import Scenario, console_lines, jsonl_lines
 from rlvitals.watch.sources import Follow, LineSource, SnapshotSource
 
-
-
 SC = Scenario(steps=60, collapse_at=40, grad_spike_at=None)
 
 
@@ -130,7 +128,8 @@ def test_window_records_point_at_their_true_line(tmp_path: Path) -> None:
     src.poll()
     _append(log, b"not json\n" + lines[5])
     src.poll()
-    assert src.builder.skipped.reasons == [f"{log}:6: not a JSON object (invalid literal, expected 'null'); the line was skipped"]
+    reason = "not a JSON object (invalid literal, expected 'null'); the line was skipped"
+    assert src.builder.skipped.reasons == [f"{log}:6: {reason}"]
 
 
 def test_truncation_after_a_poll_keeps_old_steps_and_reads_the_new_content(tmp_path: Path) -> None:

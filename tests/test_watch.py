@@ -1,0 +1,303 @@
+"""The watcher end to end: a real growing log, real sinks (a local HTTP server, a real command,
+a JSONL file), a restart on the same state file, ``--exit-on``, and every user-facing error."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import socket
+import sqlite3
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlvitals import load
+from rlvitals.cli import main
+from rlvitals.diagnosis import Finding
+from rlvitals.errors import RlvitalsError
+from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.watch.alerts import Alert, Observation, decide
+from rlvitals.watch.sinks import CommandSink, JsonlSink, WebhookSink, parse_sink, webhook_body
+from rlvitals.watch.state import WatchState, default_state_path
+from rlvitals.watch.view import LiveView, PlainView
+from rlvitals.watch.watcher import Watcher, WatchOptions
+
+# entropy collapses at step 80 (fails from ~86), a grad-norm spike at 150 (a new warning)
+SC = Scenario(steps=200, collapse_at=80, grad_spike_at=150)
+LINES = [line + b"\n" for line in jsonl_lines(SC)]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Hook(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        server: Any = self.server
+        server.received.append((self.headers["Content-Type"], json.loads(body)))
+        self.send_response(server.code)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Quiet: the test reads what arrived, not the access log."""
+
+
+@pytest.fixture
+def hook() -> Iterator[Any]:
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    server.received, server.code = [], 200
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def _url(server: Any) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/hook"
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _watcher(tmp: Path, log: Path, sinks: list[Any], clock: Clock,
+             **options: Any) -> tuple[Watcher, io.StringIO, io.StringIO]:
+    out, err = io.StringIO(), io.StringIO()
+    w = Watcher([log], WatchState(tmp / "state.sqlite"), sinks, WatchOptions(**options),
+                view=PlainView(out, err), clock=clock, sleep=lambda s: None)
+    return w, out, err
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as fh:
+        fh.write(data)
+
+
+def _feed(w: Watcher, log: Path, clock: Clock, start: int, stop: int, chunk: int = 7) -> list[Alert]:
+    """Write LINES[start:stop] in chunks that cut lines in half, one cycle after each."""
+    data = b"".join(LINES[start:stop])
+    sent = []
+    for at in range(0, len(data), chunk * 1000):
+        _append(log, data[at : at + chunk * 1000])
+        clock.now += 1.0
+        sent.extend(w.cycle())
+    return sent
+
+
+def test_growing_log_alerts_once_per_finding_and_survives_a_restart(tmp_path: Path, hook: Any) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"")
+    jsonl = tmp_path / "alerts.jsonl"
+    sinks = [parse_sink(f"jsonl:{jsonl}"), parse_sink(f"webhook:{_url(hook)}")]
+    clock = Clock()
+    w, out, err = _watcher(tmp_path, log, sinks, clock)
+    first = _feed(w, log, clock, 0, 120)
+    collapse = [a for a in first if a.check == "entropy_collapse"]
+    assert len(collapse) == 1 and collapse[0].status == "fail" and 80 <= collapse[0].step <= 100
+    assert not any(a.check == "grad_norm_spike" for a in first)
+    w.close()  # killed: a new watcher starts on the same state file
+
+    w2, out2, err2 = _watcher(tmp_path, log, sinks, clock)
+    clock.now += 1.0
+    assert w2.cycle() == []  # everything already seen is re-read, nothing is re-sent
+    second = _feed(w2, log, clock, 120, 200)
+    assert [a.check for a in second if a.kind == "new"] == ["grad_norm_spike"]
+    assert all(a.kind == "escalated" for a in second if a.check != "grad_norm_spike")
+
+    every = first + second
+    pairs = [(a.key, a.status) for a in every]
+    assert len(pairs) == len(set(pairs)), "an alert was repeated"
+    written = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [(a["key"], a["status"]) for a in written] == pairs
+    assert [body["rlvitals"]["key"] for _, body in hook.received] == [a.key for a in every]
+    ctype, body = hook.received[0]
+    assert ctype == "application/json" and body["text"] == body["content"] == "rlvitals: " + every[0].text()
+    assert out.getvalue().count("\n") == len(first) and "FAIL entropy_collapse" in out.getvalue()
+    assert err.getvalue() == err2.getvalue() == ""
+    run = w2.follows[0].runs()[0]
+    assert run.frame.equals(load(log)[0].frame)
+    assert w2.state.pending() == []
+
+
+def test_pending_alert_of_a_killed_watcher_is_delivered_once(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:5]))
+    finding = Finding("kl_spike", "L1", "warn", {"en": "t"}, {"en": "KL spiked"}, {"en": "a"}, ("actor/ppo_kl",))
+    alerts, keys = decide({}, [Observation(str(log), 5, [finding])], 0.0)
+    target = tmp_path / "a.jsonl"
+    state = WatchState(tmp_path / "state.sqlite")
+    state.commit({}, keys, alerts, [f"jsonl:{target}"])  # committed, then killed before the sink ran
+    state.close()
+    for _ in range(2):
+        w, _, _ = _watcher(tmp_path, log, [parse_sink(f"jsonl:{target}")], Clock())
+        w.close()
+    assert [json.loads(x)["check"] for x in target.read_text().splitlines()] == ["kl_spike"]
+
+
+def _one_alert() -> Alert:
+    f = Finding("entropy_collapse", "L4", "fail", {"en": "t"}, {"en": "Entropy collapsed"}, {"en": "a"},
+                ("actor/entropy",), onset_step=180)
+    return decide({}, [Observation("run.log", 190, [f])], 0.0)[0][0]
+
+
+def test_command_hook_runs_with_env_and_stdin(tmp_path: Path) -> None:
+    target = tmp_path / "hook.json"
+    code = ("import json, os, sys; open(sys.argv[1], 'w').write(json.dumps({'env': {k: v for k, v in "
+            "os.environ.items() if k.startswith('RLVITALS_')}, 'stdin': json.load(sys.stdin)}))")
+    sink = parse_sink("command:" + shlex.join([sys.executable, "-c", code, str(target)]))
+    assert isinstance(sink, CommandSink)
+    assert sink.send(_one_alert()) is None
+    got = json.loads(target.read_text())
+    assert got["env"]["RLVITALS_CHECK"] == "entropy_collapse" and got["env"]["RLVITALS_STATUS"] == "fail"
+    assert got["env"]["RLVITALS_STEP"] == "190" and got["stdin"]["onset_step"] == 180
+
+
+def test_command_hook_failures_are_reported(tmp_path: Path) -> None:
+    failing = CommandSink([sys.executable, "-c", "import sys; sys.stderr.write('no job\\n'); sys.exit(3)"])
+    assert (failing.send(_one_alert()) or "").endswith("exited with 3 no job")
+    missing = CommandSink([str(tmp_path / "no-such-program")])
+    assert "could not run it" in (missing.send(_one_alert()) or "")
+
+
+def test_webhook_errors_are_reported_not_raised(hook: Any) -> None:
+    down = WebhookSink(f"http://127.0.0.1:{_closed_port()}/hook", timeout=2.0)
+    assert "could not deliver the alert" in (down.send(_one_alert()) or "")
+    hook.code = 500
+    refused = WebhookSink(_url(hook))
+    assert refused.send(_one_alert()) == f"webhook {_url(hook)}: the server answered 500 Internal Server Error; " \
+                                         "the alert was not accepted"
+
+
+def test_an_unreachable_webhook_does_not_stop_the_other_sinks(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:120]))
+    jsonl = tmp_path / "a.jsonl"
+    url = f"http://127.0.0.1:{_closed_port()}/"
+    w, _, err = _watcher(tmp_path, log, [parse_sink(f"webhook:{url}"), parse_sink(f"jsonl:{jsonl}")], Clock())
+    alerts = w.cycle()
+    assert alerts and len(jsonl.read_text().splitlines()) == len(alerts)
+    assert err.getvalue().count(f"rlvitals: webhook {url}: could not deliver the alert") == len(alerts)
+    assert w.state.pending() == []
+
+
+def test_webhook_body_fits_slack_and_discord() -> None:
+    alert = _one_alert()
+    long = Alert.from_json({**alert.to_json(), "message": {"en": "x" * 5000}})
+    body = webhook_body(long)
+    assert len(str(body["content"])) == 2000 and len(str(body["text"])) > 2000
+
+
+def test_run_loop_exits_on_fail_while_the_log_grows(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:40]))
+    written = [40]
+    clock = Clock()
+
+    def sleep(seconds: float) -> None:  # the trainer writes 5 steps per interval
+        clock.now += seconds
+        _append(log, b"".join(LINES[written[0] : written[0] + 5]))
+        written[0] += 5
+
+    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(interval=1.0, exit_on="fail"),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, sleep=sleep)
+    assert w.run() == 1
+    assert 85 <= written[0] <= 100  # stopped soon after the collapse, long before the end
+
+
+def test_cli_watch_once_dedupes_across_invocations(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:120]))
+    jsonl = tmp_path / "a.jsonl"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["watch", str(log), "--once", "--alert", f"jsonl:{jsonl}"], out, err) == 0
+    assert default_state_path(log).is_file() and err.getvalue() == ""
+    n = len(jsonl.read_text().splitlines())
+    assert n >= 3 and out.getvalue().count("\n") == n
+    out2 = io.StringIO()
+    assert main(["watch", str(log), "--once", "--alert", f"jsonl:{jsonl}", "--exit-on", "fail"], out2, err) == 1
+    assert out2.getvalue() == "" and len(jsonl.read_text().splitlines()) == n
+    assert main(["watch", str(log), "--once", "--exit-on", "fail", "--state", str(tmp_path / "x.sqlite"),
+                 "--config", str(tmp_path / "missing.toml")], out2, err) == 2
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("smtp:ops@example.com", "--alert 'smtp:ops@example.com': unknown sink 'smtp'; expected jsonl:FILE"),
+    ("jsonl:", "--alert 'jsonl:': expected KIND:TARGET"),
+    ("webhook", "--alert 'webhook': expected KIND:TARGET"),
+    ("webhook:ftp://x", "the webhook URL must start with http:// or https://"),
+    ("command:echo 'unbalanced", "the command does not parse (No closing quotation); check its quotes"),
+])
+def test_bad_alert_specs(tmp_path: Path, spec: str, message: str) -> None:
+    with pytest.raises(RlvitalsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_sink(spec)
+    err = io.StringIO()
+    assert main(["watch", str(tmp_path / "x.log"), "--once", "--alert", spec], io.StringIO(), err) == 2
+    assert message in err.getvalue()
+
+
+def test_bad_interval_is_a_usage_error(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main(["watch", str(tmp_path / "x.log"), "--interval", "0"], io.StringIO(), err) == 2
+    assert "expected a positive interval" in err.getvalue()
+
+
+def test_unreadable_state_file(tmp_path: Path) -> None:
+    bad = tmp_path / "state.sqlite"
+    bad.write_bytes(b"this is not a database, it is a note" * 100)
+    with pytest.raises(RlvitalsError, match="cannot use this file as the watch state .*pass --state NEW_FILE"):
+        WatchState(bad)
+    err = io.StringIO()
+    assert main(["watch", str(tmp_path / "x.log"), "--once", "--state", str(bad)], io.StringIO(), err) == 2
+    assert f"rlvitals: {bad}: cannot use this file as the watch state" in err.getvalue()
+
+
+def test_state_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    WatchState(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE schema SET version = 99")
+    db.close()
+    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 1"):
+        WatchState(path)
+
+
+def test_state_file_is_in_wal_mode(tmp_path: Path) -> None:
+    state = WatchState(tmp_path / "s.sqlite")
+    assert state.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    state.close()
+
+
+def test_jsonl_sink_reports_an_unwritable_file(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    assert (JsonlSink(folder).send(_one_alert()) or "").startswith(f"jsonl:{folder}: could not append the alert")
+
+
+def test_live_view_shows_every_layer(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:120]))
+    out = io.StringIO()
+    view = LiveView(out, io.StringIO())
+    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], view=view, clock=Clock())
+    alerts = w.cycle()
+    view.close()
+    text = out.getvalue()
+    for name in ("Generalisation", "Training stability", "Policy behaviour", "Learning signal", "Exploration",
+                 "Reasoning quality", "Efficiency"):
+        assert name in text
+    assert f"{log}" in text and "entropy_collapse" in text and len(alerts) >= 3
