@@ -7,7 +7,9 @@ success probability p ~ Beta(0.6, 0.6); a correct rollout answers "gold", a wron
 answers (a rollout has no answer with probability 5%). Timed:
 
 - rlvitals: ``step_metrics(ks=1..16)``: σ_G (both ddofs) + zero-variance split + effective batch +
-  exact pass@k, G-Pass@k and maj@k for every k ≤ 16 (the maj@k cache is cleared first).
+  group-size distribution + exact pass@k, G-Pass@k and maj@k for every k ≤ 16 (the maj@k cache is
+  cleared first), through the mergeable state (``compute(update(None, df))``: per-group values kept,
+  sorted per column before summing, so shards give the same bits).
 - pandas:   ``groupby(["step", "group"]).apply`` of a straightforward per-group function (std, zero
   split, pass@k via math.comb, exact maj@k via the same single-group DP) then a per-step mean — run on
   ``--pandas-groups`` groups and scaled linearly to the full size.
