@@ -6,9 +6,11 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
+from rapidfuzz.distance import Levenshtein
+from rapidfuzz.process import cdist
 
 from rlvitals.rollout import diversity as d
 
@@ -65,38 +67,107 @@ def test_embedding_cosine():
         d.embedding_cosine(["a", "b"], lambda ts: np.zeros(3))
 
 
-def ref_table(df, ns=(1, 2, 3, 4)):
-    out = {}
-    for step in sorted(set(df["step"])):
-        per = {k: [] for k in [f"diversity/distinct_{n}" for n in ns] + ["diversity/duplicate_rate",
-                                                                          "diversity/edit_distance",
-                                                                          "diversity/answer_entropy"]}
-        part = df.filter(pl.col("step") == step)
-        for g in sorted(set(part["group"])):
-            rows = part.filter(pl.col("group") == g).sort("sample")
-            resp = [r or "" for r in rows["response"]]
-            vals = {f"diversity/distinct_{n}": d.distinct_n(resp, n) for n in ns}
-            vals["diversity/duplicate_rate"] = d.duplicate_rate(resp)
-            vals["diversity/edit_distance"] = ref_edit([r.split() for r in resp])
-            vals["diversity/answer_entropy"] = d.answer_entropy(list(rows["answer"]))
-            for k, v in vals.items():
-                if not math.isnan(v):
-                    per[k].append(v)
-        out[step] = {k: (np.mean(v) if v else None) for k, v in per.items()}
+def old_edit(seqs, max_samples=16, seed=0):
+    """The historical per-group edit distance: rapidfuzz's normalized_distance over the subsample,
+    float32 as cdist returns it, mean over i < j."""
+    items = list(seqs)
+    if max_samples is not None and len(items) > max_samples:
+        keep = np.sort(np.random.default_rng(seed).choice(len(items), size=max_samples, replace=False))
+        items = [items[i] for i in keep]
+    if len(items) < 2:
+        return math.nan
+    dist = cdist(items, items, scorer=Levenshtein.normalized_distance)
+    return float(dist[np.triu_indices(len(items), k=1)].mean())
+
+
+def ref_groups(df, ns=(1, 2, 3, 4), max_samples=16, n_states=None):
+    """Plain per-group reference: one Python loop over groups calling the single-group functions."""
+    out = []
+    for (step, group), rows in sorted(df.group_by("step", "group"), key=lambda kv: kv[0]):
+        rows = rows.sort("sample")
+        resp = [r or "" for r in rows["response"]]
+        row = {"step": step, "group": group}
+        row.update({f"diversity/distinct_{n}": d.distinct_n(resp, n) for n in ns})
+        row["diversity/duplicate_rate"] = d.duplicate_rate(resp)
+        row["diversity/edit_distance"] = old_edit([r.split() for r in resp], max_samples)
+        if "answer" in df.columns:
+            row["diversity/answer_entropy"] = d.answer_entropy(list(rows["answer"]))
+        if "actions" in df.columns:
+            row["diversity/action_edit_distance"] = old_edit([list(a) for a in rows["actions"] if a is not None],
+                                                             max_samples)
+        if "states" in df.columns:
+            visits = [[] if s is None else list(s) for s in rows["states"]]
+            row["diversity/state_coverage"] = d.state_coverage(visits, n_states)
+        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
     return out
 
 
-@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from("xyz"), st.text(alphabet="ab \n\t", max_size=10),
-                          st.sampled_from(["1", "2", None])), min_size=1, max_size=12))
-def test_table_matches_reference(rows):
+def ref_steps(per_group):
+    keys = [k for k in per_group[0] if k not in ("step", "group")]
+    steps = sorted({r["step"] for r in per_group})
+    rows = []
+    for step in steps:
+        row = {"step": step}
+        for k in keys:
+            vals = [r[k] for r in per_group if r["step"] == step and r[k] is not None]
+            row[k] = math.fsum(vals) / len(vals) if vals else None
+        rows.append(row)
+    return rows
+
+
+def assert_rows_equal(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.keys() == w.keys()
+        for k in w:
+            assert g[k] == w[k] or (g[k] is None and w[k] is None), (k, g[k], w[k])
+
+
+# words of the alphabet below exercise every kind of whitespace str.split() knows
+spaced_text = st.text(alphabet="ab \n\t\u3000\x1c\xa0\u2009é", max_size=12) | st.none()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from("xyz"), spaced_text,
+                          st.sampled_from(["1", "2", None]), st.lists(st.sampled_from("LRU"), max_size=3) | st.none()),
+                min_size=1, max_size=40),
+       st.sampled_from([None, 2, 16]), st.sampled_from([1, 2]))
+def test_table_matches_plain_per_group_reference(rows, max_samples, workers):
     df = pl.DataFrame({"step": [r[0] for r in rows], "group": [r[1] for r in rows], "sample": list(range(len(rows))),
-                       "response": [r[2] for r in rows], "answer": [r[3] for r in rows]},
-                      schema_overrides={"answer": pl.Utf8})
-    got = d.diversity_table(df, max_samples=None)
-    want = ref_table(df)
-    for row in got.iter_rows(named=True):
-        for k, v in want[row["step"]].items():
-            assert (row[k] is None and v is None) or row[k] == pytest.approx(v), k
+                       "response": [r[2] for r in rows], "answer": [r[3] for r in rows],
+                       "actions": [r[4] for r in rows], "states": [r[4] for r in rows]},
+                      schema={"step": pl.Int64, "group": pl.Utf8, "sample": pl.Int64, "response": pl.Utf8,
+                              "answer": pl.Utf8, "actions": pl.List(pl.Utf8), "states": pl.List(pl.Utf8)})
+    want = ref_groups(df, max_samples=max_samples)
+    got = d.group_diversity(df, max_samples=max_samples, workers=workers)
+    assert_rows_equal(got.rows(named=True), want)
+    assert_rows_equal(d.diversity_table(df, max_samples=max_samples, workers=workers).rows(named=True),
+                      ref_steps(want))
+
+
+def test_table_matches_reference_on_many_groups():
+    # > 64 groups of realistic size, so the threaded path runs; words repeat (Zipf-like) across groups
+    rng = np.random.default_rng(5)
+    vocab = [f"w{i}" for i in range(400)] + ["\n", "  ", "é"]
+    resp = [" ".join(rng.choice(vocab, size=int(rng.integers(0, 60)), p=None)) for _ in range(100 * 8)]
+    df = pl.DataFrame({"step": np.repeat(np.arange(4), 200), "group": np.repeat(np.arange(100), 8).astype(str),
+                       "sample": np.tile(np.arange(8), 100), "response": resp})
+    want = ref_groups(df, max_samples=6)
+    for workers in (1, 2, -1):
+        assert_rows_equal(d.group_diversity(df, max_samples=6, workers=workers).rows(named=True), want)
+    assert_rows_equal(d.diversity_table(df, max_samples=6).rows(named=True), ref_steps(want))
+
+
+def test_whitespace_is_python_whitespace():
+    assert set(d.WHITESPACE) | {" "} == {chr(c) for c in range(0x110000) if chr(c).isspace()}
+
+
+def test_bad_options():
+    df = pl.DataFrame({"step": [0], "group": ["a"], "sample": [0], "response": ["x"]})
+    with pytest.raises(ValueError, match=r"distinct-n must be >= 1, got \(0, 2\)"):
+        d.diversity_table(df, ns=(0, 2))
+    with pytest.raises(ValueError, match="unit must be 'word' or 'char', got 'token'"):
+        d.diversity_table(df, unit="token")
 
 
 def test_actions_states_and_missing_column():

@@ -5,10 +5,14 @@ per-step value is the mean over the step's groups where it is defined (a group w
 rollout has no pairs, a group without extracted answers has no answer entropy; such groups are
 left out of the mean rather than counted as 0).
 
-Text is tokenised on whitespace (``str.split()``: runs of spaces, tabs and newlines separate
-tokens), which is model-agnostic and cheap; it is not the policy's tokenizer. (The vectorised
-distinct-n of the table splits on ASCII whitespace only; non-ASCII spaces such as U+3000 stay
-inside tokens there.)
+Text is tokenised on whitespace (``str.split()``: runs of any character ``str.isspace()``
+accepts separate tokens), which is model-agnostic and cheap; it is not the policy's tokenizer.
+The table splits every response once (polars) and feeds both distinct-n (64-bit n-gram hashes)
+and the edit distance (each word becomes one character, so rapidfuzz compares word sequences
+as strings); its values equal the single-group functions below. Two definitions were made
+exact on the way: distinct-n in the table used to split on ASCII whitespace only (U+3000,
+U+00A0, ... now separate words, as in :func:`distinct_n`), and answer entropy is a
+``math.fsum`` (it was a polars sum whose order, hence last bit, could vary between runs).
 
 The per-step table is a mergeable aggregate: :func:`update` turns a chunk of whole groups into a
 :class:`DiversityState` (per metric and step, the defined per-group values), :func:`merge` joins
@@ -19,8 +23,10 @@ correctly rounded and so identical however the groups were sharded (a plain floa
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,37 +81,55 @@ def _subsample(items: list[Sequence[Hashable]], max_samples: int | None,
     return [items[i] for i in keep]
 
 
+def _mean_pairwise(items: Sequence[Sequence[Hashable]]) -> float:
+    """Mean over i < j of d(s_i, s_j) / max(|s_i|, |s_j|) (0 for two empty sequences).
+
+    Integer distances divided here give the same doubles as rapidfuzz's normalized_distance, rounded
+    to float32 and averaged in float32 like the result of its ``cdist`` (the historical definition)."""
+    n = len(items)
+    if n < 2:
+        return math.nan
+    dist = cdist(items, items, scorer=Levenshtein.distance, dtype=np.int64, workers=1)
+    lens = np.array([len(s) for s in items], dtype=np.int64)
+    longest = np.maximum.outer(lens, lens)
+    norm = np.divide(dist, longest, out=np.zeros(dist.shape), where=longest > 0).astype(np.float32)
+    return float(norm[np.triu_indices(n, k=1)].mean())
+
+
 def mean_edit_distance(seqs: Sequence[Sequence[Hashable]], *, max_samples: int | None = 16,
-                       seed: int = 0, workers: int = 1) -> float:
+                       seed: int = 0) -> float:
     """Mean over pairs i < j of the normalised Levenshtein distance d(s_i, s_j) / max(|s_i|, |s_j|).
 
     Insert, delete and substitute cost 1; two empty sequences are at distance 0. Sequences may be
     strings (characters) or lists of hashables (words, actions). Groups larger than
     ``max_samples`` are reduced to ``max_samples`` members drawn without replacement by
     ``numpy.random.default_rng(seed)``, so the value is reproducible. NaN for fewer than 2 sequences.
+    The pair distances are float32 (rapidfuzz's ``cdist`` type); the mean is taken in float32.
 
     >>> round(mean_edit_distance(["kitten", "sitting"]), 6)
     0.428571
     """
-    items = _subsample(list(seqs), max_samples, seed)
-    n = len(items)
-    if n < 2:
+    return _mean_pairwise(_subsample(list(seqs), max_samples, seed))
+
+
+def _entropy(counts: Sequence[int]) -> float:
+    total = sum(counts)
+    if total == 0:
         return math.nan
-    dist = cdist(items, items, scorer=Levenshtein.normalized_distance, workers=workers)
-    return float(dist[np.triu_indices(n, k=1)].mean())
+    # fsum: correctly rounded, so the value does not depend on the order the answers come in
+    return -math.fsum(c / total * math.log(c / total) for c in counts)
 
 
 def answer_entropy(answers: Sequence[str | None]) -> float:
     """Shannon entropy (nats) of the distribution of extracted answers: -sum p_a ln p_a.
 
     Missing answers (None) are left out; NaN when none is left. 0 when all answers agree,
-    ln N when all N differ.
+    ln N when all N differ. The sum is ``math.fsum`` (independent of the answers' order).
+
+    >>> round(answer_entropy(["1", "1", "2", "2", None]), 6)
+    0.693147
     """
-    counts = Counter(a for a in answers if a is not None)
-    total = sum(counts.values())
-    if total == 0:
-        return math.nan
-    return float(-sum(c / total * math.log(c / total) for c in counts.values()))
+    return _entropy(list(Counter(a for a in answers if a is not None).values()))
 
 
 def state_coverage(visits: Sequence[Sequence[Hashable]], n_states: int | None = None) -> float:
@@ -150,59 +174,120 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _distinct_frame(df: pl.DataFrame, ns: Sequence[int]) -> pl.DataFrame:
-    """distinct-n per (step, group), vectorised: words are exploded, hashed (polars 64-bit hash)
-    and each n-gram gets the key mix(key of its (n-1)-gram prefix) XOR hash(last word); 64-bit
-    keys make collisions negligible at these sizes."""
-    # ASCII whitespace → " " then split: much faster than a regex, same as str.split() on ASCII text
-    spaced = pl.col(RESPONSE).fill_null("").str.replace_many(list("\t\n\r\x0b\x0c"), [" "] * 5)
-    words = (df.select(STEP, GROUP, spaced.str.split(" ").alias("w"))
-             .with_row_index("rid").explode("w").filter(pl.col("w") != ""))
-    h = words["w"].hash(7).to_numpy()
-    rid = words["rid"].to_numpy()
-    cols: dict[str, pl.Series] = {}
-    key = h.copy()
+#: every character ``str.isspace()`` accepts (checked against Python in the tests), so the
+#: vectorised split below gives exactly ``str.split()``'s words
+WHITESPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
+    chr(c) for c in range(0x2000, 0x200B))
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The responses of a table sorted by (step, group[, sample]), split once into words: the
+    64-bit polars hash of every word in order, each row's word count and each row's group index."""
+
+    hashes: np.ndarray  # uint64, all words of all rows, row after row
+    lens: np.ndarray    # int64 per row
+    gid: np.ndarray     # int64 per row, 0..n_groups-1 in table order
+    n_groups: int
+
+
+def _split_words(df: pl.DataFrame) -> _Words:
+    # replace_many + split(" ") is much faster than a regex; empty pieces come from runs of spaces
+    spaced = pl.col(RESPONSE).fill_null("").str.replace_many(list(WHITESPACE), [" "] * len(WHITESPACE))
+    words = df.select(spaced.str.split(" ").list.eval(pl.element().filter(pl.element() != "").hash(7)).alias("h"),
+                      pl.struct(STEP, GROUP).rle_id().cast(pl.Int64).alias("gid"))
+    gid = words["gid"].to_numpy()
+    hashes = words["h"].explode().drop_nulls().to_numpy().astype(np.uint64, copy=False)
+    return _Words(hashes, words["h"].list.len().cast(pl.Int64).to_numpy(), gid, int(gid[-1]) + 1 if len(gid) else 0)
+
+
+def _distinct_values(w: _Words, ns: Sequence[int]) -> dict[str, np.ndarray]:
+    """distinct-n per group, vectorised: each n-gram gets the key mix(key of its (n-1)-gram
+    prefix) XOR hash(last word); 64-bit keys make collisions negligible at these sizes. A group
+    without any word is NaN for every n (like one whose texts are shorter than n)."""
+    starts = np.cumsum(w.lens) - w.lens
+    left = np.repeat(starts + w.lens, w.lens) - np.arange(len(w.hashes))  # words left in the row from here
+    cols: dict[str, np.ndarray] = {"g": np.repeat(w.gid, w.lens).astype(np.int32),
+                                   "left": np.minimum(left, max(ns)).astype(np.int32)}
+    key = w.hashes
     for n in range(1, max(ns) + 1):
-        m = max(len(h) - n + 1, 0)  # positions where an n-gram can start
-        if n > 1:
-            key = np.concatenate([_mix(key[:m]) ^ h[n - 1:n - 1 + m], np.zeros(len(h) - m, np.uint64)])
+        if n > 1:  # the tail of the table cannot start an n-gram; `left` masks it (and row ends)
+            m = max(len(key) - n + 1, 0)
+            key = np.concatenate([_mix(key[:m]) ^ w.hashes[n - 1:n - 1 + m], np.zeros(len(key) - m, np.uint64)])
         if n in ns:
-            valid = np.zeros(len(h), bool)
-            valid[:m] = rid[n - 1:n - 1 + m] == rid[:m]
-            cols[f"g{n}"] = pl.Series(f"g{n}", key, dtype=pl.UInt64).set(pl.Series(~valid), None)
-    grams = words.select(STEP, GROUP).with_columns(**cols)
-    aggs = [(pl.col(f"g{n}").drop_nulls().n_unique() / pl.col(f"g{n}").count()).alias(f"diversity/distinct_{n}")
-            for n in ns]
-    return grams.group_by(STEP, GROUP).agg(aggs)
+            cols[f"k{n}"] = key
+    # one group_by for every n: a filtered n_unique per n, so polars walks the words once
+    grams = pl.DataFrame(cols).group_by("g").agg(
+        pl.col(f"k{n}").filter(pl.col("left") >= n).n_unique() for n in ns)
+    where = grams["g"].to_numpy()
+    out: dict[str, np.ndarray] = {}
+    for n in ns:
+        distinct = np.zeros(w.n_groups)
+        distinct[where] = grams[f"k{n}"].to_numpy()
+        total = np.bincount(w.gid, weights=np.maximum(w.lens - n + 1, 0), minlength=w.n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[f"diversity/distinct_{n}"] = distinct / total
+    return out
 
 
 def _answer_entropy_frame(df: pl.DataFrame) -> pl.DataFrame:
-    counts = df.filter(pl.col(ANSWER).is_not_null()).group_by(STEP, GROUP, ANSWER).len()
-    p = pl.col("len") / pl.col("len").sum().over(STEP, GROUP)
-    return (counts.with_columns(p.alias("p")).group_by(STEP, GROUP)
-            .agg((-(pl.col("p") * pl.col("p").log()).sum()).alias("diversity/answer_entropy")))
+    counts = (df.filter(pl.col(ANSWER).is_not_null()).group_by(STEP, GROUP, ANSWER).len()
+              .group_by(STEP, GROUP).agg("len"))
+    values = [_entropy(c) for c in counts["len"].to_list()]
+    return counts.select(STEP, GROUP).with_columns(pl.Series("diversity/answer_entropy", values, dtype=pl.Float64))
 
 
-def _pairwise_frame(df: pl.DataFrame, column: str, key: str, unit: Unit,
-                    max_samples: int | None, seed: int, workers: int) -> pl.DataFrame:
-    """Mean pairwise normalised edit distance per (step, group); rows with a null value are skipped."""
-    rows = df.select(STEP, GROUP, column).drop_nulls(column)
-    steps, groups = rows[STEP].to_list(), rows[GROUP].to_list()
-    values = rows[column].to_list()
-    if column == RESPONSE and unit == "word":
-        values = [v.split() for v in values]
-    out_s, out_g, out_v = [], [], []
-    start = 0
-    for i in range(1, len(values) + 1):
-        if i == len(values) or steps[i] != steps[start] or groups[i] != groups[start]:
-            out_s.append(steps[start])
-            out_g.append(groups[start])
-            out_v.append(mean_edit_distance(values[start:i], max_samples=max_samples,
-                                            seed=seed, workers=workers))
-            start = i
-    frame = pl.DataFrame({STEP: out_s, GROUP: out_g, key: out_v},
-                         schema={STEP: df.schema[STEP], GROUP: df.schema[GROUP], key: pl.Float64})
-    return frame.with_columns(pl.col(key).fill_nan(None))
+def _word_codes(w: _Words) -> list[str] | list[list[int]]:
+    """Every row as a string with one character per word (equal words, equal characters).
+
+    Words are numbered by falling frequency over the table, so most get a code below 256, which
+    rapidfuzz matches with a direct table instead of a hash map (about twice as fast); surrogate
+    code points are skipped. With more distinct words than code points, rows are lists of ids."""
+    freq = pl.DataFrame({"h": w.hashes}).group_by("h").len().sort(["len", "h"], descending=[True, False])
+    ids = np.arange(freq.height, dtype=np.int64)
+    ends = np.cumsum(w.lens).tolist()
+    if freq.height > 0x10FFFF - 0x800:
+        flat = pl.Series(w.hashes).replace_strict(freq["h"], ids, return_dtype=pl.Int64).to_list()
+        return [flat[e - n:e] for e, n in zip(ends, w.lens.tolist(), strict=True)]
+    ids += np.where(ids >= 0xD800, 0x800, 0)
+    codes = pl.Series(w.hashes).replace_strict(freq["h"], ids, return_dtype=pl.UInt32).to_numpy()
+    text = codes.astype("<u4").tobytes().decode("utf-32-le")
+    return [text[e - n:e] for e, n in zip(ends, w.lens.tolist(), strict=True)]
+
+
+def _parallel(fn: Callable[[int], float], n: int, workers: int) -> np.ndarray:
+    """``[fn(i) for i in range(n)]``; with ``workers`` != 1, groups run on threads (rapidfuzz
+    releases the GIL while it computes). -1 means every core."""
+    threads = (os.cpu_count() or 1) if workers == -1 else max(workers, 1)
+    if threads == 1 or n < 64:
+        return np.array([fn(i) for i in range(n)], dtype=np.float64)
+    with ThreadPoolExecutor(threads) as pool:
+        return np.array(list(pool.map(fn, range(n), chunksize=max(n // (8 * threads), 1))), dtype=np.float64)
+
+
+def _word_edit_values(w: _Words, max_samples: int | None, seed: int, workers: int) -> np.ndarray:
+    """Mean pairwise word-level edit distance per group (every row counts; a null response is "")."""
+    bounds = np.searchsorted(w.gid, np.arange(w.n_groups + 1)).tolist()
+    rows = _word_codes(w)
+
+    def one(g: int) -> float:
+        return _mean_pairwise(_subsample(list(rows[bounds[g]:bounds[g + 1]]), max_samples, seed))
+
+    return _parallel(one, w.n_groups, workers)
+
+
+def _pairwise_values(df: pl.DataFrame, column: str, gid: np.ndarray, n_groups: int, max_samples: int | None,
+                     seed: int, workers: int) -> np.ndarray:
+    """Mean pairwise edit distance per group of ``column``'s values (strings or lists); nulls skipped."""
+    keep = df[column].is_not_null().to_numpy()
+    values = df[column].to_list()
+    bounds = np.searchsorted(gid, np.arange(n_groups + 1))
+
+    def one(g: int) -> float:
+        return _mean_pairwise(_subsample([values[i] for i in range(bounds[g], bounds[g + 1]) if keep[i]],
+                                         max_samples, seed))
+
+    return _parallel(one, n_groups, workers)
 
 
 def _coverage_frame(df: pl.DataFrame, n_states: int | None) -> pl.DataFrame:
@@ -213,34 +298,45 @@ def _coverage_frame(df: pl.DataFrame, n_states: int | None) -> pl.DataFrame:
 
 
 def group_diversity(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, *, unit: Unit = "word",
-                    max_samples: int | None = 16, seed: int = 0, workers: int = 1,
+                    max_samples: int | None = 16, seed: int = 0, workers: int = -1,
                     n_states: int | None = None) -> pl.DataFrame:
-    """One row per (step, group) with the diversity metrics its columns allow.
+    """One row per (step, group) with the diversity metrics its columns allow (null where undefined).
 
     Needs ``response``; adds answer entropy when ``answer`` is present, action edit distance
     with ``actions`` and state coverage with ``states``. ``unit`` chooses the edit distance's
-    symbols: whitespace words (default; ~25x faster on 1 kB texts) or characters.
+    symbols: whitespace words (default; ~25x faster on 1 kB texts) or characters. ``workers``
+    threads compute the edit distances (-1: every core); it never changes a value.
+
+    >>> t = pl.DataFrame({"step": [0, 0], "group": ["a", "a"], "sample": [0, 1], "response": ["a b", "a c"]})
+    >>> group_diversity(t)["diversity/edit_distance"].to_list()
+    [0.5]
     """
     _require(df, STEP, GROUP, RESPONSE)
     if unit not in ("word", "char"):
         raise ValueError(f"unit must be 'word' or 'char', got {unit!r}")
+    if any(n < 1 for n in ns):
+        raise ValueError(f"every n of distinct-n must be >= 1, got {tuple(ns)}")
     df = df.sort(STEP, GROUP, SAMPLE) if SAMPLE in df.columns else df.sort(STEP, GROUP)
-    text = df.with_columns(pl.col(RESPONSE).fill_null(""))
-    dup = text.group_by(STEP, GROUP).agg(
+    words = _split_words(df)
+    cols = _distinct_values(words, ns)
+    keys = df.select(STEP, GROUP, pl.col(RESPONSE).fill_null("")).group_by(STEP, GROUP, maintain_order=True).agg(
         ((pl.len() - pl.col(RESPONSE).n_unique()) / pl.len()).alias("diversity/duplicate_rate"))
-    frames = [_distinct_frame(text, ns), dup,
-              _pairwise_frame(text, RESPONSE, "diversity/edit_distance", unit, max_samples, seed, workers)]
-    if ANSWER in df.columns:
-        frames.append(_answer_entropy_frame(df))
+    if unit == "word":
+        cols["diversity/edit_distance"] = _word_edit_values(words, max_samples, seed, workers)
+    else:
+        text = df.with_columns(pl.col(RESPONSE).fill_null(""))
+        cols["diversity/edit_distance"] = _pairwise_values(text, RESPONSE, words.gid, words.n_groups,
+                                                           max_samples, seed, workers)
     if ACTIONS in df.columns:
-        frames.append(_pairwise_frame(df, ACTIONS, "diversity/action_edit_distance", unit,
-                                      max_samples, seed, workers))
+        cols["diversity/action_edit_distance"] = _pairwise_values(df, ACTIONS, words.gid, words.n_groups,
+                                                                  max_samples, seed, workers)
+    out = keys.with_columns(**{k: pl.Series(k, v, dtype=pl.Float64) for k, v in cols.items()})
+    if ANSWER in df.columns:
+        out = out.join(_answer_entropy_frame(df), on=[STEP, GROUP], how="left")
     if STATES in df.columns:
-        frames.append(_coverage_frame(df, n_states))
-    out = df.select(STEP, GROUP).unique()
-    for frame in frames:
-        out = out.join(frame, on=[STEP, GROUP], how="left")
-    return out.sort(STEP, GROUP)
+        out = out.join(_coverage_frame(df, n_states), on=[STEP, GROUP], how="left")
+    order = _column_order([c for c in out.columns if c not in (STEP, GROUP)])
+    return out.select(STEP, GROUP, *order).with_columns(pl.col(order).fill_nan(None)).sort(STEP, GROUP)
 
 
 def diversity_table(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, **options: Any) -> pl.DataFrame:
@@ -279,7 +375,7 @@ class DiversityState:
 
 
 def _options(ns: Sequence[int] = DEFAULT_NS, unit: Unit = "word", max_samples: int | None = 16, seed: int = 0,
-             workers: int = 1, n_states: int | None = None) -> tuple[object, ...]:
+             workers: int = -1, n_states: int | None = None) -> tuple[object, ...]:
     del workers  # parallelism never changes a value, so states made with different workers merge
     return (tuple(ns), unit, max_samples, seed, n_states)
 
