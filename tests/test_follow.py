@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import polars as pl
@@ -339,3 +340,42 @@ def test_an_unrecognised_file_is_reported_once_while_waiting(tmp_path: Path) -> 
 def test_a_path_that_exists_but_cannot_be_read_raises(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown format 'nope'"):
         Follow(tmp_path, "nope", 0.0).poll(now=0.0)
+
+
+def _wait(follow: Follow, now: float, enough: int, timeout: float = 20.0) -> int:
+    """Poll until at least ``enough`` steps are visible (wandb's service writes 32 KiB blocks
+    from another process, so when they reach the disk is not ours to choose)."""
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        follow.poll(now=now)
+        seen = len(follow.runs()[0].steps) if follow.runs() else 0
+        if seen >= enough:
+            break
+        time.sleep(0.1)
+    return seen
+
+
+def test_wandb_offline_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wandb = pytest.importorskip("wandb")
+    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path),
+                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(tmp_path / ".config"),
+                        "WANDB_CACHE_DIR": str(tmp_path / ".cache"), "WANDB_DATA_DIR": str(tmp_path / ".data"),
+                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    run = wandb.init(mode="offline", dir=str(tmp_path), project="rlvitals-test",
+                     config={"algorithm": {"adv_estimator": "grpo"}})
+    folder = Path(run.dir).parent
+    follow = Follow(folder, None, min_gap=0.0)
+    seen = []
+    for chunk in range(3):
+        for step in range(chunk * 300 + 1, chunk * 300 + 301):
+            run.log({**{f"extra/m{i}": step + i for i in range(20)}, "actor/entropy": 0.5 - step / 1000,
+                     "critic/score/mean": step / 300}, step=step)
+        seen.append(_wait(follow, float(chunk), chunk * 300 + 1))
+    run.finish()
+    _wait(follow, 100.0, 900)
+    assert seen == sorted(seen) and seen[0] > 0 and seen[-1] > 600
+    final = follow.runs()[0]
+    assert len(final.steps) == 900 and final.frame.equals(load(folder)[0].frame)
