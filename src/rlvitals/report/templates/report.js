@@ -57,7 +57,7 @@
       yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
       shapes: shapes(chart), hovermode: "closest"
     };
-    if (chart.traces.length > 1) { layout.height = 290; layout.margin.b = 60; }
+    if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
     Plotly.newPlot(el, tr, layout, { responsive: true, displaylogo: false });
   }
 
@@ -155,7 +155,7 @@
       a.addEventListener("click", function (ev) {
         ev.preventDefault();
         showStep(a.getAttribute("data-step"));
-        document.getElementById("rollouts").scrollIntoView();
+        document.getElementById("rlv-browser").scrollIntoView();
       });
     });
   }

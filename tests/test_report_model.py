@@ -1,0 +1,245 @@
+"""The report's page model and HTML, from real logs and real rollout dumps: layers in reading order,
+a known finding's onset marker on its metric's chart, validation per source, glossary from the catalog,
+rollout groups of the onset step, escaping, and the `rlvitals report` command."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rlvitals
+from rlvitals.catalog import load_catalog
+from rlvitals.cli import main
+from rlvitals.diagnosis import READING_ORDER, diagnose
+from rlvitals.errors import RlvitalsError
+from rlvitals.report import build_page, render_html, write_report
+from rlvitals.report.html import safe_json
+from rlvitals.scenarios import run_from_series
+
+QWEN = "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log"
+GEMMA = "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log"
+XSS = '<script>window.__x=1</script><img src=x onerror="window.__y=1">'
+
+
+def write_dump(folder: Path, steps: int = 30, groups: int = 4, n: int = 4) -> None:
+    """A veRL rollout dump folder (one JSON object per line, one file per step); at step 16 group 0
+    holds a rollout with the highest reward of the run and a response that is markup."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for step in range(1, steps + 1):
+        lines = []
+        for g in range(groups):
+            for s in range(n):
+                ok = (g + s + step) % 3 == 0
+                spike = step == 16 and g == 2 and s == 0
+                row = {"input": f"Question {g}: what is {g}+{g}?",
+                       "output": XSS if spike else f"<think>add</think><answer>{2 * g if ok else -1}</answer>",
+                       "gts": str(2 * g), "score": 5.0 if spike else float(ok), "step": step, "acc": ok,
+                       "pred": str(2 * g if ok else -1)}
+                lines.append(json.dumps(row))
+        (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def qwen() -> tuple[rlvitals.Run, object]:
+    from conftest import REAL
+
+    if not (REAL / QWEN).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    run = rlvitals.load(REAL / QWEN)[0]
+    return run, diagnose(run)
+
+
+def test_sections_follow_the_reading_order_with_each_layers_verdict(qwen) -> None:
+    run, d = qwen
+    page = build_page([run], [d])
+    assert [s["id"] for s in page["sections"]] == list(READING_ORDER)
+    for s in page["sections"]:
+        assert s["verdicts"] == [{"run": "r0", "status": d.layers[s["id"]]}]
+        assert [f["check"] for f in s["findings"]] == [f.check for f in d.findings if f.layer == s["id"]]
+    assert page["runs"][0]["verdict"] == d.verdict == "warn"
+
+
+def test_charts_hold_only_the_runs_metrics_of_their_layer(qwen) -> None:
+    run, d = qwen
+    page = build_page([run], [d])
+    catalog = load_catalog()
+    for s in page["sections"]:
+        for cid in s["charts"]:
+            c = page["charts"][cid]
+            assert set(c["keys"]) <= set(run.metrics)
+            if c["kind"] == "line":
+                assert {catalog.get(k).layer for k in c["keys"]} == {s["id"]}
+    l1 = {k for cid in page["sections"][1]["charts"] for k in page["charts"][cid]["keys"]}
+    assert {"actor/grad_norm", "actor/ppo_kl", "critic/vf_loss"} <= l1
+    # min/mean/max of one quantity share a chart
+    assert any(page["charts"][c]["keys"] == ["response_length/max", "response_length/mean", "response_length/min"]
+               for c in page["sections"][2]["charts"])
+    x, y = run.series("actor/grad_norm", train_only=False)
+    grad = next(page["charts"][c] for c in page["sections"][1]["charts"]
+                if page["charts"][c]["keys"] == ["actor/grad_norm"])
+    assert grad["traces"][0]["x"] == x.tolist() and np.allclose(grad["traces"][0]["y"], y, rtol=1e-5)
+
+
+def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
+    run, d = qwen
+    page = build_page([run], [d])
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
+    assert finding["status"] == "warn" and finding["onset"] == 16 and finding["metrics"] == ["actor/grad_norm"]
+    (cid,) = finding["charts"]
+    chart = page["charts"][cid]
+    assert chart["keys"] == ["actor/grad_norm"]
+    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16],
+            "check": "grad_norm_spike"} in chart["markers"]
+    collapse = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "entropy_collapse")
+    marker = next(m for c in collapse["charts"] for m in page["charts"][c]["markers"] if m["finding"] == collapse["id"])
+    assert marker["onset"] == 17 and marker["span"] == [17, 37]
+    # passed checks draw nothing
+    assert all(m["status"] in ("warn", "fail") for c in page["charts"].values() for m in c["markers"])
+
+
+def test_validation_per_data_source_and_glossary(qwen) -> None:
+    run, d = qwen
+    page = build_page([run], [d])
+    l5 = page["sections"][0]
+    assert [v["source"] for v in l5["validation"]] == ["openai/gsm8k"]
+    chart = page["charts"][l5["validation"][0]["chart"]]
+    assert chart["keys"] == ["val-core/openai/gsm8k/reward/mean@1"] and chart["traces"][0]["name"] == "reward/mean@1"
+    assert len(chart["traces"][0]["x"]) == run.validation["openai/gsm8k"].height
+    entries = {e["entry"]: e for e in page["glossary"]}
+    grad = load_catalog().get("actor/grad_norm")
+    assert entries["actor/grad_norm"]["en"]["meaning"] == grad.en.meaning
+    assert entries["actor/grad_norm"]["zh"]["name"] == grad.zh.name
+    assert page["anchors"]["actor/grad_norm"] == entries["actor/grad_norm"]["anchor"] == "g-actor-grad-norm"
+    # a template entry explains its concrete key
+    assert "val-core/openai/gsm8k/reward/mean@1" in page["anchors"]
+    shown = {k for c in page["charts"].values() for k in c["keys"]}
+    assert shown <= set(page["anchors"])
+
+
+def test_a_spike_in_100k_steps_survives_into_the_chart() -> None:
+    steps = 100_000
+    grad = np.full(steps, 1.0) + np.sin(np.arange(steps) / 30.0) * 0.1
+    grad[77_777] = 40.0
+    loss = np.full(steps, 0.5)
+    loss[5_000] = np.inf  # (NaN would mean 'not logged' to run_from_series)
+    run = run_from_series({"actor/grad_norm": grad, "actor/pg_loss": loss})
+    page = build_page([run], [diagnose(run)], buckets=300)
+    charts = {c["keys"][0]: c for c in page["charts"].values()}
+    t = charts["actor/grad_norm"]["traces"][0]
+    assert len(t["x"]) <= 1200 and t["n"] == steps
+    assert max(t["y"]) == 40.0 and t["x"][t["y"].index(40.0)] == 77_778  # steps count from 1
+    pg = charts["actor/pg_loss"]["traces"][0]
+    assert pg["nonfinite"] == {"nan": 0, "posinf": 1, "neginf": 0, "first": 5001.0}
+    assert pg["bad"] == [[5001, "+inf"]] and None in pg["y"]
+
+
+def test_rollouts_of_the_onset_step_extreme_group_first(qwen, tmp_path: Path) -> None:
+    run, _ = qwen
+    write_dump(tmp_path / "dump")
+    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    joined = run.with_series(analysis.series())
+    d = diagnose(joined)
+    page = build_page([joined], [d], analysis)
+    spike = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
+    assert spike["rollout_step"] == 16
+    rollouts = page["rollouts"]
+    assert 16 in rollouts["steps"] and rollouts["available"] == list(range(1, 31))
+    at16 = [g for g in rollouts["groups"] if g["step"] == 16]
+    assert len(at16) == 4 and at16[0]["group"] == next(
+        g for g in analysis.rollouts.table.filter(analysis.rollouts.table["response"] == XSS)["group"])
+    assert at16[0]["rollouts"][0]["response"] == XSS and at16[0]["rollouts"][0]["score"] == 5.0
+    keys = {k for cid in rollouts["charts"] for k in page["charts"][cid]["keys"]}
+    assert {"group/reward_std/mean", "group/zero_std/share", "pass@1", "pass@4"} <= keys
+    passk = next(page["charts"][c] for c in rollouts["charts"] if "pass@1" in page["charts"][c]["keys"])
+    assert {t["key"] for t in passk["traces"]} >= {"pass@1", "pass@2", "pass@4"}
+    # rollout-derived series are shown in the rollout section, not again in the layer sections
+    layer_keys = {k for s in page["sections"] for cid in s["charts"] for k in page["charts"][cid]["keys"]}
+    assert "pass@1" not in layer_keys
+
+
+def test_several_runs_get_a_comparison_and_one_line_per_run(qwen) -> None:
+    from conftest import REAL
+
+    run, d = qwen
+    other = rlvitals.load(REAL / GEMMA)[0]
+    page = build_page([run, other], [d, diagnose(other)])
+    comp = page["comparison"]
+    assert [r["run"] for r in comp["runs"]] == ["r0", "r1"] and comp["runs"][0]["layers"] == dict(d.layers)
+    assert comp["per_token"] is False  # neither log has timing_per_token_ms/*
+    grad = next(c for c in page["charts"].values() if c["keys"] == ["actor/grad_norm"])
+    assert [t["run"] for t in grad["traces"]] == ["r0", "r1"]
+    assert build_page([run], [d])["comparison"] is None
+
+
+def test_html_escapes_log_and_rollout_text(qwen, tmp_path: Path) -> None:
+    run, _ = qwen
+    write_dump(tmp_path / "dump")
+    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    joined = run.with_series(analysis.series())
+    html = render_html(build_page([joined], [diagnose(joined)], analysis), cdn=True)
+    assert XSS not in html and "window.__x=1" in html  # present, but only in escaped JSON
+    blob = re.search(r'<script type="application/json" id="rlv-data">(.*?)</script>', html, re.S)
+    assert blob is not None and "<" not in blob.group(1)
+    data = json.loads(blob.group(1))
+    assert XSS in [r["response"] for g in data["rollouts"]["groups"] for r in g["rollouts"]]
+    assert html.count("<script") == 3  # plotly (CDN), the data, the page script: nothing from the data
+    assert '<script src="https://cdn.plot.ly/plotly-' in html
+    for layer in READING_ORDER:
+        assert f'id="layer-{layer}"' in html
+
+
+def test_safe_json_escapes_what_could_end_a_script_block() -> None:
+    text = safe_json({"a": "</script><!-- & \u2028\u2029"})
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert json.loads(text) == {"a": "</script><!-- & \u2028\u2029"}
+
+
+def test_inline_report_embeds_plotly() -> None:
+    run = run_from_series({"actor/grad_norm": np.linspace(1, 2, 50)})
+    html = render_html(build_page([run], [diagnose(run)]))
+    assert "<script src=" not in html and len(html) > 3_000_000  # plotly.js itself is ~4.6 MB
+    inline = html.split("<script>", 1)[1].split("</script>", 1)[0]
+    assert len(inline) > 3_000_000  # nothing inside plotly.js closed its script block early
+
+
+def test_bad_inputs_are_named(qwen, tmp_path: Path) -> None:
+    run, d = qwen
+    with pytest.raises(RlvitalsError, match="no run given"):
+        build_page([], [])
+    with pytest.raises(RlvitalsError, match="1 runs but 2 diagnoses; give one diagnosis per run"):
+        build_page([run], [d, d])
+    other = run_from_series({"actor/grad_norm": np.ones(5)}, path="other")
+    with pytest.raises(RlvitalsError, match="the diagnosis of 'other' is paired with the run"):
+        build_page([run], [diagnose(other)])
+    with pytest.raises(RlvitalsError, match="buckets=0; expected at least 1"):
+        build_page([run], [d], buckets=0)
+    with pytest.raises(RlvitalsError, match="the folder .*nope' does not exist; create it"):
+        write_report(tmp_path / "nope" / "r.html", build_page([run], [d]), cdn=True)
+
+
+def test_cli_report_writes_the_file(real: Path, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "report.html"
+    write_dump(tmp_path / "dump")
+    code = main(["report", str(real / QWEN), "--rollouts", str(tmp_path / "dump"), "--cdn", "--lang", "zh",
+                 "-o", str(target)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith(f"wrote {target}: 1 run(s), ")
+    html = target.read_text(encoding="utf-8")
+    assert '<html lang="zh" data-lang="zh">' in html and 'id="rollouts"' in html
+
+
+def test_cli_report_errors(real: Path, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["report", str(real / QWEN)], out=out, err=err) == 2  # -o is required
+    err = io.StringIO()
+    code = main(["report", str(real / QWEN), "-o", str(tmp_path / "missing" / "r.html")], out=out, err=err)
+    assert code == 2 and "does not exist; create it or choose another -o path" in err.getvalue()
+    err = io.StringIO()
+    assert main(["report", str(tmp_path / "absent.log"), "-o", str(tmp_path / "r.html")], out=out, err=err) == 2
+    assert str(tmp_path / "absent.log") in err.getvalue() and not (tmp_path / "r.html").exists()
