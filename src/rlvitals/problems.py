@@ -1,0 +1,183 @@
+"""Arithmetic word problems with exact integer answers, and the answer extractor that scores them.
+
+Two families, each its own ``source``: ``arith/one_step`` (one addition, subtraction or
+multiplication; the in-distribution split ``train``) and ``arith/two_step`` (two operations
+chained; a harder, out-of-distribution split ``ood``), so rollout metrics can be compared
+between what a policy is trained on and what it is not. Names, objects and numbers vary.
+
+Problem ``i`` of a seed and source is drawn from its own generator (seeded with the text
+``"{seed}/{source}/{i}"``, which ``random.Random`` hashes the same way on every platform), so
+a problem does not change when more problems are asked for, and a seed always gives the same
+list. Pure Python, no model imports.
+
+>>> [p.question for p in make_problems(1, seed=0)] == [p.question for p in make_problems(1, seed=0)]
+True
+>>> extract_answer("4 + 3 = 7. The answer is 7.")
+'7'
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["SOURCES", "SPLITS", "Problem", "extract_answer", "make_problems"]
+
+ONE_STEP = "arith/one_step"
+TWO_STEP = "arith/two_step"
+SOURCES = (ONE_STEP, TWO_STEP)
+SPLITS = {ONE_STEP: "train", TWO_STEP: "ood"}
+
+_PEOPLE = (("Ann", "She"), ("Tom", "He"), ("Mia", "She"), ("Sam", "He"), ("Lena", "She"), ("Omar", "He"),
+           ("Priya", "She"), ("Jack", "He"), ("Yuki", "She"), ("Leo", "He"))
+_THINGS = ("apples", "pencils", "marbles", "stickers", "cookies", "books", "coins", "shells", "cards", "stamps")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One word problem: its text, exact answer, family (``source``), split and template.
+
+    >>> Problem("p0", "1 + 1?", 2, ONE_STEP, "train", "add").target
+    '2'
+    """
+
+    id: str
+    question: str
+    answer: int
+    source: str
+    split: str
+    template: str
+
+    @property
+    def target(self) -> str:
+        """The answer as the text an extracted answer must equal."""
+        return str(self.answer)
+
+
+# A template draws its numbers from ``rng`` and returns (template name, question, answer).
+Template = Callable[[random.Random, str, str, str], tuple[str, str, int]]
+
+
+def _add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    a, b = rng.randint(2, 40), rng.randint(2, 30)
+    return "add", f"{name} has {a} {obj}. {pron} gets {b} more {obj}. How many {obj} does {name} have now?", a + b
+
+
+def _sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    b = rng.randint(2, 25)
+    a = b + rng.randint(1, 30)  # a > b: the answer is never zero or negative
+    return "sub", f"{name} has {a} {obj}. {pron} gives {b} {obj} to a friend. How many {obj} does {name} have left?", \
+        a - b
+
+
+def _mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    return "mul", f"{name} has {a} bags with {b} {obj} in each bag. How many {obj} does {name} have?", a * b
+
+
+def _add_mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    a, b, c = rng.randint(2, 20), rng.randint(2, 6), rng.randint(2, 9)
+    q = f"{name} has {a} {obj}. {pron} buys {b} bags with {c} {obj} in each bag. How many {obj} does {name} have now?"
+    return "add_mul", q, a + b * c
+
+
+def _sub_add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    b = rng.randint(2, 20)
+    a, c = b + rng.randint(1, 25), rng.randint(2, 20)
+    q = (f"{name} has {a} {obj}. {pron} gives away {b} {obj} and then finds {c} more {obj}. "
+         f"How many {obj} does {name} have now?")
+    return "sub_add", q, a - b + c
+
+
+def _mul_sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    c = rng.randint(1, a * b - 1)
+    q = (f"{name} buys {a} boxes with {b} {obj} in each box. {pron} gives {c} {obj} to a friend. "
+         f"How many {obj} does {name} have left?")
+    return "mul_sub", q, a * b - c
+
+
+_TEMPLATES: dict[str, tuple[Template, ...]] = {ONE_STEP: (_add, _sub, _mul), TWO_STEP: (_add_mul, _sub_add, _mul_sub)}
+
+
+def make_problems(n: int, *, seed: int, sources: Sequence[str] = (ONE_STEP,)) -> list[Problem]:
+    """``n`` problems; problem ``i`` comes from ``sources[i % len(sources)]``.
+
+    >>> ps = make_problems(4, seed=1, sources=SOURCES)
+    >>> [(p.source, p.split) for p in ps[:2]]
+    [('arith/one_step', 'train'), ('arith/two_step', 'ood')]
+    >>> all(p.answer > 0 for p in ps)
+    True
+    """
+    if n < 0:
+        raise ValueError(f"make_problems: n={n} must be zero or a positive number of problems")
+    unknown = [s for s in sources if s not in _TEMPLATES]
+    if unknown or not sources:
+        raise ValueError(f"make_problems: sources={list(sources)!r}; expected one or more of {list(SOURCES)}")
+    out = []
+    for i in range(n):
+        source = sources[i % len(sources)]
+        rng = random.Random(f"{seed}/{source}/{i}")
+        name, pron = rng.choice(_PEOPLE)
+        template, question, answer = rng.choice(_TEMPLATES[source])(rng, name, pron, rng.choice(_THINGS))
+        out.append(Problem(f"{source}/{seed}/{i}", question, answer, source, SPLITS[source], template))
+    return out
+
+
+# --- answer extraction --------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?")
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
+_TAGGED = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_PHRASE = re.compile(r"answer\s*(?:is|:|=)|####", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
+
+
+def _number(text: str) -> str:
+    """A number as canonical text: no thousands commas, no leading ``+``/zeros, ``7.0`` -> ``7``."""
+    clean = text.replace(",", "").replace("−", "-")
+    value = float(clean)
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return clean
+
+
+def _last_number(part: str) -> str | None:
+    found = _NUMBER.findall(part)
+    return _number(found[-1]) if found else None
+
+
+def extract_answer(text: str | None) -> str | None:
+    """The final answer of a response as canonical number text, or None when it states none.
+
+    Looked for in this order, the last occurrence of each winning: ``\\boxed{…}``,
+    ``<answer>…</answer>``, then "answer is" / "answer:" / ``####`` followed by the rest of
+    that sentence. Within the part found, the last number is the answer ("The answer is
+    3 + 4 = 7." gives 7). A response with none of these markers has no answer, even if it holds
+    numbers: a model that does not state its answer gets no credit for one.
+
+    >>> extract_answer("so 3 * 4 = 12 eggs.\\n#### 12")
+    '12'
+    >>> extract_answer("\\\\boxed{1,200}") , extract_answer("The answer is: -3.") , extract_answer("I think 5")
+    ('1200', '-3', None)
+    """
+    if not text:
+        return None
+    for pattern in (_BOXED, _TAGGED):
+        parts = pattern.findall(text)
+        if parts:
+            found = _last_number(parts[-1])
+            if found is not None:
+                return found
+    marks = list(_PHRASE.finditer(text))
+    for mark in reversed(marks):
+        rest = text[mark.end():]
+        end = _SENTENCE_END.search(rest.lstrip())
+        offset = len(rest) - len(rest.lstrip())
+        part = rest if end is None else rest[:offset + end.start()]
+        found = _last_number(part)
+        if found is not None:
+            return found
+    return None
