@@ -23,12 +23,13 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
     """A rich Table: one row per layer, one column per run, each cell the layer's verdict and
     its worst finding."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="rlvitals watch", expand=False)
     table.add_column("layer")
     for path, d in diagnoses.items():
         steps = int(len(d.run.train_steps))
-        table.add_column(f"{path} · {steps} steps · {d.verdict}")
+        table.add_column(Text(f"{path} · {steps} steps · {d.verdict}"))  # a path may hold brackets
     index = 0 if lang == "en" else 1
     for layer in READING_ORDER:
         cells = []
