@@ -10,7 +10,13 @@ import polars as pl
 import pytest
 
 from rlvitals.errors import EmptyInputError, InputError, UnknownFormatError
-from rlvitals.rollout.readers import ColumnMap, read_rollouts, rollouts_from_frame, rollouts_from_records
+from rlvitals.rollout.readers import (
+    ColumnMap,
+    parse_reward_weights,
+    read_rollouts,
+    rollouts_from_frame,
+    rollouts_from_records,
+)
 from rlvitals.rollout.schema import SCHEMA
 
 QUESTIONS = ["What is 2+3?", "Natalia sold 48 clips in April and half as many in May. How many in all?",
@@ -457,3 +463,13 @@ def test_reward_weights_only_for_trl(tmp_path: Path) -> None:
     rs = read_rollouts(path, reward_weights=[1.0, 0.5])
     assert rs.table["score"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
     assert any("'reward' column" in n for n in rs.notes)
+
+
+def test_reward_weights_from_the_command_line_form() -> None:
+    assert parse_reward_weights("accuracy_reward=2, format_reward=0.2") == {"accuracy_reward": 2.0,
+                                                                           "format_reward": 0.2}
+    assert parse_reward_weights("2,0.2") == [2.0, 0.2]
+    for bad in ("a=1,0.5", "a=x", "", "=1"):
+        with pytest.raises(InputError, match=r"--reward-weights .*: expected name=weight pairs like "
+                           r"accuracy_reward=1,format_reward=0\.5 or weights in reward-column order like 1,0\.5"):
+            parse_reward_weights(bad)

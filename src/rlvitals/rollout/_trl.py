@@ -56,6 +56,28 @@ def _read_files(paths: list[Path], skips: SkipLog) -> list[tuple[Path, pl.DataFr
 RewardWeights = Mapping[str, float] | Sequence[float]
 
 
+def parse_reward_weights(text: str) -> RewardWeights:
+    """The CLI form of ``reward_weights``: ``name=weight`` pairs or bare weights in column order,
+    comma-separated.
+
+    >>> parse_reward_weights("accuracy_reward=1, format_reward=0.5")
+    {'accuracy_reward': 1.0, 'format_reward': 0.5}
+    >>> parse_reward_weights("1,0.5")
+    [1.0, 0.5]
+    """
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    named = [t.partition("=") for t in items]
+    try:
+        if items and all(sep and name.strip() for name, sep, _ in named):
+            return {name.strip(): float(value) for name, _, value in named}
+        if items and not any(sep for _, sep, _ in named):
+            return [float(t) for t in items]
+    except ValueError:
+        pass
+    raise InputError(f"--reward-weights {text!r}: expected name=weight pairs like accuracy_reward=1,format_reward=0.5 "
+                     "or weights in reward-column order like 1,0.5")
+
+
 def _reward_columns(df: pl.DataFrame) -> list[str]:
     return [c for c, t in df.schema.items() if t.is_numeric() and c not in _NOT_REWARD and not c.startswith("_")]
 

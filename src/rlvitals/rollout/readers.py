@@ -38,9 +38,10 @@ from ..ingest._text import iter_lines
 from . import _trl, _verl
 from . import schema as S
 from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, frame_from_rows
-from ._trl import RewardWeights
+from ._trl import RewardWeights, parse_reward_weights
 
-__all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "read_rollouts", "rollouts_from_frame", "rollouts_from_records"]
+__all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
+           "rollouts_from_frame", "rollouts_from_records"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
