@@ -106,17 +106,23 @@ class Watcher:
         return changed
 
     def cycle(self) -> list[Alert]:
-        """One poll → diagnose → decide → alert pass; returns the alerts it raised."""
+        """One poll → diagnose → decide → alert pass; returns the alerts it raised. Each log's
+        alerts go out as soon as its own diagnosis is done, not after every log's."""
         now = self.clock()
-        observed = []
+        sent: list[Alert] = []
         changed = self._poll(now)
         for follow in changed:
+            observed = []
             for run in follow.runs():
                 d = diagnose(run, self.options.config)
                 self.diagnoses[run.path] = d
                 observed.append(Observation(run.path, last_step(run), d.findings))
-        if not changed:
-            return []
+            sent.extend(self._alert(observed, now))
+        if changed:
+            self.view.show(self.diagnoses)
+        return sent
+
+    def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
         alerts, self.keys = decide(self.keys, observed, now, self.options.cooldown)
         sources = {str(f.path): f.state() for f in self.follows}
         ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks])
@@ -124,7 +130,6 @@ class Watcher:
             self.view.alert(alert)
             for sink in self.sinks:
                 self._send(alert_id, alert, sink)
-        self.view.show(self.diagnoses)
         return alerts
 
     def exit_code(self) -> int:
