@@ -1,0 +1,184 @@
+"""The HTML report in real headless Chromium: no console errors or failed requests, every layer
+section and chart drawn (lazily, as they scroll into view), a finding's onset marker on its chart,
+the language switch, one click from a finding to its onset step's rollouts, and rollout text that is
+markup shown as text without running. Screenshots go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REAL
+from test_report_model import QWEN, XSS, write_dump
+
+import rlvitals
+from rlvitals.catalog import load_catalog
+from rlvitals.diagnosis import READING_ORDER, diagnose
+from rlvitals.report import build_page, write_report
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
+        _missing(f"{CHROMIUM} not found; install it with 'apt-get install chromium'")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed; install it with 'pip install playwright'")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Opened:
+    """A page with everything that went wrong on it recorded."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.errors: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+        self.page.goto(path.as_uri())
+
+    def scroll_all_charts(self) -> None:
+        """Bring every chart into view in turn, as a reader scrolling down would."""
+        for cid in self.page.eval_on_selector_all(".rlv-chart", "els => els.map(e => e.id)"):
+            self.page.locator(f"#{cid}").scroll_into_view_if_needed()
+            self.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
+
+    def close(self) -> None:
+        self.page.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    if not (REAL / QWEN).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    tmp = tmp_path_factory.mktemp("report")
+    write_dump(tmp / "dump")
+    analysis = rlvitals.analyze_rollouts(tmp / "dump")
+    run = rlvitals.load(REAL / QWEN)[0].with_series(analysis.series())
+    page = build_page([run], [diagnose(run)], analysis)
+    write_report(tmp / "report.html", page)
+    return tmp / "report.html", page
+
+
+@pytest.fixture
+def opened(browser: Any, report: tuple[Path, dict[str, Any]]) -> Iterator[Opened]:
+    o = Opened(browser, report[0])
+    yield o
+    o.close()
+
+
+def _shot(o: Opened, name: str, full: bool = False) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    o.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+
+def test_report_renders_every_section_and_chart_without_errors(opened: Opened, report: Any) -> None:
+    _, page = report
+    for layer in READING_ORDER:
+        assert opened.page.locator(f"section#layer-{layer}").is_visible()
+    assert opened.page.locator("section#rollouts").count() == 1 and opened.page.locator("#glossary dt").count() > 20
+    drawn_at_first = opened.page.locator(".js-plotly-plot").count()
+    assert 0 < drawn_at_first < len(page["charts"])  # charts below the fold wait until they are scrolled to
+    _shot(opened, "report_top")
+    opened.scroll_all_charts()
+    assert opened.page.locator(".js-plotly-plot").count() == len(page["charts"])
+    assert opened.page.locator(".rlv-chart .main-svg").count() >= len(page["charts"])
+    assert opened.errors == [] and opened.failed == []
+
+
+def test_finding_marker_is_drawn_on_its_chart(opened: Opened, report: Any) -> None:
+    _, page = report
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
+    (cid,) = finding["charts"]
+    figure = opened.page.locator(f"#fig-{cid}")
+    figure.scroll_into_view_if_needed()
+    opened.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
+    shapes = opened.page.evaluate(f"document.getElementById('{cid}').layout.shapes")
+    onset = [s for s in shapes if s["type"] == "line" and s["name"] == finding["id"]]
+    assert len(onset) == 1 and onset[0]["x0"] == onset[0]["x1"] == 16
+    assert figure.locator(".shapelayer path").count() >= 1
+    # the finding's "on the chart" link leads to that figure
+    assert opened.page.locator(f"#{finding['id']} a.rlv-goto-chart").get_attribute("href") == f"#fig-{cid}"
+    _shot(opened, "grad_norm_marker")
+    assert opened.errors == []
+
+
+def test_language_switch_changes_headings_without_reload(opened: Opened) -> None:
+    heading = opened.page.locator("section#layer-L1 h2")
+    assert "Training stability" in heading.inner_text()
+    opened.page.evaluate("window.__still_here = 1")
+    opened.page.click("button[data-set-lang=zh]")
+    assert "训练稳定性" in heading.inner_text() and "Training stability" not in heading.inner_text()
+    assert opened.page.evaluate("document.documentElement.lang") == "zh"
+    _shot(opened, "report_zh")
+    opened.page.click("button[data-set-lang=en]")
+    assert "Training stability" in heading.inner_text() and "训练稳定性" not in heading.inner_text()
+    assert opened.page.evaluate("window.__still_here") == 1  # same document: no reload
+
+
+def test_one_click_from_a_finding_to_its_onset_rollouts_shows_markup_as_text(opened: Opened, report: Any) -> None:
+    _, page = report
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
+    opened.page.click(f"#{finding['id']} a.rlv-goto-rollouts")
+    assert opened.page.locator("#rlv-step").input_value() == "16"
+    first = opened.page.locator("#rlv-groups details.rlv-group").first
+    assert first.get_attribute("open") is not None
+    assert opened.page.locator("#rlv-groups .rlv-response").first.inner_text() == XSS
+    assert opened.page.locator("#rlv-groups img, #rlv-groups script").count() == 0
+    assert opened.page.evaluate("[typeof window.__x, typeof window.__y]") == ["undefined", "undefined"]
+    _shot(opened, "rollouts_step16")
+    opened.page.select_option("#rlv-step", "1")
+    assert opened.page.locator("#rlv-groups details.rlv-group").count() == 4
+    assert opened.errors == [] and opened.failed == []
+
+
+def test_metric_name_links_to_its_glossary_entry(opened: Opened) -> None:
+    link = opened.page.locator("#layer-L1 a.rlv-key", has_text="actor/grad_norm").first
+    link.click()
+    target = opened.page.locator("#g-actor-grad-norm")
+    assert target.is_visible()
+    assert load_catalog().get("actor/grad_norm").en.name in target.inner_text()
+    assert opened.page.evaluate("location.hash") == "#g-actor-grad-norm"
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str) -> None:
+    run = rlvitals.load(REAL / name)[0]
+    d = diagnose(run)
+    page = build_page([run], [d])
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        for layer in READING_ORDER:
+            verdict = o.page.locator(f"#layer-{layer} h2 .rlv-status .l-en").first.inner_text()
+            assert verdict == d.layers[layer].upper()
+        shown = o.page.locator("article.rlv-finding").count()
+        assert shown == sum(f.status in ("warn", "fail") for f in d.findings)
+        o.scroll_all_charts()
+        assert o.page.locator(".js-plotly-plot").count() == len(page["charts"])
+        _shot(o, f"real_{Path(name).stem[:60]}")
+        assert o.errors == [] and o.failed == []
+    finally:
+        o.close()
