@@ -1,0 +1,175 @@
+"""What an export writes: a pure choice of series and findings, shared by every writer.
+
+The writers (TensorBoard event files, W&B runs) only encode an :class:`ExportPlan`; what goes
+in it is decided here, once:
+
+- **series**: the derived per-step series of the run (rollout metrics joined with
+  ``Run.with_series``) and the canonical metrics the user names (``--metrics``), each under
+  ``rlvitals/<key>`` so it sits beside the user's own tags without clashing.
+- **NaN**: a step where a key was not logged at all is left out; a logged ``nan``/``inf`` is
+  written as is (it is evidence: the ``nan_inf`` check fails on it, and both TensorBoard and
+  W&B store and show it). A series that holds no finite value at any step is not written
+  (a chart of nothing) and is listed in :attr:`ExportPlan.dropped` with the reason.
+- **findings**: every finding that is not ``skipped`` (a skipped check says the run did not
+  log what it needs; ``rlvitals diagnose --all`` lists them), as a status value
+  (:data:`STATUS_VALUE`: 0 ok, 1 warn, 2 fail) at its onset step, or at the run's last step
+  when it has none, plus its words in one language.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ..diagnosis import Diagnosis, Finding
+from ..errors import RlvitalsError, UnknownMetricError
+from ..explain import lookup
+from ..run import Run
+
+Lang = Literal["en", "zh"]
+LANGS: tuple[Lang, ...] = ("en", "zh")
+PREFIX = "rlvitals/"
+#: a finding's status as a number, so it can be charted (skipped findings are not exported)
+STATUS_VALUE = {"ok": 0.0, "warn": 1.0, "fail": 2.0}
+
+
+@dataclass(frozen=True)
+class Series:
+    """One per-step series to write: ``values[i]`` was logged (or derived) at ``steps[i]``."""
+
+    tag: str
+    key: str
+    origin: Literal["derived", "logged"]
+    steps: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """One finding, flattened to the words of one language. ``name`` is unique within a plan:
+    the check id, followed by its first metric when the check reported several findings."""
+
+    name: str
+    check: str
+    layer: str
+    status: str
+    step: int
+    onset_step: int | None
+    span: tuple[int, int] | None
+    metrics: tuple[str, ...]
+    title: str
+    message: str
+    advice: str
+
+    @property
+    def tag(self) -> str:
+        return f"{PREFIX}findings/{self.name}"
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """Everything one export writes for one run."""
+
+    run_path: str
+    lang: Lang
+    verdict: str
+    last_step: int
+    series: tuple[Series, ...]
+    findings: tuple[FindingRow, ...]
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> list[int]:
+        """Every step that carries a value (a series point or a finding), ascending."""
+        found = {self.last_step, *(f.step for f in self.findings)}
+        for s in self.series:
+            found.update(s.steps.tolist())
+        return sorted(found)
+
+
+def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
+    """The canonical keys of ``run`` that ``keys`` name (a canonical key or any alias of one).
+
+    >>> from rlvitals.simulate import simulate  # doctest: +SKIP
+    >>> resolve_metrics(run, ["actor/entropy"])  # doctest: +SKIP
+    ['actor/entropy']
+    """
+    out: list[str] = []
+    for key in keys:
+        canonical = key if key in run.metrics else None
+        if canonical is None:
+            try:
+                canonical = lookup(key)[1]
+            except UnknownMetricError:
+                canonical = None
+        if canonical is None or canonical not in run.metrics:
+            close = [m for m in run.metrics if key.split("/")[-1] in m][:5]
+            hint = f"; similar keys it logged: {', '.join(close)}" if close else ""
+            raise UnknownMetricError(
+                f"--metrics {key!r}: {run.path} logged no such metric{hint}; "
+                "run 'rlvitals inspect RUN' to list the canonical keys a run logged")
+        if canonical not in out:
+            out.append(canonical)
+    return out
+
+
+def _series(run: Run, key: str, origin: Literal["derived", "logged"]) -> Series:
+    steps, values = run.series(key, train_only=False)
+    return Series(PREFIX + key, key, origin, steps.astype(np.int64), values.astype(np.float64))
+
+
+def _names(findings: Sequence[Finding]) -> list[str]:
+    """A unique, readable name per finding (a check may report one finding per metric)."""
+    repeated = Counter(f.check for f in findings)
+    names: list[str] = []
+    for f in findings:
+        name = f.check if repeated[f.check] == 1 or not f.metrics else f"{f.check}/{f.metrics[0]}"
+        base, n = name, 1
+        while name in names:
+            n += 1
+            name = f"{base}#{n}"
+        names.append(name)
+    return names
+
+
+def _rows(findings: Sequence[Finding], lang: Lang, last_step: int) -> tuple[FindingRow, ...]:
+    kept = [f for f in findings if f.status != "skipped"]
+    return tuple(
+        FindingRow(name, f.check, f.layer, f.status, f.onset_step if f.onset_step is not None else last_step,
+                   f.onset_step, f.span, tuple(f.metrics), f.title.get(lang, ""), f.message.get(lang, ""),
+                   f.advice.get(lang, ""))
+        for name, f in zip(_names(kept), kept, strict=True))
+
+
+def plan_export(diagnosis: Diagnosis, *, derived: Sequence[str] = (), metrics: Sequence[str] = (),
+                lang: str = "en") -> ExportPlan:
+    """The series and findings to export for one diagnosed run.
+
+    ``derived`` are the keys joined onto the run with ``Run.with_series`` (the columns of
+    ``analyze_rollouts(...).series()`` other than ``step``); ``metrics`` are logged keys or
+    aliases the user asks for. Values are taken from the run the diagnosis saw.
+
+    Example:
+        >>> plan = plan_export(diagnose(run.with_series(derived)), derived=["pass@4"])  # doctest: +SKIP
+        >>> plan.series[0].tag, plan.series[0].steps[:3]  # doctest: +SKIP
+        ('rlvitals/pass@4', array([1, 2, 3]))
+    """
+    if lang not in LANGS:
+        raise RlvitalsError(f"export language {lang!r}: expected one of {', '.join(LANGS)}")
+    run = diagnosis.run
+    missing = [k for k in derived if k not in run.metrics]
+    if missing:
+        raise RlvitalsError(f"derived series {missing} are not columns of {run.path}; join them first with "
+                            "run.with_series(analysis.series()) and diagnose that run")
+    chosen = [_series(run, k, "derived") for k in dict.fromkeys(derived)]
+    chosen += [_series(run, k, "logged") for k in resolve_metrics(run, metrics) if k not in derived]
+    kept = [s for s in chosen if np.isfinite(s.values).any()]
+    dropped = tuple(f"{s.tag}: no finite value at any of its {len(s.steps)} steps; not written"
+                    for s in chosen if not np.isfinite(s.values).any())
+    last_step = int(run.steps.max()) if len(run.steps) else 0
+    return ExportPlan(run.path, lang, diagnosis.verdict, last_step, tuple(kept),
+                      _rows(diagnosis.findings, lang, last_step), dropped)
