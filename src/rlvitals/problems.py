@@ -8,7 +8,8 @@ between what a policy is trained on and what it is not. Names, objects and numbe
 Problem ``i`` of a seed and source is drawn from its own generator (seeded with the text
 ``"{seed}/{source}/{i}"``, which ``random.Random`` hashes the same way on every platform), so
 a problem does not change when more problems are asked for, and a seed always gives the same
-list. Pure Python, no model imports.
+list. Numbers are small (mostly one digit): the 135M model used to sample rollouts gets
+some of these right, so rewards are mixed. Pure Python, no model imports.
 
 >>> [p.question for p in make_problems(1, seed=0)] == [p.question for p in make_problems(1, seed=0)]
 True
@@ -61,38 +62,38 @@ Template = Callable[[random.Random, str, str, str], tuple[str, str, int]]
 
 
 def _add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    a, b = rng.randint(2, 40), rng.randint(2, 30)
+    a, b = rng.randint(2, 12), rng.randint(2, 9)
     return "add", f"{name} has {a} {obj}. {pron} gets {b} more {obj}. How many {obj} does {name} have now?", a + b
 
 
 def _sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    b = rng.randint(2, 25)
-    a = b + rng.randint(1, 30)  # a > b: the answer is never zero or negative
+    b = rng.randint(2, 9)
+    a = b + rng.randint(1, 9)  # a > b: the answer is never zero or negative
     return "sub", f"{name} has {a} {obj}. {pron} gives {b} {obj} to a friend. How many {obj} does {name} have left?", \
         a - b
 
 
 def _mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    a, b = rng.randint(2, 5), rng.randint(2, 5)
     return "mul", f"{name} has {a} bags with {b} {obj} in each bag. How many {obj} does {name} have?", a * b
 
 
 def _add_mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    a, b, c = rng.randint(2, 20), rng.randint(2, 6), rng.randint(2, 9)
+    a, b, c = rng.randint(2, 9), rng.randint(2, 4), rng.randint(2, 5)
     q = f"{name} has {a} {obj}. {pron} buys {b} bags with {c} {obj} in each bag. How many {obj} does {name} have now?"
     return "add_mul", q, a + b * c
 
 
 def _sub_add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    b = rng.randint(2, 20)
-    a, c = b + rng.randint(1, 25), rng.randint(2, 20)
+    b = rng.randint(2, 9)
+    a, c = b + rng.randint(1, 9), rng.randint(2, 9)
     q = (f"{name} has {a} {obj}. {pron} gives away {b} {obj} and then finds {c} more {obj}. "
          f"How many {obj} does {name} have now?")
     return "sub_add", q, a - b + c
 
 
 def _mul_sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
-    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    a, b = rng.randint(2, 5), rng.randint(2, 5)
     c = rng.randint(1, a * b - 1)
     q = (f"{name} buys {a} boxes with {b} {obj} in each box. {pron} gives {c} {obj} to a friend. "
          f"How many {obj} does {name} have left?")

