@@ -93,6 +93,21 @@ def _parser() -> argparse.ArgumentParser:
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before it may alert again")
+
+    xpt = sub.add_parser("export", help="write derived series and findings to TensorBoard event files or a W&B run")
+    xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
+    xto = xpt.add_mutually_exclusive_group(required=True)
+    xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
+                     help="write one event file here (the run's own log folder works: tags start with rlvitals/)")
+    xto.add_argument("--wandb", action="store_true", help="log to a W&B run (offline unless WANDB_MODE=online)")
+    xpt.add_argument("--wandb-dir", default=".", metavar="DIR", help="where wandb writes the run folder")
+    xpt.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project")
+    xpt.add_argument("--wandb-run-id", default=None, metavar="ID", help="resume this W&B run instead of a new one")
+    xpt.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps: their series are exported")
+    xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")
+    xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
+    xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     return p
 
 
@@ -344,6 +359,57 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return status
 
 
+def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import os
+
+    from .config import load_config
+    from .diagnosis import diagnose
+    from .export import plan_export, write_tensorboard, write_wandb
+
+    try:
+        config = load_config(args.config) if args.config else None
+        derived = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None).series() if args.rollouts else None
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    runs, status = _load_all(list(args.paths), args.fmt, err)
+    if not runs:
+        return EXIT_USAGE
+    if args.wandb_run_id and len(runs) > 1:
+        err.write(f"rlvitals: --wandb-run-id {args.wandb_run_id!r} names one W&B run, but {len(runs)} runs were "
+                  "given; export one run at a time when resuming\n")
+        return EXIT_USAGE
+    keys = [c for c in derived.columns if c != "step"] if derived is not None else []
+    metrics = [k.strip() for k in args.metrics.split(",") if k.strip()]
+    names: list[str] = []
+    for run in runs:
+        run = run.with_series(derived) if derived is not None else run
+        try:
+            plan = plan_export(diagnose(run, config), derived=keys, metrics=metrics, lang=args.lang)
+            if args.tensorboard is not None:
+                # several runs into one LOGDIR: one sub-folder each, as TensorBoard lists runs
+                name = Path(run.path).name or "run"
+                name = f"{name}-{len(names) + 1}" if name in names else name
+                names.append(name)
+                logdir = Path(args.tensorboard) / name if len(runs) > 1 else Path(args.tensorboard)
+                where = str(write_tensorboard(plan, logdir))
+            else:
+                online = os.environ.get("WANDB_MODE") == "online"
+                done = write_wandb(plan, directory=args.wandb_dir, project=args.wandb_project,
+                                   run_id=args.wandb_run_id, mode="online" if online else "offline")
+                where = f"{done.run_dir} (W&B run {done.run_id}, {'online' if online else 'offline'})"
+        except RlvitalsError as exc:
+            err.write(f"rlvitals: {exc}\n")
+            status = EXIT_USAGE
+            continue
+        points = sum(len(s.steps) for s in plan.series)
+        out.write(f"wrote {where}: {len(plan.series)} series, {points} points, {len(plan.findings)} findings, "
+                  f"verdict {plan.verdict}\n")
+        for line in plan.dropped:
+            out.write(f"  {line}\n")
+    return status
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -366,6 +432,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _watch(args, out, err)
     if args.command == "report":
         return _report(args, out, err)
+    if args.command == "export":
+        return _export(args, out, err)
     return _formats(out)
 
 
