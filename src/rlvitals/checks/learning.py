@@ -278,7 +278,7 @@ def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcom
     """Mean step-level group size (GiGPO anchor-state groups) held at ≥ ``near_full`` of the group
     size N: rollouts pass through the same states — exploration lost, or a policy that has settled
     (seed-004 §四 reads GiGPO's Fig. 5 both ways). Without N, a sustained rise of ``rise`` warns."""
-    s = view.series("group/size/mean")
+    s = view.series("group/step_groups/size/mean")
     if s is None:
         return []
     n = _group_n(view, p)
