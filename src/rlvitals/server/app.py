@@ -1,0 +1,229 @@
+"""The dashboard's routes: thin readers of a :class:`~rlvitals.server.workspace.Workspace`.
+
+HTML: ``/`` (run list), ``/runs/{id}`` (the report's layered page, live). JSON (OpenAPI at
+``/openapi.json``): runs, one run's diagnosis, its findings, a metric's series downsampled over a
+step range, rollout groups with their texts, the page model, events to poll, and the files of a
+served folder. Every route returns what the workspace or the diagnosis already computed; nothing
+is computed here. Every request passes :func:`_guard` (token or loopback Host, then security
+headers on the answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel
+
+from ..diagnosis import READING_ORDER
+from .page import index_html, loading_html, report_script, run_html
+from .security import COOKIE, AccessError, bearer, headers, host_allowed, script_hash, token_ok
+from .workspace import Workspace
+
+STATIC_AGE = 3600
+
+
+class RunSummary(BaseModel):
+    """One served run: ``status`` is ``loading`` while a remembered run is read again."""
+
+    id: str
+    label: str
+    root: int
+    status: str
+    version: int
+    last_step: int
+    verdict: str
+    layers: dict[str, str]
+    findings: dict[str, int]
+    framework: str | None
+    algorithm: str | None
+    steps: int | None
+    updated: float
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+    roots: list[str]
+    messages: list[str]
+
+
+class Events(BaseModel):
+    """``runs`` updated since the ``after`` asked for; ask next with ``after=seq``."""
+
+    seq: int
+    runs: list[RunSummary]
+
+
+class Series(BaseModel):
+    """A metric between two steps: at most ``4 × buckets`` points, every bucket's first, min, max, last."""
+
+    run: str
+    version: int
+    key: str
+    start: float | None
+    end: float | None
+    buckets: int
+    x: list[float]
+    y: list[float | None]
+    bad: list[list[Any]]
+    n: int
+    nonfinite: dict[str, Any]
+
+
+def _json(obj: Any, status: int = 200) -> Response:
+    # orjson: NumPy values in evidence, NaN as null (the stdlib would write invalid JSON)
+    body = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+@lru_cache(maxsize=8)
+def _static(name: str) -> tuple[bytes, str]:
+    """The static files, by name only: no request path ever reaches the file system here."""
+    if name == "plotly.min.js":
+        from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+
+        return str(get_plotlyjs()).encode("utf-8"), "text/javascript"
+    package, folder = ("rlvitals.report", "templates") if name in ("report.js", "report.css") else \
+        ("rlvitals.server", "static")
+    kind = "text/javascript" if name.endswith(".js") else "text/css"
+    return resources.files(package).joinpath(folder, name).read_bytes(), kind
+
+
+STATIC = ("live.js", "serve.css", "report.js", "report.css", "plotly.min.js")
+
+
+def _refuse(status: int, message: str, extra: dict[str, str] | None = None) -> Response:
+    response = _json({"detail": message}, status)
+    response.headers.update(extra or {})
+    return response
+
+
+def _check(request: Request, token: str | None, hosts: tuple[str, ...]) -> Response | None:
+    """The answer that refuses ``request``, or None to let it through."""
+    if token is None:
+        if not host_allowed(request.headers.get("host"), hosts):
+            return _refuse(403, f"Host {request.headers.get('host')!r} is not this machine's loopback name; open "
+                                "the dashboard at http://127.0.0.1:PORT/ (a server without --token answers "
+                                "loopback names only)")
+        return None
+    given = (bearer(request.headers.get("authorization")) or request.query_params.get("token")
+             or request.cookies.get(COOKIE))
+    if not token_ok(token, given):
+        return _refuse(401, "this dashboard needs its token: send 'Authorization: Bearer TOKEN', or open "
+                            "any page once with ?token=TOKEN", {"WWW-Authenticate": 'Bearer realm="rlvitals"'})
+    if "token" in request.query_params and request.method == "GET" and not request.url.path.startswith("/api/"):
+        # keep the token out of the address bar, history and logs: a cookie carries it from now on
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = request.url.path + ("?" + urlencode(rest) if rest else "")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
+        return response
+    return None
+
+
+def create_app(workspace: Workspace, *, token: str | None = None, docs: bool = False,
+               hosts: tuple[str, ...] = ()) -> FastAPI:
+    """The dashboard over ``workspace``. With ``token`` every request must carry it; without, only
+    requests to a loopback Host name (or one of ``hosts``) are answered. ``docs``: serve ``/docs``
+    (it loads its script from a CDN, so it is off by default).
+
+    Example:
+        >>> from pathlib import Path
+        >>> app = create_app(Workspace([Path("run.log")], ServeState(Path("s.sqlite"))))  # doctest: +SKIP
+        >>> TestClient(app, base_url="http://127.0.0.1").get("/api/runs").json()["runs"]  # doctest: +SKIP
+        []
+    """
+    app = FastAPI(title="rlvitals dashboard", summary="Live diagnosis of RL post-training runs",
+                  docs_url="/docs" if docs else None, redoc_url=None)
+    secure = headers([script_hash(report_script())])
+
+    @app.middleware("http")
+    async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        refused = _check(request, token, hosts)
+        response = refused if refused is not None else await call_next(request)
+        for name, value in secure.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    @app.exception_handler(AccessError)
+    async def _access(_: Request, exc: AccessError) -> Response:
+        return _refuse(exc.status, str(exc))
+
+    _html_routes(app, workspace)
+    _api_routes(app, workspace)
+    return app
+
+
+def _html_routes(app: FastAPI, ws: Workspace) -> None:
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(index_html(ws.summaries(), [str(r) for r in ws.roots], ws.messages, READING_ORDER))
+
+    @app.get("/runs/{rid}", response_class=HTMLResponse, include_in_schema=False)
+    def run_page(rid: str) -> HTMLResponse:
+        served = ws.get(rid, ready=False)
+        if served.diagnosis is None:
+            return HTMLResponse(loading_html(served))
+        return HTMLResponse(ws.memo("html", served, lambda: run_html(ws.page(served), served)))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise AccessError(404, f"static {name!r}: no such file; the dashboard serves {', '.join(STATIC)}")
+        body, kind = _static(name)
+        return Response(body, media_type=kind, headers={"Cache-Control": f"max-age={STATIC_AGE}"})
+
+
+def _api_routes(app: FastAPI, ws: Workspace) -> None:
+    @app.get("/api/runs", response_model=RunList, summary="Every served run with its verdict per layer")
+    def runs() -> Response:
+        return _json({"runs": ws.summaries(), "roots": [str(r) for r in ws.roots], "messages": ws.messages})
+
+    @app.get("/api/runs/{rid}", summary="One run: verdict, layers, findings, metrics")
+    def run(rid: str) -> Response:
+        served = ws.get(rid)
+        assert served.diagnosis is not None and served.run is not None
+        return _json({**served.summary(), "diagnosis": served.diagnosis.to_json(), "metrics": served.run.metrics})
+
+    @app.get("/api/runs/{rid}/findings", summary="The findings of a run's diagnosis")
+    def findings(rid: str) -> Response:
+        served = ws.get(rid)
+        assert served.diagnosis is not None
+        return _json({"run": rid, "version": served.version,
+                      "findings": [f.to_json() for f in served.diagnosis.findings]})
+
+    @app.get("/api/runs/{rid}/series", response_model=Series, summary="A metric over a step range, downsampled")
+    def series(rid: str, key: str, start: float | None = None, end: float | None = None,
+               buckets: int = Query(400, ge=1, le=20000)) -> Response:
+        return _json(ws.series(ws.get(rid), key, start, end, buckets))
+
+    @app.get("/api/runs/{rid}/rollouts", summary="Steps with rollouts; a step's groups and texts")
+    def rollouts(rid: str, step: int | None = None) -> Response:
+        ws.get(rid)
+        return _json({"run": rid, **ws.rollout_groups(step)})
+
+    @app.get("/api/runs/{rid}/page", summary="The report's page model of a run (what its page draws)")
+    def page(rid: str) -> Response:
+        return _json(ws.page(ws.get(rid)))
+
+    @app.get("/api/events", response_model=Events, summary="Runs updated since a sequence number (poll this)")
+    def events(after: int = Query(0, ge=0)) -> Response:
+        return _json(ws.events(after))
+
+    @app.get("/api/roots", summary="The served folders and files")
+    def roots() -> Response:
+        return _json({"roots": [{"id": i, "name": r.name, "path": str(r)} for i, r in enumerate(ws.roots)]})
+
+    @app.get("/api/roots/{root}/files", summary="What lies at a path inside a served folder")
+    def files(root: int, path: str = "") -> Response:
+        return _json(ws.files(root, path))
+
+
+__all__ = ["create_app"]

@@ -1,0 +1,103 @@
+"""The dashboard's workspace state in one SQLite file (WAL, stdlib sqlite3).
+
+``runs`` remembers every run served: its path, served folder, last step, verdict and version
+(a counter bumped each time the run grew and was diagnosed again), so a restarted server lists
+the runs with their last known state while it re-reads the logs, and versions keep counting up
+(a page open across the restart sees a newer version, never an older one). ``sources`` keeps
+each followed log's cursor (see :class:`rlvitals.watch.sources.Follow`). Several servers may
+share one file: WAL lets one write while the others read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RlvitalsError
+
+SCHEMA = 1
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, path TEXT NOT NULL, root TEXT NOT NULL, "
+    "last_step INTEGER NOT NULL, verdict TEXT NOT NULL, version INTEGER NOT NULL, seen REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, state TEXT NOT NULL)",
+)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """What the state file remembers of one run."""
+
+    id: str
+    path: str
+    root: str
+    last_step: int
+    verdict: str
+    version: int
+    seen: float
+
+
+class ServeState:
+    """Open (or create) the state file at ``path``.
+
+    Example:
+        >>> import tempfile
+        >>> st = ServeState(Path(tempfile.mkdtemp()) / "serve.sqlite")
+        >>> st.save_run(RunRow("ab12", "/runs/a.log", "/runs", 10, "ok", 1, 0.0)); st.runs()["ab12"].last_step
+        10
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()  # one connection shared by the poll thread and the request threads
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            for sql in _TABLES:
+                self.db.execute(sql)
+            self._check_version()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise RlvitalsError(f"{path}: cannot use this file as the dashboard state ({exc}); expected a "
+                                "serve.sqlite written by 'rlvitals serve' — pass --state NEW_FILE") from exc
+
+    def _check_version(self) -> None:
+        row = self.db.execute("SELECT version FROM schema").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO schema (version) VALUES (?)", (SCHEMA,))
+        elif row[0] != SCHEMA:
+            raise RlvitalsError(f"{self.path}: dashboard state of layout version {row[0]}; this rlvitals "
+                                f"writes version {SCHEMA} — pass --state NEW_FILE or delete the old file")
+
+    def journal_mode(self) -> str:
+        with self._lock:
+            return str(self.db.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def runs(self) -> dict[str, RunRow]:
+        with self._lock:
+            rows = self.db.execute("SELECT id, path, root, last_step, verdict, version, seen FROM runs").fetchall()
+        return {r[0]: RunRow(*r) for r in rows}
+
+    def save_run(self, row: RunRow) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO runs (id, path, root, last_step, verdict, version, seen) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (row.id, row.path, row.root, row.last_step, row.verdict,
+                                                            row.version, row.seen))
+
+    def sources(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            rows = self.db.execute("SELECT path, state FROM sources").fetchall()
+        return {path: json.loads(state) for path, state in rows}
+
+    def save_source(self, path: str, state: dict[str, Any]) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO sources (path, state) VALUES (?, ?)", (path, json.dumps(state)))
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()

@@ -1,0 +1,387 @@
+"""The runs a dashboard serves: served folders and files, each log followed as it grows and diagnosed again.
+
+A served PATH is a *root*. A log file, or a folder a reader recognises (TensorBoard, W&B, …), is
+one source; any other folder is looked into every ``rescan`` seconds and each log in it becomes a
+source, so a run started after the server shows up by itself. Every source is a
+:class:`~rlvitals.watch.sources.Follow`; when it gives new data the run is diagnosed again, at
+most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
+Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
+poll (``events``). Page models are built on request and kept for the current version only.
+
+A run's id is a hash of its path: opaque in URLs, stable across restarts. The state file
+(:mod:`.store`) lists the runs with their last step and verdict before their logs are read again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config import DiagnoseConfig
+from ..diagnosis import READING_ORDER, Diagnosis, diagnose
+from ..errors import EmptyInputError, InputError, RlvitalsError
+from ..ingest import find_reader
+from ..run import Run
+from ..watch.sources import Follow, signature
+from .security import AccessError, confine
+from .store import RunRow, ServeState
+
+if TYPE_CHECKING:
+    from ..rollout.analysis import RolloutAnalysis
+
+MAX_MESSAGES = 50
+MAX_ENTRIES = 1000  # a folder listing stops here; a served folder is a place for logs, not a file browser
+
+
+def run_id(path: str) -> str:
+    """The opaque id of the run read from ``path`` (a hash: no path in any URL).
+
+    Example:
+        >>> run_id("/runs/a/train.log")
+        'd3a3326f2cdaf8b7'
+    """
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class WorkspaceOptions:
+    """How runs are read and followed. ``rescan``: seconds between looks for new logs in a folder."""
+
+    fmt: str | None = None
+    config: DiagnoseConfig | None = None
+    rollouts: Path | None = None
+    interval: float = 0.5
+    rescan: float = 5.0
+    min_gap: float = 2.0
+
+
+@dataclass(frozen=True)
+class Served:
+    """One run as served now; replaced whole on every update, so a reader never sees half of one.
+    ``run``/``diagnosis`` are None while a run remembered from the state file is read again."""
+
+    id: str
+    path: str
+    root: int
+    version: int
+    last_step: int
+    verdict: str
+    seq: int
+    updated: float
+    run: Run | None = None
+    diagnosis: Diagnosis | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The run-list entry: verdict per layer and counts of failing and warning findings."""
+        d = self.diagnosis
+        counts = {s: sum(f.status == s for f in d.findings) for s in ("fail", "warn")} if d else {}
+        return {"id": self.id, "label": Path(self.path).name or self.path, "root": self.root,
+                "status": "ready" if d else "loading", "version": self.version, "last_step": self.last_step,
+                "verdict": self.verdict, "layers": {k: d.layers[k] for k in READING_ORDER} if d else {},
+                "findings": counts, "framework": d.run.framework if d else None,
+                "algorithm": d.run.algorithm_label if d else None,
+                "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated}
+
+
+@dataclass
+class _Source:
+    path: Path
+    root: int
+    follow: Follow
+    dirty: bool = False
+    next_diagnosis: float = 0.0
+    cost: float = 0.0
+
+
+def _last_step(run: Run) -> int:
+    steps = run.steps
+    return int(steps[-1]) if len(steps) else 0
+
+
+class Workspace:
+    """The served runs of ``paths``; ``poll_once()`` advances them, ``start()`` polls in a thread.
+
+    Example:
+        >>> ws = Workspace([Path("runs")], ServeState(Path("serve.sqlite")))  # doctest: +SKIP
+        >>> ws.poll_once(); [s["verdict"] for s in ws.summaries()]  # doctest: +SKIP
+        ['warn']
+    """
+
+    def __init__(self, paths: Sequence[Path], state: ServeState, options: WorkspaceOptions | None = None,
+                 *, clock: Callable[[], float] = time.time) -> None:
+        if not paths:
+            raise RlvitalsError("serve: no PATH given; pass log files or folders of runs to serve")
+        self.roots = [Path(p).resolve() for p in paths]
+        self.options = options or WorkspaceOptions()
+        self.state = state
+        self.clock = clock
+        self.messages: list[str] = []
+        self.rollouts: RolloutAnalysis | None = None
+        self._sources: dict[Path, _Source] = {}
+        self._unknown: dict[Path, tuple[int, int]] = {}
+        self._served: dict[str, Served] = {}
+        self._memo: dict[tuple[str, str], tuple[int, Any]] = {}
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._next_scan = 0.0
+        self._rollout_sig: tuple[tuple[str, int, int, int], ...] | None = None
+        self._saved = state.sources()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._remember()
+
+    # --- reading and following -------------------------------------------------------------
+    def _remember(self) -> None:
+        """Runs the state file knows under these roots, listed as loading until read again."""
+        roots = {str(r): i for i, r in enumerate(self.roots)}
+        for row in self.state.runs().values():
+            if row.root in roots:
+                self._served[row.id] = Served(row.id, row.path, roots[row.root], row.version, row.last_step,
+                                              row.verdict, 0, row.seen)
+
+    def _note(self, message: str) -> None:
+        if message not in self.messages:
+            self.messages.append(message)
+            del self.messages[:-MAX_MESSAGES]
+
+    def _add(self, path: Path, root: int) -> None:
+        if path not in self._sources:
+            self._sources[path] = _Source(path, root, Follow(path, self.options.fmt, self.options.min_gap,
+                                                             self._saved.get(str(path))))
+
+    def _scan(self) -> None:
+        """Find the sources of every root (new logs in a served folder included)."""
+        for i, root in enumerate(self.roots):
+            if not root.is_dir():
+                self._add(root, i)  # a log file, or one not written yet: Follow waits for it
+                continue
+            try:
+                find_reader(root, self.options.fmt)
+                self._add(root, i)
+                continue
+            except EmptyInputError:
+                self._add(root, i)
+                continue
+            except InputError:
+                pass  # a plain folder: its entries are the logs
+            for child in sorted(root.iterdir()):
+                self._consider(child, root, i)
+
+    def _consider(self, child: Path, root: Path, i: int) -> None:
+        if child.name.startswith(".") or child in self._sources:
+            return
+        real = child.resolve()
+        if real != root and not real.is_relative_to(root):
+            return  # a symbolic link out of the served folder is not served
+        try:
+            st = child.stat()
+        except OSError:
+            return
+        seen = (st.st_size, st.st_mtime_ns)
+        if self._unknown.get(child) == seen:
+            return
+        try:
+            find_reader(child, self.options.fmt)
+        except EmptyInputError:
+            pass  # recognised but nothing logged yet: follow it anyway
+        except InputError:
+            self._unknown[child] = seen
+            return
+        self._add(child, i)
+
+    def _scan_rollouts(self) -> None:
+        folder = self.options.rollouts
+        if folder is None:
+            return
+        from ..rollout.analysis import analyze_rollouts
+
+        try:
+            sig = signature(folder)
+            if sig == self._rollout_sig:
+                return
+            self.rollouts = analyze_rollouts(folder)
+        except (RlvitalsError, OSError) as exc:
+            self._note(f"rollouts {folder}: {exc}")
+            return
+        self._rollout_sig = sig
+        for src in self._sources.values():
+            src.dirty = True  # their runs join the new rollout series
+
+    def poll_once(self) -> list[str]:
+        """Look for new logs (every ``rescan`` s), read what every log appended, diagnose the runs that
+        grew (when their throttle allows); the ids of the runs updated."""
+        now = self.clock()
+        if now >= self._next_scan:
+            self._scan_rollouts()
+            self._scan()
+            self._next_scan = now + self.options.rescan
+        updated: list[str] = []
+        for src in list(self._sources.values()):
+            try:
+                if src.follow.poll(now, src.cost):
+                    src.dirty = True
+            except RlvitalsError as exc:
+                self._note(str(exc))
+            for message in src.follow.messages:
+                self._note(message)
+            src.follow.messages.clear()
+            if src.dirty and now >= src.next_diagnosis:
+                updated += self._diagnose(src, now)
+        return updated
+
+    def _diagnose(self, src: _Source, now: float) -> list[str]:
+        t0 = time.perf_counter()
+        ids = []
+        for run in src.follow.runs():
+            try:
+                if self.rollouts is not None:
+                    run = run.with_series(self.rollouts.series())
+                ids.append(self._publish(src, run, diagnose(run, self.options.config), now))
+            except (RlvitalsError, ValueError) as exc:
+                self._note(f"{run.path}: could not be diagnosed ({exc}); it is shown when the next lines fix it")
+        src.dirty = False
+        src.cost = time.perf_counter() - t0
+        src.next_diagnosis = now + max(self.options.interval, 2 * src.cost)
+        self.state.save_source(str(src.path), src.follow.state())
+        return ids
+
+    def _publish(self, src: _Source, run: Run, d: Diagnosis, now: float) -> str:
+        rid = run_id(run.path)
+        with self._lock:
+            old = self._served.get(rid)
+            self._seq += 1
+            served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, _last_step(run), d.verdict,
+                            self._seq, now, run, d)
+            self._served[rid] = served
+        self.state.save_run(RunRow(rid, run.path, str(self.roots[src.root]), served.last_step, served.verdict,
+                                   served.version, now))
+        return rid
+
+    def start(self) -> None:
+        """Poll every ``interval`` seconds in a background thread until :meth:`close`."""
+        self._thread = threading.Thread(target=self._loop, name="rlvitals-serve-poll", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll_once()
+            except Exception as exc:  # noqa: BLE001 - one bad log must not stop following the others
+                self._note(f"serve: polling failed ({exc!r}); will retry")
+            self._stop.wait(self.options.interval)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.state.close()
+
+    # --- what the routes read ----------------------------------------------------------------
+    def summaries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            served = sorted(self._served.values(), key=lambda s: (s.root, s.path))
+        return [s.summary() for s in served]
+
+    def get(self, rid: str, *, ready: bool = True) -> Served:
+        """The run with id ``rid``; :class:`AccessError` 404 for an unknown id, and with ``ready`` 503
+        while a remembered run's log is read again."""
+        served = self._served.get(rid)
+        if served is None:
+            raise AccessError(404, f"run {rid!r}: no such run in this workspace; list them with GET /api/runs")
+        if ready and served.diagnosis is None:
+            raise AccessError(503, f"run {rid!r}: its log is being read again after a restart; retry in a moment")
+        return served
+
+    def memo(self, kind: str, served: Served, build: Callable[[], Any]) -> Any:
+        """``build()`` once per run version (a page model, a rendered page)."""
+        hit = self._memo.get((kind, served.id))
+        if hit is not None and hit[0] == served.version:
+            return hit[1]
+        value = build()
+        self._memo[(kind, served.id)] = (served.version, value)
+        return value
+
+    def page(self, served: Served) -> dict[str, Any]:
+        """The report's page model of one run at its current version."""
+        from ..report.model import build_page
+
+        assert served.run is not None and served.diagnosis is not None  # get() returns ready runs only
+        run, d = served.run, served.diagnosis
+        page: dict[str, Any] = self.memo("page", served, lambda: build_page([run], [d], self.rollouts))
+        return page
+
+    def series(self, served: Served, key: str, start: float | None, end: float | None,
+               buckets: int) -> dict[str, Any]:
+        """One metric of a run between steps ``start`` and ``end`` (both kept), at most ``4 × buckets``
+        points (:mod:`rlvitals.downsample`: a spike survives), as the report's chart trace."""
+        from ..report.charts import trace
+
+        assert served.run is not None
+        if key not in served.run.metrics:
+            raise AccessError(404, f"series {key!r}: run {served.id} logged no such metric; its metrics are "
+                                   f"listed in GET /api/runs/{served.id}")
+        if start is not None and end is not None and start > end:
+            raise AccessError(400, f"series: start={start} is after end={end}; expected start <= end")
+        x, y = served.run.series(key, train_only=False)
+        keep = np.ones(len(x), dtype=bool)
+        if start is not None:
+            keep &= x >= start
+        if end is not None:
+            keep &= x <= end
+        return {"run": served.id, "version": served.version, "start": start, "end": end, "buckets": buckets,
+                **trace(key, served.id, key, x[keep], y[keep], buckets)}
+
+    def rollout_groups(self, step: int | None) -> dict[str, Any]:
+        """The steps that have rollouts and, for ``step``, its groups with their texts (as the report
+        lists them: the groups whose rewards stray furthest first)."""
+        from ..report.rollouts import _step_groups
+        from ..rollout.schema import STEP
+
+        found = self.rollouts.rollouts if self.rollouts is not None else None
+        if found is None:
+            raise AccessError(404, "rollouts: this server serves no rollout texts; start it with --rollouts DIR "
+                                   "(a veRL rollout dump folder, TRL completions …)")
+        table = found.table
+        available = sorted(int(s) for s in table[STEP].unique().to_list())
+        if step is None:
+            return {"step": None, "available": available, "groups": []}
+        if step not in available:
+            span = f"{available[0]}..{available[-1]}" if available else "none"
+            raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
+                                   f"({len(available)} steps)")
+        return {"step": step, "available": available, "groups": _step_groups(table, step)}
+
+    def events(self, after: int) -> dict[str, Any]:
+        """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""
+        with self._lock:
+            changed = [s.summary() for s in self._served.values() if s.seq > after]
+            return {"seq": self._seq, "runs": changed}
+
+    def files(self, root: int, rel: str) -> dict[str, Any]:
+        """What lies at ``rel`` inside served root ``root`` and which runs each entry serves."""
+        target = confine(self.roots, root, rel)
+        entries = [target] if target.is_file() else sorted(target.iterdir())[:MAX_ENTRIES]
+        by_path: dict[str, list[str]] = {}
+        for s in list(self._served.values()):
+            by_path.setdefault(s.path, []).append(s.id)
+        out = []
+        for entry in entries:
+            real = entry.resolve()
+            if not real.is_relative_to(self.roots[root]):
+                continue  # a link out of the folder is not listed
+            runs = [rid for path, ids in by_path.items() if Path(path) == real or Path(path).is_relative_to(real)
+                    for rid in ids]
+            out.append({"name": entry.name, "path": str(real.relative_to(self.roots[root])),
+                        "dir": real.is_dir(), "size": real.stat().st_size if real.is_file() else None,
+                        "runs": sorted(runs)})
+        return {"root": root, "path": rel, "entries": out}
+
+
+__all__ = ["Served", "Workspace", "WorkspaceOptions", "run_id"]
