@@ -107,6 +107,18 @@ def _parser() -> argparse.ArgumentParser:
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before it may alert again")
 
+    srv = sub.add_parser("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
+    srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
+    srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
+    srv.add_argument("--token", default=None, help="secret every request must carry (default: $RLVITALS_TOKEN)")
+    srv.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps of the served run(s)")
+    srv.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
+    srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
+
     xpt = sub.add_parser("export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
     xto = xpt.add_mutually_exclusive_group(required=True)
@@ -453,6 +465,23 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return status
 
 
+def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import os
+
+    from .config import load_config
+    from .server import WorkspaceOptions, serve
+
+    try:
+        config = load_config(args.config) if args.config else None
+        options = WorkspaceOptions(fmt=args.fmt, config=config, rollouts=Path(args.rollouts) if args.rollouts else None)
+        return serve([Path(p) for p in args.paths], host=args.host, port=args.port,
+                     token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
+                     state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -479,6 +508,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _report(args, out, err)
     if args.command == "export":
         return _export(args, out, err)
+    if args.command == "serve":
+        return _serve(args, out, err)
     return _formats(out)
 
 
