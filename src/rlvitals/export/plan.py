@@ -18,6 +18,7 @@ in it is decided here, once:
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
             except UnknownMetricError:
                 canonical = None
         if canonical is None or canonical not in run.metrics:
-            close = [m for m in run.metrics if key.split("/")[-1] in m][:5]
+            close = difflib.get_close_matches(key, run.metrics, n=3, cutoff=0.6)
             hint = f"; similar keys it logged: {', '.join(close)}" if close else ""
             raise UnknownMetricError(
                 f"--metrics {key!r}: {run.path} logged no such metric{hint}; "
