@@ -149,21 +149,57 @@ def state_coverage(visits: Sequence[Sequence[Hashable]], n_states: int | None = 
     return len(set(flat)) / len(flat)
 
 
-def embedding_cosine(texts: Sequence[str], encode: Callable[[list[str]], np.ndarray]) -> float:
-    """Mean pairwise cosine similarity, over pairs i < j, of ``encode(texts)`` rows.
+Encoder = Callable[[list[str]], np.ndarray]
 
-    ``encode`` maps a list of N texts to an (N, d) array (e.g. a sentence-embedding model);
-    zero vectors have similarity 0. NaN for fewer than 2 texts. Higher means less diverse.
-    """
-    if len(texts) < 2:
+
+def _mean_cosine(emb: np.ndarray) -> float:
+    n = emb.shape[0]
+    if n < 2:
         return math.nan
-    emb = np.asarray(encode(list(texts)), dtype=np.float64)
-    if emb.ndim != 2 or emb.shape[0] != len(texts):
-        raise ValueError(f"encode() must return an array of shape ({len(texts)}, d), got {emb.shape}")
+    emb = emb.astype(np.float64)
     norm = np.linalg.norm(emb, axis=1, keepdims=True)
     unit = np.divide(emb, norm, out=np.zeros_like(emb), where=norm > 0)
     sim = unit @ unit.T
-    return float(sim[np.triu_indices(len(texts), k=1)].mean())
+    return float(sim[np.triu_indices(n, k=1)].mean())
+
+
+def _encode_checked(encode: Encoder, texts: list[str]) -> np.ndarray:
+    emb = np.asarray(encode(texts))
+    if emb.ndim != 2 or emb.shape[0] != len(texts):
+        raise ValueError(f"encode() must return an array of shape ({len(texts)}, d), got {emb.shape}")
+    return emb
+
+
+def embedding_cosine(texts: Sequence[str], encode: Encoder) -> float:
+    """Mean pairwise cosine similarity, over pairs i < j, of ``encode(texts)`` rows.
+
+    ``encode`` maps a list of N texts to an (N, d) array (e.g. :func:`rlvitals.rollout.embedding.encode`);
+    zero vectors have similarity 0. NaN for fewer than 2 texts. 1 for identical texts; higher
+    means less diverse.
+
+    >>> embedding_cosine(["a", "b"], lambda ts: np.array([[1.0, 0.0], [1.0, 1.0]]))  # doctest: +ELLIPSIS
+    0.7071...
+    """
+    if len(texts) < 2:
+        return math.nan
+    return _mean_cosine(_encode_checked(encode, list(texts)))
+
+
+def _embedding_values(df: pl.DataFrame, gid: np.ndarray, n_groups: int, encode: Encoder) -> np.ndarray:
+    """Mean pairwise cosine per group; one ``encode`` call per step (a batch of all its responses),
+    null responses skipped. ``df`` is sorted by step and group, ``gid`` numbers its groups."""
+    out = np.full(n_groups, np.nan)
+    keep = df[RESPONSE].is_not_null().to_numpy()
+    step_id = df.select(pl.col(STEP).rle_id()).to_series().to_numpy()
+    for step_rows in np.split(np.arange(df.height), np.flatnonzero(np.diff(step_id)) + 1):
+        rows = step_rows[keep[step_rows]]
+        if len(rows) == 0:
+            continue
+        emb = _encode_checked(encode, df[RESPONSE].gather(rows).to_list())
+        bounds = np.flatnonzero(np.diff(gid[rows])) + 1
+        for part, members in zip(np.split(emb, bounds), np.split(rows, bounds), strict=True):
+            out[gid[members[0]]] = _mean_cosine(part)
+    return out
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -299,13 +335,16 @@ def _coverage_frame(df: pl.DataFrame, n_states: int | None) -> pl.DataFrame:
 
 def group_diversity(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, *, unit: Unit = "word",
                     max_samples: int | None = 16, seed: int = 0, workers: int = -1,
-                    n_states: int | None = None) -> pl.DataFrame:
+                    n_states: int | None = None, embed: Encoder | None = None) -> pl.DataFrame:
     """One row per (step, group) with the diversity metrics its columns allow (null where undefined).
 
     Needs ``response``; adds answer entropy when ``answer`` is present, action edit distance
     with ``actions`` and state coverage with ``states``. ``unit`` chooses the edit distance's
     symbols: whitespace words (default; ~25x faster on 1 kB texts) or characters. ``workers``
-    threads compute the edit distances (-1: every core); it never changes a value.
+    threads compute the edit distances (-1: every core); it never changes a value. With ``embed``
+    (e.g. :func:`rlvitals.rollout.embedding.encode`) it adds ``diversity/embedding_cosine``: the
+    mean over pairs i < j of the cosine similarity of the embeddings of the group's non-null
+    responses (1 = identical meaning; lower = more diverse), encoding a whole step per call.
 
     >>> t = pl.DataFrame({"step": [0, 0], "group": ["a", "a"], "sample": [0, 1], "response": ["a b", "a c"]})
     >>> group_diversity(t)["diversity/edit_distance"].to_list()
@@ -330,6 +369,8 @@ def group_diversity(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, *, unit: U
     if ACTIONS in df.columns:
         cols["diversity/action_edit_distance"] = _pairwise_values(df, ACTIONS, words.gid, words.n_groups,
                                                                   max_samples, seed, workers)
+    if embed is not None:
+        cols["diversity/embedding_cosine"] = _embedding_values(df, words.gid, words.n_groups, embed)
     out = keys.with_columns(**{k: pl.Series(k, v, dtype=pl.Float64) for k, v in cols.items()})
     if ANSWER in df.columns:
         out = out.join(_answer_entropy_frame(df), on=[STEP, GROUP], how="left")
@@ -375,16 +416,19 @@ class DiversityState:
 
 
 def _options(ns: Sequence[int] = DEFAULT_NS, unit: Unit = "word", max_samples: int | None = 16, seed: int = 0,
-             workers: int = -1, n_states: int | None = None) -> tuple[object, ...]:
+             workers: int = -1, n_states: int | None = None, embed: Encoder | None = None) -> tuple[object, ...]:
     del workers  # parallelism never changes a value, so states made with different workers merge
-    return (tuple(ns), unit, max_samples, seed, n_states)
+    return (tuple(ns), unit, max_samples, seed, n_states, embed)
 
 
 def update(state: DiversityState | None, chunk: pl.DataFrame, **options: Any) -> DiversityState:
     """Add the whole groups of ``chunk`` to ``state`` (None: start a new one).
 
     ``options`` are those of :func:`group_diversity` (``ns``, ``unit``, ``max_samples``, ``seed``,
-    ``workers``, ``n_states``) and must match the state's. A group must lie in one chunk only.
+    ``workers``, ``n_states``, ``embed``) and must match the state's (``embed`` by identity). A group
+    must lie in one chunk only. Every column is then bit-exact whatever the sharding, except
+    ``diversity/embedding_cosine``: a neural encoder's float32 output moves in the last bits with
+    the batch it is run in (padding), so shards that split a step agree to ~1e-7, not exactly.
 
     >>> t = pl.DataFrame({"step": [1, 1, 1, 1], "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
     ...                   "response": ["x", "x", "x", "y"]})
@@ -413,7 +457,7 @@ def merge(a: DiversityState, b: DiversityState) -> DiversityState:
     """
     if a.options != b.options:
         raise ValueError(f"cannot merge diversity states made with different options: {a.options} vs {b.options}; "
-                         "use the same ns, unit, max_samples, seed and n_states for every shard")
+                         "use the same ns, unit, max_samples, seed, n_states and embed for every shard")
     both = a.groups & b.groups
     if both:
         step, group = sorted(both, key=str)[0]
