@@ -1,0 +1,429 @@
+"""``Monitor``: rlvitals inside a training loop, without ever slowing or breaking it.
+
+``log(step, metrics)`` and ``log_rollouts(step, rollouts)`` only put the values on a bounded
+queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.RunBuilder`
+(keys are resolved by the catalog exactly as for any log), analyses each step's rollouts
+(:mod:`rlvitals.rollout.analysis`), joins those series onto the Run, diagnoses it at most every
+``every`` steps and ``min_interval`` seconds, and hands the findings to the watcher's alert
+policy (:func:`rlvitals.watch.alerts.decide`) and sinks. With ``state_path`` the policy and
+an outbox of alerts live in the watcher's SQLite file, so a resumed job neither repeats nor
+loses an alert.
+
+Failure is contained: every exception inside the worker (a bad value, a broken sink, a bug in
+a check) is caught, counted in :meth:`Monitor.errors` and written as one line to ``err``; the
+caller's loop never sees it. When the queue is full the oldest item is dropped and counted
+(:attr:`Monitor.dropped`) rather than blocking the caller.
+
+>>> with Monitor(run="demo", err=None) as mon:  # doctest: +SKIP
+...     for step in range(1, 50):
+...         mon.log(step, {"actor/entropy": 0.5, "critic/score/mean": step / 50})
+>>> mon.diagnosis().verdict  # doctest: +SKIP
+'ok'
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import polars as pl
+
+from .config import DiagnoseConfig
+from .diagnosis import Diagnosis, Finding, diagnose
+from .errors import RlvitalsError
+from .ingest._record import Record, SourceMeta, Value
+from .run import Run, RunBuilder
+from .watch.alerts import Alert, Cooldown, KeyState, Observation, decide
+from .watch.sinks import Sink
+
+__all__ = ["PREFIX", "Monitor", "MonitorError"]
+
+#: derived metrics are written back under this prefix, as ``rlvitals export`` names them
+PREFIX = "rlvitals/"
+#: per-step columns of the rollout analysis that are counts, not catalog metrics
+_COUNTS = ("groups", "rollouts", "group_sizes")
+#: how many error lines are kept verbatim (all are counted)
+MAX_ERRORS = 50
+#: rollout states kept open for steps whose rollouts arrive in several calls
+_OPEN_STEPS = 4
+
+
+class MonitorError(RlvitalsError):
+    """Raised only by the constructor, for arguments that cannot work (never from the loop)."""
+
+
+@dataclass(frozen=True)
+class _Item:
+    seq: int
+    kind: str  # "metrics" | "rollouts"
+    step: int
+    payload: Any
+
+
+class Monitor:
+    """Watches a training loop from the inside; see the module docstring.
+
+    ``sinks``: where alerts go (:func:`rlvitals.watch.sinks.parse_sink` specs or sink objects).
+    ``every``: diagnose at most once per this many new steps; ``min_interval``: and at most once
+    per this many seconds (a fast loop must not spend a core on diagnoses). ``framework``:
+    ``"trl"``, ``"verl"``... when the keys alone may not say it. ``err``: one line per error
+    and per alert (None: silent). ``clock``: wall time, injected for tests.
+
+    Example:
+        >>> mon = Monitor(err=None)
+        >>> mon.log(1, {"actor/entropy": 0.41})
+        >>> mon.close(); mon.errors()
+        []
+    """
+
+    def __init__(self, sinks: Sequence[Sink | str] = (), *, config: DiagnoseConfig | None = None, every: int = 1,
+                 min_interval: float = 1.0, run: str = "monitor", framework: str | None = None, lang: str = "en",
+                 state_path: str | Path | None = None, cooldown: Cooldown | None = None, queue_size: int = 10_000,
+                 err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+        from .watch.sinks import parse_sink
+
+        if every < 1 or min_interval < 0 or queue_size < 1:
+            raise MonitorError(f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size}): "
+                               "expected every >= 1 step, min_interval >= 0 seconds and queue_size >= 1")
+        self.sinks: list[Sink] = [parse_sink(s, lang) if isinstance(s, str) else s for s in sinks]
+        self.config, self.every, self.min_interval = config, every, min_interval
+        self.run_name, self.lang, self.cooldown = run, lang, cooldown or Cooldown()
+        self.state_path = Path(state_path) if state_path is not None else None
+        self.err, self.clock = err, clock
+        self.dropped = 0
+        self._meta = SourceMeta(format="monitor", framework=framework)
+        self._builder = RunBuilder(self._meta)
+        self._queue: deque[_Item] = deque()
+        self._queue_size = queue_size
+        self._cond = threading.Condition()
+        self._seq = self._done = 0
+        self._force = self._closed = False
+        self._lock = threading.Lock()  # guards everything below, read by the caller's threads
+        self._errors: list[str] = []
+        self._error_count = 0
+        self._error_kinds: set[str] = set()
+        self._diagnosis: Diagnosis | None = None
+        self._alerts: list[Alert] = []
+        self._derived: dict[int, dict[str, float]] = {}
+        self._rollout_frames: dict[int, pl.DataFrame] = {}
+        self._rollout_states: dict[int, Any] = {}
+        self._keys: dict[str, KeyState] = {}
+        self._diagnosed_step = 0  # the first diagnosis comes at step `every`
+        self._diagnosed_at = -math.inf
+        self._dirty = False
+        self._last_step = 0
+        self._thread = threading.Thread(target=self._work, name="rlvitals-monitor", daemon=True)
+        self._thread.start()
+
+    # --- the caller's side: never blocks, never raises ---------------------------------------
+
+    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """Queue the metrics logged at ``step`` (numbers, NumPy or 0-d torch values; text is kept
+        as text); returns at once."""
+        self._put("metrics", step, metrics)
+
+    def log_rollouts(self, step: int, rollouts: Any) -> None:
+        """Queue the rollouts sampled at ``step``: a list of dicts (``prompt``, ``response``,
+        ``score`` ...) or a polars/pandas frame, as :func:`rlvitals.analyze_rollouts` reads."""
+        self._put("rollouts", step, rollouts)
+
+    def _put(self, kind: str, step: int, payload: Any) -> None:
+        try:
+            if self._closed:
+                self._error(f"{kind} for step {step} arrived after close(); they were ignored (reported once)",
+                            kind="closed")
+                return
+            if kind == "metrics":
+                payload = dict(payload)  # a copy: the caller may reuse its dict
+            elif isinstance(payload, list):
+                payload = list(payload)
+            with self._cond:
+                if len(self._queue) >= self._queue_size:
+                    self._queue.popleft()
+                    self.dropped += 1
+                self._seq += 1
+                self._queue.append(_Item(self._seq, kind, int(step), payload))
+                self._cond.notify()
+        except Exception as exc:  # noqa: BLE001 (the training loop must go on whatever happens)
+            self._error(f"{kind} for step {step!r} could not be queued ({type(exc).__name__}: {exc})")
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until everything queued so far is processed and diagnosed; whether it was in time."""
+        with self._cond:
+            target = self._seq
+            self._force = True
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: self._done >= target and not self._force or self._stopped(),
+                                       timeout)
+
+    def close(self, timeout: float | None = 60.0) -> None:
+        """Process what is queued, diagnose a last time, send its alerts, stop the worker."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- results, safe to read from any thread ----------------------------------------------
+
+    def diagnosis(self) -> Diagnosis | None:
+        """The latest diagnosis (None before the first)."""
+        with self._lock:
+            return self._diagnosis
+
+    def findings(self) -> tuple[Finding, ...]:
+        """The latest diagnosis's findings."""
+        d = self.diagnosis()
+        return d.findings if d is not None else ()
+
+    def alerts(self) -> list[Alert]:
+        """Every alert raised so far, oldest first."""
+        with self._lock:
+            return list(self._alerts)
+
+    def errors(self) -> list[str]:
+        """The first error of each kind caught so far (at most :data:`MAX_ERRORS`);
+        :meth:`error_count` counts every one."""
+        with self._lock:
+            return list(self._errors)
+
+    def error_count(self) -> int:
+        with self._lock:
+            return self._error_count
+
+    def run(self) -> Run | None:
+        """The Run of the latest diagnosis, rollout series joined."""
+        d = self.diagnosis()
+        return d.run if d is not None else None
+
+    def derived(self, step: int, timeout: float = 0.0) -> dict[str, float]:
+        """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, to write back to the
+        trainer's loggers. Waits up to ``timeout`` seconds for the worker to reach what was
+        queued before the call (the analysis of one step's rollouts takes milliseconds)."""
+        if timeout > 0:
+            with self._cond:
+                target = self._seq
+                self._cond.wait_for(lambda: self._done >= target or self._stopped(), timeout)
+        with self._lock:
+            return dict(self._derived.get(step, {}))
+
+    def _stopped(self) -> bool:
+        return not self._thread.is_alive()
+
+    # --- the worker ----------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        state = self._open_state()
+        try:
+            while True:
+                with self._cond:
+                    self._cond.wait_for(lambda: bool(self._queue) or self._force or self._closed, 0.5)
+                    batch = list(self._queue)
+                    self._queue.clear()
+                    force, closing = self._force, self._closed
+                for item in batch:
+                    self._guarded(f"{item.kind} of step {item.step}", self._process, item)
+                    with self._cond:
+                        self._done = item.seq
+                        self._cond.notify_all()
+                if self._due(force):
+                    self._guarded("the diagnosis", self._diagnose, state)
+                with self._cond:
+                    if force:
+                        self._force = False
+                    self._cond.notify_all()
+                    if closing and not self._queue:
+                        return
+        finally:
+            if state is not None:
+                state.close()
+
+    def _open_state(self) -> Any:
+        """The watcher's SQLite state, opened in this thread (sqlite3 connections are per thread)."""
+        if self.state_path is None:
+            return None
+        from .watch.state import WatchState
+
+        try:
+            state = WatchState(self.state_path)
+            self._keys = state.keys()
+            for alert_id, alert, pending in state.pending():
+                self._deliver(state, alert_id, alert, [s for s in self.sinks if s.name in pending])
+            return state
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"{self.state_path}: the alert state could not be opened ({exc}); alerts are kept in "
+                        "memory only")
+            return None
+
+    def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 (contained: counted, reported, never raised)
+            self._error(f"{what} failed ({type(exc).__name__}: {exc}); training goes on",
+                        kind=f"{what.split(' of ')[0]} {type(exc).__name__}")
+
+    def _error(self, message: str, kind: str | None = None) -> None:
+        """Count an error; the first of each ``kind`` (default: the message) is kept and printed,
+        so a bad key logged at every step is one line, not one per step."""
+        kind = kind or message
+        with self._lock:
+            self._error_count += 1
+            first = kind not in self._error_kinds
+            if first:
+                self._error_kinds.add(kind)
+                if len(self._errors) < MAX_ERRORS:
+                    self._errors.append(message)
+        if first:
+            self._say(f"rlvitals monitor: {message}")
+
+    def _say(self, line: str) -> None:
+        if self.err is None:
+            return
+        try:
+            self.err.write(line + "\n")
+            self.err.flush()
+        except (OSError, ValueError):
+            pass  # a closed stream must not become an error in the training loop
+
+    def _process(self, item: _Item) -> None:
+        if item.kind == "metrics":
+            values, bad = _values(item.payload)
+            self._builder.add(Record(item.step, values, f"{self.run_name}:step {item.step}"))
+            self._last_step = max(self._last_step, item.step)
+            if bad:
+                self._error(f"step {item.step}: {', '.join(bad[:5])} not a number or text; those values were "
+                            "skipped (reported once per set of keys)", kind=f"values {bad}")
+        else:
+            self._add_rollouts(item.step, item.payload)
+        self._dirty = True
+
+    def _add_rollouts(self, step: int, rollouts: Any) -> None:
+        from .rollout.analysis import compute, update
+
+        table = _rollout_table(step, rollouts)
+        state = update(self._rollout_states.get(step), table)
+        self._rollout_states[step] = state
+        for old in sorted(self._rollout_states)[:-_OPEN_STEPS]:
+            del self._rollout_states[old]
+        frame = compute(state).filter(pl.col("step") == step)
+        frame = frame.drop([c for c in _COUNTS if c in frame.columns])
+        # a NaN here means "not computable" (pass@8 of groups of 4), not a non-finite value the
+        # trainer logged: it is left out, or the nan_inf check would fail on it
+        frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
+        row = frame.row(0, named=True) if frame.height else {}
+        derived = {PREFIX + k: float(v) for k, v in row.items()
+                   if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        with self._lock:
+            self._rollout_frames[step] = frame
+            self._derived[step] = derived
+
+    def _due(self, force: bool) -> bool:
+        if not self._dirty:
+            return False
+        if force:
+            return True
+        steps_ok = self._last_step - self._diagnosed_step >= self.every
+        return steps_ok and self.clock() - self._diagnosed_at >= self.min_interval
+
+    def _build(self) -> Run | None:
+        if self._builder.records == 0 and not self._rollout_frames:
+            return None
+        run = self._builder.finish(self.run_name)
+        with self._lock:
+            frames = list(self._rollout_frames.values())
+        if frames:
+            from .catalog import load_catalog
+
+            series = pl.concat(frames, how="diagonal_relaxed")
+            catalog = load_catalog()  # only catalog keys can be joined (and checked) on a Run
+            keys = [c for c in series.columns if c != "step" and catalog.find(c) is not None]
+            run = run.with_series(series.select(["step", *keys]))
+        return run
+
+    def _diagnose(self, state: Any) -> None:
+        self._dirty = False
+        self._diagnosed_at = self.clock()
+        run = self._build()
+        if run is None:
+            return
+        d = diagnose(run, self.config)
+        step = int(run.steps[-1]) if len(run.steps) else 0
+        self._diagnosed_step = step
+        alerts, self._keys = decide(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
+                                    self.cooldown)
+        with self._lock:
+            self._diagnosis = d
+            self._alerts.extend(alerts)
+        ids = state.commit({}, self._keys, alerts, [s.name for s in self.sinks]) if state is not None \
+            else [0] * len(alerts)
+        for alert_id, alert in zip(ids, alerts, strict=True):
+            self._say(f"rlvitals: {alert.text(self.lang)}")
+            self._deliver(state, alert_id, alert, self.sinks)
+
+    def _deliver(self, state: Any, alert_id: int, alert: Alert, sinks: Sequence[Sink]) -> None:
+        for sink in sinks:
+            try:
+                problem = sink.send(alert)
+            except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
+                problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
+            if problem is not None:
+                self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
+            if state is not None:
+                state.delivered(alert_id, sink.name)  # failed deliveries are not retried, as in watch
+
+
+def _number(value: Any) -> Value | None:
+    """A float (or text) from what a training loop logs: Python and NumPy numbers, 0-d arrays and
+    tensors (via ``.item()``); None for anything else."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float, str)):
+        return value if isinstance(value, str) else float(value)
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            got = item()
+        except (ValueError, RuntimeError, TypeError):  # not a single value
+            return None
+        return _number(got) if isinstance(got, (int, float, bool)) else None
+    return None
+
+
+def _values(metrics: Mapping[str, Any]) -> tuple[dict[str, Value], list[str]]:
+    values: dict[str, Value] = {}
+    bad: list[str] = []
+    for key, raw in metrics.items():
+        if raw is None:
+            continue  # TRL logs None for a mean with no valid value: nothing was measured
+        got = _number(raw)
+        if got is None:
+            bad.append(f"{key}={type(raw).__name__}")
+        else:
+            values[str(key)] = got
+    return values, bad
+
+
+def _rollout_table(step: int, rollouts: Any) -> pl.DataFrame:
+    """The rollout table of one step, from records or a frame; every row is put at ``step``."""
+    from .rollout.readers import rollouts_from_frame, rollouts_from_records
+
+    if isinstance(rollouts, (list, tuple)):
+        rs = rollouts_from_records([{**r, "step": step} if isinstance(r, Mapping) else r for r in rollouts])
+    else:
+        rs = rollouts_from_frame(rollouts)
+    return rs.table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step"))
