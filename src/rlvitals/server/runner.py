@@ -114,6 +114,8 @@ def serve(paths: Sequence[Path], *, host: str = "127.0.0.1", port: int = 8765, t
             out.write(f"rlvitals serve: {len(workspace.roots)} path(s) at {url}{hint}; Ctrl-C to stop\n")
             out.flush()
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn stops on Ctrl-C and raises the signal again once it has shut down: a normal stop
     finally:
         workspace.close()
     return 0

@@ -8,6 +8,11 @@ most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run can
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
 poll (``events``). Page models are built on request and kept for the current version only.
 
+A followed text log is read by complete lines only (a trainer may be mid-line). A log whose last
+line has no newline and that stays unchanged for ``settle`` seconds is a finished file cut short,
+not a line being written: it is then read whole once (:func:`rlvitals.loader.load`), so the
+dashboard shows the same last step as ``rlvitals report``.
+
 A run's id is a hash of its path: opaque in URLs, stable across restarts. The state file
 (:mod:`.store`) lists the runs with their last step and verdict before their logs are read again.
 """
@@ -29,7 +34,7 @@ from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
 from ..ingest import find_reader
 from ..run import Run
-from ..watch.sources import Follow, signature
+from ..watch.sources import Follow, LineSource, signature
 from .security import AccessError, confine
 from .store import RunRow, ServeState
 
@@ -60,6 +65,7 @@ class WorkspaceOptions:
     interval: float = 0.5
     rescan: float = 5.0
     min_gap: float = 2.0
+    settle: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,9 @@ class _Source:
     dirty: bool = False
     next_diagnosis: float = 0.0
     cost: float = 0.0
+    seen: tuple[int, int] = (-1, -1)  # size and mtime at the last look, and since when (``quiet``)
+    quiet: float = 0.0
+    settled: tuple[int, int] | None = None  # the file as last read whole
 
 
 def _last_step(run: Run) -> int:
@@ -234,12 +243,38 @@ class Workspace:
             src.follow.messages.clear()
             if src.dirty and now >= src.next_diagnosis:
                 updated += self._diagnose(src, now)
+            updated += self._settle(src, now)
         return updated
 
-    def _diagnose(self, src: _Source, now: float) -> list[str]:
+    def _settle(self, src: _Source, now: float) -> list[str]:
+        """Read a quiet text log whole when its last line has no newline (see the module docstring)."""
+        inner = src.follow.inner
+        if not isinstance(inner, LineSource):
+            return []
+        try:
+            st = src.path.stat()
+        except OSError:
+            return []
+        sig = (st.st_size, st.st_mtime_ns)
+        if sig != src.seen:
+            src.seen, src.quiet = sig, now
+            return []
+        if st.st_size <= inner.cursor.offset or now - src.quiet < self.options.settle or src.settled == sig:
+            return []
+        src.settled = sig
+        from ..loader import load
+
+        try:
+            runs = load(src.path, self.options.fmt)
+        except RlvitalsError as exc:
+            self._note(str(exc))
+            return []
+        return self._diagnose(src, now, runs)
+
+    def _diagnose(self, src: _Source, now: float, runs: list[Run] | None = None) -> list[str]:
         t0 = time.perf_counter()
         ids = []
-        for run in src.follow.runs():
+        for run in src.follow.runs() if runs is None else runs:
             try:
                 if self.rollouts is not None:
                     run = run.with_series(self.rollouts.series())

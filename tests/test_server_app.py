@@ -1,0 +1,370 @@
+"""The dashboard's routes through FastAPI's TestClient, over real logs: every real fixture listed with
+its diagnosis' verdict and served as the layered page; the JSON API and its OpenAPI; the token and the
+loopback Host rule; path confinement against '..', absolute paths and symbolic links out; rollout
+markup shown as data only; live growth of a veRL JSONL log; the SQLite (WAL) state across a restart;
+and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REAL
+from fastapi.testclient import TestClient
+from test_report_model import QWEN, XSS, write_dump
+
+import rlvitals
+from rlvitals.cli import main
+from rlvitals.diagnosis import READING_ORDER, diagnose
+from rlvitals.errors import RlvitalsError
+from rlvitals.server import ServeState, Workspace, WorkspaceOptions, create_app, run_id
+from rlvitals.server.runner import listen
+from rlvitals.server.security import AccessError, check_bind, confine
+from rlvitals.simulate import Scenario, jsonl_lines
+
+LOCAL = "http://127.0.0.1"
+TOKEN = "t0ken-for-the-tests-0123456789"
+REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+
+
+class Clock:
+    """A clock the tests move: the throttles see time pass without the tests waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 60.0
+        return self.now
+
+
+def workspace(paths: list[Path], state: Path, **options: Any) -> Workspace:
+    return Workspace(paths, ServeState(state), WorkspaceOptions(**options), clock=Clock())
+
+
+@pytest.fixture(scope="module")
+def fixtures_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    if not REAL.is_dir():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    ws = workspace([REAL], tmp_path_factory.mktemp("state") / "serve.sqlite")
+    ws.poll_once()
+    ws.poll_once()  # the clock moved past ``settle``: a log whose last line lacks its newline is read whole
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(scope="module")
+def client(fixtures_ws: Workspace) -> TestClient:
+    return TestClient(create_app(fixtures_ws), base_url=LOCAL)
+
+
+def _write(path: Path, sc: Scenario, start: int, stop: int, mode: str = "wb") -> None:
+    lines = list(jsonl_lines(sc))[start:stop]
+    with path.open(mode) as f:
+        f.write(b"".join(line + b"\n" for line in lines))
+
+
+# --- every real fixture ------------------------------------------------------------------------
+def test_every_real_fixture_is_listed_with_its_verdict(client: TestClient) -> None:
+    runs = {Path(r["label"]).name: r for r in client.get("/api/runs").json()["runs"]}
+    assert set(runs) == set(REAL_LOGS)
+    index = client.get("/").text
+    for name in REAL_LOGS:
+        expected = diagnose(rlvitals.load(REAL / name)[0])
+        row = runs[name]
+        assert row["id"] == run_id(str(REAL.resolve() / name))
+        assert (row["status"], row["verdict"], row["layers"]) == ("ready", expected.verdict, dict(expected.layers))
+        assert row["last_step"] == int(expected.run.steps[-1])
+        tr = re.search(rf'<tr data-run="{row["id"]}" data-version="\d+" data-verdict="(\w+)">', index)
+        assert tr is not None and tr.group(1) == expected.verdict
+        assert f'href="/runs/{row["id"]}"' in index
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) -> None:
+    rid = run_id(str(REAL.resolve() / name))
+    page = client.get(f"/runs/{rid}")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    for layer in READING_ORDER:
+        assert f'id="layer-{layer}"' in html
+    d = diagnose(rlvitals.load(REAL / name)[0])
+    shown = {m.group(1) for m in re.finditer(r'<article class="rlv-finding s-(?:fail|warn)" id="r0-f(\d+)"', html)}
+    assert shown == {str(i) for i, f in enumerate(d.findings) if f.status in ("warn", "fail")}
+    assert f'<div id="rlv-live" class="rlv-live" data-run="{rid}"' in html
+    assert '<script src="/static/plotly.min.js"' in html and "cdn.plot.ly" not in html
+    api = client.get(f"/api/runs/{rid}").json()
+    assert api["diagnosis"]["verdict"] == d.verdict == api["verdict"]
+    assert [f["check"] for f in client.get(f"/api/runs/{rid}/findings").json()["findings"]] == \
+        [f.check for f in d.findings]
+
+
+# --- JSON API -----------------------------------------------------------------------------------
+def test_openapi_lists_the_api_and_docs_are_off_unless_asked(client: TestClient, fixtures_ws: Workspace) -> None:
+    spec = client.get("/openapi.json").json()
+    assert {"/api/runs", "/api/runs/{rid}", "/api/runs/{rid}/series", "/api/runs/{rid}/findings",
+            "/api/runs/{rid}/rollouts", "/api/events", "/api/roots/{root}/files"} <= set(spec["paths"])
+    params = {p["name"] for p in spec["paths"]["/api/runs/{rid}/series"]["get"]["parameters"]}
+    assert params == {"rid", "key", "start", "end", "buckets"}
+    assert client.get("/docs").status_code == 404
+    assert TestClient(create_app(fixtures_ws, docs=True), base_url=LOCAL).get("/docs").status_code == 200
+
+
+def test_series_is_downsampled_over_the_range_asked(client: TestClient) -> None:
+    name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+    rid = run_id(str(REAL.resolve() / name))
+    run = rlvitals.load(REAL / name)[0]
+    x, y = run.series("actor/entropy", train_only=False)
+    whole = client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", "buckets": 2000}).json()
+    assert whole["x"] == [int(v) for v in x] and whole["n"] == len(x)  # fewer points than 4 × buckets: all kept
+    part = client.get(f"/api/runs/{rid}/series",
+                      params={"key": "actor/entropy", "start": 200, "end": 600, "buckets": 10}).json()
+    inside = (x >= 200) & (x <= 600)
+    assert part["n"] == int(inside.sum()) and len(part["x"]) <= 40
+    assert part["x"][0] == 200 and part["x"][-1] == 600 and all(200 <= v <= 600 for v in part["x"])
+    top = int(x[inside][y[inside].argmax()])
+    assert top in part["x"]  # the range's highest value survives the downsampling
+    bad = client.get(f"/api/runs/{rid}/series", params={"key": "no/such_metric"})
+    assert bad.status_code == 404 and re.search(r"logged no such metric", bad.json()["detail"])
+    back = client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", "start": 9, "end": 3})
+    assert back.status_code == 400 and re.search(r"start=9.0 is after end=3.0", back.json()["detail"])
+    assert client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", "buckets": 0}).status_code == 422
+
+
+def test_unknown_run_and_missing_rollouts_say_what_to_do(client: TestClient) -> None:
+    missing = client.get("/api/runs/0123456789abcdef")
+    assert missing.status_code == 404 and re.search(r"no such run in this workspace", missing.json()["detail"])
+    assert client.get("/runs/0123456789abcdef").status_code == 404
+    rid = client.get("/api/runs").json()["runs"][0]["id"]
+    none = client.get(f"/api/runs/{rid}/rollouts")
+    assert none.status_code == 404 and re.search(r"start it with --rollouts DIR", none.json()["detail"])
+
+
+# --- token and Host -----------------------------------------------------------------------------
+def test_token_is_required_and_accepted_by_header_or_cookie(fixtures_ws: Workspace) -> None:
+    app = create_app(fixtures_ws, token=TOKEN)
+    anon = TestClient(app, base_url="http://192.0.2.10:8765")
+    for path in ("/", "/api/runs", "/openapi.json", "/static/live.js", "/runs/x", "/api/roots/0/files?path=..%2f"):
+        refused = anon.get(path)
+        assert refused.status_code == 401, path
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert re.search(r"needs its token", refused.json()["detail"])
+    assert anon.get("/api/runs", headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"}).status_code == 401
+    assert anon.get("/api/runs", headers={"Authorization": "Bearer " + TOKEN}).status_code == 200
+    assert anon.get("/api/runs", params={"token": TOKEN}).status_code == 200  # scripts may pass it once per call
+
+    browser = TestClient(app, base_url="http://192.0.2.10:8765", follow_redirects=False)
+    first = browser.get("/", params={"token": TOKEN, "lang": "en"})
+    assert first.status_code == 303 and first.headers["location"] == "/?lang=en"  # token out of the address bar
+    cookie = first.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Path=/" in cookie
+    assert browser.get("/").status_code == 200  # the cookie carries it now
+    assert browser.get("/api/runs").status_code == 200
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(fixtures_ws: Workspace) -> None:
+    app = create_app(fixtures_ws)
+    for base in ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765"):
+        assert TestClient(app, base_url=base).get("/api/runs").status_code == 200, base
+    rebound = TestClient(app, base_url="http://attacker.example:8765").get("/api/runs")
+    assert rebound.status_code == 403 and re.search(r"not this machine's loopback name", rebound.json()["detail"])
+
+
+def test_check_bind_refuses_other_addresses_without_a_long_token() -> None:
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", TOKEN)
+    with pytest.raises(RlvitalsError, match=r"--host 0.0.0.0 is reachable from other machines.*--token"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(RlvitalsError, match=r"--host my-box.lan is reachable"):
+        check_bind("my-box.lan", None)
+    with pytest.raises(RlvitalsError, match=r"the token has 5 characters; expected at least 16"):
+        check_bind("192.0.2.2", "short")
+
+
+# --- paths --------------------------------------------------------------------------------------
+@pytest.fixture
+def folder(tmp_path: Path) -> tuple[Path, Path]:
+    served = tmp_path / "served"
+    outside = tmp_path / "outside"
+    (served / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP-SECRET-CONTENT", encoding="utf-8")
+    _write(outside / "private.jsonl", Scenario(steps=20), 0, 20)
+    _write(served / "run.jsonl", Scenario(steps=30), 0, 30)
+    (served / "out").symlink_to(outside, target_is_directory=True)
+    (served / "sub" / "leak.txt").symlink_to(outside / "secret.txt")
+    (served / "private.jsonl").symlink_to(outside / "private.jsonl")
+    return served, tmp_path
+
+
+def test_paths_are_confined_to_the_served_folder(folder: tuple[Path, Path]) -> None:
+    served, tmp = folder
+    ws = workspace([served], tmp / "s.sqlite")
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    listing = c.get("/api/roots/0/files").json()
+    assert {e["name"] for e in listing["entries"]} == {"run.jsonl", "sub"}  # links out are not listed
+    assert [e["runs"] for e in listing["entries"] if e["name"] == "run.jsonl"] == [[run_id(str(served / "run.jsonl"))]]
+    assert [Path(r["label"]).name for r in c.get("/api/runs").json()["runs"]] == ["run.jsonl"]  # nor served
+    attempts = {
+        "/api/roots/0/files?path=..%2foutside%2fsecret.txt": (403, r"'\.\.' is not allowed"),
+        "/api/roots/0/files?path=sub%2f..%2f..%2foutside": (403, r"'\.\.' is not allowed"),
+        "/api/roots/0/files?path=%2fetc%2fpasswd": (403, r"absolute paths are not allowed"),
+        f"/api/roots/0/files?path={tmp}/outside/secret.txt": (403, r"absolute paths are not allowed"),
+        "/api/roots/0/files?path=out%2fsecret.txt": (403, r"leads outside the served folder"),
+        "/api/roots/0/files?path=sub%2fleak.txt": (403, r"leads outside the served folder"),
+        "/api/roots/0/files?path=private.jsonl": (403, r"leads outside the served folder"),
+        "/api/roots/0/files?path=sub%5c..%5c..%5coutside": (403, r"backslash"),
+        "/api/roots/0/files?path=nothing-here": (404, r"nothing there in served folder 0"),
+        "/api/roots/7/files?path=": (404, r"root 7: no such served folder"),
+        "/static/..%2f..%2fserver%2fapp.py": (404, r"no such file|Not Found"),
+        "/static/%2e%2e%2fsecurity.py": (404, r"no such file|Not Found"),
+    }
+    for url, (status, message) in attempts.items():
+        r = c.get(url)
+        assert r.status_code == status, url
+        assert "TOP-SECRET-CONTENT" not in r.text and "data" not in r.json()
+        assert re.search(message, r.json()["detail"]), (url, r.json())
+    assert c.get("/api/roots/0/files?path=sub").json()["entries"] == []
+    assert c.get("/static/live.js").status_code == 200
+
+
+def test_confine_refuses_each_way_out(folder: tuple[Path, Path]) -> None:
+    served, tmp = folder
+    roots = [served.resolve()]
+    assert confine(roots, 0, "run.jsonl") == served.resolve() / "run.jsonl"
+    for rel, message in (("../outside", r"'\.\.' is not allowed"), ("/etc", r"absolute paths"),
+                         ("out/secret.txt", r"leads outside"), ("a\x00b", r"NUL and backslash")):
+        with pytest.raises(AccessError, match=message):
+            confine(roots, 0, rel)
+
+
+# --- escaping ----------------------------------------------------------------------------------
+def test_rollout_markup_is_only_ever_data(tmp_path: Path) -> None:
+    if not (REAL / QWEN).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    write_dump(tmp_path / "dump")
+    ws = workspace([REAL / QWEN], tmp_path / "s.sqlite", rollouts=tmp_path / "dump")
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    rid = run_id(str((REAL / QWEN).resolve()))
+    r = c.get(f"/api/runs/{rid}/rollouts", params={"step": 16})
+    assert r.headers["content-type"] == "application/json" and r.headers["x-content-type-options"] == "nosniff"
+    texts = [x["response"] for g in r.json()["groups"] for x in g["rollouts"]]
+    assert XSS in texts and r.json()["available"] == list(range(1, 31))
+    assert json.loads(r.text) == r.json()
+    assert c.get(f"/api/runs/{rid}/rollouts", params={"step": 999}).status_code == 404
+    page = c.get(f"/runs/{rid}")
+    html = page.text
+    assert XSS not in html and "window.__x=1" in html  # present only inside escaped JSON
+    assert len(re.findall(r"<script\b", html)) == 4  # Plotly, the data, the report script, live.js: none from data
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self' 'sha256-" in csp and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+
+
+# --- live growth and state ---------------------------------------------------------------------
+def test_a_growing_log_is_diagnosed_again_and_announced(tmp_path: Path) -> None:
+    log = tmp_path / "runs" / "grpo.jsonl"
+    log.parent.mkdir()
+    sc = Scenario(steps=120)
+    _write(log, sc, 0, 60)
+    ws = workspace([log.parent], tmp_path / "s.sqlite")
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    assert c.get("/api/events").json() == {"seq": 0, "runs": []}
+    rid = run_id(str(log))
+    assert ws.poll_once() == [rid]
+    first = c.get("/api/events").json()
+    assert [(r["id"], r["last_step"], r["version"]) for r in first["runs"]] == [(rid, 60, 1)]
+    assert c.get("/api/events", params={"after": first["seq"]}).json()["runs"] == []
+    assert ws.poll_once() == []  # nothing appended: nothing diagnosed again
+    _write(log, sc, 60, 90, mode="ab")
+    assert ws.poll_once() == [rid]
+    later = c.get("/api/events", params={"after": first["seq"]}).json()
+    assert [(r["last_step"], r["version"]) for r in later["runs"]] == [(90, 2)]
+    assert later["runs"][0]["verdict"] == diagnose(rlvitals.load(log)[0]).verdict
+    assert '<b id="rlv-live-step">90</b>' in c.get(f"/runs/{rid}").text
+    assert c.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy"}).json()["x"][-1] == 90
+    (tmp_path / "runs" / "second.jsonl").write_bytes(b"".join(line + b"\n" for line in jsonl_lines(Scenario(steps=10))))
+    ws.poll_once()  # a log started after the server shows up by itself
+    assert {Path(r["label"]).name for r in c.get("/api/runs").json()["runs"]} == {"grpo.jsonl", "second.jsonl"}
+    ws.close()
+
+
+def test_state_is_sqlite_wal_and_a_restart_lists_runs_while_reading(tmp_path: Path) -> None:
+    log = tmp_path / "grpo.jsonl"
+    _write(log, Scenario(steps=50), 0, 50)
+    ws = workspace([log], tmp_path / "s.sqlite")
+    ws.poll_once()
+    assert ws.state.journal_mode() == "wal"
+    ws.close()
+    again = workspace([log], tmp_path / "s.sqlite")
+    c = TestClient(create_app(again), base_url=LOCAL)
+    rid = run_id(str(log))
+    listed = c.get("/api/runs").json()["runs"]
+    assert [(r["id"], r["status"], r["last_step"], r["version"]) for r in listed] == [(rid, "loading", 50, 1)]
+    busy = c.get(f"/api/runs/{rid}")
+    assert busy.status_code == 503 and re.search(r"being read again after a restart", busy.json()["detail"])
+    assert 'data-loading="1"' in c.get(f"/runs/{rid}").text
+    again.poll_once()
+    assert c.get(f"/api/runs/{rid}").json()["version"] == 2  # versions keep counting across the restart
+    again.close()
+
+
+def test_state_file_errors_name_the_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "not.sqlite"
+    bad.write_text("this is not a database, it is a text file with enough bytes to be read" * 20)
+    with pytest.raises(RlvitalsError, match=r"cannot use this file as the dashboard state .* --state NEW_FILE"):
+        ServeState(bad)
+    with pytest.raises(RlvitalsError, match=r"serve: no PATH given"):
+        Workspace([], ServeState(tmp_path / "ok.sqlite"))
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+def test_cli_refuses_other_hosts_without_token_and_busy_ports(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLVITALS_TOKEN", raising=False)
+    state = str(tmp_path / "s.sqlite")
+    assert main(["serve", str(tmp_path), "--host", "0.0.0.0", "--state", state]) == 2
+    assert re.search(r"--host 0.0.0.0 is reachable from other machines", capsys.readouterr().err)
+    assert main(["serve", str(tmp_path), "--host", "0.0.0.0", "--token", "abc", "--state", state]) == 2
+    assert re.search(r"the token has 3 characters", capsys.readouterr().err)
+    busy = listen("127.0.0.1", 0)
+    try:
+        port = busy.getsockname()[1]
+        with pytest.raises(RlvitalsError, match=rf"cannot listen on 127.0.0.1:{port} .*choose another --port"):
+            listen("127.0.0.1", port)
+        assert main(["serve", str(tmp_path), "--port", str(port), "--state", state]) == 2
+        assert re.search(r"cannot listen on", capsys.readouterr().err)
+    finally:
+        busy.close()
+
+
+def test_cli_serves_until_interrupted(tmp_path: Path) -> None:
+    import urllib.request
+
+    log = tmp_path / "grpo.jsonl"
+    _write(log, Scenario(steps=40), 0, 40)
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "rlvitals", "serve", str(log), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+        assert url is not None, line + (proc.stderr.read() if proc.stderr else "")
+        with urllib.request.urlopen(url.group(1) + "openapi.json", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert (tmp_path / "state" / "rlvitals" / "serve.sqlite").exists()
