@@ -122,3 +122,22 @@ def test_dropped_samples_show_in_the_size_histogram(tmp_path: Path) -> None:
 def test_reward_weights_need_a_path() -> None:
     with pytest.raises(InputError, match=r"reward_weights apply when reading TRL completion files, not to a list"):
         rlvitals.analyze_rollouts([{"prompt": "q", "response": "a", "score": 1.0}], reward_weights=[1.0])
+
+
+def test_undefined_values_join_the_run_as_not_logged() -> None:
+    # groups of 4 have no pass@8: in the Run that must read as "not logged", not as a logged NaN
+    # (which the NaN/Inf check would rightly call a failure)
+    from rlvitals.diagnosis import diagnose
+    from rlvitals.pathologies import Spec, scenario
+    from rlvitals.scenarios import run_from_series
+
+    rows = [{"step": s, "prompt": f"p{g}", "response": f"r{i}", "score": float((s + g + i) % 2)}
+            for s in range(1, 61) for g in range(3) for i in range(4)]
+    analysis = rlvitals.analyze_rollouts(rows, ks=(1, 2, 8))
+    assert analysis.steps["pass@8"].is_nan().all()
+    series = analysis.series()
+    assert "pass@8" not in series.columns and "pass@2" in series.columns
+    assert not any(series.get_column(c).is_nan().any() for c, t in series.schema.items() if t.is_float())
+    run = run_from_series(scenario(Spec(steps=60, seed=1))).with_series(series)
+    nan_check = [f for f in diagnose(run).findings if f.check == "nan_inf"]
+    assert nan_check and all(f.status == "ok" for f in nan_check)

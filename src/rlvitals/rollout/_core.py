@@ -251,8 +251,9 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
 
 def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
     """Correctness when the source gives none: ``score >= 1.0`` if every score lies in
-    [-1, 1] (a 0/1 or ±1 outcome reward, possibly with partial format credit); otherwise
-    correctness stays unknown."""
+    [-1, 1] (a 0/1 or ±1 outcome reward, possibly with partial format credit); otherwise no
+    column is made (the families that need correctness are skipped; the group family falls back
+    to its own ``score >= correct_threshold`` rule) and a note says so."""
     if S.CORRECT in df.columns or S.SCORE not in df.columns:
         return df
     scores = df[S.SCORE].drop_nulls().drop_nans()
@@ -265,8 +266,9 @@ def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
                      "like a 0/1 outcome reward; give a correctness column if that is wrong")
         return df.with_columns(pl.when(pl.col(S.SCORE).is_nan()).then(None)
                                .otherwise(pl.col(S.SCORE) >= 1.0).alias(S.CORRECT))
-    notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward: correctness is unknown; "
-                 "give a correctness column to enable accuracy metrics")
+    notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
+                 "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
+                 "correct when score >= 1.0; give a correctness column (--correct) if that is wrong")
     return df
 
 

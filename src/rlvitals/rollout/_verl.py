@@ -9,7 +9,7 @@ validation dumps need not, and are grouped by ``input`` text (see ``_core.assign
 
 Mapping: prompt = ``input``, response = ``output``, target = ``gts`` (a list or number is
 kept as JSON text), score = ``score``, correct = ``acc`` (bool or 0/1) else score >= 1.0 when
-scores are 0/1-like, answer = ``pred``, source = ``data_source``. Other keys stay as columns.
+every score lies in [-1, 1], answer = ``pred``, source = ``data_source``. Other keys stay as columns.
 """
 
 from __future__ import annotations

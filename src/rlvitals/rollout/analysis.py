@@ -12,7 +12,7 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,17 @@ class RolloutAnalysis:
     rollouts: RolloutSet | None = None
 
     def series(self) -> pl.DataFrame:
-        """Only the catalog-keyed per-step columns, for ``Run.with_series``."""
-        return self.steps.drop([c for c in ("groups", "rollouts", "group_sizes") if c in self.steps.columns])
+        """Only the catalog-keyed per-step columns, for ``Run.with_series``.
+
+        A metric with no defined value at a step (pass@8 of groups of 4, a family whose groups all
+        lack the input) is null there — not logged — rather than NaN: in a Run, NaN means the
+        trainer logged a NaN, which the stability checks rightly treat as a failure. Columns with no
+        value at any step are left out.
+        """
+        frame = self.steps.drop([c for c in ("groups", "rollouts", "group_sizes") if c in self.steps.columns])
+        floats = [c for c, t in frame.schema.items() if t.is_float()]
+        frame = frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
+        return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,8 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
+        # the table handed back carries the lengths the metrics used, so views of it agree
+        rollouts = replace(rollouts, table=prepare(df))
     state = update(None, df, ks=ks)
     whole = compute(update(None, overall_chunk(df), ks=ks))
     overall = {k: float(v) for k, v in whole.row(0, named=True).items()

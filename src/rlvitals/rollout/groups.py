@@ -13,8 +13,9 @@ A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
 ``group/reward_std/mean`` is the mean of ``std_sample`` over groups with at least 2 rollouts.
 A group has zero variance when all its scores are exactly equal (a single rollout counts too: it gives
 GRPO no signal). Zero-variance groups are split by correctness: all correct, all wrong, or otherwise
-identical (the same reward but mixed correctness; without a ``correct`` column: a common score between
-0 and the threshold, e.g. every rollout scored 0.5).
+identical (the same reward but mixed correctness; in a table without a ``correct`` column: a common score
+between 0 and the threshold, e.g. every rollout scored 0.5 — the readers add ``correct`` for scores in
+[-1, 1], so through them such a group is all wrong).
 
 Per-k metrics are means over the groups with ``n >= k`` (other groups have no unbiased value).
 ``g_pass@{k}`` uses τ = 0.5. ``pass_gap@{k}`` = mean of per-group pass@k − pass@1 and

@@ -152,7 +152,7 @@ def tokens_table(df: pl.DataFrame, threshold: float | None = None,
     (with ``token_logprob`` and ``token_advantage``, whose lists must have equal lengths per row).
 
     The entropy threshold is ``threshold`` if given, else the ``quantile`` of the token entropies
-    of the *first* step: the share is then 1 - quantile at the first step by construction and
+    of the first step that has any token entropy: the share is then 1 - quantile at the first step by construction and
     shows how the forking tokens thin out (a per-step quantile would be constant).
     ``compute(update(None, df, threshold=threshold, quantile=quantile))``.
 
