@@ -1,0 +1,200 @@
+"""rlvitals export --wandb: a real run's derived series and findings logged through the real
+wandb client (offline, no network), read back with rlvitals' W&B offline reader.
+
+W&B stores doubles, so values read back exactly (NaN stays NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rlvitals
+from rlvitals.cli import main
+from rlvitals.diagnosis import diagnose
+from rlvitals.errors import RlvitalsError
+from rlvitals.export import ExportPlan, Series, plan_export, write_wandb
+from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExport, findings_table
+from rlvitals.ingest._record import SkipLog, SourceMeta
+from rlvitals.ingest.wandb_offline import _frames
+
+from test_export_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
+
+wandb = pytest.importorskip("wandb")
+STATUS = {"ok": 0.0, "warn": 1.0, "fail": 2.0}
+
+
+def _env(mp: pytest.MonkeyPatch, root: Path) -> None:
+    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(root),
+                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(root / ".config"),
+                        "WANDB_CACHE_DIR": str(root / ".cache"), "WANDB_DATA_DIR": str(root / ".data"),
+                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
+        mp.setenv(name, value)
+    mp.delenv("WANDB_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("wandb")
+    with pytest.MonkeyPatch.context() as mp:
+        _env(mp, folder)
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def plan() -> ExportPlan:
+    run = rlvitals.load(FIXTURE)[0]
+    steps = run.train_steps.tolist()[::40]
+    derived = rlvitals.analyze_rollouts(rollout_rows(steps)).series().join(gappy(steps), on="step")
+    keys = [c for c in derived.columns if c != "step"]
+    return plan_export(diagnose(run.with_series(derived)), derived=keys, metrics=["actor/entropy"])
+
+
+@pytest.fixture(scope="module")
+def exported(plan: ExportPlan, root: Path) -> WandbExport:
+    return write_wandb(plan, directory=root / "new", project="rlvitals-test")
+
+
+def same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+
+
+def _records(run_dir: Path) -> list[object]:
+    """Every record of the run's .wandb file, parsed with wandb's own protobuf classes."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    (path,) = run_dir.glob("*.wandb")
+    out = []
+    for _, payload in _frames(path, SourceMeta(format="wandb-offline"), SkipLog()):
+        record = pb.Record()
+        record.ParseFromString(payload)
+        out.append(record)
+    return out
+
+
+def test_a_new_offline_run_reads_back_at_the_training_steps(plan: ExportPlan, exported: WandbExport) -> None:
+    assert exported.run_dir.name.startswith("offline-run-") and exported.run_dir.name.endswith(exported.run_id)
+    assert exported.rows == len(plan.steps)
+    (back,) = rlvitals.load(exported.run_dir)
+    raw = back.raw
+    for series in plan.series:
+        got = raw.select("step", series.tag).drop_nulls()
+        assert got["step"].to_list() == series.steps.tolist(), series.tag
+        assert same(got[series.tag].to_numpy(), series.values), series.tag
+    maj = raw.select("step", "rlvitals/maj@64").drop_nulls()["rlvitals/maj@64"].to_numpy()
+    assert np.isnan(maj[::3]).all() and np.isfinite(maj[1::3]).all()  # a NaN logged is a NaN read
+    assert raw[STEP_KEY].to_list() == raw["step"].cast(float).to_list()
+    for f in plan.findings:
+        assert raw.filter(raw["step"] == f.step)[f.tag].item() == STATUS[f.status], f.tag
+    assert back.summary[VERDICT_KEY] == plan.verdict
+    assert back.skipped.count == 0
+
+
+def test_nan_and_inf_are_logged_and_read_back(root: Path) -> None:
+    values = np.array([0.5, np.nan, np.inf, -np.inf, 1e300, 0.1])
+    steps = np.array([3, 5, 8, 13, 21, 34])
+    plan = ExportPlan("x.log", "en", "ok", 34, (Series("rlvitals/x", "x", "logged", steps, values),), ())
+    done = write_wandb(plan, directory=root / "nan")
+    (back,) = rlvitals.load(done.run_dir)
+    got = back.raw.select("step", "rlvitals/x").drop_nulls()
+    assert got["step"].to_list() == steps.tolist()
+    assert same(got["rlvitals/x"].to_numpy(), values)  # doubles: exact, 0.1 included
+
+
+def test_define_metric_puts_the_series_on_the_training_step(exported: WandbExport) -> None:
+    metrics = [r.metric for r in _records(exported.run_dir) if r.WhichOneof("record_type") == "metric"]
+    assert any(m.glob_name == "rlvitals/*" and m.step_metric == STEP_KEY for m in metrics)
+
+
+def test_findings_table(plan: ExportPlan, exported: WandbExport) -> None:
+    (path,) = (exported.run_dir / "files" / "media" / "table").rglob("findings*.table.json")
+    table = json.loads(path.read_text())
+    assert table["columns"] == TABLE_COLUMNS
+    assert table["data"] == findings_table(plan)
+    warn = next(row for row in table["data"] if row[3] == "warn")
+    finding = next(f for f in plan.findings if f.name == warn[1])
+    assert warn[8] == finding.message and finding.message
+    assert len(table["data"]) == len(plan.findings) > 10
+
+
+def test_resume_into_the_users_run(plan: ExportPlan, root: Path) -> None:
+    user = wandb.init(mode="offline", dir=str(root / "resume"), project="rlvitals-test", id="userrun7")
+    for step in range(1, 30):
+        user.log({"actor/entropy": 1.0 / step}, step=step)
+    user.finish()
+    done = write_wandb(plan, directory=root / "resume", project="rlvitals-test", run_id="userrun7")
+    assert done.run_id == "userrun7"
+    folders = sorted(p.name for p in (root / "resume" / "wandb").glob("offline-run-*"))
+    # a second folder for the same id (wandb adds "-1" when both start in the same second)
+    assert len(folders) == 2 and all("-userrun7" in f for f in folders) and done.run_dir.name in folders
+    (back,) = rlvitals.load(done.run_dir)
+    raw = back.raw
+    # offline, a resumed run's _step counts this export's log calls; rlvitals/step holds the training step
+    assert raw["step"].to_list() == list(range(len(plan.steps)))
+    assert raw[STEP_KEY].to_list() == [float(s) for s in plan.steps]
+    for series in plan.series:
+        got = raw.select(STEP_KEY, series.tag).drop_nulls()
+        assert got[STEP_KEY].to_list() == series.steps.astype(float).tolist(), series.tag
+        assert same(got[series.tag].to_numpy(), series.values), series.tag
+
+
+def test_cli_export_wandb_in_chinese(root: Path, tmp_path: Path) -> None:
+    rollouts = tmp_path / "rollouts.jsonl"
+    run = rlvitals.load(FIXTURE)[0]
+    rollouts.write_text("\n".join(json.dumps(r) for r in rollout_rows(run.train_steps.tolist()[::40])) + "\n")
+    expected = diagnose(run.with_series(rlvitals.analyze_rollouts(str(rollouts)).series()))
+    out, err = _Out(), _Out()
+    code = main(["export", str(FIXTURE), "--wandb", "--wandb-dir", str(tmp_path / "w"), "--wandb-project", "t",
+                 "--rollouts", str(rollouts), "--lang", "zh"], out, err)  # type: ignore[arg-type]
+    assert code == 0, err.text
+    assert "offline" in out.text and f"verdict {expected.verdict}" in out.text
+    (run_dir,) = (tmp_path / "w" / "wandb").glob("offline-run-*")
+    (path,) = run_dir.rglob("findings*.table.json")
+    data = json.loads(path.read_text())["data"]
+    assert [row[8] for row in data] == [f.message["zh"] for f in expected.findings if f.status != "skipped"]
+    (back,) = rlvitals.load(run_dir)
+    assert "rlvitals/pass@4" in back.raw.columns and back.summary[VERDICT_KEY] == expected.verdict
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+class _Out:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_without_wandb(plan: ExportPlan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wandb", None)  # what `import wandb` does when it is not installed
+    with pytest.raises(RlvitalsError, match=r"--wandb needs the wandb client.*pip install wandb"):
+        write_wandb(plan, directory=tmp_path)
+    out, err = _Out(), _Out()
+    assert main(["export", str(FIXTURE), "--wandb", "--wandb-dir", str(tmp_path)], out, err) == 2  # type: ignore[arg-type]
+    assert "pip install wandb" in err.text
+
+
+def test_wandb_dir_is_a_file(plan: ExportPlan, tmp_path: Path) -> None:
+    target = tmp_path / "runs.txt"
+    target.write_text("x")
+    with pytest.raises(RlvitalsError, match=r"--wandb-dir .*runs\.txt: is a file, expected a folder"):
+        write_wandb(plan, directory=target)
+
+
+def test_cli_run_id_with_several_runs(tmp_path: Path) -> None:
+    out, err = _Out(), _Out()
+    code = main(["export", str(FIXTURE), str(FIXTURE), "--wandb", "--wandb-dir", str(tmp_path),
+                 "--wandb-run-id", "abc"], out, err)  # type: ignore[arg-type]
+    assert code == 2
+    assert "--wandb-run-id 'abc' names one W&B run, but 2 runs were given" in err.text
+    assert not (tmp_path / "wandb").exists()
