@@ -173,6 +173,10 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
             return HTMLResponse(loading_html(served))
         return HTMLResponse(ws.memo("html", served, lambda: run_html(ws.page(served), served)))
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)  # browsers ask for it; an empty answer keeps their consoles clean
+
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
         if name not in STATIC:

@@ -1,0 +1,255 @@
+"""The dashboard in real headless Chromium against a real uvicorn server in a thread: the run list and
+every real fixture's layered page render with their verdicts and findings and no console error;
+steps appended to a veRL JSONL log appear on the open page within seconds, without a reload;
+rollout markup is shown as text and runs nothing; bound to a non-loopback address, a request
+without the token is refused. Screenshots go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REAL
+from test_report_model import XSS, write_dump
+
+import rlvitals
+from rlvitals.diagnosis import READING_ORDER, diagnose
+from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
+from rlvitals.server.security import is_loopback
+from rlvitals.simulate import Scenario, jsonl_lines
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+TOKEN = "browser-test-token-0123456789"
+FAST = WorkspaceOptions(interval=0.2, rescan=1.0)
+GROWING = Scenario(steps=200, grad_spike_at=16)  # the spike's onset puts step 16 (the markup) among the rollouts
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
+        _missing(f"{CHROMIUM} not found; install it with 'apt-get install chromium'")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed; install it with 'pip install playwright'")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Tab:
+    """A browser page with everything that went wrong on it recorded."""
+
+    def __init__(self, browser: Any) -> None:
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+
+    def shot(self, name: str, full: bool = False) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def tab(browser: Any) -> Iterator[Tab]:
+    t = Tab(browser)
+    yield t
+    t.close()
+
+
+@pytest.fixture(scope="module")
+def fixtures_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+    if not REAL.is_dir():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    ws = Workspace([REAL], ServeState(tmp_path_factory.mktemp("state") / "s.sqlite"),
+                   WorkspaceOptions(interval=0.2, settle=0.5))
+    ws.poll_once()
+    ws.start()
+    deadline = time.monotonic() + 60  # the log cut mid-line is read whole once it has been quiet
+    while time.monotonic() < deadline and any(s["version"] < 2 for s in ws.summaries() if "gemma-2-2b-it-ppo"
+                                              in s["label"]):
+        time.sleep(0.2)
+    with ServerThread(ws, "127.0.0.1") as srv:
+        yield srv
+    ws.close()
+
+
+def _lines(sc: Scenario, start: int, stop: int) -> bytes:
+    return b"".join(line + b"\n" for line in list(jsonl_lines(sc))[start:stop])
+
+
+def test_run_list_shows_every_real_fixture_with_its_verdict(tab: Tab, fixtures_server: ServerThread) -> None:
+    tab.page.goto(fixtures_server.url)
+    rows = tab.page.locator("table.rlv-runlist tbody tr[data-run]")
+    assert rows.count() == len(REAL_LOGS)
+    for name in REAL_LOGS:
+        d = diagnose(rlvitals.load(REAL / name)[0])
+        row = tab.page.locator(f'tr[data-run="{run_id(str(REAL.resolve() / name))}"]')
+        assert row.locator("a").inner_text() == name
+        assert row.locator("td").nth(4 + len(READING_ORDER)).locator(".l-en").inner_text() == d.verdict.upper()
+        assert row.locator(".rlv-step").inner_text() == str(int(d.run.steps[-1]))
+    tab.shot("dashboard_runs", full=True)
+    assert tab.errors == [] and tab.failed == []
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+def test_every_real_fixture_page_shows_layers_and_findings(browser: Any, fixtures_server: ServerThread,
+                                                           name: str) -> None:
+    d = diagnose(rlvitals.load(REAL / name)[0])
+    t = Tab(browser)
+    try:
+        t.page.goto(fixtures_server.url + "runs/" + run_id(str(REAL.resolve() / name)))
+        for layer in READING_ORDER:
+            verdict = t.page.locator(f"#layer-{layer} h2 .rlv-status .l-en").first.inner_text()
+            assert verdict == d.layers[layer].upper()
+        assert t.page.locator("article.rlv-finding").count() == sum(f.status in ("warn", "fail") for f in d.findings)
+        if t.page.locator(".rlv-chart").count():
+            t.page.wait_for_selector(".js-plotly-plot", timeout=10_000)  # the first chart is drawn
+        t.shot(f"dashboard_{Path(name).stem[:60]}")
+        time.sleep(1.2)  # one live poll round trip, which must not fail either
+        assert t.errors == [] and t.failed == []
+    finally:
+        t.close()
+
+
+@pytest.fixture
+def growing(tmp_path: Path) -> Iterator[tuple[ServerThread, Path]]:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    log = folder / "grpo.jsonl"
+    log.write_bytes(_lines(GROWING, 0, 60))
+    write_dump(tmp_path / "dump")
+    ws = Workspace([folder], ServeState(tmp_path / "s.sqlite"),
+                   WorkspaceOptions(interval=0.2, rescan=1.0, rollouts=tmp_path / "dump"))
+    ws.poll_once()
+    ws.start()
+    with ServerThread(ws, "127.0.0.1") as srv:
+        yield srv, log
+    ws.close()
+
+
+def test_appended_steps_appear_without_reload(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    rid = run_id(str(log.resolve()))
+    tab.page.goto(srv.url + "runs/" + rid)
+    assert tab.page.locator("#rlv-live-step").inner_text() == "60"
+    tab.page.locator("#layer-L1 .rlv-chart").first.scroll_into_view_if_needed()
+    tab.page.wait_for_selector("#layer-L1 .js-plotly-plot")
+    tab.page.evaluate("window.__same_document = 1")
+    t0 = time.monotonic()
+    with log.open("ab") as f:
+        f.write(_lines(GROWING, 60, 100))
+    # predicates are functions: a string expression would need eval, which the page's CSP forbids
+    tab.page.wait_for_function("() => document.getElementById('rlv-live-step').textContent === '100'",
+                               timeout=8_000)
+    took = time.monotonic() - t0
+    # the charts were swapped in and redrawn with the new steps
+    tab.page.wait_for_function("""() => { const el = document.querySelector('#layer-L1 .js-plotly-plot');
+        return el && el.data && Math.max(...el.data[0].x) === 100; }""", timeout=8_000)
+    assert tab.page.evaluate("window.__same_document") == 1  # no reload
+    assert took < 5, f"step 100 appeared after {took:.1f} s"
+    tab.shot("dashboard_live_step100")
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_run_list_updates_while_a_log_grows(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    tab.page.goto(srv.url)
+    row = f'tr[data-run="{run_id(str(log.resolve()))}"] .rlv-step'
+    assert tab.page.locator(row).inner_text() == "60"
+    tab.page.evaluate("window.__same_document = 1")
+    with log.open("ab") as f:
+        f.write(_lines(GROWING, 60, 75))
+    tab.page.wait_for_function(f"() => document.querySelector('{row}').textContent === '75'", timeout=8_000)
+    assert tab.page.evaluate("window.__same_document") == 1
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_rollout_markup_is_shown_as_text_and_runs_nothing(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    tab.page.click("article[data-check=grad_norm_spike] a.rlv-goto-rollouts")
+    assert tab.page.locator("#rlv-step").input_value() == "16"
+    assert tab.page.locator("#rlv-groups .rlv-response").first.inner_text() == XSS
+    assert tab.page.locator("#rlv-groups img, #rlv-groups script").count() == 0
+    assert tab.page.evaluate("[typeof window.__x, typeof window.__y]") == ["undefined", "undefined"]
+    via_api = tab.page.evaluate(f"""fetch('/api/runs/{run_id(str(log.resolve()))}/rollouts?step=16')
+        .then(r => r.json()).then(j => j.groups[0].rollouts.map(r => r.response))""")
+    assert XSS in via_api
+    tab.shot("dashboard_rollouts_step16")
+    assert tab.errors == [] and tab.failed == []
+
+
+def _outside_address() -> str | None:
+    """An address of this machine other than loopback, if it has one."""
+    found: list[str] = []
+    with contextlib.suppress(OSError):
+        found += socket.gethostbyname_ex(socket.gethostname())[2]
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.254", 9))  # no packet is sent: this only picks the outgoing interface
+        found.append(probe.getsockname()[0])
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    return next((a for a in found if not is_loopback(a) and a != "0.0.0.0"), None)
+
+
+def test_bound_elsewhere_a_request_without_the_token_is_refused(tab: Tab, tmp_path: Path) -> None:
+    address = _outside_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address to bind the server to")
+    log = tmp_path / "grpo.jsonl"
+    log.write_bytes(_lines(Scenario(steps=50), 0, 50))
+    ws = Workspace([log], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    try:
+        with ServerThread(ws, address, token=TOKEN) as srv:
+            assert address in srv.url
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(srv.url + "api/runs", timeout=10)
+            assert refused.value.code == 401 and b"needs its token" in refused.value.read()
+            refused.value.close()
+            answer = tab.page.goto(srv.url)
+            assert answer is not None and answer.status == 401 and "needs its token" in tab.page.content()
+            tab.errors.clear()  # the refused page load itself is logged as a console error
+            tab.page.goto(srv.url + "?token=" + TOKEN)  # once: the cookie carries it from now on
+            assert tab.page.url == srv.url
+            assert tab.page.locator("tr[data-run]").count() == 1
+            tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+            tab.page.wait_for_selector(".js-plotly-plot")
+            time.sleep(1.2)  # the live script's polls carry the cookie too
+            assert tab.errors == [] and tab.failed == []
+            request = urllib.request.Request(srv.url + "api/runs", headers={"Authorization": "Bearer " + TOKEN})
+            with urllib.request.urlopen(request, timeout=10) as ok:
+                assert ok.status == 200
+    finally:
+        ws.close()
