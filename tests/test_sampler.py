@@ -113,12 +113,21 @@ def test_samples_of_a_prompt_differ_and_rewards_are_mixed(sampled: Sampled) -> N
     assert 0.0 < share < 1.0
 
 
-def test_same_seed_same_text(sampled: Sampled) -> None:
-    problem = make_problems(1, seed=SEED)[0]
-    kw: dict[str, Any] = {"samples": 2, "max_new_tokens": 6, "temperature": 1.0, "seed": 3, "step": 1}
-    a, b = sample_rollouts(sampled.policy, [problem], **kw), sample_rollouts(sampled.policy, [problem], **kw)
-    assert [r["response"] for r in a] == [r["response"] for r in b]
-    assert [r["token_logprob"] for r in a] == [r["token_logprob"] for r in b]
+def test_the_scores_are_the_temperature_softmax_that_was_sampled(sampled: Sampled) -> None:
+    import torch
+
+    from rlvitals.sampler import prompt_messages
+
+    tok, model = sampled.policy.tokenizer, sampled.policy.model
+    enc = tok.apply_chat_template(prompt_messages(make_problems(1, seed=SEED)[0]), add_generation_prompt=True,
+                                  return_tensors="pt", return_dict=True)
+    with torch.inference_mode():
+        torch.manual_seed(0)
+        out = model.generate(**enc, do_sample=True, temperature=TEMP, top_k=0, top_p=1.0, max_new_tokens=3,
+                             output_scores=True, output_logits=True, return_dict_in_generate=True,
+                             pad_token_id=tok.eos_token_id)
+    for scores, logits in zip(out.scores, out.logits, strict=True):
+        torch.testing.assert_close(torch.log_softmax(scores, -1), torch.log_softmax(logits / TEMP, -1))
 
 
 # --- through the readers, the analysis, the CLI and the Run ---------------------------------------
@@ -185,17 +194,21 @@ def test_cli_diagnose_joins_the_rollout_series_into_the_run(sampled: Sampled, tm
     assert any("derived from rollouts" in n for n in run.notes)
 
 
-def test_cli_sample_writes_both_formats(tmp_path: Path) -> None:
-    _need_model()
+def test_cli_sample_writes_both_formats_and_a_seed_gives_the_same_text(sampled: Sampled, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = main(["sample", str(tmp_path), "--steps", "1", "--prompts", "1", "--samples", "2",
-                 "--max-new-tokens", "6", "--seed", "1"], out, err)
+                 "--max-new-tokens", "6", "--temperature", "1.0", "--seed", "1"], out, err)
     assert code == 0, err.getvalue()
     assert "sampled 2 rollouts from SmolLM2-135M-Instruct" in out.getvalue()
     assert f"wrote veRL rollout dump: {tmp_path / 'verl'}" in out.getvalue()
-    assert (tmp_path / "verl" / "1.jsonl").is_file()
     assert (tmp_path / "trl" / "completions" / "completions_00001.parquet").is_file()
-    assert read_rollouts(tmp_path / "verl").table.height == read_rollouts(tmp_path / "trl").table.height == 2
+    v, t = read_rollouts(tmp_path / "verl"), read_rollouts(tmp_path / "trl")
+    assert v.table["response"].to_list() == t.table["response"].to_list()
+    # the command loaded its own copy of the model; the same seed in this process gives the same texts
+    again = sample_rollouts(sampled.policy, make_problems(1, seed=1, sources=SOURCES), samples=2, max_new_tokens=6,
+                            temperature=1.0, seed=1, step=1)
+    assert [r["response"] for r in again] == v.table["response"].to_list()
+    assert [r["score"] for r in again] == v.table["score"].to_list()
 
 
 def test_the_cache_is_a_float32_copy_keyed_by_the_gguf_file(sampled: Sampled) -> None:

@@ -227,7 +227,7 @@ def check_sampling(*, samples: int, max_new_tokens: int, temperature: float, ste
         raise SamplerError(f"sampling: max_new_tokens={max_new_tokens}; expected at least 1")
     if not temperature > 0:
         raise SamplerError(f"sampling: temperature={temperature}; expected a positive number "
-                                    "(rollouts are sampled, not greedy)")
+                           "(rollouts are sampled, not greedy)")
 
 
 def _token_stats(scores: Sequence[Any], tokens: Any) -> tuple[Any, Any]:
@@ -238,11 +238,13 @@ def _token_stats(scores: Sequence[Any], tokens: Any) -> tuple[Any, Any]:
     softmax is exactly the distribution each token was sampled from."""
     import torch
 
-    logp = torch.log_softmax(torch.stack(list(scores), dim=1).float(), dim=-1)  # (G, T, vocab)
-    chosen = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    p = logp.exp()
-    entropy = -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1)
-    return chosen, entropy
+    chosen, entropy = [], []
+    for t, step_scores in enumerate(scores):  # one token at a time: (G, T, vocab) at once can take GBs
+        logp = torch.log_softmax(step_scores.float(), dim=-1)
+        chosen.append(logp.gather(-1, tokens[:, t:t + 1]).squeeze(-1))
+        p = logp.exp()
+        entropy.append(-torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1))  # 0 log 0 = 0
+    return torch.stack(chosen, dim=1), torch.stack(entropy, dim=1)
 
 
 def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: int, temperature: float,
@@ -293,7 +295,7 @@ def sample_rollouts(policy: Policy, problems: Sequence[Problem], *, samples: int
     >>> rs = sample_rollouts(policy, make_problems(1, seed=0), samples=2, max_new_tokens=8,
     ...                      temperature=0.7, seed=0, step=1)  # doctest: +SKIP
     >>> [(r["step"], r["target"]) for r in rs]                 # doctest: +SKIP
-    [(1, '63'), (1, '63')]
+    [(1, '8'), (1, '8')]
     """
     check_sampling(samples=samples, max_new_tokens=max_new_tokens, temperature=temperature)
     out: list[dict[str, Any]] = []
