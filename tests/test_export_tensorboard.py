@@ -23,7 +23,7 @@ from rlvitals.cli import main
 from rlvitals.diagnosis import Diagnosis, diagnose
 from rlvitals.errors import RlvitalsError, UnknownMetricError
 from rlvitals.export import ExportPlan, Series, plan_export, write_tensorboard
-from rlvitals.export._wire import tfrecord, varint
+from rlvitals.export._wire import tfrecord, tfrecords, varint
 from rlvitals.export.tensorboard import TEXT_TAG, VERDICT_TAG
 from rlvitals.ingest._tfevents import crc32c
 
@@ -314,3 +314,10 @@ def test_cli_needs_a_destination(capsys: pytest.CaptureFixture[str]) -> None:
     out = _Out()
     assert main(["export", str(FIXTURE)], out, out) == 2  # type: ignore[arg-type]
     assert "one of the arguments --tensorboard --wandb is required" in capsys.readouterr().err
+
+
+def test_batched_framing_equals_one_record_at_a_time() -> None:
+    rng = np.random.default_rng(7)
+    payloads = [rng.integers(0, 256, int(n), dtype=np.uint8).tobytes() for n in rng.integers(0, 40, 400)]
+    payloads += [b"", b"", b"\x00" * 1500]
+    assert tfrecords(payloads) == b"".join(tfrecord(p) for p in payloads)

@@ -57,7 +57,9 @@ def plan() -> ExportPlan:
 
 @pytest.fixture(scope="module")
 def exported(plan: ExportPlan, root: Path) -> WandbExport:
-    return write_wandb(plan, directory=root / "new", project="rlvitals-test")
+    done = write_wandb(plan, directory=root / "new", project="rlvitals-test")
+    wandb.teardown()  # finish() returns before wandb's service has flushed the run file; teardown waits
+    return done
 
 
 def same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -100,6 +102,7 @@ def test_nan_and_inf_are_logged_and_read_back(root: Path) -> None:
     steps = np.array([3, 5, 8, 13, 21, 34])
     plan = ExportPlan("x.log", "en", "ok", 34, (Series("rlvitals/x", "x", "logged", steps, values),), ())
     done = write_wandb(plan, directory=root / "nan")
+    wandb.teardown()
     (back,) = rlvitals.load(done.run_dir)
     got = back.raw.select("step", "rlvitals/x").drop_nulls()
     assert got["step"].to_list() == steps.tolist()
@@ -128,6 +131,7 @@ def test_resume_into_the_users_run(plan: ExportPlan, root: Path) -> None:
         user.log({"actor/entropy": 1.0 / step}, step=step)
     user.finish()
     done = write_wandb(plan, directory=root / "resume", project="rlvitals-test", run_id="userrun7")
+    wandb.teardown()
     assert done.run_id == "userrun7"
     folders = sorted(p.name for p in (root / "resume" / "wandb").glob("offline-run-*"))
     # a second folder for the same id (wandb adds "-1" when both start in the same second)
@@ -151,6 +155,7 @@ def test_cli_export_wandb_in_chinese(root: Path, tmp_path: Path) -> None:
     out, err = _Out(), _Out()
     code = main(["export", str(FIXTURE), "--wandb", "--wandb-dir", str(tmp_path / "w"), "--wandb-project", "t",
                  "--rollouts", str(rollouts), "--lang", "zh"], out, err)  # type: ignore[arg-type]
+    wandb.teardown()  # what the end of the rlvitals process does
     assert code == 0, err.text
     assert "offline" in out.text and f"verdict {expected.verdict}" in out.text
     (run_dir,) = (tmp_path / "w" / "wandb").glob("offline-run-*")

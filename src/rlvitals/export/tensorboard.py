@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import RlvitalsError
-from ._wire import scalar_event, text_event, tfrecord, version_event
+from ._wire import scalar_event, text_event, tfrecords, version_event
 from .plan import PREFIX, STATUS_VALUE, ExportPlan
 
 VERDICT_TAG = PREFIX + "verdict"
@@ -104,7 +104,7 @@ def write_tensorboard(plan: ExportPlan, logdir: str | Path, *, clock: Callable[[
     """
     now = clock()
     path = _target(Path(logdir), int(now), (host or socket.gethostname()).replace("/", "_"))
-    data = b"".join(tfrecord(event) for event in event_records(plan, now))
+    data = tfrecords(event_records(plan, now))
     try:
         with path.open("xb") as fh:
             fh.write(data)

@@ -78,6 +78,10 @@ def write_wandb(plan: ExportPlan, *, directory: str | Path, project: str = "rlvi
                 name: str | None = None, mode: Literal["offline", "online"] = "offline") -> WandbExport:
     """Log ``plan`` to a new W&B run, or resume the run ``run_id``; returns where it went.
 
+    ``run.finish()`` returns before wandb's service process has flushed the run file; it is
+    complete at process exit (the CLI) or after ``wandb.teardown()``. Shutting the service
+    down here would end any other run the caller has open, so it is left to the caller.
+
     Example:
         >>> out = write_wandb(plan, directory="exports")  # doctest: +SKIP
         >>> out.run_dir.name  # doctest: +SKIP
