@@ -192,17 +192,20 @@ def test_diversity_collapse_in_both_directions() -> None:
 
 # ---------------------------------------------------------------- group_size_concentration
 
+STEP_GROUPS = "group/step_groups/size/mean"
+
+
 def test_group_sizes_concentrating_at_n() -> None:
     sizes = ramp(3.0, 7.6, 100, 130) + noise(0.1, 8)
-    f = finding(diagnose(make_run({"group/step_groups/size/mean": sizes}, config={"env.rollout.n": 8})), "group_size_concentration")
+    f = finding(diagnose(make_run({STEP_GROUPS: sizes}, config={"env.rollout.n": 8})), "group_size_concentration")
     assert f.status == "warn" and abs(f.onset_step - 126) <= 6 and "exploration is being lost" in f.message["en"]
-    ok = finding(diagnose(make_run({"group/step_groups/size/mean": 3.0 + noise(0.1, 8)}, config={"env.rollout.n": 8})),
+    ok = finding(diagnose(make_run({STEP_GROUPS: 3.0 + noise(0.1, 8)}, config={"env.rollout.n": 8})),
                  "group_size_concentration")
     assert ok.status == "ok"
-    unknown = finding(diagnose(make_run({"group/step_groups/size/mean": sizes})), "group_size_concentration")
+    unknown = finding(diagnose(make_run({STEP_GROUPS: sizes})), "group_size_concentration")
     assert unknown.status == "warn" and "not in the config" in unknown.message["en"]
     cfg = DiagnoseConfig({"group_size_concentration": CheckSettings(params={"group_size": 16})})
-    assert findings(make_run({"group/step_groups/size/mean": sizes}), "group_size_concentration", cfg)[0].status == "ok"
+    assert findings(make_run({STEP_GROUPS: sizes}), "group_size_concentration", cfg)[0].status == "ok"
 
 
 # ---------------------------------------------------------------- every template, both languages
@@ -239,10 +242,10 @@ def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
         ("diversity_collapse", "ok"): lambda: make_run({"diversity/distinct_1": np.full(N, 0.5)}),
         ("diversity_collapse", "fall"): lambda: make_run({"diversity/distinct_2": step_to(0.6, 0.15, 150, sd=0.03)}),
         ("diversity_collapse", "rise"): lambda: make_run({"diversity/embedding_cosine": rising_cosine}),
-        ("group_size_concentration", "ok"): lambda: make_run({"group/step_groups/size/mean": np.full(N, 3.0)}, config=n8),
-        ("group_size_concentration", "warn"): lambda: make_run({"group/step_groups/size/mean": ramp(3, 7.6, 100, 130)}, config=n8),
-        ("group_size_concentration", "ok_unknown_n"): lambda: make_run({"group/step_groups/size/mean": np.full(N, 3.0)}),
-        ("group_size_concentration", "warn_rising"): lambda: make_run({"group/step_groups/size/mean": ramp(3, 7.6, 100, 130)}),
+        ("group_size_concentration", "ok"): lambda: make_run({STEP_GROUPS: np.full(N, 3.0)}, config=n8),
+        ("group_size_concentration", "warn"): lambda: make_run({STEP_GROUPS: ramp(3, 7.6, 100, 130)}, config=n8),
+        ("group_size_concentration", "ok_unknown_n"): lambda: make_run({STEP_GROUPS: np.full(N, 3.0)}),
+        ("group_size_concentration", "warn_rising"): lambda: make_run({STEP_GROUPS: ramp(3, 7.6, 100, 130)}),
     }
 
 
