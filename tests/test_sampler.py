@@ -38,7 +38,7 @@ from rlvitals.sampler import (
 )
 from rlvitals.simulate import Scenario, jsonl_lines
 
-STEPS, PROMPTS, G, MAX_NEW, TEMP, SEED = 2, 2, 4, 32, 0.7, 0
+STEPS, PROMPTS, G, MAX_NEW, TEMP, SEED = 2, 1, 4, 40, 0.7, 0  # small: the file must stay near a minute on 2 busy cores
 COMPARED = ["step", "group", "sample", "response", "score", "correct"]
 
 
