@@ -1,8 +1,9 @@
 """Group-scale rollout metrics on 1,000,000 rollouts (62,500 groups × 16), against two baselines.
 
 Run:  python benchmarks/bench_rollouts.py [--groups 62500] [--pandas-groups 6250] [--verl-groups 100]
+      [--part all|group|diversity] [--diversity-groups 6250] [--reference-groups 625]
 
-Pinned to CPU 0 (one core). Data: numpy, seed 0; 100 steps × 625 groups × 16 rollouts; per group a
+Group metrics are pinned to CPU 0 (one core). Data: numpy, seed 0; 100 steps × 625 groups × 16 rollouts; per group a
 success probability p ~ Beta(0.6, 0.6); a correct rollout answers "gold", a wrong one one of 4 wrong
 answers (a rollout has no answer with probability 5%). Timed:
 
@@ -17,6 +18,15 @@ answers (a rollout has no answer with probability 5%). Timed:
   ``bootstrap_metric`` / ``calc_maj_val``: 1000 resamples with replacement per group and per n —
   re-implemented from its description (research/algorithms.md §1.3), run on ``--verl-groups`` groups
   and scaled linearly.
+
+Diversity (run first, on every core): ``diversity_table`` (distinct-1..4, duplicate rate, word edit
+distance, answer entropy) on 100,000 rollouts of ~1 kB (``--diversity-groups`` 6,250 groups × 16,
+10 steps): per group a base text of 150 words drawn from a Zipf vocabulary of 5,000 words (one in
+~30 is a newline), each rollout replacing a share U(0, 0.6) of its words. Best of 3, wall clock and
+CPU time. Baseline in the same run: a plain per-group Python loop over the single-group functions
+(``distinct_n``, ``duplicate_rate``, rapidfuzz ``cdist`` on ``str.split()`` word lists,
+``answer_entropy``, then ``math.fsum`` means) on ``--reference-groups`` groups, scaled linearly; its
+frame must equal ours on those groups bit for bit.
 """
 
 from __future__ import annotations
@@ -29,7 +39,10 @@ from collections import Counter
 
 import numpy as np
 import polars as pl
+from rapidfuzz.distance import Levenshtein
+from rapidfuzz.process import cdist
 
+from rlvitals.rollout import diversity
 from rlvitals.rollout.groups import step_metrics
 from rlvitals.rollout.passk import maj_at_k_answers, maj_curve
 
@@ -106,12 +119,77 @@ def run_verl(df: pl.DataFrame) -> float:
     return time.perf_counter() - t0
 
 
+def make_text_table(groups: int, seed: int = 0, words: int = 150) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = np.array(["".join(rng.choice(letters, size=int(k))) for k in rng.integers(2, 10, size=5000)], dtype=object)
+    vocab[7] = "\n"
+    zipf = 1.0 / np.arange(1, len(vocab) + 1)
+    zipf /= zipf.sum()
+    ids = np.repeat(rng.choice(len(vocab), size=(groups, words), p=zipf), G, axis=0)
+    changed = rng.random(ids.shape) < rng.uniform(0.0, 0.6, size=(groups * G, 1))
+    ids[changed] = rng.choice(len(vocab), size=int(changed.sum()), p=zipf)
+    gid = np.repeat(np.arange(groups), G)
+    answer = rng.integers(0, 5, size=groups * G).astype(str)
+    return pl.DataFrame({"step": gid // 625, "group": gid.astype(str), "sample": np.tile(np.arange(G), groups),
+                         "response": [" ".join(row) for row in vocab[ids].tolist()], "answer": answer})
+
+
+def reference_diversity(df: pl.DataFrame) -> pl.DataFrame:
+    """The plain per-group loop over the single-group functions (same definitions, no vectorising)."""
+    ns, per_step = diversity.DEFAULT_NS, {}
+    for (step, _), g in df.sort("step", "group", "sample").group_by("step", "group", maintain_order=True):
+        texts = g["response"].to_list()
+        words = [t.split() for t in texts]
+        dist = cdist(words, words, scorer=Levenshtein.normalized_distance)
+        row = {f"diversity/distinct_{n}": diversity.distinct_n(texts, n) for n in ns}
+        row["diversity/duplicate_rate"] = diversity.duplicate_rate(texts)
+        row["diversity/edit_distance"] = float(dist[np.triu_indices(len(words), k=1)].mean())
+        row["diversity/answer_entropy"] = diversity.answer_entropy(g["answer"].to_list())
+        for key, value in row.items():
+            per_step.setdefault(key, {}).setdefault(step, []).append(value)
+    steps = sorted(next(iter(per_step.values())))
+    cols = {k: [math.fsum(v[s]) / len(v[s]) for s in steps] for k, v in per_step.items()}
+    return pl.DataFrame({"step": steps, **cols})
+
+
+def run_diversity(groups: int, reference_groups: int) -> None:
+    df = make_text_table(groups)
+    kb = df["response"].str.len_bytes().mean() / 1000  # type: ignore[operator]
+    print(f"diversity table: {df.height:,} rollouts of {kb:.2f} kB mean, {groups:,} groups x {G}, "
+          f"{os.cpu_count()} cores (shared with other users: wall times vary)")
+    walls, cpus = [], []
+    for _ in range(3):
+        t0, c0 = time.perf_counter(), time.process_time()
+        diversity.diversity_table(df)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    ours = min(walls)
+    print(f"rlvitals diversity_table: best {ours:.2f} s wall of {', '.join(f'{t:.2f}' for t in walls)}; "
+          f"CPU time best {min(cpus):.2f} s")
+    sub = df.filter(pl.col("group").cast(pl.Int64) < reference_groups)
+    t0 = time.perf_counter()
+    want = reference_diversity(sub)
+    tr = (time.perf_counter() - t0) * groups / reference_groups
+    got = diversity.diversity_table(sub).select(want.columns)
+    same = got.equals(want)
+    print(f"plain per-group Python reference: {tr:.1f} s (measured on {reference_groups:,} groups, scaled)  "
+          f"ratio {tr / ours:.1f}x; frames identical on those groups: {same}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--groups", type=int, default=62_500)
     ap.add_argument("--pandas-groups", type=int, default=6_250)
     ap.add_argument("--verl-groups", type=int, default=100)
+    ap.add_argument("--part", choices=("all", "group", "diversity"), default="all")
+    ap.add_argument("--diversity-groups", type=int, default=6_250)
+    ap.add_argument("--reference-groups", type=int, default=625)
     args = ap.parse_args()
+    if args.part in ("all", "diversity"):
+        run_diversity(args.diversity_groups, args.reference_groups)
+    if args.part == "diversity":
+        return
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     df = make_table(args.groups)

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -89,11 +90,17 @@ def _mean_pairwise(items: Sequence[Sequence[Hashable]]) -> float:
     n = len(items)
     if n < 2:
         return math.nan
-    dist = cdist(items, items, scorer=Levenshtein.distance, dtype=np.int64, workers=1)
+    i, j = _pairs(n)
+    dist = cdist(items, items, scorer=Levenshtein.distance, dtype=np.int64, workers=1)[i, j]
     lens = np.array([len(s) for s in items], dtype=np.int64)
-    longest = np.maximum.outer(lens, lens)
-    norm = np.divide(dist, longest, out=np.zeros(dist.shape), where=longest > 0).astype(np.float32)
-    return float(norm[np.triu_indices(n, k=1)].mean())
+    longest = np.maximum(lens[i], lens[j])
+    norm = np.divide(dist, longest, out=np.zeros(len(dist)), where=longest > 0).astype(np.float32)
+    return float(norm.mean())
+
+
+@lru_cache(maxsize=64)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(n, k=1)
 
 
 def mean_edit_distance(seqs: Sequence[Sequence[Hashable]], *, max_samples: int | None = 16,
