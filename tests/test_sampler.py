@@ -185,6 +185,8 @@ def test_cli_diagnose_joins_the_rollout_series_into_the_run(sampled: Sampled, tm
     assert main(["diagnose", str(run_file), "--rollouts", dump, "--json"], out, err) == 0, err.getvalue()
     doc = orjson.loads(out.getvalue())["runs"][0]
     assert doc["steps"] == STEPS and doc["findings"]
+    # pass@k for k > G is undefined, not a NaN the run logged
+    assert [f["status"] for f in doc["findings"] if f["check"] == "nan_inf"] == ["ok"]
     # the same join the command makes, looked at directly: the run now carries the rollout series
     series = analyze_rollouts(dump).series()
     run = load(str(run_file))[0].with_series(series)
