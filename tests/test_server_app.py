@@ -101,6 +101,7 @@ def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) 
     assert shown == {str(i) for i, f in enumerate(d.findings) if f.status in ("warn", "fail")}
     assert f'<div id="rlv-live" class="rlv-live" data-run="{rid}"' in html
     assert '<script src="/static/plotly.min.js"' in html and "cdn.plot.ly" not in html
+    assert html.index('<script src="/static/plotly.min.js"') > html.index('<main>')  # not before the first paint
     api = client.get(f"/api/runs/{rid}").json()
     assert api["diagnosis"]["verdict"] == d.verdict == api["verdict"]
     assert [f["check"] for f in client.get(f"/api/runs/{rid}/findings").json()["findings"]] == \
@@ -286,8 +287,10 @@ def test_a_growing_log_is_diagnosed_again_and_announced(tmp_path: Path) -> None:
     assert [(r["id"], r["last_step"], r["version"]) for r in first["runs"]] == [(rid, 60, 1)]
     assert c.get("/api/events", params={"after": first["seq"]}).json()["runs"] == []
     assert ws.poll_once() == []  # nothing appended: nothing diagnosed again
+    assert '<b id="rlv-live-step">60</b>' in c.get(f"/runs/{rid}").text
     _write(log, sc, 60, 90, mode="ab")
     assert ws.poll_once() == [rid]
+    assert ws._memo[("page", rid)][0] == 2  # a page someone looks at is rebuilt before it is asked for
     later = c.get("/api/events", params={"after": first["seq"]}).json()
     assert [(r["last_step"], r["version"]) for r in later["runs"]] == [(90, 2)]
     assert later["runs"][0]["verdict"] == diagnose(rlvitals.load(log)[0]).verdict

@@ -6,7 +6,9 @@ source, so a run started after the server shows up by itself. Every source is a
 :class:`~rlvitals.watch.sources.Follow`; when it gives new data the run is diagnosed again, at
 most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
-poll (``events``). Page models are built on request and kept for the current version only.
+poll (``events``). Page models are built on first request and kept for the current version only;
+once a run's page has been asked for, the poll thread builds the page model of each new version
+right after its diagnosis, so a reader of a growing 100k-step run does not wait for it.
 
 A followed text log is read by complete lines only (a trainer may be mid-line). A log whose last
 line has no newline and that stays unchanged for ``settle`` seconds is a finished file cut short,
@@ -278,7 +280,10 @@ class Workspace:
             try:
                 if self.rollouts is not None:
                     run = run.with_series(self.rollouts.series())
-                ids.append(self._publish(src, run, diagnose(run, self.options.config), now))
+                rid = self._publish(src, run, diagnose(run, self.options.config), now)
+                if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
+                    self.page(self._served[rid])
+                ids.append(rid)
             except (RlvitalsError, ValueError) as exc:
                 self._note(f"{run.path}: could not be diagnosed ({exc}); it is shown when the next lines fix it")
         src.dirty = False
