@@ -72,3 +72,11 @@ def test_findings_follow_the_reading_order() -> None:
     for f in js["findings"]:
         assert set(f) == {"check", "layer", "status", "title", "message", "metrics", "onset_step", "span",
                           "evidence", "advice"}
+
+
+def test_a_metric_logged_too_few_times_is_not_called_missing() -> None:
+    d = diagnose(make_run({"actor/entropy": np.array([1.0, 0.9]), "actor/pg_loss": np.array([0.1, 0.2])}))
+    f = finding(d, "entropy_collapse")
+    assert f.status == "skipped" and "did not log" not in f.message["en"]
+    assert f.message["en"] == "this run logged actor/entropy, but too few usable values (steps, finite points) to judge"
+    assert "可用的值" in f.message["zh"]

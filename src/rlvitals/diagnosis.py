@@ -32,6 +32,8 @@ _SKIP = {
     "family": ("applies to {families} runs; this run is {family}", "适用于 {families} 训练；本次是 {family}"),
     "needs": ("needs {missing}, which this run did not log", "需要 {missing}，本次训练没有记录"),
     "error": ("the check failed on this run: {error}", "该检查在本次训练上出错：{error}"),
+    "few": ("this run logged {missing}, but too few usable values (steps, finite points) to judge",
+            "本次训练记录了 {missing}，但可用的值（步数、有限值）太少，无法判断"),
 }
 
 
@@ -109,24 +111,35 @@ def _skipped(check: Check, reason: str, **values: Any) -> Finding:
                    tuple(k for alts in check.needs for k in alts[:1]))
 
 
-def _missing(view: RunView, check: Check) -> list[str]:
-    return [" or ".join(alts) for alts in check.needs if view.first(*alts) is None]
+def _missing(view: RunView, check: Check) -> tuple[list[str], list[str]]:
+    """The needed metrics the run did not log at all, and those it logged too few usable times."""
+    absent, short = [], []
+    for alts in check.needs:
+        if view.first(*alts) is not None:
+            continue
+        logged = [k for k in alts if view.series(k, min_points=1) is not None or k in view.run.frame.columns]
+        (short if logged else absent).append(" or ".join(logged or alts))
+    return absent, short
 
 
 def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Status | None) -> list[Finding]:
     # an unrecognised algorithm gets every check whose metrics it logged
     if check.families and view.family != "unknown" and view.family not in check.families:
         return [_skipped(check, "family", families="/".join(check.families), family=view.family)]
-    missing = _missing(view, check)
-    if missing:
-        return [_skipped(check, "needs", missing=", ".join(missing))]
+    absent, short = _missing(view, check)
+    if absent:
+        return [_skipped(check, "needs", missing=", ".join(absent))]
+    if short:
+        return [_skipped(check, "few", missing=", ".join(short))]
     try:
         outcomes = check.fn(view, params)
     except Exception as exc:  # a bug in one check must not hide the others' findings
         return [_skipped(check, "error", error=f"{type(exc).__name__}: {exc}")]
     if not outcomes:
-        wanted = check.needs_text or ", ".join(" or ".join(a) for a in check.needs) or "data"
-        return [_skipped(check, "needs", missing=wanted)]
+        if check.needs_text or not check.needs:
+            return [_skipped(check, "needs", missing=check.needs_text or "data")]
+        present = [view.first(*alts) for alts in check.needs]
+        return [_skipped(check, "few", missing=", ".join(s.key for s in present if s is not None))]
     found = []
     for out in outcomes:
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
