@@ -141,3 +141,25 @@ def test_undefined_values_join_the_run_as_not_logged() -> None:
     run = run_from_series(scenario(Spec(steps=60, seed=1))).with_series(series)
     nan_check = [f for f in diagnose(run).findings if f.check == "nan_inf"]
     assert nan_check and all(f.status == "ok" for f in nan_check)
+
+
+def test_cli_reward_weights_and_their_errors(tmp_path: Path) -> None:
+    import polars as pl
+
+    folder = tmp_path / "completions"
+    folder.mkdir()
+    pl.DataFrame({"step": ["1"] * 4, "prompt": ["a", "a", "b", "b"], "completion": ["x", "y", "z", "w"],
+                  "accuracy_reward": [1.0, 0.0, 1.0, 1.0], "format_reward": [1.0, 1.0, 0.0, 1.0],
+                  "advantage": [0.0] * 4}).write_parquet(folder / "completions_00001.parquet")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", str(tmp_path), "--json", "--reward-weights", "accuracy_reward=1,format_reward=0"],
+                out, err) == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    # with format weighted 0 the score is the accuracy alone: groups a (1, 0) and b (1, 1)
+    assert doc["steps"][0]["zero_variance"]["share"] == 0.5
+    err = io.StringIO()
+    assert main(["rollouts", str(tmp_path), "--reward-weights", "1,x"], io.StringIO(), err) == 2
+    assert "expected name=weight pairs" in err.getvalue()
+    err = io.StringIO()
+    assert main(["rollouts", str(tmp_path), "--reward-weights", "nosuch=1"], io.StringIO(), err) == 2
+    assert "nosuch" in err.getvalue()

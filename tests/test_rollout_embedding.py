@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import rlvitals
 from rlvitals.errors import RlvitalsError
 from rlvitals.rollout import diversity as d
 from rlvitals.rollout import embedding
@@ -111,3 +113,26 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
             embedding.encode(["x"])
     finally:
         embedding.load_model.cache_clear()
+
+
+def test_analyze_rollouts_and_the_cli_add_the_embedding_column(tmp_path: Path) -> None:
+    import io
+
+    import orjson
+
+    from rlvitals.cli import main
+
+    rows = [{"step": 1, "prompt": "p", "response": t, "score": float(i % 2)}
+            for i, t in enumerate(["The cat sat on the mat.", "A cat was sitting on the mat.",
+                                   "Stock prices fell sharply today.", "The cat sat on the mat."])]
+    plain = rlvitals.analyze_rollouts(rows)
+    assert "diversity/embedding_cosine" not in plain.steps.columns
+    with_embed = rlvitals.analyze_rollouts(rows, embed=True)
+    value = with_embed.steps["diversity/embedding_cosine"][0]
+    assert 0.0 < value < 1.0
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", str(path), "--json", "--embed"], out, err) == 0, err.getvalue()
+    metrics = orjson.loads(out.getvalue())["steps"][0]["metrics"]
+    assert abs(metrics["diversity/embedding_cosine"] - value) < 1e-6

@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                          help=f"the column holding the {name}")
     rol.add_argument("--k", default="1,2,4,8,16", help="comma-separated k for pass@k / maj@k")
     rol.add_argument("--group-size", type=int, default=None, help="expected rollouts per prompt (checked)")
+    rol.add_argument("--reward-weights", default=None, metavar="WEIGHTS",
+                     help="TRL reward_weights: name=w pairs (accuracy=1,format=0.5) or weights in reward-column order")
+    rol.add_argument("--embed", action="store_true",
+                     help="add diversity/embedding_cosine (sentence embeddings on the CPU; "
+                          "pip install 'rlvitals[embed]')")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
@@ -106,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before it may alert again")
+    wat.add_argument("--rollouts", default=None, metavar="DIR",
+                     help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
+                          "metrics join the runs before each diagnosis")
 
     srv = sub.add_parser("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
     srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
@@ -241,10 +249,12 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     return status
 
 
-def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | None) -> Any:
+def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | None,
+             reward_weights: Any = None, embed: bool = False) -> Any:
     from .rollout.analysis import analyze_rollouts
 
-    return analyze_rollouts(path, columns=columns, ks=ks, group_size=group_size)
+    return analyze_rollouts(path, columns=columns, ks=ks, group_size=group_size, reward_weights=reward_weights,
+                            embed=embed)
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
@@ -260,10 +270,11 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .render_text import render_rollouts
     from .rollout.analysis import step_json
-    from .rollout.readers import ColumnMap
+    from .rollout.readers import ColumnMap, parse_reward_weights
 
     try:
         ks = _parse_ks(args.k)
+        weights = parse_reward_weights(args.reward_weights) if args.reward_weights else None
         mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
         columns = ColumnMap(**mapping) if mapping else None
     except (RlvitalsError, ValueError, TypeError) as exc:
@@ -272,7 +283,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
-            analysis = _analyze(path, columns, ks, args.group_size)
+            analysis = _analyze(path, columns, ks, args.group_size, weights, args.embed)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
@@ -375,7 +386,8 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown))
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
-                               options, out=out, err=err, live=out.isatty() and not args.once)
+                               options, out=out, err=err, live=out.isatty() and not args.once,
+                               rollouts=Path(args.rollouts) if args.rollouts else None)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE

@@ -33,3 +33,15 @@ class UnknownMetricError(RlvitalsError):
 
 class ConfigError(RlvitalsError):
     """A diagnosis config file (``--config``) is invalid."""
+
+
+class MissingExtraError(RlvitalsError, ImportError):
+    """An optional feature needs packages that are not installed; the message names the install command."""
+
+
+class SamplerError(RlvitalsError):
+    """The small model cannot be sampled as asked (a bad count, length or temperature)."""
+
+
+class ModelUnavailableError(SamplerError, MissingExtraError):
+    """The small model cannot be loaded: a package or the weights file is missing."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RlvitalsError
+from .errors import ModelUnavailableError, SamplerError
 from .problems import SOURCES, Problem, extract_answer, make_problems
 
 __all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "check_sampling", "load_policy",
@@ -67,14 +67,6 @@ SHOTS = {
 }
 
 Finder = Callable[[str], Any]
-
-
-class SamplerError(RlvitalsError):
-    """The small model cannot be sampled as asked (a bad count, length or temperature)."""
-
-
-class ModelUnavailableError(SamplerError):
-    """The small model cannot be loaded: a package or the weights file is missing."""
 
 
 @dataclass(frozen=True)

