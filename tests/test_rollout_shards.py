@@ -149,7 +149,14 @@ def test_missing_columns_skip_a_family_in_every_shard() -> None:
 
 def test_merge_rejects_different_ks() -> None:
     df = rich_table(0)
-    with pytest.raises(ValueError, match="different ks"):
+    with pytest.raises(ValueError, match=r"different settings: ks \(1,\) vs \(1, 2\)"):
         analysis.merge(analysis.update(None, df, ks=(1,)), analysis.update(None, df, ks=(1, 2)))
-    with pytest.raises(ValueError, match="differs from the state's ks"):
+    with pytest.raises(ValueError, match=r"ks=\(2,\), embed=False differ from the state's ks=\(1,\)"):
         analysis.update(analysis.update(None, df, ks=(1,)), df, ks=(2,))
+
+
+def test_merge_rejects_different_embed_settings() -> None:
+    df = rich_table(0)
+    plain = analysis.update(None, df, ks=(1,))
+    with pytest.raises(ValueError, match="embed False vs True"):
+        analysis.merge(plain, analysis.RolloutState(ks=(1,), embed=True))
