@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from . import diversity, groups, lengths, prompts, segments, steps, tokens
+from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
@@ -88,6 +88,7 @@ def _families(ks: tuple[int, ...], embed: bool = False) -> list[_Family]:
         ("segments", segments.update, segments.merge, segments.compute),
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
+        ("id_ood", splits.update, splits.merge, splits.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
 
