@@ -47,11 +47,9 @@ __all__ = ["PREFIX", "Monitor", "MonitorError"]
 
 #: derived metrics are written back under this prefix, as ``rlvitals export`` names them
 PREFIX = "rlvitals/"
-#: per-step columns of the rollout analysis that are counts, not catalog metrics
-_COUNTS = ("groups", "rollouts", "group_sizes")
 #: how many error lines are kept verbatim (all are counted)
 MAX_ERRORS = 50
-#: rollout states kept open for steps whose rollouts arrive in several calls
+#: rollout tables kept open for steps whose rollouts arrive in several calls
 _OPEN_STEPS = 4
 
 
@@ -113,7 +111,7 @@ class Monitor:
         self._alerts: list[Alert] = []
         self._derived: dict[int, dict[str, float]] = {}
         self._rollout_frames: dict[int, pl.DataFrame] = {}
-        self._rollout_states: dict[int, Any] = {}
+        self._rollout_tables: dict[int, pl.DataFrame] = {}
         self._keys: dict[str, KeyState] = {}
         self._diagnosed_step = 0  # the first diagnosis comes at step `every`
         self._diagnosed_at = -math.inf
@@ -131,7 +129,8 @@ class Monitor:
 
     def log_rollouts(self, step: int, rollouts: Any) -> None:
         """Queue the rollouts sampled at ``step``: a list of dicts (``prompt``, ``response``,
-        ``score`` ...) or a polars/pandas frame, as :func:`rlvitals.analyze_rollouts` reads."""
+        ``score`` ...), a polars/pandas frame, a :class:`~rlvitals.rollout.readers.RolloutSet`, or the
+        path of a rollout file (read by the worker), as :func:`rlvitals.analyze_rollouts` reads them."""
         self._put("rollouts", step, rollouts)
 
     def _put(self, kind: str, step: int, payload: Any) -> None:
@@ -277,6 +276,10 @@ class Monitor:
             self._error(f"{what} failed ({type(exc).__name__}: {exc}); training goes on",
                         kind=f"{what.split(' of ')[0]} {type(exc).__name__}")
 
+    def report_error(self, message: str, kind: str | None = None) -> None:
+        """Count and report an error found outside the worker (an integration's own problem)."""
+        self._error(message, kind)
+
     def _error(self, message: str, kind: str | None = None) -> None:
         """Count an error; the first of each ``kind`` (default: the message) is kept and printed,
         so a bad key logged at every step is one line, not one per step."""
@@ -313,18 +316,16 @@ class Monitor:
         self._dirty = True
 
     def _add_rollouts(self, step: int, rollouts: Any) -> None:
-        from .rollout.analysis import compute, update
+        from .watch.rollouts import step_frame
 
         table = _rollout_table(step, rollouts)
-        state = update(self._rollout_states.get(step), table)
-        self._rollout_states[step] = state
-        for old in sorted(self._rollout_states)[:-_OPEN_STEPS]:
-            del self._rollout_states[old]
-        frame = compute(state).filter(pl.col("step") == step)
-        frame = frame.drop([c for c in _COUNTS if c in frame.columns])
-        # a NaN here means "not computable" (pass@8 of groups of 4), not a non-finite value the
-        # trainer logged: it is left out, or the nan_inf check would fail on it
-        frame = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
+        old = self._rollout_tables.get(step)  # a step's rollouts may come in several calls
+        if old is not None:
+            table = pl.concat([old, table], how="diagonal_relaxed")
+        self._rollout_tables[step] = table
+        for done in sorted(self._rollout_tables)[:-_OPEN_STEPS]:
+            del self._rollout_tables[done]
+        frame = step_frame(table)
         row = frame.row(0, named=True) if frame.height else {}
         derived = {PREFIX + k: float(v) for k, v in row.items()
                    if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -341,19 +342,14 @@ class Monitor:
         return steps_ok and self.clock() - self._diagnosed_at >= self.min_interval
 
     def _build(self) -> Run | None:
+        from .watch.rollouts import join_series
+
         if self._builder.records == 0 and not self._rollout_frames:
             return None
         run = self._builder.finish(self.run_name)
         with self._lock:
-            frames = list(self._rollout_frames.values())
-        if frames:
-            from .catalog import load_catalog
-
-            series = pl.concat(frames, how="diagonal_relaxed")
-            catalog = load_catalog()  # only catalog keys can be joined (and checked) on a Run
-            keys = [c for c in series.columns if c != "step" and catalog.find(c) is not None]
-            run = run.with_series(series.select(["step", *keys]))
-        return run
+            frames = [self._rollout_frames[s] for s in sorted(self._rollout_frames)]
+        return join_series(run, frames, "rollouts logged to the monitor")
 
     def _diagnose(self, state: Any) -> None:
         self._dirty = False
@@ -420,9 +416,13 @@ def _values(metrics: Mapping[str, Any]) -> tuple[dict[str, Value], list[str]]:
 
 def _rollout_table(step: int, rollouts: Any) -> pl.DataFrame:
     """The rollout table of one step, from records or a frame; every row is put at ``step``."""
-    from .rollout.readers import rollouts_from_frame, rollouts_from_records
+    from .rollout.readers import RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 
-    if isinstance(rollouts, (list, tuple)):
+    if isinstance(rollouts, RolloutSet):
+        rs = rollouts
+    elif isinstance(rollouts, (str, Path)):
+        rs = read_rollouts(rollouts)  # read here, in the worker: the training loop does not wait for it
+    elif isinstance(rollouts, (list, tuple)):
         rs = rollouts_from_records([{**r, "step": step} if isinstance(r, Mapping) else r for r in rollouts])
     else:
         rs = rollouts_from_frame(rollouts)

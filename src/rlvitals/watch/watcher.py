@@ -20,6 +20,7 @@ from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation, decide
+from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
 from .state import WatchState
@@ -58,7 +59,8 @@ class Watcher:
 
     def __init__(self, paths: Sequence[Path], state: WatchState, sinks: Sequence[Sink],
                  options: WatchOptions | None = None, *, view: PlainView | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 rollouts: Path | None = None) -> None:
         import sys
 
         self.options = options or WatchOptions()
@@ -69,6 +71,8 @@ class Watcher:
         self.sleep = sleep
         saved = state.sources()
         self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p))) for p in paths]
+        # a rollout dump folder whose per-step series are joined onto every run before diagnosing
+        self.rollouts = RolloutFollow(rollouts) if rollouts is not None else None
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
         self._cost: dict[int, float] = {}
@@ -111,9 +115,17 @@ class Watcher:
         now = self.clock()
         sent: list[Alert] = []
         changed = self._poll(now)
+        if self.rollouts is not None:
+            if self.rollouts.poll():  # new rollouts change every run's diagnosis, grown or not
+                changed = [f for f in self.follows if f in changed or f.inner is not None]
+            for message in self.rollouts.messages:
+                self.view.note(message)
+            self.rollouts.messages.clear()
         for follow in changed:
             observed = []
             for run in follow.runs():
+                if self.rollouts is not None:
+                    run = self.rollouts.join(run)
                 d = diagnose(run, self.options.config)
                 self.diagnoses[run.path] = d
                 observed.append(Observation(run.path, last_step(run), d.findings))
@@ -163,8 +175,10 @@ class Watcher:
 def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path | None = None,
                  options: WatchOptions | None = None, *, out: IO[str] | None = None,
                  err: IO[str] | None = None, live: bool = False,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> Watcher:
-    """A watcher with its state file (``--state`` or the default beside the first log) and view."""
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 rollouts: Path | None = None) -> Watcher:
+    """A watcher with its state file (``--state`` or the default beside the first log) and view;
+    ``rollouts``: a rollout dump folder followed too (``--rollouts``)."""
     import sys
 
     from .state import default_state_path
@@ -174,4 +188,4 @@ def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path 
     out, err = out or sys.stdout, err or sys.stderr
     state = WatchState(state_path or default_state_path(paths[0]))
     view = LiveView(out, err, options.lang) if live else PlainView(out, err, options.lang)
-    return Watcher(paths, state, sinks, options, view=view, clock=clock, sleep=sleep)
+    return Watcher(paths, state, sinks, options, view=view, clock=clock, sleep=sleep, rollouts=rollouts)
