@@ -9,7 +9,8 @@ and served by a real uvicorn server on 127.0.0.1. Printed:
 - ready:   the workspace reading the file (Follow) and diagnosing it, before any page is asked for;
 - page:    the first request of the run page (page model built, HTML rendered) and a cached one;
 - Chromium, a fresh tab each time: first-contentful-paint (Performance API) and the time until the
-  first chart is drawn, for the first visit (Plotly not cached yet) and a later one;
+  first chart is drawn, for the first visit (Plotly not cached yet) and later ones, against the time
+  Plotly alone takes to load and run in a blank page (the floor of any first chart);
 - bytes:   JSON per chart in the page (mean, max, total) and per /api/runs/{id}/series answer, against
   a baseline measured in the same run: the same series un-downsampled as JSON, and the plain full
   report (``rlvitals report``, Plotly inlined).
@@ -18,6 +19,7 @@ and served by a real uvicorn server on 127.0.0.1. Printed:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -78,6 +80,18 @@ def paint(browser: Any, url: str) -> tuple[float, float]:
         page.close()
 
 
+def plotly_floor(browser: Any, url: str) -> float:
+    """ms to load and run Plotly alone in a blank page: the least any first chart can take."""
+    page = browser.new_page()
+    try:
+        page.goto(url)  # the run list: a page of this server without Plotly
+        return float(page.evaluate("""() => new Promise(done => { const t0 = performance.now();
+            const s = document.createElement('script'); s.src = '/static/plotly.min.js';
+            s.onload = () => done(performance.now() - t0); document.body.appendChild(s); })"""))
+    finally:
+        page.close()
+
+
 def json_sizes(page_model: dict[str, Any], ws: Workspace, served: Any, url: str) -> None:
     charts = [len(orjson.dumps(c, option=orjson.OPT_SERIALIZE_NUMPY)) for c in page_model["charts"].values()]
     print(f"  page JSON per chart: mean {sum(charts) / len(charts) / 1e3:.1f} kB, max {max(charts) / 1e3:.1f} kB, "
@@ -122,8 +136,11 @@ def main() -> None:
             first = paint(ctx, url)
             later = [paint(ctx, url) for _ in range(3)]
             fcp, chart = min(p[0] for p in later), min(p[1] for p in later)
+            floor = min(plotly_floor(ctx, srv.url) for _ in range(3))
             print(f"Chromium: first visit FCP {first[0]:.0f} ms, first chart {first[1]:.0f} ms; "
-                  f"later visits (best of 3) FCP {fcp:.0f} ms, first chart {chart:.0f} ms")
+                  f"later visits (best of 3) FCP {fcp:.0f} ms, first chart {chart:.0f} ms; "
+                  f"baseline: Plotly alone loads and runs in {floor:.0f} ms "
+                  f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
             browser.close()
             json_sizes(ws.page(served), ws, served, srv.url)
         t0 = time.perf_counter()

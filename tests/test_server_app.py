@@ -204,6 +204,7 @@ def folder(tmp_path: Path) -> tuple[Path, Path]:
     (served / "out").symlink_to(outside, target_is_directory=True)
     (served / "sub" / "leak.txt").symlink_to(outside / "secret.txt")
     (served / "private.jsonl").symlink_to(outside / "private.jsonl")
+    (served / "sub" / "dangling").symlink_to(served / "gone")
     return served, tmp_path
 
 

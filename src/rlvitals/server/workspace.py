@@ -414,8 +414,8 @@ class Workspace:
         out = []
         for entry in entries:
             real = entry.resolve()
-            if not real.is_relative_to(self.roots[root]):
-                continue  # a link out of the folder is not listed
+            if not real.is_relative_to(self.roots[root]) or not real.exists():
+                continue  # a link out of the folder, or to nothing, is not listed
             runs = [rid for path, ids in by_path.items() if Path(path) == real or Path(path).is_relative_to(real)
                     for rid in ids]
             out.append({"name": entry.name, "path": str(real.relative_to(self.roots[root])),
