@@ -102,7 +102,7 @@ def _group_json(step: int, gid: str, part: pl.DataFrame) -> dict[str, Any]:
             "std": float(finite.std(ddof=1)) if len(finite) > 1 else None, "rollouts": rollouts}
 
 
-def _step_groups(table: pl.DataFrame, step: int) -> list[dict[str, Any]]:
+def step_groups(table: pl.DataFrame, step: int) -> list[dict[str, Any]]:
     part = table.filter(pl.col(STEP) == step)
     if SCORE in part.columns:
         mean = part[SCORE].cast(pl.Float64).mean()
@@ -120,7 +120,7 @@ def rollout_section(page: Page, analysis: RolloutAnalysis, onsets: Sequence[int]
     cids = _charts(page, analysis.steps, catalog)
     table = analysis.rollouts.table if analysis.rollouts is not None else pl.DataFrame({STEP: []})
     available = sorted(int(s) for s in table[STEP].unique().to_list()) if table.height else []
-    groups = [g for step in _browse_steps(available, onsets) for g in _step_groups(table, step)]
+    groups = [g for step in _browse_steps(available, onsets) for g in step_groups(table, step)]
     return {"charts": cids, "steps": sorted({g["step"] for g in groups}), "available": available,
             "groups": groups, "skipped": list(analysis.skipped), "notes": list(analysis.notes),
             "text_cap": TEXT_CAP}

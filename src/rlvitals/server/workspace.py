@@ -381,7 +381,7 @@ class Workspace:
     def rollout_groups(self, step: int | None) -> dict[str, Any]:
         """The steps that have rollouts and, for ``step``, its groups with their texts (as the report
         lists them: the groups whose rewards stray furthest first)."""
-        from ..report.rollouts import _step_groups
+        from ..report.rollouts import step_groups
         from ..rollout.schema import STEP
 
         found = self.rollouts.rollouts if self.rollouts is not None else None
@@ -396,7 +396,7 @@ class Workspace:
             span = f"{available[0]}..{available[-1]}" if available else "none"
             raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
                                    f"({len(available)} steps)")
-        return {"step": step, "available": available, "groups": _step_groups(table, step)}
+        return {"step": step, "available": available, "groups": step_groups(table, step)}
 
     def events(self, after: int) -> dict[str, Any]:
         """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""
