@@ -127,6 +127,13 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
 
+    dem = sub.add_parser("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
+    dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
+    dem.add_argument("--delay", type=float, default=0.5, metavar="S", help="seconds between steps, to watch it live")
+    dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
+    dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
+    dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
+
     xpt = sub.add_parser("export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
     xto = xpt.add_mutually_exclusive_group(required=True)
@@ -496,6 +503,35 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return EXIT_USAGE
 
 
+def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import threading
+
+    from .demo import demo_files, watch_demo
+
+    if args.steps < 1 or args.delay < 0:
+        err.write(f"rlvitals: demo --steps {args.steps} --delay {args.delay}: expected at least 1 step and a "
+                  "delay of 0 or more seconds\n")
+        return EXIT_USAGE
+    folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="rlvitals-demo-"))
+    if not args.serve:
+        return watch_demo(folder, steps=args.steps, delay=args.delay, out=out, err=err)
+    from .server import WorkspaceOptions, serve
+
+    files = demo_files(folder)
+    files.log.parent.mkdir(parents=True, exist_ok=True)
+    files.log.touch()
+    # the dashboard needs the main thread (it stops on Ctrl-C); training and the watcher run beside it
+    threading.Thread(target=watch_demo, name="rlvitals-demo", daemon=True,
+                     kwargs={"folder": folder, "steps": args.steps, "delay": args.delay, "out": out,
+                             "err": err}).start()
+    try:
+        return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),
+                     state=folder / "serve.sqlite", out=out)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -518,6 +554,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         return _sample(args, out, err)
     if args.command == "watch":
         return _watch(args, out, err)
+    if args.command == "demo":
+        return _demo(args, out, err)
     if args.command == "report":
         return _report(args, out, err)
     if args.command == "export":

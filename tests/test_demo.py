@@ -1,0 +1,97 @@
+"""``rlvitals demo``: the learner really learns (reward and held-out accuracy rise) until its
+learning rate jumps, and a watcher following its files live raises the expected alerts after
+the jump and none of them before."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlvitals import load
+from rlvitals.cli import main
+from rlvitals.demo import ACTIONS, JUMP_AT, Learner, demo_files, respond, run_demo, train_step
+from rlvitals.problems import extract_answer, make_problems
+from rlvitals.watch.sinks import JsonlSink
+from rlvitals.watch.state import WatchState
+from rlvitals.watch.view import PlainView
+from rlvitals.watch.watcher import Watcher, WatchOptions
+
+#: what the jump must set off (each is a real consequence of the frozen, deterministic policy)
+AFTER_JUMP = {"kl_jump", "zero_variance_groups", "advantage_collapse", "grad_norm_vanishing", "diversity_collapse"}
+
+
+def test_every_action_answers_as_named() -> None:
+    for p in make_problems(30, seed=5):
+        a, b = _numbers(p.question)
+        got = {ACTIONS[i]: extract_answer(respond(p, i)) for i in range(len(ACTIONS))}
+        assert got == {"add": str(a + b), "sub": str(a - b), "mul": str(a * b), "first": str(a), "second": str(b)}
+        assert got[p.template] == p.target
+
+
+def _numbers(question: str) -> tuple[int, int]:
+    a, b = (int(x) for x in re.findall(r"\d+", question)[:2])
+    return a, b
+
+
+def test_one_step_moves_probability_toward_rewarded_answers() -> None:
+    problems = make_problems(40, seed=0)
+    learner = Learner(problems, seed=0)
+    right = [ACTIONS.index(p.template) for p in problems]
+    before = np.mean([learner.probs(learner.features(p.question))[a] for p, a in zip(problems, right, strict=True)])
+    for _ in range(5):
+        metrics, records = train_step(learner, problems[:16], group=8, lr=0.5)
+    after = np.mean([learner.probs(learner.features(p.question))[a] for p, a in zip(problems, right, strict=True)])
+    assert after > before + 0.05
+    assert len(records) == 16 * 8 and 0.0 <= metrics["actor/pg_clipfrac"] <= 1.0
+    assert metrics["actor/entropy"] < np.log(len(ACTIONS))
+
+
+def test_the_demo_learns_then_breaks_and_the_watcher_says_so_live(tmp_path: Path) -> None:
+    files = demo_files(tmp_path)
+    out = io.StringIO()
+    sink = tmp_path / "alerts.jsonl"
+    watcher = Watcher([files.log], WatchState(tmp_path / "w.sqlite"), [JsonlSink(sink, name="jsonl")],
+                      WatchOptions(min_gap=0.0), view=PlainView(out, out), rollouts=files.rollouts)
+    raised: dict[int, list[str]] = {}
+
+    def cycle(step: int) -> None:
+        if step % 3 == 0:
+            raised[step] = [a.check for a in watcher.cycle()]
+
+    run_demo(tmp_path, steps=60, on_step=cycle)
+    watcher.close()
+    run = load(files.log)[0]
+    score = run.series("critic/score/mean")[1]
+    assert score[20:JUMP_AT - 1].mean() > score[:5].mean() + 0.1  # it learns before the jump
+    _, val = run.series("val-core/arith/one_step/acc/mean@1")
+    assert val[4] > val[0] + 0.05  # on held-out problems too (steps 5 → 25: 0.23 → 0.31)
+    before = {c for s, checks in raised.items() if s < JUMP_AT for c in checks}
+    after = {c for s, checks in raised.items() if s >= JUMP_AT for c in checks}
+    assert not before & AFTER_JUMP, before
+    assert after >= AFTER_JUMP, after
+    first_alert = min(s for s, checks in raised.items() if AFTER_JUMP & set(checks))
+    assert first_alert <= JUMP_AT + 6  # seen within two watch cycles of the jump
+    lines = [json.loads(line) for line in sink.read_text().splitlines()]
+    assert {a["check"] for a in lines} >= AFTER_JUMP
+    assert "FAIL" in out.getvalue()
+
+
+def test_cli_demo(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["demo", "--steps", "45", "--delay", "0", "--dir", str(tmp_path)], out, err)
+    assert code == 1, err.getvalue()
+    text = out.getvalue()
+    assert "learning rate jumps 5000x at step 30" in text and "kl_jump" in text
+    assert (tmp_path / "alerts.jsonl").read_text().count("\n") >= 3
+
+
+@pytest.mark.parametrize("argv", [["--steps", "0"], ["--delay", "-1"]])
+def test_cli_demo_refuses_bad_arguments(argv: list[str]) -> None:
+    err = io.StringIO()
+    assert main(["demo", *argv], io.StringIO(), err) == 2
+    assert "expected at least 1 step and a delay of 0 or more seconds" in err.getvalue()
