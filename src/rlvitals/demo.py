@@ -148,7 +148,7 @@ def train_step(learner: Learner, batch: Sequence[Problem], group: int, lr: float
     learner.weights = old + lr * grad
     ratios, kl, ent = [], [], []
     for feats, p, acts, _ in draws:
-        q = learner.probs(feats)
+        q = np.clip(learner.probs(feats), 1e-300, None)  # a probability that underflowed to 0 stays finite
         ratios.extend(q[acts] / p[acts])
         kl.extend(np.log(p[acts]) - np.log(q[acts]))
         ent.append(_entropy(p))
