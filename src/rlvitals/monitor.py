@@ -240,8 +240,7 @@ class Monitor:
                     with self._cond:
                         self._done = item.seq
                         self._cond.notify_all()
-                if self._due(force):
-                    self._guarded("the diagnosis", self._diagnose, state)
+                self._guarded("the diagnosis", self._maybe_diagnose, state, force)
                 with self._cond:
                     if force:
                         self._force = False
@@ -350,6 +349,15 @@ class Monitor:
         with self._lock:
             frames = [self._rollout_frames[s] for s in sorted(self._rollout_frames)]
         return join_series(run, frames, "rollouts logged to the monitor")
+
+    def _maybe_diagnose(self, state: Any, force: bool) -> None:
+        if not self._due(force):  # inside the guard: even the injected clock may fail
+            return
+        try:
+            self._diagnose(state)
+        except Exception:
+            self._dirty = True  # tried again with the next data or flush (at most every min_interval)
+            raise
 
     def _diagnose(self, state: Any) -> None:
         self._dirty = False
