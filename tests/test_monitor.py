@@ -182,3 +182,23 @@ def test_bad_arguments_are_refused_at_construction() -> None:
         Monitor(queue_size=0)
     with pytest.raises(rlvitals.RlvitalsError, match=r"unknown sink 'smtp'"):
         Monitor(["smtp:me@example.org"])
+
+
+def test_the_worker_survives_a_failing_clock_and_diagnoses_later() -> None:
+    calls = {"n": 0}
+
+    def clock() -> float:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise OSError("clock unavailable")
+        return 1000.0 + calls["n"]
+
+    mon = Monitor(every=1, min_interval=0, err=None, clock=clock)
+    mon.log(1, metrics(0))
+    assert mon.flush(30)  # the diagnosis failed here; the worker must still be alive
+    for i in range(1, 40):
+        mon.log(i + 1, metrics(i))
+    mon.close()
+    assert any("OSError: clock unavailable" in e for e in mon.errors())
+    d = mon.diagnosis()
+    assert d is not None and int(d.run.steps[-1]) == 40
