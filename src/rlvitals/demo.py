@@ -22,9 +22,10 @@ Files, written the way veRL writes them so that ``watch`` follows them with zero
 ``<dir>/rlvitals_demo/arith_pg.jsonl`` (the ``file`` logger: ``{"step", "data"}`` lines with
 veRL's metric names) and ``<dir>/rollout_data/<step>.jsonl`` (``trainer.rollout_data_dir``).
 
->>> files = run_demo(Path("/tmp/demo"), steps=60)  # doctest: +SKIP
->>> files.log.name
-'arith_pg.jsonl'
+>>> import tempfile
+>>> files = run_demo(Path(tempfile.mkdtemp()), steps=3)
+>>> files.log.name, sorted(p.name for p in files.rollouts.iterdir())
+('arith_pg.jsonl', ['1.jsonl', '2.jsonl', '3.jsonl'])
 """
 
 from __future__ import annotations
