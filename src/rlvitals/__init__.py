@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog import load_catalog
 from .errors import RlvitalsError
 from .loader import load
 from .run import Run
 
-__all__ = ["Run", "RlvitalsError", "analyze_rollouts", "load", "load_catalog"]
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis
+    from .monitor import Monitor
+
+__all__ = ["Monitor", "Run", "RlvitalsError", "analyze_rollouts", "diagnose", "load", "load_catalog"]
 __version__ = "0.1.0"
 
 
@@ -21,3 +25,19 @@ def analyze_rollouts(source: Any, **options: Any) -> Any:
     from .rollout.analysis import analyze_rollouts as analyze
 
     return analyze(source, **options)
+
+
+def diagnose(run: Run, config: Any = None) -> Diagnosis:
+    """Every check on ``run``; see :func:`rlvitals.diagnosis.diagnose` (imported on first use)."""
+    from .diagnosis import diagnose as run_checks
+
+    return run_checks(run, config)
+
+
+def __getattr__(name: str) -> Any:
+    # the in-process Monitor (a worker thread, the alert sinks) loads only when asked for
+    if name == "Monitor":
+        from .monitor import Monitor
+
+        return Monitor
+    raise AttributeError(f"module 'rlvitals' has no attribute {name!r}")
