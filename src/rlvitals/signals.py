@@ -201,8 +201,12 @@ def collapse(x: np.ndarray, *, drop: float = 0.5, within: int = 20, baseline_win
         first_deep = i + 1 + int(deep[0]) if len(deep) else i + 1
         onset = departure(x, first_deep, level, "down")
         stop = min(n - 1, onset + within)
-        low = onset + int(np.argmin(later[onset : stop + 1]))
-        return Event(onset, low, low, float(later[low]), float(level), float(1 - later[low] / level))
+        # the forward median is undefined over the last few points of a run (a live one, say, that
+        # collapsed just now); there the raw values stand in for it
+        smooth = np.where(np.isfinite(later), later, x)[onset : stop + 1]
+        low = onset + int(np.argmin(smooth))
+        value = float(smooth[low - onset])
+        return Event(onset, low, low, value, float(level), float(1 - value / level))
     return None
 
 
