@@ -95,3 +95,41 @@ def test_cli_demo_refuses_bad_arguments(argv: list[str]) -> None:
     err = io.StringIO()
     assert main(["demo", *argv], io.StringIO(), err) == 2
     assert "expected at least 1 step and a delay of 0 or more seconds" in err.getvalue()
+
+
+def test_cli_demo_serves_the_dashboard_while_it_trains(tmp_path: Path) -> None:
+    """`rlvitals demo --serve`: the dashboard follows the demo's log live and shows its verdict."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "rlvitals", "demo", "--serve", "--port", "0", "--steps", "45",
+                             "--delay", "0.05", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    seen: list[str] = []
+    try:
+        assert proc.stdout is not None
+        url = None
+        while url is None:
+            line = proc.stdout.readline()
+            assert line, "the demo ended before the dashboard said where it listens: " + "".join(seen)
+            seen.append(line)
+            found = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+            url = found.group(1) if found else None
+        deadline, runs = time.monotonic() + 120, []
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(url + "api/runs", timeout=10) as r:
+                runs = json.load(r)["runs"]
+            if runs and runs[0]["status"] == "ready" and runs[0]["last_step"] >= 40:
+                break
+            time.sleep(0.5)
+        assert runs and runs[0]["last_step"] >= 40, runs
+        assert runs[0]["verdict"] == "fail" and runs[0]["findings"]["fail"] >= 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
