@@ -125,3 +125,16 @@ def test_example_writes_files(tmp_path: Path) -> None:
 def test_formats_lists_readers() -> None:
     code, out, _ = _cli("formats")
     assert code == 0 and "verl-jsonl" in out.split()
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    # `rlvitals explain --list | head -1`: the reader goes away; no traceback, exit 0
+    import subprocess
+    import sys
+
+    with subprocess.Popen([sys.executable, "-m", "rlvitals", "explain", "--list"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the child writes a byte (it takes ~1 s to start)
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -332,7 +333,7 @@ def _example_paths(folder: str) -> dict[str, Path]:
     return write_example(Path(folder))
 
 
-def _example(args: argparse.Namespace, out: IO[str]) -> int:
+def _example(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     written = _example_paths(args.folder)
     for kind, path in written.items():
         out.write(f"wrote {kind}: {path}\n")
@@ -371,7 +372,7 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return EXIT_OK
 
 
-def _formats(out: IO[str]) -> int:
+def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .ingest import readers
 
     for fmt in dict.fromkeys(r.format for r in readers()):
@@ -532,6 +533,24 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return EXIT_USAGE
 
 
+
+#: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
+COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
+    "inspect": _inspect,
+    "explain": _explain,
+    "diagnose": _diagnose,
+    "rollouts": _rollouts,
+    "example": _example,
+    "sample": _sample,
+    "watch": _watch,
+    "demo": _demo,
+    "report": _report,
+    "export": _export,
+    "serve": _serve,
+    "formats": _formats,
+}
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
     out = out or sys.stdout
@@ -540,31 +559,15 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0)
-    if args.command == "inspect":
-        return _inspect(args, out, err)
-    if args.command == "explain":
-        return _explain(args, out, err)
-    if args.command == "diagnose":
-        return _diagnose(args, out, err)
-    if args.command == "rollouts":
-        return _rollouts(args, out, err)
-    if args.command == "example":
-        return _example(args, out)
-    if args.command == "sample":
-        return _sample(args, out, err)
-    if args.command == "watch":
-        return _watch(args, out, err)
-    if args.command == "demo":
-        return _demo(args, out, err)
-    if args.command == "report":
-        return _report(args, out, err)
-    if args.command == "export":
-        return _export(args, out, err)
-    if args.command == "serve":
-        return _serve(args, out, err)
-    return _formats(out)
+    return COMMANDS[args.command](args, out, err)
 
 
 def run() -> None:
     """Console-script entry point."""
-    raise SystemExit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `rlvitals … | head` closed the pipe: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    raise SystemExit(code)
