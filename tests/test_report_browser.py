@@ -5,13 +5,12 @@ markup shown as text without running. Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import ARTIFACTS, REAL_LOGS, launch
 from conftest import REAL
 from test_report_model import QWEN, XSS, write_dump
 
@@ -20,31 +19,10 @@ from rlvitals.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.report import build_page, write_report
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).parent / "artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
-    pytest.skip(reason)
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
-        _missing(f"{CHROMIUM} not found; install it with 'apt-get install chromium'")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed; install it with 'pip install playwright'")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    yield from launch()
 
 
 class Opened:

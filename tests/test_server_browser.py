@@ -7,8 +7,6 @@ without the token is refused. Screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import socket
 import time
 import urllib.error
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import ARTIFACTS, REAL_LOGS, launch
 from conftest import REAL
 from test_report_model import XSS, write_dump
 
@@ -27,34 +26,14 @@ from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOption
 from rlvitals.server.security import is_loopback
 from rlvitals.simulate import Scenario, jsonl_lines
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).parent / "artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
 TOKEN = "browser-test-token-0123456789"
 FAST = WorkspaceOptions(interval=0.2, rescan=1.0)
 GROWING = Scenario(steps=200, grad_spike_at=16)  # the spike's onset puts step 16 (the markup) among the rollouts
 
 
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
-        _missing(f"{CHROMIUM} not found; install it with 'apt-get install chromium'")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed; install it with 'pip install playwright'")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    yield from launch()
 
 
 class Tab:
