@@ -415,6 +415,9 @@ def _runs() -> list[Run]:
                   "critic/score/mean": reward("flat")}),
         make_run({GSM: every(rising), MATH: every(lambda t: 0.3 + 0 * t, seed=5)}),
         make_run({GSM: every(lambda t: 0.6 + 0 * t), MATH: every(lambda t: 0.3 + 0 * t, seed=3)}),
+        make_run({"val/id_ood_gap": np.r_[np.full(N // 2, 0.05), np.linspace(0.05, 0.35, N - N // 2)]
+                  + rng().normal(0, 0.01, N), "actor/entropy": 1.0 + rng().normal(0, 0.01, N)}),
+        make_run({"val/id_ood_gap": 0.05 + rng().normal(0, 0.01, N), "actor/entropy": 1.0 + rng().normal(0, 0.01, N)}),
         sim(steps=300), sim(steps=300, pathology="ood_gap", at=150),
         sim(steps=300, pathology="no_self_consistency", at=150),
         make_run({"val-core/gsm8k/acc/mean@4": every(lambda t: 0.95 + 0 * t, sd=0.002),
@@ -452,3 +455,35 @@ def test_parameters_are_numbers_so_a_config_can_override_them() -> None:
     for c in load_checks():
         if c.id in MINE:
             assert all(isinstance(v, (int, float)) for v in c.params.values()), c.id
+
+
+def test_ood_gap_from_rollouts_widening_and_steady() -> None:
+    # one validation source (no per-source comparison) but rollouts with a split column
+    rng = np.random.default_rng(5)
+    steps = 120
+    widening = np.r_[np.full(60, 0.05), np.linspace(0.05, 0.35, 60)] + rng.normal(0, 0.01, steps)
+    steady = 0.05 + rng.normal(0, 0.01, steps)
+    entropy = 1.0 + rng.normal(0, 0.01, steps)
+    f = finding(diagnose(make_run({"val/id_ood_gap": widening, "actor/entropy": entropy})), "ood_gap")
+    assert f.status == "warn" and 55 <= f.onset_step <= 85, (f.onset_step, f.message["en"])
+    assert "widened from 0.0" in f.message["en"] and "val/id_ood_gap" in f.message["en"]
+    assert "分布内减分布外" in f.message["zh"]
+    ok = finding(diagnose(make_run({"val/id_ood_gap": steady, "actor/entropy": entropy})), "ood_gap")
+    assert ok.status == "ok" and "not widening" in ok.message["en"]
+
+
+def test_ood_gap_reads_the_gap_the_rollouts_give(tmp_path: Path) -> None:
+    # end to end: rollouts with train / ood splits whose OOD accuracy stays flat while ID accuracy climbs
+    rows = []
+    for step in range(1, 81):
+        p_id = 0.3 + 0.5 * step / 80
+        for g in range(8):
+            split = "train" if g < 4 else "ood"
+            p = p_id if split == "train" else 0.3
+            for i in range(8):
+                rows.append({"step": step, "prompt": f"{split}{g}", "response": str(i), "split": split,
+                             "score": float((i + g + step) % 8 < round(p * 8))})
+    series = rlvitals.analyze_rollouts(rows, ks=(1,)).series()
+    run = make_run({"actor/entropy": np.full(80, 1.0) + np.random.default_rng(1).normal(0, 0.01, 80)})
+    f = finding(diagnose(run.with_series(series)), "ood_gap")
+    assert f.status == "warn" and "val/id_ood_gap" in f.metrics

@@ -249,7 +249,7 @@ def ood_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     stalls or falls — a widening in- vs out-of-distribution gap (seed-004 §五, §八 L5)."""
     tracks = [t for t in core_tracks(view, p["min_evals"]) if t.source != "eval"]
     if len(tracks) < 2:
-        return []
+        return _rollout_gap(view, p)
     prog = {t.source: progress(t.values, t.sign, p["z"]) for t in tracks}
     ref = max(tracks, key=lambda t: prog[t.source].gain / prog[t.source].tol)
     rp = prog[ref.source]
@@ -276,6 +276,25 @@ def ood_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         out.append(Outcome("ok", "ok", {"sources": summary, "count": len(tracks)},
                            metrics=tuple(f"{t.source}/{t.label}" for t in tracks)))
     return out
+
+
+def _rollout_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """``val/id_ood_gap`` computed from the rollouts' split column (rollout/splits.py): widening when
+    its late level (median of the last fifth) exceeds the early one by more than ``z`` noise sd and
+    the trend agrees."""
+    s = view.series("val/id_ood_gap", min_points=max(p["min_evals"], 5))
+    if s is None:
+        return []
+    n = len(s)
+    head, tail = s.values[: max(2, n // 5)], s.values[n - max(2, n // 5):]
+    early, late = float(np.median(head)), float(np.median(tail))
+    tol = p["z"] * max(signals.noise_scale(s.values), 1e-12)
+    values = {"gap_from": early, "gap_to": late, "metric": s.key}
+    if late - early <= tol or signals.trend(s.values) < 0.3:
+        return [Outcome("ok", "gap_ok", values, metrics=(s.key,))]
+    onset = s.step(int(np.flatnonzero(signals.rolling_level(s.values, 5) > early + tol / 2)[0]))
+    return [Outcome("warn", "gap_widening", values | {"onset": onset}, onset, (onset, s.step(n - 1)), (s.key,),
+                    {"value": late, "baseline": early, "threshold": early + tol})]
 
 
 def _eval_track(view: RunView, *labels: str) -> Track | None:
