@@ -540,6 +540,10 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
         add("kl_band", ppo_with_kl(kl, reward))
     add("kl_band", {"actor/reward_kl_penalty": np.full(300, 0.003), "critic/vf_loss": np.ones(300)})
     add("kl_band", g)
+    flat_mismatch = 0.002 + noise(300, 0.0002, 7)
+    add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch})
+    add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch + 0.01 * t / 300})
+    add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch + 0.03 * (t >= 150)})
     add("kl_shape", k)
     add("kl_shape", {"actor/kl_loss": np.linspace(0, 0.1, 20)})
     for factor in (1 / 12.0, 1 / 80.0):
@@ -698,3 +702,30 @@ def test_what_the_healthy_real_logs_get(real: Path) -> None:
     assert finding(sft, "lr_schedule").status == "ok" and finding(sft, "loss_jump").status == "ok"
     qwen = load("*Qwen2.5-0.5B-bsz256*")
     assert {f.message["en"].split(" is constant")[0] for f in mine(qwen, "lr_schedule")} == {"actor/lr", "critic/lr"}
+
+
+# ---------------------------------------------------------------- rollout_mismatch
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_rollout_mismatch_rise_and_jump_at_any_scale(scale: float) -> None:
+    t = np.arange(300)
+    base = (0.002 + noise(300, 0.0002, 7)) * scale
+    ok = finding(diagnose(make_run({**grpo(), "rollout_corr/kl": base})), "rollout_mismatch")
+    assert ok.status == "ok", ok.message["en"]
+    jump = finding(diagnose(make_run({**grpo(), "rollout_corr/kl": base + 0.03 * scale * (t >= 150)})),
+                   "rollout_mismatch")
+    assert jump.status == "fail" and abs(jump.onset_step - 150) <= 3 and "silently off-policy" in jump.message["en"]
+    rise = finding(diagnose(make_run({**grpo(), "rollout_corr/kl": base + 0.01 * scale * t / 300})),
+                   "rollout_mismatch")
+    assert rise.status == "warn" and "drifting apart" in rise.message["en"]
+    assert "正在变成 off-policy" in rise.message["zh"]
+
+
+def test_rollout_mismatch_reads_every_framework_name() -> None:
+    t = np.arange(300)
+    for key in ("training/rollout_probs_diff_mean", "vllm_kl", "rollout_corr/logp_abs_diff_mean"):
+        x = 0.002 + noise(300, 0.0002, 7) + 0.03 * (t >= 150)
+        f = finding(diagnose(make_run({**grpo(), key: x})), "rollout_mismatch")
+        assert f.status == "fail" and f.metrics, (key, f.message["en"])
+    missing = finding(diagnose(make_run(grpo())), "rollout_mismatch")
+    assert missing.status == "skipped" and "did not log" in missing.message["en"]

@@ -86,3 +86,11 @@ def _knee(y: np.ndarray) -> int:
         if coef[2] > 0 and sse < best_sse:
             best, best_sse = int(t0), sse
     return best
+
+
+def _rise_onset(x: np.ndarray, first: float, last: float, floor: float) -> int:
+    """Index from which a series that rose from ``first`` to ``last`` stays at least a quarter of
+    the way up, on a log scale (ratios, not differences, for quantities spanning decades)."""
+    level = np.log(np.maximum(signals.rolling_level(x, _level_window(len(x))), floor))
+    below = np.flatnonzero(level <= 0.75 * np.log(max(first, floor)) + 0.25 * np.log(last))
+    return min(len(x) - 1, int(below[-1]) + 1) if len(below) else 0

@@ -10,7 +10,17 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Status
-from ._shared import REWARD_KEYS, _improving, _jump_outcome, _knee, _level_window, _near_zero, _short, _tenths
+from ._shared import (
+    REWARD_KEYS,
+    _improving,
+    _jump_outcome,
+    _knee,
+    _level_window,
+    _near_zero,
+    _rise_onset,
+    _short,
+    _tenths,
+)
 
 #: KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward (PPO)
 KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
@@ -128,7 +138,37 @@ def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 # -- gradient norm: sustained growth or collapse ---------------------------------------------
 
 
+#: the rollout engine vs the trainer on the same tokens, most direct first (catalog: L1, "rollout–trainer mismatch")
+MISMATCH_KEYS = ("rollout_corr/kl", "training/rollout_probs_diff_mean", "rollout_corr/logp_abs_diff_mean")
+
+
+def rollout_mismatch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The rollout engine (vLLM/SGLang) and the trainer drifting apart on the same tokens: the
+    mismatch metric rising ``rise_factor``× with a clear trend, or jumping to ``rise_factor``× its
+    level and staying there (precision, kernels, stale weights — training silently off-policy).
+    ``fail_factor``× is a failure. Scale-free: the run's own early level is the reference."""
+    s = view.first(*MISMATCH_KEYS)
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    b = max(3, n // 5)
+    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
+    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * p["min_quanta"], 1e-12)
+    factor = last / max(first, floor)
+    values = {"metric": s.key, "first": first, "last": last, "max": float(np.max(x)), "factor": factor}
+    grown = factor >= p["rise_factor"] and last - first > floor
+    shift = signals.level_shift(x, direction="up") if grown else None
+    if not grown or (signals.trend(x) < p["tau"] and shift is None):
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    onset = shift.start if shift is not None else _rise_onset(x, first, last, floor)
+    status: Status = "fail" if factor >= p["fail_factor"] else "warn"
+    values["step"] = s.step(onset)
+    return [Outcome(status, status, values, onset_step=s.step(onset), span=s.span(onset, n - 1), metrics=(s.key,),
+                    evidence={"baseline": first, "value": last, "ratio": factor, "threshold": p["rise_factor"]})]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
+    "rollout_mismatch": rollout_mismatch,
     "kl_jump": kl_jump,
     "kl_band": kl_band,
     "kl_shape": kl_shape,

@@ -15,7 +15,17 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
-from ._shared import REWARD_KEYS, _fmt_steps, _improving, _jump_outcome, _knee, _level_window, _short, _tenths
+from ._shared import (
+    REWARD_KEYS,
+    _fmt_steps,
+    _improving,
+    _jump_outcome,
+    _knee,
+    _level_window,
+    _rise_onset,
+    _short,
+    _tenths,
+)
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
 LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
@@ -348,10 +358,7 @@ def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                         metrics=(s.key,), evidence={"value": values["level"], "threshold": p["high"]})]
     factor = last / max(first, floor)
     if signals.trend(x) >= p["tau"] and factor >= p["rise_factor"] and last - first > floor:
-        # onset: from where the level stays a quarter of the way up (on a log scale) for good
-        level = np.log(np.maximum(signals.rolling_level(x, _level_window(n)), floor))
-        below = np.flatnonzero(level <= 0.75 * np.log(max(first, floor)) + 0.25 * np.log(last))
-        onset = min(n - 1, int(below[-1]) + 1) if len(below) else 0
+        onset = _rise_onset(x, first, last, floor)
         values |= {"step": s.step(onset), "factor": factor}
         return [Outcome("warn", "warn_rising", values, onset_step=s.step(onset), span=s.span(onset, n - 1),
                         metrics=(s.key,), evidence={"baseline": first, "value": last, "ratio": factor,
