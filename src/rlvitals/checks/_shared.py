@@ -94,3 +94,13 @@ def _rise_onset(x: np.ndarray, first: float, last: float, floor: float) -> int:
     level = np.log(np.maximum(signals.rolling_level(x, _level_window(len(x))), floor))
     below = np.flatnonzero(level <= 0.75 * np.log(max(first, floor)) + 0.25 * np.log(last))
     return min(len(x) - 1, int(below[-1]) + 1) if len(below) else 0
+
+
+def _ends(x: np.ndarray, min_quanta: float) -> tuple[float, float, float]:
+    """``(first, last, floor)``: the medians of the first and last fifth (at least 3 points each), and
+    the smallest level that counts as non-zero — the noise of such a median, or ``min_quanta`` logging
+    quanta (a metric printed with 4 decimals reads 0.0000 long before it is 0)."""
+    b = max(3, len(x) // 5)
+    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
+    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * min_quanta, 1e-12)
+    return first, last, floor

@@ -12,6 +12,7 @@ from .. import signals
 from ._base import CheckFn, Outcome, RunView, Status
 from ._shared import (
     REWARD_KEYS,
+    _ends,
     _improving,
     _jump_outcome,
     _knee,
@@ -151,9 +152,7 @@ def rollout_mismatch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if s is None:
         return []
     x, n = s.values, len(s)
-    b = max(3, n // 5)
-    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
-    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * p["min_quanta"], 1e-12)
+    first, last, floor = _ends(x, p["min_quanta"])
     factor = last / max(first, floor)
     values = {"metric": s.key, "first": first, "last": last, "max": float(np.max(x)), "factor": factor}
     grown = factor >= p["rise_factor"] and last - first > floor

@@ -17,6 +17,7 @@ from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._shared import (
     REWARD_KEYS,
+    _ends,
     _fmt_steps,
     _improving,
     _jump_outcome,
@@ -346,9 +347,7 @@ def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if s is None:
         return []
     x, n = s.values, len(s)
-    b = max(3, n // 5)
-    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
-    floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * p["min_quanta"], 1e-12)
+    first, last, floor = _ends(x, p["min_quanta"])
     values = {"metric": s.key, "high": p["high"], "first": first, "last": last, "max": float(np.max(x))}
     long = signals.sustained_above(x, p["high"], window=5, min_len=p["sustain"], max_gap=2)
     if long:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 
 SCHEMA = 1
@@ -55,23 +56,16 @@ class ServeState:
         self.path = path
         self._lock = threading.Lock()  # one connection shared by the poll thread and the request threads
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            for sql in _TABLES:
-                self.db.execute(sql)
+            self.db = connect_wal(path, _TABLES, threads=True)
             self._check_version()
         except (sqlite3.DatabaseError, OSError) as exc:
             raise RlvitalsError(f"{path}: cannot use this file as the dashboard state ({exc}); expected a "
                                 "serve.sqlite written by 'rlvitals serve' — pass --state NEW_FILE") from exc
 
     def _check_version(self) -> None:
-        row = self.db.execute("SELECT version FROM schema").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO schema (version) VALUES (?)", (SCHEMA,))
-        elif row[0] != SCHEMA:
-            raise RlvitalsError(f"{self.path}: dashboard state of layout version {row[0]}; this rlvitals "
+        version = schema_version(self.db, SCHEMA)
+        if version != SCHEMA:
+            raise RlvitalsError(f"{self.path}: dashboard state of layout version {version}; this rlvitals "
                                 f"writes version {SCHEMA} — pass --state NEW_FILE or delete the old file")
 
     def journal_mode(self) -> str:

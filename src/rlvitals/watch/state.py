@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 from .alerts import Alert, KeyState
 
@@ -48,12 +49,7 @@ class WatchState:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            for sql in _TABLES:
-                self.db.execute(sql)
+            self.db = connect_wal(path, _TABLES)
             self._check_version()
         except (sqlite3.DatabaseError, OSError) as exc:
             raise RlvitalsError(f"{path}: cannot use this file as the watch state ({exc}); expected a "
@@ -61,11 +57,9 @@ class WatchState:
                                 "delete this one to start afresh") from None
 
     def _check_version(self) -> None:
-        row = self.db.execute("SELECT version FROM schema").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO schema VALUES (?)", (SCHEMA,))
-        elif row[0] != SCHEMA:
-            raise sqlite3.DatabaseError(f"its schema version is {row[0]}, this rlvitals writes {SCHEMA}")
+        version = schema_version(self.db, SCHEMA)
+        if version != SCHEMA:
+            raise sqlite3.DatabaseError(f"its schema version is {version}, this rlvitals writes {SCHEMA}")
 
     def close(self) -> None:
         self.db.close()
