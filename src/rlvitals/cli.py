@@ -410,22 +410,33 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         watcher.close()
 
 
-def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def _runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], Any, Any, int] | None:
+    """What ``report`` and ``export`` start from: the runs with the rollout series joined, the config,
+    the rollout analysis (or None) and the load status; None after a usage error (already written)."""
     from .config import load_config
-    from .diagnosis import diagnose
-    from .report import build_page, write_report
 
     try:
         config = load_config(args.config) if args.config else None
         rollouts = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None) if args.rollouts else None
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
-        return EXIT_USAGE
+        return None
     runs, status = _load_all(list(args.paths), args.fmt, err)
     if not runs:
-        return EXIT_USAGE
+        return None
     if rollouts is not None:
         runs = [run.with_series(rollouts.series()) for run in runs]
+    return runs, config, rollouts, status
+
+
+def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .diagnosis import diagnose
+    from .report import build_page, write_report
+
+    loaded = _runs_for_output(args, err)
+    if loaded is None:
+        return EXIT_USAGE
+    runs, config, rollouts, status = loaded
     diagnoses = [diagnose(run, config) for run in runs]
     try:
         size = write_report(args.output, build_page(runs, diagnoses, rollouts, lang=args.lang), cdn=args.cdn)
@@ -437,21 +448,14 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    import os
-
-    from .config import load_config
     from .diagnosis import diagnose
     from .export import plan_export, write_tensorboard, write_wandb
 
-    try:
-        config = load_config(args.config) if args.config else None
-        derived = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None).series() if args.rollouts else None
-    except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+    loaded = _runs_for_output(args, err)
+    if loaded is None:
         return EXIT_USAGE
-    runs, status = _load_all(list(args.paths), args.fmt, err)
-    if not runs:
-        return EXIT_USAGE
+    runs, config, rollouts, status = loaded
+    derived = rollouts.series() if rollouts is not None else None
     if args.wandb_run_id and len(runs) > 1:
         err.write(f"rlvitals: --wandb-run-id {args.wandb_run_id!r} names one W&B run, but {len(runs)} runs were "
                   "given; export one run at a time when resuming\n")
@@ -460,7 +464,6 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     metrics = [k.strip() for k in args.metrics.split(",") if k.strip()]
     names: list[str] = []
     for run in runs:
-        run = run.with_series(derived) if derived is not None else run
         try:
             plan = plan_export(diagnose(run, config), derived=keys, metrics=metrics, lang=args.lang)
             if args.tensorboard is not None:
