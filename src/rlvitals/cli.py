@@ -524,16 +524,22 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     files = demo_files(folder)
     files.log.parent.mkdir(parents=True, exist_ok=True)
     files.log.touch()
-    # the dashboard needs the main thread (it stops on Ctrl-C); training and the watcher run beside it
-    threading.Thread(target=watch_demo, name="rlvitals-demo", daemon=True,
-                     kwargs={"folder": folder, "steps": args.steps, "delay": args.delay, "out": out,
-                             "err": err}).start()
+    # the dashboard needs the main thread (it stops on Ctrl-C); training and the watcher run beside it and
+    # are stopped and joined when it ends, so no thread is cut off inside native code at interpreter exit
+    stop = threading.Event()
+    demo = threading.Thread(target=watch_demo, name="rlvitals-demo", daemon=True,
+                            kwargs={"folder": folder, "steps": args.steps, "delay": args.delay, "out": out,
+                                    "err": err, "stop": stop})
+    demo.start()
     try:
         return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),
                      state=folder / "serve.sqlite", out=out)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
+    finally:
+        stop.set()
+        demo.join(timeout=60)
 
 
 

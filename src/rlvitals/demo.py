@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,11 +180,12 @@ def _validate(learner: Learner, problems: Sequence[Problem]) -> float:
 
 def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, jump: float = JUMP, lr: float = LR,
              prompts: int = 16, group: int = 8, seed: int = 0, delay: float = 0.0,
-             on_step: Callable[[int], None] | None = None) -> DemoFiles:
+             on_step: Callable[[int], None] | None = None, stop: threading.Event | None = None) -> DemoFiles:
     """Train for ``steps`` steps, writing the log and the rollout dumps as it goes; ``on_step`` is
     called after each step is on disk (the test drives a watcher with it), ``delay`` seconds pass
-    between steps (so a person can watch).
+    between steps (so a person can watch); training ends early once ``stop`` is set.
     """
+    stop = stop or threading.Event()
     files = demo_files(folder)
     files.log.parent.mkdir(parents=True, exist_ok=True)
     train = make_problems(200, seed=seed)
@@ -194,6 +194,8 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
     order = np.random.default_rng(seed + 2)
     with files.log.open("ab") as log:
         for step in range(1, steps + 1):
+            if stop.is_set():
+                break
             rate = lr * (jump if jump_at is not None and step >= jump_at else 1.0)
             batch = [train[i] for i in order.choice(len(train), size=prompts, replace=False)]
             metrics, records = train_step(learner, batch, group, rate)
@@ -206,25 +208,27 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
             if on_step is not None:
                 on_step(step)
             if delay:
-                time.sleep(delay)
+                stop.wait(delay)
     return files
 
 
 def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str], err: IO[str],
-               interval: float = 0.5) -> int:
+               interval: float = 0.5, stop: threading.Event | None = None) -> int:
     """Train in a thread while a watcher follows the log and the rollouts in this one and prints
     its alerts (also appended to ``<folder>/alerts.jsonl``); returns 1 when the run ends with a
-    failing verdict, as ``watch --exit-on fail`` would."""
+    failing verdict, as ``watch --exit-on fail`` would. Setting ``stop`` ends training and watching
+    early; both threads are joined before this returns (none is left inside native code at exit)."""
     from .watch.sinks import JsonlSink
     from .watch.watcher import WatchOptions, open_watcher
 
     files = demo_files(folder)
     done = threading.Event()
+    stop = stop or threading.Event()
     failure: list[BaseException] = []
 
     def train() -> None:
         try:
-            run_demo(folder, steps=steps, delay=delay)
+            run_demo(folder, steps=steps, delay=delay, stop=stop)
         except BaseException as exc:  # noqa: BLE001 (shown to the user once the watcher stops)
             failure.append(exc)
         finally:
@@ -239,12 +243,15 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
     thread = threading.Thread(target=train, name="rlvitals-demo-train", daemon=True)
     thread.start()
     try:
-        while not done.is_set():
+        while not done.is_set() and not stop.is_set():
             watcher.cycle()
             done.wait(interval)
-        watcher.cycle()  # the last steps
+        if not stop.is_set():
+            watcher.cycle()  # the last steps
         watcher.view.close()
     finally:
+        stop.set()
+        thread.join()
         watcher.close()
     if failure:
         raise failure[0]

@@ -113,7 +113,8 @@ def _skipped(check: Check, reason: str, **values: Any) -> Finding:
 
 def _missing(view: RunView, check: Check) -> tuple[list[str], list[str]]:
     """The needed metrics the run did not log at all, and those it logged too few usable times."""
-    absent, short = [], []
+    absent: list[str] = []
+    short: list[str] = []
     for alts in check.needs:
         if view.first(*alts) is not None:
             continue
