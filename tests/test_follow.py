@@ -325,6 +325,28 @@ def test_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> None:
     assert follow.runs()[0].steps.tolist() == [1, 2, 3]
 
 
+def test_a_log_created_while_it_is_being_looked_up_is_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer creates the file between the lookup finding nothing and the watcher reacting: the
+    watcher waits (the next poll reads it) instead of treating the lookup's "no such file" as fatal."""
+    import rlvitals.watch.sources as sources
+
+    log = tmp_path / "racing.jsonl"
+
+    def lookup_then_create(path: Path, fmt: str | None = None) -> object:
+        try:
+            return find_reader(path, fmt)
+        finally:
+            log.write_bytes(b"".join(_jsonl()[:2]))
+
+    monkeypatch.setattr(sources, "find_reader", lookup_then_create)
+    follow = Follow(log, None, min_gap=0.0)
+    assert not follow.poll(now=0.0)
+    assert follow.messages == [f"{log}: no such file or folder; waiting for it to appear"]
+    assert follow.poll(now=1.0)
+    assert follow.runs()[0].steps.tolist() == [1, 2]
+
+
 def test_an_unrecognised_file_is_reported_once_while_waiting(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo\nloading model...\n")

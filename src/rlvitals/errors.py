@@ -15,6 +15,10 @@ class InputError(RlvitalsError):
     """A path given by the user cannot be read as a training log."""
 
 
+class MissingInputError(InputError):
+    """The path does not exist (yet: a watcher waits for it)."""
+
+
 class UnknownFormatError(InputError):
     """No reader recognises the file or folder."""
 

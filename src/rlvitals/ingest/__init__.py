@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta
 
@@ -54,7 +54,7 @@ def _head(path: Path) -> bytes:
 def find_reader(path: Path, fmt: str | None = None) -> Reader:
     """The reader for ``path`` (or the one named ``fmt``), else a clear error."""
     if not path.exists():
-        raise InputError(f"{path}: no such file or folder")
+        raise MissingInputError(f"{path}: no such file or folder")
     all_readers = readers()
     if fmt is not None:
         for reader in all_readers:

@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
 from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
 from . import _trl, _verl
@@ -65,7 +65,7 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     if group_size is not None and group_size < 1:
         raise InputError(f"group_size={group_size} must be a positive number of samples per prompt")
     if not p.exists():
-        raise InputError(f"{p}: no such file or folder; give the path of a rollout dump")
+        raise MissingInputError(f"{p}: no such file or folder; give the path of a rollout dump")
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
         return _weighted(_read_folder(p, columns, kw, reward_weights), reward_weights, p)

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmptyInputError, InputError, UnknownFormatError
+from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
 from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
 from ..ingest import Reader, SourceMeta, find_reader
 from ..run import Run, RunBuilder
@@ -277,9 +277,7 @@ class Follow:
             if self.fmt is not None and not isinstance(exc, EmptyInputError):
                 raise  # --format names no reader: waiting will not help
             return self._wait(f"{exc}; waiting for it to be written")
-        except InputError as exc:
-            if self.path.exists():
-                raise
+        except MissingInputError as exc:  # decided by the error, not by a second look that may race a writer
             return self._wait(f"{exc}; waiting for it to appear")
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
