@@ -13,11 +13,13 @@ answers (a rollout has no answer with probability 5%). Timed:
   sorted per column before summing, so shards give the same bits).
 - pandas:   ``groupby(["step", "group"]).apply`` of a straightforward per-group function (std, zero
   split, pass@k via math.comb, exact maj@k via the same single-group DP) then a per-step mean — run on
-  ``--pandas-groups`` groups and scaled linearly to the full size.
+  ``--pandas-groups`` groups and scaled linearly to the full size; its per-step values are compared
+  with ours on those groups (the largest difference is printed).
 - veRL-style bootstrap: best@n and maj@n for n in (2, 4, 8, 16) (veRL's gen_ns(16)) as in
   ``bootstrap_metric`` / ``calc_maj_val``: 1000 resamples with replacement per group and per n —
   re-implemented from its description (research/algorithms.md §1.3), run on ``--verl-groups`` groups
-  and scaled linearly.
+  and scaled linearly; its mean distance per group from the exact pass@n / maj@n is printed (the
+  resampling noise and the with-replacement bias that the exact estimators do not have).
 
 Diversity (run first, on every core): ``diversity_table`` (distinct-1..4, duplicate rate, word edit
 distance, answer entropy) on 100,000 rollouts of ~1 kB (``--diversity-groups`` 6,250 groups × 16,
@@ -74,7 +76,8 @@ def run_rlvitals(df: pl.DataFrame) -> tuple[float, pl.DataFrame]:
 def _pandas_group(g: object) -> object:
     import pandas as pd
 
-    scores, ok, answers = g["score"].to_numpy(), g["correct"].to_numpy(), g["answer"].tolist()  # type: ignore[index]
+    scores, ok = g["score"].to_numpy(), g["correct"].to_numpy()  # type: ignore[index]
+    answers = [a if isinstance(a, str) else None for a in g["answer"].tolist()]  # type: ignore[index]  # pandas: NaN
     n, c = len(scores), int(ok.sum())
     row = {"std": scores.std(ddof=1), "zero": scores.max() == scores.min(),
            "all_correct": scores.max() == scores.min() and c == n, "all_wrong": scores.max() == scores.min() and c == 0}
@@ -84,13 +87,40 @@ def _pandas_group(g: object) -> object:
     return pd.Series(row)
 
 
-def run_pandas(df: pl.DataFrame) -> float:
+def run_pandas(df: pl.DataFrame) -> tuple[float, object]:
     pdf = df.to_pandas()
     maj_curve.cache_clear()
     t0 = time.perf_counter()
     per = pdf.groupby(["step", "group"]).apply(_pandas_group, include_groups=False)
-    per.astype(float).groupby(level="step").mean()
-    return time.perf_counter() - t0
+    means = per.astype(float).groupby(level="step").mean()
+    return time.perf_counter() - t0, means
+
+
+def agreement(ours: pl.DataFrame, means: object) -> float:
+    """The largest absolute difference between our per-step values and the pandas baseline's
+    (sigma_G, zero-variance split, pass@k and maj@k for every k) on the same groups."""
+    pairs = {"group/reward_std/mean": "std", "group/zero_std/share": "zero",
+             "group/zero_std/all_correct": "all_correct", "group/zero_std/all_wrong": "all_wrong"}
+    pairs.update({f"{m}@{k}": f"{m}@{k}" for k in KS for m in ("pass", "maj")})
+    ours = ours.sort("step")
+    return max(float(np.max(np.abs(ours[a].to_numpy() - means[b].to_numpy()))) for a, b in pairs.items())  # type: ignore[index]
+
+
+def bootstrap_error(df: pl.DataFrame) -> tuple[float, float]:
+    """How far veRL-style bootstrap best@n / maj@n land from the exact pass@n / maj@n on the same
+    groups (mean absolute difference per group, over n in 2, 4, 8, 16)."""
+    from rlvitals.rollout.passk import pass_at_k
+
+    best_err, maj_err = [], []
+    for (_, _), g in df.group_by("step", "group"):
+        pairs = zip(g["answer"].to_list(), g["sample"].to_list(), strict=True)
+        preds = [a if a is not None else f"none{s}" for a, s in pairs]
+        vals, ok = g["score"].to_list(), g["correct"].to_list()
+        for size in (2, 4, 8, 16):
+            best, maj = _verl_bootstrap(preds, vals, size)
+            best_err.append(abs(best - float(pass_at_k(np.array([len(ok)]), np.array([sum(ok)]), size)[0])))
+            maj_err.append(abs(maj - maj_at_k_answers(g["answer"].to_list(), ok, size)))
+    return float(np.mean(best_err)), float(np.mean(maj_err))
 
 
 def _verl_maj(preds: list[object], vals: list[float]) -> float:
@@ -198,13 +228,17 @@ def main() -> None:
     ours = min(times)
     print(f"rlvitals step_metrics(ks=1..16): best {ours:.3f} s of {', '.join(f'{t:.3f}' for t in times)}")
     sub = df.filter(pl.col("group").cast(pl.Int64) < args.pandas_groups)
-    tp = run_pandas(sub) * args.groups / args.pandas_groups
+    tp, means = run_pandas(sub)
+    tp *= args.groups / args.pandas_groups
+    diff = agreement(step_metrics(sub, ks=KS), means)
     print(f"pandas groupby/apply: {tp:.1f} s (measured on {args.pandas_groups:,} groups, scaled)"
-          f"  ratio {tp / ours:.0f}x")
+          f"  ratio {tp / ours:.0f}x; largest difference from ours on those groups: {diff:.1e}")
     sub = df.filter(pl.col("group").cast(pl.Int64) < args.verl_groups)
     tv = run_verl(sub) * args.groups / args.verl_groups
+    best_err, maj_err = bootstrap_error(sub)
     print(f"veRL-style bootstrap best@n+maj@n, n in (2,4,8,16): {tv:.0f} s "
-          f"(measured on {args.verl_groups:,} groups, scaled)  ratio {tv / ours:.0f}x")
+          f"(measured on {args.verl_groups:,} groups, scaled)  ratio {tv / ours:.0f}x; its mean error per group "
+          f"against the exact values: best@n vs pass@n {best_err:.3f}, maj@n {maj_err:.3f}")
 
 
 if __name__ == "__main__":
