@@ -297,8 +297,10 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             status = EXIT_USAGE
             continue
         rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
+        skips = analysis.rollouts.skips if analysis.rollouts is not None else None
         doc = {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
-               "skipped": analysis.skipped, "notes": analysis.notes}
+               "skipped": {"count": skips.count if skips else 0, "reasons": list(skips.reasons) if skips else []},
+               "not_computed": analysis.skipped, "notes": analysis.notes}
         docs.append(doc)
         if not args.json:
             out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))

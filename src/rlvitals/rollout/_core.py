@@ -329,11 +329,29 @@ def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> N
             notes.append(f"group sizes vary: {_few(counts)} samples")
 
 
+def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
+    """The error for an input with no readable rollout; it lists the first skip reasons, since a
+    caller that gets the error never sees the skip log.
+
+    >>> log = SkipLog()
+    >>> log.skip("3.jsonl:1", "invalid JSON; the line was skipped")
+    >>> str(empty_error("3.jsonl", log))
+    '3.jsonl: no rollout could be read: 1 line(s) or row(s) were skipped: 3.jsonl:1: invalid JSON; the line was skipped'
+    """
+    if skips.count == 0:
+        return EmptyInputError(f"{what}: no rollout could be read: the input holds no rows; "
+                               "point at a file or folder with rollouts")
+    listed = "; ".join(skips.reasons[:shown])
+    more = skips.count - min(len(skips.reasons), shown)
+    return EmptyInputError(f"{what}: no rollout could be read: {skips.count} line(s) or row(s) were skipped: "
+                           f"{listed}" + (f" … and {more} more" if more else ""))
+
+
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
-           notes: list[str], what: str) -> pl.DataFrame:
+           notes: list[str], what: str, skips: SkipLog) -> pl.DataFrame:
     """Fill step, group and sample where the source has none, check group sizes, conform."""
     if df.height == 0:
-        raise EmptyInputError(f"{what}: no rollout could be read; see the skipped lines")
+        raise empty_error(what, skips)
     if S.STEP not in df.columns:
         df = df.with_columns(pl.lit(0, pl.Int64).alias(S.STEP))
         notes.append("the data has no step column: every rollout is put at step 0")

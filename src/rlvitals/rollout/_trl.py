@@ -165,5 +165,6 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
               "score": score}
     cmap = ColumnMap(**{k: v for k, v in fields.items() if v is not None and v in df.columns})
     df = apply_map(df, cmap, what, skips, notes)
-    table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what)
+    table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
+                   skips=skips)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)

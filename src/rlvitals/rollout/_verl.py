@@ -98,5 +98,6 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     present = {k: v for k, v in _FIELDS.items() if v in df.columns}
     df = df.with_columns(pl.col("input").alias(KEY)) if "input" in df.columns else df
     df = apply_map(df, ColumnMap(**present), what, skips, notes)
-    table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what)
+    table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
+                   skips=skips)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)

@@ -37,7 +37,17 @@ from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
 from . import _trl, _verl
 from . import schema as S
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, frame_from_rows
+from ._core import (
+    KEY,
+    WHERE,
+    ColumnMap,
+    RolloutSet,
+    apply_map,
+    chat_columns,
+    empty_error,
+    finish,
+    frame_from_rows,
+)
 from ._trl import RewardWeights, parse_reward_weights
 
 __all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
@@ -176,13 +186,13 @@ def _identity_map(df: pl.DataFrame, what: str) -> ColumnMap:
 def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, notes: list[str],
                 kw: dict[str, Any], fmt: str, files: list[str]) -> RolloutSet:
     if df.height == 0:
-        raise EmptyInputError(f"{kw['what']}: no rollout could be read; see the skipped lines")
+        raise empty_error(kw["what"], skips)
     cmap = columns if columns is not None else _identity_map(df, kw["what"])
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
     if cmap.group is None and cmap.prompt is not None:
         df = df.with_columns(pl.col("prompt_messages" if "prompt_messages" in df.columns else cmap.prompt).alias(KEY))
     df = apply_map(df, cmap, kw["what"], skips, notes)
-    table = finish(df, grouping="text", notes=notes, **kw)
+    table = finish(df, grouping="text", notes=notes, skips=skips, **kw)
     return RolloutSet(table, skips, fmt, files, notes)
 
 

@@ -1,0 +1,103 @@
+"""`rlvitals rollouts`: what the reader skipped is shown, in text and JSON, and in the error
+when nothing could be read."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from rlvitals.cli import main
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def _verl_line(q: int, i: int, step: int = 3) -> str:
+    ok = i % 2 == 0
+    return json.dumps({"input": f"Question {q}: what is {q}+{q}?", "output": f"#### {2 * q if ok else -1}",
+                       "gts": str(2 * q), "score": float(ok), "step": step, "acc": ok}, ensure_ascii=False)
+
+
+def _damaged_verl_dump(folder: Path) -> Path:
+    """A veRL dump with a non-JSON line (3), a score 'oops' (6) and a cut-off last line (11)."""
+    folder.mkdir()
+    lines = [_verl_line(q, i) for q in range(2) for i in range(4)]
+    lines.insert(2, "not json at all")
+    lines.insert(5, json.dumps({"input": "Question 0: what is 0+0?", "output": "x", "score": "oops", "step": 3}))
+    path = folder / "3.jsonl"
+    path.write_text("\n".join(lines) + "\n" + '{"input": "Question 1', encoding="utf-8")
+    return path
+
+
+def test_text_output_lists_the_skipped_lines(tmp_path: Path) -> None:
+    path = _damaged_verl_dump(tmp_path / "dump")
+    code, out, err = _cli("rollouts", str(tmp_path / "dump"))
+    assert code == 0, err
+    flat = " ".join(out.split())  # rich wraps long lines
+    assert "skipped 3 line(s) or row(s) of the input:" in flat
+    assert f"{path}:3: invalid JSON (Expecting value at column 1); the line was skipped" in flat
+    assert f"{path}:6: score 'oops' is not a number; the row was skipped" in flat
+    assert f"{path}:11: invalid JSON" in flat and "the file ends mid-line" in flat
+
+
+def test_json_output_carries_the_skip_log(tmp_path: Path) -> None:
+    path = _damaged_verl_dump(tmp_path / "dump")
+    code, out, err = _cli("rollouts", "--json", str(tmp_path / "dump"))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["skipped"]["count"] == 3
+    assert doc["skipped"]["reasons"][0] == f"{path}:3: invalid JSON (Expecting value at column 1); the line was skipped"
+    assert doc["skipped"]["reasons"][2] == f"{path}:6: score 'oops' is not a number; the row was skipped"
+    assert any(r.startswith("tokens:") for r in doc["not_computed"])
+    assert doc["steps"][0]["rollouts"] == 8
+
+
+def test_clean_input_reports_no_skips(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(0, i, 1) + "\n" for i in range(4)))
+    code, out, _ = _cli("rollouts", "--json", str(tmp_path / "dump"))
+    assert code == 0 and json.loads(out)["skipped"] == {"count": 0, "reasons": []}
+    assert "skipped" not in _cli("rollouts", str(tmp_path / "dump"))[1]
+
+
+def test_more_skips_than_reasons_kept_says_how_many_more(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    lines = [_verl_line(0, i, 1) for i in range(2)] + ["garbage"] * 25
+    (tmp_path / "dump" / "1.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, _ = _cli("rollouts", str(tmp_path / "dump"))
+    assert code == 0
+    assert "skipped 25 line(s)" in out and "… and 5 more" in out
+    doc = json.loads(_cli("rollouts", "--json", str(tmp_path / "dump"))[1])
+    assert doc["skipped"]["count"] == 25 and len(doc["skipped"]["reasons"]) == 20
+
+
+def test_damaged_completions_parquet_is_a_listed_skip(tmp_path: Path) -> None:
+    comp = tmp_path / "completions"
+    comp.mkdir()
+    pl.DataFrame({"step": ["1"] * 2, "prompt": ["q", "q"], "completion": ["a", "b"],
+                  "accuracy_reward": [1.0, 0.0], "advantage": [0.5, -0.5]},
+                 ).write_parquet(comp / "completions_00001.parquet")
+    bad = comp / "completions_00002.parquet"
+    bad.write_bytes(b"PAR1 this is not a parquet file")
+    code, out, err = _cli("rollouts", "--json", str(tmp_path))
+    assert code == 0, err
+    skipped = json.loads(out)["skipped"]
+    assert skipped["count"] == 1
+    assert skipped["reasons"][0].startswith(f"{bad}: cannot be read as Parquet (")
+    assert skipped["reasons"][0].endswith("the file was skipped")
+
+
+def test_all_bad_input_names_the_skipped_lines_in_the_error(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "1.jsonl").write_text("nope\n[1, 2]\n")
+    code, out, err = _cli("rollouts", str(tmp_path / "dump"))
+    assert code == 2 and out == ""
+    path = tmp_path / "dump" / "1.jsonl"
+    assert err == (f"rlvitals: {tmp_path / 'dump'}: no rollout could be read: 2 line(s) or row(s) were skipped: "
+                   f"{path}:1: invalid JSON (Expecting value at column 1); the line was skipped; "
+                   f"{path}:2: expected a JSON object with input/output/score, got list; the line was skipped\n")
