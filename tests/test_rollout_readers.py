@@ -473,3 +473,63 @@ def test_reward_weights_from_the_command_line_form() -> None:
         with pytest.raises(InputError, match=r"--reward-weights .*: expected name=weight pairs like "
                            r"accuracy_reward=1,format_reward=0\.5 or weights in reward-column order like 1,0\.5"):
             parse_reward_weights(bad)
+
+
+# --- list columns given as text or mixed ------------------------------------------------------
+
+def test_csv_list_columns_are_parsed_from_json_and_python_text(tmp_path: Path) -> None:
+    # a CSV cannot hold a list: hand-written files carry JSON text, pandas' to_csv writes Python reprs
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "agent.csv"
+    pd.DataFrame({"prompt": ["find x", "find x"], "response": ["<tool_call>a</tool_call>", "done"],
+                  "score": [1.0, 0.0], "tool_calls": [["search('x')", "open(3)"], []],
+                  "token_entropy": [[0.5, 1.25], [0.0]]}).to_csv(path, index=False)
+    assert '"[""search(\'x\')"", \'open(3)\']"' in path.read_text()  # the Python repr, CSV-quoted
+    rs = read_rollouts(path)
+    assert rs.table["tool_calls"].to_list() == [["search('x')", "open(3)"], []]
+    assert rs.table["token_entropy"].to_list() == [[0.5, 1.25], [0.0]]
+    json_csv = tmp_path / "hand.csv"
+    json_csv.write_text('prompt,response,score,tool_calls,states\np,a,1,"[""search(x)""]","[0, 1]"\np,b,0,[],\n')
+    t = read_rollouts(json_csv).table
+    assert t["tool_calls"].to_list() == [["search(x)"], []]
+    assert t["states"].to_list() == [["0", "1"], None] and t.schema["states"] == SCHEMA["states"]
+
+
+def test_jsonl_list_given_as_text_or_as_call_objects(tmp_path: Path) -> None:
+    path = tmp_path / "agent.jsonl"
+    calls = [{"name": "search", "arguments": {"q": "x"}}, {"name": "search", "arguments": {"q": "x"}}]
+    recs = [{"prompt": "p", "response": "a", "score": 1, "tool_calls": "[]"},
+            {"prompt": "p", "response": "b", "score": 0, "tool_calls": calls},
+            {"prompt": "p", "response": "c", "score": 0, "tool_calls": ["open(3)"]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rs = read_rollouts(path)
+    assert rs.skips.count == 0
+    call = '{"name": "search", "arguments": {"q": "x"}}'
+    assert rs.table["tool_calls"].to_list() == [[], [call, call], ["open(3)"]]
+
+
+def test_list_cell_that_is_no_list_is_a_counted_skip(tmp_path: Path) -> None:
+    path = tmp_path / "env.jsonl"
+    recs = [{"prompt": "p", "response": "a", "score": 1, "states": "s0", "token_entropy": [0.1]},
+            {"prompt": "p", "response": "b", "score": 0, "states": ["s0", "s1"], "token_entropy": [0.1, "x"]},
+            {"prompt": "p", "response": "c", "score": 0, "states": ["s0", None], "token_entropy": [0.3, None]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rs = read_rollouts(path)
+    assert rs.skips.reasons == [f"{path}:1: states 's0' is not a list of strings; the row was skipped",
+                                f"{path}:2: token_entropy '[0.1, \"x\"]' is not a list of numbers; the row was skipped"]
+    assert rs.table["response"].to_list() == ["c"]
+    assert rs.table["states"].to_list() == [["s0", None]] and rs.table["token_entropy"].to_list() == [[0.3, None]]
+
+
+def test_list_column_with_no_list_at_all_is_an_error_naming_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "counts.csv"
+    path.write_text("question,reply,reward,calls\nq,a,1,3\nq,b,0,2\n")
+    cmap = ColumnMap(prompt="question", response="reply", score="reward", tool_calls="calls")
+    with pytest.raises(InputError, match=r"counts\.csv: column 'calls' \(the tool_calls column\) holds no list of "
+                       r"strings; e\.g\. .*counts\.csv:2: '3'; expected a list, or JSON text like "
+                       r"\[\"search\(x\)\", \"open\(3\)\"\]; fix the column or leave it unmapped"):
+        read_rollouts(path, columns=cmap)
+    frame = pl.DataFrame({"prompt": ["q"], "score": [1.0], "token_logprob": ["-0.5 -0.1"]})
+    with pytest.raises(InputError, match=r"frame: column 'token_logprob' \(the token_logprob column\) holds no list "
+                       r"of numbers; e\.g\. row 0: '-0\.5 -0\.1'; expected a list, or JSON text like \[0\.12, 1\.5"):
+        rollouts_from_frame(frame)

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+import orjson
 import polars as pl
 
 from ..errors import EmptyInputError, InputError
+from ..ingest._pyrepr import parse as parse_literal
 from ..ingest._record import SkipLog
 from . import schema as S
 
@@ -188,6 +190,79 @@ def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | 
     return out.filter(~bad)
 
 
+
+
+def _loads(text: str) -> object:
+    """orjson first; then the standard parser for the ``NaN``/``Infinity`` Python's json writes;
+    then Python literals, as pandas ``to_csv`` writes a list (``['a', 'b']``), read without eval."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return parse_literal(text)
+
+
+def list_value(value: object, inner: pl.DataType) -> tuple[list[Any] | None, bool]:
+    """``(items, ok)``: a list cell as a list of ``inner`` items (``Utf8``: strings, other items as
+    JSON text; ``Float64``: numbers), parsing JSON or Python-literal text — CSV and hand-written JSONL
+    hold lists as text. ``ok`` is False when the value is no such list (then ``items`` is None).
+
+    >>> list_value('["a", {"x": 1}]', pl.Utf8())
+    (['a', '{"x": 1}'], True)
+    >>> list_value("[0.5, 'x']", pl.Float64())
+    (None, False)
+    """
+    if value is None:
+        return None, True
+    if isinstance(value, str):
+        if not value.strip():
+            return None, True
+        try:
+            value = _loads(value)
+        except (ValueError, RecursionError):
+            return None, False
+    if not isinstance(value, (list, tuple)):
+        return None, False
+    if inner == pl.Float64:
+        if not all(x is None or _is_num(x) for x in value):
+            return None, False
+        return [None if x is None else float(x) for x in value], True
+    return [x if x is None or isinstance(x, str) else _json(x) for x in value], True
+
+
+def _to_list(df: pl.DataFrame, col: str, dtype: pl.List, skips: SkipLog, what: str, source: str) -> pl.DataFrame:
+    """Type a list column: lists pass (cast), JSON text is parsed; a row whose value is no list of
+    the item type is skipped and counted, and a column with no readable list at all is an error."""
+    src, inner = df[col], (pl.Float64() if dtype.inner == pl.Float64 else pl.Utf8())
+    # lists of the item type, of numbers (cast to either item type) or of nothing cast as they are
+    if src.dtype == pl.Null or (isinstance(src.dtype, pl.List) and (
+            src.dtype.inner in (inner, pl.Null) or src.dtype.inner.is_numeric())):
+        return df.with_columns(src.cast(dtype))
+    parsed = [list_value(v, inner) for v in src.to_list()]
+    bad = pl.Series([not ok for _, ok in parsed])
+    kind, example = ("numbers", "[0.12, 1.5, 0.03]") if inner == pl.Float64 else ("strings", '["search(x)", "open(3)"]')
+    if bad.any() and bad.sum() == src.is_not_null().sum():
+        i = bad.arg_true()[0]
+        raise InputError(f"{what}: column {source!r} (the {col} column) holds no list of {kind}; e.g. "
+                         f"{df[WHERE][i]}: {_short(src[i])}; expected a list, or JSON text like "
+                         f"{example}; fix the column or leave it unmapped")
+    out = df.with_columns(pl.Series(col, [items for items, _ in parsed], dtype=dtype))
+    if not bad.any():
+        return out
+    wheres, values = df[WHERE].filter(bad).to_list(), src.filter(bad).to_list()
+    for where, value in zip(wheres, values, strict=True):
+        skips.skip(where, f"{col} {_short(value)} is not a list of {kind}; the row was skipped")
+    return out.filter(~bad)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
     src = df[col]
     if src.dtype == pl.Boolean:
@@ -240,7 +315,9 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     for col, dtype in S.SCHEMA.items():
         if col not in out.columns or col in (S.STEP, S.SCORE):
             continue
-        if dtype == pl.Boolean:
+        if isinstance(dtype, pl.List):
+            out = _to_list(out, col, dtype, skips, where, mapping[col])
+        elif dtype == pl.Boolean:
             out = _to_bool(out, col, notes)
         elif dtype == pl.Utf8:
             out = _to_text(out, col)
