@@ -20,7 +20,7 @@ import polars as pl
 
 from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
-from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
+from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_python
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -188,9 +188,7 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
                          "give the path of the completions, or put the weighted total in the score column")
     if isinstance(source, RolloutSet):
         return source
-    if isinstance(source, list):
-        return rollouts_from_records(source, columns=columns)
-    return rollouts_from_frame(source, columns=columns)
+    return rollouts_from_python(source, columns=columns, group_size=group_size)
 
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
@@ -201,16 +199,29 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
     the ``embed`` extra; slow on long texts, so not in ``overall``).
 
-    ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
-    a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
-    :func:`read_rollouts` (TRL completion files only).
+    ``source`` is one of:
+
+    * a path (``str`` or ``Path``): a veRL dump folder, TRL completions, a generic table with ``columns``;
+    * a :class:`RolloutSet`;
+    * records: a list, tuple or any iterable (a generator) of dicts, one per rollout;
+    * a polars DataFrame or LazyFrame (collected), a pandas DataFrame, a dict of equal-length columns
+      (lists, NumPy arrays, tensors), or a NumPy structured array (its fields are the columns);
+    * a bare NumPy array or torch tensor of scores, shape (groups, samples) at step 0 or
+      (steps, groups, samples) with the step the index along the first axis; booleans are
+      correctness, numbers scores, NaN a missing sample.
+
+    NumPy scalars and arrays and torch tensors inside records or columns are read as Python numbers
+    and lists (torch is not imported for this). ``reward_weights`` go to :func:`read_rollouts` (TRL
+    completion files only).
 
     Example:
-        >>> import rlvitals
+        >>> import numpy as np, rlvitals
         >>> a = rlvitals.analyze_rollouts([{"step": 1, "prompt": "2+2", "response": "4", "score": 1.0},
         ...                                {"step": 1, "prompt": "2+2", "response": "5", "score": 0.0}])
         >>> a.steps["pass@2"].to_list()
         [1.0]
+        >>> rlvitals.analyze_rollouts(np.array([[1.0, 0.0], [0.0, 0.0]]), ks=(1,)).steps["pass@1"].to_list()
+        [0.25]
     """
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table

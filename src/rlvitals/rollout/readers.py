@@ -30,6 +30,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
@@ -48,10 +49,11 @@ from ._core import (
     finish,
     frame_from_rows,
 )
+from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
 __all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
-           "rollouts_from_frame", "rollouts_from_records"]
+           "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records", "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
@@ -209,8 +211,9 @@ def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any]) -
 
 def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: ColumnMap | None = None,
                           group_size: int | None = None, split: str | None = None) -> RolloutSet:
-    """Rollouts from Python dicts (one per sampled response); a record that is not a mapping
-    is skipped as ``record <i>``.
+    """Rollouts from Python dicts (one per sampled response), a list or any iterable (a generator);
+    NumPy scalars and arrays and torch tensors among the values are read as Python numbers and lists.
+    A record that is not a mapping is skipped as ``record <i>``.
 
     >>> rollouts_from_records([{"q": "1+1?", "a": "2", "r": 0.0}],
     ...     columns=ColumnMap(prompt="q", response="a", score="r")).table["correct"].to_list()
@@ -221,28 +224,76 @@ def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: Colu
         if not isinstance(rec, Mapping):
             skips.skip(f"record {i}", f"expected a dict, got {type(rec).__name__}; the record was skipped")
             continue
-        rows.append({**rec, WHERE: f"record {i}"})
+        rows.append({**plain(rec), WHERE: f"record {i}"})
     kw = {"group_size": group_size, "split": split, "what": "records"}
     return _from_table(frame_from_rows(rows), columns, skips, [], kw, "records", [])
 
 
 def rollouts_from_frame(frame: Any, *, columns: ColumnMap | None = None, group_size: int | None = None,
                         split: str | None = None) -> RolloutSet:
-    """Rollouts from a polars or pandas DataFrame, or a dict of equal-length columns (lists or
-    NumPy arrays). Rows are named ``row <i>`` in skip reasons.
+    """Rollouts from a polars DataFrame or LazyFrame (collected), a pandas DataFrame, a NumPy
+    structured array (its fields are the columns), or a dict of equal-length columns (lists, NumPy
+    arrays, tensors). Rows are named ``row <i>`` in skip reasons.
 
     >>> rollouts_from_frame({"prompt": ["a", "a"], "score": [1.0, 0.0]}).table["group"].to_list()
     ['0', '0']
     """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
     if isinstance(frame, pl.DataFrame):
         df = frame
     elif isinstance(frame, Mapping):
-        df = pl.DataFrame(dict(frame))
+        df = frame_from_columns(frame)
+    elif isinstance(frame, np.ndarray) and frame.dtype.names:
+        df = frame_from_structured(frame)
     elif type(frame).__module__.split(".")[0] == "pandas":
         df = pl.from_pandas(frame)  # polars imports pandas only here, when given a pandas frame
     else:
         raise InputError(f"rollouts_from_frame: got {type(frame).__name__}; expected a polars or pandas "
-                         "DataFrame or a dict of columns")
+                         "DataFrame, a NumPy structured array or a dict of columns")
     df = df.with_columns(pl.format("row {}", pl.int_range(pl.len())).alias(WHERE))
     kw = {"group_size": group_size, "split": split, "what": "frame"}
     return _from_table(df, columns, SkipLog(), [], kw, "frame", [])
+
+
+def rollouts_from_scores(scores: Any, *, group_size: int | None = None, split: str | None = None) -> RolloutSet:
+    """Rollouts from a bare array (NumPy, or a torch tensor) of shape (groups, samples) — one step,
+    a row per prompt group, a column per sample — or (steps, groups, samples), the step being the
+    index along the first axis. Numbers are scores, booleans correctness; NaN marks a missing sample
+    (pad ragged groups with NaN). Entries are named ``array[step, group, sample]`` in skip reasons.
+
+    >>> rs = rollouts_from_scores(np.array([[1.0, 0.0, 0.0], [1.0, 1.0, np.nan]]))
+    >>> rs.table.group_by("group", maintain_order=True).len().rows()
+    [('0', 3), ('1', 2)]
+    """
+    df, col = frame_from_scores(scores)
+    cmap = ColumnMap(step=S.STEP, group=S.GROUP, sample=S.SAMPLE, **{col: col})
+    kw = {"group_size": group_size, "split": split, "what": "array of scores"}
+    return _from_table(df, cmap, SkipLog(), [], kw, "array", [])
+
+
+def rollouts_from_python(source: Any, *, columns: ColumnMap | None = None, group_size: int | None = None,
+                         split: str | None = None) -> RolloutSet:
+    """Rollouts from any Python object :func:`analyze_rollouts` takes: a polars/pandas frame or
+    LazyFrame, a dict of columns, a NumPy structured array, a numeric or boolean array or tensor of
+    scores (:func:`rollouts_from_scores`), or an iterable of dicts (list, tuple, generator).
+
+    >>> rollouts_from_python(iter([{"prompt": "p", "score": 1.0}])).table.height
+    1
+    """
+    if isinstance(source, (str, bytes)):
+        raise InputError(f"got the {type(source).__name__} {source[:60]!r}; give a path as pathlib.Path or read it "
+                         "with read_rollouts, or give records or a frame")
+    structured = isinstance(source, np.ndarray) and source.dtype.names is not None
+    if isinstance(source, (pl.DataFrame, pl.LazyFrame, Mapping)) or structured \
+            or type(source).__module__.split(".")[0] == "pandas":
+        return rollouts_from_frame(source, columns=columns, group_size=group_size, split=split)
+    if (isinstance(source, np.ndarray) and source.dtype != object) or is_tensor(source):
+        if columns is not None:
+            raise InputError("a column map names the columns of records or frames; an array of scores has none "
+                             "(rows are groups, columns samples): drop columns=")
+        return rollouts_from_scores(source, group_size=group_size, split=split)
+    if isinstance(source, Iterable):
+        return rollouts_from_records(source, columns=columns, group_size=group_size, split=split)
+    raise InputError(f"got {type(source).__name__}; expected a path, records (dicts), a polars or pandas "
+                     "DataFrame, a dict of columns, or a NumPy array of scores")
