@@ -101,3 +101,44 @@ def test_all_bad_input_names_the_skipped_lines_in_the_error(tmp_path: Path) -> N
     assert err == (f"rlvitals: {tmp_path / 'dump'}: no rollout could be read: 2 line(s) or row(s) were skipped: "
                    f"{path}:1: invalid JSON (Expecting value at column 1); the line was skipped; "
                    f"{path}:2: expected a JSON object with input/output/score, got list; the line was skipped\n")
+
+
+def _trl_output_dir(root: Path) -> Path:
+    comp = root / "completions"
+    comp.mkdir(parents=True)
+    for step in (5, 10):
+        pl.DataFrame({"step": [str(step)] * 4, "prompt": ["a", "a", "b", "b"], "completion": ["x", "y", "z", "w"],
+                      "accuracy_reward": [1.0, 0.0, 0.0, 0.0], "format_reward": [1.0, 1.0, 0.0, 1.0],
+                      "advantage": [0.0] * 4}).write_parquet(comp / f"completions_{step:05d}.parquet")
+    return root
+
+
+def test_correct_option_on_a_verl_dump_keeps_steps_and_groups(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    for step in (1, 2):
+        rows = [json.loads(_verl_line(q, i, step)) for q in range(2) for i in range(4)]
+        (tmp_path / "dump" / f"{step}.jsonl").write_text(
+            "".join(json.dumps(dict(r, strict=False)) + "\n" for r in rows))
+    code, out, err = _cli("rollouts", "--json", "--k", "1", "--correct", "strict", str(tmp_path / "dump"))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [(s["step"], s["groups"], s["rollouts"], s["pass@k"]["1"]) for s in doc["steps"]] == [(1, 2, 8, 0.0),
+                                                                                                 (2, 2, 8, 0.0)]
+    assert "column options override the verl-dump fields: correct = 'strict' (was 'acc')" in doc["notes"]
+
+
+def test_correct_option_on_a_trl_output_dir_and_its_completions(tmp_path: Path) -> None:
+    root = _trl_output_dir(tmp_path / "out")
+    for where in (root, root / "completions"):
+        code, out, err = _cli("rollouts", "--json", "--k", "1", "--correct", "accuracy_reward", str(where))
+        assert code == 0, err
+        steps = json.loads(out)["steps"]
+        assert [(s["step"], s["groups"], s["pass@k"]["1"]) for s in steps] == [(5, 2, 0.25), (10, 2, 0.25)]
+
+
+def test_json_shape_follows_the_paths_when_one_fails(tmp_path: Path) -> None:
+    root = _trl_output_dir(tmp_path / "out")
+    code, out, err = _cli("rollouts", "--json", str(tmp_path / "nowhere"))
+    assert code == 2 and out == "" and "nowhere: no such file or folder" in err
+    code, out, _ = _cli("rollouts", "--json", str(root), str(tmp_path / "nowhere"))
+    assert code == 2 and [d["path"] for d in json.loads(out)["runs"]] == [str(root)]

@@ -354,7 +354,9 @@ def test_unknown_and_empty_inputs(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("hello")
-    with pytest.raises(UnknownFormatError, match=r"other: no rollout files found among notes.txt"):
+    with pytest.raises(UnknownFormatError, match=r"other: no rollout files found: the folder holds notes.txt; "
+                       r"expected veRL <step>.jsonl files, TRL completions_<step>.parquet \(here or in completions/\), "
+                       r"or JSONL/Parquet/CSV files with a column map \(--score/--group …\)$"):
         read_rollouts(other)
     with pytest.raises(UnknownFormatError, match=r"notes.txt: not a rollout file"):
         read_rollouts(other / "notes.txt")
@@ -533,3 +535,66 @@ def test_list_column_with_no_list_at_all_is_an_error_naming_the_column(tmp_path:
     with pytest.raises(InputError, match=r"frame: column 'token_logprob' \(the token_logprob column\) holds no list "
                        r"of numbers; e\.g\. row 0: '-0\.5 -0\.1'; expected a list, or JSON text like \[0\.12, 1\.5"):
         rollouts_from_frame(frame)
+
+
+# --- column maps over the veRL and TRL readers -------------------------------------------------
+
+def test_column_map_overrides_one_verl_field(verl_dir: Path) -> None:
+    for path in sorted(verl_dir.iterdir()):
+        entries = [json.loads(line) for line in path.read_text().splitlines()]
+        write_verl(path, [dict(e, strict_acc=False, acc=e["acc"]) for e in entries])
+    rs = read_rollouts(verl_dir, columns=ColumnMap(correct="strict_acc"), group_size=5)
+    t = rs.table
+    assert rs.format == "verl-dump" and t["step"].unique().sort().to_list() == [1, 2, 10]
+    assert t.filter(pl.col("step") == 2)["group"].to_list() == ["0"] * 5 + ["1"] * 5 + ["2"] * 5
+    assert t["correct"].to_list() == [False] * 45  # the other fields stay veRL's
+    assert t.filter(pl.col("step") == 2)["answer"][1] == "6" and t["acc"].to_list()[:2] == [False, True]
+    assert "column options override the verl-dump fields: correct = 'strict_acc' (was 'acc')" in rs.notes
+    one = read_rollouts(verl_dir / "2.jsonl", columns=ColumnMap(correct="strict_acc"))
+    assert one.format == "verl-dump" and one.table["step"].unique().to_list() == [2]
+    with pytest.raises(InputError, match=r"\['nosuch'\] named in the column map are not in the data; its columns are "
+                       r"\['input', 'output', 'gts', 'score', 'step', 'acc', 'pred', 'request_id', 'data_source', "
+                       r"'strict_acc'\]"):
+        read_rollouts(verl_dir, columns=ColumnMap(correct="nosuch"))
+
+
+def test_column_map_overrides_trl_fields(tmp_path: Path) -> None:
+    comp = tmp_path / "completions"
+    comp.mkdir()
+    for step in (5, 10):
+        trl_frame(step).with_columns(tokens=pl.lit(12)).write_parquet(comp / f"completions_{step:05d}.parquet")
+    for where in (tmp_path, comp):
+        rs = read_rollouts(where, columns=ColumnMap(correct="accuracy_reward", length="tokens"))
+        t = rs.table
+        assert rs.format == "trl-completions" and t["step"].unique().sort().to_list() == [5, 10]
+        assert t.filter(pl.col("step") == 5)["group"].to_list() == ["0"] * 4 + ["1"] * 4
+        assert t["correct"].to_list()[:4] == [True, True, False, False]
+        assert t["length"].to_list()[:2] == [12, 12]
+        # 'tokens' is a length now, not a reward function: the score stays accuracy + format
+        assert t["score"].to_list()[:4] == [1.5, 1.5, 0.5, 0.0]
+    scored = read_rollouts(comp, columns=ColumnMap(score="accuracy_reward")).table
+    assert scored["score"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
+    with pytest.raises(InputError, match=r"the score column is given \('accuracy_reward'\), so reward_weights have "
+                       r"no reward functions to weigh; give the score column or reward_weights, not both"):
+        read_rollouts(comp, columns=ColumnMap(score="accuracy_reward"), reward_weights=[1.0, 1.0])
+
+
+def test_folder_messages_name_what_was_found(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "completions").mkdir(parents=True)
+    (out / "completions" / "events.log").write_text("x")
+    with pytest.raises(UnknownFormatError, match=r"out: no rollout files found: the folder holds completions/; its "
+                       r"completions/ folder holds events.log; expected veRL <step>.jsonl files, TRL "
+                       r"completions_<step>.parquet \(here or in completions/\), or JSONL/Parquet/CSV files \(read "
+                       r"with the column options\)$"):
+        read_rollouts(out, columns=ColumnMap(correct="accuracy_reward"))
+    (out / "completions" / "events.log").unlink()
+    with pytest.raises(UnknownFormatError, match=r"the folder holds completions/; its completions/ folder holds "
+                       r"nothing; expected"):
+        read_rollouts(out)
+
+
+def test_generic_folder_with_a_column_map_still_reads(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("q,r\nx,1\nx,0\n")
+    rs = read_rollouts(tmp_path, columns=ColumnMap(prompt="q", score="r"))
+    assert rs.format == "csv" and rs.table["group"].to_list() == ["0", "0"]

@@ -304,8 +304,9 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         docs.append(doc)
         if not args.json:
             out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))
-    if args.json:
-        out.write(_dump(docs[0] if len(docs) == 1 else {"runs": docs}) + "\n")
+    # the shape follows the paths asked for, so a failed path does not change the schema
+    if args.json and docs:
+        out.write(_dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")
     return status
 
 

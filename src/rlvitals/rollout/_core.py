@@ -84,6 +84,25 @@ class RolloutSet:
     notes: list[str] = field(default_factory=list)
 
 
+def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> dict[str, str]:
+    """A reader's own field mapping with the fields of ``columns`` put over it, and a note naming
+    what changed (the veRL and TRL readers take a column map as overrides, not as a replacement).
+
+    >>> notes = []
+    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes)
+    {'score': 'score', 'correct': 'my_acc'}
+    >>> notes
+    ["column options override the verl-dump fields: correct = 'my_acc' (was 'acc')"]
+    """
+    given = columns.mapping() if columns is not None else {}
+    if not given:
+        return fields
+    said = [f"{k} = {v!r}" + (f" (was {fields[k]!r})" if fields.get(k) not in (None, v) else "")
+            for k, v in given.items()]
+    notes.append(f"column options override the {fmt} fields: {', '.join(said)}")
+    return {**fields, **given}
+
+
 # --- raw Python values -> one typed column ---------------------------------------------------
 
 def _is_num(v: object) -> bool:

@@ -11,8 +11,10 @@
 * a generic JSONL / Parquet / CSV file, whose columns are named by a :class:`ColumnMap`, or
   already carry the table's names (``prompt``, ``response``, ``score`` ...).
 
-Given a ``columns`` map, a file (or every JSONL/Parquet/CSV file of a folder) is read as a
-generic table with that map. Without a group column, rollouts with the same prompt in a step
+A ``columns`` map overrides single fields of a recognised veRL or TRL reader (``correct="my_acc"``
+names a reward function's own key in a veRL dump, or a reward column of TRL completions); only a
+file (or the JSONL/Parquet/CSV files of a folder) that is neither is read as a generic table
+with that map. Without a group column, rollouts with the same prompt in a step
 form a group; without a sample column, samples are numbered in file order within the group;
 without a step column, everything is at step 0. Bad lines or rows are skipped and counted in
 ``RolloutSet.skips`` with ``file:line`` (``file#row`` for Parquet); they never stop the read.
@@ -81,14 +83,13 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
         return _weighted(_read_folder(p, columns, kw, reward_weights), reward_weights, p)
-    if columns is not None:
-        return _weighted(_generic([p], columns, kw), reward_weights, p)
+    # a column map overrides fields of the veRL / TRL readers; it does not turn them off
     if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
-        return _weighted(_verl.read([p], **kw), reward_weights, p)
+        return _weighted(_verl.read([p], **kw, columns=columns), reward_weights, p)
     if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
-        return _trl.read([p], **kw, reward_weights=reward_weights)
+        return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns)
     if p.suffix in _TABLES:
-        return _weighted(_generic([p], None, kw), reward_weights, p)
+        return _weighted(_generic([p], columns, kw), reward_weights, p)
     raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                              "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
 
@@ -113,28 +114,36 @@ def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> Rollout
 def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
                  weights: RewardWeights | None) -> RolloutSet:
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
-    if columns is not None:
-        tables = [f for f in files if f.suffix in _TABLES]
-        if not tables:
-            raise _empty_or_unknown(p, files)
-        return _generic(tables, columns, kw)
     verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
     if verl:
-        return _verl.read(verl, **kw)
+        return _verl.read(verl, **kw, columns=columns)
     sub = p / "completions"
     pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
-        return _trl.read(trl, **kw, reward_weights=weights)
-    raise _empty_or_unknown(p, files)
+        return _trl.read(trl, **kw, reward_weights=weights, columns=columns)
+    tables = [f for f in files if f.suffix in _TABLES]
+    if columns is not None and tables:
+        return _generic(tables, columns, kw)
+    raise _empty_or_unknown(p, columns is not None)
 
 
-def _empty_or_unknown(p: Path, files: list[Path]) -> Exception:
-    if not files:
+def _entries(folder: Path, limit: int = 6) -> str:
+    names = sorted(e.name + ("/" if e.is_dir() else "") for e in folder.iterdir() if not e.name.startswith("."))
+    return ", ".join(names[:limit]) + (f" … ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _empty_or_unknown(p: Path, mapped: bool) -> Exception:
+    """The error for a folder with no rollout files: what it holds, and what was looked for."""
+    if not any(not e.name.startswith(".") for e in p.iterdir()):
         return EmptyInputError(f"{p}: the folder is empty; point at a folder of rollout dumps")
-    shown = ", ".join(f.name for f in files[:5])
-    return UnknownFormatError(f"{p}: no rollout files found among {shown}; expected veRL <step>.jsonl, TRL "
-                              "completions_<step>.parquet, or JSONL/Parquet/CSV files with a column map")
+    sub = p / "completions"
+    inside = f"; its completions/ folder holds {_entries(sub) or 'nothing'}" if sub.is_dir() else ""
+    generic = "JSONL/Parquet/CSV files (read with the column options)" if mapped else \
+        "JSONL/Parquet/CSV files with a column map (--score/--group …)"
+    return UnknownFormatError(f"{p}: no rollout files found: the folder holds {_entries(p)}{inside}; expected "
+                              f"veRL <step>.jsonl files, TRL completions_<step>.parquet (here or in completions/), "
+                              f"or {generic}")
 
 
 # --- generic tables --------------------------------------------------------------------------
