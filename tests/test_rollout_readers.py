@@ -242,8 +242,9 @@ def test_trl_output_dir_with_completions_folder(tmp_path: Path) -> None:
     assert t["accuracy_reward"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
     assert t["advantage"][0] == pytest.approx(0.8)
     assert any("plain sum" in n and "reward_weights" in n for n in rs.notes)
-    # scores exceed 1 (two reward functions): correctness cannot come from the score
-    assert "correct" not in t.columns
+    # correctness comes from the accuracy reward, not from the summed score (1.5 / 0.5)
+    assert t["correct"].to_list()[:4] == [True, True, False, False]
+    assert any(n.startswith("correctness from the accuracy-type reward column 'accuracy_reward'") for n in rs.notes)
 
 
 def test_trl_single_file_with_reward_column_and_eval_overwrite(tmp_path: Path) -> None:
@@ -598,3 +599,79 @@ def test_generic_folder_with_a_column_map_still_reads(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("q,r\nx,1\nx,0\n")
     rs = read_rollouts(tmp_path, columns=ColumnMap(prompt="q", score="r"))
     assert rs.format == "csv" and rs.table["group"].to_list() == ["0", "0"]
+
+
+# --- correctness of TRL completions with several reward functions ------------------------------
+
+def _trl_rewards(path: Path, rewards: dict[str, list[float]]) -> None:
+    """A completions file of one step, 2 prompts x 4 samples, with the given reward columns."""
+    n = len(next(iter(rewards.values())))
+    pl.DataFrame({"step": ["3"] * n, "prompt": [QUESTIONS[i * 2 // n] for i in range(n)],
+                  "completion": [f"<think>…</think><answer>{i}</answer>" for i in range(n)], **rewards,
+                  "advantage": [0.0] * n}).write_parquet(path)
+
+
+def test_trl_accuracy_zero_with_format_credit_is_not_correct(tmp_path: Path) -> None:
+    # TRL's accuracy_reward 0 everywhere, a format reward of 1.0 on half: the summed score reaches 1.0
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"accuracy_reward": [0.0] * 8, "format_reward": [1.0, 0.0] * 4})
+    import rlvitals
+
+    a = rlvitals.analyze_rollouts(path, ks=(1, 2))
+    assert a.rollouts is not None and a.rollouts.table["correct"].to_list() == [False] * 8
+    assert a.steps["pass@1"].to_list() == [0.0] and a.steps["pass@2"].to_list() == [0.0]
+    assert a.steps["group/zero_std/all_wrong"].to_list() == [0.0]  # the summed scores vary: 1, 0, 1, 0
+    assert a.steps["group/reward_std/mean"][0] > 0
+
+
+def test_trl_correctness_column_rule(tmp_path: Path) -> None:
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"correctness_reward_func": [2.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, float("nan")],
+                        "xmlcount_reward_func": [0.5] * 8, "strict_format_reward_func": [0.5, 0.0] * 4})
+    rs = read_rollouts(path)
+    assert rs.table["correct"].to_list() == [True, False, False, False, True, True, False, None]
+    overridden = read_rollouts(path, columns=ColumnMap(correct="strict_format_reward_func"))
+    # the column given is read as true/false or 0/1; 0.5 is neither: unknown, and not re-guessed from the sum
+    assert overridden.table["correct"].to_list() == [None, False] * 4
+    assert any("4 value(s) of 'correct' are neither true/false nor 0/1" in n for n in overridden.notes)
+    assert not any("correctness from the accuracy-type" in n for n in overridden.notes)
+
+
+def test_trl_several_rewards_without_an_accuracy_one_leave_correctness_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"length_reward": [0.2, 0.9, 1.0, 0.4, 0.3, 0.3, 0.3, 0.3],
+                        "format_reward": [1.0, 0.0] * 4})
+    import rlvitals
+
+    a = rlvitals.analyze_rollouts(path, ks=(1, 2))
+    assert any(n.startswith("several reward functions ['length_reward', 'format_reward'] and none is accuracy-type")
+               and n.endswith("are not computed; give --correct COLUMN") for n in a.notes)
+    assert a.rollouts is not None and a.rollouts.table["correct"].null_count() == 8
+    row = a.steps.row(0, named=True)
+    for key in ("pass@1", "pass@2", "group/zero_std/all_correct", "group/zero_std/all_wrong"):
+        assert row[key] != row[key], key  # NaN: not computed, where 0.5 was reported before
+    assert row["group/reward_std/mean"] > 0 and row["group/zero_std/share"] == 0.0
+    two = tmp_path / "two"
+    two.mkdir()
+    _trl_rewards(two / "completions_00001.parquet", {"acc_reward": [1.0, 0.0] * 4, "accuracy_v2": [1.0] * 8})
+    assert any(n.startswith("several accuracy-type reward columns ['acc_reward', 'accuracy_v2']")
+               for n in read_rollouts(two).notes)
+
+
+def test_verl_acc_missing_on_some_lines_is_filled_from_a_binary_score(tmp_path: Path) -> None:
+    # a reward function that reports acc only for some data sources
+    entries = verl_step(1, n=4, prompts=[0])
+    for e in entries[2:]:
+        del e["acc"]
+    write_verl(tmp_path / "1.jsonl", entries)
+    rs = read_rollouts(tmp_path)
+    assert rs.table["correct"].to_list() == [False, True, False, True]
+    assert "2 rollout(s) have a score but no correctness value: theirs is taken from the score (correct = " \
+           "score >= 1.0, as scores lie in [-1, 1])" in rs.notes
+    for e, s in zip(entries, [3.0, 0.5, 2.0, 0.0], strict=True):
+        e["score"] = s
+    write_verl(tmp_path / "1.jsonl", entries)
+    rs = read_rollouts(tmp_path)
+    assert rs.table["correct"].to_list() == [False, True, None, None]
+    assert any(n.startswith("2 rollout(s) have no correctness value and scores range over [0, 3], not a 0/1 "
+                            "reward: their correctness is unknown") for n in rs.notes)

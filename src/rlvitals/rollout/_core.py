@@ -346,22 +346,36 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
 
 
 def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
-    """Correctness when the source gives none: ``score >= 1.0`` if every score lies in
-    [-1, 1] (a 0/1 or ±1 outcome reward, possibly with partial format credit); otherwise no
-    column is made (the families that need correctness are skipped; the group family falls back
-    to its own ``score >= correct_threshold`` rule) and a note says so."""
-    if S.CORRECT in df.columns or S.SCORE not in df.columns:
+    """Correctness where the source gives none: ``score >= 1.0`` if every score lies in [-1, 1]
+    (a 0/1 or ±1 outcome reward, possibly with partial format credit) — for the whole table when it
+    has no correctness column, else for the rows whose correctness is missing. Otherwise no value
+    is made (the group family then counts a rollout correct when ``score >= 1.0`` if there is no
+    column at all, and leaves a missing value out) and a note says so."""
+    if S.SCORE not in df.columns:
         return df
     scores = df[S.SCORE].drop_nulls().drop_nans()
     if scores.len() == 0:
         return df
     lo, hi = scores.min(), scores.max()
     assert isinstance(lo, float) and isinstance(hi, float)  # non-empty Float64
-    if lo >= -1.0 and hi <= 1.0:
+    binary = lo >= -1.0 and hi <= 1.0
+    derived = pl.when(pl.col(S.SCORE).is_nan()).then(None).otherwise(pl.col(S.SCORE) >= 1.0)
+    if S.CORRECT in df.columns:
+        gaps = df.select((pl.col(S.CORRECT).is_null() & pl.col(S.SCORE).is_not_null()
+                          & pl.col(S.SCORE).is_not_nan()).sum()).item()
+        if not gaps:
+            return df
+        if binary:
+            notes.append(f"{gaps} rollout(s) have a score but no correctness value: theirs is taken from the score "
+                         "(correct = score >= 1.0, as scores lie in [-1, 1])")
+            return df.with_columns(pl.col(S.CORRECT).fill_null(derived))
+        notes.append(f"{gaps} rollout(s) have no correctness value and scores range over [{lo:g}, {hi:g}], not a 0/1 "
+                     "reward: their correctness is unknown and they are left out of pass@k / maj@k")
+        return df
+    if binary:
         notes.append("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
                      "like a 0/1 outcome reward; give a correctness column if that is wrong")
-        return df.with_columns(pl.when(pl.col(S.SCORE).is_nan()).then(None)
-                               .otherwise(pl.col(S.SCORE) >= 1.0).alias(S.CORRECT))
+        return df.with_columns(derived.alias(S.CORRECT))
     notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
                  "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
                  "correct when score >= 1.0; give a correctness column (--correct) if that is wrong")
@@ -444,8 +458,9 @@ def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
 
 
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
-           notes: list[str], what: str, skips: SkipLog) -> pl.DataFrame:
-    """Fill step, group and sample where the source has none, check group sizes, conform."""
+           notes: list[str], what: str, skips: SkipLog, derive_correct: bool = True) -> pl.DataFrame:
+    """Fill step, group and sample where the source has none, check group sizes, conform; with
+    ``derive_correct`` fill correctness from the score where sound (:func:`correct_from_score`)."""
     if df.height == 0:
         raise empty_error(what, skips)
     if S.STEP not in df.columns:
@@ -466,5 +481,6 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
     if S.SAMPLE not in df.columns:
         df = df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(S.STEP, S.GROUP).alias(S.SAMPLE))
     check_sizes(df, group_size, notes)
-    df = correct_from_score(df, notes)
+    if derive_correct:
+        df = correct_from_score(df, notes)
     return S.conform(df.drop(WHERE, KEY, strict=False))

@@ -4,7 +4,9 @@ TRL >= 1.0).
 Columns: ``step`` (TRL writes it as text), ``prompt`` (text, or a list of chat messages),
 ``completion`` (text or messages), one column per reward function, extra columns, and
 ``advantage``. Mapping: prompt = the last user message of a chat (groups are formed by the
-whole conversation), response = ``completion``, score = ``reward`` when present, else the
+whole conversation), response = ``completion``, correct = the one accuracy-type reward column
+(:func:`accuracy_like`) >= 1.0 — with several reward functions and not exactly one such column,
+correctness is unknown (a summed score >= 1 may be format credit alone) —, score = ``reward`` when present, else the
 weighted sum of the reward-function columns (every numeric column but ``step`` and
 ``advantage``), ignoring NaN as TRL's ``nansum`` does (a rollout whose every reward is NaN has
 no score). TRL weights reward functions by its ``reward_weights`` argument, which the file does
@@ -141,6 +143,44 @@ def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
     return df.with_columns(total.alias("_score")), "_score"
 
 
+_ACC_WORD = re.compile(r"(?:^|[^a-z])acc(?:[^a-z]|$)")
+
+
+def accuracy_like(name: str) -> bool:
+    """Whether a reward function's name says it scores correctness: it contains ``accuracy`` or
+    ``correct``, or has ``acc`` as a word (TRL's ``accuracy_reward``, ``correctness_reward_func``,
+    ``acc_reward``; not ``format_reward`` nor ``accept_rate``).
+
+    >>> [accuracy_like(n) for n in ("accuracy_reward", "correctness_reward_func", "acc", "format_reward")]
+    [True, True, True, False]
+    """
+    low = name.lower()
+    return "accuracy" in low or "correct" in low or _ACC_WORD.search(low) is not None
+
+
+def _correctness(df: pl.DataFrame, funcs: list[str], notes: list[str]) -> tuple[pl.DataFrame, str | None]:
+    """Correctness from the reward-function columns: the one accuracy-type column (correct = value
+    >= 1.0, NaN unknown); with several reward functions and not exactly one accuracy-type column,
+    unknown (null), since a summed score >= 1 can be format credit alone. None: one reward function,
+    whose score the usual score rule reads."""
+    acc = [f for f in funcs if accuracy_like(f)]
+    if len(acc) == 1:
+        v = pl.col(acc[0]).cast(pl.Float64)
+        notes.append(f"correctness from the accuracy-type reward column {acc[0]!r} (correct = {acc[0]} >= 1.0, NaN "
+                     "unknown; a reward column whose name holds 'accuracy', 'correct' or the word 'acc'); give "
+                     "--correct COLUMN to choose another")
+        return df.with_columns(pl.when(v.is_null() | v.is_nan()).then(None).otherwise(v >= 1.0).alias("_correct")), \
+            "_correct"
+    if len(funcs) < 2 and not acc:
+        return df, None
+    why = (f"several accuracy-type reward columns {acc}" if acc else
+           f"several reward functions {funcs} and none is accuracy-type (a name holding 'accuracy', 'correct' or "
+           "the word 'acc')")
+    notes.append(f"{why}: correctness is unknown rather than guessed from the summed score, so pass@k, maj@k, "
+                 "G-Pass@k and the all-correct / all-wrong split are not computed; give --correct COLUMN")
+    return df.with_columns(pl.lit(None, pl.Boolean).alias("_correct")), "_correct"
+
+
 def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeights | None,
                    other: frozenset[str]) -> None:
     """Check ``weights`` against every file's reward columns, so an error names the file."""
@@ -176,10 +216,13 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
         df = df.with_columns(pl.col(key).alias(KEY)) if key in df.columns else df
     _check_weights(frames, reward_weights, other)
     df, score = _score(df, notes, reward_weights, what, other) if df.height and "score" not in given else (df, None)
+    df, correct = _correctness(df, _reward_columns(df, other), notes) if df.height and "correct" not in given \
+        else (df, None)
     fields = {"step": "step", "prompt": "prompt", "response": "completion", "advantage": "advantage",
-              "score": score}
+              "score": score, "correct": correct}
     present = {k: v for k, v in fields.items() if v is not None and v in df.columns}
     df = apply_map(df, ColumnMap(**override(present, columns, FORMAT, notes)), what, skips, notes)
+    # correctness from the reward columns is not to be re-guessed from the summed score
     table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
-                   skips=skips)
+                   skips=skips, derive_correct=correct is None and "correct" not in given)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)
