@@ -142,3 +142,36 @@ def test_json_shape_follows_the_paths_when_one_fails(tmp_path: Path) -> None:
     assert code == 2 and out == "" and "nowhere: no such file or folder" in err
     code, out, _ = _cli("rollouts", "--json", str(root), str(tmp_path / "nowhere"))
     assert code == 2 and [d["path"] for d in json.loads(out)["runs"]] == [str(root)]
+
+
+def test_all_null_scores_are_not_computed_rather_than_wrong(tmp_path: Path) -> None:
+    # a TRL run whose reward functions all returned None (NaN in the file), e.g. no gold answer parsed
+    comp = tmp_path / "completions"
+    comp.mkdir()
+    nan = float("nan")
+    pl.DataFrame({"step": ["1"] * 4, "prompt": ["a", "a", "b", "b"], "completion": ["x", "y", "z", "w"],
+                  "accuracy_reward": [nan] * 4, "advantage": [0.0] * 4},
+                 ).write_parquet(comp / "completions_00001.parquet")
+    code, out, err = _cli("rollouts", "--json", "--k", "1,2", str(tmp_path))
+    assert code == 0, err
+    doc = json.loads(out)
+    step = doc["steps"][0]
+    assert (step["groups"], step["rollouts"]) == (2, 4)
+    assert step["pass@k"] == {} and step["zero_variance"]["identical"] is None  # was 0.0 and 1.0
+    assert doc["not_computed"][0] == ("group: none of the 4 rollouts has a score or a known correctness (all null), "
+                                      "so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the "
+                                      "reward (--score COLUMN) or the correctness (--correct COLUMN)")
+    text = _cli("rollouts", str(tmp_path))[1]
+    assert "not computed group: none of the 4 rollouts" in " ".join(text.split())
+
+
+def test_some_null_scores_are_left_out_and_counted(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    rows = [json.loads(_verl_line(0, i, 1)) for i in range(4)]
+    for r in rows[2:]:
+        r["score"], r["acc"] = None, None
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    doc = json.loads(_cli("rollouts", "--json", "--k", "1,2", str(tmp_path / "dump"))[1])
+    assert doc["steps"][0]["pass@k"] == {"1": 0.5, "2": 1.0}  # the two scored rollouts: one right, one wrong
+    assert "2 of 4 rollouts have neither a score nor a known correctness: the group family (σ_G, pass@k, maj@k, " \
+           "group sizes) leaves them out" in doc["notes"]

@@ -234,7 +234,24 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     whole = compute(update(None, overall_chunk(df), ks=ks))
     overall = {k: float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float)) and v is not None}
-    return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
+    skipped = skipped_reasons(state)
+    _no_outcome(df, state, skipped, notes)
+    return RolloutAnalysis(compute(state), overall, skipped, notes, rollouts)
+
+
+def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes: list[str]) -> None:
+    """Say what the group family left out: rollouts with neither a score nor a known correctness
+    (all of them: the family is not computed, rather than reading as all wrong)."""
+    if "group" in state.skipped or df.height == 0:
+        return
+    lacking = df.height - groups.with_outcome(df).height
+    if lacking == df.height:
+        skipped.insert(0, f"group: none of the {df.height} rollouts has a score or a known correctness (all null), "
+                          "so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the reward "
+                          "(--score COLUMN) or the correctness (--correct COLUMN)")
+    elif lacking:
+        notes.append(f"{lacking} of {df.height} rollouts have neither a score nor a known correctness: the group "
+                     "family (σ_G, pass@k, maj@k, group sizes) leaves them out")
 
 
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
