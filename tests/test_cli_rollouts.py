@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from rlvitals.cli import main
 
@@ -175,3 +176,32 @@ def test_some_null_scores_are_left_out_and_counted(tmp_path: Path) -> None:
     assert doc["steps"][0]["pass@k"] == {"1": 0.5, "2": 1.0}  # the two scored rollouts: one right, one wrong
     assert "2 of 4 rollouts have neither a score nor a known correctness: the group family (σ_G, pass@k, maj@k, " \
            "group sizes) leaves them out" in doc["notes"]
+
+
+def test_maj_map_is_empty_without_answers_and_overall_counts_are_integers(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(q, i, 1) + "\n" for q in range(2) for i in range(4)))
+    code, out, err = _cli("rollouts", "--json", "--k", "1,2,8", str(tmp_path / "dump"))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["steps"][0]["maj@k"] == {} and doc["overall"]["maj@k"] == {}
+    assert doc["steps"][0]["pass@k"] == {"1": 0.5, "2": pytest.approx(5 / 6), "8": None}  # no group of 8: null
+    overall = doc["overall"]
+    assert overall["groups"] == 2 and isinstance(overall["groups"], int) and isinstance(overall["rollouts"], int)
+    assert '"groups":2,' in out.replace(" ", "") and '"groups":2.0' not in out.replace(" ", "")
+    assert isinstance(overall["metrics"]["group/size/min"], int)
+    with_answers = tmp_path / "answers"
+    with_answers.mkdir()
+    (with_answers / "1.jsonl").write_text("".join(
+        json.dumps(dict(json.loads(_verl_line(0, i, 1)), pred=str(i % 2))) + "\n" for i in range(4)))
+    step = json.loads(_cli("rollouts", "--json", "--k", "1,8", str(with_answers))[1])["steps"][0]
+    assert step["maj@k"] == {"1": 0.5, "8": None}
+
+
+def test_a_non_number_length_in_a_csv_is_noted(tmp_path: Path) -> None:
+    path = tmp_path / "samples.csv"
+    path.write_text("prompt,response,score,length\np,a,1,ten\np,b,0,12\np,c,0,3.5\n")
+    code, out, err = _cli("rollouts", "--json", str(path))
+    assert code == 0, err
+    assert (f"2 value(s) of 'length' are not whole numbers (e.g. {path}:2: 'ten'); they were read as unknown "
+            "(null)") in json.loads(out)["notes"]

@@ -187,9 +187,10 @@ def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
 
 # --- typing the mapped columns ---------------------------------------------------------------
 
-def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None) -> pl.DataFrame:
-    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped
-    (else they become null)."""
+def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None,
+               notes: list[str] | None = None) -> pl.DataFrame:
+    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped,
+    else they become null and ``notes`` says how many, with the first one's place."""
     src = df[col]
     if src.dtype.is_numeric() or src.dtype == pl.Null:
         return df.with_columns(src.cast(dtype))
@@ -202,7 +203,14 @@ def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | 
                               for v in num.to_list()], dtype=pl.Int64)
     bad = text.is_not_null() & num.is_null()
     out = df.with_columns(num.alias(col))
-    if skips is None or not bad.any():
+    if not bad.any():
+        return out
+    if skips is None:
+        if notes is not None:
+            where, value = df[WHERE].filter(bad)[0], text.filter(bad)[0]
+            whole = " whole" if dtype == pl.Int64 else ""
+            notes.append(f"{int(bad.sum())} value(s) of '{col}' are not{whole} numbers (e.g. {where}: {value!r}); "
+                         "they were read as unknown (null)")
         return out
     for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
         skips.skip(where, f"{col} {value!r} is not a number; the row was skipped")
@@ -341,7 +349,7 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
         elif dtype == pl.Utf8:
             out = _to_text(out, col)
         elif dtype in (pl.Int64, pl.Float64):
-            out = _to_number(out, col, dtype, None)
+            out = _to_number(out, col, dtype, None, notes)
     return out
 
 

@@ -32,7 +32,7 @@ class RolloutAnalysis:
     catalog keys), the same over the whole table (``overall``), and what could not be computed."""
 
     steps: pl.DataFrame
-    overall: dict[str, float]
+    overall: dict[str, int | float]
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
@@ -232,8 +232,9 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         rollouts = replace(rollouts, table=prepare(df))
     state = update(None, df, ks=ks, embed=embed)
     whole = compute(update(None, overall_chunk(df), ks=ks))
-    overall = {k: float(v) for k, v in whole.row(0, named=True).items()
-               if k != STEP and isinstance(v, (int, float)) and v is not None}
+    # counts stay integers ("groups": 2, not 2.0), as in the per-step rows
+    overall = {k: v if isinstance(v, int) else float(v) for k, v in whole.row(0, named=True).items()
+               if k != STEP and isinstance(v, (int, float)) and not isinstance(v, bool)}
     skipped = skipped_reasons(state)
     _no_outcome(df, state, skipped, notes)
     return RolloutAnalysis(compute(state), overall, skipped, notes, rollouts)
@@ -259,7 +260,10 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
     g-pass@k maps, the zero-variance split, and every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
-        return {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
+        found = {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
+        # maj@k all NaN: no answer to vote on, an empty map as documented; otherwise a NaN (no group
+        # with n >= k) stays and prints as null
+        return {} if prefix == "maj" and all(v != v for v in found.values()) else found
 
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",
