@@ -128,7 +128,7 @@ def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     step = doc["steps"][0]
     for name in [*doc, *step, *step["zero_variance"]]:
         assert f'"{name}"' in section, f"the --json key {name!r} is not in the doc's schema"
-    assert set(doc) == {"path", "steps", "overall", "skipped", "notes"}
+    assert set(doc) == {"path", "steps", "overall", "skipped", "not_computed", "notes"}
     assert doc["overall"]["step"] is None
     # the doc says NaN is written as null: no group reaches k = 16
     assert step["pass@k"]["16"] is None and step["pass@k"]["1"] is not None

@@ -114,11 +114,37 @@ def test_correct_column_wins_over_score_and_threshold() -> None:
     df = pl.DataFrame({"step": [1, 1, 1], "group": ["g"] * 3, "sample": [0, 1, 2], "score": [0.5, 0.5, 0.5],
                        "correct": [True, False, None]})
     t = group_table(df, correct_threshold=0.4).row(0, named=True)
-    assert (t["c"], t["identical"]) == (2, True)  # null correct falls back to score >= 0.4
+    # a null correct is unknown, not filled from score >= 0.4 and not wrong: out of c and known, not of n
+    assert (t["n"], t["known"], t["c"], t["identical"]) == (3, 2, 1, True)
     only_correct = df.drop("score")
-    assert group_table(only_correct).row(0, named=True)["mean"] == pytest.approx(1 / 3)
+    assert group_table(only_correct).row(0, named=True)["mean"] == pytest.approx(1 / 2)
+    m = step_metrics(df, ks=(1, 2, 3), correct_threshold=0.4).row(0, named=True)
+    assert m["pass@1"] == pytest.approx(1 / 2) and m["pass@2"] == 1.0 and math.isnan(m["pass@3"])
     with pytest.raises(ValueError, match="'score' or 'correct'"):
         group_table(df.drop("score", "correct"))
+
+
+def test_unknown_correctness_is_not_wrong() -> None:
+    # every reward null or NaN: nothing to say about the group (it used to read as all wrong)
+    df = pl.DataFrame({"step": [1] * 4, "group": ["g"] * 4, "sample": [0, 1, 2, 3],
+                       "score": [None, float("nan"), None, None]}, schema_overrides={"score": pl.Float64})
+    assert step_metrics(df, ks=(1,)).height == 0
+    # scores known, correctness unknown everywhere: σ_G and the zero-variance share stand, pass@k and
+    # the correct/wrong split are undefined (NaN), not 0
+    df = pl.DataFrame({"step": [1] * 4, "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
+                       "score": [1.5, 0.5, 1.0, 1.0], "correct": [None, None, None, None]},
+                      schema_overrides={"correct": pl.Boolean})
+    m = step_metrics(df, ks=(1, 2)).row(0, named=True)
+    assert m["group/zero_std/share"] == 0.5 and m["group/reward_std/mean"] == pytest.approx(math.sqrt(0.5) / 2)
+    for key in ("pass@1", "pass@2", "g_pass@2", "pass_gap@2", "group/zero_std/all_correct",
+                "group/zero_std/all_wrong", "group/zero_std/identical"):
+        assert math.isnan(m[key]), key
+    # a few null scores among known ones are left out of the group, not counted wrong
+    df = pl.DataFrame({"step": [1] * 3, "group": ["g"] * 3, "sample": [0, 1, 2], "score": [1.0, None, 0.0],
+                       "answer": ["5", "5", "6"]})
+    m = step_metrics(df, ks=(1, 2, 3)).row(0, named=True)
+    assert (m["pass@1"], m["pass@2"], m["group/size/max"]) == (0.5, 1.0, 2) and math.isnan(m["pass@3"])
+    assert m["maj@2"] == 0.5
 
 
 def test_mixed_sizes_average_only_groups_with_enough_rollouts() -> None:

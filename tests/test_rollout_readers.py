@@ -242,8 +242,9 @@ def test_trl_output_dir_with_completions_folder(tmp_path: Path) -> None:
     assert t["accuracy_reward"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
     assert t["advantage"][0] == pytest.approx(0.8)
     assert any("plain sum" in n and "reward_weights" in n for n in rs.notes)
-    # scores exceed 1 (two reward functions): correctness cannot come from the score
-    assert "correct" not in t.columns
+    # correctness comes from the accuracy reward, not from the summed score (1.5 / 0.5)
+    assert t["correct"].to_list()[:4] == [True, True, False, False]
+    assert any(n.startswith("correctness from the accuracy-type reward column 'accuracy_reward'") for n in rs.notes)
 
 
 def test_trl_single_file_with_reward_column_and_eval_overwrite(tmp_path: Path) -> None:
@@ -354,7 +355,9 @@ def test_unknown_and_empty_inputs(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("hello")
-    with pytest.raises(UnknownFormatError, match=r"other: no rollout files found among notes.txt"):
+    with pytest.raises(UnknownFormatError, match=r"other: no rollout files found: the folder holds notes.txt; "
+                       r"expected veRL <step>.jsonl files, TRL completions_<step>.parquet \(here or in completions/\), "
+                       r"or JSONL/Parquet/CSV files with a column map \(--score/--group …\)$"):
         read_rollouts(other)
     with pytest.raises(UnknownFormatError, match=r"notes.txt: not a rollout file"):
         read_rollouts(other / "notes.txt")
@@ -473,3 +476,202 @@ def test_reward_weights_from_the_command_line_form() -> None:
         with pytest.raises(InputError, match=r"--reward-weights .*: expected name=weight pairs like "
                            r"accuracy_reward=1,format_reward=0\.5 or weights in reward-column order like 1,0\.5"):
             parse_reward_weights(bad)
+
+
+# --- list columns given as text or mixed ------------------------------------------------------
+
+def test_csv_list_columns_are_parsed_from_json_and_python_text(tmp_path: Path) -> None:
+    # a CSV cannot hold a list: hand-written files carry JSON text, pandas' to_csv writes Python reprs
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "agent.csv"
+    pd.DataFrame({"prompt": ["find x", "find x"], "response": ["<tool_call>a</tool_call>", "done"],
+                  "score": [1.0, 0.0], "tool_calls": [["search('x')", "open(3)"], []],
+                  "token_entropy": [[0.5, 1.25], [0.0]]}).to_csv(path, index=False)
+    assert '"[""search(\'x\')"", \'open(3)\']"' in path.read_text()  # the Python repr, CSV-quoted
+    rs = read_rollouts(path)
+    assert rs.table["tool_calls"].to_list() == [["search('x')", "open(3)"], []]
+    assert rs.table["token_entropy"].to_list() == [[0.5, 1.25], [0.0]]
+    json_csv = tmp_path / "hand.csv"
+    json_csv.write_text('prompt,response,score,tool_calls,states\np,a,1,"[""search(x)""]","[0, 1]"\np,b,0,[],\n')
+    t = read_rollouts(json_csv).table
+    assert t["tool_calls"].to_list() == [["search(x)"], []]
+    assert t["states"].to_list() == [["0", "1"], None] and t.schema["states"] == SCHEMA["states"]
+
+
+def test_jsonl_list_given_as_text_or_as_call_objects(tmp_path: Path) -> None:
+    path = tmp_path / "agent.jsonl"
+    calls = [{"name": "search", "arguments": {"q": "x"}}, {"name": "search", "arguments": {"q": "x"}}]
+    recs = [{"prompt": "p", "response": "a", "score": 1, "tool_calls": "[]"},
+            {"prompt": "p", "response": "b", "score": 0, "tool_calls": calls},
+            {"prompt": "p", "response": "c", "score": 0, "tool_calls": ["open(3)"]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rs = read_rollouts(path)
+    assert rs.skips.count == 0
+    call = '{"name": "search", "arguments": {"q": "x"}}'
+    assert rs.table["tool_calls"].to_list() == [[], [call, call], ["open(3)"]]
+
+
+def test_list_cell_that_is_no_list_is_a_counted_skip(tmp_path: Path) -> None:
+    path = tmp_path / "env.jsonl"
+    recs = [{"prompt": "p", "response": "a", "score": 1, "states": "s0", "token_entropy": [0.1]},
+            {"prompt": "p", "response": "b", "score": 0, "states": ["s0", "s1"], "token_entropy": [0.1, "x"]},
+            {"prompt": "p", "response": "c", "score": 0, "states": ["s0", None], "token_entropy": [0.3, None]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rs = read_rollouts(path)
+    assert rs.skips.reasons == [f"{path}:1: states 's0' is not a list of strings; the row was skipped",
+                                f"{path}:2: token_entropy '[0.1, \"x\"]' is not a list of numbers; the row was skipped"]
+    assert rs.table["response"].to_list() == ["c"]
+    assert rs.table["states"].to_list() == [["s0", None]] and rs.table["token_entropy"].to_list() == [[0.3, None]]
+
+
+def test_list_column_with_no_list_at_all_is_an_error_naming_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "counts.csv"
+    path.write_text("question,reply,reward,calls\nq,a,1,3\nq,b,0,2\n")
+    cmap = ColumnMap(prompt="question", response="reply", score="reward", tool_calls="calls")
+    with pytest.raises(InputError, match=r"counts\.csv: column 'calls' \(the tool_calls column\) holds no list of "
+                       r"strings; e\.g\. .*counts\.csv:2: '3'; expected a list, or JSON text like "
+                       r"\[\"search\(x\)\", \"open\(3\)\"\]; fix the column or leave it unmapped"):
+        read_rollouts(path, columns=cmap)
+    frame = pl.DataFrame({"prompt": ["q"], "score": [1.0], "token_logprob": ["-0.5 -0.1"]})
+    with pytest.raises(InputError, match=r"frame: column 'token_logprob' \(the token_logprob column\) holds no list "
+                       r"of numbers; e\.g\. row 0: '-0\.5 -0\.1'; expected a list, or JSON text like \[0\.12, 1\.5"):
+        rollouts_from_frame(frame)
+
+
+# --- column maps over the veRL and TRL readers -------------------------------------------------
+
+def test_column_map_overrides_one_verl_field(verl_dir: Path) -> None:
+    for path in sorted(verl_dir.iterdir()):
+        entries = [json.loads(line) for line in path.read_text().splitlines()]
+        write_verl(path, [dict(e, strict_acc=False, acc=e["acc"]) for e in entries])
+    rs = read_rollouts(verl_dir, columns=ColumnMap(correct="strict_acc"), group_size=5)
+    t = rs.table
+    assert rs.format == "verl-dump" and t["step"].unique().sort().to_list() == [1, 2, 10]
+    assert t.filter(pl.col("step") == 2)["group"].to_list() == ["0"] * 5 + ["1"] * 5 + ["2"] * 5
+    assert t["correct"].to_list() == [False] * 45  # the other fields stay veRL's
+    assert t.filter(pl.col("step") == 2)["answer"][1] == "6" and t["acc"].to_list()[:2] == [False, True]
+    assert "column options override the verl-dump fields: correct = 'strict_acc' (was 'acc')" in rs.notes
+    one = read_rollouts(verl_dir / "2.jsonl", columns=ColumnMap(correct="strict_acc"))
+    assert one.format == "verl-dump" and one.table["step"].unique().to_list() == [2]
+    with pytest.raises(InputError, match=r"\['nosuch'\] named in the column map are not in the data; its columns are "
+                       r"\['input', 'output', 'gts', 'score', 'step', 'acc', 'pred', 'request_id', 'data_source', "
+                       r"'strict_acc'\]"):
+        read_rollouts(verl_dir, columns=ColumnMap(correct="nosuch"))
+
+
+def test_column_map_overrides_trl_fields(tmp_path: Path) -> None:
+    comp = tmp_path / "completions"
+    comp.mkdir()
+    for step in (5, 10):
+        trl_frame(step).with_columns(tokens=pl.lit(12)).write_parquet(comp / f"completions_{step:05d}.parquet")
+    for where in (tmp_path, comp):
+        rs = read_rollouts(where, columns=ColumnMap(correct="accuracy_reward", length="tokens"))
+        t = rs.table
+        assert rs.format == "trl-completions" and t["step"].unique().sort().to_list() == [5, 10]
+        assert t.filter(pl.col("step") == 5)["group"].to_list() == ["0"] * 4 + ["1"] * 4
+        assert t["correct"].to_list()[:4] == [True, True, False, False]
+        assert t["length"].to_list()[:2] == [12, 12]
+        # 'tokens' is a length now, not a reward function: the score stays accuracy + format
+        assert t["score"].to_list()[:4] == [1.5, 1.5, 0.5, 0.0]
+    scored = read_rollouts(comp, columns=ColumnMap(score="accuracy_reward")).table
+    assert scored["score"].to_list()[:4] == [1.0, 1.0, 0.0, 0.0]
+    with pytest.raises(InputError, match=r"the score column is given \('accuracy_reward'\), so reward_weights have "
+                       r"no reward functions to weigh; give the score column or reward_weights, not both"):
+        read_rollouts(comp, columns=ColumnMap(score="accuracy_reward"), reward_weights=[1.0, 1.0])
+
+
+def test_folder_messages_name_what_was_found(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "completions").mkdir(parents=True)
+    (out / "completions" / "events.log").write_text("x")
+    with pytest.raises(UnknownFormatError, match=r"out: no rollout files found: the folder holds completions/; its "
+                       r"completions/ folder holds events.log; expected veRL <step>.jsonl files, TRL "
+                       r"completions_<step>.parquet \(here or in completions/\), or JSONL/Parquet/CSV files \(read "
+                       r"with the column options\)$"):
+        read_rollouts(out, columns=ColumnMap(correct="accuracy_reward"))
+    (out / "completions" / "events.log").unlink()
+    with pytest.raises(UnknownFormatError, match=r"the folder holds completions/; its completions/ folder holds "
+                       r"nothing; expected"):
+        read_rollouts(out)
+
+
+def test_generic_folder_with_a_column_map_still_reads(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("q,r\nx,1\nx,0\n")
+    rs = read_rollouts(tmp_path, columns=ColumnMap(prompt="q", score="r"))
+    assert rs.format == "csv" and rs.table["group"].to_list() == ["0", "0"]
+
+
+# --- correctness of TRL completions with several reward functions ------------------------------
+
+def _trl_rewards(path: Path, rewards: dict[str, list[float]]) -> None:
+    """A completions file of one step, 2 prompts x 4 samples, with the given reward columns."""
+    n = len(next(iter(rewards.values())))
+    pl.DataFrame({"step": ["3"] * n, "prompt": [QUESTIONS[i * 2 // n] for i in range(n)],
+                  "completion": [f"<think>…</think><answer>{i}</answer>" for i in range(n)], **rewards,
+                  "advantage": [0.0] * n}).write_parquet(path)
+
+
+def test_trl_accuracy_zero_with_format_credit_is_not_correct(tmp_path: Path) -> None:
+    # TRL's accuracy_reward 0 everywhere, a format reward of 1.0 on half: the summed score reaches 1.0
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"accuracy_reward": [0.0] * 8, "format_reward": [1.0, 0.0] * 4})
+    import rlvitals
+
+    a = rlvitals.analyze_rollouts(path, ks=(1, 2))
+    assert a.rollouts is not None and a.rollouts.table["correct"].to_list() == [False] * 8
+    assert a.steps["pass@1"].to_list() == [0.0] and a.steps["pass@2"].to_list() == [0.0]
+    assert a.steps["group/zero_std/all_wrong"].to_list() == [0.0]  # the summed scores vary: 1, 0, 1, 0
+    assert a.steps["group/reward_std/mean"][0] > 0
+
+
+def test_trl_correctness_column_rule(tmp_path: Path) -> None:
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"correctness_reward_func": [2.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, float("nan")],
+                        "xmlcount_reward_func": [0.5] * 8, "strict_format_reward_func": [0.5, 0.0] * 4})
+    rs = read_rollouts(path)
+    assert rs.table["correct"].to_list() == [True, False, False, False, True, True, False, None]
+    overridden = read_rollouts(path, columns=ColumnMap(correct="strict_format_reward_func"))
+    # the column given is read as true/false or 0/1; 0.5 is neither: unknown, and not re-guessed from the sum
+    assert overridden.table["correct"].to_list() == [None, False] * 4
+    assert any("4 value(s) of 'correct' are neither true/false nor 0/1" in n for n in overridden.notes)
+    assert not any("correctness from the accuracy-type" in n for n in overridden.notes)
+
+
+def test_trl_several_rewards_without_an_accuracy_one_leave_correctness_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "completions_00003.parquet"
+    _trl_rewards(path, {"length_reward": [0.2, 0.9, 1.0, 0.4, 0.3, 0.3, 0.3, 0.3],
+                        "format_reward": [1.0, 0.0] * 4})
+    import rlvitals
+
+    a = rlvitals.analyze_rollouts(path, ks=(1, 2))
+    assert any(n.startswith("several reward functions ['length_reward', 'format_reward'] and none is accuracy-type")
+               and n.endswith("are not computed; give --correct COLUMN") for n in a.notes)
+    assert a.rollouts is not None and a.rollouts.table["correct"].null_count() == 8
+    row = a.steps.row(0, named=True)
+    for key in ("pass@1", "pass@2", "group/zero_std/all_correct", "group/zero_std/all_wrong"):
+        assert row[key] != row[key], key  # NaN: not computed, where 0.5 was reported before
+    assert row["group/reward_std/mean"] > 0 and row["group/zero_std/share"] == 0.0
+    two = tmp_path / "two"
+    two.mkdir()
+    _trl_rewards(two / "completions_00001.parquet", {"acc_reward": [1.0, 0.0] * 4, "accuracy_v2": [1.0] * 8})
+    assert any(n.startswith("several accuracy-type reward columns ['acc_reward', 'accuracy_v2']")
+               for n in read_rollouts(two).notes)
+
+
+def test_verl_acc_missing_on_some_lines_is_filled_from_a_binary_score(tmp_path: Path) -> None:
+    # a reward function that reports acc only for some data sources
+    entries = verl_step(1, n=4, prompts=[0])
+    for e in entries[2:]:
+        del e["acc"]
+    write_verl(tmp_path / "1.jsonl", entries)
+    rs = read_rollouts(tmp_path)
+    assert rs.table["correct"].to_list() == [False, True, False, True]
+    assert "2 rollout(s) have a score but no correctness value: theirs is taken from the score (correct = " \
+           "score >= 1.0, as scores lie in [-1, 1])" in rs.notes
+    for e, s in zip(entries, [3.0, 0.5, 2.0, 0.0], strict=True):
+        e["score"] = s
+    write_verl(tmp_path / "1.jsonl", entries)
+    rs = read_rollouts(tmp_path)
+    assert rs.table["correct"].to_list() == [False, True, None, None]
+    assert any(n.startswith("2 rollout(s) have no correctness value and scores range over [0, 3], not a 0/1 "
+                            "reward: their correctness is unknown") for n in rs.notes)

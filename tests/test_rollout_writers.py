@@ -109,7 +109,8 @@ def test_both_formats_read_back_as_the_same_rollouts(written: tuple[Path, Path, 
     assert (v.format, t.format) == ("verl-dump", "trl-completions")
     assert v.skips.count == t.skips.count == 0
     assert v.notes == []
-    assert all(n.startswith(("prompts are chat message lists", "correctness taken from the score")) for n in t.notes)
+    said = ("prompts are chat message lists", "correctness from the accuracy-type reward column 'accuracy_reward'")
+    assert all(n.startswith(said) for n in t.notes)
     assert v.table.select(COMPARED).equals(t.table.select(COMPARED))
     assert v.table.height == len(recs) == 24
     assert v.table["response"].to_list() == [r["response"] for r in recs]

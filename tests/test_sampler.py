@@ -136,7 +136,8 @@ def test_both_dumps_read_back_as_the_sampled_rollouts(sampled: Sampled) -> None:
     v = read_rollouts(sampled.folder / "verl", group_size=G)
     t = read_rollouts(sampled.folder / "trl", group_size=G)
     assert v.skips.count == t.skips.count == 0 and v.notes == []
-    assert all(n.startswith(("prompts are chat message lists", "correctness taken from the score")) for n in t.notes)
+    said = ("prompts are chat message lists", "correctness from the accuracy-type reward column 'accuracy_reward'")
+    assert all(n.startswith(said) for n in t.notes)
     assert v.table.select(COMPARED).equals(t.table.select(COMPARED))
     recs = sampled.records
     assert v.table["response"].to_list() == [r["response"] for r in recs]

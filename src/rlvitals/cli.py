@@ -297,13 +297,16 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             status = EXIT_USAGE
             continue
         rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
+        skips = analysis.rollouts.skips if analysis.rollouts is not None else None
         doc = {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
-               "skipped": analysis.skipped, "notes": analysis.notes}
+               "skipped": {"count": skips.count if skips else 0, "reasons": list(skips.reasons) if skips else []},
+               "not_computed": analysis.skipped, "notes": analysis.notes}
         docs.append(doc)
         if not args.json:
             out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))
-    if args.json:
-        out.write(_dump(docs[0] if len(docs) == 1 else {"runs": docs}) + "\n")
+    # the shape follows the paths asked for, so a failed path does not change the schema
+    if args.json and docs:
+        out.write(_dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")
     return status
 
 

@@ -116,7 +116,15 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
                       num(zv.get("all_correct")), num(zv.get("all_wrong")), num(row["pass@k"].get("1")),
                       num(row["pass@k"].get(kmax)), num(row["maj@k"].get(kmax)))
     con.print(table)
-    for line in doc["skipped"]:
+    skipped = doc["skipped"]
+    if skipped["count"]:
+        con.print(f"  [red]skipped[/] {skipped['count']} line(s) or row(s) of the input:", markup=True,
+                  highlight=False)
+        for reason in skipped["reasons"]:
+            con.print(Text(f"    {reason}"))
+        if skipped["count"] > len(skipped["reasons"]):
+            con.print(Text(f"    … and {skipped['count'] - len(skipped['reasons'])} more"))
+    for line in doc["not_computed"]:
         con.print(f"  [dim]not computed[/] {line}", markup=True, highlight=False)
     for note in doc["notes"]:
         con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)

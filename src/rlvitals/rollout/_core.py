@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+import orjson
 import polars as pl
 
 from ..errors import EmptyInputError, InputError
+from ..ingest._pyrepr import parse as parse_literal
 from ..ingest._record import SkipLog
 from . import schema as S
 
@@ -80,6 +82,25 @@ class RolloutSet:
     format: str
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> dict[str, str]:
+    """A reader's own field mapping with the fields of ``columns`` put over it, and a note naming
+    what changed (the veRL and TRL readers take a column map as overrides, not as a replacement).
+
+    >>> notes = []
+    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes)
+    {'score': 'score', 'correct': 'my_acc'}
+    >>> notes
+    ["column options override the verl-dump fields: correct = 'my_acc' (was 'acc')"]
+    """
+    given = columns.mapping() if columns is not None else {}
+    if not given:
+        return fields
+    said = [f"{k} = {v!r}" + (f" (was {fields[k]!r})" if fields.get(k) not in (None, v) else "")
+            for k, v in given.items()]
+    notes.append(f"column options override the {fmt} fields: {', '.join(said)}")
+    return {**fields, **given}
 
 
 # --- raw Python values -> one typed column ---------------------------------------------------
@@ -166,9 +187,10 @@ def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
 
 # --- typing the mapped columns ---------------------------------------------------------------
 
-def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None) -> pl.DataFrame:
-    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped
-    (else they become null)."""
+def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None,
+               notes: list[str] | None = None) -> pl.DataFrame:
+    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped,
+    else they become null and ``notes`` says how many, with the first one's place."""
     src = df[col]
     if src.dtype.is_numeric() or src.dtype == pl.Null:
         return df.with_columns(src.cast(dtype))
@@ -181,11 +203,91 @@ def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | 
                               for v in num.to_list()], dtype=pl.Int64)
     bad = text.is_not_null() & num.is_null()
     out = df.with_columns(num.alias(col))
-    if skips is None or not bad.any():
+    if not bad.any():
+        return out
+    if skips is None:
+        if notes is not None:
+            where, value = df[WHERE].filter(bad)[0], text.filter(bad)[0]
+            whole = " whole" if dtype == pl.Int64 else ""
+            notes.append(f"{int(bad.sum())} value(s) of '{col}' are not{whole} numbers (e.g. {where}: {value!r}); "
+                         "they were read as unknown (null)")
         return out
     for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
         skips.skip(where, f"{col} {value!r} is not a number; the row was skipped")
     return out.filter(~bad)
+
+
+
+
+def _loads(text: str) -> object:
+    """orjson first; then the standard parser for the ``NaN``/``Infinity`` Python's json writes;
+    then Python literals, as pandas ``to_csv`` writes a list (``['a', 'b']``), read without eval."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return parse_literal(text)
+
+
+def list_value(value: object, inner: pl.DataType) -> tuple[list[Any] | None, bool]:
+    """``(items, ok)``: a list cell as a list of ``inner`` items (``Utf8``: strings, other items as
+    JSON text; ``Float64``: numbers), parsing JSON or Python-literal text — CSV and hand-written JSONL
+    hold lists as text. ``ok`` is False when the value is no such list (then ``items`` is None).
+
+    >>> list_value('["a", {"x": 1}]', pl.Utf8())
+    (['a', '{"x": 1}'], True)
+    >>> list_value("[0.5, 'x']", pl.Float64())
+    (None, False)
+    """
+    if value is None:
+        return None, True
+    if isinstance(value, str):
+        if not value.strip():
+            return None, True
+        try:
+            value = _loads(value)
+        except (ValueError, RecursionError):
+            return None, False
+    if not isinstance(value, (list, tuple)):
+        return None, False
+    if inner == pl.Float64:
+        if not all(x is None or _is_num(x) for x in value):
+            return None, False
+        return [None if x is None else float(x) for x in value], True
+    return [x if x is None or isinstance(x, str) else _json(x) for x in value], True
+
+
+def _to_list(df: pl.DataFrame, col: str, dtype: pl.List, skips: SkipLog, what: str, source: str) -> pl.DataFrame:
+    """Type a list column: lists pass (cast), JSON text is parsed; a row whose value is no list of
+    the item type is skipped and counted, and a column with no readable list at all is an error."""
+    src, inner = df[col], (pl.Float64() if dtype.inner == pl.Float64 else pl.Utf8())
+    # lists of the item type, of numbers (cast to either item type) or of nothing cast as they are
+    if src.dtype == pl.Null or (isinstance(src.dtype, pl.List) and (
+            src.dtype.inner in (inner, pl.Null) or src.dtype.inner.is_numeric())):
+        return df.with_columns(src.cast(dtype))
+    parsed = [list_value(v, inner) for v in src.to_list()]
+    bad = pl.Series([not ok for _, ok in parsed])
+    kind, example = ("numbers", "[0.12, 1.5, 0.03]") if inner == pl.Float64 else ("strings", '["search(x)", "open(3)"]')
+    if bad.any() and bad.sum() == src.is_not_null().sum():
+        i = bad.arg_true()[0]
+        raise InputError(f"{what}: column {source!r} (the {col} column) holds no list of {kind}; e.g. "
+                         f"{df[WHERE][i]}: {_short(src[i])}; expected a list, or JSON text like "
+                         f"{example}; fix the column or leave it unmapped")
+    out = df.with_columns(pl.Series(col, [items for items, _ in parsed], dtype=dtype))
+    if not bad.any():
+        return out
+    wheres, values = df[WHERE].filter(bad).to_list(), src.filter(bad).to_list()
+    for where, value in zip(wheres, values, strict=True):
+        skips.skip(where, f"{col} {_short(value)} is not a list of {kind}; the row was skipped")
+    return out.filter(~bad)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
@@ -240,32 +342,48 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     for col, dtype in S.SCHEMA.items():
         if col not in out.columns or col in (S.STEP, S.SCORE):
             continue
-        if dtype == pl.Boolean:
+        if isinstance(dtype, pl.List):
+            out = _to_list(out, col, dtype, skips, where, mapping[col])
+        elif dtype == pl.Boolean:
             out = _to_bool(out, col, notes)
         elif dtype == pl.Utf8:
             out = _to_text(out, col)
         elif dtype in (pl.Int64, pl.Float64):
-            out = _to_number(out, col, dtype, None)
+            out = _to_number(out, col, dtype, None, notes)
     return out
 
 
 def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
-    """Correctness when the source gives none: ``score >= 1.0`` if every score lies in
-    [-1, 1] (a 0/1 or ±1 outcome reward, possibly with partial format credit); otherwise no
-    column is made (the families that need correctness are skipped; the group family falls back
-    to its own ``score >= correct_threshold`` rule) and a note says so."""
-    if S.CORRECT in df.columns or S.SCORE not in df.columns:
+    """Correctness where the source gives none: ``score >= 1.0`` if every score lies in [-1, 1]
+    (a 0/1 or ±1 outcome reward, possibly with partial format credit) — for the whole table when it
+    has no correctness column, else for the rows whose correctness is missing. Otherwise no value
+    is made (the group family then counts a rollout correct when ``score >= 1.0`` if there is no
+    column at all, and leaves a missing value out) and a note says so."""
+    if S.SCORE not in df.columns:
         return df
     scores = df[S.SCORE].drop_nulls().drop_nans()
     if scores.len() == 0:
         return df
     lo, hi = scores.min(), scores.max()
     assert isinstance(lo, float) and isinstance(hi, float)  # non-empty Float64
-    if lo >= -1.0 and hi <= 1.0:
+    binary = lo >= -1.0 and hi <= 1.0
+    derived = pl.when(pl.col(S.SCORE).is_nan()).then(None).otherwise(pl.col(S.SCORE) >= 1.0)
+    if S.CORRECT in df.columns:
+        gaps = df.select((pl.col(S.CORRECT).is_null() & pl.col(S.SCORE).is_not_null()
+                          & pl.col(S.SCORE).is_not_nan()).sum()).item()
+        if not gaps:
+            return df
+        if binary:
+            notes.append(f"{gaps} rollout(s) have a score but no correctness value: theirs is taken from the score "
+                         "(correct = score >= 1.0, as scores lie in [-1, 1])")
+            return df.with_columns(pl.col(S.CORRECT).fill_null(derived))
+        notes.append(f"{gaps} rollout(s) have no correctness value and scores range over [{lo:g}, {hi:g}], not a 0/1 "
+                     "reward: their correctness is unknown and they are left out of pass@k / maj@k")
+        return df
+    if binary:
         notes.append("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
                      "like a 0/1 outcome reward; give a correctness column if that is wrong")
-        return df.with_columns(pl.when(pl.col(S.SCORE).is_nan()).then(None)
-                               .otherwise(pl.col(S.SCORE) >= 1.0).alias(S.CORRECT))
+        return df.with_columns(derived.alias(S.CORRECT))
     notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
                  "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
                  "correct when score >= 1.0; give a correctness column (--correct) if that is wrong")
@@ -329,11 +447,30 @@ def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> N
             notes.append(f"group sizes vary: {_few(counts)} samples")
 
 
+def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
+    """The error for an input with no readable rollout; it lists the first skip reasons, since a
+    caller that gets the error never sees the skip log.
+
+    >>> log = SkipLog()
+    >>> log.skip("3.jsonl:1", "invalid JSON; the line was skipped")
+    >>> str(empty_error("3.jsonl", log))
+    '3.jsonl: no rollout could be read: 1 line(s) or row(s) were skipped: 3.jsonl:1: invalid JSON; the line was skipped'
+    """
+    if skips.count == 0:
+        return EmptyInputError(f"{what}: no rollout could be read: the input holds no rows; "
+                               "point at a file or folder with rollouts")
+    listed = "; ".join(skips.reasons[:shown])
+    more = skips.count - min(len(skips.reasons), shown)
+    return EmptyInputError(f"{what}: no rollout could be read: {skips.count} line(s) or row(s) were skipped: "
+                           f"{listed}" + (f" … and {more} more" if more else ""))
+
+
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
-           notes: list[str], what: str) -> pl.DataFrame:
-    """Fill step, group and sample where the source has none, check group sizes, conform."""
+           notes: list[str], what: str, skips: SkipLog, derive_correct: bool = True) -> pl.DataFrame:
+    """Fill step, group and sample where the source has none, check group sizes, conform; with
+    ``derive_correct`` fill correctness from the score where sound (:func:`correct_from_score`)."""
     if df.height == 0:
-        raise EmptyInputError(f"{what}: no rollout could be read; see the skipped lines")
+        raise empty_error(what, skips)
     if S.STEP not in df.columns:
         df = df.with_columns(pl.lit(0, pl.Int64).alias(S.STEP))
         notes.append("the data has no step column: every rollout is put at step 0")
@@ -352,5 +489,6 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
     if S.SAMPLE not in df.columns:
         df = df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(S.STEP, S.GROUP).alias(S.SAMPLE))
     check_sizes(df, group_size, notes)
-    df = correct_from_score(df, notes)
+    if derive_correct:
+        df = correct_from_score(df, notes)
     return S.conform(df.drop(WHERE, KEY, strict=False))

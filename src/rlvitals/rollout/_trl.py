@@ -4,13 +4,16 @@ TRL >= 1.0).
 Columns: ``step`` (TRL writes it as text), ``prompt`` (text, or a list of chat messages),
 ``completion`` (text or messages), one column per reward function, extra columns, and
 ``advantage``. Mapping: prompt = the last user message of a chat (groups are formed by the
-whole conversation), response = ``completion``, score = ``reward`` when present, else the
+whole conversation), response = ``completion``, correct = the one accuracy-type reward column
+(:func:`accuracy_like`) >= 1.0 — with several reward functions and not exactly one such column,
+correctness is unknown (a summed score >= 1 may be format credit alone) —, score = ``reward`` when present, else the
 weighted sum of the reward-function columns (every numeric column but ``step`` and
 ``advantage``), ignoring NaN as TRL's ``nansum`` does (a rollout whose every reward is NaN has
 no score). TRL weights reward functions by its ``reward_weights`` argument, which the file does
 not record: pass the same ``reward_weights`` (a mapping name → weight, or a list in column
 order); without it unit weights are assumed and, with several functions, a note says so.
-Reward-function columns are kept. At a step that also evaluates, TRL overwrites the
+Reward-function columns are kept. A column map (the CLI's ``--correct`` ...) overrides single fields of
+this mapping. At a step that also evaluates, TRL overwrites the
 train file with the eval completions; a file whose row count differs from the others is noted.
 """
 
@@ -26,7 +29,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..ingest._record import SkipLog
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish
+from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
 
 FORMAT = "trl-completions"
 NAME = re.compile(r"^completions_(\d+)\.parquet$")
@@ -78,8 +81,11 @@ def parse_reward_weights(text: str) -> RewardWeights:
                      "or weights in reward-column order like 1,0.5")
 
 
-def _reward_columns(df: pl.DataFrame) -> list[str]:
-    return [c for c, t in df.schema.items() if t.is_numeric() and c not in _NOT_REWARD and not c.startswith("_")]
+def _reward_columns(df: pl.DataFrame, other: frozenset[str] = frozenset()) -> list[str]:
+    """The reward-function columns: numeric, and not ``step``/``advantage``/``reward`` nor a column
+    the column map gives another meaning (``other``: a length, a group id ...)."""
+    return [c for c, t in df.schema.items()
+            if t.is_numeric() and c not in _NOT_REWARD and c not in other and not c.startswith("_")]
 
 
 def weights_for(funcs: list[str], weights: RewardWeights, where: str, columns: list[str]) -> list[float]:
@@ -111,13 +117,13 @@ def weights_for(funcs: list[str], weights: RewardWeights, where: str, columns: l
 
 
 def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
-           what: str) -> tuple[pl.DataFrame, str | None]:
+           what: str, other: frozenset[str]) -> tuple[pl.DataFrame, str | None]:
     if "reward" in df.columns:
         if weights is not None:
             notes.append("the files have a 'reward' column (the weighted total): it is the score, and "
                          "reward_weights were not needed")
         return df, "reward"
-    funcs = _reward_columns(df)
+    funcs = _reward_columns(df, other)
     if not funcs:
         notes.append("no reward column found: the table has no score")
         return df, None
@@ -137,15 +143,63 @@ def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
     return df.with_columns(total.alias("_score")), "_score"
 
 
-def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeights | None) -> None:
+_ACC_WORD = re.compile(r"(?:^|[^a-z])acc(?:[^a-z]|$)")
+
+
+def accuracy_like(name: str) -> bool:
+    """Whether a reward function's name says it scores correctness: it contains ``accuracy`` or
+    ``correct``, or has ``acc`` as a word (TRL's ``accuracy_reward``, ``correctness_reward_func``,
+    ``acc_reward``; not ``format_reward`` nor ``accept_rate``).
+
+    >>> [accuracy_like(n) for n in ("accuracy_reward", "correctness_reward_func", "acc", "format_reward")]
+    [True, True, True, False]
+    """
+    low = name.lower()
+    return "accuracy" in low or "correct" in low or _ACC_WORD.search(low) is not None
+
+
+def _correctness(df: pl.DataFrame, funcs: list[str], notes: list[str]) -> tuple[pl.DataFrame, str | None]:
+    """Correctness from the reward-function columns: the one accuracy-type column (correct = value
+    >= 1.0, NaN unknown); with several reward functions and not exactly one accuracy-type column,
+    unknown (null), since a summed score >= 1 can be format credit alone. None: one reward function,
+    whose score the usual score rule reads."""
+    acc = [f for f in funcs if accuracy_like(f)]
+    if len(acc) == 1:
+        v = pl.col(acc[0]).cast(pl.Float64)
+        notes.append(f"correctness from the accuracy-type reward column {acc[0]!r} (correct = {acc[0]} >= 1.0, NaN "
+                     "unknown; a reward column whose name holds 'accuracy', 'correct' or the word 'acc'); give "
+                     "--correct COLUMN to choose another")
+        return df.with_columns(pl.when(v.is_null() | v.is_nan()).then(None).otherwise(v >= 1.0).alias("_correct")), \
+            "_correct"
+    if len(funcs) < 2 and not acc:
+        return df, None
+    why = (f"several accuracy-type reward columns {acc}" if acc else
+           f"several reward functions {funcs} and none is accuracy-type (a name holding 'accuracy', 'correct' or "
+           "the word 'acc')")
+    notes.append(f"{why}: correctness is unknown rather than guessed from the summed score, so pass@k, maj@k, "
+                 "G-Pass@k and the all-correct / all-wrong split are not computed; give --correct COLUMN")
+    return df.with_columns(pl.lit(None, pl.Boolean).alias("_correct")), "_correct"
+
+
+def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeights | None,
+                   other: frozenset[str]) -> None:
     """Check ``weights`` against every file's reward columns, so an error names the file."""
     for path, df in frames:
         if weights is not None and "reward" not in df.columns:
-            weights_for(_reward_columns(df), weights, str(path), [c for c in df.columns if not c.startswith("_")])
+            weights_for(_reward_columns(df, other), weights, str(path),
+                        [c for c in df.columns if not c.startswith("_")])
 
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
-         reward_weights: RewardWeights | None = None) -> RolloutSet:
+         reward_weights: RewardWeights | None = None, columns: ColumnMap | None = None) -> RolloutSet:
+    """The completions as a rollout table; ``columns`` overrides single fields of the mapping in
+    the module docstring (``score`` names the score column instead of summing the reward functions;
+    a column given another meaning is no reward function)."""
+    given = columns.mapping() if columns is not None else {}
+    if "score" in given and reward_weights is not None:
+        raise InputError(f"{what}: the score column is given ({given['score']!r}), so reward_weights have no "
+                         "reward functions to weigh; give the score column or reward_weights, not both")
+    other = frozenset(v for k, v in given.items() if k not in ("score", "correct"))
     skips, notes = SkipLog(), list[str]()
     frames = _read_files(paths, skips)
     counts = Counter(f.height for _, f in frames)
@@ -155,15 +209,20 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
         notes.append(f"{len(odd)} file(s) have a row count other than {usual} (e.g. {odd[0]}): at a step that also "
                      "evaluates, TRL overwrites the train completions with the eval ones")
     df = pl.concat([f for _, f in frames], how="diagonal_relaxed") if frames else pl.DataFrame()
+    prompt, response = given.get("prompt", "prompt"), given.get("response", "completion")
     if df.height:
-        df = chat_columns(df, "prompt", "completion", notes)
-        key = "prompt_messages" if "prompt_messages" in df.columns else "prompt"
+        df = chat_columns(df, prompt, response, notes)
+        key = "prompt_messages" if "prompt_messages" in df.columns else prompt
         df = df.with_columns(pl.col(key).alias(KEY)) if key in df.columns else df
-    _check_weights(frames, reward_weights)
-    df, score = _score(df, notes, reward_weights, what) if df.height else (df, None)
+    _check_weights(frames, reward_weights, other)
+    df, score = _score(df, notes, reward_weights, what, other) if df.height and "score" not in given else (df, None)
+    df, correct = _correctness(df, _reward_columns(df, other), notes) if df.height and "correct" not in given \
+        else (df, None)
     fields = {"step": "step", "prompt": "prompt", "response": "completion", "advantage": "advantage",
-              "score": score}
-    cmap = ColumnMap(**{k: v for k, v in fields.items() if v is not None and v in df.columns})
-    df = apply_map(df, cmap, what, skips, notes)
-    table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what)
+              "score": score, "correct": correct}
+    present = {k: v for k, v in fields.items() if v is not None and v in df.columns}
+    df = apply_map(df, ColumnMap(**override(present, columns, FORMAT, notes)), what, skips, notes)
+    # correctness from the reward columns is not to be re-guessed from the summed score
+    table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
+                   skips=skips, derive_correct=correct is None and "correct" not in given)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)

@@ -10,6 +10,7 @@ validation dumps need not, and are grouped by ``input`` text (see ``_core.assign
 Mapping: prompt = ``input``, response = ``output``, target = ``gts`` (a list or number is
 kept as JSON text), score = ``score``, correct = ``acc`` (bool or 0/1) else score >= 1.0 when
 every score lies in [-1, 1], answer = ``pred``, source = ``data_source``. Other keys stay as columns.
+A column map (the CLI's ``--correct`` ...) overrides single fields of this mapping.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import polars as pl
 from ..errors import UnknownFormatError
 from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, finish, frame_from_rows
+from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, finish, frame_from_rows, override
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
@@ -86,7 +87,10 @@ def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: li
         notes.append(f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)")
 
 
-def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str) -> RolloutSet:
+def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
+         columns: ColumnMap | None = None) -> RolloutSet:
+    """The dump as a rollout table; ``columns`` overrides single fields of the mapping above
+    (e.g. ``correct="my_acc"`` for a reward function's own key), the rest stay veRL's."""
     skips, notes = SkipLog(), list[str]()
     rows: list[dict[str, Any]] = []
     for path in paths:
@@ -95,8 +99,10 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
         raise UnknownFormatError(f"{what}: named like a veRL generation dump ({{step}}.jsonl) but its lines "
                                  "have no 'input'/'output' keys; pass a column map for a generic JSONL file")
     df = frame_from_rows(rows)
-    present = {k: v for k, v in _FIELDS.items() if v in df.columns}
-    df = df.with_columns(pl.col("input").alias(KEY)) if "input" in df.columns else df
-    df = apply_map(df, ColumnMap(**present), what, skips, notes)
-    table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what)
+    fields = override({k: v for k, v in _FIELDS.items() if v in df.columns}, columns, FORMAT, notes)
+    key = fields.get("prompt")
+    df = df.with_columns(pl.col(key).alias(KEY)) if key is not None and key in df.columns else df
+    df = apply_map(df, ColumnMap(**fields), what, skips, notes)
+    table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
+                   skips=skips)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)

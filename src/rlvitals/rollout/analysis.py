@@ -20,7 +20,7 @@ import polars as pl
 
 from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
-from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
+from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_python
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -32,7 +32,7 @@ class RolloutAnalysis:
     catalog keys), the same over the whole table (``overall``), and what could not be computed."""
 
     steps: pl.DataFrame
-    overall: dict[str, float]
+    overall: dict[str, int | float]
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
@@ -188,9 +188,7 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
                          "give the path of the completions, or put the weighted total in the score column")
     if isinstance(source, RolloutSet):
         return source
-    if isinstance(source, list):
-        return rollouts_from_records(source, columns=columns)
-    return rollouts_from_frame(source, columns=columns)
+    return rollouts_from_python(source, columns=columns, group_size=group_size)
 
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
@@ -201,16 +199,29 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
     the ``embed`` extra; slow on long texts, so not in ``overall``).
 
-    ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
-    a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
-    :func:`read_rollouts` (TRL completion files only).
+    ``source`` is one of:
+
+    * a path (``str`` or ``Path``): a veRL dump folder, TRL completions, a generic table with ``columns``;
+    * a :class:`RolloutSet`;
+    * records: a list, tuple or any iterable (a generator) of dicts, one per rollout;
+    * a polars DataFrame or LazyFrame (collected), a pandas DataFrame, a dict of equal-length columns
+      (lists, NumPy arrays, tensors), or a NumPy structured array (its fields are the columns);
+    * a bare NumPy array or torch tensor of scores, shape (groups, samples) at step 0 or
+      (steps, groups, samples) with the step the index along the first axis; booleans are
+      correctness, numbers scores, NaN a missing sample.
+
+    NumPy scalars and arrays and torch tensors inside records or columns are read as Python numbers
+    and lists (torch is not imported for this). ``reward_weights`` go to :func:`read_rollouts` (TRL
+    completion files only).
 
     Example:
-        >>> import rlvitals
+        >>> import numpy as np, rlvitals
         >>> a = rlvitals.analyze_rollouts([{"step": 1, "prompt": "2+2", "response": "4", "score": 1.0},
         ...                                {"step": 1, "prompt": "2+2", "response": "5", "score": 0.0}])
         >>> a.steps["pass@2"].to_list()
         [1.0]
+        >>> rlvitals.analyze_rollouts(np.array([[1.0, 0.0], [0.0, 0.0]]), ks=(1,)).steps["pass@1"].to_list()
+        [0.25]
     """
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
@@ -221,9 +232,27 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         rollouts = replace(rollouts, table=prepare(df))
     state = update(None, df, ks=ks, embed=embed)
     whole = compute(update(None, overall_chunk(df), ks=ks))
-    overall = {k: float(v) for k, v in whole.row(0, named=True).items()
-               if k != STEP and isinstance(v, (int, float)) and v is not None}
-    return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
+    # counts stay integers ("groups": 2, not 2.0), as in the per-step rows
+    overall = {k: v if isinstance(v, int) else float(v) for k, v in whole.row(0, named=True).items()
+               if k != STEP and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    skipped = skipped_reasons(state)
+    _no_outcome(df, state, skipped, notes)
+    return RolloutAnalysis(compute(state), overall, skipped, notes, rollouts)
+
+
+def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes: list[str]) -> None:
+    """Say what the group family left out: rollouts with neither a score nor a known correctness
+    (all of them: the family is not computed, rather than reading as all wrong)."""
+    if "group" in state.skipped or df.height == 0:
+        return
+    lacking = df.height - groups.with_outcome(df).height
+    if lacking == df.height:
+        skipped.insert(0, f"group: none of the {df.height} rollouts has a score or a known correctness (all null), "
+                          "so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the reward "
+                          "(--score COLUMN) or the correctness (--correct COLUMN)")
+    elif lacking:
+        notes.append(f"{lacking} of {df.height} rollouts have neither a score nor a known correctness: the group "
+                     "family (σ_G, pass@k, maj@k, group sizes) leaves them out")
 
 
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
@@ -231,7 +260,10 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
     g-pass@k maps, the zero-variance split, and every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
-        return {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
+        found = {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
+        # maj@k all NaN: no answer to vote on, an empty map as documented; otherwise a NaN (no group
+        # with n >= k) stays and prints as null
+        return {} if prefix == "maj" and all(v != v for v in found.values()) else found
 
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",

@@ -3,9 +3,11 @@
 A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
 
 - ``score`` (reward) and/or ``correct``. Without ``correct``, a rollout is correct when
-  ``score >= correct_threshold`` (default 1.0, i.e. a 0/1 verifier reward). A null ``correct`` is filled
-  from the score the same way, or counts as not correct when there is no score. Without ``score``,
-  the reward is ``correct`` as 0/1.
+  ``score >= correct_threshold`` (default 1.0, i.e. a 0/1 verifier reward). A null ``correct`` (or,
+  without the column, a null or NaN score) is *unknown*, never wrong: the rollout is left out of the
+  correctness counts (pass@k, maj@k, G-Pass@k, the all-correct / all-wrong split) — the readers fill
+  ``correct`` from the score where that is sound. Without ``score``, the reward is ``correct`` as 0/1.
+  A rollout with neither a score nor a known correctness is left out of the family altogether.
 - ``answer`` (optional) for maj@k; a null answer is a distinct answer of its own (passk.py).
 
 σ_G is reported both ways: ``std_pop`` (ddof=0, numpy's default, veRL's ``std@N`` validation metric) and
@@ -42,20 +44,35 @@ import polars as pl
 from rlvitals.rollout import schema as S
 from rlvitals.rollout.passk import g_pass_at_k, maj_curve, pass_at_k
 
-__all__ = ["GroupState", "StepAcc", "compute", "group_table", "merge", "step_metrics", "update"]
+__all__ = ["GroupState", "StepAcc", "compute", "group_table", "merge", "step_metrics", "update", "with_outcome"]
 
 KEYS = (S.STEP, S.GROUP)
 _COUNTS = ("groups", "rollouts", "std_groups", "zero", "all_correct", "all_wrong", "identical",
-           "signal_groups", "signal_rollouts")
+           "signal_groups", "signal_rollouts", "known_groups")
 
 
 def _correct_expr(df: pl.DataFrame, threshold: float) -> pl.Expr:
-    from_score = (pl.col(S.SCORE) >= threshold) if S.SCORE in df.columns else pl.lit(False)
+    """Per rollout: correct, not correct, or null (unknown)."""
     if S.CORRECT in df.columns:
-        return pl.col(S.CORRECT).fill_null(from_score.fill_null(False))
+        return pl.col(S.CORRECT)
     if S.SCORE in df.columns:
-        return from_score.fill_null(False)
+        return pl.when(pl.col(S.SCORE).is_nan()).then(None).otherwise(pl.col(S.SCORE) >= threshold)
     raise ValueError(f"group metrics need a '{S.SCORE}' or '{S.CORRECT}' column; the table has {df.columns}")
+
+
+def with_outcome(df: pl.DataFrame) -> pl.DataFrame:
+    """The rollouts that have a score (not null, not NaN) or a known correctness; the others say
+    nothing about their group and are left out.
+
+    >>> with_outcome(pl.DataFrame({"score": [1.0, None, float("nan")], "correct": [None, None, True]})).height
+    2
+    """
+    has = pl.lit(False)
+    if S.SCORE in df.columns:
+        has = has | (pl.col(S.SCORE).is_not_null() & pl.col(S.SCORE).is_not_nan())
+    if S.CORRECT in df.columns:
+        has = has | pl.col(S.CORRECT).is_not_null()
+    return df.filter(has)
 
 
 def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFrame:
@@ -65,21 +82,25 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFram
     >>> t.select("n", "c", "std_pop", "zero_std").row(0)
     (2, 1, 0.5, False)
     """
+    df = with_outcome(df)
     ok = _correct_expr(df, correct_threshold).cast(pl.Int64)
     score = pl.col(S.SCORE).cast(pl.Float64) if S.SCORE in df.columns else ok.cast(pl.Float64)
+    score = pl.when(score.is_nan()).then(None).otherwise(score)
+    # n: rollouts with an outcome; known: those whose correctness is known (pass@k's n)
     out = df.group_by(KEYS).agg(
-        n=pl.len().cast(pl.Int64), c=ok.sum().cast(pl.Int64), mean=score.mean(),
+        n=pl.len().cast(pl.Int64), known=ok.count().cast(pl.Int64), c=ok.sum().cast(pl.Int64), mean=score.mean(),
         std_pop=score.std(ddof=0), std_sample=score.std(ddof=1), lo=score.min(), hi=score.max(),
     ).sort(KEYS)
     zero = pl.col("lo") == pl.col("hi")
     if S.CORRECT in df.columns:
-        good, bad = pl.col("c") == pl.col("n"), pl.col("c") == 0
+        good, bad = pl.col("c") == pl.col("known"), pl.col("c") == 0
     else:
         good, bad = pl.col("lo") >= correct_threshold, pl.col("hi") <= 0.0
-    out = out.with_columns(zero_std=zero.fill_null(True), all_correct=(zero & good).fill_null(False),
-                           all_wrong=(zero & bad).fill_null(False))
+    some = pl.col("known") > 0
+    out = out.with_columns(zero_std=zero.fill_null(True), all_correct=(zero & good & some).fill_null(False),
+                           all_wrong=(zero & bad & some).fill_null(False))
     return out.with_columns(
-        identical=pl.col("zero_std") & ~pl.col("all_correct") & ~pl.col("all_wrong")
+        identical=pl.col("zero_std") & some & ~pl.col("all_correct") & ~pl.col("all_wrong")
     ).drop("lo", "hi")
 
 
@@ -105,7 +126,7 @@ def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
 def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: float) -> pl.DataFrame:
     """group_table plus per-k pass/g_pass/maj and gap columns (NaN where n < k)."""
     t = group_table(df, threshold)
-    n, c = t.get_column("n").to_numpy(), t.get_column("c").to_numpy()
+    n, c = t.get_column("known").to_numpy(), t.get_column("c").to_numpy()
     p1 = pass_at_k(n, c, 1)
     cols: dict[str, np.ndarray] = {}
     for k in ks:
@@ -114,7 +135,7 @@ def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: flo
         cols[f"g_pass@{k}"] = g_pass_at_k(n, c, k, tau)
     t = t.with_columns(pl.Series(name, v) for name, v in cols.items()).with_columns(pl.Series("_p1", p1))
     if S.ANSWER in df.columns and t.height:
-        ok = df.with_columns(_ok=_correct_expr(df, threshold).cast(pl.Int64))
+        ok = df.with_columns(_ok=_correct_expr(df, threshold).cast(pl.Int64)).filter(pl.col("_ok").is_not_null())
         maj = _maj_table(ok, max(ks)).select(*KEYS, *(pl.col(f"maj@{k}") for k in ks))
         t = t.join(maj, on=list(KEYS), how="left").with_columns(
             (pl.col(f"maj@{k}") - pl.col("_p1")).alias(f"reasoning/self_consistency_gap@{k}") for k in ks)
@@ -167,6 +188,7 @@ def _acc_from_table(t: pl.DataFrame, names: tuple[str, ...]) -> dict[int, StepAc
         zero=pl.col("zero_std").sum(), all_correct=pl.col("all_correct").sum(),
         all_wrong=pl.col("all_wrong").sum(), identical=pl.col("identical").sum(), signal_groups=sig.sum(),
         signal_rollouts=pl.col("n").filter(sig).sum(), sizes=pl.col("n").value_counts(),
+        known_groups=(pl.col("known") > 0).sum(),
     )
     present = [pl.col(m).cast(pl.Float64) if m in t.columns else pl.lit(np.nan, pl.Float64).alias(m) for m in names]
     values = t.select(present).to_numpy().astype(np.float64, copy=False)  # t is sorted by (step, group)
@@ -207,6 +229,8 @@ def update(state: GroupState | None, chunk: pl.DataFrame, *, ks: Sequence[int] |
     [1.0]
     """
     state = _settings(state, ks, tau, correct_threshold)
+    _correct_expr(chunk, state.correct_threshold)  # raises when the chunk has neither score nor correct
+    chunk = with_outcome(chunk)
     if chunk.height == 0:
         return state
     t = _per_group(chunk, state.ks, state.tau, state.correct_threshold)
@@ -244,13 +268,15 @@ def _size_row(sizes: dict[int, int]) -> dict[str, int]:
 
 def _row(step: int, acc: StepAcc, names: tuple[str, ...]) -> dict[str, Any]:
     c, g = acc.counts, acc.counts["groups"]
+    split = g if c["known_groups"] else 0  # no known correctness at the step: the split is undefined (NaN)
     sums, nums = _exact_means(acc.values)
     mean = {name: _ratio(float(s), int(k)) for name, s, k in zip(names, sums, nums, strict=True)}
     row: dict[str, Any] = {
         S.STEP: step, "groups": g, "rollouts": c["rollouts"],
         "group/reward_std/mean": mean["std_sample"], "group/reward_std_pop/mean": mean["std_pop"],
-        "group/zero_std/share": _ratio(c["zero"], g), "group/zero_std/all_correct": _ratio(c["all_correct"], g),
-        "group/zero_std/all_wrong": _ratio(c["all_wrong"], g), "group/zero_std/identical": _ratio(c["identical"], g),
+        "group/zero_std/share": _ratio(c["zero"], g), "group/zero_std/all_correct": _ratio(c["all_correct"], split),
+        "group/zero_std/all_wrong": _ratio(c["all_wrong"], split),
+        "group/zero_std/identical": _ratio(c["identical"], split),
         "group/effective_batch": _ratio(c["signal_rollouts"], c["rollouts"]),
         "group/effective_batch/groups": c["signal_groups"], "group/size/mean": _ratio(c["rollouts"], g),
         **_size_row(acc.sizes),

@@ -11,8 +11,10 @@
 * a generic JSONL / Parquet / CSV file, whose columns are named by a :class:`ColumnMap`, or
   already carry the table's names (``prompt``, ``response``, ``score`` ...).
 
-Given a ``columns`` map, a file (or every JSONL/Parquet/CSV file of a folder) is read as a
-generic table with that map. Without a group column, rollouts with the same prompt in a step
+A ``columns`` map overrides single fields of a recognised veRL or TRL reader (``correct="my_acc"``
+names a reward function's own key in a veRL dump, or a reward column of TRL completions); only a
+file (or the JSONL/Parquet/CSV files of a folder) that is neither is read as a generic table
+with that map. Without a group column, rollouts with the same prompt in a step
 form a group; without a sample column, samples are numbered in file order within the group;
 without a step column, everything is at step 0. Bad lines or rows are skipped and counted in
 ``RolloutSet.skips`` with ``file:line`` (``file#row`` for Parquet); they never stop the read.
@@ -30,6 +32,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
@@ -37,11 +40,22 @@ from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
 from . import _trl, _verl
 from . import schema as S
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, frame_from_rows
+from ._core import (
+    KEY,
+    WHERE,
+    ColumnMap,
+    RolloutSet,
+    apply_map,
+    chat_columns,
+    empty_error,
+    finish,
+    frame_from_rows,
+)
+from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
 __all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
-           "rollouts_from_frame", "rollouts_from_records"]
+           "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records", "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
@@ -69,14 +83,13 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
         return _weighted(_read_folder(p, columns, kw, reward_weights), reward_weights, p)
-    if columns is not None:
-        return _weighted(_generic([p], columns, kw), reward_weights, p)
+    # a column map overrides fields of the veRL / TRL readers; it does not turn them off
     if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
-        return _weighted(_verl.read([p], **kw), reward_weights, p)
+        return _weighted(_verl.read([p], **kw, columns=columns), reward_weights, p)
     if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
-        return _trl.read([p], **kw, reward_weights=reward_weights)
+        return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns)
     if p.suffix in _TABLES:
-        return _weighted(_generic([p], None, kw), reward_weights, p)
+        return _weighted(_generic([p], columns, kw), reward_weights, p)
     raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                              "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
 
@@ -101,28 +114,36 @@ def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> Rollout
 def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
                  weights: RewardWeights | None) -> RolloutSet:
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
-    if columns is not None:
-        tables = [f for f in files if f.suffix in _TABLES]
-        if not tables:
-            raise _empty_or_unknown(p, files)
-        return _generic(tables, columns, kw)
     verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
     if verl:
-        return _verl.read(verl, **kw)
+        return _verl.read(verl, **kw, columns=columns)
     sub = p / "completions"
     pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
-        return _trl.read(trl, **kw, reward_weights=weights)
-    raise _empty_or_unknown(p, files)
+        return _trl.read(trl, **kw, reward_weights=weights, columns=columns)
+    tables = [f for f in files if f.suffix in _TABLES]
+    if columns is not None and tables:
+        return _generic(tables, columns, kw)
+    raise _empty_or_unknown(p, columns is not None)
 
 
-def _empty_or_unknown(p: Path, files: list[Path]) -> Exception:
-    if not files:
+def _entries(folder: Path, limit: int = 6) -> str:
+    names = sorted(e.name + ("/" if e.is_dir() else "") for e in folder.iterdir() if not e.name.startswith("."))
+    return ", ".join(names[:limit]) + (f" … ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _empty_or_unknown(p: Path, mapped: bool) -> Exception:
+    """The error for a folder with no rollout files: what it holds, and what was looked for."""
+    if not any(not e.name.startswith(".") for e in p.iterdir()):
         return EmptyInputError(f"{p}: the folder is empty; point at a folder of rollout dumps")
-    shown = ", ".join(f.name for f in files[:5])
-    return UnknownFormatError(f"{p}: no rollout files found among {shown}; expected veRL <step>.jsonl, TRL "
-                              "completions_<step>.parquet, or JSONL/Parquet/CSV files with a column map")
+    sub = p / "completions"
+    inside = f"; its completions/ folder holds {_entries(sub) or 'nothing'}" if sub.is_dir() else ""
+    generic = "JSONL/Parquet/CSV files (read with the column options)" if mapped else \
+        "JSONL/Parquet/CSV files with a column map (--score/--group …)"
+    return UnknownFormatError(f"{p}: no rollout files found: the folder holds {_entries(p)}{inside}; expected "
+                              f"veRL <step>.jsonl files, TRL completions_<step>.parquet (here or in completions/), "
+                              f"or {generic}")
 
 
 # --- generic tables --------------------------------------------------------------------------
@@ -176,13 +197,13 @@ def _identity_map(df: pl.DataFrame, what: str) -> ColumnMap:
 def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, notes: list[str],
                 kw: dict[str, Any], fmt: str, files: list[str]) -> RolloutSet:
     if df.height == 0:
-        raise EmptyInputError(f"{kw['what']}: no rollout could be read; see the skipped lines")
+        raise empty_error(kw["what"], skips)
     cmap = columns if columns is not None else _identity_map(df, kw["what"])
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
     if cmap.group is None and cmap.prompt is not None:
         df = df.with_columns(pl.col("prompt_messages" if "prompt_messages" in df.columns else cmap.prompt).alias(KEY))
     df = apply_map(df, cmap, kw["what"], skips, notes)
-    table = finish(df, grouping="text", notes=notes, **kw)
+    table = finish(df, grouping="text", notes=notes, skips=skips, **kw)
     return RolloutSet(table, skips, fmt, files, notes)
 
 
@@ -199,8 +220,9 @@ def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any]) -
 
 def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: ColumnMap | None = None,
                           group_size: int | None = None, split: str | None = None) -> RolloutSet:
-    """Rollouts from Python dicts (one per sampled response); a record that is not a mapping
-    is skipped as ``record <i>``.
+    """Rollouts from Python dicts (one per sampled response), a list or any iterable (a generator);
+    NumPy scalars and arrays and torch tensors among the values are read as Python numbers and lists.
+    A record that is not a mapping is skipped as ``record <i>``.
 
     >>> rollouts_from_records([{"q": "1+1?", "a": "2", "r": 0.0}],
     ...     columns=ColumnMap(prompt="q", response="a", score="r")).table["correct"].to_list()
@@ -211,28 +233,76 @@ def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: Colu
         if not isinstance(rec, Mapping):
             skips.skip(f"record {i}", f"expected a dict, got {type(rec).__name__}; the record was skipped")
             continue
-        rows.append({**rec, WHERE: f"record {i}"})
+        rows.append({**plain(rec), WHERE: f"record {i}"})
     kw = {"group_size": group_size, "split": split, "what": "records"}
     return _from_table(frame_from_rows(rows), columns, skips, [], kw, "records", [])
 
 
 def rollouts_from_frame(frame: Any, *, columns: ColumnMap | None = None, group_size: int | None = None,
                         split: str | None = None) -> RolloutSet:
-    """Rollouts from a polars or pandas DataFrame, or a dict of equal-length columns (lists or
-    NumPy arrays). Rows are named ``row <i>`` in skip reasons.
+    """Rollouts from a polars DataFrame or LazyFrame (collected), a pandas DataFrame, a NumPy
+    structured array (its fields are the columns), or a dict of equal-length columns (lists, NumPy
+    arrays, tensors). Rows are named ``row <i>`` in skip reasons.
 
     >>> rollouts_from_frame({"prompt": ["a", "a"], "score": [1.0, 0.0]}).table["group"].to_list()
     ['0', '0']
     """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
     if isinstance(frame, pl.DataFrame):
         df = frame
     elif isinstance(frame, Mapping):
-        df = pl.DataFrame(dict(frame))
+        df = frame_from_columns(frame)
+    elif isinstance(frame, np.ndarray) and frame.dtype.names:
+        df = frame_from_structured(frame)
     elif type(frame).__module__.split(".")[0] == "pandas":
         df = pl.from_pandas(frame)  # polars imports pandas only here, when given a pandas frame
     else:
         raise InputError(f"rollouts_from_frame: got {type(frame).__name__}; expected a polars or pandas "
-                         "DataFrame or a dict of columns")
+                         "DataFrame, a NumPy structured array or a dict of columns")
     df = df.with_columns(pl.format("row {}", pl.int_range(pl.len())).alias(WHERE))
     kw = {"group_size": group_size, "split": split, "what": "frame"}
     return _from_table(df, columns, SkipLog(), [], kw, "frame", [])
+
+
+def rollouts_from_scores(scores: Any, *, group_size: int | None = None, split: str | None = None) -> RolloutSet:
+    """Rollouts from a bare array (NumPy, or a torch tensor) of shape (groups, samples) — one step,
+    a row per prompt group, a column per sample — or (steps, groups, samples), the step being the
+    index along the first axis. Numbers are scores, booleans correctness; NaN marks a missing sample
+    (pad ragged groups with NaN). Entries are named ``array[step, group, sample]`` in skip reasons.
+
+    >>> rs = rollouts_from_scores(np.array([[1.0, 0.0, 0.0], [1.0, 1.0, np.nan]]))
+    >>> rs.table.group_by("group", maintain_order=True).len().rows()
+    [('0', 3), ('1', 2)]
+    """
+    df, col = frame_from_scores(scores)
+    cmap = ColumnMap(step=S.STEP, group=S.GROUP, sample=S.SAMPLE, **{col: col})
+    kw = {"group_size": group_size, "split": split, "what": "array of scores"}
+    return _from_table(df, cmap, SkipLog(), [], kw, "array", [])
+
+
+def rollouts_from_python(source: Any, *, columns: ColumnMap | None = None, group_size: int | None = None,
+                         split: str | None = None) -> RolloutSet:
+    """Rollouts from any Python object :func:`analyze_rollouts` takes: a polars/pandas frame or
+    LazyFrame, a dict of columns, a NumPy structured array, a numeric or boolean array or tensor of
+    scores (:func:`rollouts_from_scores`), or an iterable of dicts (list, tuple, generator).
+
+    >>> rollouts_from_python(iter([{"prompt": "p", "score": 1.0}])).table.height
+    1
+    """
+    if isinstance(source, (str, bytes)):
+        raise InputError(f"got the {type(source).__name__} {source[:60]!r}; give a path as pathlib.Path or read it "
+                         "with read_rollouts, or give records or a frame")
+    structured = isinstance(source, np.ndarray) and source.dtype.names is not None
+    if isinstance(source, (pl.DataFrame, pl.LazyFrame, Mapping)) or structured \
+            or type(source).__module__.split(".")[0] == "pandas":
+        return rollouts_from_frame(source, columns=columns, group_size=group_size, split=split)
+    if (isinstance(source, np.ndarray) and source.dtype != object) or is_tensor(source):
+        if columns is not None:
+            raise InputError("a column map names the columns of records or frames; an array of scores has none "
+                             "(rows are groups, columns samples): drop columns=")
+        return rollouts_from_scores(source, group_size=group_size, split=split)
+    if isinstance(source, Iterable):
+        return rollouts_from_records(source, columns=columns, group_size=group_size, split=split)
+    raise InputError(f"got {type(source).__name__}; expected a path, records (dicts), a polars or pandas "
+                     "DataFrame, a dict of columns, or a NumPy array of scores")
