@@ -163,3 +163,45 @@ def test_cli_reward_weights_and_their_errors(tmp_path: Path) -> None:
     err = io.StringIO()
     assert main(["rollouts", str(tmp_path), "--reward-weights", "nosuch=1"], io.StringIO(), err) == 2
     assert "nosuch" in err.getvalue()
+
+
+def _reading_rows() -> list[dict]:
+    """Step 1: longer answers are right in both groups; step 2: longer answers are wrong."""
+    rows = []
+    for step, sign in ((1, 1), (2, -1)):
+        for g in range(2):
+            for i, length in enumerate((10, 20, 30, 40)):
+                ok = (i >= 2) if sign > 0 else (i < 2)
+                rows.append({"step": step, "prompt": f"p{g}", "response": "x" * length, "correct": ok,
+                             "score": float(ok)})
+    return rows
+
+
+def test_length_reading_per_step_overall_and_json(tmp_path: Path) -> None:
+    a = rlvitals.analyze_rollouts(_reading_rows(), ks=(1,))
+    assert a.steps["rollout/length_reading"].to_list() == ["longer_more_correct", "longer_less_correct"]
+    assert a.steps["rollout/length_reading/groups"].to_list() == [2, 2]
+    # over the whole table the four groups cancel out: longer is neither better nor worse
+    assert a.overall["rollout/length_reading"] == "no_change" and a.overall["rollout/length_reading/groups"] == 4
+    assert a.overall["rollout/length_correct_corr"] == pytest.approx(0.0, abs=1e-12)
+    assert "rollout/length_reading" not in a.series().columns
+    assert "rollout/length_reading/groups" not in a.series().columns
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _reading_rows()))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", str(path)], out=out, err=err) == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    first = doc["steps"][0]["length_reading"]
+    assert first == {"reading": "longer_more_correct", "corr": pytest.approx(0.8944271909999159), "tol": 0.1,
+                     "groups": 2}
+    assert doc["overall"]["length_reading"]["reading"] == "no_change"
+    assert "rollout/length_reading" not in doc["steps"][0]["metrics"]
+    assert doc["steps"][0]["metrics"]["rollout/length_correct_corr"] == first["corr"]
+
+
+def test_length_reading_is_null_without_the_length_family() -> None:
+    # scores outside [-1, 1] leave correctness unknown, so the length family cannot run
+    rows = [{k: v for k, v in r.items() if k != "correct"} | {"score": 2.0 * r["correct"]} for r in _reading_rows()]
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert "rollout/length_reading" not in b.steps.columns
+    assert step_json(b.steps.row(0, named=True), (1,))["length_reading"] is None

@@ -52,3 +52,48 @@ def test_table_and_missing():
     assert row["rollout/truncation_share"] == 0.25
     with pytest.raises(ValueError, match="length"):
         L.lengths_table(df.drop("length"))
+
+
+def ref_reading(corr: float) -> str | None:
+    """The seed's three-way reading, written out: > 0.1 healthy, < -0.1 overthinking, else spurious."""
+    if math.isnan(corr):
+        return None
+    return "longer_more_correct" if corr > 0.1 else "longer_less_correct" if corr < -0.1 else "no_change"
+
+
+rows_st = st.lists(st.tuples(st.integers(0, 2), st.sampled_from("abc"), st.integers(0, 6), st.booleans()),
+                   min_size=1, max_size=40)
+
+
+@given(rows_st)
+def test_reading_per_step_matches_a_plain_loop(rows):
+    df = pl.DataFrame(rows, schema=["step", "group", "length", "correct"], orient="row")
+    got = {r["step"]: r for r in L.lengths_table(df).iter_rows(named=True)}
+    for step in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == step]
+        x, y, g = [r[2] for r in mine], [float(r[3]) for r in mine], [r[1] for r in mine]
+        corr = ref_spearman(x, y, g)
+        varying = sum(1 for grp in set(g)
+                      if len({a for a, k in zip(x, g, strict=True) if k == grp}) > 1
+                      and len({b for b, k in zip(y, g, strict=True) if k == grp}) > 1)
+        row = got[step]
+        assert row["rollout/length_reading"] == ref_reading(corr)
+        assert row["rollout/length_reading/groups"] == varying
+        if math.isnan(corr):
+            assert row["rollout/length_correct_corr"] is None
+        else:
+            assert row["rollout/length_correct_corr"] == pytest.approx(corr)
+
+
+def test_reading_hand_cases():
+    # group a: longer is right; group b: longer is wrong; group c has one length and says nothing
+    df = pl.DataFrame({"step": [0] * 6 + [1] * 4, "group": ["a", "a", "b", "b", "c", "c", "a", "a", "b", "b"],
+                       "length": [1, 9, 1, 9, 5, 5, 1, 9, 1, 9],
+                       "correct": [False, True, True, False, True, False, False, True, False, True]})
+    out = L.lengths_table(df, bins=2)
+    assert out["rollout/length_reading"].to_list() == ["no_change", "longer_more_correct"]
+    assert out["rollout/length_reading/groups"].to_list() == [2, 2]
+    assert out["rollout/length_correct_corr"].to_list() == [pytest.approx(0.0), pytest.approx(1.0)]
+    flat = df.with_columns(pl.lit(3).alias("length"))
+    assert L.lengths_table(flat).select("rollout/length_reading", "rollout/length_reading/groups").rows() == [
+        (None, 0), (None, 0)]

@@ -24,6 +24,8 @@ from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollou
 from .schema import GROUP, LENGTH, RESPONSE, STEP
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
+#: per-step columns that are counts, histograms or labels, not catalog metrics: kept out of ``series``
+NOT_SERIES = ("groups", "rollouts", "group_sizes", lengths.KEY_READING, lengths.KEY_READING_GROUPS)
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class RolloutAnalysis:
     catalog keys), the same over the whole table (``overall``), and what could not be computed."""
 
     steps: pl.DataFrame
-    overall: dict[str, float]
+    overall: dict[str, float | str]
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
@@ -43,9 +45,9 @@ class RolloutAnalysis:
         A metric with no defined value at a step (pass@8 of groups of 4, a family whose groups all
         lack the input) is null there — not logged — rather than NaN: in a Run, NaN means the
         trainer logged a NaN, which the stability checks rightly treat as a failure. Columns with no
-        value at any step are left out.
+        value at any step are left out, and so are the counts and labels of ``NOT_SERIES``.
         """
-        frame = self.steps.drop([c for c in ("groups", "rollouts", "group_sizes") if c in self.steps.columns])
+        frame = self.steps.drop([c for c in NOT_SERIES if c in self.steps.columns])
         floats = [c for c, t in frame.schema.items() if t.is_float()]
         frame = frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
         return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
@@ -221,27 +223,32 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         rollouts = replace(rollouts, table=prepare(df))
     state = update(None, df, ks=ks, embed=embed)
     whole = compute(update(None, overall_chunk(df), ks=ks))
-    overall = {k: float(v) for k, v in whole.row(0, named=True).items()
-               if k != STEP and isinstance(v, (int, float)) and v is not None}
+    overall = {k: v if isinstance(v, str) else float(v) for k, v in whole.row(0, named=True).items()
+               if k != STEP and isinstance(v, (int, float, str))}
     return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
 
 
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     """One step as the ``rollouts --json`` schema: counts, the group-size histogram
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
-    g-pass@k maps, the zero-variance split, and every other metric under ``metrics``."""
+    g-pass@k maps, the zero-variance split, the length × correctness reading with the numbers it
+    rests on (null without the length family), and every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
         return {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
 
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",
             "all_wrong": "group/zero_std/all_wrong", "identical": "group/zero_std/identical"}
-    used = grouped | set(zero.values()) | {STEP, "groups", "rollouts", "group_sizes"}
+    used = grouped | set(zero.values()) | set(NOT_SERIES) | {STEP}
     hist = row.get("group_sizes")
+    reading = None if row.get(lengths.KEY_READING_GROUPS) is None else {
+        "reading": row.get(lengths.KEY_READING), "corr": row.get(lengths.KEY_CORR), "tol": lengths.READING_TOL,
+        "groups": row.get(lengths.KEY_READING_GROUPS)}
     return {
         "step": row.get(STEP), "groups": row.get("groups"), "rollouts": row.get("rollouts"),
         "group_sizes": None if hist is None else {str(h["size"]): h["count"] for h in hist},
         "pass@k": pick("pass"), "maj@k": pick("maj"), "g_pass@k": pick("g_pass"), "pass_gap@k": pick("pass_gap"),
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
+        "length_reading": reading,
         "metrics": {k: v for k, v in row.items() if k not in used and v is not None},
     }
