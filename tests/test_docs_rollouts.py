@@ -22,6 +22,9 @@ from rlvitals.rollout.analysis import RolloutAnalysis, analyze_rollouts
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rollouts.md"
 KS = (1, 3, 16)  # 16 > every group: a k no group reaches
 SIZES = {1: (1, 2, 3, 5, 8), 2: (8, 4, 4, 2), 3: (3, 3, 6, 1, 8)}  # rollouts per group, per step
+#: every setting that adds keys (the CLI flags in CLI_OPTIONS say the same)
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2}
+CLI_OPTIONS = ["--tool-cap", "2"]
 
 
 def _section(title: str) -> str:
@@ -76,7 +79,7 @@ def rich_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def analysis(rich_file: Path) -> RolloutAnalysis:
-    return analyze_rollouts(rich_file, ks=KS)
+    return analyze_rollouts(rich_file, ks=KS, **OPTIONS)
 
 
 def produced_keys(a: RolloutAnalysis) -> set[str]:
@@ -122,7 +125,9 @@ def test_the_doc_lists_every_table_column() -> None:
 
 def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    assert main(["rollouts", str(rich_file), "--json", "--k", ",".join(map(str, KS))], out=out, err=err) == 0
+    assert main(["rollouts", str(rich_file), "--json", "--k", ",".join(map(str, KS)), *CLI_OPTIONS],
+                out=out, err=err) == 0
+    assert json.loads(out.getvalue())["skipped"] == []
     doc = json.loads(out.getvalue())
     section = _section("`rlvitals rollouts --json`")
     step = doc["steps"][0]

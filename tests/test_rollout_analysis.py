@@ -205,3 +205,36 @@ def test_length_reading_is_null_without_the_length_family() -> None:
     b = rlvitals.analyze_rollouts(rows, ks=(1,))
     assert "rollout/length_reading" not in b.steps.columns
     assert step_json(b.steps.row(0, named=True), (1,))["length_reading"] is None
+
+
+def _tool_rows() -> list[dict]:
+    calls = {0: [], 1: ["search(a)"], 2: ["search(a)", "search(b)"], 3: ["search(a)"] * 3}
+    return [{"step": s, "prompt": f"p{g}", "response": "".join(f"<tool_call>{c}</tool_call>" for c in calls[n]),
+             "score": float(n == 1)} for s in (1, 2) for g in range(2) for n in ((0, 1, 2, 3) if s == 1 else (3, 3))]
+
+
+def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
+    rows = _tool_rows()
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), tool_call_cap=2)
+    for step in (1, 2):
+        counts = [r["response"].count("<tool_call>") for r in rows if r["step"] == step]
+        want = sum(c >= 2 for c in counts) / len(counts)
+        assert a.steps.filter(a.steps["step"] == step)["rollout/tool_calls/at_cap"][0] == want
+    assert a.overall["rollout/tool_calls/at_cap"] == sum(r["response"].count("<tool_call>") >= 2 for r in rows) / 12
+    assert not any(s.startswith("rollout/tool_calls/at_cap") for s in a.skipped)
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert "rollout/tool_calls/at_cap" not in b.steps.columns
+    assert ("rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
+            "rlvitals rollouts --tool-cap N") in b.skipped
+    with pytest.raises(ValueError, match=r"tool_call_cap must be a whole number >= 1 .*got 0"):
+        rlvitals.analyze_rollouts(rows, tool_call_cap=0)
+    path = tmp_path / "tools.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", "--tool-cap", "3", str(path)], out=out, err=err) == 0
+    doc = json.loads(out.getvalue())
+    assert [s["metrics"]["rollout/tool_calls/at_cap"] for s in doc["steps"]] == [0.25, 1.0]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--tool-cap", "0", str(path)], out=out, err=err) == 2
+    assert err.getvalue() == ("rlvitals: --tool-cap 0: the cap is the most tool calls a rollout may make, "
+                              "a whole number >= 1\n")

@@ -12,7 +12,7 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 from .schema import GROUP, LENGTH, RESPONSE, STEP
+from .segments import SegmentTags
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
 #: per-step columns that are counts, histograms or labels, not catalog metrics: kept out of ``series``
@@ -54,9 +55,48 @@ class RolloutAnalysis:
 
 
 @dataclass(frozen=True)
+class RolloutOptions:
+    """Every setting of the rollout analysis, checked when it is made (``ValueError`` names the bad
+    value). ``ks``: the k of ``pass@{k}`` and friends; ``embed``: add ``diversity/embedding_cosine``;
+    ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
+    ``segment_tags``: the think / answer / tool-call tags.
+
+    >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
+    (1, 4)
+    >>> RolloutOptions(tool_call_cap=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), got 0
+    """
+
+    ks: tuple[int, ...] = DEFAULT_KS
+    embed: bool = False
+    tool_call_cap: int | None = None
+    segment_tags: SegmentTags = field(default_factory=SegmentTags)
+
+    def __post_init__(self) -> None:
+        ks = tuple(sorted(set(self.ks)))
+        if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
+            raise ValueError(f"ks must be positive integers, got {tuple(self.ks)}")
+        object.__setattr__(self, "ks", ks)
+        cap = self.tool_call_cap
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
+                             f"got {cap!r}")
+        if not isinstance(self.segment_tags, SegmentTags):
+            raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
+
+    def differences(self, other: RolloutOptions) -> str:
+        """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
+        return ", ".join(f"{f.name} {getattr(self, f.name)} vs {getattr(other, f.name)}" for f in fields(self)
+                         if getattr(self, f.name) != getattr(other, f.name))
+
+
+@dataclass(frozen=True)
 class RolloutState:
-    """Mergeable partial state of every rollout family: per step the number of groups and rollouts,
-    one state per family (``FAMILIES``), and the families that could not be computed with the reason.
+    """Mergeable partial state of every rollout family: the options, per step the number of groups and
+    rollouts, one state per family (``_families``), the families that could not be computed with
+    the reason, and the rollout columns the chunks carried (for the keys a family leaves out).
 
     Shard by group: ``compute(merge(update(None, a), update(None, b)))`` equals the per-step frame of
     :func:`analyze_rollouts` on ``a`` and ``b`` together, bit for bit.
@@ -69,30 +109,47 @@ class RolloutState:
     (2, 1.0)
     """
 
-    ks: tuple[int, ...] = DEFAULT_KS
+    options: RolloutOptions = field(default_factory=RolloutOptions)
     counts: dict[int, tuple[int, int]] = field(default_factory=dict)
     families: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
-    #: add diversity/embedding_cosine (the sentence-embedding model of the ``embed`` extra)
-    embed: bool = False
+    columns: frozenset[str] = frozenset()
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return self.options.ks
+
+    @property
+    def embed(self) -> bool:
+        return self.options.embed
 
 
 #: family name → (update with options bound, merge, compute), in the order their columns are joined
 _Family = tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any], Callable[[Any], pl.DataFrame]]
 
 
-def _families(ks: tuple[int, ...], embed: bool = False) -> list[_Family]:
+def _families(o: RolloutOptions) -> list[_Family]:
     return [
-        ("group", lambda s, df: groups.update(s, df, ks=ks), groups.merge, groups.compute),
+        ("group", lambda s, df: groups.update(s, df, ks=o.ks), groups.merge, groups.compute),
         ("step_groups", steps.update, steps.merge, steps.compute),
-        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if embed else None),
+        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if o.embed else None),
          diversity.merge, diversity.compute),
-        ("segments", segments.update, segments.merge, segments.compute),
+        ("segments", lambda s, df: segments.update(s, df, tags=o.segment_tags, tool_call_cap=o.tool_call_cap),
+         segments.merge, segments.compute),
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
         ("id_ood", splits.update, splits.merge, splits.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
+
+
+#: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
+_Need = Callable[[RolloutOptions, frozenset[str]], str | None]
+_KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
+    ("segments", "rollout/tool_calls/at_cap",
+     lambda o, c: None if o.tool_call_cap is not None else
+     "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
+)
 
 
 def _encoder() -> Callable[[Sequence[str]], Any]:
@@ -110,45 +167,48 @@ def prepare(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None,
-           embed: bool | None = None) -> RolloutState:
-    """Fold a chunk of whole groups into ``state`` (None: a new state with ``ks`` and ``embed``); a
-    family whose columns the chunk lacks is recorded in ``skipped``."""
-    ks_ = tuple(ks) if ks is not None else (state.ks if state is not None else DEFAULT_KS)
-    embed_ = embed if embed is not None else (state.embed if state is not None else False)
-    if state is not None and (ks_, embed_) != (state.ks, state.embed):
-        raise ValueError(f"update: ks={ks_}, embed={embed_} differ from the state's ks={state.ks}, "
-                         f"embed={state.embed}; build a new state instead")
+           embed: bool | None = None, options: RolloutOptions | None = None) -> RolloutState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with ``options``, where ``ks``
+    and ``embed``, when given, replace the options' own); a family whose columns the chunk lacks is
+    recorded in ``skipped``."""
+    base = options or (state.options if state is not None else RolloutOptions())
+    opts = replace(base, ks=base.ks if ks is None else tuple(ks), embed=base.embed if embed is None else embed)
+    if state is not None and opts != state.options:
+        raise ValueError(f"update: the settings differ from the state's ({state.options.differences(opts)}); "
+                         "build a new state instead")
+    columns = frozenset(chunk.columns)
     chunk = prepare(chunk)
     per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
     counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
     fams: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for name, upd, _, _ in _families(ks_, embed_):
+    for name, upd, _, _ in _families(opts):
         try:
             fams[name] = upd(None, chunk)
         except ValueError as exc:
             skipped[name] = str(exc)
-    new = RolloutState(ks_, counts, fams, skipped, embed_)
+    new = RolloutState(opts, counts, fams, skipped, columns)
     return new if state is None else merge(state, new)
 
 
 def merge(a: RolloutState, b: RolloutState) -> RolloutState:
     """Combine two states built from disjoint sets of groups; a family skipped in either is skipped."""
-    if (a.ks, a.embed) != (b.ks, b.embed):
-        raise ValueError(f"cannot merge rollout states built with different settings: ks {a.ks} vs {b.ks}, "
-                         f"embed {a.embed} vs {b.embed}")
+    if a.options != b.options:
+        raise ValueError("cannot merge rollout states built with different settings: "
+                         f"{a.options.differences(b.options)}")
     counts = dict(a.counts)
     for step, (g, n) in b.counts.items():
         g0, n0 = counts.get(step, (0, 0))
         counts[step] = (g0 + g, n0 + n)
     skipped = {**b.skipped, **a.skipped}
     fams = {}
-    for name, _, join, _ in _families(a.ks):
+    for name, _, join, _ in _families(a.options):
         if name in skipped:
             continue
         x, y = a.families.get(name), b.families.get(name)
         fams[name] = join(x, y) if x is not None and y is not None else (x if y is None else y)
-    return RolloutState(a.ks, counts, {k: v for k, v in fams.items() if v is not None}, skipped, a.embed)
+    return RolloutState(a.options, counts, {k: v for k, v in fams.items() if v is not None}, skipped,
+                        a.columns | b.columns)
 
 
 def compute(state: RolloutState) -> pl.DataFrame:
@@ -157,7 +217,7 @@ def compute(state: RolloutState) -> pl.DataFrame:
     out = pl.DataFrame({STEP: steps_, "groups": [state.counts[s][0] for s in steps_],
                         "rollouts": [state.counts[s][1] for s in steps_]},
                        schema={STEP: pl.Int64, "groups": pl.UInt32, "rollouts": pl.UInt32})
-    for name, _, _, comp in _families(state.ks):
+    for name, _, _, comp in _families(state.options):
         if name not in state.families:
             continue
         table = comp(state.families[name])
@@ -170,8 +230,14 @@ def compute(state: RolloutState) -> pl.DataFrame:
 
 
 def skipped_reasons(state: RolloutState) -> list[str]:
-    """``"family: reason"`` for every family that could not be computed, in family order."""
-    return [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.ks) if name in state.skipped]
+    """What could not be computed and why: ``"family: reason"`` for every family that was skipped,
+    in family order, then ``"key: reason"`` for every key a computed family had to leave out."""
+    out = [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.options) if name in state.skipped]
+    for family, keys, need in _KEY_NEEDS:
+        reason = need(state.options, state.columns) if family not in state.skipped else None
+        if reason is not None:
+            out.append(f"{keys}: {reason}")
+    return out
 
 
 def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
@@ -197,11 +263,15 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
-                     embed: bool = False) -> RolloutAnalysis:
+                     embed: bool = False, tool_call_cap: int | None = None,
+                     segment_tags: SegmentTags | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
-    the ``embed`` extra; slow on long texts, so not in ``overall``).
+    the ``embed`` extra; slow on long texts, so not in ``overall``). ``tool_call_cap`` (the most tool
+    calls a rollout may make) adds ``rollout/tool_calls/at_cap``; ``segment_tags`` sets the think /
+    answer / tool-call tags (default ``<think>``, ``<answer>``, ``<tool_call>``). Bad settings raise
+    ``ValueError`` (:class:`RolloutOptions`).
 
     ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
     a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
@@ -214,6 +284,8 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         >>> a.steps["pass@2"].to_list()
         [1.0]
     """
+    options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
+                             segment_tags=segment_tags or SegmentTags())
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
     notes = list(rollouts.notes)
@@ -221,8 +293,8 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
         # the table handed back carries the lengths the metrics used, so views of it agree
         rollouts = replace(rollouts, table=prepare(df))
-    state = update(None, df, ks=ks, embed=embed)
-    whole = compute(update(None, overall_chunk(df), ks=ks))
+    state = update(None, df, options=options)
+    whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
     overall = {k: v if isinstance(v, str) else float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float, str))}
     return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
