@@ -44,6 +44,7 @@ def template(key: str) -> str:
     """A concrete output key in the doc's templated form: pass@4 -> pass@{k}, distinct_2 -> distinct_{n}."""
     key = re.sub(r"@\d+$", "@{k}", key)
     key = re.sub(r"/distinct_\d+$", "/distinct_{n}", key)
+    key = re.sub(r"_length/(?:p10|p50|p90|max)$", "_length/{dist}", key)
     return re.sub(r"/q\d+$", "/q{b}", key)
 
 
@@ -139,3 +140,12 @@ def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     assert step["pass@k"]["16"] is None and step["pass@k"]["1"] is not None
     undefined = sorted({template(k) for k in step["metrics"]} - documented_keys())
     assert not undefined, f"--json metrics {undefined} are not defined in docs/rollouts.md"
+
+
+def test_every_series_key_is_a_catalog_key(analysis: RolloutAnalysis) -> None:
+    # Run.with_series refuses keys the catalog does not know, so `diagnose --rollouts` would fail
+    from rlvitals.catalog import load_catalog
+
+    catalog = load_catalog()
+    unknown = sorted(k for k in analysis.series().columns if k != "step" and catalog.find(k) is None)
+    assert not unknown, f"series {unknown} have no catalog entry; add one to src/rlvitals/catalog.toml"

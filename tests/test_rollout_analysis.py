@@ -238,3 +238,38 @@ def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
     assert main(["rollouts", "--tool-cap", "0", str(path)], out=out, err=err) == 2
     assert err.getvalue() == ("rlvitals: --tool-cap 0: the cap is the most tool calls a rollout may make, "
                               "a whole number >= 1\n")
+
+
+def test_custom_segment_tags_through_the_api_and_the_cli(tmp_path: Path) -> None:
+    from rlvitals.rollout.segments import SegmentTags
+
+    texts = ["[THINK]add 2 and 2 so 4[/THINK] <final>4</final>", "[THINK]so[/THINK]<final>5</final><call>f(x)</call>",
+             "<think>x</think><answer>4</answer>"]
+    rows = [{"step": 1, "prompt": "2+2", "response": t, "score": float(i == 0)} for i, t in enumerate(texts)]
+    tags = SegmentTags(think=("[THINK]", "[/THINK]"), answer=("<final>", "</final>"), tool_call=("<call>", "</call>"))
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), segment_tags=tags)
+    row = a.steps.row(0, named=True)
+    assert row["rollout/format_compliance"] == pytest.approx(1 / 3)  # the call after the answer breaks rollout 2
+    assert row["rollout/think_length/mean"] == 3.5 and row["rollout/think_length/max"] == 6  # 6 and 1 words
+    assert row["rollout/think_length/p50"] == 3.5 and row["rollout/think_length/p10"] == pytest.approx(1.5)
+    assert row["rollout/answer_in_reasoning"] == 0.5 and row["rollout/tool_calls/mean"] == pytest.approx(1 / 3)
+    default = rlvitals.analyze_rollouts(rows, ks=(1,)).steps.row(0, named=True)
+    assert default["rollout/think_length/max"] == 1 and default["rollout/tool_calls/mean"] == 0
+    path = tmp_path / "tags.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["rollouts", "--json", "--k", "1", "--think-tag", "[THINK] [/THINK]", "--answer-tag", "final",
+            "--tool-tag", "call", str(path)]
+    assert main(argv, out=out, err=err) == 0, err.getvalue()
+    metrics = json.loads(out.getvalue())["steps"][0]["metrics"]
+    seg = ("rollout/think", "rollout/answer", "rollout/tool", "rollout/format")
+    assert {k: metrics[k] for k in row if k.startswith(seg) and row[k] is not None} == pytest.approx(
+        {k: v for k, v in row.items() if k.startswith(seg) and v is not None})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--think-tag", "a b c", str(path)], out=out, err=err) == 2
+    assert err.getvalue() == ("rlvitals: --think-tag 'a b c' is not a segment tag: give a tag name (think means "
+                              "<think>…</think>) or the opening and closing tags separated by a space "
+                              "('[THINK] [/THINK]')\n")
+    err = io.StringIO()
+    assert main(["rollouts", "--think-tag", "answer", str(path)], out=io.StringIO(), err=err) == 2
+    assert "need tags of their own" in err.getvalue()

@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                           "pip install 'rlvitals[embed]')")
     rol.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
                      help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        rol.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
+                         help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) "
+                              "or 'OPEN CLOSE'")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
@@ -270,11 +274,22 @@ def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | Non
 def _rollout_options(args: argparse.Namespace, ks: tuple[int, ...]) -> dict[str, Any]:
     """The analysis settings of ``rlvitals rollouts``, checked before any file is read (ValueError)."""
     from .rollout.analysis import RolloutOptions
+    from .rollout.segments import SegmentTags, parse_tag
 
     if args.tool_call_cap is not None and args.tool_call_cap < 1:
         raise ValueError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
                          "a whole number >= 1")
     options: dict[str, Any] = {"tool_call_cap": args.tool_call_cap}
+    tags: dict[str, tuple[str, str]] = {}
+    for flag, field_ in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        text = getattr(args, f"{flag}_tag")
+        if text is not None:
+            try:
+                tags[field_] = parse_tag(text)
+            except ValueError as exc:
+                raise ValueError(f"--{flag}-tag {exc}") from None
+    if tags:
+        options["segment_tags"] = SegmentTags(**tags)
     RolloutOptions(ks=ks, **options)
     return options
 
