@@ -195,3 +195,11 @@ def test_update_options_must_match_the_state() -> None:
     df = _sized({0: [2]})
     with pytest.raises(ValueError, match=r"options \{'tau': 0.9\} differ from the state's settings"):
         update(update(None, df), df, tau=0.9)
+
+
+def test_a_nan_score_is_not_correct() -> None:
+    # polars orders NaN above every number: a bare `score >= 1.0` called a NaN score correct
+    df = pl.DataFrame({"step": [1, 1, 1], "group": ["a"] * 3, "sample": [0, 1, 2], "score": [float("nan"), 0.0, 1.0]})
+    assert group_table(df)["c"].to_list() == [1]
+    with_flags = df.with_columns(pl.Series("correct", [None, False, True], dtype=pl.Boolean))
+    assert group_table(with_flags)["c"].to_list() == [1]

@@ -42,15 +42,20 @@ import polars as pl
 from rlvitals.rollout import schema as S
 from rlvitals.rollout.passk import g_pass_at_k, maj_curve, pass_at_k
 
-__all__ = ["GroupState", "StepAcc", "compute", "group_table", "merge", "step_metrics", "update"]
+__all__ = ["GroupState", "StepAcc", "compute", "correct_expr", "group_table", "merge", "step_metrics", "update"]
 
 KEYS = (S.STEP, S.GROUP)
 _COUNTS = ("groups", "rollouts", "std_groups", "zero", "all_correct", "all_wrong", "identical",
            "signal_groups", "signal_rollouts")
 
 
-def _correct_expr(df: pl.DataFrame, threshold: float) -> pl.Expr:
-    from_score = (pl.col(S.SCORE) >= threshold) if S.SCORE in df.columns else pl.lit(False)
+def correct_expr(df: pl.DataFrame, threshold: float = 1.0) -> pl.Expr:
+    """Whether each rollout counts as correct, as every group metric reads it: the ``correct`` column,
+    its nulls filled with ``score >= threshold`` (not correct without a score); without the column,
+    ``score >= threshold``; a NaN score is not correct. ValueError when the table has neither."""
+    # polars orders NaN above every number, so a bare comparison would call a NaN score correct
+    score = pl.col(S.SCORE)
+    from_score = ((score >= threshold) & score.is_not_nan()) if S.SCORE in df.columns else pl.lit(False)
     if S.CORRECT in df.columns:
         return pl.col(S.CORRECT).fill_null(from_score.fill_null(False))
     if S.SCORE in df.columns:
@@ -65,7 +70,7 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFram
     >>> t.select("n", "c", "std_pop", "zero_std").row(0)
     (2, 1, 0.5, False)
     """
-    ok = _correct_expr(df, correct_threshold).cast(pl.Int64)
+    ok = correct_expr(df, correct_threshold).cast(pl.Int64)
     score = pl.col(S.SCORE).cast(pl.Float64) if S.SCORE in df.columns else ok.cast(pl.Float64)
     out = df.group_by(KEYS).agg(
         n=pl.len().cast(pl.Int64), c=ok.sum().cast(pl.Int64), mean=score.mean(),
@@ -114,7 +119,7 @@ def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: flo
         cols[f"g_pass@{k}"] = g_pass_at_k(n, c, k, tau)
     t = t.with_columns(pl.Series(name, v) for name, v in cols.items()).with_columns(pl.Series("_p1", p1))
     if S.ANSWER in df.columns and t.height:
-        ok = df.with_columns(_ok=_correct_expr(df, threshold).cast(pl.Int64))
+        ok = df.with_columns(_ok=correct_expr(df, threshold).cast(pl.Int64))
         maj = _maj_table(ok, max(ks)).select(*KEYS, *(pl.col(f"maj@{k}") for k in ks))
         t = t.join(maj, on=list(KEYS), how="left").with_columns(
             (pl.col(f"maj@{k}") - pl.col("_p1")).alias(f"reasoning/self_consistency_gap@{k}") for k in ks)
