@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 
 from rlvitals.cli import main
-from rlvitals.rollout import schema
+from rlvitals.rollout import schema, sources
 from rlvitals.rollout.analysis import RolloutAnalysis, analyze_rollouts
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rollouts.md"
 KS = (1, 3, 16)  # 16 > every group: a k no group reaches
 SIZES = {1: (1, 2, 3, 5, 8), 2: (8, 4, 4, 2), 3: (3, 3, 6, 1, 8)}  # rollouts per group, per step
 #: every setting that adds keys (the CLI flags in CLI_OPTIONS say the same)
-OPTIONS: dict[str, Any] = {"tool_call_cap": 2}
-CLI_OPTIONS = ["--tool-cap", "2"]
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ["gsm8k"]}
+CLI_OPTIONS = ["--tool-cap", "2", "--id-source", "gsm8k"]
 
 
 def _section(title: str) -> str:
@@ -42,6 +42,9 @@ def documented_keys() -> set[str]:
 
 def template(key: str) -> str:
     """A concrete output key in the doc's templated form: pass@4 -> pass@{k}, distinct_2 -> distinct_{n}."""
+    parts = sources.split_key(key)
+    if parts is not None:
+        return f"source/{{source}}/{parts[1]}"
     key = re.sub(r"@\d+$", "@{k}", key)
     key = re.sub(r"/distinct_\d+$", "/distinct_{n}", key)
     key = re.sub(r"_length/(?:p10|p50|p90|max)$", "_length/{dist}", key)
@@ -132,7 +135,7 @@ def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     doc = json.loads(out.getvalue())
     section = _section("`rlvitals rollouts --json`")
     step = doc["steps"][0]
-    for name in [*doc, *step, *step["zero_variance"]]:
+    for name in [*doc, *step, *step["zero_variance"], *step["length_reading"], *step["sources"]["math"]]:
         assert f'"{name}"' in section, f"the --json key {name!r} is not in the doc's schema"
     assert set(doc) == {"path", "steps", "overall", "skipped", "notes"}
     assert doc["overall"]["step"] is None

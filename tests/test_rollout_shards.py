@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from rlvitals.ingest._record import SkipLog
-from rlvitals.rollout import analysis, diversity, groups, lengths, prompts, schema, segments, steps, tokens
+from rlvitals.rollout import analysis, diversity, groups, lengths, prompts, schema, segments, sources, steps, tokens
 from rlvitals.rollout._core import RolloutSet
 
 WORDS = ["add", "carry", "check", "the", "sum", "again", "so", "x", "is", "4"]
@@ -103,6 +103,8 @@ FAMILIES: dict[str, tuple[Callable[..., Any], Callable[[Any, Any], Any], Callabl
     "segments": (lambda s, c: segments.update(s, c, tool_call_cap=2), segments.merge, segments.compute,
                  lambda df: segments.segments_table(df, tool_call_cap=2)),
     "tokens": (tokens.update, tokens.merge, tokens.compute, tokens.tokens_table),
+    "sources": (lambda s, c: sources.update(s, c, id_sources=["math"]), sources.merge, sources.compute,
+                lambda df: sources.compute(sources.update(None, df, id_sources=["math"]))),
     "diversity": (diversity.update, diversity.merge, diversity.compute, diversity.diversity_table),
 }
 
@@ -119,7 +121,7 @@ def test_family_sharded_equals_unsharded(family: str, seed: int, n: int, order: 
 
 
 #: every setting that adds keys, so the sharded test covers them too
-OPTIONS: dict[str, Any] = {"tool_call_cap": 2}
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ("gsm8k",)}
 
 
 def _whole(df: pl.DataFrame, ks: tuple[int, ...], **options: Any) -> pl.DataFrame:
@@ -140,7 +142,7 @@ def test_rollout_state_sharded_equals_analyze_rollouts(seed: int, n: int, order:
     families = ("pass@4", "group/step_groups/multi_action_share", "diversity/duplicate_rate",
                 "rollout/format_compliance", "rollout/length_correct_corr", "prompt/reward_gini",
                 "token/logp_adv_cov", "group/size/below_mode", "rollout/length_reading",
-                "rollout/tool_calls/at_cap")
+                "rollout/tool_calls/at_cap", "source/gsm8k/id_gap", "val/id_ood_gap")
     assert set(families) <= set(got.columns)
 
 

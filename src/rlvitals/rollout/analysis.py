@@ -19,9 +19,9 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
+from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
-from .schema import GROUP, LENGTH, RESPONSE, STEP
+from .schema import GROUP, LENGTH, RESPONSE, SOURCE, STEP
 from .segments import SegmentTags
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -54,12 +54,25 @@ class RolloutAnalysis:
         return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
 
 
+def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, ...]:
+    """``value`` as a tuple of distinct data-source names; ValueError for a bare string or an empty name.
+
+    >>> source_names(["gsm8k", "math", "gsm8k"])
+    ('gsm8k', 'math')
+    """
+    if isinstance(value, str) or any(not isinstance(v, str) or not v for v in value):
+        raise ValueError(f"{name} must be a list of data-source names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
 @dataclass(frozen=True)
 class RolloutOptions:
     """Every setting of the rollout analysis, checked when it is made (``ValueError`` names the bad
     value). ``ks``: the k of ``pass@{k}`` and friends; ``embed``: add ``diversity/embedding_cosine``;
     ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
-    ``segment_tags``: the think / answer / tool-call tags.
+    ``segment_tags``: the think / answer / tool-call tags; ``id_sources``: the data sources that are
+    in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
+    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other).
 
     >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
     (1, 4)
@@ -73,6 +86,8 @@ class RolloutOptions:
     embed: bool = False
     tool_call_cap: int | None = None
     segment_tags: SegmentTags = field(default_factory=SegmentTags)
+    id_sources: tuple[str, ...] = ()
+    ood_sources: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         ks = tuple(sorted(set(self.ks)))
@@ -85,6 +100,18 @@ class RolloutOptions:
                              f"got {cap!r}")
         if not isinstance(self.segment_tags, SegmentTags):
             raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
+        self._check_sources()
+
+    def _check_sources(self) -> None:
+        for name in ("id_sources", "ood_sources"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, source_names(value, name))
+        if self.ood_sources is not None and not self.id_sources:
+            raise ValueError(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD")
+        both = sorted(set(self.id_sources) & set(self.ood_sources or ()))
+        if both:
+            raise ValueError(f"the data source(s) {both} are given as both in- and out-of-distribution")
 
     def differences(self, other: RolloutOptions) -> str:
         """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
@@ -138,9 +165,17 @@ def _families(o: RolloutOptions) -> list[_Family]:
          segments.merge, segments.compute),
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
-        ("id_ood", splits.update, splits.merge, splits.compute),
+        ("id_ood", _id_ood_update(o), splits.merge, splits.compute),
+        ("sources", lambda s, df: sources.update(s, df, id_sources=o.id_sources), sources.merge, sources.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
+
+
+def _id_ood_update(o: RolloutOptions) -> Callable[[Any, pl.DataFrame], Any]:
+    """``val/id_ood_gap`` by data source when the ID sources are given, else by the ``split`` column."""
+    if o.id_sources:
+        return lambda s, df: splits.update(s, df, id_values=o.id_sources, ood_values=o.ood_sources, by=SOURCE)
+    return splits.update
 
 
 #: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
@@ -149,6 +184,9 @@ _KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
     ("segments", "rollout/tool_calls/at_cap",
      lambda o, c: None if o.tool_call_cap is not None else
      "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
+    ("sources", "source/{source}/id_gap",
+     lambda o, c: None if o.id_sources else
+     "needs the in-distribution data sources: analyze_rollouts(id_sources=[...]), rlvitals rollouts --id-source NAME"),
 )
 
 
@@ -264,14 +302,17 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
-                     segment_tags: SegmentTags | None = None) -> RolloutAnalysis:
+                     segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
+                     ood_sources: Sequence[str] | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
     the ``embed`` extra; slow on long texts, so not in ``overall``). ``tool_call_cap`` (the most tool
     calls a rollout may make) adds ``rollout/tool_calls/at_cap``; ``segment_tags`` sets the think /
-    answer / tool-call tags (default ``<think>``, ``<answer>``, ``<tool_call>``). Bad settings raise
-    ``ValueError`` (:class:`RolloutOptions`).
+    answer / tool-call tags (default ``<think>``, ``<answer>``, ``<tool_call>``). ``id_sources`` names
+    the in-distribution data sources: it adds ``source/{source}/id_gap`` and takes ``val/id_ood_gap``
+    from the sources (``ood_sources``, default every other source) instead of the ``split`` column.
+    Bad settings raise ``ValueError`` (:class:`RolloutOptions`).
 
     ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
     a :class:`RolloutSet`, a list of dicts, or a polars/pandas frame. ``reward_weights`` go to
@@ -285,7 +326,8 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         [1.0]
     """
     options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
-                             segment_tags=segment_tags or SegmentTags())
+                             segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
+                             ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"))
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
     notes = list(rollouts.notes)
@@ -297,20 +339,40 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
     overall = {k: v if isinstance(v, str) else float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float, str))}
-    return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes, rollouts)
+    return RolloutAnalysis(compute(state), overall, skipped_reasons(state), notes + _source_notes(state), rollouts)
+
+
+def _source_notes(state: RolloutState) -> list[str]:
+    """A named ID or OOD source that no rollout has is most likely a typo: say so, with the names."""
+    if "sources" not in state.families:
+        return []
+    seen = sources.sources_seen(state.families["sources"])
+    out = []
+    for what, names in (("in", state.options.id_sources), ("out-of", state.options.ood_sources or ())):
+        unknown = [n for n in names if n not in seen]
+        if unknown:
+            out.append(f"the {what}-distribution source(s) {unknown} are not among the rollouts' sources {seen}")
+    return out
 
 
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     """One step as the ``rollouts --json`` schema: counts, the group-size histogram
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
     g-pass@k maps, the zero-variance split, the length × correctness reading with the numbers it
-    rests on (null without the length family), and every other metric under ``metrics``."""
+    rests on (null without the length family), the per-source metrics
+    (``{"openai/gsm8k": {"pass@1": …, "score/mean": …, "id_gap": …}}``, empty without sources), and
+    every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
         return {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
 
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",
             "all_wrong": "group/zero_std/all_wrong", "identical": "group/zero_std/identical"}
+    per_source: dict[str, dict[str, Any]] = {}
+    for key, value in row.items():
+        parts = sources.split_key(key)
+        if parts is not None and value is not None:
+            per_source.setdefault(parts[0], {})[parts[1]] = value
     used = grouped | set(zero.values()) | set(NOT_SERIES) | {STEP}
     hist = row.get("group_sizes")
     reading = None if row.get(lengths.KEY_READING_GROUPS) is None else {
@@ -322,5 +384,6 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
         "pass@k": pick("pass"), "maj@k": pick("maj"), "g_pass@k": pick("g_pass"), "pass_gap@k": pick("pass_gap"),
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
         "length_reading": reading,
-        "metrics": {k: v for k, v in row.items() if k not in used and v is not None},
+        "sources": dict(sorted(per_source.items())),
+        "metrics": {k: v for k, v in row.items() if k not in used and v is not None and sources.split_key(k) is None},
     }
