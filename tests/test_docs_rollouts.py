@@ -23,8 +23,8 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "rollouts.md"
 KS = (1, 3, 16)  # 16 > every group: a k no group reaches
 SIZES = {1: (1, 2, 3, 5, 8), 2: (8, 4, 4, 2), 3: (3, 3, 6, 1, 8)}  # rollouts per group, per step
 #: every setting that adds keys (the CLI flags in CLI_OPTIONS say the same)
-OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ["gsm8k"]}
-CLI_OPTIONS = ["--tool-cap", "2", "--id-source", "gsm8k"]
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ["gsm8k"], "max_response_length": 50}
+CLI_OPTIONS = ["--tool-cap", "2", "--id-source", "gsm8k", "--max-response-length", "50"]
 
 
 def _section(title: str) -> str:

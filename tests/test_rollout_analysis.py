@@ -273,3 +273,41 @@ def test_custom_segment_tags_through_the_api_and_the_cli(tmp_path: Path) -> None
     err = io.StringIO()
     assert main(["rollouts", "--think-tag", "answer", str(path)], out=io.StringIO(), err=err) == 2
     assert "need tags of their own" in err.getvalue()
+
+
+def test_max_response_length_marks_truncation_from_token_counts(tmp_path: Path) -> None:
+    lengths = {1: [100, 512, 600, 30], 2: [512, 512, 10, 20]}
+    flags = {1: [None, None, False, None], 2: [None, True, None, None]}  # a flag, when given, wins
+    rows = [{"step": s, "prompt": f"p{i % 2}", "response": "x", "score": float(i % 2), "correct": bool(i % 2),
+             "length": n, "truncated": f}
+            for s in lengths for i, (n, f) in enumerate(zip(lengths[s], flags[s], strict=True))]
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), max_response_length=512)
+    for step in lengths:
+        want = [f if f is not None else n >= 512 for n, f in zip(lengths[step], flags[step], strict=True)]
+        assert a.steps.filter(a.steps["step"] == step)["rollout/truncation_share"][0] == sum(want) / len(want)
+    assert a.overall["rollout/truncation_share"] == 3 / 8
+    assert a.rollouts is not None and a.rollouts.table["truncated"].null_count() == 0
+    # without the limit only the flags count, nulls left out
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert b.steps["rollout/truncation_share"].to_list() == [0.0, 1.0]
+    # no flag and no limit: the key says what it needs
+    c = rlvitals.analyze_rollouts([{k: v for k, v in r.items() if k != "truncated"} for r in rows], ks=(1,))
+    assert "rollout/truncation_share" not in c.steps.columns
+    assert ("rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
+            "(--max-response-length N) with token counts in 'length'") in c.skipped
+    # character lengths are never compared with a token limit
+    chars = [{k: v for k, v in r.items() if k not in ("truncated", "length")} for r in rows]
+    d = rlvitals.analyze_rollouts(chars, ks=(1,), max_response_length=1)
+    assert "rollout/truncation_share" not in d.steps.columns
+    assert any(s.startswith("rollout/truncation_share: max_response_length counts tokens, but the rollouts carry no "
+                            "token counts") for s in d.skipped)
+    with pytest.raises(ValueError, match=r"max_response_length must be a whole number of tokens >= 1, got 0"):
+        rlvitals.analyze_rollouts(rows, max_response_length=0)
+    path = tmp_path / "len.jsonl"
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "truncated"}) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", "--max-response-length", "512", str(path)], out, err) == 0
+    assert [s["metrics"]["rollout/truncation_share"] for s in json.loads(out.getvalue())["steps"]] == [0.5, 0.5]
+    err = io.StringIO()
+    assert main(["rollouts", "--max-response-length", "-3", str(path)], io.StringIO(), err) == 2
+    assert err.getvalue() == "rlvitals: --max-response-length -3: the limit is a number of tokens >= 1\n"

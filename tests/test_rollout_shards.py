@@ -121,7 +121,7 @@ def test_family_sharded_equals_unsharded(family: str, seed: int, n: int, order: 
 
 
 #: every setting that adds keys, so the sharded test covers them too
-OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ("gsm8k",)}
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ("gsm8k",), "max_response_length": 300}
 
 
 def _whole(df: pl.DataFrame, ks: tuple[int, ...], **options: Any) -> pl.DataFrame:

@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                           "pip install 'rlvitals[embed]')")
     rol.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
                      help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    rol.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
+                     help="the generation limit in tokens: a rollout whose token count (--length) reaches it "
+                          "counts as truncated")
     rol.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
                      help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and "
                           "takes val/id_ood_gap from the sources")
@@ -285,10 +288,13 @@ def _rollout_options(args: argparse.Namespace, ks: tuple[int, ...]) -> dict[str,
     if args.tool_call_cap is not None and args.tool_call_cap < 1:
         raise ValueError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
                          "a whole number >= 1")
+    if args.max_response_length is not None and args.max_response_length < 1:
+        raise ValueError(f"--max-response-length {args.max_response_length}: the limit is a number of tokens >= 1")
     if args.ood_sources and not args.id_sources:
         raise ValueError("--ood-source needs --id-source: the gap is in-distribution minus out-of-distribution")
     options: dict[str, Any] = {"tool_call_cap": args.tool_call_cap, "id_sources": tuple(args.id_sources or ()),
-                               "ood_sources": None if args.ood_sources is None else tuple(args.ood_sources)}
+                               "ood_sources": None if args.ood_sources is None else tuple(args.ood_sources),
+                               "max_response_length": args.max_response_length}
     tags: dict[str, tuple[str, str]] = {}
     for flag, field_ in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
         text = getattr(args, f"{flag}_tag")

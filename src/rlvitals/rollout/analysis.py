@@ -21,7 +21,7 @@ import polars as pl
 from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
-from .schema import GROUP, LENGTH, RESPONSE, SOURCE, STEP
+from .schema import GROUP, LENGTH, RESPONSE, SOURCE, STEP, TRUNCATED
 from .segments import SegmentTags
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -72,7 +72,9 @@ class RolloutOptions:
     ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
     ``segment_tags``: the think / answer / tool-call tags; ``id_sources``: the data sources that are
     in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
-    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other).
+    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other);
+    ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
+    (``length``) reaches it counts as truncated where the ``truncated`` column does not say.
 
     >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
     (1, 4)
@@ -88,6 +90,7 @@ class RolloutOptions:
     segment_tags: SegmentTags = field(default_factory=SegmentTags)
     id_sources: tuple[str, ...] = ()
     ood_sources: tuple[str, ...] | None = None
+    max_response_length: int | None = None
 
     def __post_init__(self) -> None:
         ks = tuple(sorted(set(self.ks)))
@@ -98,6 +101,9 @@ class RolloutOptions:
         if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
             raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
                              f"got {cap!r}")
+        limit = self.max_response_length
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}")
         if not isinstance(self.segment_tags, SegmentTags):
             raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
         self._check_sources()
@@ -184,10 +190,21 @@ _KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
     ("segments", "rollout/tool_calls/at_cap",
      lambda o, c: None if o.tool_call_cap is not None else
      "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
+    ("length", "rollout/truncation_share", lambda o, c: _truncation_need(o, c)),
     ("sources", "source/{source}/id_gap",
      lambda o, c: None if o.id_sources else
      "needs the in-distribution data sources: analyze_rollouts(id_sources=[...]), rlvitals rollouts --id-source NAME"),
 )
+
+
+def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
+    if TRUNCATED in columns or (o.max_response_length is not None and LENGTH in columns):
+        return None
+    if o.max_response_length is not None:
+        return ("max_response_length counts tokens, but the rollouts carry no token counts (their lengths are "
+                "characters); map a token-count column (--length COLUMN) or a truncation flag (--truncated COLUMN)")
+    return ("needs a 'truncated' column (--truncated COLUMN), or max_response_length=N (--max-response-length N) "
+            "with token counts in 'length'")
 
 
 def _encoder() -> Callable[[Sequence[str]], Any]:
@@ -196,9 +213,19 @@ def _encoder() -> Callable[[Sequence[str]], Any]:
     return encode
 
 
-def prepare(df: pl.DataFrame) -> pl.DataFrame:
-    """The rollout table as the families read it: without token counts, ``length`` is the response's
-    length in characters."""
+def prepare(df: pl.DataFrame, max_response_length: int | None = None) -> pl.DataFrame:
+    """The rollout table as the families read it. With ``max_response_length`` and token counts
+    (``length``), ``truncated`` is ``length >= max_response_length`` where the table has no flag (a
+    ``truncated`` value, when not null, wins). Then, without token counts, ``length`` is the
+    response's length in characters (never compared with the token limit).
+
+    >>> prepare(pl.DataFrame({"length": [10, 512], "truncated": [True, None]}), 512)["truncated"].to_list()
+    [True, True]
+    """
+    if max_response_length is not None and LENGTH in df.columns:
+        reached = pl.col(LENGTH) >= max_response_length
+        flag = pl.col(TRUNCATED).fill_null(reached) if TRUNCATED in df.columns else reached
+        df = df.with_columns(flag.alias(TRUNCATED))
     if LENGTH not in df.columns and RESPONSE in df.columns:
         return df.with_columns(pl.col(RESPONSE).str.len_chars().cast(pl.Int64).alias(LENGTH))
     return df
@@ -215,7 +242,7 @@ def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int]
         raise ValueError(f"update: the settings differ from the state's ({state.options.differences(opts)}); "
                          "build a new state instead")
     columns = frozenset(chunk.columns)
-    chunk = prepare(chunk)
+    chunk = prepare(chunk, opts.max_response_length)
     per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
     counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
     fams: dict[str, Any] = {}
@@ -303,7 +330,8 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
-                     ood_sources: Sequence[str] | None = None) -> RolloutAnalysis:
+                     ood_sources: Sequence[str] | None = None,
+                     max_response_length: int | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
@@ -312,6 +340,9 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     answer / tool-call tags (default ``<think>``, ``<answer>``, ``<tool_call>``). ``id_sources`` names
     the in-distribution data sources: it adds ``source/{source}/id_gap`` and takes ``val/id_ood_gap``
     from the sources (``ood_sources``, default every other source) instead of the ``split`` column.
+    ``max_response_length`` (the generation limit, in tokens) marks a rollout with a token count
+    ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
+    ``rollout/truncation_share``; rollouts without token counts are not judged against it.
     Bad settings raise ``ValueError`` (:class:`RolloutOptions`).
 
     ``source`` is a path (veRL dump folder, TRL completions, a generic table with ``columns``),
@@ -327,14 +358,15 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
     """
     options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
                              segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
-                             ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"))
+                             ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
+                             max_response_length=max_response_length)
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
-        # the table handed back carries the lengths the metrics used, so views of it agree
-        rollouts = replace(rollouts, table=prepare(df))
+    # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
+    rollouts = replace(rollouts, table=prepare(df, max_response_length))
     state = update(None, df, options=options)
     whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
     overall = {k: v if isinstance(v, str) else float(v) for k, v in whole.row(0, named=True).items()
