@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import polars as pl
 import pytest
 
 import rlvitals
@@ -144,8 +145,6 @@ def test_undefined_values_join_the_run_as_not_logged() -> None:
 
 
 def test_cli_reward_weights_and_their_errors(tmp_path: Path) -> None:
-    import polars as pl
-
     folder = tmp_path / "completions"
     folder.mkdir()
     pl.DataFrame({"step": ["1"] * 4, "prompt": ["a", "a", "b", "b"], "completion": ["x", "y", "z", "w"],
@@ -311,3 +310,50 @@ def test_max_response_length_marks_truncation_from_token_counts(tmp_path: Path) 
     err = io.StringIO()
     assert main(["rollouts", "--max-response-length", "-3", str(path)], io.StringIO(), err) == 2
     assert err.getvalue() == "rlvitals: --max-response-length -3: the limit is a number of tokens >= 1\n"
+
+
+def test_every_key_left_out_says_what_it_needs() -> None:
+    rows = [{"step": 1, "prompt": f"p{g}", "response": f"r {i}", "score": float(i == g)} for g in range(2)
+            for i in range(3)]
+    a = rlvitals.analyze_rollouts(rows, ks=(1, 2))
+    assert a.skipped == [
+        "step_groups: step-level groups need the rollout column(s) ['states']; the table has "
+        "['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "id_ood: this metric needs the rollout column(s) ['split']; the table has "
+        "['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "sources: per-source metrics need the rollout column(s) ['source'] (veRL's data_source; --source COLUMN "
+        "for other files); the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', "
+        "'length']",
+        "tokens: token metrics need 'token_entropy', or 'token_logprob' with 'token_advantage' (per-token lists); "
+        "the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "maj@{k}, reasoning/self_consistency_gap@{k}: needs the rollout column 'answer' (extracted final answers: "
+        "veRL pred, --answer COLUMN); they are NaN without it",
+        "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, --answer COLUMN)",
+        "diversity/action_edit_distance: needs the rollout column 'actions'",
+        "diversity/state_coverage: needs the rollout column 'states'",
+        "rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
+        "(--max-response-length N) with token counts in 'length'",
+        "prompt/difficulty/{easy,medium,hard}/adv_share: needs the rollout column 'advantage' (the sequence "
+        "advantage: TRL completions carry it)",
+        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
+        "rlvitals rollouts --tool-cap N",
+    ]
+    # every key listed is indeed absent (or, for maj@k, NaN)
+    assert a.steps["maj@2"].is_nan().all()
+    for key in ("diversity/answer_entropy", "diversity/action_edit_distance", "diversity/state_coverage",
+                "rollout/truncation_share", "prompt/difficulty/easy/adv_share", "rollout/tool_calls/at_cap"):
+        assert key not in a.steps.columns, key
+    assert "prompt/difficulty/easy/share" in a.steps.columns  # the reader derived `correct` from the score
+
+
+def test_family_messages_say_either_column_is_enough() -> None:
+    from rlvitals.rollout import prompts, tokens
+
+    df = pl.DataFrame({"step": [1], "group": ["a"], "sample": [0], "response": ["x"]})
+    with pytest.raises(ValueError, match=r"prompt metrics need a 'score' or a 'correct' column \(either is enough\)"):
+        prompts.update(None, df)
+    with pytest.raises(ValueError, match=r"token metrics need 'token_entropy', or 'token_logprob' with 'token_adv"):
+        tokens.update(None, df)
+    only_correct = rlvitals.analyze_rollouts([{"step": 1, "prompt": "q", "response": "x", "correct": True}])
+    assert not any(s.startswith("prompts:") for s in only_correct.skipped)
+    assert "prompt/reward_gini, prompt/top_share: needs the rollout column 'score'" in only_correct.skipped

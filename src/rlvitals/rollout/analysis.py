@@ -21,7 +21,23 @@ import polars as pl
 from ..errors import InputError
 from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
-from .schema import GROUP, LENGTH, RESPONSE, SOURCE, STEP, TRUNCATED
+from .schema import (
+    ACTIONS,
+    ADVANTAGE,
+    ANSWER,
+    CORRECT,
+    GROUP,
+    LENGTH,
+    RESPONSE,
+    SCORE,
+    SOURCE,
+    STATES,
+    STEP,
+    TOKEN_ADVANTAGE,
+    TOKEN_ENTROPY,
+    TOKEN_LOGPROB,
+    TRUNCATED,
+)
 from .segments import SegmentTags
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
@@ -186,11 +202,34 @@ def _id_ood_update(o: RolloutOptions) -> Callable[[Any, pl.DataFrame], Any]:
 
 #: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
 _Need = Callable[[RolloutOptions, frozenset[str]], str | None]
+def _columns(*needed: str, hint: str = "") -> _Need:
+    """A need satisfied when the chunks carried every column of ``needed``."""
+    def need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
+        missing = [c for c in needed if c not in columns]
+        if not missing:
+            return None
+        names = " and ".join(repr(c) for c in missing)
+        return f"needs the rollout column{'s' if len(missing) > 1 else ''} {names}{hint}"
+    return need
+
+
 _KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
+    ("group", "maj@{k}, reasoning/self_consistency_gap@{k}",
+     _columns(ANSWER, hint=" (extracted final answers: veRL pred, --answer COLUMN); they are NaN without it")),
+    ("step_groups", "group/step_groups/multi_action_share", _columns(ACTIONS)),
+    ("diversity", "diversity/answer_entropy", _columns(ANSWER, hint=" (veRL pred, --answer COLUMN)")),
+    ("diversity", "diversity/action_edit_distance", _columns(ACTIONS)),
+    ("diversity", "diversity/state_coverage", _columns(STATES)),
+    ("length", "rollout/truncation_share", lambda o, c: _truncation_need(o, c)),
+    ("prompts", "prompt/reward_gini, prompt/top_share", _columns(SCORE)),
+    ("prompts", "prompt/difficulty/{easy,medium,hard}/share", _columns(CORRECT)),
+    ("prompts", "prompt/difficulty/{easy,medium,hard}/adv_share",
+     _columns(CORRECT, ADVANTAGE, hint=" (the sequence advantage: TRL completions carry it)")),
+    ("tokens", "token/entropy_high_share", _columns(TOKEN_ENTROPY)),
+    ("tokens", "token/logp_adv_cov", _columns(TOKEN_LOGPROB, TOKEN_ADVANTAGE)),
     ("segments", "rollout/tool_calls/at_cap",
      lambda o, c: None if o.tool_call_cap is not None else
      "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
-    ("length", "rollout/truncation_share", lambda o, c: _truncation_need(o, c)),
     ("sources", "source/{source}/id_gap",
      lambda o, c: None if o.id_sources else
      "needs the in-distribution data sources: analyze_rollouts(id_sources=[...]), rlvitals rollouts --id-source NAME"),
