@@ -97,3 +97,30 @@ def test_reading_hand_cases():
     flat = df.with_columns(pl.lit(3).alias("length"))
     assert L.lengths_table(flat).select("rollout/length_reading", "rollout/length_reading/groups").rows() == [
         (None, 0), (None, 0)]
+
+
+def ref_quantile(xs, q):
+    xs = sorted(xs)
+    h = (len(xs) - 1) * q
+    lo = int(h)
+    return xs[lo] + (h - lo) * (xs[min(lo + 1, len(xs) - 1)] - xs[lo])
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from("ab"), st.one_of(st.none(), st.integers(1, 9)),
+                          st.one_of(st.none(), st.booleans())), min_size=1, max_size=40),
+       st.integers(1, 5))
+def test_correct_by_length_matches_a_plain_loop(rows, bins):
+    df = pl.DataFrame(rows, schema={"step": pl.Int64, "group": pl.Utf8, "length": pl.Int64, "correct": pl.Boolean},
+                      orient="row")
+    got = {r["step"]: r for r in L.lengths_table(df, bins=bins).iter_rows(named=True)}
+    for step in {r[0] for r in rows}:
+        known = [(n, c) for s, _, n, c in rows if s == step and n is not None and c is not None]
+        if not known:
+            continue  # no rollout with both: the step has no quantile bins
+        edges = [ref_quantile([n for n, _ in known], b / bins) for b in range(1, bins)]
+        for b in range(bins):
+            # the first bin whose upper edge is >= the length; the last bin takes the rest
+            mine = [c for n, c in known if next((i for i, e in enumerate(edges) if e >= n), bins - 1) == b]
+            want = sum(mine) / len(mine) if mine else None
+            value = got[step][f"rollout/correct_by_length/q{b + 1}"]
+            assert value == (None if want is None else pytest.approx(want, abs=1e-12)), (step, b)
