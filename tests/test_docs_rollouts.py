@@ -16,12 +16,15 @@ from typing import Any
 import pytest
 
 from rlvitals.cli import main
-from rlvitals.rollout import schema
+from rlvitals.rollout import schema, sources
 from rlvitals.rollout.analysis import RolloutAnalysis, analyze_rollouts
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rollouts.md"
 KS = (1, 3, 16)  # 16 > every group: a k no group reaches
 SIZES = {1: (1, 2, 3, 5, 8), 2: (8, 4, 4, 2), 3: (3, 3, 6, 1, 8)}  # rollouts per group, per step
+#: every setting that adds keys (the CLI flags in CLI_OPTIONS say the same)
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ["gsm8k"], "max_response_length": 50}
+CLI_OPTIONS = ["--tool-cap", "2", "--id-source", "gsm8k", "--max-response-length", "50"]
 
 
 def _section(title: str) -> str:
@@ -39,8 +42,12 @@ def documented_keys() -> set[str]:
 
 def template(key: str) -> str:
     """A concrete output key in the doc's templated form: pass@4 -> pass@{k}, distinct_2 -> distinct_{n}."""
+    parts = sources.split_key(key)
+    if parts is not None:
+        return f"source/{{source}}/{parts[1]}"
     key = re.sub(r"@\d+$", "@{k}", key)
     key = re.sub(r"/distinct_\d+$", "/distinct_{n}", key)
+    key = re.sub(r"_length/(?:p10|p50|p90|max)$", "_length/{dist}", key)
     return re.sub(r"/q\d+$", "/q{b}", key)
 
 
@@ -76,7 +83,7 @@ def rich_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def analysis(rich_file: Path) -> RolloutAnalysis:
-    return analyze_rollouts(rich_file, ks=KS)
+    return analyze_rollouts(rich_file, ks=KS, **OPTIONS)
 
 
 def produced_keys(a: RolloutAnalysis) -> set[str]:
@@ -122,11 +129,14 @@ def test_the_doc_lists_every_table_column() -> None:
 
 def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    assert main(["rollouts", str(rich_file), "--json", "--k", ",".join(map(str, KS))], out=out, err=err) == 0
+    assert main(["rollouts", str(rich_file), "--json", "--k", ",".join(map(str, KS)), *CLI_OPTIONS],
+                out=out, err=err) == 0
     doc = json.loads(out.getvalue())
+    # nothing left unread and, with every option given, nothing left uncomputed
+    assert doc["skipped"] == {"count": 0, "reasons": []} and doc["not_computed"] == []
     section = _section("`rlvitals rollouts --json`")
     step = doc["steps"][0]
-    for name in [*doc, *step, *step["zero_variance"]]:
+    for name in [*doc, *step, *step["zero_variance"], *step["length_reading"], *step["sources"]["math"]]:
         assert f'"{name}"' in section, f"the --json key {name!r} is not in the doc's schema"
     assert set(doc) == {"path", "steps", "overall", "skipped", "not_computed", "notes"}
     assert doc["overall"]["step"] is None
@@ -134,3 +144,12 @@ def test_json_schema_matches_the_cli(rich_file: Path) -> None:
     assert step["pass@k"]["16"] is None and step["pass@k"]["1"] is not None
     undefined = sorted({template(k) for k in step["metrics"]} - documented_keys())
     assert not undefined, f"--json metrics {undefined} are not defined in docs/rollouts.md"
+
+
+def test_every_series_key_is_a_catalog_key(analysis: RolloutAnalysis) -> None:
+    # Run.with_series refuses keys the catalog does not know, so `diagnose --rollouts` would fail
+    from rlvitals.catalog import load_catalog
+
+    catalog = load_catalog()
+    unknown = sorted(k for k in analysis.series().columns if k != "step" and catalog.find(k) is None)
+    assert not unknown, f"series {unknown} have no catalog entry; add one to src/rlvitals/catalog.toml"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import polars as pl
 import pytest
 
 import rlvitals
@@ -144,8 +145,6 @@ def test_undefined_values_join_the_run_as_not_logged() -> None:
 
 
 def test_cli_reward_weights_and_their_errors(tmp_path: Path) -> None:
-    import polars as pl
-
     folder = tmp_path / "completions"
     folder.mkdir()
     pl.DataFrame({"step": ["1"] * 4, "prompt": ["a", "a", "b", "b"], "completion": ["x", "y", "z", "w"],
@@ -163,3 +162,198 @@ def test_cli_reward_weights_and_their_errors(tmp_path: Path) -> None:
     err = io.StringIO()
     assert main(["rollouts", str(tmp_path), "--reward-weights", "nosuch=1"], io.StringIO(), err) == 2
     assert "nosuch" in err.getvalue()
+
+
+def _reading_rows() -> list[dict]:
+    """Step 1: longer answers are right in both groups; step 2: longer answers are wrong."""
+    rows = []
+    for step, sign in ((1, 1), (2, -1)):
+        for g in range(2):
+            for i, length in enumerate((10, 20, 30, 40)):
+                ok = (i >= 2) if sign > 0 else (i < 2)
+                rows.append({"step": step, "prompt": f"p{g}", "response": "x" * length, "correct": ok,
+                             "score": float(ok)})
+    return rows
+
+
+def test_length_reading_per_step_overall_and_json(tmp_path: Path) -> None:
+    a = rlvitals.analyze_rollouts(_reading_rows(), ks=(1,))
+    assert a.steps["rollout/length_reading"].to_list() == ["longer_more_correct", "longer_less_correct"]
+    assert a.steps["rollout/length_reading/groups"].to_list() == [2, 2]
+    # over the whole table the four groups cancel out: longer is neither better nor worse
+    assert a.overall["rollout/length_reading"] == "no_change" and a.overall["rollout/length_reading/groups"] == 4
+    assert a.overall["rollout/length_correct_corr"] == pytest.approx(0.0, abs=1e-12)
+    assert "rollout/length_reading" not in a.series().columns
+    assert "rollout/length_reading/groups" not in a.series().columns
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _reading_rows()))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", str(path)], out=out, err=err) == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    first = doc["steps"][0]["length_reading"]
+    assert first == {"reading": "longer_more_correct", "corr": pytest.approx(0.8944271909999159), "tol": 0.1,
+                     "groups": 2}
+    assert doc["overall"]["length_reading"]["reading"] == "no_change"
+    assert "rollout/length_reading" not in doc["steps"][0]["metrics"]
+    assert doc["steps"][0]["metrics"]["rollout/length_correct_corr"] == first["corr"]
+
+
+def test_length_reading_is_null_without_the_length_family() -> None:
+    # scores outside [-1, 1] leave correctness unknown, so the length family cannot run
+    rows = [{k: v for k, v in r.items() if k != "correct"} | {"score": 2.0 * r["correct"]} for r in _reading_rows()]
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert "rollout/length_reading" not in b.steps.columns
+    assert step_json(b.steps.row(0, named=True), (1,))["length_reading"] is None
+
+
+def _tool_rows() -> list[dict]:
+    calls = {0: [], 1: ["search(a)"], 2: ["search(a)", "search(b)"], 3: ["search(a)"] * 3}
+    return [{"step": s, "prompt": f"p{g}", "response": "".join(f"<tool_call>{c}</tool_call>" for c in calls[n]),
+             "score": float(n == 1)} for s in (1, 2) for g in range(2) for n in ((0, 1, 2, 3) if s == 1 else (3, 3))]
+
+
+def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
+    rows = _tool_rows()
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), tool_call_cap=2)
+    for step in (1, 2):
+        counts = [r["response"].count("<tool_call>") for r in rows if r["step"] == step]
+        want = sum(c >= 2 for c in counts) / len(counts)
+        assert a.steps.filter(a.steps["step"] == step)["rollout/tool_calls/at_cap"][0] == want
+    assert a.overall["rollout/tool_calls/at_cap"] == sum(r["response"].count("<tool_call>") >= 2 for r in rows) / 12
+    assert not any(s.startswith("rollout/tool_calls/at_cap") for s in a.skipped)
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert "rollout/tool_calls/at_cap" not in b.steps.columns
+    assert ("rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
+            "rlvitals rollouts --tool-cap N") in b.skipped
+    with pytest.raises(ValueError, match=r"tool_call_cap must be a whole number >= 1 .*got 0"):
+        rlvitals.analyze_rollouts(rows, tool_call_cap=0)
+    path = tmp_path / "tools.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", "--tool-cap", "3", str(path)], out=out, err=err) == 0
+    doc = json.loads(out.getvalue())
+    assert [s["metrics"]["rollout/tool_calls/at_cap"] for s in doc["steps"]] == [0.25, 1.0]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--tool-cap", "0", str(path)], out=out, err=err) == 2
+    assert err.getvalue() == ("rlvitals: --tool-cap 0: the cap is the most tool calls a rollout may make, "
+                              "a whole number >= 1\n")
+
+
+def test_custom_segment_tags_through_the_api_and_the_cli(tmp_path: Path) -> None:
+    from rlvitals.rollout.segments import SegmentTags
+
+    texts = ["[THINK]add 2 and 2 so 4[/THINK] <final>4</final>", "[THINK]so[/THINK]<final>5</final><call>f(x)</call>",
+             "<think>x</think><answer>4</answer>"]
+    rows = [{"step": 1, "prompt": "2+2", "response": t, "score": float(i == 0)} for i, t in enumerate(texts)]
+    tags = SegmentTags(think=("[THINK]", "[/THINK]"), answer=("<final>", "</final>"), tool_call=("<call>", "</call>"))
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), segment_tags=tags)
+    row = a.steps.row(0, named=True)
+    assert row["rollout/format_compliance"] == pytest.approx(1 / 3)  # the call after the answer breaks rollout 2
+    assert row["rollout/think_length/mean"] == 3.5 and row["rollout/think_length/max"] == 6  # 6 and 1 words
+    assert row["rollout/think_length/p50"] == 3.5 and row["rollout/think_length/p10"] == pytest.approx(1.5)
+    assert row["rollout/answer_in_reasoning"] == 0.5 and row["rollout/tool_calls/mean"] == pytest.approx(1 / 3)
+    default = rlvitals.analyze_rollouts(rows, ks=(1,)).steps.row(0, named=True)
+    assert default["rollout/think_length/max"] == 1 and default["rollout/tool_calls/mean"] == 0
+    path = tmp_path / "tags.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["rollouts", "--json", "--k", "1", "--think-tag", "[THINK] [/THINK]", "--answer-tag", "final",
+            "--tool-tag", "call", str(path)]
+    assert main(argv, out=out, err=err) == 0, err.getvalue()
+    metrics = json.loads(out.getvalue())["steps"][0]["metrics"]
+    seg = ("rollout/think", "rollout/answer", "rollout/tool", "rollout/format")
+    assert {k: metrics[k] for k in row if k.startswith(seg) and row[k] is not None} == pytest.approx(
+        {k: v for k, v in row.items() if k.startswith(seg) and v is not None})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--think-tag", "a b c", str(path)], out=out, err=err) == 2
+    assert err.getvalue() == ("rlvitals: --think-tag 'a b c' is not a segment tag: give a tag name (think means "
+                              "<think>…</think>) or the opening and closing tags separated by a space "
+                              "('[THINK] [/THINK]')\n")
+    err = io.StringIO()
+    assert main(["rollouts", "--think-tag", "answer", str(path)], out=io.StringIO(), err=err) == 2
+    assert "need tags of their own" in err.getvalue()
+
+
+def test_max_response_length_marks_truncation_from_token_counts(tmp_path: Path) -> None:
+    lengths = {1: [100, 512, 600, 30], 2: [512, 512, 10, 20]}
+    flags = {1: [None, None, False, None], 2: [None, True, None, None]}  # a flag, when given, wins
+    rows = [{"step": s, "prompt": f"p{i % 2}", "response": "x", "score": float(i % 2), "correct": bool(i % 2),
+             "length": n, "truncated": f}
+            for s in lengths for i, (n, f) in enumerate(zip(lengths[s], flags[s], strict=True))]
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), max_response_length=512)
+    for step in lengths:
+        want = [f if f is not None else n >= 512 for n, f in zip(lengths[step], flags[step], strict=True)]
+        assert a.steps.filter(a.steps["step"] == step)["rollout/truncation_share"][0] == sum(want) / len(want)
+    assert a.overall["rollout/truncation_share"] == 3 / 8
+    assert a.rollouts is not None and a.rollouts.table["truncated"].null_count() == 0
+    # without the limit only the flags count, nulls left out
+    b = rlvitals.analyze_rollouts(rows, ks=(1,))
+    assert b.steps["rollout/truncation_share"].to_list() == [0.0, 1.0]
+    # no flag and no limit: the key says what it needs
+    c = rlvitals.analyze_rollouts([{k: v for k, v in r.items() if k != "truncated"} for r in rows], ks=(1,))
+    assert "rollout/truncation_share" not in c.steps.columns
+    assert ("rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
+            "(--max-response-length N) with token counts in 'length'") in c.skipped
+    # character lengths are never compared with a token limit
+    chars = [{k: v for k, v in r.items() if k not in ("truncated", "length")} for r in rows]
+    d = rlvitals.analyze_rollouts(chars, ks=(1,), max_response_length=1)
+    assert "rollout/truncation_share" not in d.steps.columns
+    assert any(s.startswith("rollout/truncation_share: max_response_length counts tokens, but the rollouts carry no "
+                            "token counts") for s in d.skipped)
+    with pytest.raises(ValueError, match=r"max_response_length must be a whole number of tokens >= 1, got 0"):
+        rlvitals.analyze_rollouts(rows, max_response_length=0)
+    path = tmp_path / "len.jsonl"
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "truncated"}) + "\n" for r in rows))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "1", "--max-response-length", "512", str(path)], out, err) == 0
+    assert [s["metrics"]["rollout/truncation_share"] for s in json.loads(out.getvalue())["steps"]] == [0.5, 0.5]
+    err = io.StringIO()
+    assert main(["rollouts", "--max-response-length", "-3", str(path)], io.StringIO(), err) == 2
+    assert err.getvalue() == "rlvitals: --max-response-length -3: the limit is a number of tokens >= 1\n"
+
+
+def test_every_key_left_out_says_what_it_needs() -> None:
+    rows = [{"step": 1, "prompt": f"p{g}", "response": f"r {i}", "score": float(i == g)} for g in range(2)
+            for i in range(3)]
+    a = rlvitals.analyze_rollouts(rows, ks=(1, 2))
+    assert a.skipped == [
+        "step_groups: step-level groups need the rollout column(s) ['states']; the table has "
+        "['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "id_ood: this metric needs the rollout column(s) ['split']; the table has "
+        "['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "sources: per-source metrics need the rollout column(s) ['source'] (veRL's data_source; --source COLUMN "
+        "for other files); the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', "
+        "'length']",
+        "tokens: token metrics need 'token_entropy', or 'token_logprob' with 'token_advantage' (per-token lists); "
+        "the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "maj@{k}, reasoning/self_consistency_gap@{k}: needs the rollout column 'answer' (extracted final answers: "
+        "veRL pred, --answer COLUMN); they are NaN without it",
+        "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, --answer COLUMN)",
+        "diversity/action_edit_distance: needs the rollout column 'actions'",
+        "diversity/state_coverage: needs the rollout column 'states'",
+        "rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
+        "(--max-response-length N) with token counts in 'length'",
+        "prompt/difficulty/{easy,medium,hard}/adv_share: needs the rollout column 'advantage' (the sequence "
+        "advantage: TRL completions carry it)",
+        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
+        "rlvitals rollouts --tool-cap N",
+    ]
+    # every key listed is indeed absent (or, for maj@k, NaN)
+    assert a.steps["maj@2"].is_nan().all()
+    for key in ("diversity/answer_entropy", "diversity/action_edit_distance", "diversity/state_coverage",
+                "rollout/truncation_share", "prompt/difficulty/easy/adv_share", "rollout/tool_calls/at_cap"):
+        assert key not in a.steps.columns, key
+    assert "prompt/difficulty/easy/share" in a.steps.columns  # the reader derived `correct` from the score
+
+
+def test_family_messages_say_either_column_is_enough() -> None:
+    from rlvitals.rollout import prompts, tokens
+
+    df = pl.DataFrame({"step": [1], "group": ["a"], "sample": [0], "response": ["x"]})
+    with pytest.raises(ValueError, match=r"prompt metrics need a 'score' or a 'correct' column \(either is enough\)"):
+        prompts.update(None, df)
+    with pytest.raises(ValueError, match=r"token metrics need 'token_entropy', or 'token_logprob' with 'token_adv"):
+        tokens.update(None, df)
+    only_correct = rlvitals.analyze_rollouts([{"step": 1, "prompt": "q", "response": "x", "correct": True}])
+    assert not any(s.startswith("prompts:") for s in only_correct.skipped)
+    assert "prompt/reward_gini, prompt/top_share: needs the rollout column 'score'" in only_correct.skipped

@@ -45,6 +45,8 @@ def _reference(rows: list[tuple[int, str, float, str | None]], ks: tuple[int, ..
             total += n
             if n >= 2:
                 per.setdefault("std", []).append(statistics.stdev(scores))
+            # population sigma_G over every group; a group of one has sigma 0
+            per.setdefault("group/reward_std_pop/mean", []).append(statistics.pstdev(scores))
             if max(scores) == min(scores):
                 zero += 1
                 all_c += min(scores) >= 1.0
@@ -58,6 +60,9 @@ def _reference(rows: list[tuple[int, str, float, str | None]], ks: tuple[int, ..
                     per.setdefault(f"pass@{k}", []).append(pk)
                     per.setdefault(f"maj@{k}", []).append(maj)
                     per.setdefault(f"pass_gap@{k}", []).append(pk - c / n)
+                    need = max(math.ceil(k * 0.5), 1)  # G-Pass@k at tau = 0.5: at least half of k correct
+                    gp = sum(math.comb(c, x) * math.comb(n - c, k - x) for x in range(need, k + 1)) / math.comb(n, k)
+                    per.setdefault(f"g_pass@{k}", []).append(gp)
         res = {key: sum(v) / len(v) for key, v in per.items()}
         res.update({"group/zero_std/share": zero / len(gs), "group/zero_std/all_correct": all_c / len(gs),
                     "group/zero_std/all_wrong": all_w / len(gs), "group/effective_batch": sig_n / total,
@@ -86,7 +91,7 @@ def test_step_metrics_match_reference(rows: list[tuple[int, str, float, str | No
                 assert row[key] == pytest.approx(value, abs=1e-12), key
         for k in KS:
             if f"pass@{k}" not in want:
-                assert math.isnan(row[f"pass@{k}"]) and math.isnan(row[f"maj@{k}"])
+                assert math.isnan(row[f"pass@{k}"]) and math.isnan(row[f"maj@{k}"]) and math.isnan(row[f"g_pass@{k}"])
             else:
                 gap = row[f"maj@{k}"] - row["pass@1"] if k == 1 else None
                 if gap is not None:
@@ -221,3 +226,11 @@ def test_update_options_must_match_the_state() -> None:
     df = _sized({0: [2]})
     with pytest.raises(ValueError, match=r"options \{'tau': 0.9\} differ from the state's settings"):
         update(update(None, df), df, tau=0.9)
+
+
+def test_a_nan_score_is_not_correct() -> None:
+    # polars orders NaN above every number: a bare `score >= 1.0` called a NaN score correct
+    df = pl.DataFrame({"step": [1, 1, 1], "group": ["a"] * 3, "sample": [0, 1, 2], "score": [float("nan"), 0.0, 1.0]})
+    assert group_table(df)["c"].to_list() == [1]
+    with_flags = df.with_columns(pl.Series("correct", [None, False, True], dtype=pl.Boolean))
+    assert group_table(with_flags)["c"].to_list() == [1]

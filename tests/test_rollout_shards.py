@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from rlvitals.ingest._record import SkipLog
-from rlvitals.rollout import analysis, diversity, groups, lengths, prompts, schema, segments, steps, tokens
+from rlvitals.rollout import analysis, diversity, groups, lengths, prompts, schema, segments, sources, steps, tokens
 from rlvitals.rollout._core import RolloutSet
 
 WORDS = ["add", "carry", "check", "the", "sum", "again", "so", "x", "is", "4"]
@@ -103,6 +103,8 @@ FAMILIES: dict[str, tuple[Callable[..., Any], Callable[[Any, Any], Any], Callabl
     "segments": (lambda s, c: segments.update(s, c, tool_call_cap=2), segments.merge, segments.compute,
                  lambda df: segments.segments_table(df, tool_call_cap=2)),
     "tokens": (tokens.update, tokens.merge, tokens.compute, tokens.tokens_table),
+    "sources": (lambda s, c: sources.update(s, c, id_sources=["math"]), sources.merge, sources.compute,
+                lambda df: sources.compute(sources.update(None, df, id_sources=["math"]))),
     "diversity": (diversity.update, diversity.merge, diversity.compute, diversity.diversity_table),
 }
 
@@ -118,8 +120,12 @@ def test_family_sharded_equals_unsharded(family: str, seed: int, n: int, order: 
     assert_frame_equal(compute(merged(parts, merge, rnd)), table(df), check_exact=True)
 
 
-def _whole(df: pl.DataFrame, ks: tuple[int, ...]) -> pl.DataFrame:
-    return analysis.analyze_rollouts(RolloutSet(df, SkipLog(), "frame"), ks=ks).steps
+#: every setting that adds keys, so the sharded test covers them too
+OPTIONS: dict[str, Any] = {"tool_call_cap": 2, "id_sources": ("gsm8k",), "max_response_length": 300}
+
+
+def _whole(df: pl.DataFrame, ks: tuple[int, ...], **options: Any) -> pl.DataFrame:
+    return analysis.analyze_rollouts(RolloutSet(df, SkipLog(), "frame"), ks=ks, **options).steps
 
 
 @settings(max_examples=10, deadline=None)
@@ -127,14 +133,16 @@ def _whole(df: pl.DataFrame, ks: tuple[int, ...]) -> pl.DataFrame:
 def test_rollout_state_sharded_equals_analyze_rollouts(seed: int, n: int, order: int) -> None:
     df = rich_table(seed, n_steps=4)
     rnd = random.Random(order)
-    parts = [analysis.update(None, part, ks=(1, 2, 4)) for part in shards(df, n, rnd)]
+    options = analysis.RolloutOptions(ks=(1, 2, 4), **OPTIONS)
+    parts = [analysis.update(None, part, options=options) for part in shards(df, n, rnd)]
     state = merged(parts, analysis.merge, rnd)
     got = analysis.compute(state)
-    assert_frame_equal(got, _whole(df, (1, 2, 4)), check_exact=True)
-    assert not state.skipped
+    assert_frame_equal(got, _whole(df, (1, 2, 4), **OPTIONS), check_exact=True)
+    assert not state.skipped and not analysis.skipped_reasons(state)
     families = ("pass@4", "group/step_groups/multi_action_share", "diversity/duplicate_rate",
                 "rollout/format_compliance", "rollout/length_correct_corr", "prompt/reward_gini",
-                "token/logp_adv_cov", "group/size/below_mode")
+                "token/logp_adv_cov", "group/size/below_mode", "rollout/length_reading",
+                "rollout/tool_calls/at_cap", "source/gsm8k/id_gap", "val/id_ood_gap")
     assert set(families) <= set(got.columns)
 
 
@@ -151,7 +159,7 @@ def test_merge_rejects_different_ks() -> None:
     df = rich_table(0)
     with pytest.raises(ValueError, match=r"different settings: ks \(1,\) vs \(1, 2\)"):
         analysis.merge(analysis.update(None, df, ks=(1,)), analysis.update(None, df, ks=(1, 2)))
-    with pytest.raises(ValueError, match=r"ks=\(2,\), embed=False differ from the state's ks=\(1,\)"):
+    with pytest.raises(ValueError, match=r"settings differ from the state.s \(ks \(1,\) vs \(2,\)\)"):
         analysis.update(analysis.update(None, df, ks=(1,)), df, ks=(2,))
 
 
@@ -159,4 +167,4 @@ def test_merge_rejects_different_embed_settings() -> None:
     df = rich_table(0)
     plain = analysis.update(None, df, ks=(1,))
     with pytest.raises(ValueError, match="embed False vs True"):
-        analysis.merge(plain, analysis.RolloutState(ks=(1,), embed=True))
+        analysis.merge(plain, analysis.RolloutState(analysis.RolloutOptions(ks=(1,), embed=True)))

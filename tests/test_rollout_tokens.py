@@ -39,3 +39,29 @@ def test_table_first_step_threshold():
         T.tokens_table(bad)
     with pytest.raises(ValueError, match="token_entropy"):
         T.tokens_table(df.select("step"))
+
+
+def ref_quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    h = (len(xs) - 1) * q
+    lo = int(h)
+    return xs[lo] + (h - lo) * (xs[min(lo + 1, len(xs) - 1)] - xs[lo])
+
+
+entropy_rows = st.lists(st.tuples(st.integers(0, 3), st.lists(st.one_of(st.none(), st.sampled_from(
+    [0.0, 0.1, 0.5, 0.5, 1.0, 2.0, 3.5])), max_size=6)), min_size=1, max_size=12)
+
+
+@given(entropy_rows)
+def test_high_entropy_share_matches_a_plain_loop(rows):
+    df = pl.DataFrame(rows, schema={"step": pl.Int64, "token_entropy": pl.List(pl.Float64)}, orient="row")
+    per_step: dict[int, list[float]] = {}
+    for step, ents in rows:
+        per_step.setdefault(step, []).extend(e for e in ents if e is not None)
+    # the threshold: the 0.8 quantile of the first step that has any token entropy, then fixed
+    first = next((per_step[s] for s in sorted(per_step) if per_step[s]), None)
+    threshold = ref_quantile(first, 0.8) if first else None
+    got = dict(T.tokens_table(df).select("step", "token/entropy_high_share").rows())
+    for step, ents in per_step.items():
+        want = sum(e > threshold for e in ents) / len(ents) if ents and threshold is not None else None
+        assert got[step] == (None if want is None else pytest.approx(want, abs=1e-12)), step

@@ -62,6 +62,21 @@ def _parser() -> argparse.ArgumentParser:
     rol.add_argument("--embed", action="store_true",
                      help="add diversity/embedding_cosine (sentence embeddings on the CPU; "
                           "pip install 'rlvitals[embed]')")
+    rol.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
+                     help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    rol.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
+                     help="the generation limit in tokens: a rollout whose token count (--length) reaches it "
+                          "counts as truncated")
+    rol.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
+                     help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and "
+                          "takes val/id_ood_gap from the sources")
+    rol.add_argument("--ood-source", dest="ood_sources", action="append", default=None, metavar="NAME",
+                     help="an out-of-distribution data source for val/id_ood_gap (default: every source "
+                          "not given with --id-source)")
+    for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        rol.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
+                         help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) "
+                              "or 'OPEN CLOSE'")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
@@ -258,11 +273,40 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
 
 
 def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | None,
-             reward_weights: Any = None, embed: bool = False) -> Any:
+             reward_weights: Any = None, embed: bool = False, **options: Any) -> Any:
     from .rollout.analysis import analyze_rollouts
 
     return analyze_rollouts(path, columns=columns, ks=ks, group_size=group_size, reward_weights=reward_weights,
-                            embed=embed)
+                            embed=embed, **options)
+
+
+def _rollout_options(args: argparse.Namespace, ks: tuple[int, ...]) -> dict[str, Any]:
+    """The analysis settings of ``rlvitals rollouts``, checked before any file is read (ValueError)."""
+    from .rollout.analysis import RolloutOptions
+    from .rollout.segments import SegmentTags, parse_tag
+
+    if args.tool_call_cap is not None and args.tool_call_cap < 1:
+        raise ValueError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
+                         "a whole number >= 1")
+    if args.max_response_length is not None and args.max_response_length < 1:
+        raise ValueError(f"--max-response-length {args.max_response_length}: the limit is a number of tokens >= 1")
+    if args.ood_sources and not args.id_sources:
+        raise ValueError("--ood-source needs --id-source: the gap is in-distribution minus out-of-distribution")
+    options: dict[str, Any] = {"tool_call_cap": args.tool_call_cap, "id_sources": tuple(args.id_sources or ()),
+                               "ood_sources": None if args.ood_sources is None else tuple(args.ood_sources),
+                               "max_response_length": args.max_response_length}
+    tags: dict[str, tuple[str, str]] = {}
+    for flag, field_ in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        text = getattr(args, f"{flag}_tag")
+        if text is not None:
+            try:
+                tags[field_] = parse_tag(text)
+            except ValueError as exc:
+                raise ValueError(f"--{flag}-tag {exc}") from None
+    if tags:
+        options["segment_tags"] = SegmentTags(**tags)
+    RolloutOptions(ks=ks, **options)
+    return options
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
@@ -285,13 +329,14 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         weights = parse_reward_weights(args.reward_weights) if args.reward_weights else None
         mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
         columns = ColumnMap(**mapping) if mapping else None
+        options = _rollout_options(args, ks)
     except (RlvitalsError, ValueError, TypeError) as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
-            analysis = _analyze(path, columns, ks, args.group_size, weights, args.embed)
+            analysis = _analyze(path, columns, ks, args.group_size, weights, args.embed, **options)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE

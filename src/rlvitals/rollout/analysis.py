@@ -12,18 +12,37 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from ..errors import InputError
-from . import diversity, groups, lengths, prompts, segments, splits, steps, tokens
+from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
 from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_python
-from .schema import GROUP, LENGTH, RESPONSE, STEP
+from .schema import (
+    ACTIONS,
+    ADVANTAGE,
+    ANSWER,
+    CORRECT,
+    GROUP,
+    LENGTH,
+    RESPONSE,
+    SCORE,
+    SOURCE,
+    STATES,
+    STEP,
+    TOKEN_ADVANTAGE,
+    TOKEN_ENTROPY,
+    TOKEN_LOGPROB,
+    TRUNCATED,
+)
+from .segments import SegmentTags
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
+#: per-step columns that are counts, histograms or labels, not catalog metrics: kept out of ``series``
+NOT_SERIES = ("groups", "rollouts", "group_sizes", lengths.KEY_READING, lengths.KEY_READING_GROUPS)
 
 
 @dataclass(frozen=True)
@@ -32,7 +51,7 @@ class RolloutAnalysis:
     catalog keys), the same over the whole table (``overall``), and what could not be computed."""
 
     steps: pl.DataFrame
-    overall: dict[str, int | float]
+    overall: dict[str, int | float | str]
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
@@ -43,18 +62,90 @@ class RolloutAnalysis:
         A metric with no defined value at a step (pass@8 of groups of 4, a family whose groups all
         lack the input) is null there — not logged — rather than NaN: in a Run, NaN means the
         trainer logged a NaN, which the stability checks rightly treat as a failure. Columns with no
-        value at any step are left out.
+        value at any step are left out, and so are the counts and labels of ``NOT_SERIES``.
         """
-        frame = self.steps.drop([c for c in ("groups", "rollouts", "group_sizes") if c in self.steps.columns])
+        frame = self.steps.drop([c for c in NOT_SERIES if c in self.steps.columns])
         floats = [c for c, t in frame.schema.items() if t.is_float()]
         frame = frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
         return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
 
 
+def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, ...]:
+    """``value`` as a tuple of distinct data-source names; ValueError for a bare string or an empty name.
+
+    >>> source_names(["gsm8k", "math", "gsm8k"])
+    ('gsm8k', 'math')
+    """
+    if isinstance(value, str) or any(not isinstance(v, str) or not v for v in value):
+        raise ValueError(f"{name} must be a list of data-source names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True)
+class RolloutOptions:
+    """Every setting of the rollout analysis, checked when it is made (``ValueError`` names the bad
+    value). ``ks``: the k of ``pass@{k}`` and friends; ``embed``: add ``diversity/embedding_cosine``;
+    ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
+    ``segment_tags``: the think / answer / tool-call tags; ``id_sources``: the data sources that are
+    in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
+    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other);
+    ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
+    (``length``) reaches it counts as truncated where the ``truncated`` column does not say.
+
+    >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
+    (1, 4)
+    >>> RolloutOptions(tool_call_cap=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), got 0
+    """
+
+    ks: tuple[int, ...] = DEFAULT_KS
+    embed: bool = False
+    tool_call_cap: int | None = None
+    segment_tags: SegmentTags = field(default_factory=SegmentTags)
+    id_sources: tuple[str, ...] = ()
+    ood_sources: tuple[str, ...] | None = None
+    max_response_length: int | None = None
+
+    def __post_init__(self) -> None:
+        ks = tuple(sorted(set(self.ks)))
+        if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
+            raise ValueError(f"ks must be positive integers, got {tuple(self.ks)}")
+        object.__setattr__(self, "ks", ks)
+        cap = self.tool_call_cap
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
+                             f"got {cap!r}")
+        limit = self.max_response_length
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}")
+        if not isinstance(self.segment_tags, SegmentTags):
+            raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
+        self._check_sources()
+
+    def _check_sources(self) -> None:
+        for name in ("id_sources", "ood_sources"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, source_names(value, name))
+        if self.ood_sources is not None and not self.id_sources:
+            raise ValueError(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD")
+        both = sorted(set(self.id_sources) & set(self.ood_sources or ()))
+        if both:
+            raise ValueError(f"the data source(s) {both} are given as both in- and out-of-distribution")
+
+    def differences(self, other: RolloutOptions) -> str:
+        """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
+        return ", ".join(f"{f.name} {getattr(self, f.name)} vs {getattr(other, f.name)}" for f in fields(self)
+                         if getattr(self, f.name) != getattr(other, f.name))
+
+
 @dataclass(frozen=True)
 class RolloutState:
-    """Mergeable partial state of every rollout family: per step the number of groups and rollouts,
-    one state per family (``FAMILIES``), and the families that could not be computed with the reason.
+    """Mergeable partial state of every rollout family: the options, per step the number of groups and
+    rollouts, one state per family (``_families``), the families that could not be computed with
+    the reason, and the rollout columns the chunks carried (for the keys a family leaves out).
 
     Shard by group: ``compute(merge(update(None, a), update(None, b)))`` equals the per-step frame of
     :func:`analyze_rollouts` on ``a`` and ``b`` together, bit for bit.
@@ -67,30 +158,92 @@ class RolloutState:
     (2, 1.0)
     """
 
-    ks: tuple[int, ...] = DEFAULT_KS
+    options: RolloutOptions = field(default_factory=RolloutOptions)
     counts: dict[int, tuple[int, int]] = field(default_factory=dict)
     families: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
-    #: add diversity/embedding_cosine (the sentence-embedding model of the ``embed`` extra)
-    embed: bool = False
+    columns: frozenset[str] = frozenset()
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return self.options.ks
+
+    @property
+    def embed(self) -> bool:
+        return self.options.embed
 
 
 #: family name → (update with options bound, merge, compute), in the order their columns are joined
 _Family = tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any], Callable[[Any], pl.DataFrame]]
 
 
-def _families(ks: tuple[int, ...], embed: bool = False) -> list[_Family]:
+def _families(o: RolloutOptions) -> list[_Family]:
     return [
-        ("group", lambda s, df: groups.update(s, df, ks=ks), groups.merge, groups.compute),
+        ("group", lambda s, df: groups.update(s, df, ks=o.ks), groups.merge, groups.compute),
         ("step_groups", steps.update, steps.merge, steps.compute),
-        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if embed else None),
+        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if o.embed else None),
          diversity.merge, diversity.compute),
-        ("segments", segments.update, segments.merge, segments.compute),
+        ("segments", lambda s, df: segments.update(s, df, tags=o.segment_tags, tool_call_cap=o.tool_call_cap),
+         segments.merge, segments.compute),
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
-        ("id_ood", splits.update, splits.merge, splits.compute),
+        ("id_ood", _id_ood_update(o), splits.merge, splits.compute),
+        ("sources", lambda s, df: sources.update(s, df, id_sources=o.id_sources), sources.merge, sources.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
+
+
+def _id_ood_update(o: RolloutOptions) -> Callable[[Any, pl.DataFrame], Any]:
+    """``val/id_ood_gap`` by data source when the ID sources are given, else by the ``split`` column."""
+    if o.id_sources:
+        return lambda s, df: splits.update(s, df, id_values=o.id_sources, ood_values=o.ood_sources, by=SOURCE)
+    return splits.update
+
+
+#: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
+_Need = Callable[[RolloutOptions, frozenset[str]], str | None]
+def _columns(*needed: str, hint: str = "") -> _Need:
+    """A need satisfied when the chunks carried every column of ``needed``."""
+    def need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
+        missing = [c for c in needed if c not in columns]
+        if not missing:
+            return None
+        names = " and ".join(repr(c) for c in missing)
+        return f"needs the rollout column{'s' if len(missing) > 1 else ''} {names}{hint}"
+    return need
+
+
+_KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
+    ("group", "maj@{k}, reasoning/self_consistency_gap@{k}",
+     _columns(ANSWER, hint=" (extracted final answers: veRL pred, --answer COLUMN); they are NaN without it")),
+    ("step_groups", "group/step_groups/multi_action_share", _columns(ACTIONS)),
+    ("diversity", "diversity/answer_entropy", _columns(ANSWER, hint=" (veRL pred, --answer COLUMN)")),
+    ("diversity", "diversity/action_edit_distance", _columns(ACTIONS)),
+    ("diversity", "diversity/state_coverage", _columns(STATES)),
+    ("length", "rollout/truncation_share", lambda o, c: _truncation_need(o, c)),
+    ("prompts", "prompt/reward_gini, prompt/top_share", _columns(SCORE)),
+    ("prompts", "prompt/difficulty/{easy,medium,hard}/share", _columns(CORRECT)),
+    ("prompts", "prompt/difficulty/{easy,medium,hard}/adv_share",
+     _columns(CORRECT, ADVANTAGE, hint=" (the sequence advantage: TRL completions carry it)")),
+    ("tokens", "token/entropy_high_share", _columns(TOKEN_ENTROPY)),
+    ("tokens", "token/logp_adv_cov", _columns(TOKEN_LOGPROB, TOKEN_ADVANTAGE)),
+    ("segments", "rollout/tool_calls/at_cap",
+     lambda o, c: None if o.tool_call_cap is not None else
+     "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
+    ("sources", "source/{source}/id_gap",
+     lambda o, c: None if o.id_sources else
+     "needs the in-distribution data sources: analyze_rollouts(id_sources=[...]), rlvitals rollouts --id-source NAME"),
+)
+
+
+def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
+    if TRUNCATED in columns or (o.max_response_length is not None and LENGTH in columns):
+        return None
+    if o.max_response_length is not None:
+        return ("max_response_length counts tokens, but the rollouts carry no token counts (their lengths are "
+                "characters); map a token-count column (--length COLUMN) or a truncation flag (--truncated COLUMN)")
+    return ("needs a 'truncated' column (--truncated COLUMN), or max_response_length=N (--max-response-length N) "
+            "with token counts in 'length'")
 
 
 def _encoder() -> Callable[[Sequence[str]], Any]:
@@ -99,54 +252,67 @@ def _encoder() -> Callable[[Sequence[str]], Any]:
     return encode
 
 
-def prepare(df: pl.DataFrame) -> pl.DataFrame:
-    """The rollout table as the families read it: without token counts, ``length`` is the response's
-    length in characters."""
+def prepare(df: pl.DataFrame, max_response_length: int | None = None) -> pl.DataFrame:
+    """The rollout table as the families read it. With ``max_response_length`` and token counts
+    (``length``), ``truncated`` is ``length >= max_response_length`` where the table has no flag (a
+    ``truncated`` value, when not null, wins). Then, without token counts, ``length`` is the
+    response's length in characters (never compared with the token limit).
+
+    >>> prepare(pl.DataFrame({"length": [10, 512], "truncated": [True, None]}), 512)["truncated"].to_list()
+    [True, True]
+    """
+    if max_response_length is not None and LENGTH in df.columns:
+        reached = pl.col(LENGTH) >= max_response_length
+        flag = pl.col(TRUNCATED).fill_null(reached) if TRUNCATED in df.columns else reached
+        df = df.with_columns(flag.alias(TRUNCATED))
     if LENGTH not in df.columns and RESPONSE in df.columns:
         return df.with_columns(pl.col(RESPONSE).str.len_chars().cast(pl.Int64).alias(LENGTH))
     return df
 
 
 def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int] | None = None,
-           embed: bool | None = None) -> RolloutState:
-    """Fold a chunk of whole groups into ``state`` (None: a new state with ``ks`` and ``embed``); a
-    family whose columns the chunk lacks is recorded in ``skipped``."""
-    ks_ = tuple(ks) if ks is not None else (state.ks if state is not None else DEFAULT_KS)
-    embed_ = embed if embed is not None else (state.embed if state is not None else False)
-    if state is not None and (ks_, embed_) != (state.ks, state.embed):
-        raise ValueError(f"update: ks={ks_}, embed={embed_} differ from the state's ks={state.ks}, "
-                         f"embed={state.embed}; build a new state instead")
-    chunk = prepare(chunk)
+           embed: bool | None = None, options: RolloutOptions | None = None) -> RolloutState:
+    """Fold a chunk of whole groups into ``state`` (None: a new state with ``options``, where ``ks``
+    and ``embed``, when given, replace the options' own); a family whose columns the chunk lacks is
+    recorded in ``skipped``."""
+    base = options or (state.options if state is not None else RolloutOptions())
+    opts = replace(base, ks=base.ks if ks is None else tuple(ks), embed=base.embed if embed is None else embed)
+    if state is not None and opts != state.options:
+        raise ValueError(f"update: the settings differ from the state's ({state.options.differences(opts)}); "
+                         "build a new state instead")
+    columns = frozenset(chunk.columns)
+    chunk = prepare(chunk, opts.max_response_length)
     per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
     counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
     fams: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for name, upd, _, _ in _families(ks_, embed_):
+    for name, upd, _, _ in _families(opts):
         try:
             fams[name] = upd(None, chunk)
         except ValueError as exc:
             skipped[name] = str(exc)
-    new = RolloutState(ks_, counts, fams, skipped, embed_)
+    new = RolloutState(opts, counts, fams, skipped, columns)
     return new if state is None else merge(state, new)
 
 
 def merge(a: RolloutState, b: RolloutState) -> RolloutState:
     """Combine two states built from disjoint sets of groups; a family skipped in either is skipped."""
-    if (a.ks, a.embed) != (b.ks, b.embed):
-        raise ValueError(f"cannot merge rollout states built with different settings: ks {a.ks} vs {b.ks}, "
-                         f"embed {a.embed} vs {b.embed}")
+    if a.options != b.options:
+        raise ValueError("cannot merge rollout states built with different settings: "
+                         f"{a.options.differences(b.options)}")
     counts = dict(a.counts)
     for step, (g, n) in b.counts.items():
         g0, n0 = counts.get(step, (0, 0))
         counts[step] = (g0 + g, n0 + n)
     skipped = {**b.skipped, **a.skipped}
     fams = {}
-    for name, _, join, _ in _families(a.ks):
+    for name, _, join, _ in _families(a.options):
         if name in skipped:
             continue
         x, y = a.families.get(name), b.families.get(name)
         fams[name] = join(x, y) if x is not None and y is not None else (x if y is None else y)
-    return RolloutState(a.ks, counts, {k: v for k, v in fams.items() if v is not None}, skipped, a.embed)
+    return RolloutState(a.options, counts, {k: v for k, v in fams.items() if v is not None}, skipped,
+                        a.columns | b.columns)
 
 
 def compute(state: RolloutState) -> pl.DataFrame:
@@ -155,7 +321,7 @@ def compute(state: RolloutState) -> pl.DataFrame:
     out = pl.DataFrame({STEP: steps_, "groups": [state.counts[s][0] for s in steps_],
                         "rollouts": [state.counts[s][1] for s in steps_]},
                        schema={STEP: pl.Int64, "groups": pl.UInt32, "rollouts": pl.UInt32})
-    for name, _, _, comp in _families(state.ks):
+    for name, _, _, comp in _families(state.options):
         if name not in state.families:
             continue
         table = comp(state.families[name])
@@ -168,8 +334,14 @@ def compute(state: RolloutState) -> pl.DataFrame:
 
 
 def skipped_reasons(state: RolloutState) -> list[str]:
-    """``"family: reason"`` for every family that could not be computed, in family order."""
-    return [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.ks) if name in state.skipped]
+    """What could not be computed and why: ``"family: reason"`` for every family that was skipped,
+    in family order, then ``"key: reason"`` for every key a computed family had to leave out."""
+    out = [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.options) if name in state.skipped]
+    for family, keys, need in _KEY_NEEDS:
+        reason = need(state.options, state.columns) if family not in state.skipped else None
+        if reason is not None:
+            out.append(f"{keys}: {reason}")
+    return out
 
 
 def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
@@ -193,11 +365,22 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
 
 def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
-                     embed: bool = False) -> RolloutAnalysis:
+                     embed: bool = False, tool_call_cap: int | None = None,
+                     segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
+                     ood_sources: Sequence[str] | None = None,
+                     max_response_length: int | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
-    the ``embed`` extra; slow on long texts, so not in ``overall``).
+    the ``embed`` extra; slow on long texts, so not in ``overall``). ``tool_call_cap`` (the most tool
+    calls a rollout may make) adds ``rollout/tool_calls/at_cap``; ``segment_tags`` sets the think /
+    answer / tool-call tags (default ``<think>``, ``<answer>``, ``<tool_call>``). ``id_sources`` names
+    the in-distribution data sources: it adds ``source/{source}/id_gap`` and takes ``val/id_ood_gap``
+    from the sources (``ood_sources``, default every other source) instead of the ``split`` column.
+    ``max_response_length`` (the generation limit, in tokens) marks a rollout with a token count
+    ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
+    ``rollout/truncation_share``; rollouts without token counts are not judged against it.
+    Bad settings raise ``ValueError`` (:class:`RolloutOptions`).
 
     ``source`` is one of:
 
@@ -223,21 +406,25 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         >>> rlvitals.analyze_rollouts(np.array([[1.0, 0.0], [0.0, 0.0]]), ks=(1,)).steps["pass@1"].to_list()
         [0.25]
     """
+    options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
+                             segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
+                             ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
+                             max_response_length=max_response_length)
     rollouts = _load(source, columns, group_size, reward_weights)
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
-        # the table handed back carries the lengths the metrics used, so views of it agree
-        rollouts = replace(rollouts, table=prepare(df))
-    state = update(None, df, ks=ks, embed=embed)
-    whole = compute(update(None, overall_chunk(df), ks=ks))
-    # counts stay integers ("groups": 2, not 2.0), as in the per-step rows
-    overall = {k: v if isinstance(v, int) else float(v) for k, v in whole.row(0, named=True).items()
-               if k != STEP and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
+    rollouts = replace(rollouts, table=prepare(df, max_response_length))
+    state = update(None, df, options=options)
+    whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
+    # counts stay integers ("groups": 2, not 2.0), as in the per-step rows; the length reading is a label
+    overall = {k: v if isinstance(v, (int, str)) else float(v) for k, v in whole.row(0, named=True).items()
+               if k != STEP and isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     skipped = skipped_reasons(state)
     _no_outcome(df, state, skipped, notes)
-    return RolloutAnalysis(compute(state), overall, skipped, notes, rollouts)
+    return RolloutAnalysis(compute(state), overall, skipped, notes + _source_notes(state), rollouts)
 
 
 def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes: list[str]) -> None:
@@ -255,10 +442,26 @@ def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes
                      "family (σ_G, pass@k, maj@k, group sizes) leaves them out")
 
 
+def _source_notes(state: RolloutState) -> list[str]:
+    """A named ID or OOD source that no rollout has is most likely a typo: say so, with the names."""
+    if "sources" not in state.families:
+        return []
+    seen = sources.sources_seen(state.families["sources"])
+    out = []
+    for what, names in (("in", state.options.id_sources), ("out-of", state.options.ood_sources or ())):
+        unknown = [n for n in names if n not in seen]
+        if unknown:
+            out.append(f"the {what}-distribution source(s) {unknown} are not among the rollouts' sources {seen}")
+    return out
+
+
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     """One step as the ``rollouts --json`` schema: counts, the group-size histogram
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
-    g-pass@k maps, the zero-variance split, and every other metric under ``metrics``."""
+    g-pass@k maps, the zero-variance split, the length × correctness reading with the numbers it
+    rests on (null without the length family), the per-source metrics
+    (``{"openai/gsm8k": {"pass@1": …, "score/mean": …, "id_gap": …}}``, empty without sources), and
+    every other metric under ``metrics``."""
     def pick(prefix: str) -> dict[str, float]:
         found = {str(k): row[f"{prefix}@{k}"] for k in ks if row.get(f"{prefix}@{k}") is not None}
         # maj@k all NaN: no answer to vote on, an empty map as documented; otherwise a NaN (no group
@@ -268,12 +471,22 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     grouped = {f"{p}@{k}" for p in ("pass", "maj", "g_pass", "pass_gap") for k in ks}
     zero = {"share": "group/zero_std/share", "all_correct": "group/zero_std/all_correct",
             "all_wrong": "group/zero_std/all_wrong", "identical": "group/zero_std/identical"}
-    used = grouped | set(zero.values()) | {STEP, "groups", "rollouts", "group_sizes"}
+    per_source: dict[str, dict[str, Any]] = {}
+    for key, value in row.items():
+        parts = sources.split_key(key)
+        if parts is not None and value is not None:
+            per_source.setdefault(parts[0], {})[parts[1]] = value
+    used = grouped | set(zero.values()) | set(NOT_SERIES) | {STEP}
     hist = row.get("group_sizes")
+    reading = None if row.get(lengths.KEY_READING_GROUPS) is None else {
+        "reading": row.get(lengths.KEY_READING), "corr": row.get(lengths.KEY_CORR), "tol": lengths.READING_TOL,
+        "groups": row.get(lengths.KEY_READING_GROUPS)}
     return {
         "step": row.get(STEP), "groups": row.get("groups"), "rollouts": row.get("rollouts"),
         "group_sizes": None if hist is None else {str(h["size"]): h["count"] for h in hist},
         "pass@k": pick("pass"), "maj@k": pick("maj"), "g_pass@k": pick("g_pass"), "pass_gap@k": pick("pass_gap"),
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
-        "metrics": {k: v for k, v in row.items() if k not in used and v is not None},
+        "length_reading": reading,
+        "sources": dict(sorted(per_source.items())),
+        "metrics": {k: v for k, v in row.items() if k not in used and v is not None and sources.split_key(k) is None},
     }

@@ -44,15 +44,19 @@ import polars as pl
 from rlvitals.rollout import schema as S
 from rlvitals.rollout.passk import g_pass_at_k, maj_curve, pass_at_k
 
-__all__ = ["GroupState", "StepAcc", "compute", "group_table", "merge", "step_metrics", "update", "with_outcome"]
+__all__ = ["GroupState", "StepAcc", "compute", "correct_expr", "group_table", "merge", "step_metrics", "update",
+           "with_outcome"]
 
 KEYS = (S.STEP, S.GROUP)
 _COUNTS = ("groups", "rollouts", "std_groups", "zero", "all_correct", "all_wrong", "identical",
            "signal_groups", "signal_rollouts", "known_groups")
 
 
-def _correct_expr(df: pl.DataFrame, threshold: float) -> pl.Expr:
-    """Per rollout: correct, not correct, or null (unknown)."""
+def correct_expr(df: pl.DataFrame, threshold: float = 1.0) -> pl.Expr:
+    """Per rollout, as every group metric reads it: correct, not correct, or null (unknown) — the
+    ``correct`` column as it is; without it, ``score >= threshold`` with a NaN score unknown (polars
+    orders NaN above every number, so a bare comparison would call it correct). ValueError when the
+    table has neither."""
     if S.CORRECT in df.columns:
         return pl.col(S.CORRECT)
     if S.SCORE in df.columns:
@@ -83,7 +87,7 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFram
     (2, 1, 0.5, False)
     """
     df = with_outcome(df)
-    ok = _correct_expr(df, correct_threshold).cast(pl.Int64)
+    ok = correct_expr(df, correct_threshold).cast(pl.Int64)
     score = pl.col(S.SCORE).cast(pl.Float64) if S.SCORE in df.columns else ok.cast(pl.Float64)
     score = pl.when(score.is_nan()).then(None).otherwise(score)
     # n: rollouts with an outcome; known: those whose correctness is known (pass@k's n)
@@ -135,7 +139,7 @@ def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: flo
         cols[f"g_pass@{k}"] = g_pass_at_k(n, c, k, tau)
     t = t.with_columns(pl.Series(name, v) for name, v in cols.items()).with_columns(pl.Series("_p1", p1))
     if S.ANSWER in df.columns and t.height:
-        ok = df.with_columns(_ok=_correct_expr(df, threshold).cast(pl.Int64)).filter(pl.col("_ok").is_not_null())
+        ok = df.with_columns(_ok=correct_expr(df, threshold).cast(pl.Int64)).filter(pl.col("_ok").is_not_null())
         maj = _maj_table(ok, max(ks)).select(*KEYS, *(pl.col(f"maj@{k}") for k in ks))
         t = t.join(maj, on=list(KEYS), how="left").with_columns(
             (pl.col(f"maj@{k}") - pl.col("_p1")).alias(f"reasoning/self_consistency_gap@{k}") for k in ks)
@@ -229,7 +233,7 @@ def update(state: GroupState | None, chunk: pl.DataFrame, *, ks: Sequence[int] |
     [1.0]
     """
     state = _settings(state, ks, tau, correct_threshold)
-    _correct_expr(chunk, state.correct_threshold)  # raises when the chunk has neither score nor correct
+    correct_expr(chunk, state.correct_threshold)  # raises when the chunk has neither score nor correct
     chunk = with_outcome(chunk)
     if chunk.height == 0:
         return state

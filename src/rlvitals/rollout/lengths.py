@@ -23,6 +23,11 @@ from rlvitals.rollout.schema import CORRECT, GROUP, LENGTH, SCORE, STEP, TRUNCAT
 Reading = Literal["longer_more_correct", "no_change", "longer_less_correct"]
 Outcome = Literal["correct", "score"]
 
+#: |correlation| below this reads as "no_change" (the ``length_reward_hacking`` check's ``corr`` default)
+READING_TOL = 0.1
+KEY_CORR, KEY_READING, KEY_READING_GROUPS = (
+    "rollout/length_correct_corr", "rollout/length_reading", "rollout/length_reading/groups")
+
 
 def _require(df: pl.DataFrame, *cols: str) -> None:
     missing = [c for c in cols if c not in df.columns]
@@ -78,9 +83,13 @@ def correct_by_length(length: np.ndarray, correct: np.ndarray, bins: int = 4) ->
     return [float(correct[idx == b].mean()) if (idx == b).any() else math.nan for b in range(bins)]
 
 
-def length_reading(corr: float, tol: float = 0.1) -> Reading | None:
+def length_reading(corr: float, tol: float = READING_TOL) -> Reading | None:
     """Label of a length–correctness correlation: > tol → "longer_more_correct",
-    < -tol → "longer_less_correct", otherwise "no_change"; None for NaN."""
+    < -tol → "longer_less_correct", otherwise "no_change"; None for NaN.
+
+    >>> length_reading(0.3), length_reading(-0.05), length_reading(-0.3)
+    ('longer_more_correct', 'no_change', 'longer_less_correct')
+    """
     if math.isnan(corr):
         return None
     if corr > tol:
@@ -93,12 +102,14 @@ class StepLengths:
     """One step's partial state. ``sxy``/``sxx``/``syy`` are 4 × the pooled within-group sums of
     centred average ranks: ranks are half-integers and a group's mean rank is (n + 1) / 2, so these
     are exact integers. ``length``/``outcome`` keep every rollout for the length quantiles; ``rows``
-    counts rollouts with both a length and an outcome, ``trunc``/``trunc_known`` the truncation flags."""
+    counts rollouts with both a length and an outcome, ``varying`` the groups that vary in both (the
+    groups the correlation rests on), ``trunc``/``trunc_known`` the truncation flags."""
 
     rows: int = 0
     sxy: int = 0
     sxx: int = 0
     syy: int = 0
+    varying: int = 0
     length: np.ndarray = field(default_factory=lambda: np.empty(0))
     outcome: np.ndarray = field(default_factory=lambda: np.empty(0))
     trunc: int = 0
@@ -106,7 +117,8 @@ class StepLengths:
 
     def __add__(self, o: StepLengths) -> StepLengths:
         return StepLengths(self.rows + o.rows, self.sxy + o.sxy, self.sxx + o.sxx, self.syy + o.syy,
-                           np.concatenate([self.length, o.length]), np.concatenate([self.outcome, o.outcome]),
+                           self.varying + o.varying, np.concatenate([self.length, o.length]),
+                           np.concatenate([self.outcome, o.outcome]),
                            self.trunc + o.trunc, self.trunc_known + o.trunc_known)
 
 
@@ -122,13 +134,16 @@ class LengthState:
 
 
 def _rank_sums(df: pl.DataFrame, target: str) -> pl.DataFrame:
-    """Per step: 4·Σ rx·ry, 4·Σ rx², 4·Σ ry² of group-centred average ranks, as integers."""
+    """Per step: 4·Σ rx·ry, 4·Σ rx², 4·Σ ry² of group-centred average ranks, as integers, and the
+    number of groups where both vary."""
     def twice_centred(col: str) -> pl.Expr:
         r = pl.col(col).cast(pl.Float64).rank("average").over(STEP, GROUP)
         return (2 * r - (pl.len().over(STEP, GROUP) + 1)).cast(pl.Int64)
-    c = df.select(STEP, x=twice_centred(LENGTH), y=twice_centred(target))
-    return c.group_by(STEP).agg(sxy=(pl.col("x") * pl.col("y")).sum(), sxx=(pl.col("x") ** 2).sum(),
-                                syy=(pl.col("y") ** 2).sum())
+    c = df.select(STEP, GROUP, x=twice_centred(LENGTH), y=twice_centred(target))
+    per = c.group_by(STEP, GROUP).agg(sxy=(pl.col("x") * pl.col("y")).sum(), sxx=(pl.col("x") ** 2).sum(),
+                                      syy=(pl.col("y") ** 2).sum())
+    return per.group_by(STEP).agg(pl.col("sxy", "sxx", "syy").sum(),
+                                  varying=((pl.col("sxx") > 0) & (pl.col("syy") > 0)).sum())
 
 
 def _chunk_steps(df: pl.DataFrame, target: str, keep: bool) -> dict[int, StepLengths]:
@@ -139,7 +154,8 @@ def _chunk_steps(df: pl.DataFrame, target: str, keep: bool) -> dict[int, StepLen
         r = sums[int(step)]
         x = part[LENGTH].cast(pl.Float64).to_numpy() if keep else np.empty(0)
         y = part[target].cast(pl.Float64).to_numpy() if keep else np.empty(0)
-        out[int(step)] = StepLengths(part.height, int(r["sxy"]), int(r["sxx"]), int(r["syy"]), x, y)
+        out[int(step)] = StepLengths(part.height, int(r["sxy"]), int(r["sxx"]), int(r["syy"]), int(r["varying"]),
+                                     x, y)
     if TRUNCATED in df.columns:
         trunc = df.group_by(STEP).agg(t=pl.col(TRUNCATED).sum(), k=pl.col(TRUNCATED).count())
         for step, t, k in trunc.iter_rows():
@@ -175,11 +191,11 @@ def merge(a: LengthState, b: LengthState) -> LengthState:
     return LengthState(a.bins, a.outcome, a.truncated or b.truncated, steps)
 
 
-def _step_row(step: int, acc: StepLengths, state: LengthState) -> dict[str, float | None]:
-    row: dict[str, float | None] = {STEP: step}
+def _step_row(step: int, acc: StepLengths, state: LengthState) -> dict[str, float | int | str | None]:
+    row: dict[str, float | int | str | None] = {STEP: step}
     if acc.rows:
         corr = acc.sxy / math.sqrt(acc.sxx * acc.syy) if acc.sxx > 0 and acc.syy > 0 else math.nan
-        row["rollout/length_correct_corr"] = corr
+        row.update({KEY_CORR: corr, KEY_READING: length_reading(corr), KEY_READING_GROUPS: acc.varying})
     if state.outcome == "correct" and acc.rows:
         order = np.lexsort((acc.outcome, acc.length))  # canonical order: bin means do not depend on sharding
         accs = correct_by_length(acc.length[order], acc.outcome[order], state.bins)
@@ -191,26 +207,29 @@ def _step_row(step: int, acc: StepLengths, state: LengthState) -> dict[str, floa
 
 def compute(state: LengthState) -> pl.DataFrame:
     """Per-step frame of :func:`lengths_table` from a state."""
-    cols = ["rollout/length_correct_corr"]
+    cols = [KEY_CORR]
     if state.outcome == "correct":
         cols += [f"rollout/correct_by_length/q{b}" for b in range(1, state.bins + 1)]
     if state.truncated:
         cols.append("rollout/truncation_share")
+    schema: dict[str, pl.DataType] = {STEP: pl.Int64(), **{c: pl.Float64() for c in cols},
+                                      KEY_READING: pl.Utf8(), KEY_READING_GROUPS: pl.Int64()}
     rows = [_step_row(s, state.steps[s], state) for s in sorted(state.steps)]
-    out = pl.DataFrame(rows, schema={STEP: pl.Int64, **dict.fromkeys(cols, pl.Float64)}, orient="row") \
-        if rows else pl.DataFrame(schema={STEP: pl.Int64, **dict.fromkeys(cols, pl.Float64)})
-    return out.with_columns(pl.exclude(STEP).fill_nan(None))
+    out = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return out.with_columns(pl.col(cols).fill_nan(None))
 
 
 def lengths_table(df: pl.DataFrame, bins: int = 4, outcome: Outcome = "correct") -> pl.DataFrame:
     """Per-step table: ``rollout/length_correct_corr`` (within-group Spearman of ``length`` and
     ``outcome``; rollouts with a null in either are skipped), ``rollout/correct_by_length/q1..q{bins}``
-    (needs ``correct``) and, when ``truncated`` exists, ``rollout/truncation_share``.
+    (needs ``correct``), when ``truncated`` exists ``rollout/truncation_share``, then the seed's
+    three-way reading of the correlation, ``rollout/length_reading`` (:func:`length_reading`), with
+    ``rollout/length_reading/groups``, the number of groups that vary in both (what it rests on).
     ``compute(update(None, df, ...))``.
 
     >>> df = pl.DataFrame({"step": [0] * 4, "group": ["a"] * 4, "length": [10, 20, 30, 40],
     ...                    "correct": [False, False, True, True]})
     >>> lengths_table(df, bins=2).row(0)
-    (0, 0.8944271909999159, 0.0, 1.0)
+    (0, 0.8944271909999159, 0.0, 1.0, 'longer_more_correct', 1)
     """
     return compute(update(None, df, bins=bins, outcome=outcome))

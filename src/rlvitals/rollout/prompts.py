@@ -120,7 +120,8 @@ def update(state: PromptState | None, chunk: pl.DataFrame, *, top: float | None 
         raise ValueError(f"top must be in (0, 1], got {state.top}")
     _require(chunk, STEP, GROUP)
     if SCORE not in chunk.columns and CORRECT not in chunk.columns:
-        _require(chunk, SCORE, CORRECT)
+        raise ValueError(f"prompt metrics need a '{SCORE}' or a '{CORRECT}' column (either is enough); "
+                         f"the table has {chunk.columns}")
     steps: dict[int, StepPrompts] = {}
     for (step,), g in _per_group(chunk).group_by(STEP):
         steps[int(step)] = StepPrompts(g["mean"].to_numpy(), g["pos"].to_numpy(),

@@ -3,8 +3,9 @@
 Lengths are counted in whitespace words (``str.split()``), not policy tokens.
 
 Streaming: ``update(state | None, chunk, tags=, tool_call_cap=)``, ``merge(a, b)``, ``compute(state)``.
-The state keeps integer counts and sums plus each rollout's think-repetition rate (summed with
-``math.fsum``), so a sharded result equals the unsharded one bit for bit.
+The state keeps integer counts and sums, each rollout's think-repetition rate (summed with
+``math.fsum``) and its segment word counts (quantiles depend only on the set of values), so a sharded
+result equals the unsharded one bit for bit.
 """
 
 from __future__ import annotations
@@ -33,6 +34,29 @@ class SegmentTags:
             pair = getattr(self, name)
             if len(pair) != 2 or not pair[0] or not pair[1] or pair[0] == pair[1]:
                 raise ValueError(f"SegmentTags.{name} must be two different non-empty tags, got {pair!r}")
+        tags = [t for name in ("think", "answer", "tool_call") for t in getattr(self, name)]
+        if len(set(tags)) < len(tags):
+            raise ValueError(f"SegmentTags: the think, answer and tool-call segments need tags of their own, "
+                             f"got think={self.think!r}, answer={self.answer!r}, tool_call={self.tool_call!r}")
+
+
+_TAG_NAME = re.compile(r"[A-Za-z_][\w.:-]*")
+
+
+def parse_tag(text: str) -> tuple[str, str]:
+    """A segment tag as the command line gives it: a name (``think`` → ``<think>``, ``</think>``) or
+    the opening and closing tags separated by whitespace (``"[THINK] [/THINK]"``).
+
+    >>> parse_tag("reasoning"), parse_tag("[THINK] [/THINK]")
+    (('<reasoning>', '</reasoning>'), ('[THINK]', '[/THINK]'))
+    """
+    parts = text.split()
+    if len(parts) == 1 and _TAG_NAME.fullmatch(parts[0]):
+        return f"<{parts[0]}>", f"</{parts[0]}>"
+    if len(parts) == 2 and parts[0] != parts[1]:
+        return parts[0], parts[1]
+    raise ValueError(f"{text!r} is not a segment tag: give a tag name (think means <think>…</think>) or the "
+                     "opening and closing tags separated by a space ('[THINK] [/THINK]')")
 
 
 def segments(text: str, tag: tuple[str, str]) -> list[str]:
@@ -137,17 +161,26 @@ _COUNTS = ("rollouts", "think_n", "think_sum", "answer_n", "answer_sum", "format
            "calls", "calls_sq", "repeats", "at_cap")
 
 
+#: the length distribution of a segment kind: numpy's linear-rule quantiles, and the longest
+DIST = (("p10", 0.1), ("p50", 0.5), ("p90", 0.9), ("max", 1.0))
+_SEGMENT_LENGTHS = ("think", "answer")
+
+
 @dataclass(frozen=True)
 class StepSegments:
-    """One step's partial state: integer counts and sums (``_COUNTS``) and the think-repetition rate
-    of every rollout that has one (the only float averaged)."""
+    """One step's partial state: integer counts and sums (``_COUNTS``), the think-repetition rate
+    of every rollout that has one (the only float averaged), and the word count of every rollout's
+    think and answer segments (for the length distribution; a quantile depends only on the set)."""
 
     counts: dict[str, int]
     repetition: np.ndarray
+    think: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    answer: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     def __add__(self, o: StepSegments) -> StepSegments:
         return StepSegments({k: self.counts[k] + o.counts[k] for k in _COUNTS},
-                            np.concatenate([self.repetition, o.repetition]))
+                            np.concatenate([self.repetition, o.repetition]),
+                            np.concatenate([self.think, o.think]), np.concatenate([self.answer, o.answer]))
 
 
 @dataclass(frozen=True)
@@ -167,8 +200,10 @@ def _step_counts(per: pl.DataFrame, cap: int | None) -> dict[int, StepSegments]:
         format_ok=pl.col("format_ok").sum(), air_true=pl.col("answer_in_reasoning").sum(),
         air_known=pl.col("answer_in_reasoning").count(), calls=calls.sum(), calls_sq=(calls * calls).sum(),
         repeats=pl.col("tool_repeats").sum(), at_cap=(calls >= cap).sum() if cap is not None else pl.lit(0),
-        repetition=pl.col("think_repetition").drop_nulls())
-    return {int(r[STEP]): StepSegments({k: int(r[k] or 0) for k in _COUNTS}, np.asarray(r["repetition"], float))
+        repetition=pl.col("think_repetition").drop_nulls(), think=pl.col("think_length").drop_nulls(),
+        answer=pl.col("answer_length").drop_nulls())
+    return {int(r[STEP]): StepSegments({k: int(r[k] or 0) for k in _COUNTS}, np.asarray(r["repetition"], float),
+                                       np.asarray(r["think"], np.int64), np.asarray(r["answer"], np.int64))
             for r in agg.iter_rows(named=True)}
 
 
@@ -213,6 +248,11 @@ def _step_row(step: int, acc: StepSegments, cap: int | None) -> dict[str, float 
     }
     if cap is not None:
         row["rollout/tool_calls/at_cap"] = _div(c["at_cap"], n)
+    for kind in _SEGMENT_LENGTHS:
+        words = acc.think if kind == "think" else acc.answer
+        for name, q in DIST:
+            value = None if not words.size else int(words.max()) if name == "max" else float(np.quantile(words, q))
+            row[f"rollout/{kind}_length/{name}"] = value
     return row
 
 
@@ -220,7 +260,7 @@ def compute(state: SegmentState) -> pl.DataFrame:
     """Per-step frame of :func:`segments_table` from a state."""
     rows = [_step_row(s, state.steps[s], state.tool_call_cap) for s in sorted(state.steps)]
     names = list(_step_row(0, StepSegments(dict.fromkeys(_COUNTS, 0), np.empty(0)), state.tool_call_cap))
-    schema = {k: pl.Int64() if k == STEP else pl.Float64() for k in names}
+    schema = {k: pl.Int64() if k == STEP or k.endswith("_length/max") else pl.Float64() for k in names}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
@@ -230,8 +270,10 @@ def segments_table(df: pl.DataFrame, tags: SegmentTags = SegmentTags(),
     ``rollout/answer_length/mean`` (means over rollouts that have the segment),
     ``rollout/format_compliance``, ``rollout/answer_in_reasoning`` (share over rollouts where it is
     defined), ``rollout/tool_calls/mean`` and ``/std`` (population std, ddof=0),
-    ``rollout/tool_calls/repeat_rate`` (repeated calls / all calls of the step) and, when
-    ``tool_call_cap`` is given, ``rollout/tool_calls/at_cap`` (share of rollouts with >= cap calls).
+    ``rollout/tool_calls/repeat_rate`` (repeated calls / all calls of the step), when
+    ``tool_call_cap`` is given ``rollout/tool_calls/at_cap`` (share of rollouts with >= cap calls),
+    and the length distribution of the think and answer segments over the rollouts that have them,
+    ``rollout/{think,answer}_length/{p10,p50,p90,max}`` (numpy's linear quantiles; max in words).
     ``compute(update(None, df, tags=tags, tool_call_cap=tool_call_cap))``.
 
     >>> df = pl.DataFrame({"step": [0, 0], "response": ["<think>a b</think><answer>1</answer>", "1"]})

@@ -1,11 +1,12 @@
-"""In- vs out-of-distribution rollouts of one step: ``val/id_ood_gap`` from the ``split`` column.
+"""In- vs out-of-distribution rollouts of one step: ``val/id_ood_gap`` from the ``split`` column (or,
+with ``by="source"``, from the data sources).
 
 The gap is the mean score of the step's in-distribution rollouts minus the mean score of its
-out-of-distribution ones (seed 004 §五, OOD 性能偏移; L5). In-distribution means ``split`` equal to
-one of ``id_values`` (default ``train``); out-of-distribution is every other non-null split (``val``,
-``ood``, a benchmark name …), or ``ood_values`` when given. A step with no rollout on either side, or
-no finite score there, has no value (null). Rollouts are weighted equally, as in
-:func:`rlvitals.rollout.prompts.id_ood_gap`, which this family computes in mergeable form.
+out-of-distribution ones (seed 004 §五, OOD 性能偏移; L5). In-distribution means the ``by`` column
+(default ``split``) equal to one of ``id_values`` (default ``train``); out-of-distribution is every
+other non-null value (``val``, ``ood``, a benchmark name …), or ``ood_values`` when given. A step
+with no rollout on either side, or no finite score there, has no value (null). Rollouts are weighted
+equally, as in :func:`rlvitals.rollout.prompts.id_ood_gap`, which this family computes in mergeable form.
 
 Streaming: the state keeps each step's ID and OOD scores, so ``compute`` sums them with ``math.fsum``
 (order-independent): sharded and unsharded results are equal bit for bit.
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import SCORE, SPLIT, STEP
+from rlvitals.rollout.schema import SCORE, SOURCE, SPLIT, STEP
 
 __all__ = ["SplitState", "compute", "merge", "update"]
 
@@ -35,15 +36,17 @@ KEY = "val/id_ood_gap"
 
 @dataclass(frozen=True)
 class SplitState:
-    """Per step, the finite scores of the ID and of the OOD rollouts, and the split values used."""
+    """Per step, the finite scores of the ID and of the OOD rollouts, the column that tells them apart
+    (``split`` or ``source``) and the values used."""
 
     id_values: tuple[str, ...] = ("train",)
     ood_values: tuple[str, ...] | None = None
     scores: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    by: str = SPLIT
 
 
 def _sides(chunk: pl.DataFrame, state: SplitState) -> pl.DataFrame:
-    split = pl.col(SPLIT)
+    split = pl.col(state.by)
     is_id = split.is_in(list(state.id_values))
     is_ood = split.is_in(list(state.ood_values)) if state.ood_values is not None else ~is_id & split.is_not_null()
     finite = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_finite()
@@ -53,25 +56,29 @@ def _sides(chunk: pl.DataFrame, state: SplitState) -> pl.DataFrame:
 
 
 def update(state: SplitState | None, chunk: pl.DataFrame, *, id_values: Sequence[str] | None = None,
-           ood_values: Sequence[str] | None = None) -> SplitState:
-    """Fold a chunk into ``state``; needs the ``score`` and ``split`` columns."""
-    missing = [c for c in (SCORE, SPLIT) if c not in chunk.columns]
+           ood_values: Sequence[str] | None = None, by: str | None = None) -> SplitState:
+    """Fold a chunk into ``state`` (None: a new state with the given values); needs the ``score``
+    column and the ``by`` column (``split``, or ``source``)."""
+    if by not in (None, SPLIT, SOURCE):
+        raise ValueError(f"by must be {SPLIT!r} or {SOURCE!r}, got {by!r}")
+    base = state or SplitState(tuple(id_values or ("train",)), None if ood_values is None else tuple(ood_values),
+                               by=by or SPLIT)
+    missing = [c for c in (SCORE, base.by) if c not in chunk.columns]
     if missing:
         raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {chunk.columns}")
-    base = state or SplitState(tuple(id_values or ("train",)), None if ood_values is None else tuple(ood_values))
     asked = (tuple(id_values) if id_values is not None else base.id_values,
-             tuple(ood_values) if ood_values is not None else base.ood_values)
-    if asked != (base.id_values, base.ood_values):
+             tuple(ood_values) if ood_values is not None else base.ood_values, by or base.by)
+    if asked != (base.id_values, base.ood_values, base.by):
         raise ValueError(f"update: id/ood values {asked} differ from the state's "
-                         f"{(base.id_values, base.ood_values)}; build a new state instead")
+                         f"{(base.id_values, base.ood_values, base.by)}; build a new state instead")
     scores = {int(step): (np.asarray(ids, dtype=float), np.asarray(oods, dtype=float))
               for step, ids, oods in _sides(chunk, base).iter_rows()}
-    return merge(base, SplitState(base.id_values, base.ood_values, scores))
+    return merge(base, SplitState(base.id_values, base.ood_values, scores, base.by))
 
 
 def merge(a: SplitState, b: SplitState) -> SplitState:
     """Combine two states (any split of the rollouts: each score is kept, none is averaged early)."""
-    if (a.id_values, a.ood_values) != (b.id_values, b.ood_values):
+    if (a.id_values, a.ood_values, a.by) != (b.id_values, b.ood_values, b.by):
         raise ValueError("cannot merge split states built with different id/ood values")
     scores = dict(a.scores)
     for step, (ids, oods) in b.scores.items():
@@ -79,7 +86,7 @@ def merge(a: SplitState, b: SplitState) -> SplitState:
             ids0, oods0 = scores[step]
             ids, oods = np.concatenate([ids0, ids]), np.concatenate([oods0, oods])
         scores[step] = (ids, oods)
-    return SplitState(a.id_values, a.ood_values, scores)
+    return SplitState(a.id_values, a.ood_values, scores, a.by)
 
 
 def _mean(values: np.ndarray) -> float | None:

@@ -102,7 +102,8 @@ def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | 
     has_ent = TOKEN_ENTROPY in chunk.columns
     has_cov = TOKEN_LOGPROB in chunk.columns and TOKEN_ADVANTAGE in chunk.columns
     if not has_ent and not has_cov:
-        _require(chunk, TOKEN_ENTROPY, TOKEN_LOGPROB, TOKEN_ADVANTAGE)
+        raise ValueError(f"token metrics need '{TOKEN_ENTROPY}', or '{TOKEN_LOGPROB}' with '{TOKEN_ADVANTAGE}' "
+                         f"(per-token lists); the table has {chunk.columns}")
     _require(chunk, STEP)
     if has_cov:
         _check_aligned(chunk)
