@@ -44,6 +44,10 @@ def write_dump(folder: Path, steps: int = 30, groups: int = 4, n: int = 4) -> No
         (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def section(page: dict, layer: str) -> dict:
+    return next(s for s in page["sections"] if s["id"] == layer)
+
+
 @pytest.fixture(scope="module")
 def qwen() -> tuple[rlvitals.Run, object]:
     from conftest import REAL
@@ -57,7 +61,10 @@ def qwen() -> tuple[rlvitals.Run, object]:
 def test_sections_follow_the_reading_order_with_each_layers_verdict(qwen) -> None:
     run, d = qwen
     page = build_page([run], [d])
-    assert [s["id"] for s in page["sections"]] == list(READING_ORDER)
+    # seed 000 §12: effect first, then stability, then efficiency, then the data
+    assert [s["id"] for s in page["sections"]] == list(READING_ORDER) == ["L5", "L1", "efficiency", "L2", "L3",
+                                                                          "L4", "L6"]
+    assert [f.layer for f in d.findings] == sorted((f.layer for f in d.findings), key=READING_ORDER.index)
     for s in page["sections"]:
         assert s["verdicts"] == [{"run": "r0", "status": d.layers[s["id"]]}]
         assert [f["check"] for f in s["findings"]] == [f.check for f in d.findings if f.layer == s["id"]]
@@ -74,13 +81,13 @@ def test_charts_hold_only_the_runs_metrics_of_their_layer(qwen) -> None:
             assert set(c["keys"]) <= set(run.metrics)
             if c["kind"] == "line":
                 assert {catalog.get(k).layer for k in c["keys"]} == {s["id"]}
-    l1 = {k for cid in page["sections"][1]["charts"] for k in page["charts"][cid]["keys"]}
+    l1 = {k for cid in section(page, "L1")["charts"] for k in page["charts"][cid]["keys"]}
     assert {"actor/grad_norm", "actor/ppo_kl", "critic/vf_loss"} <= l1
     # min/mean/max of one quantity share a chart
     assert any(page["charts"][c]["keys"] == ["response_length/max", "response_length/mean", "response_length/min"]
-               for c in page["sections"][2]["charts"])
+               for c in section(page, "L2")["charts"])
     x, y = run.series("actor/grad_norm", train_only=False)
-    grad = next(page["charts"][c] for c in page["sections"][1]["charts"]
+    grad = next(page["charts"][c] for c in section(page, "L1")["charts"]
                 if page["charts"][c]["keys"] == ["actor/grad_norm"])
     assert grad["traces"][0]["x"] == x.tolist() and np.allclose(grad["traces"][0]["y"], y, rtol=1e-5)
 
@@ -105,7 +112,7 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
 def test_validation_per_data_source_and_glossary(qwen) -> None:
     run, d = qwen
     page = build_page([run], [d])
-    l5 = page["sections"][0]
+    l5 = section(page, "L5")
     assert [v["source"] for v in l5["validation"]] == ["openai/gsm8k"]
     chart = page["charts"][l5["validation"][0]["chart"]]
     assert chart["keys"] == ["val-core/openai/gsm8k/reward/mean@1"] and chart["traces"][0]["name"] == "reward/mean@1"

@@ -218,8 +218,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], rollouts: Ro
         >>> from rlvitals.scenarios import run_from_series
         >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
         >>> page = build_page([run], [diagnose(run)])
-        >>> [s["id"] for s in page["sections"]][:3]
-        ['L5', 'L1', 'L2']
+        >>> [s["id"] for s in page["sections"]][:4]
+        ['L5', 'L1', 'efficiency', 'L2']
     """
     _check_inputs(runs, diagnoses, buckets)
     catalog = load_catalog()
