@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from browser import ARTIFACTS, REAL_LOGS, launch
 from conftest import REAL
-from test_report_model import QWEN, XSS, write_dump
+from test_report_model import MEGATRON, QWEN, XSS, write_dump
 
 import rlvitals
 from rlvitals.catalog import load_catalog
@@ -160,3 +160,109 @@ def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str
         assert o.errors == [] and o.failed == []
     finally:
         o.close()
+
+
+def _drawn(o: Opened, cid: str) -> None:
+    o.page.locator(f"#fig-{cid}").scroll_into_view_if_needed()
+    o.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
+
+
+def _finding(page: dict[str, Any], check: str) -> dict[str, Any]:
+    return next(f for s in page["sections"] for f in s["findings"] if f["check"] == check and f["status"] != "ok")
+
+
+def _onsets(o: Opened, cid: str) -> dict[str, Any]:
+    """The onset lines of a drawn chart by finding id, and its annotation labels."""
+    layout = o.page.evaluate(f"(() => {{ const l = document.getElementById('{cid}').layout; "
+                             "return {shapes: l.shapes, annotations: l.annotations}; })()")
+    lines = {s["name"]: s["x0"] for s in layout["shapes"] if s["type"] == "line"}
+    return {"lines": lines, "labels": {a["name"]: a for a in layout["annotations"]}}
+
+
+@pytest.fixture(scope="module")
+def megatron(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    if not (REAL / MEGATRON).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    run = rlvitals.load(REAL / MEGATRON)[0]
+    page = build_page([run], [diagnose(run)])
+    path = tmp_path_factory.mktemp("megatron") / "report.html"
+    write_report(path, page)
+    return path, page
+
+
+def test_validation_findings_are_drawn_on_the_validation_chart(browser: Any, megatron: Any) -> None:
+    path, page = megatron
+    o = Opened(browser, path)
+    try:
+        (val,) = [v["chart"] for s in page["sections"] for v in s["validation"]]
+        _drawn(o, val)
+        marks = _onsets(o, val)
+        for check in ("val_progress", "val_reward_divergence"):
+            f = _finding(page, check)
+            assert marks["lines"][f["id"]] == 40
+            label = marks["labels"][f["id"]]
+            assert label["text"].endswith("step 40") and f["title"]["en"][:30] in label["text"]
+            assert f["title"]["en"] in label["hovertext"] and "since step 40" in label["hovertext"]
+        assert o.page.locator(f"#{val} .annotation").count() == 2  # the labels are drawn
+        o.page.locator(f"#fig-{val}").screenshot(path=str(ARTIFACTS / "validation_markers.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_rollout_metric_findings_are_marked_on_their_charts(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "self_consistency")
+    (cid,) = f["charts"]
+    assert cid in next(s for s in page["sections"] if s["id"] == "L6")["charts"]
+    _drawn(opened, cid)
+    marks = _onsets(opened, cid)
+    assert marks["lines"][f["id"]] == f["onset"] == 1
+    assert opened.page.locator(f"#{cid} .annotation").count() >= 1
+    assert opened.page.locator("#layer-L6 .rlv-no-charts").count() == 0
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "rollout_metric_marker.png"))
+
+
+def test_a_constant_series_is_drawn_around_its_value(opened: Opened, report: Any) -> None:
+    _, page = report
+    (cid,) = [c for c, chart in page["charts"].items() if chart["keys"] == ["actor/lr"]]
+    _drawn(opened, cid)
+    lo, hi = opened.page.evaluate(f"document.getElementById('{cid}')._fullLayout.yaxis.range")
+    assert 0 < lo < 1e-6 < hi < 2e-6  # 1e-6, not a line on zero
+    ticks = opened.page.eval_on_selector_all(f"#{cid} .ytick text", "els => els.map(e => e.textContent)")
+    assert "1e−6" in ticks and "0" not in ticks
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "constant_lr.png"))
+
+
+def test_onset_marker_has_a_hover_label(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "grad_norm_spike")
+    (cid,) = f["charts"]
+    _drawn(opened, cid)
+    opened.page.locator(f"#{cid} .annotation").first.hover()
+    hover = opened.page.locator(f"#{cid} .hoverlayer .hovertext")
+    hover.wait_for()
+    text = hover.text_content() or ""
+    assert f["title"]["en"] in text and "at step 16" in text
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "onset_hover.png"))
+    opened.page.click("button[data-set-lang=zh]")
+    marks = _onsets(opened, cid)
+    assert marks["labels"][f["id"]]["text"].endswith("第 16 步") and f["title"]["zh"] in marks["labels"][f["id"]][
+        "hovertext"]
+    assert opened.page.locator(f"#{cid} .g-xtitle").text_content() == "步"
+    opened.page.click("button[data-set-lang=en]")
+
+
+def test_links_land_below_the_sticky_header(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "grad_norm_spike")
+    header = opened.page.evaluate("document.querySelector('.rlv-header').getBoundingClientRect().bottom")
+    opened.page.click(f"#{f['id']} a.rlv-goto-chart")
+    opened.page.wait_for_timeout(300)
+    top = opened.page.evaluate(f"document.getElementById('fig-{f['charts'][0]}').getBoundingClientRect().top")
+    assert header <= top < header + 80
+    opened.page.click(f"#{f['id']} a.rlv-goto-rollouts")
+    opened.page.wait_for_timeout(300)
+    top = opened.page.evaluate("document.getElementById('rlv-browser').getBoundingClientRect().top")
+    assert header <= top < header + 80
+    _shot(opened, "link_below_header")
