@@ -266,3 +266,25 @@ def test_links_land_below_the_sticky_header(opened: Opened, report: Any) -> None
     top = opened.page.evaluate("document.getElementById('rlv-browser').getBoundingClientRect().top")
     assert header <= top < header + 80
     _shot(opened, "link_below_header")
+
+
+def test_the_rollout_browser_says_how_many_groups_it_shows(browser: Any, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump", steps=40, groups=20)
+    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    run = rlvitals.load(REAL / QWEN)[0].with_series(analysis.series())
+    page = build_page([run], [diagnose(run)], analysis)
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        o.page.locator("#rlv-browser").scroll_into_view_if_needed()
+        assert o.page.locator("#rlv-groups details.rlv-group").count() == 16
+        assert o.page.locator("#rlv-shown .l-en").inner_text().startswith("16 of 20 groups shown")
+        steps = page["rollouts"]["runs"][0]["steps"]
+        note = o.page.locator("#rlv-steps-note .l-en").inner_text()
+        assert f"texts of {len(steps)} of the 40 steps with rollouts" in note and "rlvitals serve" in note
+        o.page.click("button[data-set-lang=zh]")
+        assert o.page.locator("#rlv-shown .l-zh").inner_text().startswith("显示 16 / 20 个组")
+        _shot(o, "rollouts_16_of_20")
+        assert o.errors == [] and o.failed == []
+    finally:
+        o.close()

@@ -263,6 +263,7 @@ def test_rollout_markup_is_only_ever_data(tmp_path: Path) -> None:
     assert r.headers["content-type"] == "application/json" and r.headers["x-content-type-options"] == "nosniff"
     texts = [x["response"] for g in r.json()["groups"] for x in g["rollouts"]]
     assert XSS in texts and r.json()["available"] == list(range(1, 31))
+    assert r.json()["total"] == len(r.json()["groups"]) == 4  # the page says "4 of 4 groups shown"
     assert json.loads(r.text) == r.json()
     assert c.get(f"/api/runs/{rid}/rollouts", params={"step": 999}).status_code == 404
     page = c.get(f"/runs/{rid}")

@@ -381,7 +381,7 @@ class Workspace:
     def rollout_groups(self, step: int | None) -> dict[str, Any]:
         """The steps that have rollouts and, for ``step``, its groups with their texts (as the report
         lists them: the groups whose rewards stray furthest first)."""
-        from ..report.rollouts import step_groups
+        from ..report.rollouts import group_count, step_groups
         from ..rollout.schema import STEP
 
         found = self.rollouts.rollouts if self.rollouts is not None else None
@@ -391,12 +391,13 @@ class Workspace:
         table = found.table
         available = sorted(int(s) for s in table[STEP].unique().to_list())
         if step is None:
-            return {"step": None, "available": available, "groups": []}
+            return {"step": None, "available": available, "groups": [], "total": 0}
         if step not in available:
             span = f"{available[0]}..{available[-1]}" if available else "none"
             raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
                                    f"({len(available)} steps)")
-        return {"step": step, "available": available, "groups": step_groups(table, step)}
+        return {"step": step, "available": available, "groups": step_groups(table, step),
+                "total": group_count(table, step)}
 
     def events(self, after: int) -> dict[str, Any]:
         """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""

@@ -144,9 +144,19 @@
     fetchRange(cid, el, x0, x1);
   }
 
+  // the caption under a chart: how many points it shows (restored when the zoom is undone)
+  function points(cid, node) {
+    var box = document.querySelector("#fig-" + cid + " .rlv-points");
+    if (!box) { return; }
+    if (!box.__rlvFirst) { box.__rlvFirst = Array.prototype.slice.call(box.childNodes); }
+    box.replaceChildren.apply(box, node ? [node] : box.__rlvFirst);
+  }
+
   function restore(cid, el) {
     var chart = data.charts[cid];
     el.__rlvZoomed = false;
+    el.removeAttribute("data-range");
+    points(cid, null);
     Plotly.restyle(el, { x: chart.traces.map(function (t) { return t.x; }),
       y: chart.traces.map(function (t) { return t.y; }) }, el.__rlvIndex);
   }
@@ -166,6 +176,9 @@
       if (el.__rlvAsk !== asked) { return; }  // a later zoom has been asked for
       el.__rlvZoomed = true;
       el.setAttribute("data-range", start + "-" + end);
+      var n = got.reduce(function (a, s) { return a + s.x.length; }, 0);
+      points(cid, both(n + " points of steps " + start + "–" + end + " (fetched for this zoom)",
+        "第 " + start + "–" + end + " 步的 " + n + " 个点（为此缩放获取）"));
       Plotly.restyle(el, { x: got.map(function (s) { return s.x; }), y: got.map(function (s) { return s.y; }) },
         el.__rlvIndex);
     }).catch(function () { /* the downsampled curve stays: zooming still works on it */ });
@@ -252,7 +265,8 @@
     table.appendChild(head);
     g.rollouts.forEach(function (r) {
       var tr = el("tr");
-      [r.sample, num(r.score), r.correct === null ? "" : String(r.correct), num(r.length), r.answer]
+      [r.sample, num(r.score), r.correct === null || r.correct === undefined ? "" : (r.correct ? "✓" : "✗"),
+        num(r.length), r.answer]
         .forEach(function (v) { tr.appendChild(el("td", null, v)); });
       var td = el("td");
       td.appendChild(el("pre", "rlv-text rlv-response", r.response));
