@@ -288,3 +288,32 @@ def test_the_rollout_browser_says_how_many_groups_it_shows(browser: Any, tmp_pat
         assert o.errors == [] and o.failed == []
     finally:
         o.close()
+
+
+def test_comparison_of_ppo_and_grpo_labels_every_badge_and_line(browser: Any, tmp_path: Path) -> None:
+    names = ("verl__verl_training_log__ppo_run_deepseek7b_llm.log",
+             "verl__verl_training_log__grpo_run_deepseek7b_llm.log")
+    for folder, name in zip(("ppo", "grpo"), names, strict=True):  # the same file name in two folders
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.log").write_bytes((REAL / name).read_bytes())
+    runs = [rlvitals.load(tmp_path / folder / "train.log")[0] for folder in ("ppo", "grpo")]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        assert o.page.locator("#runs tbody td:first-child").all_inner_texts() == ["ppo/train.log", "grpo/train.log"]
+        for layer in READING_ORDER:
+            badges = o.page.locator(f"#layer-{layer} h2 .rlv-verdict")
+            assert [b.split()[0] for b in badges.all_inner_texts()] == ["ppo/train.log", "grpo/train.log"]
+        assert o.page.locator("#comparison .rlv-dim", has_text="No run logged per-token timings").count() == 0
+        (gen,) = [c for c in page["comparison"]["charts"] if page["charts"][c]["keys"] == ["timing_per_token_ms/gen"]]
+        _drawn(o, gen)
+        legend = o.page.eval_on_selector_all(f"#{gen} .legendtext", "els => els.map(e => e.textContent)")
+        assert legend == ["ppo/train.log: timing_per_token_ms/gen", "grpo/train.log: timing_per_token_ms/gen"]
+        o.page.locator("#comparison").scroll_into_view_if_needed()
+        _shot(o, "comparison_ppo_grpo")
+        o.page.locator("#layer-L1 h2").scroll_into_view_if_needed()
+        o.page.locator("#layer-L1").screenshot(path=str(ARTIFACTS / "comparison_layer_badges.png"))
+        assert o.errors == []
+    finally:
+        o.close()

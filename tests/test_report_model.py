@@ -324,3 +324,87 @@ def test_cli_report_errors(real: Path, tmp_path: Path) -> None:
     err = io.StringIO()
     assert main(["report", str(tmp_path / "absent.log"), "-o", str(tmp_path / "r.html")], out=out, err=err) == 2
     assert str(tmp_path / "absent.log") in err.getvalue() and not (tmp_path / "r.html").exists()
+
+
+PPO = "verl__verl_training_log__ppo_run_deepseek7b_llm.log"
+GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+
+
+def test_ppo_and_grpo_compare_by_their_per_token_timings(real: Path) -> None:
+    runs = [rlvitals.load(real / name)[0] for name in (PPO, GRPO)]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    comp = page["comparison"]
+    assert comp["per_token"] is True and [r["algorithm"] for r in comp["runs"]] == ["PPO with a critic (GAE)", "GRPO"]
+    charts = {page["charts"][c]["keys"][0]: page["charts"][c] for c in comp["charts"]}
+    gen = charts["timing_per_token_ms/gen"]
+    assert [t["run"] for t in gen["traces"]] == ["r0", "r1"] and [t["name"] for t in gen["traces"]] == [
+        f"{PPO}: timing_per_token_ms/gen", f"{GRPO}: timing_per_token_ms/gen"]
+    assert [t["run"] for t in charts["timing_per_token_ms/update_critic"]["traces"]] == ["r0"]  # GRPO has no critic
+    assert gen["traces"][0]["x"][:3] == [1, 2, 3] == gen["traces"][1]["x"][:3]  # aligned by step
+    html = render_html(page, cdn=True)
+    assert "No run logged per-token timings" not in html
+    # every layer's verdict badge names its run
+    l1 = html.split('id="layer-L1"', 1)[1].split("</h2>", 1)[0]
+    for rid, name in (("r0", PPO), ("r1", GRPO)):
+        assert re.search(rf'<span class="rlv-verdict" data-run="{rid}">{re.escape(name)} <span class="rlv-status', l1)
+
+
+def _data(html: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="rlv-data">(.*?)</script>', html, re.S).group(1))
+
+
+def test_cli_report_pairs_rollouts_with_runs_in_order(real: Path, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump")
+    target = tmp_path / "r.html"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["report", str(real / GEMMA), str(real / QWEN), "--rollouts", "-", "--rollouts",
+                 str(tmp_path / "dump"), "--cdn", "-o", str(target)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    data = _data(target.read_text(encoding="utf-8"))
+    assert [r["run"] for r in data["rollouts"]["runs"]] == ["r1"]  # the qwen run's, not the gemma run's
+    assert {g["run"] for g in data["rollouts"]["groups"]} == {"r1"}
+    passk = next(c for c in data["charts"].values() if "pass@1" in c["keys"])
+    assert {t["run"] for t in passk["traces"]} == {"r1"}
+
+
+def test_cli_report_refuses_one_rollout_folder_for_several_runs(real: Path, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["report", str(real / GEMMA), str(real / QWEN), "--rollouts", str(tmp_path / "dump"),
+                 "-o", str(tmp_path / "r.html")], out=out, err=err)
+    assert code == 2 and not (tmp_path / "r.html").exists()
+    assert err.getvalue() == ("rlvitals: 2 runs given but 1 --rollouts; the rollouts of one run are not another's: "
+                              "give --rollouts once per RUN, in the order of the runs ('-' for a run without "
+                              "rollouts)\n")
+    with pytest.raises(RlvitalsError, match=r"one rollout analysis for 2 runs would show one run's rollouts as "
+                                            r"every run's; give a list, one per run"):
+        build_page([rlvitals.load(real / GEMMA)[0], rlvitals.load(real / QWEN)[0]],
+                   [diagnose(rlvitals.load(real / GEMMA)[0]), diagnose(rlvitals.load(real / QWEN)[0])],
+                   rlvitals.analyze_rollouts(tmp_path / "dump"))
+
+
+def test_cli_report_refuses_rollouts_for_a_folder_of_several_runs(tmp_path: Path) -> None:
+    tbx = pytest.importorskip("tensorboardX")
+    for name in ("exp_a", "exp_b"):  # a TensorBoard folder of two runs is one RUN path
+        w = tbx.SummaryWriter(str(tmp_path / "runs" / name))
+        for step in range(1, 31):
+            w.add_scalar("actor/grad_norm", 1.0 + step / 100, step)
+        w.close()
+    write_dump(tmp_path / "dump")
+    err = io.StringIO()
+    code = main(["report", str(tmp_path / "runs"), "--rollouts", str(tmp_path / "dump"), "-o",
+                 str(tmp_path / "r.html")], out=io.StringIO(), err=err)
+    assert code == 2 and err.getvalue() == (
+        f"rlvitals: {tmp_path / 'runs'} holds 2 runs, so its --rollouts cannot be paired with one of them; pass "
+        "its run folders as separate RUNs, each with its own --rollouts\n")
+
+
+def test_runs_of_the_same_file_name_get_their_folder_in_labels(real: Path, tmp_path: Path) -> None:
+    for name, src in (("exp1", QWEN), ("exp2", GEMMA)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_bytes((real / src).read_bytes())
+    runs = [rlvitals.load(tmp_path / n / "train.log")[0] for n in ("exp1", "exp2")]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    assert [r["label"] for r in page["runs"]] == ["exp1/train.log", "exp2/train.log"]
+    grad = next(c for c in page["charts"].values() if c["keys"] == ["actor/grad_norm"])
+    assert [t["name"] for t in grad["traces"]] == ["exp1/train.log: actor/grad_norm", "exp2/train.log: actor/grad_norm"]

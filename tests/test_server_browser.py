@@ -287,6 +287,27 @@ def test_zooming_a_dashboard_chart_fetches_its_range_at_full_resolution(tab: Tab
     assert tab.errors == [] and tab.failed == []
 
 
+def test_runs_in_sub_folders_are_listed_with_unique_labels(tab: Tab, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name, steps in (("exp1", 40), ("exp2", 50)):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "train.jsonl").write_bytes(_lines(Scenario(steps=steps), 0, steps))
+    ws = Workspace([runs], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    try:
+        with ServerThread(ws, "127.0.0.1") as srv:
+            tab.page.goto(srv.url)
+            labels = tab.page.locator("table.rlv-runlist tbody tr[data-run] a").all_inner_texts()
+            assert labels == ["exp1/train.jsonl", "exp2/train.jsonl"]
+            tab.shot("dashboard_nested_runs")
+            tab.page.click("text=exp2/train.jsonl")
+            assert tab.page.locator("#runs tbody td").first.inner_text() == "exp2/train.jsonl"
+            assert tab.page.locator("#rlv-live-step").inner_text() == "50"
+            assert tab.errors == [] and tab.failed == []
+    finally:
+        ws.close()
+
+
 def _outside_address() -> str | None:
     """An address of this machine other than loopback, if it has one."""
     found: list[str] = []

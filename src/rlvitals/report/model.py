@@ -276,11 +276,12 @@ def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
 
 def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                rollouts: RolloutAnalysis | Sequence[RolloutAnalysis | None] | None = None,
-               *, buckets: int = BUCKETS, lang: str = "en") -> dict[str, Any]:
+               *, buckets: int = BUCKETS, lang: str = "en", labels: Sequence[str] | None = None) -> dict[str, Any]:
     """The page model of a report on ``runs`` (with their ``diagnoses``, same order) and optional
     rollouts (one analysis for one run, or one per run, None for a run without): a JSON-able dict of
     runs, sections in reading order, charts, findings, rollouts and glossary. The rollouts' per-step
-    series are drawn in the sections of their layers, as the run's own curves.
+    series are drawn in the sections of their layers, as the run's own curves. ``labels`` name the
+    runs (default :func:`unique_labels` of their paths).
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -294,7 +295,10 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     _check_inputs(runs, diagnoses, buckets)
     analyses = _pair_rollouts(runs, rollouts)
     catalog = load_catalog()
-    page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(unique_labels([r.path for r in runs]))})
+    names = list(labels) if labels is not None else unique_labels([r.path for r in runs])
+    if len(names) != len(runs):
+        raise RlvitalsError(f"report: {len(runs)} runs but {len(names)} labels; give one label per run")
+    page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(names)})
     joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
     pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]
     dpairs = [(f"r{i}", d) for i, d in enumerate(diagnoses)]

@@ -30,7 +30,14 @@
     return zh ? "第 " + m.onset + " 步" : "at step " + m.onset;
   }
 
-  function markerTitle(m) { return m.title ? (lang() === 1 ? m.title.zh : m.title.en) : m.check; }
+  var RUNS = {};
+  data.runs.forEach(function (r) { RUNS[r.id] = r.label; });
+
+  // a marker's words: its finding's title, and whose finding it is when the page compares runs
+  function markerTitle(m) {
+    var title = m.title ? (lang() === 1 ? m.title.zh : m.title.en) : m.check;
+    return data.runs.length > 1 && RUNS[m.run] ? RUNS[m.run] + ": " + title : title;
+  }
 
   function shapes(chart) {
     var out = [];
