@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from browser import ARTIFACTS, REAL_LOGS, launch
 from conftest import REAL
@@ -18,6 +19,7 @@ import rlvitals
 from rlvitals.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.report import build_page, write_report
+from rlvitals.scenarios import run_from_series
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +156,8 @@ def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str
             assert verdict == d.layers[layer].upper()
         shown = o.page.locator("article.rlv-finding").count()
         assert shown == sum(f.status in ("warn", "fail") for f in d.findings)
+        assert o.page.locator("#runs tbody tr .rlv-status").first.is_visible()  # the verdicts, at the top
+        _shot(o, f"real_{Path(name).stem[:60]}_top")
         o.scroll_all_charts()
         assert o.page.locator(".js-plotly-plot").count() == len(page["charts"])
         _shot(o, f"real_{Path(name).stem[:60]}")
@@ -314,6 +318,40 @@ def test_comparison_of_ppo_and_grpo_labels_every_badge_and_line(browser: Any, tm
         _shot(o, "comparison_ppo_grpo")
         o.page.locator("#layer-L1 h2").scroll_into_view_if_needed()
         o.page.locator("#layer-L1").screenshot(path=str(ARTIFACTS / "comparison_layer_badges.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_the_chinese_page_has_no_english_labels(browser: Any, report: Any, tmp_path: Path) -> None:
+    path, page = report
+    o = Opened(browser, path)
+    try:
+        o.page.click("button[data-set-lang=zh]")
+        heads = o.page.locator("#runs thead th").all_inner_texts()
+        assert heads[:5] == ["训练", "框架", "算法", "步", "指标"] and "效率" in heads and heads[-1] == "结论"
+        unit = o.page.locator("#g-actor-grad-norm .rlv-dim").inner_text()
+        assert unit == "L1 · L2 范数"
+        assert o.page.locator("#glossary dt .rlv-dim", has_text="效率").count() >= 1
+        (cid,) = [c for c, chart in page["charts"].items() if chart["keys"] == ["actor/lr"]]
+        _drawn(o, cid)
+        assert o.page.locator(f"#{cid} .g-xtitle").text_content() == "步"
+        o.page.locator("#rlv-browser").scroll_into_view_if_needed()
+        assert o.page.locator("#rlv-shown").inner_text() == "显示 4 / 4 个组"
+        assert o.page.locator("#rlv-groups th").all_inner_texts()[:3] == ["#", "得分", "正确"]
+        _shot(o, "report_zh_rollouts")
+    finally:
+        o.close()
+    loss = np.full(60, 0.5)
+    loss[[20, 30]] = np.inf
+    run = run_from_series({"actor/pg_loss": loss, "actor/grad_norm": np.ones(60)})
+    write_report(tmp_path / "inf.html", build_page([run], [diagnose(run)], lang="zh"))
+    o = Opened(browser, tmp_path / "inf.html")
+    try:
+        caption = o.page.locator(".rlv-bad").first
+        assert caption.inner_text() == "actor/pg_loss: 记录了 2 个 inf，自第 21 步起"
+        caption.scroll_into_view_if_needed()
+        o.page.locator(".rlv-figure", has=caption).screenshot(path=str(ARTIFACTS / "report_zh_inf_caption.png"))
         assert o.errors == []
     finally:
         o.close()

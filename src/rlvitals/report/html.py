@@ -55,8 +55,8 @@ UI: dict[str, tuple[str, str]] = {
     "points": ("points shown of", "个点，共"),
     "nonfinite": ("not finite", "个非有限值"),
     "step": ("step", "步"),
-    "notes": ("Notes", "说明"),
-    "skipped_families": ("Not computed", "未计算"),
+    "notes": ("Notes", "说明（英文原文）"),  # the readers write their notes in English only
+    "skipped_families": ("Not computed", "未计算（原因为英文原文）"),
 }
 STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "ok": ("OK", "正常"),
                                       "skipped": ("SKIPPED", "跳过")}

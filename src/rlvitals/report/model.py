@@ -65,9 +65,10 @@ def unique_labels(paths: Sequence[str]) -> list[str]:
     def label(i: int) -> str:
         return Path(*parts[i][-depth[i]:]).as_posix()
 
-    while True:
-        seen = Counter(label(i) for i in range(len(paths)))
-        grow = [i for i in range(len(paths)) if seen[label(i)] > 1 and depth[i] < len(parts[i])]
+    while True:  # grow only the labels that clash with another path's (the same path twice is numbered)
+        names = [label(i) for i in range(len(paths))]
+        grow = [i for i in range(len(paths)) if depth[i] < len(parts[i])
+                and any(names[j] == names[i] and paths[j] != paths[i] for j in range(len(paths)))]
         if not grow:
             break
         for i in grow:
@@ -209,7 +210,7 @@ def _glossary(keys: set[str], catalog: Catalog) -> tuple[list[dict[str, Any]], d
         anchors[key] = anchor
         entry = entries.setdefault(m.key, {
             "anchor": anchor, "entry": m.key, "layer": m.layer, "keys": [],
-            "unit": {"en": m.unit, "zh": m.unit} if m.unit else None,
+            "unit": {"en": m.unit, "zh": catalog.unit(m, "zh")} if m.unit else None,
             "en": {"name": m.en.name, "meaning": m.en.meaning, "read": m.en.read},
             "zh": {"name": m.zh.name, "meaning": m.zh.meaning, "read": m.zh.read}})
         entry["keys"].append(key)

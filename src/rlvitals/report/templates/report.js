@@ -58,7 +58,8 @@
     return chart.markers.map(function (m, i) {
       var title = markerTitle(m);
       var short = title.length > 42 ? title.slice(0, 40) + "…" : title;
-      return { x: m.onset, xref: "x", y: 1 - 0.13 * (i % 4), yref: "paper", xanchor: "left", yanchor: "top",
+      // below the top edge, where the onset triangles and the nan/inf crosses sit
+      return { x: m.onset, xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left", yanchor: "top",
         text: clean(short + " · " + (lang() === 1 ? "第 " + m.onset + " 步" : word("step") + " " + m.onset)),
         showarrow: false, font: { size: 10, color: COLOR[m.status] || "#555" }, bgcolor: "rgba(255,255,255,0.85)",
         bordercolor: COLOR[m.status] || "#888", borderwidth: 1, borderpad: 2, captureevents: true,
