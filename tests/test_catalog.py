@@ -73,9 +73,16 @@ def test_entry_is_complete_in_both_languages(metric: Metric) -> None:
     assert CJK.search(metric.zh.name + metric.zh.meaning + metric.zh.read)
     assert not CJK.search(metric.en.name + metric.en.meaning + metric.en.read)
     assert metric.measures and metric.unit and metric.direction and metric.source
+    assert metric.unit in CATALOG.units_zh, f"add {metric.unit!r} to [units_zh] in catalog.toml"
     assert metric.family and set(metric.family) <= FAMILIES
     assert metric.next, "every entry says what to check next"
     assert re.search(r"seed-00[04]|fm §", metric.source)
+
+
+def test_units_read_in_chinese_and_stay_english_in_english() -> None:
+    gen = CATALOG.get("timing_s/gen")
+    assert (CATALOG.unit(gen), CATALOG.unit(gen, "zh")) == ("s", "秒")
+    assert not set(CATALOG.units_zh) - {m.unit for m in CATALOG.metrics.values()}, "a translation of no unit"
 
 
 def test_loader_rejects_an_unknown_layer() -> None:

@@ -9,15 +9,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from browser import ARTIFACTS, REAL_LOGS, launch
 from conftest import REAL
-from test_report_model import QWEN, XSS, write_dump
+from test_report_model import MEGATRON, QWEN, XSS, write_dump
 
 import rlvitals
 from rlvitals.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.report import build_page, write_report
+from rlvitals.scenarios import run_from_series
 
 
 @pytest.fixture(scope="module")
@@ -154,9 +156,202 @@ def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str
             assert verdict == d.layers[layer].upper()
         shown = o.page.locator("article.rlv-finding").count()
         assert shown == sum(f.status in ("warn", "fail") for f in d.findings)
+        assert o.page.locator("#runs tbody tr .rlv-status").first.is_visible()  # the verdicts, at the top
+        _shot(o, f"real_{Path(name).stem[:60]}_top")
         o.scroll_all_charts()
         assert o.page.locator(".js-plotly-plot").count() == len(page["charts"])
         _shot(o, f"real_{Path(name).stem[:60]}")
         assert o.errors == [] and o.failed == []
+    finally:
+        o.close()
+
+
+def _drawn(o: Opened, cid: str) -> None:
+    o.page.locator(f"#fig-{cid}").scroll_into_view_if_needed()
+    o.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
+
+
+def _finding(page: dict[str, Any], check: str) -> dict[str, Any]:
+    return next(f for s in page["sections"] for f in s["findings"] if f["check"] == check and f["status"] != "ok")
+
+
+def _onsets(o: Opened, cid: str) -> dict[str, Any]:
+    """The onset lines of a drawn chart by finding id, and its annotation labels."""
+    layout = o.page.evaluate(f"(() => {{ const l = document.getElementById('{cid}').layout; "
+                             "return {shapes: l.shapes, annotations: l.annotations}; })()")
+    lines = {s["name"]: s["x0"] for s in layout["shapes"] if s["type"] == "line"}
+    return {"lines": lines, "labels": {a["name"]: a for a in layout["annotations"]}}
+
+
+@pytest.fixture(scope="module")
+def megatron(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    if not (REAL / MEGATRON).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    run = rlvitals.load(REAL / MEGATRON)[0]
+    page = build_page([run], [diagnose(run)])
+    path = tmp_path_factory.mktemp("megatron") / "report.html"
+    write_report(path, page)
+    return path, page
+
+
+def test_validation_findings_are_drawn_on_the_validation_chart(browser: Any, megatron: Any) -> None:
+    path, page = megatron
+    o = Opened(browser, path)
+    try:
+        (val,) = [v["chart"] for s in page["sections"] for v in s["validation"]]
+        _drawn(o, val)
+        marks = _onsets(o, val)
+        for check in ("val_progress", "val_reward_divergence"):
+            f = _finding(page, check)
+            assert marks["lines"][f["id"]] == 40
+            label = marks["labels"][f["id"]]
+            assert label["text"].endswith("step 40") and f["title"]["en"][:30] in label["text"]
+            assert f["title"]["en"] in label["hovertext"] and "since step 40" in label["hovertext"]
+        assert o.page.locator(f"#{val} .annotation").count() == 2  # the labels are drawn
+        o.page.locator(f"#fig-{val}").screenshot(path=str(ARTIFACTS / "validation_markers.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_rollout_metric_findings_are_marked_on_their_charts(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "self_consistency")
+    (cid,) = f["charts"]
+    assert cid in next(s for s in page["sections"] if s["id"] == "L6")["charts"]
+    _drawn(opened, cid)
+    marks = _onsets(opened, cid)
+    assert marks["lines"][f["id"]] == f["onset"] == 1
+    assert opened.page.locator(f"#{cid} .annotation").count() >= 1
+    assert opened.page.locator("#layer-L6 .rlv-no-charts").count() == 0
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "rollout_metric_marker.png"))
+
+
+def test_a_constant_series_is_drawn_around_its_value(opened: Opened, report: Any) -> None:
+    _, page = report
+    (cid,) = [c for c, chart in page["charts"].items() if chart["keys"] == ["actor/lr"]]
+    _drawn(opened, cid)
+    lo, hi = opened.page.evaluate(f"document.getElementById('{cid}')._fullLayout.yaxis.range")
+    assert 0 < lo < 1e-6 < hi < 2e-6  # 1e-6, not a line on zero
+    ticks = opened.page.eval_on_selector_all(f"#{cid} .ytick text", "els => els.map(e => e.textContent)")
+    assert "1e−6" in ticks and "0" not in ticks
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "constant_lr.png"))
+
+
+def test_onset_marker_has_a_hover_label(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "grad_norm_spike")
+    (cid,) = f["charts"]
+    _drawn(opened, cid)
+    opened.page.locator(f"#{cid} .annotation").first.hover()
+    hover = opened.page.locator(f"#{cid} .hoverlayer .hovertext")
+    hover.wait_for()
+    text = hover.text_content() or ""
+    assert f["title"]["en"] in text and "at step 16" in text
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "onset_hover.png"))
+    opened.page.click("button[data-set-lang=zh]")
+    marks = _onsets(opened, cid)
+    assert marks["labels"][f["id"]]["text"].endswith("第 16 步") and f["title"]["zh"] in marks["labels"][f["id"]][
+        "hovertext"]
+    assert opened.page.locator(f"#{cid} .g-xtitle").text_content() == "步"
+    opened.page.click("button[data-set-lang=en]")
+
+
+def test_links_land_below_the_sticky_header(opened: Opened, report: Any) -> None:
+    _, page = report
+    f = _finding(page, "grad_norm_spike")
+    header = opened.page.evaluate("document.querySelector('.rlv-header').getBoundingClientRect().bottom")
+    opened.page.click(f"#{f['id']} a.rlv-goto-chart")
+    opened.page.wait_for_timeout(300)
+    top = opened.page.evaluate(f"document.getElementById('fig-{f['charts'][0]}').getBoundingClientRect().top")
+    assert header <= top < header + 80
+    opened.page.click(f"#{f['id']} a.rlv-goto-rollouts")
+    opened.page.wait_for_timeout(300)
+    top = opened.page.evaluate("document.getElementById('rlv-browser').getBoundingClientRect().top")
+    assert header <= top < header + 80
+    _shot(opened, "link_below_header")
+
+
+def test_the_rollout_browser_says_how_many_groups_it_shows(browser: Any, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump", steps=40, groups=20)
+    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    run = rlvitals.load(REAL / QWEN)[0].with_series(analysis.series())
+    page = build_page([run], [diagnose(run)], analysis)
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        o.page.locator("#rlv-browser").scroll_into_view_if_needed()
+        assert o.page.locator("#rlv-groups details.rlv-group").count() == 16
+        assert o.page.locator("#rlv-shown .l-en").inner_text().startswith("16 of 20 groups shown")
+        steps = page["rollouts"]["runs"][0]["steps"]
+        note = o.page.locator("#rlv-steps-note .l-en").inner_text()
+        assert f"texts of {len(steps)} of the 40 steps with rollouts" in note and "rlvitals serve" in note
+        o.page.click("button[data-set-lang=zh]")
+        assert o.page.locator("#rlv-shown .l-zh").inner_text().startswith("显示 16 / 20 个组")
+        _shot(o, "rollouts_16_of_20")
+        assert o.errors == [] and o.failed == []
+    finally:
+        o.close()
+
+
+def test_comparison_of_ppo_and_grpo_labels_every_badge_and_line(browser: Any, tmp_path: Path) -> None:
+    names = ("verl__verl_training_log__ppo_run_deepseek7b_llm.log",
+             "verl__verl_training_log__grpo_run_deepseek7b_llm.log")
+    for folder, name in zip(("ppo", "grpo"), names, strict=True):  # the same file name in two folders
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.log").write_bytes((REAL / name).read_bytes())
+    runs = [rlvitals.load(tmp_path / folder / "train.log")[0] for folder in ("ppo", "grpo")]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        assert o.page.locator("#runs tbody td:first-child").all_inner_texts() == ["ppo/train.log", "grpo/train.log"]
+        for layer in READING_ORDER:
+            badges = o.page.locator(f"#layer-{layer} h2 .rlv-verdict")
+            assert [b.split()[0] for b in badges.all_inner_texts()] == ["ppo/train.log", "grpo/train.log"]
+        assert o.page.locator("#comparison .rlv-dim", has_text="No run logged per-token timings").count() == 0
+        (gen,) = [c for c in page["comparison"]["charts"] if page["charts"][c]["keys"] == ["timing_per_token_ms/gen"]]
+        _drawn(o, gen)
+        legend = o.page.eval_on_selector_all(f"#{gen} .legendtext", "els => els.map(e => e.textContent)")
+        assert legend == ["ppo/train.log: timing_per_token_ms/gen", "grpo/train.log: timing_per_token_ms/gen"]
+        o.page.locator("#comparison").scroll_into_view_if_needed()
+        _shot(o, "comparison_ppo_grpo")
+        o.page.locator("#layer-L1 h2").scroll_into_view_if_needed()
+        o.page.locator("#layer-L1").screenshot(path=str(ARTIFACTS / "comparison_layer_badges.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_the_chinese_page_has_no_english_labels(browser: Any, report: Any, tmp_path: Path) -> None:
+    path, page = report
+    o = Opened(browser, path)
+    try:
+        o.page.click("button[data-set-lang=zh]")
+        heads = o.page.locator("#runs thead th").all_inner_texts()
+        assert heads[:5] == ["训练", "框架", "算法", "步", "指标"] and "效率" in heads and heads[-1] == "结论"
+        unit = o.page.locator("#g-actor-grad-norm .rlv-dim").inner_text()
+        assert unit == "L1 · L2 范数"
+        assert o.page.locator("#glossary dt .rlv-dim", has_text="效率").count() >= 1
+        (cid,) = [c for c, chart in page["charts"].items() if chart["keys"] == ["actor/lr"]]
+        _drawn(o, cid)
+        assert o.page.locator(f"#{cid} .g-xtitle").text_content() == "步"
+        o.page.locator("#rlv-browser").scroll_into_view_if_needed()
+        assert o.page.locator("#rlv-shown").inner_text() == "显示 4 / 4 个组"
+        assert o.page.locator("#rlv-groups th").all_inner_texts()[:3] == ["#", "得分", "正确"]
+        _shot(o, "report_zh_rollouts")
+    finally:
+        o.close()
+    loss = np.full(60, 0.5)
+    loss[[20, 30]] = np.inf
+    run = run_from_series({"actor/pg_loss": loss, "actor/grad_norm": np.ones(60)})
+    write_report(tmp_path / "inf.html", build_page([run], [diagnose(run)], lang="zh"))
+    o = Opened(browser, tmp_path / "inf.html")
+    try:
+        caption = o.page.locator(".rlv-bad").first
+        assert caption.inner_text() == "actor/pg_loss: 记录了 2 个 inf，自第 21 步起"
+        caption.scroll_into_view_if_needed()
+        o.page.locator(".rlv-figure", has=caption).screenshot(path=str(ARTIFACTS / "report_zh_inf_caption.png"))
+        assert o.errors == []
     finally:
         o.close()

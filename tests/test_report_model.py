@@ -23,6 +23,7 @@ from rlvitals.scenarios import run_from_series
 
 QWEN = "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log"
 GEMMA = "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log"
+MEGATRON = "verl__verldata__qwen2-7b_math_megatron.log"
 XSS = '<script>window.__x=1</script><img src=x onerror="window.__y=1">'
 
 
@@ -44,6 +45,10 @@ def write_dump(folder: Path, steps: int = 30, groups: int = 4, n: int = 4) -> No
         (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def section(page: dict, layer: str) -> dict:
+    return next(s for s in page["sections"] if s["id"] == layer)
+
+
 @pytest.fixture(scope="module")
 def qwen() -> tuple[rlvitals.Run, object]:
     from conftest import REAL
@@ -57,7 +62,10 @@ def qwen() -> tuple[rlvitals.Run, object]:
 def test_sections_follow_the_reading_order_with_each_layers_verdict(qwen) -> None:
     run, d = qwen
     page = build_page([run], [d])
-    assert [s["id"] for s in page["sections"]] == list(READING_ORDER)
+    # seed 000 §12: effect first, then stability, then efficiency, then the data
+    assert [s["id"] for s in page["sections"]] == list(READING_ORDER) == ["L5", "L1", "efficiency", "L2", "L3",
+                                                                          "L4", "L6"]
+    assert [f.layer for f in d.findings] == sorted((f.layer for f in d.findings), key=READING_ORDER.index)
     for s in page["sections"]:
         assert s["verdicts"] == [{"run": "r0", "status": d.layers[s["id"]]}]
         assert [f["check"] for f in s["findings"]] == [f.check for f in d.findings if f.layer == s["id"]]
@@ -74,13 +82,13 @@ def test_charts_hold_only_the_runs_metrics_of_their_layer(qwen) -> None:
             assert set(c["keys"]) <= set(run.metrics)
             if c["kind"] == "line":
                 assert {catalog.get(k).layer for k in c["keys"]} == {s["id"]}
-    l1 = {k for cid in page["sections"][1]["charts"] for k in page["charts"][cid]["keys"]}
+    l1 = {k for cid in section(page, "L1")["charts"] for k in page["charts"][cid]["keys"]}
     assert {"actor/grad_norm", "actor/ppo_kl", "critic/vf_loss"} <= l1
     # min/mean/max of one quantity share a chart
     assert any(page["charts"][c]["keys"] == ["response_length/max", "response_length/mean", "response_length/min"]
-               for c in page["sections"][2]["charts"])
+               for c in section(page, "L2")["charts"])
     x, y = run.series("actor/grad_norm", train_only=False)
-    grad = next(page["charts"][c] for c in page["sections"][1]["charts"]
+    grad = next(page["charts"][c] for c in section(page, "L1")["charts"]
                 if page["charts"][c]["keys"] == ["actor/grad_norm"])
     assert grad["traces"][0]["x"] == x.tolist() and np.allclose(grad["traces"][0]["y"], y, rtol=1e-5)
 
@@ -94,7 +102,7 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
     chart = page["charts"][cid]
     assert chart["keys"] == ["actor/grad_norm"]
     assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16],
-            "check": "grad_norm_spike"} in chart["markers"]
+            "check": "grad_norm_spike", "title": finding["title"]} in chart["markers"]
     collapse = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "entropy_collapse")
     marker = next(m for c in collapse["charts"] for m in page["charts"][c]["markers"] if m["finding"] == collapse["id"])
     assert marker["onset"] == 17 and marker["span"] == [17, 37]
@@ -105,7 +113,7 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
 def test_validation_per_data_source_and_glossary(qwen) -> None:
     run, d = qwen
     page = build_page([run], [d])
-    l5 = page["sections"][0]
+    l5 = section(page, "L5")
     assert [v["source"] for v in l5["validation"]] == ["openai/gsm8k"]
     chart = page["charts"][l5["validation"][0]["chart"]]
     assert chart["keys"] == ["val-core/openai/gsm8k/reward/mean@1"] and chart["traces"][0]["name"] == "reward/mean@1"
@@ -138,28 +146,101 @@ def test_a_spike_in_100k_steps_survives_into_the_chart() -> None:
     assert pg["bad"] == [[5001, "+inf"]] and None in pg["y"]
 
 
-def test_rollouts_of_the_onset_step_extreme_group_first(qwen, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def with_rollouts(qwen, tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object, dict]:
     run, _ = qwen
-    write_dump(tmp_path / "dump")
-    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    folder = tmp_path_factory.mktemp("dump")
+    write_dump(folder)
+    analysis = rlvitals.analyze_rollouts(folder)
     joined = run.with_series(analysis.series())
     d = diagnose(joined)
-    page = build_page([joined], [d], analysis)
+    return analysis, d, build_page([joined], [d], analysis)
+
+
+def test_rollouts_of_the_onset_step_extreme_group_first(with_rollouts) -> None:
+    analysis, _, page = with_rollouts
     spike = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
     assert spike["rollout_step"] == 16
-    rollouts = page["rollouts"]
-    assert 16 in rollouts["steps"] and rollouts["available"] == list(range(1, 31))
-    at16 = [g for g in rollouts["groups"] if g["step"] == 16]
-    assert len(at16) == 4 and at16[0]["group"] == next(
+    (mine,) = page["rollouts"]["runs"]
+    assert mine["run"] == "r0" and 16 in mine["steps"] and mine["available"] == list(range(1, 31))
+    assert mine["totals"][16] == 4  # every group of the step is shown: "4 of 4"
+    at16 = [g for g in page["rollouts"]["groups"] if g["step"] == 16]
+    assert len(at16) == 4 and all(g["run"] == "r0" for g in at16) and at16[0]["group"] == next(
         g for g in analysis.rollouts.table.filter(analysis.rollouts.table["response"] == XSS)["group"])
     assert at16[0]["rollouts"][0]["response"] == XSS and at16[0]["rollouts"][0]["score"] == 5.0
-    keys = {k for cid in rollouts["charts"] for k in page["charts"][cid]["keys"]}
-    assert {"group/reward_std/mean", "group/zero_std/share", "pass@1", "pass@4"} <= keys
-    passk = next(page["charts"][c] for c in rollouts["charts"] if "pass@1" in page["charts"][c]["keys"])
-    assert {t["key"] for t in passk["traces"]} >= {"pass@1", "pass@2", "pass@4"}
-    # rollout-derived series are shown in the rollout section, not again in the layer sections
-    layer_keys = {k for s in page["sections"] for cid in s["charts"] for k in page["charts"][cid]["keys"]}
-    assert "pass@1" not in layer_keys
+
+
+def test_rollout_curves_are_drawn_in_their_layers_with_their_findings(with_rollouts) -> None:
+    _, d, page = with_rollouts
+    catalog = load_catalog()
+    by_layer = {s["id"]: {k for cid in s["charts"] for k in page["charts"][cid]["keys"]} for s in page["sections"]}
+    assert {"group/reward_std/mean", "group/zero_std/share", "pass@1", "pass@4"} <= by_layer["L3"]
+    assert {"diversity/distinct_1", "group/zero_std/identical"} <= by_layer["L4"]
+    assert {"reasoning/self_consistency_gap@2", "reasoning/self_consistency_gap@4"} <= by_layer["L6"]
+    for layer, keys in by_layer.items():
+        assert {catalog.get(k).layer for k in keys} <= {layer}
+    # the rollout section links to them
+    linked = {k for cid in page["rollouts"]["charts"] for k in page["charts"][cid]["keys"]}
+    assert {"pass@1", "reasoning/self_consistency_gap@4", "diversity/distinct_1"} <= linked
+    passk = next(c for c in page["charts"].values() if "pass@1" in c["keys"])
+    assert [t["key"] for t in passk["traces"]] == ["pass@1", "pass@2", "pass@4"] and passk["keys"] == [
+        "pass@1", "pass@2", "pass@4"]
+    # findings on rollout metrics are marked on the run's chart of them (the traces are the run's)
+    gaps = [f for s in page["sections"] for f in s["findings"] if f["check"] == "self_consistency"
+            and f["status"] == "warn"]
+    assert len(gaps) == 2
+    for f in gaps:
+        (cid,) = f["charts"]
+        assert any(m["finding"] == f["id"] and m["run"] == "r0" for m in page["charts"][cid]["markers"])
+    html = render_html(page, cdn=True)
+    l6 = html.split('id="layer-L6"', 1)[1].split("</section>", 1)[0]
+    assert "rlv-no-charts" not in l6 and f'id="fig-{gaps[0]["charts"][0]}"' in l6
+
+
+def test_not_computed_is_not_a_nan(with_rollouts) -> None:
+    """pass@8 of groups of 4 is undefined (not logged), not a NaN the trainer logged: no curve, no flag."""
+    _, _, page = with_rollouts
+    keys = {k for c in page["charts"].values() for k in c["keys"]}
+    assert "pass@4" in keys and not {"pass@8", "pass@16", "maj@8"} & keys
+    assert all(not t["bad"] and t["nonfinite"]["first"] is None for c in page["charts"].values()
+               for t in c["traces"])
+    assert 'class="rlv-bad"' not in render_html(page, cdn=True)
+
+
+def test_a_phase_logged_every_few_steps_is_not_a_nan(real: Path) -> None:
+    run = rlvitals.load(real / MEGATRON)[0]
+    page = build_page([run], [diagnose(run)])
+    (stack,) = [c for c in page["charts"].values() if c["kind"] == "stack"]
+    testing = next(t for t in stack["traces"] if t["key"] == "timing_s/testing")
+    assert testing["nonfinite"] == {"nan": 0, "posinf": 0, "neginf": 0, "first": None}
+    assert testing["y"].count(None) == len(testing["y"]) - 21  # logged at 21 of the 105 steps
+    html = render_html(page, cdn=True)
+    assert 'class="rlv-bad"' not in html
+
+
+def test_a_logged_nan_is_said_in_words_with_an_integer_step() -> None:
+    loss = np.full(50, 0.5)
+    loss[[20, 30]] = np.inf
+    run = run_from_series({"actor/pg_loss": loss, "actor/grad_norm": np.ones(50)})
+    html = render_html(build_page([run], [diagnose(run)]), cdn=True)
+    caption = html.split('data-nonfinite="actor/pg_loss">', 1)[1].split("</span></span>", 1)[0]
+    assert "2 inf logged, from step 21" in caption and "21.0" not in caption and "NaN" not in caption
+    assert "记录了 2 个 inf，自第 21 步起" in caption
+
+
+def test_the_main_validation_finding_is_marked_on_the_validation_chart(real: Path) -> None:
+    run = rlvitals.load(real / MEGATRON)[0]
+    d = diagnose(run)
+    page = build_page([run], [d])
+    val = section(page, "L5")["validation"][0]["chart"]
+    assert page["charts"][val]["keys"] == ["val-core/openai/gsm8k/reward/mean@1"]
+    for check in ("val_progress", "val_reward_divergence"):
+        f = next(f for f in section(page, "L5")["findings"] if f["check"] == check)
+        assert f["metrics"][0] == "openai/gsm8k/reward/mean@1" and f["onset"] == 40
+        assert val in f["charts"]
+        assert [m["onset"] for m in page["charts"][val]["markers"] if m["finding"] == f["id"]] == [40]
+    # the finding's name of the curve links to the curve's glossary entry
+    assert page["anchors"]["openai/gsm8k/reward/mean@1"] == page["anchors"]["val-core/openai/gsm8k/reward/mean@1"]
 
 
 def test_several_runs_get_a_comparison_and_one_line_per_run(qwen) -> None:
@@ -243,3 +324,87 @@ def test_cli_report_errors(real: Path, tmp_path: Path) -> None:
     err = io.StringIO()
     assert main(["report", str(tmp_path / "absent.log"), "-o", str(tmp_path / "r.html")], out=out, err=err) == 2
     assert str(tmp_path / "absent.log") in err.getvalue() and not (tmp_path / "r.html").exists()
+
+
+PPO = "verl__verl_training_log__ppo_run_deepseek7b_llm.log"
+GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+
+
+def test_ppo_and_grpo_compare_by_their_per_token_timings(real: Path) -> None:
+    runs = [rlvitals.load(real / name)[0] for name in (PPO, GRPO)]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    comp = page["comparison"]
+    assert comp["per_token"] is True and [r["algorithm"] for r in comp["runs"]] == ["PPO with a critic (GAE)", "GRPO"]
+    charts = {page["charts"][c]["keys"][0]: page["charts"][c] for c in comp["charts"]}
+    gen = charts["timing_per_token_ms/gen"]
+    assert [t["run"] for t in gen["traces"]] == ["r0", "r1"] and [t["name"] for t in gen["traces"]] == [
+        f"{PPO}: timing_per_token_ms/gen", f"{GRPO}: timing_per_token_ms/gen"]
+    assert [t["run"] for t in charts["timing_per_token_ms/update_critic"]["traces"]] == ["r0"]  # GRPO has no critic
+    assert gen["traces"][0]["x"][:3] == [1, 2, 3] == gen["traces"][1]["x"][:3]  # aligned by step
+    html = render_html(page, cdn=True)
+    assert "No run logged per-token timings" not in html
+    # every layer's verdict badge names its run
+    l1 = html.split('id="layer-L1"', 1)[1].split("</h2>", 1)[0]
+    for rid, name in (("r0", PPO), ("r1", GRPO)):
+        assert re.search(rf'<span class="rlv-verdict" data-run="{rid}">{re.escape(name)} <span class="rlv-status', l1)
+
+
+def _data(html: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="rlv-data">(.*?)</script>', html, re.S).group(1))
+
+
+def test_cli_report_pairs_rollouts_with_runs_in_order(real: Path, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump")
+    target = tmp_path / "r.html"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["report", str(real / GEMMA), str(real / QWEN), "--rollouts", "-", "--rollouts",
+                 str(tmp_path / "dump"), "--cdn", "-o", str(target)], out=out, err=err)
+    assert code == 0, err.getvalue()
+    data = _data(target.read_text(encoding="utf-8"))
+    assert [r["run"] for r in data["rollouts"]["runs"]] == ["r1"]  # the qwen run's, not the gemma run's
+    assert {g["run"] for g in data["rollouts"]["groups"]} == {"r1"}
+    passk = next(c for c in data["charts"].values() if "pass@1" in c["keys"])
+    assert {t["run"] for t in passk["traces"]} == {"r1"}
+
+
+def test_cli_report_refuses_one_rollout_folder_for_several_runs(real: Path, tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["report", str(real / GEMMA), str(real / QWEN), "--rollouts", str(tmp_path / "dump"),
+                 "-o", str(tmp_path / "r.html")], out=out, err=err)
+    assert code == 2 and not (tmp_path / "r.html").exists()
+    assert err.getvalue() == ("rlvitals: 2 runs given but 1 --rollouts; the rollouts of one run are not another's: "
+                              "give --rollouts once per RUN, in the order of the runs ('-' for a run without "
+                              "rollouts)\n")
+    with pytest.raises(RlvitalsError, match=r"one rollout analysis for 2 runs would show one run's rollouts as "
+                                            r"every run's; give a list, one per run"):
+        build_page([rlvitals.load(real / GEMMA)[0], rlvitals.load(real / QWEN)[0]],
+                   [diagnose(rlvitals.load(real / GEMMA)[0]), diagnose(rlvitals.load(real / QWEN)[0])],
+                   rlvitals.analyze_rollouts(tmp_path / "dump"))
+
+
+def test_cli_report_refuses_rollouts_for_a_folder_of_several_runs(tmp_path: Path) -> None:
+    tbx = pytest.importorskip("tensorboardX")
+    for name in ("exp_a", "exp_b"):  # a TensorBoard folder of two runs is one RUN path
+        w = tbx.SummaryWriter(str(tmp_path / "runs" / name))
+        for step in range(1, 31):
+            w.add_scalar("actor/grad_norm", 1.0 + step / 100, step)
+        w.close()
+    write_dump(tmp_path / "dump")
+    err = io.StringIO()
+    code = main(["report", str(tmp_path / "runs"), "--rollouts", str(tmp_path / "dump"), "-o",
+                 str(tmp_path / "r.html")], out=io.StringIO(), err=err)
+    assert code == 2 and err.getvalue() == (
+        f"rlvitals: {tmp_path / 'runs'} holds 2 runs, so its --rollouts cannot be paired with one of them; pass "
+        "its run folders as separate RUNs, each with its own --rollouts\n")
+
+
+def test_runs_of_the_same_file_name_get_their_folder_in_labels(real: Path, tmp_path: Path) -> None:
+    for name, src in (("exp1", QWEN), ("exp2", GEMMA)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_bytes((real / src).read_bytes())
+    runs = [rlvitals.load(tmp_path / n / "train.log")[0] for n in ("exp1", "exp2")]
+    page = build_page(runs, [diagnose(r) for r in runs])
+    assert [r["label"] for r in page["runs"]] == ["exp1/train.log", "exp2/train.log"]
+    grad = next(c for c in page["charts"].values() if c["keys"] == ["actor/grad_norm"])
+    assert [t["name"] for t in grad["traces"]] == ["exp1/train.log: actor/grad_norm", "exp2/train.log: actor/grad_norm"]

@@ -6,6 +6,7 @@ and the CLI's refusals."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -146,7 +147,8 @@ def test_unknown_run_and_missing_rollouts_say_what_to_do(client: TestClient) -> 
     assert client.get("/runs/0123456789abcdef").status_code == 404
     rid = client.get("/api/runs").json()["runs"][0]["id"]
     none = client.get(f"/api/runs/{rid}/rollouts")
-    assert none.status_code == 404 and re.search(r"start it with --rollouts DIR", none.json()["detail"])
+    assert none.status_code == 404 and re.search(rf"run {rid} has no rollout texts; start the server with "
+                                                 "--rollouts DIR for its PATH", none.json()["detail"])
 
 
 # --- token and Host -----------------------------------------------------------------------------
@@ -263,6 +265,7 @@ def test_rollout_markup_is_only_ever_data(tmp_path: Path) -> None:
     assert r.headers["content-type"] == "application/json" and r.headers["x-content-type-options"] == "nosniff"
     texts = [x["response"] for g in r.json()["groups"] for x in g["rollouts"]]
     assert XSS in texts and r.json()["available"] == list(range(1, 31))
+    assert r.json()["total"] == len(r.json()["groups"]) == 4  # the page says "4 of 4 groups shown"
     assert json.loads(r.text) == r.json()
     assert c.get(f"/api/runs/{rid}/rollouts", params={"step": 999}).status_code == 404
     page = c.get(f"/runs/{rid}")
@@ -372,3 +375,80 @@ def test_cli_serves_until_interrupted(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert (tmp_path / "state" / "rlvitals" / "serve.sqlite").exists()
+
+
+# --- nested run folders and rollouts paired with paths -----------------------------------------
+def test_runs_in_sub_folders_are_served_with_unique_labels(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name in ("exp1", "exp2"):
+        (runs / name).mkdir(parents=True)
+        _write(runs / name / "train.jsonl", Scenario(steps=40), 0, 40)
+    (runs / "exp2" / "notes.txt").write_text("not a log\n")
+    ws = workspace([runs], tmp_path / "s.sqlite")
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    listed = c.get("/api/runs").json()
+    assert sorted(r["label"] for r in listed["runs"]) == ["exp1/train.jsonl", "exp2/train.jsonl"]
+    assert listed["messages"] == []
+    index = c.get("/").text
+    assert ">exp1/train.jsonl</a>" in index and ">exp2/train.jsonl</a>" in index
+    rid = run_id(str((runs / "exp2" / "train.jsonl").resolve()))
+    assert c.get(f"/api/runs/{rid}/page").json()["runs"][0]["label"] == "exp2/train.jsonl"
+    ws.close()
+
+
+def test_a_folder_with_no_log_says_so(tmp_path: Path) -> None:
+    (tmp_path / "runs" / "exp1").mkdir(parents=True)
+    ws = workspace([tmp_path / "runs"], tmp_path / "s.sqlite")
+    ws.poll_once()
+    assert ws.messages == [f"serve: no training log found yet in {(tmp_path / 'runs').resolve()} or its sub-folders "
+                           "(4 levels deep); logs written there later are picked up"]
+    ws.close()
+
+
+def test_rollouts_join_the_run_of_their_own_path_only(tmp_path: Path) -> None:
+    if not (REAL / QWEN).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    write_dump(tmp_path / "dump")
+    other = tmp_path / "grpo.jsonl"
+    _write(other, Scenario(steps=40), 0, 40)
+    ws = workspace([REAL / QWEN, other], tmp_path / "s.sqlite", rollouts=(tmp_path / "dump", None))
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    qwen, grpo = run_id(str((REAL / QWEN).resolve())), run_id(str(other.resolve()))
+    assert "pass@1" in c.get(f"/api/runs/{qwen}").json()["metrics"]
+    assert "pass@1" not in c.get(f"/api/runs/{grpo}").json()["metrics"]
+    assert c.get(f"/api/runs/{qwen}/rollouts", params={"step": 16}).status_code == 200
+    assert c.get(f"/api/runs/{grpo}/rollouts", params={"step": 16}).status_code == 404
+    assert c.get(f"/api/runs/{grpo}/page").json()["rollouts"] is None
+    ws.close()
+
+
+def test_one_rollout_folder_for_several_paths_is_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    with pytest.raises(RlvitalsError, match=r"serve: one rollout folder for 2 paths would join the same rollouts to "
+                                            r"every run; give --rollouts once per PATH"):
+        workspace([a, b], tmp_path / "s.sqlite", rollouts=tmp_path / "dump")
+    with pytest.raises(RlvitalsError, match=r"serve: 2 paths but 1 rollout folders; give --rollouts once per PATH"):
+        workspace([a, b], tmp_path / "s.sqlite", rollouts=(tmp_path / "dump",))
+    err = io.StringIO()
+    code = main(["serve", str(a), str(b), "--rollouts", str(tmp_path / "dump"), "--state", str(tmp_path / "s2")],
+                out=io.StringIO(), err=err)
+    assert code == 2 and err.getvalue() == (
+        "rlvitals: 2 paths given but 1 --rollouts; the rollouts of one run are not another's: give --rollouts once "
+        "per PATH, in the order of the paths ('-' for a path without rollouts)\n")
+
+
+def test_a_folder_of_several_runs_does_not_share_one_rollout_folder(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name in ("exp1", "exp2"):
+        (runs / name).mkdir(parents=True)
+        _write(runs / name / "train.jsonl", Scenario(steps=30), 0, 30)
+    write_dump(runs / "exp1" / "rollout_data")
+    ws = workspace([runs], tmp_path / "s.sqlite", rollouts=runs / "exp1" / "rollout_data")
+    ws.poll_once()
+    summaries = ws.summaries()
+    assert len(summaries) == 2  # the dump's JSONL files are rollouts, not runs
+    assert all("pass@1" not in ws.get(s["id"]).run.metrics for s in summaries)
+    assert any("serves several runs, so its rollouts are joined to none of them" in m for m in ws.messages)
+    ws.close()

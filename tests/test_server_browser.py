@@ -186,6 +186,128 @@ def test_rollout_markup_is_shown_as_text_and_runs_nothing(tab: Tab, growing: tup
     assert tab.errors == [] and tab.failed == []
 
 
+def _drag(tab: Tab, cid: str, start: float, end: float) -> None:
+    """Zoom a drawn chart as a reader does: drag across its plot area from step ``start`` to ``end``."""
+    box = tab.page.locator(f"#{cid} .nsewdrag").first.bounding_box()
+    assert box is not None
+    x0, x1 = tab.page.evaluate(f"""(() => {{ const xa = document.getElementById('{cid}')._fullLayout.xaxis;
+        return [xa.l2p({start}), xa.l2p({end})]; }})()""")
+    y = box["y"] + box["height"] / 2
+    tab.page.mouse.move(box["x"] + x0, y)
+    tab.page.mouse.down()
+    tab.page.mouse.move(box["x"] + (x0 + x1) / 2, y, steps=4)
+    tab.page.mouse.move(box["x"] + x1, y, steps=4)
+    tab.page.mouse.up()
+
+
+def _range(tab: Tab, cid: str) -> list[float]:
+    got: list[float] = tab.page.evaluate(f"document.getElementById('{cid}').layout.xaxis.range")
+    return got
+
+
+def test_a_live_update_keeps_the_rollout_step_and_the_zoom(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    tab.page.click("article[data-check=grad_norm_spike] a.rlv-goto-rollouts")
+    assert tab.page.locator("#rlv-step").input_value() == "16"
+    cid = tab.page.locator("#layer-L1 .rlv-chart").first.get_attribute("id")
+    tab.page.locator(f"#{cid}").scroll_into_view_if_needed()
+    tab.page.wait_for_selector(f"#{cid}.js-plotly-plot")
+    _drag(tab, cid, 20, 40)
+    zoomed = _range(tab, cid)
+    assert 18 < zoomed[0] < 22 and 38 < zoomed[1] < 42
+    tab.page.evaluate("window.__same_document = 1")
+    with log.open("ab") as f:
+        f.write(_lines(GROWING, 60, 100))
+    tab.page.wait_for_function("() => document.getElementById('rlv-live-step').textContent === '100'",
+                               timeout=8_000)
+    # the fresh page has drawn the chart with the new steps, at the reader's zoom
+    tab.page.wait_for_function(f"""() => {{ const el = document.getElementById('{cid}');
+        return el && el.data && Math.max(...el.data[0].x) === 100; }}""", timeout=8_000)
+    assert _range(tab, cid) == zoomed
+    assert tab.page.locator("#rlv-step").input_value() == "16"
+    assert tab.page.locator("#rlv-groups .rlv-response").first.inner_text() == XSS
+    assert tab.page.evaluate("window.__same_document") == 1
+    tab.shot("dashboard_live_kept_zoom")
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_the_dashboard_browses_any_step_from_the_api(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    rid = run_id(str(log.resolve()))
+    tab.page.goto(srv.url + "runs/" + rid)
+    page = tab.page.evaluate(f"fetch('/api/runs/{rid}/page').then(r => r.json())")
+    (mine,) = page["rollouts"]["runs"]
+    assert 2 not in mine["steps"]  # step 2's texts are not in the page: the server has them
+    options = tab.page.eval_on_selector_all("#rlv-step option", "els => els.map(e => Number(e.value))")
+    assert options == list(range(1, 31))  # every step with rollouts, not only those in the page
+    asked: list[str] = []
+    tab.page.on("request", lambda r: asked.append(r.url) if "/rollouts?step=" in r.url else None)
+    tab.page.select_option("#rlv-step", "2")
+    tab.page.wait_for_function("() => document.querySelectorAll('#rlv-groups details.rlv-group').length === 4")
+    assert asked == [srv.url + f"api/runs/{rid}/rollouts?step=2"]
+    assert tab.page.locator("#rlv-shown .l-en").inner_text() == "4 of 4 groups shown"
+    assert tab.page.locator("#rlv-groups .rlv-prompt").first.inner_text().startswith("Question ")
+    tab.page.locator("#rlv-browser").scroll_into_view_if_needed()
+    tab.shot("dashboard_rollouts_step2")
+    assert tab.errors == [] and tab.failed == []
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> Iterator[tuple[ServerThread, Path]]:
+    log = tmp_path / "long.jsonl"
+    log.write_bytes(_lines(Scenario(steps=5000, grad_spike_at=2050, collapse_at=None), 0, 5000))
+    ws = Workspace([log], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    with ServerThread(ws, "127.0.0.1") as srv:
+        yield srv, log
+    ws.close()
+
+
+def test_zooming_a_dashboard_chart_fetches_its_range_at_full_resolution(tab: Tab, long_run: Any) -> None:
+    srv, log = long_run
+    tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    f = tab.page.locator("article[data-check=grad_norm_spike] a.rlv-goto-chart").first
+    cid = (f.get_attribute("href") or "").removeprefix("#fig-")
+    tab.page.locator(f"#{cid}").scroll_into_view_if_needed()
+    tab.page.wait_for_selector(f"#{cid}.js-plotly-plot")
+    before = tab.page.evaluate(f"document.getElementById('{cid}').data[0].x")
+    assert len(before) <= 1600 and len([x for x in before if 2000 <= x <= 2100]) < 101  # downsampled
+    asked: list[str] = []
+    tab.page.on("request", lambda r: asked.append(r.url) if "/series?" in r.url else None)
+    _drag(tab, cid, 2000, 2100)
+    tab.page.wait_for_function(f"() => document.getElementById('{cid}').hasAttribute('data-range')")
+    lo, hi = (int(v) for v in (tab.page.get_attribute(f"#{cid}", "data-range") or "").split("-"))
+    after = tab.page.evaluate(f"document.getElementById('{cid}').data[0].x")
+    assert after == list(range(lo, hi + 1)) and lo <= 2050 <= hi  # every step of the range, the spike's too
+    assert len(asked) == 1 and "key=actor%2Fgrad_norm" in asked[0]
+    tab.shot("dashboard_zoom_full_resolution")
+    tab.page.dblclick(f"#{cid} .nsewdrag")  # back to the whole run: the downsampled curve again
+    tab.page.wait_for_function(f"() => document.getElementById('{cid}').data[0].x.length === {len(before)}")
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_runs_in_sub_folders_are_listed_with_unique_labels(tab: Tab, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name, steps in (("exp1", 40), ("exp2", 50)):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "train.jsonl").write_bytes(_lines(Scenario(steps=steps), 0, steps))
+    ws = Workspace([runs], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    try:
+        with ServerThread(ws, "127.0.0.1") as srv:
+            tab.page.goto(srv.url)
+            labels = tab.page.locator("table.rlv-runlist tbody tr[data-run] a").all_inner_texts()
+            assert labels == ["exp1/train.jsonl", "exp2/train.jsonl"]
+            tab.shot("dashboard_nested_runs")
+            tab.page.click("text=exp2/train.jsonl")
+            assert tab.page.locator("#runs tbody td").first.inner_text() == "exp2/train.jsonl"
+            assert tab.page.locator("#rlv-live-step").inner_text() == "50"
+            assert tab.errors == [] and tab.failed == []
+    finally:
+        ws.close()
+
+
 def _outside_address() -> str | None:
     """An address of this machine other than loopback, if it has one."""
     found: list[str] = []

@@ -131,6 +131,17 @@ class Catalog:
     algorithms: tuple[AlgorithmSignature, ...]
     placeholders: dict[str, str]
     templates: tuple[Metric, ...]
+    #: a metric's ``unit`` as the Chinese pages write it (``units_zh`` in the catalog file)
+    units_zh: dict[str, str] = field(default_factory=dict)
+
+    def unit(self, metric: Metric, lang: str = "en") -> str:
+        """``metric``'s unit in ``lang`` (the English words where the catalog has no translation).
+
+        Example:
+            >>> c = load_catalog(); c.unit(c.get("timing_s/gen"), "zh")
+            '秒'
+        """
+        return self.units_zh.get(metric.unit, metric.unit) if lang == "zh" else metric.unit
 
     def find(self, key: str) -> Metric | None:
         """The entry a canonical key belongs to (exact, else by template), or None."""
@@ -271,7 +282,8 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         for a in data.get("algorithm", [])
     )
     templates = tuple(m for m in metrics.values() if m.is_template)
-    return Catalog(metrics, manglings, algorithms, placeholders, templates)
+    units_zh = {str(k): str(v) for k, v in data.get("units_zh", {}).items()}
+    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh)
 
 
 @lru_cache(maxsize=1)

@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
     rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    rep.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps of the run(s)")
+    rep.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a run; once per RUN, in the order of the runs ('-' for a run without)")
     rep.add_argument("--cdn", action="store_true", help="load Plotly from its CDN (small file, needs a network)")
     rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
     rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
@@ -136,7 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
     srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
     srv.add_argument("--token", default=None, help="secret every request must carry (default: $RLVITALS_TOKEN)")
-    srv.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps of the served run(s)")
+    srv.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a served run; once per PATH, in the order of the paths ('-' for a "
+                          "path without)")
     srv.add_argument("--state", default=None, metavar="FILE",
                      help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
     srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
@@ -458,23 +461,47 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         watcher.close()
 
 
-def _runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], Any, Any, int] | None:
-    """What ``report`` and ``export`` start from: the runs with the rollout series joined, the config,
-    the rollout analysis (or None) and the load status; None after a usage error (already written)."""
+def _rollout_dirs(given: list[str] | str | None, paths: list[str], noun: str = "run") -> list[str | None]:
+    """The rollout folder of each RUN (None for none): ``--rollouts`` pairs with the runs in order."""
+    dirs = [given] if isinstance(given, str) else list(given or [])
+    if not dirs:
+        return [None] * len(paths)
+    if len(dirs) != len(paths):
+        raise RlvitalsError(f"{len(paths)} {noun}s given but {len(dirs)} --rollouts; the rollouts of one run are not "
+                            f"another's: give --rollouts once per {noun.upper()}, in the order of the {noun}s ('-' "
+                            f"for a {noun} without rollouts)")
+    return [None if d == "-" else d for d in dirs]
+
+
+def _runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], Any, list[Any], int] | None:
+    """What ``report`` and ``export`` start from: the runs with their own rollouts' series joined, the
+    config, each run's rollout analysis (or None) and the load status; None after a usage error (already
+    written)."""
     from .config import load_config
 
+    paths = list(args.paths)
     try:
         config = load_config(args.config) if args.config else None
-        rollouts = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None) if args.rollouts else None
+        dirs = _rollout_dirs(args.rollouts, paths)
+        analyses = [_analyze(d, None, (1, 2, 4, 8, 16), None) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None
-    runs, status = _load_all(list(args.paths), args.fmt, err)
+    runs: list[Run] = []
+    paired: list[Any] = []
+    status = EXIT_OK
+    for path, analysis in zip(paths, analyses, strict=True):
+        found, code = _load_all([path], args.fmt, err)
+        status = max(status, code)
+        if analysis is not None and len(found) > 1:
+            err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "
+                      "them; pass its run folders as separate RUNs, each with its own --rollouts\n")
+            return None
+        runs += [run.with_series(analysis.series()) if analysis is not None else run for run in found]
+        paired += [analysis] * len(found)
     if not runs:
         return None
-    if rollouts is not None:
-        runs = [run.with_series(rollouts.series()) for run in runs]
-    return runs, config, rollouts, status
+    return runs, config, paired, status
 
 
 def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -484,10 +511,10 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     loaded = _runs_for_output(args, err)
     if loaded is None:
         return EXIT_USAGE
-    runs, config, rollouts, status = loaded
+    runs, config, analyses, status = loaded
     diagnoses = [diagnose(run, config) for run in runs]
     try:
-        size = write_report(args.output, build_page(runs, diagnoses, rollouts, lang=args.lang), cdn=args.cdn)
+        size = write_report(args.output, build_page(runs, diagnoses, analyses, lang=args.lang), cdn=args.cdn)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
@@ -502,16 +529,15 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     loaded = _runs_for_output(args, err)
     if loaded is None:
         return EXIT_USAGE
-    runs, config, rollouts, status = loaded
-    derived = rollouts.series() if rollouts is not None else None
+    runs, config, analyses, status = loaded
     if args.wandb_run_id and len(runs) > 1:
         err.write(f"rlvitals: --wandb-run-id {args.wandb_run_id!r} names one W&B run, but {len(runs)} runs were "
                   "given; export one run at a time when resuming\n")
         return EXIT_USAGE
-    keys = [c for c in derived.columns if c != "step"] if derived is not None else []
     metrics = [k.strip() for k in args.metrics.split(",") if k.strip()]
     names: list[str] = []
-    for run in runs:
+    for run, analysis in zip(runs, analyses, strict=True):
+        keys = [c for c in analysis.series().columns if c != "step"] if analysis is not None else []
         try:
             plan = plan_export(diagnose(run, config), derived=keys, metrics=metrics, lang=args.lang)
             if args.tensorboard is not None:
@@ -546,7 +572,9 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     try:
         config = load_config(args.config) if args.config else None
-        options = WorkspaceOptions(fmt=args.fmt, config=config, rollouts=Path(args.rollouts) if args.rollouts else None)
+        dirs = _rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
+        rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
+        options = WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts)
         return serve([Path(p) for p in args.paths], host=args.host, port=args.port,
                      token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
                      state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)

@@ -1,8 +1,10 @@
 """Run every check on a Run and assemble the findings into a layered verdict.
 
-Findings come in the seeds' reading order: first "did the model get better" (L5), then
-stability (L1), policy behaviour (L2), the data's learning signal (L3) and exploration
-(L4), reasoning quality (L6), and efficiency last; inside a layer the worst come first.
+Findings come in the seeds' reading order (seed 000 §12: 先看效果 → 再看稳定性 → 再看效率 →
+最后看数据): first "did the model get better" (L5), then is it stable (L1), then is it
+efficient (efficiency), then the data and the policy — policy behaviour (L2), the data's
+learning signal (L3), exploration (L4) and reasoning quality (L6); inside a layer the worst
+come first.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from .checks._base import STATUS_RANK, Status
 from .config import DiagnoseConfig
 from .run import Run
 
-READING_ORDER = ("L5", "L1", "L2", "L3", "L4", "L6", "efficiency")
+READING_ORDER = ("L5", "L1", "efficiency", "L2", "L3", "L4", "L6")
 LAYER_NAMES = {
     "L5": ("Generalisation: did the model get better?", "泛化：模型变好了吗？"),
     "L1": ("Training stability: is the optimisation working?", "训练稳定性：优化在 work 吗？"),

@@ -66,28 +66,40 @@ def trace(name: str, run: str, key: str, x: np.ndarray, y: np.ndarray, buckets: 
 
 
 def chart(cid: str, keys: Iterable[str], traces: Sequence[Trace], kind: str = "line",
-          title: Mapping[str, str] | None = None) -> Chart:
-    """A chart record; ``keys`` are the canonical metric keys it shows (findings on them get markers)."""
-    return {"id": cid, "keys": sorted(set(keys)), "kind": kind, "traces": list(traces), "markers": [],
-            "title": dict(title) if title else None}
+          title: Mapping[str, str] | None = None, aliases: Mapping[str, str] | None = None) -> Chart:
+    """A chart record; ``keys`` are the canonical metric keys it shows (findings on them get markers),
+    ``aliases`` other names findings use for them, ``{alias: key}`` (a validation curve is
+    ``source/variable`` to the checks, ``val-core/source/variable`` in the run)."""
+    return {"id": cid, "keys": sorted(set(keys)), "aliases": dict(aliases or {}), "kind": kind,
+            "traces": list(traces), "markers": [], "title": dict(title) if title else None}
 
 
 def stacked(cid: str, steps: np.ndarray, parts: Mapping[str, np.ndarray], run: str, label: str,
-            buckets: int) -> Chart:
+            buckets: int, logged: Mapping[str, np.ndarray] | None = None) -> Chart:
     """Stacked shares of several series sharing one step axis (the time per phase of a step).
 
-    The steps kept are those the downsampling keeps for the parts' sum, so every part is taken
-    at the same steps and a slow step stays in. Plotly normalises the stack to percent.
+    A part is null at the steps where it was not logged (``logged[key]`` False, or by default where
+    it is NaN; a phase such as testing runs every few steps): it adds nothing there, and only its
+    logged values count as NaN or inf. The steps kept
+    are those the downsampling keeps for the parts' sum, so every part is taken at the same steps
+    and a slow step stays in. Plotly normalises the stack to percent.
+
+    Example:
+        >>> c = stacked("c0", np.array([1, 2]), {"timing_s/gen": np.array([1.0, 2.0]),
+        ...             "timing_s/testing": np.array([np.nan, 3.0])}, "r0", "", 100)
+        >>> c["traces"][1]["y"], c["traces"][1]["nonfinite"]["nan"]
+        ([None, 3.0], 0)
     """
-    total = np.nansum(np.vstack(list(parts.values())), axis=0)
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in parts.items()}
+    total = np.nansum(np.vstack(list(values.values())), axis=0)
     keep = downsample_index(steps, total, buckets)
     traces = []
-    for key, values in parts.items():
-        vals = np.asarray(values, dtype=np.float64)[keep]
-        rounded = np.round(vals, _decimals(vals))
+    for key, vals in values.items():
+        mask = np.asarray(logged[key], dtype=bool) if logged is not None else ~np.isnan(vals)
+        rounded = np.round(vals[keep], _decimals(vals[keep]))
         traces.append({"name": f"{label}{key}", "run": run, "key": key, "x": _xs(steps[keep]),
                        "y": [None if not np.isfinite(v) else v for v in rounded.tolist()], "bad": [],
-                       "n": int(len(steps)), "nonfinite": nonfinite(steps, values)})
+                       "n": int(len(steps)), "nonfinite": nonfinite(steps[mask], vals[mask])})
     return chart(cid, parts.keys(), traces, kind="stack")
 
 
@@ -97,30 +109,33 @@ class Page:
 
     buckets: int
     charts: dict[str, Chart] = field(default_factory=dict)
+    #: run id → the name a reader knows it by (unique on the page)
+    labels: dict[str, str] = field(default_factory=dict)
 
     def add(self, keys: Sequence[str], traces: list[Trace], kind: str = "line",
-            title: Mapping[str, str] | None = None) -> str:
+            title: Mapping[str, str] | None = None, aliases: Mapping[str, str] | None = None) -> str:
         cid = f"c{len(self.charts)}"
-        self.charts[cid] = chart(cid, keys, traces, kind, title)
+        self.charts[cid] = chart(cid, keys, traces, kind, title, aliases)
         return cid
 
 
 def add_markers(charts: Mapping[str, Chart], findings: Sequence[tuple[str, str, Finding]]) -> dict[str, list[str]]:
-    """Put each warn/fail finding with an onset on every chart that shows one of its metrics:
-    an onset line and, when it lasts, a span band. Returns ``{finding id: [chart ids]}``."""
+    """Put each warn/fail finding with an onset on every chart that shows one of its metrics for its
+    run: an onset line labelled with the finding's title and, when it lasts, a span band. Returns
+    ``{finding id: [chart ids]}``."""
     by_key: dict[str, list[str]] = {}
     for cid, c in charts.items():
-        for key in c["keys"]:
+        for key in (*c["keys"], *c.get("aliases", ())):
             by_key.setdefault(key, []).append(cid)
     where: dict[str, list[str]] = {}
     for fid, run, f in findings:
         if f.status not in ("warn", "fail") or f.onset_step is None:
             continue
-        cids = list(dict.fromkeys(cid for key in f.metrics for cid in by_key.get(key, [])))
+        cids = [cid for cid in dict.fromkeys(cid for key in f.metrics for cid in by_key.get(key, []))
+                if any(t["run"] == run for t in charts[cid]["traces"])]
         where[fid] = cids
         for cid in cids:
-            c = charts[cid]
-            if any(t["run"] == run for t in c["traces"]):
-                c["markers"].append({"finding": fid, "run": run, "status": f.status, "onset": f.onset_step,
-                                     "span": list(f.span) if f.span else None, "check": f.check})
+            charts[cid]["markers"].append({"finding": fid, "run": run, "status": f.status, "onset": f.onset_step,
+                                           "span": list(f.span) if f.span else None, "check": f.check,
+                                           "title": dict(f.title)})
     return where

@@ -25,6 +25,15 @@ UI: dict[str, tuple[str, str]] = {
     "title": ("rlvitals report", "rlvitals 训练诊断报告"),
     "verdict": ("verdict", "结论"),
     "runs": ("Runs", "训练"),
+    "run": ("run", "训练"),
+    "framework": ("framework", "框架"),
+    "algorithm": ("algorithm", "算法"),
+    "efficiency": ("efficiency", "效率"),
+    "stack_share": ("% of the logged phases", "各阶段耗时占比"),
+    "charts_elsewhere": ("The curves of this layer's findings are in other sections:",
+                         "这一层发现所依据的曲线在其他部分："),
+    "rollout_curves": ("Curves from the rollouts (in the sections of their layers)",
+                       "由 rollout 计算的曲线（在各自所属的层里）"),
     "steps": ("steps", "步"),
     "metrics": ("metrics", "指标"),
     "findings": ("Findings", "发现"),
@@ -46,8 +55,8 @@ UI: dict[str, tuple[str, str]] = {
     "points": ("points shown of", "个点，共"),
     "nonfinite": ("not finite", "个非有限值"),
     "step": ("step", "步"),
-    "notes": ("Notes", "说明"),
-    "skipped_families": ("Not computed", "未计算"),
+    "notes": ("Notes", "说明（英文原文）"),  # the readers write their notes in English only
+    "skipped_families": ("Not computed", "未计算（原因为英文原文）"),
 }
 STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "ok": ("OK", "正常"),
                                       "skipped": ("SKIPPED", "跳过")}

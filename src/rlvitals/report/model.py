@@ -11,6 +11,7 @@ names and explanations from the catalog.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
 from ..run import Run
 from .charts import Page, add_markers, stacked, trace
-from .rollouts import nearest, rollout_section
+from .rollouts import available_steps, nearest, rollout_section
 
 if TYPE_CHECKING:
     from ..rollout.analysis import RolloutAnalysis
@@ -32,16 +33,53 @@ BUCKETS = 400  # about one bucket per two pixels of a full-width chart: at most 
 _STATS = ("min", "max", "mean", "std", "balanced_min", "balanced_max", "minmax_diff")
 _PHASE = re.compile(r"timing_s/(?!step$)[^/]+")  # one phase of a step; timing_s/step is their total
 COMPARE = ("timing_per_token_ms/", "perf/throughput", "perf/time_per_step", "timing_s/step")
+#: keys that differ only in k or a quantile share a chart (pass@1, pass@4 …; correct_by_length/q1 …)
+_FAMILY = (
+    (re.compile(r"^(.+)@\d+$"), r"\1@k"),
+    (re.compile(r"^(rollout/correct_by_length)/q\d+$"), r"\1"),
+    (re.compile(r"^(group/zero_std)/.+$"), r"\1"),
+)
 
 
 def _stem(key: str) -> str:
-    """Keys differing only in their statistic (``…/min``, ``…/max``, ``…/mean``) share a chart."""
+    """The chart a key goes on: keys differing only in their statistic (``…/min``, ``…/max``,
+    ``…/mean``), in k (``pass@k``) or in a quantile share one."""
+    for pattern, repl in _FAMILY:
+        if pattern.match(key):
+            return pattern.sub(repl, key)
     head, _, last = key.rpartition("/")
     return head if head and last in _STATS else key
 
 
-def _label(run: Run) -> str:
-    return Path(run.path).name or run.path
+def unique_labels(paths: Sequence[str]) -> list[str]:
+    """A short name per run: its file or folder name, with as many parent folders as it takes to tell
+    apart runs whose names clash (``exp1/train.log``, ``exp2/train.log``); the same path twice is numbered.
+
+    Example:
+        >>> unique_labels(["runs/exp1/train.log", "runs/exp2/train.log", "/logs/ppo.log", "/logs/ppo.log"])
+        ['exp1/train.log', 'exp2/train.log', 'ppo.log (1)', 'ppo.log (2)']
+    """
+    parts = [Path(p).parts or (p,) for p in paths]
+    depth = [1] * len(paths)
+
+    def label(i: int) -> str:
+        return Path(*parts[i][-depth[i]:]).as_posix()
+
+    while True:  # grow only the labels that clash with another path's (the same path twice is numbered)
+        names = [label(i) for i in range(len(paths))]
+        grow = [i for i in range(len(paths)) if depth[i] < len(parts[i])
+                and any(names[j] == names[i] and paths[j] != paths[i] for j in range(len(paths)))]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    labels = [label(i) for i in range(len(paths))]
+    seen, counted = Counter(labels), Counter[str]()
+    out = []
+    for name in labels:
+        counted[name] += 1
+        out.append(f"{name} ({counted[name]})" if seen[name] > 1 else name)
+    return out
 
 
 def _line_charts(page: Page, runs: Sequence[tuple[str, Run]], keys: Sequence[str]) -> list[str]:
@@ -59,7 +97,7 @@ def _line_charts(page: Page, runs: Sequence[tuple[str, Run]], keys: Sequence[str
                     continue
                 x, y = run.series(key, train_only=False)
                 if len(x):
-                    name = f"{_label(run)}: {key}" if many else key
+                    name = f"{page.labels[rid]}: {key}" if many else key
                     traces.append(trace(name, rid, key, x, y, page.buckets))
         if traces:
             cids.append(page.add(members, traces))
@@ -79,9 +117,11 @@ def _validation_charts(page: Page, runs: Sequence[tuple[str, Run]]) -> list[dict
         for rid, run, label, key in members:
             frame = run.validation[source].drop_nulls(label)
             x, y = frame["step"].to_numpy(), frame[label].cast(float).to_numpy()
-            name = f"{_label(run)}: {label}" if len(runs) > 1 else label
+            name = f"{page.labels[rid]}: {label}" if len(runs) > 1 else label
             traces.append(trace(name, rid, key, x, y, page.buckets))
-        cid = page.add([m[3] for m in members], traces, title={"en": source, "zh": source})
+        # the checks name a validation curve source/variable (core_tracks); the run, val-core/source/variable
+        aliases = {f"{source}/{m[2]}": m[3] for m in members}
+        cid = page.add([m[3] for m in members], traces, title={"en": source, "zh": source}, aliases=aliases)
         out.append({"source": source, "chart": cid})
     return out
 
@@ -95,12 +135,12 @@ def _val_key(run: Run, source: str, label: str) -> str:
     return label
 
 
-def _layer_keys(run: Run, catalog: Catalog, skip: set[str]) -> dict[str, list[str]]:
+def _layer_keys(run: Run, catalog: Catalog) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {layer: [] for layer in READING_ORDER}
     for key in run.metrics:
         entry = catalog.find(key)
         logged = run.frame[key].null_count() < run.frame.height
-        if entry is not None and entry.layer in out and key not in skip and logged:
+        if entry is not None and entry.layer in out and logged:
             out[entry.layer].append(key)
     return out
 
@@ -136,8 +176,9 @@ def _efficiency_extra(page: Page, runs: Sequence[tuple[str, Run]]) -> list[str]:
             continue
         sub = run.frame.select(["step", *phases]).filter(pl.any_horizontal([pl.col(k).is_not_null() for k in phases]))
         parts = {k: sub[k].fill_null(float("nan")).to_numpy() for k in phases}
-        label = f"{_label(run)}: " if len(runs) > 1 else ""
-        c = stacked(f"c{len(page.charts)}", sub["step"].to_numpy(), parts, rid, label, page.buckets)
+        logged = {k: sub[k].is_not_null().to_numpy() for k in phases}  # testing runs every few steps only
+        label = f"{page.labels[rid]}: " if len(runs) > 1 else ""
+        c = stacked(f"c{len(page.charts)}", sub["step"].to_numpy(), parts, rid, label, page.buckets, logged)
         page.charts[c["id"]] = c
         cids.append(c["id"])
     return cids
@@ -150,7 +191,7 @@ def _comparison(page: Page, runs: Sequence[tuple[str, Run]], diagnoses: Sequence
     if len(runs) < 2:
         return None
     keys = sorted({k for _, run in runs for k in run.metrics if k.startswith(COMPARE)})
-    table = [{"run": rid, "label": _label(d.run), "verdict": d.verdict, "layers": dict(d.layers),
+    table = [{"run": rid, "label": page.labels[rid], "verdict": d.verdict, "layers": dict(d.layers),
               "algorithm": d.run.algorithm_label, "framework": d.run.framework} for rid, d in diagnoses]
     return {"runs": table, "charts": _line_charts(page, runs, keys),
             "per_token": any(k.startswith("timing_per_token_ms/") for k in keys)}
@@ -168,7 +209,8 @@ def _glossary(keys: set[str], catalog: Catalog) -> tuple[list[dict[str, Any]], d
         anchor = "g-" + re.sub(r"[^A-Za-z0-9]+", "-", m.key).strip("-")
         anchors[key] = anchor
         entry = entries.setdefault(m.key, {
-            "anchor": anchor, "entry": m.key, "layer": m.layer, "unit": m.unit, "keys": [],
+            "anchor": anchor, "entry": m.key, "layer": m.layer, "keys": [],
+            "unit": {"en": m.unit, "zh": catalog.unit(m, "zh")} if m.unit else None,
             "en": {"name": m.en.name, "meaning": m.en.meaning, "read": m.en.read},
             "zh": {"name": m.zh.name, "meaning": m.zh.meaning, "read": m.zh.read}})
         entry["keys"].append(key)
@@ -191,8 +233,8 @@ def _check_inputs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], buckets: 
 
 
 def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str, Diagnosis]],
-              skip: set[str], catalog: Catalog) -> list[dict[str, Any]]:
-    per_run = [_layer_keys(run, catalog, skip) for _, run in runs]
+              catalog: Catalog) -> list[dict[str, Any]]:
+    per_run = [_layer_keys(run, catalog) for _, run in runs]
     validation = _validation_charts(page, runs)
     val_keys = {k for v in validation for k in page.charts[v["chart"]]["keys"]}
     sections = []
@@ -207,10 +249,40 @@ def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str
     return sections
 
 
-def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], rollouts: RolloutAnalysis | None = None,
-               *, buckets: int = BUCKETS, lang: str = "en") -> dict[str, Any]:
+def _pair_rollouts(runs: Sequence[Run], rollouts: RolloutAnalysis | Sequence[RolloutAnalysis | None] | None
+                   ) -> list[RolloutAnalysis | None]:
+    """One rollout analysis (or None) per run: the rollouts of one run are not any other run's."""
+    if rollouts is None:
+        return [None] * len(runs)
+    if isinstance(rollouts, Sequence):
+        if len(rollouts) != len(runs):
+            raise RlvitalsError(f"report: {len(runs)} runs but {len(rollouts)} rollout analyses; give one per run, "
+                                "in the order of the runs (None for a run without rollouts)")
+        return list(rollouts)
+    if len(runs) > 1:
+        raise RlvitalsError(f"report: one rollout analysis for {len(runs)} runs would show one run's rollouts as "
+                            "every run's; give a list, one per run in the order of the runs (None for a run "
+                            "without rollouts)")
+    return [rollouts]
+
+
+def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
+    """``run`` with its rollouts' per-step series (joined here unless the caller did), and their keys."""
+    if analysis is None:
+        return run, set()
+    derived = analysis.series()
+    keys = {c for c in derived.columns if c != "step"}
+    return (run if keys <= set(run.metrics) else run.with_series(derived)), keys
+
+
+def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
+               rollouts: RolloutAnalysis | Sequence[RolloutAnalysis | None] | None = None,
+               *, buckets: int = BUCKETS, lang: str = "en", labels: Sequence[str] | None = None) -> dict[str, Any]:
     """The page model of a report on ``runs`` (with their ``diagnoses``, same order) and optional
-    rollouts: a JSON-able dict of runs, sections in reading order, charts, findings, rollouts and glossary.
+    rollouts (one analysis for one run, or one per run, None for a run without): a JSON-able dict of
+    runs, sections in reading order, charts, findings, rollouts and glossary. The rollouts' per-step
+    series are drawn in the sections of their layers, as the run's own curves. ``labels`` name the
+    runs (default :func:`unique_labels` of their paths).
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -218,37 +290,50 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], rollouts: Ro
         >>> from rlvitals.scenarios import run_from_series
         >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
         >>> page = build_page([run], [diagnose(run)])
-        >>> [s["id"] for s in page["sections"]][:3]
-        ['L5', 'L1', 'L2']
+        >>> [s["id"] for s in page["sections"]][:4]
+        ['L5', 'L1', 'efficiency', 'L2']
     """
     _check_inputs(runs, diagnoses, buckets)
+    analyses = _pair_rollouts(runs, rollouts)
     catalog = load_catalog()
-    page = Page(buckets)
-    pairs = [(f"r{i}", run) for i, run in enumerate(runs)]
+    names = list(labels) if labels is not None else unique_labels([r.path for r in runs])
+    if len(names) != len(runs):
+        raise RlvitalsError(f"report: {len(runs)} runs but {len(names)} labels; give one label per run")
+    page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(names)})
+    joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
+    pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]
     dpairs = [(f"r{i}", d) for i, d in enumerate(diagnoses)]
-    derived = {c for c in rollouts.steps.columns if c != "step"} if rollouts is not None else set()
-    sections = _sections(page, pairs, dpairs, derived, catalog)
+    sections = _sections(page, pairs, dpairs, catalog)
+    derived = set().union(*(keys for _, keys in joined))
     found = _findings(dpairs)
-    onsets = [f.onset_step for _, _, f in found if f.status in ("warn", "fail") and f.onset_step is not None]
-    rollout = rollout_section(page, rollouts, onsets, catalog) if rollouts is not None else None
+    onsets: dict[str, list[int]] = {}
+    for _, rid, f in found:
+        if f.status in ("warn", "fail") and f.onset_step is not None:
+            onsets.setdefault(rid, []).append(f.onset_step)
+    with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
+    from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
+    rollout = rollout_section(with_texts, onsets, from_rollouts) if with_texts else None
     comparison = _comparison(page, pairs, dpairs)
     where = add_markers(page.charts, found)
-    available = rollout["available"] if rollout else []
+    available = {rid: available_steps(a) for rid, a in with_texts}
     findings = [_finding_json(fid, rid, f, where.get(fid, []),
-                              nearest(available, f.onset_step) if f.onset_step is not None else None)
+                              nearest(available.get(rid, []), f.onset_step) if f.onset_step is not None else None)
                 for fid, rid, f in found]
     for section in sections:
         section["findings"] = [f for f in findings if f["layer"] == section["id"]]
     shown = {k for c in page.charts.values() for k in c["keys"]} | {m for f in findings for m in f["metrics"]}
     glossary, anchors = _glossary(shown, catalog)
+    for c in page.charts.values():  # a finding's name for a validation curve links where the curve's key does
+        anchors.update({alias: anchors[key] for alias, key in c["aliases"].items() if key in anchors})
     return {"meta": {"generator": f"rlvitals {__version__}", "lang": lang, "buckets": buckets,
                      "reading_order": list(READING_ORDER)},
-            "runs": [_run_json(rid, d) for rid, d in dpairs], "sections": sections, "charts": page.charts,
-            "rollouts": rollout, "comparison": comparison, "glossary": glossary, "anchors": anchors}
+            "runs": [_run_json(rid, d, page.labels[rid]) for rid, d in dpairs], "sections": sections,
+            "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
+            "anchors": anchors}
 
 
-def _run_json(rid: str, d: Diagnosis) -> dict[str, Any]:
+def _run_json(rid: str, d: Diagnosis, label: str) -> dict[str, Any]:
     run = d.run
-    return {"id": rid, "path": run.path, "label": _label(run), "framework": run.framework,
+    return {"id": rid, "path": run.path, "label": label, "framework": run.framework,
             "algorithm": run.algorithm_label, "steps": int(len(run.train_steps)), "metrics": len(run.metrics),
             "verdict": d.verdict, "notes": list(run.notes)}

@@ -1,26 +1,25 @@
-"""The report's rollout section: per-step rollout metrics as charts, and groups with their texts.
+"""The report's rollout section: the groups of chosen steps with their texts, per run.
 
-Charts come from :func:`rlvitals.analyze_rollouts`' per-step frame (σ_G, the zero-variance split,
-pass@k, length × correctness, diversity …); a family of keys that differ only in k or quantile
-shares one chart. Groups are picked for browsing: every step a finding starts at (nearest step
-with rollouts), then steps spread over the run; within a step the groups whose rewards stray
-furthest from the step's mean come first, since those are the rollouts behind a spike.
-Texts are cut at ``TEXT_CAP`` characters (saying how much was cut) so one long dump cannot
-swell the file; they are shown by the page as text, never as markup.
+The per-step rollout metrics (σ_G, the zero-variance split, pass@k, length × correctness,
+diversity …) are joined onto their run and drawn in the section of their catalog layer, where
+the findings about them are; this section links to those charts. Groups are picked for
+browsing: every step a finding of the run starts at (nearest step with rollouts), then steps
+spread over the run; within a step the ``GROUPS_PER_STEP`` groups whose rewards stray furthest
+from the step's mean come first, since those are the rollouts behind a spike, and the page says
+how many of the step's groups that is. Texts are cut at ``TEXT_CAP`` characters (saying how
+much was cut) so one long dump cannot swell the file; they are shown by the page as text, never
+as markup.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from ..catalog import Catalog
 from ..rollout.schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP
-from .charts import Page, trace
 
 if TYPE_CHECKING:
     from ..rollout.analysis import RolloutAnalysis
@@ -28,18 +27,6 @@ if TYPE_CHECKING:
 TEXT_CAP = 4000
 BROWSE_STEPS = 12   # steps spread over the run, besides the onset steps
 GROUPS_PER_STEP = 16
-_FAMILY = (
-    (re.compile(r"^(pass|g_pass|maj|pass_gap)@\d+$"), r"\1@k"),
-    (re.compile(r"^(rollout/correct_by_length)/q\d+$"), r"\1"),
-    (re.compile(r"^(group/zero_std)/.+$"), r"\1"),
-)
-
-
-def _family(key: str) -> str:
-    for pattern, repl in _FAMILY:
-        if pattern.match(key):
-            return pattern.sub(repl, key)
-    return key
 
 
 def _cut(text: str | None) -> str | None:
@@ -58,23 +45,6 @@ def nearest(steps: Sequence[int], step: int) -> int | None:
     if not steps:
         return None
     return min(steps, key=lambda s: (abs(s - step), s))
-
-
-def _charts(page: Page, steps: pl.DataFrame, catalog: Catalog) -> list[str]:
-    families: dict[str, list[str]] = {}
-    for col in steps.columns:
-        if col != STEP and catalog.find(col) is not None and steps[col].null_count() < steps.height:
-            families.setdefault(_family(col), []).append(col)
-    cids = []
-    x = steps[STEP].to_numpy()
-    for members in families.values():
-        traces = []
-        for key in members:
-            y = steps[key].cast(pl.Float64).fill_null(np.nan).to_numpy()
-            keep = steps[key].is_not_null().to_numpy()  # null: not computed at that step, not a NaN logged
-            traces.append(trace(key, "rollouts", key, x[keep], y[keep], page.buckets))
-        cids.append(page.add(members, traces))
-    return cids
 
 
 def _browse_steps(available: list[int], onsets: Sequence[int]) -> list[int]:
@@ -102,7 +72,16 @@ def _group_json(step: int, gid: str, part: pl.DataFrame) -> dict[str, Any]:
             "std": float(finite.std(ddof=1)) if len(finite) > 1 else None, "rollouts": rollouts}
 
 
-def step_groups(table: pl.DataFrame, step: int) -> list[dict[str, Any]]:
+def step_groups(table: pl.DataFrame, step: int, limit: int = GROUPS_PER_STEP) -> list[dict[str, Any]]:
+    """The first ``limit`` groups of ``step`` (those whose rewards stray furthest from the step's mean
+    first) with their rollouts; see :func:`group_count` for how many the step has.
+
+    Example:
+        >>> t = pl.DataFrame({"step": [1, 1, 1, 1], "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
+        ...                   "score": [0.0, 1.0, 0.0, 9.0]})
+        >>> [g["group"] for g in step_groups(t, 1)], [g["group"] for g in step_groups(t, 1, limit=1)]
+        (['b', 'a'], ['b'])
+    """
     part = table.filter(pl.col(STEP) == step)
     if SCORE in part.columns:
         mean = part[SCORE].cast(pl.Float64).mean()
@@ -111,16 +90,37 @@ def step_groups(table: pl.DataFrame, step: int) -> list[dict[str, Any]]:
                                                                      nulls_last=True)
     else:
         order = part.select(GROUP).unique().sort(GROUP)
-    groups = order[GROUP].to_list()[:GROUPS_PER_STEP]
+    groups = order[GROUP].to_list()[:limit]
     return [_group_json(step, gid, part.filter(pl.col(GROUP) == gid)) for gid in groups]
 
 
-def rollout_section(page: Page, analysis: RolloutAnalysis, onsets: Sequence[int], catalog: Catalog) -> dict[str, Any]:
-    """Charts of the per-step rollout metrics and the groups to browse (see the module docstring)."""
-    cids = _charts(page, analysis.steps, catalog)
-    table = analysis.rollouts.table if analysis.rollouts is not None else pl.DataFrame({STEP: []})
-    available = sorted(int(s) for s in table[STEP].unique().to_list()) if table.height else []
-    groups = [g for step in _browse_steps(available, onsets) for g in step_groups(table, step)]
-    return {"charts": cids, "steps": sorted({g["step"] for g in groups}), "available": available,
-            "groups": groups, "skipped": list(analysis.skipped), "notes": list(analysis.notes),
-            "text_cap": TEXT_CAP}
+def group_count(table: pl.DataFrame, step: int) -> int:
+    """How many groups ``step`` has (the N of "n of N groups shown")."""
+    return int(table.filter(pl.col(STEP) == step)[GROUP].n_unique())
+
+
+def _available(analysis: RolloutAnalysis) -> tuple[pl.DataFrame, list[int]]:
+    table = analysis.rollouts.table if analysis.rollouts is not None else pl.DataFrame({STEP: [], GROUP: []})
+    return table, sorted(int(s) for s in table[STEP].unique().to_list()) if table.height else []
+
+
+def available_steps(analysis: RolloutAnalysis) -> list[int]:
+    """The steps that have rollout texts, ascending."""
+    return _available(analysis)[1]
+
+
+def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Mapping[str, Sequence[int]],
+                    charts: Sequence[str]) -> dict[str, Any]:
+    """The groups to browse of every run's rollouts (``(run id, analysis)``), the steps of each run's
+    findings (``onsets``) first, and the ids of the charts drawn from the rollouts."""
+    runs, groups = [], []
+    for rid, analysis in analyses:
+        table, available = _available(analysis)
+        steps = _browse_steps(available, onsets.get(rid, ()))
+        for step in steps:
+            groups += [{**g, "run": rid} for g in step_groups(table, step)]
+        runs.append({"run": rid, "available": available, "steps": steps,
+                     "totals": {step: group_count(table, step) for step in steps},
+                     "skipped": list(analysis.skipped), "notes": list(analysis.notes)})
+    return {"charts": list(charts), "runs": runs, "groups": groups, "text_cap": TEXT_CAP,
+            "groups_per_step": GROUPS_PER_STEP}

@@ -210,8 +210,7 @@ def _api_routes(app: FastAPI, ws: Workspace) -> None:
 
     @app.get("/api/runs/{rid}/rollouts", summary="Steps with rollouts; a step's groups and texts")
     def rollouts(rid: str, step: int | None = None) -> Response:
-        ws.get(rid)
-        return _json({"run": rid, **ws.rollout_groups(step)})
+        return _json({"run": rid, **ws.rollout_groups(ws.get(rid), step)})
 
     @app.get("/api/runs/{rid}/page", summary="The report's page model of a run (what its page draws)")
     def page(rid: str) -> Response:

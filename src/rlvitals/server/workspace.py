@@ -1,8 +1,10 @@
 """The runs a dashboard serves: served folders and files, each log followed as it grows and diagnosed again.
 
 A served PATH is a *root*. A log file, or a folder a reader recognises (TensorBoard, W&B, …), is
-one source; any other folder is looked into every ``rescan`` seconds and each log in it becomes a
-source, so a run started after the server shows up by itself. Every source is a
+one source; any other folder is looked into every ``rescan`` seconds, down to ``MAX_DEPTH`` levels
+of sub-folders (``runs/exp1/train.log``), and each log in it becomes a source, so a run started
+after the server shows up by itself. A root's rollout dump folder (``WorkspaceOptions.rollouts``,
+one per root) is joined to the run of that root only: the rollouts of one run are no other's. Every source is a
 :class:`~rlvitals.watch.sources.Follow`; when it gives new data the run is diagnosed again, at
 most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 
 MAX_MESSAGES = 50
 MAX_ENTRIES = 1000  # a folder listing stops here; a served folder is a place for logs, not a file browser
+MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
+MAX_SCAN = 5000  # entries looked at per served folder and scan
 
 
 def run_id(path: str) -> str:
@@ -63,7 +67,9 @@ class WorkspaceOptions:
 
     fmt: str | None = None
     config: DiagnoseConfig | None = None
-    rollouts: Path | None = None
+    #: rollout dump folders: one per served path in their order (None for a path without), or one
+    #: folder when one path is served
+    rollouts: Path | tuple[Path | None, ...] | None = None
     interval: float = 0.5
     rescan: float = 5.0
     min_gap: float = 2.0
@@ -85,6 +91,7 @@ class Served:
     updated: float
     run: Run | None = None
     diagnosis: Diagnosis | None = None
+    rollouts: RolloutAnalysis | None = None  # joined into ``run``; its texts are browsed
 
     def summary(self) -> dict[str, Any]:
         """The run-list entry: verdict per layer and counts of failing and warning findings."""
@@ -111,6 +118,21 @@ class _Source:
     settled: tuple[int, int] | None = None  # the file as last read whole
 
 
+def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
+    """One rollout folder (or None) per served root, in their order."""
+    if rollouts is None:
+        return [None] * len(roots)
+    fix = "give --rollouts once per PATH, in the order of the paths ('-' for a path without rollouts)"
+    if isinstance(rollouts, tuple):
+        if len(rollouts) != len(roots):
+            raise RlvitalsError(f"serve: {len(roots)} paths but {len(rollouts)} rollout folders; {fix}")
+        return [Path(r) if r is not None else None for r in rollouts]
+    if len(roots) > 1:
+        raise RlvitalsError(f"serve: one rollout folder for {len(roots)} paths would join the same rollouts to every "
+                            f"run; {fix}")
+    return [Path(rollouts)]
+
+
 def _last_step(run: Run) -> int:
     steps = run.steps
     return int(steps[-1]) if len(steps) else 0
@@ -134,7 +156,9 @@ class Workspace:
         self.state = state
         self.clock = clock
         self.messages: list[str] = []
-        self.rollouts: RolloutAnalysis | None = None
+        self._rollout_dirs = _pair_rollouts(self.roots, self.options.rollouts)
+        self._rollouts: dict[int, RolloutAnalysis] = {}
+        self._rollout_sig: dict[int, tuple[tuple[str, int, int, int], ...]] = {}
         self._sources: dict[Path, _Source] = {}
         self._unknown: dict[Path, tuple[int, int]] = {}
         self._served: dict[str, Served] = {}
@@ -142,7 +166,6 @@ class Workspace:
         self._lock = threading.Lock()
         self._seq = 0
         self._next_scan = 0.0
-        self._rollout_sig: tuple[tuple[str, int, int, int], ...] | None = None
         self._saved = state.sources()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -168,7 +191,7 @@ class Workspace:
                                                              self._saved.get(str(path))))
 
     def _scan(self) -> None:
-        """Find the sources of every root (new logs in a served folder included)."""
+        """Find the sources of every root (new logs in a served folder and its sub-folders included)."""
         for i, root in enumerate(self.roots):
             if not root.is_dir():
                 self._add(root, i)  # a log file, or one not written yet: Follow waits for it
@@ -181,49 +204,86 @@ class Workspace:
                 self._add(root, i)
                 continue
             except InputError:
-                pass  # a plain folder: its entries are the logs
-            for child in sorted(root.iterdir()):
-                self._consider(child, root, i)
+                pass  # a plain folder: the logs are in it or in its sub-folders
+            budget = [MAX_SCAN]
+            self._walk(root, root, i, 0, budget)
+            if budget[0] <= 0:
+                self._note(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
+                           f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs")
+            if not any(s.root == i for s in self._sources.values()):
+                self._note(f"serve: no training log found yet in {root} or its sub-folders ({MAX_DEPTH} levels "
+                           "deep); logs written there later are picked up")
 
-    def _consider(self, child: Path, root: Path, i: int) -> None:
-        if child.name.startswith(".") or child in self._sources:
+    def _walk(self, folder: Path, root: Path, i: int, depth: int, budget: list[int]) -> None:
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
             return
+        for child in children:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            if self._consider(child, root, i) and depth + 1 < MAX_DEPTH:
+                self._walk(child, root, i, depth + 1, budget)
+
+    def _consider(self, child: Path, root: Path, i: int) -> bool:
+        """Follow ``child`` if a reader recognises it; True for a folder none does (look inside it)."""
+        if child.name.startswith(".") or child in self._sources:
+            return False
         real = child.resolve()
         if real != root and not real.is_relative_to(root):
-            return  # a symbolic link out of the served folder is not served
+            return False  # a symbolic link out of the served folder is not served
+        if any(d is not None and real == d.resolve() for d in self._rollout_dirs):
+            return False  # rollout dumps are JSONL too, but not training logs
         try:
             st = child.stat()
         except OSError:
-            return
+            return False
         seen = (st.st_size, st.st_mtime_ns)
         if self._unknown.get(child) == seen:
-            return
+            return False
         try:
             find_reader(child, self.options.fmt)
         except EmptyInputError:
             pass  # recognised but nothing logged yet: follow it anyway
         except InputError:
+            if child.is_dir():
+                return True  # a folder of runs; looked into again at the next scan (it may fill)
             self._unknown[child] = seen
-            return
+            return False
         self._add(child, i)
+        return False
 
     def _scan_rollouts(self) -> None:
-        folder = self.options.rollouts
-        if folder is None:
-            return
         from ..rollout.analysis import analyze_rollouts
 
-        try:
-            sig = signature(folder)
-            if sig == self._rollout_sig:
-                return
-            self.rollouts = analyze_rollouts(folder)
-        except (RlvitalsError, OSError) as exc:
-            self._note(f"rollouts {folder}: {exc}")
-            return
-        self._rollout_sig = sig
-        for src in self._sources.values():
-            src.dirty = True  # their runs join the new rollout series
+        for i, folder in enumerate(self._rollout_dirs):
+            if folder is None:
+                continue
+            try:
+                sig = signature(folder)
+                if sig == self._rollout_sig.get(i):
+                    continue
+                self._rollouts[i] = analyze_rollouts(folder)
+            except (RlvitalsError, OSError) as exc:
+                self._note(f"rollouts {folder}: {exc}")
+                continue
+            self._rollout_sig[i] = sig
+            for src in self._sources.values():
+                if src.root == i:
+                    src.dirty = True  # its runs join the new rollout series
+
+    def _rollouts_of(self, src: _Source, runs: int) -> RolloutAnalysis | None:
+        """The rollouts to join to the runs read from ``src``: its root's, when that root serves one run."""
+        analysis = self._rollouts.get(src.root)
+        if analysis is None:
+            return None
+        if runs > 1 or sum(s.root == src.root for s in self._sources.values()) > 1:
+            self._note(f"rollouts {self._rollout_dirs[src.root]}: {self.roots[src.root]} serves several runs, so "
+                       "its rollouts are joined to none of them; serve each run as its own PATH with its own "
+                       "--rollouts")
+            return None
+        return analysis
 
     def poll_once(self) -> list[str]:
         """Look for new logs (every ``rescan`` s), read what every log appended, diagnose the runs that
@@ -276,11 +336,13 @@ class Workspace:
     def _diagnose(self, src: _Source, now: float, runs: list[Run] | None = None) -> list[str]:
         t0 = time.perf_counter()
         ids = []
-        for run in src.follow.runs() if runs is None else runs:
+        found = src.follow.runs() if runs is None else runs
+        analysis = self._rollouts_of(src, len(found))
+        for run in found:
             try:
-                if self.rollouts is not None:
-                    run = run.with_series(self.rollouts.series())
-                rid = self._publish(src, run, diagnose(run, self.options.config), now)
+                if analysis is not None:
+                    run = run.with_series(analysis.series())
+                rid = self._publish(src, run, diagnose(run, self.options.config), now, analysis)
                 if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
                     self.page(self._served[rid])
                 ids.append(rid)
@@ -292,13 +354,13 @@ class Workspace:
         self.state.save_source(str(src.path), src.follow.state())
         return ids
 
-    def _publish(self, src: _Source, run: Run, d: Diagnosis, now: float) -> str:
+    def _publish(self, src: _Source, run: Run, d: Diagnosis, now: float, analysis: RolloutAnalysis | None) -> str:
         rid = run_id(run.path)
         with self._lock:
             old = self._served.get(rid)
             self._seq += 1
             served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, _last_step(run), d.verdict,
-                            self._seq, now, run, d)
+                            self._seq, now, run, d, analysis)
             self._served[rid] = served
         self.state.save_run(RunRow(rid, run.path, str(self.roots[src.root]), served.last_step, served.verdict,
                                    served.version, now))
@@ -327,7 +389,16 @@ class Workspace:
     def summaries(self) -> list[dict[str, Any]]:
         with self._lock:
             served = sorted(self._served.values(), key=lambda s: (s.root, s.path))
-        return [s.summary() for s in served]
+        labels = self.labels()
+        return [{**s.summary(), "label": labels[s.id]} for s in served]
+
+    def labels(self) -> dict[str, str]:
+        """Run id → a name unique among the served runs (parent folders added where file names clash)."""
+        from ..report.model import unique_labels
+
+        with self._lock:
+            served = list(self._served.values())
+        return dict(zip((s.id for s in served), unique_labels([s.path for s in served]), strict=True))
 
     def get(self, rid: str, *, ready: bool = True) -> Served:
         """The run with id ``rid``; :class:`AccessError` 404 for an unknown id, and with ``ready`` 503
@@ -353,8 +424,9 @@ class Workspace:
         from ..report.model import build_page
 
         assert served.run is not None and served.diagnosis is not None  # get() returns ready runs only
-        run, d = served.run, served.diagnosis
-        page: dict[str, Any] = self.memo("page", served, lambda: build_page([run], [d], self.rollouts))
+        run, d, label = served.run, served.diagnosis, self.labels()[served.id]
+        page: dict[str, Any] = self.memo("page", served, lambda: build_page([run], [d], served.rollouts,
+                                                                            labels=[label]))
         return page
 
     def series(self, served: Served, key: str, start: float | None, end: float | None,
@@ -378,25 +450,26 @@ class Workspace:
         return {"run": served.id, "version": served.version, "start": start, "end": end, "buckets": buckets,
                 **trace(key, served.id, key, x[keep], y[keep], buckets)}
 
-    def rollout_groups(self, step: int | None) -> dict[str, Any]:
-        """The steps that have rollouts and, for ``step``, its groups with their texts (as the report
-        lists them: the groups whose rewards stray furthest first)."""
-        from ..report.rollouts import step_groups
+    def rollout_groups(self, served: Served, step: int | None) -> dict[str, Any]:
+        """The steps of ``served`` that have rollouts and, for ``step``, its groups with their texts (as
+        the report lists them: the groups whose rewards stray furthest first) and how many it has."""
+        from ..report.rollouts import group_count, step_groups
         from ..rollout.schema import STEP
 
-        found = self.rollouts.rollouts if self.rollouts is not None else None
+        found = served.rollouts.rollouts if served.rollouts is not None else None
         if found is None:
-            raise AccessError(404, "rollouts: this server serves no rollout texts; start it with --rollouts DIR "
-                                   "(a veRL rollout dump folder, TRL completions …)")
+            raise AccessError(404, f"rollouts: run {served.id} has no rollout texts; start the server with "
+                                   "--rollouts DIR for its PATH (a veRL rollout dump folder, TRL completions …)")
         table = found.table
         available = sorted(int(s) for s in table[STEP].unique().to_list())
         if step is None:
-            return {"step": None, "available": available, "groups": []}
+            return {"step": None, "available": available, "groups": [], "total": 0}
         if step not in available:
             span = f"{available[0]}..{available[-1]}" if available else "none"
             raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
                                    f"({len(available)} steps)")
-        return {"step": step, "available": available, "groups": step_groups(table, step)}
+        return {"step": step, "available": available, "groups": step_groups(table, step),
+                "total": group_count(table, step)}
 
     def events(self, after: int) -> dict[str, Any]:
         """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""

@@ -39,6 +39,8 @@
 
   function rerunReport() {
     // the report script reads the page data once; a fresh copy draws the swapped-in charts
+    // the reader's zoom and rollout step, handed to the fresh copy (it reads window.rlvKeep once)
+    window.rlvKeep = window.rlvReport && window.rlvReport.state ? window.rlvReport.state() : null;
     if (reportScript) { reportScript.remove(); }
     reportScript = document.createElement("script");
     reportScript.src = "/static/report.js";
