@@ -321,8 +321,8 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .render_text import render_rollouts
-    from .rollout.analysis import step_json
     from .rollout.readers import ColumnMap, parse_reward_weights
+    from .summary import rollout_summary
 
     try:
         ks = _parse_ks(args.k)
@@ -341,11 +341,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
             continue
-        rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
-        skips = analysis.rollouts.skips if analysis.rollouts is not None else None
-        doc = {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
-               "skipped": {"count": skips.count if skips else 0, "reasons": list(skips.reasons) if skips else []},
-               "not_computed": analysis.skipped, "notes": analysis.notes}
+        doc = rollout_summary(analysis, path, ks)
         docs.append(doc)
         if not args.json:
             out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))
