@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 import rlvitals
-from rlvitals.render_text import render_rollouts
+from rlvitals.render_text import render_rollout_log, render_rollouts
 from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.summary import rollout_summary
 
@@ -165,3 +165,18 @@ def test_a_narrow_terminal_gets_more_tables_not_folded_cells() -> None:
         assert lines[lines.index(title) + 1].split()[0] == "step"
     cells = {c for line in wide[3:6] for c in line.split()}
     assert cells <= {c for line in lines for c in line.split()}
+
+
+def test_rollout_log_under_a_diagnosis_shows_the_first_skips_and_how_many_more() -> None:
+    log = {"path": "dump/", "skipped": {"count": 7, "reasons": [f"dump/1.jsonl:{i}: invalid JSON" for i in range(7)]},
+           "not_computed": ["tokens: token metrics need 'token_entropy'", "rollout/tool_calls/at_cap: needs a cap"],
+           "notes": ["group sizes vary: 3, 4 samples"]}
+    assert render_rollout_log(log).splitlines() == [
+        "rollouts dump/: 7 line(s) or row(s) skipped, 2 metric families or keys not computed",
+        *(f"  skipped dump/1.jsonl:{i}: invalid JSON" for i in range(5)),
+        "  … and 2 more (rlvitals rollouts dump/ lists them)",
+        "  not computed tokens; rollout/tool_calls/at_cap (rlvitals rollouts dump/ says why)",
+        "  note group sizes vary: 3, 4 samples",
+    ]
+    clean = {"path": "d", "skipped": {"count": 0, "reasons": []}, "not_computed": [], "notes": []}
+    assert render_rollout_log(clean) == "rollouts d: nothing skipped\n"

@@ -246,15 +246,20 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                     out: IO[str], err: IO[str]) -> int:
     from .diagnosis import diagnose
     from .render_diagnosis import render_diagnosis, render_markdown
+    from .render_text import render_rollout_log
+    from .summary import rollout_log
 
     runs, status = _load_all(paths, args.fmt, err)
+    # what the rollout reader skipped and the analysis could not compute, shown with every run it joins
+    log: dict[str, Any] | None = None
     if args.rollouts:
         try:
-            derived = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None).series()
+            analysis = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             return EXIT_USAGE
-        runs = [run.with_series(derived) for run in runs]
+        log = {"path": args.rollouts, **rollout_log(analysis)}
+        runs = [run.with_series(analysis.series()) for run in runs]
     results = []
     for run in runs:
         d = diagnose(run, config)
@@ -263,8 +268,11 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
             out.write(render_markdown(d, args.lang))
         elif not args.json:
             out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), _width(out)))
+            if log is not None:
+                out.write(render_rollout_log(log, out.isatty(), _width(out)))
     if args.json:
-        out.write(_dump({"runs": [d.to_json() for d in results]}) + "\n")
+        out.write(_dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
+                                  for d in results]}) + "\n")
     if status == EXIT_OK and args.fail_on:
         threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
         if any(d.verdict in threshold for d in results):

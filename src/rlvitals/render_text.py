@@ -307,3 +307,40 @@ def _print_log(con: Console, doc: Mapping[str, Any]) -> None:
         con.print(f"  [dim]not computed[/] {line}", markup=True, highlight=False)
     for note in doc["notes"]:
         con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)
+
+
+#: how many of the rollout reader's skip reasons ``diagnose --rollouts`` shows (``rollouts`` shows all it kept)
+SHOWN_ROLLOUT_SKIPS = 5
+
+
+def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH) -> str:
+    """The short block ``diagnose --rollouts DIR`` prints under a run: what the rollout reader skipped
+    (the first few reasons), which rollout metrics could not be computed (names only; ``rlvitals
+    rollouts DIR`` says why) and the readers' notes. ``log`` is ``{"path", **summary.rollout_log(...)}``.
+
+    >>> print(render_rollout_log({"path": "dump/", "skipped": {"count": 0, "reasons": []},
+    ...                           "not_computed": ["tokens: needs token_entropy"], "notes": []}).rstrip())
+    rollouts dump/: nothing skipped, 1 metric family or key not computed
+      not computed tokens (rlvitals rollouts dump/ says why)
+    """
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
+    head = Text(f"rollouts {log['path']}: ", style="bold")
+    head.append(f"{skipped['count']} line(s) or row(s) skipped" if skipped["count"] else "nothing skipped",
+                style="red" if skipped["count"] else "")
+    if missing:
+        head.append(f", {len(missing)} metric famil{'y' if len(missing) == 1 else 'ies'} or key"
+                    f"{'' if len(missing) == 1 else 's'} not computed")
+    con.print(head)
+    for reason in skipped["reasons"][:SHOWN_ROLLOUT_SKIPS]:
+        con.print(Padding(Text(f"skipped {reason}"), (0, 0, 0, 2), expand=False))
+    more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
+    if more:
+        con.print(Text(f"  … and {more} more (rlvitals rollouts {log['path']} lists them)"))
+    if missing:
+        con.print(Padding(Text(f"not computed {'; '.join(missing)} (rlvitals rollouts {log['path']} says why)",
+                               style="dim"), (0, 0, 0, 2), expand=False))
+    for note in log["notes"]:
+        con.print(Padding(Text(f"note {note}"), (0, 0, 0, 2), expand=False))
+    return buf.getvalue()
