@@ -29,7 +29,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..ingest._record import SkipLog
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
+from ._columns import WHERE
+from ._core import KEY, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
 
 FORMAT = "trl-completions"
 NAME = re.compile(r"^completions_(\d+)\.parquet$")

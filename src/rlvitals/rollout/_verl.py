@@ -25,7 +25,8 @@ import polars as pl
 from ..errors import UnknownFormatError
 from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, finish, frame_from_rows, override
+from ._columns import WHERE, frame_from_rows
+from ._core import KEY, ColumnMap, RolloutSet, apply_map, finish, override
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
