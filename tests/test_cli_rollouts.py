@@ -223,3 +223,28 @@ def test_text_view_shows_the_rollout_scale_and_the_sources(tmp_path: Path) -> No
     at = lines.index("by data source")
     assert lines[at + 1:at + 4] == [" source  pass@1  score  id_gap", " src0       0.5    0.5       0",
                                     " src1       0.5    0.5       0"]
+
+
+def test_a_column_option_naming_no_column_is_reported_as_the_option(tmp_path: Path) -> None:
+    table = tmp_path / "samples.csv"
+    table.write_text("prompt,response,score\np,a,1\np,b,0\n")
+    code, out, err = _cli("rollouts", "--correct", "acc", str(table))
+    assert (code, out) == (2, "")
+    assert err == (f"rlvitals: --correct acc: no column 'acc' in {table}; its columns are ['prompt', 'response', "
+                   "'score']; fix the column name\n")
+    err = _cli("rollouts", "--correct", "acc", "--score", "reward", str(table))[2]
+    assert err == (f"rlvitals: --score reward, --correct acc: no columns 'reward' and 'acc' in {table}; its columns "
+                   "are ['prompt', 'response', 'score']; fix the column names\n")
+    err = _cli("rollouts", "--correct", "r", "--score", "r", str(table))[2]
+    assert err.startswith(f"rlvitals: --score r, --correct r: no column 'r' in {table}; ")
+
+
+def test_a_column_option_over_a_verl_dump_or_trl_completions_names_the_option(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(0, i, 1) + "\n" for i in range(2)))
+    err = _cli("rollouts", "--correct", "strict_acc", str(tmp_path / "dump"))[2]
+    assert err == (f"rlvitals: --correct strict_acc: no column 'strict_acc' in {tmp_path / 'dump'}; its columns are "
+                   "['input', 'output', 'gts', 'score', 'step', 'acc']; fix the column name\n")
+    root = _trl_output_dir(tmp_path / "out")
+    err = _cli("rollouts", "--score", "total", str(root))[2]
+    assert err.startswith(f"rlvitals: --score total: no column 'total' in {root}; its columns are ['step', 'prompt', ")

@@ -329,14 +329,15 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .render_text import render_rollouts
-    from .rollout.readers import ColumnMap, parse_reward_weights
+    from .rollout.readers import ColumnFlags, parse_reward_weights
     from .summary import rollout_summary
 
     try:
         ks = _parse_ks(args.k)
         weights = parse_reward_weights(args.reward_weights) if args.reward_weights else None
         mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
-        columns = ColumnMap(**mapping) if mapping else None
+        # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
+        columns = ColumnFlags(**mapping) if mapping else None
         options = _rollout_options(args, ks)
     except (RlvitalsError, ValueError, TypeError) as exc:
         err.write(f"rlvitals: {exc}\n")

@@ -64,6 +64,29 @@ class ColumnMap:
         """``{table column: source column}`` for the columns that are set."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
+    def missing(self, absent: Sequence[str], where: str, columns: Sequence[str]) -> InputError:
+        """The error for mapped source columns (``absent``) that the data at ``where`` lacks."""
+        return InputError(f"{where}: column(s) {sorted(absent)} named in the column map are not in the data; "
+                          f"its columns are {list(columns)}; fix the column names")
+
+
+@dataclass(frozen=True)
+class ColumnFlags(ColumnMap):
+    """A column map given as the command line's column options (``rlvitals rollouts --correct acc``):
+    the same map, with errors that name the option the user typed.
+
+    >>> str(ColumnFlags(correct="acc").missing(["acc"], "dump/", ["input", "score"]))
+    "--correct acc: no column 'acc' in dump/; its columns are ['input', 'score']; fix the column name"
+    """
+
+    def missing(self, absent: Sequence[str], where: str, columns: Sequence[str]) -> InputError:
+        given = [(k, v) for k, v in self.mapping().items() if v in absent]
+        flags = ", ".join(f"--{k} {v}" for k, v in given)
+        distinct = list(dict.fromkeys(v for _, v in given))  # --score r --correct r: one column lacking
+        names, plural = " and ".join(repr(v) for v in distinct), "s" if len(distinct) > 1 else ""
+        return InputError(f"{flags}: no column{plural} {names} in {where}; its columns are {list(columns)}; "
+                          f"fix the column name{plural}")
+
 
 @dataclass
 class RolloutSet:
@@ -78,23 +101,25 @@ class RolloutSet:
     notes: list[str] = field(default_factory=list)
 
 
-def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> dict[str, str]:
-    """A reader's own field mapping with the fields of ``columns`` put over it, and a note naming
-    what changed (the veRL and TRL readers take a column map as overrides, not as a replacement).
+def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> ColumnMap:
+    """A reader's own field mapping (of columns the data has) with the fields of ``columns`` put
+    over it, as a map of the same kind as ``columns`` (so that an absent column given as a command-line
+    option is reported as that option), and a note naming what changed (the veRL and TRL readers take
+    a column map as overrides, not as a replacement).
 
     >>> notes = []
-    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes)
+    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes).mapping()
     {'score': 'score', 'correct': 'my_acc'}
     >>> notes
     ["column options override the verl-dump fields: correct = 'my_acc' (was 'acc')"]
     """
     given = columns.mapping() if columns is not None else {}
-    if not given:
-        return fields
+    if columns is None or not given:
+        return ColumnMap(**fields)
     said = [f"{k} = {v!r}" + (f" (was {fields[k]!r})" if fields.get(k) not in (None, v) else "")
             for k, v in given.items()]
     notes.append(f"column options override the {fmt} fields: {', '.join(said)}")
-    return {**fields, **given}
+    return type(columns)(**{**fields, **given})
 
 
 # --- chat messages ---------------------------------------------------------------------------
@@ -146,9 +171,7 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     mapping = cmap.mapping()
     absent = sorted({src for src in mapping.values() if src not in df.columns})
     if absent:
-        shown = [c for c in df.columns if not c.startswith("_")]
-        raise InputError(f"{where}: column(s) {absent} named in the column map are not in the data; "
-                         f"its columns are {shown}; fix the column names")
+        raise cmap.missing(absent, where, [c for c in df.columns if not c.startswith("_")])
     used = set(mapping.values())
     extras = [c for c in df.columns if c not in used and c not in (WHERE, KEY)]
     sel = [pl.col(src).alias(dst) for dst, src in mapping.items()]
