@@ -122,3 +122,51 @@ def test_config_errors(sick: Path, tmp_path: Path, text: str, message: str) -> N
 def test_missing_config_file(sick: Path, tmp_path: Path) -> None:
     code, _, err = _cli("diagnose", "--config", str(tmp_path / "nope.toml"), str(sick))
     assert code == 2 and err == f"rlvitals: {tmp_path / 'nope.toml'}: no such config file\n"
+
+
+def _rollout_dump(folder: Path, bad_lines: int = 1) -> Path:
+    """A veRL dump of 2 prompts × 4 samples at step 1, a non-JSON line after the third and, with
+    ``bad_lines`` > 1, that many more at the end."""
+    folder.mkdir()
+    lines = [orjson.dumps({"input": f"Q{q}: {q}+{q}?", "output": f"#### {i}", "score": float(i % 2), "step": 1,
+                           "acc": bool(i % 2), "pred": str(i)}).decode() for q in range(2) for i in range(4)]
+    lines.insert(3, "not json")
+    lines += ["{"] * (bad_lines - 1)
+    (folder / "1.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder / "1.jsonl"
+
+
+def test_rollouts_skips_and_gaps_are_shown_under_the_run(sick: Path, tmp_path: Path) -> None:
+    dump = _rollout_dump(tmp_path / "dump")
+    code, out, err = _cli("diagnose", "--rollouts", str(tmp_path / "dump"), str(sick))
+    assert code == 0, err
+    where = tmp_path / "dump"
+    block = " ".join(out[out.index(f"rollouts {where}:"):].split())  # rich wraps lines at the width
+    assert block == (
+        f"rollouts {where}: 1 line(s) or row(s) skipped, 9 metric families or keys not computed "
+        f"skipped {dump}:4: invalid JSON (Expecting value at column 1); the line was skipped "
+        "not computed step_groups; id_ood; sources; tokens; diversity/action_edit_distance; "
+        "diversity/state_coverage; rollout/truncation_share; prompt/difficulty/{easy,medium,hard}/adv_share; "
+        f"rollout/tool_calls/at_cap (rlvitals rollouts {where} says why) "
+        "note the rollouts carry no token counts: lengths are counted in characters")
+    assert out.index("verdict:") < out.index("rollouts ")  # under the run
+
+
+def test_rollouts_object_in_the_json(sick: Path, tmp_path: Path) -> None:
+    dump = _rollout_dump(tmp_path / "dump", bad_lines=3)
+    code, out, err = _cli("diagnose", "--json", "--rollouts", str(tmp_path / "dump"), str(sick))
+    assert code == 0, err
+    rollouts = orjson.loads(out)["runs"][0]["rollouts"]
+    assert rollouts["path"] == str(tmp_path / "dump")
+    assert rollouts["skipped"] == {"count": 3, "reasons": [
+        f"{dump}:4: invalid JSON (Expecting value at column 1); the line was skipped",
+        f"{dump}:10: invalid JSON (Expecting property name enclosed in double quotes at column 2); the line was "
+        "skipped",
+        f"{dump}:11: invalid JSON (Expecting property name enclosed in double quotes at column 2); the line was "
+        "skipped"]}
+    assert rollouts["not_computed"][0].startswith("step_groups: step-level groups need the rollout column(s) "
+                                                  "['states']")
+    assert len(rollouts["not_computed"]) == 9 and rollouts["notes"] == [
+        "the rollouts carry no token counts: lengths are counted in characters"]
+    # without --rollouts the run object has no such key
+    assert "rollouts" not in orjson.loads(_cli("diagnose", "--json", str(sick))[1])["runs"][0]

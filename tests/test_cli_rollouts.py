@@ -205,3 +205,46 @@ def test_a_non_number_length_in_a_csv_is_noted(tmp_path: Path) -> None:
     assert code == 0, err
     assert (f"2 value(s) of 'length' are not whole numbers (e.g. {path}:2: 'ten'); they were read as unknown "
             "(null)") in json.loads(out)["notes"]
+
+
+def test_text_view_shows_the_rollout_scale_and_the_sources(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    rows = [dict(json.loads(_verl_line(q, i, 1)), data_source=f"src{q}") for q in range(2) for i in range(4)]
+    rows[0]["output"] = "<tool_call>add(0, 0)</tool_call> #### 0"
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = _cli("rollouts", "--k", "1,2", "--id-source", "src0", "--tool-cap", "1", str(tmp_path / "dump"))
+    assert code == 0, err
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[lines.index("group scale") + 3] == ("  all       2         8  0.577         0      0      0          1"
+                                                     "     0.5   0.833  0.333")
+    at = lines.index("rollout scale")
+    assert lines[at + 1].split() == ["step", "distinct-2", "dup", "edit", "length×✓", "tools", "at", "cap", "repeat"]
+    assert lines[at + 2].split()[-3:] == ["0.125", "0.125", "0"]  # one call in 8 rollouts, at the cap of 1
+    at = lines.index("by data source")
+    assert lines[at + 1:at + 4] == [" source  pass@1  score  id_gap", " src0       0.5    0.5       0",
+                                    " src1       0.5    0.5       0"]
+
+
+def test_a_column_option_naming_no_column_is_reported_as_the_option(tmp_path: Path) -> None:
+    table = tmp_path / "samples.csv"
+    table.write_text("prompt,response,score\np,a,1\np,b,0\n")
+    code, out, err = _cli("rollouts", "--correct", "acc", str(table))
+    assert (code, out) == (2, "")
+    assert err == (f"rlvitals: --correct acc: no column 'acc' in {table}; its columns are ['prompt', 'response', "
+                   "'score']; fix the column name\n")
+    err = _cli("rollouts", "--correct", "acc", "--score", "reward", str(table))[2]
+    assert err == (f"rlvitals: --score reward, --correct acc: no columns 'reward' and 'acc' in {table}; its columns "
+                   "are ['prompt', 'response', 'score']; fix the column names\n")
+    err = _cli("rollouts", "--correct", "r", "--score", "r", str(table))[2]
+    assert err.startswith(f"rlvitals: --score r, --correct r: no column 'r' in {table}; ")
+
+
+def test_a_column_option_over_a_verl_dump_or_trl_completions_names_the_option(tmp_path: Path) -> None:
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(0, i, 1) + "\n" for i in range(2)))
+    err = _cli("rollouts", "--correct", "strict_acc", str(tmp_path / "dump"))[2]
+    assert err == (f"rlvitals: --correct strict_acc: no column 'strict_acc' in {tmp_path / 'dump'}; its columns are "
+                   "['input', 'output', 'gts', 'score', 'step', 'acc']; fix the column name\n")
+    root = _trl_output_dir(tmp_path / "out")
+    err = _cli("rollouts", "--score", "total", str(root))[2]
+    assert err.startswith(f"rlvitals: --score total: no column 'total' in {root}; its columns are ['step', 'prompt', ")

@@ -41,16 +41,6 @@ def test_table():
         P.prompts_table(df.drop("score", "correct"))
 
 
-def test_id_ood_gap():
-    df = pl.DataFrame({"step": [0, 0, 0, 1], "score": [1.0, 0.0, 0.5, 1.0],
-                       "split": ["train", "ood", "ood", "train"], "source": ["a", "b", "b", "a"]})
-    out = P.id_ood_gap(df)
-    assert out["val/id_ood_gap"].to_list() == [pytest.approx(0.75), None]
-    assert P.id_ood_gap(df, by="source")["val/id_ood_gap"][0] == pytest.approx(0.75)
-    with pytest.raises(ValueError, match="split"):
-        P.id_ood_gap(df.drop("split"))
-
-
 prompt_rows = st.lists(st.tuples(st.integers(0, 1), st.sampled_from([f"g{i}" for i in range(24)]),
                                  st.sampled_from([0.0, 1.0, 0.5, -1.0, 2.0]), st.one_of(st.none(), st.booleans()),
                                  st.sampled_from([0.0, 0.5, -1.5, 2.0])), min_size=1, max_size=80)

@@ -11,7 +11,6 @@ from polars.testing import assert_frame_equal
 
 import rlvitals
 from rlvitals.rollout import splits
-from rlvitals.rollout.prompts import id_ood_gap
 
 
 def _table(seed: int, n: int = 120) -> pl.DataFrame:
@@ -44,8 +43,18 @@ def test_matches_a_plain_computation_and_the_frame_function(seed: int) -> None:
             assert value is None
         else:
             assert value == pytest.approx(want[step], abs=1e-12)
-    ref = id_ood_gap(df)
-    assert got["val/id_ood_gap"].to_list() == pytest.approx(ref["val/id_ood_gap"].to_list(), abs=1e-12, nan_ok=True)
+
+
+def test_by_split_or_source_and_what_is_left_out() -> None:
+    df = pl.DataFrame({"step": [0, 0, 0, 1, 1], "score": [1.0, 0.0, 0.5, 1.0, float("nan")],
+                       "split": ["train", "ood", "ood", "train", "ood"], "source": ["a", "b", "b", "a", "b"]})
+    # step 1: the only OOD score is NaN, so that side is empty (the frame function removed with
+    # prompts.id_ood_gap gave NaN here, a second definition of the same key)
+    assert splits.compute(splits.update(None, df))["val/id_ood_gap"].to_list() == [pytest.approx(0.75), None]
+    by_source = splits.compute(splits.update(None, df, id_values=["a"], by="source"))
+    assert by_source["val/id_ood_gap"].to_list() == [pytest.approx(0.75), None]
+    with pytest.raises(ValueError, match=r"needs the rollout column\(s\) \['split'\]"):
+        splits.update(None, df.drop("split"))
 
 
 @given(st.integers(0, 10_000), st.integers(2, 5))

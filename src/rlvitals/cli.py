@@ -249,15 +249,20 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                     out: IO[str], err: IO[str]) -> int:
     from .diagnosis import diagnose
     from .render_diagnosis import render_diagnosis, render_markdown
+    from .render_text import render_rollout_log
+    from .summary import rollout_log
 
     runs, status = _load_all(paths, args.fmt, err)
+    # what the rollout reader skipped and the analysis could not compute, shown with every run it joins
+    log: dict[str, Any] | None = None
     if args.rollouts:
         try:
-            derived = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None).series()
+            analysis = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             return EXIT_USAGE
-        runs = [run.with_series(derived) for run in runs]
+        log = {"path": args.rollouts, **rollout_log(analysis)}
+        runs = [run.with_series(analysis.series()) for run in runs]
     results = []
     for run in runs:
         d = diagnose(run, config)
@@ -266,8 +271,11 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
             out.write(render_markdown(d, args.lang))
         elif not args.json:
             out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), _width(out)))
+            if log is not None:
+                out.write(render_rollout_log(log, out.isatty(), _width(out)))
     if args.json:
-        out.write(_dump({"runs": [d.to_json() for d in results]}) + "\n")
+        out.write(_dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
+                                  for d in results]}) + "\n")
     if status == EXIT_OK and args.fail_on:
         threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
         if any(d.verdict in threshold for d in results):
@@ -324,14 +332,15 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .render_text import render_rollouts
-    from .rollout.analysis import step_json
-    from .rollout.readers import ColumnMap, parse_reward_weights
+    from .rollout.readers import ColumnFlags, parse_reward_weights
+    from .summary import rollout_summary
 
     try:
         ks = _parse_ks(args.k)
         weights = parse_reward_weights(args.reward_weights) if args.reward_weights else None
         mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
-        columns = ColumnMap(**mapping) if mapping else None
+        # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
+        columns = ColumnFlags(**mapping) if mapping else None
         options = _rollout_options(args, ks)
     except (RlvitalsError, ValueError, TypeError) as exc:
         err.write(f"rlvitals: {exc}\n")
@@ -344,11 +353,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
             continue
-        rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
-        skips = analysis.rollouts.skips if analysis.rollouts is not None else None
-        doc = {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
-               "skipped": {"count": skips.count if skips else 0, "reasons": list(skips.reasons) if skips else []},
-               "not_computed": analysis.skipped, "notes": analysis.notes}
+        doc = rollout_summary(analysis, path, ks)
         docs.append(doc)
         if not args.json:
             out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -95,27 +99,202 @@ def render_list(rows: list[dict[str, str]], color: bool = False, width: int = WI
     return buf.getvalue()
 
 
+#: a value getter over one row of ``rollouts --json`` and how to print it
+_Get = Callable[[Mapping[str, Any]], Any]
+_Kind = Literal["int", "num", "text"]
+
+
+@dataclass(frozen=True)
+class _Col:
+    """A table column: header, value getter, kind, and a legend entry (shown when the column is)."""
+
+    header: str
+    get: _Get
+    kind: _Kind = "num"
+    legend: str = ""
+    left: bool = False
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _cell(v: Any, kind: _Kind) -> str:
+    if _missing(v):
+        return ""
+    if kind == "text":
+        return str(v)
+    if kind == "int":
+        return str(int(v))
+    # gaps that are 0 in exact arithmetic come out as ±1e-17; printing those would read as a signal
+    return "0" if abs(v) < 5e-13 else f"{v:.3g}"
+
+
+def _print_table(con: Console, title: str, rows: Sequence[Mapping[str, Any]], cols: Sequence[_Col]) -> None:
+    """Print the columns that have a value in some row (the first always; nothing when no other has),
+    split into several tables, each led by the first column, when one would not fit the width."""
+    cells = [[_cell(c.get(r), c.kind) for c in cols] for r in rows]
+    keep = [i for i, c in enumerate(cols) if i == 0 or any(row[i] for row in cells)]
+    if len(keep) == 1:
+        return
+    widths = {i: max(cell_len(cols[i].header), *(cell_len(row[i]) for row in cells)) + 2 for i in keep}
+    for part, chunk in enumerate(_fit(keep[1:], widths, con.width - widths[keep[0]])):
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+        for i in (keep[0], *chunk):
+            table.add_column(cols[i].header, justify="left" if cols[i].left else "right", no_wrap=True)
+        for row in cells:
+            table.add_row(*(row[i] for i in (keep[0], *chunk)))
+        con.print(Text(title if part == 0 else f"{title}, continued", style="bold"))
+        con.print(table)
+        legend = [cols[i].legend for i in chunk if cols[i].legend]
+        if legend:
+            con.print(Padding(Text("; ".join(legend), style="dim"), (0, 0, 0, 2), expand=False))
+
+
+def _fit(columns: list[int], widths: Mapping[int, int], room: int) -> list[list[int]]:
+    """``columns`` in order, cut into runs whose widths add up to at most ``room`` (one column per
+    run at least: a column wider than the room is printed as it is, never folded)."""
+    runs: list[list[int]] = [[]]
+    used = 0
+    for i in columns:
+        if runs[-1] and used + widths[i] > room:
+            runs.append([])
+            used = 0
+        runs[-1].append(i)
+        used += widths[i]
+    return runs
+
+
+def _kmax(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> int:
+    """The largest k with a pass@k somewhere: pass@16 of groups of 8 is empty everywhere."""
+    have = [k for k in ks if any(not _missing(r["pass@k"].get(str(k))) for r in rows)]
+    return max(have) if have else max(ks)
+
+
+def _metric(key: str) -> _Get:
+    return lambda r: r["metrics"].get(key)
+
+
+def _group_columns(kmax: int) -> list[_Col]:
+    k = str(kmax)
+    cols = [
+        _Col("step", lambda r: r["step"], "text"),
+        _Col("groups", lambda r: r["groups"], "int"),
+        _Col("rollouts", lambda r: r["rollouts"], "int"),
+        _Col("σ_G", _metric("group/reward_std/mean")),
+        _Col("zero-var", lambda r: r["zero_variance"].get("share")),
+        _Col("all ✓", lambda r: r["zero_variance"].get("all_correct")),
+        _Col("all ✗", lambda r: r["zero_variance"].get("all_wrong")),
+        _Col("eff.batch", _metric("group/effective_batch"),
+             legend="eff.batch = share of rollouts in groups whose rewards vary"),
+        _Col("pass@1", lambda r: r["pass@k"].get("1")),
+    ]
+    if kmax > 1:
+        cols += [
+            _Col(f"pass@{k}", lambda r: r["pass@k"].get(k)),
+            _Col(f"gap@{k}", lambda r: r["pass_gap@k"].get(k), legend=f"gap@{k} = pass@{k} − pass@1"),
+            _Col(f"maj@{k}", lambda r: r["maj@k"].get(k)),
+            _Col(f"sc-gap@{k}", _metric(f"reasoning/self_consistency_gap@{k}"),
+                 legend=f"sc-gap@{k} = maj@{k} − pass@1 (self-consistency)"),
+        ]
+    return cols
+
+
+_READING = {"longer_more_correct": "longer ✓", "longer_less_correct": "longer ✗", "no_change": "no change"}
+
+
+def _reading(r: Mapping[str, Any]) -> str | None:
+    got = r.get("length_reading")
+    return None if not got or got["reading"] is None else _READING[got["reading"]]
+
+
+def _rollout_columns(tools: bool) -> list[_Col]:
+    cols = [
+        _Col("step", lambda r: r["step"], "text"),
+        _Col("distinct-2", _metric("diversity/distinct_2")),
+        _Col("dup", _metric("diversity/duplicate_rate"), legend="dup = share of exact duplicate responses"),
+        _Col("edit", _metric("diversity/edit_distance"), legend="edit = mean normalised word edit distance"),
+        _Col("length×✓", _reading, "text",
+             legend="length×✓ = longer responses more (✓) or less (✗) often correct, within groups", left=True),
+        _Col("trunc", _metric("rollout/truncation_share"), legend="trunc = share truncated"),
+    ]
+    if tools:  # every response is scanned for tool-call tags, so 0.0 everywhere means "no tool calls"
+        cols += [
+            _Col("tools", _metric("rollout/tool_calls/mean"), legend="tools = calls per rollout"),
+            _Col("at cap", _metric("rollout/tool_calls/at_cap")),
+            _Col("repeat", _metric("rollout/tool_calls/repeat_rate"), legend="repeat = share of repeated calls"),
+        ]
+    return cols
+
+
+def _source_columns(first: Any, last: Any) -> list[_Col]:
+    cols = [
+        _Col("source", lambda r: r["source"], "text", left=True),
+        _Col("pass@1", lambda r: r["all"].get("pass@1")),
+        _Col("score", lambda r: r["all"].get("score/mean")),
+        _Col("id_gap", lambda r: r["all"].get("id_gap"),
+             legend="id_gap = pass@1 of the in-distribution sources − the source's"),
+    ]
+    if first != last:
+        cols += [_Col(f"pass@1 step {first}", lambda r: r["first"].get("pass@1")),
+                 _Col(f"pass@1 step {last}", lambda r: r["last"].get("pass@1"))]
+    return cols
+
+
+def _print_sources(con: Console, doc: Mapping[str, Any]) -> None:
+    steps = doc["steps"]
+    names = sorted({name for r in [*steps, doc["overall"]] for name in r["sources"]})
+    if not names:
+        return
+    first, last = steps[0], steps[-1]
+    rows = [{"source": name, "all": doc["overall"]["sources"].get(name, {}),
+             "first": first["sources"].get(name, {}), "last": last["sources"].get(name, {})} for name in names]
+    _print_table(con, "by data source", rows, _source_columns(first["step"], last["step"]))
+
+
+def _length_line(overall: Mapping[str, Any]) -> str | None:
+    got = overall.get("length_reading")
+    if not got or got["reading"] is None:
+        return None
+    quartiles = [overall["metrics"].get(f"rollout/correct_by_length/q{b}") for b in range(1, 5)]
+    by_length = " ".join("–" if _missing(q) else f"{q:.3g}" for q in quartiles)
+    return (f"length × correctness, all steps: {_READING[got['reading']]} (within-group Spearman "
+            f"{got['corr']:.3g} over {got['groups']} groups; |ρ| ≤ {got['tol']:g} reads as no change); "
+            f"correct by length quartile, shortest first: {by_length}")
+
+
 def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = False, width: int = WIDTH) -> str:
-    """Per-step rollout metrics at a glance: groups, σ_G, zero-variance split, pass@k and maj@k."""
+    """Per-step rollout metrics at a glance: a group-scale table (counts, σ_G, zero-variance split,
+    effective batch, pass@1 and at the largest k with a value pass@k, its gap, maj@k and the
+    self-consistency gap), a rollout-scale table (diversity, length × correctness reading, truncation,
+    tool calls when there are any), a per-source table when the rollouts have sources, then the
+    overall length reading, the reader's skips, what was not computed and the notes. Columns with no
+    value in any row are left out.
+
+    >>> import rlvitals
+    >>> from rlvitals.summary import rollout_summary
+    >>> a = rlvitals.analyze_rollouts([{"step": 1, "prompt": "2+2", "response": r, "score": s}
+    ...                                for r, s in (("4", 1.0), ("5", 0.0))], ks=(1, 2))
+    >>> print(render_rollouts(rollout_summary(a, "x", (1, 2)), (1, 2)).splitlines()[2].rstrip())
+     step  groups  rollouts    σ_G  zero-var  all ✓  all ✗  eff.batch  pass@1  pass@2  gap@2
+    """
     buf = io.StringIO()
     con = console(buf, color, width)
     con.print(Text(doc["path"], style="bold"))
-    kmax = str(max(ks))
-    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
-    for col in ("step", "groups", "rollouts", "σ_G", "zero-var", "all ✓", "all ✗", "pass@1", f"pass@{kmax}",
-                f"maj@{kmax}"):
-        table.add_column(col, justify="right")
+    rows = [*doc["steps"], {**doc["overall"], "step": "all"}]
+    _print_table(con, "group scale", rows, _group_columns(_kmax(rows, ks)))
+    tools = any((r["metrics"].get("rollout/tool_calls/mean") or 0) > 0 for r in rows)
+    _print_table(con, "rollout scale", rows, _rollout_columns(tools))
+    if doc["steps"]:
+        _print_sources(con, doc)
+    line = _length_line(doc["overall"])
+    if line:
+        con.print(Padding(Text(line), (0, 0, 0, 2), expand=False))
+    _print_log(con, doc)
+    return buf.getvalue()
 
-    def num(v: Any) -> str:
-        return "" if v is None or (isinstance(v, float) and v != v) else f"{v:.3g}"
 
-    for row in [*doc["steps"], {**doc["overall"], "step": "all"}]:
-        zv = row["zero_variance"]
-        table.add_row(str(row["step"]), num(row["groups"]), num(row["rollouts"]),
-                      num(row["metrics"].get("group/reward_std/mean")), num(zv.get("share")),
-                      num(zv.get("all_correct")), num(zv.get("all_wrong")), num(row["pass@k"].get("1")),
-                      num(row["pass@k"].get(kmax)), num(row["maj@k"].get(kmax)))
-    con.print(table)
+def _print_log(con: Console, doc: Mapping[str, Any]) -> None:
     skipped = doc["skipped"]
     if skipped["count"]:
         con.print(f"  [red]skipped[/] {skipped['count']} line(s) or row(s) of the input:", markup=True,
@@ -128,4 +307,40 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
         con.print(f"  [dim]not computed[/] {line}", markup=True, highlight=False)
     for note in doc["notes"]:
         con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)
+
+
+#: how many of the rollout reader's skip reasons ``diagnose --rollouts`` shows (``rollouts`` shows all it kept)
+SHOWN_ROLLOUT_SKIPS = 5
+
+
+def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH) -> str:
+    """The short block ``diagnose --rollouts DIR`` prints under a run: what the rollout reader skipped
+    (the first few reasons), which rollout metrics could not be computed (names only; ``rlvitals
+    rollouts DIR`` says why) and the readers' notes. ``log`` is ``{"path", **summary.rollout_log(...)}``.
+
+    >>> print(render_rollout_log({"path": "dump/", "skipped": {"count": 0, "reasons": []},
+    ...                           "not_computed": ["tokens: needs token_entropy"], "notes": []}).rstrip())
+    rollouts dump/: nothing skipped, 1 metric family or key not computed
+      not computed tokens (rlvitals rollouts dump/ says why)
+    """
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
+    head = Text(f"rollouts {log['path']}: ", style="bold")
+    head.append(f"{skipped['count']} line(s) or row(s) skipped" if skipped["count"] else "nothing skipped",
+                style="red" if skipped["count"] else "")
+    if missing:
+        head.append(f", {len(missing)} metric famil{'y' if len(missing) == 1 else 'ies'} or key"
+                    f"{'' if len(missing) == 1 else 's'} not computed")
+    con.print(head)
+    for reason in skipped["reasons"][:SHOWN_ROLLOUT_SKIPS]:
+        con.print(Padding(Text(f"skipped {reason}"), (0, 0, 0, 2), expand=False))
+    more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
+    if more:
+        con.print(Text(f"  … and {more} more (rlvitals rollouts {log['path']} lists them)"))
+    if missing:
+        con.print(Padding(Text(f"not computed {'; '.join(missing)} (rlvitals rollouts {log['path']} says why)",
+                               style="dim"), (0, 0, 0, 2), expand=False))
+    for note in log["notes"]:
+        con.print(Padding(Text(f"note {note}"), (0, 0, 0, 2), expand=False))
     return buf.getvalue()

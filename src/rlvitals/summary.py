@@ -1,10 +1,15 @@
-"""What ``rlvitals inspect`` reports about a Run, as plain data (the ``--json`` schema)."""
+"""What ``rlvitals inspect`` reports about a Run and what ``rlvitals rollouts`` reports about a rollout
+analysis, as plain data (their ``--json`` schemas)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .run import Run
+
+if TYPE_CHECKING:
+    from .rollout.analysis import RolloutAnalysis
 
 #: how many skip reasons ``inspect`` shows
 SHOWN_SKIPS = 5
@@ -42,3 +47,37 @@ def run_summary(run: Run) -> dict[str, Any]:
         "files": run.files,
         "bytes": run.bytes_read,
     }
+
+
+def rollout_log(analysis: RolloutAnalysis) -> dict[str, Any]:
+    """What a rollout analysis could not use or compute: the reader's skip log (the count and the
+    first reasons it kept, with ``file:line``), the families and keys not computed with what they
+    need, and the readers' notes.
+
+    Example:
+        >>> import rlvitals
+        >>> rollout_log(rlvitals.analyze_rollouts([{"prompt": "p", "response": "4", "score": 1.0}]))["skipped"]
+        {'count': 0, 'reasons': []}
+    """
+    skips = analysis.rollouts.skips if analysis.rollouts is not None else None
+    return {"skipped": {"count": skips.count if skips else 0, "reasons": list(skips.reasons) if skips else []},
+            "not_computed": list(analysis.skipped), "notes": list(analysis.notes)}
+
+
+def rollout_summary(analysis: RolloutAnalysis, path: str, ks: Sequence[int]) -> dict[str, Any]:
+    """The stable ``rollouts --json`` object for one path (``docs/rollouts.md``): the steps, the
+    overall row (``"step"`` null) and :func:`rollout_log`.
+
+    Example:
+        >>> import rlvitals
+        >>> a = rlvitals.analyze_rollouts([{"prompt": "p", "response": r, "score": s}
+        ...                                for r, s in (("4", 1.0), ("5", 0.0))], ks=(1,))
+        >>> doc = rollout_summary(a, "mine.jsonl", (1,))
+        >>> doc["steps"][0]["pass@k"], doc["overall"]["step"]
+        ({'1': 0.5}, None)
+    """
+    from .rollout.analysis import step_json
+
+    rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
+    return {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
+            **rollout_log(analysis)}

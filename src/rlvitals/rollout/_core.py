@@ -1,5 +1,6 @@
 """Shared machinery of the rollout readers: the column map, the result, and the steps every
-reader ends with (typing the mapped columns, dropping bad rows, grouping, numbering samples).
+reader ends with (mapping and typing the columns with :mod:`._columns`, dropping bad rows,
+grouping, numbering samples).
 
 Every reader first builds a polars frame of raw columns plus ``_where`` (``file:line`` of the
 row, for skip reasons) and ``_key`` (the grouping key, normally the prompt text), then calls
@@ -8,26 +9,19 @@ row, for skip reasons) and ``_key`` (the grouping key, normally the prompt text)
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Literal
 
-import orjson
 import polars as pl
 
 from ..errors import EmptyInputError, InputError
-from ..ingest._pyrepr import parse as parse_literal
 from ..ingest._record import SkipLog
 from . import schema as S
+from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
 
-WHERE = "_where"
 KEY = "_key"
 Grouping = Literal["text", "consecutive"]
-
-_TRUE = {"true", "t", "yes", "y", "1", "1.0", "correct"}
-_FALSE = {"false", "f", "no", "n", "0", "0.0", "incorrect", "wrong"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +64,29 @@ class ColumnMap:
         """``{table column: source column}`` for the columns that are set."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
+    def missing(self, absent: Sequence[str], where: str, columns: Sequence[str]) -> InputError:
+        """The error for mapped source columns (``absent``) that the data at ``where`` lacks."""
+        return InputError(f"{where}: column(s) {sorted(absent)} named in the column map are not in the data; "
+                          f"its columns are {list(columns)}; fix the column names")
+
+
+@dataclass(frozen=True)
+class ColumnFlags(ColumnMap):
+    """A column map given as the command line's column options (``rlvitals rollouts --correct acc``):
+    the same map, with errors that name the option the user typed.
+
+    >>> str(ColumnFlags(correct="acc").missing(["acc"], "dump/", ["input", "score"]))
+    "--correct acc: no column 'acc' in dump/; its columns are ['input', 'score']; fix the column name"
+    """
+
+    def missing(self, absent: Sequence[str], where: str, columns: Sequence[str]) -> InputError:
+        given = [(k, v) for k, v in self.mapping().items() if v in absent]
+        flags = ", ".join(f"--{k} {v}" for k, v in given)
+        distinct = list(dict.fromkeys(v for _, v in given))  # --score r --correct r: one column lacking
+        names, plural = " and ".join(repr(v) for v in distinct), "s" if len(distinct) > 1 else ""
+        return InputError(f"{flags}: no column{plural} {names} in {where}; its columns are {list(columns)}; "
+                          f"fix the column name{plural}")
+
 
 @dataclass
 class RolloutSet:
@@ -84,63 +101,25 @@ class RolloutSet:
     notes: list[str] = field(default_factory=list)
 
 
-def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> dict[str, str]:
-    """A reader's own field mapping with the fields of ``columns`` put over it, and a note naming
-    what changed (the veRL and TRL readers take a column map as overrides, not as a replacement).
+def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> ColumnMap:
+    """A reader's own field mapping (of columns the data has) with the fields of ``columns`` put
+    over it, as a map of the same kind as ``columns`` (so that an absent column given as a command-line
+    option is reported as that option), and a note naming what changed (the veRL and TRL readers take
+    a column map as overrides, not as a replacement).
 
     >>> notes = []
-    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes)
+    >>> override({"score": "score", "correct": "acc"}, ColumnMap(correct="my_acc"), "verl-dump", notes).mapping()
     {'score': 'score', 'correct': 'my_acc'}
     >>> notes
     ["column options override the verl-dump fields: correct = 'my_acc' (was 'acc')"]
     """
     given = columns.mapping() if columns is not None else {}
-    if not given:
-        return fields
+    if columns is None or not given:
+        return ColumnMap(**fields)
     said = [f"{k} = {v!r}" + (f" (was {fields[k]!r})" if fields.get(k) not in (None, v) else "")
             for k, v in given.items()]
     notes.append(f"column options override the {fmt} fields: {', '.join(said)}")
-    return {**fields, **given}
-
-
-# --- raw Python values -> one typed column ---------------------------------------------------
-
-def _is_num(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _json(v: object) -> str:
-    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-
-
-def column(name: str, values: Sequence[object]) -> pl.Series:
-    """One column from Python values of possibly mixed types: numbers, bools, strings and
-    lists of numbers/strings keep their type; any other mix becomes JSON text."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return pl.Series(name, [None] * len(values), dtype=pl.Utf8)
-    if all(isinstance(v, bool) for v in present):
-        return pl.Series(name, values, dtype=pl.Boolean)
-    if all(_is_num(v) for v in present):
-        ints = all(isinstance(v, int) for v in present)
-        return pl.Series(name, values, dtype=pl.Int64 if ints else pl.Float64)
-    if all(isinstance(v, str) for v in present):
-        return pl.Series(name, values, dtype=pl.Utf8)
-    if all(isinstance(v, list) for v in present):
-        items = [x for v in present for x in v]  # type: ignore[attr-defined]
-        if all(_is_num(x) for x in items):
-            return pl.Series(name, [None if v is None else [float(x) for x in v] for v in values],  # type: ignore[attr-defined]
-                             dtype=pl.List(pl.Float64))
-        if all(isinstance(x, str) for x in items):
-            return pl.Series(name, values, dtype=pl.List(pl.Utf8))
-    return pl.Series(name, [None if v is None else _json(v) for v in values], dtype=pl.Utf8)
-
-
-def frame_from_rows(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    keys: dict[str, None] = {}
-    for r in rows:
-        keys.update(dict.fromkeys(r))
-    return pl.DataFrame([column(k, [r.get(k) for r in rows]) for k in keys])
+    return type(columns)(**{**fields, **given})
 
 
 # --- chat messages ---------------------------------------------------------------------------
@@ -156,13 +135,13 @@ def chat_text(value: object, *, last_user: bool) -> str | None:
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        return _json(value)
+        return json_text(value)
     msgs = [m for m in value if isinstance(m, dict)]
     if last_user:
         users = [m for m in msgs if m.get("role") == "user"]
         if users:
-            return _json(users[-1].get("content"))
-    return "\n".join(_json(m.get("content")) for m in msgs if m.get("content") is not None)
+            return json_text(users[-1].get("content"))
+    return "\n".join(json_text(m.get("content")) for m in msgs if m.get("content") is not None)
 
 
 def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
@@ -174,7 +153,7 @@ def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
         chats = df[prompt].to_list()
         out = out.with_columns(
             pl.Series(prompt, [chat_text(c, last_user=True) for c in chats], dtype=pl.Utf8),
-            pl.Series("prompt_messages", [None if c is None else _json(c) for c in chats], dtype=pl.Utf8),
+            pl.Series("prompt_messages", [None if c is None else json_text(c) for c in chats], dtype=pl.Utf8),
         )
         notes.append("prompts are chat message lists: the prompt text is the last user message; "
                      "groups are formed by the whole conversation, kept as JSON in 'prompt_messages'")
@@ -185,141 +164,6 @@ def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
     return out
 
 
-# --- typing the mapped columns ---------------------------------------------------------------
-
-def _to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None,
-               notes: list[str] | None = None) -> pl.DataFrame:
-    """Cast ``col`` to a number; with ``skips``, rows whose value is not a number are skipped,
-    else they become null and ``notes`` says how many, with the first one's place."""
-    src = df[col]
-    if src.dtype.is_numeric() or src.dtype == pl.Null:
-        return df.with_columns(src.cast(dtype))
-    if src.dtype == pl.Boolean:
-        return df.with_columns(src.cast(pl.Int8).cast(dtype))
-    text = src if src.dtype == pl.Utf8 else _to_text(df, col)[col]
-    num = text.str.strip_chars().cast(pl.Float64, strict=False)
-    if dtype == pl.Int64:
-        num = pl.Series(col, [int(v) if v is not None and math.isfinite(v) and v.is_integer() else None
-                              for v in num.to_list()], dtype=pl.Int64)
-    bad = text.is_not_null() & num.is_null()
-    out = df.with_columns(num.alias(col))
-    if not bad.any():
-        return out
-    if skips is None:
-        if notes is not None:
-            where, value = df[WHERE].filter(bad)[0], text.filter(bad)[0]
-            whole = " whole" if dtype == pl.Int64 else ""
-            notes.append(f"{int(bad.sum())} value(s) of '{col}' are not{whole} numbers (e.g. {where}: {value!r}); "
-                         "they were read as unknown (null)")
-        return out
-    for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
-        skips.skip(where, f"{col} {value!r} is not a number; the row was skipped")
-    return out.filter(~bad)
-
-
-
-
-def _loads(text: str) -> object:
-    """orjson first; then the standard parser for the ``NaN``/``Infinity`` Python's json writes;
-    then Python literals, as pandas ``to_csv`` writes a list (``['a', 'b']``), read without eval."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return parse_literal(text)
-
-
-def list_value(value: object, inner: pl.DataType) -> tuple[list[Any] | None, bool]:
-    """``(items, ok)``: a list cell as a list of ``inner`` items (``Utf8``: strings, other items as
-    JSON text; ``Float64``: numbers), parsing JSON or Python-literal text — CSV and hand-written JSONL
-    hold lists as text. ``ok`` is False when the value is no such list (then ``items`` is None).
-
-    >>> list_value('["a", {"x": 1}]', pl.Utf8())
-    (['a', '{"x": 1}'], True)
-    >>> list_value("[0.5, 'x']", pl.Float64())
-    (None, False)
-    """
-    if value is None:
-        return None, True
-    if isinstance(value, str):
-        if not value.strip():
-            return None, True
-        try:
-            value = _loads(value)
-        except (ValueError, RecursionError):
-            return None, False
-    if not isinstance(value, (list, tuple)):
-        return None, False
-    if inner == pl.Float64:
-        if not all(x is None or _is_num(x) for x in value):
-            return None, False
-        return [None if x is None else float(x) for x in value], True
-    return [x if x is None or isinstance(x, str) else _json(x) for x in value], True
-
-
-def _to_list(df: pl.DataFrame, col: str, dtype: pl.List, skips: SkipLog, what: str, source: str) -> pl.DataFrame:
-    """Type a list column: lists pass (cast), JSON text is parsed; a row whose value is no list of
-    the item type is skipped and counted, and a column with no readable list at all is an error."""
-    src, inner = df[col], (pl.Float64() if dtype.inner == pl.Float64 else pl.Utf8())
-    # lists of the item type, of numbers (cast to either item type) or of nothing cast as they are
-    if src.dtype == pl.Null or (isinstance(src.dtype, pl.List) and (
-            src.dtype.inner in (inner, pl.Null) or src.dtype.inner.is_numeric())):
-        return df.with_columns(src.cast(dtype))
-    parsed = [list_value(v, inner) for v in src.to_list()]
-    bad = pl.Series([not ok for _, ok in parsed])
-    kind, example = ("numbers", "[0.12, 1.5, 0.03]") if inner == pl.Float64 else ("strings", '["search(x)", "open(3)"]')
-    if bad.any() and bad.sum() == src.is_not_null().sum():
-        i = bad.arg_true()[0]
-        raise InputError(f"{what}: column {source!r} (the {col} column) holds no list of {kind}; e.g. "
-                         f"{df[WHERE][i]}: {_short(src[i])}; expected a list, or JSON text like "
-                         f"{example}; fix the column or leave it unmapped")
-    out = df.with_columns(pl.Series(col, [items for items, _ in parsed], dtype=dtype))
-    if not bad.any():
-        return out
-    wheres, values = df[WHERE].filter(bad).to_list(), src.filter(bad).to_list()
-    for where, value in zip(wheres, values, strict=True):
-        skips.skip(where, f"{col} {_short(value)} is not a list of {kind}; the row was skipped")
-    return out.filter(~bad)
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
-    src = df[col]
-    if src.dtype == pl.Boolean:
-        return df
-    values: list[bool | None] = []
-    odd = 0
-    for v in src.to_list():
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            values.append(None)
-        elif _is_num(v) and v in (0, 1):
-            values.append(bool(v))
-        elif isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
-            values.append(v.strip().lower() in _TRUE)
-        else:
-            values.append(None)
-            odd += 1
-    if odd:
-        notes.append(f"{odd} value(s) of '{col}' are neither true/false nor 0/1; they were read as unknown (null)")
-    return df.with_columns(pl.Series(col, values, dtype=pl.Boolean))
-
-
-def _to_text(df: pl.DataFrame, col: str) -> pl.DataFrame:
-    src = df[col]
-    if src.dtype == pl.Utf8:
-        return df
-    if src.dtype.is_numeric() or src.dtype in (pl.Boolean, pl.Null):
-        return df.with_columns(src.cast(pl.Utf8))
-    return df.with_columns(pl.Series(col, [None if v is None else _json(v) for v in src.to_list()], dtype=pl.Utf8))
-
-
 def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, notes: list[str]) -> pl.DataFrame:
     """Rename mapped source columns to table names and type them; rows whose score or step is
     not a number are skipped. Unmapped source columns are kept (renamed ``raw_<name>`` when
@@ -327,9 +171,7 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     mapping = cmap.mapping()
     absent = sorted({src for src in mapping.values() if src not in df.columns})
     if absent:
-        shown = [c for c in df.columns if not c.startswith("_")]
-        raise InputError(f"{where}: column(s) {absent} named in the column map are not in the data; "
-                         f"its columns are {shown}; fix the column names")
+        raise cmap.missing(absent, where, [c for c in df.columns if not c.startswith("_")])
     used = set(mapping.values())
     extras = [c for c in df.columns if c not in used and c not in (WHERE, KEY)]
     sel = [pl.col(src).alias(dst) for dst, src in mapping.items()]
@@ -338,18 +180,18 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     out = df.select(sel)
     for col in (S.STEP, S.SCORE):
         if col in out.columns:
-            out = _to_number(out, col, pl.Int64() if col == S.STEP else pl.Float64(), skips)
+            out = to_number(out, col, pl.Int64() if col == S.STEP else pl.Float64(), skips)
     for col, dtype in S.SCHEMA.items():
         if col not in out.columns or col in (S.STEP, S.SCORE):
             continue
         if isinstance(dtype, pl.List):
-            out = _to_list(out, col, dtype, skips, where, mapping[col])
+            out = to_list(out, col, dtype, skips, where, mapping[col])
         elif dtype == pl.Boolean:
-            out = _to_bool(out, col, notes)
+            out = to_bool(out, col, notes)
         elif dtype == pl.Utf8:
-            out = _to_text(out, col)
+            out = to_text(out, col)
         elif dtype in (pl.Int64, pl.Float64):
-            out = _to_number(out, col, dtype, None, notes)
+            out = to_number(out, col, dtype, None, notes)
     return out
 
 

@@ -3,7 +3,7 @@ and pandas frames, NumPy structured arrays, and bare score arrays.
 
 Values from a training loop are rarely plain: a step is ``np.int64``, a score ``np.float32`` or a
 0-d tensor, a token list an ``ndarray``. :func:`plain` turns them into Python values before
-the typing in ``_core``, which would otherwise read them as text. torch is never imported: a
+the typing in ``_columns``, which would otherwise read them as text. torch is never imported: a
 tensor is recognised by its type's module and converted with its own methods.
 """
 
@@ -17,7 +17,7 @@ import polars as pl
 
 from ..errors import InputError
 from . import schema as S
-from ._core import WHERE, column
+from ._columns import WHERE, column
 
 #: exact types: NumPy's float64 and str_ subclass float and str but are converted too
 _PLAIN = frozenset({str, bool, int, float, type(None)})

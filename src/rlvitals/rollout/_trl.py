@@ -29,7 +29,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..ingest._record import SkipLog
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
+from ._columns import WHERE
+from ._core import KEY, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
 
 FORMAT = "trl-completions"
 NAME = re.compile(r"^completions_(\d+)\.parquet$")
@@ -221,7 +222,7 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     fields = {"step": "step", "prompt": "prompt", "response": "completion", "advantage": "advantage",
               "score": score, "correct": correct}
     present = {k: v for k, v in fields.items() if v is not None and v in df.columns}
-    df = apply_map(df, ColumnMap(**override(present, columns, FORMAT, notes)), what, skips, notes)
+    df = apply_map(df, override(present, columns, FORMAT, notes), what, skips, notes)
     # correctness from the reward columns is not to be re-guessed from the summed score
     table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips, derive_correct=correct is None and "correct" not in given)

@@ -25,7 +25,8 @@ import polars as pl
 from ..errors import UnknownFormatError
 from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
-from ._core import KEY, WHERE, ColumnMap, RolloutSet, apply_map, finish, frame_from_rows, override
+from ._columns import WHERE, frame_from_rows
+from ._core import KEY, ColumnMap, RolloutSet, apply_map, finish, override
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
@@ -99,10 +100,10 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
         raise UnknownFormatError(f"{what}: named like a veRL generation dump ({{step}}.jsonl) but its lines "
                                  "have no 'input'/'output' keys; pass a column map for a generic JSONL file")
     df = frame_from_rows(rows)
-    fields = override({k: v for k, v in _FIELDS.items() if v in df.columns}, columns, FORMAT, notes)
-    key = fields.get("prompt")
+    cmap = override({k: v for k, v in _FIELDS.items() if v in df.columns}, columns, FORMAT, notes)
+    key = cmap.prompt
     df = df.with_columns(pl.col(key).alias(KEY)) if key is not None and key in df.columns else df
-    df = apply_map(df, ColumnMap(**fields), what, skips, notes)
+    df = apply_map(df, cmap, what, skips, notes)
     table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips)
     return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)

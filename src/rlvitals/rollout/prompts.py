@@ -1,5 +1,6 @@
-"""Prompt-scale metrics: how reward and gradient are spread over the prompts of a step, and
-the in- versus out-of-distribution score gap.
+"""Prompt-scale metrics: how reward and gradient are spread over the prompts of a step (the
+in- versus out-of-distribution gap is :mod:`rlvitals.rollout.splits`, per-source values
+:mod:`rlvitals.rollout.sources`).
 
 Streaming: ``update(state | None, chunk, top=)``, ``merge(a, b)``, ``compute(state)`` over chunks of
 whole groups. The state keeps each prompt group's values; ``compute`` sorts them (Gini, top share) or
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import ADVANTAGE, CORRECT, GROUP, SCORE, SOURCE, SPLIT, STEP
+from rlvitals.rollout.schema import ADVANTAGE, CORRECT, GROUP, SCORE, STEP
 
 BUCKETS = ("easy", "medium", "hard")
 
@@ -188,33 +189,3 @@ def _bucket_shares(acc: StepPrompts, with_adv: bool) -> dict[str, float]:
             adv = math.fsum(acc.absadv[m & ~np.isnan(acc.absadv)].tolist())
             row[f"prompt/difficulty/{name}/adv_share"] = adv / total_adv if total_adv > 0 else math.nan
     return row
-
-
-def group_means(df: pl.DataFrame, by: str = SOURCE) -> pl.DataFrame:
-    """Mean ``score`` per step and value of ``by`` (``source`` or ``split``): columns step, by, mean, n."""
-    _require(df, STEP, SCORE, by)
-    return (df.group_by(STEP, by).agg(pl.col(SCORE).mean().alias("mean"), pl.len().alias("n"))
-            .sort(STEP, by))
-
-
-def id_ood_gap(df: pl.DataFrame, by: str = SPLIT, id_values: Sequence[str] | None = None,
-               ood_values: Sequence[str] | None = None) -> pl.DataFrame:
-    """Per-step ``val/id_ood_gap`` = mean ``score`` of ID rollouts - mean ``score`` of OOD rollouts.
-
-    ID is ``id_values`` of column ``by``; by default ``["train"]`` when ``by`` is ``split``, else the
-    first value of ``by`` in table order (e.g. the first data source). OOD is ``ood_values``,
-    default every other non-null value. A step without ID or OOD rollouts gives null.
-    """
-    _require(df, STEP, SCORE, by)
-    if id_values is None:
-        firsts = df[by].drop_nulls()
-        if by == SPLIT:
-            id_values = ["train"]
-        elif firsts.len():
-            id_values = [firsts[0]]
-        else:
-            raise ValueError(f"column {by!r} has no value to take as in-distribution; pass id_values")
-    is_id = pl.col(by).is_in(list(id_values))
-    is_ood = pl.col(by).is_in(list(ood_values)) if ood_values is not None else ~is_id & pl.col(by).is_not_null()
-    gap = pl.col(SCORE).filter(is_id).mean() - pl.col(SCORE).filter(is_ood).mean()
-    return df.group_by(STEP).agg(gap.alias("val/id_ood_gap")).sort(STEP)

@@ -40,21 +40,12 @@ from ..ingest._record import SkipLog, SourceMeta
 from ..ingest._text import iter_lines
 from . import _trl, _verl
 from . import schema as S
-from ._core import (
-    KEY,
-    WHERE,
-    ColumnMap,
-    RolloutSet,
-    apply_map,
-    chat_columns,
-    empty_error,
-    finish,
-    frame_from_rows,
-)
+from ._columns import WHERE, frame_from_rows
+from ._core import KEY, ColumnFlags, ColumnMap, RolloutSet, apply_map, chat_columns, empty_error, finish
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
-__all__ = ["ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
+__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
            "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records", "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}

@@ -6,7 +6,7 @@ out-of-distribution ones (seed 004 §五, OOD 性能偏移; L5). In-distribution
 (default ``split``) equal to one of ``id_values`` (default ``train``); out-of-distribution is every
 other non-null value (``val``, ``ood``, a benchmark name …), or ``ood_values`` when given. A step
 with no rollout on either side, or no finite score there, has no value (null). Rollouts are weighted
-equally, as in :func:`rlvitals.rollout.prompts.id_ood_gap`, which this family computes in mergeable form.
+equally.
 
 Streaming: the state keeps each step's ID and OOD scores, so ``compute`` sums them with ``math.fsum``
 (order-independent): sharded and unsharded results are equal bit for bit.
