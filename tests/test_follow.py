@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -401,3 +402,91 @@ def test_wandb_offline_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert seen == sorted(seen) and seen[0] > 0 and seen[-1] > 600
     final = follow.runs()[0]
     assert len(final.steps) == 900 and final.frame.equals(load(folder)[0].frame)
+
+
+def _rotate(log: Path, to: Path) -> None:
+    """What logrotate (without copytruncate) and RotatingFileHandler do: rename, start a new file."""
+    os.rename(log, to)
+    log.write_bytes(b"")
+
+
+@pytest.mark.parametrize("where", ["head_hash", "complete_end", "count_lines", "read"])
+def test_a_rotation_between_the_stat_and_the_open_is_retried_not_raised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The trainer renames its log at the worst moment: after the poll looked at the file, before it
+    opened it. The poll reports it once and reads nothing; the next polls read the rotated file and the
+    new one, with no step lost or repeated."""
+    import rlvitals.follow as follow_mod
+    import rlvitals.watch.sources as sources
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[20:30]))
+    fired: list[str] = []
+
+    def racing(fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not fired:
+                fired.append(where)
+                os.rename(log, tmp_path / "run.jsonl.1")  # the new file comes a moment later
+            return fn(*args, **kwargs)
+        return wrapper
+
+    if where == "head_hash":
+        monkeypatch.setattr(follow_mod, "head_hash", racing(follow_mod.head_hash))
+    elif where == "read":
+        import dataclasses
+
+        src.reader = dataclasses.replace(src.reader, read=racing(src.reader.read))
+    else:
+        monkeypatch.setattr(sources, where, racing(getattr(sources, where)))
+    assert not src.poll()  # must not raise
+    assert fired == [where]
+    raced = [m for m in src.messages if "renamed or removed while it was being read" in m]
+    if where == "head_hash":  # examine() itself takes a file renamed before its first bytes as missing
+        assert raced == []
+    else:
+        assert raced == [f"{log}: the file was renamed or removed while it was being read (No such file or "
+                         f"directory: {log}); it is read again at the next poll (reported once)"]
+    _append(log, b"".join(lines[30:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+
+
+def test_a_writer_rotating_every_few_lines_never_crashes_the_follower(tmp_path: Path) -> None:
+    """A real writer thread rotating its log every 5 lines as fast as it can, a follower polling as
+    fast as it can: no exception escapes a poll, and no step is read twice."""
+    import threading
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl(Scenario(steps=600, collapse_at=None, grad_spike_at=None))
+    log.write_bytes(lines[0])
+    done, started = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        started.wait(30)  # the follower has read the first line: it knows the file
+        for i, line in enumerate(lines[1:], start=2):
+            _append(log, line)
+            if i % 5 == 0:
+                _rotate(log, tmp_path / f"run.jsonl.{i}")
+        done.set()
+
+    src = _follow(log)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    polls = 0
+    while not done.is_set():
+        src.poll()
+        polls += 1
+        started.set()
+    thread.join()
+    src.poll()
+    run = src.run()
+    assert run is not None and polls > 0
+    steps = run.steps.tolist()
+    assert steps == sorted(set(steps)) and not [n for n in run.notes if "logged twice" in n]

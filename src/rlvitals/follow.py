@@ -10,7 +10,8 @@ now at the same path and names what happened:
   ``copytruncate``): start again at byte 0;
 - ``replaced``: same path, another inode or other first bytes (the trainer restarted and
   recreated its log, an editor saved a new file): start again at byte 0;
-- ``missing``: the path is gone for now (between a rename and the new file's creation).
+- ``missing``: the path is gone for now (between a rename and the new file's creation, or
+  renamed away between the look at it and the read of its first bytes).
 
 Before starting again, :func:`find_previous` looks beside the file for the old content — the
 renamed file (same inode: ``run.log.1`` after a rotation) or a copy holding the same first
@@ -89,7 +90,7 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
     path = path or Path(cursor.path)
     try:
         st = path.stat()
-    except FileNotFoundError:
+    except OSError:
         return "missing", None
     if cursor.head == "" and cursor.offset == 0:
         return ("grown" if st.st_size > 0 else "same"), st
@@ -97,7 +98,11 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
         return "replaced", st
     if st.st_size < cursor.offset:
         return "truncated", st
-    if head_hash(path, min(cursor.offset, HEAD)) != cursor.head:
+    try:
+        head = head_hash(path, min(cursor.offset, HEAD))
+    except OSError:  # renamed away since the stat: a rotation under way
+        return "missing", None
+    if head != cursor.head:
         return "replaced", st  # rewritten in place, at least as long as before
     return ("grown" if st.st_size > cursor.offset else "same"), st
 
@@ -140,6 +145,22 @@ def advance(cursor: FileCursor, path: Path, st: os.stat_result, end: int, lines:
     return replace(cursor, device=st.st_dev, inode=st.st_ino, offset=end, lines=cursor.lines + lines, head=head)
 
 
+def same_file(path: Path, st: os.stat_result, end: int) -> bool:
+    """Whether ``path`` is still the file ``st`` was taken of and still holds ``end`` bytes: a
+    rotation may rename it away (or truncate it) between two looks, and what was read between
+    them may then come from another file.
+
+    Example:
+        >>> same_file(Path("/no/such.log"), os.stat("/"), 0)
+        False
+    """
+    try:
+        now = path.stat()
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end
+
+
 def find_previous(cursor: FileCursor) -> Path | None:
     """The old content of a rotated, truncated or replaced file, if it is still beside it.
 
@@ -167,6 +188,9 @@ def find_previous(cursor: FileCursor) -> Path | None:
         if st.st_size >= cursor.offset:
             copies.append(child)
     for child in copies:
-        if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:
-            return child
+        try:
+            if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:
+                return child
+        except OSError:  # renamed on by the next rotation since it was listed
+            continue
     return None

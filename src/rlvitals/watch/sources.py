@@ -22,13 +22,14 @@ Two ways to follow a log, chosen by its format:
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
-from ..ingest import Reader, SourceMeta, find_reader
+from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous, same_file
+from ..ingest import Reader, SkipLog, SourceMeta, find_reader
 from ..run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -53,6 +54,8 @@ class LineSource:
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
         self._seen_size = -1
+        self._got = 0  # records added by the current poll
+        self.races = 0  # polls that lost a race with a rotation
         if saved:
             self._resume(saved)
 
@@ -65,71 +68,91 @@ class LineSource:
         return self.builder.finish(str(self.path))
 
     def poll(self) -> bool:
-        """Read the complete lines appended since the last poll; whether any record came."""
+        """Read the complete lines appended since the last poll; whether any record came.
+
+        A rotation may rename or remove the file between two looks at it (the stat and the
+        open): that OSError means "not there right now", as ``missing`` does. What this poll
+        read from a file that did not stay the same file throughout is dropped, and the next
+        poll, seeing the rotation, reads it again from where the cursor stands.
+        """
+        self._got = 0
+        try:
+            self._poll()
+        except OSError as exc:
+            self._race(exc)
+        return self._got > 0
+
+    def _poll(self) -> None:
         change, st = examine(self.cursor, self.path)
         if change == "missing" or st is None:
-            return False
-        got = 0
+            return
         if change in ("truncated", "replaced"):
-            got += self._restart_file(change)
+            self._restart_file(change)
             change, st = examine(self.cursor, self.path)
             if st is None:
-                return got > 0
+                return
         if change == "grown":
-            got += self._grow(st)
-        return got > 0
+            self._grow(st)
 
-    def _restart_file(self, change: str) -> int:
+    def _race(self, exc: OSError) -> None:
+        self.races += 1
+        if self.races == 1:  # a log rotated every few seconds would say it every few seconds
+            self.messages.append(f"{self.path}: the file was renamed or removed while it was being read "
+                                 f"({exc.strerror or exc}: {exc.filename}); it is read again at the next poll "
+                                 "(reported once)")
+
+    def _restart_file(self, change: str) -> None:
         old = find_previous(self.cursor)
-        got = 0
         if old is not None:
-            got = self._finish_old(old)
+            self._finish_old(old)
         lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
         self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
                              + (f"; read the rest of the old content from {old.name}" if old else "")
                              + f"{lost}; following the new file from its first line")
         self.cursor = FileCursor.start(self.path)
         self._seen_size = -1
-        return got
 
-    def _finish_old(self, old: Path) -> int:
+    def _finish_old(self, old: Path) -> None:
         """The rest of the old content, to its very end (a finished file's last line counts
         even without a newline)."""
         st = old.stat()
-        got = self._read(old, self.cursor.offset, st.st_size, self.cursor.lines)
+        self._read(old, st, self.cursor.offset, st.st_size, self.cursor.lines)
         self.finished.append({"path": str(old), "device": st.st_dev, "inode": st.st_ino, "end": st.st_size})
-        return got
 
-    def _grow(self, st: os.stat_result) -> int:
+    def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
-            return 0  # only startup output so far, unchanged since the last look
+            return  # only startup output so far, unchanged since the last look
         start = 0 if self._whole else self.cursor.offset
         end = complete_end(self.path, start, st.st_size)
         if end == start:
-            return 0
+            return
         if self.cursor.offset == 0 or self._whole:
-            return self._first_read(st, end)
-        got = self._read(self.path, start, end, self.cursor.lines)
-        self.cursor = advance(self.cursor, self.path, st, end, count_lines(self.path, start, end))
-        return got
+            self._first_read(st, end)
+            return
+        lines = count_lines(self.path, start, end)
+        self._read(self.path, st, start, end, self.cursor.lines)
+        self.cursor = advance(self.cursor, self.path, st, end, lines)
 
-    def _first_read(self, st: os.stat_result, end: int) -> int:
+    def _first_read(self, st: os.stat_result, end: int) -> None:
         meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))
-        builder = RunBuilder(meta) if self._whole else None
-        records = list(self.reader.read(self.path, meta, (builder or self.builder).skipped))
+        skipped = SkipLog()
+        records = list(self.reader.read(self.path, meta, skipped))
+        lines = count_lines(self.path, 0, end)
+        cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
+        if not same_file(self.path, st, end):
+            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(self.path))
         self._seen_size = st.st_size
         if not records:
-            return 0
+            return
         if not self._meta_taken:
             self._take_meta(meta)
-        if builder is not None:  # a whole re-read replaces what the last one built
-            builder.meta = self.meta
-            self.builder = builder
+        if self._whole:  # a whole re-read replaces what the last one built
+            self.builder = RunBuilder(self.meta)
+        self.builder.skipped.merge(skipped)
         for record in records:
             self.builder.add(record)
-        lines = count_lines(self.path, 0, end)
-        self.cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
-        return len(records)
+        self.cursor = cursor
+        self._got += len(records)
 
     def _take_meta(self, meta: SourceMeta) -> None:
         self._meta_taken = True
@@ -140,16 +163,21 @@ class LineSource:
         if self.reader.format == "jsonl" and any(n.startswith(f"{self.path}: no step key") for n in meta.notes):
             self._whole = True
 
-    def _read(self, path: Path, start: int, end: int, base: int) -> int:
+    def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int) -> None:
+        """Add the records of the lines ``[start, end)`` of ``path``, the file ``st`` was taken of;
+        nothing at all if another file took its name meanwhile (raises OSError if none did)."""
         meta = SourceMeta(format=self.reader.format, files=[str(path)], window=(start, end), line_base=base)
-        got = 0
-        for record in self.reader.read(path, meta, self.builder.skipped):
+        skipped = SkipLog()
+        records = list(self.reader.read(path, meta, skipped))
+        if not same_file(path, st, end):
+            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
+        self.builder.skipped.merge(skipped)
+        for record in records:
             self.builder.add(record)
-            got += 1
+        self._got += len(records)
         self.meta.bytes_read += meta.bytes_read
-        if start == 0 and got and not self._meta_taken:  # a whole rotated file read on a restart
+        if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
-        return got
 
     def _resume(self, saved: dict[str, Any]) -> None:
         """Rebuild the records read before a restart: the rotated files still beside the log,
@@ -164,7 +192,7 @@ class LineSource:
                 self.messages.append(f"{path}: this rotated log was read before the restart but is gone; "
                                      "its steps are missing from the run")
                 continue
-            self._read(path, 0, int(old["end"]), 0)
+            self._read(path, st, 0, int(old["end"]), 0)
             self.finished.append(old)
         cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
         if cursor is not None and cursor.offset:
@@ -227,7 +255,7 @@ class SnapshotSource:
             runs = load(self.path, self.fmt)
         except EmptyInputError:
             runs = []
-        except InputError as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
+        except (InputError, OSError) as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
             if str(exc) != self._last_error:
                 self.messages.append(f"{exc}; kept the last complete read and will retry")
                 self._last_error = str(exc)
@@ -279,6 +307,8 @@ class Follow:
             return self._wait(f"{exc}; waiting for it to be written")
         except MissingInputError as exc:  # decided by the error, not by a second look that may race a writer
             return self._wait(f"{exc}; waiting for it to appear")
+        except OSError as exc:  # renamed or removed while it was sniffed: a rotation under way
+            return self._wait(f"{self.path}: could not be read ({exc.strerror or exc}); waiting for it")
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
             self.inner = LineSource(self.path, reader, saved)
