@@ -490,3 +490,39 @@ def test_a_writer_rotating_every_few_lines_never_crashes_the_follower(tmp_path: 
     assert run is not None and polls > 0
     steps = run.steps.tolist()
     assert steps == sorted(set(steps)) and not [n for n in run.notes if "logged twice" in n]
+
+
+def _shift(folder: Path, name: str, backups: int) -> None:
+    """One rollover of Python's RotatingFileHandler (backupCount=``backups``): ``.k`` -> ``.k+1``,
+    the oldest dropped, the log itself -> ``.1``, a new empty log."""
+    for k in range(backups, 0, -1):
+        src = folder / f"{name}.{k}"
+        if src.exists():
+            if k == backups:
+                src.unlink()
+            else:
+                os.rename(src, folder / f"{name}.{k + 1}")
+    _rotate(folder / name, folder / f"{name}.1")
+
+
+def test_restart_finds_rotated_files_renamed_on_while_it_was_down(tmp_path: Path) -> None:
+    """RotatingFileHandler with several backups: the file read as ``run.jsonl.1`` before the restart is
+    ``run.jsonl.2`` after it. It is the same file (device, inode), so its steps are kept."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    _shift(tmp_path, "run.jsonl", 3)
+    _append(log, b"".join(lines[20:40]))
+    src.poll()
+    saved = json.loads(json.dumps(src.state()))
+    del src
+    _shift(tmp_path, "run.jsonl", 3)  # while the watcher is down: .1 -> .2, run.jsonl -> .1
+    _append(log, b"".join(lines[40:]))
+    again = LineSource(log, find_reader(log), saved)
+    again.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(again.run(), whole)
+    assert not [m for m in again.messages if "is gone" in m], again.messages

@@ -161,6 +161,30 @@ def same_file(path: Path, st: os.stat_result, end: int) -> bool:
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end
 
 
+def find_by_identity(folder: Path, device: int, inode: int) -> Path | None:
+    """The file in ``folder`` that is the file ``(device, inode)``, whatever its name now:
+    rotations rename a log on (``run.log`` → ``run.log.1`` → ``run.log.2``...) without
+    changing what it is.
+
+    Example:
+        >>> find_by_identity(Path("/no/such/folder"), 1, 2) is None
+        True
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        child = folder / name
+        try:
+            st = child.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (device, inode) and child.is_file():
+            return child
+    return None
+
+
 def find_previous(cursor: FileCursor) -> Path | None:
     """The old content of a rotated, truncated or replaced file, if it is still beside it.
 
@@ -173,20 +197,18 @@ def find_previous(cursor: FileCursor) -> Path | None:
     folder = here.parent
     if not folder.is_dir() or cursor.offset == 0:
         return None
+    renamed = find_by_identity(folder, cursor.device, cursor.inode)
+    if renamed is not None and renamed != here:
+        return renamed
     copies: list[Path] = []
     for child in sorted(folder.iterdir()):
         if child == here or not child.name.startswith(here.stem) or child.suffix == ".gz":
             continue
         try:
-            st = child.stat()
+            if child.is_file() and child.stat().st_size >= cursor.offset:
+                copies.append(child)
         except OSError:
             continue
-        if not child.is_file():
-            continue
-        if (st.st_dev, st.st_ino) == (cursor.device, cursor.inode):
-            return child
-        if st.st_size >= cursor.offset:
-            copies.append(child)
     for child in copies:
         try:
             if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous, same_file
+from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_by_identity, find_previous, same_file
 from ..ingest import Reader, SkipLog, SourceMeta, find_reader
 from ..run import Run, RunBuilder
 
@@ -180,20 +180,21 @@ class LineSource:
             self._take_meta(meta)
 
     def _resume(self, saved: dict[str, Any]) -> None:
-        """Rebuild the records read before a restart: the rotated files still beside the log,
-        then (on the next poll) the current file from its first line."""
+        """Rebuild the records read before a restart: the rotated files still beside the log
+        (found by what they are, device and inode, not by the name they had: a later rotation
+        may have renamed them on), then (on the next poll) the current file from its first line."""
         for old in saved.get("finished", []):
-            path = Path(old["path"])
+            path = find_by_identity(Path(old["path"]).parent, int(old["device"]), int(old["inode"]))
             try:
+                if path is None:
+                    raise FileNotFoundError(errno.ENOENT, "no file in its folder is this file any more", old["path"])
                 st = path.stat()
+                self._read(path, st, 0, int(old["end"]), 0)
             except OSError:
-                st = None
-            if st is None or (st.st_dev, st.st_ino) != (old["device"], old["inode"]):
-                self.messages.append(f"{path}: this rotated log was read before the restart but is gone; "
+                self.messages.append(f"{old['path']}: this rotated log was read before the restart but is gone; "
                                      "its steps are missing from the run")
                 continue
-            self._read(path, st, 0, int(old["end"]), 0)
-            self.finished.append(old)
+            self.finished.append({**old, "path": str(path)})
         cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
         if cursor is not None and cursor.offset:
             change, _ = examine(cursor, self.path)
