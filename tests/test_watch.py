@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
 import socket
 import sqlite3
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from rlvitals import load
@@ -272,7 +274,7 @@ def test_state_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE schema SET version = 99")
     db.close()
-    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 1"):
+    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 2"):
         WatchState(path)
 
 
@@ -301,3 +303,88 @@ def test_live_view_shows_every_layer(tmp_path: Path) -> None:
                  "Reasoning quality", "Efficiency"):
         assert name in text
     assert f"{log}" in text and "entropy_collapse" in text and len(alerts) >= 3
+
+
+def _reference_alerts(tmp: Path, chunks: list[bytes], name: str) -> list[set[tuple[str, str]]]:
+    """(check, status) of the alerts each cycle raises of a watcher that reads ``chunks`` one cycle
+    at a time, without interruption."""
+    ref = tmp / "ref"
+    ref.mkdir()
+    log = ref / name
+    log.write_bytes(b"")
+    w = Watcher([log], WatchState(ref / "s.sqlite"), [], view=PlainView(io.StringIO(), io.StringIO()), clock=Clock())
+    out = []
+    for chunk in chunks:
+        _append(log, chunk)
+        out.append({(a.check, a.status) for a in w.cycle()})
+    w.close()
+    return out
+
+
+@pytest.mark.parametrize("how", ["replaced", "truncated"])
+@pytest.mark.parametrize("fmt", ["jsonl", "console"])
+def test_restart_after_the_log_was_replaced_or_truncated_loses_nothing_and_alerts_nothing_new(
+        tmp_path: Path, how: str, fmt: str) -> None:
+    """The trainer restarts while the watcher is down and starts its log afresh: the old content is gone
+    from the disk. The restarted watcher rebuilds what it had read from its state file, so the run keeps
+    every step and no gap raises an alert a watcher that never stopped would not have raised."""
+    from rlvitals.simulate import console_lines
+
+    lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(lines) - SC.steps
+    name = "run.jsonl" if fmt == "jsonl" else "run.log"
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[: header + 100]))
+    clock = Clock()
+    w, out, _ = _watcher(tmp_path, log, [], clock)
+    first = w.cycle()
+    w.close()
+    later = b"".join(lines[header + 100 : header + 140])
+    if how == "replaced":  # a new file at the path, the old one deleted
+        (tmp_path / "new.tmp").write_bytes(later)
+        os.replace(tmp_path / "new.tmp", log)
+    else:  # `> run.log`, then the trainer goes on in the same file
+        log.write_bytes(later)
+    w2, out2, err2 = _watcher(tmp_path, log, [], clock)
+    clock.now += 1.0
+    middle = w2.cycle()
+    run = w2.follows[0].runs()[0]
+    assert run.steps.tolist() == list(range(1, 141))
+    whole = tmp_path / f"whole.{fmt}"
+    whole.write_bytes(b"".join(lines[: header + 140]))
+    assert run.frame.equals(load(whole)[0].frame)
+    _append(log, b"".join(lines[header + 140 :]))
+    clock.now += 1.0
+    last = w2.cycle()
+    chunks = [b"".join(lines[: header + 100]), later, b"".join(lines[header + 140 :])]
+    # exactly what a watcher that never stopped raises, cycle by cycle: no alert from a gap
+    assert [{(a.check, a.status) for a in c} for c in (first, middle, last)] == _reference_alerts(
+        tmp_path, chunks, name)
+    pairs = [(a.key, a.status) for a in first + middle + last]
+    assert len(pairs) == len(set(pairs))
+    assert f"the file was {how}" in err2.getvalue()
+
+
+def test_restart_rebuilds_the_run_exactly_from_the_state_file(tmp_path: Path) -> None:
+    """Skips, notes, text values, NaN and infinities, a step logged twice: the Run a restarted watcher
+    rebuilds from its state file is the Run the first one had."""
+    log = tmp_path / "run.jsonl"
+    rows = [{"step": s, "data": {"actor/entropy": 0.5 - s / 100, "critic/score/mean": s / 10,
+                                 "actor/grad_norm": [None, 1e308, -0.0, 1e-300][s % 4],
+                                 "note/text": f"step {s}"}} for s in range(1, 30)]
+    again = json.dumps({"step": 4, "data": {"actor/entropy": 0.9}})
+    text = "".join(json.dumps(r) + "\n" for r in rows) + "not json\n" + again + "\n"
+    log.write_text(text)
+    w, _, _ = _watcher(tmp_path, log, [], Clock())
+    w.cycle()
+    before = w.follows[0].runs()[0]
+    w.close()
+    w2, _, _ = _watcher(tmp_path, log, [], Clock())
+    w2.cycle()
+    after = w2.follows[0].runs()[0]
+    assert after.frame.equals(before.frame) and after.raw.equals(before.raw)
+    assert after.skipped.reasons == before.skipped.reasons and after.skipped.count == 1
+    assert after.notes == before.notes and after.framework == before.framework
+    assert any("logged twice" in n for n in after.notes)
+    assert after.raw.filter(pl.col("step") == 4)["actor/entropy"].item() == 0.9
+    w2.close()

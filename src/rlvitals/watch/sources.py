@@ -9,7 +9,9 @@ Two ways to follow a log, chosen by its format:
   Until a file has given its first record it is re-read from byte 0 on each change, because
   the veRL console reader parses the startup config dump as one block before the first step
   line and the generic JSONL reader picks its step key from the first records; after that a
-  window parses exactly as the same lines do inside the whole file.
+  window parses exactly as the same lines do inside the whole file. The records read, and what
+  the reader learned, are stored with the cursor (:mod:`.state`), so a restart rebuilds the
+  Run without the files: a log deleted or replaced meanwhile takes nothing with it.
 - **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
   W&B offline with their binary record framing, and every folder) are re-read whole by
   :func:`rlvitals.loader.load` when a file's size, mtime or inode changes, at most once per
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_by_identity, find_previous, same_file
-from ..ingest import Reader, SkipLog, SourceMeta, find_reader
+from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous, same_file
+from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader
 from ..run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -43,24 +46,42 @@ class LineSource:
         >>> src.poll(); src.run().steps[-1]  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path, reader: Reader, saved: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
+                 records: Sequence[Record] = ()) -> None:
         self.path = path
         self.reader = reader
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
         self.builder = RunBuilder(self.meta)
         self.cursor = FileCursor.start(path)
-        self.finished: list[dict[str, Any]] = []  # rotated files already read, for a restart
         self.messages: list[str] = []
+        self.unsaved: list[Record] = []  # read since the last store() (see .state.WatchState.commit)
+        self._reset = False  # the stored records are to be replaced by `unsaved`, not extended
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
         self._seen_size = -1
         self._got = 0  # records added by the current poll
+        self._restored = 0  # records rebuilt from the state file, not diagnosed yet
         self.races = 0  # polls that lost a race with a rotation
         if saved:
-            self._resume(saved)
+            self._resume(saved, records)
 
     def state(self) -> dict[str, Any]:
-        return {"kind": "lines", "cursor": self.cursor.to_json(), "finished": list(self.finished)}
+        """What a restart needs besides the records: the cursor and what the reader learned."""
+        meta = self.meta
+        return {"kind": "lines", "format": self.reader.format, "cursor": self.cursor.to_json(),
+                "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
+                         "bytes_read": meta.bytes_read},
+                "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
+                "meta_taken": self._meta_taken, "whole": self._whole}
+
+    def pending(self) -> tuple[bool, list[Record]]:
+        """The records read since the last :meth:`stored`, and whether they replace the stored ones."""
+        return self._reset, self.unsaved
+
+    def stored(self) -> None:
+        """The pending records are in the state file now."""
+        self.unsaved = []
+        self._reset = False
 
     def run(self) -> Run | None:
         if self.builder.records == 0 and not self.builder._summary:
@@ -75,7 +96,7 @@ class LineSource:
         read from a file that did not stay the same file throughout is dropped, and the next
         poll, seeing the rotation, reads it again from where the cursor stands.
         """
-        self._got = 0
+        self._got, self._restored = self._restored, 0  # a rebuilt Run is news to the watcher once
         try:
             self._poll()
         except OSError as exc:
@@ -117,7 +138,6 @@ class LineSource:
         even without a newline)."""
         st = old.stat()
         self._read(old, st, self.cursor.offset, st.st_size, self.cursor.lines)
-        self.finished.append({"path": str(old), "device": st.st_dev, "inode": st.st_ino, "end": st.st_size})
 
     def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
@@ -148,11 +168,9 @@ class LineSource:
             self._take_meta(meta)
         if self._whole:  # a whole re-read replaces what the last one built
             self.builder = RunBuilder(self.meta)
-        self.builder.skipped.merge(skipped)
-        for record in records:
-            self.builder.add(record)
+            self.unsaved, self._reset = [], True
+        self._add(records, skipped)
         self.cursor = cursor
-        self._got += len(records)
 
     def _take_meta(self, meta: SourceMeta) -> None:
         self._meta_taken = True
@@ -171,39 +189,37 @@ class LineSource:
         records = list(self.reader.read(path, meta, skipped))
         if not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
-        self.builder.skipped.merge(skipped)
-        for record in records:
-            self.builder.add(record)
-        self._got += len(records)
+        self._add(records, skipped)
         self.meta.bytes_read += meta.bytes_read
         if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
 
-    def _resume(self, saved: dict[str, Any]) -> None:
-        """Rebuild the records read before a restart: the rotated files still beside the log
-        (found by what they are, device and inode, not by the name they had: a later rotation
-        may have renamed them on), then (on the next poll) the current file from its first line."""
-        for old in saved.get("finished", []):
-            path = find_by_identity(Path(old["path"]).parent, int(old["device"]), int(old["inode"]))
-            try:
-                if path is None:
-                    raise FileNotFoundError(errno.ENOENT, "no file in its folder is this file any more", old["path"])
-                st = path.stat()
-                self._read(path, st, 0, int(old["end"]), 0)
-            except OSError:
-                self.messages.append(f"{old['path']}: this rotated log was read before the restart but is gone; "
-                                     "its steps are missing from the run")
-                continue
-            self.finished.append({**old, "path": str(path)})
-        cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
-        if cursor is not None and cursor.offset:
-            change, _ = examine(cursor, self.path)
-            if change in ("truncated", "replaced", "missing"):
-                old_path = find_previous(cursor)
-                if old_path is not None:
-                    self.cursor = FileCursor(cursor.path, cursor.device, cursor.inode, 0, 0, cursor.head)
-                    self._finish_old(old_path)
-        self.cursor = FileCursor.start(self.path)
+    def _add(self, records: list[Record], skipped: SkipLog) -> None:
+        self.builder.skipped.merge(skipped)
+        for record in records:
+            self.builder.add(record)
+        self.unsaved.extend(records)
+        self._got += len(records)
+
+    def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
+        """Rebuild the Run as it was before a restart, from the state file alone (the records
+        read, what the reader learned), and go on from the saved cursor: a file rotated,
+        truncated or replaced meanwhile is found out by the next poll as it would have been
+        without the restart."""
+        meta = saved.get("meta", {})
+        self.meta.framework = meta.get("framework")
+        self.meta.config.update(meta.get("config", {}))
+        self.meta.notes.extend(meta.get("notes", []))
+        self.meta.bytes_read = int(meta.get("bytes_read", 0))
+        skipped = saved.get("skipped", {})
+        self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
+        self._meta_taken = bool(saved.get("meta_taken", False))
+        self._whole = bool(saved.get("whole", False))
+        for record in records:
+            self.builder.add(record)
+        self._restored = len(records)
+        if "cursor" in saved:
+            self.cursor = FileCursor.from_json(saved["cursor"])
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
@@ -272,17 +288,27 @@ class SnapshotSource:
 class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
-    def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
+                 records: Sequence[Record] = ()) -> None:
         self.path = path
         self.fmt = fmt
         self.min_gap = min_gap
         self.saved = saved
+        self.records = records  # stored by the last watcher; handed to the LineSource, then dropped
         self.inner: LineSource | SnapshotSource | None = None
         self.messages: list[str] = []
         self._waiting = ""
 
     def state(self) -> dict[str, Any]:
         return self.inner.state() if self.inner is not None else dict(self.saved or {})
+
+    def pending(self) -> tuple[bool, list[Record]]:
+        """The records to store with this path's state (see :meth:`LineSource.pending`)."""
+        return self.inner.pending() if isinstance(self.inner, LineSource) else (False, [])
+
+    def stored(self) -> None:
+        if isinstance(self.inner, LineSource):
+            self.inner.stored()
 
     def poll(self, now: float, cost: float = 0.0) -> bool:
         if self.inner is None and not self._open():
@@ -312,7 +338,8 @@ class Follow:
             return self._wait(f"{self.path}: could not be read ({exc.strerror or exc}); waiting for it")
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
-            self.inner = LineSource(self.path, reader, saved)
+            self.inner = LineSource(self.path, reader, saved, self.records)
+            self.records = ()
         else:
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
         return True

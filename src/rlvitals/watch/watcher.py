@@ -2,7 +2,8 @@
 
 One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
 from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts; the
-cursors, the policy state and the alerts are committed to the state file in one transaction;
+cursors, the records read, the policy state and the alerts are committed to the state file in
+one transaction;
 then the sinks are called and each delivery is struck off. The clock and the sleep are
 parameters, so tests drive cycles without waiting.
 """
@@ -70,7 +71,8 @@ class Watcher:
         self.clock = clock
         self.sleep = sleep
         saved = state.sources()
-        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p))) for p in paths]
+        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.records(str(p)))
+                        for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         self.rollouts = RolloutFollow(rollouts) if rollouts is not None else None
         self.keys: dict[str, KeyState] = state.keys()
@@ -137,7 +139,11 @@ class Watcher:
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
         alerts, self.keys = decide(self.keys, observed, now, self.options.cooldown)
         sources = {str(f.path): f.state() for f in self.follows}
-        ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks])
+        records = {str(f.path): f.pending() for f in self.follows}
+        ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks],
+                                {p: r for p, r in records.items() if r[0] or r[1]})
+        for follow in self.follows:
+            follow.stored()
         for alert_id, alert in zip(ids, alerts, strict=True):
             self.view.alert(alert)
             for sink in self.sinks:
