@@ -388,3 +388,34 @@ def test_restart_rebuilds_the_run_exactly_from_the_state_file(tmp_path: Path) ->
     assert any("logged twice" in n for n in after.notes)
     assert after.raw.filter(pl.col("step") == 4)["actor/entropy"].item() == 0.9
     w2.close()
+
+
+def test_two_watchers_sharing_one_state_file_keep_each_others_memory(tmp_path: Path) -> None:
+    """`rlvitals watch a.jsonl` and `rlvitals watch b.jsonl` started in one folder share
+    .rlvitals/watch.sqlite. Each writes only the keys it decided on, so when both restart neither
+    sends again what it (or the other) already sent."""
+    logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for log in logs:
+        log.write_bytes(b"")
+    clock = Clock()
+    sent: list[Alert] = []
+
+    def pair() -> list[Watcher]:
+        return [Watcher([log], WatchState(tmp_path / "shared.sqlite"), [], view=PlainView(io.StringIO(),
+                io.StringIO()), clock=clock) for log in logs]
+
+    watchers = pair()
+    for start in range(0, 200, 25):  # both grow; their commits interleave
+        for w, log in zip(watchers, logs, strict=True):
+            _append(log, b"".join(LINES[start : start + 25]))
+            clock.now += 1.0
+            sent.extend(w.cycle())
+    assert {a.run for a in sent} == {str(log) for log in logs}
+    for w in watchers:
+        w.close()
+    again = pair()
+    clock.now += 1.0
+    assert [a for w in again for a in w.cycle()] == []
+    assert {k.run for k in again[0].state.keys().values()} == {str(log) for log in logs}
+    for w in again:
+        w.close()

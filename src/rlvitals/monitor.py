@@ -40,7 +40,7 @@ from .diagnosis import Diagnosis, Finding, diagnose
 from .errors import RlvitalsError
 from .ingest._record import Record, SourceMeta, Value
 from .run import Run, RunBuilder
-from .watch.alerts import Alert, Cooldown, KeyState, Observation, decide
+from .watch.alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
 from .watch.sinks import Sink
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
@@ -368,13 +368,14 @@ class Monitor:
         d = diagnose(run, self.config)
         step = int(run.steps[-1]) if len(run.steps) else 0
         self._diagnosed_step = step
-        alerts, self._keys = decide(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
+        before = self._keys
+        alerts, self._keys = decide(before, [Observation(self.run_name, step, d.findings)], self.clock(),
                                     self.cooldown)
         with self._lock:
             self._diagnosis = d
             self._alerts.extend(alerts)
-        ids = state.commit({}, self._keys, alerts, [s.name for s in self.sinks]) if state is not None \
-            else [0] * len(alerts)
+        ids = state.commit({}, changed_keys(before, self._keys), alerts, [s.name for s in self.sinks]) \
+            if state is not None else [0] * len(alerts)
         for alert_id, alert in zip(ids, alerts, strict=True):
             self._say(f"rlvitals: {alert.text(self.lang)}")
             self._deliver(state, alert_id, alert, self.sinks)

@@ -111,9 +111,10 @@ class WatchState:
     def commit(self, sources: Mapping[str, Mapping[str, Any]], keys: Mapping[str, KeyState],
                alerts: list[Alert], sinks: list[str],
                records: Mapping[str, tuple[bool, Sequence[Record]]] | None = None) -> list[int]:
-        """Store the cursors, the policy state, the new alerts (pending for ``sinks``) and the
-        records read since the last commit (``path -> (replace the stored ones?, records)``) in
-        one transaction; returns the alerts' ids."""
+        """Store the cursors, the policy state of ``keys`` (inserted or updated; keys not given
+        are left as they are), the new alerts (pending for ``sinks``) and the records read since
+        the last commit (``path -> (replace the stored ones?, records)``) in one transaction;
+        returns the alerts' ids."""
         ids = []
         with self._transaction():
             self.db.executemany("INSERT INTO sources (path, state) VALUES (?, ?) "
@@ -121,8 +122,8 @@ class WatchState:
                                 [(p, json.dumps(s)) for p, s in sources.items()])
             for path, (reset, new) in (records or {}).items():
                 self._store(path, reset, new)
-            self.db.execute("DELETE FROM keys")
-            self.db.executemany("INSERT INTO keys VALUES (?, ?)",
+            # only the keys given: another watcher (or a Monitor) sharing this file keeps its own
+            self.db.executemany("INSERT INTO keys VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state",
                                 [(k, json.dumps(s.to_json())) for k, s in keys.items()])
             for alert in alerts:
                 cur = self.db.execute("INSERT INTO alerts (key, status, at, alert, pending) VALUES (?, ?, ?, ?, ?)",

@@ -20,7 +20,7 @@ from ..checks._base import STATUS_RANK
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..run import Run
-from .alerts import Alert, Cooldown, KeyState, Observation, decide
+from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
 from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
@@ -137,10 +137,11 @@ class Watcher:
         return sent
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
-        alerts, self.keys = decide(self.keys, observed, now, self.options.cooldown)
+        before = self.keys
+        alerts, self.keys = decide(before, observed, now, self.options.cooldown)
         sources = {str(f.path): f.state() for f in self.follows}
         records = {str(f.path): f.pending() for f in self.follows}
-        ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks],
+        ids = self.state.commit(sources, changed_keys(before, self.keys), alerts, [s.name for s in self.sinks],
                                 {p: r for p, r in records.items() if r[0] or r[1]})
         for follow in self.follows:
             follow.stored()
