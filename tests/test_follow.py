@@ -470,8 +470,9 @@ def test_a_rotation_between_the_stat_and_the_open_is_retried_not_raised(
 
 
 def test_a_writer_rotating_every_few_lines_never_crashes_the_follower(tmp_path: Path) -> None:
-    """A real writer thread rotating its log every 5 lines as fast as it can, a follower polling as
-    fast as it can: no exception escapes a poll, and no step is read twice."""
+    """A real writer thread rotating its log every 5 lines as fast as it can (so it often rotates
+    several times between two polls), a follower polling as fast as it can: no exception escapes a
+    poll, no step is read twice, and none is lost (the rotated files stay on the disk)."""
     import threading
 
     log = tmp_path / "run.jsonl"
@@ -500,7 +501,7 @@ def test_a_writer_rotating_every_few_lines_never_crashes_the_follower(tmp_path: 
     run = src.run()
     assert run is not None and polls > 0
     steps = run.steps.tolist()
-    assert steps == sorted(set(steps)) and not [n for n in run.notes if "logged twice" in n]
+    assert steps == list(range(1, 601)) and not [n for n in run.notes if "logged twice" in n]
 
 
 def _shift(folder: Path, name: str, backups: int) -> None:
@@ -535,3 +536,77 @@ def test_restart_finds_rotated_files_renamed_on_while_it_was_down(tmp_path: Path
     whole.write_bytes(b"".join(lines))
     _same(again.run(), whole)
     assert not [m for m in again.messages if "is gone" in m], again.messages
+
+
+@pytest.mark.parametrize("names", [("run.jsonl.7", "run.jsonl.14"), ("run.jsonl.1", "run.jsonl.2")],
+                         ids=["numbered", "RotatingFileHandler"])
+def test_two_rotations_between_polls_read_the_file_in_the_middle(tmp_path: Path, names: tuple[str, str]) -> None:
+    """The log is rotated, the new file written and rotated again, all between two polls: the file in
+    the middle was never at the log's path when a poll looked. It is read whole, and said so."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    old_backup = tmp_path / "run.jsonl.0"  # a backup from long before: finished, not this run's concern
+    old_backup.write_bytes(b"".join(_jsonl(Scenario(steps=80, seed=9))[70:]))
+    os.utime(old_backup, (time.time() - 3600, time.time() - 3600))
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[10:14]))
+    if names[0].endswith(".1"):
+        _shift(tmp_path, "run.jsonl", 5)
+        _append(log, b"".join(lines[14:30]))
+        _shift(tmp_path, "run.jsonl", 5)
+    else:
+        _rotate(log, tmp_path / names[0])
+        _append(log, b"".join(lines[14:30]))
+        _rotate(log, tmp_path / names[1])
+    _append(log, b"".join(lines[30:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    middle = "run.jsonl.1" if names[0].endswith(".1") else names[1]
+    assert f"{log}: rotated more than once since the last poll; read {middle} whole, which was never seen at " \
+           "the log's path" in src.messages
+
+
+def test_a_new_file_rotated_before_a_line_of_it_was_read(tmp_path: Path) -> None:
+    """Rotated, polled while the new file is still empty, then that file is written and rotated too: it is
+    found by its identity, taken when it was empty."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _rotate(log, tmp_path / "run.jsonl.10")
+    src.poll()  # the new file is there, empty
+    _append(log, b"".join(lines[10:20]))
+    _rotate(log, tmp_path / "run.jsonl.20")
+    _append(log, b"".join(lines[20:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+
+
+def test_a_compressed_file_in_the_middle_is_named_as_missing(tmp_path: Path) -> None:
+    import gzip
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _rotate(log, tmp_path / "run.jsonl.1")
+    _append(log, b"".join(lines[10:20]))
+    _rotate(log, tmp_path / "run.jsonl.2")
+    _append(log, b"".join(lines[20:]))
+    middle = tmp_path / "run.jsonl.2"
+    with gzip.open(tmp_path / "run.jsonl.2.gz", "wb") as fh:  # logrotate's compress, as the poll comes
+        fh.write(middle.read_bytes())
+    middle.unlink()
+    src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 61))
+    assert f"{tmp_path / 'run.jsonl.2.gz'}: rotated off run.jsonl between two polls and compressed; it is not " \
+           "opened, so its steps are missing from the run" in src.messages

@@ -16,13 +16,16 @@ now at the same path and names what happened:
 Before starting again, :func:`find_previous` looks beside the file for the old content — the
 renamed file (same inode: ``run.log.1`` after a rotation) or a copy holding the same first
 bytes and at least the bytes read (``copytruncate``) — so the lines written between the last
-poll and the rotation are read from there first and no step is lost.
+poll and the rotation are read from there first and no step is lost. When the log was
+rotated more than once since the last poll, :func:`rotated_since` finds the files in between
+(never seen at the log's path), to be read whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -92,6 +95,8 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
         st = path.stat()
     except OSError:
         return "missing", None
+    if cursor.inode and (st.st_dev, st.st_ino) != (cursor.device, cursor.inode):
+        return "replaced", st  # also before a line of it was read: rotated on at once
     if cursor.head == "" and cursor.offset == 0:
         return ("grown" if st.st_size > 0 else "same"), st
     if (st.st_dev, st.st_ino) != (cursor.device, cursor.inode):
@@ -185,6 +190,43 @@ def find_by_identity(folder: Path, device: int, inode: int) -> Path | None:
     return None
 
 
+#: rotated logs compressed by logrotate (``compress``) or by hand; not opened
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
+
+
+def rotated_since(log: Path, old: os.stat_result, known: Collection[tuple[int, int]]) -> list[Path]:
+    """Files rotated off ``log`` after ``old`` was, oldest first: when the trainer rotates twice
+    between two polls, the file in the middle was never seen at the log's path.
+
+    They are the files beside ``log`` named after it (``run.log.2``, ``run.log.40``,
+    ``run.log-20240101``...), last written no earlier than ``old`` (a backup from before was
+    finished before ``old`` was), and none of the files in ``known`` (device, inode): the ones
+    read already, and the log itself. Compressed ones are listed too (the caller says it cannot
+    read them).
+
+    Example:
+        >>> rotated_since(Path("/no/such/run.log"), os.stat("/"), ())
+        []
+    """
+    found: list[tuple[int, str, Path]] = []
+    try:
+        names = os.listdir(log.parent)
+    except OSError:
+        return []
+    for name in names:
+        if name == log.name or not name.startswith(log.name):
+            continue
+        child = log.parent / name
+        try:
+            st = child.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in known or not child.is_file() or st.st_mtime_ns < old.st_mtime_ns:
+            continue
+        found.append((st.st_mtime_ns, name, child))
+    return [child for _, _, child in sorted(found)]
+
+
 def find_previous(cursor: FileCursor) -> Path | None:
     """The old content of a rotated, truncated or replaced file, if it is still beside it.
 
@@ -195,14 +237,16 @@ def find_previous(cursor: FileCursor) -> Path | None:
     """
     here = Path(cursor.path)
     folder = here.parent
-    if not folder.is_dir() or cursor.offset == 0:
+    if not folder.is_dir() or cursor.inode == 0:
         return None
     renamed = find_by_identity(folder, cursor.device, cursor.inode)
     if renamed is not None and renamed != here:
         return renamed
+    if cursor.offset == 0:
+        return None  # nothing read from it: no first bytes to find a copy by
     copies: list[Path] = []
     for child in sorted(folder.iterdir()):
-        if child == here or not child.name.startswith(here.stem) or child.suffix == ".gz":
+        if child == here or not child.name.startswith(here.stem) or child.suffix in COMPRESSED:
             continue
         try:
             if child.is_file() and child.stat().st_size >= cursor.offset:

@@ -24,6 +24,7 @@ Two ways to follow a log, chosen by its format:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections.abc import Mapping, Sequence
@@ -31,11 +32,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous, same_file
+from ..follow import (
+    COMPRESSED,
+    FileCursor,
+    advance,
+    complete_end,
+    count_lines,
+    examine,
+    find_previous,
+    rotated_since,
+    same_file,
+)
 from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader
 from ..run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
+#: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
+#: between two polls only if it rotates every few lines
+_KNOWN_FILES = 256
+
 
 
 class LineSource:
@@ -62,6 +77,8 @@ class LineSource:
         self._got = 0  # records added by the current poll
         self._restored = 0  # records rebuilt from the state file, not diagnosed yet
         self.races = 0  # polls that lost a race with a rotation
+        self.read_files: list[tuple[int, int]] = []  # (device, inode) of the files read from, latest last
+        self._rotated: os.stat_result | None = None  # the file last rotated off, until the next one is known
         if saved:
             self._resume(saved, records)
 
@@ -72,7 +89,7 @@ class LineSource:
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
                          "bytes_read": meta.bytes_read},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
-                "meta_taken": self._meta_taken, "whole": self._whole}
+                "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files}
 
     def pending(self) -> tuple[bool, list[Record]]:
         """The records read since the last :meth:`stored`, and whether they replace the stored ones."""
@@ -107,6 +124,8 @@ class LineSource:
         change, st = examine(self.cursor, self.path)
         if change == "missing" or st is None:
             return
+        if self.cursor.inode == 0:
+            self._know(st)
         if change in ("truncated", "replaced"):
             self._restart_file(change)
             change, st = examine(self.cursor, self.path)
@@ -124,20 +143,46 @@ class LineSource:
 
     def _restart_file(self, change: str) -> None:
         old = find_previous(self.cursor)
-        if old is not None:
-            self._finish_old(old)
+        old_st = old.stat() if old is not None else None
+        renamed = old_st is not None and (old_st.st_dev, old_st.st_ino) == (self.cursor.device, self.cursor.inode)
+        if old is not None and old_st is not None:
+            self._read(old, old_st, self.cursor.offset, old_st.st_size, self.cursor.lines)  # to its very end
         lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
         self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
                              + (f"; read the rest of the old content from {old.name}" if old else "")
                              + f"{lost}; following the new file from its first line")
         self.cursor = FileCursor.start(self.path)
         self._seen_size = -1
+        self._rotated = old_st if renamed else None
+        with contextlib.suppress(OSError):  # between the rename and the new file: known at the next look
+            self._know(self.path.stat())
 
-    def _finish_old(self, old: Path) -> None:
-        """The rest of the old content, to its very end (a finished file's last line counts
-        even without a newline)."""
-        st = old.stat()
-        self._read(old, st, self.cursor.offset, st.st_size, self.cursor.lines)
+    def _know(self, st: os.stat_result) -> None:
+        """Take the identity of the file now at the path before reading a line of it, so that if it is
+        rotated before it is read it is found by it; then read the files rotated in between, if a
+        rotation is being followed."""
+        self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino)
+        if self._rotated is not None:
+            after, self._rotated = self._rotated, None
+            self._read_between(after)
+
+    def _read_between(self, old: os.stat_result) -> None:
+        """Read whole the files rotated off the log after ``old`` (two rotations between polls)."""
+        known = {*self.read_files, (self.cursor.device, self.cursor.inode)}
+        for path in rotated_since(self.path, old, known):
+            if path.suffix in COMPRESSED:
+                self.messages.append(f"{path}: rotated off {self.path.name} between two polls and compressed; "
+                                     "it is not opened, so its steps are missing from the run")
+                continue
+            try:
+                st = path.stat()
+                self._read(path, st, 0, st.st_size, 0)
+            except OSError as exc:
+                self.messages.append(f"{path}: rotated off {self.path.name} between two polls, but could not be "
+                                     f"read ({exc.strerror or exc}); its steps are missing from the run")
+                continue
+            self.messages.append(f"{self.path}: rotated more than once since the last poll; read {path.name} "
+                                 "whole, which was never seen at the log's path")
 
     def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
@@ -161,6 +206,7 @@ class LineSource:
         cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
         if not same_file(self.path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(self.path))
+        self._seen_file(st)
         self._seen_size = st.st_size
         if not records:
             return
@@ -189,10 +235,17 @@ class LineSource:
         records = list(self.reader.read(path, meta, skipped))
         if not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
+        self._seen_file(st)
         self._add(records, skipped)
         self.meta.bytes_read += meta.bytes_read
         if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
+
+    def _seen_file(self, st: os.stat_result) -> None:
+        ident = (st.st_dev, st.st_ino)
+        if ident not in self.read_files:
+            self.read_files.append(ident)
+            del self.read_files[:-_KNOWN_FILES]
 
     def _add(self, records: list[Record], skipped: SkipLog) -> None:
         self.builder.skipped.merge(skipped)
@@ -215,6 +268,7 @@ class LineSource:
         self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
         self._meta_taken = bool(saved.get("meta_taken", False))
         self._whole = bool(saved.get("whole", False))
+        self.read_files = [(int(d), int(i)) for d, i in saved.get("read_files", [])]
         for record in records:
             self.builder.add(record)
         self._restored = len(records)
