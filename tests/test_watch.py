@@ -419,3 +419,35 @@ def test_two_watchers_sharing_one_state_file_keep_each_others_memory(tmp_path: P
     assert {k.run for k in again[0].state.keys().values()} == {str(log) for log in logs}
     for w in again:
         w.close()
+
+
+def test_one_run_watched_through_its_console_log_and_its_jsonl_alerts_once(tmp_path: Path) -> None:
+    """veRL's console and file loggers write the same run twice; `watch run.jsonl run.log` says so
+    once and alerts each finding once (as the first path's), while a different run beside them
+    (another seed) still alerts on its own."""
+    from rlvitals.simulate import console_lines
+
+    jsonl, console, other = tmp_path / "run.jsonl", tmp_path / "run.log", tmp_path / "seed2.jsonl"
+    con = [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(con) - SC.steps
+    seed2 = [line + b"\n" for line in jsonl_lines(Scenario(steps=200, collapse_at=80, grad_spike_at=150, seed=2))]
+    jsonl.write_bytes(b"")
+    console.write_bytes(b"".join(con[:header]))
+    other.write_bytes(b"")
+    out, err = io.StringIO(), io.StringIO()
+    clock = Clock()
+    w = Watcher([jsonl, console, other], WatchState(tmp_path / "s.sqlite"), [], view=PlainView(out, err),
+                clock=clock)
+    sent: list[Alert] = []
+    for start in range(0, 200, 20):
+        _append(jsonl, b"".join(LINES[start : start + 20]))
+        _append(console, b"".join(con[header + start : header + start + 20]))
+        _append(other, b"".join(seed2[start : start + 20]))
+        clock.now += 1.0
+        sent.extend(w.cycle())
+    assert {a.run for a in sent} == {str(jsonl), str(other)}
+    assert [a.check for a in sent if a.run == str(jsonl)].count("entropy_collapse") == 1
+    assert err.getvalue().count("holds the same run as") == 1
+    assert f"{console} holds the same run as {jsonl} (their first 10 common steps agree)" in err.getvalue()
+    assert set(w.diagnoses) == {str(jsonl), str(console), str(other)}  # the twin is still diagnosed
+    w.close()

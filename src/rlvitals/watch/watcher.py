@@ -1,7 +1,8 @@
 """The watch loop: poll the logs, rebuild the Runs that grew, diagnose them, decide, alert.
 
 One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
-from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts; the
+from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts (of one
+run watched through two files, only one file's: :mod:`.twins`); the
 cursors, the records read, the policy state and the alerts are committed to the state file in
 one transaction;
 then the sinks are called and each delivery is struck off. The clock and the sleep are
@@ -25,6 +26,7 @@ from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
 from .state import WatchState
+from .twins import Twins
 from .view import PlainView
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -77,6 +79,7 @@ class Watcher:
         self.rollouts = RolloutFollow(rollouts) if rollouts is not None else None
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
+        self.twins = Twins()
         self._cost: dict[int, float] = {}
         self._redeliver()
 
@@ -130,7 +133,12 @@ class Watcher:
                     run = self.rollouts.join(run)
                 d = diagnose(run, self.options.config)
                 self.diagnoses[run.path] = d
-                observed.append(Observation(run.path, last_step(run), d.findings))
+                # a run watched through two files is alerted once, as its primary file's
+                if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
+                    observed.append(Observation(run.path, last_step(run), d.findings))
+            for message in self.twins.notes:
+                self.view.note(message)
+            self.twins.notes.clear()
             sent.extend(self._alert(observed, now))
         if changed:
             self.view.show(self.diagnoses)
