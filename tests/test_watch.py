@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import socket
 import sqlite3
 import sys
@@ -450,4 +451,68 @@ def test_one_run_watched_through_its_console_log_and_its_jsonl_alerts_once(tmp_p
     assert err.getvalue().count("holds the same run as") == 1
     assert f"{console} holds the same run as {jsonl} (their first 10 common steps agree)" in err.getvalue()
     assert set(w.diagnoses) == {str(jsonl), str(console), str(other)}  # the twin is still diagnosed
+    w.close()
+
+
+@pytest.mark.parametrize("event", ["rotate", "rotate twice", "copytruncate", "truncate", "replace"])
+@pytest.mark.parametrize("fmt", ["jsonl", "console"])
+def test_watcher_through_truncation_rotation_and_replacement(tmp_path: Path, fmt: str, event: str) -> None:
+    """The whole watcher, live, while the trainer's log is rotated (once, or twice between two polls),
+    copy-truncated, truncated or replaced at step 100: every step is in the run once, and the alerts are
+    those of a log that was never touched, none repeated."""
+    from rlvitals.simulate import console_lines
+
+    lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(lines) - SC.steps
+    name = "run.jsonl" if fmt == "jsonl" else "run.log"
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[:header]))
+    clock = Clock()
+    w, _, err = _watcher(tmp_path, log, [], clock)
+    chunks = [b"".join(lines[header + s : header + s + 15]) for s in range(0, SC.steps, 15)]
+    sent = []
+    for i, chunk in enumerate(chunks):
+        half = chunk.index(b"\n", len(chunk) // 2) + 1  # a trainer rotates between two lines
+        third = chunk.index(b"\n", len(chunk) // 4) + 1
+        at_event = i == 100 // 15
+        if at_event and event in ("truncate", "replace"):  # nothing written after the last poll is lost
+            if event == "truncate":
+                log.write_bytes(b"")
+            else:
+                (tmp_path / "new.tmp").write_bytes(b"")
+                os.replace(tmp_path / "new.tmp", log)
+        if at_event and event == "rotate twice":  # RotatingFileHandler: .1 -> .2, log -> .1
+            _append(log, chunk[:third])
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(chunk[third:half])
+            os.rename(tmp_path / f"{name}.1", tmp_path / f"{name}.2")
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(b"")
+        else:
+            _append(log, chunk[:half])
+        if at_event and event == "rotate":
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(b"")
+        elif at_event and event == "copytruncate":
+            shutil.copyfile(log, tmp_path / f"{name}.1")
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+        _append(log, chunk[half:])
+        clock.now += 1.0
+        sent.extend(w.cycle())
+    run = w.follows[0].runs()[0]
+    whole = tmp_path / f"whole.{fmt}"
+    whole.write_bytes(b"".join(lines))
+    assert run.frame.equals(load(whole)[0].frame)
+    assert run.steps.tolist() == list(range(1, SC.steps + 1))
+    pairs = [(a.key, a.status) for a in sent]
+    assert len(pairs) == len(set(pairs)), "an alert was repeated"
+    reference = _reference_alerts(tmp_path, [b"".join(lines[:header]) + chunks[0], *chunks[1:]], name)
+    assert {(a.check, a.status) for a in sent} == set().union(*reference)
+    said = err.getvalue()
+    assert f"the file was {'truncated' if 'truncate' in event else 'replaced'} after line" in said
+    if event == "rotate twice":
+        assert f"read {name}.1 whole" in said
+    # the old content was found (rotate, copytruncate) or there was none left to find
+    assert ("not seen" in said) == (event in ("truncate", "replace"))
     w.close()
