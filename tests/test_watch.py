@@ -122,6 +122,7 @@ def test_growing_log_alerts_once_per_finding_and_survives_a_restart(tmp_path: Pa
     assert [a.check for a in second if a.kind == "new"] == ["grad_norm_spike"]
     assert all(a.kind == "escalated" for a in second if a.check != "grad_norm_spike")
 
+    assert w2.flush(30)
     every = first + second
     pairs = [(a.key, a.status) for a in every]
     assert len(pairs) == len(set(pairs)), "an alert was repeated"
@@ -193,6 +194,7 @@ def test_an_unreachable_webhook_does_not_stop_the_other_sinks(tmp_path: Path) ->
     url = f"http://127.0.0.1:{_closed_port()}/"
     w, _, err = _watcher(tmp_path, log, [parse_sink(f"webhook:{url}"), parse_sink(f"jsonl:{jsonl}")], Clock())
     alerts = w.cycle()
+    assert w.flush(30)  # the webhook is called from its own thread
     assert alerts and len(jsonl.read_text().splitlines()) == len(alerts)
     assert err.getvalue().count(f"rlvitals: webhook {url}: could not deliver the alert") == len(alerts)
     assert w.state.pending() == []

@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
     wat.add_argument("--alert", action="append", default=[], metavar="SINK",
-                     help="jsonl:FILE, webhook:URL (Slack/Discord) or command:'CMD ARGS'; repeatable")
+                     help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
+                          "force the shape) or command:'CMD ARGS'; repeatable")
     wat.add_argument("--state", default=None, metavar="FILE",
                      help="SQLite state file (default: .rlvitals/watch.sqlite beside the first log)")
     wat.add_argument("--interval", type=float, default=0.5, metavar="S", help="seconds between polls")

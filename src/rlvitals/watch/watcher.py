@@ -22,6 +22,7 @@ from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
+from .outbox import Outbox
 from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
@@ -81,6 +82,8 @@ class Watcher:
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
         self._cost: dict[int, float] = {}
+        # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
+        self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
         self._redeliver()
 
     def _redeliver(self) -> None:
@@ -95,12 +98,32 @@ class Watcher:
                 self._send(alert_id, alert, sink)
 
     def _send(self, alert_id: int, alert: Alert, sink: Sink) -> None:
-        error = sink.send(alert)
+        box = self.outboxes.get(sink.name)
+        if box is not None:
+            error = box.put(alert_id, alert)
+            if error is not None:
+                self.view.note(error)
+            return
+        self._delivered(alert_id, sink.name, sink.send(alert))
+
+    def _delivered(self, alert_id: int, sink: str, error: str | None) -> None:
         if error is not None:
             self.view.note(error)
         # a failed delivery is reported and not retried: retrying every cycle would flood the
         # receiver once it is back, and the alert is kept in the state file
-        self.state.delivered(alert_id, sink.name)
+        self.state.delivered(alert_id, sink)
+
+    def _collect(self) -> None:
+        """Strike off what the sinks' threads delivered (in this thread: the state file is its)."""
+        for name, box in self.outboxes.items():
+            for alert_id, error in box.results():
+                self._delivered(alert_id, name, error)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every alert sent so far has been delivered (or failed); whether in time."""
+        done = all(box.wait(timeout) for box in self.outboxes.values())
+        self._collect()
+        return done
 
     def _poll(self, now: float) -> list[Follow]:
         changed = []
@@ -119,6 +142,7 @@ class Watcher:
         alerts go out as soon as its own diagnosis is done, not after every log's."""
         now = self.clock()
         sent: list[Alert] = []
+        self._collect()
         changed = self._poll(now)
         if self.rollouts is not None:
             if self.rollouts.poll():  # new rollouts change every run's diagnosis, grown or not
@@ -183,7 +207,15 @@ class Watcher:
         finally:
             self.view.close()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        """Deliver what is queued (``timeout`` seconds at most per sink), report what was not, close
+        the state file. What was not delivered stays pending there for the next watcher."""
+        for name, box in self.outboxes.items():
+            left = box.close(timeout)
+            if left:
+                self.view.note(f"{name}: {left} alert(s) not delivered when the watcher stopped (no answer within "
+                               f"{timeout:g} s); they stay pending in the state file and the next watcher sends them")
+        self._collect()
         self.state.close()
 
 
