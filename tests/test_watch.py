@@ -518,3 +518,43 @@ def test_watcher_through_truncation_rotation_and_replacement(tmp_path: Path, fmt
     # the old content was found (rotate, copytruncate) or there was none left to find
     assert ("not seen" in said) == (event in ("truncate", "replace"))
     w.close()
+
+
+@pytest.mark.parametrize("gap", [0.0, 2.0])
+def test_diagnosis_is_throttled_by_its_own_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap: float) -> None:
+    """A diagnosis that takes 0.4 s (a long run) while the log grows at every 0.5-s poll: with
+    diagnose_gap=2 the next one waits 0.8 s after it ends, so at most a third of the time goes to
+    diagnosing; the log is still read at every poll, and the last diagnosis has every step."""
+    import rlvitals.watch.watcher as watcher_mod
+
+    clock = Clock()
+    starts: list[float] = []
+    real = watcher_mod.diagnose
+
+    def slow(run: Any, config: Any = None) -> Any:
+        starts.append(clock.now)
+        clock.now += 0.4  # what a long run's diagnosis costs, on the watcher's clock
+        return real(run, config)
+
+    monkeypatch.setattr(watcher_mod, "diagnose", slow)
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"")
+    w, _, _ = _watcher(tmp_path, log, [], clock, diagnose_gap=gap)
+    cycles = 0
+    for start in range(0, 200, 5):
+        _append(log, b"".join(LINES[start : start + 5]))
+        clock.now += 0.5
+        w.cycle()
+        cycles += 1
+    while w._dirty:  # the trainer has stopped: what was read is diagnosed at the next allowed cycle
+        clock.now += 0.5
+        w.cycle()
+    assert w.follows[0].inner is not None and w.follows[0].inner.cursor.lines == 200  # read at every poll
+    assert w.diagnoses[str(log)].run.steps.tolist() == list(range(1, 201))
+    if gap == 0:
+        assert len(starts) == cycles
+    else:
+        assert len(starts) < cycles
+        assert all(b - a >= 0.4 * (1 + gap) for a, b in zip(starts, starts[1:], strict=False))
+        assert 0.4 * len(starts) / (clock.now - 1000.0) <= 1 / (1 + gap)  # the share of time spent diagnosing
+    w.close()

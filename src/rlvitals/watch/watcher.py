@@ -1,7 +1,9 @@
 """The watch loop: poll the logs, rebuild the Runs that grew, diagnose them, decide, alert.
 
 One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
-from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts (of one
+from its records and diagnosed, unless its last diagnosis was so recent that doing it again
+would spend more than a third of a core on it (``WatchOptions.diagnose_gap``: it is diagnosed
+at a later cycle, with everything read by then); :func:`.alerts.decide` turns the findings into alerts (of one
 run watched through two files, only one file's: :mod:`.twins`); the
 cursors, the records read, the policy state and the alerts are committed to the state file in
 one transaction;
@@ -11,6 +13,7 @@ parameters, so tests drive cycles without waiting.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +39,11 @@ EXIT_OK, EXIT_FINDINGS = 0, 1
 @dataclass(frozen=True)
 class WatchOptions:
     """How the watcher behaves. ``min_gap``: the least time between two whole re-reads of a
-    TensorBoard, W&B or trainer_state log."""
+    TensorBoard, W&B or trainer_state log. ``diagnose_gap``: after a log's Run took ``c`` seconds
+    to rebuild and diagnose, its next diagnosis waits ``diagnose_gap × c`` seconds at least (the
+    log is still read at every poll), so diagnosing never takes more than ``1 / (1 + diagnose_gap)``
+    of a core however long the run gets; a line waits at most about ``interval + (1 +
+    diagnose_gap) × c`` for its diagnosis."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -45,6 +52,7 @@ class WatchOptions:
     config: DiagnoseConfig | None = None
     cooldown: Cooldown = field(default_factory=Cooldown)
     min_gap: float = 2.0
+    diagnose_gap: float = 2.0
 
 
 def last_step(run: Run) -> int:
@@ -82,6 +90,8 @@ class Watcher:
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
         self._cost: dict[int, float] = {}
+        self._dirty: set[Follow] = set()  # grew since their last diagnosis
+        self._next_diagnosis: dict[Path, float] = {}  # the throttle: no diagnosis of that log before
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
         self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
         self._redeliver()
@@ -137,9 +147,10 @@ class Watcher:
             follow.messages.clear()
         return changed
 
-    def cycle(self) -> list[Alert]:
+    def cycle(self, *, force: bool = False) -> list[Alert]:
         """One poll → diagnose → decide → alert pass; returns the alerts it raised. Each log's
-        alerts go out as soon as its own diagnosis is done, not after every log's."""
+        alerts go out as soon as its own diagnosis is done, not after every log's. ``force``:
+        diagnose every log that grew, throttled or not (a last cycle after the trainer stopped)."""
         now = self.clock()
         sent: list[Alert] = []
         self._collect()
@@ -150,23 +161,35 @@ class Watcher:
             for message in self.rollouts.messages:
                 self.view.note(message)
             self.rollouts.messages.clear()
-        for follow in changed:
-            observed = []
-            for run in follow.runs():
-                if self.rollouts is not None:
-                    run = self.rollouts.join(run)
-                d = diagnose(run, self.options.config)
-                self.diagnoses[run.path] = d
-                # a run watched through two files is alerted once, as its primary file's
-                if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
-                    observed.append(Observation(run.path, last_step(run), d.findings))
-            for message in self.twins.notes:
-                self.view.note(message)
-            self.twins.notes.clear()
-            sent.extend(self._alert(observed, now))
-        if changed:
+        self._dirty.update(changed)
+        due = [f for f in self.follows
+               if f in self._dirty and (force or now >= self._next_diagnosis.get(f.path, -math.inf))]
+        for follow in due:
+            started = self.clock()
+            sent.extend(self._diagnose(follow, now))
+            self._dirty.discard(follow)
+            # measured on the watcher's own clock: a test's clock that stands still never throttles
+            finished = self.clock()
+            self._next_diagnosis[follow.path] = finished + self.options.diagnose_gap * (finished - started)
+        if due:
             self.view.show(self.diagnoses)
         return sent
+
+    def _diagnose(self, follow: Follow, now: float) -> list[Alert]:
+        """Rebuild and diagnose ``follow``'s runs, decide and send their alerts."""
+        observed = []
+        for run in follow.runs():
+            if self.rollouts is not None:
+                run = self.rollouts.join(run)
+            d = diagnose(run, self.options.config)
+            self.diagnoses[run.path] = d
+            # a run watched through two files is alerted once, as its primary file's
+            if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
+                observed.append(Observation(run.path, last_step(run), d.findings))
+        for message in self.twins.notes:
+            self.view.note(message)
+        self.twins.notes.clear()
+        return self._alert(observed, now)
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
         before = self.keys
