@@ -558,3 +558,35 @@ def test_diagnosis_is_throttled_by_its_own_cost(tmp_path: Path, monkeypatch: pyt
         assert all(b - a >= 0.4 * (1 + gap) for a, b in zip(starts, starts[1:], strict=False))
         assert 0.4 * len(starts) / (clock.now - 1000.0) <= 1 / (1 + gap)  # the share of time spent diagnosing
     w.close()
+
+
+@pytest.mark.parametrize("signals", [["SIGTERM"], ["SIGINT"], ["SIGINT", "SIGINT"]],
+                         ids=["SIGTERM", "Ctrl-C", "Ctrl-C twice"])
+def test_a_signal_stops_a_real_watch_process_cleanly(tmp_path: Path, signals: list[str]) -> None:
+    """Slurm ends a job with SIGTERM; a user with Ctrl-C (sometimes twice). `rlvitals watch` exits 0,
+    prints no traceback, and closes its state file (SQLite removes the WAL file when the last
+    connection closes cleanly)."""
+    import signal as signal_mod
+    import subprocess
+    import time
+
+    log, jsonl, state = tmp_path / "run.jsonl", tmp_path / "alerts.jsonl", tmp_path / "s.sqlite"
+    log.write_bytes(b"".join(LINES[:120]))
+    proc = subprocess.Popen([sys.executable, "-m", "rlvitals", "watch", str(log), "--alert", f"jsonl:{jsonl}",
+                             "--state", str(state), "--interval", "0.2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 3) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(0.5)  # in the loop, between cycles or inside one
+    for name in signals:
+        proc.send_signal(getattr(signal_mod, name))
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert state.is_file() and not Path(f"{state}-wal").exists()
+    again = WatchState(state)
+    assert str(log) in again.sources() and again.pending() == []
+    again.close()

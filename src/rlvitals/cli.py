@@ -384,6 +384,7 @@ def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .config import load_config
     from .watch import Cooldown, WatchOptions, open_watcher, parse_sink
+    from .watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
     if args.interval <= 0 or args.cooldown < 0:
         err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
@@ -401,8 +402,10 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
     try:
-        return watcher.run(once=args.once)
+        with terminate_as_interrupt():  # SIGTERM (Slurm, systemd) stops it as Ctrl-C does
+            return watcher.run(once=args.once)
     except KeyboardInterrupt:
+        ignore_stop_signals()  # stopping now: a second Ctrl-C must not cut the close short or print a traceback
         return EXIT_OK
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")

@@ -13,9 +13,12 @@ parameters, so tests drive cycles without waiting.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -231,15 +234,66 @@ class Watcher:
             self.view.close()
 
     def close(self, timeout: float = 10.0) -> None:
-        """Deliver what is queued (``timeout`` seconds at most per sink), report what was not, close
-        the state file. What was not delivered stays pending there for the next watcher."""
-        for name, box in self.outboxes.items():
-            left = box.close(timeout)
-            if left:
-                self.view.note(f"{name}: {left} alert(s) not delivered when the watcher stopped (no answer within "
-                               f"{timeout:g} s); they stay pending in the state file and the next watcher sends them")
-        self._collect()
-        self.state.close()
+        """Deliver what is queued (``timeout`` seconds at most in all), report what was not, close
+        the state file. What was not delivered stays pending there for the next watcher. A second
+        Ctrl-C or SIGTERM meanwhile is ignored: the state file is closed whole, never half."""
+        with _signals_ignored():
+            deadline = time.monotonic() + timeout
+            for name, box in self.outboxes.items():
+                left = box.close(max(deadline - time.monotonic(), 0.0))
+                if left:
+                    self.view.note(f"{name}: {left} alert(s) not delivered when the watcher stopped (no answer "
+                                   f"within {timeout:g} s); they stay pending in the state file and the next "
+                                   "watcher sends them")
+            self._collect()
+            self.state.close()
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change handlers, and only it receives the signals
+        return
+    before = [signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS]
+    try:
+        yield
+    finally:
+        for sig, handler in zip(_STOP_SIGNALS, before, strict=True):
+            signal.signal(sig, handler)
+
+
+def ignore_stop_signals() -> None:
+    """From now on Ctrl-C and SIGTERM are ignored: the process is on its way out (``watch`` after
+    the first one), and a second must not interrupt the close or end in a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what Slurm, systemd and ``kill`` send) stops the watcher as Ctrl-C does: the loop
+    ends with KeyboardInterrupt, and the caller closes the watcher in its ``finally``.
+
+    Example:
+        >>> with terminate_as_interrupt():  # doctest: +SKIP
+        ...     watcher.run()
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path | None = None,
