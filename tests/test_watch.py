@@ -590,3 +590,30 @@ def test_a_signal_stops_a_real_watch_process_cleanly(tmp_path: Path, signals: li
     again = WatchState(state)
     assert str(log) in again.sources() and again.pending() == []
     again.close()
+
+
+@pytest.mark.parametrize("now", ["empty", "missing"])
+def test_restart_rebuilds_the_run_before_the_trainer_writes_again(tmp_path: Path, now: str) -> None:
+    """The trainer restarted and its new log is empty (or not there yet) when the watcher restarts: the
+    run is rebuilt from the state file in the first cycle — diagnosed, shown, `--exit-on` decided —
+    without re-sending anything, and the new file is followed once it is written."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:120]))
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    first = w.cycle()
+    assert any(a.status == "fail" for a in first)
+    w.close()
+    log.unlink()
+    if now == "empty":
+        log.write_bytes(b"")
+    w2, _, _ = _watcher(tmp_path, log, [], clock, exit_on="fail")
+    clock.now += 1.0
+    assert w2.cycle() == []
+    assert w2.diagnoses[str(log)].run.steps.tolist() == list(range(1, 121))
+    assert w2.exit_code() == 1
+    _append(log, b"".join(LINES[120:]))
+    clock.now += 1.0
+    w2.cycle()
+    assert w2.diagnoses[str(log)].run.steps.tolist() == list(range(1, 201))
+    w2.close()

@@ -43,7 +43,7 @@ from ..follow import (
     rotated_since,
     same_file,
 )
-from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader
+from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
 from ..run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -380,6 +380,10 @@ class Follow:
         return self.inner.runs() if self.inner is not None else []
 
     def _open(self) -> bool:
+        resumed = self._resume()
+        if resumed is not None:
+            self.inner = resumed
+            return True
         try:
             reader = find_reader(self.path, self.fmt)
         except (EmptyInputError, UnknownFormatError) as exc:
@@ -397,6 +401,21 @@ class Follow:
         else:
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
         return True
+
+    def _resume(self) -> LineSource | None:
+        """The text log a previous watcher followed, rebuilt from its state at once, whatever the
+        file is now (empty, missing, replaced: the next polls find out), so a restart shows the run
+        before the trainer writes again."""
+        saved = self.saved or {}
+        fmt = saved.get("format")
+        if saved.get("kind") != "lines" or fmt not in LINE_FORMATS or self.fmt not in (None, fmt):
+            return None
+        reader = next((r for r in readers() if r.format == fmt), None)
+        if reader is None:
+            return None
+        source = LineSource(self.path, reader, saved, self.records)
+        self.records = ()
+        return source
 
     def _wait(self, message: str) -> bool:
         if message != self._waiting:
