@@ -610,3 +610,18 @@ def test_a_compressed_file_in_the_middle_is_named_as_missing(tmp_path: Path) -> 
     assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 61))
     assert f"{tmp_path / 'run.jsonl.2.gz'}: rotated off run.jsonl between two polls and compressed; it is not " \
            "opened, so its steps are missing from the run" in src.messages
+
+
+def test_a_saved_cursor_without_its_records_reads_the_log_again(tmp_path: Path) -> None:
+    """A caller that keeps only cursors (the dashboard's state file) gets the whole log again after a
+    restart, not just what was written after the cursor."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:30]))
+    src = _follow(log)
+    src.poll()
+    saved = json.loads(json.dumps(src.state()))
+    _append(log, b"".join(lines[30:]))
+    again = Follow(log, None, 0.0, saved)
+    assert again.poll(now=0.0)
+    _same(again.runs()[0], log)

@@ -62,7 +62,7 @@ class LineSource:
     """
 
     def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
-                 records: Sequence[Record] = ()) -> None:
+                 records: Sequence[Record] | None = None) -> None:
         self.path = path
         self.reader = reader
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
@@ -79,7 +79,9 @@ class LineSource:
         self.races = 0  # polls that lost a race with a rotation
         self.read_files: list[tuple[int, int]] = []  # (device, inode) of the files read from, latest last
         self._rotated: os.stat_result | None = None  # the file last rotated off, until the next one is known
-        if saved:
+        # without the records read (a caller that stores only cursors, like the dashboard's state),
+        # a cursor alone cannot rebuild the Run: the file is read again from its first line
+        if saved and records is not None:
             self._resume(saved, records)
 
     def state(self) -> dict[str, Any]:
@@ -343,12 +345,14 @@ class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
     def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
-                 records: Sequence[Record] = ()) -> None:
+                 records: Sequence[Record] | None = None) -> None:
         self.path = path
         self.fmt = fmt
         self.min_gap = min_gap
         self.saved = saved
-        self.records = records  # stored by the last watcher; handed to the LineSource, then dropped
+        # stored by the last watcher with ``saved`` (None: not kept, the log is read again from its
+        # start); handed to the LineSource, then dropped
+        self.records = records
         self.inner: LineSource | SnapshotSource | None = None
         self.messages: list[str] = []
         self._waiting = ""
@@ -397,7 +401,7 @@ class Follow:
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
             self.inner = LineSource(self.path, reader, saved, self.records)
-            self.records = ()
+            self.records = None
         else:
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
         return True
@@ -408,13 +412,14 @@ class Follow:
         before the trainer writes again."""
         saved = self.saved or {}
         fmt = saved.get("format")
-        if saved.get("kind") != "lines" or fmt not in LINE_FORMATS or self.fmt not in (None, fmt):
+        if (self.records is None or saved.get("kind") != "lines" or fmt not in LINE_FORMATS
+                or self.fmt not in (None, fmt)):
             return None
         reader = next((r for r in readers() if r.format == fmt), None)
         if reader is None:
             return None
         source = LineSource(self.path, reader, saved, self.records)
-        self.records = ()
+        self.records = None
         return source
 
     def _wait(self, message: str) -> bool:
