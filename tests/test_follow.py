@@ -54,7 +54,7 @@ def _same(run: Run | None, expected: Path) -> None:
 
 
 def _follow(path: Path) -> LineSource:
-    return LineSource(path, find_reader(path))
+    return LineSource(path, find_reader(path), records=())  # records=(): it keeps them to be stored
 
 
 def _restarted(src: LineSource, folder: Path) -> LineSource:
@@ -625,3 +625,4 @@ def test_a_saved_cursor_without_its_records_reads_the_log_again(tmp_path: Path) 
     again = Follow(log, None, 0.0, saved)
     assert again.poll(now=0.0)
     _same(again.runs()[0], log)
+    assert again.pending() == (False, [])  # nor does it hold the records for a store that never comes

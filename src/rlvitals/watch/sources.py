@@ -45,6 +45,7 @@ from ..follow import (
 )
 from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
 from ..run import Run, RunBuilder
+from .state import Packed, pack
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
 #: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
@@ -69,7 +70,9 @@ class LineSource:
         self.builder = RunBuilder(self.meta)
         self.cursor = FileCursor.start(path)
         self.messages: list[str] = []
-        self.unsaved: list[Record] = []  # read since the last store() (see .state.WatchState.commit)
+        self.unsaved: list[Packed] = []  # read since the last stored() (see .state.WatchState.commit)
+        self._keep = records is not None  # the caller stores the records: keep them until it has
+        self._layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._reset = False  # the stored records are to be replaced by `unsaved`, not extended
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
@@ -93,8 +96,9 @@ class LineSource:
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
                 "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files}
 
-    def pending(self) -> tuple[bool, list[Record]]:
-        """The records read since the last :meth:`stored`, and whether they replace the stored ones."""
+    def pending(self) -> tuple[bool, list[Packed]]:
+        """The records read since the last :meth:`stored` (packed), and whether they replace the stored
+        ones; always none for a caller that keeps no records (it passed ``records=None``)."""
         return self._reset, self.unsaved
 
     def stored(self) -> None:
@@ -253,7 +257,8 @@ class LineSource:
         self.builder.skipped.merge(skipped)
         for record in records:
             self.builder.add(record)
-        self.unsaved.extend(records)
+        if self._keep:
+            self.unsaved.extend(pack(r, self._layouts) for r in records)
         self._got += len(records)
 
     def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
@@ -360,7 +365,7 @@ class Follow:
     def state(self) -> dict[str, Any]:
         return self.inner.state() if self.inner is not None else dict(self.saved or {})
 
-    def pending(self) -> tuple[bool, list[Record]]:
+    def pending(self) -> tuple[bool, list[Packed]]:
         """The records to store with this path's state (see :meth:`LineSource.pending`)."""
         return self.inner.pending() if isinstance(self.inner, LineSource) else (False, [])
 

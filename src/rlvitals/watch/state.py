@@ -52,6 +52,33 @@ _TABLES = (
 )
 
 
+#: a record as it waits to be stored: step, its numeric keys, their values as float64 bytes, its text
+#: values as JSON (or None), whether it is a summary record
+Packed = tuple[int, tuple[str, ...], bytes, bytes | None, bool]
+
+
+def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None = None) -> Packed:
+    """``record`` as :meth:`WatchState.commit` stores it, in a tenth of the memory of its dict;
+    ``layouts`` shares one tuple among the records with the same keys.
+
+    Example:
+        >>> pack(Record(3, {"a": 1.0, "b": "x"}, "run.log:3"))[:2]
+        (3, ('a',))
+    """
+    numbers: dict[str, float] = {}
+    text: dict[str, str] = {}
+    for key, value in record.values.items():
+        if isinstance(value, str):
+            text[key] = value
+        else:
+            numbers[key] = value
+    names = tuple(numbers)
+    if layouts is not None:
+        names = layouts.setdefault(names, names)
+    return (record.step, names, array("d", numbers.values()).tobytes(), orjson.dumps(text) if text else None,
+            record.kind == "summary")
+
+
 def default_state_path(first: Path) -> Path:
     """``.rlvitals/watch.sqlite`` in the folder of the first log (or in the folder watched).
 
@@ -110,7 +137,7 @@ class WatchState:
 
     def commit(self, sources: Mapping[str, Mapping[str, Any]], keys: Mapping[str, KeyState],
                alerts: list[Alert], sinks: list[str],
-               records: Mapping[str, tuple[bool, Sequence[Record]]] | None = None) -> list[int]:
+               records: Mapping[str, tuple[bool, Sequence[Packed]]] | None = None) -> list[int]:
         """Store the cursors, the policy state of ``keys`` (inserted or updated; keys not given
         are left as they are), the new alerts (pending for ``sinks``) and the records read since
         the last commit (``path -> (replace the stored ones?, records)``) in one transaction;
@@ -132,7 +159,7 @@ class WatchState:
                 ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def _store(self, path: str, reset: bool, new: Sequence[Record]) -> None:
+    def _store(self, path: str, reset: bool, new: Sequence[Packed]) -> None:
         """Append ``new`` to the records of ``path`` (after dropping the stored ones if ``reset``)."""
         row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
         if row is None:
@@ -142,22 +169,18 @@ class WatchState:
         if reset:
             self.db.execute("DELETE FROM records WHERE source = ?", (source,))
             self.db.execute("DELETE FROM layouts WHERE source = ?", (source,))
-        layouts = {bytes(k): int(i) for i, k in
-                   self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
+        stored = {tuple(orjson.loads(k)): int(i) for i, k in
+                  self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
         seq = int(self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM records WHERE source = ?",
                                   (source,)).fetchone()[0])
         rows = []
-        for record in new:
-            numeric = {k: v for k, v in record.values.items() if not isinstance(v, str)}
-            text = {k: v for k, v in record.values.items() if isinstance(v, str)}
-            names = orjson.dumps(list(numeric))
-            layout = layouts.get(names)
+        for step, names, nums, texts, summary in new:
+            layout = stored.get(names)
             if layout is None:
-                layout = layouts[names] = len(layouts)
-                self.db.execute("INSERT INTO layouts VALUES (?, ?, ?)", (source, layout, names))
+                layout = stored[names] = len(stored)
+                self.db.execute("INSERT INTO layouts VALUES (?, ?, ?)", (source, layout, orjson.dumps(list(names))))
             seq += 1
-            rows.append((source, seq, record.step, layout, array("d", numeric.values()).tobytes(),
-                         orjson.dumps(text) if text else None, int(record.kind == "summary")))
+            rows.append((source, seq, step, layout, nums, texts, int(summary)))
         self.db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def delivered(self, alert_id: int, sink: str) -> None:

@@ -169,17 +169,20 @@ class Watcher:
                if f in self._dirty and (force or now >= self._next_diagnosis.get(f.path, -math.inf))]
         for follow in due:
             started = self.clock()
-            sent.extend(self._diagnose(follow, now))
+            observed = self._diagnose(follow)
             self._dirty.discard(follow)
-            # measured on the watcher's own clock: a test's clock that stands still never throttles
+            # the cost of rebuilding and diagnosing, on the watcher's own clock (a test's clock that
+            # stands still never throttles); storing what was read is not part of it (the first
+            # commit of a long log stores all of it once)
             finished = self.clock()
             self._next_diagnosis[follow.path] = finished + self.options.diagnose_gap * (finished - started)
+            sent.extend(self._alert(observed, now))
         if due:
             self.view.show(self.diagnoses)
         return sent
 
-    def _diagnose(self, follow: Follow, now: float) -> list[Alert]:
-        """Rebuild and diagnose ``follow``'s runs, decide and send their alerts."""
+    def _diagnose(self, follow: Follow) -> list[Observation]:
+        """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
         observed = []
         for run in follow.runs():
             if self.rollouts is not None:
@@ -192,7 +195,7 @@ class Watcher:
         for message in self.twins.notes:
             self.view.note(message)
         self.twins.notes.clear()
-        return self._alert(observed, now)
+        return observed
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
         before = self.keys
