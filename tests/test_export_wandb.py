@@ -1,5 +1,8 @@
 """rlvitals export --wandb: a real run's derived series and findings logged through the real
-wandb client (offline, no network), read back with rlvitals' W&B offline reader.
+wandb client (offline, no network), read back with rlvitals' W&B offline reader and with wandb's
+own: ``wandb leet inspect --json``, where wandb-core (the Go service that writes the run file)
+parses the transaction log and prints each record, history rows included. wandb 0.31 no longer
+ships the Python datastore reader, so this is the reader W&B itself uses.
 
 W&B stores doubles, so values read back exactly (NaN stays NaN).
 """
@@ -7,9 +10,11 @@ W&B stores doubles, so values read back exactly (NaN stays NaN).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,6 +112,40 @@ def test_nan_and_inf_are_logged_and_read_back(root: Path) -> None:
     got = back.raw.select("step", "rlvitals/x").drop_nulls()
     assert got["step"].to_list() == steps.tolist()
     assert same(got["rlvitals/x"].to_numpy(), values)  # doubles: exact, 0.1 included
+
+
+def _wandb_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Every record of the run's .wandb file as wandb's own reader prints it (one JSON per line)."""
+    done = subprocess.run([sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _double(value: Any) -> float:
+    return float(value)  # wandb-core prints NaN and the infinities as the strings "NaN", "Infinity"
+
+
+def test_wandb_itself_reads_the_export_back(plan: ExportPlan, exported: WandbExport) -> None:
+    records = _wandb_records(exported.run_dir)
+    history = [r["history"]["item"] for r in records if r["type"] == "history"]
+    assert len(history) == len(plan.steps)
+    assert [int(h["_step"]) for h in history] == list(plan.steps)
+    by_step = {int(h["_step"]): h for h in history}
+    for series in plan.series:
+        got = [(step, _double(h[series.tag])) for step, h in sorted(by_step.items()) if series.tag in h]
+        assert [step for step, _ in got] == series.steps.tolist(), series.tag
+        assert same(np.array([v for _, v in got]), series.values), series.tag
+    for f in plan.findings:
+        assert _double(by_step[f.step][f.tag]) == STATUS[f.status], f.tag
+    assert all(_double(h[STEP_KEY]) == step for step, h in by_step.items())
+    summary: dict[str, Any] = {}
+    for r in records:
+        if r["type"] == "summary":
+            summary.update(r["summary"].get("update", {}))
+    assert summary[VERDICT_KEY] == plan.verdict
+    metrics = [r["metric"] for r in records if r["type"] == "metric"]
+    assert any(m.get("glob_name") == "rlvitals/*" and m.get("step_metric") == STEP_KEY for m in metrics)
 
 
 def test_define_metric_puts_the_series_on_the_training_step(exported: WandbExport) -> None:

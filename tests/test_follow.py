@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -23,6 +24,7 @@ from rlvitals.ingest import find_reader
 from rlvitals.run import Run
 from rlvitals.simulate import Scenario, console_lines, jsonl_lines
 from rlvitals.watch.sources import Follow, LineSource, SnapshotSource
+from rlvitals.watch.state import WatchState
 
 SC = Scenario(steps=60, collapse_at=40, grad_spike_at=None)
 
@@ -52,7 +54,20 @@ def _same(run: Run | None, expected: Path) -> None:
 
 
 def _follow(path: Path) -> LineSource:
-    return LineSource(path, find_reader(path))
+    return LineSource(path, find_reader(path), records=())  # records=(): it keeps them to be stored
+
+
+def _restarted(src: LineSource, folder: Path) -> LineSource:
+    """What a watcher restarted on the same state file rebuilds: ``src``'s state and records are
+    committed to a real state file, and a new source is made from that file alone."""
+    key = str(src.path)
+    state = WatchState(folder / "state.sqlite")
+    state.commit({key: src.state()}, {}, [], [], {key: src.pending()})
+    state.close()
+    state = WatchState(folder / "state.sqlite")
+    again = LineSource(src.path, find_reader(src.path), state.sources()[key], state.records(key))
+    state.close()
+    return again
 
 
 def test_cursor_examine_names_growth_truncation_replacement_and_absence(tmp_path: Path) -> None:
@@ -183,7 +198,7 @@ def test_rotation_finishes_the_renamed_file_first(tmp_path: Path) -> None:
     whole = tmp_path / "whole.jsonl"
     whole.write_bytes(b"".join(lines))
     _same(src.run(), whole)
-    assert src.finished and src.finished[0]["path"] == str(tmp_path / "run.jsonl.1")
+    assert any("read the rest of the old content from run.jsonl.1" in m for m in src.messages)
 
 
 def test_replacement_with_other_content_starts_again_without_duplicates(tmp_path: Path) -> None:
@@ -229,10 +244,8 @@ def test_restart_rebuilds_from_persisted_cursor_including_rotated_file(tmp_path:
     os.rename(log, tmp_path / "run.jsonl.1")
     log.write_bytes(b"".join(lines[20:30]))
     src.poll()
-    saved = json.loads(json.dumps(src.state()))  # what the state file keeps
-    del src
     _append(log, b"".join(lines[30:45]))  # written while the watcher was down
-    again = LineSource(log, find_reader(log), saved)
+    again = _restarted(src, tmp_path)
     again.poll()
     _append(log, b"".join(lines[45:]))
     again.poll()
@@ -247,11 +260,10 @@ def test_restart_after_a_rotation_while_down(tmp_path: Path) -> None:
     log.write_bytes(b"".join(lines[:20]))
     src = _follow(log)
     src.poll()
-    saved = json.loads(json.dumps(src.state()))
     _append(log, b"".join(lines[20:28]))
     os.rename(log, tmp_path / "run.jsonl.1")
     log.write_bytes(b"".join(lines[28:]))
-    again = LineSource(log, find_reader(log), saved)
+    again = _restarted(src, tmp_path)
     again.poll()
     whole = tmp_path / "whole.jsonl"
     whole.write_bytes(b"".join(lines))
@@ -401,3 +413,216 @@ def test_wandb_offline_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert seen == sorted(seen) and seen[0] > 0 and seen[-1] > 600
     final = follow.runs()[0]
     assert len(final.steps) == 900 and final.frame.equals(load(folder)[0].frame)
+
+
+def _rotate(log: Path, to: Path) -> None:
+    """What logrotate (without copytruncate) and RotatingFileHandler do: rename, start a new file."""
+    os.rename(log, to)
+    log.write_bytes(b"")
+
+
+@pytest.mark.parametrize("where", ["head_hash", "complete_end", "count_lines", "read"])
+def test_a_rotation_between_the_stat_and_the_open_is_retried_not_raised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The trainer renames its log at the worst moment: after the poll looked at the file, before it
+    opened it. The poll reports it once and reads nothing; the next polls read the rotated file and the
+    new one, with no step lost or repeated."""
+    import rlvitals.follow as follow_mod
+    import rlvitals.watch.sources as sources
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[20:30]))
+    fired: list[str] = []
+
+    def racing(fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not fired:
+                fired.append(where)
+                os.rename(log, tmp_path / "run.jsonl.1")  # the new file comes a moment later
+            return fn(*args, **kwargs)
+        return wrapper
+
+    if where == "head_hash":
+        monkeypatch.setattr(follow_mod, "head_hash", racing(follow_mod.head_hash))
+    elif where == "read":
+        import dataclasses
+
+        src.reader = dataclasses.replace(src.reader, read=racing(src.reader.read))
+    else:
+        monkeypatch.setattr(sources, where, racing(getattr(sources, where)))
+    assert not src.poll()  # must not raise
+    assert fired == [where]
+    raced = [m for m in src.messages if "renamed or removed while it was being read" in m]
+    if where == "head_hash":  # examine() itself takes a file renamed before its first bytes as missing
+        assert raced == []
+    else:
+        assert raced == [f"{log}: the file was renamed or removed while it was being read (No such file or "
+                         f"directory: {log}); it is read again at the next poll (reported once)"]
+    _append(log, b"".join(lines[30:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+
+
+def test_a_writer_rotating_every_few_lines_never_crashes_the_follower(tmp_path: Path) -> None:
+    """A real writer thread rotating its log every 5 lines as fast as it can (so it often rotates
+    several times between two polls), a follower polling as fast as it can: no exception escapes a
+    poll, no step is read twice, and none is lost (the rotated files stay on the disk)."""
+    import threading
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl(Scenario(steps=600, collapse_at=None, grad_spike_at=None))
+    log.write_bytes(lines[0])
+    done, started = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        started.wait(30)  # the follower has read the first line: it knows the file
+        for i, line in enumerate(lines[1:], start=2):
+            _append(log, line)
+            if i % 5 == 0:
+                _rotate(log, tmp_path / f"run.jsonl.{i}")
+        done.set()
+
+    src = _follow(log)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    polls = 0
+    while not done.is_set():
+        src.poll()
+        polls += 1
+        started.set()
+    thread.join()
+    src.poll()
+    run = src.run()
+    assert run is not None and polls > 0
+    steps = run.steps.tolist()
+    assert steps == list(range(1, 601)) and not [n for n in run.notes if "logged twice" in n]
+
+
+def _shift(folder: Path, name: str, backups: int) -> None:
+    """One rollover of Python's RotatingFileHandler (backupCount=``backups``): ``.k`` -> ``.k+1``,
+    the oldest dropped, the log itself -> ``.1``, a new empty log."""
+    for k in range(backups, 0, -1):
+        src = folder / f"{name}.{k}"
+        if src.exists():
+            if k == backups:
+                src.unlink()
+            else:
+                os.rename(src, folder / f"{name}.{k + 1}")
+    _rotate(folder / name, folder / f"{name}.1")
+
+
+def test_restart_finds_rotated_files_renamed_on_while_it_was_down(tmp_path: Path) -> None:
+    """RotatingFileHandler with several backups: the file read as ``run.jsonl.1`` before the restart is
+    ``run.jsonl.2`` after it. It is the same file (device, inode), so its steps are kept."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    _shift(tmp_path, "run.jsonl", 3)
+    _append(log, b"".join(lines[20:40]))
+    src.poll()
+    _shift(tmp_path, "run.jsonl", 3)  # while the watcher is down: .1 -> .2, run.jsonl -> .1
+    _append(log, b"".join(lines[40:]))
+    again = _restarted(src, tmp_path)
+    again.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(again.run(), whole)
+    assert not [m for m in again.messages if "is gone" in m], again.messages
+
+
+@pytest.mark.parametrize("names", [("run.jsonl.7", "run.jsonl.14"), ("run.jsonl.1", "run.jsonl.2")],
+                         ids=["numbered", "RotatingFileHandler"])
+def test_two_rotations_between_polls_read_the_file_in_the_middle(tmp_path: Path, names: tuple[str, str]) -> None:
+    """The log is rotated, the new file written and rotated again, all between two polls: the file in
+    the middle was never at the log's path when a poll looked. It is read whole, and said so."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    old_backup = tmp_path / "run.jsonl.0"  # a backup from long before: finished, not this run's concern
+    old_backup.write_bytes(b"".join(_jsonl(Scenario(steps=80, seed=9))[70:]))
+    os.utime(old_backup, (time.time() - 3600, time.time() - 3600))
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _append(log, b"".join(lines[10:14]))
+    if names[0].endswith(".1"):
+        _shift(tmp_path, "run.jsonl", 5)
+        _append(log, b"".join(lines[14:30]))
+        _shift(tmp_path, "run.jsonl", 5)
+    else:
+        _rotate(log, tmp_path / names[0])
+        _append(log, b"".join(lines[14:30]))
+        _rotate(log, tmp_path / names[1])
+    _append(log, b"".join(lines[30:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    middle = "run.jsonl.1" if names[0].endswith(".1") else names[1]
+    assert f"{log}: rotated more than once since the last poll; read {middle} whole, which was never seen at " \
+           "the log's path" in src.messages
+
+
+def test_a_new_file_rotated_before_a_line_of_it_was_read(tmp_path: Path) -> None:
+    """Rotated, polled while the new file is still empty, then that file is written and rotated too: it is
+    found by its identity, taken when it was empty."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _rotate(log, tmp_path / "run.jsonl.10")
+    src.poll()  # the new file is there, empty
+    _append(log, b"".join(lines[10:20]))
+    _rotate(log, tmp_path / "run.jsonl.20")
+    _append(log, b"".join(lines[20:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+
+
+def test_a_compressed_file_in_the_middle_is_named_as_missing(tmp_path: Path) -> None:
+    import gzip
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _rotate(log, tmp_path / "run.jsonl.1")
+    _append(log, b"".join(lines[10:20]))
+    _rotate(log, tmp_path / "run.jsonl.2")
+    _append(log, b"".join(lines[20:]))
+    middle = tmp_path / "run.jsonl.2"
+    with gzip.open(tmp_path / "run.jsonl.2.gz", "wb") as fh:  # logrotate's compress, as the poll comes
+        fh.write(middle.read_bytes())
+    middle.unlink()
+    src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 61))
+    assert f"{tmp_path / 'run.jsonl.2.gz'}: rotated off run.jsonl between two polls and compressed; it is not " \
+           "opened, so its steps are missing from the run" in src.messages
+
+
+def test_a_saved_cursor_without_its_records_reads_the_log_again(tmp_path: Path) -> None:
+    """A caller that keeps only cursors (the dashboard's state file) gets the whole log again after a
+    restart, not just what was written after the cursor."""
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:30]))
+    src = _follow(log)
+    src.poll()
+    saved = json.loads(json.dumps(src.state()))
+    _append(log, b"".join(lines[30:]))
+    again = Follow(log, None, 0.0, saved)
+    assert again.poll(now=0.0)
+    _same(again.runs()[0], log)
+    assert again.pending() == (False, [])  # nor does it hold the records for a store that never comes

@@ -202,3 +202,36 @@ def test_the_worker_survives_a_failing_clock_and_diagnoses_later() -> None:
     assert any("OSError: clock unavailable" in e for e in mon.errors())
     d = mon.diagnosis()
     assert d is not None and int(d.run.steps[-1]) == 40
+
+
+def test_derive_never_waits_for_a_worker_busy_diagnosing() -> None:
+    """What the TRL callback writes back at each log: computed in the caller's thread while the worker
+    is stuck (here in a sink, as it could be in a long diagnosis), equal to analyze_rollouts, and then
+    part of the Run once the worker goes on."""
+    release, stuck = threading.Event(), threading.Event()
+
+    class Stuck:
+        name = "stuck"
+
+        def send(self, alert: Alert) -> str | None:
+            stuck.set()
+            release.wait(60)
+            return None
+
+    mon = Monitor([Stuck()], every=1, min_interval=0, err=None)
+    for i in range(SC.steps):  # the collapse alerts, and the sink holds the worker
+        mon.log(i + 1, metrics(i))
+    assert stuck.wait(60)
+    got = {step: mon.derive(step, rollouts(step, right)) for step, right in ((1, 1), (2, 2), (3, 4))}
+    assert stuck.is_set() and not release.is_set()  # the worker has not moved meanwhile
+    for step, right in ((1, 1), (2, 2), (3, 4)):
+        ref = rlvitals.analyze_rollouts([{**r, "step": step} for r in rollouts(step, right)]).series()
+        row = {k: v for k, v in ref.row(0, named=True).items() if k != "step" and v is not None and v == v}
+        assert got[step] == pytest.approx({PREFIX + k: v for k, v in row.items()})
+    assert mon.derive(4, 42) == {}  # not rollouts: reported, never raised
+    assert any("rollouts of step 4 could not be analysed" in e for e in mon.errors())
+    release.set()
+    mon.close()
+    assert {s: mon.derived(s) for s in got} == got
+    run = mon.run()
+    assert run is not None and list(run.series("group/zero_std/share")[1][:3]) == [0.0, 0.0, 1.0]

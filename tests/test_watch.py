@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
+import shutil
 import socket
 import sqlite3
 import sys
@@ -15,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from rlvitals import load
@@ -119,6 +122,7 @@ def test_growing_log_alerts_once_per_finding_and_survives_a_restart(tmp_path: Pa
     assert [a.check for a in second if a.kind == "new"] == ["grad_norm_spike"]
     assert all(a.kind == "escalated" for a in second if a.check != "grad_norm_spike")
 
+    assert w2.flush(30)
     every = first + second
     pairs = [(a.key, a.status) for a in every]
     assert len(pairs) == len(set(pairs)), "an alert was repeated"
@@ -190,6 +194,7 @@ def test_an_unreachable_webhook_does_not_stop_the_other_sinks(tmp_path: Path) ->
     url = f"http://127.0.0.1:{_closed_port()}/"
     w, _, err = _watcher(tmp_path, log, [parse_sink(f"webhook:{url}"), parse_sink(f"jsonl:{jsonl}")], Clock())
     alerts = w.cycle()
+    assert w.flush(30)  # the webhook is called from its own thread
     assert alerts and len(jsonl.read_text().splitlines()) == len(alerts)
     assert err.getvalue().count(f"rlvitals: webhook {url}: could not deliver the alert") == len(alerts)
     assert w.state.pending() == []
@@ -272,7 +277,7 @@ def test_state_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE schema SET version = 99")
     db.close()
-    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 1"):
+    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 2"):
         WatchState(path)
 
 
@@ -301,3 +306,314 @@ def test_live_view_shows_every_layer(tmp_path: Path) -> None:
                  "Reasoning quality", "Efficiency"):
         assert name in text
     assert f"{log}" in text and "entropy_collapse" in text and len(alerts) >= 3
+
+
+def _reference_alerts(tmp: Path, chunks: list[bytes], name: str) -> list[set[tuple[str, str]]]:
+    """(check, status) of the alerts each cycle raises of a watcher that reads ``chunks`` one cycle
+    at a time, without interruption."""
+    ref = tmp / "ref"
+    ref.mkdir()
+    log = ref / name
+    log.write_bytes(b"")
+    w = Watcher([log], WatchState(ref / "s.sqlite"), [], view=PlainView(io.StringIO(), io.StringIO()), clock=Clock())
+    out = []
+    for chunk in chunks:
+        _append(log, chunk)
+        out.append({(a.check, a.status) for a in w.cycle()})
+    w.close()
+    return out
+
+
+@pytest.mark.parametrize("how", ["replaced", "truncated"])
+@pytest.mark.parametrize("fmt", ["jsonl", "console"])
+def test_restart_after_the_log_was_replaced_or_truncated_loses_nothing_and_alerts_nothing_new(
+        tmp_path: Path, how: str, fmt: str) -> None:
+    """The trainer restarts while the watcher is down and starts its log afresh: the old content is gone
+    from the disk. The restarted watcher rebuilds what it had read from its state file, so the run keeps
+    every step and no gap raises an alert a watcher that never stopped would not have raised."""
+    from rlvitals.simulate import console_lines
+
+    lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(lines) - SC.steps
+    name = "run.jsonl" if fmt == "jsonl" else "run.log"
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[: header + 100]))
+    clock = Clock()
+    w, out, _ = _watcher(tmp_path, log, [], clock)
+    first = w.cycle()
+    w.close()
+    later = b"".join(lines[header + 100 : header + 140])
+    if how == "replaced":  # a new file at the path, the old one deleted
+        (tmp_path / "new.tmp").write_bytes(later)
+        os.replace(tmp_path / "new.tmp", log)
+    else:  # `> run.log`, then the trainer goes on in the same file
+        log.write_bytes(later)
+    w2, out2, err2 = _watcher(tmp_path, log, [], clock)
+    clock.now += 1.0
+    middle = w2.cycle()
+    run = w2.follows[0].runs()[0]
+    assert run.steps.tolist() == list(range(1, 141))
+    whole = tmp_path / f"whole.{fmt}"
+    whole.write_bytes(b"".join(lines[: header + 140]))
+    assert run.frame.equals(load(whole)[0].frame)
+    _append(log, b"".join(lines[header + 140 :]))
+    clock.now += 1.0
+    last = w2.cycle()
+    chunks = [b"".join(lines[: header + 100]), later, b"".join(lines[header + 140 :])]
+    # exactly what a watcher that never stopped raises, cycle by cycle: no alert from a gap
+    assert [{(a.check, a.status) for a in c} for c in (first, middle, last)] == _reference_alerts(
+        tmp_path, chunks, name)
+    pairs = [(a.key, a.status) for a in first + middle + last]
+    assert len(pairs) == len(set(pairs))
+    assert f"the file was {how}" in err2.getvalue()
+
+
+def test_restart_rebuilds_the_run_exactly_from_the_state_file(tmp_path: Path) -> None:
+    """Skips, notes, text values, NaN and infinities, a step logged twice: the Run a restarted watcher
+    rebuilds from its state file is the Run the first one had."""
+    log = tmp_path / "run.jsonl"
+    rows = [{"step": s, "data": {"actor/entropy": 0.5 - s / 100, "critic/score/mean": s / 10,
+                                 "actor/grad_norm": [None, 1e308, -0.0, 1e-300][s % 4],
+                                 "note/text": f"step {s}"}} for s in range(1, 30)]
+    again = json.dumps({"step": 4, "data": {"actor/entropy": 0.9}})
+    text = "".join(json.dumps(r) + "\n" for r in rows) + "not json\n" + again + "\n"
+    log.write_text(text)
+    w, _, _ = _watcher(tmp_path, log, [], Clock())
+    w.cycle()
+    before = w.follows[0].runs()[0]
+    w.close()
+    w2, _, _ = _watcher(tmp_path, log, [], Clock())
+    w2.cycle()
+    after = w2.follows[0].runs()[0]
+    assert after.frame.equals(before.frame) and after.raw.equals(before.raw)
+    assert after.skipped.reasons == before.skipped.reasons and after.skipped.count == 1
+    assert after.notes == before.notes and after.framework == before.framework
+    assert any("logged twice" in n for n in after.notes)
+    assert after.raw.filter(pl.col("step") == 4)["actor/entropy"].item() == 0.9
+    w2.close()
+
+
+def test_two_watchers_sharing_one_state_file_keep_each_others_memory(tmp_path: Path) -> None:
+    """`rlvitals watch a.jsonl` and `rlvitals watch b.jsonl` started in one folder share
+    .rlvitals/watch.sqlite. Each writes only the keys it decided on, so when both restart neither
+    sends again what it (or the other) already sent."""
+    logs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for log in logs:
+        log.write_bytes(b"")
+    clock = Clock()
+    sent: list[Alert] = []
+
+    def pair() -> list[Watcher]:
+        return [Watcher([log], WatchState(tmp_path / "shared.sqlite"), [], view=PlainView(io.StringIO(),
+                io.StringIO()), clock=clock) for log in logs]
+
+    watchers = pair()
+    for start in range(0, 200, 25):  # both grow; their commits interleave
+        for w, log in zip(watchers, logs, strict=True):
+            _append(log, b"".join(LINES[start : start + 25]))
+            clock.now += 1.0
+            sent.extend(w.cycle())
+    assert {a.run for a in sent} == {str(log) for log in logs}
+    for w in watchers:
+        w.close()
+    again = pair()
+    clock.now += 1.0
+    assert [a for w in again for a in w.cycle()] == []
+    assert {k.run for k in again[0].state.keys().values()} == {str(log) for log in logs}
+    for w in again:
+        w.close()
+
+
+def test_one_run_watched_through_its_console_log_and_its_jsonl_alerts_once(tmp_path: Path) -> None:
+    """veRL's console and file loggers write the same run twice; `watch run.jsonl run.log` says so
+    once and alerts each finding once (as the first path's), while a different run beside them
+    (another seed) still alerts on its own."""
+    from rlvitals.simulate import console_lines
+
+    jsonl, console, other = tmp_path / "run.jsonl", tmp_path / "run.log", tmp_path / "seed2.jsonl"
+    con = [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(con) - SC.steps
+    seed2 = [line + b"\n" for line in jsonl_lines(Scenario(steps=200, collapse_at=80, grad_spike_at=150, seed=2))]
+    jsonl.write_bytes(b"")
+    console.write_bytes(b"".join(con[:header]))
+    other.write_bytes(b"")
+    out, err = io.StringIO(), io.StringIO()
+    clock = Clock()
+    w = Watcher([jsonl, console, other], WatchState(tmp_path / "s.sqlite"), [], view=PlainView(out, err),
+                clock=clock)
+    sent: list[Alert] = []
+    for start in range(0, 200, 20):
+        _append(jsonl, b"".join(LINES[start : start + 20]))
+        _append(console, b"".join(con[header + start : header + start + 20]))
+        _append(other, b"".join(seed2[start : start + 20]))
+        clock.now += 1.0
+        sent.extend(w.cycle())
+    assert {a.run for a in sent} == {str(jsonl), str(other)}
+    assert [a.check for a in sent if a.run == str(jsonl)].count("entropy_collapse") == 1
+    assert err.getvalue().count("holds the same run as") == 1
+    assert f"{console} holds the same run as {jsonl} (their first 10 common steps agree)" in err.getvalue()
+    assert set(w.diagnoses) == {str(jsonl), str(console), str(other)}  # the twin is still diagnosed
+    w.close()
+
+
+@pytest.mark.parametrize("event", ["rotate", "rotate twice", "copytruncate", "truncate", "replace"])
+@pytest.mark.parametrize("fmt", ["jsonl", "console"])
+def test_watcher_through_truncation_rotation_and_replacement(tmp_path: Path, fmt: str, event: str) -> None:
+    """The whole watcher, live, while the trainer's log is rotated (once, or twice between two polls),
+    copy-truncated, truncated or replaced at step 100: every step is in the run once, and the alerts are
+    those of a log that was never touched, none repeated."""
+    from rlvitals.simulate import console_lines
+
+    lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
+    header = len(lines) - SC.steps
+    name = "run.jsonl" if fmt == "jsonl" else "run.log"
+    log = tmp_path / name
+    log.write_bytes(b"".join(lines[:header]))
+    clock = Clock()
+    w, _, err = _watcher(tmp_path, log, [], clock)
+    chunks = [b"".join(lines[header + s : header + s + 15]) for s in range(0, SC.steps, 15)]
+    sent = []
+    for i, chunk in enumerate(chunks):
+        half = chunk.index(b"\n", len(chunk) // 2) + 1  # a trainer rotates between two lines
+        third = chunk.index(b"\n", len(chunk) // 4) + 1
+        at_event = i == 100 // 15
+        if at_event and event in ("truncate", "replace"):  # nothing written after the last poll is lost
+            if event == "truncate":
+                log.write_bytes(b"")
+            else:
+                (tmp_path / "new.tmp").write_bytes(b"")
+                os.replace(tmp_path / "new.tmp", log)
+        if at_event and event == "rotate twice":  # RotatingFileHandler: .1 -> .2, log -> .1
+            _append(log, chunk[:third])
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(chunk[third:half])
+            os.rename(tmp_path / f"{name}.1", tmp_path / f"{name}.2")
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(b"")
+        else:
+            _append(log, chunk[:half])
+        if at_event and event == "rotate":
+            os.rename(log, tmp_path / f"{name}.1")
+            log.write_bytes(b"")
+        elif at_event and event == "copytruncate":
+            shutil.copyfile(log, tmp_path / f"{name}.1")
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+        _append(log, chunk[half:])
+        clock.now += 1.0
+        sent.extend(w.cycle())
+    run = w.follows[0].runs()[0]
+    whole = tmp_path / f"whole.{fmt}"
+    whole.write_bytes(b"".join(lines))
+    assert run.frame.equals(load(whole)[0].frame)
+    assert run.steps.tolist() == list(range(1, SC.steps + 1))
+    pairs = [(a.key, a.status) for a in sent]
+    assert len(pairs) == len(set(pairs)), "an alert was repeated"
+    reference = _reference_alerts(tmp_path, [b"".join(lines[:header]) + chunks[0], *chunks[1:]], name)
+    assert {(a.check, a.status) for a in sent} == set().union(*reference)
+    said = err.getvalue()
+    assert f"the file was {'truncated' if 'truncate' in event else 'replaced'} after line" in said
+    if event == "rotate twice":
+        assert f"read {name}.1 whole" in said
+    # the old content was found (rotate, copytruncate) or there was none left to find
+    assert ("not seen" in said) == (event in ("truncate", "replace"))
+    w.close()
+
+
+@pytest.mark.parametrize("gap", [0.0, 2.0])
+def test_diagnosis_is_throttled_by_its_own_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap: float) -> None:
+    """A diagnosis that takes 0.4 s (a long run) while the log grows at every 0.5-s poll: with
+    diagnose_gap=2 the next one waits 0.8 s after it ends, so at most a third of the time goes to
+    diagnosing; the log is still read at every poll, and the last diagnosis has every step."""
+    import rlvitals.watch.watcher as watcher_mod
+
+    clock = Clock()
+    starts: list[float] = []
+    real = watcher_mod.diagnose
+
+    def slow(run: Any, config: Any = None) -> Any:
+        starts.append(clock.now)
+        clock.now += 0.4  # what a long run's diagnosis costs, on the watcher's clock
+        return real(run, config)
+
+    monkeypatch.setattr(watcher_mod, "diagnose", slow)
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"")
+    w, _, _ = _watcher(tmp_path, log, [], clock, diagnose_gap=gap)
+    cycles = 0
+    for start in range(0, 200, 5):
+        _append(log, b"".join(LINES[start : start + 5]))
+        clock.now += 0.5
+        w.cycle()
+        cycles += 1
+    while w._dirty:  # the trainer has stopped: what was read is diagnosed at the next allowed cycle
+        clock.now += 0.5
+        w.cycle()
+    assert w.follows[0].inner is not None and w.follows[0].inner.cursor.lines == 200  # read at every poll
+    assert w.diagnoses[str(log)].run.steps.tolist() == list(range(1, 201))
+    if gap == 0:
+        assert len(starts) == cycles
+    else:
+        assert len(starts) < cycles
+        assert all(b - a >= 0.4 * (1 + gap) for a, b in zip(starts, starts[1:], strict=False))
+        assert 0.4 * len(starts) / (clock.now - 1000.0) <= 1 / (1 + gap)  # the share of time spent diagnosing
+    w.close()
+
+
+@pytest.mark.parametrize("signals", [["SIGTERM"], ["SIGINT"], ["SIGINT", "SIGINT"]],
+                         ids=["SIGTERM", "Ctrl-C", "Ctrl-C twice"])
+def test_a_signal_stops_a_real_watch_process_cleanly(tmp_path: Path, signals: list[str]) -> None:
+    """Slurm ends a job with SIGTERM; a user with Ctrl-C (sometimes twice). `rlvitals watch` exits 0,
+    prints no traceback, and closes its state file (SQLite removes the WAL file when the last
+    connection closes cleanly)."""
+    import signal as signal_mod
+    import subprocess
+    import time
+
+    log, jsonl, state = tmp_path / "run.jsonl", tmp_path / "alerts.jsonl", tmp_path / "s.sqlite"
+    log.write_bytes(b"".join(LINES[:120]))
+    proc = subprocess.Popen([sys.executable, "-m", "rlvitals", "watch", str(log), "--alert", f"jsonl:{jsonl}",
+                             "--state", str(state), "--interval", "0.2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 3) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(0.5)  # in the loop, between cycles or inside one
+    for name in signals:
+        proc.send_signal(getattr(signal_mod, name))
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert state.is_file() and not Path(f"{state}-wal").exists()
+    again = WatchState(state)
+    assert str(log) in again.sources() and again.pending() == []
+    again.close()
+
+
+@pytest.mark.parametrize("now", ["empty", "missing"])
+def test_restart_rebuilds_the_run_before_the_trainer_writes_again(tmp_path: Path, now: str) -> None:
+    """The trainer restarted and its new log is empty (or not there yet) when the watcher restarts: the
+    run is rebuilt from the state file in the first cycle — diagnosed, shown, `--exit-on` decided —
+    without re-sending anything, and the new file is followed once it is written."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:120]))
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    first = w.cycle()
+    assert any(a.status == "fail" for a in first)
+    w.close()
+    log.unlink()
+    if now == "empty":
+        log.write_bytes(b"")
+    w2, _, _ = _watcher(tmp_path, log, [], clock, exit_on="fail")
+    clock.now += 1.0
+    assert w2.cycle() == []
+    assert w2.diagnoses[str(log)].run.steps.tolist() == list(range(1, 121))
+    assert w2.exit_code() == 1
+    _append(log, b"".join(LINES[120:]))
+    clock.now += 1.0
+    w2.cycle()
+    assert w2.diagnoses[str(log)].run.steps.tolist() == list(range(1, 201))
+    w2.close()

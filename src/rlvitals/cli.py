@@ -116,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
     wat.add_argument("--alert", action="append", default=[], metavar="SINK",
-                     help="jsonl:FILE, webhook:URL (Slack/Discord) or command:'CMD ARGS'; repeatable")
+                     help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
+                          "force the shape) or command:'CMD ARGS'; repeatable")
     wat.add_argument("--state", default=None, metavar="FILE",
                      help="SQLite state file (default: .rlvitals/watch.sqlite beside the first log)")
     wat.add_argument("--interval", type=float, default=0.5, metavar="S", help="seconds between polls")
@@ -439,6 +440,7 @@ def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from .config import load_config
     from .watch import Cooldown, WatchOptions, open_watcher, parse_sink
+    from .watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
     if args.interval <= 0 or args.cooldown < 0:
         err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
@@ -456,8 +458,10 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
     try:
-        return watcher.run(once=args.once)
+        with terminate_as_interrupt():  # SIGTERM (Slurm, systemd) stops it as Ctrl-C does
+            return watcher.run(once=args.once)
     except KeyboardInterrupt:
+        ignore_stop_signals()  # stopping now: a second Ctrl-C must not cut the close short or print a traceback
         return EXIT_OK
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")

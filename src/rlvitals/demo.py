@@ -247,7 +247,7 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
             watcher.cycle()
             done.wait(interval)
         if not stop.is_set():
-            watcher.cycle()  # the last steps
+            watcher.cycle(force=True)  # the last steps, however recent the last diagnosis
         watcher.view.close()
     finally:
         stop.set()

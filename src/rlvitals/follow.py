@@ -10,18 +10,22 @@ now at the same path and names what happened:
   ``copytruncate``): start again at byte 0;
 - ``replaced``: same path, another inode or other first bytes (the trainer restarted and
   recreated its log, an editor saved a new file): start again at byte 0;
-- ``missing``: the path is gone for now (between a rename and the new file's creation).
+- ``missing``: the path is gone for now (between a rename and the new file's creation, or
+  renamed away between the look at it and the read of its first bytes).
 
 Before starting again, :func:`find_previous` looks beside the file for the old content — the
 renamed file (same inode: ``run.log.1`` after a rotation) or a copy holding the same first
 bytes and at least the bytes read (``copytruncate``) — so the lines written between the last
-poll and the rotation are read from there first and no step is lost.
+poll and the rotation are read from there first and no step is lost. When the log was
+rotated more than once since the last poll, :func:`rotated_since` finds the files in between
+(never seen at the log's path), to be read whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -89,15 +93,21 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
     path = path or Path(cursor.path)
     try:
         st = path.stat()
-    except FileNotFoundError:
+    except OSError:
         return "missing", None
+    if cursor.inode and (st.st_dev, st.st_ino) != (cursor.device, cursor.inode):
+        return "replaced", st  # also before a line of it was read: rotated on at once
     if cursor.head == "" and cursor.offset == 0:
         return ("grown" if st.st_size > 0 else "same"), st
     if (st.st_dev, st.st_ino) != (cursor.device, cursor.inode):
         return "replaced", st
     if st.st_size < cursor.offset:
         return "truncated", st
-    if head_hash(path, min(cursor.offset, HEAD)) != cursor.head:
+    try:
+        head = head_hash(path, min(cursor.offset, HEAD))
+    except OSError:  # renamed away since the stat: a rotation under way
+        return "missing", None
+    if head != cursor.head:
         return "replaced", st  # rewritten in place, at least as long as before
     return ("grown" if st.st_size > cursor.offset else "same"), st
 
@@ -140,6 +150,83 @@ def advance(cursor: FileCursor, path: Path, st: os.stat_result, end: int, lines:
     return replace(cursor, device=st.st_dev, inode=st.st_ino, offset=end, lines=cursor.lines + lines, head=head)
 
 
+def same_file(path: Path, st: os.stat_result, end: int) -> bool:
+    """Whether ``path`` is still the file ``st`` was taken of and still holds ``end`` bytes: a
+    rotation may rename it away (or truncate it) between two looks, and what was read between
+    them may then come from another file.
+
+    Example:
+        >>> same_file(Path("/no/such.log"), os.stat("/"), 0)
+        False
+    """
+    try:
+        now = path.stat()
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end
+
+
+def find_by_identity(folder: Path, device: int, inode: int) -> Path | None:
+    """The file in ``folder`` that is the file ``(device, inode)``, whatever its name now:
+    rotations rename a log on (``run.log`` → ``run.log.1`` → ``run.log.2``...) without
+    changing what it is.
+
+    Example:
+        >>> find_by_identity(Path("/no/such/folder"), 1, 2) is None
+        True
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        child = folder / name
+        try:
+            st = child.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (device, inode) and child.is_file():
+            return child
+    return None
+
+
+#: rotated logs compressed by logrotate (``compress``) or by hand; not opened
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
+
+
+def rotated_since(log: Path, old: os.stat_result, known: Collection[tuple[int, int]]) -> list[Path]:
+    """Files rotated off ``log`` after ``old`` was, oldest first: when the trainer rotates twice
+    between two polls, the file in the middle was never seen at the log's path.
+
+    They are the files beside ``log`` named after it (``run.log.2``, ``run.log.40``,
+    ``run.log-20240101``...), last written no earlier than ``old`` (a backup from before was
+    finished before ``old`` was), and none of the files in ``known`` (device, inode): the ones
+    read already, and the log itself. Compressed ones are listed too (the caller says it cannot
+    read them).
+
+    Example:
+        >>> rotated_since(Path("/no/such/run.log"), os.stat("/"), ())
+        []
+    """
+    found: list[tuple[int, str, Path]] = []
+    try:
+        names = os.listdir(log.parent)
+    except OSError:
+        return []
+    for name in names:
+        if name == log.name or not name.startswith(log.name):
+            continue
+        child = log.parent / name
+        try:
+            st = child.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in known or not child.is_file() or st.st_mtime_ns < old.st_mtime_ns:
+            continue
+        found.append((st.st_mtime_ns, name, child))
+    return [child for _, _, child in sorted(found)]
+
+
 def find_previous(cursor: FileCursor) -> Path | None:
     """The old content of a rotated, truncated or replaced file, if it is still beside it.
 
@@ -150,23 +237,26 @@ def find_previous(cursor: FileCursor) -> Path | None:
     """
     here = Path(cursor.path)
     folder = here.parent
-    if not folder.is_dir() or cursor.offset == 0:
+    if not folder.is_dir() or cursor.inode == 0:
         return None
+    renamed = find_by_identity(folder, cursor.device, cursor.inode)
+    if renamed is not None and renamed != here:
+        return renamed
+    if cursor.offset == 0:
+        return None  # nothing read from it: no first bytes to find a copy by
     copies: list[Path] = []
     for child in sorted(folder.iterdir()):
-        if child == here or not child.name.startswith(here.stem) or child.suffix == ".gz":
+        if child == here or not child.name.startswith(here.stem) or child.suffix in COMPRESSED:
             continue
         try:
-            st = child.stat()
+            if child.is_file() and child.stat().st_size >= cursor.offset:
+                copies.append(child)
         except OSError:
             continue
-        if not child.is_file():
-            continue
-        if (st.st_dev, st.st_ino) == (cursor.device, cursor.inode):
-            return child
-        if st.st_size >= cursor.offset:
-            copies.append(child)
     for child in copies:
-        if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:
-            return child
+        try:
+            if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:
+                return child
+        except OSError:  # renamed on by the next rotation since it was listed
+            continue
     return None

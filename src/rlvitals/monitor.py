@@ -40,7 +40,7 @@ from .diagnosis import Diagnosis, Finding, diagnose
 from .errors import RlvitalsError
 from .ingest._record import Record, SourceMeta, Value
 from .run import Run, RunBuilder
-from .watch.alerts import Alert, Cooldown, KeyState, Observation, decide
+from .watch.alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
 from .watch.sinks import Sink
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
@@ -60,7 +60,7 @@ class MonitorError(RlvitalsError):
 @dataclass(frozen=True)
 class _Item:
     seq: int
-    kind: str  # "metrics" | "rollouts"
+    kind: str  # "metrics" | "rollouts" | "analysed" (rollouts with their analysis, from derive())
     step: int
     payload: Any
 
@@ -132,6 +132,35 @@ class Monitor:
         ``score`` ...), a polars/pandas frame, a :class:`~rlvitals.rollout.readers.RolloutSet`, or the
         path of a rollout file (read by the worker), as :func:`rlvitals.analyze_rollouts` reads them."""
         self._put("rollouts", step, rollouts)
+
+    def derive(self, step: int, rollouts: Any) -> dict[str, float]:
+        """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, computed now in the caller's
+        thread (one step's rollouts: milliseconds), to write back to the trainer's loggers at once;
+        the rollouts are also queued for the diagnosis, as :meth:`log_rollouts` does. It never waits
+        for the worker (which may be in the middle of a long diagnosis) and never raises: an error is
+        reported and ``{}`` returned.
+
+        Example:
+            >>> mon = Monitor(err=None)
+            >>> mon.derive(3, [{"prompt": "q", "response": "4", "score": 1.0},
+            ...                {"prompt": "q", "response": "5", "score": 0.0}])["rlvitals/group/zero_std/share"]
+            0.0
+            >>> mon.close()
+        """
+        from .watch.rollouts import step_frame
+
+        try:
+            if self._closed:
+                self._put("rollouts", step, rollouts)  # reported there, once
+                return {}
+            table = _rollout_table(step, rollouts)
+            frame = step_frame(table)
+        except Exception as exc:  # noqa: BLE001 (the training loop must go on whatever happens)
+            self._error(f"rollouts of step {step!r} could not be analysed ({type(exc).__name__}: {exc}); "
+                        "training goes on", kind=f"derive {type(exc).__name__}")
+            return {}
+        self._put("analysed", step, (table, frame))
+        return _derived(frame)
 
     def _put(self, kind: str, step: int, payload: Any) -> None:
         try:
@@ -211,9 +240,10 @@ class Monitor:
         return d.run if d is not None else None
 
     def derived(self, step: int, timeout: float = 0.0) -> dict[str, float]:
-        """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, to write back to the
-        trainer's loggers. Waits up to ``timeout`` seconds for the worker to reach what was
-        queued before the call (the analysis of one step's rollouts takes milliseconds)."""
+        """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, as the worker has them.
+        Waits up to ``timeout`` seconds for the worker to reach what was queued before the call,
+        which may mean waiting for a diagnosis in progress; to write metrics back at once, use
+        :meth:`derive`, which computes them in the caller's thread."""
         if timeout > 0:
             with self._cond:
                 target = self._seq
@@ -310,27 +340,28 @@ class Monitor:
             if bad:
                 self._error(f"step {item.step}: {', '.join(bad[:5])} not a number or text; those values were "
                             "skipped (reported once per set of keys)", kind=f"values {bad}")
+        elif item.kind == "analysed":
+            self._add_rollouts(item.step, None, item.payload)
         else:
             self._add_rollouts(item.step, item.payload)
         self._dirty = True
 
-    def _add_rollouts(self, step: int, rollouts: Any) -> None:
+    def _add_rollouts(self, step: int, rollouts: Any, analysed: Any = None) -> None:
+        """Add a step's rollouts (``analysed``: the table and its frame, already computed by
+        :meth:`derive`); a step's rollouts may come in several calls, and are then analysed together."""
         from .watch.rollouts import step_frame
 
-        table = _rollout_table(step, rollouts)
-        old = self._rollout_tables.get(step)  # a step's rollouts may come in several calls
+        table, frame = analysed if analysed is not None else (_rollout_table(step, rollouts), None)
+        old = self._rollout_tables.get(step)
         if old is not None:
-            table = pl.concat([old, table], how="diagonal_relaxed")
+            table, frame = pl.concat([old, table], how="diagonal_relaxed"), None
         self._rollout_tables[step] = table
         for done in sorted(self._rollout_tables)[:-_OPEN_STEPS]:
             del self._rollout_tables[done]
-        frame = step_frame(table)
-        row = frame.row(0, named=True) if frame.height else {}
-        derived = {PREFIX + k: float(v) for k, v in row.items()
-                   if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        frame = step_frame(table) if frame is None else frame
         with self._lock:
             self._rollout_frames[step] = frame
-            self._derived[step] = derived
+            self._derived[step] = _derived(frame)
 
     def _due(self, force: bool) -> bool:
         if not self._dirty:
@@ -368,13 +399,14 @@ class Monitor:
         d = diagnose(run, self.config)
         step = int(run.steps[-1]) if len(run.steps) else 0
         self._diagnosed_step = step
-        alerts, self._keys = decide(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
+        before = self._keys
+        alerts, self._keys = decide(before, [Observation(self.run_name, step, d.findings)], self.clock(),
                                     self.cooldown)
         with self._lock:
             self._diagnosis = d
             self._alerts.extend(alerts)
-        ids = state.commit({}, self._keys, alerts, [s.name for s in self.sinks]) if state is not None \
-            else [0] * len(alerts)
+        ids = state.commit({}, changed_keys(before, self._keys), alerts, [s.name for s in self.sinks]) \
+            if state is not None else [0] * len(alerts)
         for alert_id, alert in zip(ids, alerts, strict=True):
             self._say(f"rlvitals: {alert.text(self.lang)}")
             self._deliver(state, alert_id, alert, self.sinks)
@@ -389,6 +421,13 @@ class Monitor:
                 self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
             if state is not None:
                 state.delivered(alert_id, sink.name)  # failed deliveries are not retried, as in watch
+
+
+def _derived(frame: pl.DataFrame) -> dict[str, float]:
+    """A step's rollout metrics as ``rlvitals/<key>`` → value (those with a value)."""
+    row = frame.row(0, named=True) if frame.height else {}
+    return {PREFIX + k: float(v) for k, v in row.items()
+            if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _number(value: Any) -> Value | None:

@@ -79,9 +79,10 @@ class RlvitalsCallback(TrainerCallback):
     """Feeds the Trainer's logs and GRPO completions to a Monitor, writes ``rlvitals/...`` back.
 
     ``monitor``: your own :class:`Monitor` (flushed, not closed, at the end of training), else
-    one is made with ``monitor_kwargs`` (and closed at the end). ``derived_timeout``: the most
-    seconds ``on_log`` waits for the step's rollout metrics (their analysis takes milliseconds;
-    the wait only matters if the Monitor's thread is busy diagnosing).
+    one is made with ``monitor_kwargs`` (and closed at the end). The step's rollout metrics are
+    computed in ``on_log`` itself (:meth:`Monitor.derive`: milliseconds for one step's
+    completions), so it never waits for the Monitor's thread, which may be in the middle of a
+    diagnosis (tens to hundreds of milliseconds on a long run).
 
     Example:
         >>> cb = RlvitalsCallback(err=None)
@@ -89,11 +90,9 @@ class RlvitalsCallback(TrainerCallback):
         []
     """
 
-    def __init__(self, monitor: Monitor | None = None, *, derived_timeout: float = 10.0,
-                 **monitor_kwargs: Any) -> None:
+    def __init__(self, monitor: Monitor | None = None, **monitor_kwargs: Any) -> None:
         self.own_monitor = monitor is None
         self.monitor = monitor if monitor is not None else Monitor(framework="trl", **monitor_kwargs)
-        self.derived_timeout = derived_timeout
         self.trainer: Any = None
         self.logged_steps: list[int] = []
         self.written: dict[int, list[str]] = {}
@@ -131,8 +130,7 @@ class RlvitalsCallback(TrainerCallback):
             w = [float(x) for x in weights.tolist()] if weights is not None else None
             # a frame, so chat prompts and completions become List(Struct) columns and are read as chats,
             # exactly as the completion file TRL is about to write
-            self.monitor.log_rollouts(step, pl.DataFrame(completion_records(buffer, w)))
-            derived = self.monitor.derived(step, self.derived_timeout)
+            derived = self.monitor.derive(step, pl.DataFrame(completion_records(buffer, w)))
             logs.update(derived)
             self.written[step] = sorted(derived)
             return
@@ -165,6 +163,6 @@ class RlvitalsCallback(TrainerCallback):
 
 
 def attach(trainer: Any, monitor: Monitor | None = None, **kwargs: Any) -> RlvitalsCallback:
-    """A :class:`RlvitalsCallback` placed first among ``trainer``'s callbacks; ``kwargs`` go to it
-    (``derived_timeout``) and to the Monitor it makes (``sinks``, ``every``, ``state_path``...)."""
+    """A :class:`RlvitalsCallback` placed first among ``trainer``'s callbacks; ``kwargs`` go to the
+    Monitor it makes (``sinks``, ``every``, ``state_path``...)."""
     return RlvitalsCallback(monitor, **kwargs).attach(trainer)

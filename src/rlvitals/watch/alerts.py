@@ -172,3 +172,14 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
             if old.run == obs.run and old.active and key not in seen and old.check in reported:
                 state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)
     return alerts, state
+
+
+def changed_keys(before: Mapping[str, KeyState], after: Mapping[str, KeyState]) -> dict[str, KeyState]:
+    """The keys a decision changed: all a watcher may write, so that another one sharing the state
+    file (its own logs, its own keys) is not overwritten with this one's stale copy of them.
+
+    Example:
+        >>> changed_keys({}, {})
+        {}
+    """
+    return {k: v for k, v in after.items() if before.get(k) != v}

@@ -1,11 +1,12 @@
 """Where alerts go: a JSONL file, a webhook, a command. Each ``send`` returns an error message
 (or None) instead of raising, so one broken sink never stops the watcher or the other sinks.
 
-``--alert`` specs: ``jsonl:FILE``, ``webhook:URL`` (http or https), ``command:'CMD ARGS'``.
-The webhook body carries the alert's one-line text as both ``text`` (Slack incoming
-webhooks) and ``content`` (Discord webhooks, which cap it at 2000 characters), plus the whole
-alert under ``rlvitals`` for other receivers. A command is split like a shell would split it
-but run without one; it gets the alert as JSON on stdin and as ``RLVITALS_*`` variables.
+``--alert`` specs: ``jsonl:FILE``, ``webhook:URL`` (http or https; Slack's or Discord's
+shape by the URL's host, see :mod:`.webhook`; ``slack:URL`` and ``discord:URL`` force one),
+``command:'CMD ARGS'``. A command is split like a shell would
+split it but run without one; it gets the alert as JSON on stdin and as ``RLVITALS_*``
+variables. A sink with ``threaded = True`` (webhook, command: they wait on something else) is
+called by the watcher from a worker thread (:mod:`.outbox`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import json
 import os
 import shlex
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Protocol
 
 from ..errors import RlvitalsError
 from .alerts import Alert
+from .webhook import DISCORD_LIMIT, Flavour, WebhookSink, webhook_body
 
-#: Discord refuses a ``content`` longer than this
-DISCORD_LIMIT = 2000
+__all__ = ["DISCORD_LIMIT", "CommandSink", "JsonlSink", "Sink", "WebhookSink", "alert_env", "parse_sink",
+           "webhook_body"]
 
 
 class Sink(Protocol):
@@ -40,6 +40,7 @@ class JsonlSink:
 
     path: Path
     name: str = ""
+    threaded: bool = False  # an append to a local file: done in the watch loop
 
     def send(self, alert: Alert) -> str | None:
         try:
@@ -48,45 +49,6 @@ class JsonlSink:
                 fh.write(json.dumps(alert.to_json(), ensure_ascii=False) + "\n")
         except OSError as exc:
             return f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})"
-        return None
-
-
-def webhook_body(alert: Alert, lang: str = "en") -> dict[str, object]:
-    """The JSON a webhook receives: Slack reads ``text``, Discord reads ``content``.
-
-    Example:
-        >>> sorted(webhook_body(Alert.from_json({"key": "k", "kind": "new", "run": "r", "check": "c",
-        ...     "layer": "L1", "status": "warn", "previous": None, "step": 3, "at": 0.0, "onset_step": 2,
-        ...     "title": {}, "message": {"en": "m"}, "advice": {}})))
-        ['content', 'rlvitals', 'text']
-    """
-    line = "rlvitals: " + alert.text(lang)
-    return {"text": line, "content": line[:DISCORD_LIMIT], "rlvitals": alert.to_json()}
-
-
-@dataclass
-class WebhookSink:
-    """POSTs the alert to a URL with a timeout."""
-
-    url: str
-    lang: str = "en"
-    timeout: float = 5.0
-    name: str = ""
-
-    def send(self, alert: Alert) -> str | None:
-        body = json.dumps(webhook_body(alert, self.lang), ensure_ascii=False).encode()
-        request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  "User-Agent": "rlvitals-watch"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (http/https checked)
-                response.read()
-        except urllib.error.HTTPError as exc:
-            return f"webhook {self.url}: the server answered {exc.code} {exc.reason}; the alert was not accepted"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            return (f"webhook {self.url}: could not deliver the alert ({reason}); "
-                    "check the URL and that the receiver is up")
         return None
 
 
@@ -107,6 +69,7 @@ class CommandSink:
     timeout: float = 30.0
     name: str = ""
     environ: Mapping[str, str] | None = None
+    threaded: bool = True
 
     def send(self, alert: Alert) -> str | None:
         env = {**(os.environ if self.environ is None else self.environ), **alert_env(alert, self.lang)}
@@ -134,10 +97,11 @@ def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | Command
                             "command:'CMD ARGS'")
     if kind == "jsonl":
         return JsonlSink(Path(rest), name=spec)
-    if kind == "webhook":
+    if kind in ("webhook", "slack", "discord"):
         if not rest.startswith(("http://", "https://")):
             raise RlvitalsError(f"--alert {spec!r}: the webhook URL must start with http:// or https://")
-        return WebhookSink(rest, lang, name=spec)
+        shape: Flavour | None = "slack" if kind == "slack" else "discord" if kind == "discord" else None
+        return WebhookSink(rest, lang, name=spec, kind=shape)
     if kind == "command":
         try:
             argv = shlex.split(rest)
@@ -146,4 +110,4 @@ def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | Command
                                 "check its quotes") from None
         return CommandSink(argv, lang, name=spec)
     raise RlvitalsError(f"--alert {spec!r}: unknown sink {kind!r}; expected jsonl:FILE, webhook:URL "
-                        "or command:'CMD ARGS'")
+                        "(slack:URL, discord:URL to force the body's shape) or command:'CMD ARGS'")

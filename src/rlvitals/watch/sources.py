@@ -9,7 +9,9 @@ Two ways to follow a log, chosen by its format:
   Until a file has given its first record it is re-read from byte 0 on each change, because
   the veRL console reader parses the startup config dump as one block before the first step
   line and the generic JSONL reader picks its step key from the first records; after that a
-  window parses exactly as the same lines do inside the whole file.
+  window parses exactly as the same lines do inside the whole file. The records read, and what
+  the reader learned, are stored with the cursor (:mod:`.state`), so a restart rebuilds the
+  Run without the files: a log deleted or replaced meanwhile takes nothing with it.
 - **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
   W&B offline with their binary record framing, and every folder) are re-read whole by
   :func:`rlvitals.loader.load` when a file's size, mtime or inode changes, at most once per
@@ -22,16 +24,34 @@ Two ways to follow a log, chosen by its format:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
-from ..ingest import Reader, SourceMeta, find_reader
+from ..follow import (
+    COMPRESSED,
+    FileCursor,
+    advance,
+    complete_end,
+    count_lines,
+    examine,
+    find_previous,
+    rotated_since,
+    same_file,
+)
+from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
 from ..run import Run, RunBuilder
+from .state import Packed, pack
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
+#: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
+#: between two polls only if it rotates every few lines
+_KNOWN_FILES = 256
+
 
 
 class LineSource:
@@ -42,22 +62,49 @@ class LineSource:
         >>> src.poll(); src.run().steps[-1]  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path, reader: Reader, saved: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
+                 records: Sequence[Record] | None = None) -> None:
         self.path = path
         self.reader = reader
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
         self.builder = RunBuilder(self.meta)
         self.cursor = FileCursor.start(path)
-        self.finished: list[dict[str, Any]] = []  # rotated files already read, for a restart
         self.messages: list[str] = []
+        self.unsaved: list[Packed] = []  # read since the last stored() (see .state.WatchState.commit)
+        self._keep = records is not None  # the caller stores the records: keep them until it has
+        self._layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._reset = False  # the stored records are to be replaced by `unsaved`, not extended
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
         self._seen_size = -1
-        if saved:
-            self._resume(saved)
+        self._got = 0  # records added by the current poll
+        self._restored = 0  # records rebuilt from the state file, not diagnosed yet
+        self.races = 0  # polls that lost a race with a rotation
+        self.read_files: list[tuple[int, int]] = []  # (device, inode) of the files read from, latest last
+        self._rotated: os.stat_result | None = None  # the file last rotated off, until the next one is known
+        # without the records read (a caller that stores only cursors, like the dashboard's state),
+        # a cursor alone cannot rebuild the Run: the file is read again from its first line
+        if saved and records is not None:
+            self._resume(saved, records)
 
     def state(self) -> dict[str, Any]:
-        return {"kind": "lines", "cursor": self.cursor.to_json(), "finished": list(self.finished)}
+        """What a restart needs besides the records: the cursor and what the reader learned."""
+        meta = self.meta
+        return {"kind": "lines", "format": self.reader.format, "cursor": self.cursor.to_json(),
+                "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
+                         "bytes_read": meta.bytes_read},
+                "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
+                "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files}
+
+    def pending(self) -> tuple[bool, list[Packed]]:
+        """The records read since the last :meth:`stored` (packed), and whether they replace the stored
+        ones; always none for a caller that keeps no records (it passed ``records=None``)."""
+        return self._reset, self.unsaved
+
+    def stored(self) -> None:
+        """The pending records are in the state file now."""
+        self.unsaved = []
+        self._reset = False
 
     def run(self) -> Run | None:
         if self.builder.records == 0 and not self.builder._summary:
@@ -65,71 +112,117 @@ class LineSource:
         return self.builder.finish(str(self.path))
 
     def poll(self) -> bool:
-        """Read the complete lines appended since the last poll; whether any record came."""
+        """Read the complete lines appended since the last poll; whether any record came.
+
+        A rotation may rename or remove the file between two looks at it (the stat and the
+        open): that OSError means "not there right now", as ``missing`` does. What this poll
+        read from a file that did not stay the same file throughout is dropped, and the next
+        poll, seeing the rotation, reads it again from where the cursor stands.
+        """
+        self._got, self._restored = self._restored, 0  # a rebuilt Run is news to the watcher once
+        try:
+            self._poll()
+        except OSError as exc:
+            self._race(exc)
+        return self._got > 0
+
+    def _poll(self) -> None:
         change, st = examine(self.cursor, self.path)
         if change == "missing" or st is None:
-            return False
-        got = 0
+            return
+        if self.cursor.inode == 0:
+            self._know(st)
         if change in ("truncated", "replaced"):
-            got += self._restart_file(change)
+            self._restart_file(change)
             change, st = examine(self.cursor, self.path)
             if st is None:
-                return got > 0
+                return
         if change == "grown":
-            got += self._grow(st)
-        return got > 0
+            self._grow(st)
 
-    def _restart_file(self, change: str) -> int:
+    def _race(self, exc: OSError) -> None:
+        self.races += 1
+        if self.races == 1:  # a log rotated every few seconds would say it every few seconds
+            self.messages.append(f"{self.path}: the file was renamed or removed while it was being read "
+                                 f"({exc.strerror or exc}: {exc.filename}); it is read again at the next poll "
+                                 "(reported once)")
+
+    def _restart_file(self, change: str) -> None:
         old = find_previous(self.cursor)
-        got = 0
-        if old is not None:
-            got = self._finish_old(old)
+        old_st = old.stat() if old is not None else None
+        renamed = old_st is not None and (old_st.st_dev, old_st.st_ino) == (self.cursor.device, self.cursor.inode)
+        if old is not None and old_st is not None:
+            self._read(old, old_st, self.cursor.offset, old_st.st_size, self.cursor.lines)  # to its very end
         lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
         self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
                              + (f"; read the rest of the old content from {old.name}" if old else "")
                              + f"{lost}; following the new file from its first line")
         self.cursor = FileCursor.start(self.path)
         self._seen_size = -1
-        return got
+        self._rotated = old_st if renamed else None
+        with contextlib.suppress(OSError):  # between the rename and the new file: known at the next look
+            self._know(self.path.stat())
 
-    def _finish_old(self, old: Path) -> int:
-        """The rest of the old content, to its very end (a finished file's last line counts
-        even without a newline)."""
-        st = old.stat()
-        got = self._read(old, self.cursor.offset, st.st_size, self.cursor.lines)
-        self.finished.append({"path": str(old), "device": st.st_dev, "inode": st.st_ino, "end": st.st_size})
-        return got
+    def _know(self, st: os.stat_result) -> None:
+        """Take the identity of the file now at the path before reading a line of it, so that if it is
+        rotated before it is read it is found by it; then read the files rotated in between, if a
+        rotation is being followed."""
+        self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino)
+        if self._rotated is not None:
+            after, self._rotated = self._rotated, None
+            self._read_between(after)
 
-    def _grow(self, st: os.stat_result) -> int:
+    def _read_between(self, old: os.stat_result) -> None:
+        """Read whole the files rotated off the log after ``old`` (two rotations between polls)."""
+        known = {*self.read_files, (self.cursor.device, self.cursor.inode)}
+        for path in rotated_since(self.path, old, known):
+            if path.suffix in COMPRESSED:
+                self.messages.append(f"{path}: rotated off {self.path.name} between two polls and compressed; "
+                                     "it is not opened, so its steps are missing from the run")
+                continue
+            try:
+                st = path.stat()
+                self._read(path, st, 0, st.st_size, 0)
+            except OSError as exc:
+                self.messages.append(f"{path}: rotated off {self.path.name} between two polls, but could not be "
+                                     f"read ({exc.strerror or exc}); its steps are missing from the run")
+                continue
+            self.messages.append(f"{self.path}: rotated more than once since the last poll; read {path.name} "
+                                 "whole, which was never seen at the log's path")
+
+    def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
-            return 0  # only startup output so far, unchanged since the last look
+            return  # only startup output so far, unchanged since the last look
         start = 0 if self._whole else self.cursor.offset
         end = complete_end(self.path, start, st.st_size)
         if end == start:
-            return 0
+            return
         if self.cursor.offset == 0 or self._whole:
-            return self._first_read(st, end)
-        got = self._read(self.path, start, end, self.cursor.lines)
-        self.cursor = advance(self.cursor, self.path, st, end, count_lines(self.path, start, end))
-        return got
+            self._first_read(st, end)
+            return
+        lines = count_lines(self.path, start, end)
+        self._read(self.path, st, start, end, self.cursor.lines)
+        self.cursor = advance(self.cursor, self.path, st, end, lines)
 
-    def _first_read(self, st: os.stat_result, end: int) -> int:
+    def _first_read(self, st: os.stat_result, end: int) -> None:
         meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))
-        builder = RunBuilder(meta) if self._whole else None
-        records = list(self.reader.read(self.path, meta, (builder or self.builder).skipped))
+        skipped = SkipLog()
+        records = list(self.reader.read(self.path, meta, skipped))
+        lines = count_lines(self.path, 0, end)
+        cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
+        if not same_file(self.path, st, end):
+            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(self.path))
+        self._seen_file(st)
         self._seen_size = st.st_size
         if not records:
-            return 0
+            return
         if not self._meta_taken:
             self._take_meta(meta)
-        if builder is not None:  # a whole re-read replaces what the last one built
-            builder.meta = self.meta
-            self.builder = builder
-        for record in records:
-            self.builder.add(record)
-        lines = count_lines(self.path, 0, end)
-        self.cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
-        return len(records)
+        if self._whole:  # a whole re-read replaces what the last one built
+            self.builder = RunBuilder(self.meta)
+            self.unsaved, self._reset = [], True
+        self._add(records, skipped)
+        self.cursor = cursor
 
     def _take_meta(self, meta: SourceMeta) -> None:
         self._meta_taken = True
@@ -140,41 +233,54 @@ class LineSource:
         if self.reader.format == "jsonl" and any(n.startswith(f"{self.path}: no step key") for n in meta.notes):
             self._whole = True
 
-    def _read(self, path: Path, start: int, end: int, base: int) -> int:
+    def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int) -> None:
+        """Add the records of the lines ``[start, end)`` of ``path``, the file ``st`` was taken of;
+        nothing at all if another file took its name meanwhile (raises OSError if none did)."""
         meta = SourceMeta(format=self.reader.format, files=[str(path)], window=(start, end), line_base=base)
-        got = 0
-        for record in self.reader.read(path, meta, self.builder.skipped):
-            self.builder.add(record)
-            got += 1
+        skipped = SkipLog()
+        records = list(self.reader.read(path, meta, skipped))
+        if not same_file(path, st, end):
+            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
+        self._seen_file(st)
+        self._add(records, skipped)
         self.meta.bytes_read += meta.bytes_read
-        if start == 0 and got and not self._meta_taken:  # a whole rotated file read on a restart
+        if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
-        return got
 
-    def _resume(self, saved: dict[str, Any]) -> None:
-        """Rebuild the records read before a restart: the rotated files still beside the log,
-        then (on the next poll) the current file from its first line."""
-        for old in saved.get("finished", []):
-            path = Path(old["path"])
-            try:
-                st = path.stat()
-            except OSError:
-                st = None
-            if st is None or (st.st_dev, st.st_ino) != (old["device"], old["inode"]):
-                self.messages.append(f"{path}: this rotated log was read before the restart but is gone; "
-                                     "its steps are missing from the run")
-                continue
-            self._read(path, 0, int(old["end"]), 0)
-            self.finished.append(old)
-        cursor = FileCursor.from_json(saved["cursor"]) if "cursor" in saved else None
-        if cursor is not None and cursor.offset:
-            change, _ = examine(cursor, self.path)
-            if change in ("truncated", "replaced", "missing"):
-                old_path = find_previous(cursor)
-                if old_path is not None:
-                    self.cursor = FileCursor(cursor.path, cursor.device, cursor.inode, 0, 0, cursor.head)
-                    self._finish_old(old_path)
-        self.cursor = FileCursor.start(self.path)
+    def _seen_file(self, st: os.stat_result) -> None:
+        ident = (st.st_dev, st.st_ino)
+        if ident not in self.read_files:
+            self.read_files.append(ident)
+            del self.read_files[:-_KNOWN_FILES]
+
+    def _add(self, records: list[Record], skipped: SkipLog) -> None:
+        self.builder.skipped.merge(skipped)
+        for record in records:
+            self.builder.add(record)
+        if self._keep:
+            self.unsaved.extend(pack(r, self._layouts) for r in records)
+        self._got += len(records)
+
+    def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
+        """Rebuild the Run as it was before a restart, from the state file alone (the records
+        read, what the reader learned), and go on from the saved cursor: a file rotated,
+        truncated or replaced meanwhile is found out by the next poll as it would have been
+        without the restart."""
+        meta = saved.get("meta", {})
+        self.meta.framework = meta.get("framework")
+        self.meta.config.update(meta.get("config", {}))
+        self.meta.notes.extend(meta.get("notes", []))
+        self.meta.bytes_read = int(meta.get("bytes_read", 0))
+        skipped = saved.get("skipped", {})
+        self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
+        self._meta_taken = bool(saved.get("meta_taken", False))
+        self._whole = bool(saved.get("whole", False))
+        self.read_files = [(int(d), int(i)) for d, i in saved.get("read_files", [])]
+        for record in records:
+            self.builder.add(record)
+        self._restored = len(records)
+        if "cursor" in saved:
+            self.cursor = FileCursor.from_json(saved["cursor"])
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
@@ -227,7 +333,7 @@ class SnapshotSource:
             runs = load(self.path, self.fmt)
         except EmptyInputError:
             runs = []
-        except InputError as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
+        except (InputError, OSError) as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
             if str(exc) != self._last_error:
                 self.messages.append(f"{exc}; kept the last complete read and will retry")
                 self._last_error = str(exc)
@@ -243,17 +349,29 @@ class SnapshotSource:
 class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
-    def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
+                 records: Sequence[Record] | None = None) -> None:
         self.path = path
         self.fmt = fmt
         self.min_gap = min_gap
         self.saved = saved
+        # stored by the last watcher with ``saved`` (None: not kept, the log is read again from its
+        # start); handed to the LineSource, then dropped
+        self.records = records
         self.inner: LineSource | SnapshotSource | None = None
         self.messages: list[str] = []
         self._waiting = ""
 
     def state(self) -> dict[str, Any]:
         return self.inner.state() if self.inner is not None else dict(self.saved or {})
+
+    def pending(self) -> tuple[bool, list[Packed]]:
+        """The records to store with this path's state (see :meth:`LineSource.pending`)."""
+        return self.inner.pending() if isinstance(self.inner, LineSource) else (False, [])
+
+    def stored(self) -> None:
+        if isinstance(self.inner, LineSource):
+            self.inner.stored()
 
     def poll(self, now: float, cost: float = 0.0) -> bool:
         if self.inner is None and not self._open():
@@ -271,6 +389,10 @@ class Follow:
         return self.inner.runs() if self.inner is not None else []
 
     def _open(self) -> bool:
+        resumed = self._resume()
+        if resumed is not None:
+            self.inner = resumed
+            return True
         try:
             reader = find_reader(self.path, self.fmt)
         except (EmptyInputError, UnknownFormatError) as exc:
@@ -279,12 +401,31 @@ class Follow:
             return self._wait(f"{exc}; waiting for it to be written")
         except MissingInputError as exc:  # decided by the error, not by a second look that may race a writer
             return self._wait(f"{exc}; waiting for it to appear")
+        except OSError as exc:  # renamed or removed while it was sniffed: a rotation under way
+            return self._wait(f"{self.path}: could not be read ({exc.strerror or exc}); waiting for it")
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
-            self.inner = LineSource(self.path, reader, saved)
+            self.inner = LineSource(self.path, reader, saved, self.records)
+            self.records = None
         else:
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
         return True
+
+    def _resume(self) -> LineSource | None:
+        """The text log a previous watcher followed, rebuilt from its state at once, whatever the
+        file is now (empty, missing, replaced: the next polls find out), so a restart shows the run
+        before the trainer writes again."""
+        saved = self.saved or {}
+        fmt = saved.get("format")
+        if (self.records is None or saved.get("kind") != "lines" or fmt not in LINE_FORMATS
+                or self.fmt not in (None, fmt)):
+            return None
+        reader = next((r for r in readers() if r.format == fmt), None)
+        if reader is None:
+            return None
+        source = LineSource(self.path, reader, saved, self.records)
+        self.records = None
+        return source
 
     def _wait(self, message: str) -> bool:
         if message != self._waiting:

@@ -1,16 +1,24 @@
 """The watch loop: poll the logs, rebuild the Runs that grew, diagnose them, decide, alert.
 
 One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
-from its records and diagnosed; :func:`.alerts.decide` turns the findings into alerts; the
-cursors, the policy state and the alerts are committed to the state file in one transaction;
+from its records and diagnosed, unless its last diagnosis was so recent that doing it again
+would spend more than a third of a core on it (``WatchOptions.diagnose_gap``: it is diagnosed
+at a later cycle, with everything read by then); :func:`.alerts.decide` turns the findings into alerts (of one
+run watched through two files, only one file's: :mod:`.twins`); the
+cursors, the records read, the policy state and the alerts are committed to the state file in
+one transaction;
 then the sinks are called and each delivery is struck off. The clock and the sleep are
 parameters, so tests drive cycles without waiting.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -19,11 +27,13 @@ from ..checks._base import STATUS_RANK
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..run import Run
-from .alerts import Alert, Cooldown, KeyState, Observation, decide
+from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
+from .outbox import Outbox
 from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
 from .state import WatchState
+from .twins import Twins
 from .view import PlainView
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -32,7 +42,11 @@ EXIT_OK, EXIT_FINDINGS = 0, 1
 @dataclass(frozen=True)
 class WatchOptions:
     """How the watcher behaves. ``min_gap``: the least time between two whole re-reads of a
-    TensorBoard, W&B or trainer_state log."""
+    TensorBoard, W&B or trainer_state log. ``diagnose_gap``: after a log's Run took ``c`` seconds
+    to rebuild and diagnose, its next diagnosis waits ``diagnose_gap × c`` seconds at least (the
+    log is still read at every poll), so diagnosing never takes more than ``1 / (1 + diagnose_gap)``
+    of a core however long the run gets; a line waits at most about ``interval + (1 +
+    diagnose_gap) × c`` for its diagnosis."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -41,6 +55,7 @@ class WatchOptions:
     config: DiagnoseConfig | None = None
     cooldown: Cooldown = field(default_factory=Cooldown)
     min_gap: float = 2.0
+    diagnose_gap: float = 2.0
 
 
 def last_step(run: Run) -> int:
@@ -70,12 +85,18 @@ class Watcher:
         self.clock = clock
         self.sleep = sleep
         saved = state.sources()
-        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p))) for p in paths]
+        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.records(str(p)))
+                        for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         self.rollouts = RolloutFollow(rollouts) if rollouts is not None else None
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
+        self.twins = Twins()
         self._cost: dict[int, float] = {}
+        self._dirty: set[Follow] = set()  # grew since their last diagnosis
+        self._next_diagnosis: dict[Path, float] = {}  # the throttle: no diagnosis of that log before
+        # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
+        self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
         self._redeliver()
 
     def _redeliver(self) -> None:
@@ -90,12 +111,32 @@ class Watcher:
                 self._send(alert_id, alert, sink)
 
     def _send(self, alert_id: int, alert: Alert, sink: Sink) -> None:
-        error = sink.send(alert)
+        box = self.outboxes.get(sink.name)
+        if box is not None:
+            error = box.put(alert_id, alert)
+            if error is not None:
+                self.view.note(error)
+            return
+        self._delivered(alert_id, sink.name, sink.send(alert))
+
+    def _delivered(self, alert_id: int, sink: str, error: str | None) -> None:
         if error is not None:
             self.view.note(error)
         # a failed delivery is reported and not retried: retrying every cycle would flood the
         # receiver once it is back, and the alert is kept in the state file
-        self.state.delivered(alert_id, sink.name)
+        self.state.delivered(alert_id, sink)
+
+    def _collect(self) -> None:
+        """Strike off what the sinks' threads delivered (in this thread: the state file is its)."""
+        for name, box in self.outboxes.items():
+            for alert_id, error in box.results():
+                self._delivered(alert_id, name, error)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every alert sent so far has been delivered (or failed); whether in time."""
+        done = all(box.wait(timeout) for box in self.outboxes.values())
+        self._collect()
+        return done
 
     def _poll(self, now: float) -> list[Follow]:
         changed = []
@@ -109,11 +150,13 @@ class Watcher:
             follow.messages.clear()
         return changed
 
-    def cycle(self) -> list[Alert]:
+    def cycle(self, *, force: bool = False) -> list[Alert]:
         """One poll → diagnose → decide → alert pass; returns the alerts it raised. Each log's
-        alerts go out as soon as its own diagnosis is done, not after every log's."""
+        alerts go out as soon as its own diagnosis is done, not after every log's. ``force``:
+        diagnose every log that grew, throttled or not (a last cycle after the trainer stopped)."""
         now = self.clock()
         sent: list[Alert] = []
+        self._collect()
         changed = self._poll(now)
         if self.rollouts is not None:
             if self.rollouts.poll():  # new rollouts change every run's diagnosis, grown or not
@@ -121,23 +164,48 @@ class Watcher:
             for message in self.rollouts.messages:
                 self.view.note(message)
             self.rollouts.messages.clear()
-        for follow in changed:
-            observed = []
-            for run in follow.runs():
-                if self.rollouts is not None:
-                    run = self.rollouts.join(run)
-                d = diagnose(run, self.options.config)
-                self.diagnoses[run.path] = d
-                observed.append(Observation(run.path, last_step(run), d.findings))
+        self._dirty.update(changed)
+        due = [f for f in self.follows
+               if f in self._dirty and (force or now >= self._next_diagnosis.get(f.path, -math.inf))]
+        for follow in due:
+            started = self.clock()
+            observed = self._diagnose(follow)
+            self._dirty.discard(follow)
+            # the cost of rebuilding and diagnosing, on the watcher's own clock (a test's clock that
+            # stands still never throttles); storing what was read is not part of it (the first
+            # commit of a long log stores all of it once)
+            finished = self.clock()
+            self._next_diagnosis[follow.path] = finished + self.options.diagnose_gap * (finished - started)
             sent.extend(self._alert(observed, now))
-        if changed:
+        if due:
             self.view.show(self.diagnoses)
         return sent
 
+    def _diagnose(self, follow: Follow) -> list[Observation]:
+        """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
+        observed = []
+        for run in follow.runs():
+            if self.rollouts is not None:
+                run = self.rollouts.join(run)
+            d = diagnose(run, self.options.config)
+            self.diagnoses[run.path] = d
+            # a run watched through two files is alerted once, as its primary file's
+            if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
+                observed.append(Observation(run.path, last_step(run), d.findings))
+        for message in self.twins.notes:
+            self.view.note(message)
+        self.twins.notes.clear()
+        return observed
+
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
-        alerts, self.keys = decide(self.keys, observed, now, self.options.cooldown)
+        before = self.keys
+        alerts, self.keys = decide(before, observed, now, self.options.cooldown)
         sources = {str(f.path): f.state() for f in self.follows}
-        ids = self.state.commit(sources, self.keys, alerts, [s.name for s in self.sinks])
+        records = {str(f.path): f.pending() for f in self.follows}
+        ids = self.state.commit(sources, changed_keys(before, self.keys), alerts, [s.name for s in self.sinks],
+                                {p: r for p, r in records.items() if r[0] or r[1]})
+        for follow in self.follows:
+            follow.stored()
         for alert_id, alert in zip(ids, alerts, strict=True):
             self.view.alert(alert)
             for sink in self.sinks:
@@ -168,8 +236,67 @@ class Watcher:
         finally:
             self.view.close()
 
-    def close(self) -> None:
-        self.state.close()
+    def close(self, timeout: float = 10.0) -> None:
+        """Deliver what is queued (``timeout`` seconds at most in all), report what was not, close
+        the state file. What was not delivered stays pending there for the next watcher. A second
+        Ctrl-C or SIGTERM meanwhile is ignored: the state file is closed whole, never half."""
+        with _signals_ignored():
+            deadline = time.monotonic() + timeout
+            for name, box in self.outboxes.items():
+                left = box.close(max(deadline - time.monotonic(), 0.0))
+                if left:
+                    self.view.note(f"{name}: {left} alert(s) not delivered when the watcher stopped (no answer "
+                                   f"within {timeout:g} s); they stay pending in the state file and the next "
+                                   "watcher sends them")
+            self._collect()
+            self.state.close()
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change handlers, and only it receives the signals
+        return
+    before = [signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS]
+    try:
+        yield
+    finally:
+        for sig, handler in zip(_STOP_SIGNALS, before, strict=True):
+            signal.signal(sig, handler)
+
+
+def ignore_stop_signals() -> None:
+    """From now on Ctrl-C and SIGTERM are ignored: the process is on its way out (``watch`` after
+    the first one), and a second must not interrupt the close or end in a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what Slurm, systemd and ``kill`` send) stops the watcher as Ctrl-C does: the loop
+    ends with KeyboardInterrupt, and the caller closes the watcher in its ``finally``.
+
+    Example:
+        >>> with terminate_as_interrupt():  # doctest: +SKIP
+        ...     watcher.run()
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path | None = None,

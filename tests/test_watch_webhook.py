@@ -1,0 +1,199 @@
+"""The webhook sink against a real local HTTP server: the bodies Slack incoming webhooks and Discord
+webhooks document (shapes, escaping, limits), 429 with Retry-After, and a receiver that never answers
+while the watcher goes on (its alerts stay pending for the next watcher)."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlvitals.diagnosis import Finding
+from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.watch.alerts import Alert, Observation, decide
+from rlvitals.watch.sinks import parse_sink
+from rlvitals.watch.state import WatchState
+from rlvitals.watch.view import PlainView
+from rlvitals.watch.watcher import Watcher
+from rlvitals.watch.webhook import (
+    DISCORD_LIMIT,
+    EMBED_LIMITS,
+    SLACK_LIMITS,
+    WebhookSink,
+    flavour,
+    retry_after,
+    slack_escape,
+)
+
+NASTY = "KL < 0.1 & clip > 0.3 <!channel> @everyone <script>x</script> "
+
+
+class _Hook(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        server: Any = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.received.append(body)
+        code, headers, payload = server.answers.pop(0) if server.answers else (200, {}, b"ok")
+        self.send_response(code)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Quiet."""
+
+
+@pytest.fixture
+def hook() -> Iterator[Any]:
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    server.received, server.answers = [], []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def _url(server: Any) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/hook"
+
+
+def _alert(message: str = NASTY, metrics: int = 1) -> Alert:
+    f = Finding("entropy_collapse", "L4", "fail", {"en": "Entropy <collapsed>"}, {"en": message},
+                {"en": "Lower the LR & check <clip>"}, tuple(f"m/{i}" for i in range(metrics)), onset_step=180,
+                evidence={"value": 0.10623, "threshold": 0.5, "peak": 0.346})
+    return decide({}, [Observation("runs/a&b/run.log", 190, [f])], 1_700_000_000.0)[0][0]
+
+
+def _slack_texts(body: dict[str, Any]) -> list[str]:
+    out = [body["text"]]
+    for block in body["blocks"]:
+        if "text" in block and block["text"]["type"] == "mrkdwn":
+            out.append(block["text"]["text"])
+        out.extend(f["text"] for f in block.get("fields", []))
+    return out
+
+
+def test_slack_body_is_escaped_and_fits_block_limits(hook: Any) -> None:
+    sink = parse_sink(f"slack:{_url(hook)}")
+    assert sink.send(_alert(NASTY * 400)) is None  # a 24k-character message
+    (body,) = hook.received
+    assert set(body) == {"text", "blocks"}
+    assert [b["type"] for b in body["blocks"]] == ["header", "section", "section", "section"]
+    header = body["blocks"][0]["text"]
+    assert header == {"type": "plain_text", "text": "FAIL entropy_collapse at step 190"}
+    assert len(header["text"]) <= SLACK_LIMITS["header"]
+    assert len(body["blocks"][1]["text"]["text"]) <= SLACK_LIMITS["section"]
+    fields = body["blocks"][2]["fields"]
+    assert len(fields) <= SLACK_LIMITS["fields"] and all(len(f["text"]) <= SLACK_LIMITS["field"] for f in fields)
+    names = [f["text"].split("\n")[0] for f in fields]
+    assert names == ["*Layer*", "*Status*", "*Onset step*", "*Step*", "*Value*", "*Threshold*", "*Metrics*", "*Run*"]
+    assert fields[4]["text"] == "*Value*\n0.1062" and fields[5]["text"] == "*Threshold*\n0.5"
+    assert fields[7]["text"] == "*Run*\nruns/a&amp;b/run.log"
+    for text in _slack_texts(body):  # no raw control character is left: no <!channel> notifies anyone
+        assert "<" not in text and ">" not in text and "&" not in text.replace("&amp;", "").replace(
+            "&lt;", "").replace("&gt;", "")
+    assert "&lt;!channel&gt;" in body["text"] and body["blocks"][1]["text"]["text"].startswith(
+        "*Entropy &lt;collapsed&gt;*\nKL &lt; 0.1 &amp; clip")
+
+
+def test_discord_body_fits_the_documented_limits(hook: Any) -> None:
+    sink = parse_sink(f"discord:{_url(hook)}")
+    assert sink.send(_alert(NASTY * 400, metrics=300)) is None
+    (body,) = hook.received
+    assert set(body) == {"content", "embeds", "allowed_mentions"}
+    assert body["allowed_mentions"] == {"parse": []}  # "@everyone" in a message notifies nobody
+    assert len(body["content"]) <= DISCORD_LIMIT and body["content"].startswith("rlvitals: FAIL entropy_collapse")
+    assert len(body["embeds"]) == 1
+    embed = body["embeds"][0]
+    assert len(embed["title"]) <= EMBED_LIMITS["title"] and len(embed["description"]) <= EMBED_LIMITS["description"]
+    assert len(embed["fields"]) <= EMBED_LIMITS["fields"]
+    assert all(len(f["name"]) <= EMBED_LIMITS["name"] and len(f["value"]) <= EMBED_LIMITS["value"]
+               for f in embed["fields"])
+    total = len(embed["title"]) + len(embed["description"]) + len(embed["footer"]["text"]) + sum(
+        len(f["name"]) + len(f["value"]) for f in embed["fields"])
+    assert total <= EMBED_LIMITS["total"]
+    got = {f["name"]: f["value"] for f in embed["fields"]}
+    assert got["Layer"] == "L4 · Exploration: is it still exploring?" and got["Status"] == "FAIL"
+    assert (got["Onset step"], got["Step"], got["Value"], got["Threshold"]) == ("180", "190", "0.1062", "0.5")
+    assert got["Advice"] == "Lower the LR & check <clip>"  # Discord shows text as it is
+    assert embed["color"] == 0xD62728 and embed["timestamp"] == "2023-11-14T22:13:20+00:00"
+
+
+def test_the_body_follows_the_url_host_or_carries_both() -> None:
+    assert flavour("https://hooks.slack.com/services/T/B/x") == "slack"
+    assert flavour("https://discord.com/api/webhooks/1/t") == flavour("https://discordapp.com/api/webhooks/1/t")
+    assert flavour("https://example.org/hook") == "any"
+    assert slack_escape("a<b>&c") == "a&lt;b&gt;&amp;c"
+
+
+def test_a_429_is_retried_after_retry_after(hook: Any) -> None:
+    waits: list[float] = []
+    hook.answers = [(429, {"Retry-After": "2"}, b""),  # Slack: seconds in the header
+                    (429, {"Content-Type": "application/json"}, b'{"retry_after": 0.25, "global": false}'),  # Discord
+                    (200, {}, b"ok")]
+    sink = WebhookSink(_url(hook), sleep=waits.append)
+    assert sink.send(_alert()) is None
+    assert waits == [2.0, 0.25] and len(hook.received) == 3
+    assert hook.received[0] == hook.received[2]  # the same alert, sent again
+
+
+def test_a_429_asking_too_long_is_given_up_and_reported(hook: Any) -> None:
+    waits: list[float] = []
+    hook.answers = [(429, {"Retry-After": "120"}, b"")]
+    sink = WebhookSink(_url(hook), sleep=waits.append, max_wait=30.0)
+    assert sink.send(_alert()) == (f"webhook {_url(hook)}: the server answered 429 Too Many Requests 1 time(s) "
+                                   "(it asked to wait 120 s more, 0 s were waited); the alert was not accepted")
+    assert waits == [] and len(hook.received) == 1
+    hook.answers = [(429, {"Retry-After": "1"}, b"")] * 4
+    assert "429 Too Many Requests 4 time(s)" in (WebhookSink(_url(hook), sleep=waits.append).send(_alert()) or "")
+    assert waits == [1.0, 1.0, 1.0]  # bounded: RETRIES retries
+
+
+def test_retry_after_reads_an_http_date() -> None:
+    assert retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, b"", now=1445412480.0) == 10.0
+    assert retry_after({"Retry-After": "soon"}, b"") is None and retry_after({}, b"not json") is None
+
+
+def test_a_receiver_that_never_answers_does_not_stall_the_watcher(tmp_path: Path, hook: Any) -> None:
+    """A blackholed webhook (it accepts the connection and never answers): the watch loop goes on and
+    the other sinks get the alerts; at the end the watcher says how many it could not deliver, and they
+    stay pending in the state file until the next watcher delivers them."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)  # the kernel completes the handshakes; nobody ever reads the requests
+    url = f"http://127.0.0.1:{hole.getsockname()[1]}/hook"
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(line + b"\n" for line in jsonl_lines(Scenario(steps=120, collapse_at=80))))
+    jsonl = tmp_path / "alerts.jsonl"
+    stuck = WebhookSink(url, timeout=3.0, name=f"webhook:{url}")
+    err = io.StringIO()
+    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [stuck, parse_sink(f"jsonl:{jsonl}")],
+                view=PlainView(io.StringIO(), err))
+    alerts = w.cycle()
+    # the cycle is over while the first POST still waits for its answer
+    assert alerts and len(jsonl.read_text().splitlines()) == len(alerts)
+    assert not w.outboxes[stuck.name].wait(0.0)
+    w.close(timeout=0.2)
+    assert (f"rlvitals: webhook:{url}: {len(alerts)} alert(s) not delivered when the watcher stopped (no answer "
+            "within 0.2 s); they stay pending in the state file and the next watcher sends them") in err.getvalue()
+    hole.close()
+    state = WatchState(tmp_path / "s.sqlite")
+    assert [p for _, _, p in state.pending()] == [[stuck.name]] * len(alerts)
+    state.close()
+    good = WebhookSink(_url(hook), name=stuck.name)  # the receiver is back, under the same sink name
+    w2 = Watcher([log], WatchState(tmp_path / "s.sqlite"), [good], view=PlainView(io.StringIO(), io.StringIO()))
+    assert w2.flush(30)
+    assert sorted(b["rlvitals"]["key"] for b in hook.received) == sorted(a.key for a in alerts)
+    assert w2.state.pending() == []
+    w2.close()
