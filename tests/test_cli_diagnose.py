@@ -170,3 +170,21 @@ def test_rollouts_object_in_the_json(sick: Path, tmp_path: Path) -> None:
         "the rollouts carry no token counts: lengths are counted in characters"]
     # without --rollouts the run object has no such key
     assert "rollouts" not in orjson.loads(_cli("diagnose", "--json", str(sick))[1])["runs"][0]
+
+
+def test_each_run_gets_its_own_rollouts(sick: Path, healthy: Path, tmp_path: Path) -> None:
+    _rollout_dump(tmp_path / "dump")
+    code, out, err = _cli("diagnose", "--json", "--rollouts", str(tmp_path / "dump"), "--rollouts", "-",
+                          str(sick), str(healthy))
+    assert code == 0, err
+    first, second = orjson.loads(out)["runs"]
+    assert first["path"] == str(sick) and first["rollouts"]["path"] == str(tmp_path / "dump")
+    assert second["path"] == str(healthy) and "rollouts" not in second
+
+
+def test_one_rollouts_folder_for_two_runs_is_refused(sick: Path, healthy: Path, tmp_path: Path) -> None:
+    _rollout_dump(tmp_path / "dump")
+    code, out, err = _cli("diagnose", "--rollouts", str(tmp_path / "dump"), str(sick), str(healthy))
+    assert code == 2 and out == ""
+    assert err == ("rlvitals: 2 runs given but 1 --rollouts; the rollouts of one run are not another's: give "
+                   "--rollouts once per RUN, in the order of the runs ('-' for a run without rollouts)\n")

@@ -45,8 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
-    dia.add_argument("--rollouts", default=None, metavar="DIR",
-                     help="rollout dumps of the run: their per-step metrics join the diagnosis")
+    dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
+                          "order ('-' for none)")
 
     rol = sub.add_parser("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
     rol.add_argument("paths", nargs="+", metavar="PATH",
@@ -163,7 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     xpt.add_argument("--wandb-dir", default=".", metavar="DIR", help="where wandb writes the run folder")
     xpt.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project")
     xpt.add_argument("--wandb-run-id", default=None, metavar="ID", help="resume this W&B run instead of a new one")
-    xpt.add_argument("--rollouts", default=None, metavar="DIR", help="rollout dumps: their series are exported")
+    xpt.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their series are exported; once per RUN, in order ('-' for none)")
     xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")
     xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
@@ -253,19 +255,18 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     from .render_text import render_rollout_log
     from .summary import rollout_log
 
-    runs, status = _load_all(paths, args.fmt, err)
-    # what the rollout reader skipped and the analysis could not compute, shown with every run it joins
-    log: dict[str, Any] | None = None
     if args.rollouts:
-        try:
-            analysis = _analyze(args.rollouts, None, (1, 2, 4, 8, 16), None)
-        except RlvitalsError as exc:
-            err.write(f"rlvitals: {exc}\n")
+        paired = _paired_runs(paths, args.rollouts, args.fmt, err)
+        if paired is None:
             return EXIT_USAGE
-        log = {"path": args.rollouts, **rollout_log(analysis)}
-        runs = [run.with_series(analysis.series()) for run in runs]
+        runs, analyses, status = paired
+    else:
+        (runs, status), analyses = _load_all(paths, args.fmt, err), []
+    # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
+    logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
+    logs += [None] * (len(runs) - len(logs))
     results = []
-    for run in runs:
+    for run, log in zip(runs, logs, strict=True):
         d = diagnose(run, config)
         results.append(d)
         if args.markdown:
@@ -276,7 +277,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                 out.write(render_rollout_log(log, out.isatty(), _width(out)))
     if args.json:
         out.write(_dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
-                                  for d in results]}) + "\n")
+                                  for d, log in zip(results, logs, strict=True)]}) + "\n")
     if status == EXIT_OK and args.fail_on:
         threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
         if any(d.verdict in threshold for d in results):
@@ -488,10 +489,25 @@ def _runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run],
     written)."""
     from .config import load_config
 
-    paths = list(args.paths)
     try:
         config = load_config(args.config) if args.config else None
-        dirs = _rollout_dirs(args.rollouts, paths)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return None
+    paired = _paired_runs(list(args.paths), args.rollouts, args.fmt, err)
+    if paired is None or not paired[0]:
+        return None
+    runs, analyses, status = paired
+    return runs, config, [None if a is None else a[1] for a in analyses], status
+
+
+def _paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None,
+                 err: IO[str]) -> tuple[list[Run], list[Any], int] | None:
+    """The runs of ``paths`` with their own rollouts' series joined (``--rollouts`` pairs with the
+    paths in order), each run's (rollout folder, analysis) or None, and the load status; None after a
+    usage error (already written)."""
+    try:
+        dirs = _rollout_dirs(rollouts, paths)
         analyses = [_analyze(d, None, (1, 2, 4, 8, 16), None) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
@@ -499,18 +515,16 @@ def _runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run],
     runs: list[Run] = []
     paired: list[Any] = []
     status = EXIT_OK
-    for path, analysis in zip(paths, analyses, strict=True):
-        found, code = _load_all([path], args.fmt, err)
+    for path, folder, analysis in zip(paths, dirs, analyses, strict=True):
+        found, code = _load_all([path], fmt, err)
         status = max(status, code)
         if analysis is not None and len(found) > 1:
             err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "
                       "them; pass its run folders as separate RUNs, each with its own --rollouts\n")
             return None
         runs += [run.with_series(analysis.series()) if analysis is not None else run for run in found]
-        paired += [analysis] * len(found)
-    if not runs:
-        return None
-    return runs, config, paired, status
+        paired += [(folder, analysis) if analysis is not None else None] * len(found)
+    return runs, paired, status
 
 
 def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
