@@ -185,3 +185,53 @@ def test_collapse_at_the_very_end_of_a_growing_run_has_finite_values() -> None:
     assert event is not None
     assert np.isfinite(event.value) and np.isfinite(event.score)
     assert event.value <= 0.2 and 0.75 < event.score < 0.95
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 3000), buckets=st.integers(1, 400), seed=st.integers(0, 10_000), nans=st.booleans())
+def test_bucket_medians_match_np_median_slice_by_slice(n: int, buckets: int, seed: int, nans: bool) -> None:
+    buckets = min(buckets, n)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n).round(1)  # rounding makes ties, which np.median averages
+    if nans:
+        x[rng.random(n) < 0.01] = np.nan
+    edges = np.linspace(0, n, buckets + 1).astype(int)
+    want = np.array([np.median(x[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)])
+    np.testing.assert_array_equal(S.bucket_medians(x, buckets), want)
+
+
+def _collapse_by_plain_loop(x: np.ndarray, drop: float = 0.5, within: int = 20,
+                            baseline_window: int = 10) -> tuple[int, float] | None:
+    """The first index whose forward medians fall below the level, scanned point by point (the
+    candidate search of S.collapse, written out); the rest of S.collapse is shared."""
+    import polars as pl
+
+    n = len(x)
+    before = pl.Series(x).rolling_median(window_size=baseline_window).fill_null(np.nan).to_numpy()
+    later = pl.Series(x).reverse().rolling_median(window_size=min(baseline_window, 5)).reverse()
+    later = later.fill_null(np.nan).to_numpy()
+    for i in range(baseline_window - 1, n - 1):
+        level = before[i]
+        if not np.isfinite(level) or level <= 0:
+            continue
+        future = later[i + 1: min(n - 1, i + within) + 1]
+        future = future[np.isfinite(future)]
+        if len(future) == 0 or future.min() > level * (1 - drop):
+            continue
+        if np.median(x[i + 1:]) > level * (1 - drop * 0.6):
+            continue
+        return i, float(level)
+    return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(13, 600), at=st.floats(0.1, 0.95), seed=st.integers(0, 10_000), depth=st.floats(0.2, 0.95))
+def test_collapse_candidates_match_the_plain_scan(n: int, at: float, seed: int, depth: float) -> None:
+    rng = np.random.default_rng(seed)
+    x = 1.0 + 0.1 * rng.normal(size=n)
+    x[int(n * at):] *= 1 - depth
+    x[rng.random(n) < 0.02] = np.nan
+    ev, ref = S.collapse(x), _collapse_by_plain_loop(x)
+    assert (ev is None) == (ref is None)
+    if ev is not None and ref is not None:
+        assert ev.baseline == ref[1]

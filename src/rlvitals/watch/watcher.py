@@ -54,7 +54,7 @@ class WatchOptions:
     fmt: str | None = None
     config: DiagnoseConfig | None = None
     cooldown: Cooldown = field(default_factory=Cooldown)
-    min_gap: float = 2.0
+    min_gap: float = 0.5
     diagnose_gap: float = 2.0
 
 
