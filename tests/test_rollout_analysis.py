@@ -70,6 +70,20 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert doc["overall"]["rollouts"] == 48
 
 
+def test_every_k_up_to_the_largest_group(tmp_path: Path) -> None:
+    _dump(tmp_path / "dump")
+    a = rlvitals.analyze_rollouts(tmp_path / "dump", ks="all")
+    assert a.ks == (1, 2, 3, 4)
+    n, c = np.full(4, 4), np.array([0, 1, 2, 4])
+    b = rlvitals.analyze_rollouts([{"step": 0, "prompt": f"q{g}", "score": float(i < c[g])}
+                                   for g in range(4) for i in range(4)], ks="all")
+    for k in range(1, 5):
+        assert b.steps[f"pass@{k}"][0] == pytest.approx(float(pass_at_k(n, c, k).mean()), abs=1e-12)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["rollouts", "--json", "--k", "all", str(tmp_path / "dump")], out=out, err=err) == 0, err.getvalue()
+    assert list(orjson.loads(out.getvalue())["steps"][0]["pass@k"]) == ["1", "2", "3", "4"]
+
+
 def test_cli_text_and_errors(tmp_path: Path) -> None:
     _dump(tmp_path / "dump")
     out, err = io.StringIO(), io.StringIO()
@@ -79,7 +93,7 @@ def test_cli_text_and_errors(tmp_path: Path) -> None:
     assert "not computed tokens" in out.getvalue()
     out, err = io.StringIO(), io.StringIO()
     assert main(["rollouts", "--k", "1,x", str(tmp_path / "dump")], out=out, err=err) == 2
-    assert err.getvalue() == "rlvitals: --k '1,x': expected comma-separated whole numbers like 1,2,4,8\n"
+    assert err.getvalue() == "rlvitals: --k '1,x': expected comma-separated whole numbers like 1,2,4,8, or all\n"
     out, err = io.StringIO(), io.StringIO()
     assert main(["rollouts", "--k", "0,2", str(tmp_path / "dump")], out=out, err=err) == 2
     assert "every k must be at least 1" in err.getvalue()

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                  "source", "split", "length", "truncated", "advantage"):
         rol.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
                          help=f"the column holding the {name}")
-    rol.add_argument("--k", default="1,2,4,8,16", help="comma-separated k for pass@k / maj@k")
+    rol.add_argument("--k", default="1,2,4,8,16",
+                     help="comma-separated k for pass@k / maj@k / G-Pass@k, or 'all' (1 to the largest group)")
     rol.add_argument("--group-size", type=int, default=None, help="expected rollouts per prompt (checked)")
     rol.add_argument("--reward-weights", default=None, metavar="WEIGHTS",
                      help="TRL reward_weights: name=w pairs (accuracy=1,format=0.5) or weights in reward-column order")
@@ -285,7 +286,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     return status
 
 
-def _analyze(path: str, columns: Any, ks: tuple[int, ...], group_size: int | None,
+def _analyze(path: str, columns: Any, ks: tuple[int, ...] | Literal["all"], group_size: int | None,
              reward_weights: Any = None, embed: bool = False, **options: Any) -> Any:
     from .rollout.analysis import analyze_rollouts
 
@@ -322,11 +323,13 @@ def _rollout_options(args: argparse.Namespace, ks: tuple[int, ...]) -> dict[str,
     return options
 
 
-def _parse_ks(text: str) -> tuple[int, ...]:
+def _parse_ks(text: str) -> tuple[int, ...] | Literal["all"]:
+    if text.strip() == "all":
+        return "all"
     try:
         ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
     except ValueError:
-        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8") from None
+        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8, or all") from None
     if not ks or ks[0] < 1:
         raise RlvitalsError(f"--k {text!r}: every k must be at least 1")
     return ks
@@ -343,7 +346,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
         # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
         columns = ColumnFlags(**mapping) if mapping else None
-        options = _rollout_options(args, ks)
+        options = _rollout_options(args, (1,) if ks == "all" else ks)
     except (RlvitalsError, ValueError, TypeError) as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
@@ -355,10 +358,10 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
             continue
-        doc = rollout_summary(analysis, path, ks)
+        doc = rollout_summary(analysis, path, analysis.ks)
         docs.append(doc)
         if not args.json:
-            out.write(render_rollouts(doc, ks, out.isatty(), _width(out)))
+            out.write(render_rollouts(doc, analysis.ks, out.isatty(), _width(out)))
     # the shape follows the paths asked for, so a failed path does not change the schema
     if args.json and docs:
         out.write(_dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -55,6 +55,11 @@ class RolloutAnalysis:
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        """The k the group metrics were computed for (``pass@{k}`` columns of ``steps``)."""
+        return tuple(sorted(int(c[5:]) for c in self.steps.columns if c.startswith("pass@") and c[5:].isdigit()))
 
     def series(self) -> pl.DataFrame:
         """Only the catalog-keyed per-step columns, for ``Run.with_series``.
@@ -363,13 +368,24 @@ def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
     return rollouts_from_python(source, columns=columns, group_size=group_size)
 
 
-def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Sequence[int] = DEFAULT_KS,
+def _largest_group(df: pl.DataFrame) -> int:
+    """The most rollouts any prompt group holds (0 for an empty table)."""
+    if df.height == 0 or GROUP not in df.columns:
+        return df.height
+    return int(df.group_by(STEP, GROUP).len().get_column("len").max())  # type: ignore[arg-type]
+
+
+def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None,
+                     ks: Sequence[int] | Literal["all"] = DEFAULT_KS,
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
                      ood_sources: Sequence[str] | None = None,
                      max_response_length: int | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
+
+    ``ks`` are the k of pass@k, maj@k and G-Pass@k; ``"all"`` takes every k from 1 to the largest
+    group's size.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
     the ``embed`` extra; slow on long texts, so not in ``overall``). ``tool_call_cap`` (the most tool
@@ -406,6 +422,9 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None, ks: Seque
         >>> rlvitals.analyze_rollouts(np.array([[1.0, 0.0], [0.0, 0.0]]), ks=(1,)).steps["pass@1"].to_list()
         [0.25]
     """
+    if ks == "all":
+        rollouts = _load(source, columns, group_size, reward_weights)
+        source, ks = rollouts, range(1, max(_largest_group(rollouts.table), 1) + 1)
     options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
                              segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
                              ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
