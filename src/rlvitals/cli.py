@@ -358,10 +358,12 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
             continue
-        doc = rollout_summary(analysis, path, analysis.ks)
+        # the k computed ('all' resolves per path); none when the group family was not computed
+        shown = analysis.ks or (ks if ks != "all" else (1,))
+        doc = rollout_summary(analysis, path, shown)
         docs.append(doc)
         if not args.json:
-            out.write(render_rollouts(doc, analysis.ks, out.isatty(), _width(out)))
+            out.write(render_rollouts(doc, shown, out.isatty(), _width(out)))
     # the shape follows the paths asked for, so a failed path does not change the schema
     if args.json and docs:
         out.write(_dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")
