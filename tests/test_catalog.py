@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from rlvitals.aliases import Context, KeyResolver, parse_version
-from rlvitals.catalog import Alias, Metric, load_catalog, parse_catalog
+from rlvitals.catalog import AlgorithmSignature, Alias, Metric, load_catalog, parse_catalog
 from rlvitals.cli import main
 from rlvitals.errors import CatalogError, UnknownMetricError
 from rlvitals.explain import lookup
@@ -90,6 +90,28 @@ def test_loader_rejects_an_unknown_layer() -> None:
                        "varies": "time", "kind": "train"}]}
     with pytest.raises(CatalogError, match=r"'x' has layer='L9'; expected one of"):
         parse_catalog(raw)
+
+
+@pytest.mark.parametrize("algorithm", CATALOG.algorithms, ids=lambda a: f"{a.id}:{a.label}")
+def test_every_algorithm_has_a_short_name_for_tables(algorithm: AlgorithmSignature) -> None:
+    # a table column: one or two words, never the description ("GRPO-style (group baseline, no critic)")
+    assert 0 < len(algorithm.short) <= 12 and "(" not in algorithm.short, algorithm.short
+    assert len(algorithm.short) <= len(algorithm.label)
+    assert CATALOG.algorithm_short(algorithm.id) == algorithm.short
+
+
+def test_algorithm_short_names_of_the_seeds_families() -> None:
+    shorts = {a: CATALOG.algorithm_short(a) for a in ("grpo", "ppo", "dpo-family", "sft", "unknown")}
+    assert shorts == {"grpo": "GRPO", "ppo": "PPO", "dpo-family": "DPO-family", "sft": "SFT", "unknown": None}
+
+
+def test_loader_rejects_an_algorithm_without_one_short_name() -> None:
+    with pytest.raises(CatalogError, match=r"algorithm 'grpo' \('GRPO-style'\) has no short name; add short = "):
+        parse_catalog({"algorithm": [{"id": "grpo", "family": "rl", "label": "GRPO-style"}]})
+    two = [{"id": "grpo", "family": "rl", "label": "GRPO", "short": "GRPO"},
+           {"id": "grpo", "family": "rl", "label": "GRPO-style", "short": "GRPO-ish"}]
+    with pytest.raises(CatalogError, match=r"algorithm 'grpo' has the short names 'GRPO' and 'GRPO-ish'; give every "):
+        parse_catalog({"algorithm": two})
 
 
 @pytest.mark.parametrize("metric", CATALOG.metrics.values(), ids=lambda m: m.key)

@@ -15,9 +15,11 @@ def _metric(key: str, kind: str = "train", aliases: list[dict] | None = None) ->
 
 CATALOG = parse_catalog({
     "algorithm": [
-        {"id": "ppo", "family": "rl", "label": "PPO", "config": {"algorithm.adv_estimator": ["gae"]}},
-        {"id": "dpo-family", "family": "preference", "label": "DPO-family", "keys_any": ["rewards/chosen"]},
-        {"id": "grpo", "family": "rl", "label": "GRPO", "keys_any": ["actor/entropy", "entropy", "reward_std"]},
+        {"id": "ppo", "family": "rl", "label": "PPO", "short": "PPO", "config": {"algorithm.adv_estimator": ["gae"]}},
+        {"id": "dpo-family", "family": "preference", "label": "DPO-family", "short": "DPO-family",
+         "keys_any": ["rewards/chosen"]},
+        {"id": "grpo", "family": "rl", "label": "GRPO", "short": "GRPO",
+         "keys_any": ["actor/entropy", "entropy", "reward_std"]},
     ],
     "placeholders": {"source": ".+", "var": "[^/@]+", "stat": r"(?:mean|std)@\d+|(?:best|worst|maj)@\d+/(?:mean|std)",
                      "fn": "[^/]+"},

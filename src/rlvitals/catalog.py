@@ -115,6 +115,8 @@ class AlgorithmSignature:
     id: str
     family: str
     label: str
+    #: the algorithm's name in a table column (``GRPO``, ``DPO-family``); ``label`` is its description
+    short: str
     config: tuple[tuple[str, tuple[str, ...]], ...] = ()
     keys_any: tuple[str, ...] = ()
     keys_all: tuple[str, ...] = ()
@@ -142,6 +144,16 @@ class Catalog:
             '秒'
         """
         return self.units_zh.get(metric.unit, metric.unit) if lang == "zh" else metric.unit
+
+    def algorithm_short(self, algorithm: str) -> str | None:
+        """The short name of a detected algorithm id (``Run.algorithm``) for a table column; None for an
+        id the catalog has no signature of (``unknown``).
+
+        Example:
+            >>> c = load_catalog(); c.algorithm_short("dpo-family"), c.algorithm_short("unknown")
+            ('DPO-family', None)
+        """
+        return next((a.short for a in self.algorithms if a.id == algorithm), None)
 
     def find(self, key: str) -> Metric | None:
         """The entry a canonical key belongs to (exact, else by template), or None."""
@@ -249,6 +261,23 @@ def _metric(raw: dict[str, Any], placeholders: dict[str, str]) -> Metric:
     )
 
 
+def _short(raw: dict[str, Any]) -> str:
+    short = raw.get("short")
+    if not isinstance(short, str) or not short.strip():
+        raise CatalogError(f"catalog: algorithm {raw.get('id')!r} ({raw.get('label')!r}) has no short name; add "
+                           "short = \"NAME\" (its name in the run tables, e.g. \"GRPO\")")
+    return short.strip()
+
+
+def _same_short(algorithms: tuple[AlgorithmSignature, ...]) -> None:
+    """One id, one short name: the tables look the short name up by the detected id."""
+    seen: dict[str, str] = {}
+    for a in algorithms:
+        if seen.setdefault(a.id, a.short) != a.short:
+            raise CatalogError(f"catalog: algorithm {a.id!r} has the short names {seen[a.id]!r} and {a.short!r}; "
+                               "give every signature of one id the same short name")
+
+
 def parse_catalog(data: dict[str, Any]) -> Catalog:
     """Build a :class:`Catalog` from the parsed TOML document, validating every entry."""
     placeholders = {str(k): str(v) for k, v in data.get("placeholders", {}).items()}
@@ -273,6 +302,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             id=str(a["id"]),
             family=str(a["family"]),
             label=str(a["label"]),
+            short=_short(a),
             config=tuple((str(k), _tuple(v)) for k, v in a.get("config", {}).items()),
             keys_any=_tuple(a.get("keys_any")),
             keys_all=_tuple(a.get("keys_all")),
@@ -281,6 +311,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
         )
         for a in data.get("algorithm", [])
     )
+    _same_short(algorithms)
     templates = tuple(m for m in metrics.values() if m.is_template)
     units_zh = {str(k): str(v) for k, v in data.get("units_zh", {}).items()}
     return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh)
