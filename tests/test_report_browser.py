@@ -214,6 +214,45 @@ def test_validation_findings_are_drawn_on_the_validation_chart(browser: Any, meg
         o.close()
 
 
+def test_each_chart_link_of_a_finding_names_its_metric(browser: Any, megatron: Any) -> None:
+    path, page = megatron
+    f = _finding(page, "val_reward_divergence")
+    assert len(f["charts"]) >= 3  # the finding reads several metrics, each on its own chart
+    o = Opened(browser, path)
+    try:
+        links = o.page.locator(f"#{f['id']} a.rlv-goto-chart")
+        texts = [t.strip() for t in links.locator(".l-en").all_inner_texts()]
+        assert len(texts) == len(f["charts"]) and len(set(texts)) == len(texts)  # no two read the same
+        for link, text in zip(links.all(), texts, strict=True):
+            cid = (link.get_attribute("href") or "").removeprefix("#fig-")
+            chart = page["charts"][cid]
+            named = [m for m in f["metrics"] if m in chart["keys"] or m in chart["aliases"]]
+            assert named and text == f"↗ {', '.join(named)} on the chart"
+        assert "↗ critic/score/mean on the chart" in texts
+        o.page.click("button[data-set-lang=zh]")
+        assert "↗ 图上的 critic/score/mean" in links.locator(".l-zh").all_inner_texts()
+        o.page.click("button[data-set-lang=en]")
+        o.page.locator(f"#{f['id']}").screenshot(path=str(ARTIFACTS / "finding_chart_links.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_the_runs_table_shows_the_short_algorithm_with_its_description(browser: Any, tmp_path: Path) -> None:
+    name = "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv"
+    run = rlvitals.load(REAL / name)[0]
+    write_report(tmp_path / "report.html", build_page([run], [diagnose(run)]))
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        cell = o.page.locator("#runs tbody td.rlv-algo")
+        assert cell.inner_text() == "DPO-family"
+        assert cell.locator("span").get_attribute("title") == run.algorithm_label
+        assert len(cell.locator("span").evaluate("s => Array.from(s.getClientRects())")) == 1  # one line
+        assert o.errors == []
+    finally:
+        o.close()
+
+
 def test_rollout_metric_findings_are_marked_on_their_charts(opened: Opened, report: Any) -> None:
     _, page = report
     f = _finding(page, "self_consistency")

@@ -243,6 +243,30 @@ def test_the_main_validation_finding_is_marked_on_the_validation_chart(real: Pat
     assert page["anchors"]["openai/gsm8k/reward/mean@1"] == page["anchors"]["val-core/openai/gsm8k/reward/mean@1"]
 
 
+def test_a_findings_chart_links_say_which_of_its_metrics_each_chart_draws(real: Path) -> None:
+    run = rlvitals.load(real / MEGATRON)[0]
+    page = build_page([run], [diagnose(run)])
+    f = next(f for f in section(page, "L5")["findings"] if f["check"] == "val_reward_divergence")
+    by_chart = {tuple(page["charts"][c]["keys"]): f["chart_keys"][c] for c in f["charts"]}
+    assert by_chart == {("val-core/openai/gsm8k/reward/mean@1",): ["openai/gsm8k/reward/mean@1"],  # its alias
+                        ("critic/score/max", "critic/score/mean", "critic/score/min"): ["critic/score/mean"],
+                        ("response_length/max", "response_length/mean", "response_length/min"):
+                            ["response_length/mean"]}
+    html = render_html(page, cdn=True)
+    assert '<span class="l-en">↗ critic/score/mean on the chart</span>' in html
+    assert '<span class="l-zh" lang="zh">↗ 图上的 critic/score/mean</span>' in html
+
+
+def test_the_runs_table_names_the_algorithm_short_with_its_description(real: Path) -> None:
+    run = rlvitals.load(real / "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv")[0]
+    page = build_page([run], [diagnose(run)])
+    (row,) = page["runs"]
+    assert (row["algorithm_short"], row["algorithm"]) == (
+        "DPO-family", "DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)")
+    assert ('<td class="rlv-algo"><span title="DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)">'
+            'DPO-family</span></td>') in render_html(page, cdn=True)
+
+
 def test_several_runs_get_a_comparison_and_one_line_per_run(qwen) -> None:
     from conftest import REAL
 

@@ -45,7 +45,7 @@ UI: dict[str, tuple[str, str]] = {
     "no_charts": ("This run logged no metric of this layer.", "本次训练没有记录这一层的指标。"),
     "rollouts": ("Rollouts", "Rollout 样本"),
     "rollouts_at": ("rollouts at step", "该步的 rollout"),
-    "on_chart": ("on the chart", "在图上"),
+    "on_chart": ("{} on the chart", "图上的 {}"),  # {}: the finding's metrics that chart draws
     "comparison": ("Comparison of runs", "多次训练对比"),
     "per_token_missing": ("No run logged per-token timings (timing_per_token_ms/*): compare step times with care.",
                           "没有训练记录每 token 耗时（timing_per_token_ms/*）：比较步耗时时要谨慎。"),

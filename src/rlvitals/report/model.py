@@ -149,12 +149,20 @@ def _findings(diagnoses: Sequence[tuple[str, Diagnosis]]) -> list[tuple[str, str
     return [(f"{rid}-f{i}", rid, f) for rid, d in diagnoses for i, f in enumerate(d.findings)]
 
 
-def _finding_json(fid: str, rid: str, f: Finding, charts: list[str], rollout_step: int | None) -> dict[str, Any]:
+def _finding_json(fid: str, rid: str, f: Finding, charts: list[str], rollout_step: int | None,
+                  page: Page) -> dict[str, Any]:
     return {"id": fid, "run": rid, "check": f.check, "layer": f.layer, "status": f.status, "title": dict(f.title),
             "message": dict(f.message), "advice": dict(f.advice), "metrics": list(f.metrics),
             "onset": f.onset_step, "span": list(f.span) if f.span else None,
             "evidence": [[k, _evidence(v)] for k, v in f.evidence.items()], "charts": charts,
-            "rollout_step": rollout_step}
+            "chart_keys": {cid: _on_chart(f, page.charts[cid]) for cid in charts}, "rollout_step": rollout_step}
+
+
+def _on_chart(f: Finding, chart: dict[str, Any]) -> list[str]:
+    """The finding's metrics that ``chart`` draws, by the names the finding gives them: what its link
+    to the chart says (a finding reading four metrics links to three charts)."""
+    shown = set(chart["keys"]) | set(chart["aliases"])
+    return [m for m in f.metrics if m in shown]
 
 
 def _evidence(value: Any) -> str:
@@ -317,7 +325,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     where = add_markers(page.charts, found)
     available = {rid: available_steps(a) for rid, a in with_texts}
     findings = [_finding_json(fid, rid, f, where.get(fid, []),
-                              nearest(available.get(rid, []), f.onset_step) if f.onset_step is not None else None)
+                              nearest(available.get(rid, []), f.onset_step) if f.onset_step is not None else None,
+                              page)
                 for fid, rid, f in found]
     for section in sections:
         section["findings"] = [f for f in findings if f["layer"] == section["id"]]
@@ -327,13 +336,17 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
         anchors.update({alias: anchors[key] for alias, key in c["aliases"].items() if key in anchors})
     return {"meta": {"generator": f"rlvitals {__version__}", "lang": lang, "buckets": buckets,
                      "reading_order": list(READING_ORDER)},
-            "runs": [_run_json(rid, d, page.labels[rid]) for rid, d in dpairs], "sections": sections,
+            "runs": [_run_json(rid, d, page.labels[rid], catalog) for rid, d in dpairs], "sections": sections,
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors}
 
 
-def _run_json(rid: str, d: Diagnosis, label: str) -> dict[str, Any]:
+def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:
+    """A row of the runs table: ``algorithm`` is the detected algorithm's description, ``algorithm_short``
+    its name in the column (the catalog's ``short``)."""
     run = d.run
     return {"id": rid, "path": run.path, "label": label, "framework": run.framework,
-            "algorithm": run.algorithm_label, "steps": int(len(run.train_steps)), "metrics": len(run.metrics),
-            "verdict": d.verdict, "notes": list(run.notes)}
+            "algorithm": run.algorithm_label,
+            "algorithm_short": catalog.algorithm_short(run.algorithm) or run.algorithm_label,
+            "steps": int(len(run.train_steps)), "metrics": len(run.metrics), "verdict": d.verdict,
+            "notes": list(run.notes)}
