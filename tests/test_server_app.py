@@ -109,6 +109,35 @@ def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) 
         [f.check for f in d.findings]
 
 
+def test_pages_open_in_the_language_asked_or_remembered(fixtures_ws: Workspace) -> None:
+    c = TestClient(create_app(fixtures_ws), base_url=LOCAL)
+    rid = run_id(str(REAL.resolve() / QWEN))
+    assert '<html lang="en" data-lang="en">' in c.get("/").text
+    asked = c.get("/?lang=zh")
+    assert '<html lang="zh" data-lang="zh">' in asked.text and asked.cookies.get("rlvitals_lang") == "zh"
+    assert '<button type="button" data-set-lang="zh" aria-pressed="true">' in asked.text
+    # the cookie (set by ?lang= or by a page's switch) carries the choice to the next page
+    page = c.get(f"/runs/{rid}").text
+    assert '<html lang="zh" data-lang="zh">' in page and 'data-set-lang="zh" aria-pressed="true"' in page
+    assert '<html lang="en" data-lang="en">' in c.get(f"/runs/{rid}?lang=en").text
+    assert '<html lang="en" data-lang="en">' in c.get("/").text
+    c.cookies.set("rlvitals_lang", "fr")
+    assert '<html lang="en" data-lang="en">' in c.get("/").text  # a stray cookie is not an error
+    bad = c.get("/?lang=fr")
+    assert bad.status_code == 400
+    assert bad.json() == {"detail": "lang 'fr': expected en or zh; open the page with ?lang=en or ?lang=zh"}
+
+
+def test_the_run_list_names_the_algorithm_short_with_its_description(client: TestClient) -> None:
+    runs = {r["label"]: r for r in client.get("/api/runs").json()["runs"]}
+    orpo = runs["trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv"]
+    assert (orpo["algorithm_short"], orpo["algorithm"]) == (
+        "DPO-family", "DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)")
+    assert orpo["path"] == str(REAL.resolve() / orpo["label"])
+    assert ('<td class="rlv-algo"><span title="DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / '
+            'CPO)">DPO-family</span></td>') in client.get("/").text
+
+
 # --- JSON API -----------------------------------------------------------------------------------
 def test_openapi_lists_the_api_and_docs_are_off_unless_asked(client: TestClient, fixtures_ws: Workspace) -> None:
     spec = client.get("/openapi.json").json()
@@ -391,7 +420,8 @@ def test_runs_in_sub_folders_are_served_with_unique_labels(tmp_path: Path) -> No
     assert sorted(r["label"] for r in listed["runs"]) == ["exp1/train.jsonl", "exp2/train.jsonl"]
     assert listed["messages"] == []
     index = c.get("/").text
-    assert ">exp1/train.jsonl</a>" in index and ">exp2/train.jsonl</a>" in index
+    # the names may wrap at their separators in a narrow column
+    assert ">exp1/<wbr>train.<wbr>jsonl</a>" in index and ">exp2/<wbr>train.<wbr>jsonl</a>" in index
     rid = run_id(str((runs / "exp2" / "train.jsonl").resolve()))
     assert c.get(f"/api/runs/{rid}/page").json()["runs"][0]["label"] == "exp2/train.jsonl"
     ws.close()

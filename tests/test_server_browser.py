@@ -21,6 +21,7 @@ from conftest import REAL
 from test_report_model import XSS, write_dump
 
 import rlvitals
+from rlvitals.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.server.security import is_loopback
@@ -46,7 +47,22 @@ class Tab:
         self.failed: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url) or self.why.append(r.failure))
+        self.why: list[str | None] = []
+
+    def follow(self, selector: str | None, url: str) -> None:
+        """Click a link to another page (or, with no ``selector``, go to ``url``) and wait for it there;
+        the live script's poll that the navigation cut short is not a failure of the page."""
+        before = len(self.failed)
+        if selector is None:
+            self.page.goto(url)
+        else:
+            self.page.click(selector)
+            self.page.wait_for_url(url)
+        cut = [i for i in range(before, len(self.failed))
+               if "/api/events?" in self.failed[i] and self.why[i] == "net::ERR_ABORTED"]
+        for i in reversed(cut):
+            del self.failed[i], self.why[i]
 
     def shot(self, name: str, full: bool = False) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
@@ -95,6 +111,106 @@ def test_run_list_shows_every_real_fixture_with_its_verdict(tab: Tab, fixtures_s
         assert row.locator("td").nth(4 + len(READING_ORDER)).locator(".l-en").inner_text() == d.verdict.upper()
         assert row.locator(".rlv-step").inner_text() == str(int(d.run.steps[-1]))
     tab.shot("dashboard_runs", full=True)
+    assert tab.errors == [] and tab.failed == []
+
+
+def _row(name: str) -> str:
+    return f'tr[data-run="{run_id(str(REAL.resolve() / name))}"]'
+
+
+def test_run_list_fits_a_1400px_window_and_its_bar_spans_the_page(tab: Tab, fixtures_server: ServerThread) -> None:
+    tab.page.goto(fixtures_server.url)
+    page, client, bar = tab.page.evaluate("""() => [document.documentElement.scrollWidth,
+        document.documentElement.clientWidth, document.getElementById('rlv-live').getBoundingClientRect().width]""")
+    assert page <= client <= 1400 and bar == client  # no horizontal scroll; the top bar is as wide as the page
+    longest = max(REAL_LOGS, key=len)
+    link = tab.page.locator(f"{_row(longest)} td.rlv-run a")
+    assert link.inner_text() == longest and link.get_attribute("title") == str(REAL.resolve() / longest)
+    # a long name wraps onto a second line at most (its text boxes sit on two lines), and no row is
+    # taller than two lines: the algorithm and every other cell stay on one
+    lines = link.evaluate("a => new Set(Array.from(a.getClientRects()).map(r => Math.round(r.top))).size")
+    assert lines == 2
+    tall = tab.page.eval_on_selector_all("table.rlv-runlist tbody tr[data-run]", """rows => rows.filter(r =>
+        r.getBoundingClientRect().height > 3 * parseFloat(getComputedStyle(r.cells[0]).lineHeight))
+        .map(r => r.cells[0].textContent)""")
+    assert tall == []
+    tab.shot("dashboard_runs_1400", full=True)
+    # a run page too: no horizontal scroll, and the same dark bar across its top
+    tab.follow(f"{_row(longest)} td.rlv-run a", "**/runs/*")
+    page, client, bar, color = tab.page.evaluate("""() => { const b = document.getElementById('rlv-live');
+        return [document.documentElement.scrollWidth, document.documentElement.clientWidth,
+                b.getBoundingClientRect().width, getComputedStyle(b).backgroundColor]; }""")
+    assert page <= client and bar == client and color == "rgb(34, 34, 34)"
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_algorithm_column_is_the_short_name_with_the_description_on_hover(tab: Tab,
+                                                                         fixtures_server: ServerThread) -> None:
+    tab.page.goto(fixtures_server.url)
+    catalog = load_catalog()
+    for name in REAL_LOGS:
+        run = rlvitals.load(REAL / name)[0]
+        cell = tab.page.locator(f"{_row(name)} td.rlv-algo")
+        assert cell.inner_text() == catalog.algorithm_short(run.algorithm), name
+        if run.algorithm_label != catalog.algorithm_short(run.algorithm):
+            assert cell.locator("span").get_attribute("title") == run.algorithm_label
+    wordy = tab.page.locator("td.rlv-algo span[title='GRPO-style (group baseline, no critic)']").first
+    wordy.hover()
+    assert wordy.inner_text() == "GRPO"
+    orpo = tab.page.locator(f"{_row('trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv')} td.rlv-algo")
+    assert orpo.inner_text() == "DPO-family" and "SimPO" in (orpo.locator("span").get_attribute("title") or "")
+    assert tab.errors == [] and tab.failed == []
+
+
+def _heads(tab: Tab) -> list[str]:
+    return tab.page.locator("table.rlv-runlist thead th").all_inner_texts()
+
+
+def test_run_list_switches_to_chinese_and_the_choice_follows_to_a_run_page_and_back(
+        tab: Tab, fixtures_server: ServerThread) -> None:
+    tab.page.goto(fixtures_server.url)
+    assert _heads(tab)[:4] == ["run", "framework", "algorithm", "last step"]
+    tab.page.evaluate("window.__same_document = 1")
+    tab.page.click("#rlv-live button[data-set-lang=zh]")
+    heads = _heads(tab)
+    assert heads[:4] == ["训练", "框架", "算法", "最新步"] and "效率" in heads and heads[-2:] == ["结论", "发现"]
+    assert tab.page.evaluate("window.__same_document") == 1  # switched in place
+    name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+    d = diagnose(rlvitals.load(REAL / name)[0])
+    counts = " ".join(f"{sum(f.status == s for f in d.findings)} 项{w}" for s, w in (("fail", "失败"), ("warn", "警告"))
+                      if any(f.status == s for f in d.findings))
+    assert tab.page.locator(f"{_row(name)} td.rlv-findings").inner_text() == counts
+    verdict = tab.page.locator(f"{_row(name)} td.rlv-run-verdict").inner_text()
+    assert verdict == {"warn": "警告", "fail": "失败"}[d.verdict]
+    tab.page.wait_for_function("() => document.getElementById('rlv-live-note').innerText.startsWith('更新于')")
+    shown = tab.page.locator("body").inner_text()
+    for english in ("Runs", "Serving", "last step", "verdict", "findings", "WARN", "warn", "updated", "SKIPPED"):
+        assert english not in shown, english
+    assert "正在服务的目录" in shown
+    tab.shot("dashboard_runs_zh", full=True)
+    # into a run page: it opens in Chinese (no English flash: the server renders it so), and back
+    tab.follow(f"{_row(name)} td.rlv-run a", "**/runs/*")
+    assert tab.page.evaluate("document.documentElement.getAttribute('data-lang')") == "zh"
+    assert "训练稳定性" in tab.page.locator("section#layer-L1 h2").inner_text()
+    assert tab.page.locator("header button[data-set-lang=zh]").get_attribute("aria-pressed") == "true"
+    assert tab.page.locator("#rlv-live a").inner_text() == "← 训练列表"
+    tab.shot("dashboard_run_zh")
+    tab.follow("#rlv-live a", fixtures_server.url)
+    assert _heads(tab)[:4] == ["训练", "框架", "算法", "最新步"]
+    # English chosen on a run page holds on the run list too
+    tab.follow(f"{_row(name)} td.rlv-run a", "**/runs/*")
+    tab.page.click("header button[data-set-lang=en]")
+    tab.follow("#rlv-live a", fixtures_server.url)
+    assert _heads(tab)[:4] == ["run", "framework", "algorithm", "last step"]
+    assert tab.errors == [] and tab.failed == []
+
+
+def test_a_link_with_lang_zh_opens_the_run_list_in_chinese(tab: Tab, fixtures_server: ServerThread) -> None:
+    tab.page.goto(fixtures_server.url + "?lang=zh")
+    assert _heads(tab)[:4] == ["训练", "框架", "算法", "最新步"]
+    assert tab.page.locator("#rlv-live button[data-set-lang=zh]").get_attribute("aria-pressed") == "true"
+    tab.follow(None, fixtures_server.url)  # remembered without the parameter
+    assert _heads(tab)[:4] == ["训练", "框架", "算法", "最新步"]
     assert tab.errors == [] and tab.failed == []
 
 

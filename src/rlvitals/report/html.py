@@ -9,6 +9,7 @@ into the page with ``textContent`` only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
@@ -17,9 +18,11 @@ from typing import Any
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from ..errors import RlvitalsError
 
+_SEPARATORS = re.compile(r"([_./-]+)")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 UI: dict[str, tuple[str, str]] = {
     "title": ("rlvitals report", "rlvitals 训练诊断报告"),
@@ -76,11 +79,23 @@ def safe_json(obj: Any) -> str:
     return text
 
 
+def breakable(name: str) -> Markup:
+    """``name`` escaped, with a line-break opportunity (``<wbr>``) after each run of ``_ . / -``: a long
+    run name (a file name without spaces) wraps at its separators in a narrow column, not mid-word.
+
+    Example:
+        >>> str(breakable("ppo__run<1>.log"))
+        'ppo__<wbr>run&lt;1&gt;.<wbr>log'
+    """
+    return Markup(_SEPARATORS.sub(r"\1<wbr>", str(escape(name))))
+
+
 @lru_cache(maxsize=1)
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("rlvitals.report", "templates"), undefined=StrictUndefined,
                       autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
                       lstrip_blocks=True)
+    env.filters["breakable"] = breakable
     return env
 
 

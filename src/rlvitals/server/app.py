@@ -22,18 +22,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
-from .page import index_html, loading_html, report_script, run_html
+from .page import LANG_COOKIE, index_html, loading_html, pick_lang, report_script, run_html
 from .security import COOKIE, AccessError, bearer, headers, host_allowed, script_hash, token_ok
 from .workspace import Workspace
 
 STATIC_AGE = 3600
+LANG_AGE = 365 * 24 * 3600  # the language choice is kept a year, as the switch's own cookie
 
 
 class RunSummary(BaseModel):
-    """One served run: ``status`` is ``loading`` while a remembered run is read again."""
+    """One served run: ``status`` is ``loading`` while a remembered run is read again; ``algorithm`` is the
+    detected algorithm's description, ``algorithm_short`` its name in the run list."""
 
     id: str
     label: str
+    path: str
     root: int
     status: str
     version: int
@@ -43,6 +46,7 @@ class RunSummary(BaseModel):
     findings: dict[str, int]
     framework: str | None
     algorithm: str | None
+    algorithm_short: str | None
     steps: int | None
     updated: float
 
@@ -161,17 +165,31 @@ def create_app(workspace: Workspace, *, token: str | None = None, docs: bool = F
     return app
 
 
+def _in_lang(request: Request, render: Callable[[str], str]) -> HTMLResponse:
+    """A page rendered in the reader's language; a ``?lang=`` also becomes the remembered choice (the
+    cookie the pages' switch sets), so the next page opens in it too."""
+    asked = request.query_params.get("lang")
+    lang = pick_lang(asked, request.cookies.get(LANG_COOKIE))
+    response = HTMLResponse(render(lang))
+    if asked is not None:
+        response.set_cookie(LANG_COOKIE, lang, max_age=LANG_AGE, path="/", samesite="strict",
+                            secure=request.url.scheme == "https")
+    return response
+
+
 def _html_routes(app: FastAPI, ws: Workspace) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> HTMLResponse:
-        return HTMLResponse(index_html(ws.summaries(), [str(r) for r in ws.roots], ws.messages, READING_ORDER))
+    def index(request: Request) -> HTMLResponse:
+        return _in_lang(request, lambda lang: index_html(ws.summaries(), [str(r) for r in ws.roots], ws.messages,
+                                                         READING_ORDER, lang))
 
     @app.get("/runs/{rid}", response_class=HTMLResponse, include_in_schema=False)
-    def run_page(rid: str) -> HTMLResponse:
+    def run_page(rid: str, request: Request) -> HTMLResponse:
         served = ws.get(rid, ready=False)
         if served.diagnosis is None:
-            return HTMLResponse(loading_html(served))
-        return HTMLResponse(ws.memo("html", served, lambda: run_html(ws.page(served), served)))
+            return _in_lang(request, lambda lang: loading_html(served, lang))
+        return _in_lang(request, lambda lang: ws.memo(f"html-{lang}", served,
+                                                      lambda: run_html(ws.page(served), served, lang)))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:

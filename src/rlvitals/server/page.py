@@ -1,9 +1,10 @@
 """The dashboard's HTML: the run list, and a run's page — the report's own page, served live.
 
-A run page is :func:`rlvitals.report.html.render_html` of the report's page model, changed in three
-places only: Plotly comes from this server (``/static/``, cached by the browser) instead of being
-inlined, and runs at the end of the body instead of in the head (so it does not hold back the first
-paint); a live bar (last step, verdict) opens the body; ``live.js`` closes it. ``live.js`` polls
+A run page is :func:`rlvitals.report.html.render_html` of the report's page model (in the reader's
+language), changed in four places only: Plotly comes from this server (``/static/``, cached by the
+browser) instead of being inlined, and runs at the end of the body instead of in the head (so it does
+not hold back the first paint); the dashboard's stylesheet joins the head; a live bar (last step,
+verdict) opens the body; ``live.js`` closes it. ``live.js`` polls
 ``/api/events``; when the run has a newer version it fetches the page again and swaps its ``<main>``
 in, so findings, verdicts and charts all come from the same templates as the report.
 """
@@ -17,19 +18,50 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
-from ..report.html import STATUS, render_html
+from ..report.html import STATUS, UI, breakable, render_html
+from .security import AccessError
 from .workspace import Served
 
 PLOTLY_PATH = "/static/plotly.min.js"
 _DATA = '<script type="application/json" id="rlv-data">'
+LANGS = ("en", "zh")
+#: the reader's language, set by the pages' switch (and by ?lang=): the server renders pages in it, so a
+#: run page opened from the Chinese run list is Chinese from its first paint
+LANG_COOKIE = "rlvitals_lang"
+#: the dashboard's own words, (English, Chinese); the run pages' come from the report (``report.html.UI``)
+WORDS: dict[str, tuple[str, str]] = {
+    "runs": ("Runs", "训练列表"),
+    "serving": ("Serving", "正在服务的目录"),
+    "run": UI["run"], "framework": UI["framework"], "algorithm": UI["algorithm"], "verdict": UI["verdict"],
+    "last_step": ("last step", "最新步"),
+    "findings": ("findings", "发现"),
+    "fail_n": ("{} fail", "{} 项失败"),
+    "warn_n": ("{} warn", "{} 项警告"),
+    "loading": ("loading (was {})", "读取中（之前为{}）"),
+    "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
+    "notes": UI["notes"],
+    "back": ("← runs", "← 训练列表"),
+    "step": UI["step"],
+    "live_list": ("updates while the logs grow", "日志增长时自动更新"),
+    "live_run": ("updates while the log grows", "日志增长时自动更新"),
+    "reading": ("Reading the log of {} again; last seen at step {}. This page reloads when it is ready.",
+                "正在重新读取 {} 的日志；上次读到第 {} 步。读完后本页会自动刷新。"),
+}
+#: a layer's column head (the layer's id; "efficiency" is a word) and its name as the head's hover title
+HEADS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    layer: (UI["efficiency"] if layer == "efficiency" else (layer, layer), names)
+    for layer, names in LAYER_NAMES.items()}
 
 
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("rlvitals.server", "templates"), undefined=StrictUndefined,
-                       autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
-                       lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("rlvitals.server", "templates"), undefined=StrictUndefined,
+                      autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
+                      lstrip_blocks=True)
+    env.filters["breakable"] = breakable
+    return env
 
 
 @lru_cache(maxsize=1)
@@ -46,8 +78,23 @@ def _plotly_cdn() -> str:
     return f'<script src="https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" charset="utf-8"></script>'
 
 
-def run_html(page: Mapping[str, Any], served: Served) -> str:
-    """The live page of one run (see the module docstring).
+def pick_lang(asked: str | None, remembered: str | None) -> str:
+    """The language to render a page in: ``?lang=`` when given (it must be en or zh), else the reader's
+    remembered choice (the cookie; anything else there is ignored), else English.
+
+    Example:
+        >>> pick_lang(None, "zh"), pick_lang("en", "zh"), pick_lang(None, "fr")
+        ('zh', 'en', 'en')
+    """
+    if asked is not None and asked not in LANGS:
+        raise AccessError(400, f"lang {asked!r}: expected en or zh; open the page with ?lang=en or ?lang=zh")
+    if asked is not None:
+        return asked
+    return remembered if remembered in LANGS else "en"
+
+
+def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
+    """The live page of one run in ``lang`` (see the module docstring).
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -58,10 +105,10 @@ def run_html(page: Mapping[str, Any], served: Served) -> str:
         >>> d = diagnose(run)
         >>> s = Served("ab", run.path, 0, 3, 200, d.verdict, 1, 0.0, run, d)
         >>> html = run_html(build_page([run], [d]), s)
-        >>> 'data-version="3"' in html, "/static/live.js" in html, "cdn.plot.ly" in html
-        (True, True, False)
+        >>> 'data-version="3"' in html, "/static/live.js" in html, "/static/serve.css" in html, "cdn.plot.ly" in html
+        (True, True, True, False)
     """
-    html = render_html(page, cdn=True)
+    html = render_html({**page, "meta": {**page["meta"], "lang": lang}}, cdn=True)
     cdn, script = _plotly_cdn(), f"<script>{report_script()}</script>"
     if html.count(cdn) != 1 or html.count(script) != 1 or "<body>\n" not in html or html.count(_DATA) != 1:
         raise RlvitalsError("serve: the report template no longer has the Plotly <script src>, the page data or the "
@@ -71,25 +118,29 @@ def run_html(page: Mapping[str, Any], served: Served) -> str:
     # still runs before the report script, while the page above it is already shown
     html = html.replace(cdn, f'<link rel="preload" href="{PLOTLY_PATH}" as="script">', 1)
     html = html.replace(_DATA, f'<script src="{PLOTLY_PATH}" charset="utf-8"></script>\n{_DATA}', 1)
-    bar = _env().get_template("live.html.j2").render(s=served, status=STATUS, loading=False)
+    # the live bar's look (dark, as on the run list); the report's own styles are inline
+    html = html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css">\n</head>', 1)
+    bar = _env().get_template("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False)
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
     end = html.rfind("</body>")
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
 
 
-def loading_html(served: Served) -> str:
+def loading_html(served: Served, lang: str = "en") -> str:
     """A run remembered from the state file whose log is still being read: it reloads when ready."""
-    return _env().get_template("loading.html.j2").render(s=served, status=STATUS, loading=True)
+    return _env().get_template("loading.html.j2").render(s=served, status=STATUS, words=WORDS, lang=lang,
+                                                         loading=True)
 
 
 def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages: Sequence[str],
-               layers: Sequence[str]) -> str:
-    """The run list: every run with its verdict per layer, linked to its page.
+               layers: Sequence[str], lang: str = "en") -> str:
+    """The run list in ``lang`` (the switch changes it in place): every run with its verdict per layer,
+    linked to its page.
 
     Example:
-        >>> html = index_html([], ["/runs"], [], ["L5", "L1"])
-        >>> "/runs" in html and 'id="rlv-live"' in html
+        >>> html = index_html([], ["/runs"], [], ["L5", "L1"], lang="zh")
+        >>> "/runs" in html and 'id="rlv-live"' in html and 'data-lang="zh"' in html
         True
     """
     return _env().get_template("index.html.j2").render(runs=runs, roots=roots, messages=messages, layers=layers,
-                                                       status=STATUS)
+                                                       status=STATUS, words=WORDS, heads=HEADS, lang=lang)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..catalog import load_catalog
 from ..config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
@@ -97,11 +98,13 @@ class Served:
         """The run-list entry: verdict per layer and counts of failing and warning findings."""
         d = self.diagnosis
         counts = {s: sum(f.status == s for f in d.findings) for s in ("fail", "warn")} if d else {}
-        return {"id": self.id, "label": Path(self.path).name or self.path, "root": self.root,
+        return {"id": self.id, "label": Path(self.path).name or self.path, "path": self.path, "root": self.root,
                 "status": "ready" if d else "loading", "version": self.version, "last_step": self.last_step,
                 "verdict": self.verdict, "layers": {k: d.layers[k] for k in READING_ORDER} if d else {},
                 "findings": counts, "framework": d.run.framework if d else None,
                 "algorithm": d.run.algorithm_label if d else None,
+                "algorithm_short": (load_catalog().algorithm_short(d.run.algorithm) or d.run.algorithm_label)
+                if d else None,
                 "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated}
 
 

@@ -227,6 +227,8 @@
     document.querySelectorAll("[data-set-lang]").forEach(function (b) {
       b.setAttribute("aria-pressed", b.getAttribute("data-set-lang") === l ? "true" : "false");
     });
+    // served: remembered for the server, which renders the next page (the run list too) in it
+    if (live) { document.cookie = "rlvitals_lang=" + l + "; path=/; max-age=31536000; SameSite=Strict"; }
     Object.keys(drawn).forEach(function (cid) {  // the words drawn inside the charts
       var el = document.getElementById(cid);
       var chart = data.charts[cid];
@@ -403,8 +405,12 @@
     return { zoom: zoom, run: s.run, step: s.step };
   }
 
+  // once per button: a live update runs this script again, and the newest copy (window.rlvReport) is the
+  // one whose charts are on the page
   document.querySelectorAll("[data-set-lang]").forEach(function (b) {
-    b.addEventListener("click", function () { setLang(b.getAttribute("data-set-lang")); });
+    if (b.__rlvLang) { return; }
+    b.__rlvLang = true;
+    b.addEventListener("click", function () { window.rlvReport.setLang(b.getAttribute("data-set-lang")); });
   });
   window.addEventListener("beforeprint", drawAll);
   rollouts.start();

@@ -17,10 +17,35 @@
     known[tr.getAttribute("data-run")] = Number(tr.getAttribute("data-version"));
   });
 
-  function note(text, offline) {
+  function span(cls, text) {
+    var s = document.createElement("span");
+    s.className = cls;
+    s.textContent = text;
+    if (cls === "l-zh") { s.setAttribute("lang", "zh"); }
+    return s;
+  }
+
+  function note(en, zh, offline) {
     var n = document.getElementById("rlv-live-note");
-    if (n) { n.textContent = text; }
+    if (n) { n.replaceChildren(span("l-en", en), span("l-zh", zh)); }
     live.classList.toggle("rlv-offline", !!offline);
+  }
+
+  // the language switch of a page without the report's script (the run list): the same switch, and the
+  // same cookie, which the server reads to render the next page in the chosen language
+  function setLang(l) {
+    document.documentElement.setAttribute("data-lang", l);
+    document.documentElement.setAttribute("lang", l);
+    document.querySelectorAll("[data-set-lang]").forEach(function (b) {
+      b.setAttribute("aria-pressed", b.getAttribute("data-set-lang") === l ? "true" : "false");
+    });
+    document.cookie = "rlvitals_lang=" + l + "; path=/; max-age=31536000; SameSite=Strict";
+  }
+
+  if (!window.rlvReport) {
+    document.querySelectorAll("[data-set-lang]").forEach(function (b) {
+      b.addEventListener("click", function () { setLang(b.getAttribute("data-set-lang")); });
+    });
   }
 
   function setStatus(r) {
@@ -96,8 +121,14 @@
     fetch("/api/events?after=" + seq, { credentials: "same-origin" })
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
       .then(handle)
-      .then(function () { note("updated " + new Date().toLocaleTimeString(), false); })
-      .catch(function (e) { note("cannot reach the server (" + e.message + "); retrying", true); })
+      .then(function () {
+        var now = new Date();
+        note("updated " + now.toLocaleTimeString(), "更新于 " + now.toLocaleTimeString("zh-CN"), false);
+      })
+      .catch(function (e) {
+        note("cannot reach the server (" + e.message + "); retrying", "无法连接服务器（" + e.message + "），正在重试",
+          true);
+      })
       .then(function () { window.setTimeout(poll, INTERVAL); });
   }
 
