@@ -274,6 +274,28 @@ def test_appended_steps_appear_without_reload(tab: Tab, growing: tuple[ServerThr
     assert tab.errors == [] and tab.failed == []
 
 
+def test_after_a_live_update_the_language_switch_redraws_each_chart_once(tab: Tab,
+                                                                          growing: tuple[ServerThread, Path]) -> None:
+    srv, log = growing
+    tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    tab.page.locator("#layer-L1 .rlv-chart").first.scroll_into_view_if_needed()
+    tab.page.wait_for_selector("#layer-L1 .js-plotly-plot")
+    with log.open("ab") as f:
+        f.write(_lines(GROWING, 60, 80))
+    tab.page.wait_for_function("""() => { const el = document.querySelector('#layer-L1 .js-plotly-plot');
+        return el && el.data && Math.max(...el.data[0].x) === 80; }""", timeout=8_000)
+    # every copy of the report script (one per update) used to answer the click, relaying out the charts
+    # once per update with its own, older markers
+    calls = tab.page.evaluate("""() => { window.__relayouts = []; const original = Plotly.relayout;
+        Plotly.relayout = function (el) { window.__relayouts.push(el.id); return original.apply(this, arguments); };
+        document.querySelector('header button[data-set-lang=zh]').click();
+        return window.__relayouts; }""")
+    drawn = tab.page.evaluate("""() => Object.keys(window.rlvReport.drawn).filter(cid =>
+        document.getElementById(cid) && document.getElementById(cid).layout)""")
+    assert drawn and sorted(calls) == sorted(drawn)
+    assert tab.errors == [] and tab.failed == []
+
+
 def test_run_list_updates_while_a_log_grows(tab: Tab, growing: tuple[ServerThread, Path]) -> None:
     srv, log = growing
     tab.page.goto(srv.url)
