@@ -127,6 +127,9 @@ class Check:
     seed: str = ""
     #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes)
     needs_text: str = ""
+    #: an abrupt event read against a window of recent steps: the last steps of a run show it as the
+    #: whole run does, so ``watch`` may read it on those alone between full diagnoses (checks.toml ``sudden``)
+    sudden: bool = False
 
     def text(self, lang: str) -> Text:
         return self.zh if lang == "zh" else self.en
