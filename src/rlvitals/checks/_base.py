@@ -57,6 +57,8 @@ class RunView:
         self.family = run.family
         self.algorithm = run.algorithm
         self.config = run.config
+        #: steps at the start of the run that this view does not hold (the last steps of a long run)
+        self.cut = run.cut
         self._cache: dict[str, Series | None] = {}
 
     def series(self, key: str, min_points: int = MIN_POINTS) -> Series | None:
