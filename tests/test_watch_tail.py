@@ -173,7 +173,7 @@ def _long_watcher(tmp: Path, **options: Any) -> tuple[Watcher, Path, Clock, list
     log.write_bytes(b"".join(_long_lines()[:PREFILL]))
     clock = Clock()
     # a full diagnosis waits ten times its cost: far off, however fast this machine is
-    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0, **options),
+    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**{"diagnose_gap": 10.0, **options}),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
     first = w.cycle()
     return w, log, clock, first
@@ -210,6 +210,20 @@ def test_an_abrupt_event_on_a_30k_step_log_is_alerted_by_the_next_cycle_once(tmp
     assert any(f.status in ("warn", "fail") for f in confirmed) and w.full[str(log)].run.steps[-1] == 30_020
     assert w.diagnoses[str(log)] is w.full[str(log)]
     assert [(a.check, a.kind) for a in w.state.alerts()][-1] == (check, "new")
+    w.close()
+
+
+def test_on_a_long_run_the_tail_pass_goes_before_a_full_diagnosis_that_is_due(tmp_path: Path) -> None:
+    """Without a throttle the full diagnosis is due at every cycle; on 30,000 steps it costs ten times
+    the tail pass, which therefore answers first, in the same cycle."""
+    w, log, clock, _ = _long_watcher(tmp_path, diagnose_gap=0.0)
+    _append(log, _line(30_001))
+    assert w.cycle() == []  # both passes ran: their costs are known now
+    assert w._spent[log, False] > 4 * w._spent[log, True]
+    _append(log, _line(30_002, actor__grad_norm=14.0))
+    (spike,) = w.cycle()
+    assert spike.check == "grad_norm_spike" and "tail_window" in spike.evidence
+    assert w.full[str(log)].run.steps[-1] == 30_002  # the full diagnosis ran after it and sent nothing more
     w.close()
 
 

@@ -199,12 +199,13 @@ class Watcher:
     def _tail_due(self, follow: Follow, now: float, full_due: bool) -> bool:
         """Whether ``follow`` gets a tail pass now: it grew since its last pass, it was diagnosed in
         full before (the tail pass adds to that), the throttle allows, and its full diagnosis is not
-        due — or is, but costs far more (a long run: the tail pass answers before it has ended)."""
+        due — or is, but costs over four times as much (a long run: the tail pass answers before the
+        full diagnosis has ended; on a shorter one it would only add to the cycle's cost)."""
         if self.options.tail_steps <= 0 or follow not in self._fresh or (follow.path, False) not in self._spent:
             return False
         if now < self._next_tail.get(follow.path, -math.inf):
             return False
-        return not full_due or self._spent[follow.path, False] > 2 * self._spent.get((follow.path, True), 0.0)
+        return not full_due or self._spent[follow.path, False] > 4 * self._spent.get((follow.path, True), 0.0)
 
     def _pass(self, follow: Follow, now: float, *, tail: bool) -> list[Alert]:
         """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts."""
