@@ -286,3 +286,37 @@ def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(t
         assert not w.keys[jump.key].active, "the tail pass raised again what the full diagnosis cleared"
     assert [a.key for a in w.state.alerts()].count(jump.key) == 1
     w.close()
+
+
+def test_the_tail_pass_reads_the_rollout_series_joined_onto_the_last_steps(tmp_path: Path) -> None:
+    """With --rollouts, the last steps carry the series derived from the dumps, as a full diagnosis does."""
+    from rlvitals.rollout.writers import write_verl_dump
+
+    lines = [line + b"\n" for line in jsonl_lines(Scenario(steps=N + 10, collapse_at=None, grad_spike_at=None))]
+    log, dumps = tmp_path / "run.jsonl", tmp_path / "rollouts"
+    log.write_bytes(b"".join(lines[:N]))
+    rollouts = [{"prompt": f"Q{g}", "response": "The answer is 1.", "score": float(s < 2), "target": "1"}
+                for g in range(4) for s in range(4)]
+    for step in (N - 5, N + 2):
+        write_verl_dump(rollouts, dumps, step)
+    clock = Clock()
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0, tail_steps=300),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, rollouts=dumps)
+    w.cycle()
+    read, seen = w.tails.read, []
+
+    def spy(tail: Run, full: Diagnosis, keys: Any) -> Diagnosis:
+        seen.append(tail)
+        return read(tail, full, keys)
+
+    w.tails.read = spy  # type: ignore[method-assign]
+    row = orjson.loads(lines[N + 1])
+    row["data"]["actor/grad_norm"] *= 14
+    _append(log, lines[N] + orjson.dumps(row) + b"\n")
+    clock.skipped += 0.5
+    assert [a.check for a in w.cycle()] == ["grad_norm_spike"]
+    (tail,) = seen
+    assert tail.steps.tolist() == list(range(N - 297, N + 3)) and tail.cut == N - 298
+    shares = dict(zip(*tail.series("group/zero_std/share"), strict=True))
+    assert set(shares) == {N - 5, N + 2}  # the dump read before and the one written with the spike
+    w.close()
