@@ -269,16 +269,20 @@ def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(t
     log = tmp_path / "run.jsonl"
     log.write_bytes(b"".join(lines[:N]))
     clock = Clock()
-    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0, tail_steps=500),
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
+                WatchOptions(diagnose_gap=10.0, tail_steps=500, exit_on="fail"),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
     w.cycle()
+    assert w.exit_code() == 0
     _append(log, b"".join(lines[N : N + 60]))
     clock.skipped += 0.5
     (jump,) = w.cycle()
     assert (jump.check, jump.status, jump.metrics, jump.kind) == ("kl_jump", "fail", ("actor/ppo_kl",), "new")
+    assert w.exit_code() == 1  # --exit-on fail: the tail pass's failure counts
     _until_full(w, log, clock)
     assert w.cycle() == []
     assert not w.keys[jump.key].active  # the full diagnosis reads the whole run as too coarse: cleared
+    assert w.exit_code() == 0
     for start in (N + 60, N + 70):  # more of the same, then past the 10-minute cooldown
         _append(log, b"".join(lines[start : start + 10]))
         clock.skipped += 0.5 if start == N + 60 else 700.0
