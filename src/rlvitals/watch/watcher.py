@@ -168,9 +168,11 @@ class Watcher:
         return changed
 
     def cycle(self, *, force: bool = False) -> list[Alert]:
-        """One poll → diagnose → decide → alert pass; returns the alerts it raised. Each log's
-        alerts go out as soon as its own diagnosis is done, not after every log's. ``force``:
-        diagnose every log that grew, throttled or not (a last cycle after the trainer stopped)."""
+        """One poll → diagnose → decide → alert pass; returns the alerts it raised. A log that grew
+        is diagnosed in full when its throttle allows, and gets a tail pass when it does not (see
+        :meth:`_tail_due`). Each log's alerts go out as soon as its own pass is done, not after every
+        log's. ``force``: diagnose every log that grew in full, throttled or not (a last cycle after
+        the trainer stopped)."""
         now = self.clock()
         sent: list[Alert] = []
         self._collect()
