@@ -215,7 +215,7 @@ def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
     slice holding a NaN — in one sort instead of a Python loop.
 
     >>> bucket_medians(np.array([3.0, 1.0, 2.0, 10.0, 30.0, 20.0, 5.0]), 2).tolist()
-    [2.0, 20.0]
+    [2.0, 15.0]
     """
     x = np.asarray(x, dtype=float)
     edges = np.linspace(0, len(x), buckets + 1).astype(int)
