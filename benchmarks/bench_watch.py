@@ -1,6 +1,7 @@
 """``rlvitals watch`` on long runs growing at 100 steps/s: line->alert latency, CPU and memory, against a naive loop.
 
 Run:  python benchmarks/bench_watch.py [--prefill 30000] [--seconds 8] [--trials 2] [--sources jsonl,tensorboard]
+      [--modes watch,no-tail,naive]
 
 Two sources, each a simulated veRL GRPO run (~60 metrics a step) whose entropy collapses at a
 known step of the growing part:
@@ -10,19 +11,23 @@ known step of the growing part:
 - ``tensorboard``: a TensorBoard folder (tensorboardX, one flush per step) that holds
   ``--tb-prefill`` steps, then grows at 100 steps/s.
 
-For each source two watchers run in turn, each as its own process, ``--trials`` times each,
+For each source three watchers run in turn, each as its own process, ``--trials`` times each,
 alerting through a webhook to a real local HTTP server:
 
-- ``watch``: the ``rlvitals watch`` CLI (window reading of text logs, records kept, diagnosis
-  throttled by its own cost: ``WatchOptions.diagnose_gap``);
+- ``watch``: the ``rlvitals watch`` CLI (window reading of text logs, records kept, full diagnosis
+  throttled by its own cost: ``WatchOptions.diagnose_gap``; between two of them, the tail pass:
+  the sudden checks on the last 2,000 steps, ``WatchOptions.tail_steps``);
+- ``no-tail``: the same with ``--tail-steps 0`` (full diagnoses only: how it was before the tail
+  pass);
 - ``naive``, the baseline: a loop that re-runs ``load()`` + ``diagnose()`` on the whole source
   every cycle, with the same alert policy and sink.
 
 A trial starts writing once the watcher has gone through what is there (its CPU goes idle, or the
 naive loop says its first cycle is done). Latency is from the flush of the step that makes the
 collapse detectable (found beforehand by bisecting prefixes of the same records) to the webhook
-receiving the alert; CPU is the watcher's CPU seconds per wall second while the source grows
-(``/proc``); peak RSS is the process's ``VmHWM``.
+receiving the alert (and whether the tail pass sent it: its evidence names the window); CPU is
+the watcher's CPU seconds per wall second while the source grows (``/proc``); peak RSS is the
+process's ``VmHWM``.
 """
 
 from __future__ import annotations
@@ -192,9 +197,10 @@ def _trial(mode: str, kind: str, folder: Path, args: argparse.Namespace, rows: l
     for step in range(1, prefill + 1):
         source.write(step, rows[step - 1], flush=step == prefill)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    if mode == "watch":
+    if mode in ("watch", "no-tail"):
         cmd = [sys.executable, "-m", "rlvitals", "watch", str(source.path), "--alert", f"webhook:{url}",
                "--state", str(folder / "w.sqlite"), "--interval", str(args.interval)]
+        cmd += ["--tail-steps", "0"] if mode == "no-tail" else []
     else:
         cmd = [sys.executable, __file__, "--naive-child", url, str(args.interval), str(source.path)]
     server.received.clear()
@@ -218,8 +224,9 @@ def _trial(mode: str, kind: str, folder: Path, args: argparse.Namespace, rows: l
     proc.send_signal(signal.SIGINT)
     proc.wait()
     got = _alerted(server)
-    latency = None if got is None else got - written[trigger]
-    return {"cpu": (cpu1 - cpu0) / (t1 - t0), "rss_mb": peak, "latency": latency}
+    latency = None if got is None else got[0] - written[trigger]
+    tail = got is not None and "tail_window" in got[1].get("evidence", {})
+    return {"cpu": (cpu1 - cpu0) / (t1 - t0), "rss_mb": peak, "latency": latency, "tail": tail}
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -231,8 +238,8 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def _alerted(server: Any) -> float | None:
-    return next((t for t, a in server.received if a["check"] == CHECK and a["kind"] == "new"), None)
+def _alerted(server: Any) -> tuple[float, dict[str, Any]] | None:
+    return next(((t, a) for t, a in server.received if a["check"] == CHECK and a["kind"] == "new"), None)
 
 
 def _summary(values: list[float]) -> str:
@@ -251,18 +258,28 @@ def _source(kind: str, args: argparse.Namespace, server: Any, tmp: Path, say: Ca
     say(f"{kind}: {prefill} steps already there, then {grow} more at {RATE} steps/s, {len(rows[0])} metrics a "
         f"step; entropy collapses at step {collapse}, detectable from step {trigger}")
     results: dict[str, list[dict[str, Any]]] = {}
-    for mode in ("watch", "naive"):
+    for mode in args.modes.split(","):
         results[mode] = [_trial(mode, kind, tmp / f"{kind}-{mode}-{n}", args, rows, prefill, trigger, server)
                          for n in range(args.trials)]
     for mode, trials in results.items():
         lat = [t["latency"] for t in trials if t["latency"] is not None]
         cpu = statistics.mean(t["cpu"] for t in trials)
         rss = max(t["rss_mb"] for t in trials)
-        say(f"  {mode:>5}: line->alert {_summary(lat)}; CPU {100 * cpu:.0f}% of a core while it grows; "
-            f"peak RSS {rss:.0f} MB")
-    w, n = results["watch"], results["naive"]
-    say(f"  ratio naive/watch: CPU {statistics.mean(t['cpu'] for t in n) / statistics.mean(t['cpu'] for t in w):.2f}x, "
-        f"peak RSS {max(t['rss_mb'] for t in n) / max(t['rss_mb'] for t in w):.2f}x")
+        by_tail = f"; sent by the tail pass in {sum(t['tail'] for t in trials)} of {len(trials)}" \
+            if mode == "watch" else ""
+        say(f"  {mode:>7}: line->alert {_summary(lat)}; CPU {100 * cpu:.0f}% of a core while it grows; "
+            f"peak RSS {rss:.0f} MB{by_tail}")
+    w = results.get("watch")
+    for other in ("no-tail", "naive"):
+        o = results.get(other)
+        if w is None or o is None:
+            continue
+        lw = [t["latency"] for t in w if t["latency"] is not None]
+        lo = [t["latency"] for t in o if t["latency"] is not None]
+        latency = f"median latency {statistics.median(lo) / statistics.median(lw):.2f}x, " if lw and lo else ""
+        cpu = statistics.mean(t["cpu"] for t in o) / statistics.mean(t["cpu"] for t in w)
+        say(f"  ratio {other}/watch: {latency}CPU {cpu:.2f}x, "
+            f"peak RSS {max(t['rss_mb'] for t in o) / max(t['rss_mb'] for t in w):.2f}x")
 
 
 def main() -> None:
@@ -274,6 +291,7 @@ def main() -> None:
     p.add_argument("--interval", type=float, default=0.5)
     p.add_argument("--tail", type=float, default=20.0, help="seconds to wait for the alert after the last step")
     p.add_argument("--sources", default="jsonl,tensorboard")
+    p.add_argument("--modes", default="watch,no-tail,naive", help="watchers to compare (watch, no-tail, naive)")
     p.add_argument("--naive-child", nargs=3, default=None)
     args = p.parse_args()
     if args.naive_child:

@@ -80,3 +80,40 @@ def test_a_metric_logged_too_few_times_is_not_called_missing() -> None:
     assert f.status == "skipped" and "did not log" not in f.message["en"]
     assert f.message["en"] == "this run logged actor/entropy, but too few usable values (steps, finite points) to judge"
     assert "可用的值" in f.message["zh"]
+
+
+def _record(**extra: object) -> dict[str, object]:
+    words = {"title": "t", "ok": "fine", "advice": "a"}
+    return {"id": "nan_inf", "layer": "L1", "en": words, "zh": words, **extra}
+
+
+def test_sudden_is_a_validated_record_field_false_by_default() -> None:
+    import pytest
+
+    from rlvitals.checks import FUNCTIONS, parse_checks
+    from rlvitals.errors import CatalogError
+
+    only = {"nan_inf": FUNCTIONS["nan_inf"]}
+    assert parse_checks({"check": [_record()]}, only)[0].sudden is False
+    assert parse_checks({"check": [_record(sudden=True)]}, only)[0].sudden is True
+    with pytest.raises(CatalogError, match=r"checks: check 'nan_inf' has sudden = 'yes'; expected true or false"):
+        parse_checks({"check": [_record(sudden="yes")]}, only)
+
+
+def test_the_sudden_checks_are_the_abrupt_events_read_on_recent_steps() -> None:
+    """Spikes, jumps, NaN, clip bursts, entropy collapse and surges; never a check whose baseline is the
+    whole run (trends, plateaus, "since the start", validation progress, a share of the run's range)."""
+    from rlvitals.checks import sudden_checks
+
+    assert {c.id for c in sudden_checks()} == {"grad_norm_spike", "nan_inf", "loss_jump", "kl_jump", "clipfrac_high",
+                                               "entropy_collapse", "entropy_surge", "turns_surge"}
+
+
+def test_diagnose_runs_only_the_checks_it_is_given() -> None:
+    from rlvitals.checks import sudden_checks
+
+    run = make_run(_sim())
+    d = diagnose(run, checks=sudden_checks())
+    assert {f.check for f in d.findings} == {c.id for c in sudden_checks()}
+    assert finding(d, "grad_norm_spike").status == "warn" and finding(d, "entropy_collapse").status == "fail"
+    assert d.layers["L5"] == "skipped" and d.verdict == "fail"

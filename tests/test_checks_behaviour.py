@@ -67,6 +67,17 @@ def test_entropy_collapse_fails_at_the_injected_step_at_any_scale(entropy0: floa
     assert healthy.status == "ok"
 
 
+def test_an_early_collapse_is_early_only_on_a_view_that_holds_the_run_from_its_start() -> None:
+    """The last steps of a long run start mid-run: a collapse near their first step is not "early"."""
+    run = make_run(sim(steps=400, collapse_at=230))
+    assert finding(diagnose(run), "entropy_collapse").message["en"].startswith("Entropy collapsed from")
+    last = run.tail(200)  # starts at step 201, the collapse begins 30 steps later
+    assert last.cut == 200
+    (out,) = outcomes(last, "entropy_collapse")
+    assert out.status == "fail" and out.template == "fail" and abs(out.onset_step - 230) <= 3
+    assert outcomes(make_run(sim(steps=200, collapse_at=30)), "entropy_collapse")[0].template == "fail_early"
+
+
 def fast_learning_run(clip_surge: bool = False, reward_at: float = 0.25) -> Run:
     """Entropy loses 70% between steps 10 and 30 while the reward climbs (or is already at the top)."""
     ent = ramp(0.4, 0.12, 10, 30) * np.exp(rng(2).normal(0, 0.02, N))

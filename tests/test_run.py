@@ -113,3 +113,43 @@ def test_train_steps_view() -> None:
     steps, values = run.series("actor/entropy")
     assert steps.tolist() == [1, 2, 3]
     np.testing.assert_allclose(values, [1.0, 0.5, 1 / 3])
+
+
+def _long_builder() -> RunBuilder:
+    """Steps arriving out of order and twice, evaluation-only steps, text values."""
+    builder = RunBuilder(SourceMeta(format="test", framework="verl"))
+    for step in [*range(1, 30), 35, *range(30, 35), *range(36, 61)]:
+        values: dict[str, float | str] = {"actor/entropy": 1.0 / step, "actor/lr(1e-4)": 0.01}
+        if step % 10 == 0:
+            values["note"] = f"checkpoint {step}"
+        builder.add(Record(step, values, f"f:{step}"))
+        if step % 7 == 0:
+            builder.add(Record(step, {"val/test_score/openai/gsm8k": step / 100}, f"f:{step}v"))
+    builder.add(Record(61, {"val/test_score/openai/gsm8k": 0.9}, "f:61"))  # evaluation only
+    builder.add(Record(12, {"actor/entropy": 0.5}, "f:12b"))  # logged again, later
+    return builder
+
+
+def test_tail_keeps_the_last_steps_with_their_real_numbers() -> None:
+    whole = _long_builder().finish("mem", CATALOG, RESOLVER)
+    last = whole.tail(12)
+    assert last.steps.tolist() == list(range(50, 62)) and last.cut == 49
+    assert last.train_steps.tolist() == list(range(50, 61))  # step 61 is evaluation only
+    assert last.frame["actor/entropy"].to_list() == whole.frame["actor/entropy"].to_list()[-12:]
+    assert last.validation["openai/gsm8k"]["step"].to_list() == [56, 61]
+    assert last.text == {"note": {50: "checkpoint 50", 60: "checkpoint 60"}}
+    assert last.key_map == whole.key_map and last.framework == whole.framework
+    assert whole.tail(61) is whole and whole.tail(1000).cut == 0
+    assert last.tail(5).steps.tolist() == list(range(57, 62)) and last.tail(5).cut == 56
+
+
+def test_finish_with_last_builds_what_tail_cuts_from_the_whole_run() -> None:
+    builder = _long_builder()
+    whole = builder.finish("mem", CATALOG, RESOLVER)
+    for n in (1, 12, 40, 61, 500):
+        direct, cut = builder.finish("mem", CATALOG, RESOLVER, last=n), whole.tail(n)
+        assert direct.frame.equals(cut.frame) and direct.raw.equals(cut.raw), n
+        assert direct.train_mask.tolist() == cut.train_mask.tolist() and direct.cut == cut.cut, n
+        assert direct.validation.keys() == cut.validation.keys()
+        assert all(direct.validation[k].equals(cut.validation[k]) for k in cut.validation), n
+        assert direct.text == cut.text and direct.key_map == cut.key_map and direct.notes == cut.notes, n

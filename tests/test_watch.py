@@ -261,6 +261,12 @@ def test_bad_interval_is_a_usage_error(tmp_path: Path) -> None:
     assert "expected a positive interval" in err.getvalue()
 
 
+def test_negative_tail_steps_is_a_usage_error(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main(["watch", str(tmp_path / "x.log"), "--tail-steps", "-5"], io.StringIO(), err) == 2
+    assert err.getvalue() == "rlvitals: --tail-steps -5: expected 0 (no tail pass) or more steps\n"
+
+
 def test_unreadable_state_file(tmp_path: Path) -> None:
     bad = tmp_path / "state.sqlite"
     bad.write_bytes(b"this is not a database, it is a note" * 100)

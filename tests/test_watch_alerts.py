@@ -106,3 +106,16 @@ def test_any_sequence_alerts_at_most_once_per_level_per_episode(statuses: list[S
     assert bool(sent) == bool(hot)
     if "fail" in hot:
         assert levels[-1] == "fail"
+
+
+def test_a_partial_observation_raises_but_never_clears() -> None:
+    """The watcher's tail pass sees only part of a run: what it does not report is not gone."""
+    _, state = _step({}, 10, 0.0, _f("fail"), _f("warn", "kl_jump", ("actor/ppo_kl",)))
+    ok = _f("ok")
+    alerts, after = decide(state, [Observation("run.log", 11, [ok, _f("fail", "grad_norm_spike", ())], partial=True)],
+                           1.0)
+    assert [(a.check, a.kind) for a in alerts] == [("grad_norm_spike", "new")]
+    key = finding_key("run.log", ok)
+    assert all(s.active for s in after.values()) and after[key] == state[key]
+    _, cleared = decide(after, [Observation("run.log", 12, [ok])], 2.0)
+    assert not cleared[key].active  # a whole diagnosis does clear

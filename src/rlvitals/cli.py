@@ -131,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before it may alert again")
+    wat.add_argument("--tail-steps", type=int, default=2000, metavar="N",
+                     help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
+                          "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "
+                          "0: never")
     wat.add_argument("--rollouts", default=None, metavar="DIR",
                      help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
                           "metrics join the runs before each diagnosis")
@@ -452,11 +456,14 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
                   "interval and a cooldown of 0 or more seconds\n")
         return EXIT_USAGE
+    if args.tail_steps < 0:
+        err.write(f"rlvitals: --tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps\n")
+        return EXIT_USAGE
     try:
         sinks = [parse_sink(spec, args.lang) for spec in args.alert]
         config = load_config(args.config) if args.config else None
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
-                               config=config, cooldown=Cooldown(seconds=args.cooldown))
+                               config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps)
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)

@@ -10,7 +10,7 @@ come first.
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,20 +160,33 @@ def _worst(statuses: list[Status]) -> Status:
     return max(real, key=lambda s: STATUS_RANK[s])
 
 
-def diagnose(run: Run, config: DiagnoseConfig | None = None) -> Diagnosis:
-    """Every check on ``run``; disabled, inapplicable and data-less checks are reported as
-    skipped with the reason, never left out."""
+def assemble(run: Run, findings: list[Finding]) -> Diagnosis:
+    """``findings`` of ``run`` in the reading order (worst first inside a layer, then by onset),
+    with the verdict of each layer and of the run.
+
+    Example:
+        >>> from rlvitals import load
+        >>> run = load("run.log")[0]  # doctest: +SKIP
+        >>> assemble(run, [f for f in diagnose(run).findings if f.layer == "L1"]).verdict  # doctest: +SKIP
+        'warn'
+    """
+    order = {layer: i for i, layer in enumerate(READING_ORDER)}
+    findings = sorted(findings, key=lambda f: (order[f.layer], -STATUS_RANK[f.status],
+                                               f.onset_step if f.onset_step is not None else 1 << 62))
+    layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in READING_ORDER}
+    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run)
+
+
+def diagnose(run: Run, config: DiagnoseConfig | None = None, checks: Sequence[Check] | None = None) -> Diagnosis:
+    """Every check on ``run`` (or only ``checks``); disabled, inapplicable and data-less checks are
+    reported as skipped with the reason, never left out."""
     config = config or DiagnoseConfig()
     view = RunView(run)
     findings: list[Finding] = []
-    for check in load_checks():
+    for check in load_checks() if checks is None else checks:
         settings = config.for_check(check.id)
         if not settings.enabled:
             findings.append(_skipped(check, "disabled"))
             continue
         findings.extend(_run_check(view, check, {**check.params, **settings.params}, settings.max_status))
-    order = {layer: i for i, layer in enumerate(READING_ORDER)}
-    findings.sort(key=lambda f: (order[f.layer], -STATUS_RANK[f.status],
-                                 f.onset_step if f.onset_step is not None else 1 << 62))
-    layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in READING_ORDER}
-    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run)
+    return assemble(run, findings)

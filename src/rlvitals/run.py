@@ -49,6 +49,8 @@ class Run:
     skipped: SkipLog
     files: list[str]
     bytes_read: int
+    #: how many steps at the start of the run this copy leaves out (:meth:`tail`); 0 for a whole run
+    cut: int = 0
 
     @property
     def steps(self) -> np.ndarray:
@@ -80,6 +82,31 @@ class Run:
         if finite:
             keep &= np.isfinite(values)
         return self.steps[keep], values[keep]
+
+    def tail(self, n: int) -> Run:
+        """The last ``n`` steps of the axis (training and evaluation-only), with their real step
+        numbers, everything the run knows about itself (framework, key map, config) and ``cut`` set
+        to the number of steps left out; the run itself when it has no more than ``n``.
+
+        Example:
+            >>> from rlvitals.ingest import Record, SourceMeta
+            >>> builder = RunBuilder(SourceMeta(format="jsonl"))
+            >>> for step in range(1, 11):
+            ...     builder.add(Record(step, {"actor/entropy": 1.0 / step}, f"run.jsonl:{step}"))
+            >>> last = builder.finish("run.jsonl").tail(3)
+            >>> last.steps.tolist(), last.cut
+            ([8, 9, 10], 7)
+        """
+        total = self.frame.height
+        if n >= total:
+            return self
+        drop = total - max(n, 0)
+        frame, raw = self.frame.slice(drop), self.raw.slice(drop)
+        first = int(frame["step"][0]) if frame.height else 0
+        return replace(self, frame=frame, raw=raw, train_mask=self.train_mask[drop:],
+                       validation={k: v.filter(pl.col("step") >= first) for k, v in self.validation.items()},
+                       text={k: {s: x for s, x in v.items() if s >= first} for k, v in self.text.items()},
+                       cut=self.cut + drop)
 
     def raw_keys_for(self, canonical: str) -> list[str]:
         return [raw for raw, res in self.key_map.items() if res.canonical == canonical]
@@ -145,12 +172,20 @@ class RunBuilder:
         return self._records
 
     def finish(self, path: str, catalog: Catalog | None = None,
-               resolver: KeyResolver | None = None) -> Run:
+               resolver: KeyResolver | None = None, last: int | None = None) -> Run:
+        """The Run of the records added so far; with ``last``, only its last ``last`` steps, as
+        ``finish(path).tail(last)`` would give them but without building the steps left out (a
+        watcher reading the end of a long run often)."""
         catalog = catalog or load_catalog()
         resolver = resolver or KeyResolver(catalog)
         steps_unsorted = np.fromiter(self._row.keys(), dtype=np.int64, count=len(self._row))
         order = np.argsort(steps_unsorted, kind="stable")
-        n = len(steps_unsorted)
+        rows_all = len(steps_unsorted)
+        cut = 0
+        if last is not None and last < rows_all:
+            cut = rows_all - max(last, 0)
+            order = order[cut:]
+        n = len(order)
         notes = list(self.meta.notes)
 
         raw_arrays: dict[str, np.ndarray] = {}
@@ -159,9 +194,9 @@ class RunBuilder:
         for key, (rows, vals) in self._cols.items():
             rows_np = np.frombuffer(rows, dtype=np.int64) if len(rows) else np.empty(0, np.int64)
             vals_np = np.frombuffer(vals, dtype=np.float64) if len(vals) else np.empty(0)
-            arr = np.full(n, np.nan)
+            arr = np.full(rows_all, np.nan)
             arr[rows_np] = vals_np  # a step logged twice keeps its later value
-            mask = np.zeros(n, dtype=bool)
+            mask = np.zeros(rows_all, dtype=bool)
             mask[rows_np] = True
             if len(rows_np) != int(mask.sum()):
                 duplicates += _changed_duplicates(rows_np, vals_np, arr)
@@ -199,12 +234,20 @@ class RunBuilder:
             validation=_validation(frame, key_map),
             summary=dict(self._summary),
             config=dict(self.meta.config),
-            text={k: dict(v) for k, v in self._text.items()},
+            text=_text_from(self._text, int(steps[0]) if cut and n else None),
             notes=notes,
             skipped=self.skipped,
             files=list(self.meta.files),
             bytes_read=self.meta.bytes_read,
+            cut=cut,
         )
+
+
+def _text_from(text: dict[str, dict[int, str]], first: int | None) -> dict[str, dict[int, str]]:
+    """A copy of the text values, only those at ``first`` and later when it is given."""
+    if first is None:
+        return {k: dict(v) for k, v in text.items()}
+    return {k: {s: x for s, x in v.items() if s >= first} for k, v in text.items()}
 
 
 def _changed_duplicates(rows: np.ndarray, vals: np.ndarray, final: np.ndarray) -> int:

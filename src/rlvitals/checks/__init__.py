@@ -22,7 +22,7 @@ from ..errors import CatalogError
 from . import behaviour, efficiency, generalisation, kl, learning, readings, stability
 from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
 
-__all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "FUNCTIONS"]
+__all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "sudden_checks", "FUNCTIONS"]
 
 FUNCTIONS: dict[str, CheckFn] = {
     **stability.FUNCTIONS,
@@ -58,11 +58,14 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         if raw.get("layer") not in LAYERS:
             raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {LAYERS}")
         needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
+        sudden = raw.get("sudden", False)
+        if not isinstance(sudden, bool):
+            raise CatalogError(f"checks: check {cid!r} has sudden = {sudden!r}; expected true or false")
         checks.append(Check(
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=str(raw.get("needs_text", "")),
+            needs_text=str(raw.get("needs_text", "")), sudden=sudden,
         ))
     missing = sorted(set(functions) - seen)
     if missing:
@@ -81,3 +84,13 @@ def load_checks() -> tuple[Check, ...]:
         text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
         records.extend(tomllib.loads(text).get("check", []))
     return parse_checks({"check": records}, FUNCTIONS)
+
+
+def sudden_checks() -> tuple[Check, ...]:
+    """The shipped checks marked ``sudden``: abrupt events a window of recent steps shows as well.
+
+    Example:
+        >>> "grad_norm_spike" in [c.id for c in sudden_checks()]
+        True
+    """
+    return tuple(c for c in load_checks() if c.sudden)

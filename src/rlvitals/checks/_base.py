@@ -57,6 +57,8 @@ class RunView:
         self.family = run.family
         self.algorithm = run.algorithm
         self.config = run.config
+        #: steps at the start of the run that this view does not hold (the last steps of a long run)
+        self.cut = run.cut
         self._cache: dict[str, Series | None] = {}
 
     def series(self, key: str, min_points: int = MIN_POINTS) -> Series | None:
@@ -127,6 +129,9 @@ class Check:
     seed: str = ""
     #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes)
     needs_text: str = ""
+    #: an abrupt event read against a window of recent steps: the last steps of a run show it as the
+    #: whole run does, so ``watch`` may read it on those alone between full diagnoses (checks.toml ``sudden``)
+    sudden: bool = False
 
     def text(self, lang: str) -> Text:
         return self.zh if lang == "zh" else self.en

@@ -113,7 +113,8 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         first, last = _head_tail(s.values)
         return [Outcome("ok", "ok", {"first": first, "last": last}, metrics=(s.key,))]
     onset, low = s.step(event.start), s.step(event.end)
-    early = onset - s.step(0) <= p["early_steps"]
+    # "early" is counted from the run's first step, which a view of its last steps does not hold
+    early = view.cut == 0 and onset - s.step(0) <= p["early_steps"]
     ctx = _collapse_context(view, onset, low, p)
     values = {"onset": onset, "low_step": low, "before": event.baseline, "after": event.value,
               "drop": event.score, "steps": low - onset + 1, "early_steps": p["early_steps"], **ctx}

@@ -6,7 +6,8 @@ the level already alerted nothing more is sent, however many steps pass. When th
 reports ``ok`` for the run (or no longer reports that key while still running), the key is
 *cleared*; if it comes back after a cooldown (``seconds`` of wall time **and** ``steps`` of
 training since it cleared) it is alerted again, sooner it is silently re-armed at its old
-level. A ``skipped`` check says nothing and changes nothing.
+level. A ``skipped`` check says nothing and changes nothing, and neither does the silence of a
+diagnosis of part of a run (``Observation.partial``: the watcher's tail pass).
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ class Cooldown:
 
 @dataclass(frozen=True)
 class Observation:
-    """One diagnosis of one run: its path, its last step, its findings."""
+    """One diagnosis of one run: its path, its last step, its findings. ``partial``: a diagnosis
+    of part of the run only (the watcher's tail pass), whose findings may raise keys but whose
+    silence clears none."""
 
     run: str
     step: int
     findings: Sequence[Finding]
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,8 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
             alert, state[key] = _raise(state.get(key), key, obs, f, now, cooldown)
             if alert is not None:
                 alerts.append(alert)
+        if obs.partial:
+            continue
         for key, old in list(state.items()):
             if old.run == obs.run and old.active and key not in seen and old.check in reported:
                 state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)

@@ -106,10 +106,11 @@ class LineSource:
         self.unsaved = []
         self._reset = False
 
-    def run(self) -> Run | None:
+    def run(self, last: int | None = None) -> Run | None:
+        """The Run read so far (only its last ``last`` steps, when given); None before any record."""
         if self.builder.records == 0 and not self.builder._summary:
             return None
-        return self.builder.finish(str(self.path))
+        return self.builder.finish(str(self.path), last=last)
 
     def poll(self) -> bool:
         """Read the complete lines appended since the last poll; whether any record came.
@@ -382,11 +383,13 @@ class Follow:
         self.inner.messages.clear()
         return changed
 
-    def runs(self) -> list[Run]:
+    def runs(self, last: int | None = None) -> list[Run]:
+        """The runs read so far; with ``last``, only the last ``last`` steps of each."""
         if isinstance(self.inner, LineSource):
-            run = self.inner.run()
+            run = self.inner.run(last)
             return [] if run is None else [run]
-        return self.inner.runs() if self.inner is not None else []
+        runs = self.inner.runs() if self.inner is not None else []
+        return runs if last is None else [r.tail(last) for r in runs]
 
     def _open(self) -> bool:
         resumed = self._resume()

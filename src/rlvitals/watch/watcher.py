@@ -3,8 +3,10 @@
 One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
 from its records and diagnosed, unless its last diagnosis was so recent that doing it again
 would spend more than a third of a core on it (``WatchOptions.diagnose_gap``: it is diagnosed
-at a later cycle, with everything read by then); :func:`.alerts.decide` turns the findings into alerts (of one
-run watched through two files, only one file's: :mod:`.twins`); the
+at a later cycle, with everything read by then). Meanwhile its last ``WatchOptions.tail_steps``
+steps are read with the sudden checks alone (:mod:`.tail`), which may raise a finding but never
+clear one, so a spike is alerted within a cycle however long the run; :func:`.alerts.decide`
+turns the findings into alerts (of one run watched through two files, only one file's: :mod:`.twins`); the
 cursors, the records read, the policy state and the alerts are committed to the state file in
 one transaction;
 then the sinks are called and each delivery is struck off. The clock and the sleep are
@@ -33,6 +35,7 @@ from .rollouts import RolloutFollow
 from .sinks import Sink
 from .sources import Follow
 from .state import WatchState
+from .tail import TailPass
 from .twins import Twins
 from .view import PlainView
 
@@ -46,7 +49,10 @@ class WatchOptions:
     to rebuild and diagnose, its next diagnosis waits ``diagnose_gap × c`` seconds at least (the
     log is still read at every poll), so diagnosing never takes more than ``1 / (1 + diagnose_gap)``
     of a core however long the run gets; a line waits at most about ``interval + (1 +
-    diagnose_gap) × c`` for its diagnosis."""
+    diagnose_gap) × c`` for its diagnosis. ``tail_steps``: between two diagnoses of a log that
+    grew, its last this many steps are read with the sudden checks only (0: never), throttled by
+    their own cost in the same way; an abrupt event (a spike, a jump, NaN, a collapse) is then
+    alerted within about ``interval`` plus that pass's cost (a tenth of a full diagnosis)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -56,6 +62,11 @@ class WatchOptions:
     cooldown: Cooldown = field(default_factory=Cooldown)
     min_gap: float = 0.5
     diagnose_gap: float = 2.0
+    tail_steps: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.tail_steps < 0:
+            raise ValueError(f"WatchOptions: tail_steps={self.tail_steps}; expected 0 (no tail pass) or more steps")
 
 
 def last_step(run: Run) -> int:
@@ -94,7 +105,13 @@ class Watcher:
         self.twins = Twins()
         self._cost: dict[int, float] = {}
         self._dirty: set[Follow] = set()  # grew since their last diagnosis
+        self._fresh: set[Follow] = set()  # grew since their last diagnosis or tail pass
         self._next_diagnosis: dict[Path, float] = {}  # the throttle: no diagnosis of that log before
+        self._next_tail: dict[Path, float] = {}  # nor a tail pass
+        self._spent: dict[tuple[Path, bool], float] = {}  # (log, tail pass?) -> what the last one cost
+        self.full: dict[str, Diagnosis] = {}  # each run's last full diagnosis (``diagnoses`` adds the tail's)
+        self._alerted: set[str] = set()  # runs whose findings reach the policy (a twin's do not)
+        self.tails = TailPass(self.options.tail_steps, self.options.config)
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
         self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
         self._redeliver()
@@ -151,9 +168,11 @@ class Watcher:
         return changed
 
     def cycle(self, *, force: bool = False) -> list[Alert]:
-        """One poll → diagnose → decide → alert pass; returns the alerts it raised. Each log's
-        alerts go out as soon as its own diagnosis is done, not after every log's. ``force``:
-        diagnose every log that grew, throttled or not (a last cycle after the trainer stopped)."""
+        """One poll → diagnose → decide → alert pass; returns the alerts it raised. A log that grew
+        is diagnosed in full when its throttle allows, and gets a tail pass when it does not (see
+        :meth:`_tail_due`). Each log's alerts go out as soon as its own pass is done, not after every
+        log's. ``force``: diagnose every log that grew in full, throttled or not (a last cycle after
+        the trainer stopped)."""
         now = self.clock()
         sent: list[Alert] = []
         self._collect()
@@ -165,21 +184,46 @@ class Watcher:
                 self.view.note(message)
             self.rollouts.messages.clear()
         self._dirty.update(changed)
-        due = [f for f in self.follows
-               if f in self._dirty and (force or now >= self._next_diagnosis.get(f.path, -math.inf))]
-        for follow in due:
-            started = self.clock()
-            observed = self._diagnose(follow)
-            self._dirty.discard(follow)
-            # the cost of rebuilding and diagnosing, on the watcher's own clock (a test's clock that
-            # stands still never throttles); storing what was read is not part of it (the first
-            # commit of a long log stores all of it once)
-            finished = self.clock()
-            self._next_diagnosis[follow.path] = finished + self.options.diagnose_gap * (finished - started)
-            sent.extend(self._alert(observed, now))
-        if due:
+        self._fresh.update(changed)
+        shown = False
+        for follow in self.follows:
+            due = follow in self._dirty and (force or now >= self._next_diagnosis.get(follow.path, -math.inf))
+            if not force and self._tail_due(follow, now, due):
+                sent.extend(self._pass(follow, now, tail=True))
+                shown = True
+            if due:
+                sent.extend(self._pass(follow, now, tail=False))
+                shown = True
+        if shown:
             self.view.show(self.diagnoses)
         return sent
+
+    def _tail_due(self, follow: Follow, now: float, full_due: bool) -> bool:
+        """Whether ``follow`` gets a tail pass now: it grew since its last pass, it was diagnosed in
+        full before (the tail pass adds to that), the throttle allows, and its full diagnosis is not
+        due — or is, but costs over four times as much (a long run: the tail pass answers before the
+        full diagnosis has ended; on a shorter one it would only add to the cycle's cost)."""
+        if self.options.tail_steps <= 0 or follow not in self._fresh or (follow.path, False) not in self._spent:
+            return False
+        if now < self._next_tail.get(follow.path, -math.inf):
+            return False
+        return not full_due or self._spent[follow.path, False] > 4 * self._spent.get((follow.path, True), 0.0)
+
+    def _pass(self, follow: Follow, now: float, *, tail: bool) -> list[Alert]:
+        """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts."""
+        started = self.clock()
+        observed = self._tail(follow) if tail else self._diagnose(follow)
+        self._fresh.discard(follow)
+        if not tail:
+            self._dirty.discard(follow)
+        # the cost of rebuilding and diagnosing, on the watcher's own clock (a test's clock that
+        # stands still never throttles); storing what was read is not part of it (the first
+        # commit of a long log stores all of it once)
+        finished = self.clock()
+        self._spent[follow.path, tail] = finished - started
+        throttle = self._next_tail if tail else self._next_diagnosis
+        throttle[follow.path] = finished + self.options.diagnose_gap * (finished - started)
+        return self._alert(observed, now)
 
     def _diagnose(self, follow: Follow) -> list[Observation]:
         """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
@@ -188,13 +232,33 @@ class Watcher:
             if self.rollouts is not None:
                 run = self.rollouts.join(run)
             d = diagnose(run, self.options.config)
-            self.diagnoses[run.path] = d
+            self.diagnoses[run.path] = self.full[run.path] = d
+            self.tails.reset(run.path)
             # a run watched through two files is alerted once, as its primary file's
             if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
+                self._alerted.add(run.path)
                 observed.append(Observation(run.path, last_step(run), d.findings))
+            else:
+                self._alerted.discard(run.path)
         for message in self.twins.notes:
             self.view.note(message)
         self.twins.notes.clear()
+        return observed
+
+    def _tail(self, follow: Follow) -> list[Observation]:
+        """The sudden checks on the last steps of ``follow``'s runs, merged into their last full
+        diagnoses; what the alert policy is to see of them (raises only: see :mod:`.tail`)."""
+        observed = []
+        steps = self.options.tail_steps
+        for run in follow.runs(last=steps):
+            full = self.full.get(run.path)
+            if full is None or run.path not in self._alerted:
+                continue  # a run not diagnosed in full yet, or a twin: its full diagnosis decides
+            if self.rollouts is not None:
+                run = self.rollouts.join(run).tail(steps)
+            d = self.tails.read(run, full, self.keys)
+            self.diagnoses[run.path] = d
+            observed.append(Observation(run.path, last_step(run), d.findings, partial=True))
         return observed
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:

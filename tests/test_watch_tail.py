@@ -1,0 +1,326 @@
+"""The tail pass: what the sudden checks on the last steps may raise over a full diagnosis (real runs
+from the simulator), and the watcher on a 30,000-step JSONL log that a spike, a KL jump or an entropy
+collapse is appended to: alerted by the tail pass at the next cycle, once, never cleared by it."""
+
+from __future__ import annotations
+
+import io
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from runs import make_run
+
+from rlvitals.checks import sudden_checks
+from rlvitals.diagnosis import Diagnosis, diagnose
+from rlvitals.run import Run
+from rlvitals.simulate import Scenario, jsonl_lines, simulate
+from rlvitals.watch.alerts import Alert, KeyState, finding_key
+from rlvitals.watch.state import WatchState
+from rlvitals.watch.tail import TailPass, merge, raised
+from rlvitals.watch.view import PlainView
+from rlvitals.watch.watcher import Watcher, WatchOptions
+
+SUDDEN = {c.id for c in sudden_checks()}
+N = 3000
+
+
+def _series(n: int = N) -> dict[str, np.ndarray]:
+    return simulate(Scenario(steps=n, collapse_at=None, grad_spike_at=None))
+
+
+def _upto(series: dict[str, np.ndarray], steps: int) -> Run:
+    return make_run({k: v[:steps] for k, v in series.items()})
+
+
+def _tail(run: Run, steps: int = 500) -> Diagnosis:
+    return diagnose(run.tail(steps), checks=sudden_checks())
+
+
+def _alerting(d: Diagnosis) -> set[tuple[str, str]]:
+    return {(f.check, f.status) for f in d.findings if f.status in ("warn", "fail")}
+
+
+def test_a_kl_jump_in_the_last_steps_raises_over_a_full_diagnosis_made_before_it() -> None:
+    s = _series()
+    s["actor/ppo_kl"][2949] *= 12
+    full, run = diagnose(_upto(s, 2900)), _upto(s, N)
+    assert ("kl_jump", "warn") not in _alerting(full)
+    (f,) = raised(full, _tail(run), {})
+    assert (f.check, f.status, f.onset_step) == ("kl_jump", "warn", 2950)
+    assert f.message["en"].endswith("(seen in the last 500 steps, 2501–3000, before the full diagnosis)")
+    assert f.message["zh"].endswith("（在最近 500 步（第 2501–3000 步）中发现，完整诊断随后进行）")
+    assert f.evidence["tail_window"] == [2501, 3000] and f.evidence["jump_steps"] == [2950]
+    assert raised(diagnose(run), _tail(run), {}) == []  # a full diagnosis that holds it already
+
+
+def test_only_a_worse_status_raises_a_key_the_full_diagnosis_reports() -> None:
+    s = _series()
+    for step in (2950, 2970, 2990):  # three jumps of 30x its level: the third makes it fail
+        s["actor/ppo_kl"][step - 1] *= 30
+    full = diagnose(_upto(s, 2960))
+    assert ("kl_jump", "warn") in _alerting(full)
+    assert [(f.check, f.status) for f in raised(full, _tail(_upto(s, N)), {})] == [("kl_jump", "fail")]
+    assert raised(full, _tail(_upto(s, 2965)), {}) == []  # warn again: nothing new
+
+
+def test_a_nan_in_another_metric_is_more_of_the_nan_finding_not_a_new_one() -> None:
+    s = _series()
+    s["actor/pg_loss"][2950] = np.nan
+    s = {("actor/pg_loss!nan" if k == "actor/pg_loss" else k): v for k, v in s.items()}
+    healthy = diagnose(_upto(s, 2900))
+    (new,) = raised(healthy, _tail(_upto(s, N)), {})
+    assert (new.check, new.status, new.metrics) == ("nan_inf", "fail", ("actor/pg_loss",))
+    s["actor/entropy"][100] = np.inf  # long before the last steps: the full diagnosis names it alone
+    s = {("actor/entropy!nan" if k == "actor/entropy" else k): v for k, v in s.items()}
+    early = diagnose(_upto(s, 2900))
+    assert [f.metrics for f in early.findings if f.check == "nan_inf"] == [("actor/entropy",)]
+    assert raised(early, _tail(_upto(s, N)), {}) == []
+
+
+def test_a_key_a_full_diagnosis_cleared_is_raised_again_only_on_later_evidence() -> None:
+    s = _series()
+    s["actor/ppo_kl"][2949] *= 12
+    full, tail = diagnose(_upto(s, 2900)), _tail(_upto(s, N))
+    (f,) = raised(full, tail, {})
+    key = finding_key(full.path, f)
+
+    def cleared(step: int) -> dict[str, KeyState]:
+        return {key: KeyState(full.path, f.check, f.metrics, "warn", "ok", False, 0.0, 2950, 5.0, step)}
+
+    assert f.span is not None and f.span[1] == 2950
+    assert raised(full, tail, cleared(2950)) == []  # the diagnosis that cleared it had seen step 2950
+    assert [g.check for g in raised(full, tail, cleared(2949))] == ["kl_jump"]
+
+
+def test_a_non_sudden_finding_never_comes_from_the_tail_and_what_was_raised_is_held_until_reset() -> None:
+    s = _series()
+    s["critic/score/mean"][2950:] -= 0.5  # the reward crashes: reward_collapse, not a sudden check
+    s["critic/rewards/mean"][2950:] -= 0.5
+    s["actor/grad_norm"][2979] *= 15
+    full, run = diagnose(_upto(s, 2900)), _upto(s, N)
+    everything = _alerting(diagnose(run.tail(500)))
+    assert ("reward_collapse", "fail") in everything and ("reward_collapse", "fail") not in _alerting(full)
+    tails = TailPass(500)
+    shown = tails.read(run.tail(500), full, {})
+    assert _alerting(shown) - _alerting(full) == {("grad_norm_spike", "warn")}
+    assert {f.check for f in tails.held[full.path].values()} == {"grad_norm_spike"} <= SUDDEN
+    again = tails.read(_upto(s, 2905).tail(500), full, {})  # the spike is not in these steps
+    assert ("grad_norm_spike", "warn") in _alerting(again)
+    tails.reset(full.path)
+    assert tails.read(_upto(s, 2905).tail(500), full, {}).findings == full.findings
+
+
+def test_merge_replaces_by_key_and_judges_again() -> None:
+    s = _series()
+    s["actor/grad_norm"][2979] *= 15
+    full = diagnose(_upto(s, 2900))
+    spike = raised(full, _tail(_upto(s, N)), {})
+    merged = merge(full, {finding_key(full.path, f): f for f in spike})
+    assert len(merged.findings) == len(full.findings)
+    grad = [f for f in merged.findings if f.check == "grad_norm_spike"]
+    assert [f.status for f in grad] == ["warn"] and "seen in the last" in grad[0].message["en"]
+    assert merged.layers["L1"] in ("warn", "fail") and merged.run is full.run
+    assert merge(full, {}).findings == full.findings
+
+
+def test_tail_steps_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match=r"WatchOptions: tail_steps=-1; expected 0 \(no tail pass\) or more steps"):
+        WatchOptions(tail_steps=-1)
+
+
+# ---------------------------------------------------------------- the watcher on a 30,000-step log
+
+PREFILL = 30_000
+LONG = Scenario(steps=PREFILL + 200, collapse_at=None, grad_spike_at=None)
+
+
+@lru_cache(maxsize=1)
+def _long_lines() -> tuple[bytes, ...]:
+    return tuple(line + b"\n" for line in jsonl_lines(LONG))
+
+
+def _line(step: int, **scale: float) -> bytes:
+    """Line ``step`` of the long run with some metrics multiplied (``actor__grad_norm=14``)."""
+    row = orjson.loads(_long_lines()[step - 1])
+    for key, factor in scale.items():
+        name = key.replace("__", "/")
+        row["data"][name] *= factor
+    return orjson.dumps(row) + b"\n"
+
+
+class Clock:
+    """The watcher's clock: real time, so a diagnosis costs here what it costs, plus what a test skips."""
+
+    def __init__(self) -> None:
+        self.start, self.skipped = time.perf_counter(), 0.0
+
+    def __call__(self) -> float:
+        return 1000.0 + time.perf_counter() - self.start + self.skipped
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as fh:
+        fh.write(data)
+
+
+def _long_watcher(tmp: Path, **options: Any) -> tuple[Watcher, Path, Clock, list[Alert]]:
+    log = tmp / "run.jsonl"
+    log.write_bytes(b"".join(_long_lines()[:PREFILL]))
+    clock = Clock()
+    # a full diagnosis waits ten times its cost: far off, however fast this machine is
+    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**{"diagnose_gap": 10.0, **options}),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    first = w.cycle()
+    return w, log, clock, first
+
+
+def _until_full(w: Watcher, log: Path, clock: Clock) -> None:
+    """Skip ahead to when the throttled full diagnosis of ``log`` is due."""
+    clock.skipped += max(w._next_diagnosis[log] - clock(), 0.0) + 0.01
+
+
+EVENTS = {  # check -> the lines appended after step 30,000: the event and what the trainer writes after
+    "grad_norm_spike": lambda: _line(30_001) + _line(30_002, actor__grad_norm=14.0) + _line(30_003),
+    "kl_jump": lambda: _line(30_001) + _line(30_002, actor__ppo_kl=12.0) + _line(30_003) + _line(30_004),
+    "entropy_collapse": lambda: b"".join(_line(s, actor__entropy=0.2) for s in range(30_001, 30_011)),
+}
+
+
+@pytest.mark.parametrize("check", sorted(EVENTS))
+def test_an_abrupt_event_on_a_30k_step_log_is_alerted_by_the_next_cycle_once(tmp_path: Path, check: str) -> None:
+    w, log, clock, first = _long_watcher(tmp_path)
+    assert first and not any(a.check == check for a in first)
+    _append(log, EVENTS[check]())
+    clock.skipped += 0.5  # one poll interval later
+    assert clock() < w._next_diagnosis[log], "the full diagnosis must not be due yet"
+    sent = w.cycle()
+    assert [a.check for a in sent] == [check]
+    assert "(seen in the last 2000 steps, " in sent[0].message["en"] and sent[0].evidence["tail_window"][0] > 28_000
+    assert w.full[str(log)].run.steps[-1] == PREFILL  # the full diagnosis has not run since
+    assert any(f.check == check and "seen in the last" in f.message["en"] for f in w.diagnoses[str(log)].findings)
+    _append(log, b"".join(_line(s) for s in range(30_011, 30_021)))
+    _until_full(w, log, clock)
+    assert w.cycle() == []  # the full diagnosis confirms it: nothing is sent again
+    confirmed = [f for f in w.full[str(log)].findings if f.check == check]
+    assert any(f.status in ("warn", "fail") for f in confirmed) and w.full[str(log)].run.steps[-1] == 30_020
+    assert w.diagnoses[str(log)] is w.full[str(log)]
+    assert [(a.check, a.kind) for a in w.state.alerts()][-1] == (check, "new")
+    w.close()
+
+
+def test_on_a_long_run_the_tail_pass_goes_before_a_full_diagnosis_that_is_due(tmp_path: Path) -> None:
+    """Without a throttle the full diagnosis is due at every cycle; on 30,000 steps it costs ten times
+    the tail pass, which therefore answers first, in the same cycle."""
+    w, log, clock, _ = _long_watcher(tmp_path, diagnose_gap=0.0)
+    _append(log, _line(30_001))
+    assert w.cycle() == []  # both passes ran: their costs are known now
+    assert w._spent[log, False] > 4 * w._spent[log, True]
+    _append(log, _line(30_002, actor__grad_norm=14.0))
+    (spike,) = w.cycle()
+    assert spike.check == "grad_norm_spike" and "tail_window" in spike.evidence
+    assert w.full[str(log)].run.steps[-1] == 30_002  # the full diagnosis ran after it and sent nothing more
+    w.close()
+
+
+def test_the_tail_pass_never_clears_and_a_restarted_watcher_goes_on_without_repeating(tmp_path: Path) -> None:
+    w, log, clock, first = _long_watcher(tmp_path)
+    full_keys = {a.key for a in first}
+    assert {a.check for a in first} - SUDDEN, "the full diagnosis has findings the tail pass does not read"
+    _append(log, EVENTS["kl_jump"]())
+    clock.skipped += 0.5
+    assert [a.check for a in w.cycle()] == ["kl_jump"]
+    for key in full_keys:  # what the tail pass does not report stays as the full diagnosis left it
+        assert w.keys[key].active and w.keys[key].cleared_at is None, key
+    w.close()
+
+    w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0),
+                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    assert w2.cycle() == []  # rebuilt from the state file and diagnosed in full: the KL jump is known
+    assert w2.full[str(log)].run.steps[-1] == 30_004
+    _append(log, _line(30_005, actor__grad_norm=14.0) + _line(30_006))
+    clock.skipped += 0.5
+    assert clock() < w2._next_diagnosis[log]
+    assert [a.check for a in w2.cycle()] == ["grad_norm_spike"]
+    assert [a.check for a in w2.state.alerts()].count("kl_jump") == 1
+    w2.close()
+
+
+def _rounded_kl_lines(steps: int) -> list[bytes]:
+    """A 3,000-step run whose KL is logged with three decimals, ~0.001, then 0.02 from step 3,001: the
+    whole run stays "within a few rounding steps of zero" for kl_jump (too coarse to read), while its
+    last 500 steps show the 20x jump. A tail finding that the full diagnosis does not confirm."""
+    rng = np.random.default_rng(3)
+    out = []
+    for raw in jsonl_lines(Scenario(steps=steps, collapse_at=None, grad_spike_at=None)):
+        row = orjson.loads(raw)
+        kl = row["data"]["actor/ppo_kl"] if row["step"] <= N else 0.02 + rng.normal(0, 0.001)
+        row["data"]["actor/ppo_kl"] = round(kl, 3)
+        out.append(orjson.dumps(row) + b"\n")
+    return out
+
+
+def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(tmp_path: Path) -> None:
+    lines = _rounded_kl_lines(N + 200)
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(lines[:N]))
+    clock = Clock()
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
+                WatchOptions(diagnose_gap=10.0, tail_steps=500, exit_on="fail"),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    w.cycle()
+    assert w.exit_code() == 0
+    _append(log, b"".join(lines[N : N + 60]))
+    clock.skipped += 0.5
+    (jump,) = w.cycle()
+    assert (jump.check, jump.status, jump.metrics, jump.kind) == ("kl_jump", "fail", ("actor/ppo_kl",), "new")
+    assert w.exit_code() == 1  # --exit-on fail: the tail pass's failure counts
+    _until_full(w, log, clock)
+    assert w.cycle() == []
+    assert not w.keys[jump.key].active  # the full diagnosis reads the whole run as too coarse: cleared
+    assert w.exit_code() == 0
+    for start in (N + 60, N + 70):  # more of the same, then past the 10-minute cooldown
+        _append(log, b"".join(lines[start : start + 10]))
+        clock.skipped += 0.5 if start == N + 60 else 700.0
+        assert w.cycle() == []
+        assert not w.keys[jump.key].active, "the tail pass raised again what the full diagnosis cleared"
+    assert [a.key for a in w.state.alerts()].count(jump.key) == 1
+    w.close()
+
+
+def test_the_tail_pass_reads_the_rollout_series_joined_onto_the_last_steps(tmp_path: Path) -> None:
+    """With --rollouts, the last steps carry the series derived from the dumps, as a full diagnosis does."""
+    from rlvitals.rollout.writers import write_verl_dump
+
+    lines = [line + b"\n" for line in jsonl_lines(Scenario(steps=N + 10, collapse_at=None, grad_spike_at=None))]
+    log, dumps = tmp_path / "run.jsonl", tmp_path / "rollouts"
+    log.write_bytes(b"".join(lines[:N]))
+    rollouts = [{"prompt": f"Q{g}", "response": "The answer is 1.", "score": float(s < 2), "target": "1"}
+                for g in range(4) for s in range(4)]
+    for step in (N - 5, N + 2):
+        write_verl_dump(rollouts, dumps, step)
+    clock = Clock()
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0, tail_steps=300),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, rollouts=dumps)
+    w.cycle()
+    read, seen = w.tails.read, []
+
+    def spy(tail: Run, full: Diagnosis, keys: Any) -> Diagnosis:
+        seen.append(tail)
+        return read(tail, full, keys)
+
+    w.tails.read = spy  # type: ignore[method-assign]
+    row = orjson.loads(lines[N + 1])
+    row["data"]["actor/grad_norm"] *= 14
+    _append(log, lines[N] + orjson.dumps(row) + b"\n")
+    clock.skipped += 0.5
+    assert [a.check for a in w.cycle()] == ["grad_norm_spike"]
+    (tail,) = seen
+    assert tail.steps.tolist() == list(range(N - 297, N + 3)) and tail.cut == N - 298
+    shares = dict(zip(*tail.series("group/zero_std/share"), strict=True))
+    assert set(shares) == {N - 5, N + 2}  # the dump read before and the one written with the spike
+    w.close()
