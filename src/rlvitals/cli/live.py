@@ -1,0 +1,109 @@
+"""Subcommands that follow growing logs: ``watch`` (alerts), ``serve`` (the dashboard) and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import IO
+
+from ..errors import RlvitalsError
+from ._common import EXIT_OK, EXIT_USAGE, rollout_dirs
+
+
+def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..config import load_config
+    from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
+    from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
+
+    if args.interval <= 0 or args.cooldown < 0:
+        err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
+                  "interval and a cooldown of 0 or more seconds\n")
+        return EXIT_USAGE
+    if args.tail_steps < 0:
+        err.write(f"rlvitals: --tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps\n")
+        return EXIT_USAGE
+    try:
+        sinks = [parse_sink(spec, args.lang) for spec in args.alert]
+        config = load_config(args.config) if args.config else None
+        options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
+                               config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps)
+        watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
+                               options, out=out, err=err, live=out.isatty() and not args.once,
+                               rollouts=Path(args.rollouts) if args.rollouts else None)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    try:
+        with terminate_as_interrupt():  # SIGTERM (Slurm, systemd) stops it as Ctrl-C does
+            return watcher.run(once=args.once)
+    except KeyboardInterrupt:
+        ignore_stop_signals()  # stopping now: a second Ctrl-C must not cut the close short or print a traceback
+        return EXIT_OK
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    finally:
+        watcher.close()
+
+
+
+def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import os
+
+    from ..config import load_config
+    from ..server import WorkspaceOptions, serve
+
+    try:
+        config = load_config(args.config) if args.config else None
+        dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
+        rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
+        options = WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts)
+        return serve([Path(p) for p in args.paths], host=args.host, port=args.port,
+                     token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
+                     state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+
+
+
+def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import threading
+
+    from ..demo import demo_files, watch_demo
+
+    if args.steps < 1 or args.delay < 0:
+        err.write(f"rlvitals: demo --steps {args.steps} --delay {args.delay}: expected at least 1 step and a "
+                  "delay of 0 or more seconds\n")
+        return EXIT_USAGE
+    folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="rlvitals-demo-"))
+    if not args.serve:
+        return watch_demo(folder, steps=args.steps, delay=args.delay, out=out, err=err)
+    from ..server import WorkspaceOptions, serve
+
+    files = demo_files(folder)
+    files.log.parent.mkdir(parents=True, exist_ok=True)
+    files.log.touch()
+    # the dashboard needs the main thread (it stops on Ctrl-C); training and the watcher run beside it and
+    # are stopped and joined when it ends, so no thread is cut off inside native code at interpreter exit
+    stop = threading.Event()
+    demo = threading.Thread(target=watch_demo, name="rlvitals-demo", daemon=True,
+                            kwargs={"folder": folder, "steps": args.steps, "delay": args.delay, "out": out,
+                                    "err": err, "stop": stop})
+    demo.start()
+    try:
+        return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),
+                     state=folder / "serve.sqlite", out=out)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    finally:
+        stop.set()
+        demo.join(timeout=60)
+
+
+
+
+#: subcommand → handler
+COMMANDS = {"watch": _watch, "serve": _serve, "demo": _demo}

@@ -1,0 +1,143 @@
+"""Subcommands about logged runs: ``inspect``, ``diagnose``, ``explain``, ``example``, ``formats``."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from typing import IO, TYPE_CHECKING
+
+from ..errors import RlvitalsError
+from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, dump, example_paths, load_all, paired_runs, width
+
+if TYPE_CHECKING:
+    from ..config import DiagnoseConfig
+
+
+def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    if not args.paths and not args.example:
+        err.write("rlvitals: inspect needs at least one PATH (or --example)\n")
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
+        paths = list(args.paths)
+        if args.example:
+            paths.append(str(example_paths(tmp)["console"]))
+        return _inspect_paths(paths, args, out, err)
+
+
+
+def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..render_text import render_inspect
+    from ..summary import run_summary
+
+    runs, status = load_all(paths, args.fmt, err)
+    for run in runs:
+        summary = run_summary(run)
+        out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out)))
+    return status
+
+
+
+def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..checks import load_checks
+    from ..config import load_config
+
+    if args.list_checks:
+        for check in load_checks():
+            params = ", ".join(f"{k}={v}" for k, v in check.params.items())
+            out.write(f"{check.layer:<10} {check.id:<28} {check.text(args.lang).title}"
+                      + (f"  [{params}]" if params else "") + "\n")
+        return EXIT_OK
+    if not args.paths and not args.example:
+        err.write("rlvitals: diagnose needs at least one PATH (or --example)\n")
+        return EXIT_USAGE
+    try:
+        config = load_config(args.config) if args.config else None
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
+        paths = list(args.paths)
+        if args.example:
+            paths.append(str(example_paths(tmp)["console"]))
+        return _diagnose_paths(paths, args, config, out, err)
+
+
+def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
+                    out: IO[str], err: IO[str]) -> int:
+    from ..diagnosis import diagnose
+    from ..render_diagnosis import render_diagnosis, render_markdown
+    from ..render_text import render_rollout_log
+    from ..summary import rollout_log
+
+    if args.rollouts:
+        paired = paired_runs(paths, args.rollouts, args.fmt, err)
+        if paired is None:
+            return EXIT_USAGE
+        runs, analyses, status = paired
+    else:
+        (runs, status), analyses = load_all(paths, args.fmt, err), []
+    # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
+    logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
+    logs += [None] * (len(runs) - len(logs))
+    results = []
+    for run, log in zip(runs, logs, strict=True):
+        d = diagnose(run, config)
+        results.append(d)
+        if args.markdown:
+            out.write(render_markdown(d, args.lang))
+        elif not args.json:
+            out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
+            if log is not None:
+                out.write(render_rollout_log(log, out.isatty(), width(out)))
+    if args.json:
+        out.write(dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
+                                  for d, log in zip(results, logs, strict=True)]}) + "\n")
+    if status == EXIT_OK and args.fail_on:
+        threshold = {"warn": ("warn", "fail"), "fail": ("fail",)}[args.fail_on]
+        if any(d.verdict in threshold for d in results):
+            status = EXIT_FINDINGS
+    return status
+
+
+
+def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..explain import explain, list_metrics
+    from ..render_text import render_explain, render_list
+
+    if args.list:
+        rows = list_metrics(args.lang)
+        out.write(dump(rows) + "\n" if args.json else render_list(rows, out.isatty(), width(out)))
+        return EXIT_OK
+    if not args.key:
+        err.write("rlvitals: explain needs a metric KEY or --list\n")
+        return EXIT_USAGE
+    try:
+        info = explain(args.key, args.lang)
+    except RlvitalsError as exc:
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    out.write(dump(info) + "\n" if args.json else render_explain(info, out.isatty(), width(out)))
+    return EXIT_OK
+
+
+
+def _example(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    written = example_paths(args.folder)
+    for kind, path in written.items():
+        out.write(f"wrote {kind}: {path}\n")
+    return EXIT_OK
+
+
+
+def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..ingest import readers
+
+    for fmt in dict.fromkeys(r.format for r in readers()):
+        out.write(f"{fmt}\n")
+    return EXIT_OK
+
+
+
+#: subcommand → handler
+COMMANDS = {"inspect": _inspect, "diagnose": _diagnose, "explain": _explain, "example": _example,
+            "formats": _formats}
