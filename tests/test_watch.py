@@ -11,9 +11,6 @@ import shutil
 import socket
 import sqlite3
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,32 +41,6 @@ class Clock:
         return self.now
 
 
-class _Hook(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        server: Any = self.server
-        server.received.append((self.headers["Content-Type"], json.loads(body)))
-        self.send_response(server.code)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        """Quiet: the test reads what arrived, not the access log."""
-
-
-@pytest.fixture
-def hook() -> Iterator[Any]:
-    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
-    server.received, server.code = [], 200
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
-def _url(server: Any) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}/hook"
 
 
 def _closed_port() -> int:
@@ -106,7 +77,7 @@ def test_growing_log_alerts_once_per_finding_and_survives_a_restart(tmp_path: Pa
     log = tmp_path / "run.jsonl"
     log.write_bytes(b"")
     jsonl = tmp_path / "alerts.jsonl"
-    sinks = [parse_sink(f"jsonl:{jsonl}"), parse_sink(f"webhook:{_url(hook)}")]
+    sinks = [parse_sink(f"jsonl:{jsonl}"), parse_sink(f"webhook:{hook.url}")]
     clock = Clock()
     w, out, err = _watcher(tmp_path, log, sinks, clock)
     first = _feed(w, log, clock, 0, 120)
@@ -182,8 +153,8 @@ def test_webhook_errors_are_reported_not_raised(hook: Any) -> None:
     down = WebhookSink(f"http://127.0.0.1:{_closed_port()}/hook", timeout=2.0)
     assert "could not deliver the alert" in (down.send(_one_alert()) or "")
     hook.code = 500
-    refused = WebhookSink(_url(hook))
-    assert refused.send(_one_alert()) == f"webhook {_url(hook)}: the server answered 500 Internal Server Error; " \
+    refused = WebhookSink(hook.url)
+    assert refused.send(_one_alert()) == f"webhook {hook.url}: the server answered 500 Internal Server Error; " \
                                          "the alert was not accepted"
 
 

@@ -5,15 +5,9 @@ while the watcher goes on (its alerts stay pending for the next watcher)."""
 from __future__ import annotations
 
 import io
-import json
 import socket
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from rlvitals.diagnosis import Finding
 from rlvitals.simulate import Scenario, jsonl_lines
@@ -35,37 +29,6 @@ from rlvitals.watch.webhook import (
 NASTY = "KL < 0.1 & clip > 0.3 <!channel> @everyone <script>x</script> "
 
 
-class _Hook(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        server: Any = self.server
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        server.received.append(body)
-        code, headers, payload = server.answers.pop(0) if server.answers else (200, {}, b"ok")
-        self.send_response(code)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        """Quiet."""
-
-
-@pytest.fixture
-def hook() -> Iterator[Any]:
-    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
-    server.received, server.answers = [], []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
-def _url(server: Any) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}/hook"
 
 
 def _alert(message: str = NASTY, metrics: int = 1) -> Alert:
@@ -85,9 +48,9 @@ def _slack_texts(body: dict[str, Any]) -> list[str]:
 
 
 def test_slack_body_is_escaped_and_fits_block_limits(hook: Any) -> None:
-    sink = parse_sink(f"slack:{_url(hook)}")
+    sink = parse_sink(f"slack:{hook.url}")
     assert sink.send(_alert(NASTY * 400)) is None  # a 24k-character message
-    (body,) = hook.received
+    ((_, body),) = hook.received
     assert set(body) == {"text", "blocks"}
     assert [b["type"] for b in body["blocks"]] == ["header", "section", "section", "section"]
     header = body["blocks"][0]["text"]
@@ -108,9 +71,9 @@ def test_slack_body_is_escaped_and_fits_block_limits(hook: Any) -> None:
 
 
 def test_discord_body_fits_the_documented_limits(hook: Any) -> None:
-    sink = parse_sink(f"discord:{_url(hook)}")
+    sink = parse_sink(f"discord:{hook.url}")
     assert sink.send(_alert(NASTY * 400, metrics=300)) is None
-    (body,) = hook.received
+    ((_, body),) = hook.received
     assert set(body) == {"content", "embeds", "allowed_mentions"}
     assert body["allowed_mentions"] == {"parse": []}  # "@everyone" in a message notifies nobody
     assert len(body["content"]) <= DISCORD_LIMIT and body["content"].startswith("rlvitals: FAIL entropy_collapse")
@@ -142,7 +105,7 @@ def test_a_429_is_retried_after_retry_after(hook: Any) -> None:
     hook.answers = [(429, {"Retry-After": "2"}, b""),  # Slack: seconds in the header
                     (429, {"Content-Type": "application/json"}, b'{"retry_after": 0.25, "global": false}'),  # Discord
                     (200, {}, b"ok")]
-    sink = WebhookSink(_url(hook), sleep=waits.append)
+    sink = WebhookSink(hook.url, sleep=waits.append)
     assert sink.send(_alert()) is None
     assert waits == [2.0, 0.25] and len(hook.received) == 3
     assert hook.received[0] == hook.received[2]  # the same alert, sent again
@@ -151,12 +114,12 @@ def test_a_429_is_retried_after_retry_after(hook: Any) -> None:
 def test_a_429_asking_too_long_is_given_up_and_reported(hook: Any) -> None:
     waits: list[float] = []
     hook.answers = [(429, {"Retry-After": "120"}, b"")]
-    sink = WebhookSink(_url(hook), sleep=waits.append, max_wait=30.0)
-    assert sink.send(_alert()) == (f"webhook {_url(hook)}: the server answered 429 Too Many Requests 1 time(s) "
+    sink = WebhookSink(hook.url, sleep=waits.append, max_wait=30.0)
+    assert sink.send(_alert()) == (f"webhook {hook.url}: the server answered 429 Too Many Requests 1 time(s) "
                                    "(it asked to wait 120 s more, 0 s were waited); the alert was not accepted")
     assert waits == [] and len(hook.received) == 1
     hook.answers = [(429, {"Retry-After": "1"}, b"")] * 4
-    assert "429 Too Many Requests 4 time(s)" in (WebhookSink(_url(hook), sleep=waits.append).send(_alert()) or "")
+    assert "429 Too Many Requests 4 time(s)" in (WebhookSink(hook.url, sleep=waits.append).send(_alert()) or "")
     assert waits == [1.0, 1.0, 1.0]  # bounded: RETRIES retries
 
 
@@ -191,9 +154,9 @@ def test_a_receiver_that_never_answers_does_not_stall_the_watcher(tmp_path: Path
     state = WatchState(tmp_path / "s.sqlite")
     assert [p for _, _, p in state.pending()] == [[stuck.name]] * len(alerts)
     state.close()
-    good = WebhookSink(_url(hook), name=stuck.name)  # the receiver is back, under the same sink name
+    good = WebhookSink(hook.url, name=stuck.name)  # the receiver is back, under the same sink name
     w2 = Watcher([log], WatchState(tmp_path / "s.sqlite"), [good], view=PlainView(io.StringIO(), io.StringIO()))
     assert w2.flush(30)
-    assert sorted(b["rlvitals"]["key"] for b in hook.received) == sorted(a.key for a in alerts)
+    assert sorted(b["rlvitals"]["key"] for _, b in hook.received) == sorted(a.key for a in alerts)
     assert w2.state.pending() == []
     w2.close()
