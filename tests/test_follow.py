@@ -626,3 +626,61 @@ def test_a_saved_cursor_without_its_records_reads_the_log_again(tmp_path: Path) 
     assert again.poll(now=0.0)
     _same(again.runs()[0], log)
     assert again.pending() == (False, [])  # nor does it hold the records for a store that never comes
+
+
+def _stepless(n: int = 60) -> list[bytes]:
+    """A generic JSONL log without a step key (a custom loop's ``json.dumps(metrics)``): its records are
+    numbered 1, 2, 3, ... by their place in the file."""
+    return [json.dumps({"loss": round(1 / (i + 1), 6), "reward": i / 10}).encode() + b"\n" for i in range(n)]
+
+
+@pytest.mark.parametrize("how", ["rename", "copytruncate", "truncate", "twice", "restart"])
+def test_a_log_without_steps_keeps_its_numbering_across_rotation(tmp_path: Path, how: str) -> None:
+    """Without a step key the file is re-read whole at each change; what it held before a rotation or
+    truncation is kept, and the next file's records are numbered on after it, as ``load()`` numbers the
+    files concatenated — nothing dropped, nothing numbered twice."""
+    log = tmp_path / "metrics.jsonl"
+    lines = _stepless()
+    log.write_bytes(b"".join(lines[:20]))
+    src = _follow(log)
+    src.poll()
+    assert src.state()["whole"]
+    if how == "rename":
+        _append(log, b"".join(lines[20:25]))  # written, never polled: read from the renamed file
+        _rotate(log, tmp_path / "metrics.jsonl.1")
+        _append(log, b"".join(lines[25:40]))
+    elif how == "copytruncate":
+        _append(log, b"".join(lines[20:25]))
+        shutil.copyfile(log, tmp_path / "metrics.jsonl.1")
+        with log.open("r+b") as fh:
+            fh.truncate(0)
+        _append(log, b"".join(lines[25:40]))
+    elif how == "truncate":  # no copy: only what was polled before survives, and the message says so
+        with log.open("r+b") as fh:
+            fh.truncate(0)
+        _append(log, b"".join(lines[20:40]))
+    elif how == "twice":
+        _rotate(log, tmp_path / "metrics.jsonl.1")
+        _append(log, b"".join(lines[20:30]))
+        _rotate(log, tmp_path / "metrics.jsonl.2")
+        _append(log, b"".join(lines[30:40]))
+    else:
+        _rotate(log, tmp_path / "metrics.jsonl.1")
+        _append(log, b"".join(lines[20:30]))
+        src.poll()
+        _append(log, b"".join(lines[30:35]))
+        _rotate(log, tmp_path / "metrics.jsonl.2")  # while the watcher is down
+        _append(log, b"".join(lines[35:40]))
+        src = _restarted(src, tmp_path)
+    src.poll()
+    _append(log, b"".join(lines[40:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    again = _restarted(src, tmp_path)  # and a restart now rebuilds the same run, carried part included
+    _append(log, b"\n")
+    again.poll()
+    _same(again.run(), whole)
+    if how == "truncate":
+        assert any("after line 20; lines written after the last poll" in m for m in src.messages), src.messages

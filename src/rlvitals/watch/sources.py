@@ -12,6 +12,10 @@ Two ways to follow a log, chosen by its format:
   window parses exactly as the same lines do inside the whole file. The records read, and what
   the reader learned, are stored with the cursor (:mod:`.state`), so a restart rebuilds the
   Run without the files: a log deleted or replaced meanwhile takes nothing with it.
+  A generic JSONL file without a step key numbers its records 1, 2, 3, ... as steps, so a window
+  cannot be numbered alone: such a file is re-read whole at each change, and when it rotates or is
+  truncated, what it held is *carried*: kept, with the next file's records numbered on after it,
+  as ``load()`` numbers the files' lines concatenated.
 - **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
   W&B offline with their binary record framing, and every folder) are re-read whole by
   :func:`rlvitals.loader.load` when a file's size, mtime or inode changes, at most once per
@@ -76,6 +80,9 @@ class LineSource:
         self._reset = False  # the stored records are to be replaced by `unsaved`, not extended
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
+        self._carried: list[Record] = []  # whole: the records of the files before the current one
+        self._carried_skips = SkipLog()  # whole: what their reads skipped
+        self._current: list[Record] = []  # whole: the current file's records as last added (numbered on)
         self._seen_size = -1
         self._got = 0  # records added by the current poll
         self._restored = 0  # records rebuilt from the state file, not diagnosed yet
@@ -94,7 +101,9 @@ class LineSource:
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
                          "bytes_read": meta.bytes_read},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
-                "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files}
+                "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files,
+                "carried": len(self._carried),
+                "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons}}
 
     def pending(self) -> tuple[bool, list[Packed]]:
         """The records read since the last :meth:`stored` (packed), and whether they replace the stored
@@ -152,7 +161,9 @@ class LineSource:
         old = find_previous(self.cursor)
         old_st = old.stat() if old is not None else None
         renamed = old_st is not None and (old_st.st_dev, old_st.st_ino) == (self.cursor.device, self.cursor.inode)
-        if old is not None and old_st is not None:
+        if self._whole:  # its records are numbered by their place in the file: keep them all
+            self._carry(old, old_st)
+        elif old is not None and old_st is not None:
             self._read(old, old_st, self.cursor.offset, old_st.st_size, self.cursor.lines)  # to its very end
         lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
         self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
@@ -183,7 +194,10 @@ class LineSource:
                 continue
             try:
                 st = path.stat()
-                self._read(path, st, 0, st.st_size, 0)
+                if self._whole:
+                    self._carry(path, st)
+                else:
+                    self._read(path, st, 0, st.st_size, 0)
             except OSError as exc:
                 self.messages.append(f"{path}: rotated off {self.path.name} between two polls, but could not be "
                                      f"read ({exc.strerror or exc}); its steps are missing from the run")
@@ -219,11 +233,42 @@ class LineSource:
             return
         if not self._meta_taken:
             self._take_meta(meta)
-        if self._whole:  # a whole re-read replaces what the last one built
+        if self._whole:  # a whole re-read replaces what the last one built, after what is carried
+            records = self._numbered_on(records)
+            self._current = records
             self.builder = RunBuilder(self.meta)
             self.unsaved, self._reset = [], True
+            self._add(self._carried, self._carried_skips, news=False)
         self._add(records, skipped)
         self.cursor = cursor
+
+    def _numbered_on(self, records: list[Record]) -> list[Record]:
+        """``records`` (numbered from 1 in their file) numbered on after the last carried step."""
+        base = self._carried[-1].step if self._carried else 0
+        return [Record(r.step + base, r.values, r.where, r.kind) for r in records] if base else records
+
+    def _carry(self, old: Path | None, old_st: os.stat_result | None) -> None:
+        """Keep the records of the file that is being left (whole mode): re-read whole from ``old``
+        when it is still there (renamed, or copied before a truncation), else as last read."""
+        if old is None or old_st is None:
+            records = self._current
+        else:
+            meta = SourceMeta(format=self.reader.format, files=[str(old)])
+            skipped = SkipLog()
+            records = self._numbered_on(list(self.reader.read(old, meta, skipped)))
+            if not same_file(old, old_st, old_st.st_size):
+                raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(old))
+            self._seen_file(old_st)
+            self._carried_skips.merge(skipped)
+            self.meta.bytes_read += meta.bytes_read
+        self._carried = self._carried + records
+        self._current = []
+        self.builder = RunBuilder(self.meta)  # what the next file's first read adds to
+        self.builder.skipped.merge(self._carried_skips)
+        for record in self._carried:
+            self.builder.add(record)
+        if self._keep:
+            self.unsaved, self._reset = [pack(r, self._layouts) for r in self._carried], True
 
     def _take_meta(self, meta: SourceMeta) -> None:
         self._meta_taken = True
@@ -254,13 +299,13 @@ class LineSource:
             self.read_files.append(ident)
             del self.read_files[:-_KNOWN_FILES]
 
-    def _add(self, records: list[Record], skipped: SkipLog) -> None:
+    def _add(self, records: list[Record], skipped: SkipLog, news: bool = True) -> None:
         self.builder.skipped.merge(skipped)
         for record in records:
             self.builder.add(record)
         if self._keep:
             self.unsaved.extend(pack(r, self._layouts) for r in records)
-        self._got += len(records)
+        self._got += len(records) if news else 0
 
     def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
         """Rebuild the Run as it was before a restart, from the state file alone (the records
@@ -277,6 +322,10 @@ class LineSource:
         self._meta_taken = bool(saved.get("meta_taken", False))
         self._whole = bool(saved.get("whole", False))
         self.read_files = [(int(d), int(i)) for d, i in saved.get("read_files", [])]
+        carried = int(saved.get("carried", 0))
+        self._carried, self._current = list(records[:carried]), list(records[carried:])
+        skips = saved.get("carried_skipped", {})
+        self._carried_skips = SkipLog(int(skips.get("count", 0)), list(skips.get("reasons", [])))
         for record in records:
             self.builder.add(record)
         self._restored = len(records)
