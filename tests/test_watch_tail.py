@@ -324,3 +324,39 @@ def test_the_tail_pass_reads_the_rollout_series_joined_onto_the_last_steps(tmp_p
     shares = dict(zip(*tail.series("group/zero_std/share"), strict=True))
     assert set(shares) == {N - 5, N + 2}  # the dump read before and the one written with the spike
     w.close()
+
+
+def test_a_spike_written_to_a_growing_tensorboard_folder_is_alerted_by_the_tail_pass(tmp_path: Path) -> None:
+    """TensorBoard is re-read whole (not by lines) when its event file changes; the tail pass still reads
+    only its last steps, so a spike tensorboardX writes is alerted before the throttled full diagnosis."""
+    tbx = pytest.importorskip("tensorboardX", reason="tensorboardX is a test dependency (pip install -e '.[test]')")
+    steps = 400
+    lines = [orjson.loads(line) for line in jsonl_lines(Scenario(steps=steps + 3, collapse_at=None,
+                                                                  grad_spike_at=None))]
+    folder = tmp_path / "tb"
+    writer = tbx.SummaryWriter(str(folder))
+
+    def write(rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            for key, value in row["data"].items():
+                writer.add_scalar(key, value, row["step"])
+        writer.flush()
+
+    write(lines[:steps])
+    clock = Clock()
+    w = Watcher([folder], WatchState(tmp_path / "state.sqlite"), [],
+                WatchOptions(diagnose_gap=10.0, min_gap=0.0, tail_steps=300),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    first = w.cycle()
+    assert first is not None and not any(a.check == "grad_norm_spike" for a in first)
+    assert w.full[str(folder)].run.steps[-1] == steps
+    lines[steps + 1]["data"]["actor/grad_norm"] *= 14
+    write(lines[steps:])
+    writer.close()  # tensorboardX writes from its own thread: closed, every event is on disk
+    clock.skipped += 0.5
+    assert clock() < w._next_diagnosis[folder], "the full diagnosis must not be due yet"
+    sent = w.cycle()
+    assert [a.check for a in sent] == ["grad_norm_spike"]
+    assert sent[0].evidence["tail_window"][1] == steps + 3 and sent[0].evidence["tail_window"][0] > 100
+    assert w.full[str(folder)].run.steps[-1] == steps  # the full diagnosis has not run since
+    w.close()
