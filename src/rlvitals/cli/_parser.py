@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
                           "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "
                           "0: never")
+    wat.add_argument("--export-tensorboard", default=None, metavar="LOGDIR",
+                     help="after each diagnosis, append the rollout series, findings and verdict to a live event "
+                          "file here (the run's own TensorBoard folder works: tags start with rlvitals/); one "
+                          "sub-folder per run when several are watched")
     wat.add_argument("--rollouts", default=None, metavar="DIR",
                      help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
                           "metrics join the runs before each diagnosis")

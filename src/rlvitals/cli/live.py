@@ -26,8 +26,13 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         sinks = [parse_sink(spec, args.lang) for spec in args.alert]
         config = load_config(args.config) if args.config else None
+        export = Path(args.export_tensorboard) if args.export_tensorboard else None
+        if export is not None and export.exists() and not export.is_dir():
+            raise RlvitalsError(f"--export-tensorboard {export}: is a file, expected a folder (the run's TensorBoard "
+                                "log folder, or a new one)")
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
-                               config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps)
+                               config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
+                               export_tensorboard=export)
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)

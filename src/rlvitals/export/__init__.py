@@ -3,7 +3,8 @@
 Outputs layer: it reads Runs, Diagnoses and rollout series and nothing imports it back.
 :func:`plan_export` chooses what to write (pure); :func:`write_tensorboard` writes an event
 file with no dependency; :func:`write_wandb` logs through the real ``wandb`` client, imported
-only when called.
+only when called; :class:`~rlvitals.export.live.LiveTensorBoard` appends to an event file while
+``watch`` runs.
 """
 
 from __future__ import annotations

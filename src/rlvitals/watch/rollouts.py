@@ -129,6 +129,13 @@ class RolloutFollow:
         self.frames[step] = frame
         return True
 
+    def derived_keys(self) -> list[str]:
+        """The series the dumps read so far give, in the order first seen."""
+        keys: dict[str, None] = {}
+        for step in sorted(self.frames):
+            keys.update(dict.fromkeys(c for c in self.frames[step].columns if c != "step"))
+        return list(keys)
+
     def join(self, run: Run) -> Run:
         """``run`` with every step's rollout metrics read so far."""
         return join_series(run, [self.frames[s] for s in sorted(self.frames)], f"rollouts in {self.folder}")
