@@ -72,7 +72,10 @@ class Monitor:
     ``every``: diagnose at most once per this many new steps; ``min_interval``: and at most once
     per this many seconds (a fast loop must not spend a core on diagnoses). ``framework``:
     ``"trl"``, ``"verl"``... when the keys alone may not say it. ``err``: one line per error
-    and per alert (None: silent). ``clock``: wall time, injected for tests.
+    and per alert (None: silent). ``clock``: wall time, injected for tests. ``stop_on``: once a
+    diagnosis' verdict is at least this bad (``"warn"`` or ``"fail"``), :meth:`should_stop` says
+    so (and stays so): the loop's cue to save and stop, before more GPU-hours go to a dead run
+    (the TRL callback acts on it; a custom loop checks it).
 
     Example:
         >>> mon = Monitor(err=None)
@@ -84,12 +87,17 @@ class Monitor:
     def __init__(self, sinks: Sequence[Sink | str] = (), *, config: DiagnoseConfig | None = None, every: int = 1,
                  min_interval: float = 1.0, run: str = "monitor", framework: str | None = None, lang: str = "en",
                  state_path: str | Path | None = None, cooldown: Cooldown | None = None, queue_size: int = 10_000,
-                 err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time) -> None:
+                 err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time,
+                 stop_on: str | None = None) -> None:
         from .watch.sinks import parse_sink
 
         if every < 1 or min_interval < 0 or queue_size < 1:
             raise MonitorError(f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size}): "
                                "expected every >= 1 step, min_interval >= 0 seconds and queue_size >= 1")
+        if stop_on not in (None, "warn", "fail"):
+            raise MonitorError(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None")
+        self.stop_on = stop_on
+        self._stop: str | None = None  # why the loop should stop, once a verdict reached stop_on
         self.sinks: list[Sink] = [parse_sink(s, lang) if isinstance(s, str) else s for s in sinks]
         self.config, self.every, self.min_interval = config, every, min_interval
         self.run_name, self.lang, self.cooldown = run, lang, cooldown or Cooldown()
@@ -251,6 +259,20 @@ class Monitor:
         with self._lock:
             return dict(self._derived.get(step, {}))
 
+    def should_stop(self) -> bool:
+        """Whether a diagnosis' verdict reached ``stop_on`` (never, without it); once true, stays true."""
+        with self._lock:
+            return self._stop is not None
+
+    def stop_reason(self) -> str | None:
+        """Why :meth:`should_stop` is true: the verdict, its step and the worst findings' titles."""
+        with self._lock:
+            return self._stop
+
+    def say(self, line: str) -> None:
+        """Write one line to ``err`` (an integration's news, such as stopping the training)."""
+        self._say(line)
+
     def _stopped(self) -> bool:
         return not self._thread.is_alive()
 
@@ -410,6 +432,21 @@ class Monitor:
         for alert_id, alert in zip(ids, alerts, strict=True):
             self._say(f"rlvitals: {alert.text(self.lang)}")
             self._deliver(state, alert_id, alert, self.sinks)
+        self._judge_stop(d, step)
+
+    def _judge_stop(self, d: Diagnosis, step: int) -> None:
+        from .checks._base import STATUS_RANK
+
+        if self.stop_on is None or self._stop is not None or STATUS_RANK[d.verdict] < STATUS_RANK[self.stop_on]:
+            return
+        worst = [f for f in d.findings if STATUS_RANK[f.status] >= STATUS_RANK[self.stop_on]]
+        worst.sort(key=lambda f: -STATUS_RANK[f.status])
+        titles = "; ".join(f"{f.title.get(self.lang) or f.title.get('en', f.check)}"
+                           + (f" (since step {f.onset_step})" if f.onset_step is not None else "") for f in worst[:3])
+        reason = f"verdict {d.verdict} at step {step} (stop_on={self.stop_on}): {titles}"
+        with self._lock:
+            self._stop = reason
+        self._say(f"rlvitals: stop requested: {reason}")
 
     def _deliver(self, state: Any, alert_id: int, alert: Alert, sinks: Sequence[Sink]) -> None:
         for sink in sinks:

@@ -90,9 +90,11 @@ class RlvitalsCallback(TrainerCallback):
         []
     """
 
-    def __init__(self, monitor: Monitor | None = None, **monitor_kwargs: Any) -> None:
+    def __init__(self, monitor: Monitor | None = None, *, save_on_stop: bool = True, **monitor_kwargs: Any) -> None:
         self.own_monitor = monitor is None
         self.monitor = monitor if monitor is not None else Monitor(framework="trl", **monitor_kwargs)
+        self.save_on_stop = save_on_stop
+        self.stopped_at: int | None = None  # the step at which it asked the Trainer to stop
         self.trainer: Any = None
         self.logged_steps: list[int] = []
         self.written: dict[int, list[str]] = {}
@@ -154,12 +156,42 @@ class RlvitalsCallback(TrainerCallback):
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._read_pending()  # the previous step's completions file is complete by now
 
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Ask the Trainer to stop (after saving a checkpoint, unless ``save_on_stop=False``) once the
+        Monitor's verdict reached its ``stop_on``."""
+        if self.stopped_at is not None or self.monitor.stop_on is None or not _any_rank(self.monitor.should_stop(),
+                                                                                    args):
+            return
+        self.stopped_at = int(state.global_step)
+        control.should_training_stop = True
+        if self.save_on_stop:
+            control.should_save = True
+        if state.is_world_process_zero:
+            self.monitor.say(f"rlvitals: stopping the training at step {self.stopped_at}"
+                             + (", after saving a checkpoint" if self.save_on_stop else "")
+                             + f" ({self.monitor.stop_reason()})")
+
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._read_pending()
         if self.own_monitor:
             self.monitor.close()
         else:
             self.monitor.flush()
+
+
+def _any_rank(flag: bool, args: Any) -> bool:
+    """``flag`` of any process of a distributed run: only rank 0's Monitor sees the logs, and every rank
+    must stop at the same step (a rank left in a collective would wait for ever)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return flag
+    import torch
+
+    device = getattr(args, "device", None) if dist.get_backend() == "nccl" else "cpu"
+    value = torch.tensor([1 if flag else 0], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
 
 
 def attach(trainer: Any, monitor: Monitor | None = None, **kwargs: Any) -> RlvitalsCallback:
