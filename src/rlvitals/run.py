@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -166,6 +167,28 @@ class RunBuilder:
                 col = cols[key] = (array("q"), array("d"))
             col[0].append(row)
             col[1].append(value)
+
+    def add_row(self, step: int, names: Sequence[str], numbers: Sequence[float],
+                text: Mapping[str, str] | None = None, summary: bool = False) -> None:
+        """What :meth:`add` does, for a record given as its numeric keys and values apart (the
+        compact form a watcher keeps, without a dict per record) and its text values."""
+        if summary:
+            self._summary.update(zip(names, numbers, strict=True))
+            self._summary.update(text or {})
+            return
+        self._records += 1
+        row = self._row.get(step)
+        if row is None:
+            row = self._row[step] = len(self._row)
+        cols = self._cols
+        for key, value in zip(names, numbers, strict=True):
+            col = cols.get(key)
+            if col is None:
+                col = cols[key] = (array("q"), array("d"))
+            col[0].append(row)
+            col[1].append(value)
+        for name, word in (text or {}).items():
+            self._text[name][step] = word
 
     @property
     def records(self) -> int:
