@@ -11,7 +11,7 @@ are installed), it measures in this one process, pinned to one core:
 - load:    rlvitals.load() end to end (reader + Run: detection, key mapping, frames),
 
 and prints MB/s and the ratio load/floor. Peak memory of load() is measured in a child process
-(ru_maxrss), next to the peak of a child that only imports rlvitals, so the cost of the parse itself
+(VmHWM), next to the peak of a child that only imports rlvitals, so the cost of the parse itself
 is visible.
 """
 
@@ -64,8 +64,11 @@ def _floor_any(path: Path) -> None:
 
 
 def peak_rss_mb(code: str) -> float:
-    """Peak resident memory of a child Python running ``code`` (MiB), as the child itself reports it."""
-    probe = code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    """Peak resident memory of a child Python running ``code`` (MiB), as the child itself reports it:
+    VmHWM, its own address space's high-water mark. (``ru_maxrss`` would not do: Linux carries the
+    parent's peak at the fork over the exec, so every child would report this large process's size.)"""
+    probe = code + ("\nprint(next(int(line.split()[1]) for line in open('/proc/self/status') "
+                    "if line.startswith('VmHWM:')))")
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     return int(out.stdout.strip().splitlines()[-1]) / 1024
