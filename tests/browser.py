@@ -4,14 +4,13 @@ fail when ``CI`` is set, since the CI installs both (scripts/test)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import REAL
+from optional import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -22,9 +21,7 @@ REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv"
 
 
 def missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set, so the browser tests must run)")
-    pytest.skip(reason)
+    unavailable(reason)
 
 
 def launch() -> Iterator[Any]:

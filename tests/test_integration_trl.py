@@ -16,7 +16,6 @@ exercises TRL's weighted reward sum.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 import warnings
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from optional import require
 
 from rlvitals import analyze_rollouts, load
 from rlvitals.monitor import PREFIX
@@ -35,12 +35,7 @@ STEPS = 3
 
 
 def _skip_or_fail() -> None:
-    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
-    if missing:
-        reason = f"TRL integration test needs {missing}; install with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require(NEEDED, "the TRL integration test", INSTALL)
 
 
 def accuracy(completions: list[Any], answer: list[str], **_: Any) -> list[float]:

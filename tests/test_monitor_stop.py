@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from optional import require
 
 from rlvitals.monitor import Monitor, MonitorError
 
@@ -18,12 +17,7 @@ NEEDED = ("torch", "transformers", "accelerate")
 
 
 def _needs_torch() -> None:
-    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
-    if missing:
-        reason = f"the Trainer stop test needs {missing}; install with: pip install 'rlvitals[trl]'"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require(NEEDED, "the Trainer stop test", "pip install 'rlvitals[trl]'")
 
 
 def _feed(mon: Monitor, nan_from: int | None, steps: int = 8) -> None:
