@@ -9,7 +9,9 @@ import io
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
+from optional import require
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlvitals.cli import main
@@ -173,3 +175,66 @@ def test_a_file_with_not_even_its_header_is_started_again(tmp_path: Path, cut: i
     broken.write_bytes(tfrecord(b"x")[:cut])
     live = LiveTensorBoard(tb)
     assert live.path is None and not broken.exists() and live.last == {}
+
+
+def test_a_watched_run_is_logged_live_to_one_w_and_b_run_across_a_restart(tmp_path: Path) -> None:
+    """The real wandb client, offline: the restarted watcher resumes the same W&B run (a second offline
+    folder with the same id, as ``wandb sync`` expects) and logs only what the first did not."""
+    require(["wandb"], "the W&B live export test", "pip install wandb")
+    import wandb
+
+    import rlvitals
+    from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS
+    from rlvitals.watch.exports import WandbTarget
+
+    log, folder = tmp_path / "run.jsonl", tmp_path / "wb"
+    target = WandbTarget(folder, project="rlvitals-test")
+
+    def watcher() -> Watcher:
+        return Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
+                       WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, export_wandb=target),
+                       view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: 1000.0,
+                       rollouts=tmp_path / "rollouts")
+
+    _grow(tmp_path, log, 60, 0)
+    w = watcher()
+    w.cycle()
+    _grow(tmp_path, log, 120, 60)
+    w.cycle()
+    w.close()
+    w = watcher()
+    w.cycle()  # nothing new: nothing logged, not even a W&B run started
+    _grow(tmp_path, log, 160, 120)
+    w.cycle()
+    w.close()
+    wandb.teardown()  # wandb's service flushes the run files
+    runs = sorted((folder / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2 and len({r.name.rsplit("-", 1)[-1] for r in runs}) == 1  # one W&B run, resumed once
+    logged: dict[str, list[float]] = {}
+    for run_dir in runs:
+        raw = rlvitals.load(run_dir)[0].raw
+        for tag in (c for c in raw.columns if c.startswith("rlvitals/") and c != STEP_KEY):
+            logged.setdefault(tag, []).extend(raw.select(STEP_KEY, tag).drop_nulls()[STEP_KEY].to_list())
+    assert logged["rlvitals/verdict"] == [60.0, 120.0, 160.0]
+    assert logged["rlvitals/group/zero_std/share"] == [float(s) for s in range(1, 161, 10)]
+    assert logged["rlvitals/findings/entropy_collapse"] == [60.0, 120.0, 160.0]
+    for tag, steps in logged.items():
+        assert steps == sorted(set(steps)), tag  # nothing logged twice across the restart
+    tables = sorted(p for r in runs for p in (r / "files" / "media" / "table").rglob("findings*.table.json"))
+    assert tables and all(orjson.loads(t.read_bytes())["columns"] == TABLE_COLUMNS for t in tables)
+    memo = orjson.loads((folder / "rlvitals-live.json").read_bytes())
+    assert memo["run.jsonl"]["run_id"] == runs[0].name.rsplit("-", 1)[-1]
+
+
+def test_cli_export_wandb_options_are_checked_before_the_watch_starts(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    _grow(tmp_path, log, 10, 0)
+    cases = {("--wandb-run-id", "abc"): "rlvitals: --wandb-run-id abc: names the W&B run --export-wandb logs into; "
+                                        "give --export-wandb DIR too\n",
+             ("--export-wandb", str(log)): f"rlvitals: --export-wandb {log}: is a file, expected a folder for the "
+                                           "W&B run files\n"}
+    for flags, said in cases.items():
+        err = io.StringIO()
+        assert main(["watch", str(log), "--once", "--state", str(tmp_path / "s.sqlite"), *flags],
+                    io.StringIO(), err) == 2
+        assert err.getvalue() == said

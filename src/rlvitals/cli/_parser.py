@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="after each diagnosis, append the rollout series, findings and verdict to a live event "
                           "file here (the run's own TensorBoard folder works: tags start with rlvitals/); one "
                           "sub-folder per run when several are watched")
+    wat.add_argument("--export-wandb", default=None, metavar="DIR",
+                     help="after each diagnosis, log the same to a W&B run whose files go here (offline unless "
+                          "WANDB_MODE=online); a restarted watcher resumes it")
+    wat.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project for --export-wandb")
+    wat.add_argument("--wandb-run-id", default=None, metavar="ID",
+                     help="with --export-wandb: log into this W&B run (the training's own) instead of a new one")
     wat.add_argument("--rollouts", default=None, metavar="DIR",
                      help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
                           "metrics join the runs before each diagnosis")

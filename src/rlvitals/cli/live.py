@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
 from ._common import EXIT_OK, EXIT_USAGE, rollout_dirs
+
+if TYPE_CHECKING:
+    from ..watch.exports import WandbTarget
 
 
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -30,9 +35,10 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if export is not None and export.exists() and not export.is_dir():
             raise RlvitalsError(f"--export-tensorboard {export}: is a file, expected a folder (the run's TensorBoard "
                                 "log folder, or a new one)")
+        wandb = _wandb_target(args)
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
-                               export_tensorboard=export)
+                               export_tensorboard=export, export_wandb=wandb)
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)
@@ -53,9 +59,26 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 
-def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    import os
+def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:
+    """``--export-wandb`` and its options, checked before the watch starts."""
+    from ..watch.exports import WandbTarget
 
+    if args.export_wandb is None:
+        if args.wandb_run_id:
+            raise RlvitalsError(f"--wandb-run-id {args.wandb_run_id}: names the W&B run --export-wandb logs into; "
+                                "give --export-wandb DIR too")
+        return None
+    folder = Path(args.export_wandb)
+    if folder.exists() and not folder.is_dir():
+        raise RlvitalsError(f"--export-wandb {folder}: is a file, expected a folder for the W&B run files")
+    if importlib.util.find_spec("wandb") is None:
+        raise RlvitalsError("--export-wandb needs the wandb client, which is not installed; install it with: "
+                            "pip install wandb")
+    mode = "online" if os.environ.get("WANDB_MODE") == "online" else "offline"
+    return WandbTarget(folder, project=args.wandb_project, run_id=args.wandb_run_id, mode=mode)
+
+
+def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..config import load_config
     from ..server import WorkspaceOptions, serve
 

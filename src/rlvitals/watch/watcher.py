@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import signal
 import threading
 import time
@@ -29,11 +28,9 @@ from typing import IO, Literal
 from ..checks._base import STATUS_RANK
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
-from ..errors import RlvitalsError
-from ..export import plan_export
-from ..export.live import LiveTensorBoard
 from ..run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
+from .exports import LiveExports, WandbTarget
 from .outbox import Outbox
 from .rollouts import RolloutFollow
 from .sinks import Sink
@@ -57,9 +54,9 @@ class WatchOptions:
     grew, its last this many steps are read with the sudden checks only (0: never), throttled by
     their own cost in the same way; an abrupt event (a spike, a jump, NaN, a collapse) is then
     alerted within about ``interval`` plus that pass's cost (a tenth of a full diagnosis).
-    ``export_tensorboard``: after each full diagnosis, append the run's rollout series, findings and
-    verdict to a live event file in this folder (one sub-folder per run when several are watched;
-    see :mod:`rlvitals.export.live`)."""
+    ``export_tensorboard`` / ``export_wandb``: after each full diagnosis, append the run's rollout
+    series, findings and verdict to a live event file in this folder (one sub-folder per run when
+    several are watched) / log them to a W&B run (see :mod:`.exports`)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -71,6 +68,7 @@ class WatchOptions:
     diagnose_gap: float = 2.0
     tail_steps: int = 2000
     export_tensorboard: Path | None = None
+    export_wandb: WandbTarget | None = None
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
@@ -122,8 +120,10 @@ class Watcher:
         self.tails = TailPass(self.options.tail_steps, self.options.config)
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
         self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
-        self.exports: dict[str, LiveTensorBoard] = {}  # run -> its live event file (export_tensorboard)
-        self._export_failed: set[str] = set()  # runs whose export error was said (once, until it works again)
+        opts = self.options
+        self.exports = LiveExports(opts.export_tensorboard, opts.export_wandb, paths,
+                                   self.rollouts.derived_keys if self.rollouts is not None else list, opts.lang,
+                                   self.view.note)
         self._redeliver()
 
     def _redeliver(self) -> None:
@@ -233,7 +233,9 @@ class Watcher:
         self._spent[follow.path, tail] = finished - started
         throttle = self._next_tail if tail else self._next_diagnosis
         throttle[follow.path] = finished + self.options.diagnose_gap * (finished - started)
-        return self._alert(observed, now)
+        alerts = self._alert(observed, now)
+        self.exports.flush()  # after the alerts: starting W&B takes seconds
+        return alerts
 
     def _diagnose(self, follow: Follow) -> list[Observation]:
         """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
@@ -249,34 +251,13 @@ class Watcher:
             if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
                 self._alerted.add(run.path)
                 observed.append(Observation(run.path, last_step(run), d.findings))
-                self._export(follow, len(runs), d)
+                self.exports.queue(d, several=len(runs) > 1)
             else:
                 self._alerted.discard(run.path)
         for message in self.twins.notes:
             self.view.note(message)
         self.twins.notes.clear()
         return observed
-
-    def _export(self, follow: Follow, runs: int, d: Diagnosis) -> None:
-        """Append ``d``'s news to its run's live event file; an error is said once and the watch goes on."""
-        folder = self.options.export_tensorboard
-        if folder is None:
-            return
-        path = d.run.path
-        try:
-            live = self.exports.get(path)
-            if live is None:
-                if len(self.follows) > 1 or runs > 1:  # one sub-folder per run, named by where it is
-                    top = Path(os.path.commonpath([str(f.path.parent) for f in self.follows]))
-                    folder = folder / Path(os.path.relpath(path, top))
-                live = self.exports[path] = LiveTensorBoard(folder)
-            derived = self.rollouts.derived_keys() if self.rollouts is not None else []
-            live.update(plan_export(d, derived=[k for k in derived if k in d.run.metrics], lang=self.options.lang))
-            self._export_failed.discard(path)
-        except RlvitalsError as exc:
-            if path not in self._export_failed:
-                self._export_failed.add(path)
-                self.view.note(str(exc))
 
     def _tail(self, follow: Follow) -> list[Observation]:
         """The sudden checks on the last steps of ``follow``'s runs, merged into their last full
@@ -346,6 +327,7 @@ class Watcher:
                                    f"within {timeout:g} s); they stay pending in the state file and the next "
                                    "watcher sends them")
             self._collect()
+            self.exports.close()
             self.state.close()
 
 
