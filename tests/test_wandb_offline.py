@@ -164,11 +164,24 @@ def test_a_killed_run_reads_every_complete_record_and_counts_the_tail(written: P
         assert len(got) >= len(full) - 1
 
 
+def _inside_a_record(data: bytes, after: int) -> int:
+    """The middle of the data of the first record in block 0 that starts after ``after``: there a flipped
+    byte breaks only the checksum. (Byte positions move with the run's timestamps, so a fixed one may
+    fall on a record's length field instead, which is another kind of corruption.)"""
+    pos = wandb_offline.HEADER_LEN
+    while pos + 7 <= wandb_offline.BLOCK:
+        length = int.from_bytes(data[pos + 4:pos + 6], "little")
+        if pos > after and length > 2:
+            return pos + 7 + length // 2
+        pos += 7 + length
+    raise AssertionError(f"no record starts between byte {after} and the end of block 0")
+
+
 def test_a_corrupt_block_loses_only_that_block(written: Path, tmp_path: Path) -> None:
     source = next(_runs(written)["verl-like"].glob("*.wandb"))
     full, _ = _read(source)
     data = bytearray(source.read_bytes())
-    data[3000] ^= 0xFF  # somewhere in block 0, after the header records
+    data[_inside_a_record(bytes(data), after=3000)] ^= 0xFF  # a data byte in block 0, after the header records
     bad = tmp_path / "run-bad.wandb"
     bad.write_bytes(bytes(data))
     got, skips = _read(bad)
