@@ -40,7 +40,7 @@ from .diagnosis import Diagnosis, Finding, diagnose
 from .errors import RlvitalsError
 from .ingest._record import Record, SourceMeta, Value
 from .run import Run, RunBuilder
-from .watch.alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
+from .watch.alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
 from .watch.sinks import Sink
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
@@ -312,8 +312,9 @@ class Monitor:
         try:
             state = WatchState(self.state_path)
             self._keys = state.keys()
-            for alert_id, alert, pending in state.pending():
-                self._deliver(state, alert_id, alert, [s for s in self.sinks if s.name in pending])
+            waiting = state.pending()
+            for sink in self.sinks:
+                self._deliver(state, [(i, a) for i, a, pending in waiting if sink.name in pending], [sink])
             return state
         except Exception as exc:  # noqa: BLE001
             self._error(f"{self.state_path}: the alert state could not be opened ({exc}); alerts are kept in "
@@ -429,9 +430,10 @@ class Monitor:
             self._alerts.extend(alerts)
         ids = state.commit({}, changed_keys(before, self._keys), alerts, [s.name for s in self.sinks]) \
             if state is not None else [0] * len(alerts)
-        for alert_id, alert in zip(ids, alerts, strict=True):
+        pairs = list(zip(ids, alerts, strict=True))
+        for _, alert in grouped(pairs):
             self._say(f"rlvitals: {alert.text(self.lang)}")
-            self._deliver(state, alert_id, alert, self.sinks)
+        self._deliver(state, pairs, self.sinks)
         self._judge_stop(d, step)
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
@@ -448,16 +450,20 @@ class Monitor:
             self._stop = reason
         self._say(f"rlvitals: stop requested: {reason}")
 
-    def _deliver(self, state: Any, alert_id: int, alert: Alert, sinks: Sequence[Sink]) -> None:
+    def _deliver(self, state: Any, pairs: list[tuple[int, Alert]], sinks: Sequence[Sink]) -> None:
+        """Send ``(alert id, alert)`` pairs to each sink: one check's alerts raised together as one
+        to a sink a person reads (``grouped``), as the watcher does."""
         for sink in sinks:
-            try:
-                problem = sink.send(alert)
-            except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
-                problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
-            if problem is not None:
-                self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
-            if state is not None:
-                state.delivered(alert_id, sink.name)  # failed deliveries are not retried, as in watch
+            for ids, alert in grouped(pairs) if getattr(sink, "grouped", False) else [([i], a) for i, a in pairs]:
+                try:
+                    problem = sink.send(alert)
+                except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
+                    problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
+                if problem is not None:
+                    self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
+                if state is not None:
+                    for alert_id in ids:  # failed deliveries are not retried, as in watch
+                        state.delivered(alert_id, sink.name)
 
 
 def _derived(frame: pl.DataFrame) -> dict[str, float]:

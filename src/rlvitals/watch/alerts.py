@@ -107,6 +107,48 @@ class Alert:
                 f"{self.message.get(lang, '')}")
 
 
+def combine(alerts: Sequence[Alert]) -> Alert:
+    """Alerts of one check raised together (one per metric: a diversity collapse over distinct-n,
+    edit distance and answer entropy) as one, for the sinks a person reads: the worst status, the
+    metrics joined, each finding's message on its own line (with its status when they differ), the
+    onset the earliest, each finding's key and evidence kept under ``evidence["alerts"]``. One alert
+    is returned as it is.
+
+    Example:
+        >>> a = Alert("k1", "new", "run.log", "diversity_collapse", "L4", "fail", None, 40, 0.0, 31,
+        ...           {"en": "Diversity collapse"}, {"en": "distinct_2 fell"}, {"en": "..."}, ("diversity/distinct_2",))
+        >>> b = replace(a, key="k2", onset_step=28, message={"en": "distinct_3 fell"},
+        ...             metrics=("diversity/distinct_3",))
+        >>> c = combine([a, b])
+        >>> c.metrics, c.onset_step, c.message["en"]
+        (('diversity/distinct_2', 'diversity/distinct_3'), 28, '2 findings:\\n• distinct_2 fell\\n• distinct_3 fell')
+    """
+    if len(alerts) == 1:
+        return alerts[0]
+    worst = max(alerts, key=lambda a: STATUS_RANK[a.status])
+    mixed = len({a.status for a in alerts}) > 1
+    langs = dict.fromkeys(lang for a in alerts for lang in a.message)
+    heads = {"zh": f"{len(alerts)} 项发现："}
+    message = {lang: heads.get(lang, f"{len(alerts)} findings:") + "\n" + "\n".join(
+        "• " + (f"{a.status.upper()} " if mixed else "") + (a.message.get(lang) or a.message.get("en", ""))
+        for a in alerts) for lang in langs}
+    onsets = [a.onset_step for a in alerts if a.onset_step is not None]
+    return replace(worst, message=message, onset_step=min(onsets) if onsets else None,
+                   metrics=tuple(dict.fromkeys(m for a in alerts for m in a.metrics)),
+                   evidence={"alerts": [{"key": a.key, "status": a.status, "metrics": list(a.metrics), **a.evidence}
+                                        for a in alerts]})
+
+
+def grouped(items: Sequence[tuple[int, Alert]]) -> list[tuple[list[int], Alert]]:
+    """``(alert id, alert)`` pairs grouped by what a person would read as one event (the same run,
+    check, kind and step), each group as its ids and :func:`combine` of its alerts, in the order
+    of their first alert."""
+    groups: dict[tuple[str, str, str, int], list[tuple[int, Alert]]] = {}
+    for alert_id, alert in items:
+        groups.setdefault((alert.run, alert.check, alert.kind, alert.step), []).append((alert_id, alert))
+    return [([i for i, _ in group], combine([a for _, a in group])) for group in groups.values()]
+
+
 def finding_key(run: str, finding: Finding) -> str:
     """The identity of a finding across cycles.
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 
 from .alerts import Alert
 from .sinks import Sink
@@ -36,27 +37,34 @@ class Outbox:
         self.sink = sink
         self.name = sink.name
         self.size = size
-        self._queue: deque[tuple[int, Alert]] = deque()
-        self._done: list[tuple[int, str | None]] = []
+        self._queue: deque[tuple[list[int], Alert]] = deque()
+        self._done: list[tuple[list[int], str | None]] = []
         self._busy = 0  # queued or in flight
         self._closed = False
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._work, name=f"rlvitals-sink {sink.name}", daemon=True)
         self._thread.start()
 
-    def put(self, alert_id: int, alert: Alert) -> str | None:
-        """Queue the alert; an error message (and nothing queued) if the queue is full."""
+    def put(self, alert_id: int | Sequence[int], alert: Alert) -> str | None:
+        """Queue the alert (of several ids when it combines several: :func:`.alerts.combine`); an
+        error message (and nothing queued) if the queue is full."""
+        ids = [alert_id] if isinstance(alert_id, int) else list(alert_id)
         with self._cond:
             if len(self._queue) >= self.size:
                 return (f"{self.name}: {self.size} alerts are waiting for this sink already; this one was not "
                         "queued (it stays pending in the state file and the next watcher sends it)")
-            self._queue.append((alert_id, alert))
+            self._queue.append((ids, alert))
             self._busy += 1
             self._cond.notify_all()
         return None
 
     def results(self) -> list[tuple[int, str | None]]:
         """(alert id, error or None) of every delivery finished since the last call."""
+        return [(alert_id, error) for ids, error in self.deliveries() for alert_id in ids]
+
+    def deliveries(self) -> list[tuple[list[int], str | None]]:
+        """(alert ids, error or None) of every delivery finished since the last call: one entry per
+        message sent, which may carry several alerts (:func:`.alerts.combine`)."""
         with self._cond:
             done, self._done = self._done, []
         return done
@@ -83,13 +91,13 @@ class Outbox:
                 self._cond.wait_for(lambda: bool(self._queue) or self._closed)
                 if not self._queue:
                     return
-                alert_id, alert = self._queue.popleft()
+                ids, alert = self._queue.popleft()
             try:
                 error = self.sink.send(alert)
             except Exception as exc:  # noqa: BLE001 (a third-party sink may raise; the thread must go on)
                 error = f"{self.name}: {type(exc).__name__}: {exc}"
             with self._cond:
                 if not self._closed:  # a watcher that gave up on it keeps the alert pending
-                    self._done.append((alert_id, error))
+                    self._done.append((ids, error))
                 self._busy -= 1
                 self._cond.notify_all()

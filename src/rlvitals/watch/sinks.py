@@ -6,7 +6,9 @@ shape by the URL's host, see :mod:`.webhook`; ``slack:URL`` and ``discord:URL`` 
 ``command:'CMD ARGS'``. A command is split like a shell would
 split it but run without one; it gets the alert as JSON on stdin and as ``RLVITALS_*``
 variables. A sink with ``threaded = True`` (webhook, command: they wait on something else) is
-called by the watcher from a worker thread (:mod:`.outbox`).
+called by the watcher from a worker thread (:mod:`.outbox`). A sink with ``grouped = True``
+(webhook, command: a person reads them, or they act once) gets the alerts of one check raised
+together as one (:func:`.alerts.combine`); the JSONL file gets one line per finding.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class JsonlSink:
     path: Path
     name: str = ""
     threaded: bool = False  # an append to a local file: done in the watch loop
+    grouped: bool = False  # one line per finding, for machines
 
     def send(self, alert: Alert) -> str | None:
         try:
@@ -70,6 +73,7 @@ class CommandSink:
     name: str = ""
     environ: Mapping[str, str] | None = None
     threaded: bool = True
+    grouped: bool = True  # one call per event (a `scancel` runs once)
 
     def send(self, alert: Alert) -> str | None:
         env = {**(os.environ if self.environ is None else self.environ), **alert_env(alert, self.lang)}

@@ -29,7 +29,7 @@ from ..checks._base import STATUS_RANK
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..run import Run
-from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide
+from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
 from .exports import LiveExports, WandbTarget
 from .outbox import Outbox
 from .rollouts import RolloutFollow
@@ -129,22 +129,26 @@ class Watcher:
     def _redeliver(self) -> None:
         """Send what a previous watcher committed but had not delivered when it stopped."""
         names = {s.name: s for s in self.sinks}
+        waiting: dict[str, list[tuple[int, Alert]]] = {}
         for alert_id, alert, pending in self.state.pending():
             for name in pending:
-                sink = names.get(name)
-                if sink is None:
+                if name not in names:
                     self.state.delivered(alert_id, name)  # that sink is no longer configured
                     continue
-                self._send(alert_id, alert, sink)
+                waiting.setdefault(name, []).append((alert_id, alert))
+        for name, pairs in waiting.items():
+            self._deliver(pairs, names[name])
 
-    def _send(self, alert_id: int, alert: Alert, sink: Sink) -> None:
+    def _send(self, ids: list[int], alert: Alert, sink: Sink) -> None:
         box = self.outboxes.get(sink.name)
         if box is not None:
-            error = box.put(alert_id, alert)
+            error = box.put(ids, alert)
             if error is not None:
                 self.view.note(error)
             return
-        self._delivered(alert_id, sink.name, sink.send(alert))
+        error = sink.send(alert)
+        for alert_id in ids:
+            self._delivered(alert_id, sink.name, error if alert_id == ids[0] else None)
 
     def _delivered(self, alert_id: int, sink: str, error: str | None) -> None:
         if error is not None:
@@ -156,8 +160,9 @@ class Watcher:
     def _collect(self) -> None:
         """Strike off what the sinks' threads delivered (in this thread: the state file is its)."""
         for name, box in self.outboxes.items():
-            for alert_id, error in box.results():
-                self._delivered(alert_id, name, error)
+            for ids, error in box.deliveries():  # one message may have carried several alerts: said once
+                for alert_id in ids:
+                    self._delivered(alert_id, name, error if alert_id == ids[0] else None)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every alert sent so far has been delivered (or failed); whether in time."""
@@ -284,11 +289,18 @@ class Watcher:
                                 {p: r for p, r in records.items() if r[0] or r[1]})
         for follow in self.follows:
             follow.stored()
-        for alert_id, alert in zip(ids, alerts, strict=True):
+        pairs = list(zip(ids, alerts, strict=True))
+        for _, alert in grouped(pairs):
             self.view.alert(alert)
-            for sink in self.sinks:
-                self._send(alert_id, alert, sink)
+        for sink in self.sinks:
+            self._deliver(pairs, sink)
         return alerts
+
+    def _deliver(self, pairs: list[tuple[int, Alert]], sink: Sink) -> None:
+        """Send ``(alert id, alert)`` pairs to ``sink``: one check's alerts raised together as one
+        when the sink is read by a person (``grouped``), else one by one."""
+        for ids, alert in grouped(pairs) if getattr(sink, "grouped", False) else [([i], a) for i, a in pairs]:
+            self._send(ids, alert, sink)
 
     def exit_code(self) -> int:
         """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""

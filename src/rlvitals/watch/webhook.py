@@ -214,6 +214,7 @@ class WebhookSink:
     max_wait: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     threaded: bool = True
+    grouped: bool = True  # a person reads it: one message per event, not one per metric
     kind: Flavour | None = None  # the body's shape; None: by the URL's host
 
     def send(self, alert: Alert) -> str | None:
