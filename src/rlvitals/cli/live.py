@@ -31,10 +31,11 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         sinks = [parse_sink(spec, args.lang) for spec in args.alert]
         config = load_config(args.config) if args.config else None
+        from ..export.plan import TENSORBOARD_FOLDER, expect_folder
+
         export = Path(args.export_tensorboard) if args.export_tensorboard else None
-        if export is not None and export.exists() and not export.is_dir():
-            raise RlvitalsError(f"--export-tensorboard {export}: is a file, expected a folder (the run's TensorBoard "
-                                "log folder, or a new one)")
+        if export is not None:
+            expect_folder(export, "--export-tensorboard", TENSORBOARD_FOLDER)
         wandb = _wandb_target(args)
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
@@ -68,9 +69,10 @@ def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:
             raise RlvitalsError(f"--wandb-run-id {args.wandb_run_id}: names the W&B run --export-wandb logs into; "
                                 "give --export-wandb DIR too")
         return None
+    from ..export.plan import WANDB_FOLDER, expect_folder
+
     folder = Path(args.export_wandb)
-    if folder.exists() and not folder.is_dir():
-        raise RlvitalsError(f"--export-wandb {folder}: is a file, expected a folder for the W&B run files")
+    expect_folder(folder, "--export-wandb", WANDB_FOLDER)
     if importlib.util.find_spec("wandb") is None:
         raise RlvitalsError("--export-wandb needs the wandb client, which is not installed; install it with: "
                             "pip install wandb")

@@ -38,7 +38,7 @@ from ..ingest import SkipLog, SourceMeta
 from ..ingest import tensorboard as tb_reader
 from ..ingest._tfevents import masked_crc32c
 from ._wire import scalar_event, text_event, tfrecords, version_event
-from .plan import PREFIX, STATUS_VALUE, ExportPlan
+from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, WANDB_FOLDER, ExportPlan, expect_folder
 from .tensorboard import TEXT_TAG, VERDICT_TAG, findings_markdown
 from .wandb import STEP_KEY, TABLE_COLUMNS, TABLE_KEY, findings_table
 
@@ -129,9 +129,7 @@ class LiveTensorBoard:
         self.host = (host or socket.gethostname()).replace("/", "_")
         self.last: dict[str, int] = {}  # tag -> the last step written under it
         self.text: str | None = None  # the findings table last written
-        if logdir.exists() and not logdir.is_dir():
-            raise RlvitalsError(f"--export-tensorboard {logdir}: is a file, expected a folder (the run's "
-                                "TensorBoard log folder, or a new one)")
+        expect_folder(logdir, "--export-tensorboard", TENSORBOARD_FOLDER)
         found = sorted(logdir.glob(f"events.out.tfevents.*.{SUFFIX}")) if logdir.is_dir() else []
         self.path: Path | None = found[-1] if found else None
         if self.path is not None:
@@ -149,8 +147,7 @@ class LiveTensorBoard:
                 with path.open("r+b") as fh:
                     fh.truncate(whole)
             for record in tb_reader.read(path, SourceMeta(format="tensorboard", files=[str(path)]), SkipLog()):
-                for tag in record.values:
-                    self.last[tag] = max(self.last.get(tag, record.step), record.step)
+                remember(self.last, [Point(record.step, tag) for tag in record.values])
         except OSError as exc:
             raise RlvitalsError(f"--export-tensorboard {path}: cannot read the file an earlier watcher wrote "
                                 f"({exc.strerror}); move it away or give another folder") from None
@@ -206,8 +203,7 @@ class LiveWandb:
 
     def __init__(self, directory: Path, *, key: str, project: str = "rlvitals", run_id: str | None = None,
                  mode: str = "offline", lang: str = "en") -> None:
-        if directory.exists() and not directory.is_dir():
-            raise RlvitalsError(f"--export-wandb {directory}: is a file, expected a folder for the W&B run files")
+        expect_folder(directory, "--export-wandb", WANDB_FOLDER)
         self.directory, self.key, self.project, self.mode, self.lang = directory, key, project, mode, lang
         self.memo = directory / MEMO
         saved = self._load().get(key, {})

@@ -22,6 +22,7 @@ import difflib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -90,6 +91,20 @@ class ExportPlan:
         for s in self.series:
             found.update(s.steps.tolist())
         return sorted(found)
+
+
+#: what each kind of export folder holds, for the error that names a file given as one
+TENSORBOARD_FOLDER = "(the run's TensorBoard log folder, or a new one)"
+WANDB_FOLDER = "for the W&B run files"
+
+
+def expect_folder(path: Path, flag: str, holds: str, hint: str = "") -> None:
+    """Raise when ``path`` (given as ``flag``) is a file where a writer needs a folder that ``holds``.
+
+    >>> expect_folder(Path("/"), "--tensorboard", TENSORBOARD_FOLDER)
+    """
+    if path.exists() and not path.is_dir():
+        raise RlvitalsError(f"{flag} {path}: is a file, expected a folder {holds}{hint}")
 
 
 def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:

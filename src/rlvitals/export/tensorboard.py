@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import RlvitalsError
 from ._wire import scalar_event, text_event, tfrecords, version_event
-from .plan import PREFIX, STATUS_VALUE, ExportPlan
+from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, ExportPlan, expect_folder
 
 VERDICT_TAG = PREFIX + "verdict"
 TEXT_TAG = PREFIX + "diagnosis"
@@ -77,9 +77,8 @@ def event_records(plan: ExportPlan, wall_time: float) -> list[bytes]:
 
 
 def _target(logdir: Path, stamp: int, host: str) -> Path:
-    if logdir.exists() and not logdir.is_dir():
-        raise RlvitalsError(f"--tensorboard {logdir}: is a file, expected a folder (the run's TensorBoard log "
-                            "folder, or a new one); give the folder that holds the events.out.tfevents.* files")
+    expect_folder(logdir, "--tensorboard", TENSORBOARD_FOLDER,
+                  "; give the folder that holds the events.out.tfevents.* files")
     try:
         logdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

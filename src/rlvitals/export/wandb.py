@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from ..errors import RlvitalsError
-from .plan import PREFIX, STATUS_VALUE, ExportPlan
+from .plan import PREFIX, STATUS_VALUE, WANDB_FOLDER, ExportPlan, expect_folder
 
 STEP_KEY = PREFIX + "step"
 TABLE_KEY = PREFIX + "findings"
@@ -89,8 +89,7 @@ def write_wandb(plan: ExportPlan, *, directory: str | Path, project: str = "rlvi
     """
     wandb = _wandb()
     directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise RlvitalsError(f"--wandb-dir {directory}: is a file, expected a folder for the W&B run files")
+    expect_folder(directory, "--wandb-dir", WANDB_FOLDER)
     directory.mkdir(parents=True, exist_ok=True)
     run = wandb.init(project=project, id=run_id, resume="allow" if run_id else None, name=name, mode=mode,
                      dir=str(directory), config={"rlvitals/source": plan.run_path, "rlvitals/lang": plan.lang})
