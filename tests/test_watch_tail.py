@@ -154,13 +154,17 @@ def _line(step: int, **scale: float) -> bytes:
 
 
 class Clock:
-    """The watcher's clock: real time, so a diagnosis costs here what it costs, plus what a test skips."""
+    """The watcher's clock: it moves only when a test skips ahead. What a pass costs is read on the
+    thread's CPU time (``TIMER``), which other processes on a loaded machine do not stretch."""
 
     def __init__(self) -> None:
-        self.start, self.skipped = time.perf_counter(), 0.0
+        self.skipped = 0.0
 
     def __call__(self) -> float:
-        return 1000.0 + time.perf_counter() - self.start + self.skipped
+        return 1000.0 + self.skipped
+
+
+TIMER = time.thread_time
 
 
 def _append(path: Path, data: bytes) -> None:
@@ -172,9 +176,9 @@ def _long_watcher(tmp: Path, **options: Any) -> tuple[Watcher, Path, Clock, list
     log = tmp / "run.jsonl"
     log.write_bytes(b"".join(_long_lines()[:PREFILL]))
     clock = Clock()
-    # a full diagnosis waits ten times its cost: far off, however fast this machine is
-    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**{"diagnose_gap": 10.0, **options}),
-                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    # a full diagnosis waits a thousand times its cost: far off, however fast this machine is
+    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**{"diagnose_gap": 1000.0, **options}),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     first = w.cycle()
     return w, log, clock, first
 
@@ -238,8 +242,8 @@ def test_the_tail_pass_never_clears_and_a_restarted_watcher_goes_on_without_repe
         assert w.keys[key].active and w.keys[key].cleared_at is None, key
     w.close()
 
-    w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0),
-                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+    w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0),
+                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     assert w2.cycle() == []  # rebuilt from the state file and diagnosed in full: the KL jump is known
     assert w2.full[str(log)].run.steps[-1] == 30_004
     _append(log, _line(30_005, actor__grad_norm=14.0) + _line(30_006))
@@ -270,8 +274,8 @@ def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(t
     log.write_bytes(b"".join(lines[:N]))
     clock = Clock()
     w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
-                WatchOptions(diagnose_gap=10.0, tail_steps=500, exit_on="fail"),
-                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+                WatchOptions(diagnose_gap=1000.0, tail_steps=500, exit_on="fail"),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     w.cycle()
     assert w.exit_code() == 0
     _append(log, b"".join(lines[N : N + 60]))
@@ -304,8 +308,8 @@ def test_the_tail_pass_reads_the_rollout_series_joined_onto_the_last_steps(tmp_p
     for step in (N - 5, N + 2):
         write_verl_dump(rollouts, dumps, step)
     clock = Clock()
-    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=10.0, tail_steps=300),
-                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, rollouts=dumps)
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0, tail_steps=300),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER, rollouts=dumps)
     w.cycle()
     read, seen = w.tails.read, []
 
@@ -345,8 +349,8 @@ def test_a_spike_written_to_a_growing_tensorboard_folder_is_alerted_by_the_tail_
     write(lines[:steps])
     clock = Clock()
     w = Watcher([folder], WatchState(tmp_path / "state.sqlite"), [],
-                WatchOptions(diagnose_gap=10.0, min_gap=0.0, tail_steps=300),
-                view=PlainView(io.StringIO(), io.StringIO()), clock=clock)
+                WatchOptions(diagnose_gap=1000.0, min_gap=0.0, tail_steps=300),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     first = w.cycle()
     assert first is not None and not any(a.check == "grad_norm_spike" for a in first)
     assert w.full[str(folder)].run.steps[-1] == steps
