@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import Check, Outcome, RunView, load_checks
-from .checks._base import STATUS_RANK, Status
+from .checks._base import STATUS_RANK, VERDICT_STATUSES, Status
 from .config import DiagnoseConfig
 from .run import Run
 
@@ -53,12 +53,14 @@ class Finding:
     onset_step: int | None = None
     span: tuple[int, int] | None = None
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: steps of point events (spikes), each shown at its step; empty for a finding about a stretch
+    points: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "layer": self.layer, "status": self.status, "title": dict(self.title),
                 "message": dict(self.message), "metrics": list(self.metrics), "onset_step": self.onset_step,
-                "span": list(self.span) if self.span else None, "evidence": dict(self.evidence),
-                "advice": dict(self.advice)}
+                "span": list(self.span) if self.span else None, "points": list(self.points),
+                "evidence": dict(self.evidence), "advice": dict(self.advice)}
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ class Diagnosis:
         for layer in READING_ORDER:
             mine = [f for f in self.findings if f.layer == layer]
             layers[layer] = {"verdict": self.layers[layer], "name": LAYER_NAMES[layer][0],
-                             "counts": {s: sum(f.status == s for f in mine) for s in ("fail", "warn", "ok", "skipped")}}
+                             "counts": {s: sum(f.status == s for f in mine)
+                                        for s in ("fail", "warn", "note", "ok", "skipped")}}
         return {"path": self.path, "framework": self.run.framework, "algorithm": self.run.algorithm,
                 "steps": int(len(self.run.train_steps)), "verdict": self.verdict, "layers": layers,
                 "findings": [f.to_json() for f in self.findings]}
@@ -103,7 +106,7 @@ def _finding(check: Check, out: Outcome) -> Finding:
     return Finding(check.id, check.layer, out.status, {"en": check.en.title, "zh": check.zh.title},
                    {"en": words("en"), "zh": words("zh")}, {"en": check.en.advice, "zh": check.zh.advice},
                    out.metrics or tuple(k for alts in check.needs for k in alts[:1]), out.onset_step, out.span,
-                   dict(out.evidence))
+                   dict(out.evidence), tuple(out.points))
 
 
 def _skipped(check: Check, reason: str, **values: Any) -> Finding:
@@ -148,16 +151,19 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
             # the words still say what was found; only the severity is capped (an "ok" template would deny it)
             template = cap if cap != "ok" and cap in check.en.messages else out.template
-            out = Outcome(cap, template, out.values, out.onset_step, out.span, out.metrics, out.evidence)
+            out = Outcome(cap, template, out.values, out.onset_step, out.span, out.metrics, out.evidence, out.points)
         found.append(_finding(check, out))
     return found
 
 
 def _worst(statuses: list[Status]) -> Status:
+    """The verdict of some findings: the worst ``fail``/``warn``, else ``ok`` when anything was judged
+    (a note is advice, not a verdict), else ``skipped``."""
     real = [s for s in statuses if s != "skipped"]
     if not real:
         return "skipped"
-    return max(real, key=lambda s: STATUS_RANK[s])
+    judged = [s for s in real if s in VERDICT_STATUSES]
+    return max(judged, key=lambda s: STATUS_RANK[s]) if judged else "ok"
 
 
 def assemble(run: Run, findings: list[Finding]) -> Diagnosis:

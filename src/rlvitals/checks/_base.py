@@ -16,8 +16,12 @@ import numpy as np
 
 from ..run import Run
 
-Status = Literal["ok", "warn", "fail", "skipped"]
-STATUS_RANK = {"skipped": -1, "ok": 0, "warn": 1, "fail": 2}
+#: ``fail`` broken or burning compute now; ``warn`` at risk, act soon; ``note`` could be better (shown with
+#: its advice, never part of a verdict); ``ok`` judged and fine; ``skipped`` could not judge (with the reason)
+Status = Literal["ok", "note", "warn", "fail", "skipped"]
+STATUS_RANK = {"skipped": -1, "ok": 0, "note": 1, "warn": 2, "fail": 3}
+#: the statuses a verdict is made of: a run whose worst finding is a note is ``ok``
+VERDICT_STATUSES: tuple[Status, ...] = ("fail", "warn")
 #: fewer logged points than this and a series is treated as absent
 MIN_POINTS = 5
 
@@ -101,6 +105,8 @@ class Outcome:
     span: tuple[int, int] | None = None
     metrics: tuple[str, ...] = ()
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: the steps of point events (spikes): shown at those steps, not as one span from first to last
+    points: tuple[int, ...] = ()
 
 
 CheckFn = Callable[[RunView, Mapping[str, Any]], list[Outcome]]
