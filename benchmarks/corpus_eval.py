@@ -1,0 +1,316 @@
+"""How rlvitals does on the corpus of real public runs (benchmarks/corpus/): read right, must-finds
+found in their onset window, must-nots avoided, false alarms on healthy runs, verdicts, and precision
+per check / recall per family.
+
+    python benchmarks/corpus_eval.py             # the tables
+    python benchmarks/corpus_eval.py --misses    # also every miss, misdated find and false alarm
+    python benchmarks/corpus_eval.py --json      # the figures, for tests/test_corpus_eval.py
+
+The labels (runs/*/labels.toml, schema in corpus/README.md) were written from the raw numbers, not from
+rlvitals; families.toml ties each label family to the checks that may raise it. A run whose input lives in
+../shared/fixtures/real/ (``input = "shared:<name>"``) is left out, and counted, when that folder is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+SHARED = HERE.parent.parent / "shared" / "fixtures" / "real"
+RANK = {"skipped": -1, "ok": 0, "note": 1, "warn": 2, "fail": 3}
+ALARM = ("warn", "fail")
+READ_FIELDS = ("format", "framework", "algorithm", "records", "last_step")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One finding of rlvitals, as the evaluation needs it."""
+
+    check: str
+    status: str
+    onset: int | None
+    points: tuple[int, ...]
+    title: str
+
+    def when(self) -> str:
+        if self.points:
+            return "at " + ", ".join(str(p) for p in self.points[:6])
+        return f"at {self.onset}" if self.onset is not None else "(no onset)"
+
+
+@dataclass
+class Outcome:
+    """What rlvitals did on one labelled run."""
+
+    run_id: str
+    label: dict[str, Any]
+    error: str = ""
+    read: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (label, rlvitals)
+    verdict: str = ""
+    found: list[tuple[dict[str, Any], Seen | None, list[Seen]]] = field(default_factory=list)  # (must, hit, misdated)
+    violated: list[tuple[dict[str, Any], list[Seen]]] = field(default_factory=list)
+    must_nots: int = 0
+    alarms: list[Seen] = field(default_factory=list)  # warn/fail findings no label explains
+    findings: list[Seen] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self.label["run"].get("healthy"))
+
+    @property
+    def read_right(self) -> bool:
+        return not self.error and all(a == b for a, b in self.read.values())
+
+
+def load_families(path: Path = CORPUS / "families.toml") -> dict[str, tuple[str, ...]]:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {name: tuple(entry.get("checks", ())) for name, entry in data.get("family", {}).items()}
+
+
+def labelled_runs(root: Path = CORPUS / "runs") -> list[tuple[str, Path, dict[str, Any]]]:
+    out = []
+    for labels in sorted(root.glob("*/labels.toml")):
+        out.append((labels.parent.name, labels.parent, tomllib.loads(labels.read_text(encoding="utf-8"))))
+    return out
+
+
+def resolve_input(folder: Path, label: dict[str, Any], shared: Path = SHARED) -> Path:
+    name = str(label["run"]["input"])
+    if name.startswith("shared:"):
+        return shared / name.removeprefix("shared:")
+    return folder / name
+
+
+def _in_window(seen: Seen, window: Sequence[int], first_step: int | None) -> bool:
+    lo, hi = int(window[0]), int(window[1])
+    steps = list(seen.points) or ([seen.onset] if seen.onset is not None else [])
+    if not steps:  # a finding about the whole run: counts when the window holds the run's start
+        return first_step is not None and lo <= first_step <= hi
+    return any(lo <= s <= hi for s in steps)
+
+
+def _checks_of(families: dict[str, tuple[str, ...]], name: str, run_id: str) -> tuple[str, ...]:
+    if name == "*":
+        return ("*",)
+    if name not in families:
+        raise SystemExit(f"{run_id}/labels.toml: family {name!r} is not in families.toml")
+    return families[name]
+
+
+def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[str, tuple[str, ...]],
+             shared: Path = SHARED) -> Outcome:
+    """Read, diagnose and score one labelled run; an error reading it is an outcome, not a crash."""
+    import rlvitals
+
+    out = Outcome(run_id, label)
+    meta = label["run"]
+    try:
+        runs = rlvitals.load(resolve_input(folder, label, shared))
+        run = runs[0]
+        diagnosis = rlvitals.diagnose(run)
+    except Exception as exc:  # noqa: BLE001 - any failure to read is what the evaluation reports
+        out.error = f"{type(exc).__name__}: {exc}"
+        out.found = [(m, None, []) for m in label.get("must_find", [])]
+        return out
+    steps = [int(s) for s in run.train_steps]
+    got = {"format": run.format, "framework": run.framework, "algorithm": run.algorithm,
+           "records": len(steps), "last_step": steps[-1] if steps else 0}
+    out.read = {k: (meta[k], got[k]) for k in READ_FIELDS if k in meta}
+    if len(runs) > 1:
+        out.read["runs"] = (1, len(runs))
+    out.verdict = diagnosis.verdict
+    out.findings = [Seen(f.check, f.status, f.onset_step, tuple(f.points), f.title["en"])
+                    for f in diagnosis.findings if f.status in ("note", "warn", "fail")]
+    first = steps[0] if steps else 0
+    explained: set[str] = set()
+    for must in label.get("must_find", []):
+        checks = _checks_of(families, must["family"], run_id)
+        explained.update(checks)
+        strong = [s for s in out.findings if s.check in checks and RANK[s.status] >= RANK[must["status"]]]
+        hit = next((s for s in strong if _in_window(s, must["onset"], first)), None)
+        out.found.append((must, hit, [] if hit else strong))
+    for may in label.get("may_find", []):
+        explained.update(_checks_of(families, may["family"], run_id))
+    for must_not in label.get("must_not", []):
+        out.must_nots += 1
+        checks = _checks_of(families, must_not["family"], run_id)
+        before = must_not.get("before")
+        bad = [s for s in out.findings if ("*" in checks or s.check in checks)
+               and RANK[s.status] >= RANK[must_not["status"]]
+               and (before is None or (s.onset is not None and s.onset < int(before)))]
+        if bad:
+            out.violated.append((must_not, bad))
+    out.alarms = [s for s in out.findings if s.status in ALARM and s.check not in explained]
+    return out
+
+
+@dataclass(frozen=True)
+class Figures:
+    runs: int
+    left_out: int
+    read_right: float
+    must_finds: int
+    recall: float
+    must_nots: int
+    must_nots_avoided: float
+    healthy: int
+    false_fail: int
+    false_warn_per_healthy: float
+    verdict_accuracy: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
+    n = len(outcomes)
+    musts = [hit for o in outcomes for _, hit, _ in o.found]
+    healthy = [o for o in outcomes if o.healthy]
+    # a false alarm and a must-not it breaks are one wrong finding, counted once
+    wrong = {(id(o), s) for o in healthy for s in o.alarms + [x for _, bad in o.violated for x in bad]}
+    false_fail = sum(1 for _, s in wrong if s.status == "fail")
+    false_warn = sum(1 for _, s in wrong if s.status == "warn")
+    must_nots = sum(o.must_nots for o in outcomes)
+    return Figures(
+        runs=n, left_out=left_out,
+        read_right=sum(o.read_right for o in outcomes) / n if n else 0.0,
+        must_finds=len(musts), recall=sum(h is not None for h in musts) / len(musts) if musts else 1.0,
+        must_nots=must_nots,
+        must_nots_avoided=1 - sum(len(o.violated) for o in outcomes) / must_nots if must_nots else 1.0,
+        healthy=len(healthy), false_fail=false_fail,
+        false_warn_per_healthy=false_warn / len(healthy) if healthy else 0.0,
+        verdict_accuracy=sum(o.verdict == o.label["run"]["verdict"] for o in outcomes) / n if n else 0.0,
+    )
+
+
+def per_check(outcomes: Sequence[Outcome], families: dict[str, tuple[str, ...]]) -> dict[str, dict[str, int]]:
+    """For each check: warn/fail findings that a label explains (tp) or calls false (fp), and must-finds
+    it raised in their window (found)."""
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    for o in outcomes:
+        wrong = {id(s) for s in o.alarms} | {id(s) for _, bad in o.violated for s in bad}
+        for s in o.findings:
+            if s.status in ALARM:
+                table[s.check]["fp" if id(s) in wrong else "tp"] += 1
+        for _, hit, _ in o.found:
+            if hit is not None:
+                table[hit.check]["found"] += 1
+    return {k: dict(v) for k, v in sorted(table.items())}
+
+
+def per_family(outcomes: Sequence[Outcome]) -> dict[str, tuple[int, int]]:
+    """``family -> (found, must-finds)``."""
+    table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for o in outcomes:
+        for must, hit, _ in o.found:
+            table[must["family"]][1] += 1
+            table[must["family"]][0] += hit is not None
+    return {k: (v[0], v[1]) for k, v in sorted(table.items())}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[str, ...]],
+           misses: bool) -> str:
+    lines = [f"{'run':<58} {'read':<5} {'verdict':<13} {'found':<6} {'false':<5} {'must-not'}"]
+    for o in outcomes:
+        found = sum(h is not None for _, h, _ in o.found)
+        verdict = f"{o.verdict or 'error'}/{o.label['run']['verdict']}"
+        lines.append(f"{o.run_id[:58]:<58} {'yes' if o.read_right else 'NO':<5} {verdict:<13} "
+                     f"{found}/{len(o.found):<4} {len(o.alarms):<5} {len(o.violated)}/{o.must_nots}")
+    lines += ["", f"runs: {fig.runs}" + (f" ({fig.left_out} left out: ../shared/fixtures/real/ absent)"
+                                          if fig.left_out else ""),
+              f"read right: {_pct(fig.read_right)}",
+              f"recall of must-finds (onset in window): {_pct(fig.recall)} of {fig.must_finds}",
+              f"must-nots avoided: {_pct(fig.must_nots_avoided)} of {fig.must_nots}",
+              f"false fail on healthy runs: {fig.false_fail}; false warn per healthy run: "
+              f"{fig.false_warn_per_healthy:.2f} ({fig.healthy} healthy runs)",
+              f"verdict accuracy: {_pct(fig.verdict_accuracy)}", "",
+              f"{'check':<28} {'precision':>10} {'tp':>4} {'fp':>4} {'found':>6}"]
+    for check, row in per_check(outcomes, families).items():
+        tp, fp = row.get("tp", 0), row.get("fp", 0)
+        precision = _pct(tp / (tp + fp)) if tp + fp else "-"
+        lines.append(f"{check:<28} {precision:>10} {tp:>4} {fp:>4} {row.get('found', 0):>6}")
+    lines += ["", f"{'family':<20} {'recall':>10} {'found':>6} {'of':>4}"]
+    for family, (found, total) in per_family(outcomes).items():
+        lines.append(f"{family:<20} {_pct(found / total):>10} {found:>6} {total:>4}")
+    if misses:
+        lines += ["", *_misses(outcomes)]
+    return "\n".join(lines)
+
+
+def _misses(outcomes: Iterable[Outcome]) -> list[str]:
+    out = []
+    for o in outcomes:
+        rows = []
+        if o.error:
+            rows.append(f"  not read: {o.error}")
+        rows += [f"  read {k}: label {a!r}, rlvitals {b!r}" for k, (a, b) in o.read.items() if a != b]
+        if o.verdict and o.verdict != o.label["run"]["verdict"]:
+            rows.append(f"  verdict: label {o.label['run']['verdict']}, rlvitals {o.verdict}")
+        for must, hit, strong in o.found:
+            if hit is None:
+                where = "; raised " + ", ".join(f"{s.check} {s.status} {s.when()}" for s in strong) if strong else ""
+                rows.append(f"  missed {must['family']} {must['status']} in {must['onset']}{where}")
+        for must_not, bad in o.violated:
+            rows.append(f"  said what it must not ({must_not['family']} ≥ {must_not['status']}): "
+                        + ", ".join(f"{s.check} {s.status} {s.when()}" for s in bad))
+        rows += [f"  false alarm: {s.check} {s.status} {s.when()} — {s.title}" for s in o.alarms]
+        if rows:
+            out += [o.run_id, *rows]
+    return out
+
+
+def run_all(only: str | None = None, shared: Path = SHARED) -> tuple[list[Outcome], int]:
+    families = load_families()
+    outcomes, left_out = [], 0
+    for run_id, folder, label in labelled_runs():
+        if only and only not in run_id:
+            continue
+        if str(label["run"]["input"]).startswith("shared:") and not resolve_input(folder, label, shared).exists():
+            left_out += 1
+            continue
+        outcomes.append(evaluate(run_id, folder, label, families, shared))
+    return outcomes, left_out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--misses", action="store_true", help="list every miss, misdated find and false alarm")
+    parser.add_argument("--only", help="evaluate only runs whose id contains this text")
+    args = parser.parse_args(argv)
+    outcomes, left_out = run_all(args.only)
+    fig = figures(outcomes, left_out)
+    if args.json:
+        import json
+
+        families = load_families()
+        print(json.dumps({"figures": fig.as_dict(), "per_check": per_check(outcomes, families),
+                          "per_family": {k: list(v) for k, v in per_family(outcomes).items()},
+                          "runs": {o.run_id: {"read_right": o.read_right, "error": o.error,
+                                              "verdict": o.verdict,
+                                              "found": [h is not None for _, h, _ in o.found],
+                                              "false_alarms": [f"{s.check}:{s.status}" for s in o.alarms],
+                                              "violated": len(o.violated)} for o in outcomes}}, indent=1))
+    else:
+        print(render(outcomes, fig, load_families(), args.misses))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
