@@ -235,3 +235,39 @@ def test_collapse_candidates_match_the_plain_scan(n: int, at: float, seed: int, 
     assert (ev is None) == (ref is None)
     if ev is not None and ref is not None:
         assert ev.baseline == ref[1]
+
+
+# -- early_move: damage from the first steps -----------------------------------------------------
+
+def test_early_move_finds_a_collapse_from_the_first_values() -> None:
+    """Response length 1,759 -> 1 token in eleven steps (the shape of a real veRL run in the corpus:
+    verl__agent-opd__qwen3-4b-klreward-length-collapse), measured from the run's first values."""
+    length = np.array([1759, 1700, 1650, 1500, 1200, 1014, 623, 277.6, 87.9, 30.0, 4.8, 1.0] + [1.0] * 40)
+    e = S.early_move(length, factor=10.0, direction="down")
+    assert e is not None and e.baseline == 1700 and e.value == 1.0
+    assert e.start == 7 and e.end == 8  # below 1/sqrt(10) of the start at 277.6, a tenth of it by 87.9
+
+
+def test_early_move_needs_the_move_to_hold_and_to_come_early() -> None:
+    rng = np.random.default_rng(0)
+    calm = 1.0 + 0.05 * rng.standard_normal(200)
+    assert S.early_move(calm, factor=3.0) is None
+    blip = calm.copy()
+    blip[6:9] = 20.0  # three high steps, then back: not damage that holds
+    assert S.early_move(blip, factor=5.0) is None
+    late = calm.copy()
+    late[60:] = 20.0  # the same jump at step 60 is for the trailing-window detectors, not this one
+    assert S.early_move(late, factor=5.0) is None
+    early = calm.copy()
+    early[8:] = 20.0
+    found = S.early_move(early, factor=5.0)
+    assert found is not None and found.start == 8 and found.score == pytest.approx(20.0, rel=0.1)
+
+
+def test_early_move_is_scale_free_and_refuses_what_it_cannot_read() -> None:
+    x = np.array([1.0, 1.1, 0.9, 3.0, 9.0, 12.0, 11.0, 12.5, 12.0, 11.5, 12.0])
+    for scale in (1e-4, 1.0, 1e4):
+        e = S.early_move(x * scale, factor=5.0)
+        assert e is not None and (e.start, e.end) == (3, 4)
+    assert S.early_move(np.zeros(20), factor=5.0) is None  # no positive baseline
+    assert S.early_move(x[:4], factor=5.0) is None  # too short to say

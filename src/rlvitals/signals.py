@@ -479,3 +479,51 @@ def departure(x: np.ndarray, index: int, baseline: float, direction: str = "down
     while start > 0 and beyond[start - 1]:
         start -= 1
     return start
+
+
+# -- damage from the first steps --------------------------------------------------------------
+
+def early_move(x: np.ndarray, *, factor: float, direction: str = "up", head: int = 3, within: int = 15,
+               hold: float = 0.5) -> Event | None:
+    """A move of a positive series, from its first values, by ``factor`` or more within the first
+    ``within`` values, that holds: damage done before any trailing window or warm-up skip has a level
+    to measure it from (KL in the reward 0.8 → 17 in ten steps, a response length 1,700 → 1 token).
+
+    The baseline is the median of the first ``head`` values. The move is found at the first index of
+    the first ``within`` + 1 whose :func:`rolling_level` (three values) is ``factor``× the baseline
+    (``direction="up"``) or at most 1/``factor`` of it (``"down"``); it holds when the median of every
+    value after it stays at least ``hold`` of the way there in log scale (for ``factor`` 10 and
+    ``hold`` 0.5: still ≥ 3.2× up, or ≤ 1/3.2 down). ``start`` is where the series left the baseline
+    (the last index still within √``factor`` of it, plus one), ``end`` and ``peak`` the first index at
+    the new level, ``value`` the median after it, ``score`` that median over the baseline. None when the
+    series is too short, the baseline is not positive, or nothing moved that far and stayed.
+
+    >>> kl = np.array([0.8, 0.9, 1.3, 2.5, 4.4, 7.8, 13.0, 15.7, 16.6, 17.0, 16.9, 17.2, 17.1, 16.8])
+    >>> e = early_move(kl, factor=5.0)
+    >>> int(e.start), int(e.end), round(e.baseline, 2), round(e.score, 1)
+    (3, 5, 0.9, 18.7)
+    """
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if n < head + 3 or factor <= 1:
+        return None
+    base = float(np.median(x[:head]))
+    if not np.isfinite(base) or base <= 0:
+        return None
+    level = rolling_level(x, 3)
+    ratio = level / base
+    moved = ratio >= factor if direction == "up" else ratio <= 1.0 / factor
+    moved[:head] = False
+    hits = np.flatnonzero(moved[: min(n, within + 1)])
+    if len(hits) == 0:
+        return None
+    end = int(hits[0])
+    after = float(np.median(x[end:]))
+    need = factor ** hold
+    if (direction == "up" and after < need * base) or (direction == "down" and after > base / need):
+        return None
+    near = np.sqrt(factor)
+    inside = (x[:end] < near * base) if direction == "up" else (x[:end] > base / near)
+    still = np.flatnonzero(inside)
+    start = int(still[-1]) + 1 if len(still) else 0
+    return Event(start, end, end, after, base, after / base)
