@@ -1,6 +1,7 @@
 """What a careful engineer reads from each real log, pinned: the verdict and every warn/fail finding
-with its onset (± a few steps). No `fail` on the healthy runs; the one fail is the run whose KL
-spikes 146x to 2.64 at step 111 (INDEX.md: "kl spikes to 2.6")."""
+and note with its onset (± a few steps). No `fail` on the healthy runs; the one fail is the run whose KL
+spikes 146x to 2.64 at step 111 (INDEX.md: "kl spikes to 2.6"). An MFU of 14-22 % (the three 7B veRL
+runs) could be better but is ordinary for FSDP RL: a note, which leaves the verdict to the other findings."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import rlvitals
 from rlvitals.diagnosis import diagnose
 
-# file → (verdict, {(check, status): onset step})
+# file → (verdict, {(check, status): onset step}) for every note, warn and fail
 EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
     "trl-unsloth__notebooks__Advanced_Llama3_2_3B_GRPO_LoRA.training_table.csv":
         ("fail", {("loss_jump", "fail"): 111, ("kl_jump", "fail"): 111}),
@@ -34,12 +35,12 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
     "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", {}),
     "verl__verl-data__gemma-2-2b-it-sft-0.411.log": ("ok", {}),
     "verl__verl_training_log__grpo_run_deepseek7b_llm.log":
-        ("warn", {("grad_norm_spike", "warn"): 431, ("entropy_collapse", "warn"): 6, ("mfu_low", "warn"): 1}),
+        ("warn", {("grad_norm_spike", "warn"): 431, ("entropy_collapse", "warn"): 6, ("mfu_low", "note"): 1}),
     "verl__verl_training_log__ppo_run_deepseek7b_llm.log":
-        ("warn", {("grad_norm_spike", "warn"): 162, ("entropy_collapse", "warn"): 6, ("mfu_low", "warn"): 1}),
+        ("warn", {("grad_norm_spike", "warn"): 162, ("entropy_collapse", "warn"): 6, ("mfu_low", "note"): 1}),
     "verl__verldata__qwen2-7b_math_megatron.log":
         ("warn", {("val_progress", "warn"): 40, ("val_reward_divergence", "warn"): 40,
-                  ("entropy_collapse", "warn"): 35, ("mfu_low", "warn"): 1}),
+                  ("entropy_collapse", "warn"): 35, ("mfu_low", "note"): 1}),
 }
 
 
@@ -47,7 +48,7 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
 def test_real_log_reads_as_expected(real: Path, name: str) -> None:
     verdict, expected = EXPECTED[name]
     d = diagnose(rlvitals.load(real / name)[0])
-    found = {(f.check, f.status): f.onset_step for f in d.findings if f.status in ("warn", "fail")}
+    found = {(f.check, f.status): f.onset_step for f in d.findings if f.status in ("note", "warn", "fail")}
     assert d.verdict == verdict
     assert set(found) == set(expected), sorted(found)
     for key, onset in expected.items():

@@ -2,8 +2,10 @@
 across ranks and memory pressure (seed-000 §8 load balance, §9 timing, §10 perf/MFU, §12
 "训练很慢" and "显存 OOM" rows).
 
-Efficiency findings never fail a run: a slow run can still learn. They warn, with the phase,
-the share and the step it started, so the reader knows what to optimise first.
+A slow run can still learn, so efficiency findings are notes ("could be better": shown with
+their advice, never part of the verdict), with the phase, the share and the step it started, so
+the reader knows what to optimise first. The one exception is ``oom_risk``: memory pressure that
+keeps growing puts the run at risk of dying, so it warns.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def _ranking(shares: Mapping[str, float], limit: int = 6) -> str:
 
 def time_breakdown(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The share of the step time each phase takes (seed-000 §9: "先优化占用时间最长的环节");
-    warns when a phase that should be small (reward, ref/old log-prob, values, adv, weight sync,
-    validation, checkpointing) takes ``aux_share`` or more (a model-based reward is slow)."""
+    notes a phase that should be small (reward, ref/old log-prob, values, adv, weight sync,
+    validation, checkpointing) taking ``aux_share`` or more (a model-based reward is slow)."""
     found = _phases(view)
     if found is None:
         return []
@@ -86,7 +88,7 @@ def time_breakdown(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     runs = signals.runs_of(np.nan_to_num(signals.rolling_level(share_t, 10)) >= p["aux_share"], min(10, len(steps)))
     onset = int(steps[runs[0][0]]) if runs else int(steps[0])
     v |= {"phase": phase, "phase_share": shares[phase]}
-    return [Outcome("warn", "reward" if phase == "reward" else "warn", v, onset_step=onset,
+    return [Outcome("note", "reward" if phase == "reward" else "heavy", v, onset_step=onset,
                     span=(onset, int(steps[-1])), metrics=(f"timing_s/{phase}", "timing_s/step"),
                     evidence=ev | {"threshold": p["aux_share"], "phase": phase})]
 
@@ -128,7 +130,7 @@ def gen_update_balance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     crossed = np.flatnonzero(level >= mid if late > early else level <= mid)
     onset = int(steps[crossed[0]]) if len(crossed) else int(steps[0])
     v["step"] = onset
-    return [Outcome("warn", "up" if late > early else "down", v, onset_step=onset, span=(onset, int(steps[-1])),
+    return [Outcome("note", "up" if late > early else "down", v, onset_step=onset, span=(onset, int(steps[-1])),
                     metrics=(gen.key, upd.key, "response_length/mean"), evidence=v | {"threshold": p["drift"]})]
 
 
@@ -197,14 +199,14 @@ def throughput_drop(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             # fewer tokens per step leave the fixed per-step costs dominant: not a slower machine
             return [Outcome("ok", "ok_shorter", v | {"tokens": tokens}, metrics=(s.key, "response_length/mean"),
                             evidence=ev | {"tokens_drop": tokens})]
-        return [Outcome("warn", f"shift_{kind}", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,),
+        return [Outcome("note", f"shift_{kind}", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,),
                         evidence=ev)]
     if v["change"] <= -p["decline"] and signals.trend(x) <= -0.3:
         level = signals.rolling_level(x, window)
         below = np.flatnonzero(level < first * (1 - p["decline"] / 2))
         onset = s.step(int(below[0])) if len(below) else s.step(0)
         v |= {"step": onset, "fall": -v["change"]}
-        return [Outcome("warn", f"decline_{kind}", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,),
+        return [Outcome("note", f"decline_{kind}", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,),
                         evidence=v | {"threshold": p["decline"]})]
     return [Outcome("ok", f"ok_{kind}", v, metrics=(s.key,), evidence=v)]
 
@@ -230,7 +232,7 @@ def mfu_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     runs = signals.runs_of(signals.rolling_level(s.values, 10) < p["low"], min(10, len(s)))
     onset = s.step(runs[0][0]) if runs else s.step(0)
     v |= {"worst": worst, "value": med[worst], "step": onset}
-    return [Outcome("warn", "warn", v, onset_step=onset, span=(onset, s.step(-1)), metrics=tuple(low),
+    return [Outcome("note", "low", v, onset_step=onset, span=(onset, s.step(-1)), metrics=tuple(low),
                     evidence={"median": med, "threshold": p["low"], "value": med[worst], "unmeasured": zero})]
 
 
@@ -273,7 +275,7 @@ def seqlen_imbalance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome("ok", f"ok_{template}", v, metrics=(seen.key, mean.key), evidence=v)]
     runs = signals.runs_of(signals.rolling_level(seen.values, 10) >= p["imbalance"], min(10, len(seen)))
     onset = seen.step(runs[0][0]) if runs else seen.step(0)
-    return [Outcome("warn", f"warn_{template}", v, onset_step=onset, span=(onset, seen.step(-1)),
+    return [Outcome("note", f"imbalanced_{template}", v, onset_step=onset, span=(onset, seen.step(-1)),
                     metrics=(seen.key, mean.key), evidence=v | {"threshold": p["imbalance"]})]
 
 
