@@ -6,6 +6,7 @@ Pure functions from a :class:`~rlvitals.diagnosis.Diagnosis` to text; nothing is
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -14,15 +15,22 @@ from rich.text import Text
 from .diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from .render_text import WIDTH, console
 
-_MARK = {"fail": "✗", "warn": "!", "ok": "✓", "skipped": "·"}
-_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green", "skipped": "dim"}
-_WORD = {"en": {"fail": "FAIL", "warn": "WARN", "ok": "OK", "skipped": "SKIPPED"},
-         "zh": {"fail": "失败", "warn": "警告", "ok": "正常", "skipped": "跳过"}}
+_MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
+_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
+_WORD = {"en": {"fail": "FAIL", "warn": "WARN", "note": "NOTE", "ok": "OK", "skipped": "SKIPPED"},
+         "zh": {"fail": "失败", "warn": "警告", "note": "提示", "ok": "正常", "skipped": "跳过"}}
 _SHORT = {"L5": "L5 generalisation", "L1": "L1 stability", "L2": "L2 behaviour", "L3": "L3 signal",
           "L4": "L4 exploration", "L6": "L6 reasoning", "efficiency": "efficiency"}
 _SHORT_ZH = {"L5": "L5 泛化", "L1": "L1 稳定性", "L2": "L2 策略行为", "L3": "L3 学习信号", "L4": "L4 探索",
              "L6": "L6 推理质量", "efficiency": "效率"}
-_RANK = {"fail": 0, "warn": 1, "ok": 2, "skipped": 3}
+#: the order findings are listed in: what needs action first, then what could be better
+_RANK = {"fail": 0, "warn": 1, "note": 2, "ok": 3, "skipped": 4}
+#: the statuses listed with their words and advice (the others are summed up in a line)
+SHOWN = ("fail", "warn", "note")
+#: how many steps of point events are written out before "… N more"
+POINTS_SHOWN = 8
+_COUNTS = {"en": {"fail": ("failure", "failures"), "warn": ("warning", "warnings"), "note": ("note", "notes")},
+           "zh": {"fail": "项失败", "warn": "项警告", "note": "项提示"}}
 _LABELS = {
     "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed",
            "skipped": "skipped", "more": "run with --all to list them", "verdict": "verdict"},
@@ -31,15 +39,58 @@ _LABELS = {
 }
 
 
+def when_words(onset: int | None, span: Sequence[int] | None, points: Sequence[int] = ()) -> dict[str, str] | None:
+    """When a finding happened, in English and Chinese: the steps of point events (spikes) one by one,
+    the first :data:`POINTS_SHOWN` of them; else the onset and, when it lasts, the span; None without
+    either.
+
+    Example:
+        >>> when_words(95, (95, 210), (95, 140, 210))["en"]
+        'at steps 95, 140, 210'
+        >>> when_words(95, (95, 210))["zh"]
+        '自第 95 步（95–210）'
+        >>> when_words(1, (1, 10), range(1, 11))["en"]
+        'at steps 1, 2, 3, 4, 5, 6, 7, 8 … 2 more'
+    """
+    steps = sorted(set(int(p) for p in points))
+    if len(steps) == 1:
+        return {"en": f"at step {steps[0]}", "zh": f"第 {steps[0]} 步"}
+    if steps:
+        more = len(steps) - POINTS_SHOWN
+        head = steps[:POINTS_SHOWN]
+        return {"en": f"at steps {', '.join(map(str, head))}" + (f" … {more} more" if more > 0 else ""),
+                "zh": f"第 {'、'.join(map(str, head))} 步" + (f"…（另 {more} 处）" if more > 0 else "")}
+    if onset is None:
+        return None
+    if span and span[0] != span[1]:
+        return {"en": f"since step {onset} (steps {span[0]}–{span[1]})",
+                "zh": f"自第 {onset} 步（{span[0]}–{span[1]}）"}
+    return {"en": f"at step {onset}", "zh": f"第 {onset} 步"}
+
+
 def _when(f: Finding, lang: str) -> str:
-    if f.onset_step is None:
-        return ""
-    if lang == "zh":
-        span = f"（{f.span[0]}–{f.span[1]}）" if f.span and f.span[0] != f.span[1] else ""
-        return f"自第 {f.onset_step} 步{span}"
-    if f.span and f.span[0] != f.span[1]:
-        return f"since step {f.onset_step} (steps {f.span[0]}–{f.span[1]})"
-    return f"at step {f.onset_step}"
+    words = when_words(f.onset_step, f.span, f.points)
+    return words[lang] if words else ""
+
+
+def count_words(counts: Mapping[str, int], lang: str) -> str:
+    """``"1 failure · 2 notes"``: the findings to read, by status (those with none left out).
+
+    Example:
+        >>> count_words({"fail": 0, "warn": 1, "note": 2}, "en"), count_words({"note": 2}, "zh")
+        ('1 warning · 2 notes', '2 项提示')
+    """
+    parts = []
+    for status in SHOWN:
+        n = counts.get(status, 0)
+        if not n:
+            continue
+        if lang == "zh":
+            parts.append(f"{n} {_COUNTS['zh'][status]}")
+        else:
+            one, many = _COUNTS["en"][status]
+            parts.append(f"{n} {one if n == 1 else many}")
+    return " · ".join(parts)
 
 
 def _head(d: Diagnosis, lang: str) -> str:
@@ -66,8 +117,12 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
         glance.append(f"{_MARK[status]} {(_SHORT_ZH if lang == 'zh' else _SHORT)[layer]}", style=_STYLE[status])
         glance.append("  ")
     con.print(glance)
+    counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
+    if counts:
+        con.print(Text(f"  {counts}", style="dim"))
     con.print()
-    shown = [f for f in d.findings if f.status in ("fail", "warn")]
+    # notes come after what needs action, with their advice; they never change the verdict or the glance
+    shown = [f for f in d.findings if f.status in SHOWN]
     shown.sort(key=lambda f: _RANK[f.status])  # stable: reading order kept within a status
     for f in shown:
         _print_finding(con, f, lang, labels, words)
@@ -78,7 +133,8 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
             _print_finding(con, f, lang, labels, words, brief=True)
     else:
         names = ", ".join(dict.fromkeys(f.title[lang] for f in passed))
-        con.print(Text(f"{_MARK['ok']} {labels['passed']} ({len(passed)}): {names}", style="green"))
+        if passed:
+            con.print(Text(f"{_MARK['ok']} {labels['passed']} ({len(passed)}): {names}", style="green"))
         if skipped:
             con.print(Text(f"{_MARK['skipped']} {labels['skipped']} ({len(skipped)}): {labels['more']}", style="dim"))
     return buf.getvalue()
@@ -105,7 +161,7 @@ def _md_finding(f: Finding, lang: str) -> list[str]:
     when = _when(f, lang)
     lines = [f"- **{words[f.status]}** — **{f.title[lang]}**" + (f" ({when})" if when else ""),
              f"  {f.message[lang]}"]
-    if f.status in ("fail", "warn"):
+    if f.status in SHOWN:
         if f.metrics:
             lines.append("  " + ("指标" if lang == "zh" else "Metrics") + ": " + ", ".join(f"`{m}`" for m in f.metrics))
         ev = _evidence(f.evidence)
@@ -131,7 +187,8 @@ def render_markdown(d: Diagnosis, lang: str = "en") -> str:
     """A Markdown report to paste into an issue or send to a colleague."""
     words = _WORD[lang]
     names = {k: v[1] if lang == "zh" else v[0] for k, v in LAYER_NAMES.items()}
-    out = [f"# {d.path}", "", f"{_head(d, lang)} — **{words[d.verdict]}**", "",
+    counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
+    out = [f"# {d.path}", "", f"{_head(d, lang)} — **{words[d.verdict]}**", *([counts] if counts else []), "",
            "| " + ("层" if lang == "zh" else "layer") + " | " + ("结论" if lang == "zh" else "verdict") + " |",
            "|---|---|"]
     out += [f"| {names[layer]} | {_MARK[d.layers[layer]]} {words[d.layers[layer]]} |" for layer in READING_ORDER]

@@ -61,8 +61,8 @@ UI: dict[str, tuple[str, str]] = {
     "notes": ("Notes", "说明（英文原文）"),  # the readers write their notes in English only
     "skipped_families": ("Not computed", "未计算（原因为英文原文）"),
 }
-STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "ok": ("OK", "正常"),
-                                      "skipped": ("SKIPPED", "跳过")}
+STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "note": ("NOTE", "提示"),
+                                      "ok": ("OK", "正常"), "skipped": ("SKIPPED", "跳过")}
 
 
 def safe_json(obj: Any) -> str:

@@ -10,7 +10,7 @@ from typing import IO, Any
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
 from .alerts import Alert
 
-_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green", "skipped": "dim"}
+_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
 
 
 def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> str:

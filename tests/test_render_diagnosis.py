@@ -1,0 +1,118 @@
+"""The terminal and Markdown diagnosis, golden: a note has its own mark, word and place (after fail and
+warn, with its advice) and never changes the verdict or the layer glance; point events are written at
+their steps. The Diagnoses are constructed (no real log holds a note and a point event together yet):
+the findings are made by hand and assembled by the real ``assemble``, so verdicts are the real rule."""
+
+from __future__ import annotations
+
+import numpy as np
+from runs import make_run
+
+from rlvitals.diagnosis import Diagnosis, Finding, assemble
+from rlvitals.render_diagnosis import render_diagnosis, render_markdown, when_words
+
+
+def _f(check: str, layer: str, status: str, title: str, message: str, advice: str = "", **kw: object) -> Finding:
+    return Finding(check, layer, status, {"en": title, "zh": f"{title}（中）"},  # type: ignore[arg-type]
+                   {"en": message, "zh": f"{message}（中）"}, {"en": advice, "zh": f"{advice}（中）" if advice else ""},
+                   **kw)  # type: ignore[arg-type]
+
+
+def _diagnosis(*findings: Finding) -> Diagnosis:
+    run = make_run({"actor/entropy": np.linspace(1.0, 0.5, 300), "critic/score/mean": np.linspace(0, 1, 300)},
+                   config={"algorithm.adv_estimator": "grpo"}, path="run.log")
+    return assemble(run, list(findings))
+
+
+SPIKES = _f("grad_norm_spike", "L1", "warn", "Gradient-norm spike", "actor/grad_norm spiked 3 times.",
+            "Inspect the rollouts of the spike steps.", metrics=("actor/grad_norm",), onset_step=95,
+            span=(95, 210), points=(95, 140, 210), evidence={"peak": 19.1})
+MFU = _f("mfu_low", "efficiency", "note", "Low MFU", "MFU is low: actor 19%.", "Raise the micro-batch size.",
+         metrics=("perf/mfu/actor",), onset_step=1, span=(1, 300))
+BALANCE = _f("seqlen_imbalance", "efficiency", "note", "Load imbalance across ranks", "The heaviest rank waits.",
+             "Enable balance_batch.", onset_step=40, span=(40, 300))
+ENTROPY = _f("entropy_collapse", "L2", "ok", "Entropy collapse", "No collapse.")
+PASSK = _f("passk_gap", "L4", "skipped", "pass@k gap", "needs rollouts.")
+
+
+def test_notes_are_listed_after_the_warnings_and_leave_the_verdict_ok() -> None:
+    d = _diagnosis(MFU, BALANCE, ENTROPY, PASSK)
+    assert d.verdict == "ok" and d.layers["efficiency"] == "ok"
+    assert render_diagnosis(d, width=120) == (
+        "run.log  verl · GRPO · 300 training steps  verdict: OK\n"
+        "  · L5 generalisation  · L1 stability  ✓ efficiency  ✓ L2 behaviour  · L3 signal  · L4 exploration  "
+        "· L6 reasoning  \n"
+        "  2 notes\n"
+        "\n"
+        "i NOTE    efficiency Low MFU  since step 1 (steps 1–300)\n"
+        "    MFU is low: actor 19%.\n"
+        "    → Raise the micro-batch size.\n"
+        "\n"
+        "i NOTE    efficiency Load imbalance across ranks  since step 40 (steps 40–300)\n"
+        "    The heaviest rank waits.\n"
+        "    → Enable balance_batch.\n"
+        "\n"
+        "✓ passed (1): Entropy collapse\n"
+        "· skipped (1): run with --all to list them\n")
+
+
+def test_a_point_event_is_shown_at_its_steps_and_a_note_after_it() -> None:
+    d = _diagnosis(MFU, SPIKES, ENTROPY)
+    assert d.verdict == "warn" and d.layers["L1"] == "warn" and d.layers["efficiency"] == "ok"
+    assert render_diagnosis(d, width=120) == (
+        "run.log  verl · GRPO · 300 training steps  verdict: WARN\n"
+        "  · L5 generalisation  ! L1 stability  ✓ efficiency  ✓ L2 behaviour  · L3 signal  · L4 exploration  "
+        "· L6 reasoning  \n"
+        "  1 warning · 1 note\n"
+        "\n"
+        "! WARN    L1         Gradient-norm spike  at steps 95, 140, 210\n"
+        "    actor/grad_norm spiked 3 times.\n"
+        "    → Inspect the rollouts of the spike steps.\n"
+        "\n"
+        "i NOTE    efficiency Low MFU  since step 1 (steps 1–300)\n"
+        "    MFU is low: actor 19%.\n"
+        "    → Raise the micro-batch size.\n"
+        "\n"
+        "✓ passed (1): Entropy collapse\n")
+
+
+def test_chinese_words_for_a_note_and_for_point_events() -> None:
+    text = render_diagnosis(_diagnosis(MFU, SPIKES), lang="zh", width=120)
+    lines = text.splitlines()
+    assert lines[0].endswith("结论: 警告") and lines[2] == "  1 项警告 · 1 项提示"
+    assert lines[4] == "! 警告      L1         Gradient-norm spike（中）  第 95、140、210 步"
+    assert "i 提示      efficiency Low MFU（中）  自第 1 步（1–300）" in lines
+    assert "    → Raise the micro-batch size.（中）" in lines
+
+
+def test_many_points_are_capped() -> None:
+    many = _f("loss_jump", "L1", "warn", "Loss jump", "12 jumps.", onset_step=10, span=(10, 120),
+              points=tuple(range(10, 130, 10)))
+    head = render_diagnosis(_diagnosis(many), width=120).splitlines()[4]
+    assert head.endswith("Loss jump  at steps 10, 20, 30, 40, 50, 60, 70, 80 … 4 more")
+    assert when_words(10, (10, 120), many.points) == {
+        "en": "at steps 10, 20, 30, 40, 50, 60, 70, 80 … 4 more",
+        "zh": "第 10、20、30、40、50、60、70、80 步…（另 4 处）"}
+    assert when_words(7, (7, 7), (7,)) == {"en": "at step 7", "zh": "第 7 步"}
+    assert when_words(None, None) is None
+
+
+def test_all_lists_passed_and_skipped_after_the_notes() -> None:
+    text = render_diagnosis(_diagnosis(MFU, ENTROPY, PASSK), show_all=True, width=120)
+    heads = [line.split()[:2] for line in text.splitlines() if line[:2] in ("✗ ", "! ", "i ", "✓ ", "· ")]
+    assert heads == [["i", "NOTE"], ["✓", "OK"], ["·", "SKIPPED"]]
+
+
+def test_markdown_lists_notes_with_their_advice_and_keeps_the_layer_ok() -> None:
+    md = render_markdown(_diagnosis(SPIKES, MFU, BALANCE, ENTROPY))
+    assert md.splitlines()[2:4] == ["verl · GRPO · 300 training steps — **WARN**", "1 warning · 2 notes"]
+    assert "| Efficiency: where does the time go? | ✓ OK |" in md
+    section = md[md.index("## Efficiency"):]
+    assert section.splitlines()[2:7] == [
+        "- **NOTE** — **Low MFU** (since step 1 (steps 1–300))", "  MFU is low: actor 19%.",
+        "  Metrics: `perf/mfu/actor`", "  → Raise the micro-batch size.",
+        "- **NOTE** — **Load imbalance across ranks** (since step 40 (steps 40–300))"]
+    assert "- **WARN** — **Gradient-norm spike** (at steps 95, 140, 210)\n" in md
+    assert "  Evidence: peak = 19.1\n" in md
+    zh = render_markdown(_diagnosis(MFU), lang="zh")
+    assert "— **正常**\n1 项提示\n" in zh and "- **提示** — **Low MFU（中）** (自第 1 步（1–300）)" in zh
