@@ -31,7 +31,7 @@ from rlvitals.ingest.wandb_offline import _frames
 from test_export_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
 
 wandb = pytest.importorskip("wandb")
-STATUS = {"ok": 0.0, "warn": 1.0, "fail": 2.0}
+STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}  # a note sits below a warning
 
 
 def _env(mp: pytest.MonkeyPatch, root: Path) -> None:
@@ -160,7 +160,7 @@ def test_findings_table(plan: ExportPlan, exported: WandbExport) -> None:
     assert table["data"] == findings_table(plan)
     warn = next(row for row in table["data"] if row[3] == "warn")
     finding = next(f for f in plan.findings if f.name == warn[1])
-    assert warn[8] == finding.message and finding.message
+    assert warn[9] == finding.message and finding.message and warn[6] == list(finding.points)
     assert len(table["data"]) == len(plan.findings) > 10
 
 
@@ -200,7 +200,7 @@ def test_cli_export_wandb_in_chinese(root: Path, tmp_path: Path) -> None:
     (run_dir,) = (tmp_path / "w" / "wandb").glob("offline-run-*")
     (path,) = run_dir.rglob("findings*.table.json")
     data = json.loads(path.read_text())["data"]
-    assert [row[8] for row in data] == [f.message["zh"] for f in expected.findings if f.status != "skipped"]
+    assert [row[9] for row in data] == [f.message["zh"] for f in expected.findings if f.status != "skipped"]
     (back,) = rlvitals.load(run_dir)
     assert "rlvitals/pass@4" in back.raw.columns and back.summary[VERDICT_KEY] == expected.verdict
 

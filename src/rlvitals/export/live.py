@@ -11,7 +11,7 @@ TensorBoard:
 what is new (TensorBoard drops a tag's point whose step goes back within a file):
 
 - each derived series' points after the last step written under its tag;
-- at the diagnosed run's last step: each finding's status (0 ok, 1 warn, 2 fail) under
+- at the diagnosed run's last step: each finding's status (0 ok, 0.5 note, 1 warn, 2 fail) under
   ``rlvitals/findings/<name>`` and the verdict under ``rlvitals/verdict``, so their charts show
   when a finding appeared and how it went on; and the findings' words as a Markdown table
   (``rlvitals/diagnosis``) when they changed.

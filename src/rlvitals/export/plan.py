@@ -12,8 +12,10 @@ in it is decided here, once:
   (a chart of nothing) and is listed in :attr:`ExportPlan.dropped` with the reason.
 - **findings**: every finding that is not ``skipped`` (a skipped check says the run did not
   log what it needs; ``rlvitals diagnose --all`` lists them), as a status value
-  (:data:`STATUS_VALUE`: 0 ok, 1 warn, 2 fail) at its onset step, or at the run's last step
-  when it has none, plus its words in one language.
+  (:data:`STATUS_VALUE`: 0 ok, 0.5 note, 1 warn, 2 fail) at its onset step, or at the run's last
+  step when it has none, plus its words in one language and the steps of its point events.
+  A note ("could be better") sits between ok and warn, so a chart of a status still rises
+  with its severity and a note never reads as a warning.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from ..run import Run
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
 PREFIX = "rlvitals/"
-#: a finding's status as a number, so it can be charted (skipped findings are not exported)
-STATUS_VALUE = {"ok": 0.0, "warn": 1.0, "fail": 2.0}
+#: a finding's status as a number, so it can be charted (skipped findings are not exported); a note is
+#: 0.5, below a warning: an efficiency advisory charted beside the verdict never looks like one
+STATUS_VALUE = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class FindingRow:
     title: str
     message: str
     advice: str
+    #: the steps of point events (spikes), each its own step; empty for a finding about a stretch
+    points: tuple[int, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -157,7 +162,7 @@ def _rows(findings: Sequence[Finding], lang: Lang, last_step: int) -> tuple[Find
     return tuple(
         FindingRow(name, f.check, f.layer, f.status, f.onset_step if f.onset_step is not None else last_step,
                    f.onset_step, f.span, tuple(f.metrics), f.title.get(lang, ""), f.message.get(lang, ""),
-                   f.advice.get(lang, ""))
+                   f.advice.get(lang, ""), tuple(f.points))
         for name, f in zip(_names(kept), kept, strict=True))
 
 

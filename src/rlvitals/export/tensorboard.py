@@ -8,8 +8,8 @@ starts with ``rlvitals/`` so nothing clashes. What is written, all in ascending 
 - every series point as a ``simple_value`` under ``rlvitals/<key>``; TensorBoard stores
   float32, so a value reads back as ``float(np.float32(value))`` (beyond ±3.4e38: ±inf),
   and a logged NaN stays NaN;
-- every finding's status (0 ok, 1 warn, 2 fail) under ``rlvitals/findings/<name>`` at its
-  onset step (the last step when it has none);
+- every finding's status (0 ok, 0.5 note, 1 warn, 2 fail) under ``rlvitals/findings/<name>`` at
+  its onset step (the last step when it has none);
 - at the run's last step, the verdict under ``rlvitals/verdict`` and the findings' words as
   one Markdown table in the text plugin (``rlvitals/diagnosis``).
 
@@ -50,7 +50,9 @@ def findings_markdown(plan: ExportPlan) -> str:
     lines += ["| status | layer | check | onset | title | message | advice |",
               "|---|---|---|---|---|---|---|"]
     for f in plan.findings:
-        onset = "" if f.onset_step is None else str(f.onset_step)
+        # a point event's steps one by one (the first eight), not only the first
+        steps = f.points[:8] if f.points else (() if f.onset_step is None else (f.onset_step,))
+        onset = ", ".join(map(str, steps)) + (f" … +{len(f.points) - 8}" if len(f.points) > 8 else "")
         lines.append(f"| {f.status} | {f.layer} | {_cell(f.name)} | {onset} | {_cell(f.title)} | "
                      f"{_cell(f.message)} | {_cell(f.advice)} |")
     return "\n".join(lines)

@@ -12,9 +12,9 @@ W&B charts plot the series against it. A new run also logs each row with
 ``define_metric``, rlvitals' own included, use). A resumed run cannot: its ``_step`` is
 already past the training steps, and W&B drops rows logged at an earlier step.
 
-Findings: their status (0 ok, 1 warn, 2 fail) as ``rlvitals/findings/<name>`` at the onset
-step, a ``wandb.Table`` ``rlvitals/findings`` (check, layer, status, onset, span, title,
-message, advice in the chosen language) and ``summary["rlvitals/verdict"]``.
+Findings: their status (0 ok, 0.5 note, 1 warn, 2 fail) as ``rlvitals/findings/<name>`` at the
+onset step, a ``wandb.Table`` ``rlvitals/findings`` (check, layer, status, onset, span, the steps
+of point events, title, message, advice in the chosen language) and ``summary["rlvitals/verdict"]``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from .plan import PREFIX, STATUS_VALUE, WANDB_FOLDER, ExportPlan, expect_folder
 STEP_KEY = PREFIX + "step"
 TABLE_KEY = PREFIX + "findings"
 VERDICT_KEY = PREFIX + "verdict"
-TABLE_COLUMNS = ["check", "name", "layer", "status", "onset_step", "span", "metrics", "title", "message", "advice"]
+TABLE_COLUMNS = ["check", "name", "layer", "status", "onset_step", "span", "points", "metrics", "title", "message",
+                 "advice"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def rows(plan: ExportPlan) -> list[tuple[int, dict[str, float]]]:
 
 def findings_table(plan: ExportPlan) -> list[list[Any]]:
     """The rows of the findings table, in the columns :data:`TABLE_COLUMNS`."""
-    return [[f.check, f.name, f.layer, f.status, f.onset_step, list(f.span) if f.span else None,
+    return [[f.check, f.name, f.layer, f.status, f.onset_step, list(f.span) if f.span else None, list(f.points),
              ", ".join(f.metrics), f.title, f.message, f.advice] for f in plan.findings]
 
 
