@@ -105,7 +105,7 @@ def test_config_overrides(sick: Path, tmp_path: Path) -> None:
      r"\[checks.grad_norm_spike\] ratio = 'high': expected a number like 10.0"),
     ("[checks.grad_norm_spike]\nenabled = 1\n", r"enabled = 1: expected true or false"),
     ("[checks.grad_norm_spike]\nwindow = 7.5\n", r"window = 7.5: expected a whole number like 50"),
-    ("[checks.grad_norm_spike]\nmax_status = 'bad'\n", r"max_status = 'bad': expected one of ok, warn, fail"),
+    ("[checks.grad_norm_spike]\nmax_status = 'bad'\n", r"max_status = 'bad': expected one of ok, note, warn, fail"),
     ("[thresholds]\nx = 1\n", r"unknown section 'thresholds'; the only section is \[checks.<id>\]"),
     ("[checks\n", r"not valid TOML"),
     ("[checks]\ngrad_norm_spike = 3\n", r"\[checks.grad_norm_spike\] must be a table of settings"),

@@ -4,11 +4,14 @@
 [checks.grad_norm_spike]
 ratio = 8.0            # any default parameter of the check
 max_status = "warn"    # never report worse than this
+[checks.mfu_low]
+max_status = "note"    # "note": shown with its advice, never part of the verdict
 [checks.nan_inf]
 enabled = false
 ```
 Everything is validated when the file is read; a typo names the file, the key and what
-would have been valid.
+would have been valid. Settings built in code (``CheckSettings``, ``DiagnoseConfig``) are
+validated when they are constructed, with the same words.
 """
 
 from __future__ import annotations
@@ -29,19 +32,57 @@ from .checks import load_checks
 from .checks._base import Status
 from .errors import ConfigError
 
-_STATUSES: tuple[Status, ...] = ("ok", "warn", "fail")
+#: what a check may be capped at: "note" keeps its words and advice but takes it out of the verdict
+MAX_STATUSES: tuple[Status, ...] = ("ok", "note", "warn", "fail")
 
 
 @dataclass(frozen=True)
 class CheckSettings:
+    """One check's settings; ``max_status`` caps its severity (the words still say what was found).
+
+    Example:
+        >>> CheckSettings(max_status="note").max_status
+        'note'
+    """
+
     enabled: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
     max_status: Status | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"CheckSettings(enabled={self.enabled!r}): expected true or false")
+        if self.max_status is not None and self.max_status not in MAX_STATUSES:
+            raise ConfigError(f"max_status = {self.max_status!r}: expected one of {', '.join(MAX_STATUSES)}")
+
 
 @dataclass(frozen=True)
 class DiagnoseConfig:
+    """The settings of the checks named in it (the others run with their defaults).
+
+    Example:
+        >>> DiagnoseConfig({"mfu_low": CheckSettings(max_status="note")}).for_check("mfu_low").max_status
+        'note'
+    """
+
     checks: Mapping[str, CheckSettings] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.checks:
+            return
+        known = {c.id: c for c in load_checks()}
+        for cid, settings in self.checks.items():
+            if cid not in known:
+                raise ConfigError(f"DiagnoseConfig: unknown check {cid!r}{_hint(cid, list(known))}; "
+                                  "run 'rlvitals diagnose --list-checks' to see them")
+            if not isinstance(settings, CheckSettings):
+                raise ConfigError(f"DiagnoseConfig: the settings of {cid!r} are a {type(settings).__name__}; "
+                                  "expected CheckSettings(...)")
+            unknown = sorted(set(settings.params) - set(known[cid].params))
+            if unknown:
+                valid = ", ".join(known[cid].params) or "none"
+                raise ConfigError(f"DiagnoseConfig: check {cid!r} has no setting {unknown[0]!r}"
+                                  f"{_hint(unknown[0], list(known[cid].params))} (its parameters: {valid})")
 
     def for_check(self, check_id: str) -> CheckSettings:
         return self.checks.get(check_id, CheckSettings())
@@ -63,8 +104,8 @@ def _settings(path: Path, cid: str, raw: Any, defaults: Mapping[str, Any]) -> Ch
                 raise ConfigError(f"{where} enabled = {value!r}: expected true or false")
             enabled = value
         elif key == "max_status":
-            if value not in _STATUSES:
-                raise ConfigError(f"{where} max_status = {value!r}: expected one of {', '.join(_STATUSES)}")
+            if value not in MAX_STATUSES:
+                raise ConfigError(f"{where} max_status = {value!r}: expected one of {', '.join(MAX_STATUSES)}")
             max_status = value
         elif key in defaults:
             default = defaults[key]

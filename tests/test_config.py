@@ -1,0 +1,74 @@
+"""The diagnosis config: ``max_status = "note"`` caps a check to a note (its words and advice kept, out of
+the verdict), and settings built in code are refused at construction, with the words the file uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import REAL
+
+import rlvitals
+from rlvitals.config import CheckSettings, DiagnoseConfig, load_config
+from rlvitals.diagnosis import Diagnosis, Finding, diagnose
+from rlvitals.errors import ConfigError
+
+QWEN = "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log"
+
+
+def finding(d: Diagnosis, check: str, metric: str) -> Finding:
+    (found,) = [f for f in d.findings if f.check == check and f.metrics[:1] == (metric,)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def qwen() -> rlvitals.Run:
+    if not (REAL / QWEN).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    return rlvitals.load(REAL / QWEN)[0]
+
+
+def test_a_check_capped_to_a_note_keeps_its_words_and_leaves_the_verdict(qwen: rlvitals.Run, tmp_path: Path) -> None:
+    # the real Qwen log: the grad-norm spike at step 16 is L1's only warning
+    plain = diagnose(qwen)
+    spike = finding(plain, "grad_norm_spike", "actor/grad_norm")
+    assert spike.status == "warn" and plain.layers["L1"] == "warn"
+    cfg = tmp_path / "rlvitals.toml"
+    cfg.write_text('[checks.grad_norm_spike]\nmax_status = "note"\n', encoding="utf-8")
+    capped = diagnose(qwen, load_config(cfg))
+    note = finding(capped, "grad_norm_spike", "actor/grad_norm")
+    assert note.status == "note" and note.message == spike.message and note.advice == spike.advice
+    assert note.onset_step == spike.onset_step and capped.layers["L1"] == "ok"
+    # the other findings are untouched: the verdict is theirs
+    assert capped.verdict == "warn" and finding(capped, "entropy_collapse", "actor/entropy").status == "warn"
+
+
+def test_a_note_cap_does_not_raise_an_ok(qwen: rlvitals.Run) -> None:
+    d = diagnose(qwen, DiagnoseConfig({"grad_norm_spike": CheckSettings(max_status="note")}))
+    assert finding(d, "grad_norm_spike", "critic/grad_norm").status == "ok"
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: CheckSettings(max_status="skipped"), r"max_status = 'skipped': expected one of ok, note, warn, fail"),
+    (lambda: CheckSettings(max_status="notice"), r"max_status = 'notice': expected one of ok, note, warn, fail"),
+    (lambda: CheckSettings(enabled="no"), r"CheckSettings\(enabled='no'\): expected true or false"),
+    (lambda: DiagnoseConfig({"mfu_lo": CheckSettings()}),
+     r"DiagnoseConfig: unknown check 'mfu_lo'; did you mean 'mfu_low'\?"),
+    (lambda: DiagnoseConfig({"mfu_low": CheckSettings(params={"lwo": 0.2})}),
+     r"DiagnoseConfig: check 'mfu_low' has no setting 'lwo'; did you mean 'low'\? \(its parameters: low\)"),
+    (lambda: DiagnoseConfig({"mfu_low": {"max_status": "note"}}),
+     r"DiagnoseConfig: the settings of 'mfu_low' are a dict; expected CheckSettings\(\.\.\.\)"),
+])
+def test_settings_built_in_code_are_checked_when_made(make: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make()  # type: ignore[operator]
+
+
+def test_a_file_may_cap_at_note_but_not_at_skipped(tmp_path: Path) -> None:
+    cfg = tmp_path / "rlvitals.toml"
+    cfg.write_text('[checks.mfu_low]\nmax_status = "note"\n', encoding="utf-8")
+    assert load_config(cfg).for_check("mfu_low").max_status == "note"
+    cfg.write_text('[checks.mfu_low]\nmax_status = "skipped"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"rlvitals.toml: \[checks.mfu_low\] max_status = 'skipped': expected one "
+                                          r"of ok, note, warn, fail"):
+        load_config(cfg)
