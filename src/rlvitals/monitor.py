@@ -73,9 +73,10 @@ class Monitor:
     per this many seconds (a fast loop must not spend a core on diagnoses). ``framework``:
     ``"trl"``, ``"verl"``... when the keys alone may not say it. ``err``: one line per error
     and per alert (None: silent). ``clock``: wall time, injected for tests. ``stop_on``: once a
-    diagnosis' verdict is at least this bad (``"warn"`` or ``"fail"``), :meth:`should_stop` says
-    so (and stays so): the loop's cue to save and stop, before more GPU-hours go to a dead run
-    (the TRL callback acts on it; a custom loop checks it).
+    diagnosis' verdict is at least this bad (``"warn"`` or ``"fail"``; a note is never part of a
+    verdict, so notes alone never stop a run), :meth:`should_stop` says so (and stays so): the
+    loop's cue to save and stop, before more GPU-hours go to a dead run (the TRL callback acts
+    on it; a custom loop checks it). Notes send no alert either (:mod:`rlvitals.watch.alerts`).
 
     Example:
         >>> mon = Monitor(err=None)
@@ -94,6 +95,9 @@ class Monitor:
         if every < 1 or min_interval < 0 or queue_size < 1:
             raise MonitorError(f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size}): "
                                "expected every >= 1 step, min_interval >= 0 seconds and queue_size >= 1")
+        if stop_on == "note":
+            raise MonitorError("Monitor(stop_on='note'): a note is advice (could be better), never part of a "
+                               "verdict, so it cannot stop a run; expected 'warn', 'fail' or None")
         if stop_on not in (None, "warn", "fail"):
             raise MonitorError(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None")
         self.stop_on = stop_on

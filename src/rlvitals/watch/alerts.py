@@ -1,7 +1,9 @@
 """The alert policy: which findings become alerts, once each, as a pure function.
 
 A finding's key is ``(run path, check id, metrics)``. The first ``warn`` or ``fail`` of a key
-raises an alert, and so does an escalation ``warn -> fail``; while the key stays at or below
+raises an alert, and so does an escalation ``warn -> fail``. A ``note`` (could be better: an
+efficiency advisory) never alerts: it is advice, read in ``diagnose`` and the dashboard, and a
+key that falls from warn to note is cleared as if it were ``ok``. While the key stays at or below
 the level already alerted nothing more is sent, however many steps pass. When the check
 reports ``ok`` for the run (or no longer reports that key while still running), the key is
 *cleared*; if it comes back after a cooldown (``seconds`` of wall time **and** ``steps`` of
@@ -17,11 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from ..checks._base import STATUS_RANK, Status
+from ..checks._base import STATUS_RANK, VERDICT_STATUSES, Status
 from ..diagnosis import Finding
 
 AlertKind = Literal["new", "escalated", "again"]
-_ALERTING = ("warn", "fail")
+#: what alerts: the statuses a verdict is made of (never a note)
+_ALERTING = VERDICT_STATUSES
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ so the last steps show them as the whole run does. That costs a tenth of a full 
 What a tail pass may change is one-sided, because it sees less than a full diagnosis does:
 
 - it can only **raise**: its warn and fail findings are merged into the latest full diagnosis
-  per alert key, the worse status winning; a key it reports ``ok`` or not at all stays as the
-  full diagnosis left it, and the alert policy is told not to clear anything
+  per alert key, the worse status winning; a key it reports ``ok``, as a note or not at all
+  stays as the full diagnosis left it, and the alert policy is told not to clear anything
   (``Observation.partial``);
 - a finding of a check the full diagnosis already reports at warn or fail under another key
   (``nan_inf`` names the metrics that went non-finite, and the last steps may hold fewer of
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..checks import sudden_checks
-from ..checks._base import STATUS_RANK
+from ..checks._base import STATUS_RANK, VERDICT_STATUSES
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, assemble, diagnose
 from ..run import Run
@@ -42,7 +42,8 @@ from .alerts import KeyState, finding_key
 
 __all__ = ["TailPass", "merge", "raised"]
 
-_ALERTING = ("warn", "fail")
+#: what a tail pass may raise: what alerts (a note never does)
+_ALERTING = VERDICT_STATUSES
 _SAID = {
     "en": " (seen in the last {n} steps, {first}–{last}, before the full diagnosis)",
     "zh": "（在最近 {n} 步（第 {first}–{last} 步）中发现，完整诊断随后进行）",

@@ -21,7 +21,7 @@ def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> st
 
 def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
     """A rich Table: one row per layer, one column per run, each cell the layer's verdict and
-    its worst finding."""
+    its worst finding, then, dimmed, how many notes it has (advice: they never change the verdict)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -37,7 +37,10 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
             status = d.layers[layer]
             worst = next((f for f in d.findings if f.layer == layer and f.status == status), None)
             detail = f" {worst.check}" if worst is not None and status in ("warn", "fail") else ""
-            cells.append(f"[{_STYLE[status]}]{status}[/]{detail}")
+            notes = sum(f.layer == layer and f.status == "note" for f in d.findings)
+            words = f"{notes} 项提示" if index else f"{notes} {'note' if notes == 1 else 'notes'}"
+            quiet = f" [dim]· {words}[/]" if notes else ""
+            cells.append(f"[{_STYLE[status]}]{status}[/]{detail}{quiet}")
         table.add_row(LAYER_NAMES[layer][index], *cells)
     return table
 

@@ -1,0 +1,113 @@
+"""A note (could be better) never alerts, never stops or fails a run, and is shown in the watch view
+quietly: the alert policy alone, the watcher on the real deepseek GRPO log (its MFU of 19 % is a note),
+a Monitor fed a run whose only finding is a note, and the flags that take a status refusing "note"."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from conftest import REAL
+
+from rlvitals import Monitor
+from rlvitals.checks._base import Status
+from rlvitals.cli import main
+from rlvitals.diagnosis import Finding
+from rlvitals.monitor import MonitorError
+from rlvitals.simulate import Scenario, simulate
+from rlvitals.watch.alerts import Observation, decide, finding_key
+from rlvitals.watch.sinks import JsonlSink
+from rlvitals.watch.state import WatchState
+from rlvitals.watch.view import LiveView
+from rlvitals.watch.watcher import Watcher
+
+GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+
+
+def _f(status: Status, check: str = "mfu_low") -> Finding:
+    return Finding(check, "efficiency", status, {"en": "Low MFU"}, {"en": f"MFU is {status}"}, {"en": "a"},
+                   ("perf/mfu/actor",), onset_step=1)
+
+
+def test_a_note_never_alerts_and_a_warning_that_becomes_one_clears() -> None:
+    alerts, state = decide({}, [Observation("run.log", 10, [_f("note")])], 0.0)
+    assert alerts == [] and state == {}
+    alerts, state = decide(state, [Observation("run.log", 11, [_f("warn")])], 1.0)
+    assert [(a.kind, a.status) for a in alerts] == [("new", "warn")]
+    alerts, state = decide(state, [Observation("run.log", 12, [_f("note")])], 2.0)
+    key = finding_key("run.log", _f("note"))
+    assert alerts == [] and not state[key].active and state[key].cleared_step == 12
+
+
+def _slow_mfu_log(path: Path) -> Path:
+    """Constructed (no real log is healthy but for its MFU): the simulated healthy veRL run, written by
+    the file logger's layout, whose MFU falls from 38 % to 17 % at step 150."""
+    s = simulate(Scenario(collapse_at=None, grad_spike_at=None))
+    s["perf/mfu/actor"] = s["perf/mfu/actor"] * np.where(np.arange(1, 301) >= 150, 0.45, 1.0)
+    rows = [{"step": i + 1, "data": {k: None if math.isnan(float(a[i])) else float(a[i]) for k, a in s.items()
+                                     if not (k.startswith("val-") and math.isnan(float(a[i])))}} for i in range(300)]
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    return path
+
+
+def test_the_watcher_sends_no_alert_for_a_note_and_shows_it_dimmed(tmp_path: Path) -> None:
+    if not (REAL / GRPO).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    sent = tmp_path / "alerts.jsonl"
+    out = io.StringIO()
+    view = LiveView(out, io.StringIO())
+    w = Watcher([REAL / GRPO], WatchState(tmp_path / "s.sqlite"), [JsonlSink(sent)], view=view, clock=lambda: 1000.0)
+    alerts = w.cycle()
+    w.close()
+    view.close()
+    (d,) = w.diagnoses.values()
+    assert any(f.check == "mfu_low" and f.status == "note" for f in d.findings)
+    assert {a.check for a in alerts} >= {"grad_norm_spike", "entropy_collapse"}
+    assert all(a.status in ("warn", "fail") and a.check != "mfu_low" for a in alerts)
+    lines = [orjson.loads(line) for line in sent.read_bytes().splitlines()]
+    assert lines and {x["check"] for x in lines} == {a.check for a in alerts} and "mfu_low" not in sent.read_text()
+    row = next(line for line in out.getvalue().splitlines() if "Efficiency" in line)
+    assert "ok · 1 note" in row and "mfu_low" not in row  # the layer stays ok; the note is only counted
+
+
+def test_exit_on_warn_is_not_reached_by_a_note(tmp_path: Path) -> None:
+    log = _slow_mfu_log(tmp_path / "slow.jsonl")
+    code = main(["diagnose", "--fail-on", "warn", str(log)], out=io.StringIO(), err=io.StringIO())
+    assert code == 0
+    out = io.StringIO()
+    assert main(["diagnose", str(log)], out=out, err=io.StringIO()) == 0
+    assert "verdict: OK" in out.getvalue() and "i NOTE    efficiency Low MFU  since step 15" in out.getvalue()
+    err = io.StringIO()
+    code = main(["watch", str(log), "--exit-on", "warn", "--once", "--state", str(tmp_path / "w.sqlite")],
+                out=io.StringIO(), err=err)
+    assert code == 0, err.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["diagnose", "--fail-on", "note"], ["watch", "--exit-on", "note"]])
+def test_fail_on_and_exit_on_refuse_note(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main([*argv, str(tmp_path / "run.log")], out=io.StringIO(), err=io.StringIO()) == 2
+    assert "invalid choice: 'note' (choose from 'warn', 'fail')" in capsys.readouterr().err
+
+
+def test_a_monitor_neither_alerts_nor_stops_on_a_note() -> None:
+    s = simulate(Scenario(collapse_at=None, grad_spike_at=None))
+    s["perf/mfu/actor"] = s["perf/mfu/actor"] * np.where(np.arange(1, 301) >= 150, 0.45, 1.0)
+    mon = Monitor(framework="verl", every=300, min_interval=0, stop_on="warn", err=None)
+    for i in range(300):
+        mon.log(i + 1, {k: float(a[i]) for k, a in s.items() if not math.isnan(float(a[i]))})
+    mon.close()
+    d = mon.diagnosis()
+    assert d is not None and d.verdict == "ok"
+    assert [f.status for f in d.findings if f.check == "mfu_low"] == ["note"]
+    assert mon.alerts() == [] and not mon.should_stop() and mon.errors() == []
+
+
+def test_stop_on_note_is_refused_with_the_reason() -> None:
+    with pytest.raises(MonitorError, match=r"^Monitor\(stop_on='note'\): a note is advice \(could be better\), "
+                                           r"never part of a verdict, so it cannot stop a run; expected 'warn', "
+                                           r"'fail' or None$"):
+        Monitor(stop_on="note", err=None)
