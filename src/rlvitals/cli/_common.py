@@ -12,6 +12,7 @@ import orjson
 from ..errors import RlvitalsError
 
 if TYPE_CHECKING:
+    from ..rollout.options import RolloutSettings
     from ..run import Run
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -57,13 +58,90 @@ def example_paths(folder: str) -> dict[str, Path]:
 
 
 
-def analyze(path: str, columns: Any, ks: tuple[int, ...] | Literal["all"], group_size: int | None,
-             reward_weights: Any = None, embed: bool = False, **options: Any) -> Any:
-    from ..rollout.analysis import analyze_rollouts
+def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> RolloutSettings:
+    """The rollout options of any command (``_parser.add_rollout_options``) as one ``RolloutSettings``,
+    checked before any file is read; ``rollouts``: what ``--rollouts`` was given as (an option given
+    without rollouts to apply it to is refused). RlvitalsError names the option and the fix."""
+    from ..rollout.options import RolloutSettings
+    from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
-    return analyze_rollouts(path, columns=columns, ks=ks, group_size=group_size, reward_weights=reward_weights,
-                            embed=embed, **options)
+    given = [f"--{name}" for name in COLUMN_OPTIONS if getattr(args, f"col_{name}") is not None]
+    given += [flag for flag, dest in ROLLOUT_OPTIONS.items() if getattr(args, dest) not in (None, False)]
+    if given and not rollouts:
+        raise RlvitalsError(f"{', '.join(given)}: {'these options say' if len(given) > 1 else 'this option says'} "
+                            "how rollouts are read and analysed, but no --rollouts DIR was given; add --rollouts DIR "
+                            f"(the rollout dumps of the run) or drop {' and '.join(given)}")
+    _check_rollout_flags(args)
+    try:
+        return RolloutSettings(ks=_parse_ks(args.k) if args.k is not None else RolloutSettings().ks,
+                               columns=_column_flags(args), group_size=args.group_size,
+                               reward_weights=_reward_weights(args.reward_weights), embed=args.embed,
+                               tool_call_cap=args.tool_call_cap, max_response_length=args.max_response_length,
+                               id_sources=tuple(args.id_sources or ()),
+                               ood_sources=None if args.ood_sources is None else tuple(args.ood_sources),
+                               **_segment_tags(args))
+    except (ValueError, TypeError) as exc:
+        raise RlvitalsError(str(exc)) from None
 
+
+def _check_rollout_flags(args: argparse.Namespace) -> None:
+    """The rollout options' own errors, in the words of the command line (the settings would name
+    their Python fields)."""
+    if args.tool_call_cap is not None and args.tool_call_cap < 1:
+        raise RlvitalsError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
+                            "a whole number >= 1")
+    if args.max_response_length is not None and args.max_response_length < 1:
+        raise RlvitalsError(f"--max-response-length {args.max_response_length}: the limit is a number of tokens >= 1")
+    if args.group_size is not None and args.group_size < 1:
+        raise RlvitalsError(f"--group-size {args.group_size}: the group size is the number of rollouts per prompt, "
+                            "a whole number >= 1")
+    if args.ood_sources and not args.id_sources:
+        raise RlvitalsError("--ood-source needs --id-source: the gap is in-distribution minus out-of-distribution")
+    both = sorted(set(args.id_sources or ()) & set(args.ood_sources or ()))
+    if both:
+        raise RlvitalsError(f"--id-source and --ood-source both name {', '.join(both)}: a data source is either in- "
+                            "or out-of-distribution; give it once")
+
+
+def _column_flags(args: argparse.Namespace) -> Any:
+    from ..rollout.readers import ColumnFlags
+    from ._parser import COLUMN_OPTIONS
+
+    mapping = {name: getattr(args, f"col_{name}") for name in COLUMN_OPTIONS if getattr(args, f"col_{name}")}
+    # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
+    return ColumnFlags(**mapping) if mapping else None
+
+
+def _reward_weights(text: str | None) -> Any:
+    from ..rollout.readers import parse_reward_weights
+
+    return parse_reward_weights(text) if text else None
+
+
+def _segment_tags(args: argparse.Namespace) -> dict[str, Any]:
+    from ..rollout.segments import SegmentTags, parse_tag
+
+    tags: dict[str, tuple[str, str]] = {}
+    for flag, name in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        text = getattr(args, f"{flag}_tag")
+        if text is not None:
+            try:
+                tags[name] = parse_tag(text)
+            except ValueError as exc:
+                raise RlvitalsError(f"--{flag}-tag {exc}") from None
+    return {"segment_tags": SegmentTags(**tags)} if tags else {}
+
+
+def _parse_ks(text: str) -> tuple[int, ...] | Literal["all"]:
+    if text.strip() == "all":
+        return "all"
+    try:
+        ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
+    except ValueError:
+        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8, or all") from None
+    if not ks or ks[0] < 1:
+        raise RlvitalsError(f"--k {text!r}: every k must be at least 1")
+    return ks
 
 
 def rollout_dirs(given: list[str] | str | None, paths: list[str], noun: str = "run") -> list[str | None]:
@@ -87,10 +165,11 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
 
     try:
         config = load_config(args.config) if args.config else None
+        settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None
-    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err)
+    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings)
     if paired is None or not paired[0]:
         return None
     runs, analyses, status = paired
@@ -98,14 +177,16 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
 
 
 
-def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None,
-                 err: IO[str]) -> tuple[list[Run], list[Any], int] | None:
+def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, err: IO[str],
+                settings: RolloutSettings | None = None) -> tuple[list[Run], list[Any], int] | None:
     """The runs of ``paths`` with their own rollouts' series joined (``--rollouts`` pairs with the
-    paths in order), each run's (rollout folder, analysis) or None, and the load status; None after a
-    usage error (already written)."""
+    paths in order; each read and analysed with ``settings``), each run's (rollout folder, analysis)
+    or None, and the load status; None after a usage error (already written)."""
+    from ..rollout.analysis import analyze
+
     try:
         dirs = rollout_dirs(rollouts, paths)
-        analyses = [analyze(d, None, (1, 2, 4, 8, 16), None) if d else None for d in dirs]
+        analyses = [analyze(d, settings) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None
@@ -119,6 +200,6 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None,
             err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "
                       "them; pass its run folders as separate RUNs, each with its own --rollouts\n")
             return None
-        runs += [run.with_series(analysis.series()) if analysis is not None else run for run in found]
+        runs += [analysis.join(run, f"rollouts in {folder}") if analysis is not None else run for run in found]
         paired += [(folder, analysis) if analysis is not None else None] * len(found)
     return runs, paired, status

@@ -33,37 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
                      help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
                           "order ('-' for none)")
+    add_rollout_options(dia)
 
     rol = sub.add_parser("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
     rol.add_argument("paths", nargs="+", metavar="PATH",
                      help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
-    for name in ("step", "group", "sample", "prompt", "response", "score", "correct", "answer", "target",
-                 "source", "split", "length", "truncated", "advantage"):
-        rol.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
-                         help=f"the column holding the {name}")
-    rol.add_argument("--k", default="1,2,4,8,16",
-                     help="comma-separated k for pass@k / maj@k / G-Pass@k, or 'all' (1 to the largest group)")
-    rol.add_argument("--group-size", type=int, default=None, help="expected rollouts per prompt (checked)")
-    rol.add_argument("--reward-weights", default=None, metavar="WEIGHTS",
-                     help="TRL reward_weights: name=w pairs (accuracy=1,format=0.5) or weights in reward-column order")
-    rol.add_argument("--embed", action="store_true",
-                     help="add diversity/embedding_cosine (sentence embeddings on the CPU; "
-                          "pip install 'rlvitals[embed]')")
-    rol.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
-                     help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
-    rol.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
-                     help="the generation limit in tokens: a rollout whose token count (--length) reaches it "
-                          "counts as truncated")
-    rol.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
-                     help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and "
-                          "takes val/id_ood_gap from the sources")
-    rol.add_argument("--ood-source", dest="ood_sources", action="append", default=None, metavar="NAME",
-                     help="an out-of-distribution data source for val/id_ood_gap (default: every source "
-                          "not given with --id-source)")
-    for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
-        rol.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
-                         help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) "
-                              "or 'OPEN CLOSE'")
+    add_rollout_options(rol, "PATH")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
     exp = sub.add_parser("explain", help="what a metric means and how to read it")
@@ -99,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
     rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_rollout_options(rep)
 
     wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
@@ -131,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     wat.add_argument("--wandb-run-id", default=None, metavar="ID",
                      help="with --export-wandb: log into this W&B run (the training's own) instead of a new one")
     wat.add_argument("--rollouts", default=None, metavar="DIR",
-                     help="rollout dump folder (veRL rollout_data_dir, TRL output_dir) followed too; its per-step "
-                          "metrics join the runs before each diagnosis")
+                     help="rollout dump folder (veRL rollout_data_dir, TRL output_dir), or a rollout table read "
+                          "with the column options, followed too; its per-step metrics join the runs before each "
+                          "diagnosis")
+    add_rollout_options(wat)
 
     srv = sub.add_parser("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
     srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
@@ -147,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
+    add_rollout_options(srv)
 
     dem = sub.add_parser("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
     dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
@@ -170,4 +149,55 @@ def build_parser() -> argparse.ArgumentParser:
     xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_rollout_options(xpt)
     return p
+
+
+#: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold
+COLUMN_OPTIONS = {"step": "training step", "group": "prompt group id", "sample": "sample's index in its group",
+                  "prompt": "prompt", "response": "response", "score": "reward", "correct": "correctness (bool or 0/1)",
+                  "answer": "extracted answer", "target": "ground truth", "source": "data source",
+                  "split": "split (train, val, ood …)", "length": "response length in tokens",
+                  "truncated": "truncation flag", "advantage": "sequence advantage"}
+#: the other rollout options: flag → ``args`` attribute (all default to None or False: not given)
+ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights": "reward_weights", "--embed": "embed",
+                   "--tool-cap": "tool_call_cap", "--max-response-length": "max_response_length",
+                   "--id-source": "id_sources", "--ood-source": "ood_sources", "--think-tag": "think_tag",
+                   "--answer-tag": "answer_tag", "--tool-tag": "tool_tag"}
+
+
+def add_rollout_options(parser: argparse.ArgumentParser, paths: str | None = None) -> None:
+    """The rollout options, one group with the same flags in every command that reads rollouts: of
+    ``paths`` (``rollouts``) or of ``--rollouts``. ``_common.rollout_settings`` turns them into one
+    ``RolloutSettings``."""
+    what = f"the rollouts at {paths}" if paths else "the --rollouts dumps"
+    g = parser.add_argument_group("rollout options", f"how {what} are read and analysed (the same options in "
+                                                     "rollouts, diagnose, report, export, watch and serve)")
+    for name, holds in COLUMN_OPTIONS.items():
+        g.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
+                       help=f"the column holding the {holds}")
+    g.add_argument("--k", default=None,
+                   help="comma-separated k for pass@k / maj@k / G-Pass@k, or 'all' (1 to the largest group); "
+                        "default 1,2,4,8,16")
+    g.add_argument("--group-size", type=int, default=None, metavar="G",
+                   help="expected rollouts per prompt (checked)")
+    g.add_argument("--reward-weights", default=None, metavar="WEIGHTS",
+                   help="TRL reward_weights: name=w pairs (accuracy=1,format=0.5) or weights in reward-column order")
+    g.add_argument("--embed", action="store_true",
+                   help="add diversity/embedding_cosine (sentence embeddings on the CPU; "
+                        "pip install 'rlvitals[embed]')")
+    g.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
+                   help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    g.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
+                   help="the generation limit in tokens: a rollout whose token count (--length) reaches it counts "
+                        "as truncated")
+    g.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
+                   help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and takes "
+                        "val/id_ood_gap from the sources")
+    g.add_argument("--ood-source", dest="ood_sources", action="append", default=None, metavar="NAME",
+                   help="an out-of-distribution data source for val/id_ood_gap (default: every source not given "
+                        "with --id-source)")
+    for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
+        g.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
+                       help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) or "
+                            "'OPEN CLOSE'")

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
-from ._common import EXIT_OK, EXIT_USAGE, rollout_dirs
+from ._common import EXIT_OK, EXIT_USAGE, rollout_dirs, rollout_settings
 
 if TYPE_CHECKING:
+    from ..server import WorkspaceOptions
     from ..watch.exports import WandbTarget
 
 
@@ -39,7 +40,8 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         wandb = _wandb_target(args)
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
-                               export_tensorboard=export, export_wandb=wandb)
+                               export_tensorboard=export, export_wandb=wandb,
+                               rollout_settings=rollout_settings(args, args.rollouts))
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)
@@ -81,14 +83,10 @@ def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:
 
 
 def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..config import load_config
-    from ..server import WorkspaceOptions, serve
+    from ..server import serve
 
     try:
-        config = load_config(args.config) if args.config else None
-        dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
-        rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
-        options = WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts)
+        options = workspace_options(args)
         return serve([Path(p) for p in args.paths], host=args.host, port=args.port,
                      token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
                      state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)
@@ -96,6 +94,19 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
 
+
+
+def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
+    """What ``serve``'s options ask of the workspace: reader, checks, each path's rollouts and how they
+    are read and analysed; RlvitalsError for a bad option."""
+    from ..config import load_config
+    from ..server import WorkspaceOptions
+
+    config = load_config(args.config) if args.config else None
+    settings = rollout_settings(args, args.rollouts)
+    dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
+    rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
+    return WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts, rollout_settings=settings)
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

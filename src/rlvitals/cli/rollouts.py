@@ -4,79 +4,32 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO
 
 from ..errors import RlvitalsError
-from ._common import EXIT_OK, EXIT_USAGE, analyze, dump, width
-
-
-def _rollout_options(args: argparse.Namespace, ks: tuple[int, ...]) -> dict[str, Any]:
-    """The analysis settings of ``rlvitals rollouts``, checked before any file is read (ValueError)."""
-    from ..rollout.analysis import RolloutOptions
-    from ..rollout.segments import SegmentTags, parse_tag
-
-    if args.tool_call_cap is not None and args.tool_call_cap < 1:
-        raise ValueError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
-                         "a whole number >= 1")
-    if args.max_response_length is not None and args.max_response_length < 1:
-        raise ValueError(f"--max-response-length {args.max_response_length}: the limit is a number of tokens >= 1")
-    if args.ood_sources and not args.id_sources:
-        raise ValueError("--ood-source needs --id-source: the gap is in-distribution minus out-of-distribution")
-    options: dict[str, Any] = {"tool_call_cap": args.tool_call_cap, "id_sources": tuple(args.id_sources or ()),
-                               "ood_sources": None if args.ood_sources is None else tuple(args.ood_sources),
-                               "max_response_length": args.max_response_length}
-    tags: dict[str, tuple[str, str]] = {}
-    for flag, field_ in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
-        text = getattr(args, f"{flag}_tag")
-        if text is not None:
-            try:
-                tags[field_] = parse_tag(text)
-            except ValueError as exc:
-                raise ValueError(f"--{flag}-tag {exc}") from None
-    if tags:
-        options["segment_tags"] = SegmentTags(**tags)
-    RolloutOptions(ks=ks, **options)
-    return options
-
-
-def _parse_ks(text: str) -> tuple[int, ...] | Literal["all"]:
-    if text.strip() == "all":
-        return "all"
-    try:
-        ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
-    except ValueError:
-        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8, or all") from None
-    if not ks or ks[0] < 1:
-        raise RlvitalsError(f"--k {text!r}: every k must be at least 1")
-    return ks
-
+from ._common import EXIT_OK, EXIT_USAGE, dump, rollout_settings, width
 
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..render_text import render_rollouts
-    from ..rollout.readers import ColumnFlags, parse_reward_weights
+    from ..rollout.analysis import analyze
     from ..summary import rollout_summary
 
     try:
-        ks = _parse_ks(args.k)
-        weights = parse_reward_weights(args.reward_weights) if args.reward_weights else None
-        mapping = {name[4:]: value for name, value in vars(args).items() if name.startswith("col_") and value}
-        # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
-        columns = ColumnFlags(**mapping) if mapping else None
-        options = _rollout_options(args, (1,) if ks == "all" else ks)
-    except (RlvitalsError, ValueError, TypeError) as exc:
+        settings = rollout_settings(args)
+    except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
-            analysis = analyze(path, columns, ks, args.group_size, weights, args.embed, **options)
+            analysis = analyze(path, settings)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
             continue
         # the k computed ('all' resolves per path); none when the group family was not computed
-        shown = analysis.ks or (ks if ks != "all" else (1,))
+        shown = analysis.ks or (settings.ks if settings.ks != "all" else (1,))
         doc = rollout_summary(analysis, path, shown)
         docs.append(doc)
         if not args.json:

@@ -7,10 +7,21 @@ import tempfile
 from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
-from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, dump, example_paths, load_all, paired_runs, width
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    dump,
+    example_paths,
+    load_all,
+    paired_runs,
+    rollout_settings,
+    width,
+)
 
 if TYPE_CHECKING:
     from ..config import DiagnoseConfig
+    from ..rollout.options import RolloutSettings
 
 
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -52,6 +63,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return EXIT_USAGE
     try:
         config = load_config(args.config) if args.config else None
+        settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
@@ -59,18 +71,18 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         paths = list(args.paths)
         if args.example:
             paths.append(str(example_paths(tmp)["console"]))
-        return _diagnose_paths(paths, args, config, out, err)
+        return _diagnose_paths(paths, args, config, settings, out, err)
 
 
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
-                    out: IO[str], err: IO[str]) -> int:
+                    settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
     from ..diagnosis import diagnose
     from ..render_diagnosis import render_diagnosis, render_markdown
     from ..render_text import render_rollout_log
     from ..summary import rollout_log
 
     if args.rollouts:
-        paired = paired_runs(paths, args.rollouts, args.fmt, err)
+        paired = paired_runs(paths, args.rollouts, args.fmt, err, settings)
         if paired is None:
             return EXIT_USAGE
         runs, analyses, status = paired

@@ -12,15 +12,17 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 
 from ..errors import InputError
+from ..run import Run
 from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
-from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts, rollouts_from_python
+from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
+from .readers import ColumnMap, RewardWeights, RolloutSet, rollouts_from_python
 from .schema import (
     ACTIONS,
     ADVANTAGE,
@@ -40,7 +42,10 @@ from .schema import (
 )
 from .segments import SegmentTags
 
-DEFAULT_KS = (1, 2, 4, 8, 16)
+__all__ = ["DEFAULT_KS", "NOT_SERIES", "RolloutAnalysis", "RolloutOptions", "RolloutSettings", "RolloutState",
+           "analyze", "analyze_rollouts", "compute", "join_series", "merge", "overall_chunk", "prepare",
+           "skipped_reasons", "step_json", "step_series", "table_options", "update"]
+
 #: per-step columns that are counts, histograms or labels, not catalog metrics: kept out of ``series``
 NOT_SERIES = ("groups", "rollouts", "group_sizes", lengths.KEY_READING, lengths.KEY_READING_GROUPS)
 
@@ -62,88 +67,41 @@ class RolloutAnalysis:
         return tuple(sorted(int(c[5:]) for c in self.steps.columns if c.startswith("pass@") and c[5:].isdigit()))
 
     def series(self) -> pl.DataFrame:
-        """Only the catalog-keyed per-step columns, for ``Run.with_series``.
+        """The per-step columns that become a Run's series (:func:`step_series`), for ``Run.with_series``."""
+        return step_series(self.steps)
 
-        A metric with no defined value at a step (pass@8 of groups of 4, a family whose groups all
-        lack the input) is null there — not logged — rather than NaN: in a Run, NaN means the
-        trainer logged a NaN, which the stability checks rightly treat as a failure. Columns with no
-        value at any step are left out, and so are the counts and labels of ``NOT_SERIES``.
-        """
-        frame = self.steps.drop([c for c in NOT_SERIES if c in self.steps.columns])
-        floats = [c for c, t in frame.schema.items() if t.is_float()]
-        frame = frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
-        return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
+    def join(self, run: Run, origin: str = "rollouts") -> Run:
+        """``run`` with these rollouts' per-step series joined onto its step axis (:func:`join_series`)."""
+        return join_series(run, [self.series()], origin)
 
 
-def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, ...]:
-    """``value`` as a tuple of distinct data-source names; ValueError for a bare string or an empty name.
+def step_series(frame: pl.DataFrame) -> pl.DataFrame:
+    """The one rule for which per-step rollout columns become a Run's series, wherever rollouts are
+    joined onto a Run (``diagnose``/``report``/``export --rollouts``, ``watch``, ``serve``, ``Monitor``):
+    every column but the counts and labels of ``NOT_SERIES``, each a catalog key.
 
-    >>> source_names(["gsm8k", "math", "gsm8k"])
-    ('gsm8k', 'math')
+    A metric with no defined value at a step (pass@8 of groups of 4, a family whose groups all
+    lack the input) is null there — not logged — rather than NaN: in a Run, NaN means the
+    trainer logged a NaN, which the stability checks rightly treat as a failure. Columns with no
+    value at any step are left out.
+
+    >>> step_series(pl.DataFrame({"step": [1], "groups": [2], "pass@1": [0.5], "pass@8": [float("nan")]})).columns
+    ['step', 'pass@1']
     """
-    if isinstance(value, str) or any(not isinstance(v, str) or not v for v in value):
-        raise ValueError(f"{name} must be a list of data-source names, got {value!r}")
-    return tuple(dict.fromkeys(value))
+    frame = frame.drop([c for c in NOT_SERIES if c in frame.columns])
+    floats = [c for c, t in frame.schema.items() if t.is_float()]
+    frame = frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
+    return frame.select(c for c in frame.columns if c == STEP or frame.get_column(c).null_count() < frame.height)
 
 
-@dataclass(frozen=True)
-class RolloutOptions:
-    """Every setting of the rollout analysis, checked when it is made (``ValueError`` names the bad
-    value). ``ks``: the k of ``pass@{k}`` and friends; ``embed``: add ``diversity/embedding_cosine``;
-    ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
-    ``segment_tags``: the think / answer / tool-call tags; ``id_sources``: the data sources that are
-    in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
-    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other);
-    ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
-    (``length``) reaches it counts as truncated where the ``truncated`` column does not say.
-
-    >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
-    (1, 4)
-    >>> RolloutOptions(tool_call_cap=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), got 0
-    """
-
-    ks: tuple[int, ...] = DEFAULT_KS
-    embed: bool = False
-    tool_call_cap: int | None = None
-    segment_tags: SegmentTags = field(default_factory=SegmentTags)
-    id_sources: tuple[str, ...] = ()
-    ood_sources: tuple[str, ...] | None = None
-    max_response_length: int | None = None
-
-    def __post_init__(self) -> None:
-        ks = tuple(sorted(set(self.ks)))
-        if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
-            raise ValueError(f"ks must be positive integers, got {tuple(self.ks)}")
-        object.__setattr__(self, "ks", ks)
-        cap = self.tool_call_cap
-        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-            raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
-                             f"got {cap!r}")
-        limit = self.max_response_length
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise ValueError(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}")
-        if not isinstance(self.segment_tags, SegmentTags):
-            raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
-        self._check_sources()
-
-    def _check_sources(self) -> None:
-        for name in ("id_sources", "ood_sources"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, source_names(value, name))
-        if self.ood_sources is not None and not self.id_sources:
-            raise ValueError(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD")
-        both = sorted(set(self.id_sources) & set(self.ood_sources or ()))
-        if both:
-            raise ValueError(f"the data source(s) {both} are given as both in- and out-of-distribution")
-
-    def differences(self, other: RolloutOptions) -> str:
-        """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
-        return ", ".join(f"{f.name} {getattr(self, f.name)} vs {getattr(other, f.name)}" for f in fields(self)
-                         if getattr(self, f.name) != getattr(other, f.name))
+def join_series(run: Run, frames: Sequence[pl.DataFrame], origin: str = "rollouts") -> Run:
+    """``run`` with per-step rollout series (frames of :func:`step_series`, one for all steps or one
+    per step) joined onto its step axis by ``Run.with_series``: a key the run logged keeps its logged
+    values. ``origin`` names the rollouts in the run's notes."""
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return run
+    return run.with_series(pl.concat(frames, how="diagonal_relaxed"), origin)
 
 
 @dataclass(frozen=True)
@@ -356,16 +314,20 @@ def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
                            (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP))
 
 
-def _load(source: Any, columns: ColumnMap | None, group_size: int | None,
-          reward_weights: RewardWeights | None) -> RolloutSet:
+def _load(source: Any, settings: RolloutSettings) -> RolloutSet:
     if isinstance(source, (str, Path)):
-        return read_rollouts(source, columns=columns, group_size=group_size, reward_weights=reward_weights)
-    if reward_weights is not None:
+        return settings.read(source)
+    if settings.reward_weights is not None:
         raise InputError(f"reward_weights apply when reading TRL completion files, not to a {type(source).__name__}; "
                          "give the path of the completions, or put the weighted total in the score column")
     if isinstance(source, RolloutSet):
         return source
-    return rollouts_from_python(source, columns=columns, group_size=group_size)
+    return rollouts_from_python(source, columns=settings.columns, group_size=settings.group_size)
+
+
+def table_options(settings: RolloutSettings, df: pl.DataFrame) -> RolloutOptions:
+    """The analysis options of ``settings`` for the rollout table ``df`` (``ks="all"``: 1 to its largest group)."""
+    return settings.options_for(_largest_group(df))
 
 
 def _largest_group(df: pl.DataFrame) -> int:
@@ -396,7 +358,7 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None,
     ``max_response_length`` (the generation limit, in tokens) marks a rollout with a token count
     ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
     ``rollout/truncation_share``; rollouts without token counts are not judged against it.
-    Bad settings raise ``ValueError`` (:class:`RolloutOptions`).
+    Bad settings raise ``ValueError`` (:class:`~rlvitals.rollout.options.RolloutSettings`).
 
     ``source`` is one of:
 
@@ -422,20 +384,30 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None,
         >>> rlvitals.analyze_rollouts(np.array([[1.0, 0.0], [0.0, 0.0]]), ks=(1,)).steps["pass@1"].to_list()
         [0.25]
     """
-    if ks == "all":
-        rollouts = _load(source, columns, group_size, reward_weights)
-        source, ks = rollouts, range(1, max(_largest_group(rollouts.table), 1) + 1)
-    options = RolloutOptions(ks=tuple(ks), embed=embed, tool_call_cap=tool_call_cap,
-                             segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
-                             ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
-                             max_response_length=max_response_length)
-    rollouts = _load(source, columns, group_size, reward_weights)
+    settings = RolloutSettings(ks=tuple(ks) if ks != "all" else "all", columns=columns, group_size=group_size,
+                               reward_weights=reward_weights, embed=embed, tool_call_cap=tool_call_cap,
+                               segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
+                               ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
+                               max_response_length=max_response_length)
+    return analyze(source, settings)
+
+
+def analyze(source: Any, settings: RolloutSettings | None = None) -> RolloutAnalysis:
+    """:func:`analyze_rollouts` with its settings as one value: what ``rlvitals rollouts`` and every
+    ``--rollouts`` computes.
+
+    >>> analyze([{"prompt": "q", "response": "4", "score": 1.0}], RolloutSettings(ks=(1,))).ks
+    (1,)
+    """
+    settings = settings or RolloutSettings()
+    rollouts = _load(source, settings)
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
         notes.append("the rollouts carry no token counts: lengths are counted in characters")
     # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
-    rollouts = replace(rollouts, table=prepare(df, max_response_length))
+    options = table_options(settings, df)
+    rollouts = replace(rollouts, table=prepare(df, options.max_response_length))
     state = update(None, df, options=options)
     whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
     # counts stay integers ("groups": 2, not 2.0), as in the per-step rows; the length reading is a label

@@ -4,7 +4,9 @@ A served PATH is a *root*. A log file, or a folder a reader recognises (TensorBo
 one source; any other folder is looked into every ``rescan`` seconds, down to ``MAX_DEPTH`` levels
 of sub-folders (``runs/exp1/train.log``), and each log in it becomes a source, so a run started
 after the server shows up by itself. A root's rollout dump folder (``WorkspaceOptions.rollouts``,
-one per root) is joined to the run of that root only: the rollouts of one run are no other's. Every source is a
+one per root) is joined to the run of that root only: the rollouts of one run are no other's; it is
+read and analysed with ``WorkspaceOptions.rollout_settings`` (the rollout options of ``rlvitals
+rollouts``) and joined by the same rule as ``rlvitals diagnose --rollouts``. Every source is a
 :class:`~rlvitals.watch.sources.Follow`; when it gives new data the run is diagnosed again, at
 most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
@@ -27,7 +29,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,7 @@ from ..config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
 from ..ingest import find_reader
+from ..rollout.options import RolloutSettings
 from ..run import Run
 from ..watch.sources import Follow, LineSource, signature
 from .security import AccessError, confine
@@ -71,6 +74,8 @@ class WorkspaceOptions:
     #: rollout dump folders: one per served path in their order (None for a path without), or one
     #: folder when one path is served
     rollouts: Path | tuple[Path | None, ...] | None = None
+    #: how those rollouts are read and analysed (``--k``, ``--tool-cap``, the column options …)
+    rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
     interval: float = 0.5
     rescan: float = 5.0
     min_gap: float = 2.0
@@ -95,9 +100,9 @@ class Served:
     rollouts: RolloutAnalysis | None = None  # joined into ``run``; its texts are browsed
 
     def summary(self) -> dict[str, Any]:
-        """The run-list entry: verdict per layer and counts of failing and warning findings."""
+        """The run-list entry: verdict per layer and counts of failing and warning findings and of notes."""
         d = self.diagnosis
-        counts = {s: sum(f.status == s for f in d.findings) for s in ("fail", "warn")} if d else {}
+        counts = {s: sum(f.status == s for f in d.findings) for s in ("fail", "warn", "note")} if d else {}
         return {"id": self.id, "label": Path(self.path).name or self.path, "path": self.path, "root": self.root,
                 "status": "ready" if d else "loading", "version": self.version, "last_step": self.last_step,
                 "verdict": self.verdict, "layers": {k: d.layers[k] for k in READING_ORDER} if d else {},
@@ -258,7 +263,7 @@ class Workspace:
         return False
 
     def _scan_rollouts(self) -> None:
-        from ..rollout.analysis import analyze_rollouts
+        from ..rollout.analysis import analyze
 
         for i, folder in enumerate(self._rollout_dirs):
             if folder is None:
@@ -267,7 +272,7 @@ class Workspace:
                 sig = signature(folder)
                 if sig == self._rollout_sig.get(i):
                     continue
-                self._rollouts[i] = analyze_rollouts(folder)
+                self._rollouts[i] = analyze(folder, self.options.rollout_settings)
             except (RlvitalsError, OSError) as exc:
                 self._note(f"rollouts {folder}: {exc}")
                 continue
@@ -344,7 +349,7 @@ class Workspace:
         for run in found:
             try:
                 if analysis is not None:
-                    run = run.with_series(analysis.series())
+                    run = analysis.join(run, f"rollouts in {self._rollout_dirs[src.root]}")
                 rid = self._publish(src, run, diagnose(run, self.options.config), now, analysis)
                 if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
                     self.page(self._served[rid])

@@ -1,11 +1,17 @@
-"""A rollout dump folder followed beside a log: ``rlvitals watch LOG --rollouts DIR``.
+"""A rollout dump followed beside a log: ``rlvitals watch LOG --rollouts DIR``.
 
 veRL writes ``trainer.rollout_data_dir/<step>.jsonl`` once per training step, TRL (with
 ``log_completions=True``) ``completions/completions_<step>.parquet``. Each poll reads only the
 step files that are new or changed since the last poll (size, mtime or inode), analyses each
 step by itself (:func:`step_frame`: every rollout metric is per step, so a step's row does not
 depend on the others) and keeps one row per step; :meth:`RolloutFollow.join` puts those series
-on a Run before it is diagnosed, as ``rlvitals diagnose --rollouts`` does.
+on a Run before it is diagnosed, by the same rule as ``rlvitals diagnose --rollouts``
+(:func:`rlvitals.rollout.analysis.step_series`).
+
+Any other rollout table — a JSONL/Parquet/CSV file, or a folder of them, read with the column
+options (``--step``, ``--score`` …) — is read whole again whenever one of its files changes, and
+split into the same per-step rows. The rollouts are read and analysed with the watch's
+:class:`~rlvitals.rollout.options.RolloutSettings` (the rollout options of ``rlvitals rollouts``).
 
 A step file seen while still being written is read as far as its complete lines go (the reader
 skips a cut last line) and read again when it changes, replacing that step's row, so the result
@@ -25,43 +31,32 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import RlvitalsError
+from ..rollout.analysis import compute, join_series, step_series, table_options, update
+from ..rollout.options import RolloutSettings
 from ..run import Run
+from .sources import signature
 
 __all__ = ["RolloutFollow", "join_series", "step_frame"]
 
 #: veRL ``<step>.jsonl`` and TRL ``completions_<step>.parquet``
 _STEP_FILE = re.compile(r"^(?:(\d+)\.jsonl|completions_(\d+)\.parquet)$")
-#: per-step columns of the rollout analysis that are counts, not catalog metrics
-_COUNTS = ("groups", "rollouts", "group_sizes")
+_TABLES = (".jsonl", ".ndjson", ".json", ".parquet", ".csv")
 
 
-def step_frame(table: pl.DataFrame) -> pl.DataFrame:
-    """The per-step rollout metrics of a rollout table (catalog keys only). A NaN means "not
-    computable here" (pass@8 of groups of 4, maj@k without answers) and becomes null: it is not a
-    non-finite value a trainer logged, which the ``nan_inf`` check would rightly fail on.
+def step_frame(table: pl.DataFrame, settings: RolloutSettings | None = None) -> pl.DataFrame:
+    """The per-step rollout series of a rollout table (:func:`~rlvitals.rollout.analysis.step_series`),
+    analysed with ``settings`` (default: the defaults of ``rlvitals rollouts``).
 
     Example:
         >>> from rlvitals.rollout.readers import rollouts_from_records
         >>> t = rollouts_from_records([{"step": 2, "prompt": "q", "response": r, "score": s}
         ...                            for r, s in (("4", 1.0), ("5", 0.0))]).table
-        >>> step_frame(t).select("step", "group/zero_std/share", "pass@4").row(0)
-        (2, 0.0, None)
+        >>> frame = step_frame(t)
+        >>> frame.select("step", "group/zero_std/share").row(0), "pass@4" in frame.columns
+        ((2, 0.0), False)
     """
-    from ..catalog import load_catalog
-    from ..rollout.analysis import compute, update
-
-    frame = compute(update(None, table))
-    catalog = load_catalog()
-    keys = [c for c in frame.columns if c not in _COUNTS and c != "step" and catalog.find(c) is not None]
-    return frame.select(["step", *keys]).with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None))
-
-
-def join_series(run: Run, frames: list[pl.DataFrame], origin: str = "rollouts") -> Run:
-    """``run`` with the per-step rollout frames joined onto its step axis (see ``Run.with_series``)."""
-    frames = [f for f in frames if f.height]
-    if not frames:
-        return run
-    return run.with_series(pl.concat(frames, how="diagonal_relaxed"), origin)
+    settings = settings or RolloutSettings()
+    return step_series(compute(update(None, table, options=table_options(settings, table))))
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
@@ -73,19 +68,22 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 
 
 class RolloutFollow:
-    """Follows a folder of per-step rollout dumps; ``poll()`` reads new or changed step files.
+    """Follows a folder of per-step rollout dumps (or a rollout table, read whole when it changes),
+    read and analysed with ``settings``; ``poll()`` reads new or changed step files.
 
     ``messages`` collects what the user should read (a file that could not be read); the
     watcher prints and clears them.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, settings: RolloutSettings | None = None) -> None:
         self.folder = folder
+        self.settings = settings or RolloutSettings()
         self.messages: list[str] = []
         self.frames: dict[int, pl.DataFrame] = {}
         self._seen: dict[str, tuple[int, int, int]] = {}
         self._reported: set[str] = set()
         self._waiting = False
+        self._whole: tuple[tuple[str, int, int, int], ...] | None = None  # a table read whole, as last read
 
     def _step_files(self) -> list[tuple[int, Path]]:
         base = self.folder / "completions" if (self.folder / "completions").is_dir() else self.folder
@@ -104,9 +102,15 @@ class RolloutFollow:
         return sorted(found)
 
     def poll(self) -> bool:
-        """Read the step files that are new or changed; whether any step's metrics changed."""
+        """Read the step files that are new or changed (or the table, when it changed); whether any
+        step's metrics changed."""
+        if self.folder.is_file():
+            return self._poll_whole()
+        files = self._step_files()
+        if not files and self.settings.columns is not None and self._has_tables():
+            return self._poll_whole()
         changed = False
-        for step, path in self._step_files():
+        for step, path in files:
             sig = _signature(path)
             if sig is None or self._seen.get(path.name) == sig or sig[0] == 0:
                 continue
@@ -114,12 +118,38 @@ class RolloutFollow:
             changed |= self._read(step, path)
         return changed
 
-    def _read(self, step: int, path: Path) -> bool:
-        from ..rollout.readers import read_rollouts
-
+    def _has_tables(self) -> bool:
         try:
-            table = read_rollouts(path).table
-            frame = step_frame(table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")))
+            return any(name.endswith(_TABLES) for name in os.listdir(self.folder))
+        except OSError:
+            return False
+
+    def _poll_whole(self) -> bool:
+        """Read the whole table again when any of its files changed (a file, or a folder of tables)."""
+        try:
+            sig = signature(self.folder)
+        except OSError:
+            return False
+        if sig == self._whole or not any(size for _, size, _, _ in sig):
+            return False
+        self._whole = sig
+        try:
+            table = self.settings.read(self.folder).table
+            frame = step_frame(table, self.settings)
+        except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
+            message = f"{self.folder}: could not read these rollouts ({exc}); will retry when it changes"
+            if message not in self._reported:  # once, however often a growing table is retried
+                self._reported.add(message)
+                self.messages.append(message)
+            return False
+        self._reported.clear()
+        self.frames = {int(step): frame.filter(pl.col("step") == step) for step in frame["step"].unique().sort()}
+        return True
+
+    def _read(self, step: int, path: Path) -> bool:
+        try:
+            table = self.settings.read(path).table
+            frame = step_frame(table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")), self.settings)
         except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
             if path.name not in self._reported:  # once per file; it is retried when it changes
                 self._reported.add(path.name)

@@ -28,6 +28,7 @@ from typing import IO, Literal
 from ..checks._base import STATUS_RANK
 from ..config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
+from ..rollout.options import RolloutSettings
 from ..run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
 from .exports import LiveExports, WandbTarget
@@ -56,7 +57,8 @@ class WatchOptions:
     alerted within about ``interval`` plus that pass's cost (a tenth of a full diagnosis).
     ``export_tensorboard`` / ``export_wandb``: after each full diagnosis, append the run's rollout
     series, findings and verdict to a live event file in this folder (one sub-folder per run when
-    several are watched) / log them to a W&B run (see :mod:`.exports`)."""
+    several are watched) / log them to a W&B run (see :mod:`.exports`). ``rollout_settings``: how the
+    followed rollouts (``--rollouts``) are read and analysed (the rollout options of ``rlvitals rollouts``)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -69,6 +71,7 @@ class WatchOptions:
     tail_steps: int = 2000
     export_tensorboard: Path | None = None
     export_wandb: WandbTarget | None = None
+    rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
@@ -108,7 +111,7 @@ class Watcher:
         self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.records(str(p)))
                         for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
-        self.rollouts = RolloutFollow(rollouts) if rollouts is not None else None
+        self.rollouts = RolloutFollow(rollouts, self.options.rollout_settings) if rollouts is not None else None
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
@@ -399,7 +402,8 @@ def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path 
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                  rollouts: Path | None = None) -> Watcher:
     """A watcher with its state file (``--state`` or the default beside the first log) and view;
-    ``rollouts``: a rollout dump folder followed too (``--rollouts``)."""
+    ``rollouts``: a rollout dump folder or table followed too (``--rollouts``), read with
+    ``options.rollout_settings``."""
     import sys
 
     from .state import default_state_path

@@ -1,0 +1,154 @@
+"""The settings of the rollout analysis, as two frozen values checked when they are made.
+
+:class:`RolloutOptions` is what the metric families compute with (the k, the tags, the caps, the
+ID/OOD sources); it travels inside every mergeable :class:`~rlvitals.rollout.analysis.RolloutState`.
+:class:`RolloutSettings` is everything a user sets about rollouts: how to read them (the column map,
+the group size, TRL's reward weights) and those options, with ``ks="all"`` allowed. It is the one
+value that ``rlvitals rollouts`` and the ``--rollouts`` of ``diagnose``, ``report``, ``export``,
+``watch`` and ``serve`` are built into, so every place that reads rollouts reads them alike.
+
+>>> RolloutSettings(ks="all", tool_call_cap=2).options_for(largest_group=3).ks
+(1, 2, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Literal
+
+from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts
+from .segments import SegmentTags
+
+__all__ = ["DEFAULT_KS", "RolloutOptions", "RolloutSettings", "source_names"]
+
+DEFAULT_KS = (1, 2, 4, 8, 16)
+
+
+def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, ...]:
+    """``value`` as a tuple of distinct data-source names; ValueError for a bare string or an empty name.
+
+    >>> source_names(["gsm8k", "math", "gsm8k"])
+    ('gsm8k', 'math')
+    """
+    if isinstance(value, str) or any(not isinstance(v, str) or not v for v in value):
+        raise ValueError(f"{name} must be a list of data-source names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def _whole(value: object, at_least: int = 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
+
+
+@dataclass(frozen=True)
+class RolloutOptions:
+    """Every setting of the rollout analysis, checked when it is made (``ValueError`` names the bad
+    value). ``ks``: the k of ``pass@{k}`` and friends; ``embed``: add ``diversity/embedding_cosine``;
+    ``tool_call_cap``: the rollout's tool-call limit, for ``rollout/tool_calls/at_cap``;
+    ``segment_tags``: the think / answer / tool-call tags; ``id_sources``: the data sources that are
+    in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
+    split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other);
+    ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
+    (``length``) reaches it counts as truncated where the ``truncated`` column does not say.
+
+    >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
+    (1, 4)
+    >>> RolloutOptions(tool_call_cap=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), got 0
+    """
+
+    ks: tuple[int, ...] = DEFAULT_KS
+    embed: bool = False
+    tool_call_cap: int | None = None
+    segment_tags: SegmentTags = field(default_factory=SegmentTags)
+    id_sources: tuple[str, ...] = ()
+    ood_sources: tuple[str, ...] | None = None
+    max_response_length: int | None = None
+
+    def __post_init__(self) -> None:
+        ks = tuple(sorted(set(self.ks)))
+        if not ks or any(not _whole(k) for k in ks):
+            raise ValueError(f"ks must be positive integers, got {tuple(self.ks)}")
+        object.__setattr__(self, "ks", ks)
+        cap = self.tool_call_cap
+        if cap is not None and not _whole(cap):
+            raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
+                             f"got {cap!r}")
+        limit = self.max_response_length
+        if limit is not None and not _whole(limit):
+            raise ValueError(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}")
+        if not isinstance(self.segment_tags, SegmentTags):
+            raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
+        self._check_sources()
+
+    def _check_sources(self) -> None:
+        for name in ("id_sources", "ood_sources"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, source_names(value, name))
+        if self.ood_sources is not None and not self.id_sources:
+            raise ValueError(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD")
+        both = sorted(set(self.id_sources) & set(self.ood_sources or ()))
+        if both:
+            raise ValueError(f"the data source(s) {both} are given as both in- and out-of-distribution")
+
+    def differences(self, other: RolloutOptions) -> str:
+        """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
+        return ", ".join(f"{f.name} {getattr(self, f.name)} vs {getattr(other, f.name)}" for f in fields(self)
+                         if getattr(self, f.name) != getattr(other, f.name))
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """How rollouts are read and analysed, wherever they are: the reading (``columns``: a column map
+    naming or overriding the table's columns; ``group_size``: the expected rollouts per prompt, checked;
+    ``reward_weights``: TRL's ``reward_weights``, for TRL completions) and every field of
+    :class:`RolloutOptions`, whose ``ks`` may here also be ``"all"``: every k from 1 to the largest
+    group of the rollouts read. Checked when made: a bad value raises ``ValueError`` naming it.
+
+    >>> RolloutSettings(group_size=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: group_size must be a whole number of rollouts per prompt >= 1, got 0
+    """
+
+    ks: tuple[int, ...] | Literal["all"] = DEFAULT_KS
+    columns: ColumnMap | None = None
+    group_size: int | None = None
+    reward_weights: RewardWeights | None = None
+    embed: bool = False
+    tool_call_cap: int | None = None
+    segment_tags: SegmentTags = field(default_factory=SegmentTags)
+    id_sources: tuple[str, ...] = ()
+    ood_sources: tuple[str, ...] | None = None
+    max_response_length: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ks != "all":
+            if isinstance(self.ks, str):
+                raise ValueError(f"ks must be positive integers or 'all', got {self.ks!r}")
+            object.__setattr__(self, "ks", tuple(self.ks))
+        if self.columns is not None and not isinstance(self.columns, ColumnMap):
+            raise ValueError(f"columns must be a rollout.readers.ColumnMap, got {self.columns!r}")
+        if self.group_size is not None and not _whole(self.group_size):
+            raise ValueError(f"group_size must be a whole number of rollouts per prompt >= 1, got {self.group_size!r}")
+        # the analysis options check (and normalise) the rest: sorted k, distinct source names
+        options = self.options_for(1)
+        for f in fields(RolloutOptions):
+            if f.name != "ks" or self.ks != "all":
+                object.__setattr__(self, f.name, getattr(options, f.name))
+
+    def options_for(self, largest_group: int) -> RolloutOptions:
+        """The analysis options for rollouts whose largest prompt group holds ``largest_group``
+        rollouts (used only when ``ks`` is ``"all"``)."""
+        ks = tuple(range(1, max(largest_group, 1) + 1)) if self.ks == "all" else self.ks
+        given = {f.name: getattr(self, f.name) for f in fields(RolloutOptions) if f.name != "ks"}
+        return RolloutOptions(ks=ks, **given)
+
+    def read(self, path: str | Path) -> RolloutSet:
+        """The rollouts at ``path`` (a dump folder, a step file, a table), read with these settings."""
+        return read_rollouts(path, columns=self.columns, group_size=self.group_size,
+                             reward_weights=self.reward_weights)
