@@ -117,3 +117,22 @@ def test_diagnose_runs_only_the_checks_it_is_given() -> None:
     assert {f.check for f in d.findings} == {c.id for c in sudden_checks()}
     assert finding(d, "grad_norm_spike").status == "warn" and finding(d, "entropy_collapse").status == "fail"
     assert d.layers["L5"] == "skipped" and d.verdict == "fail"
+
+
+def test_a_template_with_its_own_advice_never_shows_the_general_one() -> None:
+    import pytest
+
+    from rlvitals.checks import FUNCTIONS, parse_checks
+    from rlvitals.errors import CatalogError
+
+    only = {"nan_inf": FUNCTIONS["nan_inf"]}
+    words = {"title": "t", "ok": "fine", "fail": "bad", "advice": "general", "advice_fail": "for a failure"}
+    (check,) = parse_checks({"check": [_record(en=words, zh=words)]}, only)
+    assert check.en.advice_for("fail") == "for a failure" and check.en.advice_for("ok") == "general"
+    assert "advice_fail" not in check.en.messages
+    run = make_run({"actor/entropy!nan": np.array([1.0, np.nan, 0.9, 0.8, 0.7, 0.6])})
+    (finding_,) = diagnose(run, checks=[check]).findings
+    assert finding_.status == "fail" and finding_.advice == {"en": "for a failure", "zh": "for a failure"}
+    stray = {**words, "advice_warn": "no such template"}
+    with pytest.raises(CatalogError, match=r"nan_inf en has advice for templates it does not have: \['warn'\]"):
+        parse_checks({"check": [_record(en=stray, zh=words)]}, only)

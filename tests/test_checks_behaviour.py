@@ -86,11 +86,26 @@ def fast_learning_run(clip_surge: bool = False, reward_at: float = 0.25) -> Run:
     return make_run({"actor/entropy": ent, "actor/pg_clipfrac": clip, **score})
 
 
-def test_entropy_fall_while_the_reward_climbs_is_learning_not_collapse() -> None:
+def test_entropy_fall_while_the_reward_climbs_is_still_a_collapse_softened_to_a_warning() -> None:
+    """The fast-learning reading lowers the severity of a fall over twenty steps; it never renames it: the
+    title and the words still say collapse, and the advice is the one for fast learning."""
     f = finding(diagnose(fast_learning_run()), "entropy_collapse")
     assert f.status == "warn" and abs(f.onset_step - 12) <= 5
-    assert "fast learning rather than a collapse" in f.message["en"] and "快速学习" in f.message["zh"]
-    assert f.evidence["gain"] >= 0.5
+    assert f.title["en"] == "Entropy collapse" and "collapsed fast" in f.message["en"]
+    assert "possibly fast learning" in f.message["en"] and "快速学习" in f.message["zh"]
+    assert "saturation" in f.advice["en"] and "policy collapse" not in f.advice["en"]
+    assert f.evidence["gain"] >= 0.5 and f.evidence["sudden"] is False
+
+
+def test_a_sudden_entropy_fall_while_the_reward_rises_fails() -> None:
+    """Constructed from the shape of `rlvitals demo`: entropy 1.55 → 0.005 in one step while the reward
+    rises — a collapse whatever the reward did (seed-000 §2.3 几步之内锁死, often reward hacking)."""
+    ent = np.where(np.arange(N) < 100, flat(1.55, sd=0.005), 0.005 * np.exp(-np.arange(N) / 30.0))
+    f = finding(diagnose(make_run({"actor/entropy": ent, **reward(0.3, 0.6, 100, 110)})), "entropy_collapse")
+    assert f.status == "fail" and f.onset_step == 101 and f.span == (101, 101)
+    assert f.evidence["sudden"] is True and f.evidence["drop"] > 0.99
+    assert "even though the reward rose" in f.message["en"] and "in 1 step," in f.message["en"]
+    assert "reward hacking" in f.advice["en"]
 
 
 def test_entropy_fall_on_a_solved_task_is_convergence() -> None:
@@ -298,6 +313,8 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("entropy_clip_joint", "warn"): run_of(actor__entropy=ramp(1, 0.2, 100, 110),
                                            actor__pg_clipfrac=flat(0.01) + np.where(np.arange(N) // 10 == 15, 0.4, 0)),
     ("entropy_clip_joint", "fail"): lambda: make_run(sim()),
+    ("entropy_collapse", "fail_despite_reward"): lambda: make_run({
+        "actor/entropy": np.where(np.arange(N) < 100, flat(1.55, sd=0.005), 0.005), **reward(0.3, 0.6, 100, 110)}),
     ("length_reward_hacking", "short"): run_of(response_length__mean=flat(200, n=30),
                                                critic__score__mean=flat(0.5, n=30)),
     ("length_reward_hacking", "ok"): lambda: make_run(sim()),
@@ -343,7 +360,8 @@ def test_every_template_formats_in_both_languages(case: tuple[str, str]) -> None
 
 def test_the_cases_cover_every_template_of_every_l2_check() -> None:
     checks = {c.id: c for c in load_checks()}
-    assert set(MINE) == {c.id for c in checks.values() if c.layer == "L2"}
+    # every L2 check whose function lives in behaviour.py (the rollout-derived L2 checks have their own tests)
+    assert set(MINE) == {c.id for c in checks.values() if c.layer == "L2" and c.fn.__module__.endswith(".behaviour")}
     for cid in MINE:
         assert set(checks[cid].en.messages) == set(checks[cid].zh.messages), cid
         assert {t for c, t in CASES if c == cid} == set(checks[cid].en.messages), cid
@@ -368,10 +386,12 @@ def test_deepseek_grpo_entropy_reads_as_fast_learning_then_smooth_decay(real: Pa
     assert finding(d, "response_clip_high").status == "ok" and finding(d, "prompt_clip_high").status == "ok"
 
 
-def test_megatron_gpg_entropy_falls_after_the_task_is_solved(real: Path) -> None:
+def test_megatron_gpg_entropy_decays_smoothly_which_is_no_collapse(real: Path) -> None:
+    """0.336 -> 0.06 over 60 steps as a smooth decay (about the same share lost in every 20-step window)
+    while the score sits at 0.93-0.98: the corpus label (shared__verl_gpg_qwen2_7b_megatron) says no
+    entropy-collapse warning; it was a "solved task" warning before collapse() told a decay from a fall."""
     d = diagnose(rlvitals.load(real / "verl__verldata__qwen2-7b_math_megatron.log")[0])
-    f = finding(d, "entropy_collapse")
-    assert f.status == "warn" and "solved its training data" in f.message["en"] and f.evidence["position"] > 0.9
+    assert finding(d, "entropy_collapse").status == "ok"
 
 
 def test_qwen_05b_ppo_entropy_spike_coincides_with_a_grad_norm_spike(real: Path) -> None:

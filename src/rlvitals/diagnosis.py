@@ -103,8 +103,10 @@ def _finding(check: Check, out: Outcome) -> Finding:
         template = text.messages.get(out.template) or text.messages.get(out.status, "")
         return _format(template, {**check.params, **out.values})
 
+    template = out.template if out.template in check.en.messages else out.status
     return Finding(check.id, check.layer, out.status, {"en": check.en.title, "zh": check.zh.title},
-                   {"en": words("en"), "zh": words("zh")}, {"en": check.en.advice, "zh": check.zh.advice},
+                   {"en": words("en"), "zh": words("zh")},
+                   {"en": check.en.advice_for(template), "zh": check.zh.advice_for(template)},
                    out.metrics or tuple(k for alts in check.needs for k in alts[:1]), out.onset_step, out.span,
                    dict(out.evidence), tuple(out.points))
 

@@ -39,10 +39,14 @@ LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
 def _text(raw: Any, where: str) -> Text:
     if not isinstance(raw, dict) or not raw.get("title") or not raw.get("advice"):
         raise CatalogError(f"checks: {where} needs a title and advice")
-    messages = {k: str(v) for k, v in raw.items() if k not in ("title", "advice")}
+    messages = {k: str(v) for k, v in raw.items() if k not in ("title", "advice") and not k.startswith("advice_")}
     if not messages:
         raise CatalogError(f"checks: {where} has no message templates")
-    return Text(str(raw["title"]), messages, str(raw["advice"]).strip())
+    advices = {k.removeprefix("advice_"): str(v).strip() for k, v in raw.items() if k.startswith("advice_")}
+    unknown = sorted(set(advices) - set(messages))
+    if unknown:
+        raise CatalogError(f"checks: {where} has advice for templates it does not have: {unknown}")
+    return Text(str(raw["title"]), messages, str(raw["advice"]).strip(), advices)
 
 
 def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[Check, ...]:

@@ -117,6 +117,12 @@ class Text:
     title: str
     messages: Mapping[str, str]
     advice: str
+    #: advice for particular templates (``advice_<template>`` in checks.toml): what to change depends on
+    #: what was found, so a template with its own advice never shows the general one
+    advices: Mapping[str, str] = field(default_factory=dict)
+
+    def advice_for(self, template: str) -> str:
+        return self.advices.get(template, self.advice)
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,9 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     A fall is a collapse (fail) unless the reward explains it: climbing by ``learning_rise`` of
     its range over the same steps (fast learning — warn, it often ends in saturation), or
     already within ``ceiling`` of its maximum (a solved task becoming certain — warn). A
-    clip-fraction surge at the same time is never explained away (seed-000 §12)."""
+    clip-fraction surge at the same time is never explained away (seed-000 §12), nor is a sudden
+    fall (``sudden_drop`` of the level within ``sudden_steps`` steps, or to ``near_zero`` of it):
+    the reading may soften a finding's severity, never rename it."""
     s = view.series("actor/entropy")
     if s is None:
         return []
@@ -116,17 +118,24 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     # "early" is counted from the run's first step, which a view of its last steps does not hold
     early = view.cut == 0 and onset - s.step(0) <= p["early_steps"]
     ctx = _collapse_context(view, onset, low, p)
+    steps = low - onset + 1
     values = {"onset": onset, "low_step": low, "before": event.baseline, "after": event.value,
-              "drop": event.score, "steps": low - onset + 1, "early_steps": p["early_steps"], **ctx}
+              "drop": event.score, "steps": steps, "steps_en": f"{steps} step" + ("s" if steps != 1 else ""),
+              "early_steps": p["early_steps"], **ctx}
     evidence = {"baseline": event.baseline, "value": event.value, "drop": event.score, "threshold": p["drop"],
                 **{k: v for k, v in ctx.items() if v is not None}}
     reward = reward_of(view)
     if reward is not None:
         evidence["reward_metric"] = reward.key
     metrics = (s.key,)
-    if ctx["explained"] is not None:
+    # a fall of most of the level in a few steps, or to almost nothing, is a collapse whatever the reward
+    # did (seed-000 §2.3: 几步之内"锁死", often reward hacking); a rising reward only softens a slower fall
+    sudden = (values["steps"] <= p["sudden_steps"] and event.score >= p["sudden_drop"]) or (
+        event.value <= p["near_zero"] * event.baseline)
+    values["sudden"] = evidence["sudden"] = bool(sudden)
+    if ctx["explained"] is not None and not sudden:
         return [Outcome("warn", f"warn_{ctx['explained']}", values, onset, (onset, low), metrics, evidence)]
-    template = "fail_early" if early else "fail"
+    template = "fail_despite_reward" if ctx["explained"] == "learning" else "fail_early" if early else "fail"
     return [Outcome("fail", template, values, onset_step=onset, span=(onset, low), metrics=metrics,
                     evidence=evidence)]
 
