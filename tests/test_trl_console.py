@@ -10,10 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
+from corpus import corpus_input
 
 from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.ingest import SkipLog, SourceMeta, find_reader
+from rlvitals.ingest import Record, SkipLog, SourceMeta, find_reader
 from rlvitals.ingest.trl_console import read
 
 TRAIN1 = (
@@ -132,4 +133,140 @@ def test_a_bar_not_redrawn_between_two_dicts_is_not_reused(tmp_path: Path) -> No
     path.write_text("\n".join(lines) + "\n")
     meta = SourceMeta(format="trl-console")
     assert [r.step for r in read(path, meta, SkipLog())] == [1, 2, 2, 3]
-    assert len(meta.notes) == 1 and meta.notes[0].startswith("2 of 3 training dicts had no progress bar")
+    assert len(meta.notes) == 1
+    assert meta.notes[0].startswith(f"{path}: 2 of 3 training dicts had no usable progress bar before them and "
+                                    "logging_steps is not in the log, so their steps were inferred by order")
+
+
+# -- real logs from the corpus (benchmarks/corpus/runs/<id>/) ----------------------------------------------
+
+def _train(path: Path) -> tuple[list[int], list[Record], SourceMeta]:
+    meta = SourceMeta(format="trl-console")
+    records = list(read(path, meta, SkipLog()))
+    return [r.step for r in records if r.kind == "metrics" and "loss" in r.values], records, meta
+
+
+def test_quoted_values_are_training_records() -> None:
+    # transformers formats every float as f"{v:.4g}" before printing: {'loss': '0.6969', ...}
+    path = corpus_input("trlconsole__deltacoder_qwen35_9b_dpo_quoted")
+    steps, records, meta = _train(path)
+    assert steps == list(range(5, 281, 5))  # 56 dicts, each after its own bar (5/283, 10/283, ...)
+    first = records[0].values
+    assert first["loss"] == 0.6969 and first["learning_rate"] == pytest.approx(6.897e-07)
+    assert all(isinstance(v, float) for v in first.values())
+    assert any(re.search(r": 856 values were printed as quoted strings .* read as the numbers they print, to 4 "
+                         r"significant digits$", n) for n in meta.notes)
+    run = load(path)[0]
+    assert (run.algorithm, len(run.train_steps), run.last_step) == ("dpo-family", 56, 280)
+    # the summary dict prints train_loss '0.5384'; the TrainOutput(metrics={...}) printed after it has it whole
+    assert run.summary["train_loss"] == pytest.approx(0.5384172828795631) and run.crash is None
+
+
+def test_quoted_values_without_bars_are_numbered_by_logging_steps() -> None:
+    # a markdown terminal capture: no bar before 10 of the 11 dicts; the bar reached 111/111 (the Unsloth
+    # banner's 'Total steps = 111'), so 11 dicts in 111 steps leave logging_steps = 10
+    path = corpus_input("trlconsole__llmscgen_granite4_1b_sft_quoted")
+    steps, records, meta = _train(path)
+    assert steps == list(range(10, 111, 10))
+    evals = [(r.step, r.values["eval_loss"]) for r in records if "eval_loss" in r.values]
+    assert evals == [(100, 0.3695), (110, 0.3656)]
+    assert f"{path}: 10 of 11 metric dicts had no training progress bar of their own; the 11 training dicts were " \
+           "numbered by order × logging_steps = 10 (11 dicts in the 111 steps the bar reached, and their epochs " \
+           "agree)" in meta.notes
+    assert meta.config["max_steps"] == 111 and meta.config["num_train_epochs"] == 3
+
+
+@pytest.mark.parametrize(("run_id", "count", "logging", "total"), [
+    ("trlconsole__hotpotqa_qwen25_3b_grpo_klrunaway", 93, 20, 1875),  # first dict follows bar 620, is step 20
+    ("trlconsole__hotpotqa_qwen25_3b_sft", 30, 50, 1524),  # first dict follows bar 509, is step 50
+    ("trlconsole__cleancodeqwen_coder7b_dpo", 16, 10, 160),  # first dict glued to bar 50, is step 10
+])
+def test_bars_drawn_ahead_of_the_dicts_are_not_their_steps(run_id: str, count: int, logging: int,
+                                                           total: int) -> None:
+    path = corpus_input(run_id)
+    steps, _, meta = _train(path)
+    assert steps == [logging * i for i in range(1, count + 1)]
+    assert steps[-1] <= total  # never beyond the run's total optimisation steps
+    note = next(n for n in meta.notes if "numbered by order" in n)
+    assert note.startswith(f"{path}: the progress bar ran ahead of the metric dicts (buffered output): a dict "
+                           f"follows bar ")
+    assert f"numbered by order × logging_steps = {logging} ({count} dicts in the {total} steps" in note
+
+
+def test_evaluations_attach_to_the_training_step_before_them() -> None:
+    path = corpus_input("trlconsole__cleancodeqwen_coder7b_dpo")
+    run = load(path)[0]
+    assert list(run.train_steps) == list(range(10, 161, 10))
+    assert run.validation["eval"]["step"].to_list() == [50, 100, 150]
+    assert run.summary["train_runtime"] == 4849.001
+
+
+def test_dicts_inside_a_markdown_capture_with_banners() -> None:
+    # the 📊 banners repeat a subset of each dict's values: they are not records
+    path = corpus_input("trlconsole__trldapo_qwen25vl3b_grpo_collapse")
+    steps, _, meta = _train(path)
+    assert steps == list(range(10, 491, 10)) and meta.crash is None
+
+
+def test_a_signal_after_step_920_is_a_crash() -> None:
+    path = corpus_input("trlconsole__hotpotqa_qwen25_3b_grpo_v2_sighup")
+    run = load(path)[0]
+    assert (len(run.train_steps), run.last_step) == (46, 920)
+    crash = run.crash
+    assert crash is not None and crash.kind == "signal" and crash.last_step == 920
+    assert crash.exception == "torch.distributed.elastic.multiprocessing.api.SignalException"
+    assert crash.message == "Process 12152 got signal: 1" and crash.where == f"{path}:140"
+
+
+def test_an_nccl_warning_after_a_normal_end_is_no_crash() -> None:
+    run = load(corpus_input("trlconsole__hotpotqa_qwen25_3b_grpo_v3"))[0]
+    assert (len(run.train_steps), run.last_step, run.crash, run.crash_scanned) == (46, 920, None, True)
+
+
+def test_keyboard_interrupt_mid_run() -> None:
+    path = corpus_input("trlconsole__trldapo_qwen25vl3b_grpo_interrupted")
+    run = load(path)[0]
+    assert list(run.train_steps) == [10, 20, 30, 40]
+    assert run.crash is not None and (run.crash.exception, run.crash.kind, run.crash.last_step) == (
+        "KeyboardInterrupt", "signal", 40)
+    assert run.crash.origin == "trl/trainer/attention_metrics.py:105 in _collect_llm_attention_for_sample"
+
+
+# -- constructed: cases no corpus log shows --------------------------------------------------------------
+
+def _dict(loss: float, epoch: float) -> str:
+    return f"{{'loss': {loss}, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': {epoch}}}"
+
+
+def test_logging_steps_printed_in_the_log_numbers_the_dicts(tmp_path: Path) -> None:
+    # constructed: TrainingArguments printed, dicts piped without bars (disable_tqdm)
+    path = tmp_path / "args.log"
+    path.write_text("TrainingArguments(\n_n_gpu=1,\nlogging_steps=25,\nmax_steps=100,\n)\n"
+                    + "\n".join(_dict(0.5 - i / 10, 0.25 * i) for i in range(1, 5)) + "\n")
+    steps, _, meta = _train(path)
+    assert steps == [25, 50, 75, 100]
+    assert meta.notes == [f"{path}: no training progress bar was drawn before the metric dicts; the 4 training dicts "
+                          "were numbered by order × logging_steps = 25 (as printed in the log)"]
+
+
+def test_logging_first_step_is_read_from_the_epochs(tmp_path: Path) -> None:
+    # constructed: logging_first_step=True puts a dict at step 1, then every 10 steps of 100 (1 epoch)
+    path = tmp_path / "first.log"
+    lines = [_dict(0.9, 0.01), _dict(0.8, 0.1), _dict(0.7, 0.2), _dict(0.6, 0.3),
+             "{'train_runtime': 10.0, 'train_samples_per_second': 1.0, 'train_steps_per_second': 1.0, "
+             "'train_loss': 0.7, 'epoch': 1.0}", "  Num Epochs = 1", "  Total optimization steps = 100"]
+    path.write_text("\n".join(lines[-2:] + lines[:-2]) + "\n")
+    steps, _, meta = _train(path)
+    assert steps == [1, 10, 20, 30]
+    assert meta.notes[0].endswith("logging_steps = 10 (the dicts' epochs at 100 steps per epoch), after step 1")
+
+
+def test_a_dict_glued_to_text_that_does_not_parse_is_skipped_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "cut.log"
+    path.write_text(" 10%|█| 1/10 [00:01<00:09]" + _dict(0.5, 0.1) + "\n"
+                    + " 20%|█| 2/10 [00:02<00:08]{'loss': 0.4, 'grad_norm': 0.5, 'epoch': 0.2\n")
+    meta, skips = SourceMeta(format="trl-console"), SkipLog()
+    assert [r.step for r in read(path, meta, skips)] == [1]
+    assert skips.count == 1
+    assert re.match(rf"^{re.escape(str(path))}:2: the logged dict is not a Python dict repr \(at character \d+: "
+                    r"expected .*\); the line was skipped$", skips.reasons[0])

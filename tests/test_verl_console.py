@@ -302,3 +302,92 @@ def test_step_line_round_trips(step: int, metrics: dict[str, float], style: str)
     assert record is not None and skips.count == 0 and record.step == step
     expected = {k: float(fmt(v).removeprefix("np.float64(").removesuffix(")")) for k, v in metrics.items()}
     assert _same(record.values, expected)
+
+
+# -- logs that end in a traceback (the corpus, benchmarks/corpus/runs/<id>/) -----------------------------
+
+@pytest.mark.parametrize(("run_id", "exception", "kind", "line", "origin"), [
+    ("verl__agent-opd__qwen2.5-3b-resp16k-cuda-oom", "torch.OutOfMemoryError", "oom", 83,
+     "verl/workers/actor/dp_actor.py:483 in update_policy"),
+    ("verl__chrisytz-verl__tpu-ppo-hbm-oom", "RuntimeError", "oom", 5119,
+     "verl/workers/critic/dp_critic.py:141 in _optimizer_step"),
+    ("verl__crrl__search-r1-ppo-cuda-oom", "torch.cuda.OutOfMemoryError", "oom", 4333,
+     "verl/workers/actor/dp_actor.py:276 in update_policy"),
+    ("verl__logic-rl-formula__grpo-worker-import-crash", "ImportError", "import", 224,
+     "flash_attn/flash_attn_interface.py:15 in <module>"),
+    ("verl__verl-maze__ppo-reward-fn-crash", "NotImplementedError", "error", 292,
+     "verl/utils/reward_score/__init__.py:37 in _default_compute_score"),
+])
+def test_a_log_that_is_only_a_traceback_is_a_crashed_run(run_id: str, exception: str, kind: str, line: int,
+                                                         origin: str) -> None:
+    from corpus import corpus_input, corpus_labels
+
+    path = corpus_input(run_id)
+    assert find_reader(path).format == "verl-console"  # never "not a training log"
+    run = load(path)[0]
+    labels = corpus_labels(run_id)
+    assert (run.format, run.framework, run.algorithm) == ("verl-console", "verl", labels["algorithm"])
+    assert (len(run.train_steps), run.last_step) == (0, None)
+    crash = run.crash
+    assert crash is not None
+    assert (crash.exception, crash.kind, crash.where, crash.origin, crash.last_step) == (
+        exception, kind, f"{path}:{line}", origin, None)
+
+
+def test_the_oom_message_is_the_one_that_killed_it() -> None:
+    from corpus import corpus_input
+
+    run = load(corpus_input("verl__chrisytz-verl__tpu-ppo-hbm-oom"))[0]
+    assert run.crash is not None and run.crash.oom
+    assert run.crash.message.startswith("XLA:TPU compile permanent error. Ran out of memory in memory space hbm.")
+    # the algorithm of a run that died before its first step comes from Hydra's last words
+    assert run.config["data.train_batch_size"] == 256
+
+
+def test_an_import_crash_names_the_import_and_keeps_what_followed() -> None:
+    from corpus import corpus_input
+
+    crash = load(corpus_input("verl__logic-rl-formula__grpo-worker-import-crash"))[0].crash
+    assert crash is not None and "undefined symbol" in crash.message
+    assert "AssertionError: failed to get register_center_actor: V9zrH5_register_center in []" in crash.causes
+
+
+def test_hydra_overrides_beside_the_log_are_its_config() -> None:
+    # a W&B output.log starts after veRL's config dump; the Hydra overrides.yaml was copied beside it
+    from corpus import corpus_input
+
+    path = corpus_input("verl__agent-opd__qwen2.5-3b-resp16k-cuda-oom")
+    run = load(path)[0]
+    assert run.config["algorithm.adv_estimator"] == "grpo" and run.config["data.max_response_length"] == 16384
+    assert f"{path.parent / 'overrides.yaml'}: 56 Hydra overrides beside the log were read as its config" in run.notes
+
+
+def test_a_sigterm_after_the_final_validation_is_no_crash(real: Path) -> None:
+    run = load(real / MEGATRON)[0]
+    assert (run.crash, run.crash_scanned) == (None, True)
+
+
+def test_a_traceback_the_training_went_on_after_is_no_crash(tmp_path: Path) -> None:
+    # constructed: a worker printed a traceback at step 2 and training went on to step 3
+    path = tmp_path / "survived.log"
+    path.write_text("step:1 - actor/pg_loss:0.1\nstep:2 - actor/pg_loss:0.2\nTraceback (most recent call last):\n"
+                    '  File "/x/verl/workers/reward_manager/naive.py", line 3, in __call__\n'
+                    "ValueError: cannot parse answer\nstep:3 - actor/pg_loss:0.3\n")
+    assert load(path)[0].crash is None
+
+
+def test_a_traceback_after_the_last_step_is_a_crash_with_that_step(tmp_path: Path) -> None:
+    # constructed: the same traceback after the last step line, behind Ray prefixes, with caret lines
+    path = tmp_path / "died.log"
+    path.write_text("step:1 - actor/pg_loss:0.1\nstep:2 - actor/pg_loss:0.2\n"
+                    "\x1b[36m(TaskRunner pid=7)\x1b[0m Traceback (most recent call last):\n"
+                    '\x1b[36m(TaskRunner pid=7)\x1b[0m   File "/x/verl/trainer/ppo/ray_trainer.py", line 9, in fit\n'
+                    "\x1b[36m(TaskRunner pid=7)\x1b[0m     batch = next(it)\n"
+                    "\x1b[36m(TaskRunner pid=7)\x1b[0m             ^^^^^^^^\n"
+                    "\x1b[36m(TaskRunner pid=7)\x1b[0m ray.exceptions.ActorDiedError: The actor died unexpectedly\n"
+                    "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+    crash = load(path)[0].crash
+    assert crash is not None
+    assert (crash.exception, crash.kind, crash.last_step, crash.where) == (
+        "ray.exceptions.ActorDiedError", "worker", 2, f"{path}:7")
+    assert crash.origin == "verl/trainer/ppo/ray_trainer.py:9 in fit"

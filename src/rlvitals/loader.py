@@ -20,7 +20,7 @@ def load(path: str | Path, fmt: str | None = None) -> list[Run]:
         builder = RunBuilder(meta)
         for record in reader.read(root, meta, builder.skipped):
             builder.add(record)
-        if builder.records == 0 and not builder._summary:
+        if builder.records == 0 and not builder._summary and meta.crash is None:
             detail = ""
             if builder.skipped.count:
                 detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"

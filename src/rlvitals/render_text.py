@@ -48,6 +48,11 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
          else "none"),
         ("skipped", f"{summary['skipped']['count']} records" if summary["skipped"]["count"] else "none"),
     ]
+    crash = summary.get("crash")
+    if crash:
+        after = "before its first step" if crash["last_step"] is None else f"after step {crash['last_step']}"
+        said = f"{crash['exception']}: {crash['message']}" if crash["message"] else crash["exception"]
+        rows.append(("crash", f"died {after} ({crash['kind']}): {said[:300]} ({crash['where']})"))
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(overflow="fold")

@@ -20,7 +20,7 @@ import polars as pl
 from .aliases import Context, KeyResolver, Resolved
 from .catalog import Catalog, load_catalog
 from .detect import detect
-from .ingest._record import Record, SkipLog, SourceMeta
+from .ingest._record import Crash, Record, SkipLog, SourceMeta
 
 _EVALISH = ("eval", "val", "test")
 
@@ -52,6 +52,12 @@ class Run:
     bytes_read: int
     #: how many steps at the start of the run this copy leaves out (:meth:`tail`); 0 for a whole run
     cut: int = 0
+    #: the exception the log ends in when the run died (with the last step logged before it)
+    crash: Crash | None = None
+    #: whether the reader looked for a crash (a console log can show one; a trainer_state.json cannot)
+    crash_scanned: bool = False
+    #: the step the source says the run reached beyond its last record (a trainer_state's global_step)
+    reached: int | None = None
 
     @property
     def steps(self) -> np.ndarray:
@@ -64,6 +70,25 @@ class Run:
         """Steps that carry at least one training metric."""
         steps: np.ndarray = self.steps[self.train_mask]
         return steps
+
+    @property
+    def last_step(self) -> int | None:
+        """The last training step the run reached: its last training record, or the step its source
+        says it got to when that is later (a trainer_state.json's ``global_step``); None when the
+        run logged no training step.
+
+        Example:
+            >>> from rlvitals.ingest import Record, SourceMeta
+            >>> builder = RunBuilder(SourceMeta(format="trl-state", reached=12))
+            >>> builder.add(Record(10, {"loss": 0.5}, "trainer_state.json#record 1"))
+            >>> builder.finish("trainer_state.json").last_step
+            12
+        """
+        train = self.train_steps
+        last = int(train[-1]) if len(train) else None
+        if self.reached is not None and (last is None or self.reached > last):
+            return self.reached
+        return last
 
     @property
     def metrics(self) -> list[str]:
@@ -263,7 +288,17 @@ class RunBuilder:
             files=list(self.meta.files),
             bytes_read=self.meta.bytes_read,
             cut=cut,
+            crash=_crash_at(self.meta.crash, steps[train_mask]),
+            crash_scanned=self.meta.crash_scanned,
+            reached=self.meta.reached,
         )
+
+
+def _crash_at(crash: Crash | None, train_steps: np.ndarray) -> Crash | None:
+    """The crash with the last training step logged before it."""
+    if crash is None or crash.last_step is not None or not len(train_steps):
+        return crash
+    return replace(crash, last_step=int(train_steps.max()))
 
 
 def _text_from(text: dict[str, dict[int, str]], first: int | None) -> dict[str, dict[int, str]]:

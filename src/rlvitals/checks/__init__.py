@@ -19,12 +19,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import CatalogError
-from . import behaviour, efficiency, generalisation, kl, learning, readings, stability
+from . import behaviour, crash, efficiency, generalisation, kl, learning, readings, stability
 from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
 
 __all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "sudden_checks", "FUNCTIONS"]
 
 FUNCTIONS: dict[str, CheckFn] = {
+    **crash.FUNCTIONS,
     **stability.FUNCTIONS,
     **kl.FUNCTIONS,
     **behaviour.FUNCTIONS,
@@ -77,7 +78,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings")
+MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings")
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ._record import Value
 
-__all__ = ["ReprError", "parse", "parse_dict", "Dump", "parse_dump", "metric_values", "flatten"]
+__all__ = ["ReprError", "parse", "parse_dict", "parse_dict_at", "Dump", "parse_dump", "metric_values", "flatten"]
 
 _WS = re.compile(r"\s*")
 _NUM = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
@@ -270,6 +270,23 @@ def parse_dict(text: str) -> dict[Any, Any]:
     if parser.pos != len(text):
         raise parser.error("the end of the text")
     return value  # type: ignore[no-any-return]
+
+
+def parse_dict_at(text: str, start: int) -> tuple[dict[Any, Any], int]:
+    """The dict repr that begins at ``text[start]`` (``'{'``) and the position just after it, so
+    that a dict glued between other text (a progress bar before it, more text after) is read
+    without knowing where it ends; ReprError if no whole dict begins there.
+
+    Example:
+        >>> parse_dict_at("50/160 [21:49<53:16]{'loss': 0.69, 'epoch': 0.06} tail", 20)
+        ({'loss': 0.69, 'epoch': 0.06}, 49)
+    """
+    parser = _Parser(text)
+    parser.pos = start
+    if text[start:start + 1] != "{":
+        raise parser.error("'{'")
+    value = parser.value()
+    return value, parser.pos  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 Value = float | str
 RecordKind = Literal["metrics", "summary"]
+#: what ended a run that died: out of memory (GPU, TPU HBM, host), a signal (Ctrl-C, SIGHUP, SIGTERM),
+#: a worker process that died, a failed import (the environment), or any other exception
+CrashKind = Literal["oom", "signal", "worker", "import", "error"]
 
 #: how many skip reasons are kept verbatim; the rest are only counted
 MAX_SKIP_REASONS = 20
@@ -26,6 +29,36 @@ class Record:
     values: dict[str, Value]
     where: str
     kind: RecordKind = "metrics"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """How a log ends when the run died: the exception that ended it.
+
+    ``where`` is the ``file:line`` of the exception line in the log, ``origin`` the innermost frame
+    of its traceback (``verl/workers/actor/dp_actor.py:483 in update_policy``), ``causes`` the other
+    exceptions printed with it (``ImportError: ... undefined symbol``), earliest first. ``last_step``
+    is the last training step logged before it (None: it died before any); ``after_end`` says the
+    training had printed its end (TRL's summary, veRL's final validation) before it died.
+    """
+
+    exception: str
+    message: str
+    where: str
+    kind: CrashKind
+    origin: str | None = None
+    causes: tuple[str, ...] = ()
+    last_step: int | None = None
+    after_end: bool = False
+
+    @property
+    def oom(self) -> bool:
+        return self.kind == "oom"
+
+    def to_json(self) -> dict[str, object]:
+        return {"exception": self.exception, "message": self.message, "where": self.where, "kind": self.kind,
+                "oom": self.oom, "origin": self.origin, "causes": list(self.causes), "last_step": self.last_step,
+                "after_end": self.after_end}
 
 
 @dataclass
@@ -68,3 +101,10 @@ class SourceMeta:
     window: tuple[int, int] | None = None
     #: how many lines come before the window, so ``file:line`` stays the line's number in the file
     line_base: int = 0
+    #: the exception that ended the run, when the log ends in one (see :mod:`rlvitals.ingest._crash`)
+    crash: Crash | None = None
+    #: whether the reader looked for a crash (a console log can show one; a trainer_state.json cannot)
+    crash_scanned: bool = False
+    #: the last step the source says the run reached when that is beyond its last record (a
+    #: trainer_state.json's ``global_step``, the step of its end-of-training summary)
+    reached: int | None = None

@@ -1,12 +1,23 @@
 """TRL / HF Trainer console output: the logs dict ProgressCallback prints at every logging step.
 
-``ProgressCallback.on_log`` writes ``str(logs)`` through tqdm (``total_flos`` removed, the
-epoch rounded to 2 places): ``{'loss': -0.0982, 'grad_norm': 0.12, ..., 'epoch': 0.03}`` for
-training, ``{'eval_loss': ..., 'epoch': ...}`` after an evaluation and
-``{'train_runtime': ..., 'train_loss': ..., 'epoch': ...}`` at the end. The dicts carry no
-step. When the training bar (``  12/250 [00:10<03:20, 1.2it/s]``) was drawn before a dict,
-its count is the step; otherwise training dicts are numbered 1, 2, 3 in order and a note says
-so. Evaluation dicts attach to the latest training step; the summary is a ``summary`` record.
+``ProgressCallback.on_log`` writes ``str(logs)`` through tqdm (``total_flos`` removed):
+``{'loss': -0.0982, 'grad_norm': 0.12, ..., 'epoch': 0.03}`` for training,
+``{'eval_loss': ..., 'epoch': ...}`` after an evaluation and
+``{'train_runtime': ..., 'train_loss': ..., 'epoch': ...}`` at the end. Recent transformers
+formats every float as ``f"{v:.4g}"`` first, so the dict holds quoted strings
+(``{'loss': '0.0186', 'learning_rate': '3.6e-05'}``); a quoted value in that form is read as the
+number it prints (4 significant digits) and a note says so. A dict is found wherever it starts
+on a line — after a progress bar it was glued to, inside a markdown terminal capture — and
+banners that repeat some of its values (``📊 Logging 44 metrics``) are not dicts.
+
+The dicts carry no step: :mod:`rlvitals.ingest._console_steps` gives each training dict its
+step from the training bar drawn before it when the bar can be trusted, else by order ×
+``logging_steps``, and says which in a note. Evaluation dicts attach to the latest training
+step; the summary is a ``summary`` record. A log that ends in a traceback gets the crash; a log
+holding only a traceback through TRL's or the Trainer's code is read too.
+
+Memory: the records are kept until the end of the file (their steps are known only then); a
+console log holds one dict per logging step, so this is small.
 """
 
 from __future__ import annotations
@@ -15,54 +26,33 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ._pyrepr import ReprError, metric_values, parse_dict
+from ._console_steps import Witnesses, number
+from ._crash import FRAMEWORK_FRAMES, CrashScanner
+from ._pyrepr import ReprError, metric_values, parse_dict_at
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
 from ._text import iter_lines, search_file, strip_ansi
 
 FORMAT = "trl-console"
 
-_SNIFF = re.compile(rb"(?:^|[\r\n])\{'[^\r\n]*'epoch': [^\r\n,{}]+\}")
+_SNIFF = re.compile(rb"\{'[^\r\n]*'epoch': [^\r\n,{}]+\}|" + FRAMEWORK_FRAMES["trl"].pattern)
 #: a dict the Trainer printed: its first key, or an 'epoch' entry, says so
 _FIRST_KEY = re.compile(r"\{'(?:loss|grad_norm|learning_rate|reward|kl|epoch|train_\w+|eval_\w+|test_\w+)'")
-#: the training bar without a description ("Map: ", "Processed prompts: " are other bars)
-_BAR = re.compile(r"^\s*(?:\d+%\|[^|]*\|\s*)?(\d+)/(\d+) \[")
+#: a bar's ``count/total [`` with no description before it ("Map: ", "Processed prompts: " are other bars)
+_BAR = re.compile(r"(?:^|\r|\s|\|)(\d+)/(\d+) \[")
+_DESCRIBED = re.compile(r"[A-Za-z][\w ]*:\s+\d+%\|")
 _SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
 _EVAL_PREFIXES = ("eval_", "test_")
+#: how ProgressCallback prints a float: ``f"{v:.4g}"`` (and ``nan``, ``inf``)
+_G4 = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)")
+_LOGGING_STEPS = re.compile(r"""logging[_-]steps['"]?\s*[=:]\s*['"]?(\d+(?:\.\d+)?)"""
+                            r"""|--logging[_-]steps[= ](\d+(?:\.\d+)?)""")
+_TOTAL = re.compile(r"Total (?:optimization )?steps\s*[=:]\s*([\d,]+)")
+_EPOCHS = re.compile(r"Num Epochs\s*[=:]\s*([\d.,]+)")
 
 
 def sniff(path: Path, head: bytes) -> bool:
     return search_file(path, head, _SNIFF)
-
-
-class _Steps:
-    """Which step a dict belongs to: the count of the training bar drawn before it, else order."""
-
-    def __init__(self) -> None:
-        self.last = 0  # latest training step
-        self.bar: int | None = None  # training-bar count seen since the last training dict
-        self.total: int | None = None  # the training bar's total, once a dict has used it
-        self.bar_total = 0
-        self.inferred = 0
-
-    def see_bar(self, segment: str) -> None:
-        m = _BAR.match(segment)
-        if m is None:
-            return
-        count, total = int(m.group(1)), int(m.group(2))
-        # tqdm redraws the bar, unchanged, right after printing a dict: that count is used up
-        if count != self.last and (self.total is None or total == self.total):
-            self.bar, self.bar_total = count, total
-
-    def training(self) -> int:
-        if self.bar is not None:
-            self.total = self.bar_total
-            step = self.bar
-        else:
-            step = self.last + 1
-            self.inferred += 1
-        self.last, self.bar = step, None
-        return step
 
 
 def _classify(values: dict[str, Value]) -> str:
@@ -73,42 +63,132 @@ def _classify(values: dict[str, Value]) -> str:
     return "train"
 
 
+def _numbers(values: dict[str, Value]) -> int:
+    """Read the quoted ``.4g`` strings of a dict as the numbers they print; how many there were."""
+    quoted = 0
+    for key, value in values.items():
+        if isinstance(value, str) and _G4.fullmatch(value.strip()):
+            values[key] = float(value)
+            quoted += 1
+    return quoted
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+class _Log:
+    """What one pass over the log gathers: the dicts (held until their steps are known) and the witnesses."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.w = Witnesses()
+        self.since: dict[int, int] = {}  # bar total -> last count since the last training dict
+        self.dicts: list[tuple[str, dict[str, Value], str, int]] = []  # kind, values, where, training index
+        self.quoted = 0
+        self.crash = CrashScanner(path)
+
+    def text(self, lineno: int, segment: str) -> None:
+        """A piece of a line that is no dict: a bar, a banner, a traceback line."""
+        if "/" in segment and "[" in segment and not _DESCRIBED.search(segment):
+            for m in _BAR.finditer(segment):
+                count, total = int(m.group(1)), int(m.group(2))
+                if 0 <= count <= total:
+                    self.since.pop(total, None)  # the last key is the bar drawn last
+                    self.since[total] = count
+                    if count > self.w.reached.get(total, -1):
+                        self.w.reached[total] = count
+        elif "logging" in segment and self.w.logging_steps is None:
+            m = _LOGGING_STEPS.search(segment)
+            if m:
+                self.w.logging_steps = _number(m.group(1) or m.group(2))
+        elif "Total" in segment or "Num Epochs" in segment:
+            total, epochs = _TOTAL.search(segment), _EPOCHS.search(segment)
+            if total:
+                self.w.total_steps = int(_number(total.group(1)) or 0) or None
+            if epochs:
+                self.w.num_epochs = _number(epochs.group(1))
+        self.crash.feed(lineno, segment)
+
+    def add(self, values: dict[str, Value], where: str, lineno: int) -> None:
+        self.quoted += _numbers(values)
+        kind = _classify(values)
+        trained = len(self.w.epochs)
+        if kind == "train":
+            epoch = values.get("epoch")
+            self.w.epochs.append(epoch if isinstance(epoch, float) else None)
+            self.w.bars.append(self.since)
+            self.since = {}
+            self.crash.progress()
+        elif kind == "summary":
+            epoch = values.get("epoch")
+            self.w.end_epoch = epoch if isinstance(epoch, float) else self.w.end_epoch
+            self.crash.finished(lineno)
+        else:
+            values.pop("epoch", None)  # the training record of this step holds it already
+        self.dicts.append((kind, values, where, trained))
+
+    def records(self, meta: SourceMeta) -> Iterator[Record]:
+        numbering = number(self.w, str(self.path))
+        if numbering.note:
+            meta.notes.append(numbering.note)
+        if self.quoted:
+            meta.notes.append(f"{self.path}: {self.quoted} values were printed as quoted strings (recent transformers "
+                              "formats every float as '{:.4g}'); they were read as the numbers they print, to 4 "
+                              "significant digits")
+        steps = numbering.steps
+        for kind, values, where, trained in self.dicts:
+            if kind == "train":
+                yield Record(steps[trained], values, where)
+            else:  # an evaluation or the summary belongs to the training step before it
+                yield Record(steps[trained - 1] if trained else 0, values, where,
+                             kind="summary" if kind == "summary" else "metrics")
+
+
+def _segments(line: str) -> list[str]:
+    if "\x1b" in line:
+        line = strip_ansi(line)
+    return line.split("\r") if "\r" in line else [line]
+
+
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "trl"
-    steps = _Steps()
-    trained = 0
+    log = _Log(path)
     for lineno, line in iter_lines(path, meta):
-        if "\x1b" in line:
-            line = strip_ansi(line)
-        for segment in line.split("\r") if "\r" in line else (line,):
-            text = segment.strip()
-            if not text.startswith("{'"):
-                if "/" in segment and "[" in segment:
-                    steps.see_bar(segment)
+        for segment in _segments(line):
+            at = segment.find("{'")
+            while at >= 0 and not (_FIRST_KEY.match(segment, at) or "'epoch': " in segment[at:]):
+                at = segment.find("{'", at + 2)
+            if at < 0:
+                log.text(lineno, segment)
                 continue
-            if not (_FIRST_KEY.match(text) or "'epoch': " in text):
-                continue
+            if at:
+                log.text(lineno, segment[:at])  # the bar it was glued to comes first
             where = f"{path}:{lineno}"
             try:
-                values = metric_values(parse_dict(text))
+                found, end = parse_dict_at(segment, at)
             except ReprError as exc:
                 skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
                 continue
-            kind = _classify(values)
-            if kind == "summary":
-                yield Record(steps.last, values, where, kind="summary")
-                continue
-            if kind == "eval":
-                values.pop("epoch", None)  # the training record of this step holds it already
-                yield Record(steps.last, values, where)
-                continue
-            trained += 1
-            yield Record(steps.training(), values, where)
-    if steps.inferred:
-        meta.notes.append(
-            f"{steps.inferred} of {trained} training dicts had no progress bar before them, so their "
-            "steps were inferred by order (1, 2, 3, ...); with logging_steps > 1 the true steps differ. "
-            "trainer_state.json in a checkpoint folder gives exact steps")
+            log.add(metric_values(found), where, lineno)
+            if segment[end:].strip():
+                log.text(lineno, segment[end:])
+    if log.dicts or log.crash.seen:
+        _remember(log, meta)
+    yield from log.records(meta)
+    meta.crash, meta.crash_scanned = log.crash.crash(), True
+
+
+def _remember(log: _Log, meta: SourceMeta) -> None:
+    """The run's settings the log printed, under their TrainingArguments names."""
+    w = log.w
+    for key, value in (("logging_steps", w.logging_steps), ("max_steps", w.total_steps),
+                       ("num_train_epochs", w.num_epochs)):
+        if value is not None:
+            meta.config.setdefault(key, value)
 
 
 READER = Reader(FORMAT, sniff, read)

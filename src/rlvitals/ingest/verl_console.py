@@ -7,10 +7,14 @@ may hold ``/``, ``@`` and ``(1e-4)``, so a pair is split at its last ``:``. A va
 line (``step:0 - val-core/...``) is a record of its own; the Run merges it with the training
 line of the same step. The SFT trainer prints the same format.
 
-The config comes from two places, whichever the log has: the pprint'ed config dict veRL
-prints at start (one dict over many Ray-prefixed lines, other workers' lines interleaved)
-and the Hydra overrides on the ``python3 -m verl.trainer.main_ppo ...`` command line. The
-dump wins where both name a key.
+The config comes from the places the log has: the pprint'ed config dict veRL prints at start
+(one dict over many Ray-prefixed lines, other workers' lines interleaved), the Hydra overrides
+on the ``python3 -m verl.trainer.main_ppo ...`` command line, those Hydra repeats when the job
+fails (``Error executing job with overrides: [...]``) and a Hydra ``overrides.yaml`` beside the
+log (see :func:`rlvitals.ingest._config.sibling_overrides`). The dump wins where they differ.
+
+A log that ends in a traceback gets the crash (:mod:`rlvitals.ingest._crash`); a log holding
+only a traceback through veRL's own code (a run that died before its first step) is read too.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._pyrepr import ReprError, flatten, parse_dump
+from ._config import sibling_overrides
+from ._crash import FRAMEWORK_FRAMES, CrashScanner
+from ._pyrepr import ReprError, flatten, parse, parse_dump
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
 from ._text import ANSI, iter_lines, parse_number, search_file, strip_ansi
@@ -35,7 +41,11 @@ _SNIFF = re.compile(
 )
 #: a timestamp a tool such as ``ts`` or a logging wrapper put before the line
 _TIMESTAMP = re.compile(r"[\d:.,/+TZ\[\] -]{8,40}")
+#: the same, or a traceback through veRL's own code (a run that died before it logged a step)
+_SNIFF_ANY = re.compile(_SNIFF.pattern + b"|" + FRAMEWORK_FRAMES["verl"].pattern)
 _STEP = re.compile(r"step:(\d+)(?= - |\s*$)")
+#: Hydra's last words when the job raised: the overrides it was started with
+_FAILED_JOB = re.compile(r"Error executing job with overrides: (\[.*\])\s*$")
 _RAY_PREFIX = re.compile(r"\((?:[^()]*\s)?pid=\d+[^()]*\) ?")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _CONFIG_SECTIONS = frozenset({"actor_rollout_ref", "algorithm", "critic", "data", "trainer", "reward_model",
@@ -48,7 +58,7 @@ MAX_DUMP_LINES = 20_000
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    return search_file(path, head, _SNIFF)
+    return search_file(path, head, _SNIFF_ANY)
 
 
 def split_prefix(line: str) -> tuple[str, str]:
@@ -188,6 +198,23 @@ class _Head:
             text = split_prefix(line)[1].lstrip("+ ").lstrip("$ ")
             self.command = []
             self._command_line(text)
+            return
+        if "Error executing job" in line:
+            self.failed_job(line)
+
+    def failed_job(self, line: str) -> None:
+        """The overrides Hydra lists when the job raised (the run's only config when it died early)."""
+        m = _FAILED_JOB.search(split_prefix(line)[1])
+        if m is None:
+            return
+        try:
+            items = parse(m.group(1))
+        except ReprError:
+            return
+        for item in items if isinstance(items, list) else ():
+            hit = _OVERRIDE.fullmatch(item) if isinstance(item, str) else None
+            if hit is not None:
+                self.overrides.setdefault(hit.group(1), _hydra_value(hit.group(2)))
 
     def _command_line(self, text: str) -> None:
         assert self.command is not None
@@ -226,6 +253,8 @@ class _Head:
             self._command_line("")
         if self.dump is not None:
             self._close_dump()
+        for key, value in sibling_overrides(self.path, self.meta).items():
+            self.overrides.setdefault(key, value)
         self.meta.config.update(self.overrides)
         self.meta.config.update(self.config)
 
@@ -273,6 +302,7 @@ def hydra_overrides(command: str) -> dict[str, Any]:
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "verl"
     head: _Head | None = _Head(path, meta)
+    crash = CrashScanner(path)
     ok_heads: set[str] = {""}
     last_step_line = 0
     lineno = 0
@@ -290,12 +320,17 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                 last_step_line = lineno
                 record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips)
                 if record is not None:
+                    crash.progress()
                     yield record
                 continue
+        crash.feed(lineno, line)
         if head is not None:
             head.feed(lineno, line)
+        if "Final validation metrics" in line:
+            crash.finished(lineno)
     if head is not None:
         head.close()
+    meta.crash, meta.crash_scanned = crash.crash(), True
     if last_step_line and last_step_line == lineno and not _ends_with_newline(path):
         meta.notes.append(f"{path}:{lineno}: the last line has no newline (was the log still being written?); "
                           "its last value may be cut short")

@@ -1,0 +1,204 @@
+"""Which optimisation step each metrics dict of a TRL / HF Trainer console log belongs to.
+
+The dicts carry no step. Three witnesses can give it, in order of trust:
+
+1. **The training bar** drawn just before a dict (``  50/160 [21:49<53:16, 29.06s/it]``). It is
+   right when the log was written as the terminal showed it. When stdout was block-buffered (a
+   ``nohup`` log) the bar, written to stderr, runs ahead of the dicts: the first GRPO dict of a
+   run logging every 20 steps follows bar 620. The dicts' ``epoch`` is exact (it is computed
+   from the step), so the bar is trusted only when the epochs are proportional to the bar counts.
+2. **Order × logging steps**: the Trainer logs every ``logging_steps`` steps, so dict ``i`` is
+   step ``i × logging_steps`` (``1, L, 2L, ...`` with ``logging_first_step``). ``logging_steps``
+   comes from the log's own text (a printed TrainingArguments or config), else from the number
+   of dicts and the last step the bar reached (``n`` dicts in ``R`` steps leave one integer ``L``
+   with ``n·L ≤ R < (n+1)·L`` when ``R`` is large enough), else from the epochs
+   (``Δepoch per dict × steps per epoch``, steps per epoch from the bar total or the banner's
+   ``Total steps`` and the number of epochs).
+3. **Order alone** (1, 2, 3, ...) when nothing else is known; a note says so.
+
+No witness may put a dict beyond the run's total optimisation steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Witnesses:
+    """What a console log said about its steps, gathered while it was read."""
+
+    #: per training dict, in order: the last count drawn by each bar total since the dict before it
+    #: (the bar drawn last, right before the dict, is the last key)
+    bars: list[dict[int, int]] = field(default_factory=list)
+    #: per training dict: its ``epoch`` (None when it logged none)
+    epochs: list[float | None] = field(default_factory=list)
+    #: the highest count each bar total reached anywhere in the log
+    reached: dict[int, int] = field(default_factory=dict)
+    #: ``logging_steps`` as the log printed it (a TrainingArguments repr, a config, a command line)
+    logging_steps: float | None = None
+    #: total optimisation steps and epochs from a banner (``Num Epochs = 3 | Total steps = 111``)
+    total_steps: int | None = None
+    num_epochs: float | None = None
+    #: the epoch of the end-of-training summary (the run's last epoch), when it printed one
+    end_epoch: float | None = None
+
+
+@dataclass(frozen=True)
+class Numbering:
+    steps: list[int]
+    note: str | None
+
+
+def number(w: Witnesses, where: str) -> Numbering:
+    """The step of every training dict, and a note when they are not the bar's own counts."""
+    n = len(w.epochs)
+    if n == 0:
+        return Numbering([], None)
+    total = _training_total(w)
+    bars = _bar_steps(w.bars, total)
+    doubt = _doubt(bars, w.epochs, total)
+    if doubt is None:
+        return Numbering([b for b in bars if b is not None], None)
+    reached, said = _reached(w, total)
+    logging, source = _logging_steps(w, n, total, reached, said)
+    if logging is not None:
+        first = _logs_first_step(w.epochs)
+        steps = ([1] if first else []) + [i * logging for i in range(1, n + 1 - int(first))]
+        if reached is None or steps[-1] <= max(reached, total or 0):
+            return Numbering(steps, f"{where}: {doubt}; the {n} training dicts were numbered by order × "
+                                    f"logging_steps = {logging} ({source}){', after step 1' if first else ''}")
+    partial = _partial(bars, w.epochs, total)
+    inferred = sum(b is None for b in bars) if partial is not None else n
+    return Numbering(partial or list(range(1, n + 1)),
+                     f"{where}: {inferred} of {n} training dicts had no usable progress bar before them "
+                     "and logging_steps is not in the log, so their steps were inferred by order (1, 2, 3, ...); "
+                     "with logging_steps > 1 the true steps differ. trainer_state.json in a checkpoint folder "
+                     "gives exact steps")
+
+
+def _doubt(bars: list[int | None], epochs: list[float | None], total: int | None) -> str | None:
+    """Why the training bar's counts cannot be the dicts' steps, or None when they can: every dict
+    had its own count, the counts rise within the total, and the epochs (exact: computed from the
+    step) are proportional to them."""
+    known = [(b, e) for b, e in zip(bars, epochs, strict=True) if b is not None]
+    if not known:
+        return "no training progress bar was drawn before the metric dicts"
+    if not _proportional([b for b, _ in known], [e for _, e in known]):
+        first, epoch = known[0]
+        return (f"the progress bar ran ahead of the metric dicts (buffered output): a dict follows bar "
+                f"{first}/{total} but its epoch {epoch} does not fit that step")
+    if len(known) < len(bars):
+        return f"{len(bars) - len(known)} of {len(bars)} metric dicts had no training progress bar of their own"
+    counts = [b for b, _ in known]
+    if any(b <= a for a, b in zip(counts, counts[1:], strict=False)) or (total is not None and counts[-1] > total):
+        return "the progress bar counts before the metric dicts do not rise within the bar's total"
+    return None
+
+
+def _training_total(w: Witnesses) -> int | None:
+    """The total of the bar drawn right before most training dicts: the training bar's (an
+    evaluation bar is drawn before an evaluation dict, and the training bar again after it)."""
+    votes = Counter(next(reversed(bars)) for bars in w.bars if bars)
+    if votes:
+        return votes.most_common(1)[0][0]
+    return w.total_steps
+
+
+def _bar_steps(bars: list[dict[int, int]], total: int | None) -> list[int | None]:
+    out: list[int | None] = []
+    last = 0
+    for seen in bars:
+        count = seen.get(total) if total is not None else None
+        # tqdm redraws the bar unchanged right after printing a dict: that count is used up
+        if count is None or count == last:
+            out.append(None)
+            continue
+        out.append(count)
+        last = count
+    return out
+
+
+def _proportional(counts: list[int], epochs: list[float | None]) -> bool:
+    pairs = [(b, e) for b, e in zip(counts, epochs, strict=True) if e is not None]
+    if len(pairs) < 2:
+        return True
+    rate = sum(b * e for b, e in pairs) / sum(b * b for b, _ in pairs)
+    # an epoch printed with 2 decimals (older transformers) is off by up to 0.005
+    return all(abs(e - rate * b) <= 0.006 + 0.05 * e for b, e in pairs)
+
+
+def _reached(w: Witnesses, total: int | None) -> tuple[int | None, str]:
+    """The last step the run got to and who says so: the training bar's highest count, or the
+    total when the training printed its summary (it ran to the end)."""
+    got = w.reached.get(total) if total is not None else None
+    if w.end_epoch is not None and total is not None and (got is None or got < total):
+        return total, f"the {total} steps of the run (it printed its summary)"
+    return got, f"the {got} steps the bar reached"
+
+
+def _logs_first_step(epochs: list[float | None]) -> bool:
+    """``logging_first_step``: the first dict is at step 1, far closer to 0 than the next two are apart."""
+    if len(epochs) < 3 or any(e is None for e in epochs[:3]):
+        return False
+    e1, e2, e3 = (float(e) for e in epochs[:3] if e is not None)
+    return e3 - e2 > 0 and e1 < 0.5 * (e3 - e2)
+
+
+def _steps_per_epoch(w: Witnesses, total: int | None) -> float | None:
+    epochs = w.num_epochs or w.end_epoch
+    if total is None or not epochs or epochs <= 0:
+        return None
+    return total / epochs
+
+
+def _logging_steps(w: Witnesses, n: int, total: int | None, reached: int | None,
+                   said: str) -> tuple[int | None, str]:
+    if w.logging_steps is not None:
+        if 0 < w.logging_steps < 1 and total is not None:  # a ratio of the total steps
+            return math.ceil(total * w.logging_steps), f"logging_steps = {w.logging_steps} of {total} steps"
+        if w.logging_steps >= 1:
+            return int(w.logging_steps), "as printed in the log"
+    per_epoch = _steps_per_epoch(w, total)
+    by_epoch = _from_epochs(w.epochs, per_epoch)
+    dicts = n - int(_logs_first_step(w.epochs))
+    if reached is not None and dicts > 0:
+        fits = [k for k in range(max(1, reached // (dicts + 1)), reached // dicts + 1)
+                if dicts * k <= reached < (dicts + 1) * k]
+        if by_epoch is not None and fits:
+            best = min(fits, key=lambda k: abs(k - by_epoch))
+            if abs(best - by_epoch) <= 0.2 * by_epoch + 1:
+                return best, f"{n} dicts in {said}, and their epochs agree"
+        if len(fits) == 1:
+            return fits[0], f"{n} dicts in {said}"
+    if by_epoch is not None and by_epoch >= 1 and abs(by_epoch - round(by_epoch)) <= 0.1 * by_epoch:
+        return round(by_epoch), f"the dicts' epochs at {per_epoch:g} steps per epoch"
+    return None, ""
+
+
+def _from_epochs(epochs: list[float | None], per_epoch: float | None) -> float | None:
+    """Steps between two dicts as their epochs say."""
+    known = [e for e in epochs if e is not None]
+    if per_epoch is None or not known:
+        return None
+    if len(known) == 1:
+        return known[0] * per_epoch
+    return (known[-1] - known[0]) / (len(known) - 1) * per_epoch
+
+
+def _partial(bars: list[int | None], epochs: list[float | None], total: int | None) -> list[int] | None:
+    """The bar's count where a dict had one and the step after the last otherwise — the reading
+    when some dicts had no bar of their own (fast steps tqdm did not redraw) and the counts that
+    are there agree with the epochs; None when they do not, or no dict had a bar."""
+    known = [(b, e) for b, e in zip(bars, epochs, strict=True) if b is not None]
+    if not known or not _proportional([b for b, _ in known], [e for _, e in known]):
+        return None
+    out: list[int] = []
+    last = 0
+    for b in bars:
+        step = b if b is not None and b > last and (total is None or b <= total) else last + 1
+        out.append(step)
+        last = step
+    return out
