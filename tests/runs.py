@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,3 +42,30 @@ def finding(diagnosis: Any, check: str) -> Any:
     found = [f for f in diagnosis.findings if f.check == check]
     assert len(found) == 1, (check, [(f.status, f.message["en"]) for f in found])
     return found[0]
+
+
+#: the labelled corpus of real public runs (benchmarks/corpus/README.md); committed with the project
+CORPUS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus" / "runs"
+
+
+def corpus_input(run_id: str) -> Path:
+    """What to hand to rlvitals for a corpus run: its label's ``input`` (a shared fixture is not here)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    label = tomllib.loads((CORPUS / run_id / "labels.toml").read_text(encoding="utf-8"))
+    name = str(label["run"]["input"])
+    if name.startswith("shared:"):
+        raise ValueError(f"{run_id} reads ../shared/fixtures/real/{name[7:]}; use the `real` fixture")
+    return CORPUS / run_id / name
+
+
+def corpus_run(run_id: str) -> Run:
+    """The first run of a corpus run's input, read by rlvitals.load."""
+    import rlvitals
+
+    return rlvitals.load(corpus_input(run_id))[0]

@@ -136,3 +136,17 @@ def test_a_template_with_its_own_advice_never_shows_the_general_one() -> None:
     stray = {**words, "advice_warn": "no such template"}
     with pytest.raises(CatalogError, match=r"nan_inf en has advice for templates it does not have: \['warn'\]"):
         parse_checks({"check": [_record(en=stray, zh=words)]}, only)
+
+
+def test_min_points_is_a_validated_record_field() -> None:
+    import pytest
+
+    from rlvitals.checks import FUNCTIONS, parse_checks
+    from rlvitals.checks._base import MIN_POINTS
+    from rlvitals.errors import CatalogError
+
+    only = {"nan_inf": FUNCTIONS["nan_inf"]}
+    assert parse_checks({"check": [_record()]}, only)[0].min_points == MIN_POINTS
+    assert parse_checks({"check": [_record(min_points=3)]}, only)[0].min_points == 3
+    with pytest.raises(CatalogError, match=r"check 'nan_inf' has min_points = 0; expected a whole number ≥ 1"):
+        parse_checks({"check": [_record(min_points=0)]}, only)

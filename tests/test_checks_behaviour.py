@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from runs import finding, make_run
+from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.checks import Outcome, RunView, load_checks
@@ -18,7 +18,8 @@ from rlvitals.run import Run
 from rlvitals.simulate import Scenario, simulate
 
 MINE = ("entropy_collapse", "entropy_flat", "entropy_surge", "entropy_clip_joint", "response_clip_high",
-        "prompt_clip_high", "aborted_high", "length_reward_hacking", "turns_surge", "tool_calls_at_cap")
+        "prompt_clip_high", "aborted_high", "length_reward_hacking", "response_length_collapse", "turns_surge",
+        "tool_calls_at_cap")
 N = 300
 
 
@@ -327,6 +328,9 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
                                                                   "rollout/length_correct_corr": np.zeros(N)}),
     ("length_reward_hacking", "overthinking"): lambda: make_run({"response_length/mean": LONGER, **reward(0.5, 0.5),
                                                                  "rollout/length_correct_corr": np.full(N, -0.4)}),
+    ("response_length_collapse", "ok"): run_of(response_length__mean=flat(300.0)),
+    ("response_length_collapse", "fail"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 3.0)),
+    ("response_length_collapse", "warn"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 120.0)),
     ("turns_surge", "ok"): run_of(num_turns__max=np.full(N, 6.0)),
     ("turns_surge", "spike"): run_of(num_turns__max=np.where(np.arange(N) == 119, 20.0, 6.0)),
     ("turns_surge", "shift"): run_of(num_turns__max=np.where(np.arange(N) >= 99, 14.0, 6.0)),
@@ -400,3 +404,34 @@ def test_qwen_05b_ppo_entropy_spike_coincides_with_a_grad_norm_spike(real: Path)
     assert f.status == "warn" and f.onset_step == 328
     steps, grad = run.series("actor/grad_norm", finite=True)
     assert grad[steps == 328][0] > 6 * np.median(grad[(steps > 300) & (steps < 328)])
+
+
+# ---------------------------------------------------------------- response_length_collapse
+
+def test_a_length_collapse_in_the_first_steps_fails_from_the_run_s_first_values() -> None:
+    """Real (corpus verl__agent-opd__qwen3-4b-klreward-length-collapse): 1,759 tokens at step 1, 623 at 7,
+    87.9 at 9, 1.0 from step 12 to 261 — the baseline is the run's start, not a window after the damage."""
+    f = finding(diagnose(corpus_run("verl__agent-opd__qwen3-4b-klreward-length-collapse")), "response_length_collapse")
+    assert f.status == "fail" and 6 <= f.onset_step <= 8
+    assert f.evidence["baseline"] > 1500 and f.evidence["value"] <= 1.5
+    assert "stopped answering the task" in f.message["en"] and "KL" in f.advice["en"]
+
+
+def test_a_length_collapse_is_read_on_four_records() -> None:
+    """Real (corpus trlconsole__trldapo_qwen25vl3b_grpo_interrupted): completions/mean_length 15.05 at step
+    10, then 2.0 at steps 20, 30 and 40 before the run was interrupted — four records are enough."""
+    f = finding(diagnose(corpus_run("trlconsole__trldapo_qwen25vl3b_grpo_interrupted")), "response_length_collapse")
+    assert f.status == "fail" and f.onset_step == 20
+
+
+def test_a_length_that_drifts_or_recovers_is_no_collapse() -> None:
+    """Real (corpus must-nots): gemma-3 GRPO drifts 542.7 -> 340.4 tokens while correctness rises; a
+    healthy veRL agent run's ~1k-token responses move with its tool use."""
+    for run_id in ("trlstate__gemma3-1b-grpo-gsm8k", "verl__agent-opd__qwen2.5-3b-klreward0.0005-healthy"):
+        assert finding(diagnose(corpus_run(run_id)), "response_length_collapse").status == "ok", run_id
+
+
+def test_a_noisy_length_with_short_batches_is_no_collapse(real: Path) -> None:
+    """Real (shared gpt-oss 2048 table): single batches of 48-68 tokens among 200-580 are noise."""
+    run = rlvitals.load(real / "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv")[0]
+    assert finding(diagnose(run), "response_length_collapse").status == "ok"

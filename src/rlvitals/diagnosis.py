@@ -123,7 +123,7 @@ def _missing(view: RunView, check: Check) -> tuple[list[str], list[str]]:
     absent: list[str] = []
     short: list[str] = []
     for alts in check.needs:
-        if view.first(*alts) is not None:
+        if view.first(*alts, min_points=check.min_points) is not None:
             continue
         logged = [k for k in alts if view.series(k, min_points=1) is not None or k in view.run.frame.columns]
         (short if logged else absent).append(" or ".join(logged or alts))
@@ -146,7 +146,7 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
     if not outcomes:
         if check.needs_text or not check.needs:
             return [_skipped(check, "needs", missing=check.needs_text or "data")]
-        present = [view.first(*alts) for alts in check.needs]
+        present = [view.first(*alts, min_points=check.min_points) for alts in check.needs]
         return [_skipped(check, "few", missing=", ".join(s.key for s in present if s is not None))]
     found = []
     for out in outcomes:

@@ -20,7 +20,7 @@ else:  # pragma: no cover
 
 from ..errors import CatalogError
 from . import behaviour, crash, efficiency, generalisation, kl, learning, readings, stability
-from ._base import Check, CheckFn, Outcome, RunView, Series, Status, Text
+from ._base import MIN_POINTS, Check, CheckFn, Outcome, RunView, Series, Status, Text
 
 __all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "sudden_checks", "FUNCTIONS"]
 
@@ -66,11 +66,14 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         sudden = raw.get("sudden", False)
         if not isinstance(sudden, bool):
             raise CatalogError(f"checks: check {cid!r} has sudden = {sudden!r}; expected true or false")
+        min_points = raw.get("min_points", MIN_POINTS)
+        if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 1:
+            raise CatalogError(f"checks: check {cid!r} has min_points = {min_points!r}; expected a whole number ≥ 1")
         checks.append(Check(
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=str(raw.get("needs_text", "")), sudden=sudden,
+            needs_text=str(raw.get("needs_text", "")), sudden=sudden, min_points=min_points,
         ))
     missing = sorted(set(functions) - seen)
     if missing:

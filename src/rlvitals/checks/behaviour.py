@@ -417,6 +417,51 @@ def tool_calls_at_cap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return out
 
 
+def response_length_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The mean response length collapsing, with or without a reward change (seed-000 §4: answers
+    getting shorter and shorter; a policy that answers with a token or two has stopped doing the task).
+
+    The level (a three-value rolling median, so one odd batch does not count) is read against the
+    highest level reached before it. Falling to ``few`` tokens or less from ``ratio``× that, and
+    staying there, fails; losing ``drop`` of it and staying down warns. The onset is the first step
+    below half the earlier high — damage in the first steps is measured from the run's first values,
+    not from a window that already holds the fall. Judged from ``min_points`` logged values: a length
+    of two tokens is evidence on its own."""
+    s = view.series("response_length/mean", min_points=3)
+    if s is None:
+        return []
+    x = s.values
+    level = signals.rolling_level(x, 3)
+    high = np.maximum.accumulate(level)
+    tail = max(2, min(len(x) // 10, 20))
+    values: dict[str, Any] = {"metric": s.key, "first": float(level[0]), "last": float(np.median(x[-tail:])),
+                              "few": p["few"], "drop": p["drop"]}
+    few = (level <= p["few"]) & (high >= p["ratio"] * np.maximum(level, 1e-12))
+    # a fall that is not to a few tokens is read on a wider level: batches of a noisy run vary 10x
+    wide = signals.rolling_level(x, max(3, min(10, len(x) // 10)))
+    wide_high = np.maximum.accumulate(wide)
+    fell = wide <= (1 - p["drop"]) * wide_high
+    for template, mask, tops in (("fail", few, high), ("warn", fell, wide_high)):
+        hits = np.flatnonzero(mask)
+        if not len(hits):
+            continue
+        at = int(hits[0])
+        rest = float(np.median(x[at:]))
+        limit = p["few"] * 1.5 if template == "fail" else 1.5 * (1 - p["drop"]) * tops[at]
+        if rest > limit:  # it came back up: a dip, not a collapse
+            continue
+        peak = float(tops[at])
+        above = np.flatnonzero(level[: at + 1] >= 0.5 * peak)
+        onset = int(above[-1]) + 1 if len(above) else 0
+        onset = min(onset, at)
+        values |= {"onset": s.step(onset), "step": s.step(at), "from": peak, "to": rest,
+                   "share": 1 - rest / peak if peak > 0 else 0.0}
+        return [Outcome(template, template, values, onset_step=s.step(onset), span=(s.step(onset), s.step(len(x) - 1)),
+                        metrics=(s.key,), evidence={"baseline": peak, "value": rest,
+                                                    "threshold": p["few"] if template == "fail" else p["drop"]})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "entropy_collapse": entropy_collapse,
     "entropy_flat": entropy_flat,
@@ -426,6 +471,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     "prompt_clip_high": prompt_clip_high,
     "aborted_high": aborted_high,
     "length_reward_hacking": length_reward_hacking,
+    "response_length_collapse": response_length_collapse,
     "turns_surge": turns_surge,
     "tool_calls_at_cap": tool_calls_at_cap,
 }
