@@ -114,3 +114,30 @@ def test_first_step_after_a_long_startup_is_found(tmp_path: Path) -> None:
     assert len(noise) > 64 << 10
     assert find_reader(path).format == "openrlhf-console"
     assert [r.step for r in read(path, SourceMeta(format="x"), SkipLog())] == [1]
+
+
+def test_a_log_that_ends_in_a_traceback_gets_the_crash(tmp_path: Path) -> None:
+    # constructed (no public OpenRLHF log of a crash was found): two global steps, then the driver's traceback
+    path = tmp_path / "train.log"
+    path.write_text(
+        "INFO ppo_trainer.py:547] ✨ Global step 1: {'policy_loss': 0.1, 'kl': 0.0}\n"
+        "INFO ppo_trainer.py:547] ✨ Global step 2: {'policy_loss': 0.2, 'kl': 0.01}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/openrlhf/trainer/ppo_trainer.py", line 210, in fit\n'
+        "    status = self.ppo_train(steps)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    run = load(path)[0]
+    assert run.crash is not None and run.crash.oom and run.crash.last_step == 2
+    assert run.crash.origin == "openrlhf/trainer/ppo_trainer.py:210 in fit"
+
+
+def test_a_log_holding_only_an_openrlhf_traceback_is_read(tmp_path: Path) -> None:
+    # constructed: died in the actor's init, before its first global step
+    path = tmp_path / "died.log"
+    path.write_text("Traceback (most recent call last):\n"
+                    '  File "/opt/openrlhf/cli/train_ppo_ray.py", line 40, in train\n'
+                    "ModuleNotFoundError: No module named 'vllm'\n")
+    assert find_reader(path).format == "openrlhf-console"
+    run = load(path)[0]
+    assert (run.framework, len(run.train_steps)) == ("openrlhf", 0)
+    assert run.crash is not None and (run.crash.kind, run.crash.message) == ("import", "No module named 'vllm'")

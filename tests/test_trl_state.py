@@ -230,3 +230,28 @@ def test_checkpoint_folder_is_sniffed(tmp_path: Path) -> None:
     run = load(tmp_path)[0]
     assert run.steps.tolist() == [1, 2, 3]
     assert any("checkpoint-3" in note for note in run.notes)
+
+
+# -- real runs from the corpus (benchmarks/corpus/runs/<id>/) -------------------------------------------
+
+@pytest.mark.parametrize(("run_id", "records", "last_logged", "reached"), [
+    ("trlstate__distilgpt2-sft-chess", 158, 39500, 39584),  # global_step 39584, logging every 250
+    ("trlstate__qwen2-0p5b-grpo-numina-trl016", 11, 110, 113),  # a checkpoint at 113, no summary
+    ("trlstate__smollm135m-ipo-gec", 11, 1000, 1072),  # a bare log_history list: the summary's step
+    ("trlstate__gemma3-1b-grpo-gsm8k", 25, 250, 250),
+])
+def test_the_step_the_run_reached(run_id: str, records: int, last_logged: int, reached: int) -> None:
+    from corpus import corpus_input
+
+    run = load(corpus_input(run_id))[0]
+    assert (len(run.train_steps), int(run.train_steps[-1]), run.last_step) == (records, last_logged, reached)
+    assert run.crash is None and not run.crash_scanned  # a trainer_state.json shows no console output
+
+
+def test_bare_nan_and_infinity_are_read() -> None:
+    # Python's json writes NaN/Infinity for non-finite floats; orjson refuses them, json reads them
+    from corpus import corpus_input
+
+    run = load(corpus_input("trlstate__distilgpt2-sft-chess"))[0]
+    steps, grad = run.series("actor/grad_norm")
+    assert math.isinf(grad[steps.tolist().index(32750)])

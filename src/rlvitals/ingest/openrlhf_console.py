@@ -6,7 +6,9 @@
 evaluation. The payload is a dict repr, so values may be ``tensor(...)``/``np.float64(...)``
 and ``nan``/``inf``; a list such as ``generated_samples`` (``[text, reward]``) is not a
 metric and is left out. tqdm bars (``act_loss=..., reward=...``) and everything else are
-ignored: the per-step dict already holds those numbers, unrounded.
+ignored: the per-step dict already holds those numbers, unrounded. A log that ends in a
+traceback gets the crash (:mod:`rlvitals.ingest._crash`); a log holding only a traceback through
+OpenRLHF's own code is read too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._pyrepr import ReprError, metric_values, parse_dict
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta
@@ -22,7 +25,8 @@ from ._text import iter_lines, search_file, strip_ansi
 
 FORMAT = "openrlhf-console"
 
-_SNIFF = re.compile(rb"Global step \d+: \{|global_step \d+, eval_metrics: \{")
+_SNIFF = re.compile(rb"Global step \d+: \{|global_step \d+, eval_metrics: \{|"
+                    + FRAMEWORK_FRAMES["openrlhf"].pattern)
 _TRAIN = re.compile(r"Global step (\d+): (\{.*)")
 _EVAL = re.compile(r"global_step (\d+), eval_metrics: (\{.*)")
 
@@ -45,9 +49,11 @@ def _match(line: str) -> tuple[re.Match[str], str] | None:
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "openrlhf"
+    crash = CrashScanner(path)
     for lineno, line in iter_lines(path, meta):
         hit = _match(line)
         if hit is None:
+            crash.feed(lineno, line)
             continue
         m, kind = hit
         where = f"{path}:{lineno}"
@@ -63,7 +69,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             skips.skip(where, f"the {kind} dict of global step {m.group(1)} holds no metric value; "
                               "the line was skipped")
             continue
+        if kind == "training":
+            crash.progress()
         yield Record(int(m.group(1)), values, where)
+    meta.crash, meta.crash_scanned = crash.crash(), True
 
 
 READER = Reader(FORMAT, sniff, read)

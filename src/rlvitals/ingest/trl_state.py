@@ -4,7 +4,9 @@
 records (``eval_*`` keys) at their own step, and a final summary (``train_runtime``,
 ``train_loss``, ...) that goes to ``Run.summary``. GRPO logs ``null`` for a metric that was
 NaN on every process; Python's ``json`` (which writes the file) writes ``NaN`` for a NaN loss.
-The scalar top-level fields become config under ``trainer_state.<field>``.
+The scalar top-level fields become config under ``trainer_state.<field>``; ``global_step``
+(and the summary's step) is the step the run reached, which ``Run.last_step`` reports when the
+last logging step came before it.
 
 A folder is read through its ``trainer_state.json``, or else through the one in the
 highest-numbered ``checkpoint-N/`` (each checkpoint holds the whole history up to N).
@@ -114,6 +116,9 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     data = path.read_bytes()
     meta.bytes_read += len(data)
     history = _history(path, _parse(path, data), meta)
+    global_step = as_step(meta.config.get("trainer_state.global_step"))
+    if global_step is not None:
+        meta.reached = global_step
     for n, entry in enumerate(history, 1):
         where = f"{path}#record {n}"
         if not isinstance(entry, dict):
@@ -126,6 +131,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         values: dict[str, Value] = {}
         flatten(entry, values, skip=_STEP)
         if SUMMARY_KEYS.intersection(entry):
+            meta.reached = max(meta.reached or 0, step)
             yield Record(step, values, where, kind="summary")
             continue
         drop_eval_epoch(values)
