@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from runs import finding, make_run
+from runs import corpus_run, finding, make_run
 
 from rlvitals.diagnosis import diagnose
 from rlvitals.pathologies import Spec, scenario
@@ -54,6 +54,31 @@ def test_healthy_reward_is_ok() -> None:
 def test_reward_crash_pathology() -> None:
     f = finding(diagnose(make_run(scenario(Spec(300, 1, pathology="reward_crash", at=150)))), "reward_collapse")
     assert f.status == "fail" and f.evidence["entropy_dropped"]
+
+
+def test_a_reward_at_its_floor_from_the_first_steps_fails() -> None:
+    """Real (corpus verl__agent-opd__qwen3-4b-klreward-length-collapse): the ±1 score -0.676 at step 1,
+    -0.944 at 6, -1.0 (every response at the floor) from step 11 — measured from the run's first values and
+    as the share of the reward above its floor lost, not as a share of the whole run's range."""
+    f = finding(diagnose(corpus_run("verl__agent-opd__qwen3-4b-klreward-length-collapse")), "reward_collapse")
+    assert f.status == "fail" and 2 <= f.onset_step <= 5
+    assert f.evidence["at_floor"] is True and f.evidence["floor"] == -1.0 and f.evidence["share_lost"] > 0.95
+
+
+def test_a_verifier_score_falling_from_a_quarter_to_a_few_percent_correct_is_a_collapse() -> None:
+    """Real (corpus verl__agent-opd__qwen2.5-3b-tokenkl0.1-entropy-surge): the ±1 score sits at -0.49..-0.65
+    over steps 1-15, then -0.77 (16) ... -0.93 (31): 0.15 of a 2-wide range, but most of what was above the
+    floor (the batch minimum, -1) is gone."""
+    f = finding(diagnose(corpus_run("verl__agent-opd__qwen2.5-3b-tokenkl0.1-entropy-surge")), "reward_collapse")
+    assert f.status in ("warn", "fail") and 14 <= f.onset_step <= 32 and f.evidence["share_lost"] > 0.5
+
+
+@pytest.mark.parametrize("run_id", ["verl__agent-opd__qwen2.5-3b-klreward0.0005-healthy",
+                                    "verl__agent-opd__qwen2.5-3b-tokenkl0.02-truncation",
+                                    "trlstate__gemma3-1b-grpo-gsm8k"])
+def test_a_rising_or_noisy_reward_is_no_collapse(run_id: str) -> None:
+    """Real (corpus must-nots): scores that improve with batch-to-batch noise."""
+    assert finding(diagnose(corpus_run(run_id)), "reward_collapse").status == "ok"
 
 
 def _passes(p1: float, pk: float) -> dict[str, np.ndarray]:

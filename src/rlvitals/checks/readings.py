@@ -44,28 +44,75 @@ def _moved(s: Series | None, onset_step: int, window: int, direction: str) -> tu
     return moved, b, a
 
 
+def _reward_floor(view: RunView, s: Series) -> tuple[float, float, bool]:
+    """``(floor, top, natural)``: the reward's natural range when the batch min and max are logged (the
+    median batch min; the highest level the batch max held for five steps — a collapsed run's max sits at
+    its floor on most steps), else the 2nd–98th percentile of the mean itself."""
+    prefix = s.key.rsplit("/", 1)[0]
+    lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
+    if lo is not None and hi is not None:
+        floor, top = float(np.median(lo.values)), float(np.max(signals.rolling_level(hi.values, 5)))
+        if top > floor:
+            return floor, top, True
+    a, b = (float(v) for v in np.percentile(s.values, [2, 98]))
+    return a, max(b, a + 1e-12), False
+
+
+def _reward_fall(x: np.ndarray, floor: float, p: Mapping[str, Any]) -> tuple[int, int, float, float, float] | None:
+    """The first sustained fall of a reward from its highest level so far: ``(onset, at, high, after,
+    share)`` where ``share`` is the part of the reward above the floor it lost, ``at`` the first index
+    of the low level and ``after`` the median from there on; None when it never fell that far and stayed."""
+    window = max(3, min(int(p["window"]), len(x) // 10))
+    level = signals.rolling_level(x, window)
+    high = np.maximum.accumulate(level)
+    room = np.maximum(high - floor, 1e-12)
+    noise = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
+    lost = (high - level) / room
+    for at in np.flatnonzero((lost >= p["min_loss"]) & (high - level >= p["k"] * noise)).tolist():
+        after = float(np.median(x[at:]))
+        share = float((high[at] - after) / room[at])
+        if share < 0.6 * p["min_loss"]:
+            continue  # it came back: a dip, not a collapse
+        # where it visibly left its high: a quarter of the way down, and out of its own step noise
+        mark = high[at] - max(0.25 * (high[at] - level[at]), 2 * noise)
+        above = np.flatnonzero(level[: at + 1] >= mark)
+        onset = int(above[-1]) + 1 if len(above) else 0
+        return min(onset, at), at, float(high[at]), after, share
+    return None
+
+
 def reward_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The training reward falling from its level and staying down, read with entropy and
-    clip fraction as the symptom table says: an entropy drop first means policy collapse; a
-    clip-fraction spike means updates fighting the policy."""
+    """The training reward falling from its level and staying down (seed-000 §12, first row), read with
+    entropy and clip fraction as the symptom table says: an entropy drop first means policy collapse; a
+    clip-fraction spike means updates fighting the policy.
+
+    The fall is measured as the share of the reward above its floor that was lost — the natural floor
+    (the batch minimum) when the run logs it, so a 0/1 or ±1 verifier falling from 25 % to 4 % correct
+    counts as what it is — from the highest level reached before it, the run's first values included
+    (damage in the first steps). Losing ``min_loss`` of it and staying down warns; losing ``fail_loss``,
+    or sitting at the floor, fails."""
     s = view.first(*REWARD_KEYS)
     if s is None:
         return []
-    shift = signals.level_shift(s.values, window=int(p["window"]), k=float(p["k"]), direction="down")
-    drop = None if shift is None else (shift.baseline - shift.value) / max(float(np.ptp(s.values)), 1e-12)
-    if shift is None or drop is None or drop < p["min_drop"]:
+    floor, top, natural = _reward_floor(view, s)
+    found = _reward_fall(s.values, floor, p)
+    if found is None:
         return [Outcome("ok", "ok", {"metric": s.key, "last": _tail(s)}, metrics=(s.key,))]
-    onset = s.step(signals.departure(s.values, shift.start, shift.baseline, "down"))
+    i0, at, high, after, share = found
+    onset = s.step(i0)
     window = int(p["window"])
     ent, ent_before, ent_after = _moved(view.series("actor/entropy"), onset, window, "down")
     clip, clip_before, clip_after = _moved(view.series("actor/pg_clipfrac"), onset, window, "up")
     cause = "entropy_and_clip" if ent and clip else "entropy" if ent else "clip" if clip else "unexplained"
-    values = {"metric": s.key, "onset": onset, "before": shift.baseline, "after": shift.value,
+    at_floor = natural and after <= floor + 0.05 * (top - floor)
+    status: Status = "fail" if share >= p["fail_loss"] or at_floor else "warn"
+    values = {"metric": s.key, "onset": onset, "before": high, "after": after, "share": share, "floor": floor,
               "ent_before": ent_before, "ent_after": ent_after, "clip_before": clip_before, "clip_after": clip_after}
     metrics = tuple(k for k, used in ((s.key, True), ("actor/entropy", ent), ("actor/pg_clipfrac", clip)) if used)
-    return [Outcome("fail", f"fail_{cause}", values, onset_step=onset, span=(onset, s.step(len(s) - 1)),
-                    metrics=metrics, evidence={"baseline": shift.baseline, "value": shift.value,
-                                               "entropy_dropped": ent, "clip_spiked": clip, "drop_of_range": drop})]
+    return [Outcome(status, f"fail_{cause}", values, onset_step=onset, span=(onset, s.step(len(s) - 1)),
+                    metrics=metrics, evidence={"baseline": high, "value": after, "floor": floor, "share_lost": share,
+                                               "at_floor": bool(at_floor), "entropy_dropped": ent,
+                                               "clip_spiked": clip, "threshold": p["min_loss"]})]
 
 
 def _pass_keys(view: RunView) -> dict[int, Series]:
