@@ -340,7 +340,37 @@ def test_self_consistency_saturated_accuracy_is_not_a_problem() -> None:
     maj4 = mean4 + 0.002
     f = finding(diagnose(make_run({"val-core/gsm8k/acc/mean@4": mean4, "val-core/gsm8k/acc/maj@4/mean": maj4})),
                 "self_consistency")
-    assert f.status == "ok" and "already 95%" in f.message["en"]
+    assert f.status == "skipped" and "already 95%" in f.message["en"]  # could not judge: never ok
+
+
+def test_self_consistency_reliably_wrong_is_not_judged() -> None:
+    """The AIME validation of the corpus's agent runs: single-sample accuracy ~3 %, so maj@16 - mean@16 ~0
+    says the model cannot solve these, not that its chains of thought do not converge."""
+    mean16 = every(lambda t: 0.03 + 0 * t, sd=0.002)
+    f = finding(diagnose(make_run({"val-core/aime/acc/mean@16": mean16, "val-core/aime/acc/maj@16/mean": mean16})),
+                "self_consistency")
+    assert f.status == "skipped" and "reliably wrong" in f.message["en"] and "稳定地答错" in f.message["zh"]
+
+
+def test_a_vote_of_two_is_never_read() -> None:
+    """With ties split evenly maj@2 equals pass@1 (rlvitals rollouts) — a gap of 0 at k = 2 says nothing."""
+    t = np.arange(1, 101, dtype=float)
+    pass1 = 0.4 + 0.002 * t
+    d = diagnose(make_run({"critic/score/mean": pass1, "maj@2": pass1, "pass@1": pass1}))
+    assert all(f.status == "skipped" for f in d.findings if f.check == "self_consistency")
+    d = diagnose(make_run({"val-core/gsm8k/acc/mean@2": every(lambda t: 0.5 + 0 * t),
+                           "val-core/gsm8k/acc/maj@2/mean": every(lambda t: 0.5 + 0 * t)}))
+    assert all(f.status == "skipped" for f in d.findings if f.check == "self_consistency")
+
+
+def test_unanimous_rollouts_are_convergence_not_scattered_chains() -> None:
+    """Every rollout of a prompt giving the same answer (answer entropy 0, as after the demo's collapse):
+    the vote equals a single sample because the paths agree."""
+    t = np.arange(1, 101, dtype=float)
+    pass1 = 0.6 + 0 * t
+    f = finding(diagnose(make_run({"critic/score/mean": pass1, "maj@8": pass1, "pass@1": pass1,
+                                   "diversity/answer_entropy": np.zeros(100)})), "self_consistency")
+    assert f.status == "ok" and "give one answer" in f.message["en"] and "do not converge" not in f.message["en"]
 
 
 def test_self_consistency_from_rollout_keys() -> None:
@@ -423,6 +453,11 @@ def _runs() -> list[Run]:
         make_run({"val-core/gsm8k/acc/mean@4": every(lambda t: 0.95 + 0 * t, sd=0.002),
                   "val-core/gsm8k/acc/maj@4/mean": every(lambda t: 0.952 + 0 * t, sd=0.002),
                   "critic/score/mean": reward()}),
+        make_run({"val-core/aime/acc/mean@16": every(lambda t: 0.03 + 0 * t, sd=0.002),
+                  "val-core/aime/acc/maj@16/mean": every(lambda t: 0.03 + 0 * t, sd=0.002),
+                  "critic/score/mean": reward()}),
+        make_run({"critic/score/mean": np.full(100, 0.6), "maj@8": np.full(100, 0.6), "pass@1": np.full(100, 0.6),
+                  "diversity/answer_entropy": np.zeros(100)}),
         dpo(), dpo(eval_loss="falling"), dpo(eval_loss=None), dpo(acc_to=0.8), dpo(acc_to=0.8, eval_loss="falling"),
         dpo(margins="flat", eval_loss=None), dpo(margins="shrinking", eval_loss=None),
         dpo(chosen="displaced", eval_loss="falling"),

@@ -470,13 +470,18 @@ def rm_health(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 Gap = tuple[str, str, int, np.ndarray, np.ndarray, np.ndarray]
 
 
+def _tail(x: np.ndarray, k: int) -> float:
+    return float(np.median(x[-max(1, k):]))
+
+
 def _validation_gaps(view: RunView) -> list[Gap]:
     """``(where, label, N, steps, gap, single-sample accuracy)`` from veRL's validation
     ``<var>/maj@N/mean`` − ``<var>/mean@N`` (the core variable, the largest N > 1)."""
     found = []
     rank = {v: i for i, v in enumerate(_CORE_VARS)}
     for source, frame in view.validation().items():
-        majs = [(m["var"], int(m["n"]), c) for c in frame.columns if (m := _MAJ.match(c)) and int(m["n"]) > 1]
+        # with ties split, a vote of two is one sample: maj@2 = mean@2 by construction, so N = 2 says nothing
+        majs = [(m["var"], int(m["n"]), c) for c in frame.columns if (m := _MAJ.match(c)) and int(m["n"]) > 2]
         if not majs:
             continue
         var, n, col = min(majs, key=lambda t: (rank.get(t[0], len(rank)), -t[1]))
@@ -501,7 +506,7 @@ def _rollout_gaps(view: RunView) -> list[Gap]:
     for key in keys:
         m = re.fullmatch(r"reasoning/self_consistency_gap@(\d+)|maj@(\d+)", key)
         s = view.series(key, 2) if m else None
-        if m is None or s is None or int(m[1] or m[2]) < 2:
+        if m is None or s is None or int(m[1] or m[2]) < 3:  # a vote of two is one sample (ties split)
             continue
         if m[1]:
             acc = np.full(len(s), np.nan)
@@ -517,8 +522,12 @@ def _rollout_gaps(view: RunView) -> list[Gap]:
 def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Self-consistency gap = majority-vote accuracy − single-sample accuracy (seed-004 §七): if
     the chains of thought really reason, N paths converge on the right answer and the vote
-    beats a single sample. ~0 or negative with N > 1 means the paths do not converge."""
+    beats a single sample. ~0 or negative with N > 2 means the paths do not converge — unless every
+    rollout of a prompt already gives the same answer (answer entropy ~0: converged), or the single
+    sample is nearly always right or nearly always wrong, where a vote cannot tell (skipped, with the
+    reason). N = 2 is never read: with ties split, a vote of two is one sample."""
     out = []
+    agree = view.series("diversity/answer_entropy", 2)
     for where, label, n, steps, gap, single in _validation_gaps(view) + _rollout_gaps(view):
         if len(gap) < p["min_evals"]:
             continue
@@ -526,11 +535,18 @@ def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         end, start = float(np.median(gap[-k:])), float(np.median(gap[:k]))
         acc = float(np.nanmedian(single[-k:])) if np.isfinite(single[-k:]).any() else float("nan")
         v = {"where": where, "metric": label, "n": n, "gap": end, "gap_from": start, "min_gap": p["min_gap"],
-             "accuracy": f"{acc:.0%}" if np.isfinite(acc) else "—"}
+             "accuracy": f"{acc:.0%}" if np.isfinite(acc) else "—", "saturated": p["saturated"],
+             "low": p["low_accuracy"]}
+        unanimous = where == "rollouts" and agree is not None and _tail(agree.values, k) <= p["unanimous"]
         if end > p["min_gap"]:
             out.append(Outcome("ok", "ok", v, metrics=(label,), evidence=v))
+        elif unanimous:  # every rollout of a prompt gives the same answer: converged, nothing for a vote to add
+            v["entropy"] = _tail(agree.values, k) if agree is not None else 0.0
+            out.append(Outcome("ok", "unanimous", v, metrics=(label, "diversity/answer_entropy"), evidence=v))
         elif np.isfinite(acc) and acc >= p["saturated"]:
-            out.append(Outcome("ok", "saturated", v | {"saturated": p["saturated"]}, metrics=(label,), evidence=v))
+            out.append(Outcome("skipped", "saturated", v, metrics=(label,), evidence=v))
+        elif np.isfinite(acc) and acc <= p["low_accuracy"]:  # reliably wrong: a vote cannot show convergence
+            out.append(Outcome("skipped", "low", v, metrics=(label,), evidence=v))
         else:
             low = signals.runs_of(signals.rolling_level(gap, k) <= p["min_gap"])
             onset = int(steps[low[-1][0]]) if low and low[-1][1] == len(gap) - 1 else int(steps[0])
