@@ -273,8 +273,12 @@ def _cliff(x: np.ndarray, onset: int, stop: int, value: float) -> int:
     the whole fall (in log terms, from the value before ``onset`` to ``value``) — a cliff after a
     drift — else ``onset`` (a ramp)."""
     seg = x[max(onset - 1, 0) : min(stop, len(x) - 1) + 1]
-    if onset < 1 or len(seg) < 2 or np.any(seg <= 0):
+    if onset < 1 or len(seg) < 2 or seg[0] <= 0:
         return onset
+    # in log terms a fall is measured down to a hundredth of where it started: below that, values of 1e-10
+    # and 1e-15 are both zero, and the noise between them is no cliff
+    bottom = 1e-2 * seg[0]
+    seg, value = np.maximum(seg, bottom), max(value, bottom)
     falls = -np.diff(np.log(seg))
     # a cliff falls from the upper half of the fall (in log terms), not inside the noise of the low level
     falls[seg[:-1] < np.sqrt(seg[0] * value)] = 0.0
