@@ -158,7 +158,8 @@ def test_reward_rising_while_pass_at_k_stalls_warns_from_where_it_stalled() -> N
     assert f.status == "warn" and 80 <= f.onset_step <= 120
     assert "early sign of mode collapse" in f.message["en"] and "mode collapse 的早期信号" in f.message["zh"]
     falling = finding(diagnose(passk_run(ramp(0.8, 0.6, 0, N))), "reward_passk_decoupling")
-    assert falling.status == "fail" and falling.onset_step == 1
+    # dated where pass@k left its peak by more than its noise (a steady fall from the start: its first steps)
+    assert falling.status == "fail" and falling.onset_step <= 20
     together = finding(diagnose(passk_run(ramp(0.6, 0.9, 0, N))), "reward_passk_decoupling")
     assert together.status == "ok"
 

@@ -215,6 +215,13 @@ def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome
         r_tau, k_tau = signals.trend(rv), signals.trend(pv)
         if r_tau >= p["rise"] and gain >= p["reward_gain"] and k_tau <= p["flat"]:
             status = severity(k_tau <= -p["rise"])
+            if status == "fail":  # pass@k falls: the decoupling begins where it peaked, not where the search began
+                head = signals.rolling_level(pv, 3)[: max(1, int(len(pv) * 0.8))]
+                peak, final = float(np.max(head)), _med(pv[-max(2, len(pv) // 5):])
+                band = max(2 * signals.noise_scale(pv), 0.05 * (peak - final))
+                top = int(np.flatnonzero(head >= peak - band)[-1])  # the last step still at the peak
+                i, start = i + top, int(ks[i + top])
+                rv, pv = reward.values[reward.steps >= start], np.r_[peak, peak, kv[i + 1:]]
             values = {"metric": key, "onset": start, "reward_first": float(rv[:3].mean()),
                       "reward_last": float(rv[-3:].mean()), "passk_first": float(pv[:2].mean()),
                       "passk_last": float(pv[-2:].mean()), "reward_trend": r_tau, "passk_trend": k_tau}
