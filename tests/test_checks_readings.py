@@ -124,7 +124,17 @@ def test_difficulty_mix(easy: float, hard: float, template: str) -> None:
                     "prompt/difficulty/medium/adv_share": np.full(n, 0.6)})
     f = finding(diagnose(run), "difficulty_mix")
     assert template in f.message["en"] and f.status == ("ok" if template.startswith("Easy") else "warn")
+    assert "carry 60% of |advantage|" in f.message["en"] and "60%" in f.message["zh"]
     _check_words(f)
+
+
+def test_difficulty_mix_without_advantages_leaves_their_share_out() -> None:
+    """The demo's rollouts carry no per-rollout advantage: the words said 'medium prompts carry nan%'."""
+    n = 30
+    run = make_run({"actor/entropy": np.full(n, 0.5), "prompt/difficulty/easy/share": np.full(n, 0.7),
+                    "prompt/difficulty/hard/share": np.full(n, 0.1), "prompt/difficulty/medium/share": np.full(n, 0.2)})
+    f = finding(diagnose(run), "difficulty_mix")
+    assert f.status == "warn" and "nan" not in f.message["en"] + f.message["zh"] and "advantage" not in f.message["en"]
 
 
 def test_faithfulness_probes_and_step_verification() -> None:

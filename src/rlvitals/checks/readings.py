@@ -173,7 +173,12 @@ def difficulty_mix(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     shares = {b: _tail(s) for b, s in found.items() if s is not None}
     adv = view.series("prompt/difficulty/medium/adv_share", min_points=1)
-    values = {**{f"{b}_share": v for b, v in shares.items()}, "medium_adv": _tail(adv) if adv else float("nan")}
+    medium_adv = _tail(adv) if adv else float("nan")
+    # the advantage share is not computed without per-rollout advantages: then the words leave it out
+    known = np.isfinite(medium_adv)
+    values = {**{f"{b}_share": v for b, v in shares.items()}, "medium_adv": medium_adv,
+              "adv_en": f"; medium prompts carry {medium_adv:.0%} of |advantage|" if known else "",
+              "adv_zh": f"；中等难度 prompt 贡献 {medium_adv:.0%} 的 |advantage|" if known else ""}
     for bucket in ("easy", "hard"):
         s = found[bucket]
         assert s is not None
