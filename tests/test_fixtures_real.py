@@ -31,8 +31,9 @@ EXPECTED = {
     "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv":
         ("csv", "trl", "grpo", "rl", 432, 1, 432),
     "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv": ("csv", "trl", "grpo", "rl", 142, 1, 142),
+    # ORPO's rewards are β·logps (no reference): rewards / chosen = 0.1 × logps / chosen on every row
     "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv":
-        ("csv", "trl", "dpo-family", "preference", 30, 1, 30),
+        ("csv", "trl", "orpo", "preference", 30, 1, 30),
 }
 
 

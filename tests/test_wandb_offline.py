@@ -254,3 +254,19 @@ def test_any_damage_is_skipped_never_fatal(written: Path, tmp_path_factory: pyte
     intact = {repr(row) for row in full}  # repr: a logged NaN equals itself
     for row in got:
         assert repr(row) in intact
+
+
+def test_a_verl_run_without_a_config_is_told_by_its_keys(tmp_path: Path) -> None:
+    # written by the real client: veRL's wandb.log(data, step=step) with no config at all (the published
+    # folders in the corpus lack config.yaml too), so only the keys' namespaces can say veRL
+    with pytest.MonkeyPatch.context() as mp:
+        _env(mp, tmp_path)
+        run = wandb.init(mode="offline", dir=str(tmp_path), project="rlvitals-test", name="verl-no-config")
+        for step in range(1, 11):
+            run.log({"actor/pg_loss": step / 100, "actor/entropy": 1 / step, "critic/score/mean": step / 10,
+                     "critic/advantages/mean": 0.0, "critic/returns/mean": 0.0, "timing_s/gen": 2.0}, step=step)
+        run.finish()
+        wandb.teardown()
+    [loaded] = load(next((tmp_path / "wandb").glob("offline-run-*")))
+    assert loaded.config == {}
+    assert (loaded.framework, loaded.algorithm, len(loaded.train_steps)) == ("verl", "grpo", 10)

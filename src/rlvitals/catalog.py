@@ -122,6 +122,24 @@ class AlgorithmSignature:
     keys_all: tuple[str, ...] = ()
     keys_none: tuple[str, ...] = ()
     frameworks: tuple[str, ...] = ()
+    #: config keys only this algorithm's trainer has (any value, even None, says it)
+    config_keys: tuple[str, ...] = ()
+    #: two keys whose logged values differ on most steps (returns vs advantages: a discounted return)
+    values_differ: tuple[str, ...] = ()
+    #: two keys whose values keep one ratio on every step (rewards = β·logps: reference-free rewards)
+    values_proportional: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FrameworkSignature:
+    """How to recognise a framework whose keys are the canonical names themselves (no alias votes
+    for it): the namespaces it logs under, and the config sections only it has."""
+
+    id: str
+    key_prefixes: tuple[str, ...] = ()
+    config_prefixes: tuple[str, ...] = ()
+    #: how many keys under its namespaces it takes
+    min_keys: int = 3
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,7 @@ class Catalog:
     templates: tuple[Metric, ...]
     #: a metric's ``unit`` as the Chinese pages write it (``units_zh`` in the catalog file)
     units_zh: dict[str, str] = field(default_factory=dict)
+    frameworks: tuple[FrameworkSignature, ...] = ()
 
     def unit(self, metric: Metric, lang: str = "en") -> str:
         """``metric``'s unit in ``lang`` (the English words where the catalog has no translation).
@@ -308,13 +327,19 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             keys_all=_tuple(a.get("keys_all")),
             keys_none=_tuple(a.get("keys_none")),
             frameworks=_tuple(a.get("frameworks")),
+            config_keys=_tuple(a.get("config_keys")),
+            values_differ=_tuple(a.get("values_differ")),
+            values_proportional=_tuple(a.get("values_proportional")),
         )
         for a in data.get("algorithm", [])
     )
     _same_short(algorithms)
     templates = tuple(m for m in metrics.values() if m.is_template)
     units_zh = {str(k): str(v) for k, v in data.get("units_zh", {}).items()}
-    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh)
+    frameworks = tuple(FrameworkSignature(str(f["id"]), _tuple(f.get("key_prefixes")),
+                                          _tuple(f.get("config_prefixes")), int(f.get("min_keys", 3)))
+                       for f in data.get("framework", []))
+    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks)
 
 
 @lru_cache(maxsize=1)

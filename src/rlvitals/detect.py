@@ -7,8 +7,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .aliases import _NEG, _POS, KeyResolver, Version
-from .catalog import Catalog
+from .catalog import AlgorithmSignature, Catalog
+
+#: the share of steps on which two series must differ for ``values_differ``
+DIFFER_SHARE = 0.5
+#: how far one step's ratio may stray from the median ratio for ``values_proportional`` (printed values
+#: are rounded: 6 decimals in a notebook table, 4 significant digits in a console dict)
+RATIO_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -60,10 +68,31 @@ def normalised_keys(keys: Iterable[str], catalog: Catalog) -> set[str]:
     return out
 
 
-def detect_framework(keys: set[str], resolver: KeyResolver, hint: str | None) -> str:
-    """The reader's hint if it has one, else the framework whose names the keys use most."""
+def _by_namespace(keys: set[str], config: Mapping[str, Any], catalog: Catalog) -> str:
+    """The framework whose namespaces the keys use (or whose config sections the config has), when
+    exactly one fits; else ``unknown``."""
+    fits = []
+    for sig in catalog.frameworks:
+        under = sum(1 for k in keys if k.startswith(sig.key_prefixes)) if sig.key_prefixes else 0
+        configured = bool(sig.config_prefixes) and any(str(k).startswith(sig.config_prefixes) for k in config)
+        if under >= sig.min_keys or configured:
+            fits.append(sig.id)
+    return fits[0] if len(fits) == 1 else "unknown"
+
+
+def detect_framework(keys: set[str], resolver: KeyResolver, hint: str | None,
+                     config: Mapping[str, Any] | None = None, catalog: Catalog | None = None) -> str:
+    """The reader's hint if it has one, else the framework whose names the keys use most, else the
+    one whose namespaces they use (a veRL run logs the canonical names: no alias votes for it)."""
     if hint:
         return hint
+    found = _by_votes(keys, resolver)
+    if found == "unknown" and catalog is not None:
+        return _by_namespace(keys, config or {}, catalog)
+    return found
+
+
+def _by_votes(keys: set[str], resolver: KeyResolver) -> str:
     votes: Counter[str] = Counter()
     for key in keys:
         frameworks = {c.alias.framework for c in resolver.candidates(key)
@@ -105,12 +134,42 @@ def _config_matches(config: Mapping[str, Any], cond: tuple[tuple[str, tuple[str,
     return True
 
 
+def _differ(a: np.ndarray, b: np.ndarray) -> bool:
+    both = np.isfinite(a) & np.isfinite(b)
+    if not both.any():
+        return False
+    apart = np.abs(a[both] - b[both]) > 1e-9 + 1e-6 * np.maximum(np.abs(a[both]), np.abs(b[both]))
+    return bool(apart.mean() >= DIFFER_SHARE)
+
+
+def _proportional(a: np.ndarray, b: np.ndarray) -> bool:
+    both = np.isfinite(a) & np.isfinite(b) & (np.abs(b) > 1e-12) & (np.abs(a) > 1e-12)
+    if both.sum() < 3:
+        return False
+    ratio = a[both] / b[both]
+    middle = float(np.median(ratio))
+    return middle != 0 and bool(np.all(np.abs(ratio - middle) <= RATIO_TOLERANCE * abs(middle)))
+
+
+def _values_match(sig: AlgorithmSignature, values: Mapping[str, np.ndarray]) -> bool:
+    """Whether the logged values show what the signature's value test asks for."""
+    for pair, test in ((sig.values_differ, _differ), (sig.values_proportional, _proportional)):
+        if not pair:
+            continue
+        a, b = (values.get(k) for k in pair[:2])
+        if a is None or b is None or not test(a, b):
+            return False
+    return True
+
+
 def detect_algorithm(keys: set[str], config: Mapping[str, Any], framework: str,
-                     catalog: Catalog) -> tuple[str, str, str]:
-    """``(id, family, label)`` of the first signature that matches; config beats keys."""
+                     catalog: Catalog, values: Mapping[str, np.ndarray] | None = None) -> tuple[str, str, str]:
+    """``(id, family, label)`` of the first signature that matches; config beats keys. ``values``
+    (raw key -> logged values) lets a signature read the numbers as well as the names."""
     sigs = [s for s in catalog.algorithms if not s.frameworks or framework in s.frameworks]
+    normalised: dict[str, np.ndarray] | None = None  # built the first time a signature reads values
     for sig in sigs:
-        if _config_matches(config, sig.config):
+        if _config_matches(config, sig.config) or any(k in config for k in sig.config_keys):
             return sig.id, sig.family, sig.label
     for sig in sigs:
         if sig.config and not (sig.keys_any or sig.keys_all):
@@ -121,15 +180,29 @@ def detect_algorithm(keys: set[str], config: Mapping[str, Any], framework: str,
             continue
         if any(k in keys for k in sig.keys_none):
             continue
+        if sig.values_differ or sig.values_proportional:
+            if normalised is None:
+                normalised = normalised_values(values or {}, catalog)
+            if not _values_match(sig, normalised):
+                continue
         if sig.keys_any or sig.keys_all:
             return sig.id, sig.family, sig.label
     return "unknown", "unknown", "unknown"
 
 
+def normalised_values(values: Mapping[str, np.ndarray], catalog: Catalog) -> dict[str, np.ndarray]:
+    """The logged values under every form of their keys (``rewards / chosen`` also as ``rewards/chosen``)."""
+    out: dict[str, np.ndarray] = {}
+    for raw, arr in values.items():
+        for form in normalised_keys([raw], catalog):
+            out.setdefault(form, arr)
+    return out
+
+
 def detect(raw_keys: Iterable[str], config: Mapping[str, Any], hint: str | None,
-           catalog: Catalog, resolver: KeyResolver) -> Detection:
+           catalog: Catalog, resolver: KeyResolver, values: Mapping[str, np.ndarray] | None = None) -> Detection:
     keys = normalised_keys(raw_keys, catalog)
-    framework = detect_framework(keys, resolver, hint)
+    framework = detect_framework(keys, resolver, hint, config, catalog)
     low, high = detect_version(keys, resolver, framework) if framework != "unknown" else (_NEG, _POS)
-    algorithm, family, label = detect_algorithm(keys, config, framework, catalog)
+    algorithm, family, label = detect_algorithm(keys, config, framework, catalog, values)
     return Detection(framework, low, high, algorithm, family, label)

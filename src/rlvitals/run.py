@@ -256,7 +256,7 @@ class RunBuilder:
                          "(a resumed run?); the later value was kept")
 
         detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
-                           self.meta.framework, catalog, resolver)
+                           self.meta.framework, catalog, resolver, raw_arrays)
         ctx = Context(detection.framework if detection.framework != "unknown" else None,
                       detection.algorithm, detection.family,
                       detection.version_low, detection.version_high)

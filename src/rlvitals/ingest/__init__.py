@@ -23,6 +23,7 @@ READER_MODULES: tuple[str, ...] = (
     "wandb_offline",
     "mlflow_store",
     "tensorboard",
+    "notebook",
     "trl_state",
     "verl_jsonl",
     "generic_jsonl",

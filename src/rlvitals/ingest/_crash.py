@@ -146,6 +146,12 @@ class CrashScanner:
                      tuple(causes[:3]), after_end=after_end)
 
 
+def crash_from(exception: str, message: str, where: str, origin: str | None = None) -> Crash:
+    """The crash of one exception known by its name and message (a notebook's error output),
+    with its kind read as a traceback's would be."""
+    return Crash(exception, message, where, _kind([_Seen(exception, message, 0, origin)]), origin)
+
+
 def _kind(seen: list[_Seen]) -> CrashKind:
     said = [f"{s.type}: {s.message}" for s in seen]
     if any(_OOM.search(s) for s in said):

@@ -80,7 +80,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-class _Log:
+class ConsoleLog:
     """What one pass over the log gathers: the dicts (held until their steps are known) and the witnesses."""
 
     def __init__(self, path: Path) -> None:
@@ -132,6 +132,9 @@ class _Log:
         self.dicts.append((kind, values, where, trained))
 
     def records(self, meta: SourceMeta) -> Iterator[Record]:
+        """The records gathered, numbered now that the whole log has been seen."""
+        if self.dicts or self.crash.seen:
+            _remember(self, meta)
         numbering = number(self.w, str(self.path))
         if numbering.note:
             meta.notes.append(numbering.note)
@@ -154,35 +157,38 @@ def _segments(line: str) -> list[str]:
     return line.split("\r") if "\r" in line else [line]
 
 
+def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) -> None:
+    """One line of console text into ``log``: its dicts, bars, banners and traceback lines
+    (``where`` names the line in complaints: ``file:line``, ``notebook#cell 3:12``)."""
+    for segment in _segments(line):
+        at = segment.find("{'")
+        while at >= 0 and not (_FIRST_KEY.match(segment, at) or "'epoch': " in segment[at:]):
+            at = segment.find("{'", at + 2)
+        if at < 0:
+            log.text(lineno, segment)
+            continue
+        if at:
+            log.text(lineno, segment[:at])  # the bar it was glued to comes first
+        try:
+            found, end = parse_dict_at(segment, at)
+        except ReprError as exc:
+            skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
+            continue
+        log.add(metric_values(found), where, lineno)
+        if segment[end:].strip():
+            log.text(lineno, segment[end:])
+
+
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "trl"
-    log = _Log(path)
+    log = ConsoleLog(path)
     for lineno, line in iter_lines(path, meta):
-        for segment in _segments(line):
-            at = segment.find("{'")
-            while at >= 0 and not (_FIRST_KEY.match(segment, at) or "'epoch': " in segment[at:]):
-                at = segment.find("{'", at + 2)
-            if at < 0:
-                log.text(lineno, segment)
-                continue
-            if at:
-                log.text(lineno, segment[:at])  # the bar it was glued to comes first
-            where = f"{path}:{lineno}"
-            try:
-                found, end = parse_dict_at(segment, at)
-            except ReprError as exc:
-                skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
-                continue
-            log.add(metric_values(found), where, lineno)
-            if segment[end:].strip():
-                log.text(lineno, segment[end:])
-    if log.dicts or log.crash.seen:
-        _remember(log, meta)
+        feed(log, lineno, line, f"{path}:{lineno}", skips)
     yield from log.records(meta)
     meta.crash, meta.crash_scanned = log.crash.crash(), True
 
 
-def _remember(log: _Log, meta: SourceMeta) -> None:
+def _remember(log: ConsoleLog, meta: SourceMeta) -> None:
     """The run's settings the log printed, under their TrainingArguments names."""
     w = log.w
     for key, value in (("logging_steps", w.logging_steps), ("max_steps", w.total_steps),
