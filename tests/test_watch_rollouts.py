@@ -124,6 +124,30 @@ def test_an_unreadable_step_file_is_reported_once_and_retried(tmp_path: Path) ->
     assert follow.poll() and 4 in follow.frames
 
 
+def test_the_follower_joins_what_diagnose_joins(tmp_path: Path) -> None:
+    """One rule for which rollout columns become a Run's series: the follower's per-step rows joined
+    onto a run give the same run as ``diagnose --rollouts`` (one analysis of the whole dump), with the
+    same settings. Groups of 4 leave pass@8 undefined at every step and maj@k has no answers to vote
+    on: neither joins in either way."""
+    from rlvitals.loader import load
+    from rlvitals.rollout.analysis import analyze
+    from rlvitals.rollout.options import RolloutSettings
+
+    log = tmp_path / "gsm8k.jsonl"
+    log.write_bytes(b"".join(LINES[:30]))
+    dumps = tmp_path / "dumps"
+    for step in range(15, 31):
+        write_verl_dump(dump(step), dumps, step)
+    settings = RolloutSettings(ks=(1, 4, 8), tool_call_cap=2)
+    follow = RolloutFollow(dumps, settings)
+    assert follow.poll()
+    run = load(log)[0]
+    live, whole = follow.join(run), analyze(dumps, settings).join(run, f"rollouts in {dumps}")
+    assert live.frame.equals(whole.frame) and live.notes == whole.notes
+    assert {"pass@4", "rollout/tool_calls/at_cap"} <= set(live.metrics)
+    assert not {"pass@8", "maj@4"} & set(live.metrics)
+
+
 def test_cli_watch_with_rollouts(tmp_path: Path) -> None:
     log = tmp_path / "gsm8k.jsonl"
     log.write_bytes(b"".join(LINES))
