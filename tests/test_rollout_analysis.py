@@ -239,8 +239,8 @@ def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
     assert not any(s.startswith("rollout/tool_calls/at_cap") for s in a.skipped)
     b = rlvitals.analyze_rollouts(rows, ks=(1,))
     assert "rollout/tool_calls/at_cap" not in b.steps.columns
-    assert ("rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
-            "rlvitals rollouts --tool-cap N") in b.skipped
+    assert ("rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N "
+            "(analyze_rollouts(tool_call_cap=N))") in b.skipped
     with pytest.raises(ValueError, match=r"tool_call_cap must be a whole number >= 1 .*got 0"):
         rlvitals.analyze_rollouts(rows, tool_call_cap=0)
     path = tmp_path / "tools.jsonl"
@@ -351,8 +351,8 @@ def test_every_key_left_out_says_what_it_needs() -> None:
         "(--max-response-length N) with token counts in 'length'",
         "prompt/difficulty/{easy,medium,hard}/adv_share: needs the rollout column 'advantage' (the sequence "
         "advantage: TRL completions carry it)",
-        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), "
-        "rlvitals rollouts --tool-cap N",
+        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N "
+        "(analyze_rollouts(tool_call_cap=N))",
     ]
     # every key listed is indeed absent (or, for maj@k, NaN)
     assert a.steps["maj@2"].is_nan().all()

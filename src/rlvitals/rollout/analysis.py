@@ -192,10 +192,10 @@ _KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
     ("tokens", "token/logp_adv_cov", _columns(TOKEN_LOGPROB, TOKEN_ADVANTAGE)),
     ("segments", "rollout/tool_calls/at_cap",
      lambda o, c: None if o.tool_call_cap is not None else
-     "needs the rollouts' tool-call cap: analyze_rollouts(tool_call_cap=N), rlvitals rollouts --tool-cap N"),
+     "needs the rollouts' tool-call cap: --tool-cap N (analyze_rollouts(tool_call_cap=N))"),
     ("sources", "source/{source}/id_gap",
      lambda o, c: None if o.id_sources else
-     "needs the in-distribution data sources: analyze_rollouts(id_sources=[...]), rlvitals rollouts --id-source NAME"),
+     "needs the in-distribution data sources: --id-source NAME (analyze_rollouts(id_sources=[...]))"),
 )
 
 
