@@ -19,7 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import CatalogError
-from . import behaviour, crash, efficiency, generalisation, kl, learning, readings, stability
+from . import behaviour, crash, efficiency, generalisation, kl, learning, readings, rollout, stability
 from ._base import MIN_POINTS, Check, CheckFn, Outcome, RunView, Series, Status, Text
 
 __all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "sudden_checks", "FUNCTIONS"]
@@ -33,6 +33,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     **generalisation.FUNCTIONS,
     **efficiency.FUNCTIONS,
     **readings.FUNCTIONS,
+    **rollout.FUNCTIONS,
 }
 LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
 
@@ -81,7 +82,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings")
+MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings", "rollout")
 
 
 @lru_cache(maxsize=1)
