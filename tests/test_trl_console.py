@@ -270,3 +270,19 @@ def test_a_dict_glued_to_text_that_does_not_parse_is_skipped_with_its_line(tmp_p
     assert skips.count == 1
     assert re.match(rf"^{re.escape(str(path))}:2: the logged dict is not a Python dict repr \(at character \d+: "
                     r"expected .*\); the line was skipped$", skips.reasons[0])
+
+
+def test_a_dict_cut_at_4096_characters_keeps_its_whole_values(tmp_path: Path) -> None:
+    # constructed: a W&B output.log line of a long GRPO dict, cut at 4,096 characters inside a value
+    items = ", ".join(f"'rewards/f{i}/mean': 0.{i:04d}" for i in range(200))
+    line = ("{'loss': 0.25, 'grad_norm': 0.5, " + items)[:4096]
+    path = tmp_path / "output.log"
+    path.write_text(line + "\n")
+    meta, skips = SourceMeta(format="trl-console"), SkipLog()
+    [record] = list(read(path, meta, skips))
+    assert record.values["loss"] == 0.25 and record.values["rewards/f1/mean"] == 0.0001
+    whole = [piece.lstrip("{").split("':")[0].strip("'") for piece in line.split(", ")[:-1]]  # before the cut
+    assert list(record.values) == whole
+    assert skips.reasons == [f"{path}:1: the line is 4096 characters long, where W&B's console capture cuts "
+                             f"lines: the dict was cut off; the value the cut went through was skipped and the "
+                             f"{len(record.values)} values before it were kept"]

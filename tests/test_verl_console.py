@@ -391,3 +391,36 @@ def test_a_traceback_after_the_last_step_is_a_crash_with_that_step(tmp_path: Pat
     assert (crash.exception, crash.kind, crash.last_step, crash.where) == (
         "ray.exceptions.ActorDiedError", "worker", 2, f"{path}:7")
     assert crash.origin == "verl/trainer/ppo/ray_trainer.py:9 in fit"
+
+
+def test_lines_cut_at_4096_characters_keep_their_other_values() -> None:
+    # W&B's console capture (files/output.log) cuts lines at 4,096 characters: the validation-step lines of
+    # these runs end in the middle of a value
+    from corpus import corpus_input
+
+    path = corpus_input("verl__agent-opd__qwen3-4b-klreward-length-collapse")
+    run = load(path)[0]
+    cut = [r for r in run.skipped.reasons if "4096 characters long" in r]
+    # the file has 27 lines of exactly 4,096 characters: one skip each, the first 20 reasons kept verbatim
+    assert (run.skipped.count, len(cut)) == (27, 20)
+    assert cut[0] == (f"{path}:207: the line is 4096 characters long, where W&B's console capture cuts lines: the "
+                      "last value ('val-aux/aime_2024/score/best@30/mean') was cut off and skipped; the 58 values "
+                      "before it were kept")
+    with open(path, encoding="utf-8") as fh:
+        line = fh.readlines()[206].rstrip("\n")
+    assert len(line) == 4096
+    # the value before the cut one is read as printed
+    last_kept = line.split(" - ")[-2]
+    key, _, printed = last_kept.rpartition(":")
+    assert run.raw.filter(pl.col("step") == int(line[5:line.index(" ")]))[key].item() == pytest.approx(
+        float(printed.removeprefix("np.float64(").rstrip(")")))
+
+
+def test_a_cut_value_that_still_parses_is_not_kept(tmp_path: Path) -> None:
+    # constructed: the cut falls inside a number, which still reads as a (wrong) number
+    head = "step:1 - actor/pg_loss:0.5 - actor/entropy:"
+    path = tmp_path / "output.log"
+    path.write_text(head + "1" * (4096 - len(head)) + "\nstep:2 - actor/pg_loss:0.4 - actor/entropy:1.2\n")
+    run = load(path)[0]
+    assert run.raw.filter(pl.col("step") == 1)["actor/entropy"].item() is None
+    assert run.skipped.count == 1 and "the last value ('actor/entropy') was cut off" in run.skipped.reasons[0]

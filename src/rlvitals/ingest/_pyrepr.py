@@ -23,7 +23,8 @@ from typing import Any
 
 from ._record import Value
 
-__all__ = ["ReprError", "parse", "parse_dict", "parse_dict_at", "Dump", "parse_dump", "metric_values", "flatten"]
+__all__ = ["ReprError", "parse", "parse_dict", "parse_dict_at", "parse_cut_dict", "Dump", "parse_dump",
+           "metric_values", "flatten"]
 
 _WS = re.compile(r"\s*")
 _NUM = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
@@ -287,6 +288,28 @@ def parse_dict_at(text: str, start: int) -> tuple[dict[Any, Any], int]:
         raise parser.error("'{'")
     value = parser.value()
     return value, parser.pos  # type: ignore[return-value]
+
+
+def parse_cut_dict(text: str, start: int) -> dict[Any, Any]:
+    """The items of a dict repr whose end was cut off (a console line cut at a length limit): the
+    items read whole, without the one the cut went through — a value that ends where the text
+    ends may be a number cut short, so it is left out too. ReprError if no dict begins there.
+
+    Example:
+        >>> parse_cut_dict("{'loss': 0.5, 'grad_norm': 1.2, 'learning_rate': 1.23", 0)
+        {'loss': 0.5, 'grad_norm': 1.2}
+    """
+    parser = _Parser(text, partial=True)
+    parser.pos = start
+    if text[start:start + 1] != "{":
+        raise parser.error("'{'")
+    value = parser.value()
+    if not isinstance(value, dict):
+        raise ReprError("not a dict", start)
+    cut = len(text) if parser.cut is None else parser.cut
+    if value and not text[cut:].strip() and not text[:cut].rstrip().endswith(","):
+        del value[next(reversed(value))]  # it ran to the end of the text: it may be cut short
+    return value
 
 
 @dataclass(frozen=True)

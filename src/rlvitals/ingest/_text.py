@@ -91,6 +91,19 @@ def search_file(path: Path, head: bytes, pattern: re.Pattern[bytes], limit: int 
     return False
 
 
+#: line lengths at which capture tools cut a console line: W&B's console capture (``output.log``) keeps
+#: the first 4,096 characters of a line
+CUT_LENGTHS = frozenset({4096})
+
+
+def cut_note(line: str) -> str | None:
+    """Why the end of ``line`` is not to be trusted (it is exactly as long as a capture tool cuts
+    lines), or None."""
+    if len(line) in CUT_LENGTHS:
+        return f"the line is {len(line)} characters long, where W&B's console capture cuts lines"
+    return None
+
+
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text) if "\x1b" in text else text
 

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from ._console_steps import Witnesses, number
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._pyrepr import ReprError, metric_values, parse_dict_at
+from ._pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines, search_file, strip_ansi
+from ._text import cut_note, iter_lines, search_file, strip_ansi
 
 FORMAT = "trl-console"
 
@@ -172,11 +172,23 @@ def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) ->
         try:
             found, end = parse_dict_at(segment, at)
         except ReprError as exc:
-            skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
-            continue
+            cut = cut_note(line)
+            if cut is None or not (kept := _cut(segment, at)):
+                skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
+                continue
+            skips.skip(where, f"{cut}: the dict was cut off; the value the cut went through was skipped and the "
+                              f"{len(kept)} values before it were kept")
+            found, end = kept, len(segment)
         log.add(metric_values(found), where, lineno)
         if segment[end:].strip():
             log.text(lineno, segment[end:])
+
+
+def _cut(segment: str, at: int) -> dict[object, object]:
+    try:
+        return parse_cut_dict(segment, at)
+    except ReprError:
+        return {}
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:

@@ -30,7 +30,7 @@ from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._pyrepr import ReprError, flatten, parse, parse_dump
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import ANSI, iter_lines, parse_number, search_file, strip_ansi
+from ._text import ANSI, cut_note, iter_lines, parse_number, search_file, strip_ansi
 
 FORMAT = "verl-console"
 
@@ -121,10 +121,18 @@ def _pairs_slow(pairs: list[str]) -> tuple[dict[str, Value], list[str]]:
     return values, problems
 
 
-def parse_step_line(text: str, step: int, where: str, skips: SkipLog) -> Record | None:
-    """The record of one ``step:N - k:v - ...`` text (starting at ``step:``)."""
+def parse_step_line(text: str, step: int, where: str, skips: SkipLog, cut: str | None = None) -> Record | None:
+    """The record of one ``step:N - k:v - ...`` text (starting at ``step:``). With ``cut`` (why the
+    line's end was cut off) the last pair is skipped, said so, and the others are kept: a value cut
+    short may still parse, as the wrong number."""
     pairs = text.split(" - ")
     del pairs[0]
+    if cut is not None and pairs:
+        last = pairs.pop()
+        key, sep, _ = last.rpartition(":")
+        lost = (key if sep else last).strip()
+        skips.skip(where, f"{cut}: the last value ({lost!r}) was cut off and skipped; the {len(pairs)} values "
+                          "before it were kept")
     values: dict[str, Value]
     problems: list[str] = []
     try:
@@ -318,7 +326,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                     head.close()
                     head = None
                 last_step_line = lineno
-                record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips)
+                record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips, cut_note(line))
                 if record is not None:
                     crash.progress()
                     yield record
