@@ -1,7 +1,10 @@
 """What a careful engineer reads from each real log, pinned: the verdict and every warn/fail finding
-and note with its onset (± a few steps). No `fail` on the healthy runs; the one fail is the run whose KL
-spikes 146x to 2.64 at step 111 (INDEX.md: "kl spikes to 2.6"). An MFU of 14-22 % (the three 7B veRL
-runs) could be better but is ordinary for FSDP RL: a note, which leaves the verdict to the other findings."""
+and note with its onset (± a few steps). No `fail` on the healthy runs. The KL spikes of the Unsloth
+GRPO runs (2.64 at step 111 of the Llama-3.2-3B run, 0.27 at 147 of the Llama-3.1-8B run) come back at
+once: per token, those above the band's 0.3 warn and those below it are notes, and none fails (the
+corpus labels them healthy); TRL's GRPO loss is β·KL, so its spikes are the KL's and the loss check
+leaves them to kl_jump. An MFU of 14-22 % (the three 7B veRL runs) could be better but is ordinary
+for FSDP RL: a note, which leaves the verdict to the other findings."""
 
 from __future__ import annotations
 
@@ -15,23 +18,22 @@ from rlvitals.diagnosis import diagnose
 # file → (verdict, {(check, status): onset step}) for every note, warn and fail
 EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
     "trl-unsloth__notebooks__Advanced_Llama3_2_3B_GRPO_LoRA.training_table.csv":
-        ("fail", {("loss_jump", "fail"): 111, ("kl_jump", "fail"): 111}),
+        ("warn", {("kl_jump", "warn"): 111}),
     "trl-unsloth__notebooks__Llama3.1_8B-GRPO.training_table.csv":
-        ("warn", {("loss_jump", "warn"): 98, ("kl_jump", "warn"): 114, ("reward_std_collapse", "warn"): 7}),
+        ("warn", {("kl_jump", "note"): 114, ("reward_std_collapse", "warn"): 7}),
     "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv": ("warn", {("pref_margins", "warn"): 1}),
     "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv":
-        ("warn", {("loss_jump", "warn"): 119, ("kl_jump", "warn"): 119, ("kl_shape", "warn"): 126,
-                  ("reward_std_collapse", "warn"): 1}),
+        ("warn", {("kl_jump", "note"): 119, ("reward_std_collapse", "warn"): 1}),
     "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv":
-        ("warn", {("loss_jump", "warn"): 11, ("kl_jump", "warn"): 75, ("reward_std_collapse", "warn"): 3}),
+        ("warn", {("kl_jump", "note"): 75, ("reward_std_collapse", "warn"): 3}),
     "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv":
-        ("warn", {("kl_jump", "warn"): 56, ("kl_shape", "warn"): 236, ("reward_std_collapse", "warn"): 4}),
+        ("warn", {("kl_band", "warn"): 35, ("kl_jump", "warn"): 56, ("kl_shape", "warn"): 236,
+                  ("reward_std_collapse", "warn"): 4}),
     "trl__UnslothGRPO__checkpoint-250_trainer_state.json":
-        ("warn", {("grad_norm_spike", "warn"): 84, ("loss_jump", "warn"): 206, ("kl_jump", "warn"): 206,
-                  ("reward_std_collapse", "warn"): 1}),
+        ("warn", {("grad_norm_spike", "warn"): 84, ("kl_jump", "warn"): 206, ("reward_std_collapse", "warn"): 1}),
     "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json": ("ok", {}),
     "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log":
-        ("warn", {("grad_norm_spike", "warn"): 16, ("entropy_collapse", "warn"): 17, ("entropy_surge", "warn"): 328}),
+        ("warn", {("grad_norm_spike", "warn"): 16, ("entropy_collapse", "warn"): 17}),
     "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", {}),
     "verl__verl-data__gemma-2-2b-it-sft-0.411.log": ("ok", {}),
     "verl__verl_training_log__grpo_run_deepseek7b_llm.log":

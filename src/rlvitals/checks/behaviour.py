@@ -170,23 +170,42 @@ def entropy_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Entropy jumping up: a sustained level shift or single-step spikes at least ``rise``
-    above the level before (``fail_rise`` for a sustained jump fails). A policy whose outputs
-    suddenly become more random has been knocked off balance by an update."""
+    """Entropy jumping or climbing up: a sustained level shift or single-step spikes at least ``rise``
+    above the level before (``fail_rise`` for a sustained jump fails), or a climb of the level to
+    ``rise`` above the run's start and staying there (a ramp no window-to-window shift sees; ``fail_rise``
+    fails). A policy whose outputs become more random has been knocked off balance by an update, or
+    pushed by an entropy bonus or clip-higher bound that is too large. A rise smaller than
+    ``of_start`` of the run's starting entropy is not read: after a collapse to ~0 a wiggle is a
+    large multiple of nothing."""
     s = view.series("actor/entropy")
     if s is None:
         return []
     x = s.values
+    head = max(3, len(x) // 20)
+    start = float(np.median(x[:head]))
+    floor = p["of_start"] * max(start, 0.0)
     shift = signals.level_shift(x, window=p["window"], k=p["k"], direction="up")
-    if shift is not None and shift.value >= (1 + p["rise"]) * shift.baseline:
+    if (shift is not None and shift.value >= (1 + p["rise"]) * shift.baseline
+            and shift.value - shift.baseline >= floor):
         onset = s.step(shift.start)
         ratio = shift.value / shift.baseline
         status = severity(ratio >= 1 + p["fail_rise"])
         shifted = {"onset": onset, "before": shift.baseline, "after": shift.value, "ratio": ratio}
         evidence = {"baseline": shift.baseline, "value": shift.value, "threshold": (1 + p["rise"]) * shift.baseline}
         return [Outcome(status, "shift", shifted, onset, (onset, s.step(shift.end)), (s.key,), evidence)]
+    climb = _entropy_climb(x, start, head, p)
+    if climb is not None:
+        at, level, ratio, still = climb
+        onset = s.step(at)
+        values = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
+        # doubled and still doubled at the end fails; a climb that came most of the way back warns
+        status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
+        return [Outcome(status, "climb", values, onset, (onset, s.step(len(x) - 1)),
+                        (s.key,), {"baseline": start, "value": level, "ratio_at_end": still,
+                                   "threshold": (1 + p["rise"]) * start})]
     events = [e for e in signals.spikes(x, window=p["spike_window"], k=p["spike_k"], direction="up",
-                                        warmup=p["warmup"]) if e.value >= (1 + p["rise"]) * e.baseline]
+                                        warmup=p["warmup"])
+              if e.value >= (1 + p["rise"]) * e.baseline and e.value - e.baseline >= floor]
     if not events:
         return [Outcome("ok", "ok", {"rise": p["rise"], "peak": float(x.max()),
                                      "first": _head_tail(x)[0]}, metrics=(s.key,))]
@@ -196,7 +215,28 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                               "steps": ", ".join(str(s.step(e.peak)) for e in events[:8])}
     first, last = s.step(events[0].start), s.step(events[-1].end)
     return [Outcome("warn", "spike", values, first, (first, last), (s.key,),
-                    {"peak": worst.value, "baseline": worst.baseline, "spike_steps": [s.step(e.peak) for e in events]})]
+                    {"peak": worst.value, "baseline": worst.baseline, "spike_steps": [s.step(e.peak) for e in events]},
+                    points=tuple(s.step(e.peak) for e in events))]
+
+
+def _entropy_climb(x: np.ndarray, start: float, head: int,
+                   p: Mapping[str, Any]) -> tuple[int, float, float, float] | None:
+    """``(onset index, level reached, its ratio to the start, the last fifth's ratio)`` of a climb of the
+    entropy's level to ``rise`` above its start that holds to the end (the last fifth's median at least
+    half that rise), or None."""
+    if start <= 0 or len(x) < max(2 * head, 10):
+        return None
+    level = signals.rolling_level(x, max(5, len(x) // 10))
+    late = float(np.median(x[-max(head, len(x) // 5):]))
+    top = float(np.max(level[head:]))
+    if top < (1 + p["rise"]) * start or late < (1 + p["rise"] / 2) * start or top - start < p["of_start"] * start:
+        return None
+    # dated where a short level (the long one starts rising half a window before the values do) is a
+    # quarter of the way up in log terms: the start of a ramp, the step of a blow-up
+    near = signals.rolling_level(x, 3)
+    mark = start * (top / start) ** 0.25
+    onset = max(head, int(np.argmax(near >= mark)))
+    return onset, top, top / start, late / start
 
 
 def _tail_level(x: np.ndarray) -> float:
