@@ -126,7 +126,8 @@ def test_healthy_ranges_are_the_seeds_numbers_only() -> None:
               if m.healthy_low is not None or m.healthy_high is not None}
     assert ranges == {
         "actor/pg_clipfrac": (0.1, 0.3),
-        "actor/ppo_kl": (0.01, 0.1),
+        "actor/kl_loss": (0.01, 0.1),
+        "actor/reward_kl_penalty": (0.01, 0.1),
         "perf/mfu/actor": (0.3, None),
         "perf/mfu/critic": (0.3, None),
     }
@@ -322,7 +323,7 @@ SEED_000 = {
     # §11 framework name table (TRL column)
     "policy/approx_kl": "actor/ppo_kl",
     "entropy": "actor/entropy",
-    "objective/kl": "actor/reward_kl_penalty",
+    "objective/kl": "actor/seq_kl",
     "loss/total": "actor/loss",
     "response_length": "response_length/mean",
     "rewards": "critic/score/mean",
