@@ -513,6 +513,23 @@ def test_statuses_match_their_words() -> None:
             assert not any(w in text for w in said["fail"]["en"]), (cid, template, text)
 
 
+def test_advice_follows_what_was_found() -> None:
+    def advice(case: tuple[str, str], lang: str = "en") -> str:
+        return str(finding(diagnose(CASES[case]()), case[0]).advice[lang])
+
+    assert advice(("format_compliance", "tools")).startswith("Judge agent rollouts by their tool use")
+    assert "Nothing to do if the run does not ask" in advice(("format_compliance", "unused"))
+    assert "system prompt or chat template asks for" in advice(("format_compliance", "absent"))
+    assert "learned and then lost" in advice(("format_compliance", "broke"))
+    assert "shortcut" in advice(("answer_in_reasoning", "copy"))
+    assert "\\boxed{…}" in advice(("answer_in_reasoning", "apart"))
+    assert advice(("effective_batch", "none")).startswith("No rollout of those steps")
+    assert "先检查 reward 函数" in advice(("effective_batch", "none"), "zh")
+    assert "Lower the learning rate or the entropy bonus" in advice(("high_entropy_tokens", "rise"))
+    assert "clip higher" in advice(("high_entropy_tokens", "fall")) and "clip higher" not in advice(
+        ("high_entropy_tokens", "rise"))
+
+
 def test_thresholds_come_from_the_config() -> None:
     from rlvitals.config import CheckSettings, DiagnoseConfig
 
