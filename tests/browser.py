@@ -4,11 +4,13 @@ fail when ``CI`` is set, since the CI installs both (scripts/test)."""
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from conftest import REAL
 from optional import unavailable
 
@@ -36,3 +38,22 @@ def launch() -> Iterator[Any]:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
+
+
+#: the report's colours (report.css) as the screenshots hold them
+NOTE_RGB, WARN_RGB = (0x15, 0x65, 0xC0), (0xE6, 0x7E, 0x00)
+
+
+def pixels(png: bytes, rgb: tuple[int, int, int], tol: int = 40) -> np.ndarray:
+    """A mask of the screenshot's pixels within ``tol`` of ``rgb`` in every channel."""
+    from PIL import Image  # pillow comes with tensorboard, a test dependency
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return np.all(np.abs(img - np.array(rgb)) <= tol, axis=-1)
+
+
+def columns(mask: np.ndarray, tall: int) -> int:
+    """How many separate vertical lines the mask holds: runs of adjacent columns with at least ``tall``
+    pixels set (an annotation's border or a marker triangle is shorter than a line over the plot)."""
+    full = mask.sum(axis=0) >= tall
+    return int(np.sum(full[1:] & ~full[:-1]) + full[0])

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, REAL_LOGS, launch
+from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, columns, launch, pixels
 from conftest import REAL
 from test_report_model import MEGATRON, QWEN, XSS, write_dump
 
@@ -155,7 +155,7 @@ def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str
             verdict = o.page.locator(f"#layer-{layer} h2 .rlv-status .l-en").first.inner_text()
             assert verdict == d.layers[layer].upper()
         shown = o.page.locator("article.rlv-finding").count()
-        assert shown == sum(f.status in ("warn", "fail") for f in d.findings)
+        assert shown == sum(f.status in ("warn", "fail", "note") for f in d.findings)
         assert o.page.locator("#runs tbody tr .rlv-status").first.is_visible()  # the verdicts, at the top
         _shot(o, f"real_{Path(name).stem[:60]}_top")
         o.scroll_all_charts()
@@ -391,6 +391,47 @@ def test_the_chinese_page_has_no_english_labels(browser: Any, report: Any, tmp_p
         assert caption.inner_text() == "actor/pg_loss: 记录了 2 个 inf，自第 21 步起"
         caption.scroll_into_view_if_needed()
         o.page.locator(".rlv-figure", has=caption).screenshot(path=str(ARTIFACTS / "report_zh_inf_caption.png"))
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_a_note_in_its_colour_and_point_events_at_their_steps(browser: Any, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rlvitals.diagnosis import assemble
+
+    # the real deepseek GRPO log: its MFU of 19 % is a note; its grad-norm spike finding is given the steps
+    # of its own spikes as points (constructed until the spike check reports them itself)
+    run = rlvitals.load(REAL / "verl__verl_training_log__grpo_run_deepseek7b_llm.log")[0]
+    d = diagnose(run)
+    spike = next(f for f in d.findings if f.check == "grad_norm_spike" and f.status == "warn")
+    steps = tuple(spike.evidence["spike_steps"])
+    assert len(steps) == 7
+    d = assemble(run, [replace(f, points=steps) if f is spike else f for f in d.findings])
+    page = build_page([run], [d])
+    write_report(tmp_path / "report.html", page)
+    o = Opened(browser, tmp_path / "report.html")
+    try:
+        note = _finding(page, "mfu_low")
+        assert note["status"] == "note"
+        article = o.page.locator(f"#{note['id']}")
+        article.scroll_into_view_if_needed()
+        assert article.locator("h3 .rlv-status .l-en").inner_text() == "NOTE"
+        assert "Raise the micro-batch size" in article.locator(".rlv-advice").inner_text()
+        assert o.page.locator("#layer-efficiency h2 .rlv-status .l-en").inner_text() == "OK"  # not in the verdict
+        png = article.screenshot(path=str(ARTIFACTS / "note_finding.png"))
+        badge = pixels(png, NOTE_RGB, tol=24)
+        assert badge.sum() > 150 and pixels(png, WARN_RGB, tol=24).sum() == 0  # the note's blue, no warning's orange
+        # point events: a dotted line at each spike step, no band from the first to the last
+        f = _finding(page, "grad_norm_spike")
+        assert o.page.locator(f"#{f['id']} .rlv-when .l-en").inner_text() == "at steps " + ", ".join(map(str, steps))
+        (cid,) = f["charts"]
+        _drawn(o, cid)
+        shapes = [s for s in o.page.evaluate(f"document.getElementById('{cid}').layout.shapes") if s["name"] == f["id"]]
+        assert sorted(s["x0"] for s in shapes) == list(steps) and {s["type"] for s in shapes} == {"line"}
+        png = o.page.locator(f"#{cid}").screenshot(path=str(ARTIFACTS / "point_events.png"))
+        assert columns(pixels(png, WARN_RGB), tall=60) == len(steps)
         assert o.errors == []
     finally:
         o.close()

@@ -101,13 +101,58 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
     (cid,) = finding["charts"]
     chart = page["charts"][cid]
     assert chart["keys"] == ["actor/grad_norm"]
-    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16],
+    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16], "points": [],
             "check": "grad_norm_spike", "title": finding["title"]} in chart["markers"]
     collapse = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "entropy_collapse")
     marker = next(m for c in collapse["charts"] for m in page["charts"][c]["markers"] if m["finding"] == collapse["id"])
     assert marker["onset"] == 17 and marker["span"] == [17, 37]
     # passed checks draw nothing
-    assert all(m["status"] in ("warn", "fail") for c in page["charts"].values() for m in c["markers"])
+    assert all(m["status"] in ("warn", "fail", "note") for c in page["charts"].values() for m in c["markers"])
+
+
+def test_a_note_is_shown_with_its_advice_and_marked_in_its_colour_but_leaves_the_layer_ok() -> None:
+    from conftest import REAL
+
+    grpo = REAL / "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+    if not grpo.exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    run = rlvitals.load(grpo)[0]
+    d = diagnose(run)
+    page = build_page([run], [d])
+    eff = section(page, "efficiency")
+    (note,) = [f for f in eff["findings"] if f["status"] == "note"]
+    assert note["check"] == "mfu_low" and eff["verdicts"] == [{"run": "r0", "status": "ok"}]
+    (cid,) = note["charts"]
+    assert page["charts"][cid]["keys"] == ["perf/mfu/actor"]
+    assert [m["status"] for m in page["charts"][cid]["markers"]] == ["note"]
+    html = render_html(page, cdn=True)
+    article = re.search(rf'<article class="rlv-finding s-note" id="{note["id"]}".*?</article>', html, re.S)
+    assert article is not None and '<span class="rlv-status s-note"><span class="l-en">NOTE</span>' in article[0]
+    assert "提示" in article[0] and "Raise the micro-batch size" in article[0]
+    heading = re.search(r'<section id="layer-efficiency".*?</h2>', html, re.S)
+    assert heading is not None and "s-ok" in heading[0] and "s-note" not in heading[0]
+
+
+def test_point_events_are_marked_at_their_steps(qwen) -> None:
+    from dataclasses import replace
+
+    from rlvitals.diagnosis import assemble
+
+    run, d = qwen
+    # constructed: the real Qwen log's grad-norm spike at step 16, given as three point events (until the
+    # spike checks report their points, no real diagnosis carries them)
+    spikes = [replace(f, points=(90, 16, 40)) if f.check == "grad_norm_spike" and f.status == "warn" else f
+              for f in d.findings]
+    page = build_page([run], [assemble(run, spikes)])
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike"
+                   and f["status"] == "warn")
+    assert finding["points"] == [16, 40, 90]
+    (cid,) = finding["charts"]
+    (marker,) = [m for m in page["charts"][cid]["markers"] if m["finding"] == finding["id"]]
+    assert marker["points"] == [16, 40, 90]
+    html = render_html(page, cdn=True)
+    assert re.search(rf'id="{finding["id"]}".*?<span class="rlv-when"><span class="l-en">at steps 16, 40, 90</span>'
+                     r'<span class="l-zh" lang="zh">第 16、40、90 步</span>', html, re.S)
 
 
 def test_validation_per_data_source_and_glossary(qwen) -> None:

@@ -98,8 +98,8 @@ def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) 
     for layer in READING_ORDER:
         assert f'id="layer-{layer}"' in html
     d = diagnose(rlvitals.load(REAL / name)[0])
-    shown = {m.group(1) for m in re.finditer(r'<article class="rlv-finding s-(?:fail|warn)" id="r0-f(\d+)"', html)}
-    assert shown == {str(i) for i, f in enumerate(d.findings) if f.status in ("warn", "fail")}
+    shown = {m.group(1) for m in re.finditer(r'<article class="rlv-finding s-(?:fail|warn|note)" id="r0-f(\d+)"', html)}
+    assert shown == {str(i) for i, f in enumerate(d.findings) if f.status in ("warn", "fail", "note")}
     assert f'<div id="rlv-live" class="rlv-live" data-run="{rid}"' in html
     assert '<script src="/static/plotly.min.js"' in html and "cdn.plot.ly" not in html
     assert html.index('<script src="/static/plotly.min.js"') > html.index('<main>')  # not before the first paint

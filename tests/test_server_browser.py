@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import ARTIFACTS, REAL_LOGS, launch
+from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, launch, pixels
 from conftest import REAL
 from test_report_model import XSS, write_dump
 
@@ -177,14 +177,17 @@ def test_run_list_switches_to_chinese_and_the_choice_follows_to_a_run_page_and_b
     assert tab.page.evaluate("window.__same_document") == 1  # switched in place
     name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
     d = diagnose(rlvitals.load(REAL / name)[0])
-    counts = " ".join(f"{sum(f.status == s for f in d.findings)} 项{w}" for s, w in (("fail", "失败"), ("warn", "警告"))
+    counts = " ".join(f"{sum(f.status == s for f in d.findings)} 项{w}"
+                      for s, w in (("fail", "失败"), ("warn", "警告"), ("note", "提示"))
                       if any(f.status == s for f in d.findings))
+    assert "项提示" in counts  # the run's MFU of 19 % is a note
     assert tab.page.locator(f"{_row(name)} td.rlv-findings").inner_text() == counts
     verdict = tab.page.locator(f"{_row(name)} td.rlv-run-verdict").inner_text()
     assert verdict == {"warn": "警告", "fail": "失败"}[d.verdict]
     tab.page.wait_for_function("() => document.getElementById('rlv-live-note').innerText.startsWith('更新于')")
     shown = tab.page.locator("body").inner_text()
-    for english in ("Runs", "Serving", "last step", "verdict", "findings", "WARN", "warn", "updated", "SKIPPED"):
+    for english in ("Runs", "Serving", "last step", "verdict", "findings", "WARN", "warn", "1 note", "updated",
+                    "SKIPPED"):
         assert english not in shown, english
     assert "正在服务的目录" in shown
     tab.shot("dashboard_runs_zh", full=True)
@@ -224,7 +227,8 @@ def test_every_real_fixture_page_shows_layers_and_findings(browser: Any, fixture
         for layer in READING_ORDER:
             verdict = t.page.locator(f"#layer-{layer} h2 .rlv-status .l-en").first.inner_text()
             assert verdict == d.layers[layer].upper()
-        assert t.page.locator("article.rlv-finding").count() == sum(f.status in ("warn", "fail") for f in d.findings)
+        shown = sum(f.status in ("warn", "fail", "note") for f in d.findings)
+        assert t.page.locator("article.rlv-finding").count() == shown
         if t.page.locator(".rlv-chart").count():
             t.page.wait_for_selector(".js-plotly-plot", timeout=10_000)  # the first chart is drawn
         t.shot(f"dashboard_{Path(name).stem[:60]}")
@@ -232,6 +236,21 @@ def test_every_real_fixture_page_shows_layers_and_findings(browser: Any, fixture
         assert t.errors == [] and t.failed == []
     finally:
         t.close()
+
+
+def test_a_served_run_page_shows_a_note_apart_from_the_verdict(tab: Tab, fixtures_server: ServerThread) -> None:
+    name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+    tab.page.goto(fixtures_server.url)
+    cell = tab.page.locator(f"{_row(name)} td.rlv-findings .l-en").all_inner_texts()
+    assert cell[-1] == "1 note"
+    tab.follow(f"{_row(name)} td.rlv-run a", "**/runs/*")
+    article = tab.page.locator("article.rlv-finding.s-note")
+    assert article.count() == 1 and "Low MFU" in article.locator("h3").inner_text()
+    assert tab.page.locator("#layer-efficiency h2 .rlv-status .l-en").inner_text() == "OK"
+    article.scroll_into_view_if_needed()
+    png = article.screenshot(path=str(ARTIFACTS / "dashboard_note.png"))
+    assert pixels(png, NOTE_RGB, tol=24).sum() > 150 and pixels(png, WARN_RGB, tol=24).sum() == 0
+    assert tab.errors == [] and tab.failed == []
 
 
 @pytest.fixture

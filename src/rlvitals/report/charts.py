@@ -119,23 +119,29 @@ class Page:
         return cid
 
 
+#: the statuses drawn on the charts: what needs action, and notes (in their own colour)
+MARKED = ("fail", "warn", "note")
+
+
 def add_markers(charts: Mapping[str, Chart], findings: Sequence[tuple[str, str, Finding]]) -> dict[str, list[str]]:
-    """Put each warn/fail finding with an onset on every chart that shows one of its metrics for its
-    run: an onset line labelled with the finding's title and, when it lasts, a span band. Returns
-    ``{finding id: [chart ids]}``."""
+    """Put each fail, warn and note finding with an onset on every chart that shows one of its metrics
+    for its run: an onset line labelled with the finding's title and, when it lasts, a span band; a
+    finding about point events (``points``) gets a line at each of its steps instead of the band.
+    Returns ``{finding id: [chart ids]}``."""
     by_key: dict[str, list[str]] = {}
     for cid, c in charts.items():
         for key in (*c["keys"], *c.get("aliases", ())):
             by_key.setdefault(key, []).append(cid)
     where: dict[str, list[str]] = {}
     for fid, run, f in findings:
-        if f.status not in ("warn", "fail") or f.onset_step is None:
+        if f.status not in MARKED or f.onset_step is None:
             continue
         cids = [cid for cid in dict.fromkeys(cid for key in f.metrics for cid in by_key.get(key, []))
                 if any(t["run"] == run for t in charts[cid]["traces"])]
         where[fid] = cids
         for cid in cids:
             charts[cid]["markers"].append({"finding": fid, "run": run, "status": f.status, "onset": f.onset_step,
-                                           "span": list(f.span) if f.span else None, "check": f.check,
+                                           "span": list(f.span) if f.span else None, "points": sorted(set(f.points)),
+                                           "check": f.check,
                                            "title": dict(f.title)})
     return where

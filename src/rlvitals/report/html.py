@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from ..errors import RlvitalsError
+from ..render_diagnosis import when_words
 
 _SEPARATORS = re.compile(r"([_./-]+)")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -131,14 +132,14 @@ def _names(page: Mapping[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def when(f: Mapping[str, Any]) -> dict[str, str] | None:
-    """A finding's onset and span in words, both languages; None when it has no onset."""
-    onset, span = f["onset"], f["span"]
-    if onset is None:
-        return None
-    if span and span[0] != span[1]:
-        return {"en": f"since step {onset} (steps {span[0]}–{span[1]})",
-                "zh": f"自第 {onset} 步（{span[0]}–{span[1]}）"}
-    return {"en": f"at step {onset}", "zh": f"第 {onset} 步"}
+    """A finding's onset and span (or the steps of its point events) in words, both languages, as the
+    terminal says them; None when it has no onset.
+
+    Example:
+        >>> when({"onset": 95, "span": [95, 210], "points": [95, 140, 210]})["en"]
+        'at steps 95, 140, 210'
+    """
+    return when_words(f["onset"], f["span"], f.get("points", ()))
 
 
 def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:

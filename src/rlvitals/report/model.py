@@ -153,7 +153,7 @@ def _finding_json(fid: str, rid: str, f: Finding, charts: list[str], rollout_ste
                   page: Page) -> dict[str, Any]:
     return {"id": fid, "run": rid, "check": f.check, "layer": f.layer, "status": f.status, "title": dict(f.title),
             "message": dict(f.message), "advice": dict(f.advice), "metrics": list(f.metrics),
-            "onset": f.onset_step, "span": list(f.span) if f.span else None,
+            "onset": f.onset_step, "span": list(f.span) if f.span else None, "points": sorted(set(f.points)),
             "evidence": [[k, _evidence(v)] for k, v in f.evidence.items()], "charts": charts,
             "chart_keys": {cid: _on_chart(f, page.charts[cid]) for cid in charts}, "rollout_step": rollout_step}
 
@@ -317,7 +317,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     onsets: dict[str, list[int]] = {}
     for _, rid, f in found:
         if f.status in ("warn", "fail") and f.onset_step is not None:
-            onsets.setdefault(rid, []).append(f.onset_step)
+            # a point event's rollouts are worth reading at each of its steps, not only at the first
+            onsets.setdefault(rid, []).extend(dict.fromkeys([f.onset_step, *sorted(set(f.points))[:8]]))
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
     from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
     rollout = rollout_section(with_texts, onsets, from_rollouts) if with_texts else None

@@ -39,6 +39,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "findings": ("findings", "发现"),
     "fail_n": ("{} fail", "{} 项失败"),
     "warn_n": ("{} warn", "{} 项警告"),
+    "note_n": ("{} note", "{} 项提示"),
     "loading": ("loading (was {})", "读取中（之前为{}）"),
     "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
     "notes": UI["notes"],

@@ -7,7 +7,8 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("rlv-data").textContent);
-  var COLOR = { fail: "#c62828", warn: "#e67e00" };
+  var COLOR = { fail: "#c62828", warn: "#e67e00", note: "#1565c0" };
+  var POINTS_SHOWN = 8;  // steps of point events written out before "… N more" (as the terminal does)
   var WORDS = { step: ["step", "步"] };
   var keep = window.rlvKeep || {};
   window.rlvKeep = null;
@@ -21,8 +22,23 @@
   function clean(text) { return String(text).replace(/[<>&]/g, ""); }  // Plotly labels accept a little markup
   function sig(chart) { return chart.kind + "|" + chart.keys.join(",") + "|" + (chart.title ? chart.title.en : ""); }
 
+  // the steps of a finding's point events, the first `cap` of them: "95, 140, 210 … 2 more"
+  function stepList(points, cap) {
+    var zh = lang() === 1;
+    var head = points.slice(0, cap).join(zh ? "、" : ", ");
+    var more = points.length - cap;
+    return more > 0 ? head + (zh ? "…（另 " + more + " 处）" : " … " + more + " more") : head;
+  }
+
+  function pointsOf(m) { return m.points && m.points.length ? m.points : null; }
+
   function stepWords(m) {
     var zh = lang() === 1;
+    var pts = pointsOf(m);
+    if (pts && pts.length > 1) {
+      return zh ? "第 " + stepList(pts, POINTS_SHOWN) + " 步" : "at steps " + stepList(pts, POINTS_SHOWN);
+    }
+    if (pts) { return zh ? "第 " + pts[0] + " 步" : "at step " + pts[0]; }
     if (m.span && m.span[1] > m.span[0]) {
       return zh ? "自第 " + m.onset + " 步（" + m.span[0] + "–" + m.span[1] + "）" : "since step " + m.onset +
         " (steps " + m.span[0] + "–" + m.span[1] + ")";
@@ -43,6 +59,14 @@
     var out = [];
     chart.markers.forEach(function (m) {
       var color = COLOR[m.status] || "#888";
+      var pts = pointsOf(m);
+      if (pts) {  // point events: a line at each step, no band over the quiet steps between them
+        pts.forEach(function (p) {
+          out.push({ type: "line", xref: "x", yref: "paper", x0: p, x1: p, y0: 0, y1: 1,
+            line: { color: color, width: 2, dash: "dot" }, name: m.finding });
+        });
+        return;
+      }
       if (m.span && m.span[1] > m.span[0]) {
         out.push({ type: "rect", xref: "x", yref: "paper", x0: m.span[0], x1: m.span[1], y0: 0, y1: 1,
           fillcolor: color, opacity: 0.12, line: { width: 0 }, layer: "below", name: m.finding });
@@ -58,24 +82,34 @@
     return chart.markers.map(function (m, i) {
       var title = markerTitle(m);
       var short = title.length > 42 ? title.slice(0, 40) + "…" : title;
+      var pts = pointsOf(m);
+      var first = pts ? pts[0] : m.onset;
+      var at = pts && pts.length > 1 ? (lang() === 1 ? "第 " + stepList(pts, 3) + " 步" : "steps " + stepList(pts, 3))
+        : (lang() === 1 ? "第 " + first + " 步" : word("step") + " " + first);
       // below the top edge, where the onset triangles and the nan/inf crosses sit
-      return { x: m.onset, xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left", yanchor: "top",
-        text: clean(short + " · " + (lang() === 1 ? "第 " + m.onset + " 步" : word("step") + " " + m.onset)),
+      return { x: first, xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left",
+        yanchor: "top", text: clean(short + " · " + at),
         showarrow: false, font: { size: 10, color: COLOR[m.status] || "#555" }, bgcolor: "rgba(255,255,255,0.85)",
         bordercolor: COLOR[m.status] || "#888", borderwidth: 1, borderpad: 2, captureevents: true,
         hovertext: clean(m.status.toUpperCase() + " " + title + " — " + stepWords(m)), name: m.finding };
     });
   }
 
+  // a triangle at the top of each onset, or of each step of a point event
   function markerTrace(chart) {
     if (!chart.markers.length) { return null; }
-    return { type: "scatter", mode: "markers", yaxis: "y2", showlegend: false, name: "",
-      x: chart.markers.map(function (m) { return m.onset; }), y: chart.markers.map(function () { return 0.995; }),
-      text: chart.markers.map(function (m) { return clean(m.status.toUpperCase() + " " + markerTitle(m) + " — " +
-        stepWords(m)); }),
-      hovertemplate: "%{text}<extra></extra>", cliponaxis: false,
-      marker: { symbol: "triangle-down", size: 11, color: chart.markers.map(function (m) {
-        return COLOR[m.status] || "#888"; }) } };
+    var x = [], text = [], color = [];
+    chart.markers.forEach(function (m) {
+      var words = clean(m.status.toUpperCase() + " " + markerTitle(m) + " — " + stepWords(m));
+      (pointsOf(m) || [m.onset]).forEach(function (p) {
+        x.push(p);
+        text.push(words);
+        color.push(COLOR[m.status] || "#888");
+      });
+    });
+    return { type: "scatter", mode: "markers", yaxis: "y2", showlegend: false, name: "", x: x,
+      y: x.map(function () { return 0.995; }), text: text, hovertemplate: "%{text}<extra></extra>",
+      cliponaxis: false, marker: { symbol: "triangle-down", size: 11, color: color } };
   }
 
   function traces(chart) {
