@@ -1,15 +1,24 @@
-"""L1 KL checks: sudden jumps (transient ones included), PPO's customary band, and the shape of
-the KL-to-reference trajectory (seed-000 §2.4; seed-004 §二)."""
+"""L1 KL checks: sudden jumps (transient ones and damage in the first steps included), the level of
+the KL to the reference (the seed's 0.01–0.1 band, an absolute ceiling, and the move from where a KL
+to a different model started), and the shape of its trajectory (seed-000 §2.4; seed-004 §二).
+
+Which quantity is which comes from the catalog: ``actor/kl_loss`` and ``actor/reward_kl_penalty``
+are per-token KLs to the reference (the quantity the seed's band is about), ``actor/seq_kl`` is
+the same KL summed over the response (TRL PPO's ``objective/kl``: per token once divided by the mean
+response length, else read on its own scale), and ``actor/ppo_kl`` is the KL between the rollout
+policy and the updated one, read only for jumps against its own level.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Status
+from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._shared import (
     REWARD_KEYS,
     _ends,
@@ -23,20 +32,94 @@ from ._shared import (
     _tenths,
 )
 
-#: KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward (PPO)
+#: per-token KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward
 KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
+#: the same KL summed over the response (catalog: TRL PPO objective/kl), and the length that makes it per token
+SEQ_KL_KEY, LENGTH_KEY = "actor/seq_kl", "response_length/mean"
+#: values at the start of a run that say where its KL started
+HEAD = 3
+
+
+@dataclass(frozen=True)
+class RefKL:
+    """The KL to the reference as the checks read it: ``series`` per token (``per_token``) or the
+    sequence sum; ``metrics`` the logged keys it comes from; ``offset`` the level it started at
+    when that is already above the band at the run's first step (a reference that is not the
+    starting policy: a teacher in on-policy distillation), else None."""
+
+    series: Series
+    metrics: tuple[str, ...]
+    per_token: bool
+    offset: float | None
+
+
+def _ref_kl(view: RunView, high: float) -> RefKL | None:
+    """The per-token KL to the reference, or TRL's sequence sum divided by the mean response length,
+    or that sum on its own; None when the run logs no KL to the reference."""
+    s = view.first(*KL_REF_KEYS)
+    metrics: tuple[str, ...] = (s.key,) if s is not None else ()
+    per_token = True
+    if s is None:
+        seq = view.series(SEQ_KL_KEY)
+        if seq is None:
+            return None
+        length = view.series(LENGTH_KEY)
+        steps, kl, tokens = seq.aligned(length) if length is not None else (seq.steps, seq.values, None)
+        if tokens is not None and len(steps) >= len(seq) // 2 and np.all(tokens > 0):
+            s = Series(f"{SEQ_KL_KEY} ÷ {LENGTH_KEY}", steps, kl / tokens)
+            metrics = (SEQ_KL_KEY, LENGTH_KEY)
+        else:
+            s, metrics, per_token = seq, (SEQ_KL_KEY,), False
+    return RefKL(s, metrics, per_token, _offset(view, s, high) if per_token else None)
+
+
+def _offset(view: RunView, s: Series, high: float) -> float | None:
+    """The KL's first level when the run's first logged step holds it above the band already. A
+    policy that starts as its reference has a KL of ~0 there, so such a KL is measured against
+    another model, and only how far it moves from that start can be judged. A log that begins
+    later (a resume, the tail of a long run) cannot tell."""
+    if view.cut or len(s) < HEAD or s.step(0) > 1:
+        return None
+    first = float(np.median(s.values[:HEAD]))
+    return first if first >= high else None
+
+
+def _sustain(n: int, p: Mapping[str, Any]) -> int:
+    return max(int(p["min_steps"]), int(p["min_share"] * n))
+
+
+def _above(x: np.ndarray, threshold: float, sustain: int) -> tuple[int, int] | None:
+    """The first stretch of at least ``sustain`` values whose level (a rolling median over 5 % of the
+    run) is at or above ``threshold``, as ``(onset, end)``: the onset is where a three-value level
+    first crosses it near the stretch's start (a wide centred window crosses a few steps early)."""
+    n = len(x)
+    window = _level_window(n)
+    found = signals.runs_of(signals.rolling_level(x, window) >= threshold, sustain, max_gap=2)
+    if not found:
+        return None
+    start, end = found[0]
+    lo, hi = max(0, start - window), min(n, start + window + 1)
+    crossed = np.flatnonzero(signals.rolling_level(x, 3)[lo:hi] >= threshold)
+    return (lo + int(crossed[0]) if len(crossed) else start), end
 
 
 def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Sudden KL jumps (seed-000 §2.4: "比如从 0.02 跳到 0.15"), transient ones included — a one-step
-    spike to many times the recent level is a sharp policy turn even if KL comes back. Read for
-    the per-update KL (actor/ppo_kl) and the KL to the reference, each against its own level."""
+    spike to many times the recent level is a sharp policy turn even if KL comes back — and a move
+    to ``ratio``× the first values within the first steps (before any trailing window has a level).
+    Read for the per-update KL (actor/ppo_kl) and the KL to the reference, each against its own level.
+    A per-token KL to the reference that started at 0 is also held to the band: a spike that stays
+    below ``spike_floor`` nats/token, or a shift that stays inside the band, is a note."""
     out = []
-    for key in ("actor/ppo_kl", *KL_REF_KEYS):
-        s = view.series(key)
-        if s is None:
-            continue
-        x = s.values
+    ref = _ref_kl(view, p["high"])
+    ppo_kl = view.series("actor/ppo_kl")
+    # (series, held to the band, read for damage in the first steps): the per-update KL of the first
+    # steps depends on how many updates a batch gets, not on damage
+    targets: list[tuple[Series, bool, bool]] = [(ppo_kl, False, False)] if ppo_kl is not None else []
+    if ref is not None:
+        targets.append((ref.series, ref.per_token and ref.offset is None, True))
+    for s, banded, first_steps in targets:
+        key, x = s.key, s.values
         if not np.any(x):
             out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
             continue
@@ -45,98 +128,194 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             out.append(Outcome("ok", "quantised", {"metric": key, "quantum": q, "max": float(np.max(np.abs(x)))},
                                metrics=(key,)))
             continue
-        found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"], min_quanta=p["min_quanta"],
-                              settle=p["settle"])
+        early = _early_jump(x, p, banded) if first_steps else []
+        settled = early[0].end + 1 if early else 0
+        found = early + [j for j in signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"],
+                                           min_quanta=p["min_quanta"], settle=p["settle"]) if j.start >= settled]
         if not found:
             out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"], "level": float(np.median(x)),
                                             "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x)))},
                                metrics=(key,)))
             continue
-        big = [j for j in found if j.ratio >= p["fail_ratio"]]
-        status: Status = "fail" if len(big) >= p["fail_count"] or any(j.stayed for j in big) else "warn"
-        out.append(_jump_outcome(s, found, status, {"k": p["k"], "ratio_threshold": p["ratio"]}))
+        out.append(_jumps_outcome(s, found, p, banded, early=bool(early)))
     return out
+
+
+def _early_jump(x: np.ndarray, p: Mapping[str, Any], banded: bool) -> list[signals.Jump]:
+    """A move to ``ratio``× the first values within the first steps, as a jump that stayed; for a KL
+    held to the band, only one that reached above the band (a KL leaving 0 is no damage)."""
+    e = signals.early_move(x, factor=p["ratio"], head=HEAD)
+    if e is None or (banded and float(signals.rolling_level(x, 3)[e.end]) < p["high"]):
+        return []
+    spread = max(signals.robust_scale(x[:HEAD], floor=0.0), signals.quantum(x), 1e-12)
+    if e.value - e.baseline < p["k"] * max(spread, signals.noise_scale(x[: e.end + 1])):
+        return []  # no farther than the first steps' own noise
+    return [signals.Jump(e.start, e.end, e.peak, float(x[e.peak]), e.baseline, e.value, e.score,
+                         (e.value - e.baseline) / spread, True)]
+
+
+def _jumps_outcome(s: Series, found: list[signals.Jump], p: Mapping[str, Any], banded: bool,
+                   early: bool) -> Outcome:
+    """Severity: a jump that stayed at ``fail_ratio``× its level (above the band, for a KL held to
+    it) fails; a transient spike never does. For a KL held to the band, spikes below
+    ``spike_floor`` and shifts that stay inside the band are notes."""
+    def counts(j: signals.Jump) -> bool:
+        return not banded or (j.after >= p["high"] if j.stayed and np.isfinite(j.after) else
+                              j.value >= p["spike_floor"])
+
+    big = [j for j in found if j.stayed and j.ratio >= p["fail_ratio"] and counts(j)]
+    status: Status = "fail" if big else "warn" if any(counts(j) for j in found) else "note"
+    extra = {"k": p["k"], "ratio_threshold": p["ratio"], "high": p["high"], "spike_floor": p["spike_floor"]}
+    out = _jump_outcome(s, found, status, extra)
+    template = "note" if status == "note" else "early" if early and len(found) == 1 else out.template
+    spikes = tuple(s.step(j.peak) for j in found if not j.stayed)
+    return Outcome(out.status, template, out.values, out.onset_step, out.span, out.metrics, out.evidence,
+                   points=spikes if len(spikes) == len(found) else ())
 
 
 # -- KL level and shape ------------------------------------------------------------------------
 
 def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """PPO's customary KL range (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如
-    0.01~0.1）"). Above it and still rising, or far above it, warns; above it but flat is noted.
-    Below it warns only when the reward is not improving either (the policy is not learning)."""
-    s = view.first(*KL_REF_KEYS)
-    if s is None:
+    """The level of the KL to the reference. Per token: above ``ceiling`` nats/token for a sustained
+    stretch fails in any run ("several nats per token"); a KL that started at 0 is held to the
+    seed's band (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如 0.01~0.1）") — above
+    it and still rising, or far above it, warns, above it but level is noted as ok, below it warns
+    only when the reward is not improving either; a KL that started above the band (a different
+    reference) warns once it moves to ``move``× where it started. A sequence sum with no length to
+    divide by is read on its own scale: ``seq_growth``× its early level."""
+    ref = _ref_kl(view, p["high"])
+    if ref is None:
         return []
-    if view.algorithm != "ppo" and view.series("critic/vf_loss") is None:  # a critic makes it PPO-like
-        return [Outcome("skipped", "not_ppo", {"algorithm": view.algorithm, "metric": s.key}, metrics=(s.key,))]
-    x, n = s.values, len(s)
-    level = signals.rolling_level(x, _level_window(n))
-    _, mid, last, b = _tenths(x)
+    s, n = ref.series, len(ref.series)
+    if not ref.per_token:
+        return [_seq_scale(s, ref.metrics, p)]
+    level = signals.rolling_level(s.values, _level_window(n))
+    _, mid, last, b = _tenths(s.values)
     values: dict[str, Any] = {"metric": s.key, "low": p["low"], "high": p["high"], "level": last, "mid": mid,
-                              "growth": last / mid if mid > 0 else float("inf")}
-    sustain = max(p["min_steps"], int(p["min_share"] * n))
-    above = signals.runs_of(level > p["high"], sustain, max_gap=2)
+                              "growth": last / mid if mid > 0 else float("inf"), "ceiling": p["ceiling"]}
+    over = _above(s.values, p["ceiling"], _sustain(n, p))
+    if over:
+        start, end = over
+        values |= {"step": s.step(start), "peak": float(np.max(level[start:])), "first": ref.offset or 0.0}
+        return [Outcome("fail", "fail_ceiling", values, onset_step=s.step(start), span=s.span(start, end),
+                        metrics=ref.metrics, evidence={"level": last, "peak": values["peak"],
+                                                       "threshold": p["ceiling"]})]
+    if ref.offset is not None:
+        return [_moved(s, ref, level, values, p)]
+    return [_banded(view, s, ref.metrics, level, values, p)]
+
+
+def _moved(s: Series, ref: RefKL, level: np.ndarray, values: dict[str, Any], p: Mapping[str, Any]) -> Outcome:
+    """A KL that started above the band, judged by how far it moved from where it started."""
+    first = float(ref.offset or 0.0)
+    values |= {"first": first, "move": p["move"], "peak": float(np.max(level)), "ratio": float(np.max(level)) / first}
+    up = _above(s.values, p["move"] * first, _sustain(len(s), p))
+    if up is None:
+        return Outcome("ok", "ok_offset", values, metrics=ref.metrics)
+    start, end = up
+    values |= {"step": s.step(start)}
+    return Outcome("warn", "warn_moved", values, onset_step=s.step(start), span=s.span(start, end),
+                   metrics=ref.metrics, evidence={"baseline": first, "peak": values["peak"],
+                                                  "threshold": p["move"] * first, "ratio": values["ratio"]})
+
+
+def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarray, values: dict[str, Any],
+            p: Mapping[str, Any]) -> Outcome:
+    """A per-token KL that started at 0, against the seed's band."""
+    n = len(s)
+    b = max(3, n // 10)
+    above = _above(s.values, p["high"], _sustain(n, p))
     if above:
-        start, end = above[0]
+        start, end = above
         values |= {"step": s.step(start), "steps": s.step(end) - s.step(start) + 1,
                    "peak": float(np.max(level[start : end + 1]))}
         rising = end >= n - b and values["growth"] >= p["rising"]
         far = values["peak"] >= p["far"] * p["high"]
+        if far:  # far above from where it crossed that far, not from where it left the band
+            start = max(start, (_above(s.values, p["far"] * p["high"], 1) or (start, end))[0])
+            values["step"] = s.step(start)
         status: Status = "warn" if rising or far else "ok"
         template = "warn_far" if far else "warn_rising" if rising else "ok_high"
-        return [Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
-                        span=s.span(start, end), metrics=(s.key,),
-                        evidence={"level": last, "peak": values["peak"], "threshold": p["high"],
-                                  "growth_last_half": values["growth"]})]
+        return Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
+                       span=s.span(start, end), metrics=metrics,
+                       evidence={"level": values["level"], "peak": values["peak"], "threshold": p["high"],
+                                 "growth_last_half": values["growth"]})
     below_share = float(np.mean(level[b:] < p["low"])) if n > b else 0.0
-    if below_share >= p["low_share"]:
-        r = view.first(*REWARD_KEYS)
-        if r is None:
-            return [Outcome("ok", "low_no_reward", values | {"share": below_share}, metrics=(s.key,))]
-        rose, r0, r1 = _improving(r.values)
-        values |= {"share": below_share, "reward": r.key, "r_first": r0, "r_last": r1}
-        return [Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
-                        onset_step=None if rose else s.step(b), metrics=(s.key, r.key),
-                        evidence={"level": last, "threshold": p["low"], "share_below": below_share,
-                                  "reward_first": r0, "reward_last": r1})]
-    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    if below_share < p["low_share"]:
+        return Outcome("ok", "ok", values, metrics=metrics)
+    values |= {"share": below_share, "needed": p["low_min_steps"]}
+    if n < p["low_min_steps"]:  # a KL starts at 0: a short run has not had the time to move
+        return Outcome("ok", "low_short", values | {"n": n}, metrics=metrics)
+    r = view.first(*REWARD_KEYS)
+    if r is None:
+        return Outcome("ok", "low_no_reward", values, metrics=metrics)
+    rose, r0, r1 = _improving(r.values)
+    values |= {"reward": r.key, "r_first": r0, "r_last": r1}
+    return Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
+                   onset_step=None if rose else s.step(b), metrics=(*metrics, r.key),
+                   evidence={"level": values["level"], "threshold": p["low"], "share_below": below_share,
+                             "reward_first": r0, "reward_last": r1})
+
+
+def _seq_scale(s: Series, metrics: tuple[str, ...], p: Mapping[str, Any]) -> Outcome:
+    """A KL summed over the response, with no length to make it per token: its level against its
+    early level (the first tenth), when that early stretch holds a level rather than a ramp from 0."""
+    x, n = s.values, len(s)
+    b = max(5, n // 10)
+    early = float(np.median(x[:b]))
+    values = {"metric": s.key, "early": early, "factor": p["seq_growth"], "b": b, "level": float(np.median(x[-b:]))}
+    if early <= 0 or signals.trend(x[:b]) >= p["ramp_tau"]:
+        return Outcome("skipped", "seq_ramp", values, metrics=metrics)
+    level = signals.rolling_level(x, _level_window(n))
+    up = _above(x, p["seq_growth"] * early, _sustain(n, p))
+    values |= {"peak": float(np.max(level)), "ratio": float(np.max(level)) / early}
+    if up is None:
+        return Outcome("ok", "ok_seq", values, metrics=metrics)
+    start, end = up
+    values |= {"step": s.step(start)}
+    return Outcome("warn", "warn_seq", values, onset_step=s.step(start), span=s.span(start, end), metrics=metrics,
+                   evidence={"baseline": early, "peak": values["peak"], "ratio": values["ratio"],
+                             "threshold": p["seq_growth"] * early})
 
 
 def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The KL-to-reference trajectory (seed-000 §2.4 "KL 应该缓慢、稳定地增长"; seed-004 §二 "轨迹
     形状非常能说明问题"): runaway growth — the second half adds ``accel``× what the first half did
-    and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero."""
-    s = view.first(*KL_REF_KEYS)
-    if s is None:
+    and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero. A
+    per-token KL that started at 0 and ends inside the band has not run away: a slow rise there is
+    normal, whatever its shape."""
+    ref = _ref_kl(view, p["high"])
+    if ref is None:
         return []
+    s = ref.series
     x, n = s.values, len(s)
     if n < p["min_steps"]:
         return [_short(s, p["min_steps"])]
     first, mid, last, b = _tenths(x)
     floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x), 1e-12)
     early, late = mid - first, last - mid
-    values: dict[str, Any] = {"metric": s.key, "first": first, "mid": mid, "last": last,
+    values: dict[str, Any] = {"metric": s.key, "first": first, "mid": mid, "last": last, "high": p["high"],
                               "accel": late / max(early, floor), "growth": last / max(mid, floor)}
     if late > floor and values["accel"] >= p["accel"] and values["growth"] >= p["growth"]:
+        if ref.per_token and ref.offset is None and last <= p["high"]:
+            return [Outcome("ok", "ok_in_band", values, metrics=ref.metrics)]
         level = signals.rolling_level(x, _level_window(n))
         knee = _knee(np.log(np.maximum(level, max(floor, 1e-2 * abs(mid)))))
         status: Status = "fail" if values["growth"] >= p["fail_growth"] else "warn"
         values |= {"step": s.step(knee), "knee_level": float(level[knee])}
         return [Outcome(status, "runaway", values, onset_step=s.step(knee), span=s.span(knee, n - 1),
-                        metrics=(s.key,), evidence={"first": first, "mid": mid, "last": last,
-                                                    "accel": values["accel"], "growth": values["growth"],
-                                                    "threshold_accel": p["accel"], "threshold_growth": p["growth"]})]
+                        metrics=ref.metrics, evidence={"first": first, "mid": mid, "last": last,
+                                                       "accel": values["accel"], "growth": values["growth"],
+                                                       "threshold_accel": p["accel"],
+                                                       "threshold_growth": p["growth"]})]
     fall = signals.fall_from_peak(x, window=_level_window(n))
     if fall is not None and fall.score >= p["fallback"] and fall.baseline > p["fallback"] * floor:
         values |= {"peak": fall.baseline, "peak_step": s.step(fall.peak), "recent": fall.value,
                    "step": s.step(fall.start), "drop": fall.score}
         return [Outcome("warn", "fallback", values, onset_step=s.step(fall.start), span=s.span(fall.start, n - 1),
-                        metrics=(s.key,), evidence={"peak": fall.baseline, "value": fall.value, "drop": fall.score,
-                                                    "threshold": p["fallback"]})]
-    return [Outcome("ok", "ok", values, metrics=(s.key,))]
-
-
-# -- gradient norm: sustained growth or collapse ---------------------------------------------
+                        metrics=ref.metrics, evidence={"peak": fall.baseline, "value": fall.value,
+                                                       "drop": fall.score, "threshold": p["fallback"]})]
+    return [Outcome("ok", "ok", values, metrics=ref.metrics)]
 
 
 #: the rollout engine vs the trainer on the same tokens, most direct first (catalog: L1, "rollout–trainer mismatch")

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._schedule import lr_schedule, updates_per_batch
 from ._shared import (
     REWARD_KEYS,
     _ends,
@@ -30,18 +31,21 @@ from ._shared import (
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
 LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
-LR_KEYS = ("actor/lr", "critic/lr")
 
 
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Steps where a gradient norm jumps to ``ratio``× its trailing median (seed-000 §2.2:
-    "突然飙升到正常值的 10 倍以上"). One spike warns; ``fail_count`` spikes fail."""
+    "突然飙升到正常值的 10 倍以上"). One spike warns; ``fail_count`` spikes fail. A gradient that has
+    already vanished (a trailing median below ``vanished`` of its first values) has no normal
+    level to spike from: its blips are read by grad_norm_vanishing."""
     out = []
     for key in GRAD_KEYS:
         s = view.series(key)
         if s is None:
             continue
-        events = signals.ratio_spikes(s.values, ratio=p["ratio"], window=p["window"])
+        start = float(np.median(s.values[:3]))
+        events = [e for e in signals.ratio_spikes(s.values, ratio=p["ratio"], window=p["window"])
+                  if e.baseline > p["vanished"] * start]
         if not events:
             out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"]}, metrics=(key,)))
             continue
@@ -52,18 +56,22 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         status: Status = "fail" if clustered else "warn"
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
-                  "steps": ", ".join(str(s.step(e.peak)) for e in events[:8])}
+                  "steps": ", ".join(str(step) for step in peaks[:8]) + (" …" if len(peaks) > 8 else "")}
         out.append(Outcome(
             status, status, values, onset_step=s.step(events[0].start),
             span=(s.step(events[0].start), s.step(events[-1].end)), metrics=(key,),
             evidence={"peak": worst.value, "baseline": worst.baseline, "threshold": p["ratio"] * worst.baseline,
-                      "spike_steps": [s.step(e.peak) for e in events]},
+                      "spike_steps": peaks}, points=tuple(peaks),
         ))
     return out
 
 
 def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Any canonical metric that logged NaN or ±Inf on a training step."""
+    """Any canonical metric that logged NaN or ±Inf on a training step. A few non-finite gradient
+    norms (at most ``max_skips``, and ``skip_share`` of the steps) with a finite loss at and around
+    them are the mixed-precision loss scaler skipping an overflowed step (fp16 dynamic loss scaling
+    does this by design): a note with the count, not a diverged run. NaN in a loss, or on many
+    steps, fails."""
     run = view.run
     bad: dict[str, list[int]] = {}
     steps = run.steps
@@ -78,10 +86,32 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     first = min(s[0] for s in bad.values())
     last = max(s[-1] for s in bad.values())
     keys = sorted(bad, key=lambda k: bad[k][0])
-    return [Outcome("fail", "fail", {"metrics": ", ".join(keys[:6]) + (" …" if len(keys) > 6 else ""),
-                                     "step": first, "count": sum(len(v) for v in bad.values())},
-                    onset_step=first, span=(first, last), metrics=tuple(keys),
+    values = {"metrics": ", ".join(keys[:6]) + (" …" if len(keys) > 6 else ""), "step": first,
+              "count": sum(len(v) for v in bad.values())}
+    skipped = _scaler_skips(view, bad, p)
+    if skipped:
+        loss_key, at = skipped
+        return [Outcome("note", "note_skip", values | {"loss": loss_key, "steps": ", ".join(map(str, at))},
+                        onset_step=first, span=(first, last), metrics=(*keys, loss_key),
+                        evidence={"steps": {k: v[:20] for k, v in bad.items()}}, points=tuple(at))]
+    return [Outcome("fail", "fail", values, onset_step=first, span=(first, last), metrics=tuple(keys),
                     evidence={"steps": {k: v[:20] for k, v in bad.items()}})]
+
+
+def _scaler_skips(view: RunView, bad: Mapping[str, list[int]], p: Mapping[str, Any]) -> tuple[str, list[int]] | None:
+    """``(loss key, steps)`` when the only non-finite values are a few gradient norms and the loss is
+    finite on those steps and the logged steps around them; else None."""
+    if not set(bad) <= set(GRAD_KEYS):
+        return None
+    at = sorted({step for v in bad.values() for step in v})
+    n = int(view.run.train_mask.sum())
+    loss = view.first(*LOSS_KEYS, min_points=1)
+    if loss is None or len(at) > p["max_skips"] or len(at) > p["skip_share"] * n:
+        return None
+    # a finite loss logged before and after every such step: training went on through it
+    if at[0] < loss.steps[0] or at[-1] > loss.steps[-1]:
+        return None
+    return loss.key, at
 
 
 # -- sudden jumps: loss and KL ---------------------------------------------------------------
@@ -89,7 +119,10 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The training loss jumping up, for a moment or for good, far beyond its own recent spread
     (seed-000 §2.1: "如果突然跳升，通常意味着学习率太大、数据分布突变、或者策略在剧烈震荡").
-    A jump that stays up, or ``fail_count`` jumps, fail."""
+    A jump that stays up, or ``fail_count`` jumps, fail. A rise smaller than ``min_rise`` of the
+    loss's size at the start is no jump (a saturated DPO loss of 0 that blips by a thousandth).
+    An RL loss (GRPO/PPO) is a policy-gradient term with zero-mean advantages plus β·KL: noisy,
+    sign-changing, and spiking with the KL (read by kl_jump), so there only a lasting shift counts."""
     s = view.first(*LOSS_KEYS)
     if s is None:
         return []
@@ -98,17 +131,44 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     # a ratio and the start-up guard only mean something for a loss that cannot go negative
     found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"] if positive else None,
                           min_quanta=p["min_quanta"], settle=p["settle"] if positive else 0.0)
+    size = float(np.median(np.abs(x[:3])))
+    found = [j for j in found if j.value - j.before >= p["min_rise"] * size]
+    rl = view.family == "rl"
+    if rl:
+        found = [j for j in found if j.stayed]
     if not found:
         first, _, last, _ = _tenths(x)
-        return [Outcome("ok", "ok", {"metric": s.key, "k": p["k"], "first": first, "last": last}, metrics=(s.key,))]
+        template = "ok_rl" if rl else "ok"
+        return [Outcome("ok", template, {"metric": s.key, "k": p["k"], "first": first, "last": last},
+                        metrics=(s.key,))]
     big = [j for j in found if j.score >= p["fail_k"]]
     status: Status = "fail" if any(j.stayed for j in found) or len(big) >= p["fail_count"] else "warn"
-    return [_jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})]
+    out = _jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})
+    spikes = tuple(s.step(j.peak) for j in found)
+    return [Outcome(out.status, out.template, out.values, out.onset_step, out.span, out.metrics, out.evidence,
+                    points=spikes if not any(j.stayed for j in found) else ())]
+
+
+def _grad_base(x: np.ndarray, p: Mapping[str, Any], up: bool) -> tuple[float, int, int | None]:
+    """``(established level, first index judged, onset of a collapse in the first steps or None)``.
+    The established level is the median after the first few steps (a warm-up that is often odd) over
+    the next fifth of the run — unless the norm collapsed within the first steps, when it is the
+    run's first values (a window after the collapse would hold the collapsed level)."""
+    n, skip = len(x), max(3, len(x) // 20)
+    early = None if up else signals.early_move(x, factor=1.0 / p["factor"], direction="down")
+    # a collapse — sudden (one step falls by √(1/factor) or more) or leaving almost nothing (``fail_factor``
+    # of the start) — not the steady decay of a start-up peak to a level that then holds (a fresh value
+    # head's gradient: 950, 744, 235, 60, 17, 5, then 5 for the rest of the run)
+    if early is not None:
+        head = np.maximum(x[: early.end + 1], 1e-300)
+        sudden = float(np.max(head[:-1] / head[1:])) >= (1.0 / p["factor"]) ** 0.5
+        if sudden or early.score <= p["fail_factor"]:
+            return early.baseline, early.start, early.start
+    return float(np.median(x[skip : skip + max(2 * _level_window(n), n // 5)])), skip, None
 
 
 def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
-    """The level of each gradient norm against its established level: the median after the first
-    few steps (a warm-up that is often odd), over the next fifth of the run."""
+    """The level of each gradient norm against its established level (:func:`_grad_base`)."""
     out = []
     for key in GRAD_KEYS:
         s = view.series(key)
@@ -117,11 +177,15 @@ def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
         if len(s) < 2 * p["min_steps"]:
             out.append(_short(s, 2 * p["min_steps"]))
             continue
-        n, skip = len(s), max(3, len(s) // 20)
-        base = float(np.median(s.values[skip : skip + max(2 * _level_window(n), n // 5)]))
+        n = len(s)
+        if not up and np.mean(s.values == 0.0) >= 0.5:
+            out.append(Outcome("skipped", "zeros", {"metric": key, "share": float(np.mean(s.values == 0.0))},
+                               metrics=(key,)))
+            continue
+        base, skip, early = _grad_base(s.values, p, up)
         level = signals.rolling_level(s.values, _level_window(n))
         if base <= 0:
-            out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
+            out.append(Outcome("skipped", "zero", {"metric": key}, metrics=(key,)))
             continue
         ratio = level / base
         mask = (ratio >= p["factor"]) if up else (ratio <= p["factor"])
@@ -129,21 +193,23 @@ def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
         found = signals.runs_of(mask, max(p["min_steps"], n // 20), max_gap=2)
         extreme = float(np.max(ratio[skip:])) if up else float(np.min(ratio[skip:]))
         values = {"metric": key, "base": base, "factor": p["factor"], "extreme": extreme,
-                  "last": float(level[-1])}
+                  "last": float(level[-1]), "last_times": float(ratio[-1])}
         if not found:
             out.append(Outcome("ok", "ok", values, metrics=(key,)))
             continue
         start, end = found[0]
         calm = np.flatnonzero((ratio[:start] <= 1.5) if up else (ratio[:start] >= 1 / 1.5))
-        onset = int(calm[-1]) + 1 if len(calm) else start
+        onset = early if early is not None else int(calm[-1]) + 1 if len(calm) else start
         worst = start + (int(np.argmax(ratio[start : end + 1])) if up else int(np.argmin(ratio[start : end + 1])))
-        fail = (ratio[worst] >= p["fail_factor"]) if up else (end >= n - 2)
+        ongoing = found[-1][1] >= n - 2
+        fail = (ratio[worst] >= p["fail_factor"]) if up else (ongoing and ratio[-1] <= p["fail_factor"])
+        template = "fail" if fail else "warn_low" if ongoing and not up else "warn"
         values |= {"step": s.step(onset), "cross_step": s.step(start), "worst": float(level[worst]),
                    "worst_step": s.step(worst), "times": float(ratio[worst]), "steps": s.step(end) - s.step(start) + 1}
-        out.append(Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(onset),
-                           span=s.span(onset, end), metrics=(key,),
+        out.append(Outcome("fail" if fail else "warn", template, values, onset_step=s.step(onset),
+                           span=s.span(onset, found[-1][1] if ongoing else end), metrics=(key,),
                            evidence={"baseline": base, "value": float(level[worst]), "ratio": float(ratio[worst]),
-                                     "threshold": p["factor"] * base}))
+                                     "threshold": p["factor"] * base, "last": float(level[-1])}))
     return out
 
 
@@ -156,8 +222,68 @@ def grad_norm_explosion(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def grad_norm_vanishing(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A gradient norm whose level collapses to ``factor`` of its established level for a
-    sustained stretch (seed-000 §2.2 "坡度太小你走不动（梯度消失）"); still there at the end fails."""
+    sustained stretch (seed-000 §2.2 "坡度太小你走不动（梯度消失）"), measured from the run's first
+    values when the collapse came in the first steps; still down at the end at ``fail_factor`` of
+    that level or less fails (no gradient is left), still down but above it warns (saturating)."""
     return _grad_drift(view, p, up=False)
+
+
+#: DPO-family loss at the start, when the policy equals its reference: −log σ(0) = ln 2
+LN2 = float(np.log(2.0))
+_ZERO_VARIANCE_KEYS = ("group/zero_std/share",)
+_DPO_MARGIN_KEY = "rewards/margins"
+
+
+def grad_norm_zero(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A gradient norm of exactly 0 on ``share`` of the logged steps or more: nothing reaches the
+    model (seed-000 §2.2, the flattest slope). Read from ``min_points`` logged steps (a run that
+    logged four zeros has said enough). The likely cause is named when the log shows it: a DPO
+    loss at ln 2 with zero margins (the policy is its reference and never moves), groups with
+    identical rewards (zero advantages), or a loss that is exactly 0 on those steps."""
+    out = []
+    for key in GRAD_KEYS:
+        s = view.series(key, min_points=int(p["min_points"]))
+        if s is None:
+            continue
+        zero = s.values == 0.0
+        values: dict[str, Any] = {"metric": key, "zeros": int(zero.sum()), "n": len(s), "share": float(zero.mean()),
+                                  "needed": p["share"]}
+        if zero.mean() < p["share"]:
+            out.append(Outcome("ok", "ok", values, metrics=(key,)))
+            continue
+        first = int(np.argmax(zero))
+        cause, extra, keys = _zero_cause(view, s.steps[zero])
+        values |= {"step": s.step(first), **extra}
+        out.append(Outcome("fail", cause, values, onset_step=s.step(first), span=s.span(first, len(s) - 1),
+                           metrics=(key, *keys), evidence={"value": 0.0, "zero_steps": int(zero.sum()),
+                                                           "share": values["share"], "cause": cause}))
+    return out
+
+
+def _on(view: RunView, key: str, steps: np.ndarray) -> np.ndarray | None:
+    """The values of ``key`` at ``steps`` (those it logged), or None when it logged none of them."""
+    s = view.series(key, min_points=1)
+    if s is None:
+        return None
+    got = s.values[np.isin(s.steps, steps)]
+    return got if len(got) else None
+
+
+def _zero_cause(view: RunView, steps: np.ndarray) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+    """The template naming what the log shows on the zero-gradient steps, its numbers and keys."""
+    loss_key = next((k for k in LOSS_KEYS if view.series(k, min_points=1) is not None), None)
+    loss = _on(view, loss_key, steps) if loss_key else None
+    margins = _on(view, _DPO_MARGIN_KEY, steps)
+    if loss is not None and margins is not None and np.mean(np.abs(loss - LN2) < 1e-3) >= 0.5 \
+            and np.mean(margins == 0.0) >= 0.5:
+        return "fail_reference", {"loss": float(np.median(loss)), "loss_key": loss_key}, (loss_key, _DPO_MARGIN_KEY)
+    for zkey in _ZERO_VARIANCE_KEYS:
+        zv = _on(view, zkey, steps)
+        if zv is not None and float(np.mean(zv)) >= 0.5:
+            return "fail_no_variance", {"zero_groups": float(np.mean(zv)), "zv_key": zkey}, (zkey,)
+    if loss is not None and loss_key and np.mean(loss == 0.0) >= 0.5:
+        return "fail_loss_zero", {"loss_zero": float(np.mean(loss == 0.0)), "loss_key": loss_key}, (loss_key,)
+    return "fail", {}, ()
 
 
 # -- sustained climbs: policy-gradient loss, critic lag ----------------------------------------
@@ -205,6 +331,14 @@ def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     onset = lo + _knee(x[lo:stretch_end])  # where the climb begins
     end = stretch_end - 1
     rise = float(level[end] - level[onset]) / sd
+    after = x[end + 1 : end + 1 + max(3, width // 4)]
+    if len(after) and float(np.median(after)) < float(level[onset] + 0.5 * (level[end] - level[onset])):
+        # back down within a few steps: a burst (a moment of the run, read by the jump and grad checks),
+        # not the sustained climb the seed means
+        first, _, last, _ = _tenths(x)
+        values |= {"step": s.step(onset), "end_step": s.step(end), "after": float(np.median(after)),
+                   "from": float(level[onset]), "to": float(level[end]), "first": first, "last": last}
+        return [Outcome("ok", "ok_burst", values, metrics=(s.key,))]
     fail = end >= n - 1 and rise >= p["fail_k"]
     values |= {"step": s.step(onset), "end_step": s.step(end), "from": float(level[onset]), "to": float(level[end]),
                "rise": rise, "steps": s.step(end) - s.step(onset) + 1}
@@ -249,6 +383,10 @@ def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             values |= {"step": int(steps[a]), "end_step": int(steps[b - 1]),
                        "v_from": float(np.median(vf[a : a + q])), "v_to": float(np.median(vf[b - q : b])),
                        "r_from": float(np.median(rw[a : a + q])), "r_to": float(np.median(rw[b - q : b]))}
+            if b < n - tenth and values["v_last"] <= p["caught_up"] * values["v_to"]:
+                # the value loss fell well below that stretch's level later on: the critic caught up
+                return [Outcome("note", "caught_up", values, onset_step=int(steps[a]),
+                                span=(int(steps[a]), int(steps[b - 1])), metrics=keys)]
             return [Outcome("warn", template, values, onset_step=int(steps[a]), span=(int(steps[a]), int(steps[b - 1])),
                             metrics=keys, evidence={"vf_loss_from": values["v_from"], "vf_loss_to": values["v_to"],
                                                     "reward_from": values["r_from"], "reward_to": values["r_to"]})]
@@ -316,17 +454,25 @@ def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A clip fraction near 0 for most of the run (seed-000 §2.5: "长期接近 0，可能说明策略已经收敛或
-    学习率太小") read jointly with the reward: it warns only when the reward is not improving
-    either. With one update per batch (common in GRPO) the clip fraction is ~0 by construction."""
+    学习率太小"). With one update per batch (GRPO num_iterations 1, veRL ppo_epochs 1 on a single
+    mini-batch) the ratio is 1 and the clip fraction ~0 by construction: never a finding. With
+    several updates per batch (from the config) and a reward that does not improve, a note: the
+    updates could be larger. A run whose config does not say is not judged."""
     s = view.series("actor/pg_clipfrac")
     if s is None:
         return []
     x, n = s.values, len(s)
     level = signals.rolling_level(x, _level_window(n))
     share = float(np.mean(level < p["low"]))
-    values = {"metric": s.key, "low": p["low"], "share": share, "median": float(np.median(x))}
+    updates, said = updates_per_batch(view.config)
+    values = {"metric": s.key, "low": p["low"], "share": share, "median": float(np.median(x)),
+              "updates": updates or 0, "config": said}
     if share < p["share"]:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    if updates is None:
+        return [Outcome("skipped", "no_config", values, metrics=(s.key,))]
+    if updates == 1:
+        return [Outcome("ok", "ok_one_update", values, metrics=(s.key,))]
     r = view.first(*REWARD_KEYS)
     if r is None:
         return [Outcome("ok", "ok_no_reward", values, metrics=(s.key,))]
@@ -334,9 +480,9 @@ def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     values |= {"reward": r.key, "r_first": r0, "r_last": r1}
     if rose:
         return [Outcome("ok", "ok_learning", values, metrics=(s.key, r.key))]
-    return [Outcome("warn", "warn", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key, r.key),
+    return [Outcome("note", "note", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key, r.key),
                     evidence={"value": values["median"], "threshold": p["low"], "share_below": share,
-                              "reward_first": r0, "reward_last": r1})]
+                              "updates_per_batch": updates, "reward_first": r0, "reward_last": r1})]
 
 
 def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -365,92 +511,9 @@ def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("ok", "ok", values, metrics=(s.key,))]
 
 
-# -- learning rate -----------------------------------------------------------------------------
-
-_WARMUP_KEYS = ("lr_warmup_steps_ratio", "warmup_steps_ratio", "warmup_ratio", "lr_warmup_steps",
-                "warmup_steps", "num_warmup_steps")
-_STYLE_KEYS = ("warmup_style", "lr_scheduler_type", "lr_decay_style", "lr_scheduler", "scheduler_type")
-_FLAT_STYLES = ("constant", "constant_with_warmup", "none", "null", "")
-
-
-def _configured_schedule(config: Mapping[str, Any], critic: bool) -> tuple[str, str]:
-    """``(what the config asks for, the key that says so)``: "warmup", "decay" or "" (constant
-    or not stated). Keys of the other model (critic vs actor) are ignored."""
-    for key, value in config.items():
-        low = key.lower()
-        if ("critic" in low) != critic or not isinstance(value, (int, float, str)) or isinstance(value, bool):
-            continue
-        name = low.rsplit(".", 1)[-1]
-        if name in _WARMUP_KEYS and not isinstance(value, str) and value > 0:
-            return "warmup", f"{key}={value}"
-        if name in _STYLE_KEYS and isinstance(value, str) and value.strip().lower() not in _FLAT_STYLES:
-            return "decay", f"{key}={value}"
-    return "", ""
-
-
-def _lr_events(x: np.ndarray, p: Mapping[str, Any]) -> tuple[tuple[int, int] | None, int | None]:
-    """``(the stretch of a sudden drop to ~0 while training goes on, index of an unexpected jump up)``."""
-    peak = float(np.max(x))
-    zero = x <= p["zero_frac"] * peak
-    drop = next(((a, e) for a, e in signals.runs_of(zero, int(p["min_after"]) + 1)
-                 if a > 0 and x[a - 1] >= p["drop_from"] * peak), None)
-    # the warm-up is over at the first step that does not rise once the rate reached half its peak
-    # (a warm-up printed with few digits climbs in stairs that would look like jumps)
-    warm = int(np.argmax(x >= 0.5 * peak))
-    rising = np.flatnonzero(np.diff(x[warm:]) <= 0)
-    jump = None
-    if len(rising):
-        after = warm + int(rising[0]) + 1
-        up = np.flatnonzero(x[after + 1 :] >= p["jump"] * np.maximum(x[after:-1], p["zero_frac"] * peak)) + after + 1
-        jump = int(up[0]) if len(up) else None
-    return drop, jump
-
-
-def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The learning rate against its configured schedule (seed-000 §2.6: "有时候配置写错了，学习率
-    全程不变或者突然归零"): a sudden drop to ~0 while training goes on fails; a jump up, or a
-    constant rate where the config asks for warm-up or decay, warns. A rate printed as 0 on
-    every step is a rounded log, not a zero rate."""
-    out = []
-    for key in LR_KEYS:
-        s = view.series(key)
-        if s is None:
-            continue
-        x, peak = s.values, float(np.max(s.values))
-        values: dict[str, Any] = {"metric": key, "first": float(x[0]), "peak": peak, "last": float(x[-1])}
-        q = signals.quantum(x)
-        if np.all(x == 0) or (q > 0 and peak < 5 * q and len(np.unique(x)) > 1):
-            # '0.000' on every step, or a rate that moves by whole rounding steps of its few digits
-            out.append(Outcome("ok", "rounded" if peak == 0 else "coarse", values | {"quantum": q}, metrics=(key,)))
-            continue
-        drop, jump = _lr_events(x, p)
-        wanted, source = _configured_schedule(view.config, key.startswith("critic"))
-        values |= {"config": source}
-        if drop is not None:
-            a, e = drop
-            values |= {"step": s.step(a), "before": float(x[a - 1]), "zero_steps": e - a + 1,
-                       "end_step": s.step(e)}
-            out.append(Outcome("fail", "fail_zero", values, onset_step=s.step(a), span=s.span(a, e), metrics=(key,),
-                               evidence={"before": float(x[a - 1]), "value": float(x[a]), "peak": peak}))
-        elif jump is not None:
-            values |= {"step": s.step(jump), "before": float(x[jump - 1]), "after": float(x[jump])}
-            out.append(Outcome("warn", "warn_jump", values, onset_step=s.step(jump), span=s.span(jump - 1, jump),
-                               metrics=(key,), evidence={"before": float(x[jump - 1]), "value": float(x[jump]),
-                                                         "threshold": p["jump"]}))
-        elif float(np.ptp(x)) <= 1e-6 * peak:
-            if wanted:
-                out.append(Outcome("warn", "warn_constant", values | {"wanted": wanted}, onset_step=s.step(0),
-                                   span=s.span(0, len(x) - 1), metrics=(key,),
-                                   evidence={"value": peak, "config": source}))
-            else:
-                out.append(Outcome("ok", "ok_constant", values, metrics=(key,)))
-        else:
-            out.append(Outcome("ok", "ok", values, metrics=(key,)))
-    return out
-
-
 FUNCTIONS: dict[str, CheckFn] = {
     "grad_norm_spike": grad_norm_spike,
+    "grad_norm_zero": grad_norm_zero,
     "grad_norm_explosion": grad_norm_explosion,
     "grad_norm_vanishing": grad_norm_vanishing,
     "nan_inf": nan_inf,
