@@ -67,7 +67,7 @@ def test_unknown_format_names_the_file(tmp_path: Path) -> None:
 def test_unknown_format_for_a_folder(tmp_path: Path) -> None:
     (tmp_path / "readme.txt").write_text("hello\n")
     code, _, err = _cli("inspect", str(tmp_path))
-    assert code == 2 and "this folder is not a training log" in err
+    assert code == 2 and "this folder is not a run rlvitals knows" in err and "(it holds readme.txt)" in err
 
 
 def test_forced_format_must_exist(jsonl: Path) -> None:

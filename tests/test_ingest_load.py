@@ -1,13 +1,17 @@
-"""load(): a folder (or multi-run file) keeps its readable runs when some are empty."""
+"""load(): a folder (or multi-run file) keeps its readable runs when some are empty; a plain folder of logs
+is read as the logs in it; what an unreadable file or folder is told."""
 
 from __future__ import annotations
 
+import io
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 import rlvitals
-from rlvitals.errors import EmptyInputError
+from rlvitals.errors import EmptyInputError, UnknownFormatError
 
 
 def test_empty_run_among_several_is_noted_not_fatal(tmp_path: Path) -> None:
@@ -23,3 +27,71 @@ def test_all_runs_empty_is_an_error(tmp_path: Path) -> None:
     f.write_text("Step,runA - train/loss,runB - train/loss\n1,,\n2,,\n")
     with pytest.raises(EmptyInputError, match=r"none of its 2 runs holds metrics; first: .*runA"):
         rlvitals.load(f)
+
+
+# -- a plain folder of logs --------------------------------------------------------------------------------
+
+def test_the_example_folder_is_its_run_read_once(tmp_path: Path) -> None:
+    # `rlvitals example DIR` writes one run twice: grpo_example.log (console) and grpo_example.jsonl
+    from rlvitals.cli import main
+
+    assert main(["example", str(tmp_path)], out=io.StringIO(), err=io.StringIO()) == 0
+    runs = rlvitals.load(tmp_path)
+    assert [(Path(r.path).name, r.format) for r in runs] == [("grpo_example.jsonl", "verl-jsonl")]
+    assert (f"{tmp_path / 'grpo_example.log'}: the same run as grpo_example.jsonl in another format (verl-console); "
+            "grpo_example.jsonl (verl-jsonl) was read") in runs[0].notes
+
+
+@pytest.mark.parametrize("command", ["inspect", "diagnose", "report"])
+def test_a_run_folder_holding_a_log_is_read_by_every_command(real: Path, tmp_path: Path, command: str) -> None:
+    from rlvitals.cli import main
+
+    exp = tmp_path / "runs" / "exp1"
+    exp.mkdir(parents=True)
+    shutil.copy(real / "verl__verl-data__gemma-2-2b-it-sft-0.411.log", exp / "train.log")
+    (exp / "README.md").write_text("notes about the run\n")
+    (exp / "model.safetensors").write_bytes(b"\0" * 64)
+    out, err = io.StringIO(), io.StringIO()
+    args = [command, str(exp)] + (["-o", str(tmp_path / "r.html")] if command == "report" else ["--json"])
+    assert main(args, out=out, err=err) in (0, 1), err.getvalue()
+    assert err.getvalue() == ""
+    run = rlvitals.load(exp)[0]
+    assert (Path(run.path).name, run.format, len(run.train_steps)) == ("train.log", "verl-console", 58)
+    assert (f"{exp}: 2 files in the folder are not training logs and were left alone: README.md, "
+            "model.safetensors") in run.notes
+    assert [Path(r.path).name for r in rlvitals.load(tmp_path / "runs")] == ["train.log"]  # one level down
+
+
+def test_a_folder_of_two_logs_is_two_runs(real: Path, tmp_path: Path) -> None:
+    shutil.copy(real / "verl__verl-data__gemma-2-2b-it-sft-0.411.log", tmp_path / "sft.log")
+    shutil.copy(real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json", tmp_path / "grpo_history.json")
+    runs = rlvitals.load(tmp_path)
+    assert [(Path(r.path).name, r.format) for r in runs] == [("grpo_history.json", "trl-state"),
+                                                             ("sft.log", "verl-console")]
+
+
+def test_a_folder_without_a_log_says_what_it_holds(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("nothing to see\n")
+    with pytest.raises(UnknownFormatError, match=re.escape(
+            f"{tmp_path}: this folder is not a run rlvitals knows (W&B, MLflow, TensorBoard, a Trainer output_dir) "
+            "and holds no training log rlvitals can read, nor do its subfolders (it holds README.md); pass the "
+            "log file itself")):
+        rlvitals.load(tmp_path)
+
+
+def test_a_forced_format_picks_that_log_in_a_folder(real: Path, tmp_path: Path) -> None:
+    shutil.copy(real / "verl__verl-data__gemma-2-2b-it-sft-0.411.log", tmp_path / "a.log")
+    with pytest.raises(UnknownFormatError, match="holds no trl-console log"):
+        rlvitals.load(tmp_path, "trl-console")
+    assert rlvitals.load(tmp_path, "verl-console")[0].format == "verl-console"
+
+
+def test_an_unknown_programs_traceback_is_named(tmp_path: Path) -> None:
+    # constructed: a crashed script that is none of the frameworks rlvitals reads
+    path = tmp_path / "nohup.out"
+    path.write_text('Traceback (most recent call last):\n  File "/home/me/train.py", line 3, in <module>\n'
+                    "    main()\nValueError: bad config\n")
+    with pytest.raises(UnknownFormatError, match=re.escape(
+            "; it ends in a Python traceback (ValueError: bad config) but holds no metrics and no frame of veRL, "
+            "TRL or OpenRLHF code; pass --format to force a reader")):
+        rlvitals.load(path)

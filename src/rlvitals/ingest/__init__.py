@@ -57,11 +57,11 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
     if not path.exists():
         raise MissingInputError(f"{path}: no such file or folder")
     all_readers = readers()
+    names = ", ".join(dict.fromkeys(r.format for r in all_readers))  # a format with a file and a folder form once
     if fmt is not None:
         for reader in all_readers:
             if reader.format == fmt:
                 return reader
-        names = ", ".join(r.format for r in all_readers)
         raise UnknownFormatError(f"unknown format {fmt!r}; expected one of: {names}")
     if path.is_file() and path.stat().st_size == 0:
         raise EmptyInputError(f"{path}: the file is empty; expected a training log")
@@ -72,8 +72,30 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
         if reader.sniff(path, head):
             return reader
     kind = "folder" if path.is_dir() else "file"
-    names = ", ".join(r.format for r in all_readers)
     raise UnknownFormatError(
-        f"{path}: this {kind} is not a training log rlvitals can read (tried: {names}); "
-        "pass --format to force a reader"
+        f"{path}: this {kind} is not a training log rlvitals can read (tried: {names})"
+        + (_traceback_hint(path) if path.is_file() else "") + "; pass --format to force a reader"
     )
+
+
+#: how much of the end of an unrecognised file is searched for a traceback
+TAIL_BYTES = 1 << 20
+
+
+def _traceback_hint(path: Path) -> str:
+    """What an unrecognised file ends in when that is a Python traceback: a crashed program that is
+    not one of the frameworks read (no frame of their code, no metric line)."""
+    from ._crash import CrashScanner
+
+    with path.open("rb") as fh:
+        fh.seek(max(path.stat().st_size - TAIL_BYTES, 0))
+        tail = fh.read().decode("utf-8", "replace").split("\n")
+    scanner = CrashScanner(path)
+    for n, line in enumerate(tail, 1):
+        scanner.feed(n, line)
+    crash = scanner.crash()
+    if crash is None:
+        return ""
+    said = f"{crash.exception}: {crash.message}" if crash.message else crash.exception
+    return (f"; it ends in a Python traceback ({said[:160]}) but holds no metrics and no frame of veRL, TRL "
+            "or OpenRLHF code")

@@ -1,0 +1,114 @@
+"""A plain folder that holds training logs (``runs/exp1/train.log``, what ``rlvitals example DIR`` writes).
+
+No folder format (W&B, MLflow, TensorBoard, a Trainer's output_dir) takes such a folder, so its
+files are looked at one by one, and those of its subfolders one level down (``runs/`` holding
+``exp1/`` and ``exp2/``):
+
+* every file a reader recognises is a run, in name order; everything else (a README, a config,
+  checkpoints) is left alone and counted in a note;
+* one run written in two formats side by side — the same name with two suffixes, as
+  ``rlvitals example`` writes ``grpo_example.log`` and ``grpo_example.jsonl`` — is read once, from
+  the structured file (JSONL, CSV, … before a console log: it holds every value unrounded), and a
+  note names the other;
+* weights, archives and images are not opened (their suffix says what they are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._reader import Reader
+
+#: files that are never logs: weights, tensors, archives, images, compiled code
+SKIP_SUFFIXES = frozenset({
+    ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".npy", ".npz", ".pkl", ".pickle",
+    ".arrow", ".h5", ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".png", ".jpg", ".jpeg",
+    ".gif", ".svg", ".pdf", ".so", ".pyc", ".model", ".spm",
+})
+#: the order in which formats of one run written twice are preferred (the first found is read)
+PREFERENCE = ("verl-jsonl", "jsonl", "trl-state", "parquet", "csv", "notebook")
+#: files looked at in one folder, at most (a folder of thousands of files is not a run folder)
+MAX_FILES = 1000
+HEAD_BYTES = 64 << 10
+
+
+@dataclass
+class Found:
+    """The logs found in a folder, and what was said about the rest."""
+
+    logs: list[tuple[Reader, Path]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+
+
+def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | None]]:
+    """The files of ``folder`` and of its subfolders, and the subfolders a folder format takes whole
+    (a W&B run, a TensorBoard run) with that reader."""
+    out: list[tuple[Path, Reader | None]] = [(p, None) for p in _children(folder, files=True)]
+    for sub in _children(folder, files=False):
+        whole = next((r for r in readers if r.takes_dir and r.sniff(sub, b"")), None)
+        if whole is not None:
+            out.append((sub, whole))
+        else:
+            out.extend((p, None) for p in _children(sub, files=True))
+        if len(out) >= MAX_FILES:
+            break
+    return out[:MAX_FILES]
+
+
+def _children(folder: Path, files: bool) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if (p.is_file() if files else p.is_dir())
+                      and not p.name.startswith((".", "__")))
+    except OSError:
+        return []
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def _rank(reader: Reader) -> int:
+    return PREFERENCE.index(reader.format) if reader.format in PREFERENCE else len(PREFERENCE)
+
+
+def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Found:
+    """The training logs in ``folder`` (and one level below), each with its reader."""
+    found = Found()
+    by_stem: dict[tuple[Path, str], tuple[Reader, Path]] = {}
+    for path, whole in _entries(folder, readers):
+        if whole is not None:
+            if fmt is None or whole.format == fmt:
+                by_stem[(path, "")] = (whole, path)
+            continue
+        if path.suffix.lower() in SKIP_SUFFIXES or path.stat().st_size == 0:
+            found.others.append(str(path.relative_to(folder)))
+            continue
+        head = _head(path)
+        reader = next((r for r in readers if not r.takes_dir and (fmt is None or r.format == fmt)
+                       and r.sniff(path, head)), None)
+        if reader is None:
+            found.others.append(str(path.relative_to(folder)))
+            continue
+        key = (path.parent, path.stem)
+        twin = by_stem.get(key)
+        if twin is None:
+            by_stem[key] = (reader, path)
+            continue
+        keep, drop = sorted([twin, (reader, path)], key=lambda rp: (_rank(rp[0]), rp[1].name))
+        by_stem[key] = keep
+        found.notes.append(f"{drop[1]}: the same run as {keep[1].name} in another format ({drop[0].format}); "
+                           f"{keep[1].name} ({keep[0].format}) was read")
+    found.logs = sorted(by_stem.values(), key=lambda rp: str(rp[1]))
+    if found.logs and found.others:
+        shown = ", ".join(found.others[:5]) + (f", … (+{len(found.others) - 5} more)" if len(found.others) > 5 else "")
+        many = len(found.others) != 1
+        found.notes.append(f"{folder}: {len(found.others)} file{'s' if many else ''} in the folder "
+                           f"{'are' if many else 'is'} not {'training logs' if many else 'a training log'} and "
+                           f"{'were' if many else 'was'} left alone: {shown}")
+    return found
