@@ -176,7 +176,7 @@ def test_without_rollouts_every_rollout_check_says_what_it_needs() -> None:
 
 # ---------------------------------------------------------------- the real small model
 
-STEPS, PROBLEMS, G, MAX_NEW = 6, 2, 4, 20  # small: about a minute on 2 busy cores; 6 steps: a start and an end
+STEPS, PROBLEMS, G, MAX_NEW = 6, 2, 4, 20  # 48 rollouts, 1.5 minutes on 2 busy cores; 6 steps: a start and an end
 
 
 @pytest.fixture(scope="module")
@@ -528,6 +528,16 @@ def test_advice_follows_what_was_found() -> None:
     assert "Lower the learning rate or the entropy bonus" in advice(("high_entropy_tokens", "rise"))
     assert "clip higher" in advice(("high_entropy_tokens", "fall")) and "clip higher" not in advice(
         ("high_entropy_tokens", "rise"))
+
+
+def test_five_steps_are_read_for_their_level_not_for_a_change() -> None:
+    # a start and an end of three steps each need six: five steps are one level, the median of all
+    run = make_run({"rollout/format_compliance": [0.95, 0.95, 0.5, 0.5, 0.5], **THINK,
+                    "token/entropy_high_share": [0.2, 0.2, 0.05, 0.05, 0.05]})
+    assert [o.template for o in outcomes(run, "format_compliance")] == ["below"]
+    assert [o.status for o in outcomes(run, "high_entropy_tokens")] == ["skipped"]
+    longer = make_run({"rollout/format_compliance": [0.95, 0.95, 0.95, 0.5, 0.5, 0.5], **THINK})
+    assert [o.template for o in outcomes(longer, "format_compliance")] == ["drift"]
 
 
 def test_thresholds_come_from_the_config() -> None:

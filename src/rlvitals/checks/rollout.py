@@ -128,7 +128,7 @@ def format_compliance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         onset = s.step(int(np.flatnonzero(low)[0]))
         return [Outcome("fail", "absent", {**values, "onset": onset}, onset, (onset, end), (s.key,),
                         {**evidence, "threshold": p["fail"]})]
-    if values["peak"] - last >= p["drop"]:
+    if len(x) >= MIN_CHANGE and values["peak"] - last >= p["drop"]:
         onset = s.step(_onset(level, values["peak"] - (values["peak"] - last) / 4, below=True, start=top))
         status: Status = "fail" if last <= p["fail"] else "warn"
         template = "broke" if status == "fail" else "drift"
