@@ -391,6 +391,10 @@ def test_a_four_step_clipfrac_burst_is_reported() -> None:
     s["actor/pg_clipfrac"][199:203] += 0.45
     o = one(s, "clipfrac_high")
     assert (o.status, o.template, o.onset_step, o.values["end_step"]) == ("warn", "burst", 200, 203)
+    assert len(o.points) == 1 and 200 <= o.points[0] <= 203  # a point event, shown at its step
+    two = grpo()
+    two["actor/pg_clipfrac"][[99, 100, 101, 199, 200, 201]] += 0.45
+    assert len(one(two, "clipfrac_high").points) == 2
     single = grpo()
     single["actor/pg_clipfrac"][199] = 0.5  # one step is not a burst
     assert one(single, "clipfrac_high").status == "ok"
@@ -755,6 +759,18 @@ def test_every_template_in_both_languages_is_reached_and_filled() -> None:
         assert specific <= reached[cid], (cid, specific - reached[cid])
         generic = set(check.en.messages) & {"warn", "fail"}
         assert generic <= reached[cid] | statuses[cid], (cid, generic)
+
+
+def test_no_advice_tells_a_run_its_learning_rate_is_too_small() -> None:
+    # the clip fraction, the KL and the gradient cannot tell a small rate from a converged policy or
+    # a large rate held back by the KL penalty: no advice of these checks presumes the rate is small
+    for cid in MINE:
+        check = CHECKS[cid]
+        for text in (check.en.advice, *check.en.advices.values()):
+            low = text.lower()
+            for claim in ("learning rate is too small", "learning rate may be too small", "raise the learning rate",
+                          "raise it, or"):
+                assert claim not in low, (cid, claim)
 
 
 def test_findings_render_without_placeholders() -> None:

@@ -446,9 +446,10 @@ def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         start, end = bursts[0]
         values |= {"step": s.step(start), "end_step": s.step(end), "count": len(bursts),
                    "peak": float(np.max(x[start : end + 1])), "steps": _fmt_steps(s, [b[0] for b in bursts])}
+        peaks = tuple(s.step(a + int(np.argmax(x[a : b + 1]))) for a, b in bursts)  # each burst at its peak
         return [Outcome("warn", "burst", values, onset_step=s.step(start), span=s.span(start, bursts[-1][1]),
                         metrics=(s.key,), evidence={"peak": values["peak"], "threshold": p["high"],
-                                                    "bursts": [s.span(a, b) for a, b in bursts]})]
+                                                    "bursts": [s.span(a, b) for a, b in bursts]}, points=peaks)]
     return [Outcome("ok", "ok", values, metrics=(s.key,))]
 
 
