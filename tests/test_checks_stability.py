@@ -245,6 +245,18 @@ def test_kl_spikes_that_come_back_warn_and_a_tenfold_jump_that_stays_fails() -> 
     assert one(stays, "kl_jump").status == "fail"
 
 
+def test_the_first_steps_of_a_tail_are_not_the_runs_first_steps() -> None:
+    # watch reads sudden checks on the last steps of a long run: a KL that moved at the start of that tail
+    # did not move "in the first steps"
+    s = kl_run(600)
+    s["actor/kl_loss"][445:] *= 10.0
+    full = one(s, "kl_jump")
+    assert full.status == "fail" and full.onset_step == 446 and full.template != "early"
+    tail = make_run(s).tail(160)  # steps 441-600: the jump is its sixth step
+    found = CHECKS["kl_jump"].fn(RunView(tail), CHECKS["kl_jump"].params)
+    assert [o.template for o in found] != ["early"] and all(o.template != "early" for o in found)
+
+
 def test_kl_noise_rounding_and_departure_from_zero_are_no_jump() -> None:
     for seed in range(6):
         assert one(kl_run(seed=seed), "kl_jump").status == "ok"

@@ -116,8 +116,8 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     # (series, held to the band, read for damage in the first steps): the per-update KL of the first
     # steps depends on how many updates a batch gets, not on damage
     targets: list[tuple[Series, bool, bool]] = [(ppo_kl, False, False)] if ppo_kl is not None else []
-    if ref is not None:
-        targets.append((ref.series, ref.per_token and ref.offset is None, True))
+    if ref is not None:  # the first steps only where this view holds them (not the tail of a long run)
+        targets.append((ref.series, ref.per_token and ref.offset is None, not view.cut))
     for s, banded, first_steps in targets:
         key, x = s.key, s.values
         if not np.any(x):
