@@ -91,18 +91,36 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                                  "warn": p["warn"]}, metrics=(s.key,))]
 
 
-def _dead_steps(s: Series, values: dict[str, Any], p: Mapping[str, Any]) -> list[Outcome]:
-    """A mean σ_G (or batch std) of exactly 0 means every group of that step got identical rewards:
-    the step taught nothing. ``dead_warn`` of such steps warn, naming the longest stretch."""
-    runs = signals.runs_of(s.values <= 0)
-    if values["zero_steps"] < p["dead_warn"] or not runs:
+def _dead_steps(view: RunView, s: Series, values: dict[str, Any], p: Mapping[str, Any]) -> list[Outcome]:
+    """A mean σ_G (or batch std) of exactly 0 means every group of that step got identical rewards: the
+    step taught nothing. How many such steps matters, and where: more than ``dead_warn`` of the steps in
+    some stretch of a fifth of the run (at least ``window`` × 2 steps) warns; nearly every step of such
+    a stretch (``dead_fail``) fails — compute burnt for no learning signal, whether the data is solved
+    (the reward at its top there: the words say so) or unlearnable; a scattered ``dead_note`` of the run
+    is a note (sample more per prompt, or filter the dead groups). Judged on any number of steps: a
+    spread of exactly 0 needs no baseline."""
+    dead = s.values <= 0
+    runs = signals.runs_of(dead)
+    n = len(s)
+    share = float(np.mean(dead)) if n else 0.0
+    width = min(n, max(2 * int(p["window"]), n // 5))
+    worst = float(np.max(np.convolve(dead.astype(float), np.ones(width) / width, "valid"))) if width else 0.0
+    values.update(zero_steps=share, worst=worst, width=width)
+    if share < p["dead_note"] or not runs:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
     a, b = max(runs, key=lambda r: r[1] - r[0])
-    values.update(zero_count=int(np.sum(s.values <= 0)), longest=s.step(b) - s.step(a) + 1, longest_start=s.step(a),
+    values.update(zero_count=int(np.sum(dead)), longest=s.step(b) - s.step(a) + 1, longest_start=s.step(a),
                   onset=s.step(runs[0][0]))
-    return [Outcome("warn", "dead", values, s.step(runs[0][0]), (s.step(runs[0][0]), s.step(runs[-1][1])), (s.key,),
-                    {"zero_steps": values["zero_steps"], "threshold": p["dead_warn"],
-                     "longest": (s.step(a), s.step(b))})]
+    status: Status = "fail" if worst >= p["dead_fail"] else "warn" if worst > p["dead_warn"] else "note"
+    reward = reward_of(view)
+    easy = False
+    if reward is not None:
+        at_dead = reward.values[np.isin(reward.steps, s.steps[dead])]
+        easy = len(at_dead) > 0 and _med(at_dead) >= float(np.percentile(reward.values, 90))
+    return [Outcome(status, "dead_easy" if easy else "dead", values, s.step(runs[0][0]),
+                    (s.step(runs[0][0]), s.step(runs[-1][1])), (s.key,),
+                    {"zero_steps": share, "worst_stretch": worst, "stretch": width, "solved": easy,
+                     "threshold": p["dead_warn"], "longest": (s.step(a), s.step(b))})]
 
 
 def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -114,12 +132,13 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     zero = float(np.mean(s.values <= 0))
     values: dict[str, Any] = {"metric": s.key, "n": len(s), "zero_steps": zero, "min_steps": 3 * p["window"]}
+    values.update(first=float(np.median(s.values[: p["window"]])), last=float(np.median(s.values[-p["window"]:])))
     if len(s) < 3 * p["window"]:
-        return [Outcome("skipped", "short", values, metrics=(s.key,))]
+        dead = _dead_steps(view, s, values, p)
+        return dead if dead[0].status != "ok" else [Outcome("skipped", "short", values, metrics=(s.key,))]
     found = _fall(s.values, p)
     if found is None or found[1] < p["warn_drop"]:
-        values.update(first=float(np.median(s.values[: p["window"]])), last=float(np.median(s.values[-p["window"]:])))
-        return _dead_steps(s, values, p)
+        return _dead_steps(view, s, values, p)
     event, score = found
     onset, peak_step = s.step(event.start), s.step(event.peak)
     status = severity(score >= p["fail_drop"])
