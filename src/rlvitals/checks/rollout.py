@@ -167,24 +167,30 @@ def think_repetition(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                     {**values, "threshold": p["rise"]})]
 
 
-def _copied(view: RunView, s: Series, p: Mapping[str, Any]) -> list[Outcome]:
-    """Steps where nearly every answer is in the think segment and the think segment is barely
-    longer than the answer: held for ``min_steps``, the think segment is the answer written twice."""
+def _copied(view: RunView, s: Series | None, p: Mapping[str, Any]) -> list[Outcome]:
+    """Steps whose median think segment holds at most ``min_words`` words, or is barely longer than
+    the answer (at most ``ratio`` × its words) while nearly every answer is in it or no answer can be
+    compared with it: held for ``min_steps``, there is no reasoning behind the answer."""
     think = view.series("rollout/think_length/p50", min_points=1)
-    if think is None:
+    if think is None or len(think) < p["min_steps"]:
         return []
-    answer = np.nan_to_num(_at(view.series("rollout/answer_length/p50", min_points=1), s.steps), nan=0.0)
+    answer = np.nan_to_num(_at(view.series("rollout/answer_length/p50", min_points=1), think.steps), nan=0.0)
     limit = np.maximum(p["min_words"], p["ratio"] * answer)
-    words = _at(think, s.steps)
-    copy = (s.values >= p["all"]) & (words <= limit)
-    found = signals.runs_of(copy, min_len=min(int(p["min_steps"]), len(s)))
+    share = _at(s, think.steps)  # NaN: no rollout of the step had a non-empty think segment and an answer
+    copy = (think.values <= limit) & ((share >= p["all"]) | np.isnan(share))
+    found = signals.runs_of(copy | (think.values <= p["min_words"]), min_len=int(p["min_steps"]))
     if not found:
         return []
     a, b = found[0]
-    values = {"onset": s.step(a), "end": s.step(b), "steps": b - a + 1, "share": float(np.median(s.values[a : b + 1])),
-              "think": float(np.median(words[a : b + 1])), "answer": float(np.median(answer[a : b + 1])),
+    known = share[a : b + 1][np.isfinite(share[a : b + 1])]
+    values = {"onset": think.step(a), "end": think.step(b), "steps": b - a + 1,
+              "share": float(np.median(known)) if len(known) else float("nan"),
+              "think": float(np.median(think.values[a : b + 1])), "answer": float(np.median(answer[a : b + 1])),
               "all": p["all"]}
-    return [Outcome("fail", "copy", values, s.step(a), s.span(a, b), (s.key, think.key),
+    # a few words, or nothing to compare the answer with: no reasoning at all, whatever it holds
+    template = "copy" if len(known) and values["think"] > p["min_words"] else "empty"
+    metrics = (think.key,) if s is None else (s.key, think.key)
+    return [Outcome("fail", template, values, think.step(a), think.span(a, b), metrics,
                     {"value": values["share"], "think_words": values["think"], "answer_words": values["answer"],
                      "threshold": p["all"]})]
 
@@ -192,16 +198,18 @@ def _copied(view: RunView, s: Series, p: Mapping[str, Any]) -> list[Outcome]:
 def answer_in_reasoning(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Whether the answer given appears in the think segment (seed-004 §三: the answer's
     consistency with the think segment; §七: is the chain of thought real reasoning). A healthy
-    reasoning ends on its answer, so a high share alone is fine. It fails when nearly every
-    answer is in a think segment barely longer than the answer (the think segment is the answer,
-    with no reasoning to be faithful to); it warns when the share climbs while the think segment
+    reasoning ends on its answer, so a high share alone is fine. It fails when the think segment
+    is barely longer than the answer and holds it in nearly every rollout, or is empty (there is
+    no reasoning to be faithful to); it warns when the share climbs while the think segment
     shrinks (heading there), or when it falls by ``drop`` (answers stop following the reasoning)."""
     s = view.series("rollout/answer_in_reasoning")
-    if s is None:
-        return []
     copied = _copied(view, s, p)
     if copied:
         return copied
+    if s is None:
+        think = view.series("rollout/think_length/p50")
+        words = float(np.median(think.values)) if think is not None else float("nan")
+        return [Outcome("skipped", "no_answers", {"think": words}, metrics=("rollout/think_length/p50",))]
     first, last, _ = _ends(s.values, p["share"])
     values: dict[str, Any] = {"first": first, "last": last}
     level = signals.rolling_level(s.values, p["window"])
