@@ -424,3 +424,12 @@ def test_a_cut_value_that_still_parses_is_not_kept(tmp_path: Path) -> None:
     run = load(path)[0]
     assert run.raw.filter(pl.col("step") == 1)["actor/entropy"].item() is None
     assert run.skipped.count == 1 and "the last value ('actor/entropy') was cut off" in run.skipped.reasons[0]
+
+
+def test_a_resumed_run_keeps_its_own_step_numbers() -> None:
+    # resumed from global_step_100: the log's first training line is step:101, and its job ends cleanly
+    from corpus import corpus_input
+
+    run = load(corpus_input("verl__dstack-configs__qwen2.5-7b-ppo-gsm8k-resumed"))[0]
+    assert (int(run.train_steps[0]), run.last_step, len(run.train_steps)) == (101, 435, 335)
+    assert (run.algorithm, run.crash, run.skipped.count) == ("ppo", None, 0)

@@ -32,6 +32,7 @@ READER_MODULES: tuple[str, ...] = (
     "verl_console",
     "openrlhf_console",
     "trl_console",
+    "plain_console",
 )
 
 
@@ -41,7 +42,7 @@ def readers() -> list[Reader]:
     out: list[Reader] = []
     for name in READER_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
-        out.extend(getattr(module, "READERS", (module.READER,)))
+        out.extend(module.READERS if hasattr(module, "READERS") else (module.READER,))
     return out
 
 
