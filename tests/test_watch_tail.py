@@ -60,8 +60,9 @@ def test_a_kl_jump_in_the_last_steps_raises_over_a_full_diagnosis_made_before_it
 
 def test_only_a_worse_status_raises_a_key_the_full_diagnosis_reports() -> None:
     s = _series()
-    for step in (2950, 2970, 2990):  # three jumps of 30x its level: the third makes it fail
+    for step in (2950, 2970):  # two spikes of 30x its level that come back: a warning
         s["actor/ppo_kl"][step - 1] *= 30
+    s["actor/ppo_kl"][2989:] *= 30  # then 30x for good: a jump that stays fails
     full = diagnose(_upto(s, 2960))
     assert ("kl_jump", "warn") in _alerting(full)
     assert [(f.check, f.status) for f in raised(full, _tail(_upto(s, N)), {})] == [("kl_jump", "fail")]
