@@ -102,8 +102,9 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     smooth decay). The scale is the run's own, so a 0.05-nat run is read like a 2-nat one.
 
     A fall is a collapse (fail) unless the reward explains it: climbing by ``learning_rise`` of
-    its range over the same steps (fast learning — warn, it often ends in saturation), or
-    already within ``ceiling`` of its maximum (a solved task becoming certain — warn). A
+    its range over the same steps (fast learning — a note: it often ends in saturation, nothing to
+    change yet), or already within ``ceiling`` of its maximum (a solved task becoming certain — a
+    note). A
     clip-fraction surge at the same time is never explained away (seed-000 §12), nor is a sudden
     fall (``sudden_drop`` of the level within ``sudden_steps`` steps, or to ``near_zero`` of it):
     the reading may soften a finding's severity, never rename it."""
@@ -134,7 +135,8 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         event.value <= p["near_zero"] * event.baseline)
     values["sudden"] = evidence["sudden"] = bool(sudden)
     if ctx["explained"] is not None and not sudden:
-        return [Outcome("warn", f"warn_{ctx['explained']}", values, onset, (onset, low), metrics, evidence)]
+        # explained by the reward and not sudden: a note to watch for the saturation that often follows
+        return [Outcome("note", ctx["explained"], values, onset, (onset, low), metrics, evidence)]
     template = "fail_despite_reward" if ctx["explained"] == "learning" else "fail_early" if early else "fail"
     return [Outcome("fail", template, values, onset_step=onset, span=(onset, low), metrics=metrics,
                     evidence=evidence)]
