@@ -245,7 +245,7 @@ def test_the_runs_table_shows_the_short_algorithm_with_its_description(browser: 
     o = Opened(browser, tmp_path / "report.html")
     try:
         cell = o.page.locator("#runs tbody td.rlv-algo")
-        assert cell.inner_text() == "DPO-family"
+        assert cell.inner_text() == "ORPO"
         assert cell.locator("span").get_attribute("title") == run.algorithm_label
         assert len(cell.locator("span").evaluate("s => Array.from(s.getClientRects())")) == 1  # one line
         assert o.errors == []

@@ -24,6 +24,8 @@ from rlvitals.scenarios import run_from_series
 QWEN = "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log"
 GEMMA = "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log"
 MEGATRON = "verl__verldata__qwen2-7b_math_megatron.log"
+#: how the Unsloth ORPO table's algorithm is described (the catalog's label)
+ORPO = "ORPO-style (reference-free rewards: rewards = β·logps; ORPO, or CPO/SimPO)"
 XSS = '<script>window.__x=1</script><img src=x onerror="window.__y=1">'
 
 
@@ -101,11 +103,12 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
     (cid,) = finding["charts"]
     chart = page["charts"][cid]
     assert chart["keys"] == ["actor/grad_norm"]
-    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16], "points": [],
-            "check": "grad_norm_spike", "title": finding["title"]} in chart["markers"]
+    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16],
+            "points": finding["points"], "check": "grad_norm_spike", "title": finding["title"]} in chart["markers"]
+    assert finding["points"] in ([], [16])  # one spike: its step, if the check reports it as a point event
     collapse = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "entropy_collapse")
     marker = next(m for c in collapse["charts"] for m in page["charts"][c]["markers"] if m["finding"] == collapse["id"])
-    assert marker["onset"] == 17 and marker["span"] == [17, 37]
+    assert marker["onset"] == 17 and marker["span"] == [17, 33]  # 0.629 -> 0.266 over steps 17-33
     # passed checks draw nothing
     assert all(m["status"] in ("warn", "fail", "note") for c in page["charts"].values() for m in c["markers"])
 
@@ -233,7 +236,7 @@ def test_rollout_curves_are_drawn_in_their_layers_with_their_findings(with_rollo
     # findings on rollout metrics are marked on the run's chart of them (the traces are the run's)
     gaps = [f for s in page["sections"] for f in s["findings"] if f["check"] == "self_consistency"
             and f["status"] == "warn"]
-    assert len(gaps) == 2
+    assert len(gaps) == 1  # maj@k at k = 2 is pass@1 with split ties: only k = 4 is read
     for f in gaps:
         (cid,) = f["charts"]
         assert any(m["finding"] == f["id"] and m["run"] == "r0" for m in page["charts"][cid]["markers"])
@@ -306,10 +309,9 @@ def test_the_runs_table_names_the_algorithm_short_with_its_description(real: Pat
     run = rlvitals.load(real / "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv")[0]
     page = build_page([run], [diagnose(run)])
     (row,) = page["runs"]
-    assert (row["algorithm_short"], row["algorithm"]) == (
-        "DPO-family", "DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)")
-    assert ('<td class="rlv-algo"><span title="DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)">'
-            'DPO-family</span></td>') in render_html(page, cdn=True)
+    # its rewards are 0.1 x logps on every row: ORPO (98cc4c2), not the DPO family at large
+    assert (row["algorithm_short"], row["algorithm"]) == ("ORPO", ORPO)
+    assert f'<td class="rlv-algo"><span title="{ORPO}">ORPO</span></td>' in render_html(page, cdn=True)
 
 
 def test_several_runs_get_a_comparison_and_one_line_per_run(qwen) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import REAL
 from fastapi.testclient import TestClient
-from test_report_model import QWEN, XSS, write_dump
+from test_report_model import ORPO, QWEN, XSS, write_dump
 
 import rlvitals
 from rlvitals.cli import main
@@ -131,11 +131,9 @@ def test_pages_open_in_the_language_asked_or_remembered(fixtures_ws: Workspace) 
 def test_the_run_list_names_the_algorithm_short_with_its_description(client: TestClient) -> None:
     runs = {r["label"]: r for r in client.get("/api/runs").json()["runs"]}
     orpo = runs["trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv"]
-    assert (orpo["algorithm_short"], orpo["algorithm"]) == (
-        "DPO-family", "DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / CPO)")
+    assert (orpo["algorithm_short"], orpo["algorithm"]) == ("ORPO", ORPO)
     assert orpo["path"] == str(REAL.resolve() / orpo["label"])
-    assert ('<td class="rlv-algo"><span title="DPO-family preference optimisation (DPO / IPO / ORPO / SimPO / '
-            'CPO)">DPO-family</span></td>') in client.get("/").text
+    assert f'<td class="rlv-algo"><span title="{ORPO}">ORPO</span></td>' in client.get("/").text
 
 
 # --- JSON API -----------------------------------------------------------------------------------

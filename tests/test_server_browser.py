@@ -158,7 +158,7 @@ def test_algorithm_column_is_the_short_name_with_the_description_on_hover(tab: T
     wordy.hover()
     assert wordy.inner_text() == "GRPO"
     orpo = tab.page.locator(f"{_row('trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv')} td.rlv-algo")
-    assert orpo.inner_text() == "DPO-family" and "SimPO" in (orpo.locator("span").get_attribute("title") or "")
+    assert orpo.inner_text() == "ORPO" and "SimPO" in (orpo.locator("span").get_attribute("title") or "")
     assert tab.errors == [] and tab.failed == []
 
 
