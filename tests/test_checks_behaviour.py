@@ -427,7 +427,8 @@ def test_a_length_that_drifts_or_recovers_is_no_collapse() -> None:
 
 def test_a_noisy_length_with_short_batches_is_no_collapse(real: Path) -> None:
     """Real (shared gpt-oss 2048 table): single batches of 48-68 tokens among 200-580 are noise."""
-    run = rlvitals.load(real / "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv")[0]
+    name = "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv"
+    run = rlvitals.load(real / name)[0]
     assert finding(diagnose(run), "response_length_collapse").status == "ok"
 
 

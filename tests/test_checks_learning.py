@@ -302,7 +302,8 @@ def test_trl_notebook_runs_waste_a_quarter_of_their_steps(real: Path) -> None:
 def test_a_short_run_of_dead_steps_is_judged_on_its_few_records() -> None:
     """Real (corpus trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom): reward_std 0 on all 14
     records before the OOM — no window is needed to see that nothing was learned."""
-    f = finding(diagnose(corpus_run("trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom")), "reward_std_collapse")
+    run = corpus_run("trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom")
+    f = finding(diagnose(run), "reward_std_collapse")
     assert f.status == "fail" and f.onset_step == 1
 
 

@@ -199,10 +199,10 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if climb is not None:
         at, level, ratio, still = climb
         onset = s.step(at)
-        values = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
+        climbed = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
         # doubled and still doubled at the end fails; a climb that came most of the way back warns
         status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
-        return [Outcome(status, "climb", values, onset, (onset, s.step(len(x) - 1)),
+        return [Outcome(status, "climb", climbed, onset, (onset, s.step(len(x) - 1)),
                         (s.key,), {"baseline": start, "value": level, "ratio_at_end": still,
                                    "threshold": (1 + p["rise"]) * start})]
     events = [e for e in signals.spikes(x, window=p["spike_window"], k=p["spike_k"], direction="up",
@@ -483,7 +483,8 @@ def response_length_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcom
     wide = signals.rolling_level(x, max(3, min(10, len(x) // 10)))
     wide_high = np.maximum.accumulate(wide)
     fell = wide <= (1 - p["drop"]) * wide_high
-    for template, mask, tops in (("fail", few, high), ("warn", fell, wide_high)):
+    checks: tuple[tuple[Status, np.ndarray, np.ndarray], ...] = (("fail", few, high), ("warn", fell, wide_high))
+    for template, mask, tops in checks:
         hits = np.flatnonzero(mask)
         if not len(hits):
             continue

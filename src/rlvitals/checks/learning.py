@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Series
+from ._base import CheckFn, Outcome, RunView, Series, Status
 from .behaviour import WORST_FIRST, natural_bounds, reward_bounds, reward_of, severity
 
 
