@@ -340,6 +340,18 @@ def test_kl_several_nats_per_token_fails_in_any_run() -> None:
     assert "no RLHF run is healthy" in f.message["en"] and f.advice["en"].startswith("Several nats per token")
 
 
+def test_a_sequence_summed_kl_is_judged_per_token_when_the_length_is_logged() -> None:
+    # constructed (no real log here has TRL's objective/kl beside a mean response length): 200-token
+    # responses, a per-token KL of 0.02 → 0.06 is 4 → 12 nats per sequence: inside the band per token
+    t = np.arange(300)
+    length = np.full(300, 200.0) + noise(300, 5.0)
+    per_token = 0.02 + 0.04 * t / 300
+    o = one({"actor/seq_kl": per_token * length, "response_length/mean": length}, "kl_band")
+    assert (o.status, o.template) == ("ok", "ok") and o.metrics == ("actor/seq_kl", "response_length/mean")
+    far = one({"actor/seq_kl": (0.02 + 0.6 * t / 300) * length, "response_length/mean": length}, "kl_band")
+    assert (far.status, far.template) == ("warn", "warn_far") and "÷" in far.values["metric"]
+
+
 def test_a_kl_far_from_zero_at_the_first_step_is_to_a_different_model() -> None:
     # on-policy distillation: the 'reference' is a teacher, so the KL starts at ~0.5 and the band does not apply
     s = grpo()
