@@ -1,8 +1,8 @@
 """The alert policy: which findings become alerts, once each, as a pure function.
 
 A finding's key is ``(run path, check id, metrics)``. The first ``warn`` or ``fail`` of a key
-raises an alert, and so does an escalation ``warn -> fail``. A ``note`` (could be better: an
-efficiency advisory) never alerts: it is advice, read in ``diagnose`` and the dashboard, and a
+raises an alert, and so does an escalation ``warn -> fail``. A ``note`` (could be better, such
+as a low MFU) never alerts: it is advice, read in ``diagnose`` and the dashboard, and a
 key that falls from warn to note is cleared as if it were ``ok``. While the key stays at or below
 the level already alerted nothing more is sent, however many steps pass. When the check
 reports ``ok`` for the run (or no longer reports that key while still running), the key is
