@@ -393,8 +393,9 @@ REAL_VAL = {
     "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log": ("ok", "0.013 → best 0.579"),
     "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", "0.521 → best 0.64"),
     # gsm8k jumps 0.212 → 0.874 in 5 steps, peaks at 0.896 (step 40) and slides to 0.880 while the
-    # training reward inches up from 0.971 to 0.984: a mild decline, 2% of the gain — a warning
-    "verl__verldata__qwen2-7b_math_megatron.log": ("warn", "0.212 → best 0.896 at step 40 → 0.88"),
+    # training reward inches up from 0.971 to 0.984: a mild decline, 2% of its level — a note (the corpus
+    # label shared__verl_gpg_qwen2_7b_megatron: val_stall at note)
+    "verl__verldata__qwen2-7b_math_megatron.log": ("note", "0.212 → best 0.896 at step 40 → 0.88"),
 }
 
 
@@ -406,7 +407,7 @@ def test_real_validation_readings(real: Path, name: str) -> None:
     assert f.status == status and text in f.message["en"], f.message["en"]
     div = finding(d, "val_reward_divergence")
     assert div.status == status
-    if status == "warn":
+    if status != "ok":
         assert div.onset_step == f.onset_step == 40 and "response length 154 → 162" in div.message["en"]
 
 
@@ -442,6 +443,9 @@ def _runs() -> list[Run]:
         make_run({GSM: every(lambda t: np.where(t <= 100, 0.5 + 0.002 * t, 0.7 - 0.0003 * (t - 100)), sd=0.002),
                   "critic/score/mean": 0.3 + np.where(t <= 100, 0, 0.003 * (t - 100)) + rng().normal(0, 0.01, N)}),
         make_run({GSM: every(lambda t: np.where(t <= 100, 0.5 + 0.002 * t, 0.7 - 0.002 * (t - 100))),
+                  "critic/score/mean": reward("flat")}),
+        make_run({GSM: every(lambda t: np.where(t <= 100, 0.3 + 0.004 * t,
+                                                np.where(t <= 150, 0.7 - 0.005 * (t - 100), 0.45))),
                   "critic/score/mean": reward("flat")}),
         make_run({GSM: every(rising), MATH: every(lambda t: 0.3 + 0 * t, seed=5)}),
         make_run({GSM: every(lambda t: 0.6 + 0 * t), MATH: every(lambda t: 0.3 + 0 * t, seed=3)}),
@@ -522,3 +526,16 @@ def test_ood_gap_reads_the_gap_the_rollouts_give(tmp_path: Path) -> None:
     run = make_run({"actor/entropy": np.full(80, 1.0) + np.random.default_rng(1).normal(0, 0.01, 80)})
     f = finding(diagnose(run.with_series(series)), "ood_gap")
     assert f.status == "warn" and "val/id_ood_gap" in f.metrics
+
+
+def test_a_fall_is_read_against_the_level_not_only_the_gain() -> None:
+    """Constructed from the corpus's resumed veRL PPO run (verl__dstack-configs..., starting at its ceiling):
+    validation 0.892 -> best 0.904 -> ~0.877 gave back 200 % of a 0.012 gain but lost 3 % of its level — a
+    warning, not a failure; the ±1 AIME score of the agent runs, -0.78 -> -0.98, lost a quarter of its level
+    and ended worse than it started — a failure, said as such."""
+    gentle = every(lambda t: np.where(t < 100, 0.892 + 0.0001 * t, 0.902 - 0.0004 * (t - 100)), sd=0.002)
+    f = finding(diagnose(make_run({GSM: gentle, "critic/score/mean": reward("flat")})), "val_progress")
+    assert f.status == "warn" and f.evidence["relative_drop"] < 0.1
+    crash = every(lambda t: np.where(t < 50, -0.78 + 0 * t, -0.97 + 0 * t), sd=0.005)
+    f = finding(diagnose(make_run({GSM: crash, "critic/score/mean": reward("flat")})), "val_progress")
+    assert f.status == "fail" and "ended worse than it started" in f.message["en"] and "变差" in f.message["zh"]

@@ -153,7 +153,9 @@ def _decline(view: RunView, t: Track, pr: Progress, z: float) -> tuple[int, tupl
 
 def val_progress(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Per data source: is the core validation metric rising, flat, or falling from its best?
-    Falling clearly while the training reward keeps rising fails (seed-000 §1, §12)."""
+    Falling clearly while the training reward keeps rising fails (seed-000 §1, §12); so does losing
+    ``fail_lost`` of the gain — when the fall is also ``fail_rel`` of the level. A fall smaller than
+    ``note_rel`` of the level is a note: easing from the best by a few test-set standard errors."""
     out = []
     for t in core_tracks(view):
         key = f"{t.source}/{t.label}"
@@ -166,8 +168,13 @@ def val_progress(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         ev = {**v, "peak_level": t.sign * pr.peak}
         if pr.falling:
             onset, reward, giveback = _decline(view, t, pr, p["z"])
-            lost = giveback >= p["fail_lost"]
-            status: Status = "fail" if lost or reward is not None and giveback >= p["fail_giveback"] else "warn"
+            # how far it fell against its own level: a share of a tiny gain (a resumed run, a run that
+            # starts at its ceiling, a best at step 0) says nothing on its own
+            rel = pr.drop / max(abs(pr.peak), pr.tol)
+            lost = giveback >= p["fail_lost"] and rel >= p["fail_rel"]
+            big = reward is not None and giveback >= p["fail_giveback"] and rel >= p["fail_rel"]
+            status: Status = "fail" if lost or big else "note" if rel < p["note_rel"] else "warn"
+            ev["relative_drop"] = v["relative_drop"] = rel
             v["peak_level"] = t.sign * pr.peak
             if reward is not None:
                 v |= {"reward_key": reward[0].key, "reward_from": reward[1].start, "reward_to": reward[1].end}
@@ -175,6 +182,8 @@ def val_progress(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             ev |= {"given_back": giveback, "reward_rising": reward is not None}
             template = ("fail" if status == "fail" and reward is not None else "fail_lost" if status == "fail"
                         else "falling_reward" if reward is not None else "falling")
+            if status == "fail" and giveback > 1:  # worse than it started: a share of the gain misleads
+                template = "worse"
             out.append(Outcome(status, template, v, onset_step=onset, span=(onset, int(t.steps[-1])),
                                metrics=(key,), evidence=ev))
         elif not pr.rising and len(t.values) >= p["flat_evals"]:
@@ -229,8 +238,10 @@ def val_reward_divergence(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         length, aborted = ev.get("response_length/mean"), ev.get("response/aborted_ratio")
         v["length"] = f"{length['from']:.0f} → {length['to']:.0f}" if length else "—"
         v["aborted"] = f"{aborted['to']:.1%}" if aborted else "—"
-        status: Status = "fail" if pr.falling and giveback >= p["fail_giveback"] else "warn"
-        ev["given_back"] = giveback
+        rel = pr.drop / max(abs(pr.peak), pr.tol) if pr.falling else 0.0
+        status: Status = ("fail" if pr.falling and giveback >= p["fail_giveback"] and rel >= p["fail_rel"]
+                          else "note" if pr.falling and rel < p["note_rel"] else "warn")
+        ev["given_back"], ev["relative_drop"] = giveback, rel
         out.append(Outcome(status, "falling" if pr.falling else "flat", v, onset_step=lo, span=(lo, int(t.steps[-1])),
                            metrics=(key, rs.key, "response_length/mean", "response/aborted_ratio"), evidence=ev))
     return out
