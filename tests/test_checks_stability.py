@@ -304,6 +304,16 @@ def test_kl_above_the_ppo_band_and_rising_warns() -> None:
     assert (far.status, far.template) == ("warn", "warn_far")
 
 
+def test_kl_far_above_the_band_late_in_the_run_warns() -> None:
+    # constructed on the shape of the Gemma-2-2B LoRA GRPO collapse in the corpus: ~0.15 for most of the
+    # run, a dip below the band, then far above it — the stretch that counts is not the first one
+    t = np.arange(300)
+    kl = np.where(t < 180, 0.15 * np.minimum(1.0, t / 20.0), np.where(t < 200, 0.05, 0.15 + 0.01 * (t - 200)))
+    kl = kl + np.abs(noise(300, 0.005))
+    o = one(ppo_with_kl(kl), "kl_band")
+    assert (o.status, o.template) == ("warn", "warn_far") and near(o.onset_step, 216, 4)  # where it passed 0.3
+
+
 def test_kl_above_the_band_but_level_is_noted_not_warned() -> None:
     t = np.arange(300)
     o = one(ppo_with_kl(0.16 * (1 - np.exp(-t / 30.0)) + noise(300, 0.002)), "kl_band")

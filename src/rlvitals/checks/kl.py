@@ -224,17 +224,17 @@ def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarra
     """A per-token KL that started at 0, against the seed's band."""
     n = len(s)
     b = max(3, n // 10)
-    above = _above(s.values, p["high"], _sustain(n, p))
-    if above:
-        start, end = above
+    sustain = _sustain(n, p)
+    stretches = signals.runs_of(level >= p["high"], sustain, max_gap=2)
+    if stretches:
+        # anywhere in the run, not only in its first stretch above the band; dated where it got that far
+        far = _above(s.values, p["far"] * p["high"], int(p["min_steps"]))
+        last_start, last_end = stretches[-1]
+        rising = last_end >= n - b and values["growth"] >= p["rising"]
+        start, end = (far[0], n - 1) if far else (last_start, last_end) if rising else stretches[0]
         values |= {"step": s.step(start), "steps": s.step(end) - s.step(start) + 1,
-                   "peak": float(np.max(level[start : end + 1]))}
-        rising = end >= n - b and values["growth"] >= p["rising"]
-        far = values["peak"] >= p["far"] * p["high"]
-        if far:  # far above from where it crossed that far, not from where it left the band
-            start = max(start, (_above(s.values, p["far"] * p["high"], 1) or (start, end))[0])
-            values["step"] = s.step(start)
-        status: Status = "warn" if rising or far else "ok"
+                   "peak": float(np.max(level[start:]))}
+        status: Status = "warn" if far or rising else "ok"
         template = "warn_far" if far else "warn_rising" if rising else "ok_high"
         return Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
                        span=s.span(start, end), metrics=metrics,
