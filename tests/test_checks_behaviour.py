@@ -191,14 +191,30 @@ def test_short_joint_stretch_warns_and_high_clip_alone_is_not_the_joint_sign() -
 # ---------------------------------------------------------------- truncation and aborted shares
 
 def test_response_truncation() -> None:
-    run = make_run({"response_length/clip_ratio": np.where(np.arange(N) >= 99, 0.2, 0.001)},
+    """10 % cut warns (where the corpus's labellers date a growing truncation), 50 % fails (most answers cut;
+    the agent runs' 12-37 % is a growing risk in their labels, not a breakdown)."""
+    run = make_run({"response_length/clip_ratio": np.where(np.arange(N) >= 99, 0.6, 0.001)},
                    config={"data.max_response_length": 1024})
     f = finding(diagnose(run), "response_clip_high")
     assert f.status == "fail" and abs(f.onset_step - 100) <= 5 and f.evidence["limit"] == 1024
-    assert "20.0% of responses were cut" in f.message["en"] and "被截断" in f.message["zh"]
-    warn = finding(diagnose(make_run({"response_length/clip_ratio": np.where(np.arange(N) >= 99, 0.08, 0.0)})),
+    assert "60.0% of responses were cut" in f.message["en"] and "被截断" in f.message["zh"]
+    warn = finding(diagnose(make_run({"response_length/clip_ratio": np.where(np.arange(N) >= 99, 0.2, 0.0)})),
                    "response_clip_high")
     assert warn.status == "warn" and abs(warn.onset_step - 100) <= 5
+    assert finding(diagnose(make_run({"response_length/clip_ratio": np.full(N, 0.06)})),
+                   "response_clip_high").status == "ok"
+
+
+def test_truncation_read_from_a_mean_length_sitting_at_the_cap(real: Path) -> None:
+    """Real (shared Unsloth Qwen2.5-3B table, no clip ratio logged): completion_length is exactly 200.000 — all
+    eight completions at the 200-token cap — on 93 of 250 steps from step 1: at least 37 % cut."""
+    run = rlvitals.load(real / "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv")[0]
+    f = finding(diagnose(run), "response_clip_high")
+    assert f.status == "warn" and f.onset_step == 1 and f.evidence["steps_at_cap"] == 93
+    assert "sat exactly at 200 tokens" in f.message["en"]
+    # a mean that never repeats its maximum says nothing about a cap: not judged
+    free = make_run({"response_length/mean": 300 + 20 * np.sin(np.arange(N) / 7.0) + np.arange(N) * 1e-3})
+    assert finding(diagnose(free), "response_clip_high").status == "skipped"
     # single batches at 12.5% or 50% (one in eight / one in two samples) are not a sustained level
     spiky = np.zeros(N)
     spiky[[20, 90, 140, 260]] = [0.125, 0.5, 0.125, 0.5]
@@ -345,12 +361,15 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("tool_calls_at_cap", "ok_spread"): run_of(rollout__tool_calls__mean=flat(2.0), rollout__tool_calls__std=flat(0.5)),
     ("tool_calls_at_cap", "spread"): run_of(rollout__tool_calls__mean=flat(2.0), rollout__tool_calls__std=flat(3.0)),
 }
-for _check, _key, _warn in (("response_clip_high", "response_length/clip_ratio", 0.1),
+for _check, _key, _warn in (("response_clip_high", "response_length/clip_ratio", 0.2),
                             ("prompt_clip_high", "prompt_length/clip_ratio", 0.03),
                             ("aborted_high", "response/aborted_ratio", 0.1)):
     CASES[(_check, "ok")] = lambda k=_key: make_run({k: np.zeros(N)})
     CASES[(_check, "warn")] = lambda k=_key, w=_warn: make_run({k: np.full(N, w)})
-    CASES[(_check, "fail")] = lambda k=_key: make_run({k: np.full(N, 0.5)})
+    CASES[(_check, "fail")] = lambda k=_key: make_run({k: np.full(N, 0.6)})
+CASES[("response_clip_high", "capped")] = run_of(response_length__mean=np.where(np.arange(N) % 3 == 0, 256.0, 200.0))
+CASES[("response_clip_high", "capped_ok")] = run_of(response_length__mean=np.where(np.arange(N) % 50 == 0, 256.0, 200.0))
+CASES[("response_clip_high", "no_ratio")] = run_of(response_length__mean=300 + np.arange(N) * 0.1)
 
 
 @pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0]}-{c[1]}")

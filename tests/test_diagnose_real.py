@@ -23,7 +23,7 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
         ("ok", {("kl_jump", "note"): 114, ("reward_std_collapse", "note"): 7}),
     "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv": ("warn", {("pref_margins", "warn"): 1}),
     "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv":
-        ("warn", {("kl_jump", "note"): 119, ("reward_std_collapse", "warn"): 1}),
+        ("warn", {("kl_jump", "note"): 119, ("response_clip_high", "warn"): 1, ("reward_std_collapse", "warn"): 1}),
     "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv":
         ("ok", {("kl_jump", "note"): 75, ("reward_std_collapse", "note"): 3}),
     "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv":

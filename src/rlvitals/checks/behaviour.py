@@ -309,10 +309,37 @@ def _config_value(view: RunView, *suffixes: str) -> Any:
 def response_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Responses hitting max_response_length (seed-000 §4 "clip_ratio 高 → 增大
     max_response_length"): truncated answers are scored on a cut text (DAPO's overlong problem)."""
+    limit = _config_value(view, "max_response_length", "max_completion_length", "generate_max_len")
     s = view.first("response_length/clip_ratio", "response_length_non_aborted/clip_ratio", "rollout/truncation_share")
     if s is None:
+        return _capped_steps(view, p, limit)
+    return _share_check(s, p, limit)
+
+
+def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outcome]:
+    """Without a logged clip ratio (TRL before completions/clipped_ratio, Unsloth tables): a step whose
+    mean response length sits exactly at the cap had every response cut. The cap is the configured
+    limit, else the largest mean when it recurs exactly on ``min_capped`` steps (a float mean hitting
+    the same maximum again and again is a limit). The share of such steps is a lower bound of the
+    truncation; it is judged against the same bands."""
+    s = view.series("response_length/mean")
+    if s is None:
         return []
-    return _share_check(s, p, _config_value(view, "max_response_length", "max_completion_length", "generate_max_len"))
+    x = s.values
+    top = float(np.max(x))
+    cap = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0 else top
+    at = np.abs(x - cap) <= 1e-6 * max(cap, 1.0)
+    if int(at.sum()) < p["min_capped"] or top > cap * (1 + 1e-6):
+        return [Outcome("skipped", "no_ratio", {"metric": s.key}, metrics=(s.key,))]
+    share = float(np.mean(at))
+    first = int(np.flatnonzero(at)[0])
+    status: Status = "fail" if share >= p["fail"] else "warn" if share >= p["warn"] else "ok"
+    values = {"metric": s.key, "cap": cap, "share": share, "count": int(at.sum()), "n": len(x),
+              "onset": s.step(first), "threshold": p[status] if status != "ok" else p["warn"]}
+    if status == "ok":
+        return [Outcome("ok", "capped_ok", values, metrics=(s.key,))]
+    return [Outcome(status, "capped", values, s.step(first), (s.step(first), s.step(len(x) - 1)), (s.key,),
+                    {"value": share, "threshold": p[status], "limit": cap, "steps_at_cap": int(at.sum())})]
 
 
 def prompt_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
