@@ -138,3 +138,27 @@ def test_a_long_ending_keeps_its_first_and_latest_exceptions() -> None:
     crash = _scan(lines).crash()
     assert crash is not None and crash.message == "39" and crash.causes[0] == "ValueError: 0"
     assert len(crash.causes) == 3
+
+
+def test_a_watched_log_gets_its_crash_when_the_traceback_is_appended(tmp_path: Path) -> None:
+    # constructed: watch reads the lines appended since its last poll; the crash is how the latest lines end
+    from rlvitals.ingest import find_reader
+    from rlvitals.watch.sources import LineSource
+
+    path = tmp_path / "run.log"
+    path.write_text("step:1 - actor/pg_loss:0.1\nstep:2 - actor/pg_loss:0.2\n")
+    src = LineSource(path, find_reader(path))
+    src.poll()
+    first = src.run()
+    assert first is not None and first.crash is None and first.crash_scanned
+    with path.open("a") as fh:
+        fh.write('Traceback (most recent call last):\n  File "/x/verl/trainer/main_ppo.py", line 1, in main\n'
+                 "KeyboardInterrupt\n")
+    src.poll()
+    died = src.run()
+    assert died is not None and died.crash is not None and (died.crash.kind, died.crash.last_step) == ("signal", 2)
+    with path.open("a") as fh:
+        fh.write("step:3 - actor/pg_loss:0.3\n")  # it went on after all (a worker's traceback)
+    src.poll()
+    went_on = src.run()
+    assert went_on is not None and went_on.crash is None

@@ -236,6 +236,7 @@ class LineSource:
             return
         if not self._meta_taken:
             self._take_meta(meta)
+        self._ending(meta, records)
         if self._whole:  # a whole re-read replaces what the last one built, after what is carried
             records = self._numbered_on(records)
             self._current = records
@@ -298,9 +299,17 @@ class LineSource:
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
         self._seen_file(st)
         self._add(records, skipped)
+        self._ending(meta, records)
         self.meta.bytes_read += meta.bytes_read
         if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
+
+    def _ending(self, meta: SourceMeta, records: list[Packed]) -> None:
+        """How the log ends, as the lines just read say: a traceback after their last record is the
+        crash; records after an earlier traceback mean the run went on (ingest._crash)."""
+        self.meta.crash_scanned = self.meta.crash_scanned or meta.crash_scanned
+        if meta.crash is not None or records:
+            self.meta.crash = meta.crash
 
     def _seen_file(self, st: os.stat_result) -> None:
         ident = (st.st_dev, st.st_ino)
