@@ -367,8 +367,9 @@ for _check, _key, _warn in (("response_clip_high", "response_length/clip_ratio",
     CASES[(_check, "ok")] = lambda k=_key: make_run({k: np.zeros(N)})
     CASES[(_check, "warn")] = lambda k=_key, w=_warn: make_run({k: np.full(N, w)})
     CASES[(_check, "fail")] = lambda k=_key: make_run({k: np.full(N, 0.6)})
-CASES[("response_clip_high", "capped")] = run_of(response_length__mean=np.where(np.arange(N) % 3 == 0, 256.0, 200.0))
-CASES[("response_clip_high", "capped_ok")] = run_of(response_length__mean=np.where(np.arange(N) % 50 == 0, 256.0, 200.0))
+_AT_CAP = np.arange(N)
+CASES[("response_clip_high", "capped")] = run_of(response_length__mean=np.where(_AT_CAP % 3 == 0, 256.0, 200.0))
+CASES[("response_clip_high", "capped_ok")] = run_of(response_length__mean=np.where(_AT_CAP % 50 == 0, 256.0, 200.0))
 CASES[("response_clip_high", "no_ratio")] = run_of(response_length__mean=300 + np.arange(N) * 0.1)
 
 
