@@ -11,6 +11,7 @@ import pytest
 from corpus import corpus_input, corpus_labels
 
 from rlvitals import load
+from rlvitals.errors import UnknownFormatError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest.plain_console import READERS
 
@@ -95,5 +96,5 @@ def test_a_crash_at_the_end_is_kept(tmp_path: Path) -> None:
 def test_sniffing_refuses_prose_that_mentions_the_words(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("we print grpo_loss is small and the kl is fine\n")
-    with pytest.raises(Exception, match=re.escape("this file is not a training log")):
+    with pytest.raises(UnknownFormatError, match=re.escape(f"{path}: this file is not a training log")):
         load(path)

@@ -16,6 +16,7 @@ from .run import Run, RunBuilder
 
 def _sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
     """Every (reader, root) under ``path``, and notes about what a plain folder held besides."""
+    reader: Reader | None
     try:
         reader = find_reader(path, fmt)
     except UnknownFormatError:

@@ -40,7 +40,7 @@ from ..errors import EmptyInputError, InputError
 from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
+from ._record import Crash, Record, SkipLog, SourceMeta, Value
 from ._text import parse_number, strip_ansi
 
 FORMAT = "notebook"
@@ -247,7 +247,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.bytes_read += len(data)
     # cells are numbered from 1 in the notebook's order, markdown cells counted, as a reader scrolls to them
     code = [(n, c) for n, c in enumerate(cells(path, _parse(path, data)), 1) if c.get("cell_type") == "code"]
-    found = None
+    found: tuple[int, tuple[Table, int, int], list[Any]] | None = None
     for n, cell in code:
         outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
         hit = _training_table(outputs)
@@ -285,7 +285,7 @@ def _summary(outputs: list[Any], where: str) -> Iterator[Record]:
                     yield Record(0, values, where, kind="summary")
 
 
-def _error(outputs: list[Any], where: str) -> Any:
+def _error(outputs: list[Any], where: str) -> Crash | None:
     for output in outputs:
         if isinstance(output, dict) and output.get("output_type") == "error":
             name = str(output.get("ename") or "Exception")

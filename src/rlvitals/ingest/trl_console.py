@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ._console_steps import Witnesses, number
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
@@ -184,7 +185,7 @@ def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) ->
             log.text(lineno, segment[end:])
 
 
-def _cut(segment: str, at: int) -> dict[object, object]:
+def _cut(segment: str, at: int) -> dict[Any, Any]:
     try:
         return parse_cut_dict(segment, at)
     except ReprError:
