@@ -286,3 +286,27 @@ def test_a_dict_cut_at_4096_characters_keeps_its_whole_values(tmp_path: Path) ->
     assert skips.reasons == [f"{path}:1: the line is 4096 characters long, where W&B's console capture cuts "
                              f"lines: the dict was cut off; the value the cut went through was skipped and the "
                              f"{len(record.values)} values before it were kept"]
+
+
+def test_a_pretty_printed_dict_over_several_lines_is_one_record(tmp_path: Path) -> None:
+    # constructed: pprint(trainer.state.log_history[-1]) / pprint(metrics) put one item on a line
+    path = tmp_path / "pp.log"
+    path.write_text(_dict(0.5, 0.5) + "\n" + _dict(0.4, 1.0) + "\n"
+                    "{'train_loss': 0.45,\n 'train_runtime': 5.0,\n 'train_samples_per_second': 1.0,\n"
+                    " 'train_steps_per_second': 1.0}\n"
+                    "{'loss': 0.3,\n 'grad_norm': 'oops\n")
+    meta, skips = SourceMeta(format="trl-console"), SkipLog()
+    records = list(read(path, meta, skips))
+    assert [(r.step, r.kind) for r in records] == [(1, "metrics"), (2, "metrics"), (2, "summary")]
+    assert records[2].values["train_runtime"] == 5.0
+    assert skips.reasons == [f"{path}:7: a dict printed over 2 lines does not close before the end of the log; "
+                             "its lines were skipped"]
+
+
+def test_a_pretty_printed_dict_cut_by_other_output_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "pp.log"
+    path.write_text("{'train_loss': 0.45,\n 'train_runtime': 5.0,\nSaving model checkpoint to out/\n"
+                    + _dict(0.4, 1.0) + "\n")
+    meta, skips = SourceMeta(format="trl-console"), SkipLog()
+    assert [r.step for r in read(path, meta, skips)] == [1]
+    assert skips.reasons == [f"{path}:1: a dict printed over 2 lines does not close; its lines were skipped"]

@@ -91,6 +91,8 @@ class ConsoleLog:
         self.dicts: list[tuple[str, dict[str, Value], str, int]] = []  # kind, values, where, training index
         self.quoted = 0
         self.crash = CrashScanner(path)
+        #: a pretty-printed dict being collected, one item per line: (its lines, where it began, that line)
+        self.pending: tuple[list[str], str, int] | None = None
 
     def text(self, lineno: int, segment: str) -> None:
         """A piece of a line that is no dict: a bar, a banner, a traceback line."""
@@ -158,9 +160,39 @@ def _segments(line: str) -> list[str]:
     return line.split("\r") if "\r" in line else [line]
 
 
+#: the most lines a pretty-printed dict may span (pprint puts one item on a line)
+MAX_DICT_LINES = 500
+
+
+def _continue(log: ConsoleLog, line: str, skips: SkipLog) -> bool:
+    """Add ``line`` to the pretty-printed dict being collected; whether the line was taken."""
+    assert log.pending is not None
+    lines, where, lineno = log.pending
+    if not line.startswith(" ") or len(lines) >= MAX_DICT_LINES:  # pprint indents every item after the first
+        skips.skip(where, f"a dict printed over {len(lines)} lines does not close; its lines were skipped")
+        log.pending = None
+        return False
+    lines.append(line)
+    if not line.rstrip().endswith("}"):
+        return True
+    log.pending = None
+    try:
+        found, _ = parse_dict_at("\n".join(lines), 0)
+    except ReprError as exc:
+        skips.skip(where, f"the dict printed over {len(lines)} lines is not a Python dict repr ({exc}); its lines "
+                          "were skipped")
+        return True
+    log.add(metric_values(found), where, lineno)
+    return True
+
+
 def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) -> None:
     """One line of console text into ``log``: its dicts, bars, banners and traceback lines
-    (``where`` names the line in complaints: ``file:line``, ``notebook#cell 3:12``)."""
+    (``where`` names the line in complaints: ``file:line``, ``notebook#cell 3:12``). A dict that
+    pprint spread over several lines (``{'train_runtime': 474.3,`` then `` 'train_loss': 1.08}``)
+    is collected until it closes."""
+    if log.pending is not None and _continue(log, line, skips):
+        return
     for segment in _segments(line):
         at = segment.find("{'")
         while at >= 0 and not (_FIRST_KEY.match(segment, at) or "'epoch': " in segment[at:]):
@@ -174,6 +206,9 @@ def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) ->
             found, end = parse_dict_at(segment, at)
         except ReprError as exc:
             cut = cut_note(line)
+            if cut is None and segment.rstrip().endswith(",") and exc.pos >= len(segment.rstrip()):
+                log.pending = ([segment[at:]], where, lineno)  # pprint's first line: the rest follow
+                continue
             if cut is None or not (kept := _cut(segment, at)):
                 skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
                 continue
@@ -197,6 +232,9 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     log = ConsoleLog(path)
     for lineno, line in iter_lines(path, meta):
         feed(log, lineno, line, f"{path}:{lineno}", skips)
+    if log.pending is not None:
+        skips.skip(log.pending[1], f"a dict printed over {len(log.pending[0])} lines does not close before the end "
+                                   "of the log; its lines were skipped")
     yield from log.records(meta)
     meta.crash, meta.crash_scanned = log.crash.crash(), True
 
