@@ -80,10 +80,15 @@ def test_grad_spikes_fail_only_when_clustered() -> None:
     o = one(s, "grad_norm_spike", "actor/grad_norm")
     assert o.status == "fail" and o.onset_step == 100
     spread = grpo()
-    for at in (60, 160, 260):
+    for at in (30, 80, 130, 180, 230, 280):
         spread["actor/grad_norm"][at - 1] *= 15
     o = assert_same_at_scales(spread, "grad_norm_spike", ("actor/grad_norm",), "actor/grad_norm")
-    assert o.status == "warn" and o.onset_step == 60 and o.values["count"] == 3
+    assert o.status == "warn" and o.onset_step == 30 and o.values["count"] == 6  # 2 % of 300 steps: repeated
+    assert o.points == (30, 80, 130, 180, 230, 280)
+    lone = grpo()
+    lone["actor/grad_norm"][149] *= 15  # one spike in 300 steps: a note (the healthy corpus runs: 1-7 in 250-1,119)
+    o = one(lone, "grad_norm_spike", "actor/grad_norm")
+    assert o.status == "note" and o.template == "note"
     assert one(grpo(), "grad_norm_spike", "actor/grad_norm").status == "ok"
 
 
@@ -611,6 +616,9 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
     s["actor/grad_norm"][99] *= 15
     add("grad_norm_spike", s)
     s = grpo()
+    s["actor/grad_norm"][[29, 79, 129, 179, 229, 279]] *= 15
+    add("grad_norm_spike", s)
+    s = grpo()
     s["actor/grad_norm"][[99, 109, 119]] *= 15
     add("grad_norm_spike", s)
     add("nan_inf", {"actor/pg_loss!nan": np.where(t == 50, np.nan, 0.1), "actor/entropy": np.ones(300)})
@@ -887,7 +895,8 @@ def test_what_the_healthy_real_logs_get(real: Path) -> None:
     assert "resolution of 0.001" in ppo_kl.message["en"]
     grpo_deepseek = load("*grpo_run_deepseek7b*")
     assert "rose from" in finding(grpo_deepseek, "clipfrac_low").message["en"]  # ~0 clipfrac, learning
-    assert mine(grpo_deepseek, "grad_norm_spike")[0].status == "warn"  # spikes, but never 3 within 50 steps
+    # 7 spikes in 1,119 steps, never 3 within 50: isolated events of a healthy run (its corpus label), a note
+    assert mine(grpo_deepseek, "grad_norm_spike")[0].status == "note"
     sft = load("*gemma-2-2b-it-sft*")
     assert finding(sft, "lr_schedule").status == "ok" and finding(sft, "loss_jump").status == "ok"
     qwen = load("*Qwen2.5-0.5B-bsz256*")

@@ -1,5 +1,7 @@
 """What a careful engineer reads from each real log, pinned: the verdict and every warn/fail finding
-and note with its onset (± a few steps). No `fail` on the healthy runs. The KL spikes of the Unsloth
+and note with its onset (± a few steps). The healthy veRL runs read ok: their isolated grad-norm spikes, early
+format-learning entropy fall and 14-22 % MFU are notes (their corpus labels, benchmarks/corpus/runs/shared__*).
+No `fail` on the healthy runs. The KL spikes of the Unsloth
 GRPO runs (2.64 at step 111 of the Llama-3.2-3B run, 0.27 at 147 of the Llama-3.1-8B run) come back at
 once: per token, those above the band's 0.3 warn and those below it are notes, and none fails (the
 corpus labels them healthy); TRL's GRPO loss is β·KL, so its spikes are the KL's and the loss check
@@ -30,16 +32,16 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
         ("warn", {("kl_band", "warn"): 35, ("kl_jump", "warn"): 56, ("kl_shape", "warn"): 236,
                   ("reward_std_collapse", "warn"): 4}),
     "trl__UnslothGRPO__checkpoint-250_trainer_state.json":
-        ("warn", {("grad_norm_spike", "warn"): 84, ("kl_jump", "warn"): 206, ("reward_std_collapse", "note"): 1}),
+        ("warn", {("grad_norm_spike", "note"): 84, ("kl_jump", "warn"): 206, ("reward_std_collapse", "note"): 1}),
     "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json": ("ok", {}),
     "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log":
-        ("warn", {("grad_norm_spike", "warn"): 16, ("entropy_collapse", "note"): 17}),
+        ("ok", {("grad_norm_spike", "note"): 16, ("entropy_collapse", "note"): 17}),
     "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", {}),
     "verl__verl-data__gemma-2-2b-it-sft-0.411.log": ("ok", {}),
     "verl__verl_training_log__grpo_run_deepseek7b_llm.log":
-        ("warn", {("grad_norm_spike", "warn"): 431, ("entropy_collapse", "note"): 6, ("mfu_low", "note"): 1}),
+        ("ok", {("grad_norm_spike", "note"): 431, ("entropy_collapse", "note"): 6, ("mfu_low", "note"): 1}),
     "verl__verl_training_log__ppo_run_deepseek7b_llm.log":
-        ("warn", {("grad_norm_spike", "warn"): 162, ("entropy_collapse", "note"): 6, ("mfu_low", "note"): 1}),
+        ("ok", {("grad_norm_spike", "note"): 162, ("entropy_collapse", "note"): 6, ("mfu_low", "note"): 1}),
     "verl__verldata__qwen2-7b_math_megatron.log":
         ("ok", {("val_progress", "note"): 40, ("val_reward_divergence", "note"): 40, ("mfu_low", "note"): 1}),
 }

@@ -35,7 +35,9 @@ LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
 
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Steps where a gradient norm jumps to ``ratio``× its trailing median (seed-000 §2.2:
-    "突然飙升到正常值的 10 倍以上"). One spike warns; ``fail_count`` spikes fail. A gradient that has
+    "突然飙升到正常值的 10 倍以上"). Spikes on ``repeat_share`` of the logged steps or more warn,
+    ``fail_count`` within ``fail_window`` steps fail; fewer, scattered spikes that the run recovers from
+    are a note (inspect the rollouts of those steps; nothing to change yet). A gradient that has
     already vanished (a trailing median below ``vanished`` of its first values) has no normal
     level to spike from: its blips are read by grad_norm_vanishing."""
     out = []
@@ -53,7 +55,9 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         peaks = [s.step(e.peak) for e in events]
         k = int(p["fail_count"])
         clustered = any(peaks[i + k - 1] - peaks[i] <= p["fail_window"] for i in range(len(peaks) - k + 1))
-        status: Status = "fail" if clustered else "warn"
+        # spikes the run shrugs off, few and far between, are a note; repeated ones warn
+        repeated = len(events) >= 2 and len(events) / len(s) >= p["repeat_share"]
+        status: Status = "fail" if clustered else "warn" if repeated else "note"
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
                   "steps": ", ".join(str(step) for step in peaks[:8]) + (" …" if len(peaks) > 8 else "")}
