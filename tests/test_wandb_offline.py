@@ -270,3 +270,27 @@ def test_a_verl_run_without_a_config_is_told_by_its_keys(tmp_path: Path) -> None
     [loaded] = load(next((tmp_path / "wandb").glob("offline-run-*")))
     assert loaded.config == {}
     assert (loaded.framework, loaded.algorithm, len(loaded.train_steps)) == ("verl", "grpo", 10)
+
+
+def test_the_console_copy_says_how_the_run_ended(written: Path, tmp_path: Path) -> None:
+    # W&B keeps the console in files/output.log (the client here wrote none: WANDB_CONSOLE=off); with a
+    # traceback at its end the run crashed, after the last step the .wandb file holds
+    folder = tmp_path / "run"
+    shutil.copytree(_runs(written)["verl-like"], folder)
+    [before] = load(folder)
+    assert (before.crash, before.crash_scanned) == (None, False)
+    (folder / "files").mkdir(exist_ok=True)
+    (folder / "files" / "output.log").write_text(
+        "step:40 - actor/pg_loss:0.4\nTraceback (most recent call last):\n"
+        '  File "/w/verl/workers/actor/dp_actor.py", line 483, in update_policy\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.78 GiB.\n")
+    [after] = load(folder)
+    assert after.crash is not None and (after.crash.kind, after.crash.last_step) == ("oom", 40)
+
+
+def test_a_real_console_copy_without_a_traceback() -> None:
+    from corpus import corpus_input
+
+    path = corpus_input("wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-b91ltsnz")
+    [run] = load(path)
+    assert (run.crash, run.crash_scanned) == (None, True)

@@ -27,7 +27,9 @@ that is the step. A row without it is placed at the last global step logged befo
 first :data:`LOOKAHEAD` rows has a global step, ``_step`` is the axis for the whole run.
 
 A killed run leaves an incomplete tail: everything complete is read and the tail counts as
-one skip. Without a ``.wandb`` file, ``files/wandb-history.jsonl`` (older wandb) is read.
+one skip. The run folder's ``files/output.log`` (W&B's copy of the console) says how the run
+ended: read by its own console reader (or scanned alone) for a crash. Without a ``.wandb``
+file, ``files/wandb-history.jsonl`` (older wandb) is read.
 The config goes to ``meta.config`` flattened with dots; summary keys that never appear in
 the history (HF's ``train_runtime``, ``total_flos``) become a summary record.
 """
@@ -45,6 +47,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import InputError
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
@@ -473,16 +476,38 @@ def runs(path: Path) -> list[Path]:
     return _run_dirs(path) or [path]
 
 
+def _console_ending(folder: Path, meta: SourceMeta) -> None:
+    """The crash in the run's console copy (``files/output.log``), if it has one."""
+    from . import find_reader
+    from ._crash import CrashScanner
+
+    log = folder / "files" / "output.log"
+    if not log.is_file() or log.stat().st_size == 0:
+        return
+    seen = SourceMeta(format="console", files=[str(log)])
+    try:
+        for _ in find_reader(log).read(log, seen, SkipLog()):
+            pass
+    except InputError:  # no console format (or not one it reads): the traceback alone can still be there
+        scanner = CrashScanner(log)
+        for lineno, line in iter_lines(log, seen):
+            scanner.feed(lineno, line)
+        seen.crash, seen.crash_scanned = scanner.crash(), True
+    meta.crash, meta.crash_scanned = seen.crash, seen.crash_scanned
+
+
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     if path.is_file():
         meta.files = [str(path)]
         yield from _read_wandb_file(path, meta, skips)
+        _console_ending(path.parent, meta)
         return
     files = _wandb_files(path)
     if files:
         meta.files = [str(f) for f in files]
         for file in files:
             yield from _read_wandb_file(file, meta, skips)
+        _console_ending(path, meta)
         return
     history = path / "files" / "wandb-history.jsonl"
     if history.is_file():
