@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from runs import finding, make_run
+from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.checks import RunView, load_checks
@@ -255,8 +255,24 @@ def test_preference_margins_growing_flat_and_shrinking() -> None:
 def test_preference_margins_likelihood_displacement_dated_where_chosen_turns_negative() -> None:
     found = _all(diagnose(dpo(chosen="displaced", eval_loss="falling")), "pref_margins")
     disp = [f for f in found if "fell below 0 together" in f.message["en"]]
-    assert len(disp) == 1 and disp[0].status == "warn" and disp[0].onset_step <= 5
+    # the margin still grows here: a risk to watch (a note), as the corpus's healthy DeltaCoder DPO run
+    # (chosen -0.22 -> -1.44 with margins 0 -> 1.2) is labelled
+    assert len(disp) == 1 and disp[0].status == "note" and disp[0].onset_step <= 5
     assert "logps/chosen -102 → -118" in disp[0].message["en"] and "两个似然都在下降" in disp[0].message["zh"]
+
+
+def test_a_notebook_table_of_evaluation_margins_is_read() -> None:
+    """Real (corpus other__hf-cookbook__qwen25vl-3b-mpo-margins-flat): the Trainer table holds only eval
+    columns; eval margins 0.019, 0.017, 0.018, -0.005, ... -0.020 over 120 steps never grow."""
+    f = finding(diagnose(corpus_run("other__hf-cookbook__qwen25vl-3b-mpo-margins-flat")), "pref_margins")
+    assert f.status == "warn" and "did not grow" in f.message["en"] and f.onset_step == 10
+
+
+def test_three_evaluations_do_not_make_an_overfit() -> None:
+    """Real (corpus trlconsole__cleancodeqwen_coder7b_dpo, whose label rules it out): eval margins 0.013 ->
+    0.023 -> 0.025 in three evaluations while the training margins grow."""
+    found = _all(diagnose(corpus_run("trlconsole__cleancodeqwen_coder7b_dpo")), "pref_margins")
+    assert [f.status for f in found] == ["ok"]
 
 
 def test_preference_margins_rising_while_eval_does_not_is_overfitting() -> None:

@@ -368,7 +368,8 @@ def pref_margins(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """rewards/margins should grow steadily, chosen stay up while rejected falls (seed-000 §5).
     Flags flat or shrinking margins, chosen falling below 0 together with rejected (likelihood
     displacement), and margins rising while evaluation does not (overfitting the pairs)."""
-    m = view.series("rewards/margins")
+    # a table of evaluation columns only (a notebook's Trainer table) still shows whether the margins grow
+    m = view.first("rewards/margins", "eval/rewards/margins")
     if m is None:
         return []
     mp = progress(m.values, z=p["z"], k=max(3, len(m) // 5))
@@ -396,11 +397,15 @@ def pref_margins(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             lp = _levels(logps) if logps is not None else None
             dv = v | {"c_from": c0, "c_to": c1, "r_from": r0, "r_to": r1,
                       "logps": f"{lp[0]:.3g} → {lp[1]:.3g}" if lp else "—"}
-            out.append(Outcome("warn", "displacement", dv, onset_step=onset, span=(onset, chosen.step(-1)),
+            # with the margin still growing and the pairs told apart it is a risk to watch, not a broken run
+            status: Status = "note" if mp.rising and not mp.falling else "warn"
+            out.append(Outcome(status, "displacement", dv, onset_step=onset, span=(onset, chosen.step(-1)),
                                metrics=(chosen.key, rejected.key, "logps/chosen"), evidence=dv))
-    if mp.rising:
+    if mp.rising and not m.key.startswith("eval/"):
         ev = _eval_track(view, "rewards/margins", "rewards/accuracy", "loss")
-        since = _eval_since(ev, int(ev.steps[0]), p["z"]) if ev is not None else None
+        # a stall needs evaluations enough to see one: three points cannot tell noise from a plateau
+        enough = ev is not None and len(ev.values) >= p["min_evals"]
+        since = _eval_since(ev, int(ev.steps[0]), p["z"]) if ev is not None and enough else None
         if ev is not None and since is not None and since[2]:
             worse = since[3]
             ov = v | {"eval_metric": f"eval/{ev.label}", "eval_from": since[0], "eval_to": since[1]}
