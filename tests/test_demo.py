@@ -133,3 +133,23 @@ def test_cli_demo_serves_the_dashboard_while_it_trains(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+def test_the_demo_s_own_break_is_diagnosed_as_it_happened(tmp_path: Path) -> None:
+    """The demo's scenario, diagnosed in full after it ran (issue 11, item 7): the learning rate jumps
+    5000-fold at step 30 (0.02 -> 100) and the entropy collapses in one step (1.55 -> 0.005 at step 31).
+    The diagnosis names the jump at its step, dates the collapse at 30-32 with its real size, and raises
+    no warning or failure before the jump."""
+    files = run_demo(tmp_path, steps=60)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["diagnose", "--json", "--rollouts", str(files.rollouts), str(files.log)], out, err) == 0, err.getvalue()
+    (found,) = json.loads(out.getvalue())["runs"]
+    findings = [f for f in found["findings"] if f["status"] in ("warn", "fail")]
+    (lr,) = [f for f in findings if f["check"] == "lr_schedule"]
+    assert lr["onset_step"] == JUMP_AT and lr["evidence"]["value"] == 100.0 and "jumped at step 30" in lr["message"]["en"]
+    (ent,) = [f for f in findings if f["check"] == "entropy_collapse"]
+    assert ent["status"] == "fail" and JUMP_AT <= ent["onset_step"] <= JUMP_AT + 2
+    assert ent["evidence"]["baseline"] > 1.5 and ent["evidence"]["drop"] > 0.99  # 1.55 -> ~0, not "3 % lower"
+    assert "in 1 step" in ent["message"]["en"]
+    early = [(f["check"], f["onset_step"]) for f in findings if f["onset_step"] is None or f["onset_step"] < JUMP_AT]
+    assert early == [], early

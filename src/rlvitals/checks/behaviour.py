@@ -319,8 +319,9 @@ def response_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outcome]:
     """Without a logged clip ratio (TRL before completions/clipped_ratio, Unsloth tables): a step whose
     mean response length sits exactly at the cap had every response cut. The cap is the configured
-    limit, else the largest mean when it recurs exactly on ``min_capped`` steps (a float mean hitting
-    the same maximum again and again is a limit). The share of such steps is a lower bound of the
+    limit, else the largest mean when it recurs exactly on ``min_capped`` steps and is at least
+    ``min_cap`` tokens (a float mean hitting the same maximum again and again is a limit; a collapsed
+    policy repeating one nine-word answer is not). The share of such steps is a lower bound of the
     truncation; it is judged against the same bands."""
     s = view.series("response_length/mean")
     if s is None:
@@ -329,7 +330,9 @@ def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outco
     top = float(np.max(x))
     cap = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0 else top
     at = np.abs(x - cap) <= 1e-6 * max(cap, 1.0)
-    if int(at.sum()) < p["min_capped"] or top > cap * (1 + 1e-6):
+    # a recurring maximum below min_cap tokens is a policy giving one short answer everywhere, not a limit
+    guessed = cap == top and not (isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0)
+    if int(at.sum()) < p["min_capped"] or top > cap * (1 + 1e-6) or (guessed and cap < p["min_cap"]):
         return [Outcome("skipped", "no_ratio", {"metric": s.key}, metrics=(s.key,))]
     share = float(np.mean(at))
     first = int(np.flatnonzero(at)[0])
