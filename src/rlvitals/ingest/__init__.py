@@ -60,9 +60,9 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
     all_readers = readers()
     names = ", ".join(dict.fromkeys(r.format for r in all_readers))  # a format with a file and a folder form once
     if fmt is not None:
-        for reader in all_readers:
-            if reader.format == fmt:
-                return reader
+        named = [r for r in all_readers if r.format == fmt]
+        if named:  # the form that takes what the path is (a folder or a file), else the format's first
+            return next((r for r in named if r.takes_dir == path.is_dir()), named[0])
         raise UnknownFormatError(f"unknown format {fmt!r}; expected one of: {names}")
     if path.is_file() and path.stat().st_size == 0:
         raise EmptyInputError(f"{path}: the file is empty; expected a training log")
