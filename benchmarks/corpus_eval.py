@@ -125,8 +125,11 @@ def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[st
         out.found = [(m, None, []) for m in label.get("must_find", [])]
         return out
     steps = [int(s) for s in run.train_steps]
+    # the last step the run reached: its last training record, or later when its source says so (a
+    # trainer_state.json's global_step); 0 for a run that died before its first step
+    last = getattr(run, "last_step", steps[-1] if steps else None)
     got = {"format": run.format, "framework": run.framework, "algorithm": run.algorithm,
-           "records": len(steps), "last_step": steps[-1] if steps else 0}
+           "records": len(steps), "last_step": last if last is not None else 0}
     out.read = {k: (meta[k], got[k]) for k in READ_FIELDS if k in meta}
     if len(runs) > 1:
         out.read["runs"] = (1, len(runs))
