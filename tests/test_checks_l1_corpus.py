@@ -156,3 +156,19 @@ def test_learning_rate_restart_and_rounded_rates() -> None:
     for metric in ("actor/lr", "critic/lr"):
         r = one("verl__dstack-configs__qwen2.5-7b-ppo-gsm8k-resumed", "lr_schedule", metric)
         assert r.status == "skipped" and "rounded to 0" in r.message["en"]
+
+
+def test_a_kto_loss_that_never_leaves_its_reference_value_fails() -> None:
+    """Real (corpus other__model-diffing__qwen3-0.6b-kto-qlora-loss-flat, a notebook's Trainer table): the KTO
+    loss is 0.5048 at step 10 and 0.5056 at step 2,250 — 1 - sigmoid(0), its value while the policy equals the
+    reference — for three epochs and 8.5 hours."""
+    f = one("other__model-diffing__qwen3-0.6b-kto-qlora-loss-flat", "loss_flat")
+    assert f.status == "fail" and f.evidence["reference"] == 0.5 and "nothing is being learned" in f.message["en"]
+
+
+def test_a_dpo_loss_at_ln2_fails_and_a_learning_one_is_ok() -> None:
+    """Real (corpus): m2v2's DPO loss is 0.6931 on all 100 steps (policy = reference, grad_norm 0); the first
+    self-rewarding DPO run's loss falls from ln 2 while its margins grow."""
+    stuck = one("trlstate__mistral7b-dpo-selfreward-m2v2-zerograd", "loss_flat")
+    assert stuck.status == "fail" and abs(stuck.evidence["value"] - 0.6931) < 1e-3
+    assert one("trlstate__mistral7b-dpo-selfreward-m2", "loss_flat").status == "ok"

@@ -632,6 +632,12 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
             if inj == "shifts":
                 x[250] *= 4.0
         add("loss_jump", {"actor/loss": x})
+    n = 100
+    dpo = {"rewards/margins": np.linspace(0.0, 1.0, n), "rewards/chosen": np.linspace(0.0, 0.5, n)}
+    add("loss_flat", {**dpo, "loss/dpo": np.linspace(0.693, 0.3, n)})
+    add("loss_flat", {**dpo, "loss/dpo": np.full(10, 0.693)})
+    add("loss_flat", {**dpo, "loss/dpo": np.full(n, 0.6931)})
+    add("loss_flat", {**dpo, "loss/dpo": 0.3 + 0.002 * np.sin(np.arange(n))})
     for cid in ("pg_loss_climb",):
         add(cid, g)
         for cap in (0.3, None):

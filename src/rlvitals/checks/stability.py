@@ -516,6 +516,40 @@ def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("ok", "ok", values, metrics=(s.key,))]
 
 
+#: the loss of a preference objective when the policy still equals its reference (every log-ratio 0):
+#: DPO's sigmoid loss −log σ(0) = ln 2; KTO's 1 − σ(0) = 0.5
+_REFERENCE_LOSS = {"dpo-family": float(np.log(2.0)), "kto": 0.5}
+
+
+def loss_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A preference loss that never falls from its starting level: its rolling level never drops more
+    than ``band`` below where it began (``min_points`` records at least). Sitting at the value the
+    objective has when the policy equals its reference (ln 2 for DPO, 0.5 for KTO) fails — nothing is
+    being learned: the policy may be the reference (one adapter for both), frozen, or trained at a
+    learning rate of 0. A flat loss elsewhere warns."""
+    s = view.series("loss/dpo")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < p["min_points"]:
+        return [_short(s, int(p["min_points"]))]
+    start = float(np.median(x[: max(3, n // 10)]))
+    # how far its level ever fell below the start (a loss that learns falls; a rise is loss_jump's), on a
+    # level of a fifth of the run so the batch-to-batch noise of a small batch does not count as moving
+    level = signals.rolling_level(x, max(5, n // 5))
+    moved = max(float(start - np.min(level)), 0.0) / max(abs(start), 1e-12)
+    values: dict[str, Any] = {"metric": s.key, "start": start, "last": float(np.median(x[-max(3, n // 10):])),
+                              "moved": moved, "band": p["band"], "n": n}
+    if moved > p["band"]:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    ref = _REFERENCE_LOSS.get(view.algorithm)
+    at_ref = ref is not None and abs(start - ref) <= p["band"] * ref
+    values["reference"] = ref if ref is not None else float("nan")
+    return [Outcome("fail" if at_ref else "warn", "reference" if at_ref else "flat", values, s.step(0),
+                    s.span(0, n - 1), (s.key,), {"value": start, "reference": ref, "moved": moved,
+                                                 "threshold": p["band"]})]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "grad_norm_spike": grad_norm_spike,
     "grad_norm_zero": grad_norm_zero,
@@ -523,6 +557,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     "grad_norm_vanishing": grad_norm_vanishing,
     "nan_inf": nan_inf,
     "loss_jump": loss_jump,
+    "loss_flat": loss_flat,
     "pg_loss_climb": pg_loss_climb,
     "clipfrac_high": clipfrac_high,
     "clipfrac_low": clipfrac_low,
