@@ -29,8 +29,9 @@ _RANK = {"fail": 0, "warn": 1, "note": 2, "ok": 3, "skipped": 4}
 SHOWN = ("fail", "warn", "note")
 #: how many steps of point events are written out before "… N more"
 POINTS_SHOWN = 8
-_COUNTS = {"en": {"fail": ("failure", "failures"), "warn": ("warning", "warnings"), "note": ("note", "notes")},
-           "zh": {"fail": "项失败", "warn": "项警告", "note": "项提示"}}
+_COUNTS_EN: dict[str, tuple[str, str]] = {"fail": ("failure", "failures"), "warn": ("warning", "warnings"),
+                                          "note": ("note", "notes")}
+_COUNTS_ZH: dict[str, str] = {"fail": "项失败", "warn": "项警告", "note": "项提示"}
 _LABELS = {
     "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed",
            "skipped": "skipped", "more": "run with --all to list them", "verdict": "verdict"},
@@ -86,9 +87,9 @@ def count_words(counts: Mapping[str, int], lang: str) -> str:
         if not n:
             continue
         if lang == "zh":
-            parts.append(f"{n} {_COUNTS['zh'][status]}")
+            parts.append(f"{n} {_COUNTS_ZH[status]}")
         else:
-            one, many = _COUNTS["en"][status]
+            one, many = _COUNTS_EN[status]
             parts.append(f"{n} {one if n == 1 else many}")
     return " · ".join(parts)
 

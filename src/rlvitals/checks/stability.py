@@ -81,8 +81,8 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     steps = run.steps
     for key in run.metrics:
         col = run.frame[key]
-        values = col.fill_null(0.0).to_numpy()
-        mask = ~np.isfinite(values) & run.train_mask
+        logged = col.fill_null(0.0).to_numpy()
+        mask = ~np.isfinite(logged) & run.train_mask
         if mask.any():
             bad[key] = steps[mask].tolist()
     if not bad:
@@ -278,8 +278,8 @@ def _zero_cause(view: RunView, steps: np.ndarray) -> tuple[str, dict[str, Any], 
     loss_key = next((k for k in LOSS_KEYS if view.series(k, min_points=1) is not None), None)
     loss = _on(view, loss_key, steps) if loss_key else None
     margins = _on(view, _DPO_MARGIN_KEY, steps)
-    if loss is not None and margins is not None and np.mean(np.abs(loss - LN2) < 1e-3) >= 0.5 \
-            and np.mean(margins == 0.0) >= 0.5:
+    if loss_key is not None and loss is not None and margins is not None \
+            and np.mean(np.abs(loss - LN2) < 1e-3) >= 0.5 and np.mean(margins == 0.0) >= 0.5:
         return "fail_reference", {"loss": float(np.median(loss)), "loss_key": loss_key}, (loss_key, _DPO_MARGIN_KEY)
     for zkey in _ZERO_VARIANCE_KEYS:
         zv = _on(view, zkey, steps)

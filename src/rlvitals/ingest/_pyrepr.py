@@ -287,7 +287,7 @@ def parse_dict_at(text: str, start: int) -> tuple[dict[Any, Any], int]:
     if text[start:start + 1] != "{":
         raise parser.error("'{'")
     value = parser.value()
-    return value, parser.pos  # type: ignore[return-value]
+    return value, parser.pos
 
 
 def parse_cut_dict(text: str, start: int) -> dict[Any, Any]:

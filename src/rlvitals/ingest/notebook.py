@@ -241,6 +241,12 @@ def _literal(text: str) -> Any:
         else number
 
 
+def _outputs(cell: Any) -> list[Any]:
+    """A code cell's outputs, or none when the notebook holds something else there."""
+    found = cell.get("outputs") if isinstance(cell, dict) else None
+    return found if isinstance(found, list) else []
+
+
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "trl"
     data = path.read_bytes()
@@ -249,7 +255,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     code = [(n, c) for n, c in enumerate(cells(path, _parse(path, data)), 1) if c.get("cell_type") == "code"]
     found: tuple[int, tuple[Table, int, int], list[Any]] | None = None
     for n, cell in code:
-        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        outputs = _outputs(cell)
         hit = _training_table(outputs)
         if hit is not None:
             if found is not None:
@@ -301,7 +307,7 @@ def _printed(path: Path, code: list[tuple[int, dict[str, Any]]], meta: SourceMet
     lineno = 0
     last: tuple[int, list[Any]] | None = None  # the cell of the last dict and its outputs
     for n, cell in code:
-        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        outputs = _outputs(cell)
         held = len(log.dicts)
         for output in outputs:
             if not isinstance(output, dict) or output.get("output_type") != "stream":

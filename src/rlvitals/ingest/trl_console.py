@@ -105,15 +105,15 @@ class ConsoleLog:
                     if count > self.w.reached.get(total, -1):
                         self.w.reached[total] = count
         elif "logging" in segment and self.w.logging_steps is None:
-            m = _LOGGING_STEPS.search(segment)
-            if m:
-                self.w.logging_steps = _number(m.group(1) or m.group(2))
+            found = _LOGGING_STEPS.search(segment)
+            if found:
+                self.w.logging_steps = _number(found.group(1) or found.group(2))
         elif "Total" in segment or "Num Epochs" in segment:
-            total, epochs = _TOTAL.search(segment), _EPOCHS.search(segment)
-            if total:
-                self.w.total_steps = int(_number(total.group(1)) or 0) or None
-            if epochs:
-                self.w.num_epochs = _number(epochs.group(1))
+            said_total, said_epochs = _TOTAL.search(segment), _EPOCHS.search(segment)
+            if said_total:
+                self.w.total_steps = int(_number(said_total.group(1)) or 0) or None
+            if said_epochs:
+                self.w.num_epochs = _number(said_epochs.group(1))
         self.crash.feed(lineno, segment)
 
     def add(self, values: dict[str, Value], where: str, lineno: int) -> None:
