@@ -71,7 +71,7 @@ def test_sections_follow_the_reading_order_with_each_layers_verdict(qwen) -> Non
     for s in page["sections"]:
         assert s["verdicts"] == [{"run": "r0", "status": d.layers[s["id"]]}]
         assert [f["check"] for f in s["findings"]] == [f.check for f in d.findings if f.layer == s["id"]]
-    assert page["runs"][0]["verdict"] == d.verdict == "warn"
+    assert page["runs"][0]["verdict"] == d.verdict == "ok"  # a healthy run: its spike and entropy fall are notes
 
 
 def test_charts_hold_only_the_runs_metrics_of_their_layer(qwen) -> None:
@@ -99,11 +99,11 @@ def test_grad_norm_spike_marker_sits_on_the_grad_norm_chart(qwen) -> None:
     run, d = qwen
     page = build_page([run], [d])
     finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
-    assert finding["status"] == "warn" and finding["onset"] == 16 and finding["metrics"] == ["actor/grad_norm"]
+    assert finding["status"] == "note" and finding["onset"] == 16 and finding["metrics"] == ["actor/grad_norm"]
     (cid,) = finding["charts"]
     chart = page["charts"][cid]
     assert chart["keys"] == ["actor/grad_norm"]
-    assert {"finding": finding["id"], "run": "r0", "status": "warn", "onset": 16, "span": [16, 16],
+    assert {"finding": finding["id"], "run": "r0", "status": "note", "onset": 16, "span": [16, 16],
             "points": finding["points"], "check": "grad_norm_spike", "title": finding["title"]} in chart["markers"]
     assert finding["points"] in ([], [16])  # one spike: its step, if the check reports it as a point event
     collapse = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "entropy_collapse")
@@ -144,11 +144,9 @@ def test_point_events_are_marked_at_their_steps(qwen) -> None:
     run, d = qwen
     # constructed: the real Qwen log's grad-norm spike at step 16, given as three point events (until the
     # spike checks report their points, no real diagnosis carries them)
-    spikes = [replace(f, points=(90, 16, 40)) if f.check == "grad_norm_spike" and f.status == "warn" else f
-              for f in d.findings]
+    spikes = [replace(f, points=(90, 16, 40)) if f.check == "grad_norm_spike" else f for f in d.findings]
     page = build_page([run], [assemble(run, spikes)])
-    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike"
-                   and f["status"] == "warn")
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
     assert finding["points"] == [16, 40, 90]
     (cid,) = finding["charts"]
     (marker,) = [m for m in page["charts"][cid]["markers"] if m["finding"] == finding["id"]]

@@ -183,7 +183,7 @@ def test_run_list_switches_to_chinese_and_the_choice_follows_to_a_run_page_and_b
     assert "项提示" in counts  # the run's MFU of 19 % is a note
     assert tab.page.locator(f"{_row(name)} td.rlv-findings").inner_text() == counts
     verdict = tab.page.locator(f"{_row(name)} td.rlv-run-verdict").inner_text()
-    assert verdict == {"warn": "警告", "fail": "失败"}[d.verdict]
+    assert verdict == {"ok": "正常", "warn": "警告", "fail": "失败"}[d.verdict]
     tab.page.wait_for_function("() => document.getElementById('rlv-live-note').innerText.startsWith('更新于')")
     shown = tab.page.locator("body").inner_text()
     for english in ("Runs", "Serving", "last step", "verdict", "findings", "WARN", "warn", "1 note", "updated",

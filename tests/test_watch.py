@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import orjson
 import pytest
 
 from rlvitals import load
@@ -28,9 +29,19 @@ from rlvitals.watch.state import WatchState, default_state_path
 from rlvitals.watch.view import LiveView, PlainView
 from rlvitals.watch.watcher import Watcher, WatchOptions
 
-# entropy collapses at step 80 (fails from ~86), a grad-norm spike at 150 (a new warning)
+# entropy collapses at step 80 (fails from ~86), and grad-norm spikes at 150, 160 and 170 (a new finding: three
+# within 50 steps; one isolated spike would be a note, which never alerts)
 SC = Scenario(steps=200, collapse_at=80, grad_spike_at=150)
-LINES = [line + b"\n" for line in jsonl_lines(SC)]
+
+
+def _with_spikes(line: bytes) -> bytes:
+    row = orjson.loads(line)
+    if row["step"] in (160, 170):
+        row["data"]["actor/grad_norm"] *= 14
+    return orjson.dumps(row)
+
+
+LINES = [_with_spikes(line) + b"\n" for line in jsonl_lines(SC)]
 
 
 class Clock:

@@ -66,11 +66,10 @@ def test_the_watcher_sends_no_alert_for_a_note_and_shows_it_dimmed(tmp_path: Pat
     view.close()
     (d,) = w.diagnoses.values()
     notes = {finding_key(str(REAL / GRPO), f) for f in d.findings if f.status == "note"}
-    assert any(f.check == "mfu_low" and f.status == "note" for f in d.findings)
-    assert "grad_norm_spike" in {a.check for a in alerts}  # its warning alerts
-    assert all(a.status in ("warn", "fail") for a in alerts) and not notes & {a.key for a in alerts}
-    lines = [orjson.loads(line) for line in sent.read_bytes().splitlines()]
-    assert lines and {x["key"] for x in lines} == {a.key for a in alerts} and "mfu_low" not in sent.read_text()
+    assert any(f.check == "mfu_low" and f.status == "note" for f in d.findings) and len(notes) >= 3
+    # a healthy run (its corpus label): its MFU, isolated grad spikes and early entropy fall are notes — no alert
+    assert alerts == [] and d.verdict == "ok"
+    assert not sent.exists() or sent.read_bytes() == b""
     row = next(line for line in out.getvalue().splitlines() if "Efficiency" in line)
     assert "ok · 1 note" in row and "mfu_low" not in row  # the layer stays ok; the note is only counted
 

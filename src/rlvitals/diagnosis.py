@@ -151,8 +151,9 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
     found = []
     for out in outcomes:
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
-            # the words still say what was found; only the severity is capped (an "ok" template would deny it)
-            template = cap if cap != "ok" and cap in check.en.messages else out.template
+            # the words still say what was found; only the severity is capped (an "ok" or "note" template of
+            # the check describes another finding: a spike too small to matter, not this one capped)
+            template = cap if cap in ("warn", "fail") and cap in check.en.messages else out.template
             out = Outcome(cap, template, out.values, out.onset_step, out.span, out.metrics, out.evidence, out.points)
         found.append(_finding(check, out))
     return found
