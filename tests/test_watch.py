@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import orjson
+import polars as pl
 import pytest
 
 from rlvitals import load
