@@ -270,7 +270,8 @@ def test_kl_noise_rounding_and_departure_from_zero_are_no_jump() -> None:
     # veRL Dec-2024 console: ppo_kl printed as 0.000 / -0.000 / 0.001
     q = np.round(noise(300, 0.0007, 3), 3)
     o = one({"actor/ppo_kl": q}, "kl_jump")
-    assert (o.status, o.template, o.values["quantum"]) == ("ok", "quantised", 0.001)
+    # too coarse to read: not judged, never ok
+    assert (o.status, o.template, o.values["quantum"]) == ("skipped", "quantised", 0.001)
     assert one({"actor/ppo_kl": np.zeros(50)}, "kl_jump").template == "zero"
     # the KL leaving zero (2e-5 → 0.02 over the first 40 steps) with wiggles is not a jump …
     t = np.arange(300)

@@ -121,11 +121,11 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     for s, banded, first_steps in targets:
         key, x = s.key, s.values
         if not np.any(x):
-            out.append(Outcome("ok", "zero", {"metric": key}, metrics=(key,)))
+            out.append(Outcome("skipped", "zero", {"metric": key}, metrics=(key,)))  # nothing to read: not judged
             continue
         q = _near_zero(x, p["min_quanta"])
         if q:
-            out.append(Outcome("ok", "quantised", {"metric": key, "quantum": q, "max": float(np.max(np.abs(x)))},
+            out.append(Outcome("skipped", "quantised", {"metric": key, "quantum": q, "max": float(np.max(np.abs(x)))},
                                metrics=(key,)))
             continue
         early = _early_jump(x, p, banded) if first_steps else []
@@ -245,10 +245,10 @@ def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarra
         return Outcome("ok", "ok", values, metrics=metrics)
     values |= {"share": below_share, "needed": p["low_min_steps"]}
     if n < p["low_min_steps"]:  # a KL starts at 0: a short run has not had the time to move
-        return Outcome("ok", "low_short", values | {"n": n}, metrics=metrics)
+        return Outcome("skipped", "low_short", values | {"n": n}, metrics=metrics)
     r = view.first(*REWARD_KEYS)
     if r is None:
-        return Outcome("ok", "low_no_reward", values, metrics=metrics)
+        return Outcome("skipped", "low_no_reward", values, metrics=metrics)
     rose, r0, r1 = _improving(r.values)
     values |= {"reward": r.key, "r_first": r0, "r_last": r1}
     return Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,

@@ -328,7 +328,7 @@ def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcom
         values["onset"] = onset
         return [Outcome("warn", "warn_rising", values, onset, (onset, s.step(len(s) - 1)), (s.key,),
                         {"change": change, "threshold": p["rise"]})]
-    return [Outcome("ok", "ok_unknown_n", values, metrics=(s.key,))]
+    return [Outcome("skipped", "ok_unknown_n", values, metrics=(s.key,))]  # could not judge: the words say why
 
 
 FUNCTIONS: dict[str, CheckFn] = {

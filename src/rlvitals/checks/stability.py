@@ -480,7 +480,7 @@ def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome("ok", "ok_one_update", values, metrics=(s.key,))]
     r = view.first(*REWARD_KEYS)
     if r is None:
-        return [Outcome("ok", "ok_no_reward", values, metrics=(s.key,))]
+        return [Outcome("skipped", "ok_no_reward", values, metrics=(s.key,))]
     rose, r0, r1 = _improving(r.values)
     values |= {"reward": r.key, "r_first": r0, "r_last": r1}
     if rose:
