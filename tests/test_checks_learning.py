@@ -164,6 +164,13 @@ def test_reward_rising_while_pass_at_k_stalls_warns_from_where_it_stalled() -> N
     assert together.status == "ok"
 
 
+def test_a_pass_at_k_already_at_one_is_not_read() -> None:
+    """The corpus's Logic-RL rollouts: pass@16 is 1 from the first step, so 'pass@16 stayed flat (1 -> 1)'
+    while the reward rose was a false warning — a pass@k at its ceiling cannot rise."""
+    f = finding(diagnose(passk_run(np.ones(N))), "reward_passk_decoupling")
+    assert f.status == "skipped" and "already solved" in f.message["en"]
+
+
 def test_validation_best_at_n_stands_in_for_pass_at_k() -> None:
     val = np.full(N, np.nan)
     val[9::10] = 0.7 + noise(0.003, 6)[9::10]
@@ -242,6 +249,7 @@ def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
         ("reward_passk_decoupling", "warn"): flat_passk,
         ("reward_passk_decoupling", "fail"): lambda: passk_run(ramp(0.8, 0.6, 0, N)),
         ("reward_passk_decoupling", "no_passk"): lambda: make_run(score(0.5)),
+        ("reward_passk_decoupling", "at_ceiling"): lambda: passk_run(np.ones(N)),
         ("diversity_collapse", "short"): lambda: make_run({"diversity/distinct_1": np.full(20, 0.5)}),
         ("diversity_collapse", "ok"): lambda: make_run({"diversity/distinct_1": np.full(N, 0.5)}),
         ("diversity_collapse", "fall"): lambda: make_run({"diversity/distinct_2": step_to(0.6, 0.15, 150, sd=0.03)}),

@@ -226,6 +226,9 @@ def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome
     if found is None:
         return [Outcome("skipped", "no_passk", {"min_points": p["min_points"]}, metrics=(reward.key,))]
     key, ks, kv = found
+    if float(np.median(kv)) >= p["ceiling"]:  # pass@k already at 1 cannot rise: flat says nothing
+        return [Outcome("skipped", "at_ceiling", {"metric": key, "level": float(np.median(kv)),
+                                                  "ceiling": p["ceiling"]}, metrics=(reward.key, key))]
     lo, hi = reward_bounds(view, reward)
     for i in np.unique(np.linspace(0, len(ks) - p["min_points"], p["candidates"]).astype(int)):
         start = int(ks[i])
