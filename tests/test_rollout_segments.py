@@ -212,3 +212,13 @@ def test_parse_tag_and_tag_clashes() -> None:
             s.parse_tag(bad)
     with pytest.raises(ValueError, match=r"need tags of their own, got think=\('<answer>', '</answer>'\)"):
         s.SegmentTags(think=("<answer>", "</answer>"))
+
+
+def test_an_end_of_sequence_token_after_the_answer_is_no_text_after_it() -> None:
+    """The corpus's Logic-RL dump keeps Qwen's <|im_end|> on every response: they read 0 % compliant."""
+    from rlvitals.rollout.segments import format_compliant
+
+    assert format_compliant("<think>a</think>\n<answer>1</answer><|im_end|>")
+    assert format_compliant("<think>a</think><answer>1</answer> </s> ")
+    assert not format_compliant("<think>a</think><answer>1</answer> and then more")
+    assert not format_compliant("<|im_end|><think>a</think><answer>1</answer>")

@@ -82,10 +82,23 @@ def repetition_rate(text: str, n: int = 4) -> float:
     return 1.0 - len(set(grams)) / len(grams) if grams else math.nan
 
 
+#: end-of-sequence tokens a dump may keep at the end of a response (chat templates of Qwen, Llama, Mistral ...):
+#: they close the sequence, they are not text after the answer
+_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<eos>", "<|end|>")
+
+
 def format_compliant(text: str, tags: SegmentTags = SegmentTags()) -> bool:
     """True when the response is exactly one think segment followed by exactly one answer segment:
     it matches ``^\\s*<think>.*</think>\\s*<answer>.*</answer>\\s*$`` and each of the four tags
-    occurs exactly once (the R1 format reward's rule). Tool-call segments are not allowed outside."""
+    occurs exactly once (the R1 format reward's rule), end-of-sequence tokens at its end set aside.
+    Tool-call segments are not allowed outside.
+
+    >>> format_compliant("<think>2+2</think> <answer>4</answer><|im_end|>")
+    True
+    """
+    text = text.rstrip()
+    while text.endswith(_END_TOKENS):
+        text = text[: -len(next(t for t in _END_TOKENS if text.endswith(t)))].rstrip()
     (t0, t1), (a0, a1) = tags.think, tags.answer
     if any(text.count(t) != 1 for t in (t0, t1, a0, a1)):
         return False
