@@ -675,3 +675,16 @@ def test_verl_acc_missing_on_some_lines_is_filled_from_a_binary_score(tmp_path: 
     assert rs.table["correct"].to_list() == [False, True, None, None]
     assert any(n.startswith("2 rollout(s) have no correctness value and scores range over [0, 3], not a 0/1 "
                             "reward: their correctness is unknown") for n in rs.notes)
+
+
+def test_a_column_map_naming_one_field_still_reads_the_table_s_own_columns(tmp_path: Path) -> None:
+    """`--score reward` on a table with its own step and prompt columns: those were silently ignored
+    (everything at step 0, each rollout its own group) because a given map replaced the table's names."""
+    rows = [{"step": step, "prompt": f"q{g}", "response": f"a{s}", "reward": float((g + s) % 2)}
+            for step in (1, 2) for g in range(2) for s in range(3)]
+    path = tmp_path / "rollouts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rs = read_rollouts(path, columns=ColumnMap(score="reward"))
+    assert sorted(set(rs.table["step"].to_list())) == [1, 2]
+    sizes = rs.table.group_by(["step", "group"]).len()["len"].to_list()
+    assert sorted(sizes) == [3, 3, 3, 3]  # two prompts of three rollouts per step

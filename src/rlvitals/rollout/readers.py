@@ -175,21 +175,28 @@ def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
                              "convert the file or read it yourself and use rollouts_from_frame")
 
 
-def _identity_map(df: pl.DataFrame, what: str) -> ColumnMap:
+def _identity_map(df: pl.DataFrame, what: str, given: ColumnMap | None = None) -> ColumnMap:
+    """The columns named as rollout-table columns, with ``given`` overriding any of them: a map that names
+    only the score column still reads a table's own ``step`` and ``prompt`` columns. A column a given
+    field already reads is not also read under its own name."""
     names = {f.name for f in fields(ColumnMap)}
-    found = {c: c for c in df.columns if c in names}
-    if S.RESPONSE not in found and S.SCORE not in found:
+    chosen = {k: v for k, v in (given.mapping() if given is not None else {}).items()}
+    used = set(chosen.values())
+    found = {c: c for c in df.columns if c in names and c not in chosen and c not in used}
+    merged = {**found, **chosen}
+    if given is None and S.RESPONSE not in merged and S.SCORE not in merged:
         shown = [c for c in df.columns if not c.startswith("_")][:12]
         raise UnknownFormatError(f"{what}: columns {shown} name no rollout response or score; pass a column map, "
                                  "e.g. ColumnMap(response='completion', score='reward') or --score/--group")
-    return ColumnMap(**found)
+    # the given map's kind is kept: command-line column options name the option in their errors
+    return type(given)(**merged) if given is not None else ColumnMap(**merged)
 
 
 def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, notes: list[str],
                 kw: dict[str, Any], fmt: str, files: list[str]) -> RolloutSet:
     if df.height == 0:
         raise empty_error(kw["what"], skips)
-    cmap = columns if columns is not None else _identity_map(df, kw["what"])
+    cmap = _identity_map(df, kw["what"], columns)
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
     if cmap.group is None and cmap.prompt is not None:
         df = df.with_columns(pl.col("prompt_messages" if "prompt_messages" in df.columns else cmap.prompt).alias(KEY))
