@@ -488,3 +488,10 @@ def test_entropy_spikes_are_point_events() -> None:
     x[[120, 200]] = 1.2
     f = finding(diagnose(make_run({"actor/entropy": x})), "entropy_surge")
     assert f.status == "warn" and f.points == (121, 201) and f.onset_step == 121
+
+
+def test_turn_spikes_are_point_events() -> None:
+    turns = np.full(N, 6.0)
+    turns[[119, 199]] = 20.0
+    f = finding(diagnose(make_run({"num_turns/max": turns})), "turns_surge")
+    assert f.status in ("warn", "fail") and f.points == (120, 200)

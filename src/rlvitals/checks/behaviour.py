@@ -440,7 +440,7 @@ def turns_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     first, last = s.step(events[0].start), s.step(events[-1].end)
     return [Outcome(status, "spike", values, first, (first, last), (s.key,),
                     {"peak": worst.value, "baseline": worst.baseline, "threshold": p["ratio"] * worst.baseline,
-                     "spike_steps": [s.step(e.peak) for e in events]})]
+                     "spike_steps": [s.step(e.peak) for e in events]}, points=tuple(s.step(e.peak) for e in events))]
 
 
 def _tool_spread(view: RunView, mean: Series, p: Mapping[str, Any]) -> list[Outcome]:
