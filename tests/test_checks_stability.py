@@ -400,8 +400,11 @@ def test_runaway_kl_found_at_its_bend() -> None:
 def test_kl_falling_back_to_zero_warns() -> None:
     s = kl_run()
     s["actor/kl_loss"][200:] *= 0.05
-    o = assert_same_at_scales(s, "kl_shape", ("actor/kl_loss",))
+    o = assert_same_at_scales(s, "kl_shape", ("actor/kl_loss",), factors=(1e3,))
     assert (o.status, o.template) == ("warn", "fallback") and near(o.onset_step, 201, 5)
+    # per token, a KL whose peak never reached the band's bottom (0.01 nats) did not rise: no fall back either
+    # (the MiniMind run's k1 KL wiggles between -0.002 and 0.001; a thousandth of this one is as small)
+    assert one(scaled(s, ("actor/kl_loss",), 1e-3), "kl_shape").status == "ok"
 
 
 def test_healthy_kl_shapes() -> None:

@@ -309,7 +309,10 @@ def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                                                        "threshold_accel": p["accel"],
                                                        "threshold_growth": p["growth"]})]
     fall = signals.fall_from_peak(x, window=_level_window(n))
-    if fall is not None and fall.score >= p["fallback"] and fall.baseline > p["fallback"] * floor:
+    # a per-token KL that never reached the band's bottom has not moved: its wiggles around 0 (a k1 estimate
+    # is often negative) are no rise and fall
+    moved = not ref.per_token or ref.offset is not None or (fall is not None and fall.baseline >= p["low"])
+    if fall is not None and moved and fall.score >= p["fallback"] and fall.baseline > p["fallback"] * floor:
         values |= {"peak": fall.baseline, "peak_step": s.step(fall.peak), "recent": fall.value,
                    "step": s.step(fall.start), "drop": fall.score}
         return [Outcome("warn", "fallback", values, onset_step=s.step(fall.start), span=s.span(fall.start, n - 1),
