@@ -319,6 +319,7 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("entropy_flat", "short"): run_of(actor__entropy=flat(0.7, n=60)),
     ("entropy_flat", "ok"): lambda: make_run(sim()),
     ("entropy_flat", "ok_learning"): lambda: make_run({"actor/entropy": flat(0.7), **reward(0.2, 0.8)}),
+    ("entropy_flat", "ok_solved"): lambda: make_run({"actor/entropy": flat(0.03), **reward(0.95, 0.95)}),
     ("entropy_flat", "warn"): lambda: make_run({"actor/entropy": flat(0.7), **reward(0.4, 0.4)}),
     ("entropy_flat", "warn_no_reward"): run_of(actor__entropy=flat(0.7)),
     ("entropy_surge", "ok"): lambda: make_run(sim()),
@@ -495,3 +496,10 @@ def test_turn_spikes_are_point_events() -> None:
     turns[[119, 199]] = 20.0
     f = finding(diagnose(make_run({"num_turns/max": turns})), "turns_surge")
     assert f.status in ("warn", "fail") and f.points == (120, 200)
+
+
+def test_flat_entropy_on_a_solved_task_is_no_warning() -> None:
+    """Real (corpus verl__dstack-configs__qwen2.5-7b-ppo-gsm8k-resumed, healthy in its label): a PPO run
+    resumed at step 101 near the GSM8K ceiling — score ~0.95 of a 0..1 range, entropy 0.033 -> 0.031."""
+    f = finding(diagnose(corpus_run("verl__dstack-configs__qwen2.5-7b-ppo-gsm8k-resumed")), "entropy_flat")
+    assert f.status == "ok" and f.message["en"].startswith("Entropy stayed flat") and "solved task" in f.message["en"]

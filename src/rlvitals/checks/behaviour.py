@@ -168,6 +168,11 @@ def entropy_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                 "threshold": p["flat_change"]}
     if values["gain"] >= p["reward_gain"]:
         return [Outcome("ok", "ok_learning", values, metrics=(s.key, reward.key), evidence=evidence)]
+    natural = natural_bounds(view, reward)
+    if natural is not None and (r1 - natural[0]) / (natural[1] - natural[0]) >= p["solved"]:
+        # flat at the top of the reward's range: a solved task (a resumed run at its ceiling), not a stuck one
+        values["position"] = (r1 - natural[0]) / (natural[1] - natural[0])
+        return [Outcome("ok", "ok_solved", values, metrics=(s.key, reward.key), evidence=evidence)]
     return [Outcome("warn", "warn", values, span[0], span, (s.key, reward.key), evidence)]
 
 
