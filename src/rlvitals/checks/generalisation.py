@@ -275,6 +275,8 @@ def ood_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             continue
         worse = op.end < op.start - op.tol
         gap0, gap1 = rp.start - op.start, rp.end - op.end
+        if not worse and gap1 - gap0 <= max(rp.tol, op.tol):
+            continue  # the gap did not widen beyond the two curves' noise: nothing to say
         onset = int(t.steps[op.decline_index]) if op.falling else _gap_onset(ref, t)
         v = {"source": ref.source, "other": t.source, "ref_from": float(ref.values[0]), "ref_to": float(ref.values[-1]),
              "other_from": float(t.values[0]), "other_to": float(t.values[-1]), "gap_from": gap0, "gap_to": gap1,
