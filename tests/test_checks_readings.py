@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from runs import corpus_run, finding, make_run
 
+import rlvitals
 from rlvitals.diagnosis import diagnose
 from rlvitals.pathologies import Spec, scenario
 
@@ -156,3 +158,25 @@ def test_faithfulness_probes_and_step_verification() -> None:
 def test_faithfulness_without_probes_is_skipped() -> None:
     f = finding(diagnose(make_run({"actor/entropy": np.full(20, 0.5)})), "faithfulness")
     assert f.status == "skipped"
+
+
+def test_a_reward_that_never_moves_in_ten_thousand_steps_fails() -> None:
+    """Real (corpus other__minimind-from-scratch__grpo-v1-model-reward-30m, plain-console format): the reward-
+    model score is -1.872 over steps 1-100 and -1.868 over the last 100 of 9,751, every 500-step window
+    between -1.80 and -1.90."""
+    f = finding(diagnose(corpus_run("other__minimind-from-scratch__grpo-v1-model-reward-30m")), "reward_flat")
+    assert f.status == "fail" and "without learning" in f.message["en"]
+
+
+def test_reward_flat_leaves_short_rising_and_solved_runs_alone(real: Path) -> None:
+    """A 500-step run is not judged; the deepseek GRPO reward rises (0.26 -> 0.97); a reward pinned at the top
+    of its range is solved."""
+    f = finding(diagnose(corpus_run("other__minimind-from-scratch__grpo-v2-rule-reward-30m")), "reward_flat")
+    assert f.status == "skipped" and "from 1000 steps on" in f.message["en"]
+    d = diagnose(rlvitals.load(real / "verl__verl_training_log__grpo_run_deepseek7b_llm.log")[0])
+    assert finding(d, "reward_flat").status == "ok"
+    t = np.arange(1200)
+    solved = make_run({"critic/score/mean": 0.96 + 0.01 * np.sin(t), "critic/score/max": np.ones(1200),
+                       "critic/score/min": np.zeros(1200), "actor/entropy": np.full(1200, 0.3)})
+    f = finding(diagnose(solved), "reward_flat")
+    assert f.status == "ok" and "a solved task" in f.message["en"]

@@ -215,8 +215,36 @@ def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return out
 
 
+def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A training reward that never rose beyond its own noise over a long run (seed-000 §1: "长时间不动"
+    — look back at the training and the data): over ``min_steps`` logged steps or more, its level at the
+    end is within ``z`` standard errors of its start and never got further than that above it, while
+    it sits below the top ``solved`` of its natural range (a task already solved has nothing to climb).
+    That is compute spent for no learning: fail. Shorter runs are not judged — a slow rise takes time
+    to clear the noise."""
+    from .generalisation import progress
+
+    s = view.first(*REWARD_KEYS)
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    values: dict[str, Any] = {"metric": s.key, "n": n, "min_steps": p["min_steps"]}
+    if n < p["min_steps"]:
+        return [Outcome("skipped", "short", values, metrics=(s.key,))]
+    pr = progress(x, z=p["z"], k=max(3, n // 5))
+    floor, top, natural = _reward_floor(view, s)
+    values |= {"first": pr.start, "last": pr.end, "best": pr.peak, "noise": pr.tol}
+    if pr.rising or pr.peak - pr.start > pr.tol:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    if natural and (pr.end - floor) / (top - floor) >= p["solved"]:
+        return [Outcome("ok", "solved", values | {"position": (pr.end - floor) / (top - floor)}, metrics=(s.key,))]
+    return [Outcome("fail", "fail", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key,),
+                    evidence={"start": pr.start, "end": pr.end, "best": pr.peak, "threshold": pr.tol})]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "reward_collapse": reward_collapse,
+    "reward_flat": reward_flat,
     "passk_gap": passk_gap,
     "prompt_concentration": prompt_concentration,
     "difficulty_mix": difficulty_mix,
