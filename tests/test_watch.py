@@ -605,3 +605,47 @@ def test_restart_rebuilds_the_run_before_the_trainer_writes_again(tmp_path: Path
     w2.cycle()
     assert w2.diagnoses[str(log)].run.steps.tolist() == list(range(1, 201))
     w2.close()
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus" / "runs"
+
+
+def test_a_run_that_dies_before_its_first_step_is_alerted(tmp_path: Path) -> None:
+    """Real (corpus verl__verl-maze__ppo-reward-fn-crash): veRL starts, prints its config, and dies in the
+    reward function before step 1. Written as it was, half then the rest: the watcher says nothing while
+    the run starts, then alerts the crash — a log with no metric line is still news once it ends in one."""
+    lines = (CORPUS / "verl__verl-maze__ppo-reward-fn-crash" / "verl_demo.log").read_bytes().splitlines(True)
+    log = tmp_path / "verl_demo.log"
+    log.write_bytes(b"".join(lines[:200]))
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    assert w.cycle() == []
+    _append(log, b"".join(lines[200:]))
+    clock.now += 1.0
+    (crash,) = [a for a in w.cycle() if a.check == "run_crashed"]
+    assert crash.status == "fail" and "NotImplementedError" in crash.message["en"]
+    w.close()
+
+
+def test_a_traceback_appended_after_the_last_step_is_alerted(tmp_path: Path) -> None:
+    """Constructed from real parts: the first 60 steps of a real veRL log, then the traceback of a real veRL
+    crash appended (no metric line after it): the appended lines carry no record, yet the run died."""
+    from conftest import REAL
+
+    name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
+    if not (REAL / name).exists():
+        pytest.skip(f"real fixtures not found at {REAL}")
+    head = [line for line in (REAL / name).read_bytes().splitlines(True)]
+    upto = next(i for i, line in enumerate(head) if b"step:60 " in line) + 1
+    crash = (CORPUS / "verl__verl-maze__ppo-reward-fn-crash" / "verl_demo.log").read_bytes().splitlines(True)
+    start = next(i for i, line in enumerate(crash) if line.startswith(b"Traceback"))
+    log = tmp_path / "train.log"
+    log.write_bytes(b"".join(head[:upto]))
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    assert not any(a.check == "run_crashed" for a in w.cycle())
+    _append(log, b"".join(crash[start:]))
+    clock.now += 1.0
+    (alert,) = [a for a in w.cycle() if a.check == "run_crashed"]
+    assert alert.status == "fail" and "60" in alert.message["en"]
+    w.close()

@@ -119,8 +119,9 @@ class LineSource:
         self._reset = False
 
     def run(self, last: int | None = None) -> Run | None:
-        """The Run read so far (only its last ``last`` steps, when given); None before any record."""
-        if self.builder.records == 0 and not self.builder._summary:
+        """The Run read so far (only its last ``last`` steps, when given); None before any record — unless
+        the log already ends in a crash (a run that died before its first step is news too)."""
+        if self.builder.records == 0 and not self.builder._summary and self.meta.crash is None:
             return None
         return self.builder.finish(str(self.path), last=last)
 
@@ -232,11 +233,15 @@ class LineSource:
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(self.path))
         self._seen_file(st)
         self._seen_size = st.st_size
-        if not records:
+        if not records and meta.crash is None:
             return
         if not self._meta_taken:
             self._take_meta(meta)
         self._ending(meta, records)
+        if not records:  # a crash before the first step: nothing to add, but the cursor moves on
+            self._got += 1
+            self.cursor = cursor
+            return
         if self._whole:  # a whole re-read replaces what the last one built, after what is carried
             records = self._numbered_on(records)
             self._current = records
@@ -299,17 +304,20 @@ class LineSource:
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
         self._seen_file(st)
         self._add(records, skipped)
-        self._ending(meta, records)
+        if self._ending(meta, records) and not records:
+            self._got += 1  # a traceback appended after the last record: the run died, which is news
         self.meta.bytes_read += meta.bytes_read
         if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
 
-    def _ending(self, meta: SourceMeta, records: list[Packed]) -> None:
+    def _ending(self, meta: SourceMeta, records: list[Packed]) -> bool:
         """How the log ends, as the lines just read say: a traceback after their last record is the
-        crash; records after an earlier traceback mean the run went on (ingest._crash)."""
+        crash; records after an earlier traceback mean the run went on (ingest._crash). Whether the
+        lines just read brought a crash."""
         self.meta.crash_scanned = self.meta.crash_scanned or meta.crash_scanned
         if meta.crash is not None or records:
             self.meta.crash = meta.crash
+        return meta.crash is not None
 
     def _seen_file(self, st: os.stat_result) -> None:
         ident = (st.st_dev, st.st_ino)
