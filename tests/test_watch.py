@@ -649,3 +649,27 @@ def test_a_traceback_appended_after_the_last_step_is_alerted(tmp_path: Path) -> 
     (alert,) = [a for a in w.cycle() if a.check == "run_crashed"]
     assert alert.status == "fail" and "60" in alert.message["en"]
     w.close()
+
+
+def test_a_trl_console_log_numbered_by_order_is_followed_as_load_reads_it(tmp_path: Path) -> None:
+    """Real (corpus trlconsole__hotpotqa_qwen25_3b_grpo_klrunaway): the tqdm bar ran ahead of the printed dicts,
+    so the reader numbers them by order x logging_steps (20, 40, ... 1860), which only the whole log tells.
+    Followed as it grew, in four pieces, the watcher ends with the steps load() reads at once."""
+    src = CORPUS / "trlconsole__hotpotqa_qwen25_3b_grpo_klrunaway" / "grpo.log"
+    data = src.read_bytes()
+    log = tmp_path / "grpo.log"
+    log.write_bytes(b"")
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    cuts = [len(data) * i // 4 for i in range(1, 5)]
+    start = 0
+    for cut in cuts:
+        cut = data.rfind(b"\n", 0, cut) + 1 if cut < len(data) else cut
+        _append(log, data[start:cut])
+        start = cut
+        clock.now += 1.0
+        w.cycle()
+    (d,) = w.diagnoses.values()
+    assert d.run.train_steps.tolist() == load(src)[0].train_steps.tolist()
+    assert d.run.train_steps[0] == 20 and d.run.train_steps[-1] == 1860
+    w.close()

@@ -293,6 +293,10 @@ class LineSource:
         self.meta.notes.extend(n for n in meta.notes if "the last line has no newline" not in n)
         if self.reader.format == "jsonl" and any(n.startswith(f"{self.path}: no step key") for n in meta.notes):
             self._whole = True
+        # the TRL console reader numbers its dicts once it has seen the whole log (a buffered bar, steps by
+        # order x logging_steps): a window of appended lines alone cannot be numbered, so it is re-read whole
+        if self.reader.format == "trl-console":
+            self._whole = True
 
     def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int) -> None:
         """Add the records of the lines ``[start, end)`` of ``path``, the file ``st`` was taken of;
