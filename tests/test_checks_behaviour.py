@@ -19,7 +19,7 @@ from rlvitals.simulate import Scenario, simulate
 
 MINE = ("entropy_collapse", "entropy_flat", "entropy_surge", "entropy_clip_joint", "response_clip_high",
         "prompt_clip_high", "aborted_high", "length_reward_hacking", "response_length_collapse", "turns_surge",
-        "tool_calls_at_cap")
+        "turns_collapse", "tool_calls_at_cap")
 N = 300
 
 
@@ -351,6 +351,8 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("response_length_collapse", "fail"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 3.0)),
     ("response_length_collapse", "warn"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 120.0)),
     ("turns_surge", "ok"): run_of(num_turns__max=np.full(N, 6.0)),
+    ("turns_collapse", "ok"): run_of(num_turns__mean=flat(6.0)),
+    ("turns_collapse", "warn"): run_of(num_turns__mean=np.where(np.arange(N) < 100, 6.0, 2.0)),
     ("turns_surge", "spike"): run_of(num_turns__max=np.where(np.arange(N) == 119, 20.0, 6.0)),
     ("turns_surge", "shift"): run_of(num_turns__max=np.where(np.arange(N) >= 99, 14.0, 6.0)),
     ("tool_calls_at_cap", "cap_ok"): run_of(rollout__tool_calls__at_cap=np.full(N, 0.01)),
@@ -503,3 +505,17 @@ def test_flat_entropy_on_a_solved_task_is_no_warning() -> None:
     resumed at step 101 near the GSM8K ceiling — score ~0.95 of a 0..1 range, entropy 0.033 -> 0.031."""
     f = finding(diagnose(corpus_run("verl__dstack-configs__qwen2.5-7b-ppo-gsm8k-resumed")), "entropy_flat")
     assert f.status == "ok" and f.message["en"].startswith("Entropy stayed flat") and "solved task" in f.message["en"]
+
+
+def test_an_agent_that_stops_calling_its_tools_warns() -> None:
+    """Real (corpus verl__agent-opd__qwen2.5-3b-klreward0.05-length-collapse): num_turns/mean 6.6 at step 1,
+    3.75 at 25, 2.0 (the run's minimum: one question, one answer) from step 42 on."""
+    f = finding(diagnose(corpus_run("verl__agent-opd__qwen2.5-3b-klreward0.05-length-collapse")), "turns_collapse")
+    assert f.status == "warn" and 15 <= f.onset_step <= 35 and f.evidence["floor"] == 2.0
+
+
+def test_steady_tool_use_is_no_collapse() -> None:
+    """Real (corpus wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk, healthy): num_turns/mean 6.46 ->
+    6.27 over 38 steps."""
+    f = finding(diagnose(corpus_run("wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk")), "turns_collapse")
+    assert f.status == "ok"

@@ -418,6 +418,30 @@ def length_reward_hacking(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("warn", template, values, onset, (onset, int(steps[-1])), metrics, evidence)]
 
 
+def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """An agent that stops using its tools: the mean number of turns falls from its start to the floor of
+    the run (its logged minimum, else the lowest mean) and stays there (seed-004 §三: tool calls are the
+    agent's direct proxy; a count collapsing to the bare question-and-answer exchange is the policy
+    giving up on the tools). Lost ``drop`` of the way down and ending within ``near`` of the floor warns."""
+    s = view.series("num_turns/mean")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    head = max(3, n // 20)
+    start, late = float(np.median(x[:head])), float(np.median(x[-head:]))
+    lows = view.series("num_turns/min")
+    floor = min(float(np.median(lows.values)) if lows is not None else float(np.min(x)), late)
+    values: dict[str, Any] = {"metric": s.key, "first": start, "last": late, "floor": floor}
+    room = start - floor
+    if room <= 0 or (start - late) < p["drop"] * room or (late - floor) > p["near"] * room or start < p["ratio"] * late:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    near = signals.rolling_level(x, 3)
+    onset = int(np.argmax(near <= start - (start - late) / 3))  # a third of the way down: the fall is under way
+    values["onset"] = s.step(onset)
+    return [Outcome("warn", "warn", values, s.step(onset), (s.step(onset), s.step(n - 1)), (s.key,),
+                    {"baseline": start, "value": late, "floor": floor, "threshold": p["drop"]})]
+
+
 def turns_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """num_turns/max jumping to ``ratio``× its recent median (seed-000 §7 "num_turns/max 突然变得
     非常高，可能说明某些样本陷入了死循环"). One surge warns; ``fail_count`` surges or a sustained
@@ -551,5 +575,6 @@ FUNCTIONS: dict[str, CheckFn] = {
     "length_reward_hacking": length_reward_hacking,
     "response_length_collapse": response_length_collapse,
     "turns_surge": turns_surge,
+    "turns_collapse": turns_collapse,
     "tool_calls_at_cap": tool_calls_at_cap,
 }
