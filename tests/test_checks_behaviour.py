@@ -519,3 +519,10 @@ def test_steady_tool_use_is_no_collapse() -> None:
     6.27 over 38 steps."""
     f = finding(diagnose(corpus_run("wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk")), "turns_collapse")
     assert f.status == "ok"
+
+
+def test_entropy_coming_back_down_after_a_surge_is_no_collapse() -> None:
+    """Real (corpus trlconsole__nips-grpo-dynamics__qwen25-7b-grpo-entropy-blowup): entropy 0.15 -> 7.0 (the
+    surge, a must-find) then 7.0 -> 2.25 at step 110: a fall, but to far above where the run started."""
+    d = diagnose(corpus_run("trlconsole__nips-grpo-dynamics__qwen25-7b-grpo-entropy-blowup"))
+    assert finding(d, "entropy_collapse").status == "ok" and finding(d, "entropy_surge").status == "fail"

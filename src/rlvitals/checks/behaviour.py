@@ -112,7 +112,9 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if s is None:
         return []
     event = signals.collapse(s.values, drop=p["drop"], within=p["within"])
-    if event is None:
+    start = float(np.median(s.values[:3]))
+    if event is None or (event.start > 0 and event.value >= start):
+        # a fall that ends above where the run started is entropy coming back down after a surge
         first, last = _head_tail(s.values)
         return [Outcome("ok", "ok", {"first": first, "last": last}, metrics=(s.key,))]
     onset, low = s.step(event.start), s.step(event.end)
