@@ -22,7 +22,12 @@ _PAIR = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)*)=(.*)", re.S)
 MAX_BYTES = 1 << 20
 
 
-def _value(text: str) -> Any:
+def hydra_scalar(text: str) -> Any:
+    """A Hydra override's scalar value: a bool, None, an int, a float, else the text.
+
+    >>> hydra_scalar("1e-6"), hydra_scalar("True"), hydra_scalar("null"), hydra_scalar("grpo")
+    (1e-06, True, None, 'grpo')
+    """
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -48,7 +53,7 @@ def parse_overrides(text: str) -> dict[str, Any]:
         item = _ITEM.match(line)
         pair = _PAIR.fullmatch(item["body"]) if item else None
         if pair is not None:
-            out[pair.group(1)] = _value(pair.group(2).strip())
+            out[pair.group(1)] = hydra_scalar(pair.group(2).strip())
     return out
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._config import sibling_overrides
+from ._config import hydra_scalar, sibling_overrides
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._pyrepr import ReprError, flatten, parse, parse_dump
 from ._reader import Reader
@@ -271,17 +271,7 @@ def _hydra_value(text: str) -> Any:
     if text.startswith("[") and text.endswith("]") and "[" not in text[1:]:
         inner = text[1:-1].strip()
         return [_hydra_value(item.strip().strip("'\"")) for item in inner.split(",")] if inner else []
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "none", "~"):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    return hydra_scalar(text)
 
 
 def hydra_overrides(command: str) -> dict[str, Any]:
