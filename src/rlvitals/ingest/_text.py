@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from ._record import SourceMeta
 
@@ -126,3 +130,11 @@ def parse_number(text: str) -> float | None:
         return float(body)
     except ValueError:
         return None
+
+
+def parse_json(text: str | bytes) -> Any:
+    """orjson first; the standard parser for the ``NaN``/``Infinity`` Python's json writes."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)

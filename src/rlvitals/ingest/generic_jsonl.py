@@ -22,11 +22,9 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines
+from ._text import iter_lines, parse_json
 
 FORMAT = "jsonl"
 
@@ -111,14 +109,6 @@ def drop_eval_epoch(values: dict[str, Value]) -> None:
     if others and all(k.startswith(_EVAL_PREFIXES) for k in others):
         for key in EPOCH_KEYS:
             values.pop(key, None)
-
-
-def parse_json(text: str | bytes) -> Any:
-    """orjson first; the standard parser for the ``NaN``/``Infinity`` Python's json writes."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
 
 
 def sniff(path: Path, head: bytes) -> bool:

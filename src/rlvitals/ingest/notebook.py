@@ -34,14 +34,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import EmptyInputError, InputError
 from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
 from ._record import Crash, Record, SkipLog, SourceMeta, Value
-from ._text import parse_number, strip_ansi
+from ._text import parse_json, parse_number, strip_ansi
 
 FORMAT = "notebook"
 SUFFIX = ".ipynb"
@@ -122,11 +120,7 @@ def _text(value: Any) -> str:
 
 def _parse(path: Path, data: bytes) -> Any:
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data)
+        return parse_json(data)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected a Jupyter "
                          "notebook (.ipynb) — was the file cut short?") from exc

@@ -23,11 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import InputError
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
+from ._text import parse_json
 from .generic_jsonl import as_step, drop_eval_epoch, flatten
 
 FORMAT = "trl-state"
@@ -81,11 +80,7 @@ def state_file(folder: Path, meta: SourceMeta) -> Path:
 
 def _parse(path: Path, data: bytes) -> Any:
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data)  # accepts the NaN/Infinity that Python's json writes
+        return parse_json(data)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected a "
                          "trainer_state.json object or a log_history list (was the file cut short?)") from exc

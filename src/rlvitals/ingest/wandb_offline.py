@@ -45,13 +45,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import InputError
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines
+from ._text import iter_lines, parse_json
 
 FORMAT = "wandb-offline"
 
@@ -419,14 +417,11 @@ def _read_history_jsonl(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterato
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            try:  # wandb writes NaN and Infinity, which strict JSON parsers refuse
-                obj = json.loads(line)
-            except ValueError as exc:
-                skips.skip(where, f"not a JSON object ({exc}); the line was skipped")
-                continue
+        try:  # wandb writes NaN and Infinity, which strict JSON parsers refuse
+            obj = parse_json(line)
+        except ValueError as exc:
+            skips.skip(where, f"not a JSON object ({exc}); the line was skipped")
+            continue
         if not isinstance(obj, dict):
             skips.skip(where, "expected a JSON object (one history row); the line was skipped")
             continue
