@@ -159,6 +159,14 @@ def test_not_json(tmp_path: Path) -> None:
         load(path)
 
 
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.ipynb"
+    path.write_bytes(b'{"cells": [{"cell_type": "markdown", "source": "caf\xe9"}]}')
+    with pytest.raises(InputError, match=re.escape(f"{path}: not UTF-8 text (invalid continuation byte at byte ")
+                                         + r"\d+\); expected a Jupyter notebook \(\.ipynb\)$"):
+        load(path)
+
+
 def test_json_that_is_not_a_notebook(tmp_path: Path) -> None:
     path = tmp_path / "list.ipynb"
     path.write_text("[1, 2]")

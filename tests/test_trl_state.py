@@ -191,6 +191,14 @@ def test_invalid_json_names_file_and_position(tmp_path: Path) -> None:
         load(path)
 
 
+def test_bytes_that_are_not_utf8_name_the_file_and_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "trainer_state.json"
+    path.write_bytes(b'{"log_history": [{"loss": 0.1, "step": 1, "note": "\xff"}]}')
+    with pytest.raises(InputError, match=r"trainer_state\.json: not UTF-8 text \(invalid start byte at byte 51\); "
+                                         r"expected a trainer_state\.json object or a log_history list$"):
+        load(path)
+
+
 def test_object_without_log_history_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "trainer_state.json"
     path.write_text('{"global_step": 3}')

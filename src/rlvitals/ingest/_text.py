@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import InputError
 from ._record import SourceMeta
 
 CHUNK = 1 << 20
@@ -138,3 +139,15 @@ def parse_json(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+def json_document(path: Path, data: bytes, expected: str) -> Any:
+    """A whole-file JSON document, parsed by :func:`parse_json`; an InputError naming the file,
+    line and column (or the byte that is not UTF-8) and what the file should have been."""
+    try:
+        return parse_json(data)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected {expected} "
+                         "— was the file cut short?") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {expected}") from exc

@@ -26,7 +26,6 @@ Memory: the notebook is parsed whole (it is one JSON document).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
 from ._record import Crash, Record, SkipLog, SourceMeta, Value
-from ._text import parse_json, parse_number, strip_ansi
+from ._text import json_document, parse_number, strip_ansi
 
 FORMAT = "notebook"
 SUFFIX = ".ipynb"
@@ -116,17 +115,6 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "".join(str(v) for v in value)
     return value if isinstance(value, str) else ""
-
-
-def _parse(path: Path, data: bytes) -> Any:
-    try:
-        return parse_json(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected a Jupyter "
-                         "notebook (.ipynb) — was the file cut short?") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected a Jupyter "
-                         "notebook (.ipynb)") from exc
 
 
 def cells(path: Path, doc: Any) -> list[dict[str, Any]]:
@@ -246,7 +234,8 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     data = path.read_bytes()
     meta.bytes_read += len(data)
     # cells are numbered from 1 in the notebook's order, markdown cells counted, as a reader scrolls to them
-    code = [(n, c) for n, c in enumerate(cells(path, _parse(path, data)), 1) if c.get("cell_type") == "code"]
+    doc = json_document(path, data, "a Jupyter notebook (.ipynb)")
+    code = [(n, c) for n, c in enumerate(cells(path, doc), 1) if c.get("cell_type") == "code"]
     found: tuple[int, tuple[Table, int, int], list[Any]] | None = None
     for n, cell in code:
         outputs = _outputs(cell)

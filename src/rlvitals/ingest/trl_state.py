@@ -17,7 +17,6 @@ step, well under 100 MB even for long runs), so this is acceptable.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ._reader import Reader
 from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import parse_json
+from ._text import json_document
 from .generic_jsonl import as_step, drop_eval_epoch, flatten
 
 FORMAT = "trl-state"
@@ -78,17 +77,6 @@ def state_file(folder: Path, meta: SourceMeta) -> Path:
     return latest
 
 
-def _parse(path: Path, data: bytes) -> Any:
-    try:
-        return parse_json(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected a "
-                         "trainer_state.json object or a log_history list (was the file cut short?)") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                         "expected a trainer_state.json") from exc
-
-
 def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
     if isinstance(doc, list):
         return doc
@@ -110,7 +98,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         meta.files = [str(path)]
     data = path.read_bytes()
     meta.bytes_read += len(data)
-    history = _history(path, _parse(path, data), meta)
+    history = _history(path, json_document(path, data, "a trainer_state.json object or a log_history list"), meta)
     global_step = as_step(meta.config.get("trainer_state.global_step"))
     if global_step is not None:
         meta.reached = global_step
