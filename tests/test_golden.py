@@ -1,0 +1,41 @@
+"""Golden outputs: the terminal diagnosis, Markdown (en, zh) and JSON of two real runs, byte for byte.
+
+They pin what a user sees so that moving code around cannot change it unnoticed. When an output is
+meant to change, regenerate with ``RLVITALS_REGOLD=1 pytest tests/test_golden.py`` and read the diff
+before committing it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from rlvitals.cli import main
+
+GOLDEN = Path(__file__).parent / "golden"
+RUNS = {
+    "verl-grpo": "verl__verl_training_log__grpo_run_deepseek7b_llm.log",
+    "trl-state": "trl__UnslothGRPO__checkpoint-250_trainer_state.json",
+}
+VIEWS = {
+    "terminal.txt": ["--all"],
+    "en.md": ["--markdown"],
+    "zh.md": ["--markdown", "--lang", "zh"],
+    "json": ["--json"],
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("run", RUNS)
+def test_output_is_unchanged(real: Path, monkeypatch: pytest.MonkeyPatch, run: str, view: str) -> None:
+    monkeypatch.chdir(real)  # a relative path: the output must not depend on where ../shared lies
+    out, err = io.StringIO(), io.StringIO()
+    main(["diagnose", RUNS[run], *VIEWS[view]], out=out, err=err)
+    assert err.getvalue() == ""
+    golden = GOLDEN / f"{run}.{view}"
+    if os.environ.get("RLVITALS_REGOLD"):
+        golden.write_text(out.getvalue(), encoding="utf-8")
+    assert out.getvalue() == golden.read_text(encoding="utf-8")

@@ -1,0 +1,411 @@
+"""The layout shows the pipeline: every import of the package is walked with ``ast`` and held to the rules.
+
+1. Only seven files stand at the top of ``src/rlvitals``; everything else lives in its stage's package.
+2. A module imports only its own stage or an earlier one (``STAGES``); ``catalog`` only ``errors``;
+   ``signals`` nothing of the package; only ``cli`` imports ``synthetic``; ``watch`` and ``server`` do
+   not import each other.
+3. An underscore module or name is used only inside its own package; no code reads another object's
+   ``_attribute``; readers are imported plainly, never by name through ``importlib``.
+4. One home per fact: the layer list and names live in ``catalog.toml``, the status order in ``checks``.
+5. No module over 600 lines, no function over 60.
+
+Each rule has an allowlist of the violations the tree still has; it may only shrink: a listed
+violation that is gone fails the test too, so the list stays the truth.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "rlvitals"
+
+TOP_FILES = {"__init__.py", "__main__.py", "_version.py", "errors.py", "_sqlite.py", "signals.py", "diagnosis.py"}
+
+#: the stage of each first-level name under rlvitals; a module imports only its stage or an earlier one
+STAGES: dict[str, int] = {
+    "errors": 0, "_version": 0, "_sqlite": 0,
+    "catalog": 1,
+    "ingest": 2,
+    "run": 3,
+    "rollout": 4,
+    "signals": 5,
+    "checks": 6,
+    "diagnosis": 7,
+    "render": 8, "report": 8, "export": 8,
+    "watch": 9, "server": 9,
+    "synthetic": 10,
+    "cli": 11, "integrations": 11,
+}
+#: the package's face and entry point import whatever they expose
+FACES = {"rlvitals", "rlvitals.__main__"}
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60
+
+# --- allowlists: today's violations; they may only shrink -------------------------------------------------
+
+ALLOW_TOP: set[str] = {
+    'aliases.py',
+    'catalog.py',
+    'catalog.toml',
+    'config.py',
+    'demo.py',
+    'detect.py',
+    'downsample.py',
+    'explain.py',
+    'follow.py',
+    'loader.py',
+    'monitor.py',
+    'pathologies.py',
+    'problems.py',
+    'render_diagnosis.py',
+    'render_text.py',
+    'run.py',
+    'sampler.py',
+    'scenarios.py',
+    'simulate.py',
+    'summary.py',
+}
+ALLOW_STAGE: set[tuple[str, str]] = {
+    ('rlvitals.aliases', 'rlvitals.catalog'),
+    ('rlvitals.cli._common', 'rlvitals.config'),
+    ('rlvitals.cli._common', 'rlvitals.loader'),
+    ('rlvitals.cli._common', 'rlvitals.render_text'),
+    ('rlvitals.cli._common', 'rlvitals.simulate'),
+    ('rlvitals.cli.live', 'rlvitals.config'),
+    ('rlvitals.cli.live', 'rlvitals.demo'),
+    ('rlvitals.cli.rollouts', 'rlvitals.render_text'),
+    ('rlvitals.cli.rollouts', 'rlvitals.sampler'),
+    ('rlvitals.cli.rollouts', 'rlvitals.summary'),
+    ('rlvitals.cli.runs', 'rlvitals.config'),
+    ('rlvitals.cli.runs', 'rlvitals.explain'),
+    ('rlvitals.cli.runs', 'rlvitals.render_diagnosis'),
+    ('rlvitals.cli.runs', 'rlvitals.render_text'),
+    ('rlvitals.cli.runs', 'rlvitals.summary'),
+    ('rlvitals.config', 'rlvitals.checks'),
+    ('rlvitals.config', 'rlvitals.checks._base'),
+    ('rlvitals.config', 'rlvitals.errors'),
+    ('rlvitals.demo', 'rlvitals.problems'),
+    ('rlvitals.demo', 'rlvitals.rollout.writers'),
+    ('rlvitals.demo', 'rlvitals.watch.sinks'),
+    ('rlvitals.demo', 'rlvitals.watch.watcher'),
+    ('rlvitals.detect', 'rlvitals.aliases'),
+    ('rlvitals.detect', 'rlvitals.catalog'),
+    ('rlvitals.diagnosis', 'rlvitals.config'),
+    ('rlvitals.downsample', 'rlvitals.errors'),
+    ('rlvitals.explain', 'rlvitals.aliases'),
+    ('rlvitals.explain', 'rlvitals.catalog'),
+    ('rlvitals.explain', 'rlvitals.errors'),
+    ('rlvitals.export.plan', 'rlvitals.explain'),
+    ('rlvitals.integrations.trl', 'rlvitals.monitor'),
+    ('rlvitals.loader', 'rlvitals.errors'),
+    ('rlvitals.loader', 'rlvitals.ingest'),
+    ('rlvitals.loader', 'rlvitals.ingest._folder'),
+    ('rlvitals.loader', 'rlvitals.run'),
+    ('rlvitals.monitor', 'rlvitals.checks._base'),
+    ('rlvitals.monitor', 'rlvitals.config'),
+    ('rlvitals.monitor', 'rlvitals.diagnosis'),
+    ('rlvitals.monitor', 'rlvitals.errors'),
+    ('rlvitals.monitor', 'rlvitals.ingest._record'),
+    ('rlvitals.monitor', 'rlvitals.rollout.readers'),
+    ('rlvitals.monitor', 'rlvitals.run'),
+    ('rlvitals.monitor', 'rlvitals.watch.alerts'),
+    ('rlvitals.monitor', 'rlvitals.watch.rollouts'),
+    ('rlvitals.monitor', 'rlvitals.watch.sinks'),
+    ('rlvitals.monitor', 'rlvitals.watch.state'),
+    ('rlvitals.pathologies', 'rlvitals.simulate'),
+    ('rlvitals.render_diagnosis', 'rlvitals.diagnosis'),
+    ('rlvitals.render_diagnosis', 'rlvitals.render_text'),
+    ('rlvitals.report.charts', 'rlvitals.downsample'),
+    ('rlvitals.report.html', 'rlvitals.render_diagnosis'),
+    ('rlvitals.report.model', 'rlvitals'),
+    ('rlvitals.run', 'rlvitals.aliases'),
+    ('rlvitals.run', 'rlvitals.detect'),
+    ('rlvitals.sampler', 'rlvitals.errors'),
+    ('rlvitals.sampler', 'rlvitals.problems'),
+    ('rlvitals.scenarios', 'rlvitals.diagnosis'),
+    ('rlvitals.scenarios', 'rlvitals.ingest'),
+    ('rlvitals.scenarios', 'rlvitals.pathologies'),
+    ('rlvitals.scenarios', 'rlvitals.run'),
+    ('rlvitals.server.workspace', 'rlvitals.config'),
+    ('rlvitals.server.workspace', 'rlvitals.loader'),
+    ('rlvitals.server.workspace', 'rlvitals.watch.sources'),
+    ('rlvitals.summary', 'rlvitals.rollout.analysis'),
+    ('rlvitals.summary', 'rlvitals.run'),
+    ('rlvitals.watch.sources', 'rlvitals.follow'),
+    ('rlvitals.watch.sources', 'rlvitals.loader'),
+    ('rlvitals.watch.tail', 'rlvitals.config'),
+    ('rlvitals.watch.watcher', 'rlvitals.config'),
+}
+ALLOW_PRIVATE: set[tuple[str, str]] = {
+    ('rlvitals.config', 'rlvitals.checks._base:Status'),
+    ('rlvitals.diagnosis', 'rlvitals.checks._base:STATUS_RANK'),
+    ('rlvitals.diagnosis', 'rlvitals.checks._base:Status'),
+    ('rlvitals.diagnosis', 'rlvitals.checks._base:VERDICT_STATUSES'),
+    ('rlvitals.export._wire', 'rlvitals.ingest._tfevents:masked_crc32c'),
+    ('rlvitals.export._wire', 'rlvitals.ingest._tfevents:masked_crc32c_columns'),
+    ('rlvitals.export.live', 'rlvitals.ingest._tfevents:masked_crc32c'),
+    ('rlvitals.ingest', 'importlib.import_module'),
+    ('rlvitals.loader', '._summary'),
+    ('rlvitals.loader', 'rlvitals.ingest._folder:logs_in'),
+    ('rlvitals.monitor', 'rlvitals.checks._base:STATUS_RANK'),
+    ('rlvitals.monitor', 'rlvitals.ingest._record:Record'),
+    ('rlvitals.monitor', 'rlvitals.ingest._record:SourceMeta'),
+    ('rlvitals.monitor', 'rlvitals.ingest._record:Value'),
+    ('rlvitals.rollout._columns', 'rlvitals.ingest._pyrepr:parse'),
+    ('rlvitals.rollout._columns', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.rollout._core', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.rollout._trl', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.rollout._verl', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.rollout._verl', 'rlvitals.ingest._record:SourceMeta'),
+    ('rlvitals.rollout._verl', 'rlvitals.ingest._text:iter_lines'),
+    ('rlvitals.rollout.readers', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.rollout.readers', 'rlvitals.ingest._record:SourceMeta'),
+    ('rlvitals.rollout.readers', 'rlvitals.ingest._text:iter_lines'),
+    ('rlvitals.run', 'rlvitals.ingest._record:Crash'),
+    ('rlvitals.run', 'rlvitals.ingest._record:Record'),
+    ('rlvitals.run', 'rlvitals.ingest._record:SkipLog'),
+    ('rlvitals.run', 'rlvitals.ingest._record:SourceMeta'),
+    ('rlvitals.watch.alerts', 'rlvitals.checks._base:STATUS_RANK'),
+    ('rlvitals.watch.alerts', 'rlvitals.checks._base:Status'),
+    ('rlvitals.watch.alerts', 'rlvitals.checks._base:VERDICT_STATUSES'),
+    ('rlvitals.watch.sources', '._summary'),
+    ('rlvitals.watch.state', 'rlvitals.ingest._record:Value'),
+    ('rlvitals.watch.tail', 'rlvitals.checks._base:STATUS_RANK'),
+    ('rlvitals.watch.tail', 'rlvitals.checks._base:VERDICT_STATUSES'),
+    ('rlvitals.watch.watcher', 'rlvitals.checks._base:STATUS_RANK'),
+}
+ALLOW_FACTS: set[tuple[str, str]] = {
+    ('rlvitals.catalog', 'layer list'),
+    ('rlvitals.checks', 'layer list'),
+    ('rlvitals.config', 'status order'),
+    ('rlvitals.diagnosis', 'layer list'),
+    ('rlvitals.diagnosis', 'layer table'),
+    ('rlvitals.diagnosis', 'status order'),
+    ('rlvitals.export.plan', 'status order'),
+    ('rlvitals.render_diagnosis', 'layer table'),
+    ('rlvitals.render_diagnosis', 'status order'),
+    ('rlvitals.report.charts', 'status order'),
+    ('rlvitals.report.html', 'status order'),
+    ('rlvitals.report.model', 'status order'),
+    ('rlvitals.scenarios', 'status order'),
+    ('rlvitals.server.workspace', 'status order'),
+    ('rlvitals.watch.view', 'status order'),
+}
+ALLOW_LONG: set[str] = {
+    'rlvitals.cli._parser.build_parser',
+    'rlvitals.run.finish',
+    'rlvitals.signals (620 lines)',
+    'rlvitals.simulate.simulate',
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name
+    target: str  # dotted module name imported from
+    name: str | None  # the name imported from it (None for `import x` / a module)
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _package_of(module: str, path: Path) -> str:
+    return module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+
+
+def modules() -> Iterator[tuple[str, Path, ast.Module]]:
+    for path in sorted(PKG.rglob("*.py")):
+        yield _module_name(path), path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _is_module(dotted: str) -> bool:
+    rel = Path(*dotted.split("."))
+    return (SRC / rel).with_suffix(".py").is_file() or (SRC / rel / "__init__.py").is_file()
+
+
+def imports() -> Iterator[Import]:
+    for module, path, tree in modules():
+        package = _package_of(module, path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if not target.startswith("rlvitals"):
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if _is_module(sub):  # `from . import x` imports the module x
+                        yield Import(module, sub, None, node.lineno)
+                    else:
+                        yield Import(module, target, alias.name, node.lineno)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("rlvitals"):
+                        yield Import(module, alias.name, None, node.lineno)
+
+
+def _first(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _owner(dotted: str) -> str:
+    """The package a module belongs to: itself when it is a package, else its parent."""
+    rel = Path(*dotted.split("."))
+    return dotted if (SRC / rel / "__init__.py").is_file() else dotted.rsplit(".", 1)[0]
+
+
+def _check(found: set, allowed: set, what: str) -> None:
+    new, gone = sorted(found - allowed), sorted(allowed - found)
+    message = []
+    if new:
+        message.append(f"{what}, not allowed:\n  " + "\n  ".join(map(str, new)))
+    if gone:
+        message.append("fixed, so take them off the allowlist:\n  " + "\n  ".join(map(str, gone)))
+    assert not message, "\n".join(message)
+
+
+def test_rule1_only_seven_files_at_the_top() -> None:
+    loose = {p.name for p in PKG.iterdir() if p.is_file() and p.suffix in {".py", ".toml"}} - TOP_FILES
+    _check(loose, ALLOW_TOP, "files at the top of src/rlvitals")
+    unstaged = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()} - set(STAGES)
+    assert not unstaged, f"packages without a stage in STAGES: {sorted(unstaged)}"
+
+
+def _stage(dotted: str) -> int | None:
+    first = _first(dotted)
+    return STAGES.get(first)
+
+
+def _stage_violation(imp: Import) -> bool:
+    if imp.importer in FACES:
+        return False
+    src, dst = _first(imp.importer), _first(imp.target)
+    if src == dst or imp.target == "rlvitals":
+        return imp.target == "rlvitals" and imp.importer not in FACES
+    if src == "catalog" and dst != "errors":
+        return True
+    if src == "signals":
+        return True
+    if dst == "synthetic" and src != "cli":
+        return True
+    if {src, dst} == {"watch", "server"}:
+        return True
+    a, b = _stage(imp.importer), _stage(imp.target)
+    return a is None or b is None or b > a
+
+
+def test_rule2_imports_point_down_the_pipeline() -> None:
+    found = {(i.importer, i.target) for i in imports() if _stage_violation(i)}
+    _check(found, ALLOW_STAGE, "imports against the pipeline (importer, imported)")
+
+
+def _private_use(imp: Import) -> bool:
+    """An underscore module belongs to the package holding it; an underscore name to its module's package."""
+    parts = imp.target.split(".")
+    private = [i for i, p in enumerate(parts) if i and p.startswith("_") and not p.startswith("__")]
+    if private:
+        holder = ".".join(parts[: private[0]])
+    elif imp.name is not None and imp.name.startswith("_") and not imp.name.startswith("__"):
+        holder = _owner(imp.target)
+    else:
+        return False
+    return not (imp.importer == holder or imp.importer.startswith(holder + "."))
+
+
+def _foreign_attributes() -> Iterator[tuple[str, str]]:
+    """``x._name`` where x is not ``self``/``cls`` (the object's own state) — reading another's internals."""
+    for module, _path, tree in modules():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})):
+                yield module, node.attr
+
+
+def _importlib_readers() -> Iterator[tuple[str, str]]:
+    for module, _path, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "import_module":
+                yield module, "importlib.import_module"
+
+
+def test_rule3_private_stays_private() -> None:
+    found: set[tuple[str, str]] = {(i.importer, f"{i.target}:{i.name}" if i.name else i.target)
+                                   for i in imports() if _private_use(i)}
+    found |= {(m, f"._{a.lstrip('_')}") for m, a in _foreign_attributes()}
+    found |= set(_importlib_readers())
+    _check(found, ALLOW_PRIVATE, "private modules, names or attributes used from outside")
+
+
+def _layer_literals() -> Iterator[tuple[str, str]]:
+    """Literal layer lists or name tables in Python (the layer facts belong in catalog.toml) and status
+    orders outside ``checks`` (the order belongs to checks)."""
+    layers = {"L1", "L2", "L3", "L4", "L5", "L6"}
+    statuses = {"ok", "note", "warn", "fail"}
+    for module, _path, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                values = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                if len(values & layers) >= 3:
+                    yield module, "layer list"
+                if len(values & statuses) >= 3 and _first(module) != "checks":
+                    yield module, "status order"
+            elif isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if len(keys & layers) >= 3:
+                    yield module, "layer table"
+                if len(keys & statuses) >= 3 and _first(module) != "checks":
+                    yield module, "status order"
+
+
+def test_rule4_one_home_per_fact() -> None:
+    _check(set(_layer_literals()), ALLOW_FACTS, "facts written outside their home (module, fact)")
+
+
+def _too_long() -> Iterator[str]:
+    for module, path, tree in modules():
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > MAX_MODULE_LINES:
+            yield f"{module} ({lines} lines)"
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    yield f"{module}.{node.name}"
+
+
+def test_rule5_short_modules_and_functions() -> None:
+    _check(set(_too_long()), ALLOW_LONG, "modules over 600 lines or functions over 60")
+
+
+@pytest.mark.parametrize("module", ["rlvitals.ingest.x", "rlvitals.ingest.sub.x"])
+def test_private_module_is_private_to_its_package(module: str) -> None:
+    """The rule itself: a package's own modules may use its private module; another package may not."""
+    assert not _private_use(Import(module, "rlvitals.ingest._text", None, 1))
+    assert _private_use(Import("rlvitals.run.run", "rlvitals.ingest._text", None, 1))
+    assert _private_use(Import("rlvitals.run.run", "rlvitals.catalog.aliases", "_NEG", 1))
+    assert not _private_use(Import("rlvitals.catalog.lookup", "rlvitals.catalog.aliases", "_NEG", 1))
+
+
+def test_stage_rule_itself() -> None:
+    assert _stage_violation(Import("rlvitals.ingest.csv_table", "rlvitals.run.run", "Run", 1))
+    assert not _stage_violation(Import("rlvitals.run.run", "rlvitals.ingest.record", "Record", 1))
+    assert _stage_violation(Import("rlvitals.catalog.catalog", "rlvitals.ingest.record", "Record", 1))
+    assert _stage_violation(Import("rlvitals.watch.x", "rlvitals.server.y", None, 1))
+    assert _stage_violation(Import("rlvitals.report.x", "rlvitals.synthetic.y", None, 1))
+    assert not _stage_violation(Import("rlvitals.cli.x", "rlvitals.synthetic.y", None, 1))
