@@ -29,9 +29,9 @@ from _timing import best  # noqa: E402
 
 import rlvitals  # noqa: E402
 from rlvitals.diagnosis import diagnose  # noqa: E402
-from rlvitals.pathologies import Spec, scenario  # noqa: E402
-from rlvitals.run import Run  # noqa: E402
-from rlvitals.scenarios import run_from_series  # noqa: E402
+from rlvitals.run.run import Run  # noqa: E402
+from rlvitals.synthetic.pathologies import Spec, scenario  # noqa: E402
+from rlvitals.synthetic.scenarios import run_from_series  # noqa: E402
 
 
 def import_time() -> float:

@@ -33,7 +33,7 @@ from _timing import best  # noqa: E402
 
 import rlvitals  # noqa: E402
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader  # noqa: E402
-from rlvitals.simulate import Scenario, console_lines, jsonl_lines  # noqa: E402
+from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines  # noqa: E402
 
 
 def floor_read(path: Path) -> None:

@@ -26,7 +26,7 @@ from bench_diagnose import wide_run  # noqa: E402
 from rlvitals.diagnosis import diagnose  # noqa: E402
 from rlvitals.report.html import render_html, safe_json  # noqa: E402
 from rlvitals.report.model import build_page  # noqa: E402
-from rlvitals.run import Run  # noqa: E402
+from rlvitals.run.run import Run  # noqa: E402
 
 
 def raw_json_bytes(run: Run) -> int:

@@ -54,8 +54,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from rlvitals.diagnosis import diagnose  # noqa: E402
 from rlvitals.ingest import Record, SourceMeta  # noqa: E402
-from rlvitals.run import RunBuilder  # noqa: E402
-from rlvitals.simulate import Scenario, jsonl_lines  # noqa: E402
+from rlvitals.run.run import RunBuilder  # noqa: E402
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines  # noqa: E402
 
 RATE = 100  # steps per second
 EXTRA = 12  # metrics added to the simulator's ~48 so a step carries ~60
@@ -166,7 +166,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], mode: str, timeout: float = 300.0
 def _naive_child(path: str, url: str, interval: float) -> None:
     """The baseline: every cycle, load() and diagnose() the whole source; same policy and sink."""
     from rlvitals.errors import RlvitalsError
-    from rlvitals.loader import load
+    from rlvitals.run.load import load
     from rlvitals.watch.alerts import Observation, decide
     from rlvitals.watch.webhook import WebhookSink
 

@@ -3,7 +3,7 @@
 Run:  python benchmarks/scenario_suite.py [--quick]
 
 The grid: run lengths × noise multipliers × entropy scales × seeds, for every pathology in
-rlvitals.pathologies and for healthy GRPO and PPO controls. Prints one row per pathology
+rlvitals.synthetic.pathologies and for healthy GRPO and PPO controls. Prints one row per pathology
 (share of runs where a target check warned or failed, share where it failed, median and
 worst onset error in steps) and, for the controls, every check that raised an alarm.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from rlvitals.scenarios import grid, run_suite  # noqa: E402
+from rlvitals.synthetic.scenarios import grid, run_suite  # noqa: E402
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from rlvitals.ingest import Record, SourceMeta
-from rlvitals.run import Run, RunBuilder
+from rlvitals.run.run import Run, RunBuilder
 
 
 def make_run(series: Mapping[str, Sequence[float] | np.ndarray], *, steps: Sequence[int] | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tiny_catalog import CATALOG
 
-from rlvitals.aliases import Context, KeyResolver, parse_version
+from rlvitals.catalog.aliases import Context, KeyResolver, parse_version
 
 R = KeyResolver(CATALOG)
 RL = Context(framework="trl", algorithm="grpo", family="rl")

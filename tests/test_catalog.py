@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from rlvitals.aliases import Context, KeyResolver, parse_version
-from rlvitals.catalog import AlgorithmSignature, Alias, Metric, load_catalog, parse_catalog
+from rlvitals.catalog.aliases import Context, KeyResolver, parse_version
+from rlvitals.catalog.catalog import AlgorithmSignature, Alias, Metric, load_catalog, parse_catalog
+from rlvitals.catalog.lookup import lookup
 from rlvitals.cli import main
 from rlvitals.errors import CatalogError, UnknownMetricError
-from rlvitals.explain import lookup
 
 CATALOG = load_catalog()
 RESOLVER = KeyResolver(CATALOG)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from runs import finding, make_run
 
-from rlvitals.config import CheckSettings, DiagnoseConfig
+from rlvitals.checks.config import CheckSettings, DiagnoseConfig
 from rlvitals.diagnosis import READING_ORDER, diagnose
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.synthetic.simulate import Scenario, simulate
 
 
 def _sim(**kw: object) -> dict[str, np.ndarray]:

@@ -14,8 +14,8 @@ from runs import corpus_run, finding, make_run
 import rlvitals
 from rlvitals.checks import Outcome, RunView, load_checks
 from rlvitals.diagnosis import diagnose
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, simulate
 
 MINE = ("entropy_collapse", "entropy_flat", "entropy_surge", "entropy_clip_joint", "response_clip_high",
         "prompt_clip_high", "aborted_high", "length_reward_hacking", "response_length_collapse", "turns_surge",

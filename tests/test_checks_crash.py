@@ -13,7 +13,7 @@ from runs import finding, make_run
 from rlvitals import load
 from rlvitals.diagnosis import diagnose
 from rlvitals.ingest._crash import CrashScanner
-from rlvitals.ingest._record import Crash
+from rlvitals.ingest.record import Crash
 
 
 def _crash_finding(path: Path) -> object:
@@ -143,7 +143,7 @@ def test_a_long_ending_keeps_its_first_and_latest_exceptions() -> None:
 def test_a_watched_log_gets_its_crash_when_the_traceback_is_appended(tmp_path: Path) -> None:
     # constructed: watch reads the lines appended since its last poll; the crash is how the latest lines end
     from rlvitals.ingest import find_reader
-    from rlvitals.watch.sources import LineSource
+    from rlvitals.run.follow import LineSource
 
     path = tmp_path / "run.log"
     path.write_text("step:1 - actor/pg_loss:0.1\nstep:2 - actor/pg_loss:0.2\n")

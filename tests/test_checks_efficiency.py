@@ -12,11 +12,11 @@ from runs import finding, make_run
 
 import rlvitals
 from rlvitals.checks import RunView, load_checks
-from rlvitals.config import CheckSettings, DiagnoseConfig
+from rlvitals.checks.config import CheckSettings, DiagnoseConfig
 from rlvitals.diagnosis import _finding, diagnose
-from rlvitals.pathologies import Spec, scenario
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.run.run import Run
+from rlvitals.synthetic.pathologies import Spec, scenario
+from rlvitals.synthetic.simulate import Scenario, simulate
 
 MINE = ("time_breakdown", "gen_update_balance", "throughput_drop", "mfu_low", "seqlen_imbalance", "oom_risk")
 CONFIG = {"algorithm.adv_estimator": "grpo", "data.max_response_length": 1024}

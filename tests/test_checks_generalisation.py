@@ -15,8 +15,8 @@ import rlvitals
 from rlvitals.checks import RunView, load_checks
 from rlvitals.checks.generalisation import progress
 from rlvitals.diagnosis import _finding, diagnose
-from rlvitals.pathologies import Spec, scenario
-from rlvitals.run import Run
+from rlvitals.run.run import Run
+from rlvitals.synthetic.pathologies import Spec, scenario
 
 N = 200
 GSM = "val-core/openai/gsm8k/acc/mean@1"

@@ -13,10 +13,10 @@ from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.checks import Outcome, RunView, load_checks
-from rlvitals.config import CheckSettings, DiagnoseConfig
+from rlvitals.checks.config import CheckSettings, DiagnoseConfig
 from rlvitals.diagnosis import diagnose
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, simulate
 
 L3 = ("zero_variance_groups", "reward_std_collapse", "advantage_collapse")
 L4 = ("reward_passk_decoupling", "diversity_collapse", "group_size_concentration")

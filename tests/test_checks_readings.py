@@ -11,7 +11,7 @@ from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.diagnosis import diagnose
-from rlvitals.pathologies import Spec, scenario
+from rlvitals.synthetic.pathologies import Spec, scenario
 
 LEFTOVER = re.compile(r"\{[a-z_]+[^}]*\}")
 

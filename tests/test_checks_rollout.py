@@ -28,8 +28,8 @@ from rlvitals.cli import main
 from rlvitals.diagnosis import Diagnosis, diagnose
 from rlvitals.rollout.analysis import analyze_rollouts
 from rlvitals.rollout.writers import write_verl_dump
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGIC_RL = ROOT / "benchmarks/corpus/runs/verl__logic-rl-formula__reinforcepp-qwen2.5-3b-10steps/output.log"
@@ -183,8 +183,8 @@ STEPS, PROBLEMS, G, MAX_NEW = 6, 2, 4, 20  # 48 rollouts, 1.5 minutes on 2 busy 
 def smol(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real SmolLM2-135M rollouts with token entropies: the same two problems at every step, so the steps
     differ only by sampling — a policy that does not change, the healthy control of the token checks."""
-    from rlvitals.problems import SOURCES, make_problems
-    from rlvitals.sampler import INSTALL, load_policy, missing_packages, sample_rollouts
+    from rlvitals.synthetic.sampler import INSTALL, load_policy, missing_packages, sample_rollouts
+    from rlvitals.synthetic.word_problems import SOURCES, make_problems
 
     if missing_packages():
         unavailable(f"the small model needs {missing_packages()}; install with: {INSTALL}")
@@ -557,7 +557,7 @@ def test_five_steps_are_read_for_their_level_not_for_a_change() -> None:
 
 
 def test_thresholds_come_from_the_config() -> None:
-    from rlvitals.config import CheckSettings, DiagnoseConfig
+    from rlvitals.checks.config import CheckSettings, DiagnoseConfig
 
     run = make_run({"rollout/format_compliance": flat(0.8), **THINK})
     assert finding(diagnose(run), "format_compliance").status == "note"

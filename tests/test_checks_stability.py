@@ -16,8 +16,8 @@ import rlvitals
 from rlvitals.checks import Outcome, RunView, load_checks, stability
 from rlvitals.checks import kl as kl_checks
 from rlvitals.diagnosis import diagnose
-from rlvitals.pathologies import Spec, scenario
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.synthetic.pathologies import Spec, scenario
+from rlvitals.synthetic.simulate import Scenario, simulate
 
 CHECKS = {c.id: c for c in load_checks()}
 MINE = (*stability.FUNCTIONS, *kl_checks.FUNCTIONS)

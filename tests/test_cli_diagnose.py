@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from rlvitals.cli import main
-from rlvitals.simulate import Scenario, write_example
+from rlvitals.synthetic.simulate import Scenario, write_example
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:

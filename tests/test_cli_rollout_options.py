@@ -35,10 +35,10 @@ from optional import unavailable
 from rlvitals.cli import main
 from rlvitals.cli._parser import build_parser
 from rlvitals.cli.live import workspace_options
-from rlvitals.problems import ONE_STEP, TWO_STEP
 from rlvitals.rollout.options import RolloutSettings
 from rlvitals.rollout.readers import ColumnMap
 from rlvitals.rollout.writers import write_verl_dump
+from rlvitals.synthetic.word_problems import ONE_STEP, TWO_STEP
 from rlvitals.watch.rollouts import RolloutFollow, step_frame
 
 RUN = REAL / "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
@@ -65,7 +65,7 @@ def _generic_line(r: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory: pytest.TempPathFactory) -> Sampled:
-    from rlvitals.sampler import INSTALL, load_policy, missing_packages, sample_steps
+    from rlvitals.synthetic.sampler import INSTALL, load_policy, missing_packages, sample_steps
 
     if not RUN.is_file():
         pytest.skip(f"real fixtures not found at {REAL}")

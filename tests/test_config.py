@@ -9,7 +9,7 @@ import pytest
 from conftest import REAL
 
 import rlvitals
-from rlvitals.config import CheckSettings, DiagnoseConfig, load_config
+from rlvitals.checks.config import CheckSettings, DiagnoseConfig, load_config
 from rlvitals.diagnosis import Diagnosis, Finding, diagnose
 from rlvitals.errors import ConfigError
 

@@ -14,8 +14,8 @@ import pytest
 
 from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.demo import ACTIONS, JUMP_AT, Learner, demo_files, respond, run_demo, train_step
-from rlvitals.problems import extract_answer, make_problems
+from rlvitals.synthetic.demo import ACTIONS, JUMP_AT, Learner, demo_files, respond, run_demo, train_step
+from rlvitals.synthetic.word_problems import extract_answer, make_problems
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView

@@ -6,8 +6,8 @@ from corpus import corpus_input
 from tiny_catalog import CATALOG
 
 from rlvitals import Run, load
-from rlvitals.aliases import KeyResolver
-from rlvitals.detect import detect, detect_framework, format_window, normalised_keys
+from rlvitals.catalog.aliases import KeyResolver
+from rlvitals.run.detect import detect, detect_framework, format_window, normalised_keys
 
 R = KeyResolver(CATALOG)
 
@@ -98,7 +98,7 @@ def test_a_verl_run_in_wandb_is_told_by_its_namespaces() -> None:
 
 
 def test_namespaces_alone_without_a_config() -> None:
-    from rlvitals.catalog import load_catalog
+    from rlvitals.catalog.catalog import load_catalog
 
     catalog = load_catalog()
     resolver = KeyResolver(catalog)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rlvitals.cli import main
-from rlvitals.rollout import schema, sources
+from rlvitals.rollout import by_source, schema
 from rlvitals.rollout.analysis import RolloutAnalysis, analyze_rollouts
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rollouts.md"
@@ -42,7 +42,7 @@ def documented_keys() -> set[str]:
 
 def template(key: str) -> str:
     """A concrete output key in the doc's templated form: pass@4 -> pass@{k}, distinct_2 -> distinct_{n}."""
-    parts = sources.split_key(key)
+    parts = by_source.split_key(key)
     if parts is not None:
         return f"source/{{source}}/{parts[1]}"
     key = re.sub(r"@\d+$", "@{k}", key)
@@ -148,8 +148,8 @@ def test_json_schema_matches_the_cli(rich_file: Path) -> None:
 
 def test_every_series_key_is_a_catalog_key(analysis: RolloutAnalysis) -> None:
     # Run.with_series refuses keys the catalog does not know, so `diagnose --rollouts` would fail
-    from rlvitals.catalog import load_catalog
+    from rlvitals.catalog.catalog import load_catalog
 
     catalog = load_catalog()
     unknown = sorted(k for k in analysis.series().columns if k != "step" and catalog.find(k) is None)
-    assert not unknown, f"series {unknown} have no catalog entry; add one to src/rlvitals/catalog.toml"
+    assert not unknown, f"series {unknown} have no catalog entry; add one to src/rlvitals/catalog/catalog.toml"

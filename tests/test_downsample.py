@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rlvitals.downsample import downsample, downsample_index, nonfinite
 from rlvitals.errors import RlvitalsError
+from rlvitals.report.downsample import downsample, downsample_index, nonfinite
 
 
 def test_single_step_spike_in_200k_steps_survives() -> None:

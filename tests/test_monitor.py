@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import rlvitals
-from rlvitals.monitor import PREFIX, Monitor, MonitorError
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.synthetic.simulate import Scenario, simulate
 from rlvitals.watch.alerts import Alert
+from rlvitals.watch.monitor import PREFIX, Monitor, MonitorError
 from rlvitals.watch.sinks import JsonlSink
 
 SC = Scenario(steps=120, collapse_at=60, grad_spike_at=None)

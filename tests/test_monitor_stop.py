@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from optional import require
 
-from rlvitals.monitor import Monitor, MonitorError
+from rlvitals.watch.monitor import Monitor, MonitorError
 
 NEEDED = ("torch", "transformers", "accelerate")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlvitals.pathologies import PATHOLOGIES, Spec, base_series, scenario
+from rlvitals.synthetic.pathologies import PATHOLOGIES, Spec, base_series, scenario
 
 
 @pytest.mark.parametrize("name", sorted(PATHOLOGIES))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals.problems import SOURCES, SPLITS, Problem, extract_answer, make_problems
+from rlvitals.synthetic.word_problems import SOURCES, SPLITS, Problem, extract_answer, make_problems
 
 # the arithmetic each template's question describes, over the numbers in the order the text gives them
 REFERENCE = {

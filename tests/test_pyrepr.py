@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvitals.ingest._pyrepr import ReprError, flatten, metric_values, parse, parse_dict, parse_dump
+from rlvitals.ingest.pyrepr import ReprError, flatten, metric_values, parse, parse_dict, parse_dump
 
 floats = st.floats(allow_nan=True, allow_infinity=True)
 

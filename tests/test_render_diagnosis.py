@@ -9,7 +9,7 @@ import numpy as np
 from runs import make_run
 
 from rlvitals.diagnosis import Diagnosis, Finding, assemble
-from rlvitals.render_diagnosis import render_diagnosis, render_markdown, when_words
+from rlvitals.render.diagnosis import render_diagnosis, render_markdown, when_words
 
 
 def _f(check: str, layer: str, status: str, title: str, message: str, advice: str = "", **kw: object) -> Finding:

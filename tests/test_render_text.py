@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 import rlvitals
-from rlvitals.render_text import render_rollout_log, render_rollouts
+from rlvitals.render.summary import rollout_summary
+from rlvitals.render.terminal import render_rollout_log, render_rollouts
 from rlvitals.rollout.writers import write_verl_dump
-from rlvitals.summary import rollout_summary
 
 Sample = tuple[str, str]  # (response, extracted answer)
 Prompts = Mapping[tuple[str, str, str], Sequence[Sample]]  # (prompt, target, data source) → samples

@@ -16,10 +16,10 @@ from conftest import REAL
 from test_report_model import MEGATRON, QWEN, XSS, write_dump
 
 import rlvitals
-from rlvitals.catalog import load_catalog
+from rlvitals.catalog.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.report import build_page, write_report
-from rlvitals.scenarios import run_from_series
+from rlvitals.synthetic.scenarios import run_from_series
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import rlvitals
-from rlvitals.catalog import load_catalog
+from rlvitals.catalog.catalog import load_catalog
 from rlvitals.cli import main
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.errors import RlvitalsError
 from rlvitals.report import build_page, render_html, write_report
 from rlvitals.report.html import safe_json
-from rlvitals.scenarios import run_from_series
+from rlvitals.synthetic.scenarios import run_from_series
 
 QWEN = "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log"
 GEMMA = "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log"

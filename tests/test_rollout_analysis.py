@@ -145,8 +145,8 @@ def test_undefined_values_join_the_run_as_not_logged() -> None:
     # groups of 4 have no pass@8: in the Run that must read as "not logged", not as a logged NaN
     # (which the NaN/Inf check would rightly call a failure)
     from rlvitals.diagnosis import diagnose
-    from rlvitals.pathologies import Spec, scenario
-    from rlvitals.scenarios import run_from_series
+    from rlvitals.synthetic.pathologies import Spec, scenario
+    from rlvitals.synthetic.scenarios import run_from_series
 
     rows = [{"step": s, "prompt": f"p{g}", "response": f"r{i}", "score": float((s + g + i) % 2)}
             for s in range(1, 61) for g in range(3) for i in range(4)]

@@ -14,8 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from rlvitals.ingest._record import SkipLog
-from rlvitals.rollout import analysis, diversity, groups, lengths, prompts, schema, segments, sources, steps, tokens
+from rlvitals.ingest.record import SkipLog
+from rlvitals.rollout import (
+    analysis,
+    by_source,
+    diversity,
+    groups,
+    lengths,
+    prompts,
+    schema,
+    segments,
+    step_groups,
+    tokens,
+)
 from rlvitals.rollout._core import RolloutSet
 
 WORDS = ["add", "carry", "check", "the", "sum", "again", "so", "x", "is", "4"]
@@ -97,14 +108,14 @@ FAMILIES: dict[str, tuple[Callable[..., Any], Callable[[Any, Any], Any], Callabl
                           Callable[[pl.DataFrame], pl.DataFrame]]] = {
     "groups": (lambda s, c: groups.update(s, c, ks=(1, 2, 4)), groups.merge, groups.compute,
                lambda df: groups.step_metrics(df, ks=(1, 2, 4))),
-    "steps": (steps.update, steps.merge, steps.compute, steps.step_groups_table),
+    "steps": (step_groups.update, step_groups.merge, step_groups.compute, step_groups.step_groups_table),
     "lengths": (lengths.update, lengths.merge, lengths.compute, lengths.lengths_table),
     "prompts": (prompts.update, prompts.merge, prompts.compute, prompts.prompts_table),
     "segments": (lambda s, c: segments.update(s, c, tool_call_cap=2), segments.merge, segments.compute,
                  lambda df: segments.segments_table(df, tool_call_cap=2)),
     "tokens": (tokens.update, tokens.merge, tokens.compute, tokens.tokens_table),
-    "sources": (lambda s, c: sources.update(s, c, id_sources=["math"]), sources.merge, sources.compute,
-                lambda df: sources.compute(sources.update(None, df, id_sources=["math"]))),
+    "sources": (lambda s, c: by_source.update(s, c, id_sources=["math"]), by_source.merge, by_source.compute,
+                lambda df: by_source.compute(by_source.update(None, df, id_sources=["math"]))),
     "diversity": (diversity.update, diversity.merge, diversity.compute, diversity.diversity_table),
 }
 

@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 import rlvitals
 from rlvitals.cli import main
-from rlvitals.rollout import sources
+from rlvitals.rollout import by_source
 
 SOURCES = ["openai/gsm8k", "math", "ood/aime", None]
 
@@ -68,14 +68,14 @@ def plain(df: pl.DataFrame, id_sources: tuple[str, ...]) -> dict[tuple[int, str]
        correct=st.booleans())
 def test_matches_a_plain_loop(seed: int, ids: tuple[str, ...], correct: bool) -> None:
     df = _table(seed, correct=correct)
-    got = sources.compute(sources.update(None, df, id_sources=ids))
+    got = by_source.compute(by_source.update(None, df, id_sources=ids))
     want = plain(df, ids)
     assert got["step"].to_list() == sorted({s for s, _ in want})
     for row in got.iter_rows(named=True):
         for key, value in row.items():
             if key == "step":
                 continue
-            parts = sources.split_key(key)
+            parts = by_source.split_key(key)
             assert parts is not None and (parts[1] != "id_gap" or ids), key
             ref = want[row["step"], parts[0]][parts[1]]
             assert value == (None if ref is None else pytest.approx(ref, abs=1e-12)), key
@@ -86,29 +86,29 @@ def test_matches_a_plain_loop(seed: int, ids: tuple[str, ...], correct: bool) ->
 def test_sharded_equals_unsharded_exactly(seed: int, shards: int) -> None:
     df = _table(seed)
     part = np.random.default_rng(seed + 1).integers(0, shards, df.height)
-    states = [sources.update(None, df.filter(pl.Series(part == i)), id_sources=["math"]) for i in range(shards)]
+    states = [by_source.update(None, df.filter(pl.Series(part == i)), id_sources=["math"]) for i in range(shards)]
     merged = states[0]
     for s in reversed(states[1:]):
-        merged = sources.merge(s, merged)
-    whole = sources.compute(sources.update(None, df, id_sources=["math"]))
-    assert_frame_equal(sources.compute(merged), whole, check_exact=True)
+        merged = by_source.merge(s, merged)
+    whole = by_source.compute(by_source.update(None, df, id_sources=["math"]))
+    assert_frame_equal(by_source.compute(merged), whole, check_exact=True)
 
 
 def test_needs_and_errors() -> None:
     df = _table(0)
     with pytest.raises(ValueError, match=r"need the rollout column\(s\) \['source'\] \(veRL's data_source"):
-        sources.update(None, df.drop("source"))
+        by_source.update(None, df.drop("source"))
     with pytest.raises(ValueError, match=r"need a 'score' or a 'correct' column"):
-        sources.update(None, df.drop("score", "correct"))
+        by_source.update(None, df.drop("score", "correct"))
     with pytest.raises(ValueError, match=r"id_sources \('a',\) differ from the state's \(\)"):
-        sources.update(sources.update(None, df), df, id_sources=["a"])
+        by_source.update(by_source.update(None, df), df, id_sources=["a"])
     with pytest.raises(ValueError, match=r"different id_sources: \(\) vs \('a',\)"):
-        sources.merge(sources.update(None, df), sources.update(None, df, id_sources=["a"]))
-    assert sources.split_key("source//pass@1") is None
+        by_source.merge(by_source.update(None, df), by_source.update(None, df, id_sources=["a"]))
+    assert by_source.split_key("source//pass@1") is None
     table = pl.DataFrame({"step": [1, 1], "source": ["", "a"], "score": [1.0, 0]})
-    empty = sources.compute(sources.update(None, table))
+    empty = by_source.compute(by_source.update(None, table))
     assert empty.columns == ["step", "source/a/pass@1", "source/a/score/mean"]
-    assert sources.split_key("source/pass@1") is None and sources.split_key("source/x/other") is None
+    assert by_source.split_key("source/pass@1") is None and by_source.split_key("source/x/other") is None
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -143,7 +143,7 @@ def test_analysis_per_step_overall_json_and_the_id_ood_gap(tmp_path: Path) -> No
     typo = rlvitals.analyze_rollouts(rows, ks=(1,), columns=rlvitals_columns(), id_sources=["gsm8K"])
     assert ("the in-distribution source(s) ['gsm8K'] are not among the rollouts' sources "
             "['aime', 'math', 'openai/gsm8k']") in typo.notes
-    path = tmp_path / "sources.jsonl"
+    path = tmp_path / "by_source.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out, err = io.StringIO(), io.StringIO()
     argv = ["rollouts", "--json", "--k", "1", "--source", "data_source", "--prompt", "prompt", "--response",

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvitals.rollout.steps import compute, merge, step_groups_table, update
+from rlvitals.rollout.step_groups import compute, merge, step_groups_table, update
 
 SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "states": pl.List(pl.Utf8), "actions": pl.List(pl.Utf8)}
 

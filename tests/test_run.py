@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from tiny_catalog import CATALOG
 
-from rlvitals.aliases import KeyResolver
+from rlvitals.catalog.aliases import KeyResolver
 from rlvitals.ingest import Record, SourceMeta
-from rlvitals.run import RunBuilder
+from rlvitals.run.run import RunBuilder
 
 RESOLVER = KeyResolver(CATALOG)
 

@@ -20,12 +20,11 @@ import pytest
 from optional import unavailable
 
 from rlvitals.cli import main
-from rlvitals.loader import load
-from rlvitals.problems import SOURCES, extract_answer, make_problems
 from rlvitals.rollout.analysis import analyze_rollouts
 from rlvitals.rollout.readers import read_rollouts
 from rlvitals.rollout.writers import write_trl_completions, write_verl_dump
-from rlvitals.sampler import (
+from rlvitals.run.load import load
+from rlvitals.synthetic.sampler import (
     INSTALL,
     ModelUnavailableError,
     Policy,
@@ -36,7 +35,8 @@ from rlvitals.sampler import (
     sample_rollouts,
     sample_steps,
 )
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.word_problems import SOURCES, extract_answer, make_problems
 
 STEPS, PROMPTS, G, MAX_NEW, TEMP, SEED = 2, 1, 4, 40, 0.7, 0  # small: the file must stay near a minute on 2 busy cores
 COMPARED = ["step", "group", "sample", "response", "score", "correct"]
@@ -113,7 +113,7 @@ def test_samples_of_a_prompt_differ_and_rewards_are_mixed(sampled: Sampled) -> N
 def test_the_scores_are_the_temperature_softmax_that_was_sampled(sampled: Sampled) -> None:
     import torch
 
-    from rlvitals.sampler import prompt_messages
+    from rlvitals.synthetic.sampler import prompt_messages
 
     tok, model = sampled.policy.tokenizer, sampled.policy.model
     enc = tok.apply_chat_template(prompt_messages(make_problems(1, seed=SEED)[0]), add_generation_prompt=True,

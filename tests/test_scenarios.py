@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlvitals.pathologies import PATHOLOGIES
-from rlvitals.scenarios import Tally, grid, run_suite
+from rlvitals.synthetic.pathologies import PATHOLOGIES
+from rlvitals.synthetic.scenarios import Tally, grid, run_suite
 
 #: pathologies injected as a slow ramp are first visible some steps after the ramp starts
 SLOW = {"entropy_clip_joint": 25, "length_hacking": 40, "zero_variance": 25, "ood_gap": 40, "oom_risk": 40,

@@ -29,7 +29,7 @@ from rlvitals.errors import RlvitalsError
 from rlvitals.server import ServeState, Workspace, WorkspaceOptions, create_app, run_id
 from rlvitals.server.runner import listen
 from rlvitals.server.security import AccessError, check_bind, confine
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 LOCAL = "http://127.0.0.1"
 TOKEN = "t0ken-for-the-tests-0123456789"

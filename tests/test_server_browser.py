@@ -21,11 +21,11 @@ from conftest import REAL
 from test_report_model import XSS, write_dump
 
 import rlvitals
-from rlvitals.catalog import load_catalog
+from rlvitals.catalog.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.server.security import is_loopback
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 TOKEN = "browser-test-token-0123456789"
 FAST = WorkspaceOptions(interval=0.2, rescan=1.0)

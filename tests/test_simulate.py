@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 import rlvitals
-from rlvitals.simulate import Scenario, simulate, write_example
+from rlvitals.synthetic.simulate import Scenario, simulate, write_example
 
 
 def test_deterministic() -> None:

@@ -17,7 +17,7 @@ import rlvitals
 from rlvitals import load
 from rlvitals.errors import EmptyInputError
 from rlvitals.ingest import find_reader, tensorboard
-from rlvitals.ingest._record import SkipLog, SourceMeta
+from rlvitals.ingest.record import SkipLog, SourceMeta
 
 tbx = pytest.importorskip("tensorboardX")
 
@@ -104,7 +104,7 @@ def test_fast_path_and_general_decoder_agree(tbx_run: Path, tmp_path: Path) -> N
     for file in (event_file(tbx_run), event_file(own)):
         hits = {}
         for fast in (True, False):
-            from rlvitals.ingest._tfevents import EventScanner
+            from rlvitals.ingest.tfevents import EventScanner
 
             chunks = EventScanner(file, SourceMeta("tensorboard"), SkipLog(), set(), fast=fast).chunks()
             hits[fast] = [(h.numbers.tolist(), h.steps.tolist(), h.tags, h.values) for h in chunks]

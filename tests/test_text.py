@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals.ingest import SourceMeta, _text
-from rlvitals.ingest._text import iter_lines, parse_number, strip_ansi
+from rlvitals.ingest import SourceMeta
+from rlvitals.ingest import text as text_module
+from rlvitals.ingest.text import iter_lines, parse_number, strip_ansi
 
 
 def test_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_text, "CHUNK", 7)
+    monkeypatch.setattr(text_module, "CHUNK", 7)
     f = tmp_path / "a.log"
     f.write_bytes(b"first line\r\nsecond \xff\xfe line\nthird-without-newline")
     meta = SourceMeta("x")
@@ -24,8 +25,8 @@ def test_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_overlong_line_is_cut_and_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_text, "CHUNK", 8)
-    monkeypatch.setattr(_text, "MAX_LINE", 10)
+    monkeypatch.setattr(text_module, "CHUNK", 8)
+    monkeypatch.setattr(text_module, "MAX_LINE", 10)
     f = tmp_path / "a.log"
     f.write_bytes(b"x" * 50 + b"\nok\n")
     meta = SourceMeta("x")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import rlvitals
 from rlvitals import load
 from rlvitals.ingest import find_reader, wandb_offline
-from rlvitals.ingest._record import SkipLog, SourceMeta
+from rlvitals.ingest.record import SkipLog, SourceMeta
 
 wandb = pytest.importorskip("wandb")
 

@@ -22,7 +22,7 @@ from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
 from rlvitals.errors import RlvitalsError
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.alerts import Alert, Observation, decide
 from rlvitals.watch.sinks import CommandSink, JsonlSink, WebhookSink, parse_sink, webhook_body
 from rlvitals.watch.state import WatchState, default_state_path
@@ -319,7 +319,7 @@ def test_restart_after_the_log_was_replaced_or_truncated_loses_nothing_and_alert
     """The trainer restarts while the watcher is down and starts its log afresh: the old content is gone
     from the disk. The restarted watcher rebuilds what it had read from its state file, so the run keeps
     every step and no gap raises an alert a watcher that never stopped would not have raised."""
-    from rlvitals.simulate import console_lines
+    from rlvitals.synthetic.simulate import console_lines
 
     lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
     header = len(lines) - SC.steps
@@ -416,7 +416,7 @@ def test_one_run_watched_through_its_console_log_and_its_jsonl_alerts_once(tmp_p
     """veRL's console and file loggers write the same run twice; `watch run.jsonl run.log` says so
     once and alerts each finding once (as the first path's), while a different run beside them
     (another seed) still alerts on its own."""
-    from rlvitals.simulate import console_lines
+    from rlvitals.synthetic.simulate import console_lines
 
     jsonl, console, other = tmp_path / "run.jsonl", tmp_path / "run.log", tmp_path / "seed2.jsonl"
     con = [(line + "\n").encode() for line in console_lines(SC)]
@@ -450,7 +450,7 @@ def test_watcher_through_truncation_rotation_and_replacement(tmp_path: Path, fmt
     """The whole watcher, live, while the trainer's log is rotated (once, or twice between two polls),
     copy-truncated, truncated or replaced at step 100: every step is in the run once, and the alerts are
     those of a log that was never touched, none repeated."""
-    from rlvitals.simulate import console_lines
+    from rlvitals.synthetic.simulate import console_lines
 
     lines = LINES if fmt == "jsonl" else [(line + "\n").encode() for line in console_lines(SC)]
     header = len(lines) - SC.steps

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvitals.rollout.writers import write_verl_dump
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.alerts import Alert, combine, grouped
 from rlvitals.watch.sinks import parse_sink
 from rlvitals.watch.state import WatchState

@@ -17,9 +17,9 @@ from rlvitals import Monitor
 from rlvitals.checks._base import Status
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
-from rlvitals.monitor import MonitorError
-from rlvitals.simulate import Scenario, simulate
+from rlvitals.synthetic.simulate import Scenario, simulate
 from rlvitals.watch.alerts import Observation, decide, finding_key
+from rlvitals.watch.monitor import MonitorError
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import LiveView

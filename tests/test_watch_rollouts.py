@@ -23,7 +23,7 @@ import pytest
 from rlvitals.cli import main
 from rlvitals.rollout.readers import read_rollouts
 from rlvitals.rollout.writers import write_verl_dump
-from rlvitals.simulate import Scenario, jsonl_lines, simulate
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines, simulate
 from rlvitals.watch.rollouts import RolloutFollow, step_frame
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState
@@ -129,9 +129,9 @@ def test_the_follower_joins_what_diagnose_joins(tmp_path: Path) -> None:
     onto a run give the same run as ``diagnose --rollouts`` (one analysis of the whole dump), with the
     same settings. Groups of 4 leave pass@8 undefined at every step and maj@k has no answers to vote
     on: neither joins in either way."""
-    from rlvitals.loader import load
     from rlvitals.rollout.analysis import analyze
     from rlvitals.rollout.options import RolloutSettings
+    from rlvitals.run.load import load
 
     log = tmp_path / "gsm8k.jsonl"
     log.write_bytes(b"".join(LINES[:30]))

@@ -17,11 +17,11 @@ from runs import make_run
 
 from rlvitals.checks import sudden_checks
 from rlvitals.diagnosis import Diagnosis, diagnose
-from rlvitals.run import Run
-from rlvitals.simulate import Scenario, jsonl_lines, simulate
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines, simulate
 from rlvitals.watch.alerts import Alert, KeyState, finding_key
 from rlvitals.watch.state import WatchState
-from rlvitals.watch.tail import TailPass, merge, raised
+from rlvitals.watch.tail_pass import TailPass, merge, raised
 from rlvitals.watch.view import PlainView
 from rlvitals.watch.watcher import Watcher, WatchOptions
 

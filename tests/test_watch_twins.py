@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rlvitals import load
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.twins import Twins, same_run
 
 SC = Scenario(steps=40, collapse_at=None, grad_spike_at=None)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvitals.diagnosis import Finding
-from rlvitals.simulate import Scenario, jsonl_lines
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.alerts import Alert, Observation, decide
 from rlvitals.watch.sinks import parse_sink
 from rlvitals.watch.state import WatchState

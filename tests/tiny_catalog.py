@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlvitals.catalog import parse_catalog
+from rlvitals.catalog.catalog import parse_catalog
 
 
 def _metric(key: str, kind: str = "train", aliases: list[dict] | None = None) -> dict:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__
 from .catalog import load_catalog
 from .errors import RlvitalsError
-from .loader import load
-from .run import Run
+from .run import Run, load
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
-    from .monitor import Monitor
+    from .watch.monitor import Monitor
 
 __all__ = ["Monitor", "Run", "RlvitalsError", "analyze_rollouts", "diagnose", "load", "load_catalog"]
-__version__ = "0.1.0"
 
 
 def analyze_rollouts(source: Any, **options: Any) -> Any:
@@ -37,7 +36,7 @@ def diagnose(run: Run, config: Any = None) -> Diagnosis:
 def __getattr__(name: str) -> Any:
     # the in-process Monitor (a worker thread, the alert sinks) loads only when asked for
     if name == "Monitor":
-        from .monitor import Monitor
+        from .watch.monitor import Monitor
 
         return Monitor
     raise AttributeError(f"module 'rlvitals' has no attribute {name!r}")

@@ -14,10 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import Check, Outcome, RunView, load_checks
-from .checks._base import STATUS_RANK, VERDICT_STATUSES, Status
-from .config import DiagnoseConfig
-from .run import Run
+from .checks import STATUS_RANK, VERDICT_STATUSES, Check, Outcome, RunView, Status, load_checks
+from .checks.config import DiagnoseConfig
+from .run.run import Run
 
 READING_ORDER = ("L5", "L1", "efficiency", "L2", "L3", "L4", "L6")
 LAYER_NAMES = {

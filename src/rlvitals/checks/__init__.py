@@ -19,10 +19,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import CatalogError
-from . import behaviour, crash, efficiency, generalisation, kl, learning, readings, rollout, stability
-from ._base import MIN_POINTS, Check, CheckFn, Outcome, RunView, Series, Status, Text
+from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
+from ._base import MIN_POINTS, STATUS_RANK, VERDICT_STATUSES, Check, CheckFn, Outcome, RunView, Series, Status, Text
 
-__all__ = ["Check", "Outcome", "RunView", "Series", "Status", "load_checks", "sudden_checks", "FUNCTIONS"]
+__all__ = ["Check", "MIN_POINTS", "Outcome", "RunView", "STATUS_RANK", "Series", "Status", "VERDICT_STATUSES",
+           "FUNCTIONS", "load_checks", "sudden_checks"]
 
 FUNCTIONS: dict[str, CheckFn] = {
     **crash.FUNCTIONS,
@@ -32,7 +33,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     **learning.FUNCTIONS,
     **generalisation.FUNCTIONS,
     **efficiency.FUNCTIONS,
-    **readings.FUNCTIONS,
+    **joint.FUNCTIONS,
     **rollout.FUNCTIONS,
 }
 LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
@@ -82,7 +83,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "readings", "rollout")
+MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "joint", "rollout")
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..run import Run
+from ..run.run import Run
 
 #: ``fail`` broken or burning compute now; ``warn`` at risk, act soon; ``note`` could be better (shown with
 #: its advice, never part of a verdict); ``ok`` judged and fine; ``skipped`` could not judge (with the reason)

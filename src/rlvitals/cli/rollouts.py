@@ -11,9 +11,9 @@ from ._common import EXIT_OK, EXIT_USAGE, dump, rollout_settings, width
 
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..render_text import render_rollouts
+    from ..render.summary import rollout_summary
+    from ..render.terminal import render_rollouts
     from ..rollout.analysis import analyze
-    from ..summary import rollout_summary
 
     try:
         settings = rollout_settings(args)
@@ -43,7 +43,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..rollout.writers import write_trl_completions, write_verl_dump
-    from ..sampler import check_sampling, load_policy, sample_steps
+    from ..synthetic.sampler import check_sampling, load_policy, sample_steps
 
     root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
     try:

@@ -20,7 +20,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from ..config import DiagnoseConfig
+    from ..checks.config import DiagnoseConfig
     from ..rollout.options import RolloutSettings
 
 
@@ -37,8 +37,8 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..render_text import render_inspect
-    from ..summary import run_summary
+    from ..render.summary import run_summary
+    from ..render.terminal import render_inspect
 
     runs, status = load_all(paths, args.fmt, err)
     for run in runs:
@@ -50,7 +50,7 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
 
 def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..checks import load_checks
-    from ..config import load_config
+    from ..checks.config import load_config
 
     if args.list_checks:
         for check in load_checks():
@@ -77,9 +77,9 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
     from ..diagnosis import diagnose
-    from ..render_diagnosis import render_diagnosis, render_markdown
-    from ..render_text import render_rollout_log
-    from ..summary import rollout_log
+    from ..render.diagnosis import render_diagnosis, render_markdown
+    from ..render.summary import rollout_log
+    from ..render.terminal import render_rollout_log
 
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings)
@@ -113,8 +113,8 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
 
 
 def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..explain import explain, list_metrics
-    from ..render_text import render_explain, render_list
+    from ..catalog.lookup import explain, list_metrics
+    from ..render.terminal import render_explain, render_list
 
     if args.list:
         rows = list_metrics(args.lang)

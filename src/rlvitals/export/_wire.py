@@ -2,7 +2,7 @@
 
 Only what the writer needs, encoded by hand (field numbers from tensorboard's
 ``event.proto``/``summary.proto``/``tensor.proto``, the same ones the reader in
-:mod:`rlvitals.ingest._tfevents` decodes):
+:mod:`rlvitals.ingest.tfevents` decodes):
 
 - Event: ``wall_time=1`` double, ``step=2`` int64, ``file_version=3`` string, ``summary=5``
 - Summary: ``value=1``; Value: ``tag=1``, ``simple_value=2`` float, ``tensor=8``, ``metadata=9``
@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..ingest._tfevents import masked_crc32c, masked_crc32c_columns
+from ..ingest.tfevents import masked_crc32c, masked_crc32c_columns
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 DT_STRING = 7

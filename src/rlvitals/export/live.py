@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import RlvitalsError
 from ..ingest import SkipLog, SourceMeta
 from ..ingest import tensorboard as tb_reader
-from ..ingest._tfevents import masked_crc32c
+from ..ingest.tfevents import masked_crc32c
 from ._wire import scalar_event, text_event, tfrecords, version_event
 from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, WANDB_FOLDER, ExportPlan, expect_folder
 from .tensorboard import TEXT_TAG, VERDICT_TAG, findings_markdown

@@ -29,10 +29,10 @@ from typing import Literal
 
 import numpy as np
 
+from ..catalog.lookup import lookup
 from ..diagnosis import Diagnosis, Finding
 from ..errors import RlvitalsError, UnknownMetricError
-from ..explain import lookup
-from ..run import Run
+from ..run.run import Run
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -115,7 +115,7 @@ def expect_folder(path: Path, flag: str, holds: str, hint: str = "") -> None:
 def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
     """The canonical keys of ``run`` that ``keys`` name (a canonical key or any alias of one).
 
-    >>> from rlvitals.simulate import simulate  # doctest: +SKIP
+    >>> from rlvitals.synthetic.simulate import simulate  # doctest: +SKIP
     >>> resolve_metrics(run, ["actor/entropy"])  # doctest: +SKIP
     ['actor/entropy']
     """

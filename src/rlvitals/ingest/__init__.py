@@ -7,32 +7,48 @@ the path reads it.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
+from types import ModuleType
 
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
+from . import (
+    csv_table,
+    generic_jsonl,
+    mlflow_store,
+    notebook,
+    openrlhf_console,
+    parquet_table,
+    plain_console,
+    tensorboard,
+    trl_console,
+    trl_state,
+    verl_console,
+    verl_jsonl,
+    wandb_offline,
+)
+from ._folder import logs_in
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta
+from .record import Record, SkipLog, SourceMeta
 
-__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "readers", "find_reader"]
+__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "find_reader", "logs_in", "readers"]
 
 HEAD_BYTES = 64 << 10
 
 #: sniffing order: binary and folder formats first, loose text formats last
-READER_MODULES: tuple[str, ...] = (
-    "wandb_offline",
-    "mlflow_store",
-    "tensorboard",
-    "notebook",
-    "trl_state",
-    "verl_jsonl",
-    "generic_jsonl",
-    "parquet_table",
-    "csv_table",
-    "verl_console",
-    "openrlhf_console",
-    "trl_console",
-    "plain_console",
+READER_MODULES: tuple[ModuleType, ...] = (
+    wandb_offline,
+    mlflow_store,
+    tensorboard,
+    notebook,
+    trl_state,
+    verl_jsonl,
+    generic_jsonl,
+    parquet_table,
+    csv_table,
+    verl_console,
+    openrlhf_console,
+    trl_console,
+    plain_console,
 )
 
 
@@ -40,8 +56,7 @@ def readers() -> list[Reader]:
     """Every reader in sniffing order; a module exposes ``READER`` or, when it reads both a
     file and a folder form, ``READERS``."""
     out: list[Reader] = []
-    for name in READER_MODULES:
-        module = importlib.import_module(f"{__name__}.{name}")
+    for module in READER_MODULES:
         out.extend(module.READERS if hasattr(module, "READERS") else (module.READER,))
     return out
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._record import SourceMeta
+from .record import SourceMeta
 
 OVERRIDES = "overrides.yaml"
 _ITEM = re.compile(r"^- +(?P<quote>['\"]?)(?P<body>.*?)(?P=quote)\s*$")

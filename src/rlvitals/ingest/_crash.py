@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._record import Crash, CrashKind
-from ._text import ANSI
+from .record import Crash, CrashKind
+from .text import ANSI
 
 #: a frame of a traceback; veRL, Ray and torch print the same form
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._record import Record, SkipLog, SourceMeta
+from .record import Record, SkipLog, SourceMeta
 
 
 def _single(path: Path) -> list[Path]:

@@ -27,9 +27,9 @@ from urllib.parse import quote, unquote
 
 from ..errors import InputError
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import parse_number
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, drop_eval_epoch
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import parse_number
 
 FORMAT = "csv"
 RUN_MARK = "#run="

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines, parse_json
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import iter_lines, parse_json
 
 FORMAT = "jsonl"
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import iter_lines
 
 FORMAT = "mlflow"
 

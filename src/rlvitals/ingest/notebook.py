@@ -37,8 +37,8 @@ from ..errors import EmptyInputError, InputError
 from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
-from ._record import Crash, Record, SkipLog, SourceMeta, Value
-from ._text import json_document, parse_number, strip_ansi
+from .record import Crash, Record, SkipLog, SourceMeta, Value
+from .text import json_document, parse_number, strip_ansi
 
 FORMAT = "notebook"
 SUFFIX = ".ipynb"

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._pyrepr import ReprError, metric_values, parse_dict
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta
-from ._text import iter_lines, search_file, strip_ansi
+from .pyrepr import ReprError, metric_values, parse_dict
+from .record import Record, SkipLog, SourceMeta
+from .text import iter_lines, search_file, strip_ansi
 
 FORMAT = "openrlhf-console"
 

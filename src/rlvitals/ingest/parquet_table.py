@@ -21,8 +21,8 @@ import polars as pl
 
 from ..errors import InputError, UnknownFormatError
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch, note_side_logs
+from .record import Record, SkipLog, SourceMeta, Value
 
 FORMAT = "parquet"
 MAGIC = b"PAR1"

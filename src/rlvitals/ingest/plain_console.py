@@ -29,8 +29,8 @@ from pathlib import Path
 
 from ._crash import CrashScanner
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines, parse_number, search_file, strip_ansi
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import iter_lines, parse_number, search_file, strip_ansi
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._tfevents import EventScanner, Hits, masked_crc32c
+from .record import Record, SkipLog, SourceMeta, Value
+from .tfevents import EventScanner, Hits, masked_crc32c
 
 FORMAT = "tensorboard"
 

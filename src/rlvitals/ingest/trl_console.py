@@ -29,10 +29,10 @@ from typing import Any
 
 from ._console_steps import Witnesses, number
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import cut_note, iter_lines, search_file, strip_ansi
+from .pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import cut_note, iter_lines, search_file, strip_ansi
 
 FORMAT = "trl-console"
 

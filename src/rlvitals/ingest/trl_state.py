@@ -24,9 +24,9 @@ from typing import Any
 
 from ..errors import InputError
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import json_document
 from .generic_jsonl import as_step, drop_eval_epoch, flatten
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import json_document
 
 FORMAT = "trl-state"
 STATE_FILE = "trainer_state.json"

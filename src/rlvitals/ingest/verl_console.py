@@ -27,10 +27,10 @@ from typing import Any
 
 from ._config import hydra_scalar, sibling_overrides
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._pyrepr import ReprError, flatten, parse, parse_dump
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import ANSI, cut_note, iter_lines, parse_number, search_file, strip_ansi
+from .pyrepr import ReprError, flatten, parse, parse_dump
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import ANSI, cut_note, iter_lines, parse_number, search_file, strip_ansi
 
 FORMAT = "verl-console"
 

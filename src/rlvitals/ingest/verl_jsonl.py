@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import iter_lines
 
 FORMAT = "verl-jsonl"
 _NUMERIC = {float, int}

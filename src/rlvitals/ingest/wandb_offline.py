@@ -48,8 +48,8 @@ from typing import Any
 from ..errors import InputError
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
-from ._record import Record, SkipLog, SourceMeta, Value
-from ._text import iter_lines, parse_json
+from .record import Record, SkipLog, SourceMeta, Value
+from .text import iter_lines, parse_json
 
 FORMAT = "wandb-offline"
 

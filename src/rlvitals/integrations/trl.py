@@ -1,4 +1,4 @@
-"""TRL: a ``TrainerCallback`` that feeds a :class:`~rlvitals.monitor.Monitor` from inside the Trainer.
+"""TRL: a ``TrainerCallback`` that feeds a :class:`~rlvitals.watch.monitor.Monitor` from inside the Trainer.
 
 What it does at each ``on_log`` (rank 0 only): the logged metrics go to the Monitor at
 ``state.global_step``; for a training log of a ``GRPOTrainer`` the step's completions go to
@@ -38,7 +38,7 @@ from typing import Any
 import polars as pl
 from transformers import TrainerCallback
 
-from ..monitor import Monitor
+from ..watch.monitor import Monitor
 
 __all__ = ["RlvitalsCallback", "attach", "completion_records"]
 

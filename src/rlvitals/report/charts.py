@@ -1,7 +1,7 @@
 """Charts of the report's page model: series in, small JSON-able dicts out (drawn client-side by Plotly).
 
 A chart is ``{"id", "keys", "kind", "traces", "markers"}``; a trace carries its downsampled points
-(:mod:`rlvitals.downsample`: a spike is never averaged away), how many points it had before, the
+(:mod:`rlvitals.report.downsample`: a spike is never averaged away), how many points it had before, the
 non-finite values of the whole series, and the non-finite points that survived as markers. Values
 are rounded to a few significant digits of the series' typical magnitude: a chart is about 1000
 pixels tall at most, and a shorter number is most of the JSON a 200-chart report sends.
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..diagnosis import Finding
-from ..downsample import downsample_index, nonfinite
+from .downsample import downsample_index, nonfinite
 
 DIGITS = 6  # significant digits kept for a series' typical value
 

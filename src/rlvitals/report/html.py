@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from ..errors import RlvitalsError
-from ..render_diagnosis import when_words
+from ..render.diagnosis import when_words
 
 _SEPARATORS = re.compile(r"([_./-]+)")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -147,9 +147,9 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
-        >>> from rlvitals.pathologies import Spec, scenario
+        >>> from rlvitals.synthetic.pathologies import Spec, scenario
         >>> from rlvitals.report.model import build_page
-        >>> from rlvitals.scenarios import run_from_series
+        >>> from rlvitals.synthetic.scenarios import run_from_series
         >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
         >>> html = render_html(build_page([run], [diagnose(run)]), cdn=True)
         >>> html.startswith("<!doctype html>"), 'id="layer-L5"' in html

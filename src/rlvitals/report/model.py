@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .. import __version__
-from ..catalog import Catalog, load_catalog
+from .._version import __version__
+from ..catalog.catalog import Catalog, load_catalog
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
-from ..run import Run
+from ..run.run import Run
 from .charts import Page, add_markers, stacked, trace
 from .rollouts import available_steps, nearest, rollout_section
 
@@ -294,8 +294,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
-        >>> from rlvitals.pathologies import Spec, scenario
-        >>> from rlvitals.scenarios import run_from_series
+        >>> from rlvitals.synthetic.pathologies import Spec, scenario
+        >>> from rlvitals.synthetic.scenarios import run_from_series
         >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
         >>> page = build_page([run], [diagnose(run)])
         >>> [s["id"] for s in page["sections"]][:4]

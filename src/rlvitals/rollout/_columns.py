@@ -18,8 +18,8 @@ import orjson
 import polars as pl
 
 from ..errors import InputError
-from ..ingest._pyrepr import parse as parse_literal
-from ..ingest._record import SkipLog
+from ..ingest.pyrepr import parse as parse_literal
+from ..ingest.record import SkipLog
 
 #: the column of a raw frame holding each row's ``file:line``, for skip reasons
 WHERE = "_where"

@@ -16,7 +16,7 @@ from typing import Literal
 import polars as pl
 
 from ..errors import EmptyInputError, InputError
-from ..ingest._record import SkipLog
+from ..ingest.record import SkipLog
 from . import schema as S
 from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
 

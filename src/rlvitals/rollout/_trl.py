@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError
-from ..ingest._record import SkipLog
+from ..ingest.record import SkipLog
 from ._columns import WHERE
 from ._core import KEY, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
 

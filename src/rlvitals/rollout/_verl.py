@@ -23,8 +23,8 @@ from typing import Any
 import polars as pl
 
 from ..errors import UnknownFormatError
-from ..ingest._record import SkipLog, SourceMeta
-from ..ingest._text import iter_lines
+from ..ingest.record import SkipLog, SourceMeta
+from ..ingest.text import iter_lines
 from ._columns import WHERE, frame_from_rows
 from ._core import KEY, ColumnMap, RolloutSet, apply_map, finish, override
 

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import polars as pl
 
 from ..errors import InputError
-from ..run import Run
-from . import diversity, groups, lengths, prompts, segments, sources, splits, steps, tokens
+from ..run.run import Run
+from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
 from .readers import ColumnMap, RewardWeights, RolloutSet, rollouts_from_python
 from .schema import (
@@ -143,7 +143,7 @@ _Family = tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], An
 def _families(o: RolloutOptions) -> list[_Family]:
     return [
         ("group", lambda s, df: groups.update(s, df, ks=o.ks), groups.merge, groups.compute),
-        ("step_groups", steps.update, steps.merge, steps.compute),
+        ("step_groups", step_groups.update, step_groups.merge, step_groups.compute),
         ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if o.embed else None),
          diversity.merge, diversity.compute),
         ("segments", lambda s, df: segments.update(s, df, tags=o.segment_tags, tool_call_cap=o.tool_call_cap),
@@ -151,7 +151,7 @@ def _families(o: RolloutOptions) -> list[_Family]:
         ("length", lengths.update, lengths.merge, lengths.compute),
         ("prompts", prompts.update, prompts.merge, prompts.compute),
         ("id_ood", _id_ood_update(o), splits.merge, splits.compute),
-        ("sources", lambda s, df: sources.update(s, df, id_sources=o.id_sources), sources.merge, sources.compute),
+        ("sources", lambda s, df: by_source.update(s, df, id_sources=o.id_sources), by_source.merge, by_source.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
     ]
 
@@ -437,7 +437,7 @@ def _source_notes(state: RolloutState) -> list[str]:
     """A named ID or OOD source that no rollout has is most likely a typo: say so, with the names."""
     if "sources" not in state.families:
         return []
-    seen = sources.sources_seen(state.families["sources"])
+    seen = by_source.sources_seen(state.families["sources"])
     out = []
     for what, names in (("in", state.options.id_sources), ("out-of", state.options.ood_sources or ())):
         unknown = [n for n in names if n not in seen]
@@ -464,7 +464,7 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
             "all_wrong": "group/zero_std/all_wrong", "identical": "group/zero_std/identical"}
     per_source: dict[str, dict[str, Any]] = {}
     for key, value in row.items():
-        parts = sources.split_key(key)
+        parts = by_source.split_key(key)
         if parts is not None and value is not None:
             per_source.setdefault(parts[0], {})[parts[1]] = value
     used = grouped | set(zero.values()) | set(NOT_SERIES) | {STEP}
@@ -479,5 +479,5 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
         "length_reading": reading,
         "sources": dict(sorted(per_source.items())),
-        "metrics": {k: v for k, v in row.items() if k not in used and v is not None and sources.split_key(k) is None},
+        "metrics": {k: v for k, v in row.items() if k not in used and v is not None and by_source.split_key(k) is None},
     }

@@ -36,7 +36,7 @@ import polars as pl
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
-from rlvitals.rollout.schema import ACTIONS, ANSWER, GROUP, RESPONSE, SAMPLE, STATES, STEP
+from .schema import ACTIONS, ANSWER, GROUP, RESPONSE, SAMPLE, STATES, STEP
 
 Unit = Literal["word", "char"]
 DEFAULT_NS = (1, 2, 3, 4)

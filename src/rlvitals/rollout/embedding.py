@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvitals.errors import MissingExtraError
+from ..errors import MissingExtraError
 
 INSTALL = "pip install 'rlvitals[embed]'"
 #: sentence-transformers' default; larger batches gain little on a CPU and cost memory

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout import schema as S
-from rlvitals.rollout.passk import g_pass_at_k, maj_curve, pass_at_k
+from . import schema as S
+from .passk import g_pass_at_k, maj_curve, pass_at_k
 
 __all__ = ["GroupState", "StepAcc", "compute", "correct_expr", "group_table", "merge", "step_metrics", "update",
            "with_outcome"]

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import CORRECT, GROUP, LENGTH, SCORE, STEP, TRUNCATED
+from .schema import CORRECT, GROUP, LENGTH, SCORE, STEP, TRUNCATED
 
 Reading = Literal["longer_more_correct", "no_change", "longer_less_correct"]
 Outcome = Literal["correct", "score"]

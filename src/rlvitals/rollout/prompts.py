@@ -1,6 +1,6 @@
 """Prompt-scale metrics: how reward and gradient are spread over the prompts of a step (the
 in- versus out-of-distribution gap is :mod:`rlvitals.rollout.splits`, per-source values
-:mod:`rlvitals.rollout.sources`).
+:mod:`rlvitals.rollout.by_source`).
 
 Streaming: ``update(state | None, chunk, top=)``, ``merge(a, b)``, ``compute(state)`` over chunks of
 whole groups. The state keeps each prompt group's values; ``compute`` sorts them (Gini, top share) or
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import ADVANTAGE, CORRECT, GROUP, SCORE, STEP
+from .schema import ADVANTAGE, CORRECT, GROUP, SCORE, STEP
 
 BUCKETS = ("easy", "medium", "hard")
 

@@ -36,8 +36,8 @@ import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..ingest._record import SkipLog, SourceMeta
-from ..ingest._text import iter_lines
+from ..ingest.record import SkipLog, SourceMeta
+from ..ingest.text import iter_lines
 from . import _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
+from .schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
 
 
 @dataclass(frozen=True)

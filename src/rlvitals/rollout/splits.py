@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import SCORE, SOURCE, SPLIT, STEP
+from .schema import SCORE, SOURCE, SPLIT, STEP
 
 __all__ = ["SplitState", "compute", "merge", "update"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.schema import STEP, TOKEN_ADVANTAGE, TOKEN_ENTROPY, TOKEN_LOGPROB
+from .schema import STEP, TOKEN_ADVANTAGE, TOKEN_ENTROPY, TOKEN_LOGPROB
 
 FORKING_QUANTILE = 0.8
 

@@ -99,9 +99,9 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
-        >>> from rlvitals.pathologies import Spec, scenario
+        >>> from rlvitals.synthetic.pathologies import Spec, scenario
         >>> from rlvitals.report.model import build_page
-        >>> from rlvitals.scenarios import run_from_series
+        >>> from rlvitals.synthetic.scenarios import run_from_series
         >>> run = run_from_series(scenario(Spec(steps=200, seed=1, pathology="entropy_collapse", at=120)))
         >>> d = diagnose(run)
         >>> s = Served("ab", run.path, 0, 3, 200, d.verdict, 1, 0.0, run, d)

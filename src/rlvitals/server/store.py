@@ -4,7 +4,7 @@
 (a counter bumped each time the run grew and was diagnosed again), so a restarted server lists
 the runs with their last known state while it re-reads the logs, and versions keep counting up
 (a page open across the restart sees a newer version, never an older one). ``sources`` keeps
-each followed log's cursor (see :class:`rlvitals.watch.sources.Follow`). Several servers may
+each followed log's cursor (see :class:`rlvitals.run.follow.Follow`). Several servers may
 share one file: WAL lets one write while the others read.
 """
 

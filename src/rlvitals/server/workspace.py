@@ -7,7 +7,7 @@ after the server shows up by itself. A root's rollout dump folder (``WorkspaceOp
 one per root) is joined to the run of that root only: the rollouts of one run are no other's; it is
 read and analysed with ``WorkspaceOptions.rollout_settings`` (the rollout options of ``rlvitals
 rollouts``) and joined by the same rule as ``rlvitals diagnose --rollouts``. Every source is a
-:class:`~rlvitals.watch.sources.Follow`; when it gives new data the run is diagnosed again, at
+:class:`~rlvitals.run.follow.Follow`; when it gives new data the run is diagnosed again, at
 most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
 poll (``events``). Page models are built on first request and kept for the current version only;
@@ -16,7 +16,7 @@ right after its diagnosis, so a reader of a growing 100k-step run does not wait 
 
 A followed text log is read by complete lines only (a trainer may be mid-line). A log whose last
 line has no newline and that stays unchanged for ``settle`` seconds is a finished file cut short,
-not a line being written: it is then read whole once (:func:`rlvitals.loader.load`), so the
+not a line being written: it is then read whole once (:func:`rlvitals.run.load.load`), so the
 dashboard shows the same last step as ``rlvitals report``.
 
 A run's id is a hash of its path: opaque in URLs, stable across restarts. The state file
@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..catalog import load_catalog
-from ..config import DiagnoseConfig
+from ..catalog.catalog import load_catalog
+from ..checks.config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
 from ..ingest import find_reader
 from ..rollout.options import RolloutSettings
-from ..run import Run
-from ..watch.sources import Follow, LineSource, signature
+from ..run.follow import Follow, LineSource, signature
+from ..run.run import Run
 from .security import AccessError, confine
 from .store import RunRow, ServeState
 
@@ -332,7 +332,7 @@ class Workspace:
         if st.st_size <= inner.cursor.offset or now - src.quiet < self.options.settle or src.settled == sig:
             return []
         src.settled = sig
-        from ..loader import load
+        from ..run.load import load
 
         try:
             runs = load(src.path, self.options.fmt)
@@ -440,7 +440,7 @@ class Workspace:
     def series(self, served: Served, key: str, start: float | None, end: float | None,
                buckets: int) -> dict[str, Any]:
         """One metric of a run between steps ``start`` and ``end`` (both kept), at most ``4 × buckets``
-        points (:mod:`rlvitals.downsample`: a spike survives), as the report's chart trace."""
+        points (:mod:`rlvitals.report.downsample`: a spike survives), as the report's chart trace."""
         from ..report.charts import trace
 
         assert served.run is not None

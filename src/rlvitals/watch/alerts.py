@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from ..checks._base import STATUS_RANK, VERDICT_STATUSES, Status
+from ..checks import STATUS_RANK, VERDICT_STATUSES, Status
 from ..diagnosis import Finding
 
 AlertKind = Literal["new", "escalated", "again"]

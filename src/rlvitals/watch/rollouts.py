@@ -33,8 +33,8 @@ import polars as pl
 from ..errors import RlvitalsError
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
-from ..run import Run
-from .sources import signature
+from ..run.follow import signature
+from ..run.run import Run
 
 __all__ = ["RolloutFollow", "join_series", "step_frame"]
 

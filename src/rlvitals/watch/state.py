@@ -34,7 +34,7 @@ import orjson
 from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 from ..ingest import Record
-from ..ingest._record import Value
+from ..ingest.record import Packed, Value
 from .alerts import Alert, KeyState
 
 SCHEMA = 2
@@ -50,33 +50,6 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS alerts (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, "
     "status TEXT NOT NULL, at REAL NOT NULL, alert TEXT NOT NULL, pending TEXT NOT NULL)",
 )
-
-
-#: a record as it waits to be stored: step, its numeric keys, their values as float64 bytes, its text
-#: values as JSON (or None), whether it is a summary record
-Packed = tuple[int, tuple[str, ...], bytes, bytes | None, bool]
-
-
-def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None = None) -> Packed:
-    """``record`` as :meth:`WatchState.commit` stores it, in a tenth of the memory of its dict;
-    ``layouts`` shares one tuple among the records with the same keys.
-
-    Example:
-        >>> pack(Record(3, {"a": 1.0, "b": "x"}, "run.log:3"))[:2]
-        (3, ('a',))
-    """
-    numbers: dict[str, float] = {}
-    text: dict[str, str] = {}
-    for key, value in record.values.items():
-        if isinstance(value, str):
-            text[key] = value
-        else:
-            numbers[key] = value
-    names = tuple(numbers)
-    if layouts is not None:
-        names = layouts.setdefault(names, names)
-    return (record.step, names, array("d", numbers.values()).tobytes(), orjson.dumps(text) if text else None,
-            record.kind == "summary")
 
 
 def default_state_path(first: Path) -> Path:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..run import Run
+from ..run.run import Run
 
 __all__ = ["STEPS", "Twins", "same_run"]
 

@@ -25,19 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from ..checks._base import STATUS_RANK
-from ..config import DiagnoseConfig
+from ..checks import STATUS_RANK
+from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..rollout.options import RolloutSettings
-from ..run import Run
+from ..run.follow import Follow
+from ..run.run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
 from .exports import LiveExports, WandbTarget
 from .outbox import Outbox
 from .rollouts import RolloutFollow
 from .sinks import Sink
-from .sources import Follow
 from .state import WatchState
-from .tail import TailPass
+from .tail_pass import TailPass
 from .twins import Twins
 from .view import PlainView
 

@@ -20,7 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
-from .errors import CatalogError, UnknownMetricError
+from ..errors import CatalogError, UnknownMetricError
 
 LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency", "context")
 SCALES = ("token", "rollout", "group", "prompt", "batch", "time", "reasoning", "system")
@@ -345,5 +345,5 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
     """The catalog shipped with the package (parsed once per process)."""
-    text = resources.files("rlvitals").joinpath("catalog.toml").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("catalog.toml").read_text(encoding="utf-8")
     return parse_catalog(tomllib.loads(text))

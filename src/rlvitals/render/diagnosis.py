@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from .diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
-from .render_text import WIDTH, console
+from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
+from .terminal import WIDTH, console
 
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
 _STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}

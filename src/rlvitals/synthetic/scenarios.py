@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnosis import Diagnosis, diagnose
-from .ingest import Record, SourceMeta
+from ..diagnosis import Diagnosis, diagnose
+from ..ingest import Record, SourceMeta
+from ..run.run import Run, RunBuilder
 from .pathologies import PATHOLOGIES, Spec, scenario
-from .run import Run, RunBuilder
 
 
 def run_from_series(series: Mapping[str, np.ndarray], *, framework: str = "verl",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .run import Run
+from ..run.run import Run
 
 if TYPE_CHECKING:
-    from .rollout.analysis import RolloutAnalysis
+    from ..rollout.analysis import RolloutAnalysis
 
 #: how many skip reasons ``inspect`` shows
 SHOWN_SKIPS = 5
@@ -77,7 +77,7 @@ def rollout_summary(analysis: RolloutAnalysis, path: str, ks: Sequence[int]) -> 
         >>> doc["steps"][0]["pass@k"], doc["overall"]["step"]
         ({'1': 0.5}, None)
     """
-    from .rollout.analysis import step_json
+    from ..rollout.analysis import step_json
 
     rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
     return {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UnknownMetricError
 from .aliases import Context, KeyResolver
 from .catalog import Catalog, Metric, load_catalog
-from .errors import UnknownMetricError
 
 
 def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[str]]:

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .aliases import Context, KeyResolver, Resolved
-from .catalog import Catalog, load_catalog
+from ..catalog.aliases import Context, KeyResolver, Resolved
+from ..catalog.catalog import Catalog, load_catalog
+from ..ingest.record import Crash, Record, SkipLog, SourceMeta
 from .detect import detect
-from .ingest._record import Crash, Record, SkipLog, SourceMeta
 
 _EVALISH = ("eval", "val", "test")
 
@@ -218,6 +218,11 @@ class RunBuilder:
     @property
     def records(self) -> int:
         return self._records
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing added yet: no step records and no end-of-training summary."""
+        return self._records == 0 and not self._summary
 
     def finish(self, path: str, catalog: Catalog | None = None,
                resolver: KeyResolver | None = None, last: int | None = None) -> Run:

@@ -3,9 +3,9 @@
 Two ways to follow a log, chosen by its format:
 
 - **Line formats** (veRL console and JSONL, generic JSONL, TRL and OpenRLHF console) grow by
-  appended lines. :class:`LineSource` keeps a :class:`~rlvitals.follow.FileCursor` and calls
+  appended lines. :class:`LineSource` keeps a :class:`~rlvitals.ingest.cursor.FileCursor` and calls
   the format's own reader on the complete lines appended since the last poll only
-  (``SourceMeta.window``), adding their records to one :class:`~rlvitals.run.RunBuilder`.
+  (``SourceMeta.window``), adding their records to one :class:`~rlvitals.run.run.RunBuilder`.
   Until a file has given its first record it is re-read from byte 0 on each change, because
   the veRL console reader parses the startup config dump as one block before the first step
   line and the generic JSONL reader picks its step key from the first records; after that a
@@ -18,7 +18,7 @@ Two ways to follow a log, chosen by its format:
   as ``load()`` numbers the files' lines concatenated.
 - **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
   W&B offline with their binary record framing, and every folder) are re-read whole by
-  :func:`rlvitals.loader.load` when a file's size, mtime or inode changes, at most once per
+  :func:`rlvitals.run.load.load` when a file's size, mtime or inode changes, at most once per
   ``min_gap`` seconds (doubled by the last read's cost). The new read *replaces* the old
   one rather than adding "steps not seen yet": TensorBoard writes one event per tag, so a
   step's tags can straddle two flushes, and a rewritten trainer_state may revise or roll
@@ -39,7 +39,8 @@ from typing import Any
 import orjson
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..follow import (
+from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
+from ..ingest.cursor import (
     COMPRESSED,
     FileCursor,
     advance,
@@ -50,9 +51,8 @@ from ..follow import (
     rotated_since,
     same_file,
 )
-from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
-from ..run import Run, RunBuilder
-from .state import Packed, pack
+from ..ingest.record import Packed, pack
+from .run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
 #: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
@@ -121,7 +121,7 @@ class LineSource:
     def run(self, last: int | None = None) -> Run | None:
         """The Run read so far (only its last ``last`` steps, when given); None before any record — unless
         the log already ends in a crash (a run that died before its first step is news too)."""
-        if self.builder.records == 0 and not self.builder._summary and self.meta.crash is None:
+        if self.builder.is_empty and self.meta.crash is None:
             return None
         return self.builder.finish(str(self.path), last=last)
 
@@ -411,7 +411,7 @@ class SnapshotSource:
 
     def poll(self, now: float, cost: float = 0.0) -> bool:
         """Re-read if the files changed and the throttle allows; whether the runs changed."""
-        from ..loader import load
+        from .load import load
 
         try:
             sig = signature(self.path)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import EmptyInputError, UnknownFormatError
-from .ingest import Reader, SourceMeta, find_reader, readers
-from .ingest._folder import logs_in
+from ..errors import EmptyInputError, UnknownFormatError
+from ..ingest import Reader, SourceMeta, find_reader, logs_in, readers
 from .run import Run, RunBuilder
 
 
@@ -47,7 +46,7 @@ def load(path: str | Path, fmt: str | None = None) -> list[Run]:
         builder = RunBuilder(meta)
         for record in reader.read(root, meta, builder.skipped):
             builder.add(record)
-        if builder.records == 0 and not builder._summary and meta.crash is None:
+        if builder.is_empty and meta.crash is None:
             detail = ""
             if builder.skipped.count:
                 detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"

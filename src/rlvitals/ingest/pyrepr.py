@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._record import Value
+from .record import Value
 
 __all__ = ["ReprError", "parse", "parse_dict", "parse_dict_at", "parse_cut_dict", "Dump", "parse_dump",
            "metric_values", "flatten"]

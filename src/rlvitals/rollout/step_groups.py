@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from rlvitals.rollout.schema import ACTIONS, GROUP, STATES, STEP
+from .schema import ACTIONS, GROUP, STATES, STEP
 
 __all__ = ["StepGroupState", "compute", "merge", "step_groups_table", "update"]
 

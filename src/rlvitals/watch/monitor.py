@@ -1,7 +1,7 @@
 """``Monitor``: rlvitals inside a training loop, without ever slowing or breaking it.
 
 ``log(step, metrics)`` and ``log_rollouts(step, rollouts)`` only put the values on a bounded
-queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.RunBuilder`
+queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.run.RunBuilder`
 (keys are resolved by the catalog exactly as for any log), analyses each step's rollouts
 (:mod:`rlvitals.rollout.analysis`), joins those series onto the Run, diagnoses it at most every
 ``every`` steps and ``min_interval`` seconds, and hands the findings to the watcher's alert
@@ -35,13 +35,13 @@ from typing import IO, Any
 
 import polars as pl
 
-from .config import DiagnoseConfig
-from .diagnosis import Diagnosis, Finding, diagnose
-from .errors import RlvitalsError
-from .ingest._record import Record, SourceMeta, Value
-from .run import Run, RunBuilder
-from .watch.alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
-from .watch.sinks import Sink
+from ..checks.config import DiagnoseConfig
+from ..diagnosis import Diagnosis, Finding, diagnose
+from ..errors import RlvitalsError
+from ..ingest.record import Record, SourceMeta, Value
+from ..run.run import Run, RunBuilder
+from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
+from .sinks import Sink
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
 
@@ -90,7 +90,7 @@ class Monitor:
                  state_path: str | Path | None = None, cooldown: Cooldown | None = None, queue_size: int = 10_000,
                  err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time,
                  stop_on: str | None = None) -> None:
-        from .watch.sinks import parse_sink
+        from .sinks import parse_sink
 
         if every < 1 or min_interval < 0 or queue_size < 1:
             raise MonitorError(f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size}): "
@@ -159,7 +159,7 @@ class Monitor:
             0.0
             >>> mon.close()
         """
-        from .watch.rollouts import step_frame
+        from .rollouts import step_frame
 
         try:
             if self._closed:
@@ -311,7 +311,7 @@ class Monitor:
         """The watcher's SQLite state, opened in this thread (sqlite3 connections are per thread)."""
         if self.state_path is None:
             return None
-        from .watch.state import WatchState
+        from .state import WatchState
 
         try:
             state = WatchState(self.state_path)
@@ -376,7 +376,7 @@ class Monitor:
     def _add_rollouts(self, step: int, rollouts: Any, analysed: Any = None) -> None:
         """Add a step's rollouts (``analysed``: the table and its frame, already computed by
         :meth:`derive`); a step's rollouts may come in several calls, and are then analysed together."""
-        from .watch.rollouts import step_frame
+        from .rollouts import step_frame
 
         table, frame = analysed if analysed is not None else (_rollout_table(step, rollouts), None)
         old = self._rollout_tables.get(step)
@@ -399,7 +399,7 @@ class Monitor:
         return steps_ok and self.clock() - self._diagnosed_at >= self.min_interval
 
     def _build(self) -> Run | None:
-        from .watch.rollouts import join_series
+        from .rollouts import join_series
 
         if self._builder.records == 0 and not self._rollout_frames:
             return None
@@ -441,7 +441,7 @@ class Monitor:
         self._judge_stop(d, step)
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
-        from .checks._base import STATUS_RANK
+        from ..checks import STATUS_RANK
 
         if self.stop_on is None or self._stop is not None or STATUS_RANK[d.verdict] < STATUS_RANK[self.stop_on]:
             return
@@ -510,7 +510,7 @@ def _values(metrics: Mapping[str, Any]) -> tuple[dict[str, Value], list[str]]:
 
 def _rollout_table(step: int, rollouts: Any) -> pl.DataFrame:
     """The rollout table of one step, from records or a frame; every row is put at ``step``."""
-    from .rollout.readers import RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
+    from ..rollout.readers import RolloutSet, read_rollouts, rollouts_from_frame, rollouts_from_records
 
     if isinstance(rollouts, RolloutSet):
         rs = rollouts

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelUnavailableError, SamplerError
-from .problems import SOURCES, Problem, extract_answer, make_problems
+from ..errors import ModelUnavailableError, SamplerError
+from .word_problems import SOURCES, Problem, extract_answer, make_problems
 
 __all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "check_sampling", "load_policy",
            "missing_packages", "prompt_messages", "sample_rollouts", "sample_steps"]

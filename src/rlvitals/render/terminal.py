@@ -277,7 +277,7 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
     value in any row are left out.
 
     >>> import rlvitals
-    >>> from rlvitals.summary import rollout_summary
+    >>> from rlvitals.render.summary import rollout_summary
     >>> a = rlvitals.analyze_rollouts([{"step": 1, "prompt": "2+2", "response": r, "score": s}
     ...                                for r, s in (("4", 1.0), ("5", 0.0))], ks=(1, 2))
     >>> print(render_rollouts(rollout_summary(a, "x", (1, 2)), (1, 2)).splitlines()[2].rstrip())

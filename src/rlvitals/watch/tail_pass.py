@@ -33,11 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..checks import sudden_checks
-from ..checks._base import STATUS_RANK, VERDICT_STATUSES
-from ..config import DiagnoseConfig
+from ..checks import STATUS_RANK, VERDICT_STATUSES, sudden_checks
+from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, assemble, diagnose
-from ..run import Run
+from ..run.run import Run
 from .alerts import KeyState, finding_key
 
 __all__ = ["TailPass", "merge", "raised"]

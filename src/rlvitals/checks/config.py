@@ -28,9 +28,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .checks import load_checks
-from .checks._base import Status
-from .errors import ConfigError
+from ..errors import ConfigError
+from . import load_checks
+from ._base import Status
 
 #: what a check may be capped at: "note" keeps its words and advice but takes it out of the verdict
 MAX_STATUSES: tuple[Status, ...] = ("ok", "note", "warn", "fail")

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .aliases import _NEG, _POS, KeyResolver, Version
-from .catalog import AlgorithmSignature, Catalog
+from ..catalog import EARLIEST, LATEST, KeyResolver, Version
+from ..catalog.catalog import AlgorithmSignature, Catalog
 
 #: the share of steps on which two series must differ for ``values_differ``
 DIFFER_SHARE = 0.5
@@ -41,7 +41,7 @@ def _fmt(framework: str, v: Version) -> str:
 
 
 def format_window(framework: str, low: Version, high: Version) -> str | None:
-    has_low, has_high = low != _NEG, high != _POS
+    has_low, has_high = low != EARLIEST, high != LATEST
     if has_low and has_high:
         return f">={_fmt(framework, low)},<{_fmt(framework, high)}"
     if has_low:
@@ -110,7 +110,7 @@ def _by_votes(keys: set[str], resolver: KeyResolver) -> str:
 
 
 def detect_version(keys: set[str], resolver: KeyResolver, framework: str) -> tuple[Version, Version]:
-    low, high = _NEG, _POS
+    low, high = EARLIEST, LATEST
     for key in keys:
         window = resolver.version_range(key, framework)
         if window is None:
@@ -120,7 +120,7 @@ def detect_version(keys: set[str], resolver: KeyResolver, framework: str) -> tup
         if window[1] < high:
             high = window[1]
     if low >= high:  # contradictory evidence (a fork mixing eras): claim nothing
-        return _NEG, _POS
+        return EARLIEST, LATEST
     return low, high
 
 
@@ -203,6 +203,6 @@ def detect(raw_keys: Iterable[str], config: Mapping[str, Any], hint: str | None,
            catalog: Catalog, resolver: KeyResolver, values: Mapping[str, np.ndarray] | None = None) -> Detection:
     keys = normalised_keys(raw_keys, catalog)
     framework = detect_framework(keys, resolver, hint, config, catalog)
-    low, high = detect_version(keys, resolver, framework) if framework != "unknown" else (_NEG, _POS)
+    low, high = detect_version(keys, resolver, framework) if framework != "unknown" else (EARLIEST, LATEST)
     algorithm, family, label = detect_algorithm(keys, config, framework, catalog, values)
     return Detection(framework, low, high, algorithm, family, label)

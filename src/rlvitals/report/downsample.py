@@ -19,7 +19,7 @@ from typing import TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from .errors import RlvitalsError
+from ..errors import RlvitalsError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -4,7 +4,7 @@ The learner is a softmax policy over five ways to answer an arithmetic word prob
 or multiply its two numbers, or repeat one of them), whose logits are a linear function of the
 question's words. It is trained by GRPO-style policy gradient: each step samples ``group``
 answers for each of ``prompts`` problems, scores them with the exact-answer extractor
-(:func:`rlvitals.problems.extract_answer`), normalises rewards within each group
+(:func:`rlvitals.synthetic.word_problems.extract_answer`), normalises rewards within each group
 (``(r - mean) / (std + 1e-4)``) and takes one gradient step. It really learns which words mean
 which operation ("more" → add, "each" → multiply...) and so solves held-out problems too. No
 number here is simulated: every logged value is measured on the learner.
@@ -40,8 +40,8 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from .problems import Problem, extract_answer, make_problems
-from .rollout.writers import write_verl_dump
+from ..rollout.writers import write_verl_dump
+from .word_problems import Problem, extract_answer, make_problems
 
 __all__ = ["ACTIONS", "DemoFiles", "Learner", "demo_files", "run_demo", "train_step", "watch_demo"]
 
@@ -218,8 +218,8 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
     its alerts (also appended to ``<folder>/alerts.jsonl``); returns 1 when the run ends with a
     failing verdict, as ``watch --exit-on fail`` would. Setting ``stop`` ends training and watching
     early; both threads are joined before this returns (none is left inside native code at exit)."""
-    from .watch.sinks import JsonlSink
-    from .watch.watcher import WatchOptions, open_watcher
+    from ..watch.sinks import JsonlSink
+    from ..watch.watcher import WatchOptions, open_watcher
 
     files = demo_files(folder)
     done = threading.Event()

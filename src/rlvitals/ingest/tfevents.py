@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ._protobuf import FIXED32, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
-from ._record import SkipLog, SourceMeta
+from .record import SkipLog, SourceMeta
 
 CHUNK = 4 << 20
 _MAX_RECORD = 1 << 31  # a longer "record" is taken as corruption

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError
-from ._record import SourceMeta
+from .record import SourceMeta
 
 CHUNK = 1 << 20
 #: a single line longer than this is cut (and reported) so one bad line cannot take all memory

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from .catalog import Alias, Catalog, Metric
 
 Version = tuple[int, ...]
-_NEG: Version = ()
-_POS: Version = (10**9,)
+#: before every version, and after every version: the open ends of a version window
+EARLIEST: Version = ()
+LATEST: Version = (10**9,)
 
 
 def parse_version(text: str | None) -> Version | None:
@@ -36,8 +37,8 @@ class Context:
     framework: str | None = None
     algorithm: str | None = None
     family: str | None = None
-    version_low: Version = _NEG
-    version_high: Version = _POS
+    version_low: Version = EARLIEST
+    version_high: Version = LATEST
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ class KeyResolver:
             alias = cand.alias
             if alias is None or alias.framework != framework:
                 continue
-            lows.append(parse_version(alias.since) or _NEG)
-            highs.append(parse_version(alias.until) or _POS)
+            lows.append(parse_version(alias.since) or EARLIEST)
+            highs.append(parse_version(alias.until) or LATEST)
         if not lows:
             return None
         return min(lows), max(highs)
@@ -189,8 +190,8 @@ class KeyResolver:
         elif alias.framework == ctx.framework:
             score += 3
         # an alias of another framework is still a reading of the same letters
-        low = parse_version(alias.since) or _NEG
-        high = parse_version(alias.until) or _POS
+        low = parse_version(alias.since) or EARLIEST
+        high = parse_version(alias.until) or LATEST
         if ctx.framework is not None and alias.framework == ctx.framework:
             if high <= ctx.version_low or low >= ctx.version_high:
                 return None

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from rlvitals.rollout.groups import correct_expr
-from rlvitals.rollout.schema import CORRECT, SCORE, SOURCE, STEP
+from .groups import correct_expr
+from .schema import CORRECT, SCORE, SOURCE, STEP
 
 __all__ = ["SUFFIXES", "SourceState", "compute", "merge", "sources_seen", "split_key", "update"]
 

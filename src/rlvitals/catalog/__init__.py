@@ -1,0 +1,14 @@
+"""Facts about metrics, and nothing else: the catalog (``catalog.toml``), how a logged key resolves to a
+canonical metric across frameworks and versions (:mod:`.aliases`), and the lookup behind ``explain``."""
+
+from __future__ import annotations
+
+from .aliases import EARLIEST, LATEST, Context, KeyResolver, Resolved, Version, parse_version
+from .catalog import AlgorithmSignature, Alias, Catalog, FrameworkSignature, Metric, load_catalog, parse_catalog
+from .lookup import explain, list_metrics, lookup, metric_info
+
+__all__ = [
+    "EARLIEST", "LATEST", "Alias", "AlgorithmSignature", "Catalog", "Context", "FrameworkSignature", "KeyResolver",
+    "Metric", "Resolved", "Version", "explain", "list_metrics", "load_catalog", "lookup", "metric_info",
+    "parse_catalog", "parse_version",
+]

@@ -1,0 +1,1 @@
+"""Terminal and Markdown renderings: pure functions from results to text."""
