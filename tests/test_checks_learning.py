@@ -100,6 +100,18 @@ def test_trl_frac_reward_zero_std_at_78_percent_is_not_passed() -> None:
     assert ok.status == "ok"
 
 
+def test_brief_crossings_of_a_long_quantised_share_do_not_warn() -> None:
+    """Three groups per logged batch: the share is 0, 1/3, 2/3 or 1. Over 2,000 logged steps its 10-step median
+    crosses 0.5 for a dozen steps by chance; only a level held for 2 % of the run (40 steps) is a state."""
+    rng = np.random.default_rng(7)
+    share = rng.binomial(3, 0.36, 2000) / 3
+    f = finding(diagnose(make_run({"group/zero_std/share": share})), "zero_variance_groups")
+    assert f.status == "ok", f.message["en"]
+    share[1200:1260] = rng.binomial(3, 0.75, 60) / 3  # a real stretch: 60 steps with three quarters dead
+    f = finding(diagnose(make_run({"group/zero_std/share": share})), "zero_variance_groups")
+    assert f.status == "warn" and 1195 <= f.onset_step <= 1215
+
+
 # ---------------------------------------------------------------- reward_std_collapse
 
 @pytest.mark.parametrize("unit", [0.01, 1.0, 100.0])
@@ -130,6 +142,30 @@ def test_reward_std_controls_and_batch_std_fallback() -> None:
     assert batch.status == "fail" and "critic/score/std" in batch.message["en"]
     short = finding(diagnose(make_run({"group/reward_std/mean": np.full(20, 0.4)})), "reward_std_collapse")
     assert short.status == "skipped" and "Only 20 steps" in short.message["en"]
+
+
+def test_sigma_g_fall_with_live_groups_is_a_note_and_with_dead_groups_still_fails() -> None:
+    """GRPO scales each group by its own σ_G: the mean spread may shrink 90 % and every group still teach.
+    The logged zero-variance share tells the two apart."""
+    sigma = step_to(0.4, 0.04, 150, sd=0.05)
+    live = finding(diagnose(make_run({"group/reward_std/mean": sigma, "group/zero_std/share": np.full(N, 0.2)})),
+                   "reward_std_collapse")
+    assert live.status == "note" and abs(live.onset_step - 151) <= 5
+    assert "only 20% of the groups had identical rewards" in live.message["en"] and "20%" in live.message["zh"]
+    assert live.evidence["zero_share"] == pytest.approx(0.2) and "Dr. GRPO" in live.advice["en"]
+    dead = finding(diagnose(make_run({"group/reward_std/mean": sigma,
+                                      "group/zero_std/share": step_to(0.2, 0.9, 150)})), "reward_std_collapse")
+    assert dead.status == "fail" and "learning signal is vanishing" in dead.message["en"]
+
+
+def test_real_dapo_loss_run_whose_groups_get_solved_is_not_a_collapse() -> None:
+    """yang-zhuang/schema-linking-dapo: 17,056 TRL steps, reward 0.61 → 2.54, σ_G 1.38 → 0.20 as the
+    partial-credit rewards are learnt, a quarter of the groups dead after the fall: a note, not a fail."""
+    run = corpus_run("trlstate__schema-linking-dapo__qwen3-0.6b-lora-dapo-loss")
+    f = finding(diagnose(run), "reward_std_collapse")
+    assert f.status == "note" and "the groups still teach" in f.message["en"]
+    assert 0.2 < f.evidence["zero_share"] < 0.3 and f.evidence["drop"] > 0.8
+    assert finding(diagnose(run), "zero_variance_groups").status == "ok"  # 10-30-record crossings of 0.5
 
 
 # ---------------------------------------------------------------- advantage_collapse
@@ -240,6 +276,8 @@ def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
         ("reward_std_collapse", "fall"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.04, 150, sd=0.05)}),
         ("reward_std_collapse", "fall_reward"): lambda: make_run({"group/reward_std/mean": falling_sigma,
                                                                   **score(0.9)}),
+        ("reward_std_collapse", "fall_live"): lambda: make_run({"group/reward_std/mean": falling_sigma,
+                                                                "group/zero_std/share": np.full(N, 0.2)}),
         ("advantage_collapse", "ok"): lambda: make_run(simulate(Scenario())),
         ("advantage_collapse", "dead"): lambda: make_run({"critic/advantages/max": np.where(T % 8 == 0, 0.0, 1.79),
                                                           "critic/advantages/min": np.where(T % 8 == 0, 0.0, -1.79)}),

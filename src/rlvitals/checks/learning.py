@@ -9,6 +9,7 @@ healthy).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -68,14 +69,16 @@ def _fall(x: np.ndarray, p: Mapping[str, Any]) -> tuple[signals.Event, float] | 
 
 def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of prompt groups whose rollouts all got the same reward (σ_G = 0) held at ``warn`` /
-    ``fail`` for ``min_steps`` (seed-004 §四: such prompts are sampled for nothing — every advantage
-    is 0; DAPO's dynamic sampling drops them). Split into too easy and too hard (seed-004 §五)."""
+    ``fail`` for ``min_steps`` and ``held_share`` of the run (seed-004 §四: such prompts are sampled for
+    nothing — every advantage is 0; DAPO's dynamic sampling drops them). Split into too easy and too hard
+    (seed-004 §五)."""
     s = view.series("group/zero_std/share")
     if s is None:
         return []
     level = signals.rolling_level(s.values, p["window"])
+    held_for = max(int(p["min_steps"]), math.ceil(p["held_share"] * len(s)))
     for status in WORST_FIRST:
-        found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=p["min_steps"])
+        found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=held_for)
         if not found:
             continue
         a, b = found[0]
@@ -144,6 +147,12 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     status = severity(score >= p["fail_drop"])
     values.update(onset=onset, peak_step=peak_step, peak=event.baseline, value=event.value, drop=event.score)
     template, metrics = "fall", [s.key]
+    live = _live_groups(view, onset, p)
+    if live is not None:  # most groups still have a spread: each is scaled by its own σ_G, so they still teach
+        values.update(zero_share=live[1], zero_key=live[0])
+        return [Outcome("note", "fall_live", values, onset, (onset, s.step(len(s) - 1)), (s.key, live[0]),
+                        {"baseline": event.baseline, "value": event.value, "drop": event.score, "severity": score,
+                         "zero_share": live[1], "threshold": p["live_share"]})]
     reward = reward_of(view)
     if reward is not None:
         lo, hi = reward_bounds(view, reward)
@@ -153,6 +162,19 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome(status, template, values, onset, (onset, s.step(len(s) - 1)), tuple(metrics),
                     {"baseline": event.baseline, "value": event.value, "drop": event.score, "severity": score,
                      "threshold": p[f"{status}_drop"], "zero_steps": zero})]
+
+
+def _live_groups(view: RunView, onset: int, p: Mapping[str, Any]) -> tuple[str, float] | None:
+    """(key, median share) of the zero-variance share after ``onset`` when it stays below ``live_share``;
+    None when it is not logged (the fall alone must judge) or when the groups did go dead."""
+    share = view.series("group/zero_std/share")
+    if share is None:
+        return None
+    after = share.after(onset)
+    if len(after) < p["window"]:
+        return None
+    median = float(np.median(after.values))
+    return (share.key, median) if median < p["live_share"] else None
 
 
 def advantage_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
