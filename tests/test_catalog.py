@@ -85,9 +85,13 @@ def test_units_read_in_chinese_and_stay_english_in_english() -> None:
     assert not set(CATALOG.units_zh) - {m.unit for m in CATALOG.metrics.values()}, "a translation of no unit"
 
 
+#: the smallest [layers] table a catalog may have
+ONE_LAYER = {"order": ["L1"], "L1": {"en": "Stability", "zh": "稳定性", "short_en": "L1", "short_zh": "L1"}}
+
+
 def test_loader_rejects_an_unknown_layer() -> None:
-    raw = {"metric": [{"key": "x", "layer": "L9", "scale": "token", "scope": "token",
-                       "varies": "time", "kind": "train"}]}
+    raw = {"layers": ONE_LAYER, "metric": [{"key": "x", "layer": "L9", "scale": "token", "scope": "token",
+                                            "varies": "time", "kind": "train"}]}
     with pytest.raises(CatalogError, match=r"'x' has layer='L9'; expected one of"):
         parse_catalog(raw)
 
@@ -107,11 +111,31 @@ def test_algorithm_short_names_of_the_seeds_families() -> None:
 
 def test_loader_rejects_an_algorithm_without_one_short_name() -> None:
     with pytest.raises(CatalogError, match=r"algorithm 'grpo' \('GRPO-style'\) has no short name; add short = "):
-        parse_catalog({"algorithm": [{"id": "grpo", "family": "rl", "label": "GRPO-style"}]})
+        parse_catalog({"layers": ONE_LAYER, "algorithm": [{"id": "grpo", "family": "rl", "label": "GRPO-style"}]})
     two = [{"id": "grpo", "family": "rl", "label": "GRPO", "short": "GRPO"},
            {"id": "grpo", "family": "rl", "label": "GRPO-style", "short": "GRPO-ish"}]
     with pytest.raises(CatalogError, match=r"algorithm 'grpo' has the short names 'GRPO' and 'GRPO-ish'; give every "):
-        parse_catalog({"algorithm": two})
+        parse_catalog({"layers": ONE_LAYER, "algorithm": two})
+
+
+def test_the_layers_and_their_reading_order_come_from_the_catalog() -> None:
+    assert CATALOG.reading_order == ("L5", "L1", "efficiency", "L2", "L3", "L4", "L6")
+    assert set(CATALOG.layers) == {*CATALOG.reading_order, "context"}  # context: bookkeeping, in no verdict
+    assert CATALOG.layers["L3"].name("zh") == "学习信号：数据对 policy 有价值吗？"
+    assert CATALOG.layers["L5"].short() == "L5 generalisation" and CATALOG.layers["L5"].short("zh") == "L5 泛化"
+    assert {m.layer for m in CATALOG.metrics.values()} <= set(CATALOG.layers)
+
+
+@pytest.mark.parametrize(("layers", "message"), [
+    (None, r"\[layers\] needs order = \[layer ids in reading order\]"),
+    ({"order": []}, r"\[layers\] needs order"),
+    ({"order": ["L1"], "L1": {"en": "Stability", "zh": "稳定性"}}, r"\[layers.L1\] needs en, zh, short_en, short_zh"),
+    ({**ONE_LAYER, "order": ["L1", "L2"]}, r"order = \['L1', 'L2'\] names layers without a table or twice: \['L2'\]"),
+    ({**ONE_LAYER, "order": ["L1", "L1"]}, r"names layers without a table or twice: \['L1', 'L1'\]"),
+])
+def test_loader_rejects_a_broken_layers_table(layers: Any, message: str) -> None:
+    with pytest.raises(CatalogError, match=message):
+        parse_catalog({} if layers is None else {"layers": layers})
 
 
 @pytest.mark.parametrize("metric", CATALOG.metrics.values(), ids=lambda m: m.key)

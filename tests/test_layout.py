@@ -53,19 +53,7 @@ MAX_FUNCTION_LINES = 60
 ALLOW_TOP: set[str] = set()
 ALLOW_STAGE: set[tuple[str, str]] = set()
 ALLOW_PRIVATE: set[tuple[str, str]] = set()
-ALLOW_FACTS: set[tuple[str, str]] = {
-    ('rlvitals.catalog.catalog', 'layer list'),
-    ('rlvitals.checks', 'layer list'),
-    ('rlvitals.diagnosis', 'layer list'),
-    ('rlvitals.diagnosis', 'layer table'),
-    ('rlvitals.diagnosis', 'status order'),
-    ('rlvitals.render.diagnosis', 'layer table'),
-    ('rlvitals.render.diagnosis', 'status order'),
-    ('rlvitals.report.charts', 'status order'),
-    ('rlvitals.report.model', 'status order'),
-    ('rlvitals.server.workspace', 'status order'),
-    ('rlvitals.synthetic.scenarios', 'status order'),
-}
+ALLOW_FACTS: set[tuple[str, str]] = set()
 ALLOW_LONG: set[str] = {
     'rlvitals.cli._parser.build_parser',
     'rlvitals.run.run.finish',

@@ -14,6 +14,7 @@ def _metric(key: str, kind: str = "train", aliases: list[dict] | None = None) ->
 
 
 CATALOG = parse_catalog({
+    "layers": {"order": ["L1"], "L1": {"en": "Stability", "zh": "稳定性", "short_en": "L1", "short_zh": "L1"}},
     "algorithm": [
         {"id": "ppo", "family": "rl", "label": "PPO", "short": "PPO", "config": {"algorithm.adv_estimator": ["gae"]}},
         {"id": "dpo-family", "family": "preference", "label": "DPO-family", "short": "DPO-family",

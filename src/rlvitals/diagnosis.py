@@ -14,20 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import STATUS_RANK, VERDICT_STATUSES, Check, Outcome, RunView, Status, load_checks
+from .catalog import load_catalog
+from .checks import STATUS_RANK, VERDICT_STATUSES, WORST_FIRST, Check, Outcome, RunView, Status, load_checks
 from .checks.config import DiagnoseConfig
 from .run.run import Run
 
-READING_ORDER = ("L5", "L1", "efficiency", "L2", "L3", "L4", "L6")
-LAYER_NAMES = {
-    "L5": ("Generalisation: did the model get better?", "泛化：模型变好了吗？"),
-    "L1": ("Training stability: is the optimisation working?", "训练稳定性：优化在 work 吗？"),
-    "L2": ("Policy behaviour: how is the policy changing?", "策略行为：Policy 在如何变化？"),
-    "L3": ("Learning signal: does the data still teach?", "学习信号：数据对 policy 有价值吗？"),
-    "L4": ("Exploration: is it still exploring?", "探索健康度：还在探索吗？"),
-    "L6": ("Reasoning quality: is the chain of thought real?", "推理质量：CoT 是真在推理吗？"),
-    "efficiency": ("Efficiency: where does the time go?", "效率：时间花在哪里？"),
-}
+#: the dashboard's layers in reading order, and each one's question (en, zh): from ``[layers]`` in the catalog
+READING_ORDER: tuple[str, ...] = load_catalog().reading_order
+LAYER_NAMES: dict[str, tuple[str, str]] = {k: (load_catalog().layers[k].en, load_catalog().layers[k].zh)
+                                           for k in READING_ORDER}
 _SKIP = {
     "disabled": ("disabled in the config", "已在配置中关闭"),
     "family": ("applies to {families} runs; this run is {family}", "适用于 {families} 训练；本次是 {family}"),
@@ -78,7 +73,7 @@ class Diagnosis:
             mine = [f for f in self.findings if f.layer == layer]
             layers[layer] = {"verdict": self.layers[layer], "name": LAYER_NAMES[layer][0],
                              "counts": {s: sum(f.status == s for f in mine)
-                                        for s in ("fail", "warn", "note", "ok", "skipped")}}
+                                        for s in WORST_FIRST}}
         return {"path": self.path, "framework": self.run.framework, "algorithm": self.run.algorithm,
                 "steps": int(len(self.run.train_steps)), "verdict": self.verdict, "layers": layers,
                 "findings": [f.to_json() for f in self.findings]}
@@ -152,7 +147,7 @@ def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Stat
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:
             # the words still say what was found; only the severity is capped (an "ok" or "note" template of
             # the check describes another finding: a spike too small to matter, not this one capped)
-            template = cap if cap in ("warn", "fail") and cap in check.en.messages else out.template
+            template = cap if cap in VERDICT_STATUSES and cap in check.en.messages else out.template
             out = Outcome(cap, template, out.values, out.onset_step, out.span, out.metrics, out.evidence, out.points)
         found.append(_finding(check, out))
     return found

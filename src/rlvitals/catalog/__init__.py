@@ -4,11 +4,11 @@ canonical metric across frameworks and versions (:mod:`.aliases`), and the looku
 from __future__ import annotations
 
 from .aliases import EARLIEST, LATEST, Context, KeyResolver, Resolved, Version, parse_version
-from .catalog import AlgorithmSignature, Alias, Catalog, FrameworkSignature, Metric, load_catalog, parse_catalog
+from .catalog import AlgorithmSignature, Alias, Catalog, FrameworkSignature, Layer, Metric, load_catalog, parse_catalog
 from .lookup import explain, list_metrics, lookup, metric_info
 
 __all__ = [
     "EARLIEST", "LATEST", "Alias", "AlgorithmSignature", "Catalog", "Context", "FrameworkSignature", "KeyResolver",
-    "Metric", "Resolved", "Version", "explain", "list_metrics", "load_catalog", "lookup", "metric_info",
+    "Layer", "Metric", "Resolved", "Version", "explain", "list_metrics", "load_catalog", "lookup", "metric_info",
     "parse_catalog", "parse_version",
 ]

@@ -22,13 +22,29 @@ else:  # pragma: no cover - exercised only on Python 3.10
 
 from ..errors import CatalogError, UnknownMetricError
 
-LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency", "context")
 SCALES = ("token", "rollout", "group", "prompt", "batch", "time", "reasoning", "system")
 SCOPES = ("token", "rollout", "group", "batch", "run")
 VARIES = ("vocabulary", "rollout", "prompt", "time", "rank", "none")
 KINDS = ("train", "eval", "bookkeeping")
 FRAMEWORKS = ("verl", "openrlhf", "trl", "any")
 LANGS = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer of the dashboard: its id, its question in both languages, its short name in both."""
+
+    id: str
+    en: str
+    zh: str
+    short_en: str
+    short_zh: str
+
+    def name(self, lang: str = "en") -> str:
+        return self.zh if lang == "zh" else self.en
+
+    def short(self, lang: str = "en") -> str:
+        return self.short_zh if lang == "zh" else self.short_en
 
 
 @dataclass(frozen=True)
@@ -154,6 +170,9 @@ class Catalog:
     #: a metric's ``unit`` as the Chinese pages write it (``units_zh`` in the catalog file)
     units_zh: dict[str, str] = field(default_factory=dict)
     frameworks: tuple[FrameworkSignature, ...] = ()
+    #: every layer by id (``[layers]``), and the dashboard's layers in reading order (the layers of a verdict)
+    layers: dict[str, Layer] = field(default_factory=dict)
+    reading_order: tuple[str, ...] = ()
 
     def unit(self, metric: Metric, lang: str = "en") -> str:
         """``metric``'s unit in ``lang`` (the English words where the catalog has no translation).
@@ -248,11 +267,32 @@ def _alias(raw: dict[str, Any], key: str, placeholders: dict[str, str]) -> Alias
     )
 
 
-def _metric(raw: dict[str, Any], placeholders: dict[str, str]) -> Metric:
+def _layers(raw: Any) -> tuple[dict[str, Layer], tuple[str, ...]]:
+    """The ``[layers]`` table: ``order`` (the reading order) and one table of words per layer id."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("order"), list) or not raw["order"]:
+        raise CatalogError("catalog: [layers] needs order = [layer ids in reading order] and a [layers.<id>] "
+                           "table per layer")
+    layers = {}
+    for lid, words in raw.items():
+        if lid == "order":
+            continue
+        fields = ("en", "zh", "short_en", "short_zh")
+        if not isinstance(words, dict) or not all(isinstance(words.get(k), str) and words[k] for k in fields):
+            raise CatalogError(f"catalog: [layers.{lid}] needs {', '.join(fields)}")
+        layers[str(lid)] = Layer(str(lid), *(str(words[k]) for k in fields))
+    order = tuple(str(x) for x in raw["order"])
+    unknown = [x for x in order if x not in layers]
+    if unknown or len(set(order)) != len(order):
+        raise CatalogError(f"catalog: [layers] order = {list(order)} names layers without a table or twice: "
+                           f"{unknown or sorted(x for x in order if order.count(x) > 1)}")
+    return layers, order
+
+
+def _metric(raw: dict[str, Any], placeholders: dict[str, str], layers: tuple[str, ...]) -> Metric:
     key = raw.get("key")
     if not key:
         raise CatalogError(f"catalog: metric without key: {raw}")
-    for fieldname, allowed in (("layer", LAYERS), ("scale", SCALES), ("scope", SCOPES),
+    for fieldname, allowed in (("layer", layers), ("scale", SCALES), ("scope", SCOPES),
                                ("varies", VARIES), ("kind", KINDS)):
         if raw.get(fieldname) not in allowed:
             raise CatalogError(f"catalog: {key!r} has {fieldname}={raw.get(fieldname)!r}; expected one of {allowed}")
@@ -300,9 +340,10 @@ def _same_short(algorithms: tuple[AlgorithmSignature, ...]) -> None:
 def parse_catalog(data: dict[str, Any]) -> Catalog:
     """Build a :class:`Catalog` from the parsed TOML document, validating every entry."""
     placeholders = {str(k): str(v) for k, v in data.get("placeholders", {}).items()}
+    layers, order = _layers(data.get("layers"))
     metrics: dict[str, Metric] = {}
     for raw in data.get("metric", []):
-        metric = _metric(raw, placeholders)
+        metric = _metric(raw, placeholders, tuple(layers))
         if metric.key in metrics:
             raise CatalogError(f"catalog: metric {metric.key!r} is defined twice")
         metrics[metric.key] = metric
@@ -339,7 +380,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
     frameworks = tuple(FrameworkSignature(str(f["id"]), _tuple(f.get("key_prefixes")),
                                           _tuple(f.get("config_prefixes")), int(f.get("min_keys", 3)))
                        for f in data.get("framework", []))
-    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks)
+    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks, layers, order)
 
 
 @lru_cache(maxsize=1)

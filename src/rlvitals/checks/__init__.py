@@ -18,12 +18,26 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from ..catalog import load_catalog
 from ..errors import CatalogError
 from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
-from ._base import MIN_POINTS, STATUS_RANK, VERDICT_STATUSES, Check, CheckFn, Outcome, RunView, Series, Status, Text
+from ._base import (
+    FINDING_STATUSES,
+    MIN_POINTS,
+    STATUS_RANK,
+    VERDICT_STATUSES,
+    WORST_FIRST,
+    Check,
+    CheckFn,
+    Outcome,
+    RunView,
+    Series,
+    Status,
+    Text,
+)
 
-__all__ = ["Check", "MIN_POINTS", "Outcome", "RunView", "STATUS_RANK", "Series", "Status", "VERDICT_STATUSES",
-           "FUNCTIONS", "load_checks", "sudden_checks"]
+__all__ = ["Check", "FINDING_STATUSES", "MIN_POINTS", "Outcome", "RunView", "STATUS_RANK", "Series", "Status",
+           "VERDICT_STATUSES", "WORST_FIRST", "FUNCTIONS", "load_checks", "sudden_checks"]
 
 FUNCTIONS: dict[str, CheckFn] = {
     **crash.FUNCTIONS,
@@ -36,7 +50,6 @@ FUNCTIONS: dict[str, CheckFn] = {
     **joint.FUNCTIONS,
     **rollout.FUNCTIONS,
 }
-LAYERS = ("L1", "L2", "L3", "L4", "L5", "L6", "efficiency")
 
 
 def _text(raw: Any, where: str) -> Text:
@@ -53,6 +66,7 @@ def _text(raw: Any, where: str) -> Text:
 
 
 def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[Check, ...]:
+    layers = load_catalog().reading_order  # a check judges one of the verdict's layers
     checks = []
     seen: set[str] = set()
     for raw in data.get("check", []):
@@ -62,8 +76,8 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         seen.add(cid)
         if cid not in functions:
             raise CatalogError(f"checks: check {cid!r} has no function")
-        if raw.get("layer") not in LAYERS:
-            raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {LAYERS}")
+        if raw.get("layer") not in layers:
+            raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {layers}")
         needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
         sudden = raw.get("sudden", False)
         if not isinstance(sudden, bool):

@@ -19,7 +19,11 @@ from ..run.run import Run
 #: ``fail`` broken or burning compute now; ``warn`` at risk, act soon; ``note`` could be better (shown with
 #: its advice, never part of a verdict); ``ok`` judged and fine; ``skipped`` could not judge (with the reason)
 Status = Literal["ok", "note", "warn", "fail", "skipped"]
-STATUS_RANK = {"skipped": -1, "ok": 0, "note": 1, "warn": 2, "fail": 3}
+#: every status from the most to the least severe; ``skipped`` (could not judge) ranks below ``ok``
+WORST_FIRST: tuple[Status, ...] = ("fail", "warn", "note", "ok", "skipped")
+STATUS_RANK: dict[str, int] = {s: len(WORST_FIRST) - 2 - i for i, s in enumerate(WORST_FIRST)}
+#: the statuses a finding is listed with, worst first (the rest are checks that passed or were skipped)
+FINDING_STATUSES: tuple[Status, ...] = WORST_FIRST[:3]
 #: the statuses a verdict is made of: a run whose worst finding is a note is ``ok``
 VERDICT_STATUSES: tuple[Status, ...] = ("fail", "warn")
 #: fewer logged points than this and a series is treated as absent

@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
-WORST_FIRST: tuple[Status, ...] = ("fail", "warn")
 
 
 def severity(bad: bool) -> Status:
@@ -291,7 +290,7 @@ def _share_check(s: Series, p: Mapping[str, Any], limit: Any = None, prefix: str
     level: warn at ``warn``, fail at ``fail`` for ``min_steps`` steps. Templates are
     ``{prefix}ok|warn|fail``."""
     level = signals.rolling_level(s.values, p["window"])
-    for status in WORST_FIRST:
+    for status in VERDICT_STATUSES:
         found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=p["min_steps"])
         if found:
             a, b = found[0]

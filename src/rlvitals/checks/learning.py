@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Series, Status
-from .behaviour import WORST_FIRST, natural_bounds, reward_bounds, reward_of, severity
+from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
+from .behaviour import natural_bounds, reward_bounds, reward_of, severity
 
 
 def _med(x: np.ndarray) -> float:
@@ -77,7 +77,7 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     level = signals.rolling_level(s.values, p["window"])
     held_for = max(int(p["min_steps"]), math.ceil(p["held_share"] * len(s)))
-    for status in WORST_FIRST:
+    for status in VERDICT_STATUSES:
         found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=held_for)
         if not found:
             continue

@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ..catalog import load_catalog
+from ..checks import FINDING_STATUSES, WORST_FIRST
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from .terminal import WIDTH, console
 
@@ -19,14 +21,10 @@ _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
 _STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
 _WORD = {"en": {"fail": "FAIL", "warn": "WARN", "note": "NOTE", "ok": "OK", "skipped": "SKIPPED"},
          "zh": {"fail": "失败", "warn": "警告", "note": "提示", "ok": "正常", "skipped": "跳过"}}
-_SHORT = {"L5": "L5 generalisation", "L1": "L1 stability", "L2": "L2 behaviour", "L3": "L3 signal",
-          "L4": "L4 exploration", "L6": "L6 reasoning", "efficiency": "efficiency"}
-_SHORT_ZH = {"L5": "L5 泛化", "L1": "L1 稳定性", "L2": "L2 策略行为", "L3": "L3 学习信号", "L4": "L4 探索",
-             "L6": "L6 推理质量", "efficiency": "效率"}
 #: the order findings are listed in: what needs action first, then what could be better
-_RANK = {"fail": 0, "warn": 1, "note": 2, "ok": 3, "skipped": 4}
+_RANK = {s: i for i, s in enumerate(WORST_FIRST)}
 #: the statuses listed with their words and advice (the others are summed up in a line)
-SHOWN = ("fail", "warn", "note")
+SHOWN = FINDING_STATUSES
 #: how many steps of point events are written out before "… N more"
 POINTS_SHOWN = 8
 _COUNTS_EN: dict[str, tuple[str, str]] = {"fail": ("failure", "failures"), "warn": ("warning", "warnings"),
@@ -115,7 +113,7 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
     glance = Text("  ")
     for layer in READING_ORDER:
         status = d.layers[layer]
-        glance.append(f"{_MARK[status]} {(_SHORT_ZH if lang == 'zh' else _SHORT)[layer]}", style=_STYLE[status])
+        glance.append(f"{_MARK[status]} {load_catalog().layers[layer].short(lang)}", style=_STYLE[status])
         glance.append("  ")
     con.print(glance)
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import FINDING_STATUSES
 from ..diagnosis import Finding
 from .downsample import downsample_index, nonfinite
 
@@ -120,7 +121,7 @@ class Page:
 
 
 #: the statuses drawn on the charts: what needs action, and notes (in their own colour)
-MARKED = ("fail", "warn", "note")
+MARKED = FINDING_STATUSES
 
 
 def add_markers(charts: Mapping[str, Chart], findings: Sequence[tuple[str, str, Finding]]) -> dict[str, list[str]]:

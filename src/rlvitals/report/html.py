@@ -20,6 +20,7 @@ import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
 from ..render.diagnosis import when_words
 
@@ -91,12 +92,16 @@ def breakable(name: str) -> Markup:
     return Markup(_SEPARATORS.sub(r"\1<wbr>", str(escape(name))))
 
 
-@lru_cache(maxsize=1)
-def _env() -> Environment:
-    env = Environment(loader=PackageLoader("rlvitals.report", "templates"), undefined=StrictUndefined,
+@lru_cache(maxsize=4)
+def jinja_env(package: str = "rlvitals.report") -> Environment:
+    """The one way pages are templated (the report's and the dashboard's): the ``templates`` folder of
+    ``package``, strict about undefined names, escaping everything, with the ``breakable`` filter and the
+    statuses a finding is listed with (``finding_statuses``, worst first, from :mod:`rlvitals.checks`)."""
+    env = Environment(loader=PackageLoader(package, "templates"), undefined=StrictUndefined,
                       autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters["breakable"] = breakable
+    env.globals["finding_statuses"] = FINDING_STATUSES
     return env
 
 
@@ -158,7 +163,7 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
     inline, src = _plotly(cdn)
     data = {"charts": page["charts"], "rollouts": page["rollouts"],
             "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
-    return _env().get_template("report.html.j2").render(
+    return jinja_env().get_template("report.html.j2").render(
         page=page, ui=UI, status=STATUS, names=_names(page), when=when, plotly_inline=inline, plotly_src=src,
         data_json=safe_json(data), report_js=_script("report.js"), report_css=_script("report.css"))
 

@@ -20,6 +20,7 @@ import polars as pl
 
 from .._version import __version__
 from ..catalog.catalog import Catalog, load_catalog
+from ..checks import FINDING_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
 from ..run.run import Run
@@ -316,7 +317,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     found = _findings(dpairs)
     onsets: dict[str, list[int]] = {}
     for _, rid, f in found:
-        if f.status in ("note", "warn", "fail") and f.onset_step is not None:  # a note's advice reads them too
+        if f.status in FINDING_STATUSES and f.onset_step is not None:  # a note's advice reads them too
             # a point event's rollouts are worth reading at each of its steps, not only at the first
             onsets.setdefault(rid, []).extend(dict.fromkeys([f.onset_step, *sorted(set(f.points))[:8]]))
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]

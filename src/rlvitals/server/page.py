@@ -16,11 +16,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
-from ..report.html import STATUS, UI, breakable, render_html
+from ..report.html import STATUS, UI, jinja_env, render_html
 from .security import AccessError
 from .workspace import Served
 
@@ -56,13 +54,6 @@ HEADS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     for layer, names in LAYER_NAMES.items()}
 
 
-@lru_cache(maxsize=1)
-def _env() -> Environment:
-    env = Environment(loader=PackageLoader("rlvitals.server", "templates"), undefined=StrictUndefined,
-                      autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
-                      lstrip_blocks=True)
-    env.filters["breakable"] = breakable
-    return env
 
 
 @lru_cache(maxsize=1)
@@ -121,15 +112,20 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
     html = html.replace(_DATA, f'<script src="{PLOTLY_PATH}" charset="utf-8"></script>\n{_DATA}', 1)
     # the live bar's look (dark, as on the run list); the report's own styles are inline
     html = html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css">\n</head>', 1)
-    bar = _env().get_template("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False)
+    bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False)
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
     end = html.rfind("</body>")
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
 
 
+def _page(name: str) -> Any:
+    """A template of the dashboard, from the one environment the report uses too."""
+    return jinja_env("rlvitals.server").get_template(name)
+
+
 def loading_html(served: Served, lang: str = "en") -> str:
     """A run remembered from the state file whose log is still being read: it reloads when ready."""
-    return _env().get_template("loading.html.j2").render(s=served, status=STATUS, words=WORDS, lang=lang,
+    return _page("loading.html.j2").render(s=served, status=STATUS, words=WORDS, lang=lang,
                                                          loading=True)
 
 
@@ -143,5 +139,5 @@ def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages
         >>> "/runs" in html and 'id="rlv-live"' in html and 'data-lang="zh"' in html
         True
     """
-    return _env().get_template("index.html.j2").render(runs=runs, roots=roots, messages=messages, layers=layers,
+    return _page("index.html.j2").render(runs=runs, roots=roots, messages=messages, layers=layers,
                                                        status=STATUS, words=WORDS, heads=HEADS, lang=lang)

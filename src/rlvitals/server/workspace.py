@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..catalog.catalog import load_catalog
+from ..checks import FINDING_STATUSES
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
@@ -102,7 +103,7 @@ class Served:
     def summary(self) -> dict[str, Any]:
         """The run-list entry: verdict per layer and counts of failing and warning findings and of notes."""
         d = self.diagnosis
-        counts = {s: sum(f.status == s for f in d.findings) for s in ("fail", "warn", "note")} if d else {}
+        counts = {s: sum(f.status == s for f in d.findings) for s in FINDING_STATUSES} if d else {}
         return {"id": self.id, "label": Path(self.path).name or self.path, "path": self.path, "root": self.root,
                 "status": "ready" if d else "loading", "version": self.version, "last_step": self.last_step,
                 "verdict": self.verdict, "layers": {k: d.layers[k] for k in READING_ORDER} if d else {},

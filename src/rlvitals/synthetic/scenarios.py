@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import FINDING_STATUSES, VERDICT_STATUSES
 from ..diagnosis import Diagnosis, diagnose
 from ..ingest import Record, SourceMeta
 from ..run.run import Run, RunBuilder
@@ -66,7 +67,7 @@ def grid(lengths: Iterable[int], noises: Iterable[float], entropies: Iterable[fl
 
 def _score(d: Diagnosis, targets: tuple[str, ...], at: int, tally: Tally) -> None:
     # an efficiency pathology is found as a note (could be better); a note elsewhere is no false alarm
-    hits = [f for f in d.findings if f.check in targets and f.status in ("note", "warn", "fail")]
+    hits = [f for f in d.findings if f.check in targets and f.status in FINDING_STATUSES]
     tally.runs += 1
     if hits:
         tally.detected += 1
@@ -74,7 +75,7 @@ def _score(d: Diagnosis, targets: tuple[str, ...], at: int, tally: Tally) -> Non
         onsets = [abs(f.onset_step - at) for f in hits if f.onset_step is not None]
         if onsets:
             tally.onset_errors.append(min(onsets))
-    others = [f for f in d.findings if f.status in ("warn", "fail") and f.check not in targets]
+    others = [f for f in d.findings if f.status in VERDICT_STATUSES and f.check not in targets]
     tally.alarm_runs += bool(others)
     for f in others:
         tally.alarms[f"{f.check}:{f.status}"] += 1

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from ..checks import VERDICT_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
 from .alerts import Alert
 
@@ -36,7 +37,7 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
         for d in diagnoses.values():
             status = d.layers[layer]
             worst = next((f for f in d.findings if f.layer == layer and f.status == status), None)
-            detail = f" {worst.check}" if worst is not None and status in ("warn", "fail") else ""
+            detail = f" {worst.check}" if worst is not None and status in VERDICT_STATUSES else ""
             notes = sum(f.layer == layer and f.status == "note" for f in d.findings)
             words = f"{notes} 项提示" if index else f"{notes} {'note' if notes == 1 else 'notes'}"
             quiet = f" [dim]· {words}[/]" if notes else ""
