@@ -16,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from jinja2 import Template
+
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
 from ..report.html import STATUS, UI, jinja_env, render_html
@@ -118,7 +120,7 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
 
 
-def _page(name: str) -> Any:
+def _page(name: str) -> Template:
     """A template of the dashboard, from the one environment the report uses too."""
     return jinja_env("rlvitals.server").get_template(name)
 
