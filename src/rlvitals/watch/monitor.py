@@ -40,7 +40,8 @@ from ..diagnosis import Diagnosis, Finding, diagnose
 from ..errors import RlvitalsError
 from ..ingest.record import Record, SourceMeta, Value
 from ..run.run import Run, RunBuilder
-from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
+from .alerts import Alert, Cooldown, KeyState, Observation
+from .dispatch import dispatch, messages
 from .sinks import Sink
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
@@ -318,7 +319,8 @@ class Monitor:
             self._keys = state.keys()
             waiting = state.pending()
             for sink in self.sinks:
-                self._deliver(state, [(i, a) for i, a, pending in waiting if sink.name in pending], [sink])
+                for ids, alert in messages([(i, a) for i, a, pending in waiting if sink.name in pending], sink):
+                    self._send(state, sink, ids, alert)
             return state
         except Exception as exc:  # noqa: BLE001
             self._error(f"{self.state_path}: the alert state could not be opened ({exc}); alerts are kept in "
@@ -426,18 +428,20 @@ class Monitor:
         d = diagnose(run, self.config)
         step = int(run.steps[-1]) if len(run.steps) else 0
         self._diagnosed_step = step
-        before = self._keys
-        alerts, self._keys = decide(before, [Observation(self.run_name, step, d.findings)], self.clock(),
-                                    self.cooldown)
-        with self._lock:
-            self._diagnosis = d
-            self._alerts.extend(alerts)
-        ids = state.commit({}, changed_keys(before, self._keys), alerts, [s.name for s in self.sinks]) \
-            if state is not None else [0] * len(alerts)
-        pairs = list(zip(ids, alerts, strict=True))
-        for _, alert in grouped(pairs):
+        def commit(changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
+            with self._lock:  # the diagnosis and its alerts become visible together
+                self._diagnosis = d
+                self._alerts.extend(alerts)
+            if state is None:
+                return [0] * len(alerts)
+            return list(state.commit({}, changed, list(alerts), [s.name for s in self.sinks]))
+
+        def say(alert: Alert) -> None:
             self._say(f"rlvitals: {alert.text(self.lang)}")
-        self._deliver(state, pairs, self.sinks)
+
+        _, self._keys = dispatch(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
+                                 self.cooldown, commit=commit, say=say, sinks=self.sinks,
+                                 send=lambda sink, ids, alert: self._send(state, sink, ids, alert))
         self._judge_stop(d, step)
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
@@ -454,20 +458,17 @@ class Monitor:
             self._stop = reason
         self._say(f"rlvitals: stop requested: {reason}")
 
-    def _deliver(self, state: Any, pairs: list[tuple[int, Alert]], sinks: Sequence[Sink]) -> None:
-        """Send ``(alert id, alert)`` pairs to each sink: one check's alerts raised together as one
-        to a sink a person reads (``grouped``), as the watcher does."""
-        for sink in sinks:
-            for ids, alert in grouped(pairs) if getattr(sink, "grouped", False) else [([i], a) for i, a in pairs]:
-                try:
-                    problem = sink.send(alert)
-                except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
-                    problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
-                if problem is not None:
-                    self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
-                if state is not None:
-                    for alert_id in ids:  # failed deliveries are not retried, as in watch
-                        state.delivered(alert_id, sink.name)
+    def _send(self, state: Any, sink: Sink, ids: list[int], alert: Alert) -> None:
+        """One message to one sink, in this thread; a failure is reported, struck off and not retried."""
+        try:
+            problem = sink.send(alert)
+        except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
+            problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
+        if problem is not None:
+            self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
+        if state is not None:
+            for alert_id in ids:  # failed deliveries are not retried, as in watch
+                state.delivered(alert_id, sink.name)
 
 
 def _derived(frame: pl.DataFrame) -> dict[str, float]:

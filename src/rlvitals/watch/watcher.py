@@ -20,7 +20,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -31,7 +31,8 @@ from ..diagnosis import Diagnosis, diagnose
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
-from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
+from .alerts import Alert, Cooldown, KeyState, Observation
+from .dispatch import dispatch, messages
 from .exports import LiveExports, WandbTarget
 from .outbox import Outbox
 from .rollouts import RolloutFollow
@@ -143,9 +144,10 @@ class Watcher:
                     continue
                 waiting.setdefault(name, []).append((alert_id, alert))
         for name, pairs in waiting.items():
-            self._deliver(pairs, names[name])
+            for ids, alert in messages(pairs, names[name]):
+                self._send(names[name], ids, alert)
 
-    def _send(self, ids: list[int], alert: Alert, sink: Sink) -> None:
+    def _send(self, sink: Sink, ids: list[int], alert: Alert) -> None:
         box = self.outboxes.get(sink.name)
         if box is not None:
             error = box.put(ids, alert)
@@ -287,26 +289,19 @@ class Watcher:
         return observed
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
-        before = self.keys
-        alerts, self.keys = decide(before, observed, now, self.options.cooldown)
+        alerts, self.keys = dispatch(self.keys, observed, now, self.options.cooldown, commit=self._commit,
+                                     say=self.view.alert, sinks=self.sinks, send=self._send)
+        return alerts
+
+    def _commit(self, changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
+        """The policy state and the alerts, in one transaction with every log's cursor and new records."""
         sources = {str(f.path): f.state() for f in self.follows}
         records = {str(f.path): f.pending() for f in self.follows}
-        ids = self.state.commit(sources, changed_keys(before, self.keys), alerts, [s.name for s in self.sinks],
+        ids = self.state.commit(sources, changed, list(alerts), [s.name for s in self.sinks],
                                 {p: r for p, r in records.items() if r[0] or r[1]})
         for follow in self.follows:
             follow.stored()
-        pairs = list(zip(ids, alerts, strict=True))
-        for _, alert in grouped(pairs):
-            self.view.alert(alert)
-        for sink in self.sinks:
-            self._deliver(pairs, sink)
-        return alerts
-
-    def _deliver(self, pairs: list[tuple[int, Alert]], sink: Sink) -> None:
-        """Send ``(alert id, alert)`` pairs to ``sink``: one check's alerts raised together as one
-        when the sink is read by a person (``grouped``), else one by one."""
-        for ids, alert in grouped(pairs) if getattr(sink, "grouped", False) else [([i], a) for i, a in pairs]:
-            self._send(ids, alert, sink)
+        return ids
 
     def exit_code(self) -> int:
         """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""

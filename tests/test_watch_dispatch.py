@@ -1,0 +1,59 @@
+"""Alert dispatch shared by `watch` and `Monitor`: decide → commit → say → deliver, grouped per sink."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rlvitals.diagnosis import Finding
+from rlvitals.watch.alerts import Alert, KeyState, Observation
+from rlvitals.watch.dispatch import dispatch, messages
+from rlvitals.watch.sinks import CommandSink, JsonlSink
+
+
+def _finding(metric: str) -> Finding:
+    return Finding("kl_spike", "L1", "fail", {"en": "KL spike", "zh": "KL"}, {"en": f"{metric} spiked", "zh": "z"},
+                   {"en": "a", "zh": "a"}, (metric,), onset_step=40)
+
+
+def test_the_four_steps_run_in_order_and_each_sink_gets_its_form(tmp_path: Path) -> None:
+    steps: list[str] = []
+    stored: list[tuple[dict[str, KeyState], list[Alert]]] = []
+
+    def commit(changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
+        steps.append("commit")
+        stored.append((dict(changed), list(alerts)))
+        return [10 + i for i in range(len(alerts))]
+
+    machine = JsonlSink(tmp_path / "alerts.jsonl", name="jsonl")  # one line per alert
+    person = CommandSink(["true"], name="cmd")  # grouped: one call per event
+    sent: list[tuple[str, list[int], Alert]] = []
+
+    def send(sink: JsonlSink | CommandSink, ids: list[int], alert: Alert) -> None:
+        steps.append(f"send {sink.name}")
+        sent.append((sink.name, ids, alert))
+        assert sink.send(alert) is None
+
+    observed = [Observation("run.log", 41, (_finding("actor/ppo_kl"), _finding("actor/kl_loss")))]
+    alerts, keys = dispatch({}, observed, 100.0, None, commit=commit, say=lambda a: steps.append("say"),
+                            sinks=[machine, person], send=send)
+    assert len(alerts) == 2 and len(keys) == 2 and stored[0][1] == alerts and set(stored[0][0]) == set(keys)
+    assert steps == ["commit", "say", "send jsonl", "send jsonl", "send cmd"]  # two metrics, one event
+    assert [(name, ids) for name, ids, _ in sent] == [("jsonl", [10]), ("jsonl", [11]), ("cmd", [10, 11])]
+    lines = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert [line["metrics"] for line in lines] == [["actor/ppo_kl"], ["actor/kl_loss"]]
+
+    steps.clear()
+    again, _ = dispatch(keys, observed, 101.0, None, commit=commit, say=lambda a: steps.append("say"),
+                        sinks=[machine, person], send=send)
+    assert again == [] and steps == ["commit"]  # nothing new: the state is still committed, nothing is said
+
+
+def test_messages_groups_only_for_a_grouped_sink(tmp_path: Path) -> None:
+    observed = [Observation("run.log", 41, (_finding("a"), _finding("b")))]
+    alerts, _ = dispatch({}, observed, 1.0, None, commit=lambda c, a: [1, 2], say=lambda a: None, sinks=[],
+                         send=lambda s, i, a: None)
+    pairs = list(zip([1, 2], alerts, strict=True))
+    assert [ids for ids, _ in messages(pairs, JsonlSink(tmp_path / "x.jsonl"))] == [[1], [2]]
+    assert [ids for ids, _ in messages(pairs, CommandSink(["true"]))] == [[1, 2]]
