@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +21,32 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+#: what the tests marked browser, model or trl need; with RLVITALS_TEST_LIGHT=1 importing any of them fails,
+#: which proves that the fast inner loop (-m "not browser and not model and not trl and not slow") needs none
+HEAVY = ("torch", "transformers", "sentence_transformers", "trl", "playwright", "gguf", "accelerate")
+
+
+class _Blocked(importlib.abc.Loader):
+    """Found (so that a library asking whether it is installed still gets an answer), but never loaded."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: object) -> None:
+        raise ImportError(f"{getattr(module, '__name__', module)} is blocked: RLVITALS_TEST_LIGHT=1 runs the "
+                          "tests that need no model or browser")
+
+
+class _NoHeavy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if name.split(".")[0] in HEAVY:
+            return importlib.machinery.ModuleSpec(name, _Blocked())
+        return None
+
+
+if os.environ.get("RLVITALS_TEST_LIGHT"):
+    sys.meta_path.insert(0, _NoHeavy())
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

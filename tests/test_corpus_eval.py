@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import REAL
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

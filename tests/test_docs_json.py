@@ -17,7 +17,7 @@ import orjson
 import pytest
 from browser import REAL_LOGS
 from conftest import REAL
-from test_report_model import write_dump
+from report.test_model import write_dump
 
 from rlvitals.checks._base import Status
 from rlvitals.cli import main

@@ -16,7 +16,11 @@ import rlvitals
 MODULES = sorted(m.name for m in pkgutil.walk_packages(rlvitals.__path__, "rlvitals.") if m.name != "rlvitals.__main__")
 
 
-@pytest.mark.parametrize("name", MODULES)
+#: modules whose examples run inside the optional parts (the fast inner loop leaves them out)
+NEEDS = {"rlvitals.integrations.trl": pytest.mark.trl}
+
+
+@pytest.mark.parametrize("name", [pytest.param(m, marks=NEEDS[m]) if m in NEEDS else m for m in MODULES])
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)

@@ -8,6 +8,7 @@
    ``_attribute``; readers are imported plainly, never by name through ``importlib``.
 4. One home per fact: the layer list and names live in ``catalog.toml``, the status order in ``checks``.
 5. No module over 600 lines, no function over 60.
+6. Tests mirror the tree: every folder of ``tests/`` holding tests is named after a package of the source.
 
 Each rule has an allowlist of the violations the tree still has; it may only shrink: a listed
 violation that is gone fails the test too, so the list stays the truth.
@@ -248,6 +249,15 @@ def _too_long() -> Iterator[str]:
 
 def test_rule5_short_modules_and_functions() -> None:
     _check(set(_too_long()), ALLOW_LONG, "modules over 600 lines or functions over 60")
+
+
+def test_rule6_tests_mirror_the_tree() -> None:
+    tests = Path(__file__).resolve().parent
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders <= packages, f"test folders named after no package: {sorted(folders - packages)}"
+    loose = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
+    assert not loose & packages, f"tests of a package at the top of tests/: {sorted(loose & packages)}"
 
 
 @pytest.mark.parametrize("module", ["rlvitals.ingest.x", "rlvitals.ingest.sub.x"])

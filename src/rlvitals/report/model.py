@@ -279,9 +279,8 @@ def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
     """``run`` with its rollouts' per-step series (joined here unless the caller did), and their keys."""
     if analysis is None:
         return run, set()
-    derived = analysis.series()
-    keys = {c for c in derived.columns if c != "step"}
-    return (run if keys <= set(run.metrics) else run.with_series(derived)), keys
+    keys = {c for c in analysis.series().columns if c != "step"}
+    return (run if keys <= set(run.metrics) else analysis.join(run)), keys
 
 
 def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],

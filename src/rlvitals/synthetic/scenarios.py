@@ -3,7 +3,7 @@
 For every pathology × length × noise × entropy scale × seed, a simulated run is diagnosed
 and the target checks' findings compared with the injection step; healthy controls of the
 same grid count false alarms. ``benchmarks/scenario_suite.py`` prints the tables;
-``tests/test_scenarios.py`` holds the aims on a small grid.
+``tests/synthetic/test_scenarios.py`` holds the aims on a small grid.
 """
 
 from __future__ import annotations

@@ -607,7 +607,7 @@ def test_restart_rebuilds_the_run_before_the_trainer_writes_again(tmp_path: Path
     w2.close()
 
 
-CORPUS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus" / "runs"
+CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
 
 
 def test_a_run_that_dies_before_its_first_step_is_alerted(tmp_path: Path) -> None:

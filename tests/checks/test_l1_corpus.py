@@ -21,8 +21,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus" / "runs"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
+RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
 
 
 @cache

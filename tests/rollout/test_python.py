@@ -36,6 +36,7 @@ def test_numpy_float32_scores_are_numbers() -> None:
     assert a.rollouts is not None and a.rollouts.table["score"].to_list() == [1.0, 0.0]
 
 
+@pytest.mark.model
 def test_torch_scalar_scores_and_tensor_token_lists() -> None:
     torch = pytest.importorskip("torch")
     recs = _batch(torch.tensor(2), [torch.tensor(1.0), torch.tensor(0.0, dtype=torch.bfloat16)])
@@ -99,6 +100,7 @@ def test_two_dimensional_score_array_is_groups_by_samples() -> None:
     assert row["group/zero_std/all_wrong"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.model
 def test_three_dimensional_boolean_tensor_is_steps_by_groups_by_samples() -> None:
     torch = pytest.importorskip("torch")
     correct = torch.tensor([[[True, False], [True, True]], [[False, False], [True, False]]])

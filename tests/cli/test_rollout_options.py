@@ -190,6 +190,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.model
 def test_an_option_changes_what_the_diagnosis_judges(sampled: Sampled, tmp_path: Path, command: str,
                                                      case: str) -> None:
     dump, flags, finding, series = CASES[case]
@@ -211,6 +212,7 @@ def _message(findings: list[dict[str, Any]], check: str) -> str:
     return text
 
 
+@pytest.mark.model
 def test_the_values_judged_are_the_sampled_ones(sampled: Sampled, tmp_path: Path) -> None:
     recs = sampled.records
     by_step = [[r for r in recs if r["step"] == step] for step in range(1, STEPS + 1)]
@@ -236,6 +238,7 @@ def test_the_values_judged_are_the_sampled_ones(sampled: Sampled, tmp_path: Path
            "(--truncated COLUMN)" in run["rollouts"]["not_computed"]
 
 
+@pytest.mark.model
 def test_a_generic_dump_needs_its_column_options(sampled: Sampled) -> None:
     code, out, err = _cli("diagnose", str(RUN), "--rollouts", str(sampled.generic))
     assert code == 2 and out == ""
@@ -246,6 +249,7 @@ def test_a_generic_dump_needs_its_column_options(sampled: Sampled) -> None:
     assert err.startswith(f"rlvitals: --score nosuch: no column 'nosuch' in {sampled.generic}; its columns are ")
 
 
+@pytest.mark.model
 def test_watch_follows_a_generic_dump_as_it_grows(sampled: Sampled, tmp_path: Path) -> None:
     lines = sampled.generic.read_text(encoding="utf-8").splitlines(keepends=True)
     settings = RolloutSettings(columns=ColumnMap(**{col: name for name, col in FIELDS.items()}),

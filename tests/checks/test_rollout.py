@@ -31,7 +31,7 @@ from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.run.run import Run
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOGIC_RL = ROOT / "benchmarks/corpus/runs/verl__logic-rl-formula__reinforcepp-qwen2.5-3b-10steps/output.log"
 MINE = tuple(rollout.FUNCTIONS)
 Rows = dict[int, list[dict[str, Any]]]
@@ -197,6 +197,7 @@ def smol(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_jsonl(rows, tmp_path_factory.mktemp("smol") / "rollouts.jsonl")
 
 
+@pytest.mark.model
 def test_real_small_model_rollouts(smol: Path, tmp_path: Path) -> None:
     series = analyze_rollouts(smol).series()
     share = series["token/entropy_high_share"].to_numpy()

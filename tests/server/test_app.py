@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import REAL
 from fastapi.testclient import TestClient
-from test_report_model import ORPO, QWEN, XSS, write_dump
+from report.test_model import ORPO, QWEN, XSS, write_dump
 
 import rlvitals
 from rlvitals.cli import main

@@ -198,6 +198,7 @@ def rollout_frame(rows):
 
 
 @given(rollout_rows, st.integers(1, 5), st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_sharded_equals_unsharded_exactly(rows, n_shards, rnd):
     df = rollout_frame(rows)
     keys = sorted(set(zip(df["step"], df["group"], strict=True)))

@@ -54,6 +54,7 @@ def test_stop_on_must_name_a_status() -> None:
     assert str(exc.value) == "Monitor(stop_on='error'): expected 'warn', 'fail' or None"
 
 
+@pytest.mark.trl
 def test_a_real_trainer_saves_and_stops_when_the_loss_turns_nan(tmp_path: Path) -> None:
     """transformers' own training loop: the loss turns NaN at step 4; the callback (attached first)
     feeds the Monitor at each log and, once its verdict fails, sets ``should_training_stop`` and
@@ -116,6 +117,7 @@ def _rank(rank: int, folder: str, result: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.trl
 def test_every_rank_stops_when_rank_zero_asks(tmp_path: Path) -> None:
     """Two real processes in a gloo group: rank 1's Monitor sees no logs, yet both agree to stop."""
     _needs_torch()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, launch, pixels
 from conftest import REAL
-from test_report_model import XSS, write_dump
+from report.test_model import XSS, write_dump
 
 import rlvitals
 from rlvitals.catalog.catalog import load_catalog
@@ -26,6 +26,8 @@ from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.server.security import is_loopback
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+
+pytestmark = pytest.mark.browser
 
 TOKEN = "browser-test-token-0123456789"
 FAST = WorkspaceOptions(interval=0.2, rescan=1.0)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rlvitals.rollout.passk import g_pass_at_k, maj_at_k, maj_at_k_answers, maj_curve, mg_pass_at_k, pass_at_k
 
-LIGHTEVAL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "ref" / "lighteval"
+LIGHTEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "ref" / "lighteval"
 
 
 def _cases(name: str) -> list[dict]:  # type: ignore[type-arg]

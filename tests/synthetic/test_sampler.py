@@ -75,6 +75,7 @@ def share_correct(records: list[dict[str, Any]]) -> float:
 
 # --- the rollouts themselves ---------------------------------------------------------------------
 
+@pytest.mark.model
 def test_one_record_per_rollout_with_the_table_fields(sampled: Sampled) -> None:
     recs = sampled.records
     problems = make_problems(STEPS * PROMPTS, seed=SEED, sources=SOURCES)
@@ -90,6 +91,7 @@ def test_one_record_per_rollout_with_the_table_fields(sampled: Sampled) -> None:
         assert not r["truncated"] or r["length"] == MAX_NEW  # an untruncated one may end with EOS at MAX_NEW
 
 
+@pytest.mark.model
 def test_token_entropies_and_logprobs_are_a_distribution(sampled: Sampled) -> None:
     vocab = sampled.policy.model.config.vocab_size
     ent = [e for r in sampled.records for e in r["token_entropy"]]
@@ -101,6 +103,7 @@ def test_token_entropies_and_logprobs_are_a_distribution(sampled: Sampled) -> No
     assert max(ent) > 0.1  # sampling, not a point mass
 
 
+@pytest.mark.model
 def test_samples_of_a_prompt_differ_and_rewards_are_mixed(sampled: Sampled) -> None:
     groups = [sampled.records[i:i + G] for i in range(0, len(sampled.records), G)]
     assert any(len({r["response"] for r in g}) > 1 for g in groups)
@@ -110,6 +113,7 @@ def test_samples_of_a_prompt_differ_and_rewards_are_mixed(sampled: Sampled) -> N
     assert 0.0 < share < 1.0
 
 
+@pytest.mark.model
 def test_the_scores_are_the_temperature_softmax_that_was_sampled(sampled: Sampled) -> None:
     import torch
 
@@ -129,6 +133,7 @@ def test_the_scores_are_the_temperature_softmax_that_was_sampled(sampled: Sample
 
 # --- through the readers, the analysis, the CLI and the Run ---------------------------------------
 
+@pytest.mark.model
 def test_both_dumps_read_back_as_the_sampled_rollouts(sampled: Sampled) -> None:
     v = read_rollouts(sampled.folder / "verl", group_size=G)
     t = read_rollouts(sampled.folder / "trl", group_size=G)
@@ -145,6 +150,7 @@ def test_both_dumps_read_back_as_the_sampled_rollouts(sampled: Sampled) -> None:
     assert v.table["group"].to_list() == [str(i // G % PROMPTS) for i in range(len(recs))]
 
 
+@pytest.mark.model
 def test_pass_at_k_from_the_dumps(sampled: Sampled) -> None:
     a = analyze_rollouts(sampled.folder / "verl")
     share = share_correct(sampled.records)
@@ -159,6 +165,7 @@ def test_pass_at_k_from_the_dumps(sampled: Sampled) -> None:
     assert trl.steps.select("step", "pass@1", "pass@4").equals(a.steps.select("step", "pass@1", "pass@4"))
 
 
+@pytest.mark.model
 def test_token_metrics_from_the_records(sampled: Sampled) -> None:
     a = analyze_rollouts(sampled.records)
     assert not any(s.startswith("tokens") for s in a.skipped)
@@ -166,6 +173,7 @@ def test_token_metrics_from_the_records(sampled: Sampled) -> None:
     assert len(share) == STEPS and all(0.0 <= s <= 1.0 for s in share)
 
 
+@pytest.mark.model
 def test_cli_rollouts_reads_the_dump(sampled: Sampled) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["rollouts", str(sampled.folder / "verl"), "--json"], out, err) == 0, err.getvalue()
@@ -175,6 +183,7 @@ def test_cli_rollouts_reads_the_dump(sampled: Sampled) -> None:
     assert math.isclose(doc["overall"]["pass@k"]["1"], share_correct(sampled.records), abs_tol=1e-12)
 
 
+@pytest.mark.model
 def test_cli_diagnose_joins_the_rollout_series_into_the_run(sampled: Sampled, tmp_path: Path) -> None:
     run_file = tmp_path / "run.jsonl"
     run_file.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=STEPS))) + b"\n")
@@ -194,6 +203,7 @@ def test_cli_diagnose_joins_the_rollout_series_into_the_run(sampled: Sampled, tm
     assert any("derived from rollouts" in n for n in run.notes)
 
 
+@pytest.mark.model
 def test_cli_sample_writes_both_formats_and_a_seed_gives_the_same_text(sampled: Sampled, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = main(["sample", str(tmp_path), "--steps", "1", "--prompts", "1", "--samples", "2",
@@ -211,6 +221,7 @@ def test_cli_sample_writes_both_formats_and_a_seed_gives_the_same_text(sampled: 
     assert [r["score"] for r in again] == v.table["score"].to_list()
 
 
+@pytest.mark.model
 def test_the_cache_is_a_float32_copy_keyed_by_the_gguf_file(sampled: Sampled) -> None:
     st = gguf_path().stat()
     assert sampled.policy.path.name.endswith(f"-{st.st_size}-{st.st_mtime_ns}")

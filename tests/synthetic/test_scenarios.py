@@ -9,6 +9,8 @@ import pytest
 from rlvitals.synthetic.pathologies import PATHOLOGIES
 from rlvitals.synthetic.scenarios import Tally, grid, run_suite
 
+pytestmark = pytest.mark.slow
+
 #: pathologies injected as a slow ramp are first visible some steps after the ramp starts
 SLOW = {"entropy_clip_joint": 25, "length_hacking": 40, "zero_variance": 25, "ood_gap": 40, "oom_risk": 40,
         "response_clip": 15}

@@ -28,7 +28,7 @@ from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExp
 from rlvitals.ingest.record import SkipLog, SourceMeta
 from rlvitals.ingest.wandb_offline import _frames
 
-from test_export_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
+from export.test_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
 
 wandb = pytest.importorskip("wandb")
 STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}  # a note sits below a warning

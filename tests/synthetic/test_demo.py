@@ -51,6 +51,7 @@ def test_one_step_moves_probability_toward_rewarded_answers() -> None:
     assert metrics["actor/entropy"] < np.log(len(ACTIONS))
 
 
+@pytest.mark.slow
 def test_the_demo_learns_then_breaks_and_the_watcher_says_so_live(tmp_path: Path) -> None:
     files = demo_files(tmp_path)
     out = io.StringIO()
@@ -97,6 +98,7 @@ def test_cli_demo_refuses_bad_arguments(argv: list[str]) -> None:
     assert "expected at least 1 step and a delay of 0 or more seconds" in err.getvalue()
 
 
+@pytest.mark.slow
 def test_cli_demo_serves_the_dashboard_while_it_trains(tmp_path: Path) -> None:
     """`rlvitals demo --serve`: the dashboard follows the demo's log live and shows its verdict."""
     import os

