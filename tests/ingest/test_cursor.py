@@ -144,7 +144,7 @@ def test_window_records_point_at_their_true_line(tmp_path: Path) -> None:
     src.poll()
     _append(log, b"not json\n" + lines[5])
     src.poll()
-    reason = "not a JSON object (invalid literal, expected 'null'); the line was skipped"
+    reason = "invalid JSON (Expecting value at column 1); the line was skipped"
     assert src.builder.skipped.reasons == [f"{log}:6: {reason}"]
 
 

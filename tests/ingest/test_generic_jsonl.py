@@ -57,9 +57,9 @@ def test_nested_nulls_strings_lists_and_bad_lines(tmp_path: Path) -> None:
     assert raw_at(run, "reward/inner/deep", 4) == 7.0
     assert run.text == {"phase": {1: "warmup", 3: "main"}}
     assert run.skipped.count == 4
-    assert run.skipped.reasons[0].startswith(f"{path}:2: not a JSON object (")
+    assert run.skipped.reasons[0].startswith(f"{path}:2: invalid JSON (Expecting value at column ")
     assert run.skipped.reasons[1:] == [
-        f"{path}:3: expected a JSON object, found list; the line was skipped",
+        f"{path}:3: expected a JSON object, got list; the line was skipped",
         f"{path}:4: step 'x' is not an integer; the line was skipped",
         f"{path}:7: no 'step' in this line; the line was skipped",
     ]

@@ -62,3 +62,25 @@ def test_parse_number_rejects(text: str) -> None:
 def test_parse_number_roundtrips_repr(x: float) -> None:
     assert parse_number(repr(x)) == x
     assert parse_number(f"np.float64({x!r})") == x
+
+
+def test_json_objects_is_the_one_way_json_lines_are_read(tmp_path: Path) -> None:
+    """Blank lines passed over; NaN and Infinity read; every other line a counted skip naming file:line."""
+    from rlvitals.ingest.record import SkipLog
+    from rlvitals.ingest.text import json_objects
+
+    path = tmp_path / "rows.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text('{"a": NaN, "b": Infinity}\n\n  \n[1, 2]\nnot json\n' + deep + '\n{"c": 1}\n{"d": ',
+                    encoding="utf-8")
+    skips = SkipLog()
+    got = list(json_objects(path, SourceMeta(format="jsonl"), skips, "one row", cut_at_end=True))
+    assert [(n, sorted(o)) for n, _, o in got] == [(1, ["a", "b"]), (7, ["c"])]
+    assert math.isnan(got[0][2]["a"]) and got[0][2]["b"] == math.inf and got[1][1] == '{"c": 1}'
+    assert skips.reasons == [
+        f"{path}:4: expected one row, got list; the line was skipped",
+        f"{path}:5: invalid JSON (Expecting value at column 1); the line was skipped",
+        f"{path}:6: invalid JSON (RecursionError); the line was skipped",
+        f"{path}:8: invalid JSON (Expecting value at column 7) - the file ends mid-line (still being written?); "
+        "the line was skipped",
+    ]

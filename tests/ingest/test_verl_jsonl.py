@@ -45,7 +45,7 @@ def test_bad_lines_are_counted_with_file_and_line(tmp_path: Path) -> None:
     assert run.train_steps.tolist() == [1, 2]
     assert run.skipped.count == 4
     reasons = run.skipped.reasons
-    assert reasons[0].startswith(f"{f}:2: not a JSON object")
+    assert reasons[0] == f"{f}:2: invalid JSON (Expecting value at column 1); the line was skipped"
     assert reasons[1] == f"{f}:3: step 'x' is not an integer; the line was skipped"
-    assert reasons[2].startswith(f"{f}:4: expected {{\"step\": N, \"data\": {{...}}}}")
-    assert reasons[3].startswith(f"{f}:6: not a JSON object")
+    assert reasons[2] == f"{f}:4: expected {{\"step\": N, \"data\": {{...}}}}, got list; the line was skipped"
+    assert reasons[3].startswith(f"{f}:6: invalid JSON (")

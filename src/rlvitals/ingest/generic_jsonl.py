@@ -15,7 +15,6 @@ step key.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
@@ -24,7 +23,7 @@ from typing import Any
 
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines, parse_json
+from .text import json_objects, parse_json
 
 FORMAT = "jsonl"
 
@@ -132,19 +131,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _objects(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Any]]]:
-    for lineno, line in iter_lines(path, meta):
-        if not line.strip():
-            continue
-        try:
-            obj = parse_json(line)
-        except (ValueError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            skips.skip(f"{path}:{lineno}", f"not a JSON object ({reason}); the line was skipped")
-            continue
-        if not isinstance(obj, dict):
-            skips.skip(f"{path}:{lineno}", f"expected a JSON object, found {type(obj).__name__}; "
-                       "the line was skipped")
-            continue
+    for lineno, _, obj in json_objects(path, meta, skips):
         yield lineno, obj
 
 

@@ -1,4 +1,4 @@
-"""Shared helpers for text logs: bounded-memory line iteration, ANSI stripping, number parsing."""
+"""Shared helpers for text logs: bounded-memory line iteration, JSON lines, ANSI stripping, number parsing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError
-from .record import SourceMeta
+from .record import SkipLog, SourceMeta
 
 CHUNK = 1 << 20
 #: a single line longer than this is cut (and reported) so one bad line cannot take all memory
@@ -139,6 +139,44 @@ def parse_json(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+def json_objects(path: Path, meta: SourceMeta, skips: SkipLog, expected: str = "a JSON object", *,
+                 cut_at_end: bool = False) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(line number, text, object)`` for each JSON object of a JSON-lines file: the one way every
+    JSON-lines reader (metric logs and rollout dumps alike) reads its lines, through :func:`iter_lines`.
+
+    Blank lines are passed over. A line that is not JSON (``NaN`` and ``Infinity`` are read, as
+    Python's json writes them), nests deeper than a parser goes, or holds something other than an
+    object is a counted skip naming ``file:line``, why, and ``expected``. With ``cut_at_end`` (the
+    file does not end with a newline: a writer may still be writing) a last line that is not JSON
+    says so."""
+    held: tuple[int, str] | None = None
+    for lineno, text in iter_lines(path, meta):
+        if not text.strip():
+            continue
+        if held is not None:
+            yield from _json_object(path, held, skips, expected, False)
+        held = (lineno, text)
+    if held is not None:
+        yield from _json_object(path, held, skips, expected, cut_at_end)
+
+
+def _json_object(path: Path, line: tuple[int, str], skips: SkipLog, expected: str,
+                 last_cut: bool) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    lineno, text = line
+    where = f"{path}:{lineno}"
+    try:
+        obj = parse_json(text)
+    except (ValueError, RecursionError) as exc:
+        why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        cut = " - the file ends mid-line (still being written?)" if last_cut else ""
+        skips.skip(where, f"invalid JSON ({why}){cut}; the line was skipped")
+        return
+    if not isinstance(obj, dict):
+        skips.skip(where, f"expected {expected}, got {type(obj).__name__}; the line was skipped")
+        return
+    yield lineno, text, obj
 
 
 def json_document(path: Path, data: bytes, expected: str) -> Any:

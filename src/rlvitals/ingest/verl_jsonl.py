@@ -11,11 +11,9 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines
+from .text import json_objects
 
 FORMAT = "verl-jsonl"
 _NUMERIC = {float, int}
@@ -40,16 +38,9 @@ def _value(v: object) -> Value | None:
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "verl"
-    for lineno, line in iter_lines(path, meta):
-        if not line.strip():
-            continue
+    for lineno, _, obj in json_objects(path, meta, skips, '{"step": N, "data": {...}}'):
         where = f"{path}:{lineno}"
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            skips.skip(where, f"not a JSON object ({exc.msg}); the line was skipped")
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+        if not isinstance(obj.get("data"), dict):
             skips.skip(where, 'expected {"step": N, "data": {...}}; the line was skipped')
             continue
         step = obj.get("step")

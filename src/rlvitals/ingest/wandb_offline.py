@@ -49,7 +49,7 @@ from ..errors import InputError
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines, parse_json
+from .text import iter_lines, json_objects
 
 FORMAT = "wandb-offline"
 
@@ -413,18 +413,9 @@ def _flat_row(obj: dict[str, Any], prefix: str, out: dict[str, Value]) -> None:
 
 def _read_history_jsonl(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     axis = _Axis(meta)
-    for lineno, line in iter_lines(path, meta):
-        if not line.strip():
-            continue
+    # wandb writes NaN and Infinity, which strict JSON parsers refuse (json_objects reads them)
+    for lineno, _, obj in json_objects(path, meta, skips, "a JSON object (one history row)"):
         where = f"{path}:{lineno}"
-        try:  # wandb writes NaN and Infinity, which strict JSON parsers refuse
-            obj = parse_json(line)
-        except ValueError as exc:
-            skips.skip(where, f"not a JSON object ({exc}); the line was skipped")
-            continue
-        if not isinstance(obj, dict):
-            skips.skip(where, "expected a JSON object (one history row); the line was skipped")
-            continue
         row: dict[str, Value] = {}
         _flat_row(obj, "", row)
         plain = _as_step(row.get("_step"))

@@ -15,7 +15,6 @@ A column map (the CLI's ``--correct`` ...) overrides single fields of this mappi
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import polars as pl
 
 from ..errors import UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
-from ..ingest.text import iter_lines
+from ..ingest.text import json_objects
 from ._columns import WHERE, frame_from_rows
 from ._core import KEY, ColumnMap, RolloutSet, apply_map, finish, override
 
@@ -59,31 +58,18 @@ def _ends_with_newline(path: Path) -> bool:
 def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: list[str]) -> None:
     meta = SourceMeta(format=FORMAT)
     step = file_step(path)
-    last_complete = _ends_with_newline(path)
-    lines: list[tuple[int, str]] = [(n, t) for n, t in iter_lines(path, meta) if t.strip()]
-    notes.extend(meta.notes)
-    if not lines:
-        notes.append(f"{path} holds no samples")
-        return
-    replaced = 0
-    for i, (lineno, text) in enumerate(lines):
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            at_end = i == len(lines) - 1 and not last_complete
-            cut = " - the file ends mid-line (still being written?)" if at_end else ""
-            skips.skip(where, f"invalid JSON ({exc.msg} at column {exc.colno}){cut}; the line was skipped")
-            continue
-        if not isinstance(obj, dict):
-            skips.skip(where, f"expected a JSON object with input/output/score, got {type(obj).__name__}; "
-                              "the line was skipped")
-            continue
+    before, replaced, read = skips.count, 0, 0
+    for lineno, text, obj in json_objects(path, meta, skips, "a JSON object with input/output/score",
+                                          cut_at_end=not _ends_with_newline(path)):
+        read += 1
         replaced += "\ufffd" in text
         if not isinstance(obj.get("step"), int) or isinstance(obj.get("step"), bool):
             obj["step"] = step
-        obj[WHERE] = where
+        obj[WHERE] = f"{path}:{lineno}"
         rows.append(obj)
+    notes.extend(meta.notes)
+    if not read and skips.count == before:
+        notes.append(f"{path} holds no samples")
     if replaced:
         notes.append(f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)")
 

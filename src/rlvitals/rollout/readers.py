@@ -26,7 +26,6 @@ without a step column, everything is at step 0. Bad lines or rows are skipped an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -37,7 +36,7 @@ import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
-from ..ingest.text import iter_lines
+from ..ingest.text import json_objects
 from . import _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows
@@ -141,19 +140,8 @@ def _empty_or_unknown(p: Path, mapped: bool) -> Exception:
 
 def _read_jsonl(path: Path, skips: SkipLog) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
-    for lineno, text in iter_lines(path, SourceMeta(format="jsonl")):
-        if not text.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            skips.skip(where, f"invalid JSON ({exc.msg} at column {exc.colno}); the line was skipped")
-            continue
-        if not isinstance(obj, dict):
-            skips.skip(where, f"expected a JSON object, got {type(obj).__name__}; the line was skipped")
-            continue
-        obj[WHERE] = where
+    for lineno, _, obj in json_objects(path, SourceMeta(format="jsonl"), skips):
+        obj[WHERE] = f"{path}:{lineno}"
         rows.append(obj)
     return frame_from_rows(rows)
 
