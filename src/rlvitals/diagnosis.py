@@ -21,8 +21,8 @@ from .run.run import Run
 
 #: the dashboard's layers in reading order, and each one's question (en, zh): from ``[layers]`` in the catalog
 READING_ORDER: tuple[str, ...] = load_catalog().reading_order
-LAYER_NAMES: dict[str, tuple[str, str]] = {k: (load_catalog().layers[k].en, load_catalog().layers[k].zh)
-                                           for k in READING_ORDER}
+LAYER_NAMES: dict[str, tuple[str, str]] = {k: (v.en, v.zh) for k, v in load_catalog().layers.items()
+                                           if k in READING_ORDER}
 _SKIP = {
     "disabled": ("disabled in the config", "已在配置中关闭"),
     "family": ("applies to {families} runs; this run is {family}", "适用于 {families} 训练；本次是 {family}"),

@@ -18,7 +18,8 @@ from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from .terminal import WIDTH, console
 
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
-_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
+#: the terminal colour of each status (the watcher's view uses it too)
+STATUS_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
 _WORD = {"en": {"fail": "FAIL", "warn": "WARN", "note": "NOTE", "ok": "OK", "skipped": "SKIPPED"},
          "zh": {"fail": "失败", "warn": "警告", "note": "提示", "ok": "正常", "skipped": "跳过"}}
 #: the order findings are listed in: what needs action first, then what could be better
@@ -108,12 +109,12 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
     labels, words = _LABELS[lang], _WORD[lang]
     title = Text(d.path, style="bold")
     title.append(f"  {_head(d, lang)}  ", style="dim")
-    title.append(f"{labels['verdict']}: {words[d.verdict]}", style=_STYLE[d.verdict])
+    title.append(f"{labels['verdict']}: {words[d.verdict]}", style=STATUS_STYLE[d.verdict])
     con.print(title)
     glance = Text("  ")
     for layer in READING_ORDER:
         status = d.layers[layer]
-        glance.append(f"{_MARK[status]} {load_catalog().layers[layer].short(lang)}", style=_STYLE[status])
+        glance.append(f"{_MARK[status]} {load_catalog().layers[layer].short(lang)}", style=STATUS_STYLE[status])
         glance.append("  ")
     con.print(glance)
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
@@ -141,7 +142,7 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
 
 def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], words: dict[str, str],
                    brief: bool = False) -> None:
-    head = Text(f"{_MARK[f.status]} {words[f.status]:<7} ", style=_STYLE[f.status])
+    head = Text(f"{_MARK[f.status]} {words[f.status]:<7} ", style=STATUS_STYLE[f.status])
     head.append(f"{f.layer:<10} ", style="cyan")
     head.append(f.title[lang], style="bold")
     when = _when(f, lang)

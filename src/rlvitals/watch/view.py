@@ -9,9 +9,8 @@ from typing import IO, Any
 
 from ..checks import VERDICT_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
+from ..render.diagnosis import STATUS_STYLE
 from .alerts import Alert
-
-_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
 
 
 def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> str:
@@ -41,7 +40,7 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
             notes = sum(f.layer == layer and f.status == "note" for f in d.findings)
             words = f"{notes} 项提示" if index else f"{notes} {'note' if notes == 1 else 'notes'}"
             quiet = f" [dim]· {words}[/]" if notes else ""
-            cells.append(f"[{_STYLE[status]}]{status}[/]{detail}{quiet}")
+            cells.append(f"[{STATUS_STYLE[status]}]{status}[/]{detail}{quiet}")
         table.add_row(LAYER_NAMES[layer][index], *cells)
     return table
 
@@ -83,7 +82,7 @@ class LiveView(PlainView):
         from rich.text import Text
 
         # a Text, not markup: a message may hold brackets
-        self.console.print(Text(alert_line(alert, self.lang), style=_STYLE.get(alert.status, "")))
+        self.console.print(Text(alert_line(alert, self.lang), style=STATUS_STYLE.get(alert.status, "")))
 
     def note(self, message: str) -> None:
         from rich.text import Text
