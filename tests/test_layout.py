@@ -4,8 +4,9 @@
 2. A module imports only its own stage or an earlier one (``STAGES``); ``catalog`` only ``errors``;
    ``signals`` nothing of the package; only ``cli`` imports ``synthetic``; ``watch`` and ``server`` do
    not import each other.
-3. An underscore module or name is used only inside its own package; no code reads another object's
-   ``_attribute``; readers are imported plainly, never by name through ``importlib``.
+3. An underscore module or name is used only inside its own package; what another package takes from a
+   package (or a top-level module) is in its ``__all__``; no code reads another object's ``_attribute``;
+   readers are imported plainly, never by name through ``importlib``.
 4. One home per fact: the layer list and names live in ``catalog.toml``, the status order in ``checks``.
 5. No module over 600 lines, no function over 60.
 6. Tests mirror the tree: every folder of ``tests/`` holding tests is named after a package of the source.
@@ -17,7 +18,7 @@ violation that is gone fails the test too, so the list stays the truth.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,11 +202,31 @@ def _importlib_readers() -> Iterator[tuple[str, str]]:
                 yield module, "importlib.import_module"
 
 
+def _public_names(first: str) -> set[str]:
+    """The ``__all__`` of ``rlvitals.<first>`` (a package's face or a top-level module), read with ast."""
+    path = PKG / first / "__init__.py" if (PKG / first).is_dir() else PKG / f"{first}.py"
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}  # type: ignore[attr-defined]
+    return set()
+
+
+def _unlisted(found: Iterable[Import] | None = None) -> Iterator[tuple[str, str]]:
+    """Names one package takes from another that the other's ``__all__`` does not list."""
+    for imp in imports() if found is None else found:
+        src, dst = _first(imp.importer), _first(imp.target)
+        if imp.importer in FACES or not dst or src == dst or imp.name is None:
+            continue
+        if imp.name not in _public_names(dst):
+            yield imp.importer, f"{imp.target}:{imp.name} (not in rlvitals.{dst}.__all__)"
+
+
 def test_rule3_private_stays_private() -> None:
     found: set[tuple[str, str]] = {(i.importer, f"{i.target}:{i.name}" if i.name else i.target)
                                    for i in imports() if _private_use(i)}
     found |= {(m, f"._{a.lstrip('_')}") for m, a in _foreign_attributes()}
     found |= set(_importlib_readers())
+    found |= set(_unlisted())
     _check(found, ALLOW_PRIVATE, "private modules, names or attributes used from outside")
 
 
@@ -268,6 +289,14 @@ def test_private_module_is_private_to_its_package(module: str) -> None:
     assert _private_use(Import("rlvitals.run.run", "rlvitals.catalog.aliases", "_NEG", 1))
     assert not _private_use(Import("rlvitals.catalog.lookup", "rlvitals.catalog.aliases", "_NEG", 1))
     assert not _private_use(Import("rlvitals.watch.state", "rlvitals._sqlite", "connect_wal", 1))
+
+
+def test_the_all_rule_itself() -> None:
+    taken = Import("rlvitals.run.run", "rlvitals.ingest.text", "iter_lines", 1)
+    assert list(_unlisted([taken])) == [("rlvitals.run.run", "rlvitals.ingest.text:iter_lines (not in "
+                                                              "rlvitals.ingest.__all__)")]
+    assert not list(_unlisted([Import("rlvitals.run.run", "rlvitals.ingest.record", "Record", 1)]))
+    assert not list(_unlisted([Import("rlvitals.ingest.csv_table", "rlvitals.ingest.text", "iter_lines", 1)]))
 
 
 def test_stage_rule_itself() -> None:

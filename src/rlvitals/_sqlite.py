@@ -7,6 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = ["connect_wal", "schema_version"]
+
 
 def connect_wal(path: Path, tables: Sequence[str], *, threads: bool = False) -> sqlite3.Connection:
     """Open or create ``path`` in WAL mode (autocommit; ``threads``: the connection may be used from

@@ -19,6 +19,8 @@ from .checks import STATUS_RANK, VERDICT_STATUSES, WORST_FIRST, Check, Outcome, 
 from .checks.config import DiagnoseConfig
 from .run.run import Run
 
+__all__ = ["LAYER_NAMES", "READING_ORDER", "Diagnosis", "Finding", "assemble", "diagnose"]
+
 #: the dashboard's layers in reading order, and each one's question (en, zh): from ``[layers]`` in the catalog
 READING_ORDER: tuple[str, ...] = load_catalog().reading_order
 LAYER_NAMES: dict[str, tuple[str, str]] = {k: (v.en, v.zh) for k, v in load_catalog().layers.items()

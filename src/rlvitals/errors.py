@@ -6,6 +6,10 @@ expected, and the fix.
 
 from __future__ import annotations
 
+__all__ = ["CatalogError", "ConfigError", "EmptyInputError", "InputError", "MissingExtraError",
+           "MissingInputError", "ModelUnavailableError", "RlvitalsError", "SamplerError", "UnknownFormatError",
+           "UnknownMetricError"]
+
 
 class RlvitalsError(Exception):
     """Base class of every error rlvitals raises on purpose."""

@@ -8,18 +8,6 @@ applicable algorithm families, default parameters and its words in English and C
 
 from __future__ import annotations
 
-import sys
-from functools import lru_cache
-from importlib import resources
-from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-from ..catalog import load_catalog
-from ..errors import CatalogError
 from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
 from ._base import (
     FINDING_STATUSES,
@@ -35,86 +23,10 @@ from ._base import (
     Status,
     Text,
 )
+from .config import CheckSettings, DiagnoseConfig, load_config
+from .registry import FUNCTIONS, MODULES, load_checks, parse_checks, sudden_checks
 
-__all__ = ["Check", "FINDING_STATUSES", "MIN_POINTS", "Outcome", "RunView", "STATUS_RANK", "Series", "Status",
-           "VERDICT_STATUSES", "WORST_FIRST", "FUNCTIONS", "load_checks", "sudden_checks"]
-
-FUNCTIONS: dict[str, CheckFn] = {
-    **crash.FUNCTIONS,
-    **stability.FUNCTIONS,
-    **kl.FUNCTIONS,
-    **behaviour.FUNCTIONS,
-    **learning.FUNCTIONS,
-    **generalisation.FUNCTIONS,
-    **efficiency.FUNCTIONS,
-    **joint.FUNCTIONS,
-    **rollout.FUNCTIONS,
-}
-
-
-def _text(raw: Any, where: str) -> Text:
-    if not isinstance(raw, dict) or not raw.get("title") or not raw.get("advice"):
-        raise CatalogError(f"checks: {where} needs a title and advice")
-    messages = {k: str(v) for k, v in raw.items() if k not in ("title", "advice") and not k.startswith("advice_")}
-    if not messages:
-        raise CatalogError(f"checks: {where} has no message templates")
-    advices = {k.removeprefix("advice_"): str(v).strip() for k, v in raw.items() if k.startswith("advice_")}
-    unknown = sorted(set(advices) - set(messages))
-    if unknown:
-        raise CatalogError(f"checks: {where} has advice for templates it does not have: {unknown}")
-    return Text(str(raw["title"]), messages, str(raw["advice"]).strip(), advices)
-
-
-def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[Check, ...]:
-    layers = load_catalog().reading_order  # a check judges one of the verdict's layers
-    checks = []
-    seen: set[str] = set()
-    for raw in data.get("check", []):
-        cid = str(raw.get("id", ""))
-        if cid in seen:
-            raise CatalogError(f"checks: check {cid!r} is defined twice")
-        seen.add(cid)
-        if cid not in functions:
-            raise CatalogError(f"checks: check {cid!r} has no function")
-        if raw.get("layer") not in layers:
-            raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {layers}")
-        needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
-        sudden = raw.get("sudden", False)
-        if not isinstance(sudden, bool):
-            raise CatalogError(f"checks: check {cid!r} has sudden = {sudden!r}; expected true or false")
-        min_points = raw.get("min_points", MIN_POINTS)
-        if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 1:
-            raise CatalogError(f"checks: check {cid!r} has min_points = {min_points!r}; expected a whole number ≥ 1")
-        checks.append(Check(
-            id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
-            params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
-            zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=str(raw.get("needs_text", "")), sudden=sudden, min_points=min_points,
-        ))
-    missing = sorted(set(functions) - seen)
-    if missing:
-        raise CatalogError(f"checks: functions without a record: {missing}")
-    return tuple(checks)
-
-
-MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "joint", "rollout")
-
-
-@lru_cache(maxsize=1)
-def load_checks() -> tuple[Check, ...]:
-    """Every shipped check, layer module by layer module, in file order."""
-    records: list[Any] = []
-    for name in MODULES:
-        text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-        records.extend(tomllib.loads(text).get("check", []))
-    return parse_checks({"check": records}, FUNCTIONS)
-
-
-def sudden_checks() -> tuple[Check, ...]:
-    """The shipped checks marked ``sudden``: abrupt events a window of recent steps shows as well.
-
-    Example:
-        >>> "grad_norm_spike" in [c.id for c in sudden_checks()]
-        True
-    """
-    return tuple(c for c in load_checks() if c.sudden)
+__all__ = ["FINDING_STATUSES", "FUNCTIONS", "MIN_POINTS", "MODULES", "STATUS_RANK", "VERDICT_STATUSES", "WORST_FIRST",
+           "Check", "CheckFn", "CheckSettings", "DiagnoseConfig", "Outcome", "RunView", "Series", "Status", "Text",
+           "behaviour", "crash", "efficiency", "generalisation", "joint", "kl", "learning", "load_checks",
+           "load_config", "parse_checks", "rollout", "stability", "sudden_checks"]

@@ -29,8 +29,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ..errors import ConfigError
-from . import load_checks
 from ._base import Status
+from .registry import load_checks
 
 #: what a check may be capped at: "note" keeps its words and advice but takes it out of the verdict
 MAX_STATUSES: tuple[Status, ...] = ("ok", "note", "warn", "fail")

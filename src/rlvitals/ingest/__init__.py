@@ -28,9 +28,28 @@ from . import (
 )
 from ._folder import logs_in
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta
+from .cursor import (
+    COMPRESSED,
+    FileCursor,
+    advance,
+    complete_end,
+    count_lines,
+    examine,
+    find_previous,
+    rotated_since,
+    same_file,
+)
+from .pyrepr import parse as parse_literal
+from .record import Crash, Packed, Record, SkipLog, SourceMeta, Value, pack
+from .text import json_objects
+from .tfevents import masked_crc32c, masked_crc32c_columns
 
-__all__ = ["Reader", "Record", "SkipLog", "SourceMeta", "READER_MODULES", "find_reader", "logs_in", "readers"]
+__all__ = [
+    "COMPRESSED", "READER_MODULES", "Crash", "FileCursor", "Packed", "Reader", "Record", "SkipLog", "SourceMeta",
+    "Value", "advance", "complete_end", "count_lines", "examine", "find_previous", "find_reader", "json_objects",
+    "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "parse_literal", "readers", "rotated_since",
+    "same_file",
+]
 
 HEAD_BYTES = 64 << 10
 

@@ -1,1 +1,12 @@
 """Terminal and Markdown renderings: pure functions from results to text."""
+
+
+from __future__ import annotations
+
+from .diagnosis import STATUS_STYLE, render_diagnosis, render_markdown, when_words
+from .summary import rollout_log, rollout_summary, run_summary
+from .terminal import WIDTH, render_explain, render_inspect, render_list, render_rollout_log, render_rollouts
+
+__all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list", "render_markdown",
+    "render_rollout_log", "render_rollouts", "rollout_log", "rollout_summary", "run_summary", "STATUS_STYLE",
+    "when_words", "WIDTH"]

@@ -1,9 +1,13 @@
 """The HTML report: a page model built once from runs, diagnoses and rollouts (:mod:`.model`), rendered
-to one self-contained file (:mod:`.html`). A later live dashboard can serve the same page model."""
+to one self-contained file (:mod:`.html`); the live dashboard serves the same page model and templates."""
+
 
 from __future__ import annotations
 
-from .html import render_html, write_report
-from .model import build_page
+from .charts import trace
+from .html import STATUS, UI, jinja_env, render_html, write_report
+from .model import build_page, unique_labels
+from .rollouts import group_count, step_groups
 
-__all__ = ["build_page", "render_html", "write_report"]
+__all__ = ["build_page", "group_count", "jinja_env", "render_html", "STATUS", "step_groups", "trace", "UI",
+    "unique_labels", "write_report"]

@@ -1,1 +1,28 @@
-"""Rollout analytics: the rollout table, its readers, and metrics at the group, prompt, rollout and token scales."""
+"""Rollout analytics: the rollout table, its readers, and metrics at the group, prompt, rollout and token scales.
+
+The face names what other packages use: reading dumps into the table (:mod:`.readers`), the column names
+(:mod:`.schema`), analysing it (:mod:`.analysis`: mergeable states, and the one rule for which per-step
+columns join a Run), the options of the command line (:mod:`.options`) and the dump writers."""
+
+
+from __future__ import annotations
+
+from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
+from .options import RolloutSettings
+from .readers import (
+    ColumnFlags,
+    RolloutSet,
+    parse_reward_weights,
+    read_rollouts,
+    rollouts_from_frame,
+    rollouts_from_records,
+)
+from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP
+from .segments import SegmentTags, parse_tag
+from .writers import write_trl_completions, write_verl_dump
+
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "GROUP", "join_series", "LENGTH",
+    "parse_reward_weights", "parse_tag", "PROMPT", "read_rollouts", "RESPONSE", "RolloutAnalysis",
+    "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "SAMPLE", "SCORE",
+    "SegmentTags", "STEP", "step_json", "step_series", "table_options", "update", "write_trl_completions",
+    "write_verl_dump"]

@@ -18,7 +18,7 @@ import orjson
 import polars as pl
 
 from ..errors import InputError
-from ..ingest.pyrepr import parse as parse_literal
+from ..ingest import parse_literal
 from ..ingest.record import SkipLog
 
 #: the column of a raw frame holding each row's ``file:line``, for skip reasons
