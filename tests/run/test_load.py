@@ -95,3 +95,43 @@ def test_an_unknown_programs_traceback_is_named(tmp_path: Path) -> None:
             "; it ends in a Python traceback (ValueError: bad config) but holds no metrics and no frame of veRL, "
             "TRL or OpenRLHF code; pass --format to force a reader")):
         rlvitals.load(path)
+
+
+BIG = 2**64  # a 64-bit hash logged as a step, say: beyond the step axis
+BAD_RECORDS = {
+    "verl-jsonl": ("run.jsonl", '{"step":1,"data":{"actor/pg_loss":0.1}}\n'
+                                f'{{"step":{BIG},"data":{{"actor/pg_loss":0.2}}}}\n'
+                                '{"step":2,"data":{"actor/pg_loss":0.3}}\n'),
+    "jsonl": ("metrics.jsonl", f'{{"step": 1, "loss": 0.5}}\n{{"step": {BIG}, "loss": 0.4}}\n'
+                               '{"step": 2, "loss": 0.3}\n'),
+    "csv": ("metrics.csv", f"step,loss\n1,0.5\n{BIG},0.4\n2,0.3\n"),
+    "verl-console": ("train.log", "step:1 - actor/pg_loss:0.1 - actor/entropy:0.5 - critic/score/mean:0.2\n"
+                                  f"step:{BIG} - actor/pg_loss:0.2 - actor/entropy:0.5 - critic/score/mean:0.2\n"
+                                  "step:2 - actor/pg_loss:0.3 - actor/entropy:0.4 - critic/score/mean:0.3\n"),
+    "trl-state": ("trainer_state.json", '{"global_step": 2, "log_history": [{"step": 1, "loss": 0.5}, '
+                                        f'{{"step": {BIG}, "loss": 0.4}}, {{"step": 2, "loss": 0.3}}]}}'),
+}
+
+
+@pytest.mark.parametrize("fmt", BAD_RECORDS)
+def test_a_step_beyond_the_step_axis_is_one_counted_skip_not_a_crash(tmp_path: Path, fmt: str) -> None:
+    """A step outside int64 used to raise OverflowError when the Run was built, losing the whole read."""
+    name, text = BAD_RECORDS[fmt]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    run = rlvitals.load(path)[0]
+    assert run.format == fmt and run.train_steps.tolist() == [1, 2]
+    assert run.skipped.count == 1
+    where = rf"{re.escape(str(path))}(:\d+|#record \d+)"
+    assert re.fullmatch(rf"{where}: step \d+ is outside the 64-bit step axis; the record was skipped",
+                        run.skipped.reasons[0]), run.skipped.reasons
+
+
+def test_a_key_with_a_lone_surrogate_is_a_counted_skip(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "\\ud800x": 0.1, "loss": 0.3}\n{"step": 3, "loss": 0.2}\n',
+                    encoding="utf-8")
+    run = rlvitals.load(path)[0]
+    assert run.train_steps.tolist() == [1, 3]
+    assert run.skipped.reasons == [f"{path}:2: the key '\\ud800x' is not valid text (a lone surrogate); "
+                                   "the record was skipped"]

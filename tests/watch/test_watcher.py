@@ -673,3 +673,25 @@ def test_a_trl_console_log_numbered_by_order_is_followed_as_load_reads_it(tmp_pa
     assert d.run.train_steps.tolist() == load(src)[0].train_steps.tolist()
     assert d.run.train_steps[0] == 20 and d.run.train_steps[-1] == 1860
     w.close()
+
+
+def test_a_line_whose_step_is_beyond_the_axis_is_skipped_once_and_a_restart_goes_on(tmp_path: Path) -> None:
+    """The watcher's cursor moves past such a line: it used to crash the watcher at every restart."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(LINES[:20]))
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    w.cycle(force=True)
+    _append(log, b'{"step": 18446744073709551616, "data": {"actor/pg_loss": 0.1}}\n' + b"".join(LINES[20:30]))
+    clock.now += 60
+    w.cycle(force=True)
+    run = w.follows[0].runs()[0]
+    assert int(run.steps[-1]) == 30 and run.skipped.count == 1
+    assert "step 18446744073709551616 is outside the 64-bit step axis" in run.skipped.reasons[0]
+    w.close()
+    again, _, _ = _watcher(tmp_path, log, [], clock)  # restarted from the state file alone
+    clock.now += 60
+    again.cycle(force=True)
+    rerun = again.follows[0].runs()[0]
+    assert int(rerun.steps[-1]) == 30 and len(rerun.steps) == 30
+    again.close()

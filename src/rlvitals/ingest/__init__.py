@@ -40,12 +40,13 @@ from .cursor import (
     same_file,
 )
 from .pyrepr import parse as parse_literal
-from .record import Crash, Packed, Record, SkipLog, SourceMeta, Value, pack
+from .record import Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
 from .text import json_objects
 from .tfevents import masked_crc32c, masked_crc32c_columns
 
 __all__ = [
-    "COMPRESSED", "READER_MODULES", "Crash", "FileCursor", "Packed", "Reader", "Record", "SkipLog", "SourceMeta",
+    "COMPRESSED", "READER_MODULES", "Crash", "FileCursor", "Packed", "Reader", "Record", "RecordCheck", "SkipLog",
+    "SourceMeta",
     "Value", "advance", "complete_end", "count_lines", "examine", "find_previous", "find_reader", "json_objects",
     "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "parse_literal", "readers", "rotated_since",
     "same_file",

@@ -82,6 +82,46 @@ class SkipLog:
         self.reasons.extend(other.reasons[: max(room, 0)])
 
 
+#: the step axis is 64-bit: a step outside it cannot be placed (a corrupt line, a hash logged as a step)
+STEP_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+class RecordCheck:
+    """Whether a record can join a run; the one check every record passes on its way into a Run (the
+    builder and a followed log alike). Keys already seen are not checked again, so the cost per record is
+    a type test per value."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+
+    def problem(self, record: Record) -> str | None:
+        """Why ``record`` cannot join a run (the skip reason), or None.
+
+        Example:
+            >>> RecordCheck().problem(Record(2**64, {"loss": 0.1}, "run.jsonl:3"))
+            'step 18446744073709551616 is outside the 64-bit step axis; the record was skipped'
+        """
+        step = record.step
+        if type(step) is not int or not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
+            if type(step) is int:
+                return f"step {step} is outside the 64-bit step axis; the record was skipped"
+            return f"step {step!r} is not a whole number; the record was skipped"
+        keys = self._keys
+        for key, value in record.values.items():
+            if key not in keys:
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"the key {key!r} is not valid text (a lone surrogate); the record was skipped"
+                keys.add(key)
+            if type(value) is not float and not isinstance(value, str):
+                try:
+                    record.values[key] = float(value)
+                except (TypeError, ValueError, OverflowError):
+                    return f"{key} = {str(value)[:40]!r} is not a number a float holds; the record was skipped"
+        return None
+
+
 @dataclass
 class SourceMeta:
     """What a reader learned about the source besides the metrics.

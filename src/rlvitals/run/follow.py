@@ -51,7 +51,7 @@ from ..ingest.cursor import (
     rotated_since,
     same_file,
 )
-from ..ingest.record import Packed, pack
+from ..ingest.record import Packed, RecordCheck, pack
 from .run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -80,6 +80,7 @@ class LineSource:
         self.unsaved: list[Packed] = []  # read since the last stored() (see .state.WatchState.commit)
         self._keep = records is not None  # the caller stores the records: keep them until it has
         self._layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._check = RecordCheck()  # every record read is checked once, before it is packed
         self._reset = False  # the stored records are to be replaced by `unsaved`, not extended
         self._meta_taken = False
         self._whole = False  # generic JSONL without a step key numbers its records: re-read whole
@@ -254,8 +255,14 @@ class LineSource:
     def _packed(self, path: Path, meta: SourceMeta, skipped: SkipLog) -> list[Packed]:
         """The records of ``path`` in ``meta``'s window, packed as they stream from the reader: a
         30,000-step log would take five times the memory as a list of records."""
-        layouts = self._layouts
-        return [pack(r, layouts) for r in self.reader.read(path, meta, skipped)]
+        layouts, check, out = self._layouts, self._check, []
+        for record in self.reader.read(path, meta, skipped):
+            problem = check.problem(record) if record.kind != "summary" else None
+            if problem is not None:  # skipped here, so the cursor moves past it and a restart does not meet it
+                skipped.skip(record.where, problem)
+                continue
+            out.append(pack(record, layouts))
+        return out
 
     def _numbered_on(self, records: list[Packed]) -> list[Packed]:
         """``records`` (numbered from 1 in their file) numbered on after the last carried step."""

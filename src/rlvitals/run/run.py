@@ -19,7 +19,7 @@ import polars as pl
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
-from ..ingest.record import Crash, Record, SkipLog, SourceMeta
+from ..ingest.record import Crash, Record, RecordCheck, SkipLog, SourceMeta
 from .detect import detect
 
 _EVALISH = ("eval", "val", "test")
@@ -173,10 +173,16 @@ class RunBuilder:
     _text: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
     _summary: dict[str, Any] = field(default_factory=dict)
     _records: int = 0
+    _check: RecordCheck = field(default_factory=RecordCheck)
 
     def add(self, record: Record) -> None:
+        """Add one record; a record that cannot join a run (:class:`RecordCheck`) is a counted skip."""
         if record.kind == "summary":
             self._summary.update(record.values)
+            return
+        problem = self._check.problem(record)
+        if problem is not None:
+            self.skipped.skip(record.where, problem)
             return
         self._records += 1
         row = self._row.get(record.step)
