@@ -135,3 +135,19 @@ def test_a_key_with_a_lone_surrogate_is_a_counted_skip(tmp_path: Path) -> None:
     assert run.train_steps.tolist() == [1, 3]
     assert run.skipped.reasons == [f"{path}:2: the key '\\ud800x' is not valid text (a lone surrogate); "
                                    "the record was skipped"]
+
+
+@pytest.mark.parametrize("fmt", BAD_RECORDS)
+def test_a_file_that_starts_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path, fmt: str) -> None:
+    """Windows tools write a UTF-8 BOM first; it used to make the first line unreadable or the file refused."""
+    name, text = BAD_RECORDS[fmt]
+    plain = text.replace(str(BIG), "3")  # the same file, every record good
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + plain.encode())
+    run = rlvitals.load(path)[0]
+    reference = tmp_path / "plain"
+    reference.mkdir()
+    (reference / name).write_text(plain, encoding="utf-8")
+    expected = rlvitals.load(reference / name)[0]
+    assert run.format == fmt and run.skipped.count == 0
+    assert run.raw.equals(expected.raw) and list(run.raw.columns) == list(expected.raw.columns)

@@ -41,7 +41,7 @@ from .cursor import (
 )
 from .pyrepr import parse as parse_literal
 from .record import Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
-from .text import json_objects
+from .text import BOM, json_objects
 from .tfevents import masked_crc32c, masked_crc32c_columns
 
 __all__ = [
@@ -85,7 +85,7 @@ def _head(path: Path) -> bytes:
     if path.is_dir():
         return b""
     with path.open("rb") as fh:
-        return fh.read(HEAD_BYTES)
+        return fh.read(HEAD_BYTES).removeprefix(BOM)  # sniffers read what follows a byte-order mark
 
 
 def find_reader(path: Path, fmt: str | None = None) -> Reader:

@@ -14,6 +14,8 @@ from ..errors import InputError
 from .record import SkipLog, SourceMeta
 
 CHUNK = 1 << 20
+#: the UTF-8 byte-order mark some Windows tools write first; it is not part of the first line
+BOM = b"\xef\xbb\xbf"
 #: a single line longer than this is cut (and reported) so one bad line cannot take all memory
 MAX_LINE = 16 << 20
 
@@ -46,6 +48,7 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
     else:
         left = None
     pending = b""
+    at_start = not start  # a byte-order mark is read only where the file begins
     with path.open("rb") as fh:
         if start:
             fh.seek(start)
@@ -56,6 +59,8 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
             if left is not None:
                 left -= len(chunk)
             meta.bytes_read += len(chunk)
+            if at_start:
+                chunk, at_start = chunk.removeprefix(BOM), False
             data = pending + chunk if pending else chunk
             lines = data.split(b"\n")
             pending = lines.pop()
@@ -183,7 +188,7 @@ def json_document(path: Path, data: bytes, expected: str) -> Any:
     """A whole-file JSON document, parsed by :func:`parse_json`; an InputError naming the file,
     line and column (or the byte that is not UTF-8) and what the file should have been."""
     try:
-        return parse_json(data)
+        return parse_json(data.removeprefix(BOM))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected {expected} "
                          "— was the file cut short?") from exc
