@@ -200,6 +200,17 @@ def test_token_is_required_and_accepted_by_header_or_cookie(fixtures_ws: Workspa
     assert browser.get("/api/runs").status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/%2F%2Fevil.example", "/%5Cevil.example", "/%2F%5Cevil.example", "/%2F/evil.example"])
+def test_the_token_redirect_never_leaves_this_server(fixtures_ws: Workspace, path: str) -> None:
+    """The redirect that drops ?token= from the address bar once answered /%2F%2Fevil.example with
+    Location ///evil.example: an open redirect to another host."""
+    browser = TestClient(create_app(fixtures_ws, token=TOKEN), base_url="http://192.0.2.10:8765",
+                         follow_redirects=False)
+    answer = browser.get(path + "?token=" + TOKEN)
+    location = answer.headers["location"]
+    assert answer.status_code == 303 and location.startswith("/") and location[1:2] not in ("/", "\\"), location
+
+
 def test_without_a_token_only_loopback_host_names_are_answered(fixtures_ws: Workspace) -> None:
     app = create_app(fixtures_ws)
     for base in ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765"):

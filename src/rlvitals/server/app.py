@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
 from .page import LANG_COOKIE, index_html, loading_html, pick_lang, report_script, run_html
-from .security import COOKIE, AccessError, bearer, headers, host_allowed, script_hash, token_ok
+from .security import COOKIE, AccessError, bearer, headers, host_allowed, same_origin, script_hash, token_ok
 from .workspace import Workspace
 
 STATIC_AGE = 3600
@@ -124,7 +124,7 @@ def _check(request: Request, token: str | None, hosts: tuple[str, ...]) -> Respo
     if "token" in request.query_params and request.method == "GET" and not request.url.path.startswith("/api/"):
         # keep the token out of the address bar, history and logs: a cookie carries it from now on
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-        target = request.url.path + ("?" + urlencode(rest) if rest else "")
+        target = same_origin(request.url.path) + ("?" + urlencode(rest) if rest else "")
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
                             secure=request.url.scheme == "https")

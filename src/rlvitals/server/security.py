@@ -52,6 +52,18 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve to anything
 
 
+def same_origin(path: str) -> str:
+    r"""``path`` as a redirect target that stays on this server: one leading slash, never ``//host`` or
+    ``/\host``, which a browser reads as another origin (``/%2F%2Fevil.example`` decodes to
+    ``//evil.example``).
+
+    Example:
+        >>> same_origin("//evil.example/x"), same_origin("/\\evil.example"), same_origin("/runs/a")
+        ('/evil.example/x', '/evil.example', '/runs/a')
+    """
+    return "/" + path.lstrip("/\\")
+
+
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen on a non-loopback ``host`` without a token long enough not to be guessed.
 
