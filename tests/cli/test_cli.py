@@ -138,3 +138,27 @@ def test_a_closed_pipe_ends_quietly() -> None:
         proc.stdout.close()  # before the child writes a byte (it takes ~1 s to start)
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
+
+
+def test_exit_codes_tell_a_bug_of_ours_from_a_failing_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 ok, 1 --fail-on met, 2 usage or input, 3 internal error: a crash must never read as a failing run."""
+    import rlvitals.cli as cli
+    from rlvitals.errors import InputError
+
+    def crash(args: object, out: object, err: object) -> int:
+        raise ZeroDivisionError("division by zero")
+
+    def refuse(args: object, out: object, err: object) -> int:
+        raise InputError("run.log:3: not a training log")
+
+    monkeypatch.setitem(cli.COMMANDS, "formats", crash)
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["formats"], out, err) == cli.EXIT_INTERNAL == 3
+    said = err.getvalue()
+    assert said.startswith("rlvitals: internal error in 'formats': ZeroDivisionError: division by zero\n")
+    assert "this is a bug in rlvitals, not in your run" in said and "Traceback (most recent call last)" in said
+    monkeypatch.setitem(cli.COMMANDS, "formats", refuse)
+    err = io.StringIO()
+    assert cli.main(["formats"], io.StringIO(), err) == cli.EXIT_USAGE == 2
+    assert err.getvalue() == "rlvitals: run.log:3: not a training log\n"
+    assert (cli.EXIT_OK, cli.EXIT_FINDINGS) == (0, 1)

@@ -200,7 +200,7 @@ def test_token_is_required_and_accepted_by_header_or_cookie(fixtures_ws: Workspa
     assert browser.get("/api/runs").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/%2F%2Fevil.example", "/%5Cevil.example", "/%2F%5Cevil.example", "/%2F/evil.example"])
+@pytest.mark.parametrize("path", ["/%2F%2Fevil.example", "/%5Cevil.example", "/%2F%5Cevil", "/%2F/evil.example"])
 def test_the_token_redirect_never_leaves_this_server(fixtures_ws: Workspace, path: str) -> None:
     """The redirect that drops ?token= from the address bar once answered /%2F%2Fevil.example with
     Location ///evil.example: an open redirect to another host."""

@@ -1,4 +1,7 @@
-"""The ``rlvitals`` command line. ``main(argv) -> exit code``; rendering lives in render_text.
+"""The ``rlvitals`` command line. ``main(argv) -> exit code``; rendering lives in :mod:`rlvitals.render`.
+
+Exit codes: 0 ok; 1 a verdict reached ``--fail-on`` (``watch --exit-on``); 2 bad usage or an input that
+could not be read; 3 an internal error (a bug of rlvitals, reported with its traceback).
 
 One module per noun: ``runs`` (inspect, diagnose, explain, example, formats), ``rollouts`` (rollouts,
 sample), ``outputs`` (report, export) and ``live`` (watch, serve, demo); ``_parser`` holds every flag.
@@ -9,14 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import IO
 
+from ..errors import RlvitalsError
 from . import live, outputs, rollouts, runs
-from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from ._parser import build_parser
 
-__all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "main", "run"]
 
 #: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
 COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
@@ -32,7 +37,18 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0)
-    return COMMANDS[args.command](args, out, err)
+    try:
+        return COMMANDS[args.command](args, out, err)
+    except RlvitalsError as exc:  # a problem of the input or the usage that a command did not catch itself
+        err.write(f"rlvitals: {exc}\n")
+        return EXIT_USAGE
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:  # a bug of ours: say so, keep the traceback, and never exit as --fail-on does
+        err.write(f"rlvitals: internal error in '{args.command}': {type(exc).__name__}: {exc}\n"
+                  "this is a bug in rlvitals, not in your run; please report it with the command and the "
+                  "traceback below\n" + traceback.format_exc())
+        return EXIT_INTERNAL
 
 
 def run() -> None:

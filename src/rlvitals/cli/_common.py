@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from ..rollout.options import RolloutSettings
     from ..run.run import Run
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+#: 0 ok; 1 a verdict reached --fail-on (or watch's --exit-on); 2 bad usage or an input that could not be read;
+#: 3 rlvitals itself failed (a bug: the message says so, with the traceback to report)
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 
