@@ -151,3 +151,21 @@ def test_a_file_that_starts_with_a_byte_order_mark_reads_as_without_it(tmp_path:
     expected = rlvitals.load(reference / name)[0]
     assert run.format == fmt and run.skipped.count == 0
     assert run.raw.equals(expected.raw) and list(run.raw.columns) == list(expected.raw.columns)
+
+
+def test_control_characters_in_a_key_are_shown_escaped_never_sent_to_a_terminal(tmp_path: Path) -> None:
+    """A key holding ESC [ 2 J (clear the screen), BEL or the C1 CSI reached the terminal as is."""
+    from rlvitals.cli import main
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "lo\\u001b[2Jss\\u0007": 0.5, "x\\u009b31m": 1}\n'
+                    '{"step": 2, "lo\\u001b[2Jss\\u0007": 0.3, "x\\u009b31m": 1}\n', encoding="utf-8")
+    run = rlvitals.load(path)[0]
+    assert {"lo\\x1b[2Jss\\x07", "x\\x9b31m"} <= set(run.raw.columns) and run.skipped.count == 0
+    for command in (["inspect"], ["diagnose", "--all"], ["diagnose", "--markdown"]):
+        out = io.StringIO()
+        main([*command, str(path)], out, io.StringIO())
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out.getvalue()), command
+    out = io.StringIO()
+    main(["inspect", str(path)], out, io.StringIO())
+    assert "lo\\x1b[2Jss\\x07" in out.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -86,13 +87,30 @@ class SkipLog:
 STEP_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
+#: control characters (C0 but tab, DEL, C1): in a key they could move a terminal's cursor, clear it or set
+#: its title (ESC [ 2 J) when the key is printed; they are shown escaped instead
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every control character written as its escape, so that printing it cannot drive a
+    terminal.
+
+    Example:
+        >>> printable("loss\x1b[2J\x07")
+        'loss\\x1b[2J\\x07'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 class RecordCheck:
     """Whether a record can join a run; the one check every record passes on its way into a Run (the
     builder and a followed log alike). Keys already seen are not checked again, so the cost per record is
-    a type test per value."""
+    a type test per value. A key holding control characters is renamed to its :func:`printable` form."""
 
     def __init__(self) -> None:
         self._keys: set[str] = set()
+        self._renamed: dict[str, str] = {}
 
     def problem(self, record: Record) -> str | None:
         """Why ``record`` cannot join a run (the skip reason), or None.
@@ -114,11 +132,15 @@ class RecordCheck:
                 except UnicodeEncodeError:
                     return f"the key {key!r} is not valid text (a lone surrogate); the record was skipped"
                 keys.add(key)
+                if _CONTROL.search(key):
+                    self._renamed[key] = printable(key)
             if type(value) is not float and not isinstance(value, str):
                 try:
                     record.values[key] = float(value)
                 except (TypeError, ValueError, OverflowError):
-                    return f"{key} = {str(value)[:40]!r} is not a number a float holds; the record was skipped"
+                    return f"{key!r} = {str(value)[:40]!r} is not a number a float holds; the record was skipped"
+        if self._renamed and not self._renamed.keys().isdisjoint(record.values):
+            record.values = {self._renamed.get(k, k): v for k, v in record.values.items()}
         return None
 
 
