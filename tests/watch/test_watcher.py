@@ -151,6 +151,25 @@ def test_command_hook_runs_with_env_and_stdin(tmp_path: Path) -> None:
     got = json.loads(target.read_text())
     assert got["env"]["RLVITALS_CHECK"] == "entropy_collapse" and got["env"]["RLVITALS_STATUS"] == "fail"
     assert got["env"]["RLVITALS_STEP"] == "190" and got["stdin"]["onset_step"] == 180
+    # at-least-once: a command run again for the same alert (killed mid-call, redelivered) can tell by the id
+    assert got["env"]["RLVITALS_ALERT_ID"] == got["stdin"]["alert_id"] == _one_alert().alert_id
+    assert len(got["env"]["RLVITALS_ALERT_ID"]) == 16
+
+
+def test_the_alert_id_is_kept_by_redelivery_and_differs_for_another_alert(tmp_path: Path) -> None:
+    alert = _one_alert()
+    state = WatchState(tmp_path / "s.sqlite")
+    [stored] = state.commit({}, {}, [alert], ["jsonl"])
+    [(alert_id, again, pending)] = state.pending()  # what a restarted watcher sends
+    assert (alert_id, pending) == (stored, ["jsonl"]) and again.alert_id == alert.alert_id
+    from dataclasses import replace as changed
+
+    assert len({alert.alert_id, changed(alert, step=191).alert_id, changed(alert, kind="again").alert_id,
+                changed(alert, status="warn").alert_id, changed(alert, at=alert.at + 1).alert_id}) == 5
+    sink = JsonlSink(tmp_path / "alerts.jsonl")
+    sink.send(alert)
+    assert json.loads((tmp_path / "alerts.jsonl").read_text())["alert_id"] == alert.alert_id
+    state.close()
 
 
 def test_command_hook_failures_are_reported(tmp_path: Path) -> None:

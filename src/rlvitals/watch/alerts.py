@@ -14,6 +14,7 @@ diagnosis of part of a run (``Observation.partial``: the watcher's tail pass).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -91,6 +92,23 @@ class Alert:
     advice: Mapping[str, str]
     metrics: tuple[str, ...] = ()
     evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def alert_id(self) -> str:
+        """The same for this alert however often it is delivered (a redelivery after a restart, a command
+        killed mid-call and run again), different for any other: a receiver deduplicates by it.
+
+        Example:
+            >>> a = Alert("k", "new", "run.log", "kl_spike", "L1", "fail", None, 40, 1.5, 38, {}, {}, {})
+            >>> a.alert_id == Alert.from_json(a.to_json()).alert_id, len(a.alert_id)
+            (True, 16)
+        """
+        said = json.dumps([self.run, self.key, self.kind, self.status, self.step, self.at], separators=(",", ":"))
+        return hashlib.sha256(said.encode()).hexdigest()[:16]
+
+    def payload(self) -> dict[str, Any]:
+        """What a sink hands on (the JSONL line, a webhook's ``rlvitals`` object): the alert and its id."""
+        return {"alert_id": self.alert_id, **self.to_json()}
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "kind": self.kind, "run": self.run, "check": self.check, "layer": self.layer,

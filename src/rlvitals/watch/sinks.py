@@ -49,7 +49,7 @@ class JsonlSink:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(alert.to_json(), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(alert.payload(), ensure_ascii=False) + "\n")
         except OSError as exc:
             return f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})"
         return None
@@ -57,7 +57,8 @@ class JsonlSink:
 
 def alert_env(alert: Alert, lang: str = "en") -> dict[str, str]:
     """The ``RLVITALS_*`` variables a command hook receives."""
-    return {"RLVITALS_RUN": alert.run, "RLVITALS_CHECK": alert.check, "RLVITALS_LAYER": alert.layer,
+    return {"RLVITALS_ALERT_ID": alert.alert_id,
+            "RLVITALS_RUN": alert.run, "RLVITALS_CHECK": alert.check, "RLVITALS_LAYER": alert.layer,
             "RLVITALS_STATUS": alert.status, "RLVITALS_KIND": alert.kind, "RLVITALS_STEP": str(alert.step),
             "RLVITALS_PREVIOUS": alert.previous or "", "RLVITALS_MESSAGE": alert.message.get(lang, ""),
             "RLVITALS_TEXT": alert.text(lang)}
@@ -78,7 +79,7 @@ class CommandSink:
     def send(self, alert: Alert) -> str | None:
         env = {**(os.environ if self.environ is None else self.environ), **alert_env(alert, self.lang)}
         try:
-            done = subprocess.run(self.argv, input=json.dumps(alert.to_json()).encode(), env=env,
+            done = subprocess.run(self.argv, input=json.dumps(alert.payload()).encode(), env=env,
                                   capture_output=True, timeout=self.timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"command {shlex.join(self.argv)}: could not run it ({exc})"

@@ -172,7 +172,7 @@ def webhook_body(alert: Alert, lang: str = "en", kind: Flavour = "any") -> dict[
         return slack_body(alert, lang)
     if kind == "discord":
         return discord_body(alert, lang)
-    return {**slack_body(alert, lang), **discord_body(alert, lang), "rlvitals": alert.to_json()}
+    return {**slack_body(alert, lang), **discord_body(alert, lang), "rlvitals": alert.payload()}
 
 
 def retry_after(headers: Mapping[str, str] | Any, body: bytes, now: float | None = None) -> float | None:
