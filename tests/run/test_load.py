@@ -169,3 +169,27 @@ def test_control_characters_in_a_key_are_shown_escaped_never_sent_to_a_terminal(
     out = io.StringIO()
     main(["inspect", str(path)], out, io.StringIO())
     assert "lo\\x1b[2Jss\\x07" in out.getvalue()
+
+
+def test_a_fifo_is_never_opened_and_the_logs_beside_it_are_read(tmp_path: Path) -> None:
+    """Reading a FIFO waits for a writer forever: a folder holding one used to hang load, watch and serve."""
+    import os
+    import subprocess
+    import sys
+
+    from rlvitals.errors import UnknownFormatError
+    from rlvitals.ingest import find_reader, special_kind
+
+    name, text = BAD_RECORDS["verl-jsonl"]
+    (tmp_path / name).write_text(text.replace(str(BIG), "3"), encoding="utf-8")
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert special_kind(fifo) == "FIFO" and special_kind(tmp_path / name) is None
+    with pytest.raises(UnknownFormatError, match=r"pipe\.jsonl: a FIFO, not a log file; it was not opened"):
+        find_reader(fifo)
+    # in a child process with a deadline: were the FIFO opened, the read would never return
+    code = ("import sys, rlvitals; r = rlvitals.load(sys.argv[1]); "
+            "print(len(r), r[0].train_steps.tolist(), [n for n in r[0].notes if 'FIFO' in n])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"1 [1, 2, 3] ['{fifo}: a FIFO, not a log file; it was not opened']"

@@ -491,3 +491,21 @@ def test_a_folder_of_several_runs_does_not_share_one_rollout_folder(tmp_path: Pa
     assert all("pass@1" not in ws.get(s["id"]).run.metrics for s in summaries)
     assert any("serves several runs, so its rollouts are joined to none of them" in m for m in ws.messages)
     ws.close()
+
+
+def test_a_fifo_in_a_served_folder_is_said_and_never_opened(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    _write(folder / "run.jsonl", Scenario(steps=40), 0, 40)
+    os.mkfifo(folder / "pipe.log")
+    ws = workspace([folder], tmp_path / "serve.sqlite")
+    scan = threading.Thread(target=ws.poll_once, daemon=True)  # opening the FIFO would block this forever
+    scan.start()
+    scan.join(60)
+    assert not scan.is_alive(), "the scan blocked on the FIFO"
+    assert [s["path"] for s in ws.summaries()] == [str(folder / "run.jsonl")]
+    assert f"serve: {folder / 'pipe.log'}: a FIFO, not a log file; it was not opened" in ws.messages
+    ws.close()

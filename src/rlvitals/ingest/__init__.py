@@ -26,7 +26,7 @@ from . import (
     verl_jsonl,
     wandb_offline,
 )
-from ._folder import logs_in
+from ._folder import logs_in, special_kind
 from ._reader import Reader
 from .cursor import (
     COMPRESSED,
@@ -49,6 +49,7 @@ __all__ = [
     "SourceMeta",
     "Value", "advance", "complete_end", "count_lines", "examine", "find_previous", "find_reader", "json_objects",
     "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "parse_literal", "readers", "rotated_since",
+    "special_kind",
     "same_file",
 ]
 
@@ -92,6 +93,10 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
     """The reader for ``path`` (or the one named ``fmt``), else a clear error."""
     if not path.exists():
         raise MissingInputError(f"{path}: no such file or folder")
+    special = special_kind(path)
+    if special is not None:
+        raise UnknownFormatError(f"{path}: a {special}, not a log file; it was not opened (reading a FIFO or "
+                                 "a device would wait forever or never end)")
     all_readers = readers()
     names = ", ".join(dict.fromkeys(r.format for r in all_readers))  # a format with a file and a folder form once
     if fmt is not None:

@@ -15,6 +15,7 @@ files are looked at one by one, and those of its subfolders one level down (``ru
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,23 @@ class Found:
     others: list[str] = field(default_factory=list)
 
 
+def special_kind(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (a FIFO, a socket, a device): such a
+    file is never opened, since reading a FIFO waits for a writer forever. None for a file or folder.
+
+    Example:
+        >>> special_kind(Path("/dev/null")), special_kind(Path("/tmp"))
+        ('device', None)
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+
+
 def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | None]]:
     """The files of ``folder`` and of its subfolders, and the subfolders a folder format takes whole
     (a W&B run, a TensorBoard run) with that reader."""
@@ -61,6 +79,13 @@ def _children(folder: Path, files: bool) -> list[Path]:
     try:
         return sorted(p for p in folder.iterdir() if (p.is_file() if files else p.is_dir())
                       and not p.name.startswith((".", "__")))
+    except OSError:
+        return []
+
+
+def _specials(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and special_kind(p) is not None)
     except OSError:
         return []
 
@@ -104,6 +129,8 @@ def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Foun
         by_stem[key] = keep
         found.notes.append(f"{drop[1]}: the same run as {keep[1].name} in another format ({drop[0].format}); "
                            f"{keep[1].name} ({keep[0].format}) was read")
+    found.notes.extend(f"{p}: a {kind}, not a log file; it was not opened" for p in _specials(folder)
+                       for kind in [special_kind(p)] if kind is not None)
     found.logs = sorted(by_stem.values(), key=lambda rp: str(rp[1]))
     if found.logs and found.others:
         shown = ", ".join(found.others[:5]) + (f", … (+{len(found.others) - 5} more)" if len(found.others) > 5 else "")

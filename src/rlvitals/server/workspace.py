@@ -40,7 +40,7 @@ from ..checks import FINDING_STATUSES
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import EmptyInputError, InputError, RlvitalsError
-from ..ingest import find_reader
+from ..ingest import find_reader, special_kind
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
@@ -250,6 +250,11 @@ class Workspace:
             return False
         seen = (st.st_size, st.st_mtime_ns)
         if self._unknown.get(child) == seen:
+            return False
+        special = special_kind(child)
+        if special is not None:  # a FIFO would block the scan forever: never opened, said once
+            self._unknown[child] = seen
+            self._note(f"serve: {child}: a {special}, not a log file; it was not opened")
             return False
         try:
             find_reader(child, self.options.fmt)
