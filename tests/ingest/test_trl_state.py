@@ -263,3 +263,24 @@ def test_bare_nan_and_infinity_are_read() -> None:
     run = load(corpus_input("trlstate__distilgpt2-sft-chess"))[0]
     steps, grad = run.series("actor/grad_norm")
     assert math.isinf(grad[steps.tolist().index(32750)])
+
+
+def test_a_half_written_latest_checkpoint_falls_back_to_the_one_before(tmp_path: Path, real: Path) -> None:
+    """A run killed while saving leaves checkpoint-N/trainer_state.json cut short; the output folder used to
+    be unreadable as a whole. The real UnslothGRPO state stands in for both checkpoints."""
+    state = (real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json").read_bytes()
+    (tmp_path / "checkpoint-250").mkdir()
+    (tmp_path / "checkpoint-250" / "trainer_state.json").write_bytes(state)
+    (tmp_path / "checkpoint-300").mkdir()
+    (tmp_path / "checkpoint-300" / "trainer_state.json").write_bytes(state[: len(state) // 2])
+    run = rlvitals.load(tmp_path)[0]
+    whole = rlvitals.load(real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json")[0]
+    assert run.train_steps.tolist() == whole.train_steps.tolist() and run.files == [
+        str(tmp_path / "checkpoint-250" / "trainer_state.json")]
+    [note] = [n for n in run.notes if "could not read" in n]
+    assert note.startswith(f"{tmp_path}: could not read checkpoint-300/trainer_state.json (")
+    assert "not valid JSON" in note and note.endswith("; read checkpoint-250/trainer_state.json instead, "
+                                                      "checkpoint 2 of 2 from the latest")
+    (tmp_path / "checkpoint-250" / "trainer_state.json").write_bytes(state[:100])  # none readable: the error
+    with pytest.raises(InputError, match=r"checkpoint-250/trainer_state\.json:\d+:\d+: not valid JSON"):
+        rlvitals.load(tmp_path)

@@ -61,20 +61,53 @@ def sniff_dir(path: Path, head: bytes) -> bool:
     return (path / STATE_FILE).is_file() or bool(_checkpoints(path))
 
 
-def state_file(folder: Path, meta: SourceMeta) -> Path:
-    """The trainer_state.json that holds the fullest history of the run in ``folder``."""
+def _candidates(folder: Path) -> list[tuple[str, Path]]:
+    """The trainer_state.json files of ``folder``, fullest history first: its own, else each checkpoint's
+    from the latest down (each holds the whole history up to its step)."""
     direct = folder / STATE_FILE
     if direct.is_file():
-        return direct
+        return [("", direct)]
     found = _checkpoints(folder)
     if not found:
         raise InputError(f"{folder}: no {STATE_FILE} in this folder or in a checkpoint-N/ subfolder; "
                          "expected a Trainer output_dir or one of its checkpoints")
-    number, latest = found[-1]
-    which = "the only checkpoint" if len(found) == 1 else f"the latest of {len(found)} checkpoints"
-    meta.notes.append(f"{folder}: read {latest.parent.name}/{STATE_FILE}, {which} "
-                      f"(it holds the whole history up to step {number})")
-    return latest
+    many = len(found)
+    return [("the only checkpoint" if many == 1 else f"the latest of {many} checkpoints" if i == 0
+             else f"checkpoint {i + 1} of {many} from the latest", path) for i, (_, path) in enumerate(reversed(found))]
+
+
+def _state(path: Path, meta: SourceMeta) -> list[Any]:
+    data = path.read_bytes()
+    meta.bytes_read += len(data)
+    return _history(path, json_document(path, data, "a trainer_state.json object or a log_history list"), meta)
+
+
+def _read_folder(folder: Path, meta: SourceMeta) -> tuple[Path, list[Any]]:
+    """The history of the newest readable trainer_state.json of ``folder``: a checkpoint cut short while it
+    was being written (the run died saving it) falls back to the one before, with a note; only when none
+    can be read is the error the oldest one's."""
+    *newer, (last_which, last) = _candidates(folder)
+    unreadable: list[str] = []
+    for which, path in newer:
+        try:
+            history = _state(path, meta)
+        except InputError as exc:
+            unreadable.append(f"{path.parent.name}/{STATE_FILE} ({exc})")
+            continue
+        return path, _noted(folder, path, which, unreadable, history, meta)
+    return last, _noted(folder, last, last_which, unreadable, _state(last, meta), meta)
+
+
+def _noted(folder: Path, path: Path, which: str, unreadable: list[str], history: list[Any],
+           meta: SourceMeta) -> list[Any]:
+    if unreadable:
+        meta.notes.append(f"{folder}: could not read {'; '.join(unreadable)}; read {path.parent.name}/"
+                          f"{STATE_FILE} instead, {which}")
+    elif which:
+        step = _CHECKPOINT.fullmatch(path.parent.name)
+        meta.notes.append(f"{folder}: read {path.parent.name}/{STATE_FILE}, {which} (it holds the whole "
+                          f"history up to step {step.group(1) if step else '?'})")
+    return history
 
 
 def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
@@ -94,11 +127,10 @@ def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "trl"
     if path.is_dir():
-        path = state_file(path, meta)
+        path, history = _read_folder(path, meta)
         meta.files = [str(path)]
-    data = path.read_bytes()
-    meta.bytes_read += len(data)
-    history = _history(path, json_document(path, data, "a trainer_state.json object or a log_history list"), meta)
+    else:
+        history = _state(path, meta)
     global_step = as_step(meta.config.get("trainer_state.global_step"))
     if global_step is not None:
         meta.reached = global_step
