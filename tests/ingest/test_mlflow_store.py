@@ -177,3 +177,22 @@ def test_meta_yaml_is_read_without_a_yaml_parser(tmp_path: Path) -> None:
                  "tags: []\nnested:\n  inner: 1\nempty: ''\n")
     assert mlflow_store.meta_yaml(f) == {"artifact_uri": "file:///x/artifacts", "experiment_id": "12",
                                          "run_name": "grpo run: 2", "tags": "[]", "nested": "", "empty": ""}
+
+
+def test_text_that_is_not_utf8_in_a_damaged_store_is_read_with_a_replacement(
+        sqlite_store: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """A damaged MLflow store can hold TEXT that is not UTF-8; sqlite3 raised UnicodeDecodeError (not an
+    sqlite3.Error) and the whole read died."""
+    import shutil
+
+    db, ids = sqlite_store
+    copy = tmp_path / "mlflow.db"
+    shutil.copy(db, copy)
+    con = sqlite3.connect(copy)
+    con.execute("UPDATE metrics SET key = CAST(X'6c6f7373ff' AS TEXT) WHERE key = 'loss' AND run_uuid = ?",
+                (ids["trl"],))
+    con.commit()
+    con.close()
+    run = next(r for r in rlvitals.load(copy) if r.path.endswith(ids["trl"]))
+    assert "loss\ufffd" in run.raw.columns and run.train_steps.tolist() == [10, 20]
+

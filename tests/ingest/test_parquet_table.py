@@ -128,3 +128,23 @@ def test_cli_inspect_json(tmp_path: Path) -> None:
     assert main(["inspect", "--json", str(path)], out=out, err=err) == 0
     report = orjson.loads(out.getvalue())
     assert (report["format"], report["steps"], report["text_keys"]) == ("parquet", 4, ["phase"])
+
+
+#: a Parquet file with bytes of its metadata changed (found by mutating a small table): polars panics on it,
+#: and a panic is a BaseException that ``except Exception`` lets through
+PANIC = Path(__file__).parent / "regressions" / "parquet_metadata_panic.parquet"
+
+
+def test_a_parquet_file_that_makes_polars_panic_is_an_input_error_not_a_crash(tmp_path: Path) -> None:
+    from rlvitals.cli import main
+    from rlvitals.rollout import read_rollouts
+
+    with pytest.raises(InputError, match=r"not a readable Parquet file \(PanicException: "):
+        rlvitals.load(PANIC)
+    err = io.StringIO()
+    assert main(["inspect", str(PANIC)], io.StringIO(), err) == 2 and "PanicException" in err.getvalue()
+    folder = tmp_path / "completions"
+    folder.mkdir()
+    (folder / "completions_00001.parquet").write_bytes(PANIC.read_bytes())
+    with pytest.raises(InputError, match=r"cannot be read as Parquet \(PanicException: .*\); the file was skipped"):
+        read_rollouts(folder)

@@ -284,3 +284,10 @@ def test_a_half_written_latest_checkpoint_falls_back_to_the_one_before(tmp_path:
     (tmp_path / "checkpoint-250" / "trainer_state.json").write_bytes(state[:100])  # none readable: the error
     with pytest.raises(InputError, match=r"checkpoint-250/trainer_state\.json:\d+:\d+: not valid JSON"):
         rlvitals.load(tmp_path)
+
+
+def test_a_trainer_state_nested_too_deep_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"log_history": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(InputError, match=r"JSON nested deeper than a parser goes; expected a trainer_state"):
+        rlvitals.load(path)

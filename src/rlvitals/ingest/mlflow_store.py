@@ -160,7 +160,10 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
 # --- SQLite store -------------------------------------------------------------------------------
 
 def _connect(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    # a damaged store can hold TEXT that is not UTF-8: read it with U+FFFD rather than fail the whole read
+    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    return con
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:

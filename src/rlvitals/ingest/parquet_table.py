@@ -42,8 +42,8 @@ def _scalar(dtype: pl.DataType) -> bool:
 def _schema(path: Path) -> pl.Schema:
     try:
         return pl.scan_parquet(path).collect_schema()
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({exc}); "
+    except (pl.exceptions.PolarsError, OSError, pl.exceptions.PanicException) as exc:  # a panic: damaged bytes
+        raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc}); "
                          "expected a table of metrics with one row per step") from exc
 
 
@@ -63,8 +63,9 @@ def _batches(path: Path, columns: list[str]) -> Iterator[tuple[int, pl.DataFrame
         size = max(1, BATCH_CELLS // max(len(columns), 1))
         for offset in range(0, total, size):
             yield offset, lazy.slice(offset, size).collect()
-    except pl.exceptions.PolarsError as exc:
-        raise InputError(f"{path}: the Parquet data cannot be read ({exc}); is the file cut short?") from exc
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        raise InputError(f"{path}: the Parquet data cannot be read ({type(exc).__name__}: {exc}); is the file cut "
+                         "short?") from exc
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:

@@ -194,3 +194,5 @@ def json_document(path: Path, data: bytes, expected: str) -> Any:
                          "— was the file cut short?") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {expected}") from exc
+    except RecursionError as exc:
+        raise InputError(f"{path}: JSON nested deeper than a parser goes; expected {expected}") from exc

@@ -47,7 +47,7 @@ def _read_files(paths: list[Path], skips: SkipLog) -> list[tuple[Path, pl.DataFr
     for path in paths:
         try:
             df = pl.read_parquet(path)
-        except Exception as exc:  # polars raises several types for a damaged file
+        except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
             skips.skip(str(path), f"cannot be read as Parquet ({type(exc).__name__}: {exc}); the file was skipped")
             continue
         df = df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))

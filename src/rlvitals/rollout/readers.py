@@ -87,7 +87,7 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
 def _is_trl_parquet(p: Path) -> bool:
     try:
         names = pl.read_parquet_schema(p)
-    except Exception:  # a damaged file is not ours to recognise
+    except (Exception, pl.exceptions.PanicException):  # a damaged file is not ours to recognise
         return False
     return "prompt" in names and "completion" in names
 
@@ -156,7 +156,7 @@ def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
         if path.suffix == ".parquet":
             df = pl.read_parquet(path)
             return df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))
-    except Exception as exc:  # polars raises several types for malformed files
+    except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
         raise InputError(f"{path}: cannot be read as {path.suffix[1:].upper()} ({type(exc).__name__}: {exc}); "
                          "check the file") from exc
     raise UnknownFormatError(f"{path}: suffix {path.suffix!r} is not .jsonl, .parquet or .csv; "
