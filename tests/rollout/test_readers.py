@@ -688,3 +688,21 @@ def test_a_column_map_naming_one_field_still_reads_the_table_s_own_columns(tmp_p
     assert sorted(set(rs.table["step"].to_list())) == [1, 2]
     sizes = rs.table.group_by(["step", "group"]).len()["len"].to_list()
     assert sorted(sizes) == [3, 3, 3, 3]  # two prompts of three rollouts per step
+
+
+def test_a_64_bit_uid_a_lone_surrogate_and_a_5000_digit_number_do_not_crash_a_dump(tmp_path: Path) -> None:
+    """A uid hashed to 64 unsigned bits overflowed the Int64 column; a JSON \\ud800 escape in a response
+    could not be stored as text; a 5,000-digit integer is past Python's int parsing limit. All three crashed."""
+    big = 2**64 + 5
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    lines = [{"input": "q1", "output": "a", "score": 1.0, "uid": big}, {"input": "q1", "output": "b", "score": 0.0,
+             "uid": big}, {"input": "q2", "output": "c\ud800", "score": 1.0, "uid": 3}]
+    text = "".join(json.dumps(r) + "\n" for r in lines)
+    text += '{"input": "q2", "output": "d", "score": 0.0, "uid": 1' + "9" * 5000 + "}\n"
+    (folder / "1.jsonl").write_text(text, encoding="utf-8")
+    rs = read_rollouts(folder)
+    assert rs.table.height == 3 and rs.skips.count == 1
+    assert rs.skips.reasons[0].startswith(f"{folder / '1.jsonl'}:4: invalid JSON (Exceeds the limit (4300 digits)")
+    assert "c\ufffd" in rs.table["response"].to_list()
+    assert rs.table.group_by("group").len()["len"].sort().to_list() == [1, 2]  # the two big-uid rows stay one group

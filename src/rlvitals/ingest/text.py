@@ -174,7 +174,8 @@ def _json_object(path: Path, line: tuple[int, str], skips: SkipLog, expected: st
     try:
         obj = parse_json(text)
     except (ValueError, RecursionError) as exc:
-        why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        why = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
+               else f"{str(exc)[:80]}" if isinstance(exc, ValueError) else type(exc).__name__)
         cut = " - the file ends mid-line (still being written?)" if last_cut else ""
         skips.skip(where, f"invalid JSON ({why}){cut}; the line was skipped")
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,16 @@ def json_text(v: object) -> str:
     return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
 
 
+#: the range of an Int64 column
+INT64 = (-(1 << 63), (1 << 63) - 1)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _text(value: Any) -> Any:
+    """A string a column can hold: a lone surrogate (valid in JSON's \\u escapes, not in UTF-8) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
 def column(name: str, values: Sequence[object]) -> pl.Series:
     """One column from Python values of possibly mixed types: numbers, bools, strings and
     lists of numbers/strings keep their type; any other mix becomes JSON text."""
@@ -45,17 +56,21 @@ def column(name: str, values: Sequence[object]) -> pl.Series:
     if all(isinstance(v, bool) for v in present):
         return pl.Series(name, values, dtype=pl.Boolean)
     if all(_is_num(v) for v in present):
+        if any(isinstance(v, int) and not INT64[0] <= v <= INT64[1] for v in present):
+            # a 64-bit unsigned hash as a uid, say: kept exact as text (a float would merge two ids)
+            return pl.Series(name, [None if v is None else str(v) for v in values], dtype=pl.Utf8)
         ints = all(isinstance(v, int) for v in present)
         return pl.Series(name, values, dtype=pl.Int64 if ints else pl.Float64)
     if all(isinstance(v, str) for v in present):
-        return pl.Series(name, values, dtype=pl.Utf8)
+        return pl.Series(name, [_text(v) for v in values], dtype=pl.Utf8)
     if all(isinstance(v, list) for v in present):
         items = [x for v in present for x in v]  # type: ignore[attr-defined]
-        if all(_is_num(x) for x in items):
+        if all(_is_num(x) for x in items) and all(not isinstance(x, int) or INT64[0] <= x <= INT64[1] for x in items):
             return pl.Series(name, [None if v is None else [float(x) for x in v] for v in values],  # type: ignore[attr-defined]
                              dtype=pl.List(pl.Float64))
         if all(isinstance(x, str) for x in items):
-            return pl.Series(name, values, dtype=pl.List(pl.Utf8))
+            return pl.Series(name, [None if v is None else [_text(x) for x in v] for v in values],  # type: ignore[attr-defined]
+                             dtype=pl.List(pl.Utf8))
     return pl.Series(name, [None if v is None else json_text(v) for v in values], dtype=pl.Utf8)
 
 
