@@ -168,7 +168,8 @@ def test_the_alert_id_is_kept_by_redelivery_and_differs_for_another_alert(tmp_pa
                 changed(alert, status="warn").alert_id, changed(alert, at=alert.at + 1).alert_id}) == 5
     sink = JsonlSink(tmp_path / "alerts.jsonl")
     sink.send(alert)
-    assert json.loads((tmp_path / "alerts.jsonl").read_text())["alert_id"] == alert.alert_id
+    line = json.loads((tmp_path / "alerts.jsonl").read_text())
+    assert line["alert_id"] == alert.alert_id and Alert.from_json(line) == alert  # a JSONL line reads back
     state.close()
 
 

@@ -118,7 +118,9 @@ class Alert:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Alert:
-        return cls(**{**obj, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
+        """The alert of :meth:`to_json`, or of a sink's :meth:`payload` (its ``alert_id`` is derived, not read)."""
+        fields = {k: v for k, v in obj.items() if k != "alert_id"}
+        return cls(**{**fields, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
 
     def text(self, lang: str = "en") -> str:
         """One line: ``FAIL entropy_collapse at step 190 (run.log): <message>``."""
