@@ -39,19 +39,26 @@ from typing import Any
 import orjson
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..ingest import Reader, Record, SkipLog, SourceMeta, find_reader, readers
-from ..ingest.cursor import (
+from ..ingest import (
     COMPRESSED,
     FileCursor,
+    Packed,
+    Reader,
+    Record,
+    RecordCheck,
+    SkipLog,
+    SourceMeta,
     advance,
     complete_end,
     count_lines,
     examine,
     find_previous,
+    find_reader,
+    pack,
+    readers,
     rotated_since,
     same_file,
 )
-from ..ingest.record import Packed, RecordCheck, pack
 from .run import Run, RunBuilder
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
