@@ -20,7 +20,7 @@ import pytest
 from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import find_reader
-from rlvitals.ingest.cursor import FileCursor, advance, complete_end, count_lines, examine, find_previous
+from rlvitals.ingest.cursor import FileCursor, advance, complete_end, count_lines, examine, rotations
 from rlvitals.run.follow import Follow, LineSource, SnapshotSource
 from rlvitals.run.run import Run
 from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
@@ -90,7 +90,11 @@ def test_cursor_examine_names_growth_truncation_replacement_and_absence(tmp_path
     st2 = log.stat()
     moved = FileCursor(str(log), cursor.device, cursor.inode, 4, 2, cursor.head)
     assert examine(moved)[0] == ("replaced" if st2.st_ino != cursor.inode else "same")
-    assert find_previous(moved) == tmp_path / "run.log.1"
+    # the renamed file was rewritten before it went: by content it is not what was read
+    assert rotations(moved, (st2.st_dev, st2.st_ino), ()).old is None
+    (tmp_path / "run.log.1").write_bytes(b"a\nb\nmore\n")  # what a rename rotation leaves: the same bytes, and on
+    found = rotations(moved, (st2.st_dev, st2.st_ino), ())
+    assert found.old is not None and found.old[0] == tmp_path / "run.log.1"
 
 
 def test_complete_end_scans_back_across_chunks(tmp_path: Path) -> None:
@@ -608,8 +612,34 @@ def test_a_compressed_file_in_the_middle_is_named_as_missing(tmp_path: Path) -> 
     src.poll()
     run = src.run()
     assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 61))
-    assert f"{tmp_path / 'run.jsonl.2.gz'}: rotated off run.jsonl between two polls and compressed; it is not " \
-           "opened, so its steps are missing from the run" in src.messages
+    assert f"{log}: the steps after 10 and before 21 were not read: run.jsonl.2.gz compressed, not opened" \
+        in src.messages, src.messages
+
+
+def test_a_compressed_file_already_read_is_not_called_missing(tmp_path: Path) -> None:
+    """logrotate's ``delaycompress``: the file read as ``run.jsonl.1`` is compressed at the next rotation.
+    Nothing is missing, so nothing is said to be."""
+    import gzip
+
+    log = tmp_path / "run.jsonl"
+    lines = _jsonl()
+    log.write_bytes(b"".join(lines[:10]))
+    src = _follow(log)
+    src.poll()
+    _rotate(log, tmp_path / "run.jsonl.1")
+    _append(log, b"".join(lines[10:20]))
+    src.poll()
+    os.rename(tmp_path / "run.jsonl.1", tmp_path / "run.jsonl.2")
+    with gzip.open(tmp_path / "run.jsonl.2.gz", "wb") as fh:
+        fh.write((tmp_path / "run.jsonl.2").read_bytes())
+    (tmp_path / "run.jsonl.2").unlink()
+    _rotate(log, tmp_path / "run.jsonl.1")
+    _append(log, b"".join(lines[20:]))
+    src.poll()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    _same(src.run(), whole)
+    assert not [m for m in src.messages if "were not read" in m], src.messages
 
 
 def test_a_saved_cursor_without_its_records_reads_the_log_again(tmp_path: Path) -> None:

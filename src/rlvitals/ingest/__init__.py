@@ -31,12 +31,14 @@ from ._reader import Reader
 from .cursor import (
     COMPRESSED,
     FileCursor,
+    Generation,
+    Rotations,
     advance,
     complete_end,
     count_lines,
     examine,
-    find_previous,
-    rotated_since,
+    locate,
+    rotations,
     same_file,
 )
 from .pyrepr import parse as parse_literal
@@ -45,12 +47,10 @@ from .text import BOM, json_objects
 from .tfevents import masked_crc32c, masked_crc32c_columns
 
 __all__ = [
-    "COMPRESSED", "READER_MODULES", "Crash", "FileCursor", "Packed", "Reader", "Record", "RecordCheck", "SkipLog",
-    "SourceMeta",
-    "Value", "advance", "complete_end", "count_lines", "examine", "find_previous", "find_reader", "json_objects",
-    "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "parse_literal", "readers", "rotated_since",
-    "special_kind",
-    "same_file",
+    "COMPRESSED", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader", "Record",
+    "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
+    "examine", "find_reader", "json_objects", "locate", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack",
+    "parse_literal", "readers", "rotations", "same_file", "special_kind",
 ]
 
 HEAD_BYTES = 64 << 10

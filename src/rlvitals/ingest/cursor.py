@@ -13,22 +13,26 @@ now at the same path and names what happened:
 - ``missing``: the path is gone for now (between a rename and the new file's creation, or
   renamed away between the look at it and the read of its first bytes).
 
-Before starting again, :func:`find_previous` looks beside the file for the old content — the
-renamed file (same inode: ``run.log.1`` after a rotation) or a copy holding the same first
-bytes and at least the bytes read (``copytruncate``) — so the lines written between the last
-poll and the rotation are read from there first and no step is lost. When the log was
-rotated more than once since the last poll, :func:`rotated_since` finds the files in between
-(never seen at the log's path), to be read whole.
+Before starting again, :func:`rotations` looks beside the file for everything written since the
+last read. The old content is found by identity (the renamed file: same device and inode,
+``run.log.1`` after a rotation) or by content (a copy whose first bytes are the ones read:
+``copytruncate``, or a copy put aside before a new file replaced the log). The files rotated off
+after it — when the log was rotated more than once between two looks — are the files named after
+the log, last written no earlier than the cursor's last read, that are none of the generations
+read already (by identity or content). So any sequence of rename and copy rotations between two
+polls, or across a restart, loses no line that still exists in some file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection
+import re
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 #: how many leading bytes identify a file's content (a log's first line: a command, a config)
 HEAD = 4096
@@ -41,7 +45,9 @@ Change = Literal["same", "grown", "truncated", "replaced", "missing"]
 class FileCursor:
     """Where reading of one file stopped. ``offset`` is the byte after the last complete line
     read, ``lines`` the number of lines before it, ``head`` the hash of the first
-    ``min(offset, HEAD)`` bytes (``""`` before anything was read).
+    ``min(offset, HEAD)`` bytes (``""`` before anything was read), ``first`` the hash of its first
+    line (a copy shorter than what was read is still known by it), ``mtime`` the file's
+    modification time when it was last looked at (what is rotated off after it is written later).
 
     Example:
         >>> FileCursor.start(Path("run.log")).offset
@@ -54,6 +60,9 @@ class FileCursor:
     offset: int = 0
     lines: int = 0
     head: str = ""
+    first: str = ""
+    tail: str = ""
+    mtime: int = 0
 
     @classmethod
     def start(cls, path: Path) -> FileCursor:
@@ -62,12 +71,18 @@ class FileCursor:
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "device": self.device, "inode": self.inode, "offset": self.offset,
-                "lines": self.lines, "head": self.head}
+                "lines": self.lines, "head": self.head, "first": self.first, "tail": self.tail,
+                "mtime": self.mtime}
 
     @classmethod
     def from_json(cls, obj: dict[str, object]) -> FileCursor:
         return cls(str(obj["path"]), _int(obj, "device"), _int(obj, "inode"), _int(obj, "offset"),
-                   _int(obj, "lines"), str(obj.get("head", "")))
+                   _int(obj, "lines"), str(obj.get("head", "")), str(obj.get("first", "")),
+                   str(obj.get("tail", "")), _int(obj, "mtime"))
+
+    def generation(self) -> Generation:
+        """What identifies the content read so far (empty before a byte was read)."""
+        return Generation(self.head, self.first, self.tail, self.offset)
 
 
 def _int(obj: dict[str, object], key: str) -> int:
@@ -75,12 +90,87 @@ def _int(obj: dict[str, object], key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def head_hash(path: Path, length: int) -> str:
     """The hash of the first ``length`` bytes of ``path`` (fewer if the file is shorter)."""
     if length <= 0:
         return ""
     with path.open("rb") as fh:
-        return hashlib.blake2b(fh.read(length), digest_size=16).hexdigest()
+        return _hash(fh.read(length))
+
+
+def _first_line(data: bytes) -> str:
+    """The hash of the first line in ``data`` (its first ``HEAD`` bytes when that line is longer),
+    ``""`` when ``data`` holds no complete first line yet."""
+    end = data.find(b"\n", 0, HEAD)
+    if end < 0:
+        return _hash(data[:HEAD]) if len(data) >= HEAD else ""
+    return _hash(data[:end + 1])
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What identifies the content of one file a log went through between rotations: its
+    ``length`` (the bytes read of it), the hash of its first ``min(length, HEAD)`` bytes, of the
+    last ``min(length, HEAD)`` bytes before ``length``, and of its first line. Two trainer
+    restarts print the same config dump first; the last bytes read tell them apart.
+
+    A file is this generation if it is at least ``length`` long and both hashes match, or — a copy
+    taken before the last bytes read were written — if it is shorter and its first line matches.
+
+    Example:
+        >>> Generation("", "", "", 0).empty
+        True
+    """
+
+    head: str
+    first: str
+    tail: str
+    length: int
+
+    @property
+    def empty(self) -> bool:
+        return self.length == 0 or not self.head
+
+    def to_json(self) -> list[object]:
+        return [self.head, self.first, self.tail, self.length]
+
+    @classmethod
+    def from_json(cls, obj: object) -> Generation | None:
+        if (isinstance(obj, list) and len(obj) == 4 and all(isinstance(v, str) for v in obj[:3])
+                and isinstance(obj[3], int)):
+            return cls(obj[0], obj[1], obj[2], obj[3])
+        return None
+
+    @classmethod
+    def of(cls, path: Path, size: int) -> Generation:
+        """The generation of ``path``, whose first ``size`` bytes were read (raises OSError)."""
+        with path.open("rb") as fh:
+            head = fh.read(min(size, HEAD))
+            tail = _tail(fh, size)
+        return cls(_hash(head), _first_line(head), _hash(tail), size)
+
+    def matches(self, path: Path, size: int) -> bool:
+        """Whether ``path``, ``size`` bytes long, holds this generation's content (raises OSError)."""
+        if self.empty:
+            return False
+        with path.open("rb") as fh:
+            head = fh.read(HEAD)
+            if size < self.length:
+                return bool(self.first) and _first_line(head) == self.first
+            if _hash(head[:self.length]) != self.head:
+                return False
+            # a cursor stored by an older version has no tail hash: its head alone decides
+            return not self.tail or _hash(_tail(fh, self.length)) == self.tail
+
+
+def _tail(fh: BinaryIO, end: int) -> bytes:
+    """The last ``min(end, HEAD)`` bytes before ``end``."""
+    fh.seek(max(0, end - HEAD))
+    return fh.read(min(end, HEAD))
 
 
 def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.stat_result | None]:
@@ -144,10 +234,9 @@ def count_lines(path: Path, start: int, end: int) -> int:
 
 def advance(cursor: FileCursor, path: Path, st: os.stat_result, end: int, lines: int) -> FileCursor:
     """The cursor after reading up to ``end`` (``lines`` more lines), with the file's identity."""
-    head = cursor.head
-    if cursor.offset < HEAD or not head:
-        head = head_hash(path, min(end, HEAD))
-    return replace(cursor, device=st.st_dev, inode=st.st_ino, offset=end, lines=cursor.lines + lines, head=head)
+    taken = Generation.of(path, end)
+    return replace(cursor, device=st.st_dev, inode=st.st_ino, offset=end, lines=cursor.lines + lines,
+                   head=taken.head, first=taken.first, tail=taken.tail, mtime=st.st_mtime_ns)
 
 
 def same_file(path: Path, st: os.stat_result, end: int) -> bool:
@@ -166,97 +255,121 @@ def same_file(path: Path, st: os.stat_result, end: int) -> bool:
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end
 
 
-def find_by_identity(folder: Path, device: int, inode: int) -> Path | None:
-    """The file in ``folder`` that is the file ``(device, inode)``, whatever its name now:
-    rotations rename a log on (``run.log`` → ``run.log.1`` → ``run.log.2``...) without
-    changing what it is.
-
-    Example:
-        >>> find_by_identity(Path("/no/such/folder"), 1, 2) is None
-        True
-    """
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return None
-    for name in names:
-        child = folder / name
-        try:
-            st = child.stat()
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) == (device, inode) and child.is_file():
-            return child
-    return None
 
 
 #: rotated logs compressed by logrotate (``compress``) or by hand; not opened
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
 
 
-def rotated_since(log: Path, old: os.stat_result, known: Collection[tuple[int, int]]) -> list[Path]:
-    """Files rotated off ``log`` after ``old`` was, oldest first: when the trainer rotates twice
-    between two polls, the file in the middle was never seen at the log's path.
-
-    They are the files beside ``log`` named after it (``run.log.2``, ``run.log.40``,
-    ``run.log-20240101``...), last written no earlier than ``old`` (a backup from before was
-    finished before ``old`` was), and none of the files in ``known`` (device, inode): the ones
-    read already, and the log itself. Compressed ones are listed too (the caller says it cannot
-    read them).
+def rotation_name(log: Path, name: str) -> bool:
+    """Whether ``name`` (beside ``log``) is named as a rotation of it: ``run.log.1``,
+    ``run.log-20240101``, ``run.log.2.gz``, or with the number before the suffix, ``run.1.log``.
 
     Example:
-        >>> rotated_since(Path("/no/such/run.log"), os.stat("/"), ())
-        []
+        >>> [rotation_name(Path("run.log"), n) for n in ("run.log.1", "run.1.log", "runner.log", "run.log")]
+        [True, True, False, False]
     """
-    found: list[tuple[int, str, Path]] = []
+    if name == log.name:
+        return False
+    if name.startswith(log.name):
+        return True
+    for ext in COMPRESSED:
+        name = name.removesuffix(ext)
+    stem, suffix = log.stem, log.suffix
+    return (bool(suffix) and name.startswith(stem) and name.endswith(suffix) and len(name) > len(stem) + len(suffix)
+            and name[len(stem)] in ".-_")
+
+
+@dataclass(frozen=True)
+class Rotations:
+    """What a rotation left beside a log: ``old``, the followed file's old content (renamed, or a
+    copy), ``between``, the files rotated off after it and never seen at the log's path, oldest
+    first, each with its (device, inode) when it was listed, and ``compressed``, such files that
+    are compressed (not opened)."""
+
+    old: tuple[Path, tuple[int, int]] | None
+    between: tuple[tuple[Path, tuple[int, int]], ...] = ()
+    compressed: tuple[Path, ...] = ()
+
+
+def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Iterable[Generation]) -> Rotations:
+    """Where the content written since ``cursor`` was taken is now, after the log at its path was
+    rotated, truncated or replaced.
+
+    ``current`` is the (device, inode) of the file now at the log's path and ``finished`` the
+    generations read to their end: none of them is read again. Content, not identity, tells a file
+    read already from a new one (a removed file's inode is given to the next file made).
+    ``between`` holds the other files named after the log (:func:`rotation_name`) last written no
+    earlier than the cursor's last look, oldest first (by modification time, then name). A file
+    removed or renamed while it is looked at is left out; the next rotation finds it where it went.
+
+    Example:
+        >>> rotations(FileCursor.start(Path("/no/such/run.log")), None, ()).old is None
+        True
+    """
+    log = Path(cursor.path)
     try:
-        names = os.listdir(log.parent)
+        names = sorted(os.listdir(log.parent))
     except OSError:
-        return []
+        return Rotations(None)
+    mine, done = cursor.generation(), [g for g in finished if not g.empty]
+    renamed: tuple[Path, tuple[int, int]] | None = None
+    copies: list[tuple[int, str, tuple[int, int]]] = []
+    later: list[tuple[int, str, tuple[int, int]]] = []
     for name in names:
-        if name == log.name or not name.startswith(log.name):
+        if not rotation_name(log, name):
             continue
         child = log.parent / name
         try:
             st = child.stat()
-        except OSError:
+            ident = (st.st_dev, st.st_ino)
+            if not stat.S_ISREG(st.st_mode) or ident == current:
+                continue
+            compressed = name.endswith(COMPRESSED)
+            ours = not compressed and mine.matches(child, st.st_size)
+            if cursor.inode and ident == (cursor.device, cursor.inode) and (ours or mine.empty):
+                renamed = (child, ident)  # the file followed, renamed (its inode may be reused: its content says)
+            elif ours:
+                copies.append((st.st_size, name, ident))
+            elif ((compressed or not any(g.matches(child, st.st_size) for g in done))
+                  and cursor.mtime and st.st_mtime_ns >= cursor.mtime):
+                later.append((st.st_mtime_ns, name, ident))
+        except OSError:  # renamed or removed while it was looked at
             continue
-        if (st.st_dev, st.st_ino) in known or not child.is_file() or st.st_mtime_ns < old.st_mtime_ns:
-            continue
-        found.append((st.st_mtime_ns, name, child))
-    return [child for _, _, child in sorted(found)]
+    old = renamed
+    if old is None and copies:
+        _, name, ident = max(copies)
+        old = (log.parent / name, ident)
+    order = sorted(later, key=lambda t: (t[0], _natural(t[1])))
+    return Rotations(old, tuple((log.parent / n, i) for _, n, i in order if not n.endswith(COMPRESSED)),
+                     tuple(log.parent / n for _, n, _i in order if n.endswith(COMPRESSED)))
 
 
-def find_previous(cursor: FileCursor) -> Path | None:
-    """The old content of a rotated, truncated or replaced file, if it is still beside it.
+def locate(path: Path, ident: tuple[int, int]) -> tuple[Path, os.stat_result] | None:
+    """The file ``ident`` (device, inode), at ``path`` or, if a rotation renamed it on since it was
+    seen there, wherever it is in the same folder now; None when it is gone.
 
-    First a file in the same folder with the cursor's device and inode (renamed, as
-    logrotate and Python's RotatingFileHandler do), else one whose first bytes match the
-    cursor's and that is at least ``offset`` long (a ``copytruncate`` copy). Compressed
-    rotations (``run.log.1.gz``) are not opened.
+    Example:
+        >>> locate(Path("/no/such/run.log.1"), (1, 2)) is None
+        True
     """
-    here = Path(cursor.path)
-    folder = here.parent
-    if not folder.is_dir() or cursor.inode == 0:
-        return None
-    renamed = find_by_identity(folder, cursor.device, cursor.inode)
-    if renamed is not None and renamed != here:
-        return renamed
-    if cursor.offset == 0:
-        return None  # nothing read from it: no first bytes to find a copy by
-    copies: list[Path] = []
-    for child in sorted(folder.iterdir()):
-        if child == here or not child.name.startswith(here.stem) or child.suffix in COMPRESSED:
-            continue
+    for candidate in (path, *(path.parent / n for n in _listing(path.parent) if n != path.name)):
         try:
-            if child.is_file() and child.stat().st_size >= cursor.offset:
-                copies.append(child)
+            st = candidate.stat()
         except OSError:
             continue
-    for child in copies:
-        try:
-            if head_hash(child, min(cursor.offset, HEAD)) == cursor.head:
-                return child
-        except OSError:  # renamed on by the next rotation since it was listed
-            continue
+        if (st.st_dev, st.st_ino) == ident and stat.S_ISREG(st.st_mode):
+            return candidate, st
     return None
+
+
+def _listing(folder: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _natural(name: str) -> list[object]:
+    """``run.log.2`` before ``run.log.10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]

@@ -28,38 +28,40 @@ Two ways to follow a log, chosen by its format:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from array import array
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
+from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ..ingest import (
-    COMPRESSED,
     FileCursor,
+    Generation,
     Packed,
     Reader,
     Record,
     RecordCheck,
+    Rotations,
     SkipLog,
     SourceMeta,
     advance,
     complete_end,
     count_lines,
     examine,
-    find_previous,
     find_reader,
+    locate,
     pack,
     readers,
-    rotated_since,
+    rotations,
     same_file,
 )
 from .run import Run, RunBuilder
+from .snapshot import SnapshotSource, signature
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
 #: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
@@ -99,7 +101,11 @@ class LineSource:
         self._restored = 0  # records rebuilt from the state file, not diagnosed yet
         self.races = 0  # polls that lost a race with a rotation
         self.read_files: list[tuple[int, int]] = []  # (device, inode) of the files read from, latest last
-        self._rotated: os.stat_result | None = None  # the file last rotated off, until the next one is known
+        self.finished: list[Generation] = []  # the contents read to their end (by content: copies are new files)
+        self._last_step: int | None = None  # the highest step added, and the last gaps between steps
+        self._strides: list[int] = []
+        self._recent: list[int] | None = None  # the steps added since a rotation began to be read
+        self._gap = ""  # why lines may be lost at that rotation (see _lost_steps)
         # without the records read (a caller that stores only cursors, like the dashboard's state),
         # a cursor alone cannot rebuild the Run: the file is read again from its first line
         if saved and records is not None:
@@ -113,6 +119,8 @@ class LineSource:
                          "bytes_read": meta.bytes_read},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
                 "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files,
+                "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
+                "strides": self._strides,
                 "carried": len(self._carried),
                 "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons}}
 
@@ -155,10 +163,21 @@ class LineSource:
         if self.cursor.inode == 0:
             self._know(st)
         if change in ("truncated", "replaced"):
-            self._restart_file(change)
+            self._restart_file(change, st, rotations(self.cursor, (st.st_dev, st.st_ino), self.finished))
             change, st = examine(self.cursor, self.path)
             if st is None:
                 return
+        elif self.cursor.offset == 0 and self.cursor.mtime and st.st_mtime_ns != self.cursor.mtime:
+            # nothing read of it yet: a copytruncate of it, or a new file given its inode number, leaves no
+            # trace at the path, only the copies beside it
+            rot = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
+            if rot.between or rot.compressed:
+                self._restart_file("rotated before a line of it was read", st, rot)
+                change, st = examine(self.cursor, self.path)
+                if st is None:
+                    return
+            else:  # what is rotated off from now on is written after this look
+                self.cursor = replace(self.cursor, mtime=st.st_mtime_ns)
         if change == "grown":
             self._grow(st)
 
@@ -169,53 +188,77 @@ class LineSource:
                                  f"({exc.strerror or exc}: {exc.filename}); it is read again at the next poll "
                                  "(reported once)")
 
-    def _restart_file(self, change: str) -> None:
-        old = find_previous(self.cursor)
-        old_st = old.stat() if old is not None else None
-        renamed = old_st is not None and (old_st.st_dev, old_st.st_ino) == (self.cursor.device, self.cursor.inode)
-        if self._whole:  # its records are numbered by their place in the file: keep them all
-            self._carry(old, old_st)
-        elif old is not None and old_st is not None:
-            self._read(old, old_st, self.cursor.offset, old_st.st_size, self.cursor.lines)  # to its very end
-        lost = "" if old is not None else "; lines written after the last poll and before that were not seen"
-        self.messages.append(f"{self.path}: the file was {change} after line {self.cursor.lines}"
+    def _restart_file(self, change: str, st: os.stat_result, rot: Rotations) -> None:
+        """The file at the path (``st``) is not the one the cursor was reading: read what is left of
+        the old content wherever it went (``rot``), then the files rotated off after it, before the new file."""
+        cursor, self._gap = self.cursor, ""
+        self._recent = [] if self._last_step is None else [self._last_step]
+        old = self._read_found(rot.old, cursor.offset, cursor.lines) if rot.old is not None else None
+        if old is None:
+            self._finish(cursor.generation())
+            if self._whole:
+                self._carry(None, None)
+        lost = "" if old is not None or cursor.offset == 0 else \
+            "; lines written after the last poll and before that were not seen"
+        self.messages.append(f"{self.path}: the file was {change}"
+                             + (f" after line {cursor.lines}" if cursor.lines else "")
                              + (f"; read the rest of the old content from {old.name}" if old else "")
                              + f"{lost}; following the new file from its first line")
-        self.cursor = FileCursor.start(self.path)
+        gone: list[str] = []
+        for found in rot.between:
+            path = self._read_found(found, 0, 0)
+            if path is None:
+                gone.append(found[0].name)
+                self.messages.append(f"{found[0]}: rotated off {self.path.name} between two polls, but gone "
+                                     "before it could be read")
+            else:
+                self.messages.append(f"{self.path}: rotated more than once since the last poll; read {path.name} "
+                                     "whole, which was never seen at the log's path")
+        for path in rot.compressed:
+            self.messages.append(f"{path}: rotated off {self.path.name} and compressed; it is not opened")
+        if lost or gone or rot.compressed:  # which steps went is seen when the new file's first records come
+            why = ["the old file is gone"] if lost else []
+            why += [f"{', '.join(gone)} went before it could be read"] if gone else []
+            why += [f"{', '.join(p.name for p in rot.compressed)} compressed, not opened"] if rot.compressed else []
+            self._gap = "; ".join(why)
+        else:
+            self._recent = None
+        self._know(st)
         self._seen_size = -1
-        self._rotated = old_st if renamed else None
-        with contextlib.suppress(OSError):  # between the rename and the new file: known at the next look
-            self._know(self.path.stat())
+
+    def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
+        """Read the file ``found`` (a path and the identity it had there) from ``start`` to its end,
+        following it if a rotation renames it on meanwhile; where it was read, or None if it is gone.
+        Its content counts as read to its end (a copy of it found later is not read again)."""
+        path, ident = found
+        for _ in range(8):  # a file renamed on more often than this while being read is left for the next poll
+            here = locate(path, ident)
+            if here is None:
+                return None
+            path, st = here
+            try:
+                if self._whole:
+                    self._carry(path, st)
+                elif st.st_size > start:
+                    self._read(path, st, start, st.st_size, base)
+                else:
+                    self._seen_file(st)
+                self._finish(Generation.of(path, st.st_size))
+            except FileNotFoundError:
+                continue  # renamed (or removed) while it was read: look for it again
+            return path
+        raise FileNotFoundError(errno.ENOENT, "renamed on again and again while it was read", str(path))
 
     def _know(self, st: os.stat_result) -> None:
         """Take the identity of the file now at the path before reading a line of it, so that if it is
-        rotated before it is read it is found by it; then read the files rotated in between, if a
-        rotation is being followed."""
-        self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino)
-        if self._rotated is not None:
-            after, self._rotated = self._rotated, None
-            self._read_between(after)
+        rotated before it is read it is found by it."""
+        self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino, mtime=st.st_mtime_ns)
 
-    def _read_between(self, old: os.stat_result) -> None:
-        """Read whole the files rotated off the log after ``old`` (two rotations between polls)."""
-        known = {*self.read_files, (self.cursor.device, self.cursor.inode)}
-        for path in rotated_since(self.path, old, known):
-            if path.suffix in COMPRESSED:
-                self.messages.append(f"{path}: rotated off {self.path.name} between two polls and compressed; "
-                                     "it is not opened, so its steps are missing from the run")
-                continue
-            try:
-                st = path.stat()
-                if self._whole:
-                    self._carry(path, st)
-                else:
-                    self._read(path, st, 0, st.st_size, 0)
-            except OSError as exc:
-                self.messages.append(f"{path}: rotated off {self.path.name} between two polls, but could not be "
-                                     f"read ({exc.strerror or exc}); its steps are missing from the run")
-                continue
-            self.messages.append(f"{self.path}: rotated more than once since the last poll; read {path.name} "
-                                 "whole, which was never seen at the log's path")
+    def _finish(self, generation: Generation) -> None:
+        """``generation`` was read to its end: a copy of it found later is not read again."""
+        if not generation.empty and generation not in self.finished:
+            self.finished.append(generation)
+            del self.finished[:-_KNOWN_FILES]
 
     def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
@@ -350,6 +393,31 @@ class LineSource:
         if self._keep:
             self.unsaved.extend(records)
         self._got += len(records) if news else 0
+        if news and records:
+            self._stepped([r[0] for r in records])
+
+    def _stepped(self, steps: list[int]) -> None:
+        """Follow the steps added: the usual gap between two (to tell a lost stretch from logging every
+        few steps) and, after a rotation that may have lost lines, which steps are missing."""
+        if self._recent is not None:  # a rotation's files: their jumps are not the usual stride
+            self._recent.extend(steps)
+            if self._gap and self.cursor.offset == 0:  # the new file's first records
+                self._lost_steps()
+        for step in steps:
+            if self._recent is None and self._last_step is not None and step > self._last_step:
+                self._strides.append(step - self._last_step)
+                del self._strides[:-16]
+            if self._last_step is None or step > self._last_step:
+                self._last_step = step
+
+    def _lost_steps(self) -> None:
+        """Name the stretches of steps a rotation lost: gaps wider than any of the last few strides."""
+        assert self._recent is not None
+        seen, usual = sorted(set(self._recent)), max(self._strides, default=0)
+        for a, b in zip(seen, seen[1:], strict=False):
+            if usual and b - a > usual:
+                self.messages.append(f"{self.path}: the steps after {a} and before {b} were not read: {self._gap}")
+        self._recent, self._gap = None, ""
 
     def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
         """Rebuild the Run as it was before a restart, from the state file alone (the records
@@ -366,6 +434,10 @@ class LineSource:
         self._meta_taken = bool(saved.get("meta_taken", False))
         self._whole = bool(saved.get("whole", False))
         self.read_files = [(int(d), int(i)) for d, i in saved.get("read_files", [])]
+        self.finished = [g for g in map(Generation.from_json, saved.get("finished", [])) if g is not None]
+        last = saved.get("last_step")
+        self._last_step = last if isinstance(last, int) else None
+        self._strides = [d for d in saved.get("strides", []) if isinstance(d, int)]
         carried = int(saved.get("carried", 0))
         if self._whole:
             self._carried = [pack(r, self._layouts) for r in records[:carried]]
@@ -385,69 +457,6 @@ def add_packed(builder: RunBuilder, record: Packed) -> None:
     numbers = array("d")
     numbers.frombytes(nums)
     builder.add_row(step, names, numbers, orjson.loads(texts) if texts else None, summary)
-
-
-def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
-    """What changes when a whole-file log is written: each file's name, size, mtime and inode."""
-    if path.is_file():
-        st = path.stat()
-        return ((path.name, st.st_size, st.st_mtime_ns, st.st_ino),)
-    out = []
-    for folder, _dirs, files in os.walk(path):
-        for name in files:
-            full = os.path.join(folder, name)
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            out.append((os.path.relpath(full, path), st.st_size, st.st_mtime_ns, st.st_ino))
-    return tuple(sorted(out))
-
-
-class SnapshotSource:
-    """Re-reads a whole-file log (or a folder) when it changes, at most once per ``min_gap`` s."""
-
-    def __init__(self, path: Path, fmt: str | None, min_gap: float) -> None:
-        self.path = path
-        self.fmt = fmt
-        self.min_gap = min_gap
-        self.messages: list[str] = []
-        self._runs: list[Run] = []
-        self._sig: tuple[tuple[str, int, int, int], ...] = ()
-        self._next = 0.0
-        self._last_error = ""
-
-    def state(self) -> dict[str, Any]:
-        return {"kind": "snapshot"}
-
-    def runs(self) -> list[Run]:
-        return list(self._runs)
-
-    def poll(self, now: float, cost: float = 0.0) -> bool:
-        """Re-read if the files changed and the throttle allows; whether the runs changed."""
-        from .load import load
-
-        try:
-            sig = signature(self.path)
-        except OSError:
-            return False
-        if sig == self._sig or now < self._next:
-            return False
-        try:
-            runs = load(self.path, self.fmt)
-        except EmptyInputError:
-            runs = []
-        except (InputError, OSError) as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
-            if str(exc) != self._last_error:
-                self.messages.append(f"{exc}; kept the last complete read and will retry")
-                self._last_error = str(exc)
-            self._next = now + self.min_gap
-            return False
-        self._sig = sig
-        self._next = now + max(self.min_gap, 2 * cost)
-        changed = bool(runs) or bool(self._runs)
-        self._runs = runs
-        return changed
 
 
 class Follow:

@@ -1,0 +1,188 @@
+"""Following a log through any sequence of rotations: a model of what trainers and logrotate do
+to a log between two polls (and across restarts of the follower), run many times with random
+choices, checked against the lines written.
+
+Each sequence writes a real log (veRL JSONL or veRL console lines from the simulator), with lines
+written in two halves, rotated by renaming (numbered up, or shifted as Python's
+RotatingFileHandler does), by ``copytruncate`` (copy, then truncate the same file) and by a copy
+put aside before a new file replaces the log, and polled and restarted at random points. Nothing
+is deleted, so every step must be read exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rlvitals.ingest import find_reader
+from rlvitals.run.follow import LineSource
+from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
+from rlvitals.watch.state import WatchState
+
+STEPS = 160
+
+
+def _lines(kind: str, seed: int) -> list[bytes]:
+    sc = Scenario(steps=STEPS, seed=seed, collapse_at=None, grad_spike_at=None)
+    if kind == "jsonl":
+        return [line + b"\n" for line in jsonl_lines(sc)]
+    return [(line + "\n").encode() for line in console_lines(sc)]
+
+
+class Trainer:
+    """Writes a log line by line and rotates it as it is told, keeping every rotated file."""
+
+    def __init__(self, log: Path, lines: list[bytes]) -> None:
+        self.log, self.lines, self.next, self.half = log, lines, 0, b""
+        self.number = 0  # the suffix of the next numbered-up rotation
+        self.shifted = 0  # how many RotatingFileHandler backups exist (run.log.s1 ... run.log.sN)
+        log.write_bytes(b"")
+
+    @property
+    def done(self) -> bool:
+        return self.next >= len(self.lines) and not self.half
+
+    def write(self, rng: random.Random) -> None:
+        if self.half:  # finish the line begun
+            self._append(self.half)
+            self.half = b""
+            return
+        n = rng.randint(1, 6)
+        block = b"".join(self.lines[self.next:self.next + n])
+        self.next += n
+        if rng.random() < 0.3 and self.next < len(self.lines):  # and begin the next one, flushed half-way
+            line = self.lines[self.next]
+            self.next += 1
+            cut = rng.randint(1, len(line) - 1)
+            block, self.half = block + line[:cut], line[cut:]
+        self._append(block)
+
+    def rotate(self, how: str) -> None:
+        """Rotations happen between lines (a writer rotates its own file between two records)."""
+        if self.half:
+            self._append(self.half)
+            self.half = b""
+        log = self.log
+        if how == "rename":
+            self.number += 1
+            os.rename(log, log.with_name(f"{log.name}.{self.number}"))
+            log.write_bytes(b"")
+        elif how == "shift":  # RotatingFileHandler: .k -> .k+1 (backups named .sK here, apart from .N)
+            for k in range(self.shifted, 0, -1):
+                os.rename(log.with_name(f"{log.name}.s{k}"), log.with_name(f"{log.name}.s{k + 1}"))
+            self.shifted += 1
+            os.rename(log, log.with_name(f"{log.name}.s1"))
+            log.write_bytes(b"")
+        elif how == "copytruncate":
+            self.number += 1
+            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+        elif how == "copy-replace":  # put a copy aside, then a new file takes the log's name
+            self.number += 1
+            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            fresh = log.with_name(f".{log.name}.new")
+            fresh.write_bytes(b"")
+            os.replace(fresh, log)
+
+    def _append(self, data: bytes) -> None:
+        with self.log.open("ab") as fh:
+            fh.write(data)
+
+
+def _restart(src: LineSource, state_path: Path) -> LineSource:
+    """Store the follower's state as the watcher does, and rebuild a follower from that file alone."""
+    key = str(src.path)
+    state = WatchState(state_path)
+    state.commit({key: src.state()}, {}, [], [], {key: src.pending()})
+    state.close()
+    state = WatchState(state_path)
+    again = LineSource(src.path, src.reader, state.sources()[key], state.records(key))
+    state.close()
+    return again
+
+
+def _stored_steps(src: LineSource, state_path: Path) -> list[int]:
+    _restart(src, state_path)
+    state = WatchState(state_path)
+    steps = [r.step for r in state.records(str(src.path)) if r.kind != "summary"]
+    state.close()
+    return steps
+
+
+ROTATIONS = ("rename", "shift", "copytruncate", "copy-replace")
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "console"])
+@pytest.mark.parametrize("seed", range(int(os.environ.get("RLVITALS_ROTATION_SEEDS", "24"))))
+def test_any_sequence_of_rotations_between_polls_and_restarts_loses_no_step(
+        tmp_path: Path, kind: str, seed: int) -> None:
+    rng = random.Random(seed * 7919 + len(kind))
+    log = tmp_path / ("run.jsonl" if kind == "jsonl" else "run.log")
+    trainer = Trainer(log, _lines(kind, seed))
+    trainer.write(rng)
+    src = LineSource(log, find_reader(log, "verl-jsonl" if kind == "jsonl" else "verl-console"), records=())
+    src.poll()  # as a watcher does when it opens the log: what was rotated off before is not this run's
+    state_path = tmp_path / "state.sqlite"
+    restarts = rotations = ops = 0
+    while not trainer.done:
+        ops += 1
+        roll = rng.random() if ops % 40 else 1.0  # and a restart every 40 steps of the model at least
+        if roll < 0.45:
+            trainer.write(rng)
+        elif roll < 0.65:
+            trainer.rotate(rng.choice(ROTATIONS))
+            rotations += 1
+        elif roll < 0.93:
+            src.poll()
+        else:
+            src = _restart(src, state_path)
+            restarts += 1
+    src.poll()
+    src.poll()
+    steps = _stored_steps(src, state_path)
+    assert sorted(steps) == list(range(1, STEPS + 1)), src.messages  # each step exactly once
+    run = src.run()
+    assert run is not None and run.steps.tolist() == list(range(1, STEPS + 1))
+    assert not [m for m in src.messages if "were not read" in m], src.messages
+    assert rotations > 5 and restarts > 0  # the sequence did what it is here for
+
+
+def test_a_generation_that_starts_like_the_last_is_still_read(tmp_path: Path) -> None:
+    """Two trainer runs print the same config dump first; a copy of the second is not mistaken for
+    the first (its last bytes differ), so its steps are read."""
+    log = tmp_path / "run.log"
+    banner = b"config: " + b"x" * 5000 + b"\n"
+    log.write_bytes(banner + b"step:1 - actor/entropy:0.5\n")
+    src = LineSource(log, find_reader(log), records=())
+    src.poll()
+    os.rename(log, tmp_path / "run.log.1")
+    log.write_bytes(banner + b"step:2 - actor/entropy:0.5\n")
+    shutil.copyfile(log, tmp_path / "run.log.2")
+    with log.open("r+b") as fh:
+        fh.truncate(0)
+    log.write_bytes(b"step:3 - actor/entropy:0.5\n")
+    src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == [1, 2, 3], src.messages
+
+
+def test_lost_steps_are_named_when_a_rotated_file_is_deleted(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    lines = _lines("jsonl", 3)
+    log.write_bytes(b"".join(lines[:10]))
+    src = LineSource(log, find_reader(log), records=())
+    src.poll()
+    with log.open("ab") as fh:
+        fh.write(b"".join(lines[10:20]))
+    os.rename(log, tmp_path / "run.jsonl.1")
+    (tmp_path / "run.jsonl.1").unlink()  # rotated and removed before the next look
+    log.write_bytes(b"".join(lines[20:30]))
+    src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 31))
+    assert f"{log}: the steps after 10 and before 21 were not read: the old file is gone" in src.messages
