@@ -135,6 +135,19 @@ def test_pending_alert_of_a_killed_watcher_is_delivered_once(tmp_path: Path) -> 
     assert [json.loads(x)["check"] for x in target.read_text().splitlines()] == ["kl_spike"]
 
 
+def test_a_redelivered_alert_is_appended_to_a_jsonl_file_once(tmp_path: Path) -> None:
+    """At-least-once delivery: the watcher killed after the append and before striking the alert off sends it
+    again; the file keeps one line for it, and another alert is still appended."""
+    from dataclasses import replace as changed
+
+    sink = JsonlSink(tmp_path / "alerts.jsonl")
+    alert = _one_alert()
+    assert sink.send(alert) is None and sink.send(alert) is None
+    assert sink.send(changed(alert, step=191)) is None
+    ids = [json.loads(x)["alert_id"] for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert ids == [alert.alert_id, changed(alert, step=191).alert_id]
+
+
 def _one_alert() -> Alert:
     f = Finding("entropy_collapse", "L4", "fail", {"en": "t"}, {"en": "Entropy collapsed"}, {"en": "a"},
                 ("actor/entropy",), onset_step=180)

@@ -228,7 +228,8 @@ class LineSource:
 
     def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
         """Read the file ``found`` (a path and the identity it had there) from ``start`` to its end,
-        following it if a rotation renames it on meanwhile; where it was read, or None if it is gone.
+        following it if a rotation renames it on meanwhile; where it was read, or None if it is gone or
+        unreadable. It never raises: what a rotation has read is added once, whatever comes after.
         Its content counts as read to its end (a copy of it found later is not read again)."""
         path, ident = found
         for _ in range(8):  # a file renamed on more often than this while being read is left for the next poll
@@ -236,18 +237,23 @@ class LineSource:
             if here is None:
                 return None
             path, st = here
-            try:
+            try:  # every look at the file comes before its records are added: a retry adds them once
+                generation = Generation.of(path, st.st_size)
                 if self._whole:
                     self._carry(path, st)
                 elif st.st_size > start:
                     self._read(path, st, start, st.st_size, base)
                 else:
                     self._seen_file(st)
-                self._finish(Generation.of(path, st.st_size))
             except FileNotFoundError:
                 continue  # renamed (or removed) while it was read: look for it again
+            except OSError as exc:  # not readable: said, and the rotation goes on (what it read stays read)
+                self.messages.append(f"{path}: could not be read ({exc.strerror or exc})")
+                return None
+            self._finish(generation)
             return path
-        raise FileNotFoundError(errno.ENOENT, "renamed on again and again while it was read", str(path))
+        self.messages.append(f"{path}: renamed on again and again while it was read; left unread")
+        return None
 
     def _know(self, st: os.stat_result) -> None:
         """Take the identity of the file now at the path before reading a line of it, so that if it is
@@ -271,8 +277,9 @@ class LineSource:
             self._first_read(st, end)
             return
         lines = count_lines(self.path, start, end)
+        cursor = advance(self.cursor, self.path, st, end, lines)  # before the records are added: it may raise
         self._read(self.path, st, start, end, self.cursor.lines)
-        self.cursor = advance(self.cursor, self.path, st, end, lines)
+        self.cursor = cursor
 
     def _first_read(self, st: os.stat_result, end: int) -> None:
         meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))

@@ -38,7 +38,9 @@ class Sink(Protocol):
 
 @dataclass
 class JsonlSink:
-    """Appends one JSON object per alert to a file."""
+    """Appends one JSON object per alert to a file, once: an alert sent again after a watcher was
+    killed between the append and striking it off in its state file (at-least-once delivery) is
+    found by its ``alert_id`` near the end of the file and not appended twice."""
 
     path: Path
     name: str = ""
@@ -48,11 +50,30 @@ class JsonlSink:
     def send(self, alert: Alert) -> str | None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if _written(self.path, alert.alert_id):
+                return None
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(alert.payload(), ensure_ascii=False) + "\n")
         except OSError as exc:
             return f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})"
         return None
+
+
+#: how far back from the end of a JSONL alert file a redelivered alert is looked for: the alerts still
+#: pending when a watcher is killed are its last ones
+_REDELIVERY_WINDOW = 1 << 18
+
+
+def _written(path: Path, alert_id: str) -> bool:
+    """Whether the alert ``alert_id`` is among the last lines of ``path`` already."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - _REDELIVERY_WINDOW))
+            tail = fh.read()
+    except FileNotFoundError:
+        return False
+    return f'"alert_id": "{alert_id}"'.encode() in tail
 
 
 def alert_env(alert: Alert, lang: str = "en") -> dict[str, str]:
