@@ -186,3 +186,53 @@ def test_lost_steps_are_named_when_a_rotated_file_is_deleted(tmp_path: Path) -> 
     run = src.run()
     assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 31))
     assert f"{log}: the steps after 10 and before 21 were not read: the old file is gone" in src.messages
+
+
+def test_a_copytruncate_just_before_the_first_read_of_a_file_is_found_by_its_copy(tmp_path: Path) -> None:
+    """The follower knows the new file but has read nothing of it; the trainer copies and truncates it
+    between the last look for copies and the read. The read sees only what came after; the copy beside
+    the log holds the rest, and is read."""
+    import dataclasses
+
+    log = tmp_path / "run.jsonl"
+    lines = _lines("jsonl", 5)
+    log.write_bytes(b"".join(lines[:10]))
+    src = LineSource(log, find_reader(log), records=())
+    src.poll()
+    os.rename(log, tmp_path / "run.jsonl.1")
+    log.write_bytes(b"")
+    src.poll()  # the new, empty file is known now
+    with log.open("ab") as fh:
+        fh.write(b"".join(lines[10:20]))
+    fired: list[bool] = []
+
+    def racing(path, meta, skipped):  # type: ignore[no-untyped-def]
+        if not fired and path == log:
+            fired.append(True)
+            shutil.copyfile(log, tmp_path / "run.jsonl.2")
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+                fh.write(b"".join(lines[20:40]))  # longer than what was there: the read goes through
+        return real(path, meta, skipped)
+
+    real = src.reader.read
+    src.reader = dataclasses.replace(src.reader, read=racing)
+    for _ in range(3):
+        src.poll()
+    run = src.run()
+    assert fired and run is not None and run.steps.tolist() == list(range(1, 41)), src.messages
+
+
+def test_a_new_generation_that_starts_with_the_same_bytes_is_not_read_as_growth(tmp_path: Path) -> None:
+    """copytruncate, and the trainer (restarted) writes the same 5 KB banner again and more: the file is
+    as long as before and starts the same, but its last bytes read differ, so it is a new file."""
+    log = tmp_path / "run.log"
+    banner = b"config: " + b"x" * 5000 + b"\n"
+    log.write_bytes(banner + b"step:1 - actor/entropy:0.5\n")
+    src = LineSource(log, find_reader(log), records=())
+    src.poll()
+    shutil.copyfile(log, tmp_path / "run.log.1")
+    log.write_bytes(banner + b"step:2 - actor/entropy:0.5\nstep:3 - actor/entropy:0.5\n")  # truncated, rewritten
+    src.poll()
+    run = src.run()
+    assert run is not None and run.steps.tolist() == [1, 2, 3], src.messages

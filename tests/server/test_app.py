@@ -6,6 +6,7 @@ and the CLI's refusals."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -27,6 +28,7 @@ from rlvitals.cli import main
 from rlvitals.diagnosis import READING_ORDER, diagnose
 from rlvitals.errors import RlvitalsError
 from rlvitals.server import ServeState, Workspace, WorkspaceOptions, create_app, run_id
+from rlvitals.server.app import RunList
 from rlvitals.server.runner import listen
 from rlvitals.server.security import AccessError, check_bind, confine
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
@@ -508,4 +510,35 @@ def test_a_fifo_in_a_served_folder_is_said_and_never_opened(tmp_path: Path) -> N
     assert not scan.is_alive(), "the scan blocked on the FIFO"
     assert [s["path"] for s in ws.summaries()] == [str(folder / "run.jsonl")]
     assert f"serve: {folder / 'pipe.log'}: a FIFO, not a log file; it was not opened" in ws.messages
+    ws.close()
+
+
+def test_an_unreadable_log_is_listed_with_its_error_beside_the_readable_runs(tmp_path: Path) -> None:
+    """A served folder holding a healthy log and a trainer_state.json cut in half: the healthy run is
+    shown as always, and the broken file is listed as unreadable, with the reader's error, in the page and
+    in the API (which keeps to its schema)."""
+    folder = tmp_path / "runs"
+    (folder / "good").mkdir(parents=True)
+    _write(folder / "good" / "metrics.jsonl", Scenario(steps=40), 0, 40)
+    broken = folder / "broken" / "trainer_state.json"
+    broken.parent.mkdir()
+    broken.write_text('{"log_history": [{"loss": 0.5, "step": 1}, {"loss": 0.4, "st')
+    ws = workspace([folder], tmp_path / "state.sqlite")
+    ws.poll_once()
+    listed = {("broken" if "broken" in r["path"] else "good"): r for r in ws.summaries()}
+    assert len(ws.summaries()) == 2 and listed["good"]["status"] == "ready" and listed["good"]["error"] is None
+    bad = listed["broken"]
+    assert bad["status"] == "unreadable" and bad["error"].startswith(f"{broken}:1:")
+    assert "not valid JSON" in bad["error"]
+    client = TestClient(create_app(ws), base_url=LOCAL)
+    body = client.get("/api/runs").json()
+    assert RunList.model_validate(body) and {r["status"] for r in body["runs"]} == {"ready", "unreadable"}
+    page = client.get("/").text
+    assert "Could not be read:" in page and html.escape(bad["error"]) in page
+    assert f'href="/runs/{bad["id"]}"' not in page  # no page to open
+    broken.write_text('{"log_history": [{"loss": 0.5, "step": 1}]}')  # fixed: it becomes a run like the others
+    ws.clock.now += 60  # type: ignore[attr-defined]
+    ws.poll_once()
+    [fixed] = [r for r in ws.summaries() if "broken" in r["path"]]
+    assert fixed["status"] == "ready" and fixed["error"] is None
     ws.close()

@@ -7,6 +7,7 @@ the path reads it.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from types import ModuleType
 
@@ -110,13 +111,22 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
     for reader in all_readers:
         if path.is_dir() != reader.takes_dir:
             continue
-        if reader.sniff(path, head):
+        if _sniffs(reader, path, head):
             return reader
     kind = "folder" if path.is_dir() else "file"
     raise UnknownFormatError(
         f"{path}: this {kind} is not a training log rlvitals can read (tried: {names})"
         + (_traceback_hint(path) if path.is_file() else "") + "; pass --format to force a reader"
     )
+
+
+def _sniffs(reader: Reader, path: Path, head: bytes) -> bool:
+    """Whether ``reader`` takes ``path``. Bytes no reader would write (a nesting bomb, a damaged SQLite
+    schema, text that is not UTF-8) make a sniffer's parse fail: that is "not mine", never a crash."""
+    try:
+        return reader.sniff(path, head)
+    except (ValueError, RecursionError, UnicodeError, sqlite3.Error):
+        return False
 
 
 #: how much of the end of an unrecognised file is searched for a traceback

@@ -94,14 +94,6 @@ def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def head_hash(path: Path, length: int) -> str:
-    """The hash of the first ``length`` bytes of ``path`` (fewer if the file is shorter)."""
-    if length <= 0:
-        return ""
-    with path.open("rb") as fh:
-        return _hash(fh.read(length))
-
-
 def _first_line(data: bytes) -> str:
     """The hash of the first line in ``data`` (its first ``HEAD`` bytes when that line is longer),
     ``""`` when ``data`` holds no complete first line yet."""
@@ -193,11 +185,11 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
         return "replaced", st
     if st.st_size < cursor.offset:
         return "truncated", st
-    try:
-        head = head_hash(path, min(cursor.offset, HEAD))
+    try:  # the first and the last bytes read: two trainer runs may begin with the same 4 KiB of config
+        same = cursor.generation().matches(path, st.st_size)
     except OSError:  # renamed away since the stat: a rotation under way
         return "missing", None
-    if head != cursor.head:
+    if not same:
         return "replaced", st  # rewritten in place, at least as long as before
     return ("grown" if st.st_size > cursor.offset else "same"), st
 
@@ -239,10 +231,10 @@ def advance(cursor: FileCursor, path: Path, st: os.stat_result, end: int, lines:
                    head=taken.head, first=taken.first, tail=taken.tail, mtime=st.st_mtime_ns)
 
 
-def same_file(path: Path, st: os.stat_result, end: int) -> bool:
-    """Whether ``path`` is still the file ``st`` was taken of and still holds ``end`` bytes: a
-    rotation may rename it away (or truncate it) between two looks, and what was read between
-    them may then come from another file.
+def same_file(path: Path, st: os.stat_result, end: int, line_end: bool = False) -> bool:
+    """Whether ``path`` is still the file ``st`` was taken of and still holds ``end`` bytes (and,
+    with ``line_end``, a line still ends at ``end``): a rotation may rename it away, or truncate and
+    rewrite it, between two looks, and what was read between them may then come from another file.
 
     Example:
         >>> same_file(Path("/no/such.log"), os.stat("/"), 0)
@@ -250,6 +242,11 @@ def same_file(path: Path, st: os.stat_result, end: int) -> bool:
     """
     try:
         now = path.stat()
+        if line_end and end > 0 and now.st_size >= end:
+            with path.open("rb") as fh:
+                fh.seek(end - 1)
+                if fh.read(1) != b"\n":
+                    return False  # truncated and rewritten while it was read: the lines read are cut
     except OSError:
         return False
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end

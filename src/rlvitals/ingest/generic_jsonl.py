@@ -120,6 +120,8 @@ def sniff(path: Path, head: bytes) -> bool:
             return False
         try:
             obj = parse_json(line)
+        except RecursionError:
+            return False  # nested deeper than any metric record
         except ValueError:
             # a first line longer than the head is cut short; judge it by its start
             cut = i == len(segments) - 1 and len(head) >= 1 << 16

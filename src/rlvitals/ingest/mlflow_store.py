@@ -178,7 +178,7 @@ def _is_mlflow_db(db: Path) -> bool:
                     and "run_uuid" in _columns(con, "runs"))
         finally:
             con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema: a column name that is not UTF-8
         return False
 
 
@@ -201,7 +201,7 @@ def _sqlite_runs(db: Path) -> list[Path]:
                 "FROM runs ORDER BY experiment_id, start_time, run_uuid").fetchall()
         finally:
             con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):
         return [db]
     keep = [r[0] for r in rows if r[1] != "deleted" and r[2]]
     return [Path(f"{db}#{run}") for run in (keep or [r[0] for r in rows])] or [db]
@@ -264,7 +264,7 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
             values[str(key)] = number
         if values:
             yield Record(step, values, where)  # type: ignore[arg-type]
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # the store is damaged from here on
         skips.skip(f"{db}#{run}", f"SQLite error ({exc}); the rest of the run was skipped")
     finally:
         if con is not None:

@@ -26,6 +26,7 @@ Memory: the notebook is parsed whole (it is one JSON document).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
 from .record import Crash, Record, SkipLog, SourceMeta, Value
-from .text import json_document, parse_number, strip_ansi
+from .text import integer, json_document, parse_number, strip_ansi
 
 FORMAT = "notebook"
 SUFFIX = ".ipynb"
@@ -84,7 +85,7 @@ class _Tables(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "table":
             seen = _PROGRESS.search(" ".join(self._text))
-            self.tables.append(Table([], [], (int(seen.group(1)), int(seen.group(2))) if seen else None))
+            self.tables.append(Table([], [], (integer(seen.group(1)), integer(seen.group(2))) if seen else None))
             self._text = []
         elif tag == "tr" and self.tables:
             self._row, self._header = [], False
@@ -167,7 +168,7 @@ def _table_records(table: Table, where: str, skips: SkipLog) -> Iterator[Record]
             skips.skip(here, f"{len(row)} cells under {len(header)} column headers; the row was skipped")
             continue
         step = parse_number(row[0])
-        if step is None or step != int(step):
+        if step is None or not math.isfinite(step) or step != int(step):
             skips.skip(here, f"step {row[0]!r} is not an integer; the row was skipped")
             continue
         values: dict[str, Value] = {}

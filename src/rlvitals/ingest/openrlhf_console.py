@@ -21,7 +21,7 @@ from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .pyrepr import ReprError, metric_values, parse_dict
 from .record import Record, SkipLog, SourceMeta
-from .text import iter_lines, search_file, strip_ansi
+from .text import integer, iter_lines, search_file, strip_ansi
 
 FORMAT = "openrlhf-console"
 
@@ -71,7 +71,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             continue
         if kind == "training":
             crash.progress()
-        yield Record(int(m.group(1)), values, where)
+        yield Record(integer(m.group(1)), values, where)
     meta.crash, meta.crash_scanned = crash.crash(), True
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from ._crash import CrashScanner
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines, parse_number, search_file, strip_ansi
+from .text import integer, iter_lines, parse_number, search_file, strip_ansi
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,9 @@ class _Steps:
         groups = m.groupdict()
         if groups.get("step") is None:
             return self.count
-        step = int(groups["step"])
+        step = integer(groups["step"])
         if groups.get("per_epoch") and groups.get("epoch"):
-            step += (int(groups["epoch"]) - 1) * int(groups["per_epoch"])
+            step += (integer(groups["epoch"]) - 1) * integer(groups["per_epoch"])
         return step
 
     def training(self, m: re.Match[str], where: str, skips: SkipLog) -> Record | None:
@@ -179,7 +179,7 @@ def _read(dialect: Dialect, path: Path, meta: SourceMeta, skips: SkipLog) -> Ite
             found = _pairs(dialect.pair, dialect.separator, own.group("pairs"), where, skips)
             values = {dialect.own_prefix + k: v for k, v in found.items()}
             if values:
-                yield Record(int(own.group("step")), values, where)
+                yield Record(integer(own.group("step")), values, where)
             continue
         extra = next(((e, x) for e in dialect.extras if (x := e.line.match(line)) is not None), None)
         if extra is not None:

@@ -119,7 +119,8 @@ class _Parser:
         if num:
             self.pos = num.end()
             body = num.group()
-            return float(body) if any(c in body for c in ".eE") else int(body)
+            # an integer too long for int() (4,300 digits) is kept as the float it rounds to
+            return float(body) if any(c in body for c in ".eE") or len(body) > 40 else int(body)
         name = _NAME.match(self.text, self.pos)
         if name:
             return self.named(name, depth)

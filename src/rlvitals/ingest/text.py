@@ -118,6 +118,26 @@ def strip_ansi(text: str) -> str:
     return ANSI.sub("", text) if "\x1b" in text else text
 
 
+#: an integer written with more digits than this is out of any step's range (int64 has 19): it is
+#: not converted (Python refuses strings over 4,300 digits), but given as one past int64's range, so
+#: the record check skips it with its ``file:line`` like any other step out of range
+_DIGITS = 40
+OUT_OF_RANGE = 1 << 63
+
+
+def integer(text: str) -> int:
+    """The integer a regex matched as digits (``\\d+``, maybe signed), however many there are.
+
+    Example:
+        >>> integer("42"), integer("9" * 5000) == OUT_OF_RANGE, integer("-" + "9" * 5000) == -OUT_OF_RANGE
+        (42, True, True)
+    """
+    digits = text.strip().lstrip("+-")
+    if len(digits) > _DIGITS:
+        return -OUT_OF_RANGE if text.strip().startswith("-") else OUT_OF_RANGE
+    return int(text)
+
+
 def parse_number(text: str) -> float | None:
     """A logged value as a float: ``0.5``, ``1e-4``, ``nan``, ``-inf``, ``np.float64(0.1)``,
     ``np.int64(3)``. Returns None when the text is not a number."""
@@ -195,5 +215,7 @@ def json_document(path: Path, data: bytes, expected: str) -> Any:
                          "— was the file cut short?") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {expected}") from exc
+    except ValueError as exc:  # the standard parser's other refusals: an integer of more than 4,300 digits
+        raise InputError(f"{path}: not valid JSON ({str(exc)[:120]}); expected {expected}") from exc
     except RecursionError as exc:
         raise InputError(f"{path}: JSON nested deeper than a parser goes; expected {expected}") from exc

@@ -22,6 +22,7 @@ console log holds one dict per logging step, so this is small.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import cut_note, iter_lines, search_file, strip_ansi
+from .text import cut_note, integer, iter_lines, search_file, strip_ansi
 
 FORMAT = "trl-console"
 
@@ -76,9 +77,15 @@ def _numbers(values: dict[str, Value]) -> int:
 
 def _number(text: str) -> float | None:
     try:
-        return float(text.replace(",", ""))
+        number = float(text.replace(",", ""))
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
+
+
+def _epoch(value: Value | None) -> float | None:
+    """A dict's epoch as a witness of its step: a finite float, else none (``inf`` is no epoch)."""
+    return value if isinstance(value, float) and math.isfinite(value) else None
 
 
 class ConsoleLog:
@@ -98,7 +105,7 @@ class ConsoleLog:
         """A piece of a line that is no dict: a bar, a banner, a traceback line."""
         if "/" in segment and "[" in segment and not _DESCRIBED.search(segment):
             for m in _BAR.finditer(segment):
-                count, total = int(m.group(1)), int(m.group(2))
+                count, total = integer(m.group(1)), integer(m.group(2))
                 if 0 <= count <= total:
                     self.since.pop(total, None)  # the last key is the bar drawn last
                     self.since[total] = count
@@ -122,13 +129,13 @@ class ConsoleLog:
         trained = len(self.w.epochs)
         if kind == "train":
             epoch = values.get("epoch")
-            self.w.epochs.append(epoch if isinstance(epoch, float) else None)
+            self.w.epochs.append(_epoch(epoch))
             self.w.bars.append(self.since)
             self.since = {}
             self.crash.progress()
         elif kind == "summary":
             epoch = values.get("epoch")
-            self.w.end_epoch = epoch if isinstance(epoch, float) else self.w.end_epoch
+            self.w.end_epoch = _epoch(epoch) or self.w.end_epoch
             self.crash.finished(lineno)
         else:
             values.pop("epoch", None)  # the training record of this step holds it already

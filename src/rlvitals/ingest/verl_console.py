@@ -30,7 +30,7 @@ from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .pyrepr import ReprError, flatten, parse, parse_dump
 from .record import Record, SkipLog, SourceMeta, Value
-from .text import ANSI, cut_note, iter_lines, parse_number, search_file, strip_ansi
+from .text import ANSI, cut_note, integer, iter_lines, parse_number, search_file, strip_ansi
 
 FORMAT = "verl-console"
 
@@ -166,7 +166,7 @@ def _step_text(line: str, at: int) -> tuple[int, str] | None:
         text = ANSI.sub("", text)
     if "cluster]" in text:
         text = _REPEATED.sub("", text)
-    return int(m.group(1)), text
+    return integer(m.group(1)), text
 
 
 class _Head:

@@ -75,10 +75,22 @@ def column(name: str, values: Sequence[object]) -> pl.Series:
 
 
 def frame_from_rows(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """The rows as one frame, a column per key. A key that is no valid text (a lone surrogate from a
+    ``\\ud800`` escape) is named with U+FFFD in its place; two keys that then read the same keep both
+    columns (the second one's name ends in ``#2``)."""
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(r))
-    return pl.DataFrame([column(k, [r.get(k) for r in rows]) for k in keys])
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for k in keys:
+        name, n = _text(k), 1
+        while name in taken:
+            n += 1
+            name = f"{_text(k)}#{n}"
+        names[k] = name
+        taken.add(name)
+    return pl.DataFrame([column(names[k], [r.get(k) for r in rows]) for k in keys])
 
 
 def to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | None,

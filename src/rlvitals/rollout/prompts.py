@@ -37,6 +37,7 @@ def gini(values: np.ndarray) -> float:
     0.75
     """
     x = np.asarray(values, float)
+    x = x[np.isfinite(x)]  # an infinite reward has no share of a total
     if x.size == 0:
         return math.nan
     if x.min() < 0:
@@ -53,6 +54,7 @@ def top_share(values: np.ndarray, top: float = 0.1) -> float:
     """Share of the total of ``values`` (each prompt's positive reward) held by the
     ceil(top * n) largest; NaN when the total is 0."""
     x = np.clip(np.asarray(values, float), 0, None)
+    x = x[np.isfinite(x)]  # an infinite reward has no share of a total
     if not 0 < top <= 1:
         raise ValueError(f"top must be in (0, 1], got {top}")
     if x.sum() == 0:

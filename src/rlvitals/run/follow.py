@@ -204,6 +204,19 @@ class LineSource:
                              + (f" after line {cursor.lines}" if cursor.lines else "")
                              + (f"; read the rest of the old content from {old.name}" if old else "")
                              + f"{lost}; following the new file from its first line")
+        gone = self._read_between(rot)
+        if lost or gone or rot.compressed:  # which steps went is seen when the new file's first records come
+            why = ["the old file is gone"] if lost else []
+            why += [f"{', '.join(gone)} went before it could be read"] if gone else []
+            why += [f"{', '.join(p.name for p in rot.compressed)} compressed, not opened"] if rot.compressed else []
+            self._gap = "; ".join(why)
+        else:
+            self._recent = None
+        self._know(st)
+        self._seen_size = -1
+
+    def _read_between(self, rot: Rotations) -> list[str]:
+        """Read whole the files rotated off after the one followed; the names of those gone meanwhile."""
         gone: list[str] = []
         for found in rot.between:
             path = self._read_found(found, 0, 0)
@@ -216,15 +229,7 @@ class LineSource:
                                      "whole, which was never seen at the log's path")
         for path in rot.compressed:
             self.messages.append(f"{path}: rotated off {self.path.name} and compressed; it is not opened")
-        if lost or gone or rot.compressed:  # which steps went is seen when the new file's first records come
-            why = ["the old file is gone"] if lost else []
-            why += [f"{', '.join(gone)} went before it could be read"] if gone else []
-            why += [f"{', '.join(p.name for p in rot.compressed)} compressed, not opened"] if rot.compressed else []
-            self._gap = "; ".join(why)
-        else:
-            self._recent = None
-        self._know(st)
-        self._seen_size = -1
+        return gone
 
     def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
         """Read the file ``found`` (a path and the identity it had there) from ``start`` to its end,
@@ -274,21 +279,25 @@ class LineSource:
         if end == start:
             return
         if self.cursor.offset == 0 or self._whole:
+            before = self.cursor
             self._first_read(st, end)
+            if before.offset == 0 and before.mtime and self.cursor.offset > 0 and not self._whole:
+                # copied and truncated between the last look for copies and this read: only the copy says so
+                self._read_between(rotations(before, (st.st_dev, st.st_ino),
+                                             [*self.finished, self.cursor.generation()]))
             return
         lines = count_lines(self.path, start, end)
         cursor = advance(self.cursor, self.path, st, end, lines)  # before the records are added: it may raise
-        self._read(self.path, st, start, end, self.cursor.lines)
+        self._read(self.path, st, start, end, self.cursor.lines, cursor)
         self.cursor = cursor
 
     def _first_read(self, st: os.stat_result, end: int) -> None:
         meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))
         skipped = SkipLog()
-        records = self._packed(self.path, meta, skipped)
         lines = count_lines(self.path, 0, end)
         cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
-        if not same_file(self.path, st, end):
-            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(self.path))
+        records = self._packed(self.path, meta, skipped)
+        self._unchanged(self.path, st, end, cursor)
         self._seen_file(st)
         self._seen_size = st.st_size
         if not records and meta.crash is None:
@@ -362,13 +371,17 @@ class LineSource:
         if self.reader.format == "trl-console":
             self._whole = True
 
-    def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int) -> None:
+    def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int,
+              live: FileCursor | None = None) -> None:
         """Add the records of the lines ``[start, end)`` of ``path``, the file ``st`` was taken of;
-        nothing at all if another file took its name meanwhile (raises OSError if none did)."""
+        nothing at all if another file took its name meanwhile (raises OSError if none did). ``live``:
+        the log itself is read, and this is its cursor after the read, taken before it."""
         meta = SourceMeta(format=self.reader.format, files=[str(path)], window=(start, end), line_base=base)
         skipped = SkipLog()
         records = self._packed(path, meta, skipped)
-        if not same_file(path, st, end):
+        if live is not None:
+            self._unchanged(path, st, end, live)
+        elif not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
         self._seen_file(st)
         self._add(records, skipped)
@@ -377,6 +390,14 @@ class LineSource:
         self.meta.bytes_read += meta.bytes_read
         if start == 0 and records and not self._meta_taken:  # a whole rotated file read on a restart
             self._take_meta(meta)
+
+    @staticmethod
+    def _unchanged(path: Path, st: os.stat_result, end: int, cursor: FileCursor) -> None:
+        """Raise (the poll is retried) unless the log is still the file ``st`` was taken of, a line still
+        ends at ``end`` and its first and last bytes read are the ones ``cursor`` was taken of before the
+        read: a copytruncate and a rewrite during the read would otherwise go unseen."""
+        if not same_file(path, st, end, line_end=True) or Generation.of(path, end) != cursor.generation():
+            raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
 
     def _ending(self, meta: SourceMeta, records: list[Packed]) -> bool:
         """How the log ends, as the lines just read say: a traceback after their last record is the
@@ -484,6 +505,12 @@ class Follow:
 
     def state(self) -> dict[str, Any]:
         return self.inner.state() if self.inner is not None else dict(self.saved or {})
+
+    @property
+    def error(self) -> str | None:
+        """Why the last read of a whole-file log failed (None after a good one, and for text logs, whose
+        bad lines are skipped one by one)."""
+        return self.inner.error if isinstance(self.inner, SnapshotSource) else None
 
     def pending(self) -> tuple[bool, list[Packed]]:
         """The records to store with this path's state (see :meth:`LineSource.pending`)."""

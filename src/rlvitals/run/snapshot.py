@@ -41,6 +41,8 @@ class SnapshotSource:
         self._sig: tuple[tuple[str, int, int, int], ...] = ()
         self._next = 0.0
         self._last_error = ""
+        #: why the last read failed (None after a good one): a page lists the file with it
+        self.error: str | None = None
 
     def state(self) -> dict[str, Any]:
         return {"kind": "snapshot"}
@@ -66,8 +68,10 @@ class SnapshotSource:
             if str(exc) != self._last_error:
                 self.messages.append(f"{exc}; kept the last complete read and will retry")
                 self._last_error = str(exc)
+            self.error = str(exc)
             self._next = now + self.min_gap
             return False
+        self.error = None
         self._sig = sig
         self._next = now + max(self.min_gap, 2 * cost)
         changed = bool(runs) or bool(self._runs)

@@ -31,8 +31,10 @@ LANG_AGE = 365 * 24 * 3600  # the language choice is kept a year, as the switch'
 
 
 class RunSummary(BaseModel):
-    """One served run: ``status`` is ``loading`` while a remembered run is read again; ``algorithm`` is the
-    detected algorithm's description, ``algorithm_short`` its name in the run list."""
+    """One served run: ``status`` is ``loading`` while a remembered run is read again and ``unreadable`` for a
+    log no reading has succeeded for; ``error`` says why the last reading failed (a run read before keeps
+    its last good reading); ``algorithm`` is the detected algorithm's description, ``algorithm_short`` its
+    name in the run list."""
 
     id: str
     label: str
@@ -49,6 +51,7 @@ class RunSummary(BaseModel):
     algorithm_short: str | None
     steps: int | None
     updated: float
+    error: str | None = None
 
 
 class RunList(BaseModel):

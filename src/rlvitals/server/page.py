@@ -41,6 +41,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "warn_n": ("{} warn", "{} 项警告"),
     "note_n": ("{} note", "{} 项提示"),
     "loading": ("loading (was {})", "读取中（之前为{}）"),
+    "unreadable": ("Could not be read:", "无法读取："),
+    "stale": ("Shown as last read; the newer file could not be read:", "显示的是上次读到的内容；较新的文件无法读取："),
     "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
     "notes": UI["notes"],
     "back": ("← runs", "← 训练列表"),

@@ -125,6 +125,15 @@ class _Source:
     seen: tuple[int, int] = (-1, -1)  # size and mtime at the last look, and since when (``quiet``)
     quiet: float = 0.0
     settled: tuple[int, int] | None = None  # the file as last read whole
+    error: str | None = None  # why it could not be read at the last poll (listed with the runs)
+
+
+def _unreadable(src: _Source, error: str) -> dict[str, Any]:
+    """The run-list entry of a log no reading has succeeded for."""
+    return {"id": run_id(str(src.path)), "label": src.path.name, "path": str(src.path), "root": src.root,
+            "status": "unreadable", "version": 0, "last_step": 0, "verdict": "skipped", "layers": {},
+            "findings": dict.fromkeys(FINDING_STATUSES, 0), "framework": None, "algorithm": None, "algorithm_short": None, "steps": None,
+            "updated": 0.0, "error": error}
 
 
 def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
@@ -312,8 +321,11 @@ class Workspace:
             try:
                 if src.follow.poll(now, src.cost):
                     src.dirty = True
+                src.error = src.follow.error
             except RlvitalsError as exc:
-                self._note(str(exc))
+                if str(exc) != src.error:
+                    self._note(str(exc))
+                src.error = str(exc)
             for message in src.follow.messages:
                 self._note(message)
             src.follow.messages.clear()
@@ -401,10 +413,19 @@ class Workspace:
 
     # --- what the routes read ----------------------------------------------------------------
     def summaries(self) -> list[dict[str, Any]]:
+        """Every served run, and every log that could not be read, with its error: a run already read
+        keeps its last good reading and says why the newer one failed; a log never read is listed as
+        ``unreadable``."""
         with self._lock:
             served = sorted(self._served.values(), key=lambda s: (s.root, s.path))
+        errors = {str(s.path): s.error for s in list(self._sources.values()) if s.error}
         labels = self.labels()
-        return [{**s.summary(), "label": labels[s.id]} for s in served]
+        out = [{**s.summary(), "label": labels[s.id], "error": errors.get(s.path)} for s in served]
+        shown = {s.path for s in served}
+        out += [_unreadable(src, error) for src in list(self._sources.values())
+                if (error := errors.get(str(src.path))) and str(src.path) not in shown
+                and not any(p.startswith(f"{src.path}/") or p.startswith(f"{src.path}#") for p in shown)]
+        return out
 
     def labels(self) -> dict[str, str]:
         """Run id → a name unique among the served runs (parent folders added where file names clash)."""
