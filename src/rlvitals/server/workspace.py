@@ -132,8 +132,8 @@ def _unreadable(src: _Source, error: str) -> dict[str, Any]:
     """The run-list entry of a log no reading has succeeded for."""
     return {"id": run_id(str(src.path)), "label": src.path.name, "path": str(src.path), "root": src.root,
             "status": "unreadable", "version": 0, "last_step": 0, "verdict": "skipped", "layers": {},
-            "findings": dict.fromkeys(FINDING_STATUSES, 0), "framework": None, "algorithm": None, "algorithm_short": None, "steps": None,
-            "updated": 0.0, "error": error}
+            "findings": dict.fromkeys(FINDING_STATUSES, 0), "framework": None, "algorithm": None,
+            "algorithm_short": None, "steps": None, "updated": 0.0, "error": error}
 
 
 def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
