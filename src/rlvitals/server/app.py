@@ -54,6 +54,23 @@ class RunSummary(BaseModel):
     error: str | None = None
 
 
+class Problem(BaseModel):
+    """Why a request was refused, and what to do instead."""
+
+    detail: str
+
+
+#: the refusals every API route may answer with, besides its own answer and FastAPI's 422
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Problem, "description": "A parameter names nothing this run has (a metric, a step)"},
+    401: {"model": Problem, "description": "The dashboard has a token and the request did not carry it"},
+    403: {"model": Problem, "description": "Not a loopback Host name (without a token), or a path outside the "
+                                           "served folders"},
+    404: {"model": Problem, "description": "No such run, root or file in this workspace"},
+    503: {"model": Problem, "description": "The run is being read again after a restart; retry shortly"},
+}
+
+
 class RunList(BaseModel):
     runs: list[RunSummary]
     roots: list[str]
@@ -207,45 +224,48 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
 
 
 def _api_routes(app: FastAPI, ws: Workspace) -> None:
-    @app.get("/api/runs", response_model=RunList, summary="Every served run with its verdict per layer")
+    @app.get("/api/runs", response_model=RunList, responses=ERRORS,
+            summary="Every served run with its verdict per layer")
     def runs() -> Response:
         return _json({"runs": ws.summaries(), "roots": [str(r) for r in ws.roots], "messages": ws.messages})
 
-    @app.get("/api/runs/{rid}", summary="One run: verdict, layers, findings, metrics")
+    @app.get("/api/runs/{rid}", responses=ERRORS, summary="One run: verdict, layers, findings, metrics")
     def run(rid: str) -> Response:
         served = ws.get(rid)
         assert served.diagnosis is not None and served.run is not None
         return _json({**served.summary(), "diagnosis": served.diagnosis.to_json(), "metrics": served.run.metrics})
 
-    @app.get("/api/runs/{rid}/findings", summary="The findings of a run's diagnosis")
+    @app.get("/api/runs/{rid}/findings", responses=ERRORS, summary="The findings of a run's diagnosis")
     def findings(rid: str) -> Response:
         served = ws.get(rid)
         assert served.diagnosis is not None
         return _json({"run": rid, "version": served.version,
                       "findings": [f.to_json() for f in served.diagnosis.findings]})
 
-    @app.get("/api/runs/{rid}/series", response_model=Series, summary="A metric over a step range, downsampled")
+    @app.get("/api/runs/{rid}/series", response_model=Series, responses=ERRORS,
+            summary="A metric over a step range, downsampled")
     def series(rid: str, key: str, start: float | None = None, end: float | None = None,
                buckets: int = Query(400, ge=1, le=20000)) -> Response:
         return _json(ws.series(ws.get(rid), key, start, end, buckets))
 
-    @app.get("/api/runs/{rid}/rollouts", summary="Steps with rollouts; a step's groups and texts")
+    @app.get("/api/runs/{rid}/rollouts", responses=ERRORS, summary="Steps with rollouts; a step's groups and texts")
     def rollouts(rid: str, step: int | None = None) -> Response:
         return _json({"run": rid, **ws.rollout_groups(ws.get(rid), step)})
 
-    @app.get("/api/runs/{rid}/page", summary="The report's page model of a run (what its page draws)")
+    @app.get("/api/runs/{rid}/page", responses=ERRORS, summary="The report's page model of a run (what its page draws)")
     def page(rid: str) -> Response:
         return _json(ws.page(ws.get(rid)))
 
-    @app.get("/api/events", response_model=Events, summary="Runs updated since a sequence number (poll this)")
+    @app.get("/api/events", response_model=Events, responses=ERRORS,
+            summary="Runs updated since a sequence number (poll this)")
     def events(after: int = Query(0, ge=0)) -> Response:
         return _json(ws.events(after))
 
-    @app.get("/api/roots", summary="The served folders and files")
+    @app.get("/api/roots", responses=ERRORS, summary="The served folders and files")
     def roots() -> Response:
         return _json({"roots": [{"id": i, "name": r.name, "path": str(r)} for i, r in enumerate(ws.roots)]})
 
-    @app.get("/api/roots/{root}/files", summary="What lies at a path inside a served folder")
+    @app.get("/api/roots/{root}/files", responses=ERRORS, summary="What lies at a path inside a served folder")
     def files(root: int, path: str = "") -> Response:
         return _json(ws.files(root, path))
 
