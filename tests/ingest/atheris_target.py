@@ -1,10 +1,13 @@
-"""The coverage-guided fuzz target of one reader, for atheris (libFuzzer for Python):
+"""The coverage-guided fuzz target of every reader at once, for atheris (libFuzzer for Python):
 
-    python atheris_target.py READER FILE_NAME KIND [libFuzzer options] CORPUS_DIR
+    python atheris_target.py MANIFEST.json [libFuzzer options] CORPUS_DIR
 
-Each input is written as ``FILE_NAME`` and read with :func:`rlvitals.load` (or, for a rollout dump,
-:func:`rlvitals.rollout.read_rollouts` and :func:`rlvitals.rollout.analyze`). An ``RlvitalsError``
-is a clear refusal; any other exception is a crash, which libFuzzer saves and reports.
+The manifest lists the targets as ``[reader, file name, kind]``. An input's first byte picks the
+target (its index, modulo their number); the rest is written under the target's file name and read
+with :func:`rlvitals.load` and diagnosed (or, for a rollout dump, read with
+:func:`rlvitals.rollout.read_rollouts` and analysed). An ``RlvitalsError`` is a clear refusal; any
+other exception is a crash, which libFuzzer saves and reports, naming the reader. One process for
+all the readers: instrumenting rlvitals costs seconds, paid once.
 
 For the framed formats (KIND ``tfrecord``, ``wandb``) an input is the records' payloads joined by
 :data:`SEPARATOR`; the target frames them with valid checksums, so what libFuzzer changes reaches
@@ -14,6 +17,7 @@ see below).
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -39,15 +43,20 @@ ROLLOUTS = ("verl-dump", "trl-completions")
 
 
 def main() -> None:
-    reader, name, kind = sys.argv[1:4]
-    folder = Path(tempfile.mkdtemp(prefix=f"atheris-{reader}-"))
-    path = folder / name
+    targets = json.loads(Path(sys.argv[1]).read_text())
+    folder = Path(tempfile.mkdtemp(prefix="atheris-"))
 
     def one(data: bytes) -> None:
+        if not data:
+            return
+        reader, name, kind = targets[data[0] % len(targets)]
+        data = data[1:]
         if kind == "tfrecord":
             data = frame_tfrecords(data.split(SEPARATOR))
         elif kind == "wandb":
             data = frame_wandb(WANDB_HEADER, data.split(SEPARATOR))
+        path = folder / reader / name
+        path.parent.mkdir(exist_ok=True)
         path.write_bytes(data)
         try:
             if reader in ROLLOUTS:
@@ -57,8 +66,10 @@ def main() -> None:
                     diagnose(run)
         except RlvitalsError:
             pass
+        except Exception as exc:
+            raise RuntimeError(f"the {reader} reader crashed on this input") from exc
 
-    atheris.Setup([sys.argv[0], *sys.argv[4:]], one)
+    atheris.Setup([sys.argv[0], *sys.argv[2:]], one)
     atheris.Fuzz()
 
 

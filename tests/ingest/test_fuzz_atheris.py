@@ -1,75 +1,81 @@
-"""Coverage-guided fuzzing of every reader with atheris (``atheris_target.py``): libFuzzer grows a
-corpus from each reader's seed (the same seeds as the mutation fuzzer), keeping the inputs that
-reach new code, for a fixed number of runs (``RLVITALS_ATHERIS_RUNS``, the suite's smoke run: 300
-per reader) with a fixed seed, so the smoke run is the same on every machine.
+"""Coverage-guided fuzzing of every reader with atheris (``atheris_target.py``, one process for all of
+them): libFuzzer grows a corpus from each reader's seed (the same seeds as the mutation fuzzer),
+keeping the inputs that reach new code, for a fixed number of runs (``RLVITALS_ATHERIS_RUNS`` per
+reader, the suite's smoke run: 200) with a fixed seed, so the smoke run is the same on every machine.
 
 A crash (any exception but an ``RlvitalsError``) or a hang (one input over 60 s: a loop guard, not a
 speed limit) fails the test with libFuzzer's report; the input it saved is copied beside the
-regression inputs when ``RLVITALS_FUZZ_SAVE=1``.
+regression inputs when ``RLVITALS_FUZZ_SAVE=1`` (its first byte picks the reader).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .fuzzing import READERS, REGRESSIONS, Seed, build_seeds, rollout_seeds, tfrecords, wandb_records
+from .fuzzing import (
+    READERS,
+    REGRESSIONS,
+    Seed,
+    build_seeds,
+    frame_tfrecords,
+    frame_wandb,
+    rollout_seeds,
+    tfrecords,
+    wandb_records,
+)
 
 pytest.importorskip("atheris", reason="atheris has wheels up to Python 3.11")
 
 TARGET = Path(__file__).with_name("atheris_target.py")
-RUNS = int(os.environ.get("RLVITALS_ATHERIS_RUNS", "300"))
+RUNS = int(os.environ.get("RLVITALS_ATHERIS_RUNS", "200"))  # per reader
 SEPARATOR = b"\n\x00\xffRECORD\xff\x00\n"  # as atheris_target.SEPARATOR (not imported: it imports atheris)
 
 
-def _corpus(seed: Seed, folder: Path) -> Path:
-    corpus = folder / "corpus"
-    corpus.mkdir()
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[Seed]:
+    tmp = tmp_path_factory.mktemp("seeds")
+    return [*build_seeds(tmp).values(), *rollout_seeds(tmp / "rollouts")]
+
+
+def _payload(seed: Seed) -> bytes:
     if seed.kind == "tfrecord":
-        data = SEPARATOR.join(tfrecords(seed.data))
-    elif seed.kind == "wandb":
-        data = SEPARATOR.join(wandb_records(seed.data))
-    else:
-        data = seed.data
-    (corpus / "seed").write_bytes(data)
-    return corpus
+        return SEPARATOR.join(tfrecords(seed.data))
+    if seed.kind == "wandb":
+        return SEPARATOR.join(wandb_records(seed.data))
+    return seed.data
 
 
-def _fuzz(seed: Seed, folder: Path) -> None:
-    corpus = _corpus(seed, folder)
-    crashes = folder / "crashes"
+@pytest.mark.slow
+def test_coverage_guided_fuzzing_of_every_reader_finds_no_crash(seeds: list[Seed], tmp_path: Path) -> None:
+    assert {s.reader for s in seeds} == {*READERS, "verl-dump", "trl-completions"}
+    manifest = tmp_path / "targets.json"
+    manifest.write_text(json.dumps([[s.reader, s.name, s.kind] for s in seeds]))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, seed in enumerate(seeds):
+        (corpus / seed.reader).write_bytes(bytes([i]) + _payload(seed))
+    crashes = tmp_path / "crashes"
     crashes.mkdir()
-    args = [sys.executable, str(TARGET), seed.reader, seed.name, seed.kind, f"-runs={RUNS}", "-seed=1",
-            "-timeout=60", "-rss_limit_mb=4096", f"-max_len={max(4096, 2 * len(seed.data))}",
+    args = [sys.executable, str(TARGET), str(manifest), f"-runs={RUNS * len(seeds)}", "-seed=1", "-timeout=60",
+            "-rss_limit_mb=4096", f"-max_len={max(4096, 2 * max(len(s.data) for s in seeds))}",
             f"-artifact_prefix={crashes}/", str(corpus)]
-    done = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=1800)
+    done = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=3600)
     found = sorted(crashes.iterdir())
     if found and os.environ.get("RLVITALS_FUZZ_SAVE") == "1":
-        for crash in found:
-            shutil.copyfile(crash, REGRESSIONS / f"{seed.reader}__atheris-{crash.name[-10:]}__{seed.name}")
+        for crash in found:  # kept as the file the reader was given (the first byte picked the reader)
+            data = crash.read_bytes() or b"\0"
+            seed = seeds[data[0] % len(seeds)]
+            body = data[1:]
+            if seed.kind == "tfrecord":
+                body = frame_tfrecords(body.split(SEPARATOR))
+            elif seed.kind == "wandb":
+                body = frame_wandb(b":W&B\xe1\xbe\x00", body.split(SEPARATOR))
+            (REGRESSIONS / f"{seed.reader}__atheris-{crash.name[-10:]}__{seed.name}").write_bytes(body)
     assert done.returncode == 0 and not found, (
-        f"atheris found a crash in the {seed.reader} reader (exit {done.returncode}); its report:\n"
-        + done.stderr[-6000:])
-
-
-@pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Seed]:
-    return build_seeds(tmp_path_factory.mktemp("seeds"))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("reader", READERS)
-def test_coverage_guided_fuzzing_finds_no_crash(reader: str, seeds: dict[str, Seed], tmp_path: Path) -> None:
-    _fuzz(seeds[reader], tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("reader", ["verl-dump", "trl-completions"])
-def test_coverage_guided_fuzzing_of_rollout_dumps_finds_no_crash(reader: str, tmp_path: Path) -> None:
-    seed = {s.reader: s for s in rollout_seeds(tmp_path / "seeds")}[reader]
-    _fuzz(seed, tmp_path)
+        f"atheris found a crash (exit {done.returncode}); its report:\n" + done.stderr[-6000:])
