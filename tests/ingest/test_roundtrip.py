@@ -1,6 +1,6 @@
 """Round trips through the real writers: metrics of any name and any value, at any steps, written
 by the writer a framework uses (``json.dumps`` lines, tensorboardX, polars' CSV and Parquet,
-transformers' ``TrainerState.save_to_json``), read back by rlvitals, compare equal: every name kept
+transformers' ``TrainerState.save_to_json``, MLflow's file store), read back by rlvitals, compare equal: every name kept
 as written, every value at its step (NaN as NaN, float32 where the format stores float32).
 """
 
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from rlvitals import load
 from rlvitals.ingest.generic_jsonl import STEP_KEYS, WANDB_KEYS
+from rlvitals.ingest.trl_state import SUMMARY_KEYS
 
 #: metric names: printable text of every script (control characters are renamed, surrogates are not
 #: text), not a step key nor one of W&B's counters (``_wandb``, ``_runtime``), which are not metrics
@@ -107,7 +108,8 @@ def test_parquet_written_by_polars(table: tuple[list[int], dict[str, list[float]
 
 @pytest.mark.model  # transformers (the fast inner loop blocks importing it)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tables(st.floats(allow_nan=False, allow_infinity=False)))
+@given(tables(st.floats(allow_nan=False, allow_infinity=False),
+              NAMES.filter(lambda s: s not in SUMMARY_KEYS)))  # the end-of-training summary is no step
 def test_trainer_state_written_by_transformers(table: tuple[list[int], dict[str, list[float]]]) -> None:
     trainer = pytest.importorskip("transformers.trainer_callback")
     steps, metrics = table
@@ -119,3 +121,29 @@ def test_trainer_state_written_by_transformers(table: tuple[list[int], dict[str,
             {**{n: v[i] for n, v in metrics.items()}, "step": s} for i, s in enumerate(steps)])
         state.save_to_json(str(path))
         _check(path, steps, metrics)
+
+
+#: MLflow metric keys: what its file store allows. (W&B's writer is tested with fixed data in
+#: test_wandb_offline.py: in a property, the first offline run of a process was at times read before
+#: wandb had written its history, which would make the test fail by timing.)
+PLAIN_KEYS = st.from_regex(r"[A-Za-z][A-Za-z0-9_/ -]{0,23}", fullmatch=True).filter(
+    lambda s: s.strip() == s and "step" not in s.lower() and "epoch" not in s.lower() and "//" not in s
+    and not s.endswith("/"))
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(tables(st.floats(allow_nan=True, allow_infinity=True), PLAIN_KEYS))
+def test_mlflow_written_by_mlflow(table: tuple[list[int], dict[str, list[float]]]) -> None:
+    mlflow = pytest.importorskip("mlflow")
+    steps, metrics = table
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp) / "mlruns"
+        mp.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        mp.setenv("MLFLOW_TRACKING_URI", root.as_uri())
+        mlflow.set_tracking_uri(root.as_uri())
+        mlflow.set_experiment("roundtrip")
+        with mlflow.start_run() as run:
+            for i, s in enumerate(steps):
+                mlflow.log_metrics({n: v[i] for n, v in metrics.items()}, step=s)
+        _check(root / run.info.experiment_id / run.info.run_id, steps, metrics)
