@@ -65,7 +65,7 @@ def _restarted(src: LineSource, folder: Path) -> LineSource:
     state.commit({key: src.state()}, {}, [], [], {key: src.pending()})
     state.close()
     state = WatchState(folder / "state.sqlite")
-    again = LineSource(src.path, find_reader(src.path), state.sources()[key], state.records(key))
+    again = LineSource(src.path, find_reader(src.path), state.sources()[key], state.packed(key))
     state.close()
     return again
 

@@ -101,7 +101,7 @@ def _restart(src: LineSource, state_path: Path) -> LineSource:
     state.commit({key: src.state()}, {}, [], [], {key: src.pending()})
     state.close()
     state = WatchState(state_path)
-    again = LineSource(src.path, src.reader, state.sources()[key], state.records(key))
+    again = LineSource(src.path, src.reader, state.sources()[key], state.packed(key))
     state.close()
     return again
 

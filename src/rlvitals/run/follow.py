@@ -44,7 +44,6 @@ from ..ingest import (
     Generation,
     Packed,
     Reader,
-    Record,
     RecordCheck,
     Rotations,
     SkipLog,
@@ -79,7 +78,7 @@ class LineSource:
     """
 
     def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
-                 records: Sequence[Record] | None = None) -> None:
+                 records: Sequence[Packed] | None = None) -> None:
         self.path = path
         self.reader = reader
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
@@ -447,7 +446,7 @@ class LineSource:
                 self.messages.append(f"{self.path}: the steps after {a} and before {b} were not read: {self._gap}")
         self._recent, self._gap = None, ""
 
-    def _resume(self, saved: Mapping[str, Any], records: Sequence[Record]) -> None:
+    def _resume(self, saved: Mapping[str, Any], records: Sequence[Packed]) -> None:
         """Rebuild the Run as it was before a restart, from the state file alone (the records
         read, what the reader learned), and go on from the saved cursor: a file rotated,
         truncated or replaced meanwhile is found out by the next poll as it would have been
@@ -468,12 +467,12 @@ class LineSource:
         self._strides = [d for d in saved.get("strides", []) if isinstance(d, int)]
         carried = int(saved.get("carried", 0))
         if self._whole:
-            self._carried = [pack(r, self._layouts) for r in records[:carried]]
-            self._current = [pack(r, self._layouts) for r in records[carried:]]
+            self._carried = list(records[:carried])
+            self._current = list(records[carried:])
         skips = saved.get("carried_skipped", {})
         self._carried_skips = SkipLog(int(skips.get("count", 0)), list(skips.get("reasons", [])))
         for record in records:
-            self.builder.add(record)
+            add_packed(self.builder, record)  # no dict per record: a restart takes no more memory than the first read
         self._restored = len(records)
         if "cursor" in saved:
             self.cursor = FileCursor.from_json(saved["cursor"])
@@ -491,7 +490,7 @@ class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
     def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
-                 records: Sequence[Record] | None = None) -> None:
+                 records: Sequence[Packed] | None = None) -> None:
         self.path = path
         self.fmt = fmt
         self.min_gap = min_gap

@@ -109,7 +109,7 @@ class Watcher:
         #: time: the clock says when things are due, the timer how long the work took)
         self.timer = timer or clock
         saved = state.sources()
-        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.records(str(p)))
+        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.packed(str(p)))
                         for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         self.rollouts = RolloutFollow(rollouts, self.options.rollout_settings) if rollouts is not None else None

@@ -1,0 +1,62 @@
+"""``rlvitals watch`` restarted on a long log: the restart against the first read, and the state file
+against the log.
+
+Run:  python benchmarks/bench_watch_restart.py [--steps 100000] [--trials 2]
+
+A simulated veRL GRPO run (~60 metrics a step) written as veRL JSONL; ``watch --once`` reads it
+with a new state file (the first read), then ``watch --once`` again on that state file (the
+restart: the run rebuilt from the stored records, nothing new in the log). Each is its own process,
+timed end to end with its peak RSS (``getrusage`` of the child); the best of ``--trials``. Printed:
+both, their ratios (restart / first read: the target is at most 1 for both), and the state file's
+size as a share of the log's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=100_000)
+    ap.add_argument("--trials", type=int, default=2)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "run.jsonl"
+        with log.open("wb") as fh:
+            for line in jsonl_lines(Scenario(steps=args.steps, collapse_at=None, grad_spike_at=None)):
+                fh.write(line + b"\n")
+        first, again = [], []
+        for trial in range(args.trials):
+            state = Path(tmp) / f"state{trial}.sqlite"
+            cmd = [sys.executable, "-m", "rlvitals", "watch", str(log), "--once", "--state", str(state)]
+            # each measurement in a fresh interpreter of its own, so one's peak is not another's
+            first.append(_child(cmd))
+            again.append(_child(cmd))
+        size = log.stat().st_size
+        state_size = (Path(tmp) / "state0.sqlite").stat().st_size
+    (t1, m1), (t2, m2) = min(first), min(again)
+    print(f"veRL JSONL, {args.steps} steps, {size / 1e6:.0f} MB; best of {args.trials}")
+    print(f"first read  {t1:6.2f} s  {m1:6.0f} MiB peak")
+    print(f"restart     {t2:6.2f} s  {m2:6.0f} MiB peak   ({t2 / t1:.2f}x the time, {m2 / m1:.2f}x the memory)")
+    print(f"state file  {state_size / 1e6:.1f} MB = {state_size / size:.2f} of the log")
+
+
+def _child(cmd: list[str]) -> tuple[float, float]:
+    """Time and peak RSS of ``cmd`` measured by a wrapper process (ru_maxrss of its only child)."""
+    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout
+    took, peak = out.split()
+    return float(took), float(peak)
+
+
+if __name__ == "__main__":
+    main()
