@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from watch.soak_writer import KINDS, Rotator
 
 from rlvitals.ingest import find_reader
 from rlvitals.run.follow import LineSource
@@ -38,8 +39,7 @@ class Trainer:
 
     def __init__(self, log: Path, lines: list[bytes]) -> None:
         self.log, self.lines, self.next, self.half = log, lines, 0, b""
-        self.number = 0  # the suffix of the next numbered-up rotation
-        self.shifted = 0  # how many RotatingFileHandler backups exist (run.log.s1 ... run.log.sN)
+        self.rotator = Rotator(log)  # the soak's trainer rotates its logs the same four ways
         log.write_bytes(b"")
 
     @property
@@ -66,28 +66,7 @@ class Trainer:
         if self.half:
             self._append(self.half)
             self.half = b""
-        log = self.log
-        if how == "rename":
-            self.number += 1
-            os.rename(log, log.with_name(f"{log.name}.{self.number}"))
-            log.write_bytes(b"")
-        elif how == "shift":  # RotatingFileHandler: .k -> .k+1 (backups named .sK here, apart from .N)
-            for k in range(self.shifted, 0, -1):
-                os.rename(log.with_name(f"{log.name}.s{k}"), log.with_name(f"{log.name}.s{k + 1}"))
-            self.shifted += 1
-            os.rename(log, log.with_name(f"{log.name}.s1"))
-            log.write_bytes(b"")
-        elif how == "copytruncate":
-            self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
-            with log.open("r+b") as fh:
-                fh.truncate(0)
-        elif how == "copy-replace":  # put a copy aside, then a new file takes the log's name
-            self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
-            fresh = log.with_name(f".{log.name}.new")
-            fresh.write_bytes(b"")
-            os.replace(fresh, log)
+        self.rotator.rotate(how)
 
     def _append(self, data: bytes) -> None:
         with self.log.open("ab") as fh:
@@ -114,7 +93,7 @@ def _stored_steps(src: LineSource, state_path: Path) -> list[int]:
     return steps
 
 
-ROTATIONS = ("rename", "shift", "copytruncate", "copy-replace")
+ROTATIONS = KINDS
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "console"])

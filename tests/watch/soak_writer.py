@@ -16,6 +16,7 @@ import random
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
@@ -23,10 +24,49 @@ from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
 KINDS = ("rename", "shift", "copytruncate", "copy-replace")
 
 
+@dataclass
+class Rotator:
+    """Rotates one log each of the four ways, numbering the copies and renames up (``run.log.1``,
+    ``run.log.2``...) and keeping RotatingFileHandler's backups apart (``run.log.s1``...). Nothing is
+    ever deleted."""
+
+    log: Path
+    number: int = 0
+    shifted: int = 0
+    rotations: int = 0
+
+    def rotate(self, how: str) -> None:
+        log = self.log
+        self.rotations += 1
+        if how == "rename":
+            self.number += 1
+            os.rename(log, log.with_name(f"{log.name}.{self.number}"))
+            log.write_bytes(b"")
+        elif how == "shift":  # .k -> .k+1, then the log -> .1
+            for k in range(self.shifted, 0, -1):
+                os.rename(log.with_name(f"{log.name}.s{k}"), log.with_name(f"{log.name}.s{k + 1}"))
+            self.shifted += 1
+            os.rename(log, log.with_name(f"{log.name}.s1"))
+            log.write_bytes(b"")
+        elif how == "copytruncate":
+            self.number += 1
+            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            with log.open("r+b") as fh:
+                fh.truncate(0)
+        elif how == "copy-replace":  # put a copy aside, then a new file takes the log's name
+            self.number += 1
+            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            fresh = log.with_name(f".{log.name}.new")
+            fresh.write_bytes(b"")
+            os.replace(fresh, log)
+        else:
+            raise ValueError(f"unknown rotation {how!r}; expected one of {', '.join(KINDS)}")
+
+
 class Log:
     def __init__(self, path: Path, lines: list[bytes], rng: random.Random) -> None:
         self.path, self.lines, self.rng = path, lines, rng
-        self.number = self.shifted = self.rotations = 0
+        self.rotator = Rotator(path)
         self.until_rotation = rng.randint(20, 80)  # not before the first watcher looks (see main)
         self.all = path.with_name("all-" + path.name).open("ab")  # not named as a rotation of it
         path.write_bytes(b"")
@@ -46,33 +86,8 @@ class Log:
         self.all.flush()
         self.until_rotation -= 1
         if self.until_rotation <= 0:
-            self.rotate(self.rng.choice(KINDS))
+            self.rotator.rotate(self.rng.choice(KINDS))
             self.until_rotation = self.rng.randint(10, 80)
-
-    def rotate(self, how: str) -> None:
-        log = self.path
-        self.rotations += 1
-        if how == "rename":
-            self.number += 1
-            os.rename(log, log.with_name(f"{log.name}.{self.number}"))
-            log.write_bytes(b"")
-        elif how == "shift":
-            for k in range(self.shifted, 0, -1):
-                os.rename(log.with_name(f"{log.name}.s{k}"), log.with_name(f"{log.name}.s{k + 1}"))
-            self.shifted += 1
-            os.rename(log, log.with_name(f"{log.name}.s1"))
-            log.write_bytes(b"")
-        elif how == "copytruncate":
-            self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
-            with log.open("r+b") as fh:
-                fh.truncate(0)
-        else:
-            self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
-            fresh = log.with_name(f".{log.name}.new")
-            fresh.write_bytes(b"")
-            os.replace(fresh, log)
 
     def _append(self, data: bytes) -> None:
         with self.path.open("ab") as fh:
@@ -104,7 +119,7 @@ def main() -> None:
         time.sleep(gap)
     for log in logs:
         log.all.close()
-    (folder / "written").write_text(" ".join(str(log.rotations) for log in logs))
+    (folder / "written").write_text(" ".join(str(log.rotator.rotations) for log in logs))
 
 
 if __name__ == "__main__":

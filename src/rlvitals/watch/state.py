@@ -106,20 +106,13 @@ class WatchState:
 
     def records(self, path: str) -> list[Record]:
         """The records stored for the log ``path``, in the order they were read."""
-        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            return []
-        source = int(row[0])
-        layouts = {i: tuple(orjson.loads(k)) for i, k in
-                   self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
         where = f"{path} (stored)"
         out = []
-        for step, layout, nums, texts, summary in self.db.execute(
-                "SELECT step, layout, nums, texts, summary FROM records WHERE source = ? ORDER BY seq", (source,)):
-            values: dict[str, Value] = dict(zip(layouts[layout], array("d", nums), strict=True))
+        for step, names, nums, texts, summary in self.packed(path):
+            values: dict[str, Value] = dict(zip(names, array("d", nums), strict=True))
             if texts is not None:
                 values.update(orjson.loads(texts))
-            out.append(Record(int(step), values, where, "summary" if summary else "metrics"))
+            out.append(Record(step, values, where, "summary" if summary else "metrics"))
         return out
 
     def commit(self, sources: Mapping[str, Mapping[str, Any]], keys: Mapping[str, KeyState],
