@@ -63,7 +63,7 @@ from .run import Run, RunBuilder
 from .snapshot import SnapshotSource, signature
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
-#: how many files read from are remembered (not to read a rotated one twice); a log rotates this often
+#: how many finished generations are remembered (not to read a rotated one twice); a log rotates this often
 #: between two polls only if it rotates every few lines
 _KNOWN_FILES = 256
 
@@ -99,7 +99,6 @@ class LineSource:
         self._got = 0  # records added by the current poll
         self._restored = 0  # records rebuilt from the state file, not diagnosed yet
         self.races = 0  # polls that lost a race with a rotation
-        self.read_files: list[tuple[int, int]] = []  # (device, inode) of the files read from, latest last
         self.finished: list[Generation] = []  # the contents read to their end (by content: copies are new files)
         self._last_step: int | None = None  # the highest step added, and the last gaps between steps
         self._strides: list[int] = []
@@ -117,7 +116,7 @@ class LineSource:
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
                          "bytes_read": meta.bytes_read},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
-                "meta_taken": self._meta_taken, "whole": self._whole, "read_files": self.read_files,
+                "meta_taken": self._meta_taken, "whole": self._whole,
                 "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
                 "strides": self._strides,
                 "carried": len(self._carried),
@@ -161,22 +160,23 @@ class LineSource:
             return
         if self.cursor.inode == 0:
             self._know(st)
+        rot: Rotations | None = None
+        why: str = change
         if change in ("truncated", "replaced"):
-            self._restart_file(change, st, rotations(self.cursor, (st.st_dev, st.st_ino), self.finished))
-            change, st = examine(self.cursor, self.path)
-            if st is None:
-                return
+            rot = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
         elif self.cursor.offset == 0 and self.cursor.mtime and st.st_mtime_ns != self.cursor.mtime:
             # nothing read of it yet: a copytruncate of it, or a new file given its inode number, leaves no
             # trace at the path, only the copies beside it
-            rot = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
-            if rot.between or rot.compressed:
-                self._restart_file("rotated before a line of it was read", st, rot)
-                change, st = examine(self.cursor, self.path)
-                if st is None:
-                    return
+            found = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
+            if found.between or found.compressed:
+                rot, why = found, "rotated before a line of it was read"
             else:  # what is rotated off from now on is written after this look
                 self.cursor = replace(self.cursor, mtime=st.st_mtime_ns)
+        if rot is not None:
+            self._restart_file(why, st, rot)
+            change, st = examine(self.cursor, self.path)
+            if st is None:
+                return
         if change == "grown":
             self._grow(st)
 
@@ -247,8 +247,6 @@ class LineSource:
                     self._carry(path, st)
                 elif st.st_size > start:
                     self._read(path, st, start, st.st_size, base)
-                else:
-                    self._seen_file(st)
             except FileNotFoundError:
                 continue  # renamed (or removed) while it was read: look for it again
             except OSError as exc:  # not readable: said, and the rotation goes on (what it read stays read)
@@ -297,7 +295,6 @@ class LineSource:
         cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
         records = self._packed(self.path, meta, skipped)
         self._unchanged(self.path, st, end, cursor)
-        self._seen_file(st)
         self._seen_size = st.st_size
         if not records and meta.crash is None:
             return
@@ -345,7 +342,6 @@ class LineSource:
             records = self._numbered_on(self._packed(old, meta, skipped))
             if not same_file(old, old_st, old_st.st_size):
                 raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(old))
-            self._seen_file(old_st)
             self._carried_skips.merge(skipped)
             self.meta.bytes_read += meta.bytes_read
         self._carried = self._carried + records
@@ -382,7 +378,6 @@ class LineSource:
             self._unchanged(path, st, end, live)
         elif not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
-        self._seen_file(st)
         self._add(records, skipped)
         if self._ending(meta, records) and not records:
             self._got += 1  # a traceback appended after the last record: the run died, which is news
@@ -406,12 +401,6 @@ class LineSource:
         if meta.crash is not None or records:
             self.meta.crash = meta.crash
         return meta.crash is not None
-
-    def _seen_file(self, st: os.stat_result) -> None:
-        ident = (st.st_dev, st.st_ino)
-        if ident not in self.read_files:
-            self.read_files.append(ident)
-            del self.read_files[:-_KNOWN_FILES]
 
     def _add(self, records: list[Packed], skipped: SkipLog, news: bool = True) -> None:
         self.builder.skipped.merge(skipped)
@@ -460,7 +449,6 @@ class LineSource:
         self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
         self._meta_taken = bool(saved.get("meta_taken", False))
         self._whole = bool(saved.get("whole", False))
-        self.read_files = [(int(d), int(i)) for d, i in saved.get("read_files", [])]
         self.finished = [g for g in map(Generation.from_json, saved.get("finished", [])) if g is not None]
         last = saved.get("last_step")
         self._last_step = last if isinstance(last, int) else None
