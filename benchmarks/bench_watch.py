@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from rlvitals.diagnosis import diagnose  # noqa: E402
 from rlvitals.ingest import Record, SourceMeta  # noqa: E402
-from rlvitals.run.run import RunBuilder  # noqa: E402
+from rlvitals.run.builder import RunBuilder  # noqa: E402
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines  # noqa: E402
 
 RATE = 100  # steps per second

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from rlvitals.ingest import Record, SourceMeta
-from rlvitals.run.run import Run, RunBuilder
+from rlvitals.run.builder import RunBuilder
+from rlvitals.run.run import Run
 
 
 def make_run(series: Mapping[str, Sequence[float] | np.ndarray], *, steps: Sequence[int] | None = None,

@@ -58,7 +58,6 @@ ALLOW_PRIVATE: set[tuple[str, str]] = set()
 ALLOW_FACTS: set[tuple[str, str]] = set()
 ALLOW_LONG: set[str] = {
     'rlvitals.cli._parser.build_parser',
-    'rlvitals.run.run.finish',
     'rlvitals.signals (620 lines)',
     'rlvitals.synthetic.simulate.simulate',
 }

@@ -10,7 +10,7 @@ from tiny_catalog import CATALOG
 
 from rlvitals.catalog.aliases import KeyResolver
 from rlvitals.ingest import Record, SourceMeta
-from rlvitals.run.run import RunBuilder
+from rlvitals.run.builder import RunBuilder
 
 RESOLVER = KeyResolver(CATALOG)
 

@@ -107,7 +107,10 @@ def _dead_steps(view: RunView, s: Series, values: dict[str, Any], p: Mapping[str
     n = len(s)
     share = float(np.mean(dead)) if n else 0.0
     width = min(n, max(2 * int(p["window"]), n // 5))
-    worst = float(np.max(np.convolve(dead.astype(float), np.ones(width) / width, "valid"))) if width else 0.0
+    # the most dead steps in any stretch of ``width``, counted in integers: a float convolution's
+    # rounding depends on the memory the arrays happen to lie in
+    counts = np.cumsum(np.concatenate(([0], dead.astype(np.int64))))
+    worst = int(np.max(counts[width:] - counts[:-width])) / width if width else 0.0
     values.update(zero_steps=share, worst=worst, width=width)
     if share < p["dead_note"] or not runs:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]

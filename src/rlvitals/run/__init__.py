@@ -5,8 +5,9 @@ path into runs (:func:`load`), detecting framework, version and algorithm, and f
 
 from __future__ import annotations
 
+from .builder import RunBuilder
 from .follow import Follow, LineSource, signature
 from .load import load
-from .run import Run, RunBuilder
+from .run import Run
 
 __all__ = ["Follow", "LineSource", "load", "Run", "RunBuilder", "signature"]

@@ -5,7 +5,7 @@ Two ways to follow a log, chosen by its format:
 - **Line formats** (veRL console and JSONL, generic JSONL, TRL and OpenRLHF console) grow by
   appended lines. :class:`LineSource` keeps a :class:`~rlvitals.ingest.cursor.FileCursor` and calls
   the format's own reader on the complete lines appended since the last poll only
-  (``SourceMeta.window``), adding their records to one :class:`~rlvitals.run.run.RunBuilder`.
+  (``SourceMeta.window``), adding their records to one :class:`~rlvitals.run.builder.RunBuilder`.
   Until a file has given its first record it is re-read from byte 0 on each change, because
   the veRL console reader parses the startup config dump as one block before the first step
   line and the generic JSONL reader picks its step key from the first records; after that a
@@ -59,7 +59,8 @@ from ..ingest import (
     rotations,
     same_file,
 )
-from .run import Run, RunBuilder
+from .builder import RunBuilder
+from .run import Run
 from .snapshot import SnapshotSource, signature
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})

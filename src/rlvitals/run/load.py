@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..errors import EmptyInputError, UnknownFormatError
 from ..ingest import Reader, SourceMeta, find_reader, logs_in, readers
-from .run import Run, RunBuilder
+from .builder import RunBuilder
+from .run import Run
 
 
 def _sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
@@ -53,7 +54,7 @@ def load(path: str | Path, fmt: str | None = None) -> list[Run]:
             empty.append(f"{root}: read as {reader.format} but it holds no metrics{detail}")
             continue
         meta.notes.extend(notes)
-        runs.append(builder.finish(str(root)))
+        runs.append(builder.finish(str(root), final=True))  # the Run takes the columns, no copy
     if not runs:
         raise EmptyInputError(empty[0] if len(empty) == 1 else
                               f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}")

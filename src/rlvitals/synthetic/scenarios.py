@@ -18,7 +18,8 @@ import numpy as np
 from ..checks import FINDING_STATUSES, VERDICT_STATUSES
 from ..diagnosis import Diagnosis, diagnose
 from ..ingest import Record, SourceMeta
-from ..run.run import Run, RunBuilder
+from ..run.builder import RunBuilder
+from ..run.run import Run
 from .pathologies import PATHOLOGIES, Spec, scenario
 
 
@@ -32,7 +33,7 @@ def run_from_series(series: Mapping[str, np.ndarray], *, framework: str = "verl"
         values: dict[str, float | str] = {k: float(v[i]) for k, v in items if i < len(v) and not np.isnan(v[i])}
         if values:
             builder.add(Record(i + 1, values, f"{path}:{i + 1}"))
-    return builder.finish(path)
+    return builder.finish(path, final=True)
 
 
 def run_for(spec: Spec) -> Run:

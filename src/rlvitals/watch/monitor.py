@@ -1,7 +1,7 @@
 """``Monitor``: rlvitals inside a training loop, without ever slowing or breaking it.
 
 ``log(step, metrics)`` and ``log_rollouts(step, rollouts)`` only put the values on a bounded
-queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.run.RunBuilder`
+queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.builder.RunBuilder`
 (keys are resolved by the catalog exactly as for any log), analyses each step's rollouts
 (:mod:`rlvitals.rollout.analysis`), joins those series onto the Run, diagnoses it at most every
 ``every`` steps and ``min_interval`` seconds, and hands the findings to the watcher's alert
@@ -39,7 +39,8 @@ from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, diagnose
 from ..errors import RlvitalsError
 from ..ingest.record import Record, SourceMeta, Value
-from ..run.run import Run, RunBuilder
+from ..run.builder import RunBuilder
+from ..run.run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .sinks import Sink

@@ -1,0 +1,324 @@
+"""The RunBuilder: a reader's records in, one :class:`~rlvitals.run.run.Run` out.
+
+The builder keeps one float64 column per numeric key, indexed by the row of the record's step
+(rows in the order steps were first seen): 8 bytes a value, so a long log takes about the
+memory of its numbers. A step a key was not logged at holds :data:`ABSENT`, a NaN no arithmetic
+produces, so a logged NaN stays a NaN and a key not logged becomes null.
+
+``finish`` detects the framework, version era and algorithm, maps raw keys to canonical keys
+through the catalog and builds the Run's frames. A one-shot read (``final=True``, what
+:func:`~rlvitals.run.load.load` does) hands the columns to the frames without a copy, and a
+canonical key read from one raw key shares that key's column; a builder that keeps growing (a
+watcher's) gives the Run a copy.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ..catalog.aliases import Context, KeyResolver, Resolved
+from ..catalog.catalog import Catalog, load_catalog
+from ..ingest.record import Crash, Record, RecordCheck, SkipLog, SourceMeta
+from .detect import detect
+from .run import Run
+
+_EVALISH = ("eval", "val", "test")
+
+#: the bits of "not logged at this step": a quiet NaN with a payload no arithmetic makes (an invalid
+#: operation gives the default NaN, without payload), so no value a trainer computed has them; a file
+#: that stored exactly these bits would read as null, not NaN
+ABSENT = 0x7FF8_A85E_0000_0001
+_ABSENT_BYTES = np.array([ABSENT], dtype=np.uint64).tobytes()
+
+#: rows of the run to build: every row (None), a range of rows in step order, or rows by index
+_Pick = slice | np.ndarray
+
+
+@dataclass
+class RunBuilder:
+    """Collects records as dense raw columns (8 bytes a value). ``finish(final=True)`` gives the
+    columns away: nothing may be added after it."""
+
+    meta: SourceMeta
+    skipped: SkipLog = field(default_factory=SkipLog)
+    #: the step of each row, in the order steps were first seen (8 bytes a step)
+    _steps: array[int] = field(default_factory=lambda: array("q"))
+    #: step -> row, made once a new step comes before one already seen (rows no longer in step order)
+    _index: dict[int, int] | None = None
+    _cols: dict[str, array[float]] = field(default_factory=dict)
+    _text: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
+    _summary: dict[str, Any] = field(default_factory=dict)
+    _records: int = 0
+    _check: RecordCheck = field(default_factory=RecordCheck)
+    #: values logged again at a step they were logged at, with a different value
+    _overwritten: int = 0
+    _given: bool = False
+
+    def add(self, record: Record) -> None:
+        """Add one record; a record that cannot join a run (:class:`RecordCheck`) is a counted skip."""
+        if record.kind == "summary":
+            self._summary.update(record.values)
+            return
+        problem = self._check.problem(record)
+        if problem is not None:
+            self.skipped.skip(record.where, problem)
+            return
+        row = self._next_row(record.step)
+        cols = self._cols
+        for key, value in record.values.items():
+            if isinstance(value, str):
+                self._text[key][record.step] = value
+                continue
+            col = cols.get(key)
+            if col is None:
+                col = cols[key] = array("d")
+            if len(col) == row:
+                col.append(value)
+            else:
+                self._put(col, row, value)
+
+    def add_row(self, step: int, names: Sequence[str], numbers: Sequence[float],
+                text: Mapping[str, str] | None = None, summary: bool = False) -> None:
+        """What :meth:`add` does, for a record given as its numeric keys and values apart (the
+        compact form a watcher keeps, without a dict per record) and its text values."""
+        if summary:
+            self._summary.update(zip(names, numbers, strict=True))
+            self._summary.update(text or {})
+            return
+        row = self._next_row(step)
+        cols = self._cols
+        for key, value in zip(names, numbers, strict=True):
+            col = cols.get(key)
+            if col is None:
+                col = cols[key] = array("d")
+            if len(col) == row:
+                col.append(value)
+            else:
+                self._put(col, row, value)
+        for name, word in (text or {}).items():
+            self._text[name][step] = word
+
+    def _next_row(self, step: int) -> int:
+        if self._given:
+            raise RuntimeError("this RunBuilder gave its columns to a Run (finish(final=True)); "
+                               "records cannot be added after that")
+        self._records += 1
+        steps = self._steps
+        if self._index is None:  # rows in step order so far: no index is needed to find one
+            if not steps or step > steps[-1]:
+                steps.append(step)
+                return len(steps) - 1
+            at = bisect_left(steps, step)
+            if steps[at] == step:
+                return at
+            self._index = {s: row for row, s in enumerate(steps)}
+        row = self._index.get(step)
+        if row is None:
+            row = self._index[step] = len(steps)
+            steps.append(step)
+        return row
+
+    def _put(self, col: array[float], row: int, value: float) -> None:
+        """Store ``value`` at ``row`` of a column not of that length: after steps it was not
+        logged at, or at a step logged again (the later value is kept)."""
+        have = len(col)
+        if row > have:
+            col.frombytes(_ABSENT_BYTES * (row - have))
+            col.append(value)
+            return
+        old = col[row]
+        if struct.pack("d", old) != _ABSENT_BYTES and not (old == value or (old != old and value != value)):
+            self._overwritten += 1
+        col[row] = value
+
+    @property
+    def records(self) -> int:
+        return self._records
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing added yet: no step records and no end-of-training summary."""
+        return self._records == 0 and not self._summary
+
+    def finish(self, path: str, catalog: Catalog | None = None, resolver: KeyResolver | None = None,
+               last: int | None = None, final: bool = False) -> Run:
+        """The Run of the records added so far; with ``last``, only its last ``last`` steps, as
+        ``finish(path).tail(last)`` would give them but without building the steps left out (a
+        watcher reading the end of a long run often). With ``final``, the Run takes the builder's
+        columns without a copy and the builder takes no more records."""
+        if self._given:
+            raise RuntimeError("this RunBuilder already gave its columns to a Run (finish(final=True))")
+        catalog = catalog or load_catalog()
+        resolver = resolver or KeyResolver(catalog)
+        steps_seen = np.array(self._steps, dtype=np.int64)
+        pick, cut = _pick(steps_seen, last, ordered=self._index is None)
+        steps = steps_seen[pick]
+        raw_arrays: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray | None] = {}
+        for key, col in self._cols.items():
+            raw_arrays[key], present[key] = _column(col, len(steps_seen), pick, copy=not final)
+        self._given = final
+        notes = list(self.meta.notes)
+        if self._overwritten:
+            notes.append(f"{self._overwritten} values were logged twice for the same step with different values "
+                         "(a resumed run?); the later value was kept")
+        detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
+                           self.meta.framework, catalog, resolver, raw_arrays)
+        ctx = Context(detection.framework if detection.framework != "unknown" else None,
+                      detection.algorithm, detection.family, detection.version_low, detection.version_high)
+        key_map, unmapped = _map_keys(list(raw_arrays), resolver, ctx, notes)
+        train_mask = _train_mask(len(steps), present, key_map, unmapped)
+        raw_series = {key: _series(key, raw_arrays[key], present[key]) for key in raw_arrays}
+        frame = _frame(steps, _canonical_series(raw_arrays, present, raw_series, key_map))
+        meta = self.meta
+        return Run(
+            path=path, format=meta.format, framework=detection.framework, framework_era=detection.era,
+            algorithm=detection.algorithm, family=detection.family, algorithm_label=detection.label,
+            frame=frame, raw=_frame(steps, raw_series), key_map=key_map, unmapped=sorted(unmapped),
+            train_mask=train_mask, validation=_validation(frame, key_map), summary=dict(self._summary),
+            config=dict(meta.config), text=_text_from(self._text, int(steps[0]) if cut and len(steps) else None),
+            notes=notes, skipped=self.skipped, files=list(meta.files), bytes_read=meta.bytes_read, cut=cut,
+            crash=_crash_at(meta.crash, steps[train_mask]), crash_scanned=meta.crash_scanned, reached=meta.reached,
+        )
+
+
+def _pick(steps_seen: np.ndarray, last: int | None, ordered: bool) -> tuple[_Pick, int]:
+    """The rows to build, in step order (a range when the steps came in order, the common case,
+    so no copy is needed), and how many of the first steps ``last`` leaves out."""
+    rows = len(steps_seen)
+    cut = rows - max(last, 0) if last is not None and last < rows else 0
+    if ordered:
+        return slice(cut, rows), cut
+    return np.argsort(steps_seen, kind="stable")[cut:], cut
+
+
+def _column(col: array[float], rows: int, pick: _Pick, copy: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """One raw column at the picked rows, and where it was logged (None: at every row). Without
+    ``copy`` the array is the builder's own memory (the builder must not grow after)."""
+    if len(col) < rows:
+        col.frombytes(_ABSENT_BYTES * (rows - len(col)))
+    values = np.frombuffer(col, dtype=np.float64)[pick]
+    if copy and isinstance(pick, slice):
+        values = values.copy()  # a view would pin the builder's array: it could not grow again
+    logged = values.view(np.uint64) != ABSENT
+    return values, None if logged.all() else logged
+
+
+def _series(name: str, values: np.ndarray, logged: np.ndarray | None) -> pl.Series:
+    """A Float64 series over ``values`` (without a copy when every row was logged) where a row not
+    logged is null and a logged NaN stays NaN."""
+    if logged is None:
+        return pl.Series(name, values, dtype=pl.Float64, nan_to_null=False)
+    return pl.Series(name, np.ma.masked_array(values, mask=~logged), nan_to_null=False)
+
+
+def _crash_at(crash: Crash | None, train_steps: np.ndarray) -> Crash | None:
+    """The crash with the last training step logged before it."""
+    if crash is None or crash.last_step is not None or not len(train_steps):
+        return crash
+    return replace(crash, last_step=int(train_steps.max()))
+
+
+def _text_from(text: dict[str, dict[int, str]], first: int | None) -> dict[str, dict[int, str]]:
+    """A copy of the text values, only those at ``first`` and later when it is given."""
+    if first is None:
+        return {k: dict(v) for k, v in text.items()}
+    return {k: {s: x for s, x in v.items() if s >= first} for k, v in text.items()}
+
+
+def _map_keys(keys: list[str], resolver: KeyResolver, ctx: Context,
+              notes: list[str]) -> tuple[dict[str, Resolved], list[str]]:
+    key_map: dict[str, Resolved] = {}
+    unmapped: list[str] = []
+    for key in keys:
+        hit = resolver.resolve(key, ctx, notes)
+        if hit is None:
+            unmapped.append(key)
+        else:
+            key_map[key] = hit
+    return key_map, unmapped
+
+
+def _frame(steps: np.ndarray, columns: Mapping[str, pl.Series]) -> pl.DataFrame:
+    """The frame of ``columns`` on the step axis; a log that also wrote its step as a metric keeps
+    it, renamed."""
+    series = [pl.Series("step", steps)]
+    series += [col.alias("step (logged)") if name == "step" else col.alias(name) for name, col in columns.items()]
+    return pl.DataFrame(series)
+
+
+def _canonical_series(raw: dict[str, np.ndarray], present: dict[str, np.ndarray | None],
+                      raw_series: dict[str, pl.Series], key_map: dict[str, Resolved]) -> dict[str, pl.Series]:
+    """One column per canonical key: the raw key's own column when one raw key gives it unscaled;
+    several raw keys for one canonical key are coalesced in the order a literal name beats a
+    pattern beats a mangled name."""
+    by_canonical: dict[str, list[Resolved]] = defaultdict(list)
+    for res in key_map.values():
+        by_canonical[res.canonical].append(res)
+    out: dict[str, pl.Series] = {}
+    for canonical in sorted(by_canonical):
+        sources = sorted(by_canonical[canonical], key=lambda r: (":" in r.via, r.via != "exact", r.raw))
+        first = sources[0]
+        if len(sources) == 1 and first.scale == 1:
+            out[canonical] = raw_series[first.raw]
+            continue
+        n = len(raw[first.raw])
+        col, mask = np.full(n, np.nan), np.zeros(n, dtype=bool)
+        for res in sources:
+            fill = _logged(present[res.raw], n) & ~mask
+            if fill.any():
+                col[fill] = raw[res.raw][fill] * res.scale
+                mask |= fill
+        out[canonical] = _series(canonical, col, None if mask.all() else mask)
+    return out
+
+
+def _logged(mask: np.ndarray | None, n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool) if mask is None else mask
+
+
+def _train_mask(n: int, present: dict[str, np.ndarray | None], key_map: dict[str, Resolved],
+                unmapped: list[str]) -> np.ndarray:
+    # a key the catalog does not know still shows that a training step happened, unless its
+    # name says evaluation
+    evidence = [k for k, r in key_map.items() if r.split == "train" and r.metric.kind == "train"]
+    evidence += [k for k in unmapped if not k.lower().startswith(_EVALISH)]
+    mask = np.zeros(n, dtype=bool)
+    for key in evidence:
+        logged = present[key]
+        if logged is None:
+            return np.ones(n, dtype=bool)
+        mask |= logged
+    return mask
+
+
+def _validation(frame: pl.DataFrame, key_map: dict[str, Resolved]) -> dict[str, pl.DataFrame]:
+    """Validation series grouped by data source: ``{source: frame(step, '<var>/<stat>'...)}``."""
+    groups: dict[str, dict[str, str]] = defaultdict(dict)
+    for res in key_map.values():
+        metric = res.metric
+        if metric.regex is not None and metric.kind == "eval":
+            hit = metric.regex.fullmatch(res.canonical)
+            if hit and "source" in hit.groupdict():
+                parts = hit.groupdict()
+                label = "/".join(v for k, v in parts.items() if k != "source" and v)
+                groups[parts["source"]][label or res.canonical] = res.canonical
+                continue
+        if res.split == "eval" or metric.kind == "eval":
+            groups["eval"][res.canonical.removeprefix("eval/")] = res.canonical
+    out: dict[str, pl.DataFrame] = {}
+    for source, cols in sorted(groups.items()):
+        sub = frame.select(["step", *[pl.col(c).alias(label) for label, c in sorted(cols.items())]])
+        keep = sub.select(pl.any_horizontal([pl.col(lbl).is_not_null() for lbl in cols])).to_series()
+        out[source] = sub.filter(keep)
+    return out
+

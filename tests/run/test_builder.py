@@ -1,0 +1,110 @@
+"""RunBuilder's storage: dense columns, a one-shot finish that hands them over without a copy, a
+watcher's finish that copies and lets the builder grow, steps out of order and logged again."""
+
+from __future__ import annotations
+
+import gc
+import math
+import struct
+
+import numpy as np
+import pytest
+from tiny_catalog import CATALOG
+
+from rlvitals.catalog.aliases import KeyResolver
+from rlvitals.ingest import Record, SourceMeta
+from rlvitals.run.builder import ABSENT, RunBuilder
+
+RESOLVER = KeyResolver(CATALOG)
+
+
+def _builder(steps: list[int], **extra: dict[int, float]) -> RunBuilder:
+    builder = RunBuilder(SourceMeta(format="test", framework="verl"))
+    for step in steps:
+        values = {"actor/entropy": 1.0 / step, "mystery/metric": float(step)}
+        values.update({k: v[step] for k, v in extra.items() if step in v})
+        builder.add(Record(step, values, f"f:{step}"))
+    return builder
+
+
+def _column(builder: RunBuilder, key: str) -> np.ndarray:
+    return np.frombuffer(builder._cols[key], dtype=np.float64)
+
+
+def test_a_final_finish_shares_the_builders_columns_and_they_outlive_it() -> None:
+    builder = _builder(list(range(1, 2001)))
+    run = builder.finish("mem", CATALOG, RESOLVER, final=True)
+    mine = _column(builder, "actor/entropy")
+    # the raw frame, and the canonical key read from that one raw key, are the builder's own memory
+    assert np.shares_memory(run.raw["actor/entropy"].to_numpy(), mine)
+    assert np.shares_memory(run.frame["actor/entropy"].to_numpy(), mine)
+    del builder, mine
+    gc.collect()
+    junk = [np.full(2000, 7.0) for _ in range(200)]  # reuse any memory freed too early
+    assert run.frame["actor/entropy"].to_list() == [1.0 / s for s in range(1, 2001)] and junk
+
+
+def test_nothing_can_be_added_after_a_final_finish() -> None:
+    builder = _builder([1, 2])
+    builder.finish("mem", CATALOG, RESOLVER, final=True)
+    with pytest.raises(RuntimeError, match="gave its columns to a Run"):
+        builder.add(Record(3, {"actor/entropy": 0.1}, "f:3"))
+    with pytest.raises(RuntimeError, match="already gave its columns"):
+        builder.finish("mem", CATALOG, RESOLVER)
+
+
+def test_a_growing_builders_run_is_a_copy_a_later_record_does_not_change() -> None:
+    builder = _builder([1, 2, 3])
+    first = builder.finish("mem", CATALOG, RESOLVER)
+    assert not np.shares_memory(first.raw["actor/entropy"].to_numpy(), _column(builder, "actor/entropy"))
+    builder.add(Record(2, {"actor/entropy": 9.0}, "f:again"))  # grows and overwrites: no BufferError
+    builder.add(Record(4, {"actor/entropy": 0.25}, "f:4"))
+    second = builder.finish("mem", CATALOG, RESOLVER)
+    assert first.frame["actor/entropy"].to_list() == [1.0, 0.5, 1 / 3]
+    assert second.frame["actor/entropy"].to_list() == [1.0, 9.0, 1 / 3, 0.25]
+
+
+def test_steps_out_of_order_are_sorted_in_every_column() -> None:
+    run = _builder([5, 1, 3, 2, 4], **{"val/test_score/openai/gsm8k": {3: 0.3, 1: 0.1}}).finish(
+        "mem", CATALOG, RESOLVER, final=True)
+    assert run.steps.tolist() == [1, 2, 3, 4, 5]
+    assert run.raw["mystery/metric"].to_list() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert run.raw["val/test_score/openai/gsm8k"].to_list() == [0.1, None, 0.3, None, None]
+    assert run.tail(2).steps.tolist() == [4, 5]
+
+
+def test_a_key_first_logged_late_and_absent_at_the_end_is_null_there() -> None:
+    run = _builder([1, 2, 3, 4], **{"late/key": {3: 1.5}}).finish("mem", CATALOG, RESOLVER, final=True)
+    assert run.raw["late/key"].to_list() == [None, None, 1.5, None]
+
+
+def test_only_a_value_changed_at_a_step_logged_again_counts_as_overwritten() -> None:
+    builder = _builder([1, 2])
+    builder.add(Record(1, {"actor/entropy": 1.0, "mystery/metric": math.nan}, "f:same"))  # same value; NaN over 1.0
+    builder.add(Record(2, {"actor/entropy": 0.75}, "f:changed"))
+    run = builder.finish("mem", CATALOG, RESOLVER)
+    assert [n for n in run.notes if "logged twice" in n] == [
+        "2 values were logged twice for the same step with different values (a resumed run?); the later value was kept"]
+    assert run.raw["actor/entropy"].to_list() == [1.0, 0.75] and math.isnan(run.raw["mystery/metric"][0])
+
+
+def test_a_logged_nan_of_any_payload_but_absents_stays_nan() -> None:
+    absent = struct.unpack("d", struct.pack("Q", ABSENT))[0]
+    other = struct.unpack("d", struct.pack("Q", ABSENT + 1))[0]
+    builder = _builder([1, 2, 3])
+    for step, value in ((1, math.nan), (2, other), (3, absent)):
+        builder.add(Record(step, {"nan/key": value}, f"f:{step}"))
+    col = builder.finish("mem", CATALOG, RESOLVER, final=True).raw["nan/key"]
+    # the one bit pattern reserved for "not logged" reads as null, as builder.ABSENT documents
+    assert col.is_nan().to_list()[:2] == [True, True] and col.is_null().to_list() == [False, False, True]
+
+
+@pytest.mark.parametrize("order", [[1, 2, 3, 2, 3, 4], [1, 2, 3, 5, 4, 6, 2], [3, 3, 1, 1, 2]])
+def test_a_step_seen_again_finds_its_row_in_order_or_not(order: list[int]) -> None:
+    builder = RunBuilder(SourceMeta(format="test", framework="verl"))
+    for i, step in enumerate(order):
+        builder.add(Record(step, {"mystery/metric": float(i)}, f"f:{i}"))
+    run = builder.finish("mem", CATALOG, RESOLVER, final=True)
+    last = {step: float(i) for i, step in enumerate(order)}  # the later value of a step logged again wins
+    assert run.steps.tolist() == sorted(last)
+    assert run.raw["mystery/metric"].to_list() == [last[s] for s in sorted(last)]
