@@ -298,7 +298,7 @@ def test_state_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE schema SET version = 99")
     db.close()
-    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 2"):
+    with pytest.raises(RlvitalsError, match="its schema version is 99, this rlvitals writes 3"):
         WatchState(path)
 
 

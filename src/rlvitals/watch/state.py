@@ -1,23 +1,26 @@
 """What a watcher keeps across its own restarts, in one SQLite file (WAL mode, stdlib sqlite3).
 
 Tables: ``sources`` (each watched path's cursor: where reading stopped and which file that
-was, and what its reader learned: framework, config, notes, skips), ``records`` (every record
-read from a text log, in order), ``layouts`` (the key lists the records' values follow),
+was, and what its reader learned: framework, config, notes, skips), ``blocks`` and ``records``
+(every record read from a text log, in order: all but the newest packed as compressed blocks of
+:data:`BLOCK` records, the newest one row each), ``layouts`` (the key lists the records' values follow),
 ``keys`` (the alert policy's memory of every finding key) and ``alerts`` (every alert raised,
 with the sinks it has not reached yet).
 
 A text log's records are stored as they are read, in the transaction that moves its cursor
 past them, so a restart rebuilds the Run exactly from the state file alone: a file deleted or
 replaced since (a trainer that recreated its log, a rotated backup dropped) takes nothing with
-it, and no gap opens in a series to raise a false alert. A record is one row: its step, the id
-of its key list (a log's steps mostly share one) and its values as float64 bytes (exact, NaN
-and infinities included), about a third of the size of the JSON line it came from.
+it, and no gap opens in a series to raise a false alert. A record is its step, the id of its key list (a
+log's steps mostly share one) and its values as float64 (exact, NaN and infinities included). Once
+:data:`BLOCK` records wait as rows, they are rewritten as one block (:mod:`.blocks`): each key's
+values side by side, compressed — a twentieth of the log for real veRL and TRL logs.
 
 An alert is written with its pending sinks in the same transaction as the policy state that
 raised it, before any sink is called; a sink that delivers it is struck off. So a watcher
 killed at any point neither forgets an alert (a restart delivers what is still pending) nor
 raises it twice (the policy state says it was raised). ``schema`` holds the layout's version;
-a file of another version is refused with the fix rather than misread.
+a file of version 2 (records as rows only) is read as it is and written on in version 3; a file of
+another version is refused with the fix rather than misread.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -36,8 +39,13 @@ from ..errors import RlvitalsError
 from ..ingest import Record
 from ..ingest.record import Packed, Value
 from .alerts import Alert, KeyState
+from .blocks import BlockError, decode, encode
 
-SCHEMA = 2
+SCHEMA = 3
+#: version 2 had no blocks table: the same file with it added (all its records rows) is version 3
+_UPGRADES = {2}
+#: records packed into one block once that many wait as rows
+BLOCK = 512
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sources (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, state TEXT NOT NULL)",
@@ -46,6 +54,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS records (source INTEGER NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, "
     "layout INTEGER NOT NULL, nums BLOB NOT NULL, texts BLOB, summary INTEGER NOT NULL DEFAULT 0, "
     "PRIMARY KEY (source, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS blocks (source INTEGER NOT NULL, seq INTEGER NOT NULL, count INTEGER NOT NULL, "
+    "data BLOB NOT NULL, PRIMARY KEY (source, seq))",
     "CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, state TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS alerts (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, "
     "status TEXT NOT NULL, at REAL NOT NULL, alert TEXT NOT NULL, pending TEXT NOT NULL)",
@@ -78,7 +88,9 @@ class WatchState:
 
     def _check_version(self) -> None:
         version = schema_version(self.db, SCHEMA)
-        if version != SCHEMA:
+        if version in _UPGRADES:
+            self.db.execute("UPDATE schema SET version = ?", (SCHEMA,))
+        elif version != SCHEMA:
             raise sqlite3.DatabaseError(f"its schema version is {version}, this rlvitals writes {SCHEMA}")
 
     def close(self) -> None:
@@ -90,19 +102,17 @@ class WatchState:
     def keys(self) -> dict[str, KeyState]:
         return {k: KeyState.from_json(json.loads(s)) for k, s in self.db.execute("SELECT key, state FROM keys")}
 
-    def packed(self, path: str) -> list[Packed]:
-        """The records stored for the log ``path``, in the order they were read, packed as they are
-        stored (a tenth of the memory of their dicts; the records of one layout share its key tuple):
-        what a restarted watcher rebuilds its run from."""
-        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            return []
-        source = int(row[0])
-        layouts = {i: tuple(orjson.loads(k)) for i, k in
-                   self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
-        return [(int(step), layouts[layout], bytes(nums), texts, bool(summary)) for step, layout, nums, texts, summary
-                in self.db.execute("SELECT step, layout, nums, texts, summary FROM records WHERE source = ? "
-                                   "ORDER BY seq", (source,))]
+    def packed(self, path: str) -> StoredRecords:
+        """The records stored for the log ``path``, in the order they were read, packed (the records of
+        one layout share its key tuple): what a restarted watcher rebuilds its run from. The blocks
+        are read now and decoded one at a time as the records are iterated."""
+        source = self._source(path)
+        if source is None:
+            return StoredRecords([], {}, [])
+        layouts = self._layouts(source)
+        blocks = [(int(c), bytes(d)) for c, d in self.db.execute(
+            "SELECT count, data FROM blocks WHERE source = ? ORDER BY seq", (source,))]
+        return StoredRecords(blocks, layouts, self._rows(source, layouts), self.path)
 
     def records(self, path: str) -> list[Record]:
         """The records stored for the log ``path``, in the order they were read."""
@@ -114,6 +124,20 @@ class WatchState:
                 values.update(orjson.loads(texts))
             out.append(Record(step, values, where, "summary" if summary else "metrics"))
         return out
+
+    def _source(self, path: str) -> int | None:
+        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _layouts(self, source: int) -> dict[int, tuple[str, ...]]:
+        return {int(i): tuple(orjson.loads(k)) for i, k in
+                self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
+
+    def _rows(self, source: int, layouts: Mapping[int, tuple[str, ...]]) -> list[Packed]:
+        """The records of ``source`` stored one row each (those not packed into a block yet)."""
+        return [(int(step), layouts[layout], bytes(nums), texts, bool(summary)) for step, layout, nums, texts, summary
+                in self.db.execute("SELECT step, layout, nums, texts, summary FROM records WHERE source = ? "
+                                   "ORDER BY seq", (source,))]
 
     def commit(self, sources: Mapping[str, Mapping[str, Any]], keys: Mapping[str, KeyState],
                alerts: list[Alert], sinks: list[str],
@@ -140,28 +164,57 @@ class WatchState:
         return ids
 
     def _store(self, path: str, reset: bool, new: Sequence[Packed]) -> None:
-        """Append ``new`` to the records of ``path`` (after dropping the stored ones if ``reset``)."""
-        row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
-        if row is None:
+        """Append ``new`` to the records of ``path`` (after dropping the stored ones if ``reset``); once
+        :data:`BLOCK` records wait as rows, they are rewritten as blocks."""
+        source = self._source(path)
+        if source is None:
             self.db.execute("INSERT INTO sources (path, state) VALUES (?, '{}')", (path,))
-            row = self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()
-        source = int(row[0])
+            source = int(self.db.execute("SELECT id FROM sources WHERE path = ?", (path,)).fetchone()[0])
         if reset:
-            self.db.execute("DELETE FROM records WHERE source = ?", (source,))
-            self.db.execute("DELETE FROM layouts WHERE source = ?", (source,))
-        stored = {tuple(orjson.loads(k)): int(i) for i, k in
-                  self.db.execute("SELECT id, keys FROM layouts WHERE source = ?", (source,))}
-        seq = int(self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM records WHERE source = ?",
-                                  (source,)).fetchone()[0])
-        rows = []
-        for step, names, nums, texts, summary in new:
+            for table in ("records", "blocks", "layouts"):
+                self.db.execute(f"DELETE FROM {table} WHERE source = ?", (source,))
+        ids = self._layout_ids(source, new)
+        waiting = int(self.db.execute("SELECT COUNT(*) FROM records WHERE source = ?", (source,)).fetchone()[0])
+        if waiting + len(new) < BLOCK:
+            self._insert_rows(source, self._next_seq(source), new, ids)
+            return
+        layouts = self._layouts(source)
+        start = self._next_seq(source) - waiting  # the rows waiting are the last records, numbered on
+        batch = self._rows(source, layouts) + list(new)
+        by_names = {names: i for i, names in layouts.items()}
+        self.db.execute("DELETE FROM records WHERE source = ?", (source,))
+        full = len(batch) - len(batch) % BLOCK
+        self.db.executemany("INSERT INTO blocks VALUES (?, ?, ?, ?)",
+                            [(source, start + at, BLOCK, encode(chunk, [by_names[r[1]] for r in chunk]))
+                             for at in range(0, full, BLOCK) for chunk in [batch[at:at + BLOCK]]])
+        rest = batch[full:]
+        self._insert_rows(source, start + full, rest, [by_names[r[1]] for r in rest])
+
+    def _layout_ids(self, source: int, new: Sequence[Packed]) -> list[int]:
+        """The layout id of each record of ``new``, storing the key lists not stored yet."""
+        stored = {names: i for i, names in self._layouts(source).items()}
+        ids = []
+        for names in (r[1] for r in new):
             layout = stored.get(names)
             if layout is None:
                 layout = stored[names] = len(stored)
                 self.db.execute("INSERT INTO layouts VALUES (?, ?, ?)", (source, layout, orjson.dumps(list(names))))
-            seq += 1
-            rows.append((source, seq, step, layout, nums, texts, int(summary)))
-        self.db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            ids.append(layout)
+        return ids
+
+    def _next_seq(self, source: int) -> int:
+        """The number the next record of ``source`` gets (records count on across blocks and rows)."""
+        row = self.db.execute("SELECT MAX(seq) + 1 FROM records WHERE source = ?", (source,)).fetchone()
+        if row[0] is not None:
+            return int(row[0])
+        row = self.db.execute("SELECT seq + count FROM blocks WHERE source = ? ORDER BY seq DESC LIMIT 1",
+                              (source,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _insert_rows(self, source: int, seq: int, records: Sequence[Packed], ids: Sequence[int]) -> None:
+        self.db.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [(source, seq + i, r[0], layout, r[2], r[3], int(r[4]))
+                             for i, (r, layout) in enumerate(zip(records, ids, strict=True))])
 
     def delivered(self, alert_id: int, sink: str) -> None:
         """Strike ``sink`` off the alert's pending list."""
@@ -193,3 +246,37 @@ class _Tx:
 
     def __exit__(self, kind: object, value: object, tb: object) -> None:
         self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+class StoredRecords(Sequence[Packed]):
+    """The stored records of one log: its blocks, decoded one at a time as they are iterated, then its
+    records stored as rows. A damaged block raises :class:`~rlvitals.errors.RlvitalsError`."""
+
+    def __init__(self, blocks: list[tuple[int, bytes]], layouts: dict[int, tuple[str, ...]],
+                 rows: list[Packed], path: Path | None = None) -> None:
+        self._blocks, self._layouts, self._rows, self._path = blocks, layouts, rows, path
+
+    def __len__(self) -> int:
+        return sum(count for count, _ in self._blocks) + len(self._rows)
+
+    def __iter__(self) -> Iterator[Packed]:
+        for number, (count, data) in enumerate(self._blocks):
+            try:
+                records = decode(data, self._layouts)
+            except BlockError as exc:
+                raise RlvitalsError(f"{self._path}: block {number + 1} of the stored records is damaged ({exc}); "
+                                    "pass --state NEW_FILE or delete this one to read the logs afresh") from None
+            if len(records) != count:
+                raise RlvitalsError(f"{self._path}: block {number + 1} of the stored records holds {len(records)} "
+                                    f"records, not {count}; pass --state NEW_FILE or delete this one")
+            yield from records
+        yield from self._rows
+
+    @overload
+    def __getitem__(self, index: int) -> Packed: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Packed]: ...
+
+    def __getitem__(self, index: int | slice) -> Packed | list[Packed]:
+        return list(self)[index]
