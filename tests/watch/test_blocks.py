@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rlvitals.errors import RlvitalsError
 from rlvitals.ingest.record import Packed
 from rlvitals.watch import blocks
-from rlvitals.watch.state import BLOCK, WatchState
+from rlvitals.watch.state import BLOCK, MIN_BLOCK, WatchState
 
 LAYOUTS = {0: ("actor/entropy", "actor/kl"), 1: ("val/score",), 2: ()}
 
@@ -91,11 +91,14 @@ def test_records_committed_a_few_at_a_time_are_packed_into_blocks_and_read_back_
         assert list(state.packed("run.log")) == records[:at]
     assert at == len(records)
     db = state.db
-    assert db.execute("SELECT COUNT(*), SUM(count) FROM blocks").fetchone() == (3, 3 * BLOCK)
-    assert db.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 77
+    counts = [c for (c,) in db.execute("SELECT count FROM blocks ORDER BY seq")]
+    rows = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    # every block full but the last, then fewer rows than the smallest block
+    assert counts[:-1] == [BLOCK] * (len(counts) - 1) and counts[-1] >= MIN_BLOCK and rows < MIN_BLOCK, counts
+    assert sum(counts) + rows == len(records) and len(counts) == 4
     assert [r.step for r in state.records("run.log")] == list(range(len(records)))
     size = sum(len(d) for (d,) in db.execute("SELECT data FROM blocks"))
-    assert size < 0.5 * 3 * BLOCK * 29  # against the same records as rows (29 bytes each, see above)
+    assert size < 0.5 * sum(counts) * 29  # against the same records as rows (29 bytes each, see above)
     _commit(state, "run.log", _steps(4, start=1000), reset=True)  # a replaced log drops its blocks too
     assert [r[0] for r in state.packed("run.log")] == [1000, 1001, 1002, 1003]
     assert db.execute("SELECT COUNT(*) FROM blocks").fetchone()[0] == 0
@@ -115,6 +118,16 @@ def test_a_version_2_file_is_read_on_and_written_in_version_3(tmp_path: Path) ->
     assert list(state.packed("run.log")) == _steps(20)
     _commit(state, "run.log", _steps(BLOCK, start=20))
     assert list(state.packed("run.log")) == _steps(BLOCK + 20)
+
+
+def test_a_watcher_committing_a_record_a_poll_ends_with_full_blocks(tmp_path: Path) -> None:
+    state = WatchState(tmp_path / "s.sqlite")
+    records = _steps(2 * BLOCK + 5, decimals=3)
+    for record in records:
+        _commit(state, "run.log", [record])
+    counts = [c for (c,) in state.db.execute("SELECT count FROM blocks ORDER BY seq")]
+    assert counts == [BLOCK, BLOCK] and state.db.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 5
+    assert list(state.packed("run.log")) == records
 
 
 def test_a_damaged_block_in_the_state_file_names_the_file_and_the_fix(tmp_path: Path) -> None:

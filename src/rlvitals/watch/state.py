@@ -2,8 +2,8 @@
 
 Tables: ``sources`` (each watched path's cursor: where reading stopped and which file that
 was, and what its reader learned: framework, config, notes, skips), ``blocks`` and ``records``
-(every record read from a text log, in order: all but the newest packed as compressed blocks of
-:data:`BLOCK` records, the newest one row each), ``layouts`` (the key lists the records' values follow),
+(every record read from a text log, in order: all but the newest packed as compressed blocks of up
+to :data:`BLOCK` records, the newest one row each), ``layouts`` (the key lists the records' values follow),
 ``keys`` (the alert policy's memory of every finding key) and ``alerts`` (every alert raised,
 with the sinks it has not reached yet).
 
@@ -12,8 +12,8 @@ past them, so a restart rebuilds the Run exactly from the state file alone: a fi
 replaced since (a trainer that recreated its log, a rotated backup dropped) takes nothing with
 it, and no gap opens in a series to raise a false alert. A record is its step, the id of its key list (a
 log's steps mostly share one) and its values as float64 (exact, NaN and infinities included). Once
-:data:`BLOCK` records wait as rows, they are rewritten as one block (:mod:`.blocks`): each key's
-values side by side, compressed — a twentieth of the log for real veRL and TRL logs.
+:data:`MIN_BLOCK` records wait as rows, they are rewritten as a block (:mod:`.blocks`): each key's
+values side by side, compressed; the last block, until it is full, is packed again with them.
 
 An alert is written with its pending sinks in the same transaction as the policy state that
 raised it, before any sink is called; a sink that delivers it is struck off. So a watcher
@@ -44,8 +44,9 @@ from .blocks import BlockError, decode, encode
 SCHEMA = 3
 #: version 2 had no blocks table: the same file with it added (all its records rows) is version 3
 _UPGRADES = {2}
-#: records packed into one block once that many wait as rows
-BLOCK = 512
+#: records in a full block; rows are packed into a block once :data:`MIN_BLOCK` wait, with the last
+#: block when it is not full: every block but the last holds :data:`BLOCK` records
+BLOCK, MIN_BLOCK = 512, 64
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sources (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, state TEXT NOT NULL)",
@@ -175,20 +176,43 @@ class WatchState:
                 self.db.execute(f"DELETE FROM {table} WHERE source = ?", (source,))
         ids = self._layout_ids(source, new)
         waiting = int(self.db.execute("SELECT COUNT(*) FROM records WHERE source = ?", (source,)).fetchone()[0])
-        if waiting + len(new) < BLOCK:
+        if waiting + len(new) < MIN_BLOCK:
             self._insert_rows(source, self._next_seq(source), new, ids)
             return
         layouts = self._layouts(source)
-        start = self._next_seq(source) - waiting  # the rows waiting are the last records, numbered on
-        batch = self._rows(source, layouts) + list(new)
-        by_names = {names: i for i, names in layouts.items()}
+        start, batch = self._open_block(source, layouts)
+        start = self._next_seq(source) - waiting if start is None else start
+        batch += self._rows(source, layouts) + list(new)
         self.db.execute("DELETE FROM records WHERE source = ?", (source,))
-        full = len(batch) - len(batch) % BLOCK
+        rest = self._insert_blocks(source, start, batch, layouts)
+        self._insert_rows(source, start + len(batch) - len(rest), rest, self._ids(rest, layouts))
+
+    def _open_block(self, source: int, layouts: Mapping[int, tuple[str, ...]]) -> tuple[int | None, list[Packed]]:
+        """The last block when it is not full, taken out to be packed again with the records after it (so
+        every block but the last is full): its first number and its records; ``(None, [])`` otherwise."""
+        row = self.db.execute("SELECT seq, count, data FROM blocks WHERE source = ? ORDER BY seq DESC LIMIT 1",
+                              (source,)).fetchone()
+        if row is None or int(row[1]) >= BLOCK:
+            return None, []
+        records = list(StoredRecords([(int(row[1]), bytes(row[2]))], dict(layouts), [], self.path))
+        self.db.execute("DELETE FROM blocks WHERE source = ? AND seq = ?", (source, row[0]))
+        return int(row[0]), records
+
+    def _insert_blocks(self, source: int, start: int, batch: Sequence[Packed],
+                       layouts: Mapping[int, tuple[str, ...]]) -> Sequence[Packed]:
+        """Store ``batch`` (numbered from ``start``) as blocks of up to :data:`BLOCK` records; returns the
+        records left over, fewer than :data:`MIN_BLOCK`, for rows."""
+        chunks = [batch[at:at + BLOCK] for at in range(0, len(batch), BLOCK)]
+        rest: Sequence[Packed] = chunks.pop() if chunks and len(chunks[-1]) < MIN_BLOCK else []
         self.db.executemany("INSERT INTO blocks VALUES (?, ?, ?, ?)",
-                            [(source, start + at, BLOCK, encode(chunk, [by_names[r[1]] for r in chunk]))
-                             for at in range(0, full, BLOCK) for chunk in [batch[at:at + BLOCK]]])
-        rest = batch[full:]
-        self._insert_rows(source, start + full, rest, [by_names[r[1]] for r in rest])
+                            [(source, start + i * BLOCK, len(c), encode(c, self._ids(c, layouts)))
+                             for i, c in enumerate(chunks)])
+        return rest
+
+    @staticmethod
+    def _ids(records: Sequence[Packed], layouts: Mapping[int, tuple[str, ...]]) -> list[int]:
+        by_names = {names: i for i, names in layouts.items()}
+        return [by_names[r[1]] for r in records]
 
     def _layout_ids(self, source: int, new: Sequence[Packed]) -> list[int]:
         """The layout id of each record of ``new``, storing the key lists not stored yet."""
