@@ -18,11 +18,11 @@ def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[
     resolver = KeyResolver(catalog)
     res = resolver.resolve(key, Context())
     if res is None:
-        close = sorted(k for k in catalog.metrics if key.split("/")[-1] in k)[:5]
-        hint = f"; similar: {', '.join(close)}" if close else ""
+        close = near_misses(key, catalog)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
         raise UnknownMetricError(
-            f"{key!r} is neither a canonical metric nor an alias of one{hint}; "
-            "run 'rlvitals explain --list' to see every metric"
+            f"{key!r} is neither a canonical metric nor an alias of one.{hint} "
+            "Run 'rlvitals explain --list' to see every metric."
         )
     how = [f"{key!r} is an alias of {res.canonical!r} (via {res.via})"]
     if res.alias is not None:
@@ -36,6 +36,22 @@ def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[
     if res.split == "eval":
         how.append("logged on the evaluation split")
     return res.metric, res.canonical, how
+
+
+def near_misses(key: str, catalog: Catalog, limit: int = 3) -> list[str]:
+    """The canonical keys and framework names closest to a key the catalog does not know (a typo, a
+    name half remembered), best first."""
+    from rapidfuzz import fuzz, process
+
+    names = {k for k in catalog.metrics if "{" not in k}
+    names |= {a.name for m in catalog.metrics.values() for a in m.aliases if a.name}
+    def score(typed: str, name: str, **_: object) -> float:
+        # a key typed without its prefix ("kl_los") is compared with the names' last part too
+        whole = fuzz.ratio(typed, name)
+        return whole if "/" in typed else max(whole, fuzz.ratio(typed, name.rsplit("/", 1)[-1]) - 5)
+
+    found = process.extract(key, sorted(names), scorer=score, limit=limit, score_cutoff=75)
+    return [repr(name) for name, _, _ in found]
 
 
 def metric_info(metric: Metric, canonical: str, lang: str, how: list[str]) -> dict[str, Any]:

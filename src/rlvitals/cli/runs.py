@@ -144,8 +144,13 @@ def _example(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..ingest import readers
 
-    for fmt in dict.fromkeys(r.format for r in readers()):
-        out.write(f"{fmt}\n")
+    described = {}
+    for reader in readers():
+        described.setdefault(reader.format, reader.describes)
+    width = max(map(len, described))
+    for fmt, what in described.items():
+        out.write(f"{fmt:<{width}}  {what}\n")
+    out.write("rlvitals finds the format itself; --format NAME forces one.\n")
     return EXIT_OK
 
 

@@ -21,7 +21,8 @@ class Reader:
     first bytes of a file (empty for a folder). ``read`` streams records, counting what it
     must skip in ``skips`` and writing what it learns about the source into ``meta``.
     ``runs(path)`` splits a folder holding several runs (nested TensorBoard runs, an
-    MLflow store) into one root per run.
+    MLflow store) into one root per run. ``describes`` says in a line what a user would hand it
+    (``rlvitals formats``).
     """
 
     format: str
@@ -29,3 +30,4 @@ class Reader:
     read: Callable[[Path, SourceMeta, SkipLog], Iterator[Record]]
     takes_dir: bool = False
     runs: Callable[[Path], list[Path]] = _single
+    describes: str = ""

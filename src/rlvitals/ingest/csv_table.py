@@ -250,4 +250,5 @@ def read(root: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.bytes_read += path.stat().st_size
 
 
-READER = Reader(FORMAT, sniff, read, runs=runs)
+READER = Reader(FORMAT, sniff, read, runs=runs,
+                describes="a CSV table of metrics with a step column: a notebook's training table, a W&B chart export")

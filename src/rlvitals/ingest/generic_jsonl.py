@@ -170,4 +170,5 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     note_side_logs(meta, path, side_logs, "lines")
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="JSON lines of metrics with a step key: a custom logger, W&B's wandb-history.jsonl")

@@ -302,6 +302,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 
 
 #: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder
-READER = Reader(FORMAT, sniff, read, runs=runs)
-DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs)
+DESCRIBES = "an MLflow tracking store: an mlruns/ folder or a SQLite mlflow.db"
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
 READERS = (READER, DIR_READER)

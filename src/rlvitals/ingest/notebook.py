@@ -309,4 +309,5 @@ def _printed(path: Path, code: list[tuple[int, dict[str, Any]]], meta: SourceMet
     meta.crash, meta.crash_scanned = _error(last[1], f"{path}#cell {last[0]}"), True
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="a Jupyter notebook (.ipynb) whose saved outputs hold a trainer's logs or training table")

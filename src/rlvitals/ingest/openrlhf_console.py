@@ -75,4 +75,5 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.crash, meta.crash_scanned = crash.crash(), True
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="OpenRLHF's console log: the dict its PPO trainer prints at every global step")

@@ -111,4 +111,5 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     note_side_logs(meta, path, side_rows, "rows")
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="a Parquet table of metrics, one row per logged step")

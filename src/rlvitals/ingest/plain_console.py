@@ -62,6 +62,8 @@ class Dialect:
     own_prefix: str = ""
     #: values that mean "yes"/"no" in a sample line
     words: dict[str, float] = field(default_factory=lambda: {"true": 1.0, "false": 0.0})
+    #: what a user would hand the reader (``rlvitals formats``)
+    describes: str = ""
 
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
@@ -74,12 +76,14 @@ DIALECTS: tuple[Dialect, ...] = (
         (Extra(re.compile(rf"^average reward score: (?P<value>{_NUM})\s*$"), key="average reward score"),
          Extra(re.compile(r"^\|E2E latency="),
                pair=re.compile(rf"\s*([A-Za-z][\w ]*?)=({_NUM})s?(?: \([\d.]+%\))?\s*"))),
+        describes="DeepSpeed-Chat step-3 (PPO) console log: epoch: N|step: N|ppo_ep: N|act_loss: ... lines",
     ),
     Dialect(
         "minimind-console",
         re.compile(rb"(?:^|\n)Epoch:\[\d+/\d+\]\(\d+/\d+\), [A-Z][\w ]*: "),
         re.compile(r"^Epoch:\[(?P<epoch>\d+)/\d+\]\((?P<step>\d+)/(?P<per_epoch>\d+)\),\s*(?P<pairs>.*)$"),
         re.compile(rf"\s*([A-Za-z][\w ]*?):\s*({_NUM})\s*"), ",",
+        describes="MiniMind's RL trainers' log: Epoch:[e/E](s/S), Reward: ..., KL_ref: ... lines",
     ),
     Dialect(
         "posttraining-llm-small-console",
@@ -91,6 +95,7 @@ DIALECTS: tuple[Dialect, ...] = (
                samples=True)),
         own_step=re.compile(r"^\[step (?P<step>\d+)\] (?P<pairs>.*)$"),
         own_prefix="eval/",
+        describes="the post-training-llm-small GRPO script's log: grpo_loss is X and kl is Y lines",
     ),
 )
 
@@ -198,7 +203,7 @@ def _reader(dialect: Dialect) -> Reader:
     def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         return _read(dialect, path, meta, skips)
 
-    return Reader(dialect.format, sniff, read)
+    return Reader(dialect.format, sniff, read, describes=dialect.describes)
 
 
 READERS = tuple(_reader(d) for d in DIALECTS)

@@ -157,6 +157,7 @@ def _by_step(path: Path, chunks: Iterator[Hits]) -> Iterator[Record]:
 
 
 #: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder
-READER = Reader(FORMAT, sniff, read, runs=runs)
-DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs)
+DESCRIBES = "TensorBoard event files (events.out.tfevents.*), or a folder of runs holding them"
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
 READERS = (READER, DIR_READER)

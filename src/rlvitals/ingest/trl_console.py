@@ -255,4 +255,5 @@ def _remember(log: ConsoleLog, meta: SourceMeta) -> None:
             meta.config.setdefault(key, value)
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="TRL / HF Trainer console output: the logs dicts printed at every logging step")

@@ -154,8 +154,9 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             yield Record(step, values, where)
 
 
-READER = Reader(FORMAT, sniff, read)
+DESCRIBES = "HF Trainer / TRL trainer_state.json (log_history), or an output_dir of checkpoints"
+READER = Reader(FORMAT, sniff, read, describes=DESCRIBES)
 #: the same reader for a Trainer output folder or checkpoint folder
-DIR_READER = Reader(FORMAT, sniff_dir, read, takes_dir=True)
+DIR_READER = Reader(FORMAT, sniff_dir, read, takes_dir=True, describes=DESCRIBES)
 #: both forms, for a registry that takes several readers from one module
 READERS = (READER, DIR_READER)

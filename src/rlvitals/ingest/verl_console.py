@@ -343,4 +343,5 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="veRL's console logger: step:N - key:value lines in a captured stdout")

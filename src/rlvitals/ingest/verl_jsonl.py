@@ -62,4 +62,5 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             yield Record(step, values, where)
 
 
-READER = Reader(FORMAT, sniff, read)
+READER = Reader(FORMAT, sniff, read,
+                describes="veRL's file logger: one {\"step\": N, \"data\": {...}} object per line")

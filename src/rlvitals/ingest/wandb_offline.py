@@ -504,6 +504,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 
 
 #: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder
-READER = Reader(FORMAT, sniff, read, runs=runs)
-DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs)
+DESCRIBES = "a W&B offline run (run-<id>.wandb), or a wandb/ folder of runs"
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
 READERS = (READER, DIR_READER)
