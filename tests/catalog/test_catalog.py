@@ -684,8 +684,8 @@ def test_explain_templated_key_in_chinese() -> None:
 def test_explain_unknown_key_exits_2() -> None:
     code, out, err = run_cli("explain", "no/such_metric")
     assert (code, out) == (2, "")
-    assert re.fullmatch(r"rlvitals: 'no/such_metric' is neither a canonical metric nor an alias of one; "
-                        r"run 'rlvitals explain --list' to see every metric\n", err)
+    assert re.fullmatch(r"rlvitals: 'no/such_metric' is neither a canonical metric nor an alias of one\. "
+                        r"Run 'rlvitals explain --list' to see every metric\.\n", err)
 
 
 def test_explain_list_covers_the_catalog() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any, Protocol
 
 from .._version import __version__
 
@@ -30,9 +31,6 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
     "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
-    "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
-                   "rlvitals completion zsh > ~/.zfunc/_rlvitals", "rlvitals completion fish > "
-                   "~/.config/fish/completions/rlvitals.fish"),
 }
 
 
@@ -61,15 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _add(sub: argparse._SubParsersAction, name: str, help: str,  # type: ignore[type-arg]
-         description: str | None = None) -> argparse.ArgumentParser:
+class _Subcommands(Protocol):
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def _add(sub: _Subcommands, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
     """A subcommand whose description (at the top of its help) is, unless given, its line in the command list."""
     parser: argparse.ArgumentParser = sub.add_parser(
         name, help=help, description=description or f"{help[0].upper()}{help[1:]}.")
     return parser
 
 
-def _commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _commands(sub: _Subcommands) -> None:
 
     ins = _add(sub, "inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
     ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
@@ -211,9 +212,6 @@ def _commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_rollout_options(xpt)
-
-    cmp = _add(sub, "completion", help="print a shell completion script for bash, zsh or fish")
-    cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete rlvitals in")
 
 
 #: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold

@@ -144,7 +144,7 @@ def _example(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..ingest import readers
 
-    described = {}
+    described: dict[str, str] = {}
     for reader in readers():
         described.setdefault(reader.format, reader.describes)
     width = max(map(len, described))
