@@ -233,7 +233,7 @@ def test_the_values_judged_are_the_sampled_ones(sampled: Sampled, tmp_path: Path
                           "--json")
     assert code == 0, err
     (run,) = json.loads(out)["runs"]
-    assert "rollout/truncation_share: max_response_length counts tokens, but the rollouts carry no token counts " \
+    assert "rollout/truncation_share: --max-response-length counts tokens, but the rollouts carry no token counts " \
            "(their lengths are characters); map a token-count column (--length COLUMN) or a truncation flag " \
            "(--truncated COLUMN)" in run["rollouts"]["not_computed"]
 
@@ -243,7 +243,8 @@ def test_a_generic_dump_needs_its_column_options(sampled: Sampled) -> None:
     code, out, err = _cli("diagnose", str(RUN), "--rollouts", str(sampled.generic))
     assert code == 2 and out == ""
     assert err.startswith(f"rlvitals: {sampled.generic}: columns ['iteration', 'uid', 'question', 'completion', "
-                          "'reward', 'n_tokens', 'dataset'] name no rollout response or score; pass a column map")
+                          "'reward', 'n_tokens', 'dataset'] name no rollout response or score; name them with "
+                          "--response COLUMN and --score COLUMN")
     code, out, err = _cli("diagnose", str(RUN), "--rollouts", str(sampled.generic), *COLUMNS[:-2], "--score", "nosuch")
     assert code == 2
     assert err.startswith(f"rlvitals: --score nosuch: no column 'nosuch' in {sampled.generic}; its columns are ")

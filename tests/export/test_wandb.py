@@ -221,11 +221,11 @@ class _Out:
 
 def test_without_wandb(plan: ExportPlan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "wandb", None)  # what `import wandb` does when it is not installed
-    with pytest.raises(RlvitalsError, match=r"--wandb needs the wandb client.*pip install wandb"):
+    with pytest.raises(RlvitalsError, match=r"--wandb needs the wandb client.*pip install 'rlvitals\[export\]'"):
         write_wandb(plan, directory=tmp_path)
     out, err = _Out(), _Out()
     assert main(["export", str(FIXTURE), "--wandb", "--wandb-dir", str(tmp_path)], out, err) == 2  # type: ignore[arg-type]
-    assert "pip install wandb" in err.text
+    assert "pip install 'rlvitals[export]'" in err.text
 
 
 def test_wandb_dir_is_a_file(plan: ExportPlan, tmp_path: Path) -> None:

@@ -239,8 +239,7 @@ def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
     assert not any(s.startswith("rollout/tool_calls/at_cap") for s in a.skipped)
     b = rlvitals.analyze_rollouts(rows, ks=(1,))
     assert "rollout/tool_calls/at_cap" not in b.steps.columns
-    assert ("rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N "
-            "(analyze_rollouts(tool_call_cap=N))") in b.skipped
+    assert "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N" in b.skipped
     with pytest.raises(ValueError, match=r"tool_call_cap must be a whole number >= 1 .*got 0"):
         rlvitals.analyze_rollouts(rows, tool_call_cap=0)
     path = tmp_path / "tools.jsonl"
@@ -308,13 +307,13 @@ def test_max_response_length_marks_truncation_from_token_counts(tmp_path: Path) 
     # no flag and no limit: the key says what it needs
     c = rlvitals.analyze_rollouts([{k: v for k, v in r.items() if k != "truncated"} for r in rows], ks=(1,))
     assert "rollout/truncation_share" not in c.steps.columns
-    assert ("rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
-            "(--max-response-length N) with token counts in 'length'") in c.skipped
+    assert ("rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or --max-response-length N "
+            "with token counts in 'length'") in c.skipped
     # character lengths are never compared with a token limit
     chars = [{k: v for k, v in r.items() if k not in ("truncated", "length")} for r in rows]
     d = rlvitals.analyze_rollouts(chars, ks=(1,), max_response_length=1)
     assert "rollout/truncation_share" not in d.steps.columns
-    assert any(s.startswith("rollout/truncation_share: max_response_length counts tokens, but the rollouts carry no "
+    assert any(s.startswith("rollout/truncation_share: --max-response-length counts tokens, but the rollouts carry no "
                             "token counts") for s in d.skipped)
     with pytest.raises(ValueError, match=r"max_response_length must be a whole number of tokens >= 1, got 0"):
         rlvitals.analyze_rollouts(rows, max_response_length=0)
@@ -347,12 +346,11 @@ def test_every_key_left_out_says_what_it_needs() -> None:
         "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, --answer COLUMN)",
         "diversity/action_edit_distance: needs the rollout column 'actions'",
         "diversity/state_coverage: needs the rollout column 'states'",
-        "rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or max_response_length=N "
-        "(--max-response-length N) with token counts in 'length'",
+        "rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or --max-response-length N "
+        "with token counts in 'length'",
         "prompt/difficulty/{easy,medium,hard}/adv_share: needs the rollout column 'advantage' (the sequence "
         "advantage: TRL completions carry it)",
-        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N "
-        "(analyze_rollouts(tool_call_cap=N))",
+        "rollout/tool_calls/at_cap: needs the rollouts' tool-call cap: --tool-cap N",
     ]
     # every key listed is indeed absent (or, for maj@k, NaN)
     assert a.steps["maj@2"].is_nan().all()

@@ -4,7 +4,8 @@ Exit codes: 0 ok; 1 a verdict reached ``--fail-on`` (``watch --exit-on``); 2 bad
 could not be read; 3 an internal error (a bug of rlvitals, reported with its traceback).
 
 One module per noun: ``runs`` (inspect, diagnose, explain, example, formats), ``rollouts`` (rollouts,
-sample), ``outputs`` (report, export) and ``live`` (watch, serve, demo); ``_parser`` holds every flag.
+sample), ``outputs`` (report, export), ``live`` (watch, serve, demo) and ``completion``; ``_parser``
+holds every flag.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from ..errors import RlvitalsError
-from . import live, outputs, rollouts, runs
+from . import completion, live, outputs, rollouts, runs
 from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from ._parser import build_parser
 
@@ -26,7 +27,7 @@ __all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE"
 
 #: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
 COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
-    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS,
+    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS, **completion.COMMANDS,
 }
 
 

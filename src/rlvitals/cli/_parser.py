@@ -31,6 +31,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
     "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
+    "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
+                   "rlvitals completion zsh > ~/.zfunc/_rlvitals",
+                   "rlvitals completion fish > ~/.config/fish/completions/rlvitals.fish"),
 }
 
 
@@ -45,41 +48,74 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlvitals", description="Is this RL post-training run healthy?",
-                                formatter_class=_Help, epilog="'rlvitals COMMAND -h' shows a command's options "
-                                "and examples.")
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps what was added to it, for the help tests and the completion scripts:
+    ``options`` (every argument, those of its groups too) and ``commands`` (name -> its help line and
+    parser)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.options: list[argparse.Action] = []
+        self.commands: dict[str, tuple[str, Parser]] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
+
+class _Group:
+    """An argument group (or a mutually exclusive one) of a :class:`Parser` whose arguments it keeps."""
+
+    def __init__(self, owner: Parser, group: Any) -> None:
+        self._owner, self._group = owner, group
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action: argparse.Action = self._group.add_argument(*args, **kwargs)
+        self._owner.options.append(action)
+        return action
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="rlvitals", description="Is this RL post-training run healthy?", formatter_class=_Help,
+               epilog="'rlvitals COMMAND -h' shows a command's options and examples.")
     p.add_argument("--version", action="version", version=f"rlvitals {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _commands(sub)
-    for name, parser in sub.choices.items():
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    _commands(_Commands(p, sub))
+    for name, (_, parser) in p.commands.items():
         parser.formatter_class = _Help
         lines = EXAMPLES.get(name, ())
         parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
     return p
 
 
-class _Subcommands(Protocol):
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+class _Subparsers(Protocol):
+    def add_parser(self, name: str, **kwargs: Any) -> Parser: ...
 
 
-def _add(sub: _Subcommands, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-    """A subcommand whose description (at the top of its help) is, unless given, its line in the command list."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=help, description=description or f"{help[0].upper()}{help[1:]}.")
-    return parser
+class _Commands:
+    """Adds subcommands to a :class:`Parser`, each described (at the top of its help), unless told
+    otherwise, by its line in the command list."""
+
+    def __init__(self, top: Parser, sub: _Subparsers) -> None:
+        self._top, self._sub = top, sub
+
+    def add(self, name: str, help: str, description: str | None = None) -> Parser:
+        parser = self._sub.add_parser(name, help=help, description=description or f"{help[0].upper()}{help[1:]}.")
+        self._top.commands[name] = (help, parser)
+        return parser
 
 
-def _commands(sub: _Subcommands) -> None:
+def _commands(sub: _Commands) -> None:
 
-    ins = _add(sub, "inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
+    ins = sub.add("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
     ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
     ins.add_argument("--example", action="store_true",
                      help="inspect the bundled example run (a simulated veRL GRPO log)")
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
 
-    dia = _add(sub, "diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
+    dia = sub.add("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
     dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
     dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
     dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
@@ -96,24 +132,24 @@ def _commands(sub: _Subcommands) -> None:
                           "order ('-' for none)")
     add_rollout_options(dia)
 
-    rol = _add(sub, "rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
+    rol = sub.add("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
     rol.add_argument("paths", nargs="+", metavar="PATH",
                      help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
     add_rollout_options(rol, "PATH")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
 
-    exp = _add(sub, "explain", help="what a metric means and how to read it")
+    exp = sub.add("explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
     exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
     exp.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the explanation")
     exp.add_argument("--json", action="store_true", help="print the catalog entry as JSON")
 
-    ex = _add(sub, "example", help="write the bundled example run (veRL console log + JSONL) to a folder")
+    ex = sub.add("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
     ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
 
-    _add(sub, "formats", help="list the log formats rlvitals reads")
+    sub.add("formats", help="list the log formats rlvitals reads")
 
-    smp = _add(sub, "sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
+    smp = sub.add("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
                                         "word problems and write them as a veRL dump and/or TRL completions",
                          description="No training happens: the model is fixed, and steps differ only by their "
                                      "problems (one-step and two-step in turn). Needs: " + SAMPLE_INSTALL)
@@ -127,7 +163,7 @@ def _commands(sub: _Subcommands) -> None:
     smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both",
                      help="which dumps to write")
 
-    rep = _add(sub, "report", help="one self-contained HTML report: layers, findings, curves, rollouts")
+    rep = sub.add("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
     rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     rep.add_argument("--rollouts", action="append", default=None, metavar="DIR",
@@ -138,7 +174,7 @@ def _commands(sub: _Subcommands) -> None:
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_rollout_options(rep)
 
-    wat = _add(sub, "watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
+    wat = sub.add("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
     wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
     wat.add_argument("--alert", action="append", default=[], metavar="SINK",
                      help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
@@ -174,7 +210,7 @@ def _commands(sub: _Subcommands) -> None:
                           "diagnosis")
     add_rollout_options(wat)
 
-    srv = _add(sub, "serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
+    srv = sub.add("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
     srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
     srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
@@ -189,16 +225,16 @@ def _commands(sub: _Subcommands) -> None:
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
     add_rollout_options(srv)
 
-    dem = _add(sub, "demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
+    dem = sub.add("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
     dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
     dem.add_argument("--delay", type=float, default=0.5, metavar="S", help="seconds between steps, to watch it live")
     dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
     dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
     dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
 
-    xpt = _add(sub, "export", help="write derived series and findings to TensorBoard event files or a W&B run")
+    xpt = sub.add("export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
-    xto = xpt.add_mutually_exclusive_group(required=True)
+    xto = _Group(xpt, xpt.add_mutually_exclusive_group(required=True))
     xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
                      help="write one event file here (the run's own log folder works: tags start with rlvitals/)")
     xto.add_argument("--wandb", action="store_true", help="log to a W&B run (offline unless WANDB_MODE=online)")
@@ -212,6 +248,9 @@ def _commands(sub: _Subcommands) -> None:
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_rollout_options(xpt)
+
+    cmp = sub.add("completion", help="print a shell completion script for bash, zsh or fish")
+    cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete rlvitals in")
 
 
 #: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold
@@ -227,13 +266,14 @@ ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights":
                    "--answer-tag": "answer_tag", "--tool-tag": "tool_tag"}
 
 
-def add_rollout_options(parser: argparse.ArgumentParser, paths: str | None = None) -> None:
+def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
     """The rollout options, one group with the same flags in every command that reads rollouts: of
     ``paths`` (``rollouts``) or of ``--rollouts``. ``_common.rollout_settings`` turns them into one
     ``RolloutSettings``."""
     what = f"the rollouts at {paths}" if paths else "the --rollouts dumps"
-    g = parser.add_argument_group("rollout options", f"how {what} are read and analysed (the same options in "
-                                                     "rollouts, diagnose, report, export, watch and serve)")
+    g = _Group(parser, parser.add_argument_group(
+        "rollout options", f"how {what} are read and analysed (the same options in rollouts, diagnose, report, "
+                           "export, watch and serve)"))
     for name, holds in COLUMN_OPTIONS.items():
         g.add_argument(f"--{name}", dest=f"col_{name}", default=None, metavar="COLUMN",
                        help=f"the column holding the {holds}")

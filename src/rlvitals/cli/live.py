@@ -77,7 +77,7 @@ def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:
     expect_folder(folder, "--export-wandb", WANDB_FOLDER)
     if importlib.util.find_spec("wandb") is None:
         raise RlvitalsError("--export-wandb needs the wandb client, which is not installed; install it with: "
-                            "pip install wandb")
+                            "pip install 'rlvitals[export]'")
     mode = "online" if os.environ.get("WANDB_MODE") == "online" else "offline"
     return WandbTarget(folder, project=args.wandb_project, run_id=args.wandb_run_id, mode=mode)
 

@@ -48,7 +48,7 @@ def _wandb() -> ModuleType:
         import wandb
     except ImportError:
         raise RlvitalsError("--wandb needs the wandb client, which is not installed; "
-                            "install it with: pip install wandb") from None
+                            "install it with: pip install 'rlvitals[export]'") from None
     return wandb
 
 

@@ -121,7 +121,8 @@ def _plotly(cdn: bool) -> tuple[str, str]:
         from plotly.offline import get_plotlyjs, get_plotlyjs_version  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - plotly is a dependency of the report
         raise RlvitalsError("report: the plotly package is needed to draw the charts; "
-                            "install it with 'pip install plotly'") from exc
+                            "it comes with rlvitals, so this install is broken: pip install --force-reinstall "
+                            "rlvitals") from exc
     if cdn:
         return "", f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
     return _inline(get_plotlyjs()), ""

@@ -192,10 +192,10 @@ _KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
     ("tokens", "token/logp_adv_cov", _columns(TOKEN_LOGPROB, TOKEN_ADVANTAGE)),
     ("segments", "rollout/tool_calls/at_cap",
      lambda o, c: None if o.tool_call_cap is not None else
-     "needs the rollouts' tool-call cap: --tool-cap N (analyze_rollouts(tool_call_cap=N))"),
+     "needs the rollouts' tool-call cap: --tool-cap N"),
     ("sources", "source/{source}/id_gap",
      lambda o, c: None if o.id_sources else
-     "needs the in-distribution data sources: --id-source NAME (analyze_rollouts(id_sources=[...]))"),
+     "needs the in-distribution data sources: --id-source NAME"),
 )
 
 
@@ -203,10 +203,9 @@ def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
     if TRUNCATED in columns or (o.max_response_length is not None and LENGTH in columns):
         return None
     if o.max_response_length is not None:
-        return ("max_response_length counts tokens, but the rollouts carry no token counts (their lengths are "
+        return ("--max-response-length counts tokens, but the rollouts carry no token counts (their lengths are "
                 "characters); map a token-count column (--length COLUMN) or a truncation flag (--truncated COLUMN)")
-    return ("needs a 'truncated' column (--truncated COLUMN), or max_response_length=N (--max-response-length N) "
-            "with token counts in 'length'")
+    return "needs a 'truncated' column (--truncated COLUMN), or --max-response-length N with token counts in 'length'"
 
 
 def _encoder() -> Callable[[Sequence[str]], Any]:

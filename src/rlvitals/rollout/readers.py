@@ -174,8 +174,8 @@ def _identity_map(df: pl.DataFrame, what: str, given: ColumnMap | None = None) -
     merged = {**found, **chosen}
     if given is None and S.RESPONSE not in merged and S.SCORE not in merged:
         shown = [c for c in df.columns if not c.startswith("_")][:12]
-        raise UnknownFormatError(f"{what}: columns {shown} name no rollout response or score; pass a column map, "
-                                 "e.g. ColumnMap(response='completion', score='reward') or --score/--group")
+        raise UnknownFormatError(f"{what}: columns {shown} name no rollout response or score; name them "
+                                 "with --response COLUMN and --score COLUMN (and --group COLUMN for the prompt group)")
     # the given map's kind is kept: command-line column options name the option in their errors
     return type(given)(**merged) if given is not None else ColumnMap(**merged)
 
