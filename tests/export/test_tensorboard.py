@@ -314,10 +314,10 @@ def test_cli_errors(tmp_path: Path, extra: list[str], message: str) -> None:
     assert message in err.text and not out.text
 
 
-def test_cli_needs_a_destination(capsys: pytest.CaptureFixture[str]) -> None:
-    out = _Out()
-    assert main(["export", str(FIXTURE)], out, out) == 2  # type: ignore[arg-type]
-    assert "one of the arguments --tensorboard --wandb is required" in capsys.readouterr().err
+def test_cli_needs_a_destination() -> None:
+    out, err = _Out(), _Out()
+    assert main(["export", str(FIXTURE)], out, err) == 2  # type: ignore[arg-type]
+    assert "one of the arguments --tensorboard --wandb is required" in err.text and not out.text
 
 
 def test_batched_framing_equals_one_record_at_a_time() -> None:

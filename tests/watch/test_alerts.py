@@ -32,7 +32,8 @@ def test_escalation_alerts_and_deescalation_does_not() -> None:
     _, state = _step({}, 10, 0.0, _f("warn"))
     alerts, state = _step(state, 11, 1.0, _f("fail"))
     assert [(a.kind, a.status, a.previous) for a in alerts] == [("escalated", "fail", "warn")]
-    assert alerts[0].text() == "FAIL (was warn) entropy_collapse at step 11 (run.log): entropy_collapse is fail"
+    assert alerts[0].text() == ("FAIL (was warn) entropy_collapse since step 10, seen at step 11 (run.log): "
+                                "entropy_collapse is fail")
     alerts, state = _step(state, 12, 2.0, _f("warn"))
     assert alerts == []
     alerts, state = _step(state, 13, 3.0, _f("fail"))
@@ -119,3 +120,11 @@ def test_a_partial_observation_raises_but_never_clears() -> None:
     assert all(s.active for s in after.values()) and after[key] == state[key]
     _, cleared = decide(after, [Observation("run.log", 12, [ok])], 2.0)
     assert not cleared[key].active  # a whole diagnosis does clear
+
+
+def test_an_alert_names_the_onset_and_the_step_it_was_seen_at() -> None:
+    (alert,), _ = _step({}, 30, 0.0, _f("warn"))
+    assert alert.headline() == "WARN entropy_collapse since step 10, seen at step 30"
+    from dataclasses import replace
+    assert replace(alert, onset_step=None).headline() == "WARN entropy_collapse at step 30"
+    assert replace(alert, onset_step=30, kind="again").headline() == "WARN (again) entropy_collapse at step 30"

@@ -35,7 +35,7 @@ def test_a_failing_verdict_asks_to_stop_and_says_why() -> None:
     assert mon.stop_reason() == "verdict fail at step 8 (stop_on=fail): NaN or Inf in the logs (since step 4)"
     mon.close()
     lines = err.getvalue().splitlines()
-    assert lines[0].startswith("rlvitals: FAIL nan_inf at step ")  # the alert, then the stop it leads to
+    assert lines[0].startswith("rlvitals: FAIL nan_inf since step 4, seen at step ")  # the alert, then the stop
     assert lines[1].startswith("rlvitals: stop requested: verdict fail at step ")
     assert len([line for line in lines if "stop requested" in line]) == 1  # said once, however long it stays
 

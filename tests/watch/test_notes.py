@@ -88,9 +88,10 @@ def test_exit_on_warn_is_not_reached_by_a_note(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [["diagnose", "--fail-on", "note"], ["watch", "--exit-on", "note"]])
-def test_fail_on_and_exit_on_refuse_note(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    assert main([*argv, str(tmp_path / "run.log")], out=io.StringIO(), err=io.StringIO()) == 2
-    assert "invalid choice: 'note' (choose from 'warn', 'fail')" in capsys.readouterr().err
+def test_fail_on_and_exit_on_refuse_note(tmp_path: Path, argv: list[str]) -> None:
+    err = io.StringIO()  # argparse's usage errors go to the stream main() is given
+    assert main([*argv, str(tmp_path / "run.log")], out=io.StringIO(), err=err) == 2
+    assert "invalid choice: 'note' (choose from 'warn', 'fail')" in err.getvalue()
 
 
 def test_a_monitor_neither_alerts_nor_stops_on_a_note() -> None:
@@ -111,3 +112,28 @@ def test_stop_on_note_is_refused_with_the_reason() -> None:
                                            r"never part of a verdict, so it cannot stop a run; expected 'warn', "
                                            r"'fail' or None$"):
         Monitor(stop_on="note", err=None)
+
+
+def test_once_on_a_log_that_is_not_there_exits_2_and_says_it_does_not_wait(tmp_path: Path) -> None:
+    err = io.StringIO()
+    missing = tmp_path / "train.log"
+    code = main(["watch", str(missing), "--once", "--state", str(tmp_path / "w.sqlite")], out=io.StringIO(), err=err)
+    assert (code, err.getvalue()) == (2, f"rlvitals: {missing}: no such file or folder (--once reads only what "
+                                         "is there now)\n")
+
+
+def test_a_long_watch_starts_by_saying_what_it_follows_where_it_keeps_state_and_where_alerts_go(
+        tmp_path: Path) -> None:
+    from rlvitals.synthetic.simulate import write_example
+
+    log = write_example(tmp_path)["console"]  # fails from step 180: --exit-on fail ends the watch at once
+    err, state = io.StringIO(), tmp_path / "w.sqlite"
+    code = main(["watch", str(log), "--exit-on", "fail", "--state", str(state), "--alert", f"jsonl:{tmp_path / 'a'}"],
+                out=io.StringIO(), err=err)
+    assert code == 1
+    assert err.getvalue().startswith(
+        f"rlvitals: watching {log}\n  state: {state}\n  alerts: jsonl:{tmp_path / 'a'}\n  polls every 0.5 s and "
+        "diagnoses what grew (at most 33 % of a core); exits 1 at a fail; Ctrl-C stops\n")
+    err = io.StringIO()
+    main(["watch", str(log), "--once", "--state", str(state)], out=io.StringIO(), err=err)
+    assert "watching" not in err.getvalue()  # --once is for scripts: no banner

@@ -54,7 +54,7 @@ def test_slack_body_is_escaped_and_fits_block_limits(hook: Any) -> None:
     assert set(body) == {"text", "blocks"}
     assert [b["type"] for b in body["blocks"]] == ["header", "section", "section", "section"]
     header = body["blocks"][0]["text"]
-    assert header == {"type": "plain_text", "text": "FAIL entropy_collapse at step 190"}
+    assert header == {"type": "plain_text", "text": "FAIL entropy_collapse since step 180, seen at step 190"}
     assert len(header["text"]) <= SLACK_LIMITS["header"]
     assert len(body["blocks"][1]["text"]["text"]) <= SLACK_LIMITS["section"]
     fields = body["blocks"][2]["fields"]

@@ -48,6 +48,8 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
+    if not args.once:
+        err.write("rlvitals: " + watcher.banner() + "\n")
     try:
         with terminate_as_interrupt():  # SIGTERM (Slurm, systemd) stops it as Ctrl-C does
             return watcher.run(once=args.once)

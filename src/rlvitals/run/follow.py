@@ -564,6 +564,11 @@ class Follow:
         self.records = None
         return source
 
+    @property
+    def waiting(self) -> str:
+        """Why PATH is not followed yet (missing, empty, unreadable); empty once it is."""
+        return self._waiting if self.inner is None else ""
+
     def _wait(self, message: str) -> bool:
         if message != self._waiting:
             self.messages.append(message)

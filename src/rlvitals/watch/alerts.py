@@ -122,12 +122,19 @@ class Alert:
         fields = {k: v for k, v in obj.items() if k != "alert_id"}
         return cls(**{**fields, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
 
-    def text(self, lang: str = "en") -> str:
-        """One line: ``FAIL entropy_collapse at step 190 (run.log): <message>``."""
+    def headline(self) -> str:
+        """``FAIL entropy_collapse since step 181, seen at step 190``: what, since when, when it was seen
+        (``at step 190`` when the finding has no onset of its own or began there)."""
         what = {"new": "", "escalated": f" (was {self.previous})", "again": " (again)"}[self.kind]
+        onset = self.onset_step
+        when = f"at step {self.step}" if onset is None or onset == self.step else \
+            f"since step {onset}, seen at step {self.step}"
+        return f"{self.status.upper()}{what} {self.check} {when}"
+
+    def text(self, lang: str = "en") -> str:
+        """One line: ``FAIL entropy_collapse since step 181, seen at step 190 (run.log): <message>``."""
         lang = lang if lang in self.message else "en"
-        return (f"{self.status.upper()}{what} {self.check} at step {self.step} ({self.run}): "
-                f"{self.message.get(lang, '')}")
+        return f"{self.headline()} ({self.run}): {self.message.get(lang, '')}"
 
 
 def combine(alerts: Sequence[Alert]) -> Alert:

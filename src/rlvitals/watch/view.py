@@ -14,7 +14,7 @@ from .alerts import Alert
 
 
 def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> str:
-    """``[12:03:04] FAIL entropy_collapse at step 190 (run.log): ...``"""
+    """``[12:03:04] FAIL entropy_collapse since step 181, seen at step 190 (run.log): ...``"""
     stamp = time.strftime("%H:%M:%S", time.localtime(alert.at if clock is None else clock))
     return f"[{stamp}] {alert.text(lang)}"
 

@@ -28,6 +28,7 @@ from typing import IO, Literal
 from ..checks import STATUS_RANK
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
+from ..errors import RlvitalsError
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
@@ -113,6 +114,7 @@ class Watcher:
                         for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         self.rollouts = RolloutFollow(rollouts, self.options.rollout_settings) if rollouts is not None else None
+        self._once = False  # run(once=True): a log that is not there yet is an error, not something to wait for
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
@@ -186,7 +188,8 @@ class Watcher:
                 changed.append(follow)
                 self._cost[i] = self.timer() - t0
             for message in follow.messages:
-                self.view.note(message)
+                if not (self._once and message == follow.waiting):  # --once does not wait: run() says so
+                    self.view.note(message)
             follow.messages.clear()
         return changed
 
@@ -303,6 +306,18 @@ class Watcher:
             follow.stored()
         return ids
 
+    def banner(self) -> str:
+        """What this watcher does, in a few lines: what it follows, where it keeps its state, where
+        alerts go, how often it looks (shown when it starts)."""
+        follows = ", ".join(str(f.path) for f in self.follows)
+        more = f"; rollouts from {self.rollouts.folder}" if self.rollouts is not None else ""
+        sinks = ", ".join(s.name for s in self.sinks) or "this terminal only (--alert SINK sends them on)"
+        stop = f"; exits 1 at a {self.options.exit_on}" if self.options.exit_on else ""
+        share = 100 / (1 + self.options.diagnose_gap)
+        return (f"watching {follows}{more}\n  state: {self.state.path}\n  alerts: {sinks}\n"
+                f"  polls every {self.options.interval:g} s and diagnoses what grew (at most {share:.0f} % of a "
+                f"core){stop}; Ctrl-C stops")
+
     def exit_code(self) -> int:
         """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""
         threshold = self.options.exit_on
@@ -315,11 +330,15 @@ class Watcher:
         """Cycle until ``exit_on`` is reached (EXIT_FINDINGS), ``max_cycles`` ran or, with
         ``once``, after one cycle over what is there now."""
         cycles = 0
+        self._once = once
         try:
             while True:
                 started = self.clock()
                 self.cycle()
                 cycles += 1
+                waiting = [f.waiting for f in self.follows if f.waiting]
+                if once and waiting:  # what is there now does not include this log: waiting is for a long watch
+                    raise RlvitalsError(f"{waiting[0].split('; waiting')[0]} (--once reads only what is there now)")
                 code = self.exit_code()
                 if code != EXIT_OK or once or (max_cycles is not None and cycles >= max_cycles):
                     return code

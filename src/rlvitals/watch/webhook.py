@@ -128,7 +128,7 @@ def slack_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
               for name, value in alert_fields(alert, lang)][: SLACK_LIMITS["fields"]]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text",
-                                    "text": _cut(f"{alert.status.upper()} {alert.check} at step {alert.step}",
+                                    "text": _cut(alert.headline(),
                                                  SLACK_LIMITS["header"])}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _slack_fit(f"*{title}*\n{message}",
                                                                           SLACK_LIMITS["section"])}},
