@@ -1,7 +1,16 @@
-"""rlvitals: is this RL post-training run healthy, and if not, what is wrong since when?"""
+"""rlvitals: is this RL post-training run healthy, and if not, what is wrong since when?
+
+In a notebook::
+
+    import rlvitals
+    d = rlvitals.diagnose("train.log")      # a path or a Run; shows the verdict per layer
+    d.run.series("entropy")                  # (steps, values) of any metric, by any alias
+    print(rlvitals.markdown(d))              # the Markdown report
+"""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
@@ -10,14 +19,18 @@ from .errors import RlvitalsError
 from .run import Run, load
 
 if TYPE_CHECKING:
+    from .checks.config import DiagnoseConfig
     from .diagnosis import Diagnosis
+    from .rollout.analysis import RolloutAnalysis
     from .watch.monitor import Monitor
 
-__all__ = ["Monitor", "Run", "RlvitalsError", "analyze_rollouts", "diagnose", "load", "load_catalog"]
+__all__ = ["Monitor", "Run", "RlvitalsError", "__version__", "analyze_rollouts", "diagnose", "load", "load_catalog",
+           "markdown"]
 
 
-def analyze_rollouts(source: Any, **options: Any) -> Any:
-    """Every rollout metric per step and overall; see :func:`rlvitals.rollout.analysis.analyze_rollouts`.
+def analyze_rollouts(source: Any, **options: Any) -> RolloutAnalysis:
+    """Every rollout metric per step and overall; see :func:`rlvitals.rollout.analysis.analyze_rollouts`
+    (``source``: a rollout dump folder or file, a table, records, or a score matrix).
 
     Imported on first use, so ``import rlvitals`` stays light for readers of logs only.
     """
@@ -26,11 +39,30 @@ def analyze_rollouts(source: Any, **options: Any) -> Any:
     return analyze(source, **options)
 
 
-def diagnose(run: Run, config: Any = None) -> Diagnosis:
-    """Every check on ``run``; see :func:`rlvitals.diagnosis.diagnose` (imported on first use)."""
+def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | os.PathLike[str] | None = None
+             ) -> Diagnosis:
+    """Every check on ``run``: a Run, or the path of a log or run folder holding one run (for a folder
+    of several, diagnose each of :func:`load`'s). ``config``: a :class:`~rlvitals.checks.config.
+    DiagnoseConfig` or the path of its TOML file (what ``--config`` reads)."""
+    from .checks.config import DiagnoseConfig, load_config
     from .diagnosis import diagnose as run_checks
 
+    if not isinstance(run, Run):
+        runs = load(os.fspath(run))
+        if len(runs) != 1:
+            raise RlvitalsError(f"{run}: holds {len(runs)} runs; diagnose each: [rlvitals.diagnose(r) for r in "
+                                f"rlvitals.load({str(run)!r})]")
+        run = runs[0]
+    if config is not None and not isinstance(config, DiagnoseConfig):
+        config = load_config(os.fspath(config))
     return run_checks(run, config)
+
+
+def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
+    """The Markdown report of a diagnosis (``rlvitals diagnose --markdown``), in English or Chinese."""
+    from .render.diagnosis import render_markdown
+
+    return render_markdown(diagnosis, lang)
 
 
 def __getattr__(name: str) -> Any:
@@ -40,3 +72,8 @@ def __getattr__(name: str) -> Any:
 
         return Monitor
     raise AttributeError(f"module 'rlvitals' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The API, not the modules a first use has imported."""
+    return sorted(__all__)

@@ -9,13 +9,24 @@ come first.
 
 from __future__ import annotations
 
+import html
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import load_catalog
-from .checks import STATUS_RANK, VERDICT_STATUSES, WORST_FIRST, Check, Outcome, RunView, Status, load_checks
+from .checks import (
+    FINDING_STATUSES,
+    STATUS_RANK,
+    VERDICT_STATUSES,
+    WORST_FIRST,
+    Check,
+    Outcome,
+    RunView,
+    Status,
+    load_checks,
+)
 from .checks.config import DiagnoseConfig
 from .run.run import Run
 
@@ -68,6 +79,24 @@ class Diagnosis:
     layers: Mapping[str, Status]
     findings: tuple[Finding, ...]
     run: Run
+
+    def __repr__(self) -> str:
+        """``<Diagnosis 'train.log': fail — L1 ok, L2 warn, … — 4 fail, 2 warn, 3 note>``"""
+        layers = ", ".join(f"{layer} {self.layers[layer]}" for layer in READING_ORDER)
+        counts = ", ".join(f"{n} {s}" for s in FINDING_STATUSES if (n := sum(f.status == s for f in self.findings)))
+        return f"<Diagnosis {self.path!r}: {self.verdict} — {layers} — {counts or 'no finding'}>"
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the verdict, each layer's verdict, and the findings worst first."""
+        rows = "".join(f"<tr><td>{html.escape(LAYER_NAMES[layer][0])}</td><td><b>{self.layers[layer]}</b></td></tr>"
+                       for layer in READING_ORDER)
+        found = sorted((f for f in self.findings if f.status in FINDING_STATUSES),
+                       key=lambda f: -STATUS_RANK[f.status])
+        items = "".join(f"<li><b>{f.status}</b> {html.escape(f.title['en'])}"
+                        f"{f' (since step {f.onset_step})' if f.onset_step is not None else ''}: "
+                        f"{html.escape(f.message['en'])}</li>" for f in found)
+        return (f"<div><p><b>{html.escape(self.path)}</b>: verdict <b>{self.verdict}</b></p>"
+                f"<table>{rows}</table><ul>{items}</ul></div>")
 
     def to_json(self) -> dict[str, Any]:
         layers = {}

@@ -8,13 +8,14 @@ returns an immutable :class:`Run`.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from ..catalog.aliases import Resolved
+from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import load_catalog
 from ..ingest.record import Crash, SkipLog
 
@@ -89,15 +90,60 @@ class Run:
     def metrics(self) -> list[str]:
         return [c for c in self.frame.columns if c != "step"]
 
+    def __repr__(self) -> str:
+        """``<Run 'train.log': verl-console, verl GRPO, 300 steps (1–300), 48 metrics>``"""
+        steps = self.train_steps
+        span = f"{len(steps)} steps ({int(steps[0])}–{int(steps[-1])})" if len(steps) else "no training step"
+        return (f"<Run {self.path!r}: {self.format}, {self.framework} {self.algorithm_label}, {span}, "
+                f"{len(self.metrics)} metrics>")
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows for a Run: a small table of what was read."""
+        steps = self.train_steps
+        era = f" ({self.framework_era})" if self.framework_era else ""
+        rows = [("run", self.path), ("format", self.format), ("framework", f"{self.framework}{era}"),
+                ("algorithm", self.algorithm_label),
+                ("training steps", f"{len(steps)} ({int(steps[0])}–{int(steps[-1])})" if len(steps) else "none"),
+                ("metrics", f"{len(self.metrics)} canonical, {len(self.unmapped)} not in the catalog"),
+                ("skipped records", str(self.skipped.count)), ("notes", str(len(self.notes)))]
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                        for k, v in rows)
+        return f"<table>{cells}</table>"
+
+    def canonical(self, key: str) -> str:
+        """The canonical key this run logged ``key`` as: a canonical key, a raw key of this run, or any
+        alias the catalog knows (``entropy``, ``actor/entropy_loss``, ``policy/entropy_avg``).
+
+        Example:
+            >>> from rlvitals.ingest import Record, SourceMeta
+            >>> from rlvitals.run.builder import RunBuilder
+            >>> builder = RunBuilder(SourceMeta(format="jsonl", framework="verl"))
+            >>> builder.add(Record(1, {"actor/entropy": 0.5}, "run.jsonl:1"))
+            >>> builder.finish("run.jsonl").canonical("entropy")
+            'actor/entropy'
+        """
+        if key in self.frame.columns and key != "step":
+            return key
+        if key in self.key_map:
+            return self.key_map[key].canonical
+        found = KeyResolver(load_catalog()).resolve(key, Context(self.framework if self.framework != "unknown"
+                                                                 else None, self.algorithm, self.family))
+        if found is not None and found.canonical in self.frame.columns:
+            return found.canonical
+        known = f" (the catalog reads it as {found.canonical!r})" if found is not None else ""
+        raise KeyError(f"{key!r}: this run did not log it{known}; it logged {len(self.metrics)} metrics: "
+                       f"{', '.join(self.metrics[:8])}{', …' if len(self.metrics) > 8 else ''}")
+
     def series(self, key: str, *, train_only: bool = True, finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of one canonical key at the steps where it was logged.
+        """``(steps, values)`` of one metric (a canonical key or any alias: :meth:`canonical`) at the
+        steps where it was logged.
 
         A logged ``nan``/``inf`` is kept (it is evidence) unless ``finite`` is set; steps
         where the key was not logged at all are dropped. When no step is dropped the arrays are the
         frame's own memory (read-only), not copies: a check reading every series of a long run
         holds no second copy of it.
         """
-        col = self.frame[key]
+        col = self.frame[self.canonical(key)]
         nulls = col.null_count()
         values = col.fill_null(np.nan).to_numpy() if nulls else col.to_numpy()
         keep = ~col.is_null().to_numpy() if nulls else None

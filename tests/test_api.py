@@ -1,0 +1,69 @@
+"""The Python API a notebook uses: diagnose a path or a Run, series by any alias, short reprs and HTML,
+the Markdown report, a typed package whose dir() is its API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rlvitals
+from rlvitals.synthetic.simulate import write_example
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_example(tmp_path_factory.mktemp("ex"))["console"]
+
+
+def test_diagnose_takes_a_path_or_a_run_and_a_config_path(example: Path, tmp_path: Path) -> None:
+    by_path = rlvitals.diagnose(example)
+    by_run = rlvitals.diagnose(rlvitals.load(example)[0])
+    assert by_path.verdict == by_run.verdict == "fail" and len(by_path.findings) == len(by_run.findings)
+    config = tmp_path / "checks.toml"
+    config.write_text("[checks.entropy_collapse]\nenabled = false\n")
+    quiet = rlvitals.diagnose(str(example), config)
+    assert next(f for f in quiet.findings if f.check == "entropy_collapse").status == "skipped"
+
+
+def test_diagnose_refuses_a_folder_of_several_runs_saying_how(example: Path, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_bytes(example.read_bytes())
+    with pytest.raises(rlvitals.RlvitalsError, match=r"holds 2 runs; diagnose each: \[rlvitals.diagnose\(r\)"):
+        rlvitals.diagnose(tmp_path)
+
+
+def test_series_takes_any_alias_and_names_what_the_run_logged(example: Path) -> None:
+    run = rlvitals.load(example)[0]
+    steps, values = run.series("actor/entropy")
+    for alias in ("entropy", "policy/entropy_avg"):
+        other = run.series(alias)
+        assert (other[0] == steps).all() and (other[1] == values).all(), alias
+    with pytest.raises(KeyError, match=r"'nope/metric': this run did not log it; it logged 48 metrics: actor/entropy"):
+        run.series("nope/metric")
+
+
+def test_reprs_are_one_line_and_notebooks_get_a_table(example: Path) -> None:
+    d = rlvitals.diagnose(example)
+    assert repr(d.run) == f"<Run {str(example)!r}: verl-console, verl GRPO, 300 steps (1–300), 48 metrics>"
+    assert repr(d).startswith(f"<Diagnosis {str(example)!r}: fail — L5 fail, L1 fail,") and "\n" not in repr(d)
+    page = d._repr_html_()
+    assert "<table>" in page and "verdict <b>fail</b>" in page and "Entropy collapse" in page
+    assert "<th style='text-align:left'>training steps</th><td>300 (1–300)</td>" in d.run._repr_html_()
+
+
+def test_markdown_is_the_report_diagnose_markdown_prints(example: Path) -> None:
+    import io
+
+    from rlvitals.cli import main
+
+    out = io.StringIO()
+    main(["diagnose", str(example), "--markdown", "--lang", "zh"], out=out, err=io.StringIO())
+    assert rlvitals.markdown(rlvitals.diagnose(example), "zh") == out.getvalue()
+
+
+def test_the_package_is_typed_and_shows_only_its_api() -> None:
+    assert (Path(rlvitals.__file__).parent / "py.typed").is_file()
+    assert dir(rlvitals) == sorted(rlvitals.__all__)
+    assert "run" not in dir(rlvitals) and "diagnose" in dir(rlvitals)
