@@ -38,6 +38,22 @@ def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[
     return res.metric, res.canonical, how
 
 
+#: how the project's two specifications are named to users (the catalog cites them by file number)
+_SPECS = {"seed-000": "metric dictionary", "seed-004": "multi-scale view"}
+
+
+def cited(source: str) -> str:
+    """A catalog ``source`` as a user reads it: the specifications by what they are.
+
+    Example:
+        >>> cited("seed-000 §2.4; seed-004 §八 L1")
+        'metric dictionary §2.4; multi-scale view §八 L1'
+    """
+    for number, name in _SPECS.items():
+        source = source.replace(number, name)
+    return source
+
+
 def near_misses(key: str, catalog: Catalog, limit: int = 3) -> list[str]:
     """The canonical keys and framework names closest to a key the catalog does not know (a typo, a
     name half remembered), best first."""
@@ -72,7 +88,7 @@ def metric_info(metric: Metric, canonical: str, lang: str, how: list[str]) -> di
         if metric.healthy_low is not None or metric.healthy_high is not None else None,
         "family": list(metric.family),
         "next": list(metric.next),
-        "source": metric.source,
+        "source": cited(metric.source),
         "aliases": [
             {k: v for k, v in {
                 "name": a.name, "pattern": a.pattern, "framework": a.framework,
