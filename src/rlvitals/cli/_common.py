@@ -36,15 +36,18 @@ def dump(obj: object) -> str:
 
 
 
-def load_all(paths: list[str], fmt: str | None, err: IO[str]) -> tuple[list[Run], int]:
-    """Every run under every path; an unreadable path is reported and the others still load."""
+def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = False) -> tuple[list[Run], int]:
+    """Every run under every path; an unreadable path is reported and the others still load. With
+    ``progress``, a terminal shows how far the reading got (:mod:`.progress`)."""
     from ..run.load import load
+    from .progress import reading
 
     runs: list[Run] = []
     status = EXIT_OK
     for path in paths:
         try:
-            runs.extend(load(path, fmt))
+            with reading(err, progress) as shown:
+                runs.extend(load(path, fmt, shown))
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
@@ -166,7 +169,7 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None
-    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings)
+    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings, progress=True)
     if paired is None or not paired[0]:
         return None
     runs, analyses, status = paired
@@ -175,7 +178,8 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
 
 
 def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, err: IO[str],
-                settings: RolloutSettings | None = None) -> tuple[list[Run], list[Any], int] | None:
+                settings: RolloutSettings | None = None, progress: bool = False
+                ) -> tuple[list[Run], list[Any], int] | None:
     """The runs of ``paths`` with their own rollouts' series joined (``--rollouts`` pairs with the
     paths in order; each read and analysed with ``settings``), each run's (rollout folder, analysis)
     or None, and the load status; None after a usage error (already written)."""
@@ -191,7 +195,7 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
     paired: list[Any] = []
     status = EXIT_OK
     for path, folder, analysis in zip(paths, dirs, analyses, strict=True):
-        found, code = load_all([path], fmt, err)
+        found, code = load_all([path], fmt, err, progress)
         status = max(status, code)
         if analysis is not None and len(found) > 1:
             err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "

@@ -6,6 +6,7 @@ A folder that no folder format takes (a plain folder of logs: ``runs/exp1/train.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import EmptyInputError, UnknownFormatError
@@ -36,17 +37,25 @@ def _sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], li
     return found.logs, found.notes
 
 
-def load(path: str | Path, fmt: str | None = None) -> list[Run]:
+#: how many records are read between two calls of ``load``'s ``progress``
+PROGRESS_EVERY = 1 << 14
+
+
+def load(path: str | Path, fmt: str | None = None,
+         progress: Callable[[Path, int], None] | None = None) -> list[Run]:
     """Read every run under ``path``: one for a log file, several for a folder of runs, and for a plain
-    folder one per training log in it (and in its subfolders)."""
+    folder one per training log in it (and in its subfolders). ``progress(root, records)`` is called
+    every :data:`PROGRESS_EVERY` records read (a progress display)."""
     path = Path(path)
     sources, notes = _sources(path, fmt)
     runs, empty = [], []
     for reader, root in sources:
         meta = SourceMeta(format=reader.format, files=[str(root)])
         builder = RunBuilder(meta)
-        for record in reader.read(root, meta, builder.skipped):
+        for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):
             builder.add(record)
+            if progress is not None and not count % PROGRESS_EVERY:
+                progress(root, count)
         if builder.is_empty and meta.crash is None:
             detail = ""
             if builder.skipped.count:
