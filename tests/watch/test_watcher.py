@@ -4,6 +4,7 @@ a JSONL file), a restart on the same state file, ``--exit-on``, and every user-f
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import shlex
@@ -327,6 +328,22 @@ def test_live_view_shows_every_layer(tmp_path: Path) -> None:
                  "Reasoning quality", "Efficiency"):
         assert name in text
     assert f"{log}" in text and "entropy_collapse" in text and len(alerts) >= 3
+    assert "run.jsonl: 120 records read, last step 120" in text  # the status line under the table
+
+
+def test_the_status_says_what_was_read_and_when_the_next_diagnosis_comes(tmp_path: Path) -> None:
+    log, missing = tmp_path / "run.jsonl", tmp_path / "later.jsonl"
+    log.write_bytes(b"".join(LINES[:60]))
+    clock = Clock()
+    timer = itertools.count(0.0, 3.5).__next__  # every timed piece of work costs 3.5 s: the next waits 2 × 3.5
+    w = Watcher([log, missing], WatchState(tmp_path / "s.sqlite"), [], view=PlainView(io.StringIO(), io.StringIO()),
+                clock=clock, timer=timer)
+    w.cycle()
+    with log.open("ab") as fh:
+        fh.write(b"".join(LINES[60:70]))
+    w.cycle()
+    assert w.status(clock.now) == (f"run.jsonl: 70 records read, last step 70; next diagnosis in 7 s\n"
+                                   f"later.jsonl: {missing}: no such file or folder; waiting for it to appear")
 
 
 def _reference_alerts(tmp: Path, chunks: list[bytes], name: str) -> list[set[tuple[str, str]]]:

@@ -123,6 +123,11 @@ class LineSource:
                 "carried": len(self._carried),
                 "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons}}
 
+    @property
+    def progress(self) -> tuple[int, int | None]:
+        """How many records were read, and the highest step among them (None before the first)."""
+        return self.builder.records, self._last_step
+
     def pending(self) -> tuple[bool, list[Packed]]:
         """The records read since the last :meth:`stored` (packed), and whether they replace the stored
         ones; always none for a caller that keeps no records (it passed ``records=None``)."""
@@ -507,6 +512,12 @@ class Follow:
     def stored(self) -> None:
         if isinstance(self.inner, LineSource):
             self.inner.stored()
+
+    @property
+    def progress(self) -> tuple[int, int | None] | None:
+        """A text log's records read and its highest step (:attr:`LineSource.progress`); None for a log
+        read whole at each change, or not found yet."""
+        return self.inner.progress if isinstance(self.inner, LineSource) else None
 
     def poll(self, now: float, cost: float = 0.0) -> bool:
         if self.inner is None and not self._open():

@@ -62,6 +62,9 @@ class PlainView:
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
         """Plain output shows alerts only; the state of every layer is in ``diagnose``."""
 
+    def status(self, line: str) -> None:
+        """Plain output has no status line (it would fill a log file)."""
+
     def close(self) -> None:
         """Nothing to tear down."""
 
@@ -76,6 +79,8 @@ class LiveView(PlainView):
         super().__init__(out, err, lang)
         self.console = Console(file=out)
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self._table: Any = None
+        self._status = ""
         self.live.start()
 
     def alert(self, alert: Alert) -> None:
@@ -91,7 +96,21 @@ class LiveView(PlainView):
 
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
         if diagnoses:
-            self.live.update(layers_table(diagnoses, self.lang), refresh=True)
+            self._table = layers_table(diagnoses, self.lang)
+            self._render()
+
+    def status(self, line: str) -> None:
+        """The line under the table: each log's records read, its last step, its next diagnosis."""
+        if line != self._status:
+            self._status = line
+            self._render()
+
+    def _render(self) -> None:
+        from rich.console import Group
+        from rich.text import Text
+
+        parts = [p for p in (self._table, Text(self._status, style="dim") if self._status else None) if p is not None]
+        self.live.update(Group(*parts), refresh=True)
 
     def close(self) -> None:
         self.live.stop()

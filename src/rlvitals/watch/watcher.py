@@ -222,7 +222,25 @@ class Watcher:
                 shown = True
         if shown:
             self.view.show(self.diagnoses)
+        self.view.status(self.status(now))
         return sent
+
+    def status(self, now: float) -> str:
+        """One line per log: what was read, its last step, and when its next diagnosis may come."""
+        lines = []
+        for follow in self.follows:
+            read = follow.progress
+            if follow.waiting:
+                said = follow.waiting
+            elif read is None:
+                d = self.diagnoses.get(str(follow.path))
+                said = f"{len(d.run.train_steps)} steps at the last diagnosis" if d is not None else "not read yet"
+            else:
+                said = f"{read[0]:,} records read, last step {read[1] if read[1] is not None else '–'}"
+            wait = self._next_diagnosis.get(follow.path, now) - now
+            due = f"; next diagnosis in {wait:.0f} s" if follow in self._dirty and wait > 0 else ""
+            lines.append(f"{follow.path.name}: {said}{due}")
+        return "\n".join(lines)
 
     def _tail_due(self, follow: Follow, now: float, full_due: bool) -> bool:
         """Whether ``follow`` gets a tail pass now: it grew since its last pass, it was diagnosed in
