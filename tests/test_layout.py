@@ -59,7 +59,6 @@ ALLOW_FACTS: set[tuple[str, str]] = set()
 ALLOW_LONG: set[str] = {
     'rlvitals.cli._parser._commands',  # build_parser's flags, moved out whole: the table of every option
     'rlvitals.signals (620 lines)',
-    'rlvitals.synthetic.simulate.simulate',
 }
 
 

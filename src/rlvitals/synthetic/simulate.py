@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -32,6 +33,16 @@ class Scenario:
     max_response_length: int = 1024
     data_source: str = "openai/gsm8k"
     noise: float = 1.0
+
+
+#: the metrics veRL computes from float32 tensors (``torch.mean(...).item()``), whose logged values are
+#: float32 numbers, and those it logs as whole numbers: so in the real veRL logs of the corpus (every
+#: value of these keys in verl__agent-opd__*/output.log and wandb__open-agentrl-opd__*); the rest
+#: (learning rate, losses averaged over micro-batches, timings, throughput) are full float64
+FLOAT32 = ("actor/entropy", "critic/score/mean", "critic/rewards/mean", "critic/advantages/mean",
+           "critic/advantages/max", "critic/advantages/min", "global_seqlen/mean", "prompt_length/mean",
+           "response_length/mean", "response_length/clip_ratio")
+WHOLE = ("response_length/max", "response_length/min", "perf/total_num_tokens")
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -74,6 +85,20 @@ def simulate(sc: Scenario) -> dict[str, np.ndarray]:
     val_steps = (t % sc.val_every == 0) | (t == sc.steps)
     acc = 0.55 + 0.2 * _sigmoid((t - 100) / 50.0) - 0.12 * ramp * np.clip((t - (sc.collapse_at or 0)) / 40, 0, 1)
     val[val_steps] = np.round(acc[val_steps] + noise(0.006)[val_steps], 4)
+    series = _series(sc, t, entropy, score, length, clipfrac, ppo_kl, kl_ref, grad, lr, gen, upd, ref, old, step_time,
+                     tokens, seqlen_mean, imbalance, val, noise)
+    for key in FLOAT32:
+        series[key] = series[key].astype(np.float32).astype(np.float64)
+    for key in WHOLE:
+        series[key] = np.round(series[key])
+    return series
+
+
+def _series(sc: Scenario, t: np.ndarray, entropy: np.ndarray, score: np.ndarray, length: np.ndarray,
+            clipfrac: np.ndarray, ppo_kl: np.ndarray, kl_ref: np.ndarray, grad: np.ndarray, lr: np.ndarray,
+            gen: np.ndarray, upd: np.ndarray, ref: np.ndarray, old: np.ndarray, step_time: np.ndarray,
+            tokens: np.ndarray, seqlen_mean: np.ndarray, imbalance: np.ndarray, val: np.ndarray,
+            noise: Any) -> dict[str, np.ndarray]:
     return {
         "global_seqlen/min": np.round(seqlen_mean - imbalance / 2),
         "global_seqlen/max": np.round(seqlen_mean + imbalance / 2),
