@@ -14,10 +14,11 @@ the number of values (< 1 GB at 1 GB of log).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _timing import child
 
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines, simulate
 
@@ -26,7 +27,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", default="73250,146500,293000,586000")
     args = ap.parse_args()
-    _, imports = _child([sys.executable, "-c", "import rlvitals.cli, rlvitals.diagnosis"])
+    _, imports = child([sys.executable, "-c", "import rlvitals.cli, rlvitals.diagnosis"])
     print(f"a process importing rlvitals: {imports:.0f} MiB peak")
     print(f"{'steps':>8} {'log MB':>7} {'seconds':>8} {'peak MiB':>9} {'columns':>8} {'margin':>7} {'B/step':>7}")
     for steps in (int(s) for s in args.steps.split(",")):
@@ -37,22 +38,12 @@ def main() -> None:
             with log.open("wb") as fh:
                 for line in jsonl_lines(sc):
                     fh.write(line + b"\n")
-            took, peak = _child([sys.executable, "-m", "rlvitals", "diagnose", str(log), "--json"])
+            took, peak = child([sys.executable, "-m", "rlvitals", "diagnose", str(log), "--json"])
             size = log.stat().st_size
         columns = keys * steps * 8 / 2**20
         margin = peak - imports - columns
         print(f"{steps:>8} {size / 1e6:>7.0f} {took:>8.1f} {peak:>9.0f} {columns:>8.0f} {margin:>7.0f} "
               f"{margin * 2**20 / steps:>7.0f}")
-
-
-def _child(cmd: list[str]) -> tuple[float, float]:
-    """Time and peak RSS of ``cmd`` measured by a wrapper process (ru_maxrss of its only child)."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
-    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout
-    took, peak = out.split()
-    return float(took), float(peak)
 
 
 if __name__ == "__main__":

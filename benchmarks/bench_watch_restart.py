@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _timing import child
+
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +51,8 @@ def main() -> None:
             state = Path(tmp) / f"state{trial}.sqlite"
             cmd = [sys.executable, "-m", "rlvitals", "watch", str(log), "--once", "--state", str(state)]
             # each measurement in a fresh interpreter of its own, so one's peak is not another's
-            first.append(_child(cmd))
-            again.append(_child(cmd))
+            first.append(child(cmd))
+            again.append(child(cmd))
         size = log.stat().st_size
         state_size = (Path(tmp) / "state0.sqlite").stat().st_size
     (t1, m1), (t2, m2) = min(first), min(again)
@@ -65,16 +67,6 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "rlvitals", "watch", str(log), "--once", "--state", str(state)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(f"  {state.stat().st_size / log.stat().st_size:.3f}  {log.stat().st_size / 1e6:5.1f} MB  {log.name}")
-
-
-def _child(cmd: list[str]) -> tuple[float, float]:
-    """Time and peak RSS of ``cmd`` measured by a wrapper process (ru_maxrss of its only child)."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
-    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout
-    took, peak = out.split()
-    return float(took), float(peak)
 
 
 if __name__ == "__main__":
