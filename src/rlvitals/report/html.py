@@ -110,6 +110,20 @@ def _script(name: str) -> str:
     return _inline(text)
 
 
+#: the parts of the page script, in the order they are joined (each may use what an earlier one defines)
+SCRIPT_PARTS = ("common.js", "charts.js", "lang.js", "rollouts.js", "main.js")
+
+
+@lru_cache(maxsize=1)
+def page_script() -> str:
+    """The report's page script: its parts (``templates/js``) joined into one function scope, made safe
+    to inline. The report inlines it and ``rlvitals serve`` serves it, byte for byte the same."""
+    folder = resources.files("rlvitals.report").joinpath("templates", "js")
+    parts = [folder.joinpath(name).read_text(encoding="utf-8") for name in SCRIPT_PARTS]
+    return _inline("// rlvitals report (" + ", ".join(SCRIPT_PARTS) + ")\n(function () {\n  \"use strict\";\n"
+                   + "\n".join(parts) + "})();\n")
+
+
 def _inline(js: str) -> str:
     """A script's text made safe to sit inside ``<script>…</script>`` (``</`` cannot close it early)."""
     return js.replace("</", "<\\/")
@@ -166,7 +180,7 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
             "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
     return jinja_env().get_template("report.html.j2").render(
         page=page, ui=UI, status=STATUS, names=_names(page), when=when, plotly_inline=inline, plotly_src=src,
-        data_json=safe_json(data), report_js=_script("report.js"), report_css=_script("report.css"))
+        data_json=safe_json(data), report_js=page_script(), report_css=_script("report.css"))
 
 
 def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False) -> int:

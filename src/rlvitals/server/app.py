@@ -22,7 +22,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
-from .page import LANG_COOKIE, index_html, loading_html, pick_lang, report_script, run_html
+from ..report.html import page_script
+from .page import LANG_COOKIE, index_html, loading_html, pick_lang, run_html
 from .security import COOKIE, AccessError, bearer, headers, host_allowed, same_origin, script_hash, token_ok
 from .workspace import Workspace
 
@@ -113,7 +114,9 @@ def _static(name: str) -> tuple[bytes, str]:
         from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
         return str(get_plotlyjs()).encode("utf-8"), "text/javascript"
-    package, folder = ("rlvitals.report", "templates") if name in ("report.js", "report.css") else \
+    if name == "report.js":  # the page script the report inlines, served so a live update can run it again
+        return page_script().encode("utf-8"), "text/javascript"
+    package, folder = ("rlvitals.report", "templates") if name == "report.css" else \
         ("rlvitals.server", "static")
     kind = "text/javascript" if name.endswith(".js") else "text/css"
     return resources.files(package).joinpath(folder, name).read_bytes(), kind
@@ -166,7 +169,7 @@ def create_app(workspace: Workspace, *, token: str | None = None, docs: bool = F
     """
     app = FastAPI(title="rlvitals dashboard", summary="Live diagnosis of RL post-training runs",
                   docs_url="/docs" if docs else None, redoc_url=None)
-    secure = headers([script_hash(report_script())])
+    secure = headers([script_hash(page_script())])
 
     @app.middleware("http")
     async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

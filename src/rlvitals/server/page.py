@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from jinja2 import Template
 
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
-from ..report.html import STATUS, UI, jinja_env, render_html
+from ..report.html import STATUS, UI, jinja_env, page_script, render_html
 from .security import AccessError
 from .workspace import Served
 
@@ -61,13 +60,6 @@ HEADS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
 
 
 @lru_cache(maxsize=1)
-def report_script() -> str:
-    """The report's page script exactly as the report inlines it (its CSP hash allows it to run)."""
-    text = resources.files("rlvitals.report").joinpath("templates", "report.js").read_text(encoding="utf-8")
-    return text.replace("</", "<\\/")
-
-
-@lru_cache(maxsize=1)
 def _plotly_cdn() -> str:
     from plotly.offline import get_plotlyjs_version  # type: ignore[import-untyped]
 
@@ -105,7 +97,7 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
         (True, True, True, False)
     """
     html = render_html({**page, "meta": {**page["meta"], "lang": lang}}, cdn=True)
-    cdn, script = _plotly_cdn(), f"<script>{report_script()}</script>"
+    cdn, script = _plotly_cdn(), f"<script>{page_script()}</script>"
     if html.count(cdn) != 1 or html.count(script) != 1 or "<body>\n" not in html or html.count(_DATA) != 1:
         raise RlvitalsError("serve: the report template no longer has the Plotly <script src>, the page data or the "
                             "inline page script this server expects; update rlvitals/server/page.py with "
