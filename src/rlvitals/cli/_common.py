@@ -36,14 +36,28 @@ def dump(obj: object) -> str:
 
 
 
-def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = False) -> tuple[list[Run], int]:
+def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = False,
+             one_run: bool = False, lang: str = "en") -> tuple[list[Run], int]:
     """Every run under every path; an unreadable path is reported and the others still load. With
-    ``progress``, a terminal shows how far the reading got (:mod:`.progress`)."""
-    from ..run.load import load
+    ``one_run`` (``--one-run``), the paths are the logs of one run's launches, read as one run in step
+    order (:func:`rlvitals.run.concat.load_launches`): a log that cannot be read fails the whole run, and
+    what the joining did is said on ``err`` in ``lang``.
+    With ``progress``, a terminal shows how far the reading got (:mod:`.progress`)."""
+    from ..run import load, load_launches
     from .progress import reading
 
     runs: list[Run] = []
     status = EXIT_OK
+    if one_run:
+        told: list[str] = []  # said after the progress display is gone
+        try:
+            with reading(err, progress) as shown:
+                runs.append(load_launches(paths, fmt, shown, lambda note: told.append(note.text(lang))))
+        except RlvitalsError as exc:
+            told, status = [str(exc)], EXIT_USAGE
+        head = "rlvitals：--one-run：" if lang == "zh" else "rlvitals: --one-run: "
+        err.writelines(f"{head}{note}\n" for note in told)
+        return runs, status
     for path in paths:
         try:
             with reading(err, progress) as shown:
@@ -169,7 +183,8 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None
-    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings, progress=True)
+    paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings, progress=True,
+                         one_run=args.one_run, lang=args.lang)
     if paired is None or not paired[0]:
         return None
     runs, analyses, status = paired
@@ -178,15 +193,20 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
 
 
 def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, err: IO[str],
-                settings: RolloutSettings | None = None, progress: bool = False
-                ) -> tuple[list[Run], list[Any], int] | None:
+                settings: RolloutSettings | None = None, progress: bool = False, one_run: bool = False,
+                lang: str = "en") -> tuple[list[Run], list[Any], int] | None:
     """The runs of ``paths`` with their own rollouts' series joined (``--rollouts`` pairs with the
     paths in order; each read and analysed with ``settings``), each run's (rollout folder, analysis)
-    or None, and the load status; None after a usage error (already written)."""
+    or None, and the load status; None after a usage error (already written). With ``one_run`` the
+    paths are one run's launches, and one ``--rollouts`` goes with that run."""
     from ..rollout.analysis import analyze
 
+    groups = [paths] if one_run else [[path] for path in paths]
     try:
-        dirs = rollout_dirs(rollouts, paths)
+        if one_run and rollouts and len(rollouts) > 1:
+            raise RlvitalsError(f"--one-run reads the {len(paths)} PATHs as one run, which takes one --rollouts DIR "
+                                f"(the run's rollout folder), not {len(rollouts)}")
+        dirs = rollout_dirs(rollouts, [" + ".join(g) for g in groups])
         analyses = [analyze(d, settings) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
@@ -194,8 +214,9 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
     runs: list[Run] = []
     paired: list[Any] = []
     status = EXIT_OK
-    for path, folder, analysis in zip(paths, dirs, analyses, strict=True):
-        found, code = load_all([path], fmt, err, progress)
+    for group, folder, analysis in zip(groups, dirs, analyses, strict=True):
+        path = group[0]
+        found, code = load_all(group, fmt, err, progress, one_run, lang)
         status = max(status, code)
         if analysis is not None and len(found) > 1:
             err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "

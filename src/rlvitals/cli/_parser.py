@@ -17,7 +17,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "diagnose": ("rlvitals diagnose train.log", "rlvitals diagnose --example --all",
                  "rlvitals diagnose run.jsonl --fail-on warn",
                  "rlvitals diagnose train.log --rollouts rollout_data_dir/",
-                 "rlvitals diagnose a.log b.log --markdown --lang zh"),
+                 "rlvitals diagnose a.log b.log --markdown --lang zh",
+                 "rlvitals diagnose --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
     "rollouts": ("rlvitals rollouts rollout_data_dir/", "rlvitals rollouts output_dir/ --k 1,4,16 --json",
                  "rlvitals rollouts samples.parquet --group prompt_id --score reward --response text"),
     "explain": ("rlvitals explain actor/entropy", "rlvitals explain actor/ppo_kl --lang zh", "rlvitals explain --list"),
@@ -25,6 +26,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "formats": ("rlvitals formats",),
     "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl"),
     "report": ("rlvitals report train.log -o report.html", "rlvitals report a.log b.log -o compare.html",
+               "rlvitals report --one-run launch1.jsonl launch2.jsonl -o report.html",
                "rlvitals report train.log --rollouts rollout_data_dir/ -o report.html --lang zh"),
     "watch": ("rlvitals watch train.log", "rlvitals watch train.log --alert jsonl:alerts.jsonl --exit-on fail",
               "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X"),
@@ -114,6 +116,7 @@ def _commands(sub: _Commands) -> None:
                      help="inspect the bundled example run (a simulated veRL GRPO log)")
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
+    add_one_run(ins)
 
     dia = sub.add("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
     dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
@@ -127,6 +130,7 @@ def _commands(sub: _Commands) -> None:
     dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
+    add_one_run(dia)
     dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
                      help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
                           "order ('-' for none)")
@@ -172,6 +176,7 @@ def _commands(sub: _Commands) -> None:
     rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
     rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_one_run(rep)
     add_rollout_options(rep)
 
     wat = sub.add("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
@@ -247,10 +252,22 @@ def _commands(sub: _Commands) -> None:
     xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
     xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_one_run(xpt)
     add_rollout_options(xpt)
 
     cmp = sub.add("completion", help="print a shell completion script for bash, zsh or fish")
     cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete rlvitals in")
+
+
+#: ``--one-run``'s help, the same in every command that reads logged runs
+ONE_RUN_HELP = ("the PATHs are the logs of one run's launches (one file per launch of a resumed run): read them as "
+                "one run in step order; where launches overlap, the later launch's values are kept and the run's "
+                "notes say how many steps were replaced")
+
+
+def add_one_run(parser: Parser) -> None:
+    """``--one-run``: the paths are one run (:func:`rlvitals.run.concat.load_launches`), not runs to compare."""
+    parser.add_argument("--one-run", action="store_true", help=ONE_RUN_HELP)
 
 
 #: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold

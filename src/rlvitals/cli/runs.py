@@ -40,7 +40,7 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
     from ..render.summary import run_summary
     from ..render.terminal import render_inspect
 
-    runs, status = load_all(paths, args.fmt, err, progress=not args.json)
+    runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run)
     for run in runs:
         summary = run_summary(run)
         out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out)))
@@ -82,12 +82,14 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     from ..render.terminal import render_rollout_log
 
     if args.rollouts:
-        paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json)
+        paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
+                             one_run=args.one_run, lang=args.lang)
         if paired is None:
             return EXIT_USAGE
         runs, analyses, status = paired
     else:
-        (runs, status), analyses = load_all(paths, args.fmt, err, progress=not args.json), []
+        loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
+        (runs, status), analyses = loaded, []
     # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
     logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
     logs += [None] * (len(runs) - len(logs))

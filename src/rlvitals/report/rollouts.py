@@ -9,6 +9,13 @@ from the step's mean come first, since those are the rollouts behind a spike, an
 how many of the step's groups that is. Texts are cut at ``TEXT_CAP`` characters (saying how
 much was cut) so one long dump cannot swell the file; they are shown by the page as text, never
 as markup.
+
+Each rollout carries what the page filters and searches on: its ground truth (``target``: veRL's
+``gts``, a mapped ``--target`` column; null without one), whether it hit the length limit
+(``truncated``: the flag, or ``length >= --max-response-length`` as the analysis judged it; null when
+unknown), and each group whether all its rollouts got the same reward (``zero_variance``, as
+``group/zero_std/share`` counts it). The served browser (``GET /api/runs/ID/rollouts``) sends the same
+groups, built here.
 """
 
 from __future__ import annotations
@@ -19,7 +26,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from ..rollout.schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP
+from ..rollout import (
+    ANSWER,
+    CORRECT,
+    GROUP,
+    LENGTH,
+    PROMPT,
+    RESPONSE,
+    SAMPLE,
+    SCORE,
+    STEP,
+    TARGET,
+    TRUNCATED,
+    group_table,
+)
 
 if TYPE_CHECKING:
     from ..rollout.analysis import RolloutAnalysis
@@ -55,6 +75,24 @@ def _browse_steps(available: list[int], onsets: Sequence[int]) -> list[int]:
     return sorted(wanted)
 
 
+def zero_variance(part: pl.DataFrame) -> bool | None:
+    """Whether every rollout of one group that has an outcome got the same reward (its correctness
+    without scores), as ``group/zero_std/share`` counts it; None when none has an outcome.
+
+    Example:
+        >>> g = pl.DataFrame({"step": [1, 1], "group": ["a", "a"], "sample": [0, 1], "score": [1.0, 1.0]})
+        >>> zero_variance(g), zero_variance(g.with_columns(score=pl.Series([0.0, None])))
+        (True, True)
+        >>> zero_variance(g.with_columns(score=pl.Series([0.0, 1.0]))), zero_variance(g.drop("score"))
+        (False, None)
+    """
+    try:
+        table = group_table(part)
+    except ValueError:  # neither a score nor a correctness column
+        return None
+    return bool(table["zero_std"][0]) if table.height else None
+
+
 def _group_json(step: int, gid: str, part: pl.DataFrame) -> dict[str, Any]:
     scores = part[SCORE].cast(pl.Float64).to_numpy() if SCORE in part.columns else np.array([])
     finite = scores[np.isfinite(scores)]
@@ -64,12 +102,14 @@ def _group_json(step: int, gid: str, part: pl.DataFrame) -> dict[str, Any]:
         return _cut(value) if isinstance(value, str) else value
 
     rollouts = [{"sample": row[SAMPLE], "response": cell(row, RESPONSE), "score": row.get(SCORE),
-                 "correct": row.get(CORRECT), "length": row.get(LENGTH), "answer": cell(row, ANSWER)}
+                 "correct": row.get(CORRECT), "length": row.get(LENGTH), "truncated": row.get(TRUNCATED),
+                 "answer": cell(row, ANSWER), "target": cell(row, TARGET)}
                 for row in part.sort(SAMPLE).iter_rows(named=True)]
     prompt = part[PROMPT][0] if PROMPT in part.columns else None
     return {"step": step, "group": gid, "prompt": _cut(prompt), "n": part.height,
             "mean": float(finite.mean()) if len(finite) else None,
-            "std": float(finite.std(ddof=1)) if len(finite) > 1 else None, "rollouts": rollouts}
+            "std": float(finite.std(ddof=1)) if len(finite) > 1 else None,
+            "zero_variance": zero_variance(part), "rollouts": rollouts}
 
 
 def step_groups(table: pl.DataFrame, step: int, limit: int = GROUPS_PER_STEP) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ columns join a Run), the options of the command line (:mod:`.options`) and the d
 from __future__ import annotations
 
 from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
+from .groups import group_table
 from .options import RolloutSettings
 from .readers import (
     ColumnFlags,
@@ -17,12 +18,12 @@ from .readers import (
     rollouts_from_frame,
     rollouts_from_records,
 )
-from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP
+from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP, TARGET, TRUNCATED
 from .segments import SegmentTags, parse_tag
 from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "GROUP", "join_series", "LENGTH",
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "GROUP", "group_table", "join_series", "LENGTH",
     "parse_reward_weights", "parse_tag", "PROMPT", "read_rollouts", "RESPONSE", "RolloutAnalysis",
     "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "SAMPLE", "SCORE",
-    "SegmentTags", "STEP", "step_json", "step_series", "table_options", "update", "write_trl_completions",
-    "write_verl_dump"]
+    "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED", "update",
+    "write_trl_completions", "write_verl_dump"]

@@ -15,7 +15,7 @@ from .builder import RunBuilder
 from .run import Run
 
 
-def _sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
+def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
     """Every (reader, root) under ``path``, and notes about what a plain folder held besides."""
     reader: Reader | None
     try:
@@ -47,9 +47,9 @@ def load(path: str | Path, fmt: str | None = None,
     folder one per training log in it (and in its subfolders). ``progress(root, records)`` is called
     every :data:`PROGRESS_EVERY` records read (a progress display)."""
     path = Path(path)
-    sources, notes = _sources(path, fmt)
+    found, notes = sources(path, fmt)
     runs, empty = [], []
-    for reader, root in sources:
+    for reader, root in found:
         meta = SourceMeta(format=reader.format, files=[str(root)])
         builder = RunBuilder(meta)
         for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):

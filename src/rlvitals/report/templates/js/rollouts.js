@@ -1,27 +1,121 @@
-// The rollout browser: the groups of one step, fetched from the server when served.
-  function groupNode(g) {
+// The rollout browser: the groups of one step (fetched from the server when served), narrowed by
+// filters and a text search, sorted, each rollout beside its ground truth when the dump has one.
+  // a filter keeps a rollout when its test passes; the filters ticked combine (all must pass)
+  var ROLLOUT_FILTERS = [
+    { id: "correct", en: "correct", zh: "正确", known: function (r) { return typeof r.correct === "boolean"; },
+      test: function (r) { return r.correct === true; } },
+    { id: "wrong", en: "wrong", zh: "错误", known: function (r) { return typeof r.correct === "boolean"; },
+      test: function (r) { return r.correct === false; } },
+    { id: "truncated", en: "truncated (hit the length limit)", zh: "被截断（达到长度上限）",
+      known: function (r) { return typeof r.truncated === "boolean"; }, test: function (r) { return r.truncated === true; } },
+    { id: "zero", en: "zero-variance group (every rollout got the same reward)", zh: "零方差组（组内奖励全部相同）",
+      known: function (r, g) { return typeof g.zero_variance === "boolean"; },
+      test: function (r, g) { return g.zero_variance === true; } }
+  ];
+  function byNumber(get, sign) {  // numbers first (high first when sign is -1), the missing ones last
+    return function (a, b) {
+      var x = get(a), y = get(b);
+      if (typeof x !== "number" || isNaN(x)) { return typeof y !== "number" || isNaN(y) ? 0 : 1; }
+      if (typeof y !== "number" || isNaN(y)) { return -1; }
+      return sign * (x - y);
+    };
+  }
+  function meanLength(g) {
+    var got = g.rollouts.filter(function (r) { return typeof r.length === "number"; });
+    return got.length ? got.reduce(function (s, r) { return s + r.length; }, 0) / got.length : null;
+  }
+  function mean(g) { return g.mean; }
+  function score(r) { return r.score; }
+  function length(r) { return r.length; }
+  // [value, English, Chinese, compare]; the first is the order the groups come in (and the rollouts')
+  var GROUP_SORTS = [
+    ["spread", "reward spread (furthest from the step's mean first)", "奖励偏离度（偏离该步均值最远的在前）", null],
+    ["mean-desc", "mean reward, highest first", "平均奖励，从高到低", byNumber(mean, -1)],
+    ["mean-asc", "mean reward, lowest first", "平均奖励，从低到高", byNumber(mean, 1)],
+    ["length-desc", "mean length, longest first", "平均长度，从长到短", byNumber(meanLength, -1)],
+    ["length-asc", "mean length, shortest first", "平均长度，从短到长", byNumber(meanLength, 1)]
+  ];
+  var ROLLOUT_SORTS = [
+    ["sample", "sample #", "样本序号", null],
+    ["score-desc", "score, highest first", "得分，从高到低", byNumber(score, -1)],
+    ["score-asc", "score, lowest first", "得分，从低到高", byNumber(score, 1)],
+    ["length-desc", "length, longest first", "长度，从长到短", byNumber(length, -1)],
+    ["length-asc", "length, shortest first", "长度，从短到长", byNumber(length, 1)]
+  ];
+
+  // `text` as nodes, each case-insensitive match of `find` (a global RegExp, or null) in a <mark>
+  function marked(text, find) {
+    var frag = document.createDocumentFragment();
+    if (text === null || text === undefined) { return frag; }
+    text = String(text);
+    var at = 0, m;
+    if (find) {
+      find.lastIndex = 0;
+      while ((m = find.exec(text)) !== null) {
+        if (!m[0].length) { find.lastIndex += 1; continue; }
+        if (m.index > at) { frag.appendChild(document.createTextNode(text.slice(at, m.index))); }
+        frag.appendChild(el("mark", "rlv-hit", m[0]));
+        at = m.index + m[0].length;
+      }
+    }
+    if (at < text.length) { frag.appendChild(document.createTextNode(text.slice(at))); }
+    return frag;
+  }
+
+  function cellOf(tag, cls, text, find) {
+    var n = el(tag, cls);
+    n.appendChild(marked(text, find));
+    return n;
+  }
+
+  function headRow(withTarget) {
+    var head = el("tr");
+    [["#", "#"], ["score", "得分"], ["correct", "正确"], ["length", "长度"], ["answer", "答案"]]
+      .concat(withTarget ? [["expected", "参考答案"]] : []).concat([["response", "回答"]])
+      .forEach(function (h) { var th = el("th"); th.appendChild(both(h[0], h[1])); head.appendChild(th); });
+    return head;
+  }
+
+  function rolloutRow(r, withTarget, find) {
+    var tr = el("tr");
+    tr.setAttribute("data-sample", r.sample);
+    [r.sample, num(r.score), r.correct === null || r.correct === undefined ? "" : (r.correct ? "✓" : "✗")]
+      .forEach(function (v) { tr.appendChild(el("td", null, v)); });
+    var len = el("td", "rlv-length", num(r.length));
+    if (r.truncated === true) {
+      len.appendChild(el("br"));
+      len.appendChild(both("truncated", "被截断")).className = "rlv-cut";
+    }
+    tr.appendChild(len);
+    tr.appendChild(cellOf("td", "rlv-answer", r.answer, find));
+    if (withTarget) { tr.appendChild(cellOf("td", "rlv-target", r.target, find)); }
+    var td = el("td");
+    td.appendChild(cellOf("pre", "rlv-text rlv-response", r.response, find));
+    tr.appendChild(td);
+    return tr;
+  }
+
+  // one group: `rows` are the rollouts kept, in the order chosen
+  function groupNode(g, rows, withTarget, find) {
     var d = el("details", "rlv-group");
     d.setAttribute("data-group", g.group);
     var s = el("summary");
     s.appendChild(el("b", null, g.group));
     s.appendChild(el("span", "rlv-dim", "  n=" + g.n + "  mean=" + num(g.mean) + "  std=" + num(g.std)));
+    if (g.zero_variance === true) {
+      s.appendChild(document.createTextNode("  "));
+      s.appendChild(both("zero variance", "零方差")).className = "rlv-zero";
+    }
+    if (rows.length < g.rollouts.length) {
+      s.appendChild(document.createTextNode("  "));
+      s.appendChild(both(rows.length + " of " + g.rollouts.length + " rollouts match",
+        g.rollouts.length + " 条中 " + rows.length + " 条符合")).className = "rlv-dim";
+    }
     d.appendChild(s);
-    if (g.prompt !== null) { d.appendChild(el("pre", "rlv-text rlv-prompt", g.prompt)); }
+    if (g.prompt !== null && g.prompt !== undefined) { d.appendChild(cellOf("pre", "rlv-text rlv-prompt", g.prompt, find)); }
     var table = el("table", "rlv-rollouts");
-    var head = el("tr");
-    [["#", "#"], ["score", "得分"], ["correct", "正确"], ["length", "长度"], ["answer", "答案"], ["response", "回答"]]
-      .forEach(function (h) { var th = el("th"); th.appendChild(both(h[0], h[1])); head.appendChild(th); });
-    table.appendChild(head);
-    g.rollouts.forEach(function (r) {
-      var tr = el("tr");
-      [r.sample, num(r.score), r.correct === null || r.correct === undefined ? "" : (r.correct ? "✓" : "✗"),
-        num(r.length), r.answer]
-        .forEach(function (v) { tr.appendChild(el("td", null, v)); });
-      var td = el("td");
-      td.appendChild(el("pre", "rlv-text rlv-response", r.response));
-      tr.appendChild(td);
-      table.appendChild(tr);
-    });
+    table.appendChild(headRow(withTarget));
+    rows.forEach(function (r) { table.appendChild(rolloutRow(r, withTarget, find)); });
     d.appendChild(table);
     return d;
   }
@@ -29,6 +123,7 @@
   var rollouts = (function () {
     var info = data.rollouts;
     var current = { run: null, step: null };
+    var loaded = { groups: [], total: 0 };
     var asked = 0;
 
     function runInfo(rid) {
@@ -47,15 +142,156 @@
         "（奖励偏离该步均值最远的组）" : "")));
     }
 
-    function render(groups, total) {
-      var box = document.getElementById("rlv-groups");
+    // what the reader chose: the ticked filters, the search (a RegExp, or null) and the two orders
+    function choices() {
+      var ticked = ROLLOUT_FILTERS.filter(function (f) {
+        var box = document.getElementById("rlv-filter-" + f.id);
+        return box && box.checked;
+      });
+      var q = document.getElementById("rlv-search");
+      var text = q ? q.value : "";
+      var pattern = text ? text.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&") : null;
+      function pick(id, sorts) {
+        var s = document.getElementById(id);
+        var found = sorts[0];
+        sorts.forEach(function (o) { if (s && o[0] === s.value) { found = o; } });
+        return found[3];
+      }
+      return { filters: ticked, find: pattern ? new RegExp(pattern, "giu") : null,
+        has: pattern ? new RegExp(pattern, "iu") : null,
+        groupOrder: pick("rlv-sort-groups", GROUP_SORTS), rolloutOrder: pick("rlv-sort-rollouts", ROLLOUT_SORTS) };
+    }
+
+    function matches(r, g, c) {
+      if (!c.filters.every(function (f) { return f.test(r, g); })) { return false; }
+      if (!c.has) { return true; }
+      return [g.prompt, r.response, r.answer, r.target].some(function (t) {
+        return t !== null && t !== undefined && c.has.test(String(t));
+      });
+    }
+
+    // each filter's count over the step's rollouts on the page, alone; "–" where no rollout says
+    function filterCounts(groups) {
+      ROLLOUT_FILTERS.forEach(function (f) {
+        var known = 0, hit = 0;
+        groups.forEach(function (g) {
+          g.rollouts.forEach(function (r) { if (f.known(r, g)) { known += 1; if (f.test(r, g)) { hit += 1; } } });
+        });
+        var box = document.getElementById("rlv-filter-" + f.id);
+        var n = document.getElementById("rlv-filter-n-" + f.id);
+        if (box) { box.disabled = known === 0; }
+        if (n) { n.textContent = known ? " (" + hit + ")" : " (–)"; }
+      });
+    }
+
+    function counted(rows, all, groupsHit, groupsAll, narrowed) {
+      var box = document.getElementById("rlv-count");
+      if (!box) { return; }
       box.replaceChildren();
-      groups.forEach(function (g, i) {
-        var node = groupNode(g);
-        if (i === 0) { node.open = true; }
+      box.setAttribute("data-count", rows + "/" + all + " " + groupsHit + "/" + groupsAll);
+      if (!narrowed) {
+        box.appendChild(both(all + " rollouts in " + groupsAll + " groups", "共 " + groupsAll + " 个组、" + all +
+          " 条 rollout"));
+      } else if (!rows) {
+        box.appendChild(both("No rollout of the " + groupsAll + " groups here matches the filters and search: " +
+          "untick a filter or change the search.", "这 " + groupsAll + " 个组里没有符合筛选条件和搜索词的 rollout，" +
+          "可以去掉某个筛选条件或换个搜索词。"));
+      } else {
+        box.appendChild(both(rows + " of " + all + " rollouts in " + groupsHit + " of " + groupsAll + " groups",
+          "符合条件的 rollout：" + all + " 条中的 " + rows + " 条，分属 " + groupsAll + " 个组中的 " + groupsHit + " 个"));
+      }
+      box.className = narrowed && !rows ? "rlv-count rlv-empty" : "rlv-count rlv-dim";
+    }
+
+    function redraw() {
+      var box = document.getElementById("rlv-groups");
+      if (!box) { return; }
+      var c = choices();
+      var groups = loaded.groups.slice();
+      if (c.groupOrder) { groups.sort(c.groupOrder); }  // sort is stable: equal groups keep the spread order
+      var withTarget = groups.some(function (g) {
+        return g.rollouts.some(function (r) { return r.target !== null && r.target !== undefined; });
+      });
+      var narrowed = c.filters.length > 0 || c.has !== null;
+      var rows = 0, all = 0, hit = 0;
+      box.replaceChildren();
+      groups.forEach(function (g) {
+        var kept = g.rollouts.filter(function (r) { return matches(r, g, c); });
+        all += g.rollouts.length;
+        if (!kept.length) { return; }
+        if (c.rolloutOrder) { kept.sort(c.rolloutOrder); }
+        rows += kept.length;
+        hit += 1;
+        var node = groupNode(g, kept, withTarget, c.find);
+        if (narrowed || hit === 1) { node.open = true; }
         box.appendChild(node);
       });
+      counted(rows, all, hit, groups.length, narrowed);
+    }
+
+    function render(groups, total) {
+      loaded = { groups: groups, total: total };
+      filterCounts(groups);
+      redraw();
       shown(groups.length, total);
+    }
+
+    function labelOptions() {  // option texts cannot hold the page's two-language spans
+      [["rlv-sort-groups", GROUP_SORTS], ["rlv-sort-rollouts", ROLLOUT_SORTS]].forEach(function (p) {
+        var s = document.getElementById(p[0]);
+        if (!s) { return; }
+        Array.prototype.forEach.call(s.options, function (o, i) { o.textContent = p[1][i][1 + lang()]; });
+      });
+    }
+
+    function labelled(text, control) {
+      var l = el("label", "rlv-tool");
+      l.appendChild(text);
+      l.appendChild(document.createTextNode(" "));
+      l.appendChild(control);
+      return l;
+    }
+
+    function sortSelect(id, sorts) {
+      var s = el("select");
+      s.id = id;
+      sorts.forEach(function (o) { var opt = el("option", null, o[1]); opt.value = o[0]; s.appendChild(opt); });
+      s.addEventListener("change", redraw);
+      return s;
+    }
+
+    // the filters, search and sorting, built once into #rlv-tools
+    function tools() {
+      var box = document.getElementById("rlv-tools");
+      if (!box || box.childNodes.length) { return; }
+      var row = el("div", "rlv-tool-row");
+      row.appendChild(both("Show only:", "只看："));
+      ROLLOUT_FILTERS.forEach(function (f) {
+        var l = el("label", "rlv-tool rlv-filter");
+        var cb = el("input");
+        cb.type = "checkbox";
+        cb.id = "rlv-filter-" + f.id;
+        cb.addEventListener("change", redraw);
+        l.appendChild(cb);
+        l.appendChild(both(f.en, f.zh));
+        l.appendChild(el("span", "rlv-dim", ""));
+        l.lastChild.id = "rlv-filter-n-" + f.id;
+        row.appendChild(l);
+      });
+      box.appendChild(row);
+      var row2 = el("div", "rlv-tool-row");
+      var q = el("input");
+      q.type = "search";
+      q.id = "rlv-search";
+      q.addEventListener("input", redraw);
+      row2.appendChild(labelled(both("Search prompt, response, answer, expected:", "搜索提示词、回答、答案、参考答案："), q));
+      row2.appendChild(labelled(both("Sort groups by", "组的排序"), sortSelect("rlv-sort-groups", GROUP_SORTS)));
+      row2.appendChild(labelled(both("rollouts in a group by", "组内 rollout 的排序"),
+        sortSelect("rlv-sort-rollouts", ROLLOUT_SORTS)));
+      box.appendChild(row2);
+      labelOptions();
+      new MutationObserver(labelOptions).observe(document.documentElement, { attributes: true,
+        attributeFilter: ["data-lang"] });
     }
 
     function fill(rid) {
@@ -115,6 +351,7 @@
     function start() {
       var select = document.getElementById("rlv-step");
       if (!select || !info || !info.runs.length) { return; }
+      tools();
       select.addEventListener("change", function () { show(select.value); });
       var pick = document.getElementById("rlv-run");
       if (pick) {
@@ -138,4 +375,3 @@
 
     return { start: start, show: show, state: function () { return current; } };
   })();
-
