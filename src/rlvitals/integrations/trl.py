@@ -1,160 +1,214 @@
 """TRL: a ``TrainerCallback`` that feeds a :class:`~rlvitals.watch.monitor.Monitor` from inside the Trainer.
 
-What it does at each ``on_log`` (rank 0 only): the logged metrics go to the Monitor at
-``state.global_step``; for a training log of a ``GRPOTrainer`` the step's completions go to
-``Monitor.log_rollouts``; the rollout metrics of that step come back as ``rlvitals/<key>`` and
-are added to ``logs``, so every ``report_to`` backend (TensorBoard, W&B, MLflow...) writes them
-beside TRL's own metrics (TensorBoard and W&B show them as ``train/rlvitals/...``).
+It reads only what transformers hands every callback (``args``, ``state``, ``control``, ``logs`` and
+the documented keyword arguments: ``model``, ``processing_class``, ``optimizer``, ``lr_scheduler``,
+``train_dataloader``, ``eval_dataloader``) and the files TRL writes; no private attribute of the
+trainer. At each ``on_log`` (rank 0 only) the logged metrics go to the Monitor at
+``state.global_step``. A ``GRPOTrainer`` with ``log_completions=True`` writes the step's completions to
+``<output_dir>/completions/completions_{step:05d}.parquet`` just *after* ``on_log`` (TRL 1.16,
+``GRPOTrainer.log``: ``super().log(...)``, then ``to_parquet``). So the callback reads that file at the
+next event of the Trainer (the next step's ``on_step_begin``, an evaluation's first
+``on_prediction_step`` or ``on_log``, ``on_save``, ``on_train_end``: all come before an evaluation at
+the same step overwrites the file, and while ``state.global_step`` is still that step). It
+analyses the completions (:meth:`Monitor.derive`; the score is TRL's, the reward functions weighted
+by ``args.reward_weights``), and, once :func:`attach` told it the trainer's callbacks, hands the
+chosen ``rlvitals/<key>`` values to the trainer's ``report_to`` loggers (their public ``on_log``) at
+that same step. TensorBoard and W&B show them as ``train/rlvitals/...``.
 
-Two facts of transformers 5 / TRL 1.16 shape this:
+``log_keys`` chooses what is written to the loggers: by default :data:`DEFAULT_LOG_KEYS`; any
+per-step rollout key (``pass@4``, ``diversity/edit_distance``...; with or without ``rlvitals/``), or
+``"all"``. A name the catalog does not know is refused at once. A chosen key the completions did not
+give (``pass@8`` of groups of 4) is said once, with the keys they gave. The Monitor gets every key
+whatever ``log_keys`` says.
 
-* ``CallbackHandler`` calls callbacks in list order and passes every one the same ``logs``
-  dict, and the reporters are added before any user callback. Keys added by a callback
-  therefore reach the loggers only if it runs *before* them: :func:`attach` (or
-  :meth:`RlvitalsCallback.attach`) puts it first. Passed as ``callbacks=[...]`` it still
-  monitors, but cannot write back (it says so once).
-* ``GRPOTrainer.log`` calls ``Trainer.log`` (and so ``on_log``) *before* it writes
-  ``completions/completions_{step:05d}.parquet``. The step's completions are read from the
-  trainer's own buffer of the last generation batch (prompts, completions, one reward list per
-  reward function, advantages: what that file will hold), which needs the trainer, so
-  :func:`attach`. Without it, with ``log_completions=True``, the file is queued at the next
-  step's start (read by the Monitor's thread): findings still use it, write-back cannot.
-
-The score of a completion is TRL's: the ``reward_weights``-weighted sum of the reward functions,
-NaN rewards ignored (``nansum``).
-
->>> trainer = GRPOTrainer(model=..., args=GRPOConfig(report_to=["tensorboard"]), ...)  # doctest: +SKIP
->>> cb = attach(trainer, sinks=["jsonl:alerts.jsonl"])                                 # doctest: +SKIP
->>> trainer.train(); [f.check for f in cb.monitor.findings() if f.status == "fail"]    # doctest: +SKIP
+>>> args = GRPOConfig(report_to=["tensorboard"], log_completions=True)                   # doctest: +SKIP
+>>> trainer = GRPOTrainer(model=..., args=args, ...)                                   # doctest: +SKIP
+>>> cb = attach(trainer, sinks=["jsonl:alerts.jsonl"], log_keys=["pass@1", "pass@4"])  # doctest: +SKIP
+>>> trainer.train(); [f.check for f in cb.monitor.findings() if f.status == "fail"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import polars as pl
 from transformers import TrainerCallback
 
+from ..errors import UnknownMetricError
+from ..watch import PREFIX
 from ..watch.monitor import Monitor
 
-__all__ = ["RlvitalsCallback", "attach", "completion_records"]
+__all__ = ["DEFAULT_LOG_KEYS", "RlvitalsCallback", "attach", "log_key_names"]
+
+#: what the callback writes to the trainer's loggers unless told otherwise: the share of prompt groups that
+#: teach nothing (every completion scored alike), how often a completion is correct, and how alike the
+#: completions are
+DEFAULT_LOG_KEYS = ("group/zero_std/share", "pass@1", "diversity/distinct_2", "diversity/duplicate_rate")
 
 #: keys of the summary ``Trainer.train`` logs once at the end; it is not a training step
 _SUMMARY = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
 
 
-def completion_records(buffer: Mapping[str, Any], weights: Sequence[float] | None = None) -> list[dict[str, Any]]:
-    """One record per completion from a GRPOTrainer's ``_logs`` buffer: ``prompt`` (text or chat),
-    ``response``, ``score`` (weighted ``nansum`` of the reward functions) and ``advantage``.
+def log_key_names(log_keys: Sequence[str] | Literal["all"]) -> tuple[str, ...] | None:
+    """``log_keys`` as ``rlvitals/<key>`` names (None: every key), each a metric of the catalog;
+    UnknownMetricError names the ones that are not.
 
     Example:
-        >>> buf = {"prompt": ["1+1?", "1+1?"], "completion": ["2", "3"],
-        ...        "rewards": {"acc": [1.0, 0.0]}, "advantages": [0.7, -0.7]}
-        >>> [(r["response"], r["score"]) for r in completion_records(buf)]
-        [('2', 1.0), ('3', 0.0)]
+        >>> log_key_names(["pass@4", "rlvitals/group/zero_std/share"])
+        ('rlvitals/pass@4', 'rlvitals/group/zero_std/share')
+        >>> log_key_names(["pass_at_4"])
+        Traceback (most recent call last):
+        ...
+        rlvitals.errors.UnknownMetricError: log_keys: 'pass_at_4' is not a metric rlvitals knows; ...
     """
-    prompts, completions = list(buffer["prompt"]), list(buffer["completion"])
-    rewards = [list(v) for v in buffer["rewards"].values()]
-    advantages = list(buffer.get("advantages", []))
-    w = list(weights) if weights is not None else [1.0] * len(rewards)
-    out = []
-    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-        parts = [wi * float(r[i]) for wi, r in zip(w, rewards, strict=True) if not _missing(r[i])]
-        rec: dict[str, Any] = {"prompt": prompt, "response": completion,
-                               "score": math.fsum(parts) if parts else math.nan}
-        if i < len(advantages):
-            rec["advantage"] = float(advantages[i])
-        out.append(rec)
-    return out
+    from ..catalog.catalog import load_catalog
 
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    if log_keys == "all":
+        return None
+    if isinstance(log_keys, str) or not all(isinstance(k, str) for k in log_keys):
+        raise UnknownMetricError(f"log_keys={log_keys!r}: expected a list of metric names such as "
+                                 f"{list(DEFAULT_LOG_KEYS)}, or 'all'")
+    names = tuple(dict.fromkeys(k.removeprefix(PREFIX) for k in log_keys))
+    catalog = load_catalog()
+    unknown = [k for k in names if catalog.find(k) is None]
+    if unknown:
+        raise UnknownMetricError(
+            f"log_keys: {', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not a metric "
+            f"rlvitals knows; the rollout metrics it can log are named like {', '.join(DEFAULT_LOG_KEYS)}, "
+            "pass@4, g_pass@4, maj@4, group/effective_batch, diversity/edit_distance, prompt/difficulty/hard/share, "
+            "rollout/format_compliance (every one: the 'Per-step keys' of docs/rollouts.md, or 'rlvitals explain "
+            "--list'); log_keys='all' logs every key the completions give")
+    return tuple(PREFIX + k for k in names)
 
 
 class RlvitalsCallback(TrainerCallback):
-    """Feeds the Trainer's logs and GRPO completions to a Monitor, writes ``rlvitals/...`` back.
+    """Feeds the Trainer's logs and GRPO completions to a Monitor; after :meth:`attach`, writes the
+    ``log_keys`` of each step's rollout metrics to the trainer's loggers at that step.
 
-    ``monitor``: your own :class:`Monitor` (flushed, not closed, at the end of training), else
-    one is made with ``monitor_kwargs`` (and closed at the end). The step's rollout metrics are
-    computed in ``on_log`` itself (:meth:`Monitor.derive`: milliseconds for one step's
-    completions), so it never waits for the Monitor's thread, which may be in the middle of a
-    diagnosis (tens to hundreds of milliseconds on a long run).
+    ``monitor``: your own :class:`Monitor` (flushed, not closed, at the end of training), else one is
+    made with ``monitor_kwargs`` (and closed at the end). ``log_keys``: see the module; checked here,
+    before anything else is made. The completions are analysed in the Trainer's thread
+    (:meth:`Monitor.derive`: milliseconds for one step's completions), so it never waits for the
+    Monitor's thread, which may be in the middle of a diagnosis.
 
     Example:
-        >>> cb = RlvitalsCallback(err=None)
-        >>> cb.monitor.close(); cb.logged_steps
-        []
+        >>> cb = RlvitalsCallback(err=None, log_keys=["pass@1"])
+        >>> cb.monitor.close(); cb.log_keys, cb.logged_steps
+        (('rlvitals/pass@1',), [])
     """
 
-    def __init__(self, monitor: Monitor | None = None, *, save_on_stop: bool = True, **monitor_kwargs: Any) -> None:
+    def __init__(self, monitor: Monitor | None = None, *, log_keys: Sequence[str] | Literal["all"] = DEFAULT_LOG_KEYS,
+                 save_on_stop: bool = True, **monitor_kwargs: Any) -> None:
+        self.log_keys = log_key_names(log_keys)
         self.own_monitor = monitor is None
         self.monitor = monitor if monitor is not None else Monitor(framework="trl", **monitor_kwargs)
         self.save_on_stop = save_on_stop
         self.stopped_at: int | None = None  # the step at which it asked the Trainer to stop
-        self.trainer: Any = None
         self.logged_steps: list[int] = []
+        #: step -> the rlvitals/ keys handed to the loggers at that step
         self.written: dict[int, list[str]] = {}
-        self._pending_file: tuple[int, Path] | None = None
-        self._told = False
+        self.callbacks: list[Any] | None = None  # the trainer's callbacks, once attached
+        self._pending: tuple[int, Path] | None = None
+        self._told: set[str] = set()
 
     def attach(self, trainer: Any) -> RlvitalsCallback:
-        """Put this callback first among ``trainer``'s callbacks (before the reporters) and let it
-        read the trainer's completion buffer."""
+        """Put this callback first among ``trainer``'s callbacks (``trainer.callback_handler.callbacks``),
+        so that at the end of training it hands the last step's metrics to the loggers before they
+        close, and remember that list, to find the ``report_to`` loggers in it."""
         callbacks = trainer.callback_handler.callbacks
         if self in callbacks:
             callbacks.remove(self)
         callbacks.insert(0, self)
-        self.trainer = trainer
+        self.callbacks = callbacks
         return self
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                **kwargs: Any) -> None:
-        if logs is None or not state.is_world_process_zero or any(k in logs for k in _SUMMARY):
+        if logs is None or not state.is_world_process_zero:
             return
+        self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
+        if any(k in logs for k in _SUMMARY):
+            return
+        self._guarded(state, lambda: self._log(args, int(state.global_step), logs))
+
+    def _log(self, args: Any, step: int, logs: dict[str, Any]) -> None:
+        self.monitor.log(step, logs)
+        self.logged_steps.append(step)
+        if any(k.startswith("eval_") for k in logs):  # eval completions are no training rollouts
+            return
+        if getattr(args, "log_completions", False):
+            self._pending = (step, Path(args.output_dir) / "completions" / f"completions_{step:05d}.parquet")
+        elif hasattr(args, "log_completions"):  # a GRPOConfig that writes no completions
+            self._tell("no completions", "GRPOConfig(log_completions=False): TRL writes no completion files, so "
+                                         "no rollout metrics are computed; pass log_completions=True")
+        if self.callbacks is None and hasattr(args, "log_completions"):
+            self._tell("not attached", "the callback was not attached with rlvitals.integrations.trl.attach(trainer): "
+                                       "rlvitals/... metrics are not written to the trainer's loggers")
+
+    def _read_pending(self, args: Any, state: Any, control: Any, kwargs: dict[str, Any]) -> None:
+        """Analyse the completion file TRL wrote after the last training log and, when attached, hand the
+        chosen keys to the ``report_to`` loggers at that log's step."""
+        if self._pending is None or not state.is_world_process_zero:
+            return
+        from ..rollout.readers import read_rollouts
+
+        step, path = self._pending
+        self._pending = None
+        if not path.is_file():
+            self._tell("no file", f"{path}: TRL did not write this completion file; the rollout metrics of step "
+                                  f"{step} are missing")
+            return
+        derived = self.monitor.derive(step, read_rollouts(path, reward_weights=getattr(args, "reward_weights", None)))
+        if self.callbacks is None or not derived:
+            return
+        chosen = {k: v for k, v in derived.items() if self.log_keys is None or k in self.log_keys}
+        missing = [k for k in self.log_keys or () if k not in derived]
+        if missing:
+            self._tell("keys not derived", f"log_keys {missing}: the completions of step {step} gave no such "
+                                           f"value (they gave {sorted(derived)}); the others are logged")
+        if int(state.global_step) != step:  # no event of the Trainer came between two training logs
+            self._tell("late", f"the completions of step {step} were read at step {state.global_step}: their "
+                               "rlvitals/... metrics went to the Monitor, not to the loggers (they would be "
+                               "plotted at the wrong step)")
+            return
+        if not chosen:
+            return
+        self._hand_to_loggers(args, state, control, chosen, kwargs)
+        self.written[step] = sorted(chosen)
+
+    def _hand_to_loggers(self, args: Any, state: Any, control: Any, values: dict[str, float],
+                         kwargs: dict[str, Any]) -> None:
+        from transformers.integrations import integration_utils
+
+        # the logger callbacks transformers adds for report_to (TensorBoardCallback, WandbCallback...)
+        kinds = tuple(integration_utils.get_reporting_integration_callbacks(args.report_to))  # type: ignore[no-untyped-call]
+        public = {k: v for k, v in kwargs.items() if k != "logs"}
+        for callback in self.callbacks or ():
+            if kinds and isinstance(callback, kinds):
+                callback.on_log(args, state, control, logs=dict(values), **public)
+
+    def _tell(self, kind: str, message: str) -> None:
+        if kind not in self._told:
+            self._told.add(kind)
+            self.monitor.report_error(message, kind=kind)
+
+    def _guarded(self, state: Any, work: Callable[[], None]) -> None:
         try:
-            step = int(state.global_step)
-            self.monitor.log(step, logs)
-            self.logged_steps.append(step)
-            if not any(k.startswith("eval_") for k in logs):  # eval completions are no training rollouts
-                self._rollouts(args, step, logs)
+            work()
         except Exception as exc:  # noqa: BLE001 (the Trainer must go on whatever happens here)
             self.monitor.report_error(f"TRL callback at step {state.global_step}: {type(exc).__name__}: {exc}",
                                       kind=f"callback {type(exc).__name__}")
 
-    def _rollouts(self, args: Any, step: int, logs: dict[str, Any]) -> None:
-        buffer = getattr(self.trainer, "_logs", None)
-        if isinstance(buffer, Mapping) and buffer.get("completion"):
-            weights = getattr(self.trainer, "reward_weights", None)
-            w = [float(x) for x in weights.tolist()] if weights is not None else None
-            # a frame, so chat prompts and completions become List(Struct) columns and are read as chats,
-            # exactly as the completion file TRL is about to write
-            derived = self.monitor.derive(step, pl.DataFrame(completion_records(buffer, w)))
-            logs.update(derived)
-            self.written[step] = sorted(derived)
-            return
-        if getattr(args, "log_completions", False):
-            self._pending_file = (step, Path(args.output_dir) / "completions" / f"completions_{step:05d}.parquet")
-        if not self._told:
-            self._told = True
-            self.monitor.report_error("the callback was not attached with rlvitals.integrations.trl.attach("
-                                      "trainer): rlvitals/... metrics are not written to the trainer's loggers"
-                                      + ("" if getattr(args, "log_completions", False)
-                                         else ", and without log_completions=True no completions are read"),
-                                      kind="not attached")
-
-    def _read_pending(self) -> None:
-        if self._pending_file is not None:
-            step, path = self._pending_file
-            self._pending_file = None
-            if path.is_file():
-                self.monitor.log_rollouts(step, path)
-
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._read_pending()  # the previous step's completions file is complete by now
+        self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
+
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # an evaluation at the step of a training log overwrites the completion file when it logs: read it first
+        self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Ask the Trainer to stop (after saving a checkpoint, unless ``save_on_stop=False``) once the
@@ -172,7 +226,7 @@ class RlvitalsCallback(TrainerCallback):
                              + f" ({self.monitor.stop_reason()})")
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._read_pending()
+        self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
         if self.own_monitor:
             self.monitor.close()
         else:
@@ -194,7 +248,9 @@ def _any_rank(flag: bool, args: Any) -> bool:
     return bool(value.item())
 
 
-def attach(trainer: Any, monitor: Monitor | None = None, **kwargs: Any) -> RlvitalsCallback:
-    """A :class:`RlvitalsCallback` placed first among ``trainer``'s callbacks; ``kwargs`` go to the
-    Monitor it makes (``sinks``, ``every``, ``state_path``...)."""
-    return RlvitalsCallback(monitor, **kwargs).attach(trainer)
+def attach(trainer: Any, monitor: Monitor | None = None, *, log_keys: Sequence[str] | Literal["all"] = DEFAULT_LOG_KEYS,
+           **kwargs: Any) -> RlvitalsCallback:
+    """A :class:`RlvitalsCallback` placed first among ``trainer``'s callbacks, writing ``log_keys`` to its
+    loggers; ``kwargs`` go to the callback (``save_on_stop``) and the Monitor it makes (``sinks``,
+    ``every``, ``state_path``, ``stop_on``...)."""
+    return RlvitalsCallback(monitor, log_keys=log_keys, **kwargs).attach(trainer)
