@@ -25,7 +25,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "example": ("rlvitals example", "rlvitals example ./demo-run"),
     "formats": ("rlvitals formats",),
     "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl"),
-    "report": ("rlvitals report train.log -o report.html", "rlvitals report a.log b.log -o compare.html",
+    "report": ("rlvitals report train.log -o report.html",
+               "rlvitals report a.log b.log -o compare.html --label base --label lr2e-6",
                "rlvitals report --one-run launch1.jsonl launch2.jsonl -o report.html",
                "rlvitals report train.log --rollouts rollout_data_dir/ -o report.html --lang zh"),
     "watch": ("rlvitals watch train.log", "rlvitals watch train.log --alert jsonl:alerts.jsonl --exit-on fail",
@@ -174,6 +175,9 @@ def _commands(sub: _Commands) -> None:
                      help="rollout dumps of a run; once per RUN, in the order of the runs ('-' for a run without)")
     rep.add_argument("--cdn", action="store_true", help="load Plotly from its CDN (small file, needs a network)")
     rep.add_argument("--lang", choices=("en", "zh"), default="en", help="language the report opens in")
+    rep.add_argument("--label", action="append", default=None, metavar="NAME",
+                     help="the name a run goes by in the report; once per run, in the order of the runs (default: "
+                          "its file name, with as many parent folders as it takes to tell the runs apart)")
     rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(rep)

@@ -19,9 +19,15 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if loaded is None:
         return EXIT_USAGE
     runs, config, analyses, status = loaded
+    if args.label is not None and len(args.label) != len(runs):
+        err.write(f"rlvitals: {len(runs)} run(s) were read but --label was given {len(args.label)} time(s); give "
+                  "--label once per run, in the order of the runs (a folder may hold several runs: "
+                  "rlvitals diagnose lists them)\n")
+        return EXIT_USAGE
     diagnoses = [diagnose(run, config) for run in runs]
     try:
-        size = write_report(args.output, build_page(runs, diagnoses, analyses, lang=args.lang), cdn=args.cdn)
+        page = build_page(runs, diagnoses, analyses, lang=args.lang, labels=args.label)
+        size = write_report(args.output, page, cdn=args.cdn)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE

@@ -39,6 +39,31 @@ def _bad_points(x: np.ndarray, y: np.ndarray) -> list[list[Any]]:
     return [[int(a) if float(a).is_integer() else float(a), str(k)] for a, k in zip(x[bad], kinds, strict=True)]
 
 
+def rounded_to_zero(y: np.ndarray) -> dict[str, int] | None:
+    """``{"decimals", "zeros", "of"}`` when a series was logged rounded to a few decimals and some of its
+    values read 0 (a logger printing 4 decimals turns a KL of 3e-5 into 0.0): the zeros may be small
+    values, not zeros. None when the values are not on such a grid or none of them is 0.
+
+    Example:
+        >>> rounded_to_zero(np.array([0.0, 0.0001, 0.0003, 0.0, 0.0012]))
+        {'decimals': 4, 'zeros': 2, 'of': 5}
+        >>> rounded_to_zero(np.array([0.0, 1.25e-05, 3.1e-06])) is None
+        True
+    """
+    v = y[np.isfinite(y)]
+    zeros = int(np.count_nonzero(v == 0))
+    if not zeros or zeros == len(v):
+        return None
+    for decimals in range(1, 7):
+        scaled = v * 10.0**decimals
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled))):
+            # on the grid, and small beside it: the smallest non-zero value is a few steps of the grid
+            if np.min(np.abs(v[v != 0])) * 10.0**decimals <= 100:
+                return {"decimals": decimals, "zeros": zeros, "of": int(len(v))}
+            return None
+    return None
+
+
 def _xs(x: np.ndarray) -> list[Any]:
     values: list[Any] = x.astype(np.int64).tolist() if np.all(np.mod(x, 1) == 0) else x.tolist()
     return values
@@ -53,8 +78,8 @@ def trace(name: str, run: str, key: str, x: np.ndarray, y: np.ndarray, buckets: 
     Example:
         >>> import numpy as np
         >>> t = trace("kl", "r0", "actor/ppo_kl", np.arange(3), np.array([0.1, np.nan, 0.3]), 100)
-        >>> t["y"], t["bad"], t["n"]
-        ([0.1, None, 0.3], [[1, 'nan']], 3)
+        >>> t["y"], t["bad"], t["n"], t["rounded"]
+        ([0.1, None, 0.3], [[1, 'nan']], 3, None)
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -63,7 +88,7 @@ def trace(name: str, run: str, key: str, x: np.ndarray, y: np.ndarray, buckets: 
     rounded = np.round(ys, _decimals(ys))
     values = [None if not np.isfinite(v) else v for v in rounded.tolist()]
     return {"name": name, "run": run, "key": key, "x": _xs(xs), "y": values, "bad": _bad_points(xs, ys),
-            "n": int(len(x)), "nonfinite": nonfinite(x, y)}
+            "n": int(len(x)), "nonfinite": nonfinite(x, y), "rounded": rounded_to_zero(y)}
 
 
 def chart(cid: str, keys: Iterable[str], traces: Sequence[Trace], kind: str = "line",
@@ -100,7 +125,7 @@ def stacked(cid: str, steps: np.ndarray, parts: Mapping[str, np.ndarray], run: s
         rounded = np.round(vals[keep], _decimals(vals[keep]))
         traces.append({"name": f"{label}{key}", "run": run, "key": key, "x": _xs(steps[keep]),
                        "y": [None if not np.isfinite(v) else v for v in rounded.tolist()], "bad": [],
-                       "n": int(len(steps)), "nonfinite": nonfinite(steps[mask], vals[mask])})
+                       "n": int(len(steps)), "nonfinite": nonfinite(steps[mask], vals[mask]), "rounded": None})
     return chart(cid, parts.keys(), traces, kind="stack")
 
 

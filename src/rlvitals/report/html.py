@@ -62,6 +62,18 @@ UI: dict[str, tuple[str, str]] = {
     "step": ("step", "步"),
     "notes": ("Notes", "说明（英文原文）"),  # the readers write their notes in English only
     "skipped_families": ("Not computed", "未计算（原因为英文原文）"),
+    "controls": ("Chart controls", "图表控制"),
+    "search": ("Find a metric", "查找指标"),
+    "smoothing": ("Smoothing", "平滑"),
+    "x_axis": ("x axis", "横轴"),
+    "elapsed": ("elapsed time (h)", "已用时间（小时）"),
+    "reset_zoom": ("Reset zoom", "还原缩放"),
+    "log_scale": ("Logarithmic y axis", "纵轴取对数"),
+    "overview": ("The curves to read first", "先看这几条曲线"),
+    "overview_many": ("The curves to read first, runs overlaid", "先看这几条曲线（多次训练叠加）"),
+    "overview_missing": ("Not logged by any run:", "所有训练都没有记录："),
+    "clock_from": ("Elapsed time is the sum of each step's time:", "已用时间由每步耗时累加而得："),
+    "no_match": ("No chart matches.", "没有匹配的图表。"),
 }
 STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "note": ("NOTE", "提示"),
                                       "ok": ("OK", "正常"), "skipped": ("SKIPPED", "跳过")}
@@ -111,7 +123,7 @@ def _script(name: str) -> str:
 
 
 #: the parts of the page script, in the order they are joined (each may use what an earlier one defines)
-SCRIPT_PARTS = ("common.js", "charts.js", "lang.js", "rollouts.js", "main.js")
+SCRIPT_PARTS = ("common.js", "charts.js", "controls.js", "lang.js", "rollouts.js", "main.js")
 
 
 @lru_cache(maxsize=1)
@@ -162,6 +174,22 @@ def when(f: Mapping[str, Any]) -> dict[str, str] | None:
     return when_words(f["onset"], f["span"], f.get("points", ()))
 
 
+def search_text(chart: Mapping[str, Any], names: Mapping[str, Mapping[str, str]]) -> str:
+    """What the metric search of a page matches a chart by, lower case: its keys, its lines' names, its
+    title and the catalog's names of its keys in both languages.
+
+    Example:
+        >>> search_text({"keys": ["actor/entropy"], "traces": [{"name": "actor/entropy"}], "title": None},
+        ...             {"actor/entropy": {"en": "Entropy", "zh": "熵"}})
+        'actor/entropy entropy 熵'
+    """
+    words = [*chart["keys"], *(t["name"] for t in chart["traces"])]
+    if chart.get("title"):
+        words += [chart["title"]["en"], chart["title"]["zh"]]
+    words += [names[k][lang] for k in chart["keys"] if k in names for lang in ("en", "zh")]
+    return " ".join(dict.fromkeys(w.lower() for w in words))
+
+
 def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
     """The report as one HTML document (see the module docstring).
 
@@ -176,10 +204,11 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
         (True, True)
     """
     inline, src = _plotly(cdn)
-    data = {"charts": page["charts"], "rollouts": page["rollouts"],
+    data = {"charts": page["charts"], "rollouts": page["rollouts"], "clocks": page["clocks"],
             "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
     return jinja_env().get_template("report.html.j2").render(
-        page=page, ui=UI, status=STATUS, names=_names(page), when=when, plotly_inline=inline, plotly_src=src,
+        page=page, ui=UI, status=STATUS, names=_names(page), when=when, search=search_text, plotly_inline=inline,
+        plotly_src=src,
         data_json=safe_json(data), report_js=page_script(), report_css=_script("report.css"))
 
 

@@ -20,11 +20,13 @@ import polars as pl
 
 from .._version import __version__
 from ..catalog.catalog import Catalog, load_catalog
+from ..catalog.views import load_views
 from ..checks import FINDING_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
 from ..run.run import Run
 from .charts import Page, add_markers, stacked, trace
+from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
 
 if TYPE_CHECKING:
@@ -206,6 +208,23 @@ def _comparison(page: Page, runs: Sequence[tuple[str, Run]], diagnoses: Sequence
             "per_token": any(k.startswith("timing_per_token_ms/") for k in keys)}
 
 
+def cards(findings: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The findings of a section as cards: the fails, warns and notes of one check in one run share a
+    card (a check judging each validation source finds once per source), in the order of their first.
+
+    Example:
+        >>> [[f["id"] for f in c] for c in cards([{"id": "a", "run": "r0", "check": "val", "status": "warn"},
+        ...     {"id": "b", "run": "r0", "check": "kl", "status": "fail"},
+        ...     {"id": "c", "run": "r0", "check": "val", "status": "warn"}])]
+        [['a', 'c'], ['b']]
+    """
+    grouped: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for f in findings:
+        if f["status"] in FINDING_STATUSES:
+            grouped.setdefault((f["run"], f["check"], f["status"]), []).append(f)
+    return list(grouped.values())
+
+
 def _glossary(keys: set[str], catalog: Catalog) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The catalog's words for every key the page shows, one entry per catalog entry (a template entry
     such as ``pass@{k}`` explains all its keys), and ``{key: anchor}``."""
@@ -311,6 +330,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
     pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]
     dpairs = [(f"r{i}", d) for i, d in enumerate(diagnoses)]
+    views = load_views()
+    overview = first_look(page, pairs, views)
     sections = _sections(page, pairs, dpairs, catalog)
     derived = set().union(*(keys for _, keys in joined))
     found = _findings(dpairs)
@@ -324,6 +345,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     rollout = rollout_section(with_texts, onsets, from_rollouts) if with_texts else None
     comparison = _comparison(page, pairs, dpairs)
     where = add_markers(page.charts, found)
+    first = set(overview["charts"])  # marked too, but a finding links to its layer's charts, in full
+    where = {fid: [c for c in cids if c not in first] for fid, cids in where.items()}
     available = {rid: available_steps(a) for rid, a in with_texts}
     findings = [_finding_json(fid, rid, f, where.get(fid, []),
                               nearest(available.get(rid, []), f.onset_step) if f.onset_step is not None else None,
@@ -331,6 +354,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                 for fid, rid, f in found]
     for section in sections:
         section["findings"] = [f for f in findings if f["layer"] == section["id"]]
+        section["cards"] = cards(section["findings"])
     shown = {k for c in page.charts.values() for k in c["keys"]} | {m for f in findings for m in f["metrics"]}
     glossary, anchors = _glossary(shown, catalog)
     for c in page.charts.values():  # a finding's name for a validation curve links where the curve's key does
@@ -339,7 +363,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                      "reading_order": list(READING_ORDER)},
             "runs": [_run_json(rid, d, page.labels[rid], catalog) for rid, d in dpairs], "sections": sections,
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
-            "anchors": anchors}
+            "anchors": anchors, "overview": overview,
+            "clocks": {rid: c for rid, run in pairs if (c := clock(run, views)) is not None}}
 
 
 def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:

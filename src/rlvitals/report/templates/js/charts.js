@@ -1,26 +1,73 @@
-// The charts: each one's traces, finding markers and layout, drawn with Plotly when it scrolls into
-// view. A zoom is remembered (a live update keeps it) and, when served, fetches its step range at full
-// resolution from the server's API.
+// The charts: each one's lines, finding markers and layout, built from the page data and the reader's
+// view (smoothing, x axis, shared zoom, log scale), drawn with Plotly when it scrolls into view and the
+// rest while the page is idle, so a printed or saved page has every chart. Served, a zoom fetches its
+// step range at full resolution from the server's API.
+  var RUN_INDEX = {};
+  data.runs.forEach(function (r, i) { RUN_INDEX[r.id] = i; });
+  var MANY = data.runs.length > 1;
+  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf"];  // Plotly's own colours, fixed per line
+  var DASH = { fail: "solid", warn: "dash", note: "dot" };  // a marker's status, when its colour is its run's
+
+  function runColor(rid) { return RUN_COLORS[(RUN_INDEX[rid] || 0) % RUN_COLORS.length]; }
+  function markColor(m) { return MANY ? runColor(m.run) : (COLOR[m.status] || "#888"); }
+
+  // --- x: steps, or the hours elapsed at each step by the run's clock (straight lines between its knots)
+  function hours(rid, x) {
+    var c = data.clocks && data.clocks[rid];
+    if (!c || x === null || x === undefined) { return null; }
+    var s = c.steps, t = c.seconds, lo = 0, hi = s.length - 1;
+    if (x <= s[0]) { return t[0] * x / Math.max(s[0], 1) / 3600; }
+    if (x >= s[hi]) { return t[hi] / 3600; }
+    while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (s[mid] <= x) { lo = mid; } else { hi = mid; } }
+    return (t[lo] + (t[hi] - t[lo]) * (x - s[lo]) / (s[hi] - s[lo])) / 3600;
+  }
+  function timed() { return view.axis === "time" && data.clocks && Object.keys(data.clocks).length > 0; }
+  function xs(rid, x) { return timed() ? x.map(function (v) { return hours(rid, v); }) : x; }
+  function xAt(rid, step) { return timed() ? hours(rid, step) : step; }
+  function axisTitle() { return word(timed() ? "hours" : "step"); }
+
+  // TensorBoard's smoothing: an exponential moving average, debiased so the first points are not pulled
+  // to zero; a gap (null) stays a gap and does not reset it
+  function ema(y, w) {
+    if (!w) { return y; }
+    var last = 0, n = 0;
+    return y.map(function (v) {
+      if (v === null || typeof v !== "number" || !isFinite(v)) { return null; }
+      last = last * w + (1 - w) * v;
+      n += 1;
+      return last / (1 - Math.pow(w, n));
+    });
+  }
+
   function shapes(chart) {
     var out = [];
     chart.markers.forEach(function (m) {
-      var color = COLOR[m.status] || "#888";
+      var color = markColor(m);
       var pts = pointsOf(m);
       if (pts) {  // point events: a line at each step, no band over the quiet steps between them
         pts.forEach(function (p) {
-          out.push({ type: "line", xref: "x", yref: "paper", x0: p, x1: p, y0: 0, y1: 1,
+          var x = xAt(m.run, p);
+          out.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
             line: { color: color, width: 2, dash: "dot" }, name: m.finding });
         });
         return;
       }
       if (m.span && m.span[1] > m.span[0]) {
-        out.push({ type: "rect", xref: "x", yref: "paper", x0: m.span[0], x1: m.span[1], y0: 0, y1: 1,
-          fillcolor: color, opacity: 0.12, line: { width: 0 }, layer: "below", name: m.finding });
+        out.push({ type: "rect", xref: "x", yref: "paper", x0: xAt(m.run, m.span[0]), x1: xAt(m.run, m.span[1]),
+          y0: 0, y1: 1, fillcolor: color, opacity: 0.12, line: { width: 0 }, layer: "below", name: m.finding });
       }
-      out.push({ type: "line", xref: "x", yref: "paper", x0: m.onset, x1: m.onset, y0: 0, y1: 1,
-        line: { color: color, width: 2, dash: "dash" }, name: m.finding });
+      var x0 = xAt(m.run, m.onset);
+      out.push({ type: "line", xref: "x", yref: "paper", x0: x0, x1: x0, y0: 0, y1: 1,
+        line: { color: color, width: 2, dash: MANY ? DASH[m.status] || "dash" : "dash" }, name: m.finding });
     });
     return out;
+  }
+
+  // a finding's title alone (the colour says whose it is when runs are compared)
+  function shortTitle(m) {
+    var title = m.title ? (lang() === 1 ? m.title.zh : m.title.en) : m.check;
+    return title.length > 42 ? title.slice(0, 40) + "…" : title;
   }
 
   // a label at the top of each onset line (the line itself can hide behind the spike it marks)
@@ -32,11 +79,12 @@
       var first = pts ? pts[0] : m.onset;
       var at = pts && pts.length > 1 ? (lang() === 1 ? "第 " + stepList(pts, 3) + " 步" : "steps " + stepList(pts, 3))
         : (lang() === 1 ? "第 " + first + " 步" : word("step") + " " + first);
+      var color = markColor(m);
       // below the top edge, where the onset triangles and the nan/inf crosses sit
-      return { x: first, xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left",
-        yanchor: "top", text: clean(short + " · " + at),
-        showarrow: false, font: { size: 10, color: COLOR[m.status] || "#555" }, bgcolor: "rgba(255,255,255,0.85)",
-        bordercolor: COLOR[m.status] || "#888", borderwidth: 1, borderpad: 2, captureevents: true,
+      return { x: xAt(m.run, first), xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left",
+        yanchor: "top", text: clean((MANY ? m.status.toUpperCase() + " " + shortTitle(m) : short) + " · " + at),
+        showarrow: false, font: { size: 10, color: color }, bgcolor: "rgba(255,255,255,0.85)",
+        bordercolor: color, borderwidth: 1, borderpad: 2, captureevents: true,
         hovertext: clean(m.status.toUpperCase() + " " + title + " — " + stepWords(m)), name: m.finding };
     });
   }
@@ -48,9 +96,9 @@
     chart.markers.forEach(function (m) {
       var words = clean(m.status.toUpperCase() + " " + markerTitle(m) + " — " + stepWords(m));
       (pointsOf(m) || [m.onset]).forEach(function (p) {
-        x.push(p);
+        x.push(xAt(m.run, p));
         text.push(words);
-        color.push(COLOR[m.status] || "#888");
+        color.push(markColor(m));
       });
     });
     return { type: "scatter", mode: "markers", yaxis: "y2", showlegend: false, name: "", x: x,
@@ -58,31 +106,66 @@
       cliponaxis: false, marker: { symbol: "triangle-down", size: 11, color: color } };
   }
 
-  function traces(chart) {
+  // the points a chart's lines show: the page's downsampled ones, or a zoom's fetched at full resolution
+  function sourceOf(cid) {
+    var el = document.getElementById(cid);
+    return (el && el.__rlvFetched) || data.charts[cid].traces;
+  }
+
+  function lineOf(chart, t, src, k) {
+    var hover = timed() ? "%{x:.2f} h: %{y}" : "%{x}: %{y}";
+    var tr = { type: "scatter", mode: src.x.length > 60 ? "lines" : "lines+markers", name: t.name, x: xs(t.run, src.x),
+      y: src.y, connectgaps: false, hovertemplate: hover + "<extra>" + clean(t.key) + "</extra>",
+      customdata: src.x };
+    if (MANY) {  // a run's colour; its metrics on one chart told apart by the dash
+      var mine = chart.traces.filter(function (o) { return o.run === t.run; });
+      tr.line = { color: runColor(t.run), dash: ["solid", "dash", "dot", "dashdot"][mine.indexOf(t) % 4] };
+      tr.marker = { color: runColor(t.run) };
+    } else {  // a fixed colour per line, so its smoothed line and its faint raw curve match
+      var color = PALETTE[chart.traces.indexOf(t) % PALETTE.length];
+      tr.line = { color: color };
+      tr.marker = { color: color };
+    }
+    if (chart.kind === "stack") {
+      tr.stackgroup = "one";
+      tr.groupnorm = "percent";
+      tr.mode = "lines";
+      tr.hovertemplate = "%{x}: %{y:.1f}%<extra>" + clean(t.key) + "</extra>";
+      tr.line = undefined;
+    } else if (k === "raw" && view.smooth > 0) {  // the raw curve, faint behind its smoothed line
+      tr.opacity = 0.25;
+      tr.showlegend = false;
+      tr.hoverinfo = "skip";
+      tr.hovertemplate = undefined;
+    } else if (k === "smooth") {
+      tr.y = ema(src.y, view.smooth);
+      tr.mode = "lines";
+      tr.legendgroup = tr.name;
+    }
+    return tr;
+  }
+
+  function traces(cid) {
+    var chart = data.charts[cid];
+    var source = sourceOf(cid);
     var out = [];
-    var index = [];  // data index of each of chart.traces
-    chart.traces.forEach(function (t) {
-      var tr = { type: "scatter", mode: t.x.length > 60 ? "lines" : "lines+markers", name: t.name, x: t.x, y: t.y,
-        connectgaps: false, hovertemplate: "%{x}: %{y}<extra>" + clean(t.key) + "</extra>" };
-      if (chart.kind === "stack") {
-        tr.stackgroup = "one";
-        tr.groupnorm = "percent";
-        tr.mode = "lines";
-        tr.hovertemplate = "%{x}: %{y:.1f}%<extra>" + clean(t.key) + "</extra>";
-      }
-      index.push(out.length);
-      out.push(tr);
-      if (t.bad.length) {
+    chart.traces.forEach(function (t, i) {
+      var src = source[i] || t;
+      out.push(lineOf(chart, t, src, "raw"));
+      if (chart.kind !== "stack" && view.smooth > 0) { out.push(lineOf(chart, t, src, "smooth")); }
+      if (t.bad.length && !(chartEl(cid) && chartEl(cid).__rlvFetched)) {
         out.push({ type: "scatter", mode: "markers", name: t.name + " (nan/inf)", yaxis: "y2",
-          x: t.bad.map(function (b) { return b[0]; }), y: t.bad.map(function () { return 0.97; }),
+          x: t.bad.map(function (b) { return xAt(t.run, b[0]); }), y: t.bad.map(function () { return 0.97; }),
           text: t.bad.map(function (b) { return b[1]; }), hovertemplate: "%{x}: %{text}<extra></extra>",
           marker: { symbol: "x", size: 9, color: COLOR.fail } });
       }
     });
     var m = markerTrace(chart);
     if (m) { out.push(m); }
-    return { data: out, index: index };
+    return out;
   }
+
+  function chartEl(cid) { return document.getElementById(cid); }
 
   // Plotly's autorange of a constant series is value ± 1: a learning rate of 1e-6 would read as 0
   function constantRange(chart) {
@@ -96,40 +179,50 @@
     return [lo - pad, hi + pad];
   }
 
-  function layoutOf(chart) {
+  function layoutOf(cid) {
+    var chart = data.charts[cid];
     var fixed = constantRange(chart);
     var yaxis = chart.kind === "stack" ? { ticksuffix: "%" } : {};
-    if (fixed) { yaxis = { range: fixed, autorange: false, exponentformat: "e" }; }
+    if (fixed && !view.log[cid]) { yaxis = { range: fixed, autorange: false, exponentformat: "e" }; }
+    if (view.log[cid]) { yaxis = { type: "log", exponentformat: "e" }; }
     var layout = {
       margin: { l: 60, r: 12, t: 8, b: 32 }, height: 260, showlegend: chart.traces.length > 1,
-      legend: { orientation: "h", y: -0.18, font: { size: 10 } }, xaxis: { title: { text: word("step") } },
+      legend: { orientation: "h", y: -0.18, font: { size: 10 } }, xaxis: { title: { text: axisTitle() } },
       yaxis: yaxis, yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
       shapes: shapes(chart), annotations: annotations(chart), hovermode: "closest"
     };
     if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
-    var z = zoom[sig(chart)];
-    if (z) {
-      layout.xaxis.range = z.x.slice();
-      layout.xaxis.autorange = false;
-      if (z.y) { layout.yaxis.range = z.y.slice(); layout.yaxis.autorange = false; }
-    }
+    if (timed()) { layout.xaxis.ticksuffix = " h"; }
+    if (view.x) { layout.xaxis.range = view.x.slice(); layout.xaxis.autorange = false; }
     return layout;
   }
 
-  // --- zoom: remember it (a live update keeps it) and, when served, fetch the range at full resolution
-  function onRelayout(cid, el, ev) {
-    var chart = data.charts[cid];
-    if (ev["xaxis.autorange"]) {
-      delete zoom[sig(chart)];
-      if (el.__rlvZoomed) { restore(cid, el); }
-      return;
-    }
+  // --- zoom: one x range for every chart (the reader compares curves at the same steps); served, each
+  // zoomed chart fetches its range at full resolution
+  var syncing = false;
+
+  function onRelayout(cid, ev) {
+    if (syncing) { return; }
+    if (ev["xaxis.autorange"]) { zoomTo(null, cid); return; }
     var x0 = ev["xaxis.range[0]"], x1 = ev["xaxis.range[1]"];
     if (x0 === undefined && ev["xaxis.range"]) { x0 = ev["xaxis.range"][0]; x1 = ev["xaxis.range"][1]; }
     if (x0 === undefined) { return; }
-    var y = el.layout.yaxis && el.layout.yaxis.autorange === false ? el.layout.yaxis.range.slice() : null;
-    zoom[sig(chart)] = { x: [x0, x1], y: y };
-    fetchRange(cid, el, x0, x1);
+    zoomTo([x0, x1], cid);
+  }
+
+  // every drawn chart to the range x (null: the whole run); `from` already shows it
+  function zoomTo(x, from) {
+    view.x = x;
+    syncing = true;
+    Object.keys(drawn).forEach(function (cid) {
+      var node = chartEl(cid);
+      if (!node || !node.layout) { return; }
+      if (cid !== from) {
+        Plotly.relayout(node, x ? { "xaxis.range": x.slice(), "xaxis.autorange": false } : { "xaxis.autorange": true });
+      }
+      if (x) { fetchRange(cid, x[0], x[1]); } else if (node.__rlvFetched) { restore(cid); }
+    });
+    syncing = false;
   }
 
   // the caption under a chart: how many points it shows (restored when the zoom is undone)
@@ -140,56 +233,89 @@
     box.replaceChildren.apply(box, node ? [node] : box.__rlvFirst);
   }
 
-  function restore(cid, el) {
-    var chart = data.charts[cid];
-    el.__rlvZoomed = false;
-    el.removeAttribute("data-range");
+  function restore(cid) {
+    var node = chartEl(cid);
+    node.__rlvFetched = null;
+    node.removeAttribute("data-range");
     points(cid, null);
-    Plotly.restyle(el, { x: chart.traces.map(function (t) { return t.x; }),
-      y: chart.traces.map(function (t) { return t.y; }) }, el.__rlvIndex);
+    redraw(cid);
   }
 
-  function fetchRange(cid, el, x0, x1) {
+  function fetchRange(cid, x0, x1) {
     var chart = data.charts[cid];
-    if (!api || chart.kind === "stack") { return; }
+    var node = chartEl(cid);
+    if (!api || chart.kind === "stack" || timed()) { return; }
     var start = Math.floor(Math.min(x0, x1)), end = Math.ceil(Math.max(x0, x1));
-    var buckets = Math.max(50, Math.round((el.clientWidth || 600) / 2));
-    var asked = (el.__rlvAsk || 0) + 1;
-    el.__rlvAsk = asked;
+    var buckets = Math.max(50, Math.round((node.clientWidth || 600) / 2));
+    var asked = (node.__rlvAsk || 0) + 1;
+    node.__rlvAsk = asked;
     Promise.all(chart.traces.map(function (t) {
       var q = "?key=" + encodeURIComponent(t.key) + "&start=" + start + "&end=" + end + "&buckets=" + buckets;
       return fetch(api + "/series" + q, { credentials: "same-origin" })
         .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
     })).then(function (got) {
-      if (el.__rlvAsk !== asked) { return; }  // a later zoom has been asked for
-      el.__rlvZoomed = true;
-      el.setAttribute("data-range", start + "-" + end);
+      if (node.__rlvAsk !== asked || !view.x) { return; }  // a later zoom has been asked for, or undone
+      node.__rlvFetched = got;
+      node.setAttribute("data-range", start + "-" + end);
       var n = got.reduce(function (a, s) { return a + s.x.length; }, 0);
       points(cid, both(n + " points of steps " + start + "–" + end + " (fetched for this zoom)",
         "第 " + start + "–" + end + " 步的 " + n + " 个点（为此缩放获取）"));
-      Plotly.restyle(el, { x: got.map(function (s) { return s.x; }), y: got.map(function (s) { return s.y; }) },
-        el.__rlvIndex);
+      redraw(cid);
     }).catch(function () { /* the downsampled curve stays: zooming still works on it */ });
   }
 
+  // --- hover: the same step shown on every chart in view
+  function onHover(cid, ev) {
+    if (syncing || !ev.points || !ev.points.length) { return; }
+    var x = ev.points[0].x;
+    syncing = true;
+    Object.keys(drawn).forEach(function (other) {
+      var node = chartEl(other);
+      if (other === cid || !node || !node.layout || !inView(node)) { return; }
+      try { Plotly.Fx.hover(node, { xval: x }, "xy"); } catch (e) { /* a chart with no point near x */ }
+    });
+    syncing = false;
+  }
+
+  function onUnhover(cid) {
+    if (syncing) { return; }
+    Object.keys(drawn).forEach(function (other) {
+      var node = chartEl(other);
+      if (other !== cid && node && node.layout) { Plotly.Fx.unhover(node); }
+    });
+  }
+
+  function inView(node) {
+    var r = node.getBoundingClientRect();
+    return r.bottom > 0 && r.top < (window.innerHeight || 800);
+  }
+
+  function redraw(cid) {
+    var node = chartEl(cid);
+    if (!node || !node.layout) { return; }
+    Plotly.react(node, traces(cid), layoutOf(cid), { responsive: true, displaylogo: false });
+  }
+
+  function redrawAll() { Object.keys(drawn).forEach(redraw); }
+
   function draw(cid) {
     if (drawn[cid]) { return; }
-    var el = document.getElementById(cid);
-    var chart = data.charts[cid];
-    if (!el || !chart) { return; }
+    var node = chartEl(cid);
+    if (!node || !data.charts[cid]) { return; }
     drawn[cid] = true;
-    var tr = traces(chart);
-    var layout = layoutOf(chart);
-    el.__rlvIndex = tr.index;
-    Plotly.newPlot(el, tr.data, layout, { responsive: true, displaylogo: false }).then(function () {
-      el.on("plotly_relayout", function (ev) { onRelayout(cid, el, ev); });
-      var z = zoom[sig(chart)];
-      if (z) { fetchRange(cid, el, z.x[0], z.x[1]); }
+    Plotly.newPlot(node, traces(cid), layoutOf(cid), { responsive: true, displaylogo: false }).then(function () {
+      node.setAttribute("data-drawn", "1");
+      node.on("plotly_relayout", function (ev) { onRelayout(cid, ev); });
+      node.on("plotly_hover", function (ev) { onHover(cid, ev); });
+      node.on("plotly_unhover", function () { onUnhover(cid); });
+      if (view.x) { fetchRange(cid, view.x[0], view.x[1]); }
     });
   }
 
   function drawAll() { Object.keys(data.charts).forEach(draw); }
 
+  // the charts in view first; the others one at a time while the browser is idle, so that a page
+  // printed or saved as PDF has every chart (printing does not scroll the charts into view)
   function lazy() {
     var nodes = document.querySelectorAll(".rlv-chart[data-chart]");
     if (!("IntersectionObserver" in window)) { drawAll(); return; }
@@ -199,4 +325,13 @@
       });
     }, { rootMargin: "300px 0px" });
     nodes.forEach(function (n) { io.observe(n); });
+    var rest = Array.prototype.map.call(nodes, function (n) { return n.getAttribute("data-chart"); });
+    var later = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
+    function next() {
+      while (rest.length && drawn[rest[0]]) { rest.shift(); }
+      if (!rest.length) { document.documentElement.setAttribute("data-charts", "drawn"); return; }
+      draw(rest.shift());
+      later(next);
+    }
+    later(next);
   }
