@@ -38,12 +38,21 @@ LAYER_NAMES: dict[str, tuple[str, str]] = {k: (v.en, v.zh) for k, v in load_cata
                                            if k in READING_ORDER}
 _SKIP = {
     "disabled": ("disabled in the config", "已在配置中关闭"),
-    "family": ("applies to {families} runs; this run is {family}", "适用于 {families} 训练；本次是 {family}"),
+    "family": ("applies to {families} runs; this run is {family}", "只适用于{families}，本次是{family}"),
     "needs": ("needs {missing}, which this run did not log", "需要 {missing}，本次训练没有记录"),
+    # what a check needs said in words (``needs_text``): no space after 需要 before Chinese words
+    "needs_text": ("needs {missing}, which this run did not log", "需要{missing}，本次训练没有记录"),
     "error": ("the check failed on this run: {error}", "该检查在本次训练上出错：{error}"),
     "few": ("this run logged {missing}, but too few usable values (steps, finite points) to judge",
             "本次训练记录了 {missing}，但可用的值（步数、有限值）太少，无法判断"),
 }
+#: how the needed metrics are joined in each language: the keys one of which is needed, and the needs
+_JOIN = {"en": (" or ", ", "), "zh": (" 或 ", "，以及 ")}
+
+
+def _keys(groups: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Needed metrics in both languages: ``[["a", "b"], ["c"]]`` reads ``a or b, c`` and ``a 或 b，以及 c``."""
+    return {lang: needs.join(alts.join(g) for g in groups) for lang, (alts, needs) in _JOIN.items()}
 
 
 @dataclass(frozen=True)
@@ -137,42 +146,51 @@ def _finding(check: Check, out: Outcome) -> Finding:
 
 
 def _skipped(check: Check, reason: str, **values: Any) -> Finding:
+    """A skipped finding; a value is one string or its words per language (``{"en": …, "zh": …}``)."""
+    def said(lang: str) -> dict[str, Any]:
+        return {k: v[lang] if isinstance(v, Mapping) else v for k, v in values.items()}
+
     en, zh = _SKIP[reason]
     return Finding(check.id, check.layer, "skipped", {"en": check.en.title, "zh": check.zh.title},
-                   {"en": _format(en, values), "zh": _format(zh, values)}, {"en": "", "zh": ""},
+                   {"en": _format(en, said("en")), "zh": _format(zh, said("zh"))}, {"en": "", "zh": ""},
                    tuple(k for alts in check.needs for k in alts[:1]))
 
 
-def _missing(view: RunView, check: Check) -> tuple[list[str], list[str]]:
-    """The needed metrics the run did not log at all, and those it logged too few usable times."""
-    absent: list[str] = []
-    short: list[str] = []
+def _missing(view: RunView, check: Check) -> tuple[list[list[str]], list[list[str]]]:
+    """The needed metrics the run did not log at all, and those it logged too few usable times (each
+    need as the keys any one of which would do)."""
+    absent: list[list[str]] = []
+    short: list[list[str]] = []
     for alts in check.needs:
         if view.first(*alts, min_points=check.min_points) is not None:
             continue
         logged = [k for k in alts if view.series(k, min_points=1) is not None or k in view.run.frame.columns]
-        (short if logged else absent).append(" or ".join(logged or alts))
+        (short if logged else absent).append(logged or list(alts))
     return absent, short
 
 
 def _run_check(view: RunView, check: Check, params: Mapping[str, Any], cap: Status | None) -> list[Finding]:
     # an unrecognised algorithm gets every check whose metrics it logged
     if check.families and view.family != "unknown" and view.family not in check.families:
-        return [_skipped(check, "family", families="/".join(check.families), family=view.family)]
+        catalog = load_catalog()
+        return [_skipped(check, "family", family={lang: catalog.family_name(view.family, lang) for lang in _JOIN},
+                         families={lang: "/".join(catalog.family_name(f, lang) for f in check.families)
+                                   for lang in _JOIN})]
     absent, short = _missing(view, check)
     if absent:
-        return [_skipped(check, "needs", missing=", ".join(absent))]
+        return [_skipped(check, "needs", missing=_keys(absent))]
     if short:
-        return [_skipped(check, "few", missing=", ".join(short))]
+        return [_skipped(check, "few", missing=_keys(short))]
     try:
         outcomes = check.fn(view, params)
     except Exception as exc:  # a bug in one check must not hide the others' findings
         return [_skipped(check, "error", error=f"{type(exc).__name__}: {exc}")]
     if not outcomes:
         if check.needs_text or not check.needs:
-            return [_skipped(check, "needs", missing=check.needs_text or "data")]
+            return [_skipped(check, "needs_text", missing={"en": check.needs_text or "data",
+                                                           "zh": check.needs_text_zh or "足够的数据"})]
         present = [view.first(*alts, min_points=check.min_points) for alts in check.needs]
-        return [_skipped(check, "few", missing=", ".join(s.key for s in present if s is not None))]
+        return [_skipped(check, "few", missing=_keys([[s.key] for s in present if s is not None]))]
     found = []
     for out in outcomes:
         if cap is not None and STATUS_RANK[out.status] > STATUS_RANK[cap]:

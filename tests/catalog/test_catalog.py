@@ -85,6 +85,32 @@ def test_units_read_in_chinese_and_stay_english_in_english() -> None:
     assert not set(CATALOG.units_zh) - {m.unit for m in CATALOG.metrics.values()}, "a translation of no unit"
 
 
+def test_directions_measures_and_axes_read_in_chinese() -> None:
+    metrics = list(CATALOG.metrics.values())
+    for kind, table, used in (("direction", CATALOG.directions_zh, {m.direction for m in metrics}),
+                              ("measures", CATALOG.measures_zh, {m.measures for m in metrics}),
+                              ("axis", CATALOG.axes_zh, {w for m in metrics for w in (m.scale, m.scope, m.varies)})):
+        assert used <= set(table), f"add {sorted(used - set(table))} to [{kind}] in Chinese in catalog.toml"
+        assert not set(table) - used, f"a translation of no {kind}: {sorted(set(table) - used)}"
+        assert all(CATALOG.words(kind, w) == w for w in used)  # English stays English
+    assert CATALOG.words("direction", "rises steadily", "zh") == "稳步上升"
+    assert CATALOG.words("measures", "policy uncertainty", "zh") == "策略的不确定性"
+
+
+@pytest.mark.parametrize("algorithm", CATALOG.algorithms, ids=lambda a: f"{a.id}:{a.label}")
+def test_every_algorithm_is_described_in_chinese(algorithm: AlgorithmSignature) -> None:
+    assert algorithm.label_zh, f"add label_zh to the signature of {algorithm.id!r} ({algorithm.label!r})"
+    assert CATALOG.algorithm_label(algorithm.label, "zh") == algorithm.label_zh  # one label, one translation
+    assert CATALOG.algorithm_label(algorithm.label) == algorithm.label
+    assert CATALOG.family_name(algorithm.family, "zh") != algorithm.family
+    assert CATALOG.algorithm_label("unknown", "zh") == "未识别"
+
+
+def test_every_family_has_a_chinese_name() -> None:
+    assert set(CATALOG.families_zh) == FAMILIES and all(CJK.search(v) for v in CATALOG.families_zh.values())
+    assert CATALOG.family_name("reward-model") == "reward-model"
+
+
 #: the smallest [layers] table a catalog may have
 ONE_LAYER = {"order": ["L1"], "L1": {"en": "Stability", "zh": "稳定性", "short_en": "L1", "short_zh": "L1"}}
 
@@ -121,7 +147,7 @@ def test_loader_rejects_an_algorithm_without_one_short_name() -> None:
 def test_the_layers_and_their_reading_order_come_from_the_catalog() -> None:
     assert CATALOG.reading_order == ("L5", "L1", "efficiency", "L2", "L3", "L4", "L6")
     assert set(CATALOG.layers) == {*CATALOG.reading_order, "context"}  # context: bookkeeping, in no verdict
-    assert CATALOG.layers["L3"].name("zh") == "学习信号：数据对 policy 有价值吗？"
+    assert CATALOG.layers["L3"].name("zh") == "学习信号：数据还有可学的吗？"
     assert CATALOG.layers["L5"].short() == "L5 generalisation" and CATALOG.layers["L5"].short("zh") == "L5 泛化"
     assert {m.layer for m in CATALOG.metrics.values()} <= set(CATALOG.layers)
 
@@ -666,7 +692,7 @@ def test_explain_alias_json_in_chinese() -> None:
     assert code == 0
     assert info["key"] == "actor/reward_kl_penalty" and info["name"] == "奖励中的 KL 惩罚"
     assert CJK.search(info["read"])
-    assert "'critic/kl' is an alias of 'actor/reward_kl_penalty'" in info["resolved"][0]
+    assert info["resolved"][0] == "'critic/kl' 是 'actor/reward_kl_penalty' 的别名（名称完全一致）"
 
 
 def test_explain_scaled_alias_text() -> None:
@@ -678,7 +704,7 @@ def test_explain_scaled_alias_text() -> None:
 
 def test_explain_templated_key_in_chinese() -> None:
     code, out, _ = run_cli("explain", "val-core/openai/gsm8k/acc/mean@1", "--lang", "zh")
-    assert code == 0 and "验证集主指标" in out and "check next" in out
+    assert code == 0 and "验证集主指标" in out and "接着看：" in out
 
 
 def test_explain_unknown_key_exits_2() -> None:

@@ -82,6 +82,39 @@ def test_a_metric_logged_too_few_times_is_not_called_missing() -> None:
     assert "可用的值" in f.message["zh"]
 
 
+def test_skip_reasons_are_written_in_both_languages() -> None:
+    """Every way a check is skipped, in Chinese as well: the families by name, the needed keys joined."""
+    from rlvitals.checks import load_checks
+
+    by_id = {c.id: c for c in load_checks()}
+    ids = ("pref_margins", "entropy_clip_joint", "gen_update_balance", "val_progress")
+    d = diagnose(make_run({"actor/entropy": np.array([1.0, 0.9, 0.8, 0.7, 0.6, 0.5])}), checks=[by_id[i] for i in ids])
+    said = {f.check: f.message for f in d.findings}
+    assert said["pref_margins"] == {"en": "applies to preference runs; this run is rl",
+                                    "zh": "只适用于偏好优化，本次是强化学习"}
+    assert said["entropy_clip_joint"] == {"en": "needs actor/pg_clipfrac, which this run did not log",
+                                          "zh": "需要 actor/pg_clipfrac，本次训练没有记录"}
+    assert said["gen_update_balance"]["zh"] == ("需要 timing_s/gen 或 timing_s/make_experience，以及 "
+                                                "timing_s/update_actor 或 timing_s/ppo_train，本次训练没有记录")
+    assert said["gen_update_balance"]["en"] == ("needs timing_s/gen or timing_s/make_experience, timing_s/update_actor "
+                                                "or timing_s/ppo_train, which this run did not log")
+    assert said["val_progress"]["zh"] == "需要验证集指标（val-core/<source>/…、eval_…），本次训练没有记录"
+
+
+def test_what_a_check_needs_in_words_is_given_in_both_languages() -> None:
+    import pytest
+
+    from rlvitals.checks import FUNCTIONS, parse_checks
+    from rlvitals.errors import CatalogError
+
+    only = {"nan_inf": FUNCTIONS["nan_inf"]}
+    (check,) = parse_checks({"check": [_record(needs_text="a console log", needs_text_zh="控制台日志")]}, only)
+    assert (check.needs_text, check.needs_text_zh) == ("a console log", "控制台日志")
+    with pytest.raises(CatalogError, match=r"checks: check 'nan_inf' says what it needs in one language only; "
+                                           r"give needs_text and needs_text_zh both \(or neither\)"):
+        parse_checks({"check": [_record(needs_text="a console log")]}, only)
+
+
 def _record(**extra: object) -> dict[str, object]:
     words = {"title": "t", "ok": "fine", "advice": "a"}
     return {"id": "nan_inf", "layer": "L1", "en": words, "zh": words, **extra}

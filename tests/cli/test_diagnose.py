@@ -55,7 +55,7 @@ def test_terminal_and_markdown_views(sick: Path) -> None:
     assert text.index("Entropy collapse") < text.index("Gradient-norm spike")  # worst first
     assert __import__("re").search(r"since step 1(79|8[0-2])", text) and "verdict: FAIL" in text
     _, zh, _ = _cli("diagnose", "--lang", "zh", str(sick))
-    assert "熵坍缩" in zh and "结论: 失败" in zh
+    assert "熵坍缩" in zh and "结论：失败" in zh
     _, md, _ = _cli("diagnose", "--markdown", str(sick))
     assert md.startswith(f"# {sick}") and "| L2 Policy behaviour" not in md
     assert "## Policy behaviour: how is the policy changing?" in md and "**FAIL** — **Entropy collapse**" in md

@@ -94,7 +94,7 @@ def test_only_alerts_of_one_event_are_combined() -> None:
     both = groups[0][1]
     assert both.status == "fail" and both.key == a.key  # the worst of them speaks for the event
     assert both.metrics == ("d2", "d1") and both.message == {"en": "2 findings:\n• WARN d2 fell\n• FAIL d1 fell",
-                                                             "zh": "2 项发现：\n• WARN d2 下降\n• FAIL d1 下降"}
+                                                             "zh": "2 项发现：\n• 警告 d2 下降\n• 失败 d1 下降"}
     assert both.evidence == {"alerts": [{"key": b.key, "status": "warn", "metrics": ["d2"], "value": 0.1},
                                         {"key": a.key, "status": "fail", "metrics": ["d1"], "value": 0.1}]}
     assert combine([a]) is a and replace(both, message=a.message, metrics=a.metrics, evidence=a.evidence) == a

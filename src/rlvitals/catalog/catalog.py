@@ -133,6 +133,8 @@ class AlgorithmSignature:
     label: str
     #: the algorithm's name in a table column (``GRPO``, ``DPO-family``); ``label`` is its description
     short: str
+    #: ``label`` as the Chinese views write it (``label_zh``; the English label where there is none)
+    label_zh: str = ""
     config: tuple[tuple[str, tuple[str, ...]], ...] = ()
     keys_any: tuple[str, ...] = ()
     keys_all: tuple[str, ...] = ()
@@ -173,6 +175,13 @@ class Catalog:
     #: every layer by id (``[layers]``), and the dashboard's layers in reading order (the layers of a verdict)
     layers: dict[str, Layer] = field(default_factory=dict)
     reading_order: tuple[str, ...] = ()
+    #: an algorithm family (``rl``, ``preference`` …) as the Chinese views name it (``families_zh``)
+    families_zh: dict[str, str] = field(default_factory=dict)
+    #: a metric's ``direction`` and ``measures``, and the words of the axes (scale, scope, varies), as the
+    #: Chinese views write them (``directions_zh``, ``measures_zh``, ``axes_zh``)
+    directions_zh: dict[str, str] = field(default_factory=dict)
+    measures_zh: dict[str, str] = field(default_factory=dict)
+    axes_zh: dict[str, str] = field(default_factory=dict)
 
     def unit(self, metric: Metric, lang: str = "en") -> str:
         """``metric``'s unit in ``lang`` (the English words where the catalog has no translation).
@@ -192,6 +201,42 @@ class Catalog:
             ('DPO-family', None)
         """
         return next((a.short for a in self.algorithms if a.id == algorithm), None)
+
+    def words(self, kind: str, text: str, lang: str = "en") -> str:
+        """A metric fact in ``lang``: its ``direction``, its ``measures``, or the word of an axis
+        (``axis``: a scale, scope or varies value); the English where the catalog has no translation.
+
+        Example:
+            >>> c = load_catalog(); c.words("direction", "rises steadily", "zh"), c.words("axis", "vocabulary", "zh")
+            ('稳步上升', '词表')
+        """
+        if lang != "zh":
+            return text
+        table = {"direction": self.directions_zh, "measures": self.measures_zh, "axis": self.axes_zh}[kind]
+        return table.get(text, text)
+
+    def algorithm_label(self, label: str, lang: str = "en") -> str:
+        """A detected algorithm's description (``Run.algorithm_label``) in ``lang``: the ``label_zh`` of
+        the signature with that label; the label itself in English or where there is no translation.
+
+        Example:
+            >>> load_catalog().algorithm_label("PPO with a critic (GAE)", "zh")
+            '带 critic 的 PPO（GAE）'
+        """
+        if lang != "zh":
+            return label
+        if label == "unknown":
+            return "未识别"
+        return next((a.label_zh for a in self.algorithms if a.label == label and a.label_zh), label)
+
+    def family_name(self, family: str, lang: str = "en") -> str:
+        """An algorithm family id in ``lang`` (the id itself in English).
+
+        Example:
+            >>> load_catalog().family_name("preference", "zh")
+            '偏好优化'
+        """
+        return self.families_zh.get(family, family) if lang == "zh" else family
 
     def find(self, key: str) -> Metric | None:
         """The entry a canonical key belongs to (exact, else by template), or None."""
@@ -363,6 +408,7 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
             family=str(a["family"]),
             label=str(a["label"]),
             short=_short(a),
+            label_zh=str(a.get("label_zh", "")),
             config=tuple((str(k), _tuple(v)) for k, v in a.get("config", {}).items()),
             keys_any=_tuple(a.get("keys_any")),
             keys_all=_tuple(a.get("keys_all")),
@@ -380,7 +426,10 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
     frameworks = tuple(FrameworkSignature(str(f["id"]), _tuple(f.get("key_prefixes")),
                                           _tuple(f.get("config_prefixes")), int(f.get("min_keys", 3)))
                        for f in data.get("framework", []))
-    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks, layers, order)
+    zh = {name: {str(k): str(v) for k, v in data.get(name, {}).items()}
+          for name in ("families_zh", "directions_zh", "measures_zh", "axes_zh")}
+    return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks, layers, order,
+                   **zh)
 
 
 @lru_cache(maxsize=1)

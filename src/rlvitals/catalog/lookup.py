@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnknownMetricError
-from .aliases import Context, KeyResolver
+from .aliases import Context, KeyResolver, Resolved
 from .catalog import Catalog, Metric, load_catalog
 
 
-def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[str]]:
-    """``(entry, canonical key, how it was reached)`` for a canonical key or any alias."""
+def lookup(key: str, catalog: Catalog | None = None, lang: str = "en") -> tuple[Metric, str, list[str]]:
+    """``(entry, canonical key, how it was reached)`` for a canonical key or any alias; ``how`` and the
+    error for an unknown key in ``lang``."""
     catalog = catalog or load_catalog()
     hit = catalog.find(key)
     if hit is not None:
@@ -19,11 +20,19 @@ def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[
     res = resolver.resolve(key, Context())
     if res is None:
         close = near_misses(key, catalog)
+        if lang == "zh":
+            hint = f"是不是想找 {'、'.join(close)}？" if close else ""
+            raise UnknownMetricError(f"{key!r} 既不是已收录的指标，也不是它们的别名。{hint}"
+                                     "运行 'rlvitals explain --list' 可以查看全部指标。")
         hint = f" Did you mean {' or '.join(close)}?" if close else ""
         raise UnknownMetricError(
             f"{key!r} is neither a canonical metric nor an alias of one.{hint} "
             "Run 'rlvitals explain --list' to see every metric."
         )
+    return res.metric, res.canonical, (_how_zh if lang == "zh" else _how_en)(key, res)
+
+
+def _how_en(key: str, res: Resolved) -> list[str]:
     how = [f"{key!r} is an alias of {res.canonical!r} (via {res.via})"]
     if res.alias is not None:
         alias = res.alias
@@ -35,7 +44,29 @@ def lookup(key: str, catalog: Catalog | None = None) -> tuple[Metric, str, list[
             how.append(f"logged values are multiplied by {alias.scale:g}")
     if res.split == "eval":
         how.append("logged on the evaluation split")
-    return res.metric, res.canonical, how
+    return how
+
+
+#: how an alias was matched (``Resolved.via``: ``exact``, ``pattern``, after a backend's renaming ``hf:exact``)
+_VIA_ZH = {"exact": "名称完全一致", "pattern": "按名称模式匹配"}
+
+
+def _how_zh(key: str, res: Resolved) -> list[str]:
+    """:func:`_how_en` in Chinese; an alias's note is English only, and marked so (as the report does)."""
+    *backend, via = res.via.split(":")
+    matched = (f"还原 {backend[0]} 的改名后" if backend else "") + _VIA_ZH.get(via, via)
+    how = [f"{key!r} 是 {res.canonical!r} 的别名（{matched}）"]
+    if res.alias is not None:
+        alias = res.alias
+        where = "各框架通用" if alias.framework == "any" else alias.framework
+        if alias.since or alias.until:
+            where += f"，版本 {alias.since or '…'}–{alias.until or '…'}"
+        how.append(where + (f"；说明（英文原文）：{alias.note}" if alias.note else ""))
+        if alias.scale != 1.0:
+            how.append(f"记录的值要乘以 {alias.scale:g}")
+    if res.split == "eval":
+        how.append("这是评测集上记录的值")
+    return how
 
 
 #: how the project's two specifications are named to users (the catalog cites them by file number)
@@ -102,7 +133,7 @@ def metric_info(metric: Metric, canonical: str, lang: str, how: list[str]) -> di
 
 
 def explain(key: str, lang: str = "en") -> dict[str, Any]:
-    metric, canonical, how = lookup(key)
+    metric, canonical, how = lookup(key, lang=lang)
     return metric_info(metric, canonical, lang, how)
 
 

@@ -143,8 +143,10 @@ class Check:
     zh: Text
     fn: CheckFn
     seed: str = ""
-    #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes)
+    #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes), in
+    #: English and in Chinese (``needs_text`` and ``needs_text_zh`` in checks.toml: both or neither)
     needs_text: str = ""
+    needs_text_zh: str = ""
     #: an abrupt event read against a window of recent steps: the last steps of a run show it as the
     #: whole run does, so ``watch`` may read it on those alone between full diagnoses (checks.toml ``sudden``)
     sudden: bool = False

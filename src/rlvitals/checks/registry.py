@@ -67,6 +67,10 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         sudden = raw.get("sudden", False)
         if not isinstance(sudden, bool):
             raise CatalogError(f"checks: check {cid!r} has sudden = {sudden!r}; expected true or false")
+        needs_text, needs_text_zh = str(raw.get("needs_text", "")), str(raw.get("needs_text_zh", ""))
+        if bool(needs_text) != bool(needs_text_zh):
+            raise CatalogError(f"checks: check {cid!r} says what it needs in one language only; give needs_text "
+                               "and needs_text_zh both (or neither)")
         min_points = raw.get("min_points", MIN_POINTS)
         if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 1:
             raise CatalogError(f"checks: check {cid!r} has min_points = {min_points!r}; expected a whole number ≥ 1")
@@ -74,7 +78,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=str(raw.get("needs_text", "")), sudden=sudden, min_points=min_points,
+            needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, min_points=min_points,
         ))
     missing = sorted(set(functions) - seen)
     if missing:

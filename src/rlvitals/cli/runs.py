@@ -49,13 +49,17 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
 
 
 def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from rich.cells import cell_len
+
     from ..checks import load_checks
     from ..checks.config import load_config
+    from ..render.diagnosis import layer_code
 
     if args.list_checks:
         for check in load_checks():
             params = ", ".join(f"{k}={v}" for k, v in check.params.items())
-            out.write(f"{check.layer:<10} {check.id:<28} {check.text(args.lang).title}"
+            layer = layer_code(check.layer, args.lang)
+            out.write(f"{layer}{' ' * max(11 - cell_len(layer), 1)}{check.id:<28} {check.text(args.lang).title}"
                       + (f"  [{params}]" if params else "") + "\n")
         return EXIT_OK
     if not args.paths and not args.example:
@@ -102,7 +106,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
         elif not args.json:
             out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
             if log is not None:
-                out.write(render_rollout_log(log, out.isatty(), width(out)))
+                out.write(render_rollout_log(log, out.isatty(), width(out), args.lang))
     if args.json:
         out.write(dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
                                   for d, log in zip(results, logs, strict=True)]}) + "\n")
@@ -120,7 +124,7 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     if args.list:
         rows = list_metrics(args.lang)
-        out.write(dump(rows) + "\n" if args.json else render_list(rows, out.isatty(), width(out)))
+        out.write(dump(rows) + "\n" if args.json else render_list(rows, out.isatty(), width(out), args.lang))
         return EXIT_OK
     if not args.key:
         err.write("rlvitals: explain needs a metric KEY or --list\n")
@@ -130,7 +134,7 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
-    out.write(dump(info) + "\n" if args.json else render_explain(info, out.isatty(), width(out)))
+    out.write(dump(info) + "\n" if args.json else render_explain(info, out.isatty(), width(out), args.lang))
     return EXIT_OK
 
 

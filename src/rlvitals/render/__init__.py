@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
-from .diagnosis import STATUS_STYLE, render_diagnosis, render_markdown, when_words
+from .diagnosis import STATUS_STYLE, STATUS_WORDS, layer_code, render_diagnosis, render_markdown, when_words
 from .summary import rollout_log, rollout_summary, run_summary
-from .terminal import WIDTH, render_explain, render_inspect, render_list, render_rollout_log, render_rollouts
+from .terminal import (
+    ENGLISH_ORIGINAL,
+    WIDTH,
+    render_explain,
+    render_inspect,
+    render_list,
+    render_rollout_log,
+    render_rollouts,
+)
 
 __all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list", "render_markdown",
     "render_rollout_log", "render_rollouts", "rollout_log", "rollout_summary", "run_summary", "STATUS_STYLE",
-    "when_words", "WIDTH"]
+    "STATUS_WORDS", "layer_code", "when_words", "WIDTH", "ENGLISH_ORIGINAL"]

@@ -9,6 +9,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -20,7 +21,8 @@ from .terminal import WIDTH, console
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
 #: the terminal colour of each status (the watcher's view uses it too)
 STATUS_STYLE = {"fail": "bold red", "warn": "yellow", "note": "blue", "ok": "green", "skipped": "dim"}
-_WORD = {"en": {"fail": "FAIL", "warn": "WARN", "note": "NOTE", "ok": "OK", "skipped": "SKIPPED"},
+#: each status in a word, per language (the watcher's alerts and table use them too)
+STATUS_WORDS = {"en": {"fail": "FAIL", "warn": "WARN", "note": "NOTE", "ok": "OK", "skipped": "SKIPPED"},
          "zh": {"fail": "失败", "warn": "警告", "note": "提示", "ok": "正常", "skipped": "跳过"}}
 #: the order findings are listed in: what needs action first, then what could be better
 _RANK = {s: i for i, s in enumerate(WORST_FIRST)}
@@ -32,10 +34,14 @@ _COUNTS_EN: dict[str, tuple[str, str]] = {"fail": ("failure", "failures"), "warn
                                           "note": ("note", "notes")}
 _COUNTS_ZH: dict[str, str] = {"fail": "项失败", "warn": "项警告", "note": "项提示"}
 _LABELS = {
-    "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed",
-           "skipped": "skipped", "more": "run with --all to list them", "verdict": "verdict"},
-    "zh": {"since": "自第", "at": "第", "steps": "步", "advice": "建议", "passed": "通过", "skipped": "跳过",
-           "more": "加 --all 可全部列出", "verdict": "结论"},
+    "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed ({n}): ",
+           "skipped": "skipped ({n}): ", "and": ", ", "more": "run with --all to list them", "verdict": "verdict",
+           "colon": ": ", "metrics": "Metrics", "evidence": "Evidence"},
+    "zh": {"since": "自第", "at": "第", "steps": "步", "advice": "建议", "passed": "通过 {n} 项：",
+           "skipped": "跳过 {n} 项：", "and": "、",
+           "more": "加 --all 可全部列出", "verdict": "结论",
+           # evidence is machine-readable: its field names are those of the --json output
+           "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）"},
 }
 
 
@@ -96,9 +102,20 @@ def count_words(counts: Mapping[str, int], lang: str) -> str:
 def _head(d: Diagnosis, lang: str) -> str:
     run = d.run
     steps = len(run.train_steps)
+    label = load_catalog().algorithm_label(run.algorithm_label, lang)
     if lang == "zh":
-        return f"{run.framework} · {run.algorithm_label} · {steps} 个训练步"
-    return f"{run.framework} · {run.algorithm_label} · {steps} training steps"
+        return f"{run.framework} · {label} · {steps} 个训练步"
+    return f"{run.framework} · {label} · {steps} training steps"
+
+
+def layer_code(layer: str, lang: str) -> str:
+    """A layer's code in a findings column: ``L1`` … ``L6``, ``efficiency`` (``效率`` in Chinese).
+
+    Example:
+        >>> layer_code("L2", "zh"), layer_code("efficiency", "zh"), layer_code("efficiency", "en")
+        ('L2', '效率', 'efficiency')
+    """
+    return load_catalog().layers[layer].short(lang).split()[0]
 
 
 def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, color: bool = False,
@@ -106,10 +123,10 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
     """The terminal view: the layers at a glance, then the worst findings first."""
     buf = io.StringIO()
     con = console(buf, color, width)
-    labels, words = _LABELS[lang], _WORD[lang]
+    labels, words = _LABELS[lang], STATUS_WORDS[lang]
     title = Text(d.path, style="bold")
     title.append(f"  {_head(d, lang)}  ", style="dim")
-    title.append(f"{labels['verdict']}: {words[d.verdict]}", style=STATUS_STYLE[d.verdict])
+    title.append(f"{labels['verdict']}{labels['colon']}{words[d.verdict]}", style=STATUS_STYLE[d.verdict])
     con.print(title)
     glance = Text("  ")
     for layer in READING_ORDER:
@@ -132,18 +149,20 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
         for f in passed + skipped:
             _print_finding(con, f, lang, labels, words, brief=True)
     else:
-        names = ", ".join(dict.fromkeys(f.title[lang] for f in passed))
+        names = labels["and"].join(dict.fromkeys(f.title[lang] for f in passed))
         if passed:
-            con.print(Text(f"{_MARK['ok']} {labels['passed']} ({len(passed)}): {names}", style="green"))
+            con.print(Text(f"{_MARK['ok']} {labels['passed'].format(n=len(passed))}{names}", style="green"))
         if skipped:
-            con.print(Text(f"{_MARK['skipped']} {labels['skipped']} ({len(skipped)}): {labels['more']}", style="dim"))
+            con.print(Text(f"{_MARK['skipped']} {labels['skipped'].format(n=len(skipped))}{labels['more']}",
+                           style="dim"))
     return buf.getvalue()
 
 
 def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], words: dict[str, str],
                    brief: bool = False) -> None:
     head = Text(f"{_MARK[f.status]} {words[f.status]:<7} ", style=STATUS_STYLE[f.status])
-    head.append(f"{f.layer:<10} ", style="cyan")
+    code = layer_code(f.layer, lang)
+    head.append(code + " " * max(11 - cell_len(code), 1), style="cyan")
     head.append(f.title[lang], style="bold")
     when = _when(f, lang)
     if when:
@@ -157,16 +176,16 @@ def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], 
 
 
 def _md_finding(f: Finding, lang: str) -> list[str]:
-    words = _WORD[lang]
+    words, labels = STATUS_WORDS[lang], _LABELS[lang]
     when = _when(f, lang)
     lines = [f"- **{words[f.status]}** — **{f.title[lang]}**" + (f" ({when})" if when else ""),
              f"  {f.message[lang]}"]
     if f.status in SHOWN:
         if f.metrics:
-            lines.append("  " + ("指标" if lang == "zh" else "Metrics") + ": " + ", ".join(f"`{m}`" for m in f.metrics))
+            lines.append(f"  {labels['metrics']}{labels['colon']}" + ", ".join(f"`{m}`" for m in f.metrics))
         ev = _evidence(f.evidence)
         if ev:
-            lines.append("  " + ("证据" if lang == "zh" else "Evidence") + f": {ev}")
+            lines.append(f"  {labels['evidence']}{labels['colon']}{ev}")
         lines.append(f"  → {f.advice[lang]}")
     return lines
 
@@ -185,7 +204,7 @@ def _evidence(ev: Any) -> str:
 
 def render_markdown(d: Diagnosis, lang: str = "en") -> str:
     """A Markdown report to paste into an issue or send to a colleague."""
-    words = _WORD[lang]
+    words = STATUS_WORDS[lang]
     names = {k: v[1] if lang == "zh" else v[0] for k, v in LAYER_NAMES.items()}
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
     out = [f"# {d.path}", "", f"{_head(d, lang)} — **{words[d.verdict]}**", *([counts] if counts else []), "",

@@ -15,6 +15,9 @@ from rich.text import Text
 
 #: width when the output is not a terminal (files, pipes, tests)
 WIDTH = 110
+#: how the Chinese views mark a passage written in English only (the readers' notes and skip reasons, an
+#: alias's note in the catalog), as the HTML report does
+ENGLISH_ORIGINAL = "（英文原文）"
 
 
 def console(buf: io.StringIO, color: bool, width: int = WIDTH) -> Console:
@@ -66,7 +69,12 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
     return buf.getvalue()
 
 
-def render_explain(info: dict[str, Any], color: bool = False, width: int = WIDTH) -> str:
+def render_explain(info: dict[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en") -> str:
+    """What ``rlvitals explain`` prints: the metric's name, how the key was reached, its place in the
+    layers and the multi-scale view, what it means and how to read it, its healthy range and course,
+    what to check next and its aliases. ``info`` is :func:`~rlvitals.catalog.lookup.explain` in ``lang``."""
+    if lang == "zh":
+        return _explain_zh(info, color, width)
     buf = io.StringIO()
     con = console(buf, color, width)
     con.print(Text(f"{info['key']} — {info['name']}", style="bold"))
@@ -92,14 +100,57 @@ def render_explain(info: dict[str, Any], color: bool = False, width: int = WIDTH
     return buf.getvalue()
 
 
-def render_list(rows: list[dict[str, str]], color: bool = False, width: int = WIDTH) -> str:
+def _explain_zh(info: dict[str, Any], color: bool, width: int) -> str:
+    from ..catalog import load_catalog
+
+    catalog = load_catalog()
+    axes = info["axes"]
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    con.print(Text(f"{info['key']} — {info['name']}", style="bold"))
+    for line in info["resolved"]:  # an alias's note is English only: unwrapped, the terminal wraps it
+        con.print(Text(f"  {line}", style="dim"), soft_wrap=ENGLISH_ORIGINAL in line)
+    unit = catalog.units_zh.get(info["unit"], info["unit"])
+    con.print(Text(f"所在层：{catalog.layers[info['layer']].short('zh')} · "
+                   f"尺度：{catalog.words('axis', info['scale'], 'zh')} · "
+                   f"统计范围：{catalog.words('axis', axes['scope'], 'zh')} · "
+                   f"波动来源：{catalog.words('axis', axes['varies'], 'zh')} · "
+                   f"衡量：{catalog.words('measures', axes['measures'], 'zh')}" + (f" · 单位：{unit}" if unit else "")))
+    con.print()
+    con.print(Text(info["meaning"]))
+    con.print()
+    con.print(Text(info["read"]))
+    if info["healthy"]:
+        lo, hi = info["healthy"]["low"], info["healthy"]["high"]
+        con.print(Text(f"\n健康范围：{'' if lo is None else lo} … {'' if hi is None else hi}"))
+    if info["direction"]:
+        con.print(Text(f"正常走势：{catalog.words('direction', info['direction'], 'zh')}"))
+    if info["next"]:
+        con.print(Text(f"接着看：{' · '.join(info['next'])}"))  # spaces: a key is wrapped whole, never cut
+    if info["aliases"]:
+        names = [f"{a.get('name') or a.get('pattern')}（{'各框架通用' if a['framework'] == 'any' else a['framework']}）"
+                 for a in info["aliases"]]
+        con.print(Text(f"别名：{' · '.join(names)}", style="dim"))
+    return buf.getvalue()
+
+
+#: the headers of ``explain --list``
+_LIST_HEADERS = {"en": ("layer", "scale", "key", "name"), "zh": ("层", "尺度", "指标", "名称")}
+
+
+def render_list(rows: list[dict[str, str]], color: bool = False, width: int = WIDTH, lang: str = "en") -> str:
+    """``explain --list``: every metric with its layer, scale and name (``rows`` of ``list_metrics(lang)``)."""
+    from ..catalog import load_catalog
+
+    catalog = load_catalog()
     buf = io.StringIO()
     con = console(buf, color, width)
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
-    for col in ("layer", "scale", "key", "name"):
+    for col in _LIST_HEADERS[lang]:
         table.add_column(col, overflow="fold")
     for row in sorted(rows, key=lambda r: (r["layer"], r["key"])):
-        table.add_row(row["layer"], row["scale"], row["key"], row["name"])
+        layer = catalog.layers[row["layer"]].short(lang).split()[0] if lang == "zh" else row["layer"]
+        table.add_row(layer, catalog.words("axis", row["scale"], lang), row["key"], row["name"])
     con.print(table)
     return buf.getvalue()
 
@@ -318,16 +369,20 @@ def _print_log(con: Console, doc: Mapping[str, Any]) -> None:
 SHOWN_ROLLOUT_SKIPS = 5
 
 
-def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH) -> str:
+def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en") -> str:
     """The short block ``diagnose --rollouts DIR`` prints under a run: what the rollout reader skipped
     (the first few reasons), which rollout metrics could not be computed (names only; ``rlvitals
     rollouts DIR`` says why) and the readers' notes. ``log`` is ``{"path", **summary.rollout_log(...)}``.
+    The readers write their skip reasons and notes in English only: in Chinese they are marked so and
+    printed unwrapped (the terminal wraps them).
 
     >>> print(render_rollout_log({"path": "dump/", "skipped": {"count": 0, "reasons": []},
     ...                           "not_computed": ["tokens: needs token_entropy"], "notes": []}).rstrip())
     rollouts dump/: nothing skipped, 1 metric family or key not computed
       not computed tokens (rlvitals rollouts dump/ says why)
     """
+    if lang == "zh":
+        return _rollout_log_zh(log, color, width)
     buf = io.StringIO()
     con = console(buf, color, width)
     skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
@@ -348,4 +403,27 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
                                style="dim"), (0, 0, 0, 2), expand=False))
     for note in log["notes"]:
         con.print(Padding(Text(f"note {note}"), (0, 0, 0, 2), expand=False))
+    return buf.getvalue()
+
+
+def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int) -> str:
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
+    head = Text(f"rollout 数据 {log['path']}：", style="bold")
+    head.append(f"跳过了 {skipped['count']} 行" if skipped["count"] else "没有跳过任何行",
+                style="red" if skipped["count"] else "")
+    if missing:
+        head.append(f"；{len(missing)} 项指标没有算出")
+    con.print(head)
+    for reason in skipped["reasons"][:SHOWN_ROLLOUT_SKIPS]:
+        con.print(Text(f"  跳过{ENGLISH_ORIGINAL}：{reason}"), soft_wrap=True)
+    more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
+    if more:
+        con.print(Text(f"  …… 另有 {more} 行（rlvitals rollouts {log['path']} 会全部列出）"))
+    if missing:  # the names of the metric families and keys, as rlvitals rollouts --json has them: unwrapped
+        con.print(Text(f"  没有算出：{'；'.join(missing)}（原因见 rlvitals rollouts {log['path']}）", style="dim"),
+                  soft_wrap=True)
+    for note in log["notes"]:
+        con.print(Text(f"  说明{ENGLISH_ORIGINAL}：{note}"), soft_wrap=True)
     return buf.getvalue()

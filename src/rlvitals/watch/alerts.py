@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from ..checks import STATUS_RANK, VERDICT_STATUSES, Status
 from ..diagnosis import Finding
+from ..render.diagnosis import STATUS_WORDS
 
 AlertKind = Literal["new", "escalated", "again"]
 #: what alerts: the statuses a verdict is made of (never a note)
@@ -122,11 +123,19 @@ class Alert:
         fields = {k: v for k, v in obj.items() if k != "alert_id"}
         return cls(**{**fields, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
 
-    def headline(self) -> str:
+    def headline(self, lang: str = "en") -> str:
         """``FAIL entropy_collapse since step 181, seen at step 190``: what, since when, when it was seen
-        (``at step 190`` when the finding has no onset of its own or began there)."""
-        what = {"new": "", "escalated": f" (was {self.previous})", "again": " (again)"}[self.kind]
+        (``at step 190`` when the finding has no onset of its own or began there); in Chinese with the
+        check's title: ``失败 · 熵坍缩（entropy_collapse）· 自第 181 步起，第 190 步时发现``."""
         onset = self.onset_step
+        if lang == "zh":
+            words = STATUS_WORDS["zh"]
+            was = f"（之前是{words[self.previous]}）" if self.previous in words else ""
+            what = {"new": "", "escalated": was, "again": "（再次出现）"}[self.kind]
+            when = f"第 {self.step} 步" if onset is None or onset == self.step else \
+                f"自第 {onset} 步起，第 {self.step} 步时发现"
+            return f"{words[self.status]}{what} · {self.title.get('zh') or self.check}（{self.check}）· {when}"
+        what = {"new": "", "escalated": f" (was {self.previous})", "again": " (again)"}[self.kind]
         when = f"at step {self.step}" if onset is None or onset == self.step else \
             f"since step {onset}, seen at step {self.step}"
         return f"{self.status.upper()}{what} {self.check} {when}"
@@ -134,6 +143,8 @@ class Alert:
     def text(self, lang: str = "en") -> str:
         """One line: ``FAIL entropy_collapse since step 181, seen at step 190 (run.log): <message>``."""
         lang = lang if lang in self.message else "en"
+        if lang == "zh":
+            return f"{self.headline(lang)}（{self.run}）：{self.message.get(lang, '')}"
         return f"{self.headline()} ({self.run}): {self.message.get(lang, '')}"
 
 
@@ -159,8 +170,9 @@ def combine(alerts: Sequence[Alert]) -> Alert:
     mixed = len({a.status for a in alerts}) > 1
     langs = dict.fromkeys(lang for a in alerts for lang in a.message)
     heads = {"zh": f"{len(alerts)} 项发现："}
+    words = {lang: STATUS_WORDS.get(lang, STATUS_WORDS["en"]) for lang in langs}
     message = {lang: heads.get(lang, f"{len(alerts)} findings:") + "\n" + "\n".join(
-        "• " + (f"{a.status.upper()} " if mixed else "") + (a.message.get(lang) or a.message.get("en", ""))
+        "• " + (f"{words[lang][a.status]} " if mixed else "") + (a.message.get(lang) or a.message.get("en", ""))
         for a in alerts) for lang in langs}
     onsets = [a.onset_step for a in alerts if a.onset_step is not None]
     return replace(worst, message=message, onset_step=min(onsets) if onsets else None,

@@ -9,7 +9,7 @@ from typing import IO, Any
 
 from ..checks import VERDICT_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
-from ..render.diagnosis import STATUS_STYLE
+from ..render.diagnosis import STATUS_STYLE, STATUS_WORDS
 from .alerts import Alert
 
 
@@ -25,12 +25,15 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    zh = lang == "zh"
     table = Table(title="rlvitals watch", expand=False)
-    table.add_column("layer")
+    table.add_column("层" if zh else "layer")
     for path, d in diagnoses.items():
         steps = int(len(d.run.train_steps))
-        table.add_column(Text(f"{path} · {steps} steps · {d.verdict}"))  # a path may hold brackets
-    index = 0 if lang == "en" else 1
+        # a path may hold brackets: a Text, not markup
+        table.add_column(Text(f"{path} · {steps} 步 · {STATUS_WORDS['zh'][d.verdict]}" if zh
+                              else f"{path} · {steps} steps · {d.verdict}"))
+    index = 1 if zh else 0
     for layer in READING_ORDER:
         cells = []
         for d in diagnoses.values():
@@ -38,9 +41,10 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
             worst = next((f for f in d.findings if f.layer == layer and f.status == status), None)
             detail = f" {worst.check}" if worst is not None and status in VERDICT_STATUSES else ""
             notes = sum(f.layer == layer and f.status == "note" for f in d.findings)
-            words = f"{notes} 项提示" if index else f"{notes} {'note' if notes == 1 else 'notes'}"
+            words = f"{notes} 项提示" if zh else f"{notes} {'note' if notes == 1 else 'notes'}"
             quiet = f" [dim]· {words}[/]" if notes else ""
-            cells.append(f"[{STATUS_STYLE[status]}]{status}[/]{detail}{quiet}")
+            said = STATUS_WORDS["zh"][status] if zh else status
+            cells.append(f"[{STATUS_STYLE[status]}]{said}[/]{detail}{quiet}")
         table.add_row(LAYER_NAMES[layer][index], *cells)
     return table
 

@@ -29,6 +29,7 @@ from ..checks import STATUS_RANK
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
+from ..render.diagnosis import STATUS_WORDS
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
@@ -227,6 +228,7 @@ class Watcher:
 
     def status(self, now: float) -> str:
         """One line per log: what was read, its last step, and when its next diagnosis may come."""
+        zh = self.options.lang == "zh"
         lines = []
         for follow in self.follows:
             read = follow.progress
@@ -234,12 +236,20 @@ class Watcher:
                 said = follow.waiting
             elif read is None:
                 d = self.diagnoses.get(str(follow.path))
-                said = f"{len(d.run.train_steps)} steps at the last diagnosis" if d is not None else "not read yet"
+                steps = len(d.run.train_steps) if d is not None else None
+                if zh:
+                    said = f"上次诊断时共 {steps} 步" if steps is not None else "还没有读取"
+                else:
+                    said = f"{steps} steps at the last diagnosis" if steps is not None else "not read yet"
             else:
-                said = f"{read[0]:,} records read, last step {read[1] if read[1] is not None else '–'}"
+                last = read[1] if read[1] is not None else "–"
+                said = f"已读 {read[0]:,} 条记录，最后一步是第 {last} 步" if zh else \
+                    f"{read[0]:,} records read, last step {last}"
             wait = self._next_diagnosis.get(follow.path, now) - now
-            due = f"; next diagnosis in {wait:.0f} s" if follow in self._dirty and wait > 0 else ""
-            lines.append(f"{follow.path.name}: {said}{due}")
+            due = ""
+            if follow in self._dirty and wait > 0:
+                due = f"；{wait:.0f} 秒后再诊断" if zh else f"; next diagnosis in {wait:.0f} s"
+            lines.append(f"{follow.path.name}{'：' if zh else ': '}{said}{due}")
         return "\n".join(lines)
 
     def _tail_due(self, follow: Follow, now: float, full_due: bool) -> bool:
@@ -327,6 +337,8 @@ class Watcher:
     def banner(self) -> str:
         """What this watcher does, in a few lines: what it follows, where it keeps its state, where
         alerts go, how often it looks (shown when it starts)."""
+        if self.options.lang == "zh":
+            return self._banner_zh()
         follows = ", ".join(str(f.path) for f in self.follows)
         more = f"; rollouts from {self.rollouts.folder}" if self.rollouts is not None else ""
         sinks = ", ".join(s.name for s in self.sinks) or "this terminal only (--alert SINK sends them on)"
@@ -335,6 +347,17 @@ class Watcher:
         return (f"watching {follows}{more}\n  state: {self.state.path}\n  alerts: {sinks}\n"
                 f"  polls every {self.options.interval:g} s and diagnoses what grew (at most {share:.0f} % of a "
                 f"core){stop}; Ctrl-C stops")
+
+    def _banner_zh(self) -> str:
+        follows = "、".join(str(f.path) for f in self.follows)
+        more = f"；rollout 数据来自 {self.rollouts.folder}" if self.rollouts is not None else ""
+        sinks = "、".join(s.name for s in self.sinks) or "只显示在本终端（用 --alert SINK 转发）"
+        exit_on = self.options.exit_on
+        stop = f"；结论达到“{STATUS_WORDS['zh'][exit_on]}”时以退出码 1 退出" if exit_on else ""
+        share = 100 / (1 + self.options.diagnose_gap)
+        return (f"正在监控 {follows}{more}\n  状态文件：{self.state.path}\n  告警发往：{sinks}\n"
+                f"  每 {self.options.interval:g} 秒查看一次，只诊断有新内容的日志（最多占用一个核的 {share:.0f}%）"
+                f"{stop}；按 Ctrl-C 停止")
 
     def exit_code(self) -> int:
         """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""

@@ -1,0 +1,183 @@
+"""With ``--lang zh`` a Chinese user reads Chinese: no line of ``diagnose``, ``explain`` or ``watch`` is
+English prose. A line may hold what is not prose — metric keys, paths, file names, numbers, options,
+acronyms (GRPO, KL), ``key=value`` from a config — and the terms of the trade that Chinese ML engineers
+write in English (reward, rollout, token …), and after the mark ``（英文原文）`` what the readers and the
+catalog's alias notes say in English only. Anything else in Latin letters is a string left untranslated.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+import pytest
+from rich.console import Console
+
+from rlvitals.checks import load_checks
+from rlvitals.cli import main
+from rlvitals.render import ENGLISH_ORIGINAL
+from rlvitals.watch import WatchOptions, open_watcher
+from rlvitals.watch.view import layers_table
+
+#: English words Chinese ML writing keeps as they are (as the catalog's and the checks' Chinese texts do)
+TERMS = frozenset({
+    "reward", "rewards", "rollout", "rollouts", "token", "tokens", "prompt", "prompts", "batch", "loss", "clip",
+    "fraction", "ratio", "advantage", "critic", "actor", "policy", "agent", "margin", "schedule", "baseline",
+    "traceback", "verifier", "checkpoint", "micro", "padding", "offload", "on-policy", "clip-higher", "warm-up",
+    "warmup", "hacking", "overlong", "filtering", "buffer", "logit", "log", "episode", "epoch", "chosen",
+    "rejected", "vs", "dual-clip", "distinct-n", "nat", "nats", "dynamic", "sampling", "gini", "think", "answer",
+    "split", "eval", "acc", "logps", "value", "log-prob",
+})
+#: names written in mixed case: frameworks, methods, acronyms with a small letter
+NAMES = frozenset({
+    "veRL", "CoT", "OpenRLHF", "FLOPs", "DrGRPO", "SimPO", "MoE", "ReMax", "NaN", "Inf", "AgentLoop", "Ctrl-C",
+    "verl", "trl", "openrlhf",
+})
+#: the variables of a formula in a metric's meaning (1 − Var(returns − values) / Var(returns), π(v|context))
+FORMULA = frozenset({"Var", "Cov", "returns", "values", "context"})
+#: log-derived words: veRL's timing phases (timing_s/<phase>), a log's source names
+LOGGED = frozenset({"gen", "testing", "ref", "adv"})
+#: where a passage written in English by design starts: the readers' notes and skip reasons, an alias's
+#: note; and evidence, whose field names are those of the --json output
+MARKS = (ENGLISH_ORIGINAL, "证据（JSON 字段）")
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|\brlvitals(?: [a-z]+)?")  # an option, a command
+_SETTING = re.compile(r"[\w./@-]+=[\w./@-]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./@{}<>'’+-]*")
+
+
+def _allowed(word: str, ids: frozenset[str]) -> bool:
+    if re.search(r"[/_@.{}<>0-9]", word) or len(word) == 1 or word in ids:
+        return True  # a key, a path or file name, pass@k, L5, a check id, a variable
+    if re.fullmatch(r"[A-Z][A-Z+]+", word) or word.lower() in TERMS or word in NAMES | FORMULA | LOGGED:
+        return True
+    return "-" in word and all(_allowed(part, ids) for part in word.split("-") if part)
+
+
+def english_prose(text: str, names: Iterable[str] = ()) -> list[tuple[str, list[str]]]:
+    """Every line of ``text`` with Latin-letter words that are not allowed, and those words; ``names``:
+    identifiers the output at hand quotes (a metric's aliases as the frameworks log them)."""
+    ids = frozenset(c.id for c in load_checks()) | frozenset(names)
+    found = []
+    for line in text.splitlines():
+        said = line
+        for mark in MARKS:
+            said = said.split(mark, 1)[0]
+        said = _SETTING.sub(" ", _OPTION.sub(" ", said))
+        bad = [w for w in (m.rstrip(".'’-") for m in _WORD.findall(said)) if not _allowed(w, ids)]
+        if bad:
+            found.append((line, bad))
+    return found
+
+
+def test_the_checker_catches_english_and_passes_chinese() -> None:
+    assert english_prose("需要 actor/entropy 或 critic/grad_norm，本次训练没有记录") == []
+    assert english_prose("· 跳过      L1         梯度爆炸\n  verl · GRPO · 1119 个训练步  结论：正常") == []
+    assert english_prose("  说明（英文原文）：the rollouts carry no token counts") == []
+    assert english_prose("与配置一致（actor.optim.warmup_style=constant），加 --all 可全部列出") == []
+    assert english_prose("    needs actor/entropy, which this run did not log") == [
+        ("    needs actor/entropy, which this run did not log", ["needs", "which", "this", "run", "did", "not"])]
+    assert english_prose("适用于 preference 训练；本次是 rl")[0][1] == ["preference", "rl"]
+    assert english_prose("over training: falls smoothly")[0][1] == ["over", "training", "falls", "smoothly"]
+    assert english_prose("trl · GRPO-style (group baseline, no critic)")[0][1] == ["GRPO-style", "group", "no"]
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def _assert_chinese(text: str, names: Iterable[str] = ()) -> None:
+    left = english_prose(text, names)
+    assert not left, "English left in the Chinese output:\n" + "\n".join(f"{words}: {line}" for line, words in left)
+
+
+#: real runs of every framework and family: veRL GRPO and PPO, veRL SFT, TRL GRPO, TRL ORPO (preference), a
+#: notebook table, a TRL state file
+RUNS = ("verl__verl_training_log__grpo_run_deepseek7b_llm.log", "verl__verl_training_log__ppo_run_deepseek7b_llm.log",
+        "verl__verl-data__gemma-2-2b-it-sft-0.411.log", "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv",
+        "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv",
+        "trl__UnslothGRPO__checkpoint-250_trainer_state.json",
+        "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json")
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("view", [["--all"], ["--markdown"]], ids=["terminal", "markdown"])
+def test_diagnose_in_chinese_on_real_runs(real: Path, run: str, view: list[str]) -> None:
+    code, out, err = _cli("diagnose", "--lang", "zh", *view, str(real / run))
+    assert code == 0 and err == "", err
+    assert "跳过" in out  # the skip reasons are read too (--all, and the Markdown lists every check)
+    _assert_chinese(out)
+
+
+def test_the_list_of_checks_in_chinese() -> None:
+    code, out, _ = _cli("diagnose", "--list-checks", "--lang", "zh")
+    assert code == 0
+    # the parameters in brackets are the config's names (key=value); the rest is the titles
+    _assert_chinese(re.sub(r"\[[^\]]*\]", "", out))
+
+
+@pytest.mark.parametrize("key", ["actor/entropy", "entropy_loss", "critic/kl", "actor/lr(1e-4)",
+                                 "val-core/openai/gsm8k/acc/mean@4", "eval_loss", "perf/mfu/actor",
+                                 "critic/vf_explained_var", "rewards/margins"])
+def test_explain_in_chinese(key: str) -> None:
+    code, out, err = _cli("explain", "--lang", "zh", key)
+    assert code == 0 and err == "", err
+    aliases = orjson.loads(_cli("explain", "--json", key)[1])["aliases"]
+    logged = {w for a in aliases for w in _WORD.findall(a.get("name") or a["pattern"])}  # a key as it is logged
+    _assert_chinese(out, logged)
+    assert "所在层" in out and "正常走势" in out
+
+
+def test_explain_list_and_a_near_miss_in_chinese() -> None:
+    code, out, _ = _cli("explain", "--lang", "zh", "--list")
+    _assert_chinese(out)
+    assert code == 0 and out.split()[:4] == ["层", "尺度", "指标", "名称"]
+    code, out, err = _cli("explain", "--lang", "zh", "actor/entrpy")
+    assert code == 2 and out == ""
+    assert err == ("rlvitals: 'actor/entrpy' 既不是已收录的指标，也不是它们的别名。是不是想找 'actor/entropy'、"
+                   "'actor/seq_entropy'、'actor/entropy_loss'？运行 'rlvitals explain --list' 可以查看全部指标。\n")
+
+
+def test_watch_once_in_chinese(real: Path, tmp_path: Path) -> None:
+    log = tmp_path / "trl-unsloth__notebooks__Qwen2.5_3B-GRPO.training_table.csv"
+    shutil.copyfile(real / log.name, log)
+    code, out, err = _cli("watch", "--once", "--lang", "zh", "--state", str(tmp_path / "w.sqlite"), str(log))
+    assert code == 0 and err == "", err
+    _assert_chinese(out)
+    assert "警告 · 回复撞到长度上限被截断（response_clip_high）· 自第 1 步起，第 250 步时发现" in out
+
+
+def test_the_watchers_banner_status_and_table_in_chinese(real: Path, tmp_path: Path) -> None:
+    log = tmp_path / "verl__verl_training_log__ppo_run_deepseek7b_llm.log"
+    shutil.copyfile(real / log.name, log)
+    watcher = open_watcher([log], [], tmp_path / "w.sqlite", WatchOptions(lang="zh", exit_on="fail"),
+                           out=io.StringIO(), err=io.StringIO())
+    try:
+        before = watcher.status(0.0)
+        watcher.cycle()
+        table = Console(file=io.StringIO(), width=110)
+        table.print(layers_table(watcher.diagnoses, "zh"))
+        shown = "\n".join([watcher.banner(), before, watcher.status(0.0), table.file.getvalue()])
+    finally:
+        watcher.close()
+    _assert_chinese(shown)
+    assert "正在监控" in shown and "还没有读取" in before and "已读" in shown
+
+
+def test_diagnose_with_rollouts_in_chinese(real: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    lines = [orjson.dumps({"input": f"Q{q}: {q}+{q}?", "output": f"#### {i}", "score": float(i % 2), "step": 1})
+             .decode() for q in range(2) for i in range(4)]
+    (dump / "1.jsonl").write_text("\n".join([*lines[:3], "not json", *lines[3:]]) + "\n", encoding="utf-8")
+    code, out, err = _cli("diagnose", "--lang", "zh", "--rollouts", str(dump), str(real / RUNS[0]))
+    assert code == 0 and err == "", err
+    doc = orjson.loads(_cli("diagnose", "--json", "--rollouts", str(dump), str(real / RUNS[0]))[1])
+    families = {line.split(": ", 1)[0] for line in doc["runs"][0]["rollouts"]["not_computed"]}
+    _assert_chinese(out, {w for name in families for w in _WORD.findall(name)})  # as rollouts --json names them
+    assert f"rollout 数据 {dump}：跳过了 1 行；" in out
+    assert f"  跳过（英文原文）：{dump / '1.jsonl'}:4: invalid JSON" in out
