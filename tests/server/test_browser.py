@@ -7,6 +7,7 @@ without the token is refused. Screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import time
 import urllib.error
@@ -450,20 +451,53 @@ def test_zooming_a_dashboard_chart_fetches_its_range_at_full_resolution(tab: Tab
 
 def test_runs_in_sub_folders_are_listed_with_unique_labels(tab: Tab, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    for name, steps in (("exp1", 40), ("exp2", 50)):
+    for name, steps, mtime in (("exp1", 40, 1_700_000_200), ("exp2", 50, 1_700_000_100)):
         (runs / name).mkdir(parents=True)
         (runs / name / "train.jsonl").write_bytes(_lines(Scenario(steps=steps), 0, steps))
+        os.utime(runs / name / "train.jsonl", (mtime, mtime))
     ws = Workspace([runs], ServeState(tmp_path / "s.sqlite"), FAST)
     ws.poll_once()
     try:
         with ServerThread(ws, "127.0.0.1") as srv:
             tab.page.goto(srv.url)
             labels = tab.page.locator("table.rlv-runlist tbody tr[data-run] a").all_inner_texts()
-            assert labels == ["exp1/train.jsonl", "exp2/train.jsonl"]
+            assert labels == ["exp1/train.jsonl", "exp2/train.jsonl"]  # exp1 was written last
             tab.shot("dashboard_nested_runs")
             tab.page.click("text=exp2/train.jsonl")
             assert tab.page.locator("#runs tbody td").first.inner_text() == "exp2/train.jsonl"
             assert tab.page.locator("#rlv-live-step").inner_text() == "50"
+            assert tab.errors == [] and tab.failed == []
+    finally:
+        ws.close()
+
+
+def test_the_run_list_sorts_by_name_and_keeps_that_order_while_logs_grow(tab: Tab, tmp_path: Path) -> None:
+    """Last written first by default; the 'by name' link lists run2 before run10, and a live update
+    (run10 grows, so it is the last written) keeps the list by name."""
+    runs = tmp_path / "sweep"
+    for name, mtime in (("run10", 1_700_000_100), ("run2", 1_700_000_300), ("run1", 1_700_000_200)):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "metrics.jsonl").write_bytes(_lines(GROWING, 0, 40))
+        os.utime(runs / name / "metrics.jsonl", (mtime, mtime))
+    ws = Workspace([runs], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    ws.start()
+    names = "table.rlv-runlist tbody tr[data-run] a"
+    try:
+        with ServerThread(ws, "127.0.0.1") as srv:
+            tab.page.goto(srv.url)
+            assert [t.split("/")[0] for t in tab.page.locator(names).all_inner_texts()] == ["run2", "run1", "run10"]
+            assert tab.page.locator("#rlv-sort [aria-current]").inner_text() == "last written first"
+            tab.follow("#rlv-sort >> text=by name", srv.url + "?sort=name")
+            assert [t.split("/")[0] for t in tab.page.locator(names).all_inner_texts()] == ["run1", "run2", "run10"]
+            tab.page.evaluate("window.__same_document = 1")
+            with (runs / "run10" / "metrics.jsonl").open("ab") as f:
+                f.write(_lines(GROWING, 40, 55))
+            step = f'tr[data-run="{run_id(str((runs / "run10" / "metrics.jsonl").resolve()))}"] .rlv-step'
+            tab.page.wait_for_function(f"() => document.querySelector('{step}').textContent === '55'", timeout=8_000)
+            assert tab.page.evaluate("window.__same_document") == 1
+            assert [t.split("/")[0] for t in tab.page.locator(names).all_inner_texts()] == ["run1", "run2", "run10"]
+            tab.shot("dashboard_sorted_by_name")
             assert tab.errors == [] and tab.failed == []
     finally:
         ws.close()

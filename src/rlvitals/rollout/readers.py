@@ -44,8 +44,9 @@ from ._core import KEY, ColumnFlags, ColumnMap, RolloutSet, apply_map, chat_colu
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
-__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "parse_reward_weights", "read_rollouts",
-           "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records", "rollouts_from_scores"]
+__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "dump_files", "parse_reward_weights",
+           "read_rollouts", "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records",
+           "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
@@ -82,6 +83,37 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
         return _weighted(_generic([p], columns, kw), reward_weights, p)
     raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                              "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
+
+
+def dump_files(paths: Iterable[Path]) -> list[Path]:
+    """The rollout dumps among ``paths`` (the files of one folder), as :func:`read_rollouts` reads
+    that folder: veRL's ``<step>.jsonl`` when the first of them holds veRL's ``input``/``output``
+    keys, and TRL's ``completions_<step>.parquet``; by step, veRL's before TRL's. A file's name and
+    the first veRL dump's head are all that is looked at, so a folder of thousands of dumps costs one
+    read; a metrics log named ``3.jsonl`` is not taken for a dump.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); _ = (d / "train.log").write_text("step:1 - x:1")
+    >>> _ = (d / "2.jsonl").write_text('{"input": "q", "output": "a", "score": 1.0}')
+    >>> [p.name for p in dump_files(sorted(d.iterdir()))]
+    ['2.jsonl']
+    """
+    files = list(paths)
+    verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
+    verl = verl if verl and _verl_dump(verl[0]) else []
+    trl = sorted((f for f in files if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
+    return [f for f in verl + trl if f.is_file()]
+
+
+def _verl_dump(p: Path) -> bool:
+    """A veRL dump by its head: veRL writes ``input`` first, so a prompt longer than the sniffed head
+    still shows; an empty file (being written) is not told yet."""
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(64)
+        return head.lstrip().startswith(b'{"input":') or _verl.looks_like_dump(p)
+    except OSError:
+        return False  # unreadable now; looked at again at the next scan
 
 
 def _is_trl_parquet(p: Path) -> bool:

@@ -1,6 +1,7 @@
 """The dashboard's routes: thin readers of a :class:`~rlvitals.server.workspace.Workspace`.
 
-HTML: ``/`` (run list), ``/runs/{id}`` (the report's layered page, live). JSON (OpenAPI at
+HTML: ``/`` (run list; ``?sort=updated``, the default, lists the most recently written first,
+``?sort=name`` by name in natural order), ``/runs/{id}`` (the report's layered page, live). JSON (OpenAPI at
 ``/openapi.json``): runs, one run's diagnosis, its findings, a metric's series downsampled over a
 step range, rollout groups with their texts, the page model, events to poll, and the files of a
 served folder. Every route returns what the workspace or the diagnosis already computed; nothing
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 import orjson
@@ -35,7 +36,8 @@ class RunSummary(BaseModel):
     """One served run: ``status`` is ``loading`` while a remembered run is read again and ``unreadable`` for a
     log no reading has succeeded for; ``error`` says why the last reading failed (a run read before keeps
     its last good reading); ``algorithm`` is the detected algorithm's description, ``algorithm_short`` its
-    name in the run list."""
+    name in the run list; ``updated`` is when it was last diagnosed and ``modified`` when its log was last
+    written (seconds since the epoch)."""
 
     id: str
     label: str
@@ -52,6 +54,7 @@ class RunSummary(BaseModel):
     algorithm_short: str | None
     steps: int | None
     updated: float
+    modified: float = 0.0
     error: str | None = None
 
 
@@ -73,6 +76,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 class RunList(BaseModel):
+    """The runs in the order asked for; ``messages`` are the notes: each served folder's count of what it
+    passed over (rollout folders, rlvitals' own files, files that are not logs), then what was said."""
+
     runs: list[RunSummary]
     roots: list[str]
     messages: list[str]
@@ -202,9 +208,10 @@ def _in_lang(request: Request, render: Callable[[str], str]) -> HTMLResponse:
 
 def _html_routes(app: FastAPI, ws: Workspace) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index(request: Request) -> HTMLResponse:
-        return _in_lang(request, lambda lang: index_html(ws.summaries(), [str(r) for r in ws.roots], ws.messages,
-                                                         READING_ORDER, lang))
+    def index(request: Request, sort: str = "updated") -> HTMLResponse:
+        runs = ws.summaries(sort)
+        return _in_lang(request, lambda lang: index_html(runs, [str(r) for r in ws.roots], ws.notes(),
+                                                         READING_ORDER, lang, sort))
 
     @app.get("/runs/{rid}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(rid: str, request: Request) -> HTMLResponse:
@@ -229,8 +236,11 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
 def _api_routes(app: FastAPI, ws: Workspace) -> None:
     @app.get("/api/runs", response_model=RunList, responses=ERRORS,
             summary="Every served run with its verdict per layer")
-    def runs() -> Response:
-        return _json({"runs": ws.summaries(), "roots": [str(r) for r in ws.roots], "messages": ws.messages})
+    def runs(sort: Literal["updated", "name"] = Query("updated", description="updated: most recently written "
+                                                      "first; name: by name, numbers in order (run2 before run10)")
+             ) -> Response:
+        return _json({"runs": ws.summaries(sort), "roots": [str(r) for r in ws.roots],
+                      "messages": ws.notes()})
 
     @app.get("/api/runs/{rid}", responses=ERRORS, summary="One run: verdict, layers, findings, metrics")
     def run(rid: str) -> Response:

@@ -43,6 +43,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "unreadable": ("Could not be read:", "无法读取："),
     "stale": ("Shown as last read; the newer file could not be read:", "显示的是上次读到的内容；较新的文件无法读取："),
     "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
+    "sort": ("Order:", "排序："),
+    "sort_updated": ("last written first", "最近写入的在前"),
+    "sort_name": ("by name", "按名称"),
     "notes": UI["notes"],
     "back": ("← runs", "← 训练列表"),
     "step": UI["step"],
@@ -126,14 +129,17 @@ def loading_html(served: Served, lang: str = "en") -> str:
 
 
 def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages: Sequence[str],
-               layers: Sequence[str], lang: str = "en") -> str:
+               layers: Sequence[str], lang: str = "en", sort: str = "updated") -> str:
     """The run list in ``lang`` (the switch changes it in place): every run with its verdict per layer,
-    linked to its page.
+    linked to its page, in the order ``runs`` come in; ``sort`` names that order, and links offer the
+    other (``?sort=updated``: last written first; ``?sort=name``).
 
     Example:
-        >>> html = index_html([], ["/runs"], [], ["L5", "L1"], lang="zh")
+        >>> html = index_html([], ["/runs"], [], ["L5", "L1"], lang="zh", sort="name")
         >>> "/runs" in html and 'id="rlv-live"' in html and 'data-lang="zh"' in html
+        True
+        >>> '<a href="?sort=name" aria-current="true">' in html
         True
     """
     return _page("index.html.j2").render(runs=runs, roots=roots, messages=messages, layers=layers,
-                                                       status=STATUS, words=WORDS, heads=HEADS, lang=lang)
+                                         status=STATUS, words=WORDS, heads=HEADS, lang=lang, sort=sort)

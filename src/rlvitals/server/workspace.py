@@ -1,12 +1,16 @@
 """The runs a dashboard serves: served folders and files, each log followed as it grows and diagnosed again.
 
 A served PATH is a *root*. A log file, or a folder a reader recognises (TensorBoard, W&B, …), is
-one source; any other folder is looked into every ``rescan`` seconds, down to ``MAX_DEPTH`` levels
+one source; any other folder is looked into every ``rescan`` seconds, down to ``discover.MAX_DEPTH`` levels
 of sub-folders (``runs/exp1/train.log``), and each log in it becomes a source, so a run started
-after the server shows up by itself. A root's rollout dump folder (``WorkspaceOptions.rollouts``,
-one per root) is joined to the run of that root only: the rollouts of one run are no other's; it is
-read and analysed with ``WorkspaceOptions.rollout_settings`` (the rollout options of ``rlvitals
-rollouts``) and joined by the same rule as ``rlvitals diagnose --rollouts``. Every source is a
+after the server shows up by itself. The list holds runs, not files: rollout dumps, rlvitals' own
+files and other files are no runs, and a counted line in the notes says what was passed over
+(:mod:`.discover`). A rollout folder found beside a log (veRL's ``rollout_data_dir``, TRL's
+``completions/``) is joined to that log's runs (:func:`.discover.pair`); a root given its own
+rollout folder (``WorkspaceOptions.rollouts``, one per root) joins that one instead, to the run of
+that root only: the rollouts of one run are no other's. Rollouts are read and analysed with
+``WorkspaceOptions.rollout_settings`` (the rollout options of ``rlvitals rollouts``) and joined by
+the same rule as ``rlvitals diagnose --rollouts``. Every source is a
 :class:`~rlvitals.run.follow.Follow`; when it gives new data the run is diagnosed again, at
 most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
@@ -21,11 +25,14 @@ dashboard shows the same last step as ``rlvitals report``.
 
 A run's id is a hash of its path: opaque in URLs, stable across restarts. The state file
 (:mod:`.store`) lists the runs with their last step and verdict before their logs are read again.
+Runs are listed most recently written first (the log's mtime: the runs being trained now lead), or
+by name in natural order (``run2`` before ``run10``): :func:`sort_runs`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -39,11 +46,11 @@ from ..catalog.catalog import load_catalog
 from ..checks import FINDING_STATUSES
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
-from ..errors import EmptyInputError, InputError, RlvitalsError
-from ..ingest import find_reader, special_kind
+from ..errors import RlvitalsError
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
+from .discover import Discovery, pair, passed_line
 from .security import AccessError, confine
 from .store import RunRow, ServeState
 
@@ -52,8 +59,7 @@ if TYPE_CHECKING:
 
 MAX_MESSAGES = 50
 MAX_ENTRIES = 1000  # a folder listing stops here; a served folder is a place for logs, not a file browser
-MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
-MAX_SCAN = 5000  # entries looked at per served folder and scan
+SORTS = ("updated", "name")  # the run list's orders; the first is the default
 
 
 def run_id(path: str) -> str:
@@ -99,9 +105,11 @@ class Served:
     run: Run | None = None
     diagnosis: Diagnosis | None = None
     rollouts: RolloutAnalysis | None = None  # joined into ``run``; its texts are browsed
+    modified: float = 0.0  # when its log was last written (its mtime, seconds since the epoch)
 
     def summary(self) -> dict[str, Any]:
-        """The run-list entry: verdict per layer and counts of failing and warning findings and of notes."""
+        """The run-list entry: verdict per layer and counts of failing and warning findings and of notes;
+        ``updated`` is when it was last diagnosed, ``modified`` when its log was last written."""
         d = self.diagnosis
         counts = {s: sum(f.status == s for f in d.findings) for s in FINDING_STATUSES} if d else {}
         return {"id": self.id, "label": Path(self.path).name or self.path, "path": self.path, "root": self.root,
@@ -111,7 +119,8 @@ class Served:
                 "algorithm": d.run.algorithm_label if d else None,
                 "algorithm_short": (load_catalog().algorithm_short(d.run.algorithm) or d.run.algorithm_label)
                 if d else None,
-                "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated}
+                "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated,
+                "modified": self.modified}
 
 
 @dataclass
@@ -126,6 +135,7 @@ class _Source:
     quiet: float = 0.0
     settled: tuple[int, int] | None = None  # the file as last read whole
     error: str | None = None  # why it could not be read at the last poll (listed with the runs)
+    modified: float = 0.0  # its mtime (a folder's: its newest file's) when last read
 
 
 def _unreadable(src: _Source, error: str) -> dict[str, Any]:
@@ -133,7 +143,7 @@ def _unreadable(src: _Source, error: str) -> dict[str, Any]:
     return {"id": run_id(str(src.path)), "label": src.path.name, "path": str(src.path), "root": src.root,
             "status": "unreadable", "version": 0, "last_step": 0, "verdict": "skipped", "layers": {},
             "findings": dict.fromkeys(FINDING_STATUSES, 0), "framework": None, "algorithm": None,
-            "algorithm_short": None, "steps": None, "updated": 0.0, "error": error}
+            "algorithm_short": None, "steps": None, "updated": 0.0, "modified": _modified(src.path), "error": error}
 
 
 def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
@@ -149,6 +159,45 @@ def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ..
         raise RlvitalsError(f"serve: one rollout folder for {len(roots)} paths would join the same rollouts to every "
                             f"run; {fix}")
     return [Path(rollouts)]
+
+
+def _modified(path: Path) -> float:
+    """When ``path`` was last written: a file's mtime, a folder's newest file's; 0.0 when it is gone."""
+    try:
+        if path.is_file():
+            return path.stat().st_mtime
+        return max((ns for *_, ns, _ in signature(path)), default=0) / 1e9
+    except OSError:
+        return 0.0
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """A sort key that orders the numbers in names by value.
+
+    Example:
+        >>> sorted(["run10", "Run2", "run1"], key=natural_key)
+        ['run1', 'Run2', 'run10']
+    """
+    return tuple(int(part) if i % 2 else part.casefold() for i, part in enumerate(_DIGITS.split(name)))
+
+
+def sort_runs(runs: Sequence[dict[str, Any]], by: str = "updated") -> list[dict[str, Any]]:
+    """Run-list entries most recently written first (``updated``), or by label in natural order
+    (``name``); ties by label. Any other ``by`` is refused (a 400: it comes from ``?sort=``).
+
+    Example:
+        >>> runs = [{"label": "run10", "modified": 5.0}, {"label": "run2", "modified": 1.0}]
+        >>> [r["label"] for r in sort_runs(runs, "name")], [r["label"] for r in sort_runs(runs)]
+        (['run2', 'run10'], ['run10', 'run2'])
+    """
+    if by not in SORTS:
+        raise AccessError(400, f"sort {by!r}: expected one of {', '.join(SORTS)}; open the list with ?sort=updated "
+                               "(most recently written first) or ?sort=name")
+    named = sorted(runs, key=lambda r: (natural_key(r["label"]), r.get("path", "")))
+    return named if by == "name" else sorted(named, key=lambda r: -float(r.get("modified") or 0.0))
 
 
 def _last_step(run: Run) -> int:
@@ -174,11 +223,14 @@ class Workspace:
         self.state = state
         self.clock = clock
         self.messages: list[str] = []
-        self._rollout_dirs = _pair_rollouts(self.roots, self.options.rollouts)
-        self._rollouts: dict[int, RolloutAnalysis] = {}
-        self._rollout_sig: dict[int, tuple[tuple[str, int, int, int], ...]] = {}
+        self._given = _pair_rollouts(self.roots, self.options.rollouts)  # each root's --rollouts folder
+        self._found: dict[Path, tuple[Path, ...]] = {}  # rollout folders found beside logs, with their dumps
+        self._paired: dict[Path, Path] = {}  # log -> the rollout folder found beside it
+        self._passed: dict[int, str] = {}  # each root's counted line: what its last scan passed over
+        self._rollouts: dict[Path, RolloutAnalysis] = {}
+        self._rollout_sig: dict[Path, tuple[tuple[str, int, int, int], ...]] = {}
+        self._discovery = Discovery(self.options.fmt, [d for d in self._given if d is not None], [state.path])
         self._sources: dict[Path, _Source] = {}
-        self._unknown: dict[Path, tuple[int, int]] = {}
         self._served: dict[str, Served] = {}
         self._memo: dict[tuple[str, str], tuple[int, Any]] = {}
         self._lock = threading.Lock()
@@ -196,7 +248,7 @@ class Workspace:
         for row in self.state.runs().values():
             if row.root in roots:
                 self._served[row.id] = Served(row.id, row.path, roots[row.root], row.version, row.last_step,
-                                              row.verdict, 0, row.seen)
+                                              row.verdict, 0, row.seen, modified=_modified(Path(row.path)) or row.seen)
 
     def _note(self, message: str) -> None:
         if message not in self.messages:
@@ -209,100 +261,72 @@ class Workspace:
                                                              self._saved.get(str(path))))
 
     def _scan(self) -> None:
-        """Find the sources of every root (new logs in a served folder and its sub-folders included)."""
+        """Find the sources of every root (new logs in a served folder and its sub-folders included), and
+        pair the rollout folders found beside logs with them (:mod:`.discover`)."""
+        found: dict[Path, tuple[Path, ...]] = {}
+        paired: dict[Path, Path] = {}
         for i, root in enumerate(self.roots):
-            if not root.is_dir():
-                self._add(root, i)  # a log file, or one not written yet: Follow waits for it
-                continue
-            try:
-                find_reader(root, self.options.fmt)
-                self._add(root, i)
-                continue
-            except EmptyInputError:
-                self._add(root, i)
-                continue
-            except InputError:
-                pass  # a plain folder: the logs are in it or in its sub-folders
-            budget = [MAX_SCAN]
-            self._walk(root, root, i, 0, budget)
-            if budget[0] <= 0:
-                self._note(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
-                           f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs")
-            if not any(s.root == i for s in self._sources.values()):
-                self._note(f"serve: no training log found yet in {root} or its sub-folders ({MAX_DEPTH} levels "
-                           "deep); logs written there later are picked up")
+            seen = self._discovery.scan(root)
+            for log in seen.logs:
+                self._add(log, i)
+            pairing = pair(seen.rollouts, seen.logs, seen.formats) if self._given[i] is None else None
+            for message in seen.notes + list(pairing.notes if pairing else ()):
+                self._note(message)
+            if pairing is not None:
+                paired.update(pairing.pairs)
+                found.update({f: seen.rollouts[f] for f in pairing.pairs.values()})
+            line = passed_line(root, seen, len(pairing.pairs) if pairing else 0)
+            if line is None:
+                self._passed.pop(i, None)
+            else:
+                self._passed[i] = line
+        for log in set(paired) | set(self._paired):
+            if paired.get(log) != self._paired.get(log) and log in self._sources:
+                self._sources[log].dirty = True  # joined to other rollouts, or to none any more
+        self._found, self._paired = found, paired
 
-    def _walk(self, folder: Path, root: Path, i: int, depth: int, budget: list[int]) -> None:
-        try:
-            children = sorted(folder.iterdir())
-        except OSError:
-            return
-        for child in children:
-            if budget[0] <= 0:
-                return
-            budget[0] -= 1
-            if self._consider(child, root, i) and depth + 1 < MAX_DEPTH:
-                self._walk(child, root, i, depth + 1, budget)
-
-    def _consider(self, child: Path, root: Path, i: int) -> bool:
-        """Follow ``child`` if a reader recognises it; True for a folder none does (look inside it)."""
-        if child.name.startswith(".") or child in self._sources:
-            return False
-        real = child.resolve()
-        if real != root and not real.is_relative_to(root):
-            return False  # a symbolic link out of the served folder is not served
-        if any(d is not None and real == d.resolve() for d in self._rollout_dirs):
-            return False  # rollout dumps are JSONL too, but not training logs
-        try:
-            st = child.stat()
-        except OSError:
-            return False
-        seen = (st.st_size, st.st_mtime_ns)
-        if self._unknown.get(child) == seen:
-            return False
-        special = special_kind(child)
-        if special is not None:  # a FIFO would block the scan forever: never opened, said once
-            self._unknown[child] = seen
-            self._note(f"serve: {child}: a {special}, not a log file; it was not opened")
-            return False
-        try:
-            find_reader(child, self.options.fmt)
-        except EmptyInputError:
-            pass  # recognised but nothing logged yet: follow it anyway
-        except InputError:
-            if child.is_dir():
-                return True  # a folder of runs; looked into again at the next scan (it may fill)
-            self._unknown[child] = seen
-            return False
-        self._add(child, i)
-        return False
+    def _rollout_dir(self, src: _Source) -> Path | None:
+        """The rollout folder joined to ``src``'s runs: its root's --rollouts folder, else one found beside it."""
+        return self._given[src.root] or self._paired.get(src.path)
 
     def _scan_rollouts(self) -> None:
         from ..rollout.analysis import analyze
 
-        for i, folder in enumerate(self._rollout_dirs):
-            if folder is None:
-                continue
+        wanted = {d for d in self._given if d is not None} | set(self._paired.values())
+        for gone in set(self._rollouts) - wanted:
+            del self._rollouts[gone]
+            self._rollout_sig.pop(gone, None)
+        for folder in sorted(wanted):
             try:
-                sig = signature(folder)
-                if sig == self._rollout_sig.get(i):
+                dumps = self._found.get(folder)
+                # a folder found beside a log may hold that log too: only its dumps say it changed
+                sig = signature(folder) if dumps is None else tuple(sig for f in dumps for sig in signature(f))
+                if sig == self._rollout_sig.get(folder):
                     continue
-                self._rollouts[i] = analyze(folder, self.options.rollout_settings)
+                self._rollouts[folder] = analyze(folder, self.options.rollout_settings)
             except (RlvitalsError, OSError) as exc:
                 self._note(f"rollouts {folder}: {exc}")
                 continue
-            self._rollout_sig[i] = sig
+            self._rollout_sig[folder] = sig
             for src in self._sources.values():
-                if src.root == i:
+                if self._rollout_dir(src) == folder:
                     src.dirty = True  # its runs join the new rollout series
 
     def _rollouts_of(self, src: _Source, runs: int) -> RolloutAnalysis | None:
-        """The rollouts to join to the runs read from ``src``: its root's, when that root serves one run."""
-        analysis = self._rollouts.get(src.root)
+        """The rollouts to join to the runs read from ``src``: its root's, when that root serves one run,
+        or those found beside it, when it holds one run."""
+        folder = self._rollout_dir(src)
+        analysis = self._rollouts.get(folder) if folder is not None else None
         if analysis is None:
             return None
+        if self._given[src.root] is None:
+            if runs > 1:
+                self._note(f"rollouts {folder}: {src.path} holds {runs} runs, so the rollouts beside it are joined "
+                           "to none of them; serve the run as its own PATH with --rollouts DIR")
+                return None
+            return analysis
         if runs > 1 or sum(s.root == src.root for s in self._sources.values()) > 1:
-            self._note(f"rollouts {self._rollout_dirs[src.root]}: {self.roots[src.root]} serves several runs, so "
+            self._note(f"rollouts {folder}: {self.roots[src.root]} serves several runs, so "
                        "its rollouts are joined to none of them; serve each run as its own PATH with its own "
                        "--rollouts")
             return None
@@ -313,8 +337,8 @@ class Workspace:
         grew (when their throttle allows); the ids of the runs updated."""
         now = self.clock()
         if now >= self._next_scan:
+            self._scan()  # first: it finds the rollout folders beside the logs
             self._scan_rollouts()
-            self._scan()
             self._next_scan = now + self.options.rescan
         updated: list[str] = []
         for src in list(self._sources.values()):
@@ -363,11 +387,12 @@ class Workspace:
         t0 = time.perf_counter()
         ids = []
         found = src.follow.runs() if runs is None else runs
+        src.modified = _modified(src.path)
         analysis = self._rollouts_of(src, len(found))
         for run in found:
             try:
                 if analysis is not None:
-                    run = analysis.join(run, f"rollouts in {self._rollout_dirs[src.root]}")
+                    run = analysis.join(run, f"rollouts in {self._rollout_dir(src)}")
                 rid = self._publish(src, run, diagnose(run, self.options.config), now, analysis)
                 if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
                     self.page(self._served[rid])
@@ -386,7 +411,7 @@ class Workspace:
             old = self._served.get(rid)
             self._seq += 1
             served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, _last_step(run), d.verdict,
-                            self._seq, now, run, d, analysis)
+                            self._seq, now, run, d, analysis, src.modified)
             self._served[rid] = served
         self.state.save_run(RunRow(rid, run.path, str(self.roots[src.root]), served.last_step, served.verdict,
                                    served.version, now))
@@ -412,10 +437,10 @@ class Workspace:
         self.state.close()
 
     # --- what the routes read ----------------------------------------------------------------
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self, sort: str = "updated") -> list[dict[str, Any]]:
         """Every served run, and every log that could not be read, with its error: a run already read
         keeps its last good reading and says why the newer one failed; a log never read is listed as
-        ``unreadable``."""
+        ``unreadable``. Most recently written first, or with ``sort="name"`` by name (:func:`sort_runs`)."""
         with self._lock:
             served = sorted(self._served.values(), key=lambda s: (s.root, s.path))
         errors = {str(s.path): s.error for s in list(self._sources.values()) if s.error}
@@ -425,7 +450,12 @@ class Workspace:
         out += [_unreadable(src, error) for src in list(self._sources.values())
                 if (error := errors.get(str(src.path))) and str(src.path) not in shown
                 and not any(p.startswith(f"{src.path}/") or p.startswith(f"{src.path}#") for p in shown)]
-        return out
+        return sort_runs(out, sort)
+
+    def notes(self) -> list[str]:
+        """What the run list's notes show: each served folder's counted line (what its last scan passed
+        over: rollout folders, rlvitals' own files, files that are not logs), then the messages."""
+        return [*(self._passed[i] for i in sorted(self._passed)), *self.messages]
 
     def labels(self) -> dict[str, str]:
         """Run id → a name unique among the served runs (parent folders added where file names clash)."""
@@ -532,4 +562,4 @@ class Workspace:
         return {"root": root, "path": rel, "entries": out}
 
 
-__all__ = ["Served", "Workspace", "WorkspaceOptions", "run_id"]
+__all__ = ["SORTS", "Served", "Workspace", "WorkspaceOptions", "natural_key", "run_id", "sort_runs"]

@@ -92,7 +92,9 @@
   }
 
   function reload() {
-    return fetch(window.location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    // with the query: the run list keeps the order it was opened in (?sort=name)
+    return fetch(window.location.pathname + window.location.search,
+      { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.text(); })
       .then(swap);
   }

@@ -1,0 +1,324 @@
+"""Which entries of a served folder are runs, which folders hold rollouts, and which run each rollout
+folder belongs to: ``rlvitals serve`` lists runs, not files.
+
+A served folder is walked down to ``MAX_DEPTH`` levels of sub-folders, at most ``MAX_SCAN`` entries:
+
+* a file or folder a log reader recognises (:func:`rlvitals.ingest.find_reader`) is a run's log;
+* a folder holding rollout dumps as ``rlvitals diagnose --rollouts`` reads them
+  (:func:`rlvitals.rollout.readers.dump_files`: veRL's ``rollout_data_dir`` of ``<step>.jsonl``,
+  TRL's ``completions/`` of ``completions_<step>.parquet``) is a *rollout folder*: its dumps are not
+  runs. Its other entries are still looked at, since veRL may dump beside its log; a run folder a
+  reader takes whole (a TRL ``output_dir``) is looked into for the rollout folders it holds;
+* rlvitals' own files are not runs: ``.rlvitals/`` (the watch state), the state files
+  ``watch.sqlite`` and ``serve.sqlite`` (with their ``-wal``/``-shm``/``-journal`` files) and this
+  server's own, ``rlvitals-live.json`` (a live TensorBoard export's memo), and alert files written
+  by ``--alert jsonl:FILE`` (JSONL whose first object begins with ``"alert_id"``);
+* anything else — a README, a config, hidden entries, links out of the served folder, FIFOs — is
+  not a log.
+
+Each scan counts what it passed over (:class:`Found`) so the dashboard says it in its notes
+(:func:`passed_line`), never silently. A file once judged is judged again only when its size or
+mtime changes, so a scan every few seconds reads nothing twice.
+
+:func:`pair` gives each rollout folder its run: the log in the rollout folder itself (dumps beside
+the log), else the log or run folder beside it or holding it (``exp/train.log`` beside
+``exp/rollout_data/``; a TRL ``output_dir`` holding ``completions/``), else the one log below the
+folder that holds it (veRL's default ``<project>/<experiment>.jsonl`` beside ``rollout_data_dir``).
+Several logs at the nearest of these places: none is chosen, and a note says so. Several rollout
+folders for one log: a veRL log (a reader of veRL's formats read it) keeps only veRL dumps, a TRL
+log only TRL completions; of those left, the ones whose name starts with ``val`` are validation
+dumps (veRL's ``validation_data_dir``) and are set aside; if several remain, none is joined, and a
+note says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EmptyInputError, InputError
+from ..ingest import find_reader, special_kind
+from ..rollout.readers import dump_files
+
+MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
+MAX_SCAN = 5000  # entries looked at per served folder and scan
+MAX_INNER = 200  # entries of a run folder looked at for the rollout folders it holds
+#: rlvitals' own files by name (the state files' WAL, shared-memory and journal files too)
+OWN_NAMES = frozenset({".rlvitals", "watch.sqlite", "serve.sqlite", "rlvitals-live.json"})
+_OWN_TAILS = ("", "-wal", "-shm", "-journal")
+#: how an alert file written by ``--alert jsonl:FILE`` begins (``JsonlSink`` writes the alert id first)
+ALERT_HEAD = b'{"alert_id":'
+
+
+@dataclass
+class Found:
+    """What one scan of a served path found: the logs (those seen before included), the rollout
+    folders with their dumps, notes, and how many entries it passed over as rlvitals' own or as not
+    logs."""
+
+    logs: list[Path] = field(default_factory=list)
+    formats: dict[Path, str] = field(default_factory=dict)  # each log's reader format ("" if not known yet)
+    rollouts: dict[Path, tuple[Path, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    own: int = 0
+    other: int = 0
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Each log's rollout folder, the rollout folders joined to no log, and why where it was not clear."""
+
+    pairs: dict[Path, Path]
+    alone: tuple[Path, ...]
+    notes: tuple[str, ...]
+
+
+def _is_own(path: Path, extra: frozenset[Path]) -> bool:
+    """Whether ``path`` is a file rlvitals wrote (see the module docstring)."""
+    if any(path.name == name + tail for name in OWN_NAMES for tail in _OWN_TAILS):
+        return True
+    if any(str(path) == str(p) + tail for p in extra for tail in _OWN_TAILS):
+        return True
+    if path.suffix not in (".jsonl", ".ndjson", ".json") or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return head.lstrip().startswith(ALERT_HEAD)
+
+
+class Discovery:
+    """Walks served folders for logs and rollout folders; remembers its judgments between scans.
+    ``exclude``: folders never looked into (a path's ``--rollouts`` folder); ``own``: files this
+    server writes (its state file).
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp()); _ = (d / "notes.txt").write_text("hello")
+        >>> found = Discovery(None).scan(d); found.logs, found.other
+        ([], 1)
+    """
+
+    def __init__(self, fmt: str | None, exclude: Iterable[Path] = (), own: Iterable[Path] = ()) -> None:
+        self.fmt = fmt
+        self.exclude = frozenset(p.resolve() for p in exclude)
+        self.own = frozenset(p.resolve() for p in own)
+        self._logs: dict[Path, str] = {}  # every log seen, with its reader's format
+        self._judged: dict[Path, tuple[tuple[int, int], str]] = {}  # size and mtime when judged, and how
+
+    def scan(self, root: Path) -> Found:
+        """Everything under served path ``root`` (a resolved path)."""
+        found = Found()
+        whole = self._whole(root) if root.is_dir() else ""  # a file: nothing beside it is looked at
+        if whole is not None:
+            # a log file (or one not written yet: it is waited for), or a run folder a reader takes whole
+            found.logs.append(root)
+            found.formats[root] = whole
+            if root.is_dir():
+                self._inner(root, found)
+            return found
+        budget = [MAX_SCAN]
+        self._walk(root, root, 0, budget, found)
+        if budget[0] <= 0:
+            found.notes.append(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
+                               f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs")
+        if not found.logs:
+            found.notes.append(f"serve: no training log found yet in {root} or its sub-folders ({MAX_DEPTH} levels "
+                               "deep); logs written there later are picked up")
+        return found
+
+    def _whole(self, folder: Path) -> str | None:
+        """The format of the reader that takes ``folder`` whole (TensorBoard, W&B, a Trainer's output_dir …);
+        None for a plain folder (the logs are in it or in its sub-folders)."""
+        try:
+            return find_reader(folder, self.fmt).format
+        except EmptyInputError:
+            return ""  # recognised, nothing logged yet
+        except InputError:
+            return None
+
+    def _walk(self, folder: Path, root: Path, depth: int, budget: list[int], found: Found) -> None:
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            return
+        dumps = dump_files(children)
+        if dumps:
+            found.rollouts[folder] = tuple(dumps)
+        skip = set(dumps)
+        for child in children:
+            if child in skip:
+                continue
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            if self._consider(child, root, found) and depth + 1 < MAX_DEPTH:
+                self._walk(child, root, depth + 1, budget, found)
+
+    def _inner(self, folder: Path, found: Found) -> None:
+        """The rollout folders a run folder holds (TRL's ``output_dir/completions/``)."""
+        try:
+            subs = [c for c in sorted(folder.iterdir())[:MAX_INNER] if c.is_dir() and not c.name.startswith(".")]
+        except OSError:
+            return
+        for sub in subs:
+            try:
+                dumps = dump_files(sorted(sub.iterdir()))
+            except OSError:
+                continue
+            if dumps:
+                found.rollouts[sub] = tuple(dumps)
+
+    def _consider(self, child: Path, root: Path, found: Found) -> bool:
+        """Count or follow ``child``; True for a folder no reader takes (look inside it)."""
+        if child in self._logs:
+            found.logs.append(child)
+            found.formats[child] = self._logs[child]
+            if child.is_dir():
+                self._inner(child, found)
+            return False
+        if child.name in OWN_NAMES:
+            found.own += 1
+            return False
+        real = child.resolve()
+        if child.name.startswith(".") or (real != root and not real.is_relative_to(root)):
+            found.other += 1  # hidden, or a symbolic link out of the served folder: not served
+            return False
+        if real in self.exclude:
+            return False  # a --rollouts folder: its dumps are JSONL too, but not training logs
+        try:
+            st = child.stat()
+        except OSError:
+            return False
+        seen = (st.st_size, st.st_mtime_ns)
+        judged = self._judged.get(child)
+        kind = judged[1] if judged is not None and judged[0] == seen else self._judge(child, found)
+        if kind.startswith("log:"):
+            self._logs[child] = kind[4:]
+            return self._consider(child, root, found)
+        if kind == "folder":
+            return True  # a folder of runs; looked into again at the next scan (it may fill)
+        self._judged[child] = (seen, kind)
+        if kind == "own":
+            found.own += 1
+        else:
+            found.other += 1
+        return False
+
+    def _judge(self, child: Path, found: Found) -> str:
+        """``log:FORMAT``, ``folder`` (look inside), ``own`` (rlvitals wrote it) or ``other``."""
+        special = special_kind(child)
+        if special is not None:  # a FIFO would block the scan forever: never opened, said once
+            found.notes.append(f"serve: {child}: a {special}, not a log file; it was not opened")
+            return "other"
+        if _is_own(child, self.own):
+            return "own"
+        if child.is_dir():
+            whole = self._whole(child)
+            return "folder" if whole is None else f"log:{whole}"
+        try:
+            return f"log:{find_reader(child, self.fmt).format}"
+        except EmptyInputError:
+            return "log:"  # recognised but nothing logged yet: follow it anyway
+        except InputError:
+            return "other"
+
+
+def _owners(folder: Path, logs: Sequence[Path]) -> list[Path]:
+    """The logs a rollout folder may belong to, at the nearest place that has any (module docstring)."""
+    home = folder.parent
+    for near in ([p for p in logs if p.parent == folder],
+                 [p for p in logs if p == home or p.parent == home],
+                 [p for p in logs if p.is_relative_to(home)]):
+        if near:
+            return near
+    return []
+
+
+def _names(paths: Sequence[Path], base: Path, limit: int = 3) -> str:
+    shown = [str(p.relative_to(base)) if p.is_relative_to(base) else str(p) for p in paths[:limit]]
+    return ", ".join(shown) + (f" … ({len(paths)} in all)" if len(paths) > limit else "")
+
+
+def _family(name: str) -> str | None:
+    """``verl`` or ``trl`` for a reader format or a dump's suffix of that framework, else None."""
+    return "verl" if name.startswith("verl") or name == ".jsonl" else \
+        "trl" if name.startswith("trl") or name == ".parquet" else None
+
+
+def _choose(folders: list[Path], rollouts: Mapping[Path, tuple[Path, ...]], fmt: str) -> list[Path]:
+    """The rollout folders left of those beside a log read as ``fmt``: its framework's, then not
+    validation dumps."""
+    family = _family(fmt)
+    if len(folders) > 1 and family is not None:
+        folders = [f for f in folders if rollouts[f] and _family(rollouts[f][0].suffix) == family] or folders
+    if len(folders) > 1:
+        folders = [f for f in folders if not f.name.lower().startswith("val")] or folders
+    return folders
+
+
+def pair(rollouts: Mapping[Path, tuple[Path, ...]], logs: Sequence[Path],
+         formats: Mapping[Path, str] | None = None) -> Pairing:
+    """Join each rollout folder (with its dump files) to the log it belongs to; ``formats``: each log's
+    reader format (see the module docstring).
+
+    Example:
+        >>> dumps = {Path("/r/a/rollout_data"): (Path("/r/a/rollout_data/1.jsonl"),)}
+        >>> p = pair(dumps, [Path("/r/a/train.log"), Path("/r/b/train.log")])
+        >>> p.pairs, p.alone
+        ({PosixPath('/r/a/train.log'): PosixPath('/r/a/rollout_data')}, ())
+    """
+    claims: dict[Path, list[Path]] = {}
+    alone: list[Path] = []
+    notes: list[str] = []
+    for folder in rollouts:
+        owners = _owners(folder, logs)
+        if len(owners) == 1:
+            claims.setdefault(owners[0], []).append(folder)
+            continue
+        alone.append(folder)
+        if owners:
+            notes.append(f"serve: the rollouts in {folder} lie beside {len(owners)} logs "
+                         f"({_names(owners, folder.parent)}), so they are joined to none; serve the run's log as "
+                         f"its own PATH with --rollouts {folder}")
+    pairs: dict[Path, Path] = {}
+    for log, folders in claims.items():
+        train = _choose(folders, rollouts, (formats or {}).get(log, ""))
+        if len(train) == 1:
+            pairs[log] = train[0]
+            alone += [f for f in folders if f != train[0]]
+            continue
+        alone += folders
+        notes.append(f"serve: {log} has {len(folders)} rollout folders beside it ({_names(folders, log.parent)}), "
+                     f"so none is joined to it; serve it as its own PATH with --rollouts DIR")
+    return Pairing(pairs, tuple(alone), tuple(notes))
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def passed_line(root: Path, found: Found, paired: int) -> str | None:
+    """The counted line the dashboard's notes show for served folder ``root``: its rollout folders
+    paired and not, and what it passed over; None when there is nothing to say.
+
+    Example:
+        >>> passed_line(Path("/runs"), Found(own=2, other=1, rollouts={Path("/runs/a/r"): ()}), 1)
+        'serve: in /runs: 1 rollout folder paired with its log, 2 rlvitals files skipped, 1 other file is not a log'
+    """
+    parts = []
+    if paired:
+        parts.append(_count(paired, "rollout folder paired with its log", "rollout folders paired with their logs"))
+    if len(found.rollouts) > paired:
+        parts.append(_count(len(found.rollouts) - paired, "rollout folder not paired", "rollout folders not paired"))
+    if found.own:
+        parts.append(_count(found.own, "rlvitals file skipped", "rlvitals files skipped"))
+    if found.other:
+        parts.append(_count(found.other, "other file is not a log", "other files are not logs"))
+    return f"serve: in {root}: " + ", ".join(parts) if parts else None
+
+
+__all__ = ["MAX_DEPTH", "MAX_SCAN", "Discovery", "Found", "Pairing", "pair", "passed_line"]
