@@ -6,9 +6,10 @@ from __future__ import annotations
 from .aliases import EARLIEST, LATEST, Context, KeyResolver, Resolved, Version, parse_version
 from .catalog import AlgorithmSignature, Alias, Catalog, FrameworkSignature, Layer, Metric, load_catalog, parse_catalog
 from .lookup import explain, list_metrics, lookup, metric_info
+from .views import VALIDATION, Views, load_views
 
 __all__ = [
     "EARLIEST", "LATEST", "Alias", "AlgorithmSignature", "Catalog", "Context", "FrameworkSignature", "KeyResolver",
     "Layer", "Metric", "Resolved", "Version", "explain", "list_metrics", "load_catalog", "lookup", "metric_info",
-    "parse_catalog", "parse_version",
+    "parse_catalog", "parse_version", "VALIDATION", "Views", "load_views",
 ]

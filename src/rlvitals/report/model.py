@@ -364,7 +364,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
             "runs": [_run_json(rid, d, page.labels[rid], catalog) for rid, d in dpairs], "sections": sections,
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
-            "clocks": {rid: c for rid, run in pairs if (c := clock(run, views)) is not None}}
+            "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}
 
 
 def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:
