@@ -302,6 +302,16 @@ def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
     return (run if keys <= set(run.metrics) else analysis.join(run)), keys
 
 
+def _onsets(found: Sequence[tuple[str, str, Finding]]) -> dict[str, list[int]]:
+    """Per run, the steps whose rollouts the page keeps: each finding's onset (a note's advice reads
+    them too) and, for a point event, each of its first steps, not only the first."""
+    onsets: dict[str, list[int]] = {}
+    for _, rid, f in found:
+        if f.status in FINDING_STATUSES and f.onset_step is not None:
+            onsets.setdefault(rid, []).extend(dict.fromkeys([f.onset_step, *sorted(set(f.points))[:8]]))
+    return onsets
+
+
 def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                rollouts: RolloutAnalysis | Sequence[RolloutAnalysis | None] | None = None,
                *, buckets: int = BUCKETS, lang: str = "en", labels: Sequence[str] | None = None) -> dict[str, Any]:
@@ -335,11 +345,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     sections = _sections(page, pairs, dpairs, catalog)
     derived = set().union(*(keys for _, keys in joined))
     found = _findings(dpairs)
-    onsets: dict[str, list[int]] = {}
-    for _, rid, f in found:
-        if f.status in FINDING_STATUSES and f.onset_step is not None:  # a note's advice reads them too
-            # a point event's rollouts are worth reading at each of its steps, not only at the first
-            onsets.setdefault(rid, []).extend(dict.fromkeys([f.onset_step, *sorted(set(f.points))[:8]]))
+    onsets = _onsets(found)
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
     from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
     rollout = rollout_section(with_texts, onsets, from_rollouts) if with_texts else None
