@@ -90,7 +90,7 @@ def test_cli_text_and_errors(tmp_path: Path) -> None:
     assert main(["rollouts", str(tmp_path / "dump")], out=out, err=err) == 0
     # groups of 4: pass@16 has no value anywhere, so the view goes up to pass@4
     assert "pass@4" in out.getvalue() and "pass@16" not in out.getvalue()
-    assert "not computed tokens" in out.getvalue()
+    assert "not computed: " in out.getvalue() and "--verbose lists them" in out.getvalue()
     out, err = io.StringIO(), io.StringIO()
     assert main(["rollouts", "--k", "1,x", str(tmp_path / "dump")], out=out, err=err) == 2
     assert err.getvalue() == "rlvitals: --k '1,x': expected comma-separated whole numbers like 1,2,4,8, or all\n"

@@ -142,6 +142,9 @@ def _commands(sub: _Commands) -> None:
                      help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
     add_rollout_options(rol, "PATH")
     rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
+    rol.add_argument("--verbose", action="store_true",
+                     help="list every metric family or key that could not be computed, each with its whole reason "
+                          "(default: one line with how many and the first reasons)")
 
     exp = sub.add("explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")

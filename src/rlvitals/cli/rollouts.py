@@ -11,6 +11,7 @@ from ._common import EXIT_OK, EXIT_USAGE, dump, rollout_settings, width
 
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ..render.not_computed import render_not_computed
     from ..render.summary import rollout_summary
     from ..render.terminal import render_rollouts
     from ..rollout.analysis import analyze
@@ -33,7 +34,9 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         doc = rollout_summary(analysis, path, shown)
         docs.append(doc)
         if not args.json:
-            out.write(render_rollouts(doc, shown, out.isatty(), width(out)))
+            # what was not computed: one line that fits (--verbose: every reason), after the tables and notes
+            out.write(render_rollouts({**doc, "not_computed": []}, shown, out.isatty(), width(out)))
+            out.write(render_not_computed(doc["not_computed"], args.verbose, out.isatty(), width(out)))
     # the shape follows the paths asked for, so a failed path does not change the schema
     if args.json and docs:
         out.write(dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")
