@@ -442,7 +442,8 @@ def test_zooming_a_dashboard_chart_fetches_its_range_at_full_resolution(tab: Tab
     lo, hi = (int(v) for v in (tab.page.get_attribute(f"#{cid}", "data-range") or "").split("-"))
     after = tab.page.evaluate(f"document.getElementById('{cid}').data[0].x")
     assert after == list(range(lo, hi + 1)) and lo <= 2050 <= hi  # every step of the range, the spike's too
-    assert len(asked) == 1 and "key=actor%2Fgrad_norm" in asked[0]
+    # every chart follows the zoom (one x range for all) and fetches its own range; this one asked once
+    assert sum("key=actor%2Fgrad_norm" in u for u in asked) == 1
     tab.shot("dashboard_zoom_full_resolution")
     tab.page.dblclick(f"#{cid} .nsewdrag")  # back to the whole run: the downsampled curve again
     tab.page.wait_for_function(f"() => document.getElementById('{cid}').data[0].x.length === {len(before)}")

@@ -35,17 +35,18 @@ def _slots(runs: Sequence[tuple[str, Run]], views: Views) -> list[tuple[str, ...
 
 def _validation(page: Page, runs: Sequence[tuple[str, Run]]) -> str | None:
     """One chart of every run's core validation curve per data source (what the checks judge)."""
-    traces, keys = [], []
+    traces, keys, aliases = [], [], {}
     for rid, run in runs:
         for t in core_tracks(RunView(run)):
-            name = f"{t.source}/{t.label}"
-            keys.append(name)
-            traces.append(trace(f"{page.labels[rid]}: {name}" if len(runs) > 1 else name, rid, name,
+            name = f"{t.source}/{t.label}"  # the checks' name of the curve; the run's key behind it:
+            key = next((k for k in run.metrics if k.endswith(name) or k in (t.label, f"eval/{t.label}")), name)
+            keys.append(key)
+            aliases[name] = key
+            traces.append(trace(f"{page.labels[rid]}: {name}" if len(runs) > 1 else name, rid, key,
                                 t.steps, t.values, page.buckets))
     if not traces:
         return None
-    return page.add(keys, traces, title={"en": "Validation", "zh": "验证集"},
-                    aliases={k: k for k in keys})
+    return page.add(keys, traces, title={"en": "Validation", "zh": "验证集"}, aliases=aliases)
 
 
 def _logged(run: Run, key: str) -> bool:

@@ -201,12 +201,14 @@
   // zoomed chart fetches its range at full resolution
   var syncing = false;
 
+  // Plotly reports a relayout after its promise settles: the charts this page moved report the range it
+  // gave them, which is already the view's, and must not start another round
   function onRelayout(cid, ev) {
     if (syncing) { return; }
-    if (ev["xaxis.autorange"]) { zoomTo(null, cid); return; }
+    if (ev["xaxis.autorange"]) { if (view.x) { zoomTo(null, cid); } return; }
     var x0 = ev["xaxis.range[0]"], x1 = ev["xaxis.range[1]"];
     if (x0 === undefined && ev["xaxis.range"]) { x0 = ev["xaxis.range"][0]; x1 = ev["xaxis.range"][1]; }
-    if (x0 === undefined) { return; }
+    if (x0 === undefined || (view.x && view.x[0] === x0 && view.x[1] === x1)) { return; }
     zoomTo([x0, x1], cid);
   }
 
@@ -264,27 +266,6 @@
     }).catch(function () { /* the downsampled curve stays: zooming still works on it */ });
   }
 
-  // --- hover: the same step shown on every chart in view
-  function onHover(cid, ev) {
-    if (syncing || !ev.points || !ev.points.length) { return; }
-    var x = ev.points[0].x;
-    syncing = true;
-    Object.keys(drawn).forEach(function (other) {
-      var node = chartEl(other);
-      if (other === cid || !node || !node.layout || !inView(node)) { return; }
-      try { Plotly.Fx.hover(node, { xval: x }, "xy"); } catch (e) { /* a chart with no point near x */ }
-    });
-    syncing = false;
-  }
-
-  function onUnhover(cid) {
-    if (syncing) { return; }
-    Object.keys(drawn).forEach(function (other) {
-      var node = chartEl(other);
-      if (other !== cid && node && node.layout) { Plotly.Fx.unhover(node); }
-    });
-  }
-
   function inView(node) {
     var r = node.getBoundingClientRect();
     return r.bottom > 0 && r.top < (window.innerHeight || 800);
@@ -306,8 +287,6 @@
     Plotly.newPlot(node, traces(cid), layoutOf(cid), { responsive: true, displaylogo: false }).then(function () {
       node.setAttribute("data-drawn", "1");
       node.on("plotly_relayout", function (ev) { onRelayout(cid, ev); });
-      node.on("plotly_hover", function (ev) { onHover(cid, ev); });
-      node.on("plotly_unhover", function () { onUnhover(cid); });
       if (view.x) { fetchRange(cid, view.x[0], view.x[1]); }
     });
   }
