@@ -23,28 +23,16 @@ from report.test_model import QWEN, write_dump
 from rlvitals.cli import main
 from rlvitals.rollout.readers import dump_files
 from rlvitals.rollout.writers import write_trl_completions
-from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, create_app, run_id
+from rlvitals.server import ServerThread, create_app, run_id
 from rlvitals.server.discover import Discovery, Found, pair, passed_line
 from rlvitals.synthetic.demo import run_demo
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+from server.test_app import workspace
 
 TRL_STATE = "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
 LOCAL = "http://127.0.0.1"
 
 
-class Clock:
-    """A minute passes at every look: each poll rescans and no throttle waits on the wall clock."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        self.now += 60.0
-        return self.now
-
-
-def workspace(paths: list[Path], state: Path, **options: Any) -> Workspace:
-    return Workspace(paths, ServeState(state), WorkspaceOptions(**options), clock=Clock())
 
 
 def _completions(output_dir: Path, steps: int = 3) -> None:
