@@ -67,3 +67,62 @@ def test_the_package_is_typed_and_shows_only_its_api() -> None:
     assert (Path(rlvitals.__file__).parent / "py.typed").is_file()
     assert dir(rlvitals) == sorted(rlvitals.__all__)
     assert "run" not in dir(rlvitals) and "diagnose" in dir(rlvitals)
+
+
+def test_to_markdown_is_what_diagnose_markdown_prints(example: Path) -> None:
+    import io
+
+    from rlvitals.cli import main
+
+    d = rlvitals.diagnose(example)
+    for lang, flags in (("en", []), ("zh", ["--lang", "zh"])):
+        out = io.StringIO()
+        main(["diagnose", str(example), "--markdown", *flags], out=out, err=io.StringIO())
+        assert d.to_markdown(lang) == out.getvalue() == rlvitals.markdown(d, lang)
+    assert d.to_markdown().startswith("# ") and "Entropy collapse" in d.to_markdown()
+
+
+def _any_in(hint: object) -> bool:
+    import typing
+
+    return hint is typing.Any or any(_any_in(arg) for arg in typing.get_args(hint))
+
+
+def _public_callables() -> dict[str, object]:
+    """Every function of the top-level API, and every public method and field of its classes and of the
+    results they return (Diagnosis, Finding, RolloutAnalysis)."""
+    import inspect
+
+    from rlvitals.diagnosis import Diagnosis, Finding
+    from rlvitals.rollout.analysis import RolloutAnalysis
+
+    found: dict[str, object] = {}
+    tops = {name: getattr(rlvitals, name) for name in rlvitals.__all__ if name != "__version__"}
+    for name, obj in {**tops, "Diagnosis": Diagnosis, "Finding": Finding, "RolloutAnalysis": RolloutAnalysis}.items():
+        if not inspect.isclass(obj):
+            found[name] = obj
+            continue
+        found[name] = obj  # a dataclass's fields are its class annotations
+        for member, value in vars(obj).items():
+            if member == "__init__" or not member.startswith("_"):
+                fn = value.fget if isinstance(value, property) else value
+                if inspect.isfunction(fn):
+                    found[f"{name}.{member}"] = fn
+    return found
+
+
+def test_the_top_level_api_is_typed_without_any() -> None:
+    import typing
+
+    from rlvitals.checks.config import DiagnoseConfig
+    from rlvitals.diagnosis import Diagnosis
+    from rlvitals.rollout import RolloutAnalysis, RolloutSource
+
+    names = {"Diagnosis": Diagnosis, "DiagnoseConfig": DiagnoseConfig, "RolloutAnalysis": RolloutAnalysis,
+             "RolloutSource": RolloutSource}  # imported only for type checking where they are used
+    found = _public_callables()
+    assert {"analyze_rollouts", "diagnose", "Monitor.log_rollouts", "Run.series", "Diagnosis.to_markdown"} <= set(found)
+    loose = [f"{name}: {arg}" for name, obj in found.items()
+             for arg, hint in typing.get_type_hints(obj, localns=names).items() if _any_in(hint)]
+    assert loose == []
+    assert _any_in(typing.Mapping[str, typing.Any]) and not _any_in(typing.Mapping[str, object])

@@ -5,7 +5,7 @@ In a notebook::
     import rlvitals
     d = rlvitals.diagnose("train.log")      # a path or a Run; shows the verdict per layer
     d.run.series("entropy")                  # (steps, values) of any metric, by any alias
-    print(rlvitals.markdown(d))              # the Markdown report
+    print(d.to_markdown())                   # the Markdown report (rlvitals.markdown(d, "zh") in Chinese)
 """
 
 from __future__ import annotations
@@ -21,22 +21,13 @@ from .run import Run, load
 if TYPE_CHECKING:
     from .checks.config import DiagnoseConfig
     from .diagnosis import Diagnosis
-    from .rollout.analysis import RolloutAnalysis
-    from .watch.monitor import Monitor
+
+    # imported on first use (``__getattr__``), so ``import rlvitals`` stays light for readers of logs only
+    from .rollout.analysis import analyze_rollouts as analyze_rollouts
+    from .watch.monitor import Monitor as Monitor
 
 __all__ = ["Monitor", "Run", "RlvitalsError", "__version__", "analyze_rollouts", "diagnose", "load", "load_catalog",
            "markdown"]
-
-
-def analyze_rollouts(source: Any, **options: Any) -> RolloutAnalysis:
-    """Every rollout metric per step and overall; see :func:`rlvitals.rollout.analysis.analyze_rollouts`
-    (``source``: a rollout dump folder or file, a table, records, or a score matrix).
-
-    Imported on first use, so ``import rlvitals`` stays light for readers of logs only.
-    """
-    from .rollout.analysis import analyze_rollouts as analyze
-
-    return analyze(source, **options)
 
 
 def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | os.PathLike[str] | None = None
@@ -60,17 +51,19 @@ def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | o
 
 def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
     """The Markdown report of a diagnosis (``rlvitals diagnose --markdown``), in English or Chinese."""
-    from .render.diagnosis import render_markdown
-
-    return render_markdown(diagnosis, lang)
+    return diagnosis.to_markdown(lang)
 
 
 def __getattr__(name: str) -> Any:
-    # the in-process Monitor (a worker thread, the alert sinks) loads only when asked for
+    # the in-process Monitor (a worker thread, the alert sinks) and the rollout analytics load when asked for
     if name == "Monitor":
         from .watch.monitor import Monitor
 
         return Monitor
+    if name == "analyze_rollouts":
+        from .rollout.analysis import analyze_rollouts
+
+        return analyze_rollouts
     raise AttributeError(f"module 'rlvitals' has no attribute {name!r}")
 
 

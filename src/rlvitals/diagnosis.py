@@ -68,11 +68,11 @@ class Finding:
     metrics: tuple[str, ...] = ()
     onset_step: int | None = None
     span: tuple[int, int] | None = None
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, object] = field(default_factory=dict)
     #: steps of point events (spikes), each shown at its step; empty for a finding about a stretch
     points: tuple[int, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"check": self.check, "layer": self.layer, "status": self.status, "title": dict(self.title),
                 "message": dict(self.message), "metrics": list(self.metrics), "onset_step": self.onset_step,
                 "span": list(self.span) if self.span else None, "points": list(self.points),
@@ -107,7 +107,15 @@ class Diagnosis:
         return (f"<div><p><b>{html.escape(self.path)}</b>: verdict <b>{self.verdict}</b></p>"
                 f"<table>{rows}</table><ul>{items}</ul></div>")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_markdown(self, lang: str = "en") -> str:
+        """The Markdown report (what ``rlvitals diagnose --markdown`` prints), in English or Chinese
+        (``lang="zh"``): a text to paste into an issue or send a colleague."""
+        # the one import against the pipeline: a result handing itself to its renderer, for notebooks
+        from .render.diagnosis import render_markdown
+
+        return render_markdown(self, lang)
+
+    def to_json(self) -> dict[str, object]:
         layers = {}
         for layer in READING_ORDER:
             mine = [f for f in self.findings if f.layer == layer]

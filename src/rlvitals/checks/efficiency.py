@@ -281,7 +281,7 @@ def seqlen_imbalance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def _config_number(view: RunView, *suffixes: str) -> float | None:
     for key, value in view.config.items():
-        if key.endswith(suffixes) and not isinstance(value, bool):
+        if key.endswith(suffixes) and isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
                 return float(value)
             except (TypeError, ValueError):

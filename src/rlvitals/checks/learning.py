@@ -320,7 +320,8 @@ def _group_n(view: RunView, p: Mapping[str, Any]) -> int:
     if p["group_size"] > 0:
         return int(p["group_size"])
     for key, value in view.config.items():
-        if key.endswith((".rollout.n", "num_generations", "n_samples_per_prompt", "group_size")):
+        if key.endswith((".rollout.n", "num_generations", "n_samples_per_prompt", "group_size")) \
+                and isinstance(value, (int, float, str)):
             try:
                 return int(value)
             except (TypeError, ValueError):

@@ -13,6 +13,7 @@ from .options import RolloutSettings
 from .readers import (
     ColumnFlags,
     RolloutSet,
+    RolloutSource,
     dump_files,
     parse_reward_weights,
     read_rollouts,
@@ -25,6 +26,6 @@ from .writers import write_trl_completions, write_verl_dump
 
 __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "GROUP", "group_table",
     "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROMPT", "read_rollouts", "RESPONSE",
-    "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "SAMPLE",
-    "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED", "update",
-    "write_trl_completions", "write_verl_dump"]
+    "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings",
+    "RolloutSource", "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options",
+    "TARGET", "TRUNCATED", "update", "write_trl_completions", "write_verl_dump"]

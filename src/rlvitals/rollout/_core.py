@@ -9,10 +9,12 @@ row, for skip reasons) and ``_key`` (the grouping key, normally the prompt text)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import Literal, Protocol, TypeAlias
 
+import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError
@@ -99,6 +101,18 @@ class RolloutSet:
     format: str
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+class ArrayLike(Protocol):
+    """Anything NumPy can turn into an array: a pandas DataFrame, a torch tensor, a NumPy array."""
+
+    def __array__(self) -> np.ndarray: ...
+
+
+#: what :func:`rlvitals.analyze_rollouts` reads: a path, a RolloutSet, a frame (polars, pandas), a dict of
+#: columns, records (dicts, one per rollout), or an array or tensor of scores
+RolloutSource: TypeAlias = (str | os.PathLike[str] | RolloutSet | pl.DataFrame | pl.LazyFrame | ArrayLike
+                             | Mapping[str, object] | Iterable[Mapping[str, object]])
 
 
 def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes: list[str]) -> ColumnMap:

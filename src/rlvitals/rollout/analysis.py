@@ -11,9 +11,9 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..run.run import Run
 from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
-from .readers import ColumnMap, RewardWeights, RolloutSet, rollouts_from_python
+from .readers import ColumnMap, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
 from .schema import (
     ACTIONS,
     ADVANTAGE,
@@ -313,9 +313,9 @@ def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
                            (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP))
 
 
-def _load(source: Any, settings: RolloutSettings) -> RolloutSet:
-    if isinstance(source, (str, Path)):
-        return settings.read(source)
+def _load(source: RolloutSource, settings: RolloutSettings) -> RolloutSet:
+    if isinstance(source, (str, os.PathLike)):
+        return settings.read(os.fspath(source))
     if settings.reward_weights is not None:
         raise InputError(f"reward_weights apply when reading TRL completion files, not to a {type(source).__name__}; "
                          "give the path of the completions, or put the weighted total in the score column")
@@ -336,7 +336,7 @@ def _largest_group(df: pl.DataFrame) -> int:
     return int(df.group_by(STEP, GROUP).len().get_column("len").max())  # type: ignore[arg-type]
 
 
-def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None,
+def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                      ks: Sequence[int] | Literal["all"] = DEFAULT_KS,
                      group_size: int | None = None, reward_weights: RewardWeights | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
@@ -391,7 +391,7 @@ def analyze_rollouts(source: Any, *, columns: ColumnMap | None = None,
     return analyze(source, settings)
 
 
-def analyze(source: Any, settings: RolloutSettings | None = None) -> RolloutAnalysis:
+def analyze(source: RolloutSource, settings: RolloutSettings | None = None) -> RolloutAnalysis:
     """:func:`analyze_rollouts` with its settings as one value: what ``rlvitals rollouts`` and every
     ``--rollouts`` computes.
 

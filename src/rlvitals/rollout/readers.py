@@ -40,13 +40,13 @@ from ..ingest.text import json_objects
 from . import _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows
-from ._core import KEY, ColumnFlags, ColumnMap, RolloutSet, apply_map, chat_columns, empty_error, finish
+from ._core import KEY, ColumnFlags, ColumnMap, RolloutSet, RolloutSource, apply_map, chat_columns, empty_error, finish
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
-__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "dump_files", "parse_reward_weights",
-           "read_rollouts", "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records",
-           "rollouts_from_scores"]
+__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
+           "parse_reward_weights", "read_rollouts", "rollouts_from_frame", "rollouts_from_python",
+           "rollouts_from_records", "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -44,6 +44,9 @@ from ..run.run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .sinks import Sink
+
+if TYPE_CHECKING:
+    from ..rollout import RolloutSource
 
 __all__ = ["PREFIX", "Monitor", "MonitorError"]
 
@@ -136,18 +139,18 @@ class Monitor:
 
     # --- the caller's side: never blocks, never raises ---------------------------------------
 
-    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+    def log(self, step: int, metrics: Mapping[str, object]) -> None:
         """Queue the metrics logged at ``step`` (numbers, NumPy or 0-d torch values; text is kept
         as text); returns at once."""
         self._put("metrics", step, metrics)
 
-    def log_rollouts(self, step: int, rollouts: Any) -> None:
+    def log_rollouts(self, step: int, rollouts: RolloutSource) -> None:
         """Queue the rollouts sampled at ``step``: a list of dicts (``prompt``, ``response``,
         ``score`` ...), a polars/pandas frame, a :class:`~rlvitals.rollout.readers.RolloutSet`, or the
         path of a rollout file (read by the worker), as :func:`rlvitals.analyze_rollouts` reads them."""
         self._put("rollouts", step, rollouts)
 
-    def derive(self, step: int, rollouts: Any) -> dict[str, float]:
+    def derive(self, step: int, rollouts: RolloutSource) -> dict[str, float]:
         """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, computed now in the caller's
         thread (one step's rollouts: milliseconds), to write back to the trainer's loggers at once;
         the rollouts are also queued for the diagnosis, as :meth:`log_rollouts` does. It never waits
