@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -38,8 +37,8 @@ class Run:
     unmapped: list[str]
     train_mask: np.ndarray
     validation: dict[str, pl.DataFrame]
-    summary: dict[str, Any]
-    config: dict[str, Any]
+    summary: dict[str, object]
+    config: dict[str, object]
     text: dict[str, dict[int, str]]
     notes: list[str]
     skipped: SkipLog
