@@ -184,3 +184,25 @@ def test_round_trip_of_written_lines(objs: list[dict[str, Any]]) -> None:
                 assert values[key] == value
             else:
                 assert values[key] == float(value)
+
+
+def test_wandb_rows_keep_their_clock_not_as_metrics(tmp_path: Path) -> None:
+    """Rows exported from W&B (``run.scan_history()`` dumped as JSON lines): ``_timestamp`` is each
+    step's wall time and ``_timestamp - _runtime`` the start; neither becomes a metric."""
+    rows = [{"_step": i, "train/global_step": i + 1, "train/loss": 1 / (i + 1), "_runtime": 30 + 12.5 * i,
+             "_timestamp": 1_700_000_030 + 12.5 * i} for i in range(5)]
+    [run] = load(write_lines(tmp_path / "history.jsonl", [json.dumps(r) for r in rows]))
+    assert run.wall is not None and (run.wall.source, run.wall.epoch) == ("W&B _timestamp", True)
+    assert run.wall_times[0].tolist() == [1, 2, 3, 4, 5]
+    assert run.wall_times[1].tolist() == [r["_timestamp"] for r in rows]
+    assert run.wall.started == 1_700_000_000
+    assert set(run.raw.columns) == {"step", "train/loss"}
+
+
+def test_runtime_alone_is_elapsed_seconds_and_no_clock_is_none(tmp_path: Path) -> None:
+    rows = [{"step": i, "loss": 0.5, "_runtime": 2.0 * i} for i in range(1, 4)]
+    [run] = load(write_lines(tmp_path / "a.jsonl", [json.dumps(r) for r in rows]))
+    assert run.wall is not None and (run.wall.source, run.wall.epoch, run.wall.started) == ("W&B _runtime", False, None)
+    assert run.wall_times[1].tolist() == [2.0, 4.0, 6.0]
+    [plain] = load(write_lines(tmp_path / "b.jsonl", [json.dumps({"step": i, "loss": 0.5}) for i in range(3)]))
+    assert plain.wall is None and plain.wall_times is None

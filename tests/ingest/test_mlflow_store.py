@@ -196,3 +196,38 @@ def test_text_that_is_not_utf8_in_a_damaged_store_is_read_with_a_replacement(
     run = next(r for r in rlvitals.load(copy) if r.path.endswith(ids["trl"]))
     assert "loss\ufffd" in run.raw.columns and run.train_steps.tolist() == [10, 20]
 
+
+
+def _mlflow_clock(uri: str, run_id: str) -> tuple[dict[int, float], float]:
+    """The latest timestamp of each step over every metric of the run, and its start time, in seconds,
+    as MLflow's own client reads them back."""
+    client = mlflow.tracking.MlflowClient(uri)
+    run = client.get_run(run_id)
+    latest: dict[int, float] = {}
+    for key in run.data.metrics:
+        for point in client.get_metric_history(run_id, key):
+            latest[point.step] = max(latest.get(point.step, 0.0), point.timestamp / 1000)
+    return latest, run.info.start_time / 1000
+
+
+def _check_clock(run: rlvitals.Run, latest: dict[int, float], start: float) -> None:
+    assert run.wall is not None and run.wall.source == "MLflow timestamp" and run.wall.epoch
+    steps, seconds = run.wall_times
+    assert steps.tolist() == sorted(latest) and seconds.tolist() == [latest[s] for s in sorted(latest)]
+    assert run.wall.started == start and start <= seconds[0]
+
+
+def test_file_store_clock_is_mlflows_timestamps(file_store: tuple[Path, dict[str, str]],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    root, ids = file_store
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    verl, trl = load(root)
+    _check_clock(verl, *_mlflow_clock(root.as_uri(), ids["verl"]))
+    _check_clock(trl, *_mlflow_clock(root.as_uri(), ids["trl"]))
+
+
+def test_sqlite_store_clock_is_mlflows_timestamps(sqlite_store: tuple[Path, dict[str, str]]) -> None:
+    db, ids = sqlite_store
+    verl, trl = load(db)
+    _check_clock(verl, *_mlflow_clock(f"sqlite:///{db}", ids["verl"]))
+    _check_clock(trl, *_mlflow_clock(f"sqlite:///{db}", ids["trl"]))

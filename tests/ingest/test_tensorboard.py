@@ -107,7 +107,7 @@ def test_fast_path_and_general_decoder_agree(tbx_run: Path, tmp_path: Path) -> N
             from rlvitals.ingest.tfevents import EventScanner
 
             chunks = EventScanner(file, SourceMeta("tensorboard"), SkipLog(), set(), fast=fast).chunks()
-            hits[fast] = [(h.numbers.tolist(), h.steps.tolist(), h.tags, h.values) for h in chunks]
+            hits[fast] = [(h.numbers.tolist(), h.steps.tolist(), h.tags, h.values, h.walls.tolist()) for h in chunks]
         assert repr(hits[True]) == repr(hits[False])  # repr: NaN == NaN
 
 
@@ -292,3 +292,71 @@ def test_any_damage_is_skipped_never_fatal(tmp_path_factory: pytest.TempPathFact
         assert key in got
     for key, value in got.items():
         assert value == want[key]
+
+
+def _tb_walls(file: Path) -> tuple[float, dict[int, float]]:
+    """The writer's wall_time of the file's first Event and the last wall_time of each step's scalars,
+    read with tensorboard's own EventAccumulator."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(file), size_guidance={"scalars": 0})
+    acc.Reload()
+    last: dict[int, float] = {}
+    events = sorted((e.wall_time, e.step) for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))
+    for wall, step in events:
+        last[step] = wall
+    return acc.FirstEventTimestamp(), last
+
+
+def test_each_steps_wall_time_is_the_writers(tmp_path: Path) -> None:
+    """tensorboardX with given wall times (every step, the slow path's large steps too): the Run's clock
+    is the writer's wall_time of each step's last value, and not a metric."""
+    w = tbx.SummaryWriter(str(tmp_path))
+    for i, step in enumerate(STEPS):
+        w.add_scalar("train/loss", i / 10, step, walltime=1_700_000_000.0 + 60 * i)
+        w.add_scalar("train/kl", i / 7, step, walltime=1_700_000_000.0 + 60 * i + 1.5)
+    w.close()
+    [run] = load(tmp_path)
+    assert run.wall is not None and run.wall.source == "TensorBoard wall_time" and run.wall.epoch
+    steps, seconds = run.wall_times
+    _, want = _tb_walls(event_file(tmp_path))
+    assert steps.tolist() == STEPS and seconds.tolist() == [want[s] for s in STEPS]
+    assert seconds.tolist() == [1_700_000_000.0 + 60 * i + 1.5 for i in range(len(STEPS))]
+    assert set(run.raw.columns) == {"step", "train/loss", "train/kl"}  # the clock is not a metric
+
+
+def test_torch_summary_writer_clock_and_start(tmp_path: Path) -> None:
+    """torch's SummaryWriter on the real clock: the wall times and the start (its file_version header)
+    are the ones tensorboard reads back."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path))
+    for step in range(1, 21):
+        w.add_scalar("actor/entropy", 1 / step, step)
+        w.add_scalar("critic/score/mean", step / 20, step)
+    w.close()
+    [run] = load(tmp_path)
+    first, want = _tb_walls(event_file(tmp_path))
+    steps, seconds = run.wall_times
+    assert steps.tolist() == list(range(1, 21)) and seconds.tolist() == [want[s] for s in steps.tolist()]
+    assert run.wall.started == first and first <= seconds[0]
+
+
+def test_a_restarted_folder_starts_at_its_first_file(tmp_path: Path) -> None:
+    """Two writers in one folder (a restart): the start is the earliest file's, a step logged again takes
+    the later time."""
+    first = tbx.SummaryWriter(str(tmp_path), filename_suffix=".0")
+    for step in range(1, 6):
+        first.add_scalar("train/loss", step, step, walltime=1000.0 + step)
+    first.close()
+    second = tbx.SummaryWriter(str(tmp_path), filename_suffix=".1")
+    for step in range(4, 9):
+        second.add_scalar("train/loss", -step, step, walltime=5000.0 + step)
+    second.close()
+    [run] = load(tmp_path)
+    steps, seconds = run.wall_times
+    assert steps.tolist() == list(range(1, 9))
+    assert seconds.tolist() == [1001.0, 1002.0, 1003.0, 5004.0, 5005.0, 5006.0, 5007.0, 5008.0]
+    starts = [_tb_walls(f)[0] for f in sorted(tmp_path.glob("events.out.tfevents.*"))]
+    assert run.wall.started == min(starts)
+    assert run.tail(3).wall_times[1].tolist() == [5006.0, 5007.0, 5008.0]

@@ -294,3 +294,58 @@ def test_a_real_console_copy_without_a_traceback() -> None:
     path = corpus_input("wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-b91ltsnz")
     [run] = load(path)
     assert (run.crash, run.crash_scanned) == (None, True)
+
+
+def _history_clock(folder: Path) -> list[tuple[dict[str, float], float, float]]:
+    """``(metrics, _timestamp, _runtime)`` of every history row of the run's .wandb file, as wandb's own
+    protobuf classes parse it."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    out = []
+    for _, payload in wandb_offline._frames(next(folder.glob("*.wandb")), SourceMeta("wandb-offline"), SkipLog()):
+        record = pb.Record()
+        record.ParseFromString(payload)
+        if record.WhichOneof("record_type") == "history":
+            row = {".".join(i.nested_key) or i.key: i.value_json for i in record.history.item}
+            out.append((row, float(row["_timestamp"]), float(row["_runtime"])))
+    return out
+
+
+def test_the_wall_clock_is_wandbs_timestamp(written: Path) -> None:
+    """Each step's wall time is the _timestamp wandb wrote on its row; the run started at
+    _timestamp - _runtime; neither is a metric."""
+    folder = _runs(written)["verl-like"]
+    [run] = load(folder)
+    rows = _history_clock(folder)
+    want = {int(row["_step"]): stamp for row, stamp, _ in rows}
+    steps, seconds = run.wall_times
+    assert run.wall.source == "W&B _timestamp" and run.wall.epoch
+    assert steps.tolist() == list(range(1, 41)) and seconds.tolist() == [want[s] for s in range(1, 41)]
+    _, stamp, runtime = rows[0]
+    assert run.wall.started == stamp - runtime
+    assert not {"_timestamp", "_runtime", "_step"} & set(run.raw.columns)
+
+
+def test_rows_placed_at_a_global_step_time_it_by_the_latest(written: Path) -> None:
+    """TRL-like: a step's time is the latest _timestamp of the rows placed at it, never before its own
+    training row's."""
+    folder = _runs(written)["trl-like"]
+    [run] = load(folder)
+    steps, seconds = run.wall_times
+    train = {int(float(row["train/global_step"])): stamp for row, stamp, _ in _history_clock(folder)
+             if "train/loss" in row}
+    timed = dict(zip(steps.tolist(), seconds.tolist(), strict=True))
+    assert set(train) <= set(timed)
+    assert all(timed[s] >= train[s] for s in train)
+    assert (seconds[1:] >= seconds[:-1]).all()
+
+
+def test_history_jsonl_fallback_keeps_the_clock(tmp_path: Path) -> None:
+    folder = tmp_path / "run-20240101_000000-abc"
+    (folder / "files").mkdir(parents=True)
+    rows = [{"_step": i, "_timestamp": 1_700_000_100.5 + 10 * i, "_runtime": 100.5 + 10 * i, "loss": 1 / (i + 1)}
+            for i in range(4)]
+    (folder / "files" / "wandb-history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    [run] = load(folder)
+    assert run.wall_times[1].tolist() == [r["_timestamp"] for r in rows]
+    assert run.wall.started == 1_700_000_000.0

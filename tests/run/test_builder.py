@@ -8,6 +8,7 @@ import math
 import struct
 
 import numpy as np
+import polars as pl
 import pytest
 from tiny_catalog import CATALOG
 
@@ -108,3 +109,49 @@ def test_a_step_seen_again_finds_its_row_in_order_or_not(order: list[int]) -> No
     last = {step: float(i) for i, step in enumerate(order)}  # the later value of a step logged again wins
     assert run.steps.tolist() == sorted(last)
     assert run.raw["mystery/metric"].to_list() == [last[s] for s in sorted(last)]
+
+
+def _timed(meta_clock: str | None = "TensorBoard wall_time") -> RunBuilder:
+    builder = RunBuilder(SourceMeta(format="test", framework="verl", clock=meta_clock, started=90.0))
+    for step, wall in ((1, 100.0), (2, 110.0), (3, None), (4, 130.0)):
+        builder.add(Record(step, {"actor/entropy": 1.0 / step}, f"f:{step}", wall=wall))
+    builder.add(Record(2, {"actor/entropy": 0.4}, "f:5", wall=105.0))  # an earlier time does not move a step back
+    builder.add(Record(4, {"actor/entropy": 0.2}, "f:6", wall=200.0))  # logged again later: the later time
+    return builder
+
+
+def test_the_wall_clock_is_one_float_per_step_and_no_metric() -> None:
+    run = _timed().finish("f", CATALOG, RESOLVER)
+    assert run.wall is not None and run.wall.seconds.dtype == np.float64 and len(run.wall.seconds) == 4
+    assert run.wall_times[0].tolist() == [1, 2, 4] and run.wall_times[1].tolist() == [100.0, 110.0, 200.0]
+    assert (run.wall.source, run.wall.epoch, run.wall.started) == ("TensorBoard wall_time", True, 90.0)
+    assert run.raw.columns == ["step", "actor/entropy"] and run.metrics == ["actor/entropy"]
+    assert _timed(None).finish("f", CATALOG, RESOLVER).wall is None  # times without a named clock are not kept
+
+
+def test_packed_records_keep_their_wall_time() -> None:
+    from rlvitals.ingest import WALL_KEY, pack
+    from rlvitals.run.follow import add_packed
+
+    packed = pack(Record(7, {"actor/entropy": 0.5, "note": "x"}, "f:1", wall=1234.5))
+    assert packed[1] == ("actor/entropy", WALL_KEY)
+    builder = RunBuilder(SourceMeta(format="test", clock="W&B _timestamp"))
+    add_packed(builder, packed)
+    add_packed(builder, pack(Record(8, {"actor/entropy": 0.25}, "f:2")))
+    run = builder.finish("f", CATALOG, RESOLVER)
+    assert run.raw.columns == ["step", "actor/entropy"] and run.text == {"note": {7: "x"}}
+    assert run.wall_times[0].tolist() == [7] and run.wall_times[1].tolist() == [1234.5]
+
+
+def test_a_growing_builders_clock_is_a_copy_and_a_tail_keeps_its_steps() -> None:
+    builder = _timed()
+    last = builder.finish("f", CATALOG, RESOLVER, last=2)
+    assert last.wall_times[0].tolist() == [4] and len(last.wall.seconds) == 2
+    builder.add(Record(5, {"actor/entropy": 0.1}, "f:7", wall=300.0))  # the builder still grows
+    run = builder.finish("f", CATALOG, RESOLVER)
+    assert run.wall_times[1].tolist() == [100.0, 110.0, 200.0, 300.0] and last.wall_times[1].tolist() == [200.0]
+    assert run.tail(3).wall_times[0].tolist() == [4, 5]
+    joined = run.with_series(pl.DataFrame({"step": [2, 6], "actor/entropy": [0.0, 0.0]}))
+    assert joined.steps.tolist() == [1, 2, 3, 4, 5, 6]
+    steps, seconds = joined.wall_times
+    assert steps.tolist() == [1, 2, 4, 5] and seconds.tolist() == [100.0, 110.0, 200.0, 300.0]

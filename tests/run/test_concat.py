@@ -175,3 +175,40 @@ def test_spans() -> None:
     assert spans(np.array([1, 2, 3])) == "1–3"
     assert spans(np.array([1, 3, 5, 7, 9, 10])) == "1, 3, 5, 7, …"
     assert spans(np.array([], dtype=np.int64)) == ""
+
+
+def _tb_launch(folder: Path, steps: range, t0: float, per_step: float) -> None:
+    tbx = pytest.importorskip("tensorboardX")
+    w = tbx.SummaryWriter(str(folder))
+    for i, step in enumerate(steps):
+        w.add_scalar("actor/entropy", 1 / step, step, walltime=t0 + per_step * (i + 1))
+    w.close()
+
+
+def test_the_wall_clock_goes_on_across_launches_and_the_gap_is_real(tmp_path: Path) -> None:
+    """TensorBoard launches of one run: launch 1 logged steps 1–10 (10 s each) and died; launch 2 started an
+    hour later from the checkpoint at step 8. The clock is one clock: the steps launch 2 logged again take
+    its times, and the hour between the launches is on it."""
+    _tb_launch(tmp_path / "a", range(1, 11), 1_700_000_000.0, 10.0)
+    _tb_launch(tmp_path / "b", range(8, 16), 1_700_003_700.0, 10.0)
+    run = load_launches([tmp_path / "b", tmp_path / "a"])
+    steps, seconds = run.wall_times
+    assert steps.tolist() == list(range(1, 16))
+    assert seconds.tolist() == [1_700_000_000.0 + 10 * s for s in range(1, 8)] + \
+        [1_700_003_700.0 + 10 * (i + 1) for i in range(8)]
+    assert run.wall.source == "TensorBoard wall_time" and run.wall.epoch
+    first = rlvitals.load(tmp_path / "a")[0].wall
+    assert run.wall.started == first.started  # the earliest launch's start
+    assert "actor/entropy" in run.metrics and len(run.metrics) == 1
+
+
+def test_launches_timed_only_from_their_own_start_are_not_joined(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"step": s, "loss": 0.5, "_runtime": 2.0 * s}) + "\n" for s in range(1, 4)))
+    b.write_text("".join(json.dumps({"step": s, "loss": 0.5, "_runtime": 2.0 * (s - 3)}) + "\n" for s in range(4, 7)))
+    told: list[JoinNote] = []
+    run = load_launches([a, b], tell=told.append)
+    assert run.wall is None
+    assert [t.en for t in told] == [f"{a}, {b}: the wall clock (W&B _runtime) counts from each launch's own start, "
+                                    "so the launches' clocks were not joined"]
+    assert told[0].zh == f"{a}, {b} 的时间只从各自启动算起（W&B _runtime），各次启动的墙钟时间没有接起来"

@@ -215,3 +215,30 @@ def test_a_new_generation_that_starts_with_the_same_bytes_is_not_read_as_growth(
     src.poll()
     run = src.run()
     assert run is not None and run.steps.tolist() == [1, 2, 3], src.messages
+
+
+def test_a_followed_wandb_export_keeps_its_clock_across_polls_and_a_restart(tmp_path: Path) -> None:
+    """Rows exported from W&B appended while watched: the wall time of every step, read window by window,
+    is the same after the watcher restarts from its state file."""
+    import json
+
+    log = tmp_path / "history.jsonl"
+
+    def rows(steps: range) -> str:
+        return "".join(json.dumps({"train/global_step": s, "train/loss": 1 / s, "_runtime": 10.0 * s,
+                                   "_timestamp": 1_700_000_000.0 + 10.0 * s}) + "\n" for s in steps)
+
+    log.write_text(rows(range(1, 4)))
+    src = LineSource(log, find_reader(log), {}, [])
+    src.poll()
+    with log.open("a") as fh:
+        fh.write(rows(range(4, 7)))
+    src.poll()
+    want = [1_700_000_000.0 + 10.0 * s for s in range(1, 7)]
+    run = src.run()
+    assert run is not None and run.wall is not None and run.wall_times[1].tolist() == want
+    assert (run.wall.source, run.wall.started) == ("W&B _timestamp", 1_700_000_000.0)
+    again = _restart(src, tmp_path / "state.sqlite").run()
+    assert again is not None and again.wall is not None and again.wall_times[1].tolist() == want
+    assert (again.wall.source, again.wall.started) == ("W&B _timestamp", 1_700_000_000.0)
+    assert again.raw.columns == ["step", "train/loss"]

@@ -193,3 +193,13 @@ def test_a_fifo_is_never_opened_and_the_logs_beside_it_are_read(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"1 [1, 2, 3] ['{fifo}: a FIFO, not a log file; it was not opened']"
+
+
+def test_no_real_public_log_is_given_a_clock_it_does_not_carry(real: Path) -> None:
+    """The real public logs are console logs, CSV tables and trainer_state files: none holds a tracker's
+    wall clock, so none gets one (the report's time axis then sums the step timings, when logged)."""
+    logs = sorted(p for p in real.iterdir() if p.is_file() and not p.name.endswith((".txt", ".md")))
+    assert logs
+    for log in logs:
+        for run in rlvitals.load(log):
+            assert run.wall is None and run.wall_times is None, log.name

@@ -43,7 +43,7 @@ from .cursor import (
     same_file,
 )
 from .pyrepr import parse as parse_literal
-from .record import Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
+from .record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
 from .text import BOM, json_objects
 from .tfevents import masked_crc32c, masked_crc32c_columns
 
@@ -51,7 +51,7 @@ __all__ = [
     "COMPRESSED", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader", "Record",
     "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
     "examine", "find_reader", "json_objects", "locate", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack",
-    "parse_literal", "readers", "rotations", "same_file", "special_kind",
+    "WALL_KEY", "parse_literal", "readers", "rotations", "same_file", "special_kind",
 ]
 
 HEAD_BYTES = 64 << 10

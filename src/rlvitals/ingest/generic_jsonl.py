@@ -4,7 +4,8 @@ The step is the first of :data:`STEP_KEYS` present in the first :data:`SCAN_RECO
 records; without one the records are numbered 1, 2, 3... and a note says so. In a W&B
 history, ``_step`` counts every ``wandb.log`` call, so ``train/global_step`` wins; the lines
 that carry only ``_step`` (TRL's profiling timings and completion tables) are left out
-and counted in a note. Nested objects are flattened with ``/``; a W&B media reference
+and counted in a note. W&B's own clock on each row (``_timestamp``, else ``_runtime``) is
+the record's wall time, not a metric. Nested objects are flattened with ``/``; a W&B media reference
 (an object with ``_type``: table, histogram, image) and lists are not metrics and are
 ignored. ``null`` is NaN; Python's ``json`` writes ``NaN``/``Infinity``, which orjson
 rejects, so such a line is parsed again with the standard library.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._reader import Reader
+from ._wall import WandbClock
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import json_objects, parse_json
 
@@ -146,6 +148,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                           "the records were numbered 1, 2, 3, ... as steps")
     dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
     side_logs = 0
+    clock = WandbClock(meta)
     for n, (lineno, obj) in enumerate(chain(first, objects), 1):
         where = f"{path}:{lineno}"
         if step_key is None:
@@ -166,7 +169,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         flatten(obj, values, skip=dropped)
         drop_eval_epoch(values)
         if values:
-            yield Record(step, values, where)
+            yield Record(step, values, where, wall=clock.wall(obj))
     note_side_logs(meta, path, side_logs, "lines")
 
 

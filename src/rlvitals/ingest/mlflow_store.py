@@ -16,6 +16,9 @@ Keys are kept verbatim; veRL's MLflow adapter turns ``@`` into ``_at_`` and HF w
 ``eval_*`` — the catalog maps those. Params become ``meta.config`` with ``/`` read as
 ``.`` (veRL flattens its config with ``/``). When a store or experiment is read, deleted
 runs and runs without any metric are left out (unless nothing else is left).
+
+Every metric point carries its ``timestamp`` (milliseconds since the Unix epoch): a record's wall
+time is the latest of its points'; the run's ``start_time`` is when it started.
 """
 
 from __future__ import annotations
@@ -137,6 +140,9 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
     _params(run, meta)
     metrics = _metric_files(run)
     meta.files = [str(f) for _, f in metrics]
+    meta.clock = "MLflow timestamp"
+    start = info.get("start_time", "")
+    meta.started = int(start) / 1000 if start.isdigit() else None
     for key, file in metrics:
         for lineno, line in iter_lines(file, meta):
             parts = line.split()
@@ -149,12 +155,12 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
             try:
                 value = float(parts[1])
                 step = int(parts[2]) if len(parts) == 3 else 0
-                int(parts[0])
+                stamp = int(parts[0])
             except ValueError:
                 skips.skip(where, f"expected 'timestamp value step' numbers, got {line[:80]!r}; "
                            "the line was skipped")
                 continue
-            yield Record(step, {key: value}, where)
+            yield Record(step, {key: value}, where, wall=stamp / 1000)
 
 
 # --- SQLite store -------------------------------------------------------------------------------
@@ -220,10 +226,12 @@ def _sqlite_run_id(con: sqlite3.Connection, db: Path, run: str | None) -> str:
 def _sqlite_meta(con: sqlite3.Connection, run: str, meta: SourceMeta) -> None:
     for key, value in con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run,)):
         meta.config[str(key).replace("/", ".")] = value
-    row = con.execute("SELECT r.name, e.name FROM runs r LEFT JOIN experiments e "
+    row = con.execute("SELECT r.name, e.name, r.start_time FROM runs r LEFT JOIN experiments e "
                       "ON r.experiment_id = e.experiment_id WHERE r.run_uuid = ?", (run,)).fetchone()
+    meta.clock = "MLflow timestamp"
     if row is not None:
         meta.notes.append(f"MLflow run {row[0]!r} (id {run}, experiment {row[1]!r})")
+        meta.started = row[2] / 1000 if isinstance(row[2], int) and not isinstance(row[2], bool) else None
 
 
 def _sql_value(value: object, is_nan: object) -> float:
@@ -244,12 +252,13 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
         run = _sqlite_run_id(con, db, run)
         _sqlite_meta(con, run, meta)
         nan_col = "is_nan" if "is_nan" in _columns(con, "metrics") else "0"
-        cursor = con.execute(f"SELECT step, key, value, {nan_col} FROM metrics WHERE run_uuid = ? "
+        cursor = con.execute(f"SELECT step, key, value, {nan_col}, timestamp FROM metrics WHERE run_uuid = ? "
                              "ORDER BY step, timestamp", (run,))
         step: int | None = None
         values: dict[str, Value] = {}
         where = ""
-        for row_step, key, value, is_nan in cursor:
+        wall: float | None = None
+        for row_step, key, value, is_nan, stamp in cursor:
             try:
                 number = _sql_value(value, is_nan)
                 row_step = int(row_step)
@@ -259,11 +268,13 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
                 continue
             if row_step != step or key in values:
                 if values:
-                    yield Record(step, values, where)  # type: ignore[arg-type]
-                step, values, where = row_step, {}, f"{db}#{run} step {row_step}"
+                    yield Record(step, values, where, wall=wall)  # type: ignore[arg-type]
+                step, values, where, wall = row_step, {}, f"{db}#{run} step {row_step}", None
             values[str(key)] = number
+            if isinstance(stamp, int) and not isinstance(stamp, bool):
+                wall = stamp / 1000  # the points of one step come in timestamp order: the last is the latest
         if values:
-            yield Record(step, values, where)  # type: ignore[arg-type]
+            yield Record(step, values, where, wall=wall)  # type: ignore[arg-type]
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # the store is damaged from here on
         skips.skip(f"{db}#{run}", f"SQLite error ({exc}); the rest of the run was skipped")
     finally:

@@ -27,12 +27,15 @@ class Record:
     ``nan``/``null``) or, rarely, a string. ``where`` is ``file:line`` (or
     ``file#n`` for binary formats) so that any later complaint can point at it.
     A ``summary`` record (TRL's end-of-training totals) has no place on the step axis.
+    ``wall`` is when the tracker logged the row, as its own clock says (see
+    :attr:`SourceMeta.clock`): not a metric, it never joins ``values``.
     """
 
     step: int
     values: dict[str, Value]
     where: str
     kind: RecordKind = "metrics"
+    wall: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,11 +176,30 @@ class SourceMeta:
     #: the last step the source says the run reached when that is beyond its last record (a
     #: trainer_state.json's ``global_step``, the step of its end-of-training summary)
     reached: int | None = None
+    #: the tracker's own clock the records' ``wall`` times come from (``TensorBoard wall_time``,
+    #: ``W&B _timestamp``, ``MLflow timestamp``); None when the source has none
+    clock: str | None = None
+    #: whether those times are seconds since the Unix epoch; False for seconds since the run started
+    #: (W&B's ``_runtime``, when a row has no ``_timestamp``)
+    clock_epoch: bool = True
+    #: when the run started, in seconds since the Unix epoch, when the source says it (a TensorBoard
+    #: file's first event, W&B's ``_timestamp - _runtime``, MLflow's ``start_time``)
+    started: float | None = None
+
+    def take_clock(self, other: SourceMeta) -> None:
+        """Take ``other``'s clock when this meta has none yet (a watcher reads a log window by window)."""
+        if self.clock is None and other.clock is not None:
+            self.clock, self.clock_epoch, self.started = other.clock, other.clock_epoch, other.started
 
 
 #: a record as it waits to be stored: step, its numeric keys, their values as float64 bytes, its text
-#: values as JSON (or None), whether it is a summary record
+#: values as JSON (or None), whether it is a summary record. A record's ``wall`` time is its last
+#: numeric value, under :data:`WALL_KEY`.
 Packed = tuple[int, tuple[str, ...], bytes, bytes | None, bool]
+
+#: the name a packed record keeps its ``wall`` time under: no logged key can have it (a key's control
+#: characters are escaped by :class:`RecordCheck` before a record is packed)
+WALL_KEY = "\x00wall"
 
 
 def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None = None) -> Packed:
@@ -187,6 +209,8 @@ def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None 
     Example:
         >>> pack(Record(3, {"a": 1.0, "b": "x"}, "run.log:3"))[:2]
         (3, ('a',))
+        >>> pack(Record(3, {"a": 1.0}, "run.log:3", wall=1.7e9))[1] == ("a", WALL_KEY)
+        True
     """
     numbers: dict[str, float] = {}
     text: dict[str, str] = {}
@@ -195,6 +219,8 @@ def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None 
             text[key] = value
         else:
             numbers[key] = value
+    if record.wall is not None:
+        numbers[WALL_KEY] = record.wall
     names = tuple(numbers)
     if layouts is not None:
         names = layouts.setdefault(names, names)

@@ -15,7 +15,8 @@ A folder that directly holds event files is one run; several files in it (restar
 merged in file-name order, a later value winning for a step logged twice. Nested run
 folders (``tb/run_a``, ``tb/run_b``) are split by :func:`runs`. All tags of one step
 become one :class:`Record`; a tag seen again at the same step starts a new record so the
-Run notes the duplicate.
+Run notes the duplicate. Each Event's ``wall_time`` (seconds since the Unix epoch) gives the
+record its wall time; the first Event of the run's first file, when it started.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .record import Record, SkipLog, SourceMeta, Value
 from .tfevents import EventScanner, Hits, masked_crc32c
 
 FORMAT = "tensorboard"
+_NAN = float("nan")
 
 EVENT_MARK = ".tfevents."
 #: a folder named like a float timestamp inside a run folder is where add_hparams writes
@@ -115,6 +117,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     files = [path] if path.is_file() else event_files(path)
     meta.files = [str(f) for f in files]
     nonscalar: set[str] = set()
+    meta.clock = "TensorBoard wall_time"
     for file in files:
         yield from _by_step(file, EventScanner(file, meta, skips, nonscalar).chunks())
     if nonscalar:
@@ -126,34 +129,44 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 
 def _by_step(path: Path, chunks: Iterator[Hits]) -> Iterator[Record]:
     """Group consecutive values of one step into one Record. Event files are step-ordered
-    per writer, but nothing relies on it: a step that comes back is a new Record."""
+    per writer, but nothing relies on it: a step that comes back is a new Record. A Record's
+    wall time is the wall_time of its last value (when the step's last value was logged)."""
     step = -1
     values: dict[str, Value] = {}
     where = ""
+    wall = _NAN
     for hits in chunks:
         steps = hits.steps
+        walls = hits.walls.tolist()
         bounds = [0, *(np.flatnonzero(steps[1:] != steps[:-1]) + 1).tolist(), len(steps)]
         for a, b in zip(bounds, bounds[1:], strict=False):
             run_step = int(steps[a])
             block: dict[str, Value] = dict(zip(hits.tags[a:b], hits.values[a:b], strict=True))
             if len(block) == b - a and not (run_step == step and block.keys() & values.keys()):
+                last = walls[b - 1]
                 if run_step == step:
                     values.update(block)
+                    wall = last
                     continue
                 if values:
-                    yield Record(step, values, where)
-                step, values, where = run_step, block, f"{path}#record {hits.numbers[a]}"
+                    yield _record(step, values, where, wall)
+                step, values, where, wall = run_step, block, f"{path}#record {hits.numbers[a]}", last
                 continue
             # a tag repeats within this step: one Record per repetition
             for i in range(a, b):
                 tag = hits.tags[i]
                 if run_step != step or tag in values or not values:
                     if values:
-                        yield Record(step, values, where)
-                    step, values, where = run_step, {}, f"{path}#record {hits.numbers[i]}"
+                        yield _record(step, values, where, wall)
+                    step, values, where, wall = run_step, {}, f"{path}#record {hits.numbers[i]}", _NAN
                 values[tag] = hits.values[i]
+                wall = walls[i]
     if values:
-        yield Record(step, values, where)
+        yield _record(step, values, where, wall)
+
+
+def _record(step: int, values: dict[str, Value], where: str, wall: float) -> Record:
+    return Record(step, values, where, wall=wall if wall == wall else None)
 
 
 #: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder

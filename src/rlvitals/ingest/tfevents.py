@@ -21,6 +21,7 @@ a whole chunk at a time; anything else goes through the general decoder.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._protobuf import FIXED32, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
+from ._protobuf import FIXED32, FIXED64, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
 from .record import SkipLog, SourceMeta
 
 CHUNK = 4 << 20
@@ -37,6 +38,7 @@ _PAD = bytes(256)  # lets the vectorised fast path read a few bytes past any rec
 _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _F32 = struct.Struct("<f").unpack_from
+_NAN = float("nan")
 
 # --- CRC-32C (Castagnoli), table-driven ------------------------------------------------------
 
@@ -235,13 +237,17 @@ def _value(buf: bytes, a: int, b: int, nonscalar: set[str]) -> tuple[str, float]
 
 
 def decode_event(buf: bytes, start: int, end: int,
-                 nonscalar: set[str]) -> tuple[int, list[tuple[str, float]]] | None:
-    """``(step, [(tag, value), ...])`` of the Event at ``buf[start:end]``; None without scalars."""
+                 nonscalar: set[str]) -> tuple[int, float, list[tuple[str, float]]] | None:
+    """``(step, wall_time, [(tag, value), ...])`` of the Event at ``buf[start:end]``; None without
+    scalars (wall_time NaN when the Event has none)."""
     step = 0
+    wall = _NAN
     summary: tuple[int, int] | None = None
     for num, wire, x, y in fields(buf, start, end):
         if num == 2 and wire == VARINT:
             step = signed64(x)
+        elif num == 1 and wire == FIXED64:
+            wall = double(buf, x)
         elif num == 5 and wire == LEN:
             summary = (x, y)
     if summary is None:
@@ -252,7 +258,7 @@ def decode_event(buf: bytes, start: int, end: int,
             hit = _value(buf, x, y, nonscalar)
             if hit is not None:
                 pairs.append(hit)
-    return (step, pairs) if pairs else None
+    return (step, wall, pairs) if pairs else None
 
 
 # --- the vectorised common case ------------------------------------------------------------------
@@ -329,12 +335,14 @@ def _fast_records(arr: np.ndarray, p: np.ndarray, e: np.ndarray) -> tuple[np.nda
 @dataclass
 class Hits:
     """Scalars of one chunk in record order, one entry per value: the record number in the
-    file (1-based), the step, the tag and the value."""
+    file (1-based), the step, the tag, the value and the Event's wall_time (seconds since the
+    Unix epoch, NaN when the Event has none)."""
 
     numbers: np.ndarray
     steps: np.ndarray
     tags: list[str]
     values: list[float]
+    walls: np.ndarray
 
 
 def _chase(buf: bytes, pos: int) -> list[int]:
@@ -366,11 +374,17 @@ def _gather_u32(arr: np.ndarray, at: np.ndarray) -> np.ndarray:
     return arr[at[:, None] + np.arange(4)].copy().view("<u4").ravel()
 
 
+def _gather_f64(arr: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return arr[at[:, None] + np.arange(8)].copy().view("<f8").ravel()
+
+
 class EventScanner:
     """Streams the scalars of one event file: ``for hits in EventScanner(...).chunks()``.
 
     Skips are counted in ``skips`` with ``file#record N``; tags of non-scalar values are
-    collected in ``nonscalar``. ``fast=False`` sends every record through the general
+    collected in ``nonscalar``. The wall_time of the file's first Event (the writer's
+    ``file_version`` header, written when it opened the file) is when the run started, as
+    ``meta.started`` says (the earliest of a run's files). ``fast=False`` sends every record through the general
     decoder (the tests compare both).
     """
 
@@ -442,12 +456,14 @@ class EventScanner:
         """Decode and verify the complete records of one chunk; True when the file must stop."""
         p = s + 12
         e = p + lengths
+        if not self.number and len(p) and lengths[0] >= 9 and arr[p[0]] == 0x09:
+            self._started(double(buf, int(p[0]) + 1))
         ok, steps, tag_at, tag_end, values = _fast_records(arr, p, e)
         if not self.fast:
             ok[:] = False
         slow = np.flatnonzero(~ok).tolist()
         stop_at: int | None = None  # index of a corrupt record found while decoding
-        extra: dict[int, tuple[int, list[tuple[str, float]]]] = {}
+        extra: dict[int, tuple[int, float, list[tuple[str, float]]]] = {}
         unreadable: list[tuple[int, str]] = []
         for i in slow:
             a, b = int(p[i]), int(e[i])
@@ -472,29 +488,39 @@ class EventScanner:
                 self.skips.skip(f"{self.path}#record {self.number + i + 1}",
                                 f"not a TensorBoard Event ({reason}); the record was skipped")
         limit = len(s) if stop_at is None else stop_at
-        hits = self._collect(arr, ok[:limit], steps, tag_at, tag_end, values, extra)
+        hits = self._collect(arr, ok[:limit], steps, tag_at, tag_end, values, _gather_f64(arr, p[:limit] + 1),
+                             extra)
         if stop_at is not None:
             self._skip("corrupt record (payload checksum mismatch)", self.number + stop_at + 1)
             return hits, True
         return hits, False
 
     def _collect(self, arr: np.ndarray, ok: np.ndarray, steps: np.ndarray,
-                 tag_at: np.ndarray, tag_end: np.ndarray, values: np.ndarray,
-                 extra: dict[int, tuple[int, list[tuple[str, float]]]]) -> Hits:
+                 tag_at: np.ndarray, tag_end: np.ndarray, values: np.ndarray, walls: np.ndarray,
+                 extra: dict[int, tuple[int, float, list[tuple[str, float]]]]) -> Hits:
+        """The scalars of the fast records (``ok``) and of the ones decoded the long way
+        (``extra``), in record order; ``walls`` is the wall_time of every fast-path record."""
         fast = np.flatnonzero(ok)
         base = self.number + 1
         hits = Hits(fast + base, steps[fast], self._tags(arr, tag_at[fast], tag_end[fast]),
-                    values[fast].tolist())
+                    values[fast].tolist(), walls[fast])
         extra = {i: v for i, v in extra.items() if i < len(ok)}
         if not extra:
             return hits
-        rows = list(zip(hits.numbers.tolist(), hits.steps.tolist(), hits.tags, hits.values, strict=True))
-        for i, (step, pairs) in extra.items():
-            rows.extend((i + base, step, tag, value) for tag, value in pairs)
+        rows = list(zip(hits.numbers.tolist(), hits.steps.tolist(), hits.tags, hits.values, hits.walls.tolist(),
+                        strict=True))
+        for i, (step, wall, pairs) in extra.items():
+            rows.extend((i + base, step, tag, value, wall) for tag, value in pairs)
         rows.sort(key=lambda r: r[0])  # stable: the values of one record keep their order
-        numbers, steps_, tags, vals = zip(*rows, strict=True)
+        numbers, steps_, tags, vals, walls_ = zip(*rows, strict=True)
         return Hits(np.array(numbers, dtype=np.int64), np.array(steps_, dtype=np.int64),
-                    list(tags), list(vals))
+                    list(tags), list(vals), np.array(walls_, dtype=np.float64))
+
+    def _started(self, wall: float) -> None:
+        """The run started no later than this file's first Event."""
+        meta = self.meta
+        if math.isfinite(wall) and (meta.started is None or wall < meta.started):
+            meta.started = wall
 
     def _tags(self, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str]:
         """The tag of every fast record: records with equal tag bytes are found with numpy

@@ -18,7 +18,8 @@ are padding. Each record is a ``wandb_internal.Record`` protobuf; the fields rea
 Values are JSON: numbers, ``NaN``/``Infinity``/``-Infinity`` (as wandb writes them),
 booleans, strings. A nested dict is logged as items with a ``nested_key`` path, read here
 as ``a.b``; tables, images and histograms (a dict with ``_type``) are not metrics and are
-dropped. ``_step``/``_runtime``/``_timestamp`` are not metrics either.
+dropped. ``_step``/``_runtime``/``_timestamp`` are not metrics either: ``_timestamp`` (or
+``_runtime``) is each record's wall time (:class:`._wall.WandbClock`).
 
 Step axis: ``_step`` counts every ``wandb.log`` call, so when rows carry
 ``train/global_step`` (HF/TRL, OpenRLHF; OpenRLHF's eval rows carry ``eval/global_step``)
@@ -48,6 +49,7 @@ from typing import Any
 from ..errors import InputError
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
+from ._wall import WandbClock
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import iter_lines, json_objects
 
@@ -286,6 +288,7 @@ class _Axis:
         self.first: int | None = None  # the first global step, for rows logged before it
         self.last: int | None = None
         self.carried = 0
+        self.clock = WandbClock(meta)
 
     def add(self, row: dict[str, Value], plain: int, where: str) -> Iterator[Record]:
         if self.mode is None:
@@ -328,7 +331,7 @@ class _Axis:
             else:
                 step = self.last = found
         if values:
-            yield Record(step, values, where)
+            yield Record(step, values, where, wall=self.clock.wall(row))
 
 
 def _global_step(row: dict[str, Value]) -> int | None:

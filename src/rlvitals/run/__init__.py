@@ -9,6 +9,6 @@ from .builder import RunBuilder
 from .concat import load_launches
 from .follow import Follow, LineSource, signature
 from .load import load
-from .run import Run
+from .run import Run, WallClock
 
-__all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "signature"]
+__all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "WallClock", "signature"]

@@ -27,9 +27,9 @@ import polars as pl
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
-from ..ingest.record import Crash, Record, RecordCheck, SkipLog, SourceMeta
+from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
 from .detect import detect
-from .run import Run
+from .run import Run, WallClock
 
 _EVALISH = ("eval", "val", "test")
 
@@ -38,6 +38,7 @@ _EVALISH = ("eval", "val", "test")
 #: that stored exactly these bits would read as null, not NaN
 ABSENT = 0x7FF8_A85E_0000_0001
 _ABSENT_BYTES = np.array([ABSENT], dtype=np.uint64).tobytes()
+_NAN_BYTES = array("d", [float("nan")]).tobytes()
 
 #: rows of the run to build: every row (None), a range of rows in step order, or rows by index
 _Pick = slice | np.ndarray
@@ -62,6 +63,8 @@ class RunBuilder:
     #: values logged again at a step they were logged at, with a different value
     _overwritten: int = 0
     _given: bool = False
+    #: the tracker's wall time of each row (NaN: none), made at the first record that has one
+    _wall: array[float] | None = None
 
     def add(self, record: Record) -> None:
         """Add one record; a record that cannot join a run (:class:`RecordCheck`) is a counted skip."""
@@ -73,6 +76,8 @@ class RunBuilder:
             self.skipped.skip(record.where, problem)
             return
         row = self._next_row(record.step)
+        if record.wall is not None:
+            self._put_wall(row, record.wall)
         cols = self._cols
         for key, value in record.values.items():
             if isinstance(value, str):
@@ -89,12 +94,16 @@ class RunBuilder:
     def add_row(self, step: int, names: Sequence[str], numbers: Sequence[float],
                 text: Mapping[str, str] | None = None, summary: bool = False) -> None:
         """What :meth:`add` does, for a record given as its numeric keys and values apart (the
-        compact form a watcher keeps, without a dict per record) and its text values."""
+        compact form a watcher keeps, without a dict per record) and its text values; a last
+        number under :data:`~rlvitals.ingest.WALL_KEY` is the record's wall time (:func:`~rlvitals.ingest.pack`)."""
         if summary:
             self._summary.update(zip(names, numbers, strict=True))
             self._summary.update(text or {})
             return
         row = self._next_row(step)
+        if names and names[-1] == WALL_KEY:
+            self._put_wall(row, numbers[-1])
+            names, numbers = names[:-1], numbers[:-1]
         cols = self._cols
         for key, value in zip(names, numbers, strict=True):
             col = cols.get(key)
@@ -126,6 +135,21 @@ class RunBuilder:
             row = self._index[step] = len(steps)
             steps.append(step)
         return row
+
+    def _put_wall(self, row: int, wall: float) -> None:
+        """The wall time of ``row``: the latest of the times its records were logged at (a step logged
+        again by a later launch takes the later time)."""
+        walls = self._wall
+        if walls is None:
+            walls = self._wall = array("d")
+        have = len(walls)
+        if have == row:
+            walls.append(wall)
+        elif have < row:
+            walls.frombytes(_NAN_BYTES * (row - have))
+            walls.append(wall)
+        elif not walls[row] >= wall:  # NaN (no time yet) or earlier
+            walls[row] = wall
 
     def _put(self, col: array[float], row: int, value: float) -> None:
         """Store ``value`` at ``row`` of a column not of that length: after steps it was not
@@ -166,6 +190,7 @@ class RunBuilder:
         present: dict[str, np.ndarray | None] = {}
         for key, col in self._cols.items():
             raw_arrays[key], present[key] = _column(col, len(steps_seen), pick, copy=not final)
+        wall = _wall_clock(self._wall, self.meta, len(steps_seen), pick, copy=not final)
         self._given = final
         notes = list(self.meta.notes)
         if self._overwritten:
@@ -188,6 +213,7 @@ class RunBuilder:
             config=dict(meta.config), text=_text_from(self._text, int(steps[0]) if cut and len(steps) else None),
             notes=notes, skipped=self.skipped, files=list(meta.files), bytes_read=meta.bytes_read, cut=cut,
             crash=_crash_at(meta.crash, steps[train_mask]), crash_scanned=meta.crash_scanned, reached=meta.reached,
+            wall=wall,
         )
 
 
@@ -211,6 +237,21 @@ def _column(col: array[float], rows: int, pick: _Pick, copy: bool) -> tuple[np.n
         values = values.copy()  # a view would pin the builder's array: it could not grow again
     logged = values.view(np.uint64) != ABSENT
     return values, None if logged.all() else logged
+
+
+def _wall_clock(walls: array[float] | None, meta: SourceMeta, rows: int, pick: _Pick,
+                copy: bool) -> WallClock | None:
+    """The tracker's clock at the picked rows; None when the source has no clock or no row a time."""
+    if walls is None or meta.clock is None:
+        return None
+    if len(walls) < rows:
+        walls.frombytes(_NAN_BYTES * (rows - len(walls)))
+    seconds = np.frombuffer(walls, dtype=np.float64)[pick]
+    if not np.isfinite(seconds).any():
+        return None
+    if copy and isinstance(pick, slice):
+        seconds = seconds.copy()  # a view would pin the builder's array: it could not grow again
+    return WallClock(seconds, meta.clock, meta.clock_epoch, meta.started)
 
 
 def _series(name: str, values: np.ndarray, logged: np.ndarray | None) -> pl.Series:

@@ -8,7 +8,9 @@ first step (launches that start at the same step in the order given), and where 
 the same step, each value the later one logged replaces the earlier one's (a key only the earlier
 launch logged at that step keeps its value: veRL logs the validation of a resumed checkpoint at the
 checkpoint's own step, a step whose training the earlier launch logged). How many steps of a launch a
-later launch logged again is said in the Run's notes, never silently.
+later launch logged again is said in the Run's notes, never silently. A tracker's wall clock (epoch
+seconds) goes on across launches: a step logged again takes the later launch's time, and the time
+between two launches stays on the clock.
 """
 
 from __future__ import annotations
@@ -153,7 +155,27 @@ def _merge_meta(meta: SourceMeta, order: list[_Launch], fed: list[_Launch]) -> l
                                     f"{launch.root} 以 {crash.exception}: {crash.message}（{crash.where}）结束；"
                                     "之后的一次启动接着训练"))
     meta.crash, meta.crash_scanned, meta.reached = last.meta.crash, last.meta.crash_scanned, last.meta.reached
-    return crashes
+    return crashes + _one_clock(meta, fed)
+
+
+def _one_clock(meta: SourceMeta, fed: list[_Launch]) -> list[JoinNote]:
+    """The launches' wall clocks as the run's one clock: epoch seconds go on across launches (the time
+    between two launches is real time, and shows), from the earliest launch's start. Seconds since each
+    launch started (W&B's ``_runtime`` alone) cannot be joined: the run then has no clock, and a note
+    says why."""
+    timed = [la for la in fed if la.meta.clock is not None]
+    if not timed:
+        return []
+    elapsed = [la for la in timed if not la.meta.clock_epoch]
+    if elapsed:
+        names = ", ".join(str(la.root) for la in elapsed)
+        return [JoinNote(f"{names}: the wall clock ({elapsed[0].meta.clock}) counts from each launch's own start, "
+                         "so the launches' clocks were not joined",
+                         f"{names} 的时间只从各自启动算起（{elapsed[0].meta.clock}），各次启动的墙钟时间没有接起来")]
+    meta.clock = " + ".join(dict.fromkeys(str(la.meta.clock) for la in timed))
+    starts = [la.meta.started for la in timed if la.meta.started is not None]
+    meta.started = min(starts) if starts else None
+    return []
 
 
 def _overlaps(fed: list[_Launch]) -> list[JoinNote]:

@@ -115,7 +115,8 @@ class LineSource:
         meta = self.meta
         return {"kind": "lines", "format": self.reader.format, "cursor": self.cursor.to_json(),
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
-                         "bytes_read": meta.bytes_read},
+                         "bytes_read": meta.bytes_read, "clock": meta.clock, "clock_epoch": meta.clock_epoch,
+                         "started": meta.started},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
                 "meta_taken": self._meta_taken, "whole": self._whole,
                 "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
@@ -317,7 +318,7 @@ class LineSource:
             self.builder = RunBuilder(self.meta)
             self.unsaved, self._reset = [], True
             self._add(self._carried, self._carried_skips, news=False)
-        self._add(records, skipped)
+        self._add(records, skipped, meta=meta)
         self.cursor = cursor
 
     def _packed(self, path: Path, meta: SourceMeta, skipped: SkipLog) -> list[Packed]:
@@ -350,6 +351,7 @@ class LineSource:
                 raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(old))
             self._carried_skips.merge(skipped)
             self.meta.bytes_read += meta.bytes_read
+            self.meta.take_clock(meta)
         self._carried = self._carried + records
         self._current = []
         self.builder = RunBuilder(self.meta)  # what the next file's first read adds to
@@ -384,7 +386,7 @@ class LineSource:
             self._unchanged(path, st, end, live)
         elif not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
-        self._add(records, skipped)
+        self._add(records, skipped, meta=meta)
         if self._ending(meta, records) and not records:
             self._got += 1  # a traceback appended after the last record: the run died, which is news
         self.meta.bytes_read += meta.bytes_read
@@ -408,7 +410,9 @@ class LineSource:
             self.meta.crash = meta.crash
         return meta.crash is not None
 
-    def _add(self, records: list[Packed], skipped: SkipLog, news: bool = True) -> None:
+    def _add(self, records: list[Packed], skipped: SkipLog, news: bool = True, meta: SourceMeta | None = None) -> None:
+        if meta is not None:
+            self.meta.take_clock(meta)  # what the lines just read say of the tracker's clock
         self.builder.skipped.merge(skipped)
         for record in records:
             add_packed(self.builder, record)
@@ -451,6 +455,10 @@ class LineSource:
         self.meta.config.update(meta.get("config", {}))
         self.meta.notes.extend(meta.get("notes", []))
         self.meta.bytes_read = int(meta.get("bytes_read", 0))
+        clock, started = meta.get("clock"), meta.get("started")
+        if isinstance(clock, str):
+            self.meta.clock, self.meta.clock_epoch = clock, meta.get("clock_epoch") is not False
+            self.meta.started = float(started) if isinstance(started, (int, float)) else None
         skipped = saved.get("skipped", {})
         self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
         self._meta_taken = bool(saved.get("meta_taken", False))

@@ -19,6 +19,30 @@ from ..catalog.catalog import load_catalog
 from ..ingest.record import Crash, SkipLog
 
 
+@dataclass(frozen=True)
+class WallClock:
+    """The tracker's own clock over a run's steps: when each step was logged, validation and
+    checkpointing included, not a metric (it is in no frame).
+
+    ``seconds`` is aligned with :attr:`Run.steps` (one float per step; NaN at a step the source gave
+    no time); they are seconds since the Unix epoch when ``epoch`` (TensorBoard's ``wall_time``,
+    W&B's ``_timestamp``, MLflow's timestamps), else seconds since the run started (W&B's
+    ``_runtime``). ``source`` names the field (``TensorBoard wall_time``); ``started`` is when the run
+    started (epoch seconds) when the source says it.
+    """
+
+    seconds: np.ndarray
+    source: str
+    epoch: bool = True
+    started: float | None = None
+
+    def at(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, seconds)`` at the steps of ``steps`` (a run's step axis, as ``seconds`` is
+        aligned with) that have a time."""
+        known = np.isfinite(self.seconds)
+        return steps[known], self.seconds[known]
+
+
 @dataclass
 class Run:
     """One run. ``frame`` has a ``step`` column and one Float64 column per canonical key;
@@ -52,6 +76,8 @@ class Run:
     crash_scanned: bool = False
     #: the step the source says the run reached beyond its last record (a trainer_state's global_step)
     reached: int | None = None
+    #: the tracker's wall clock at each step (TensorBoard, W&B, MLflow); None when the log has none
+    wall: WallClock | None = None
 
     @property
     def steps(self) -> np.ndarray:
@@ -181,7 +207,25 @@ class Run:
         return replace(self, frame=frame, raw=raw, train_mask=self.train_mask[drop:],
                        validation={k: v.filter(pl.col("step") >= first) for k, v in self.validation.items()},
                        text={k: {s: x for s, x in v.items() if s >= first} for k, v in self.text.items()},
-                       cut=self.cut + drop)
+                       cut=self.cut + drop,
+                       wall=None if self.wall is None else replace(self.wall, seconds=self.wall.seconds[drop:]))
+
+    @property
+    def wall_times(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(steps, seconds)`` of the steps the tracker's clock timed (see :class:`WallClock`); None
+        when the run has no clock.
+
+        Example:
+            >>> from rlvitals.ingest import Record, SourceMeta
+            >>> from rlvitals.run.builder import RunBuilder
+            >>> builder = RunBuilder(SourceMeta(format="tensorboard", clock="TensorBoard wall_time"))
+            >>> builder.add(Record(1, {"loss": 0.5}, "events#record 2", wall=1700000010.0))
+            >>> builder.add(Record(2, {"loss": 0.4}, "events#record 3"))
+            >>> steps, seconds = builder.finish("events").wall_times
+            >>> steps.tolist(), seconds.tolist()
+            ([1], [1700000010.0])
+        """
+        return None if self.wall is None else self.wall.at(self.steps)
 
     def raw_keys_for(self, canonical: str) -> list[str]:
         return [raw for raw, res in self.key_map.items() if res.canonical == canonical]
@@ -208,4 +252,16 @@ class Run:
         raw = self.raw.join(pl.DataFrame({"step": new_steps}), on="step", how="right").select(self.raw.columns)
         notes = [*self.notes, f"{len(keys)} series derived from {origin} joined on {len(derived_steps)} steps"]
         return replace(self, frame=joined.select(["step", *sorted(c for c in joined.columns if c != "step")]),
-                       raw=raw, train_mask=train_mask, notes=notes)
+                       raw=raw, train_mask=train_mask, notes=notes, wall=_wall_on(self.wall, self.steps, new_steps))
+
+
+def _wall_on(wall: WallClock | None, steps: np.ndarray, new_steps: np.ndarray) -> WallClock | None:
+    """``wall`` (aligned with ``steps``, sorted) on the step axis ``new_steps``: NaN at a new step."""
+    if wall is None:
+        return None
+    seconds = np.full(len(new_steps), np.nan)
+    at = np.searchsorted(steps, new_steps)
+    found = at < len(steps)
+    found[found] = steps[at[found]] == new_steps[found]
+    seconds[found] = wall.seconds[at[found]]
+    return replace(wall, seconds=seconds)
