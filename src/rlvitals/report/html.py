@@ -72,7 +72,10 @@ UI: dict[str, tuple[str, str]] = {
     "overview": ("The curves to read first", "先看这几条曲线"),
     "overview_many": ("The curves to read first, runs overlaid", "先看这几条曲线（多次训练叠加）"),
     "overview_missing": ("Not logged by any run:", "所有训练都没有记录："),
-    "clock_from": ("Elapsed time is the sum of each step's time:", "已用时间由每步耗时累加而得："),
+    "clock_from": ("Elapsed time: the log's own timestamps where it has them (TensorBoard, W&B, MLflow: real time, "
+                   "validation and checkpoints included), else the sum of each step's time:",
+                   "已用时间：日志自带时间戳的（TensorBoard、W&B、MLflow）按实际经过的时间算，验证和存 checkpoint "
+                   "的时间都算在内；没有的由每步耗时累加而得："),
     "no_match": ("No chart matches.", "没有匹配的图表。"),
 }
 STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "note": ("NOTE", "提示"),

@@ -3,9 +3,10 @@
 The first screen holds the curves everyone looks at first (the catalog's ``views.toml``: per
 algorithm family, validation, reward, KL, entropy, response length …), one chart per slot with
 every run's line overlaid, beside the layer verdicts. A run's *clock* maps its steps to the seconds
-elapsed since it started, summed from a key timing one step (``timing_s/step``); a chart can then
-be read against time instead of steps. A key logged every k steps times one step of k: each logged
-value counts for the steps since the previous one.
+elapsed since it started: the tracker's own wall clock when the log has one (TensorBoard, W&B,
+MLflow), else summed from a key timing one step (``timing_s/step``); a chart can then be read
+against time instead of steps. A key logged every k steps times one step of k: each logged value
+counts for the steps since the previous one.
 """
 
 from __future__ import annotations
@@ -79,9 +80,15 @@ def first_look(page: Page, runs: Sequence[tuple[str, Run]], views: Views) -> dic
 
 
 def clock(run: Run, views: Views, knots: int = CLOCK_KNOTS) -> dict[str, Any] | None:
-    """``{"key", "steps", "seconds"}``: the seconds elapsed at the end of each step (at most ``knots``
-    of them, the first and last always kept), summed from the first key of ``views.step_seconds`` the
-    run logged; None when it logged none.
+    """The run's clock: ``{"source", "key", "steps", "seconds", "start"}``, the seconds elapsed at each step
+    (at most ``knots`` of them, the first and last always kept); None when the run has neither clock.
+
+    The tracker's wall clock (:attr:`Run.wall`: TensorBoard, W&B, MLflow) is the true elapsed time,
+    validation and checkpointing included, and is used when the run has one: ``"source": "wall"``,
+    ``"key"`` names the tracker's field and ``"start"`` is the epoch second the seconds count from
+    (``start + seconds`` is the absolute time; None for a clock that only counts from the run's start,
+    W&B's ``_runtime``). Otherwise the seconds are summed from the first key of ``views.step_seconds``
+    the run logged: ``"source"`` and ``"key"`` are that key, ``"start"`` is None.
 
     Example:
         >>> from rlvitals.catalog.views import load_views
@@ -90,6 +97,11 @@ def clock(run: Run, views: Views, knots: int = CLOCK_KNOTS) -> dict[str, Any] | 
         >>> clock(run, load_views())["seconds"]
         [2.0, 4.0, 8.0]
     """
+    timed = _wall(run)
+    if timed is not None:
+        steps, seconds, start = timed
+        label = run.wall.source if run.wall is not None else "wall"
+        return {"source": "wall", "key": label, "start": start, **_knots(steps, seconds, knots)}
     key = next((k for k in views.step_seconds if _logged(run, k)), None)
     if key is None:
         return None
@@ -100,8 +112,26 @@ def clock(run: Run, views: Views, knots: int = CLOCK_KNOTS) -> dict[str, Any] | 
         return None
     gaps = np.diff(steps, prepend=steps[0] - 1)  # a value logged every k steps stands for the k steps
     gaps[0] = 1.0
-    seconds = np.cumsum(values * gaps)
+    return {"source": key, "key": key, "start": None, **_knots(steps, np.cumsum(values * gaps), knots)}
+
+
+def _wall(run: Run) -> tuple[np.ndarray, np.ndarray, float | None] | None:
+    """``(steps, seconds since the start, start)`` of the tracker's clock; None without two timed steps.
+    The start is the run's own when the source says it (and it is not after the first step), else the
+    first step's time; a clock counting from the run's start has no epoch start (None)."""
+    timed = run.wall_times
+    if run.wall is None or timed is None or len(timed[0]) < 2:
+        return None
+    steps, seconds = timed
+    if not run.wall.epoch:
+        return steps, seconds, None
+    first = float(seconds.min())
+    start = run.wall.started if run.wall.started is not None and run.wall.started <= first else first
+    return steps, seconds - start, start
+
+
+def _knots(steps: np.ndarray, seconds: np.ndarray, knots: int) -> dict[str, Any]:
     keep = np.unique(np.linspace(0, len(steps) - 1, min(knots, len(steps))).round().astype(int))
     as_int = np.all(np.mod(steps, 1) == 0)
-    return {"key": key, "steps": (steps[keep].astype(np.int64) if as_int else steps[keep]).tolist(),
+    return {"steps": (steps[keep].astype(np.int64) if as_int else steps[keep]).tolist(),
             "seconds": np.round(seconds[keep], 3).tolist()}
