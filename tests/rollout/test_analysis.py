@@ -371,3 +371,45 @@ def test_family_messages_say_either_column_is_enough() -> None:
     only_correct = rlvitals.analyze_rollouts([{"step": 1, "prompt": "q", "response": "x", "correct": True}])
     assert not any(s.startswith("prompts:") for s in only_correct.skipped)
     assert "prompt/reward_gini, prompt/top_share: needs the rollout column 'score'" in only_correct.skipped
+
+
+# --- progress: what a long analysis tells as it goes -------------------------------------------
+
+FAMILIES = ["group", "step_groups", "diversity", "segments", "length", "prompts", "id_ood", "sources", "tokens"]
+
+
+def _passes(total: int = 18) -> list[tuple[str, int, int]]:
+    """The family passes of one analysis: each family per step, then each over the whole table, then the end."""
+    return [(name, i, total) for i, name in enumerate(FAMILIES)] + \
+        [("overall", i, total) for i in range(len(FAMILIES), total + 1)]
+
+
+def test_analyze_tells_the_files_read_and_each_family_on_a_real_verl_folder(tmp_path: Path) -> None:
+    from rlvitals.synthetic.demo import run_demo
+
+    folder = run_demo(tmp_path, steps=7).rollouts  # a real learner's veRL rollout_data_dir: 1.jsonl … 7.jsonl
+    seen: list[tuple[str, int, int | None]] = []
+    told = rlvitals.analyze_rollouts(folder, progress=lambda *call: seen.append(call))
+    assert seen == [("reading", i, 7) for i in range(8)] + _passes()
+    assert told.steps.equals(rlvitals.analyze_rollouts(folder).steps)  # telling changes no value
+
+
+def test_every_reader_tells_its_files(tmp_path: Path) -> None:
+    from rlvitals.rollout.writers import write_trl_completions
+
+    records = [{"step": 1, "prompt": "2+2?", "response": str(4 + i % 2), "score": float(i % 2 == 0)} for i in range(4)]
+    for step in (1, 2, 3):
+        write_trl_completions([{**r, "step": step} for r in records], tmp_path / "trl", step)
+    table = tmp_path / "table.jsonl"
+    table.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    for path, files in ((tmp_path / "trl", 3), (table, 1)):
+        seen: list[tuple[str, int, int | None]] = []
+        rlvitals.analyze_rollouts(path, progress=lambda *call, s=seen: s.append(call))
+        assert seen[:files + 1] == [("reading", i, files) for i in range(files + 1)], path
+        assert seen[files + 1:] == _passes()
+
+
+def test_rollouts_in_memory_are_not_read_so_only_the_families_are_told() -> None:
+    seen: list[tuple[str, int, int | None]] = []
+    rlvitals.analyze_rollouts([{"prompt": "q", "response": "4", "score": 1.0}], progress=lambda *c: seen.append(c))
+    assert seen == _passes()

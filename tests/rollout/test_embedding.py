@@ -137,3 +137,17 @@ def test_analyze_rollouts_and_the_cli_add_the_embedding_column(tmp_path: Path) -
     assert main(["rollouts", str(path), "--json", "--embed"], out, err) == 0, err.getvalue()
     metrics = orjson.loads(out.getvalue())["steps"][0]["metrics"]
     assert abs(metrics["diversity/embedding_cosine"] - value) < 1e-6
+
+
+def test_the_steps_embedded_are_told_as_they_go(tmp_path: Path) -> None:
+    from rlvitals.rollout.writers import write_verl_dump
+
+    for step in (1, 2, 3):
+        write_verl_dump([{"prompt": "p", "response": text, "score": 1.0} for text in CAT], tmp_path, step)
+    seen: list[tuple[str, int, int | None]] = []
+    told = rlvitals.analyze_rollouts(tmp_path, embed=True, progress=lambda *call: seen.append(call))
+    embedded = [call for call in seen if call[0] == "embedding"]
+    assert embedded == [("embedding", 0, 3), ("embedding", 1, 3), ("embedding", 1, 3), ("embedding", 2, 3),
+                        ("embedding", 2, 3), ("embedding", 3, 3)]  # before and after each step's one batch
+    assert seen.index(embedded[0]) == seen.index(("diversity", 2, 18)) + 1  # inside the diversity family
+    assert told.steps[KEY].to_list() == rlvitals.analyze_rollouts(tmp_path, embed=True).steps[KEY].to_list()

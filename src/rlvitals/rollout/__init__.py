@@ -12,6 +12,7 @@ from .groups import group_table
 from .options import RolloutSettings
 from .readers import (
     ColumnFlags,
+    Progress,
     RolloutSet,
     RolloutSource,
     dump_files,
@@ -25,7 +26,7 @@ from .segments import SegmentTags, parse_tag
 from .writers import write_trl_completions, write_verl_dump
 
 __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "GROUP", "group_table",
-    "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROMPT", "read_rollouts", "RESPONSE",
+    "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "Progress", "PROMPT", "read_rollouts", "RESPONSE",
     "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings",
     "RolloutSource", "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options",
     "TARGET", "TRUNCATED", "update", "write_trl_completions", "write_verl_dump"]

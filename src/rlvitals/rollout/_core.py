@@ -10,8 +10,9 @@ row, for skip reasons) and ``_key`` (the grouping key, normally the prompt text)
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Literal, Protocol, TypeAlias
 
 import numpy as np
@@ -24,6 +25,25 @@ from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
 
 KEY = "_key"
 Grouping = Literal["text", "consecutive"]
+#: how far a long read or analysis got, as plain data: ``(phase, done, total)``; ``total`` is None when it
+#: is not known. The readers tell ``("reading", files read, files in all)``.
+Progress: TypeAlias = Callable[[str, int, int | None], None]
+
+
+def files_told(paths: Sequence[Path], progress: Progress | None) -> Iterator[Path]:
+    """``paths`` one by one, telling ``progress`` ``("reading", files read, of how many)`` before each
+    file and once more after the last.
+
+    >>> seen = []
+    >>> [p.name for p in files_told([Path("1.jsonl"), Path("2.jsonl")], lambda *a: seen.append(a))], seen
+    (['1.jsonl', '2.jsonl'], [('reading', 0, 2), ('reading', 1, 2), ('reading', 2, 2)])
+    """
+    for done, path in enumerate(paths):
+        if progress is not None:
+            progress("reading", done, len(paths))
+        yield path
+    if progress is not None:
+        progress("reading", len(paths), len(paths))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import polars as pl
 from ..errors import InputError
 from ..ingest.record import SkipLog
 from ._columns import WHERE
-from ._core import KEY, ColumnMap, RolloutSet, apply_map, chat_columns, finish, override
+from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, chat_columns, files_told, finish, override
 
 FORMAT = "trl-completions"
 NAME = re.compile(r"^completions_(\d+)\.parquet$")
@@ -42,9 +42,9 @@ def file_step(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _read_files(paths: list[Path], skips: SkipLog) -> list[tuple[Path, pl.DataFrame]]:
+def _read_files(paths: list[Path], skips: SkipLog, progress: Progress | None) -> list[tuple[Path, pl.DataFrame]]:
     frames = []
-    for path in paths:
+    for path in files_told(paths, progress):
         try:
             df = pl.read_parquet(path)
         except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
@@ -192,17 +192,18 @@ def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeigh
 
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
-         reward_weights: RewardWeights | None = None, columns: ColumnMap | None = None) -> RolloutSet:
+         reward_weights: RewardWeights | None = None, columns: ColumnMap | None = None,
+         progress: Progress | None = None) -> RolloutSet:
     """The completions as a rollout table; ``columns`` overrides single fields of the mapping in
     the module docstring (``score`` names the score column instead of summing the reward functions;
-    a column given another meaning is no reward function)."""
+    a column given another meaning is no reward function). ``progress`` is told the files read."""
     given = columns.mapping() if columns is not None else {}
     if "score" in given and reward_weights is not None:
         raise InputError(f"{what}: the score column is given ({given['score']!r}), so reward_weights have no "
                          "reward functions to weigh; give the score column or reward_weights, not both")
     other = frozenset(v for k, v in given.items() if k not in ("score", "correct"))
     skips, notes = SkipLog(), list[str]()
-    frames = _read_files(paths, skips)
+    frames = _read_files(paths, skips, progress)
     counts = Counter(f.height for _, f in frames)
     if len(counts) > 1:
         usual = counts.most_common(1)[0][0]

@@ -25,7 +25,7 @@ from ..errors import UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
 from ._columns import WHERE, frame_from_rows
-from ._core import KEY, ColumnMap, RolloutSet, apply_map, finish, override
+from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, files_told, finish, override
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
@@ -75,12 +75,13 @@ def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: li
 
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
-         columns: ColumnMap | None = None) -> RolloutSet:
+         columns: ColumnMap | None = None, progress: Progress | None = None) -> RolloutSet:
     """The dump as a rollout table; ``columns`` overrides single fields of the mapping above
-    (e.g. ``correct="my_acc"`` for a reward function's own key), the rest stay veRL's."""
+    (e.g. ``correct="my_acc"`` for a reward function's own key), the rest stay veRL's. ``progress`` is
+    told the step files read (:func:`._core.files_told`)."""
     skips, notes = SkipLog(), list[str]()
     rows: list[dict[str, Any]] = []
-    for path in paths:
+    for path in files_told(paths, progress):
         _read_file(path, rows, skips, notes)
     if rows and not any("output" in r or "input" in r for r in rows):
         raise UnknownFormatError(f"{what}: named like a veRL generation dump ({{step}}.jsonl) but its lines "

@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
 import polars as pl
 
 from ..errors import InputError
 from ..run.run import Run
 from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
-from .readers import ColumnMap, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
+from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
 from .schema import (
     ACTIONS,
     ADVANTAGE,
@@ -140,11 +141,12 @@ class RolloutState:
 _Family = tuple[str, Callable[[Any, pl.DataFrame], Any], Callable[[Any, Any], Any], Callable[[Any], pl.DataFrame]]
 
 
-def _families(o: RolloutOptions) -> list[_Family]:
+def _families(o: RolloutOptions, encode: Callable[[Sequence[str]], np.ndarray] | None = None) -> list[_Family]:
+    """The families with ``o`` bound; ``encode`` replaces the embedding model's encoder (with ``o.embed``)."""
     return [
         ("group", lambda s, df: groups.update(s, df, ks=o.ks), groups.merge, groups.compute),
         ("step_groups", step_groups.update, step_groups.merge, step_groups.compute),
-        ("diversity", lambda s, df: diversity.update(s, df, embed=_encoder() if o.embed else None),
+        ("diversity", lambda s, df: diversity.update(s, df, embed=(encode or _encoder()) if o.embed else None),
          diversity.merge, diversity.compute),
         ("segments", lambda s, df: segments.update(s, df, tags=o.segment_tags, tool_call_cap=o.tool_call_cap),
          segments.merge, segments.compute),
@@ -208,10 +210,28 @@ def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
     return "needs a 'truncated' column (--truncated COLUMN), or --max-response-length N with token counts in 'length'"
 
 
-def _encoder() -> Callable[[Sequence[str]], Any]:
+def _encoder() -> Callable[[Sequence[str]], np.ndarray]:
     from .embedding import encode  # loads torch and the model on first use only
 
     return encode
+
+
+def _counted(chunk: pl.DataFrame, progress: Progress) -> Callable[[Sequence[str]], np.ndarray]:
+    """The embedding model's encoder telling ``progress`` ``("embedding", steps embedded, of how many)``:
+    the diversity family encodes the responses of one step at a time, steps without a response not at all."""
+    encode = _encoder()
+    total = chunk.filter(pl.col(RESPONSE).is_not_null())[STEP].n_unique() if RESPONSE in chunk.columns else 0
+    done = 0
+
+    def counted(texts: Sequence[str]) -> np.ndarray:
+        nonlocal done
+        progress("embedding", done, total)
+        out = encode(texts)
+        done += 1
+        progress("embedding", done, total)
+        return out
+
+    return counted
 
 
 def prepare(df: pl.DataFrame, max_response_length: int | None = None) -> pl.DataFrame:
@@ -242,19 +262,29 @@ def update(state: RolloutState | None, chunk: pl.DataFrame, *, ks: Sequence[int]
     if state is not None and opts != state.options:
         raise ValueError(f"update: the settings differ from the state's ({state.options.differences(opts)}); "
                          "build a new state instead")
+    new = _fold(chunk, opts)
+    return new if state is None else merge(state, new)
+
+
+def _fold(chunk: pl.DataFrame, opts: RolloutOptions, tell: Callable[[str], None] | None = None,
+          progress: Progress | None = None) -> RolloutState:
+    """A new state of ``chunk``: ``tell`` hears each family's name before it is computed, ``progress``
+    the steps embedded (:func:`_counted`)."""
     columns = frozenset(chunk.columns)
     chunk = prepare(chunk, opts.max_response_length)
     per = chunk.group_by(STEP).agg(pl.col(GROUP).n_unique().alias("g"), pl.len().alias("n"))
     counts = {int(s): (int(g), int(n)) for s, g, n in per.iter_rows()}
     fams: dict[str, Any] = {}
     skipped: dict[str, str] = {}
-    for name, upd, _, _ in _families(opts):
+    encode = _counted(chunk, progress) if progress is not None and opts.embed else None
+    for name, upd, _, _ in _families(opts, encode):
+        if tell is not None:
+            tell(name)
         try:
             fams[name] = upd(None, chunk)
         except ValueError as exc:
             skipped[name] = str(exc)
-    new = RolloutState(opts, counts, fams, skipped, columns)
-    return new if state is None else merge(state, new)
+    return RolloutState(opts, counts, fams, skipped, columns)
 
 
 def merge(a: RolloutState, b: RolloutState) -> RolloutState:
@@ -313,9 +343,9 @@ def overall_chunk(df: pl.DataFrame) -> pl.DataFrame:
                            (pl.col(STEP).cast(pl.Utf8) + "/" + pl.col(GROUP)).alias(GROUP))
 
 
-def _load(source: RolloutSource, settings: RolloutSettings) -> RolloutSet:
+def _load(source: RolloutSource, settings: RolloutSettings, progress: Progress | None = None) -> RolloutSet:
     if isinstance(source, (str, os.PathLike)):
-        return settings.read(os.fspath(source))
+        return settings.read(os.fspath(source), progress)
     if settings.reward_weights is not None:
         raise InputError(f"reward_weights apply when reading TRL completion files, not to a {type(source).__name__}; "
                          "give the path of the completions, or put the weighted total in the score column")
@@ -342,7 +372,7 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
                      ood_sources: Sequence[str] | None = None,
-                     max_response_length: int | None = None) -> RolloutAnalysis:
+                     max_response_length: int | None = None, progress: Progress | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``ks`` are the k of pass@k, maj@k and G-Pass@k; ``"all"`` takes every k from 1 to the largest
@@ -358,6 +388,7 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
     ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
     ``rollout/truncation_share``; rollouts without token counts are not judged against it.
     Bad settings raise ``ValueError`` (:class:`~rlvitals.rollout.options.RolloutSettings`).
+    ``progress`` is told how far the work got (see :func:`analyze`).
 
     ``source`` is one of:
 
@@ -388,18 +419,26 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                                segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
                                ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
                                max_response_length=max_response_length)
-    return analyze(source, settings)
+    return analyze(source, settings, progress=progress)
 
 
-def analyze(source: RolloutSource, settings: RolloutSettings | None = None) -> RolloutAnalysis:
+def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
+            progress: Progress | None = None) -> RolloutAnalysis:
     """:func:`analyze_rollouts` with its settings as one value: what ``rlvitals rollouts`` and every
     ``--rollouts`` computes.
+
+    ``progress(phase, done, total)`` is told how far the work got, as plain data (``total`` None when
+    not known): ``"reading"`` with the files read of a path's files; then, per metric family, the
+    family's name (``"group"``, ``"diversity"`` …) before it is computed per step and ``"overall"``
+    before each family is computed over the whole table, ``done`` counting these passes (twice the
+    families in all) and one last call with ``done == total``; with ``embed``, ``"embedding"`` with the
+    steps whose responses were embedded. Within a phase ``done`` never goes down.
 
     >>> analyze([{"prompt": "q", "response": "4", "score": 1.0}], RolloutSettings(ks=(1,))).ks
     (1,)
     """
     settings = settings or RolloutSettings()
-    rollouts = _load(source, settings)
+    rollouts = _load(source, settings, progress)
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
@@ -407,14 +446,36 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None) -> R
     # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
     options = table_options(settings, df)
     rollouts = replace(rollouts, table=prepare(df, options.max_response_length))
-    state = update(None, df, options=options)
-    whole = compute(update(None, overall_chunk(df), options=replace(options, embed=False)))
+    passes = _Passes(progress, 2 * len(_families(replace(options, embed=False))))
+    state = _fold(df, options, passes.tell, progress)
+    whole = compute(_fold(overall_chunk(df), replace(options, embed=False), passes.overall))
+    passes.end()
     # counts stay integers ("groups": 2, not 2.0), as in the per-step rows; the length reading is a label
     overall = {k: v if isinstance(v, (int, str)) else float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     skipped = skipped_reasons(state)
     _no_outcome(df, state, skipped, notes)
     return RolloutAnalysis(compute(state), overall, skipped, notes + _source_notes(state), rollouts)
+
+
+class _Passes:
+    """Counts the family passes of :func:`analyze` for its ``progress``: the family's name per step, then
+    ``"overall"``, with the passes done of ``total``."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def tell(self, phase: str) -> None:
+        if self.progress is not None:
+            self.progress(phase, self.done, self.total)
+        self.done += 1
+
+    def overall(self, family: str) -> None:
+        self.tell("overall")
+
+    def end(self) -> None:
+        if self.progress is not None:
+            self.progress("overall", self.total, self.total)
 
 
 def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes: list[str]) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
-from .readers import ColumnMap, RewardWeights, RolloutSet, read_rollouts
+from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, read_rollouts
 from .segments import SegmentTags
 
 __all__ = ["DEFAULT_KS", "RolloutOptions", "RolloutSettings", "source_names"]
@@ -148,7 +148,8 @@ class RolloutSettings:
         given = {f.name: getattr(self, f.name) for f in fields(RolloutOptions) if f.name != "ks"}
         return RolloutOptions(ks=ks, **given)
 
-    def read(self, path: str | Path) -> RolloutSet:
-        """The rollouts at ``path`` (a dump folder, a step file, a table), read with these settings."""
+    def read(self, path: str | Path, progress: Progress | None = None) -> RolloutSet:
+        """The rollouts at ``path`` (a dump folder, a step file, a table), read with these settings;
+        ``progress`` is told the files read (:func:`~rlvitals.rollout.readers.read_rollouts`)."""
         return read_rollouts(path, columns=self.columns, group_size=self.group_size,
-                             reward_weights=self.reward_weights)
+                             reward_weights=self.reward_weights, progress=progress)

@@ -40,11 +40,23 @@ from ..ingest.text import json_objects
 from . import _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows
-from ._core import KEY, ColumnFlags, ColumnMap, RolloutSet, RolloutSource, apply_map, chat_columns, empty_error, finish
+from ._core import (
+    KEY,
+    ColumnFlags,
+    ColumnMap,
+    Progress,
+    RolloutSet,
+    RolloutSource,
+    apply_map,
+    chat_columns,
+    empty_error,
+    files_told,
+    finish,
+)
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 
-__all__ = ["ColumnFlags", "ColumnMap", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
+__all__ = ["ColumnFlags", "ColumnMap", "Progress", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
            "parse_reward_weights", "read_rollouts", "rollouts_from_frame", "rollouts_from_python",
            "rollouts_from_records", "rollouts_from_scores"]
 
@@ -53,7 +65,8 @@ _TABLES = _JSONL | {".parquet", ".csv"}
 
 
 def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_size: int | None = None,
-                  split: str | None = None, reward_weights: RewardWeights | None = None) -> RolloutSet:
+                  split: str | None = None, reward_weights: RewardWeights | None = None,
+                  progress: Progress | None = None) -> RolloutSet:
     """Read a rollout file or folder into a :class:`RolloutSet`.
 
     ``group_size`` (GRPO's G, veRL's ``rollout.n``) is checked against every group, and a
@@ -61,6 +74,7 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     ``reward_weights`` (TRL completions only: a mapping reward function → weight, or a list in
     column order, as given to TRL's ``GRPOConfig.reward_weights``) makes the score the weighted
     sum TRL trained on; without it the reward functions are summed with unit weights.
+    ``progress`` is told ``("reading", files read, files in all)`` as the files are read.
 
     >>> rs = read_rollouts("rollouts/")            # doctest: +SKIP
     >>> rs.format, rs.table.height, rs.skips.count  # doctest: +SKIP
@@ -73,14 +87,14 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
         raise MissingInputError(f"{p}: no such file or folder; give the path of a rollout dump")
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
-        return _weighted(_read_folder(p, columns, kw, reward_weights), reward_weights, p)
+        return _weighted(_read_folder(p, columns, kw, reward_weights, progress), reward_weights, p)
     # a column map overrides fields of the veRL / TRL readers; it does not turn them off
     if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
-        return _weighted(_verl.read([p], **kw, columns=columns), reward_weights, p)
+        return _weighted(_verl.read([p], **kw, columns=columns, progress=progress), reward_weights, p)
     if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
-        return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns)
+        return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns, progress=progress)
     if p.suffix in _TABLES:
-        return _weighted(_generic([p], columns, kw), reward_weights, p)
+        return _weighted(_generic([p], columns, kw, progress), reward_weights, p)
     raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                              "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
 
@@ -134,19 +148,19 @@ def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> Rollout
 
 
 def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
-                 weights: RewardWeights | None) -> RolloutSet:
+                 weights: RewardWeights | None, progress: Progress | None) -> RolloutSet:
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
     verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
     if verl:
-        return _verl.read(verl, **kw, columns=columns)
+        return _verl.read(verl, **kw, columns=columns, progress=progress)
     sub = p / "completions"
     pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
-        return _trl.read(trl, **kw, reward_weights=weights, columns=columns)
+        return _trl.read(trl, **kw, reward_weights=weights, columns=columns, progress=progress)
     tables = [f for f in files if f.suffix in _TABLES]
     if columns is not None and tables:
-        return _generic(tables, columns, kw)
+        return _generic(tables, columns, kw, progress)
     raise _empty_or_unknown(p, columns is not None)
 
 
@@ -225,9 +239,10 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
     return RolloutSet(table, skips, fmt, files, notes)
 
 
-def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any]) -> RolloutSet:
+def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
+             progress: Progress | None = None) -> RolloutSet:
     skips, notes = SkipLog(), list[str]()
-    frames = [_read_table(p, skips) for p in paths]
+    frames = [_read_table(p, skips) for p in files_told(paths, progress)]
     df = pl.concat([f for f in frames if f.width], how="diagonal_relaxed") if any(f.width for f in frames) \
         else pl.DataFrame()
     fmt = paths[0].suffix[1:] if len({p.suffix for p in paths}) == 1 else "mixed"
