@@ -477,3 +477,24 @@ def test_runs_of_the_same_file_name_get_their_folder_in_labels(real: Path, tmp_p
     assert [r["label"] for r in page["runs"]] == ["exp1/train.log", "exp2/train.log"]
     grad = next(c for c in page["charts"].values() if c["keys"] == ["actor/grad_norm"])
     assert [t["name"] for t in grad["traces"]] == ["exp1/train.log: actor/grad_norm", "exp2/train.log: actor/grad_norm"]
+
+
+def test_the_build_tells_its_charts_rollouts_and_writing(qwen, tmp_path: Path) -> None:
+    """A real run with a veRL rollout dump: the page is the same with or without a progress callback."""
+    run, _ = qwen
+    write_dump(tmp_path / "dump")
+    analysis = rlvitals.analyze_rollouts(tmp_path / "dump")
+    joined = run.with_series(analysis.series())
+    d = diagnose(joined)
+    seen: list[tuple[str, int, int | None]] = []
+    page = build_page([joined], [d], analysis, progress=lambda *call: seen.append(call))
+    sections = len(READING_ORDER) + 1  # the first screen, then a section per layer
+    kept = len(page["rollouts"]["runs"][0]["steps"])
+    assert kept > 1
+    assert seen == [("charts", i, sections) for i in range(sections + 1)] + \
+        [("rollouts", i, kept) for i in range(kept + 1)]
+    assert json.dumps(page, sort_keys=True, default=str) == \
+        json.dumps(build_page([joined], [d], analysis), sort_keys=True, default=str)
+    seen.clear()
+    size = write_report(tmp_path / "r.html", page, cdn=True, progress=lambda *call: seen.append(call))
+    assert seen == [("writing", 0, 1), ("writing", 1, 1)] and size == (tmp_path / "r.html").stat().st_size

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -23,6 +23,9 @@ from markupsafe import Markup, escape
 from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
 from ..render.diagnosis import when_words
+
+if TYPE_CHECKING:
+    from ..rollout import Progress
 
 _SEPARATORS = re.compile(r"([_./-]+)")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -215,12 +218,18 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
         data_json=safe_json(data), report_js=page_script(), report_css=_script("report.css"))
 
 
-def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False) -> int:
-    """Render ``page`` and write it to ``path``; returns the bytes written."""
+def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False,
+                 progress: Progress | None = None) -> int:
+    """Render ``page`` and write it to ``path``; returns the bytes written. ``progress`` is told
+    ``("writing", 0, 1)`` before and ``("writing", 1, 1)`` once the file is written."""
     target = Path(path)
     if not target.parent.is_dir():
         raise RlvitalsError(f"report: cannot write {str(target)!r}: the folder {str(target.parent)!r} does not "
                             "exist; create it or choose another -o path")
+    if progress is not None:
+        progress("writing", 0, 1)
     data = render_html(page, cdn=cdn).encode("utf-8")
     target.write_bytes(data)
+    if progress is not None:
+        progress("writing", 1, 1)
     return len(data)

@@ -30,6 +30,7 @@ from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
 
 if TYPE_CHECKING:
+    from ..rollout import Progress
     from ..rollout.analysis import RolloutAnalysis
 
 BUCKETS = 400  # about one bucket per two pixels of a full-width chart: at most 1600 points a line
@@ -261,12 +262,16 @@ def _check_inputs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], buckets: 
 
 
 def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str, Diagnosis]],
-              catalog: Catalog) -> list[dict[str, Any]]:
+              catalog: Catalog, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """One section per layer, in reading order; ``progress`` is told ``("charts", sections drawn, of
+    how many)``, the first screen (drawn before) counted as the first."""
     per_run = [_layer_keys(run, catalog) for _, run in runs]
     validation = _validation_charts(page, runs)
     val_keys = {k for v in validation for k in page.charts[v["chart"]]["keys"]}
     sections = []
-    for layer in READING_ORDER:
+    for done, layer in enumerate(READING_ORDER, start=1):
+        if progress is not None:
+            progress("charts", done, len(READING_ORDER) + 1)
         keys = list(dict.fromkeys(k for keys in per_run for k in keys[layer] if k not in val_keys))
         charts = _efficiency_extra(page, runs) if layer == "efficiency" else []
         charts += _line_charts(page, runs, keys)
@@ -274,6 +279,8 @@ def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str
         sections.append({"id": layer, "name": {"en": en, "zh": zh}, "charts": charts,
                          "validation": validation if layer == "L5" else [],
                          "verdicts": [{"run": rid, "status": d.layers[layer]} for rid, d in diagnoses]})
+    if progress is not None:
+        progress("charts", len(READING_ORDER) + 1, len(READING_ORDER) + 1)
     return sections
 
 
@@ -302,6 +309,17 @@ def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
     return (run if keys <= set(run.metrics) else analysis.join(run)), keys
 
 
+def _rollouts(page: Page, sections: Sequence[dict[str, Any]], joined: Sequence[tuple[Run, set[str]]],
+              with_texts: Sequence[tuple[str, RolloutAnalysis]], onsets: dict[str, list[int]],
+              progress: Progress | None) -> dict[str, Any] | None:
+    """The rollout section (None without rollouts), linking the charts drawn from the rollouts' keys."""
+    if not with_texts:
+        return None
+    derived = set().union(*(keys for _, keys in joined))
+    from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
+    return rollout_section(with_texts, onsets, from_rollouts, progress=progress)
+
+
 def _onsets(found: Sequence[tuple[str, str, Finding]]) -> dict[str, list[int]]:
     """Per run, the steps whose rollouts the page keeps: each finding's onset (a note's advice reads
     them too) and, for a point event, each of its first steps, not only the first."""
@@ -314,12 +332,14 @@ def _onsets(found: Sequence[tuple[str, str, Finding]]) -> dict[str, list[int]]:
 
 def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                rollouts: RolloutAnalysis | Sequence[RolloutAnalysis | None] | None = None,
-               *, buckets: int = BUCKETS, lang: str = "en", labels: Sequence[str] | None = None) -> dict[str, Any]:
+               *, buckets: int = BUCKETS, lang: str = "en", labels: Sequence[str] | None = None,
+               progress: Progress | None = None) -> dict[str, Any]:
     """The page model of a report on ``runs`` (with their ``diagnoses``, same order) and optional
     rollouts (one analysis for one run, or one per run, None for a run without): a JSON-able dict of
     runs, sections in reading order, charts, findings, rollouts and glossary. The rollouts' per-step
     series are drawn in the sections of their layers, as the run's own curves. ``labels`` name the
-    runs (default :func:`unique_labels` of their paths).
+    runs (default :func:`unique_labels` of their paths). ``progress(phase, done, total)`` hears how far the
+    build got: ``"charts"`` (the first screen, then each section), ``"rollouts"`` (the steps kept).
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -341,14 +361,13 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]
     dpairs = [(f"r{i}", d) for i, d in enumerate(diagnoses)]
     views = load_views()
+    if progress is not None:
+        progress("charts", 0, len(READING_ORDER) + 1)
     overview = first_look(page, pairs, views)
-    sections = _sections(page, pairs, dpairs, catalog)
-    derived = set().union(*(keys for _, keys in joined))
+    sections = _sections(page, pairs, dpairs, catalog, progress)
     found = _findings(dpairs)
-    onsets = _onsets(found)
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
-    from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
-    rollout = rollout_section(with_texts, onsets, from_rollouts) if with_texts else None
+    rollout = _rollouts(page, sections, joined, with_texts, _onsets(found), progress)
     comparison = _comparison(page, pairs, dpairs)
     where = add_markers(page.charts, found)
     first = set(overview["charts"])  # marked too, but a finding links to its layer's charts, in full

@@ -42,6 +42,7 @@ from ..rollout import (
 )
 
 if TYPE_CHECKING:
+    from ..rollout import Progress
     from ..rollout.analysis import RolloutAnalysis
 
 TEXT_CAP = 4000
@@ -150,17 +151,26 @@ def available_steps(analysis: RolloutAnalysis) -> list[int]:
 
 
 def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Mapping[str, Sequence[int]],
-                    charts: Sequence[str]) -> dict[str, Any]:
+                    charts: Sequence[str], *, progress: Progress | None = None) -> dict[str, Any]:
     """The groups to browse of every run's rollouts (``(run id, analysis)``), the steps of each run's
-    findings (``onsets``) first, and the ids of the charts drawn from the rollouts."""
+    findings (``onsets``) first, and the ids of the charts drawn from the rollouts. ``progress`` is told
+    ``("rollouts", steps picked, of how many)``, every run's steps counted together."""
     runs, groups = [], []
+    picked = []  # (run id, analysis, table, steps with rollouts, steps to browse)
     for rid, analysis in analyses:
         table, available = _available(analysis)
-        steps = _browse_steps(available, onsets.get(rid, ()))
+        picked.append((rid, analysis, table, available, _browse_steps(available, onsets.get(rid, ()))))
+    done, total = 0, sum(len(steps) for *_, steps in picked)
+    for rid, analysis, table, available, steps in picked:
         for step in steps:
+            if progress is not None:
+                progress("rollouts", done, total)
             groups += [{**g, "run": rid} for g in step_groups(table, step)]
+            done += 1
         runs.append({"run": rid, "available": available, "steps": steps,
                      "totals": {step: group_count(table, step) for step in steps},
                      "skipped": list(analysis.skipped), "notes": list(analysis.notes)})
+    if progress is not None:
+        progress("rollouts", total, total)
     return {"charts": list(charts), "runs": runs, "groups": groups, "text_cap": TEXT_CAP,
             "groups_per_step": GROUPS_PER_STEP}
