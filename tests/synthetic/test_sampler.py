@@ -275,3 +275,16 @@ def test_bad_steps_threads_and_cli_arguments_are_refused() -> None:
     assert main(["sample", "nowhere", "--samples", "0"], out, err) == 2
     assert "rlvitals: sampling: samples=0; expected at least 1 rollout per prompt" in err.getvalue()
     assert main(["sample", "nowhere", "--format", "csv"], out, err) == 2
+
+
+@pytest.mark.model
+def test_sample_steps_tells_each_group_and_samples_the_same_texts(sampled: Sampled) -> None:
+    seen: list[tuple[str, int, int | None]] = []
+    kw: dict[str, Any] = {"samples": 2, "max_new_tokens": 6, "temperature": TEMP, "seed": 3}
+    told = list(sample_steps(sampled.policy, steps=2, prompts=2, progress=lambda *call: seen.append(call), **kw))
+    assert seen == [("sampling", i, 4) for i in range(5)]
+    # a group at a time, as told: the texts of sampling each step's problems in one call
+    problems = make_problems(4, seed=3, sources=SOURCES)
+    for step, records in told:
+        whole = sample_rollouts(sampled.policy, problems[(step - 1) * 2:step * 2], step=step, **kw)
+        assert [r["response"] for r in records] == [r["response"] for r in whole]

@@ -29,10 +29,13 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelUnavailableError, SamplerError
 from .word_problems import SOURCES, Problem, extract_answer, make_problems
+
+if TYPE_CHECKING:
+    from ..rollout import Progress
 
 __all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "check_sampling", "load_policy",
            "missing_packages", "prompt_messages", "sample_rollouts", "sample_steps"]
@@ -298,9 +301,12 @@ def sample_rollouts(policy: Policy, problems: Sequence[Problem], *, samples: int
 
 
 def sample_steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+                 temperature: float, seed: int, progress: Progress | None = None
+                 ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """Steps 1..``steps``, each sampling ``prompts`` new problems (one-step and two-step in
     turn). The model never changes: steps differ only by their problems. No training happens.
+    ``progress`` is told ``("sampling", prompt groups sampled, steps × prompts)`` before each group
+    and after the last.
 
     >>> for step, records in sample_steps(policy, steps=2, prompts=2, samples=4, max_new_tokens=40,
     ...                                   temperature=0.7, seed=0): ...  # doctest: +SKIP
@@ -308,13 +314,20 @@ def sample_steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_
     check_sampling(samples=samples, max_new_tokens=max_new_tokens, temperature=temperature, steps=steps,
                    prompts=prompts)
     return _steps(policy, steps=steps, prompts=prompts, samples=samples, max_new_tokens=max_new_tokens,
-                  temperature=temperature, seed=seed)
+                  temperature=temperature, seed=seed, progress=progress)
 
 
 def _steps(policy: Policy, *, steps: int, prompts: int, samples: int, max_new_tokens: int, temperature: float,
-           seed: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+           seed: int, progress: Progress | None) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     pool = make_problems(steps * prompts, seed=seed, sources=SOURCES)
     for step in range(1, steps + 1):
-        chunk = pool[(step - 1) * prompts:step * prompts]
-        yield step, sample_rollouts(policy, chunk, samples=samples, max_new_tokens=max_new_tokens,
-                                    temperature=temperature, seed=seed, step=step)
+        records: list[dict[str, Any]] = []
+        # one problem at a time: a group's texts depend on its problem only, so these are sample_rollouts' own
+        for i, problem in enumerate(pool[(step - 1) * prompts:step * prompts]):
+            if progress is not None:
+                progress("sampling", (step - 1) * prompts + i, steps * prompts)
+            records += sample_rollouts(policy, [problem], samples=samples, max_new_tokens=max_new_tokens,
+                                       temperature=temperature, seed=seed, step=step)
+        if progress is not None and step == steps:
+            progress("sampling", steps * prompts, steps * prompts)
+        yield step, records
