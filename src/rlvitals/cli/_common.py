@@ -199,7 +199,7 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
     paths in order; each read and analysed with ``settings``), each run's (rollout folder, analysis)
     or None, and the load status; None after a usage error (already written). With ``one_run`` the
     paths are one run's launches, and one ``--rollouts`` goes with that run."""
-    from ..rollout.analysis import analyze
+    from .progress import analysed
 
     groups = [paths] if one_run else [[path] for path in paths]
     try:
@@ -207,7 +207,7 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
             raise RlvitalsError(f"--one-run reads the {len(paths)} PATHs as one run, which takes one --rollouts DIR "
                                 f"(the run's rollout folder), not {len(rollouts)}")
         dirs = rollout_dirs(rollouts, [" + ".join(g) for g in groups])
-        analyses = [analyze(d, settings) if d else None for d in dirs]
+        analyses = [analysed(d, settings, err, progress) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return None

@@ -14,6 +14,7 @@ from ._common import EXIT_USAGE, runs_for_output
 def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..diagnosis import diagnose
     from ..report import build_page, write_report
+    from .progress import working
 
     loaded = runs_for_output(args, err)
     if loaded is None:
@@ -24,10 +25,15 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                   "--label once per run, in the order of the runs (a folder may hold several runs: "
                   "rlvitals diagnose lists them)\n")
         return EXIT_USAGE
-    diagnoses = [diagnose(run, config) for run in runs]
-    try:
-        page = build_page(runs, diagnoses, analyses, lang=args.lang, labels=args.label)
-        size = write_report(args.output, page, cdn=args.cdn)
+    try:  # the bar is gone before an error is said
+        with working(err, f"report {Path(args.output).name}") as told:
+            diagnoses = []
+            for done, run in enumerate(runs):
+                if told is not None:
+                    told("diagnosing", done, len(runs))
+                diagnoses.append(diagnose(run, config))
+            page = build_page(runs, diagnoses, analyses, lang=args.lang, labels=args.label, progress=told)
+            size = write_report(args.output, page, cdn=args.cdn, progress=told)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE

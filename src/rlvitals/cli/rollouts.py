@@ -14,7 +14,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..render.not_computed import render_not_computed
     from ..render.summary import rollout_summary
     from ..render.terminal import render_rollouts
-    from ..rollout.analysis import analyze
+    from .progress import analysed
 
     try:
         settings = rollout_settings(args)
@@ -24,7 +24,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
-            analysis = analyze(path, settings)
+            analysis = analysed(path, settings, err, not args.json)
         except RlvitalsError as exc:
             err.write(f"rlvitals: {exc}\n")
             status = EXIT_USAGE
@@ -47,21 +47,25 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..rollout.writers import write_trl_completions, write_verl_dump
     from ..synthetic.sampler import check_sampling, load_policy, sample_steps
+    from .progress import working
 
     root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
     try:
         check_sampling(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        steps=args.steps, prompts=args.prompts)
-        policy = load_policy()
-        for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
-                                          max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                          seed=args.seed):
-            if args.fmt in ("verl", "both"):
-                written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
-            if args.fmt in ("trl", "both"):
-                written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
-            rollouts += len(records)
-            correct += sum(bool(r["correct"]) for r in records)
+        with working(err, f"sample {root.name or root}") as told:
+            if told is not None:
+                told("loading", 0, None)
+            policy = load_policy()
+            for step, records in sample_steps(policy, steps=args.steps, prompts=args.prompts, samples=args.samples,
+                                              max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                              seed=args.seed, progress=told):
+                if args.fmt in ("verl", "both"):
+                    written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
+                if args.fmt in ("trl", "both"):
+                    written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
+                rollouts += len(records)
+                correct += sum(bool(r["correct"]) for r in records)
     except RlvitalsError as exc:
         err.write(f"rlvitals: {exc}\n")
         return EXIT_USAGE
