@@ -375,7 +375,12 @@ def _gather_u32(arr: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 
 def _gather_f64(arr: np.ndarray, at: np.ndarray) -> np.ndarray:
-    return arr[at[:, None] + np.arange(8)].copy().view("<f8").ravel()
+    """The little-endian doubles at the (unaligned) offsets ``at``: byte by byte, without an index
+    matrix of eight offsets per double."""
+    out = np.empty((len(at), 8), dtype=np.uint8)
+    for k in range(8):
+        out[:, k] = arr[at + k]
+    return out.view("<f8").ravel()
 
 
 class EventScanner:
@@ -488,22 +493,22 @@ class EventScanner:
                 self.skips.skip(f"{self.path}#record {self.number + i + 1}",
                                 f"not a TensorBoard Event ({reason}); the record was skipped")
         limit = len(s) if stop_at is None else stop_at
-        hits = self._collect(arr, ok[:limit], steps, tag_at, tag_end, values, _gather_f64(arr, p[:limit] + 1),
-                             extra)
+        hits = self._collect(arr, ok[:limit], steps, tag_at, tag_end, values, p, extra)
         if stop_at is not None:
             self._skip("corrupt record (payload checksum mismatch)", self.number + stop_at + 1)
             return hits, True
         return hits, False
 
     def _collect(self, arr: np.ndarray, ok: np.ndarray, steps: np.ndarray,
-                 tag_at: np.ndarray, tag_end: np.ndarray, values: np.ndarray, walls: np.ndarray,
+                 tag_at: np.ndarray, tag_end: np.ndarray, values: np.ndarray, payloads: np.ndarray,
                  extra: dict[int, tuple[int, float, list[tuple[str, float]]]]) -> Hits:
         """The scalars of the fast records (``ok``) and of the ones decoded the long way
-        (``extra``), in record order; ``walls`` is the wall_time of every fast-path record."""
+        (``extra``), in record order; a fast record's wall_time is the double after its first byte
+        (``payloads`` are where the records start)."""
         fast = np.flatnonzero(ok)
         base = self.number + 1
         hits = Hits(fast + base, steps[fast], self._tags(arr, tag_at[fast], tag_end[fast]),
-                    values[fast].tolist(), walls[fast])
+                    values[fast].tolist(), _gather_f64(arr, payloads[fast] + 1))
         extra = {i: v for i, v in extra.items() if i < len(ok)}
         if not extra:
             return hits
