@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -181,3 +182,25 @@ def test_diagnose_with_rollouts_in_chinese(real: Path, tmp_path: Path) -> None:
     _assert_chinese(out, {w for name in families for w in _WORD.findall(name)})  # as rollouts --json names them
     assert f"rollout 数据 {dump}：跳过了 1 行；" in out
     assert f"  跳过（英文原文）：{dump / '1.jsonl'}:4: invalid JSON" in out
+
+
+def test_watch_sends_chinese_webhook_alerts(tmp_path: Path, hook: Any) -> None:
+    """``watch --lang zh --alert webhook:URL`` to a real local receiver: every alert's header, fields and
+    advice are Chinese; the header names the onset step and the step the finding was seen at."""
+    from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"".join(line + b"\n" for line in jsonl_lines(Scenario(steps=120, collapse_at=80))))
+    code, _, err = _cli("watch", "--once", "--lang", "zh", "--state", str(tmp_path / "w.sqlite"),
+                        "--alert", f"webhook:{hook.url}", str(log))
+    assert code == 0 and err == "", err
+    assert hook.received
+    for _, body in hook.received:
+        header = body["blocks"][0]["text"]["text"]
+        assert re.search(r"· (自第 \d+ 步起，第 120 步时发现|第 120 步)$", header), header
+        fields = [f["text"].split("\n")[0] for f in body["blocks"][2]["fields"]]
+        assert fields[:4] == ["*所在层*", "*状态*", "*起始步*", "*发现于第几步*"]
+        assert body["blocks"][3]["text"]["text"].startswith("*建议*\n")
+        # what rlvitals writes around the checks' own texts (those are tested with the checks)
+        shown = [header, *(f["text"] for f in body["blocks"][2]["fields"][:2]), body["embeds"][0]["title"]]
+        _assert_chinese("\n".join(shown))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ def test_slack_body_is_escaped_and_fits_block_limits(hook: Any) -> None:
     fields = body["blocks"][2]["fields"]
     assert len(fields) <= SLACK_LIMITS["fields"] and all(len(f["text"]) <= SLACK_LIMITS["field"] for f in fields)
     names = [f["text"].split("\n")[0] for f in fields]
-    assert names == ["*Layer*", "*Status*", "*Onset step*", "*Step*", "*Value*", "*Threshold*", "*Metrics*", "*Run*"]
+    assert names == ["*Layer*", "*Status*", "*Onset step*", "*Seen at step*", "*Value*", "*Threshold*", "*Metrics*",
+                     "*Run*"]
     assert fields[4]["text"] == "*Value*\n0.1062" and fields[5]["text"] == "*Threshold*\n0.5"
     assert fields[7]["text"] == "*Run*\nruns/a&amp;b/run.log"
     for text in _slack_texts(body):  # no raw control character is left: no <!channel> notifies anyone
@@ -88,8 +90,9 @@ def test_discord_body_fits_the_documented_limits(hook: Any) -> None:
     assert total <= EMBED_LIMITS["total"]
     got = {f["name"]: f["value"] for f in embed["fields"]}
     assert got["Layer"] == "L4 · Exploration: is it still exploring?" and got["Status"] == "FAIL"
-    assert (got["Onset step"], got["Step"], got["Value"], got["Threshold"]) == ("180", "190", "0.1062", "0.5")
+    assert (got["Onset step"], got["Seen at step"], got["Value"], got["Threshold"]) == ("180", "190", "0.1062", "0.5")
     assert got["Advice"] == "Lower the LR & check <clip>"  # Discord shows text as it is
+    assert embed["title"] == "FAIL entropy_collapse since step 180, seen at step 190: Entropy <collapsed>"
     assert embed["color"] == 0xD62728 and embed["timestamp"] == "2023-11-14T22:13:20+00:00"
 
 
@@ -160,3 +163,50 @@ def test_a_receiver_that_never_answers_does_not_stall_the_watcher(tmp_path: Path
     assert sorted(b["rlvitals"]["key"] for _, b in hook.received) == sorted(a.key for a in alerts)
     assert w2.state.pending() == []
     w2.close()
+
+
+def _zh_alert(kind: str = "new", onset: int | None = 180) -> Alert:
+    f = Finding("entropy_collapse", "L4", "fail", {"en": "Entropy collapse", "zh": "熵坍缩"},
+                {"en": "entropy fell", "zh": "熵跌到了起点的 30%"}, {"en": "lower the LR", "zh": "调低学习率"},
+                ("actor/entropy",), onset_step=onset, evidence={"value": 0.1, "threshold": 0.5})
+    alert = decide({}, [Observation("runs/a/run.log", 190, [f])], 1_700_000_000.0)[0][0]
+    return replace(alert, kind=kind, previous="warn" if kind == "escalated" else None)  # type: ignore[arg-type]
+
+
+def test_slack_and_generic_webhook_headers_in_chinese(hook: Any) -> None:
+    """With --lang zh the header names the status, the check, the onset step and the step seen in Chinese,
+    and so do the fields and the Discord title; the generic body's ``rlvitals`` object stays as it is."""
+    for spec in ("slack", "webhook"):
+        assert parse_sink(f"{spec}:{hook.url}", "zh").send(_zh_alert()) is None
+    (_, slack), (_, generic) = hook.received
+    header = "失败 · 熵坍缩（entropy_collapse）· 自第 180 步起，第 190 步时发现"
+    for body in (slack, generic):
+        assert body["blocks"][0]["text"]["text"] == header
+        fields = [f["text"] for f in body["blocks"][2]["fields"]]
+        assert fields[:4] == ["*所在层*\nL4 · 探索：模型还在探索吗？", "*状态*\n失败", "*起始步*\n180",
+                              "*发现于第几步*\n190"]
+        assert [f.split("\n")[0] for f in fields[4:]] == ["*数值*", "*阈值*", "*指标*", "*训练日志*"]
+        assert body["blocks"][3]["text"]["text"] == "*建议*\n调低学习率"
+        assert body["text"] == f"rlvitals: {header}（runs/a/run.log）：熵跌到了起点的 30%"
+    assert generic["embeds"][0]["title"] == header
+    assert [f["name"] for f in generic["embeds"][0]["fields"]][-1] == "建议"
+    assert generic["rlvitals"]["title"] == {"en": "Entropy collapse", "zh": "熵坍缩"}  # language-neutral keys
+
+
+def test_chinese_headers_of_an_escalation_a_return_and_a_finding_without_onset(hook: Any) -> None:
+    sink = parse_sink(f"slack:{hook.url}", "zh")
+    for alert in (_zh_alert("escalated"), _zh_alert("again", onset=190), _zh_alert(onset=None)):
+        assert sink.send(alert) is None
+    heads = [b["blocks"][0]["text"]["text"] for _, b in hook.received]
+    assert heads == ["失败（之前是警告） · 熵坍缩（entropy_collapse）· 自第 180 步起，第 190 步时发现",
+                     "失败（再次出现） · 熵坍缩（entropy_collapse）· 第 190 步",
+                     "失败 · 熵坍缩（entropy_collapse）· 第 190 步"]
+    assert hook.received[0][1]["blocks"][2]["fields"][1]["text"] == "*状态*\n失败（之前是警告）"
+    assert hook.received[2][1]["blocks"][2]["fields"][2]["text"] == "*起始步*\n—"
+
+
+def test_an_alert_without_chinese_words_keeps_english_headers(hook: Any) -> None:
+    assert parse_sink(f"slack:{hook.url}", "zh").send(_alert("plain")) is None
+    ((_, body),) = hook.received
+    assert body["blocks"][0]["text"]["text"] == "FAIL entropy_collapse since step 180, seen at step 190"
+    assert body["blocks"][2]["fields"][0]["text"].startswith("*Layer*")

@@ -4,8 +4,10 @@ a bounded wait on HTTP 429.
 The body is chosen by the URL's host (or by the spec: ``slack:URL``, ``discord:URL`` for a
 receiver that speaks one of them elsewhere, such as Mattermost's Slack-compatible hooks).
 ``hooks.slack.com`` gets Slack's shape: ``text`` (the
-one-line alert, the notification fallback) and ``blocks`` (a header, the message, the fields
-layer, status, onset, step, value, threshold, metrics, run, and the advice). Slack reads ``&``,
+one-line alert, the notification fallback) and ``blocks`` (a header naming the status, the check,
+the onset step and the step the finding was seen at, the message, the fields layer, status, onset
+step, step seen, value, threshold, metrics, run, and the advice; all in the sink's language, with
+``watch --lang zh`` in Chinese). Slack reads ``&``,
 ``<`` and ``>`` as markup (``<!channel>`` notifies everyone), so every text it parses is escaped
 to ``&amp;``, ``&lt;``, ``&gt;``, and each text fits its block's limit (section 3000
 characters, a field 2000, at most 10 fields; header 150). ``discord.com`` and ``discordapp.com``
@@ -33,6 +35,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..diagnosis import LAYER_NAMES
+from ..render.diagnosis import STATUS_WORDS
 from .alerts import Alert
 
 #: Discord refuses a ``content`` longer than this
@@ -98,25 +101,53 @@ def _number(value: Any) -> str:
     return str(value)
 
 
+#: the names of an alert's fields, per language (the English ones are also the keys a test or a receiver reads)
+FIELD_NAMES = {
+    "en": {"layer": "Layer", "status": "Status", "onset": "Onset step", "step": "Seen at step", "value": "Value",
+           "threshold": "Threshold", "metrics": "Metrics", "run": "Run", "advice": "Advice"},
+    "zh": {"layer": "所在层", "status": "状态", "onset": "起始步", "step": "发现于第几步", "value": "数值",
+           "threshold": "阈值", "metrics": "指标", "run": "训练日志", "advice": "建议"},
+}
+
+
+def _lang(alert: Alert, lang: str) -> str:
+    """``lang`` when the alert has its words in it, else English."""
+    return lang if lang in FIELD_NAMES and lang in alert.message else "en"
+
+
 def alert_fields(alert: Alert, lang: str = "en") -> list[tuple[str, str]]:
-    """(name, value) pairs of what an alert says besides its message: layer, status, onset, step,
-    value and threshold (when the check reports them), metrics, run."""
+    """(name, value) pairs of what an alert says besides its message, named in ``lang``: layer,
+    status, onset step, the step it was seen at, value and threshold (when the check reports them),
+    metrics, run.
+
+    Example:
+        >>> a = Alert("k", "escalated", "run.log", "kl_spike", "L1", "fail", "warn", 40, 0.0, 38, {}, {"zh": "m"}, {})
+        >>> alert_fields(a, "zh")[1:4]
+        [('状态', '失败（之前是警告）'), ('起始步', '38'), ('发现于第几步', '40')]
+    """
+    lang = _lang(alert, lang)
+    names = FIELD_NAMES[lang]
     layer = LAYER_NAMES.get(alert.layer, (alert.layer, alert.layer))[0 if lang == "en" else 1]
-    status = alert.status.upper() + (f" (was {alert.previous})" if alert.previous else "")
-    out = [("Layer", f"{alert.layer} · {layer}"), ("Status", status),
-           ("Onset step", "—" if alert.onset_step is None else str(alert.onset_step)), ("Step", str(alert.step))]
-    for key, name in (("value", "Value"), ("threshold", "Threshold")):
+    if lang == "zh":
+        words = STATUS_WORDS["zh"]
+        status = words[alert.status] + (f"（之前是{words[alert.previous]}）" if alert.previous in words else "")
+    else:
+        status = alert.status.upper() + (f" (was {alert.previous})" if alert.previous else "")
+    out = [(names["layer"], f"{alert.layer} · {layer}"), (names["status"], status),
+           (names["onset"], "—" if alert.onset_step is None else str(alert.onset_step)),
+           (names["step"], str(alert.step))]
+    for key in ("value", "threshold"):
         value = alert.evidence.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.append((name, _number(value)))
+            out.append((names[key], _number(value)))
     if alert.metrics:
-        out.append(("Metrics", ", ".join(alert.metrics)))
-    out.append(("Run", alert.run))
+        out.append((names["metrics"], ", ".join(alert.metrics)))
+    out.append((names["run"], alert.run))
     return out
 
 
 def _texts(alert: Alert, lang: str) -> tuple[str, str, str, str]:
-    lang = lang if lang in alert.message else "en"
+    lang = _lang(alert, lang)
     return ("rlvitals: " + alert.text(lang), alert.title.get(lang, alert.check), alert.message.get(lang, ""),
             alert.advice.get(lang, ""))
 
@@ -128,14 +159,15 @@ def slack_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
               for name, value in alert_fields(alert, lang)][: SLACK_LIMITS["fields"]]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text",
-                                    "text": _cut(alert.headline(),
+                                    "text": _cut(alert.headline(_lang(alert, lang)),
                                                  SLACK_LIMITS["header"])}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _slack_fit(f"*{title}*\n{message}",
                                                                           SLACK_LIMITS["section"])}},
         {"type": "section", "fields": fields}]
     if advice:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn",
-                                                   "text": _slack_fit(f"*Advice*\n{advice}", SLACK_LIMITS["section"])}})
+        said = f"*{FIELD_NAMES[_lang(alert, lang)]['advice']}*\n{advice}"
+        blocks.append({"type": "section",
+                       "text": {"type": "mrkdwn", "text": _slack_fit(said, SLACK_LIMITS["section"])}})
     return {"text": slack_escape(line), "blocks": blocks}
 
 
@@ -143,12 +175,15 @@ def discord_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
     """What a Discord webhook reads: ``content``, one embed, ``allowed_mentions`` (see above)."""
     line, title, message, advice = _texts(alert, lang)
     lim = EMBED_LIMITS
-    fields = [{"name": _cut(n, lim["name"]), "value": _cut(v, lim["value"]), "inline": n not in ("Metrics", "Run")}
+    names = FIELD_NAMES[_lang(alert, lang)]
+    wide = (names["metrics"], names["run"])
+    fields = [{"name": _cut(n, lim["name"]), "value": _cut(v, lim["value"]), "inline": n not in wide}
               for n, v in alert_fields(alert, lang)]
     if advice:
-        fields.append({"name": "Advice", "value": _cut(advice, lim["value"]), "inline": False})
+        fields.append({"name": names["advice"], "value": _cut(advice, lim["value"]), "inline": False})
     embed: dict[str, Any] = {
-        "title": _cut(f"{alert.status.upper()} {alert.check}: {title}", lim["title"]),
+        "title": _cut(alert.headline("zh") if _lang(alert, lang) == "zh" else f"{alert.headline()}: {title}",
+                      lim["title"]),
         "color": _COLOUR.get(alert.status, 0x808080), "fields": fields[: lim["fields"]],
         "footer": {"text": "rlvitals watch"},
         "timestamp": datetime.fromtimestamp(alert.at, tz=timezone.utc).isoformat()}
@@ -251,5 +286,5 @@ class WebhookSink:
         return None, None
 
 
-__all__ = ["DISCORD_LIMIT", "EMBED_LIMITS", "RETRIES", "SLACK_LIMITS", "WebhookSink", "alert_fields",
+__all__ = ["DISCORD_LIMIT", "EMBED_LIMITS", "FIELD_NAMES", "RETRIES", "SLACK_LIMITS", "WebhookSink", "alert_fields",
            "discord_body", "flavour", "retry_after", "slack_body", "slack_escape", "webhook_body"]
