@@ -258,3 +258,55 @@ def test_dumps_whose_prompts_are_longer_than_the_sniffed_head_are_still_dumps(tm
     assert [Path(s["path"]).name for s in ws.summaries()] == ["metrics.jsonl"]
     assert ws.notes()[0] == f"serve: in {folder.resolve()}: 1 rollout folder paired with its log"
     ws.close()
+
+
+def test_a_served_log_file_pairs_the_rollouts_beside_it_as_its_folder_would(demo: tuple[Path, Path],
+                                                                           tmp_path: Path) -> None:
+    """``rlvitals serve FILE``: the demo's veRL log alone (``rollout_data/`` one folder up, veRL's
+    default layout) and a log with its dumps in a sub-folder beside it are each paired, on a real
+    server; the demo's README and alerts are not counted, the TRL completions are set aside."""
+    folder, log = demo
+    exp = tmp_path / "exp"
+    _log(exp / "metrics.jsonl")
+    write_dump(exp / "rollout_data", steps=7)
+    ws = workspace([log, exp / "metrics.jsonl"], tmp_path / "s.sqlite")
+    ws.poll_once()
+    try:
+        with ServerThread(ws, "127.0.0.1") as srv:
+            listed = _get(srv.url + "api/runs?sort=name")
+            assert sorted(r["path"] for r in listed["runs"]) == sorted([str(log), str(exp / "metrics.jsonl")])
+            assert listed["messages"] == [f"serve: in {log}: 1 rollout folder paired with its log, 1 rollout "
+                                          "folder not paired",  # completions/ is TRL's: set aside, as for the folder
+                                          f"serve: in {exp / 'metrics.jsonl'}: 1 rollout folder paired with its log"]
+            demo_rollouts = _get(srv.url + f"api/runs/{run_id(str(log))}/rollouts")
+            assert demo_rollouts["available"] == list(range(1, 41))  # rollout_data/, not completions/
+            assert _get(srv.url + f"api/runs/{run_id(str(exp / 'metrics.jsonl'))}/rollouts")["available"] == \
+                list(range(1, 8))
+            assert 'id="rollouts"' in _get(srv.url + f"runs/{run_id(str(log))}")
+    finally:
+        ws.close()
+
+
+def test_a_served_log_file_beside_another_log_joins_their_rollouts_to_neither(tmp_path: Path) -> None:
+    """Two logs in one folder with one rollout folder beside them: serving one of them alone pairs
+    nothing, as serving the folder does, and says why; the other log is not served."""
+    runs = tmp_path / "runs"
+    _log(runs / "a.jsonl")
+    _log(runs / "b.jsonl")
+    write_dump(runs / "rollout_data", steps=3)
+    ws = workspace([runs / "a.jsonl"], tmp_path / "s.sqlite")
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url=LOCAL)
+    listed = c.get("/api/runs").json()
+    assert [r["path"] for r in listed["runs"]] == [str(runs / "a.jsonl")]
+    shared = runs / "rollout_data"
+    assert listed["messages"] == [
+        f"serve: in {runs / 'a.jsonl'}: 1 rollout folder not paired",
+        f"serve: the rollouts in {shared} lie beside 2 logs (a.jsonl, b.jsonl), so they are joined to none; serve "
+        f"the run's log as its own PATH with --rollouts {shared}"]
+    assert c.get(f"/api/runs/{run_id(str(runs / 'a.jsonl'))}/rollouts").status_code == 404
+    (runs / "b.jsonl").unlink()  # the other run is gone: the next scan pairs the rollouts with a.jsonl
+    ws.poll_once()
+    assert ws.notes()[0] == f"serve: in {runs / 'a.jsonl'}: 1 rollout folder paired with its log"
+    assert c.get(f"/api/runs/{run_id(str(runs / 'a.jsonl'))}/rollouts").json()["available"] == [1, 2, 3]
+    ws.close()

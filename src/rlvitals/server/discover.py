@@ -16,6 +16,11 @@ A served folder is walked down to ``MAX_DEPTH`` levels of sub-folders, at most `
 * anything else — a README, a config, hidden entries, links out of the served folder, FIFOs — is
   not a log.
 
+A served log file is one run; the rollout folders beside it are paired with it exactly as they would
+be were the folder holding them served: its parent folder when a sub-folder of that holds dumps
+(veRL's default layout, below), else its own folder. The other logs found there count for the
+pairing but are not served, and nothing else found there is counted.
+
 Each scan counts what it passed over (:class:`Found`) so the dashboard says it in its notes
 (:func:`passed_line`), never silently. A file once judged is judged again only when its size or
 mtime changes, so a scan every few seconds reads nothing twice.
@@ -55,14 +60,21 @@ ALERT_HEAD = b'{"alert_id":'
 class Found:
     """What one scan of a served path found: the logs (those seen before included), the rollout
     folders with their dumps, notes, and how many entries it passed over as rlvitals' own or as not
-    logs."""
+    logs. :meth:`pairing` joins its rollout folders to its logs."""
 
     logs: list[Path] = field(default_factory=list)
+    #: logs beside a served log file: not served, but a rollout folder beside both is not clearly its
+    beside: list[Path] = field(default_factory=list)
     formats: dict[Path, str] = field(default_factory=dict)  # each log's reader format ("" if not known yet)
     rollouts: dict[Path, tuple[Path, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     own: int = 0
     other: int = 0
+
+    def pairing(self) -> Pairing:
+        """Its rollout folders joined to its logs (:func:`pair`; the logs beside a served file count too)."""
+        found = pair(self.rollouts, self.logs + self.beside, self.formats)
+        return Pairing({log: f for log, f in found.pairs.items() if log in self.logs}, found.alone, found.notes)
 
 
 @dataclass(frozen=True)
@@ -112,16 +124,18 @@ class Discovery:
     def scan(self, root: Path) -> Found:
         """Everything under served path ``root`` (a resolved path)."""
         found = Found()
-        whole = self._whole(root) if root.is_dir() else ""  # a file: nothing beside it is looked at
+        whole = self._whole(root) if root.is_dir() else ""
         if whole is not None:
             # a log file (or one not written yet: it is waited for), or a run folder a reader takes whole
             found.logs.append(root)
             found.formats[root] = whole
             if root.is_dir():
                 self._inner(root, found)
+            else:
+                self._beside(root, found)
             return found
         budget = [MAX_SCAN]
-        self._walk(root, root, 0, budget, found)
+        self._walk(root, root, 0, budget, found, MAX_DEPTH)
         if budget[0] <= 0:
             found.notes.append(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
                                f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs")
@@ -140,7 +154,41 @@ class Discovery:
         except InputError:
             return None
 
-    def _walk(self, folder: Path, root: Path, depth: int, budget: list[int], found: Found) -> None:
+    def _beside(self, log: Path, found: Found) -> None:
+        """The rollout folders a served log file owns, as if the folder holding them were served: the
+        log's parent folder when one of its sub-folders holds dumps (veRL's default
+        ``<project>/<experiment>.jsonl`` beside ``rollout_data/``), else the log's own folder, two levels
+        deep (every place :func:`pair` looks for a log's rollouts there). The other logs found count for
+        the pairing (rollouts beside two logs are neither's) but are not served; nothing else is counted."""
+        around = Found()
+        home, up = log.parent, log.parent.parent
+        if up != home and self._holds_dumps(up, skip=home):
+            self._walk(up, up, 0, [MAX_SCAN], around, MAX_DEPTH)
+        else:
+            self._walk(home, home, 0, [MAX_SCAN], around, 2)
+        if log not in around.logs:
+            around.logs.append(log)  # not judged a log yet (nothing logged, say): still the served one
+        found.rollouts = {f: d for f, d in around.rollouts.items() if log in _owners(f, around.logs)}
+        found.beside = [p for p in around.logs if p != log]
+        found.formats = {**around.formats, log: found.formats[log] or around.formats.get(log, "")}
+
+    @staticmethod
+    def _holds_dumps(folder: Path, skip: Path) -> bool:
+        """Whether a sub-folder of ``folder`` (other than ``skip``) holds rollout dumps."""
+        try:
+            subs = [c for c in sorted(folder.iterdir())[:MAX_INNER]
+                    if c != skip and not c.name.startswith(".") and c.is_dir()]
+        except OSError:
+            return False
+        for sub in subs:
+            try:
+                if dump_files(sorted(sub.iterdir())):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    def _walk(self, folder: Path, root: Path, depth: int, budget: list[int], found: Found, levels: int) -> None:
         try:
             children = sorted(folder.iterdir())
         except OSError:
@@ -155,8 +203,8 @@ class Discovery:
             if budget[0] <= 0:
                 return
             budget[0] -= 1
-            if self._consider(child, root, found) and depth + 1 < MAX_DEPTH:
-                self._walk(child, root, depth + 1, budget, found)
+            if self._consider(child, root, found) and depth + 1 < levels:
+                self._walk(child, root, depth + 1, budget, found, levels)
 
     def _inner(self, folder: Path, found: Found) -> None:
         """The rollout folders a run folder holds (TRL's ``output_dir/completions/``)."""

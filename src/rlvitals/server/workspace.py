@@ -50,7 +50,7 @@ from ..errors import RlvitalsError
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
-from .discover import Discovery, pair, passed_line
+from .discover import Discovery, passed_line
 from .security import AccessError, confine
 from .store import RunRow, ServeState
 
@@ -269,7 +269,7 @@ class Workspace:
             seen = self._discovery.scan(root)
             for log in seen.logs:
                 self._add(log, i)
-            pairing = pair(seen.rollouts, seen.logs, seen.formats) if self._given[i] is None else None
+            pairing = seen.pairing() if self._given[i] is None else None
             for message in seen.notes + list(pairing.notes if pairing else ()):
                 self._note(message)
             if pairing is not None:
