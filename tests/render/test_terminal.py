@@ -180,3 +180,20 @@ def test_rollout_log_under_a_diagnosis_shows_the_first_skips_and_how_many_more()
     ]
     clean = {"path": "d", "skipped": {"count": 0, "reasons": []}, "not_computed": [], "notes": []}
     assert render_rollout_log(clean) == "rollouts d: nothing skipped\n"
+
+
+def test_rollout_log_with_verbose_lists_every_reason_whole() -> None:
+    log = {"path": "dump/", "skipped": {"count": 0, "reasons": []},
+           "not_computed": ["tokens: token metrics need 'token_entropy'", "rollout/tool_calls/at_cap: needs a cap"],
+           "notes": ["group sizes vary: 3, 4 samples"]}
+    assert render_rollout_log(log, verbose=True).splitlines() == [
+        "rollouts dump/: nothing skipped, 2 metric families or keys not computed",
+        "  not computed (2):",
+        "    tokens: token metrics need 'token_entropy'",
+        "    rollout/tool_calls/at_cap: needs a cap",
+        "  note group sizes vary: 3, 4 samples",
+    ]
+    assert render_rollout_log(log, lang="zh", verbose=True).splitlines()[1:3] == [
+        "  没有算出的指标（2 项，原因为英文原文）：", "    tokens: token metrics need 'token_entropy'"]
+    clean = {**log, "not_computed": []}
+    assert render_rollout_log(clean, verbose=True) == render_rollout_log(clean)

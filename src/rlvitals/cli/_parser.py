@@ -135,6 +135,9 @@ def _commands(sub: _Commands) -> None:
     dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
                      help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
                           "order ('-' for none)")
+    dia.add_argument("--verbose", action="store_true",
+                     help="with --rollouts: list every rollout metric that could not be computed, each with its "
+                          "whole reason (default: their names on one line)")
     add_rollout_options(dia)
 
     rol = sub.add("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")

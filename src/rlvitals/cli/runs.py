@@ -65,6 +65,10 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if not args.paths and not args.example:
         err.write("rlvitals: diagnose needs at least one PATH (or --example)\n")
         return EXIT_USAGE
+    if args.verbose and not args.rollouts:
+        err.write("rlvitals: diagnose --verbose lists the rollout metrics that could not be computed, but no "
+                  "--rollouts DIR was given; add --rollouts DIR (the rollout dumps of the run) or drop --verbose\n")
+        return EXIT_USAGE
     try:
         config = load_config(args.config) if args.config else None
         settings = rollout_settings(args, args.rollouts)
@@ -106,7 +110,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
         elif not args.json:
             out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
             if log is not None:
-                out.write(render_rollout_log(log, out.isatty(), width(out), args.lang))
+                out.write(render_rollout_log(log, out.isatty(), width(out), args.lang, args.verbose))
     if args.json:
         out.write(dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
                                   for d, log in zip(results, logs, strict=True)]}) + "\n")

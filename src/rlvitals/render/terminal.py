@@ -369,10 +369,12 @@ def _print_log(con: Console, doc: Mapping[str, Any]) -> None:
 SHOWN_ROLLOUT_SKIPS = 5
 
 
-def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en") -> str:
+def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en",
+                       verbose: bool = False) -> str:
     """The short block ``diagnose --rollouts DIR`` prints under a run: what the rollout reader skipped
-    (the first few reasons), which rollout metrics could not be computed (names only; ``rlvitals
-    rollouts DIR`` says why) and the readers' notes. ``log`` is ``{"path", **summary.rollout_log(...)}``.
+    (the first few reasons), which rollout metrics could not be computed (names only, on one line;
+    with ``verbose`` every one with its whole reason, as ``rlvitals rollouts --verbose`` lists them)
+    and the readers' notes. ``log`` is ``{"path", **summary.rollout_log(...)}``.
     The readers write their skip reasons and notes in English only: in Chinese they are marked so and
     printed unwrapped (the terminal wraps them).
 
@@ -382,7 +384,7 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
       not computed tokens (rlvitals rollouts dump/ says why)
     """
     if lang == "zh":
-        return _rollout_log_zh(log, color, width)
+        return _rollout_log_zh(log, color, width, verbose)
     buf = io.StringIO()
     con = console(buf, color, width)
     skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
@@ -398,7 +400,9 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
     more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
     if more:
         con.print(Text(f"  … and {more} more (rlvitals rollouts {log['path']} lists them)"))
-    if missing:
+    if missing and verbose:
+        buf.write(_every_reason(log["not_computed"], color, width, "en"))
+    elif missing:
         con.print(Padding(Text(f"not computed {'; '.join(missing)} (rlvitals rollouts {log['path']} says why)",
                                style="dim"), (0, 0, 0, 2), expand=False))
     for note in log["notes"]:
@@ -406,7 +410,15 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
     return buf.getvalue()
 
 
-def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int) -> str:
+def _every_reason(lines: Sequence[str], color: bool, width: int, lang: str) -> str:
+    """Every metric not computed with its whole reason, as ``rollouts --verbose`` prints them
+    (:func:`~.not_computed.render_not_computed`; the console's earlier lines are in the buffer already)."""
+    from .not_computed import render_not_computed
+
+    return render_not_computed(lines, True, color, width, lang)
+
+
+def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int, verbose: bool = False) -> str:
     buf = io.StringIO()
     con = console(buf, color, width)
     skipped, missing = log["skipped"], [line.split(": ", 1)[0] for line in log["not_computed"]]
@@ -421,7 +433,9 @@ def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int) -> str:
     more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
     if more:
         con.print(Text(f"  …… 另有 {more} 行（rlvitals rollouts {log['path']} 会全部列出）"))
-    if missing:  # the names of the metric families and keys, as rlvitals rollouts --json has them: unwrapped
+    if missing and verbose:
+        buf.write(_every_reason(log["not_computed"], color, width, "zh"))
+    elif missing:  # the names of the metric families and keys, as rlvitals rollouts --json has them: unwrapped
         con.print(Text(f"  没有算出：{'；'.join(missing)}（原因见 rlvitals rollouts {log['path']}）", style="dim"),
                   soft_wrap=True)
     for note in log["notes"]:
