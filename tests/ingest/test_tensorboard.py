@@ -325,6 +325,7 @@ def test_each_steps_wall_time_is_the_writers(tmp_path: Path) -> None:
     assert set(run.raw.columns) == {"step", "train/loss", "train/kl"}  # the clock is not a metric
 
 
+@pytest.mark.model  # torch
 def test_torch_summary_writer_clock_and_start(tmp_path: Path) -> None:
     """torch's SummaryWriter on the real clock: the wall times and the start (its file_version header)
     are the ones tensorboard reads back."""
