@@ -30,7 +30,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "rlvitals report --one-run launch1.jsonl launch2.jsonl -o report.html",
                "rlvitals report train.log --rollouts rollout_data_dir/ -o report.html --lang zh"),
     "watch": ("rlvitals watch train.log", "rlvitals watch train.log --alert jsonl:alerts.jsonl --exit-on fail",
-              "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X"),
+              "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X",
+              "rlvitals watch --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
     "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
@@ -223,6 +224,9 @@ def _commands(sub: _Commands) -> None:
                      help="rollout dump folder (veRL rollout_data_dir, TRL output_dir), or a rollout table read "
                           "with the column options, followed too; its per-step metrics join the runs before each "
                           "diagnosis")
+    wat.add_argument("--one-run", action="store_true",
+                     help=ONE_RUN_HELP + "; each log is followed (a later launch's may not exist yet), and each "
+                          "diagnosis reads the logs found so far (no tail pass: --tail-steps is not used)")
     add_rollout_options(wat)
 
     srv = sub.add("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")

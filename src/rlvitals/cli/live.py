@@ -41,7 +41,7 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
                                export_tensorboard=export, export_wandb=wandb,
-                               rollout_settings=rollout_settings(args, args.rollouts))
+                               rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run)
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)

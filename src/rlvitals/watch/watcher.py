@@ -36,6 +36,7 @@ from ..run.run import Run
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .exports import LiveExports, WandbTarget
+from .launches import Launches
 from .outbox import Outbox
 from .rollouts import RolloutFollow
 from .sinks import Sink
@@ -61,7 +62,9 @@ class WatchOptions:
     ``export_tensorboard`` / ``export_wandb``: after each full diagnosis, append the run's rollout
     series, findings and verdict to a live event file in this folder (one sub-folder per run when
     several are watched) / log them to a W&B run (see :mod:`.exports`). ``rollout_settings``: how the
-    followed rollouts (``--rollouts``) are read and analysed (the rollout options of ``rlvitals rollouts``)."""
+    followed rollouts (``--rollouts``) are read and analysed (the rollout options of ``rlvitals rollouts``).
+    ``one_run``: the paths are the logs of one run's launches, watched as one run (:mod:`.launches`;
+    no tail pass: each full diagnosis reads the launches again)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -75,6 +78,7 @@ class WatchOptions:
     export_tensorboard: Path | None = None
     export_wandb: WandbTarget | None = None
     rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
+    one_run: bool = False
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
@@ -119,6 +123,7 @@ class Watcher:
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
+        self.launches = Launches(paths, self.options.fmt, self.options.lang) if self.options.one_run else None
         self._cost: dict[int, float] = {}
         self._dirty: set[Follow] = set()  # grew since their last diagnosis
         self._fresh: set[Follow] = set()  # grew since their last diagnosis or tail pass
@@ -213,7 +218,12 @@ class Watcher:
         self._dirty.update(changed)
         self._fresh.update(changed)
         shown = False
-        for follow in self.follows:
+        if self.launches is not None:  # --one-run: the logs are one run, diagnosed when any of them grew
+            due = bool(self._dirty) and (force or now >= self._next_diagnosis.get(self.follows[0].path, -math.inf))
+            if due:
+                sent.extend(self._pass(self.follows[0], now, tail=False))
+                shown = True
+        for follow in self.follows if self.launches is None else ():
             due = follow in self._dirty and (force or now >= self._next_diagnosis.get(follow.path, -math.inf))
             if not force and self._tail_due(follow, now, due):
                 sent.extend(self._pass(follow, now, tail=True))
@@ -269,7 +279,7 @@ class Watcher:
         observed = self._tail(follow) if tail else self._diagnose(follow)
         self._fresh.discard(follow)
         if not tail:
-            self._dirty.discard(follow)
+            self._dirty.difference_update(self.follows if self.launches is not None else (follow,))
         # the cost of rebuilding and diagnosing, on the watcher's timer (a test's timer that stands
         # still never throttles); storing what was read is not part of it (the first commit of a
         # long log stores all of it once)
@@ -284,7 +294,7 @@ class Watcher:
     def _diagnose(self, follow: Follow) -> list[Observation]:
         """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
         observed = []
-        runs = follow.runs()
+        runs = follow.runs() if self.launches is None else self._one_run()
         for run in runs:
             if self.rollouts is not None:
                 run = self.rollouts.join(run)
@@ -302,6 +312,15 @@ class Watcher:
             self.view.note(message)
         self.twins.notes.clear()
         return observed
+
+    def _one_run(self) -> list[Run]:
+        """``--one-run``: the one run of the launch logs found so far (none before any holds a step)."""
+        assert self.launches is not None
+        run = self.launches.run(self.follows)
+        for message in self.launches.messages:
+            self.view.note(message)
+        self.launches.messages.clear()
+        return [] if run is None else [run]
 
     def _tail(self, follow: Follow) -> list[Observation]:
         """The sudden checks on the last steps of ``follow``'s runs, merged into their last full
@@ -340,6 +359,7 @@ class Watcher:
         if self.options.lang == "zh":
             return self._banner_zh()
         follows = ", ".join(str(f.path) for f in self.follows)
+        follows += " as the launches of one run (--one-run)" if self.launches is not None else ""
         more = f"; rollouts from {self.rollouts.folder}" if self.rollouts is not None else ""
         sinks = ", ".join(s.name for s in self.sinks) or "this terminal only (--alert SINK sends them on)"
         stop = f"; exits 1 at a {self.options.exit_on}" if self.options.exit_on else ""
@@ -350,6 +370,7 @@ class Watcher:
 
     def _banner_zh(self) -> str:
         follows = "、".join(str(f.path) for f in self.follows)
+        follows += "（--one-run：同一个 run 的各次启动，合成一个 run）" if self.launches is not None else ""
         more = f"；rollout 数据来自 {self.rollouts.folder}" if self.rollouts is not None else ""
         sinks = "、".join(s.name for s in self.sinks) or "只显示在本终端（用 --alert SINK 转发）"
         exit_on = self.options.exit_on
