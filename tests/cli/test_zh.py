@@ -204,3 +204,44 @@ def test_watch_sends_chinese_webhook_alerts(tmp_path: Path, hook: Any) -> None:
         # what rlvitals writes around the checks' own texts (those are tested with the checks)
         shown = [header, *(f["text"] for f in body["blocks"][2]["fields"][:2]), body["embeds"][0]["title"]]
         _assert_chinese("\n".join(shown))
+
+
+#: what ``formats --lang zh`` quotes as it is: products, and the literal lines of the logs it describes
+PRODUCTS = {"MLflow", "SQLite", "TensorBoard", "Jupyter", "ipynb", "Trainer", "Parquet", "DeepSpeed-Chat", "MiniMind",
+            "post-training-llm-small", "step", "data", "key", "is", "and", "kl"}
+
+
+def test_formats_in_chinese() -> None:
+    from rlvitals.ingest import readers
+
+    code, out, err = _cli("formats", "--lang", "zh")
+    formats = {r.format for r in readers()}
+    assert code == 0 and err == "" and out.endswith("rlvitals 会自动识别格式；用 --format NAME 可以指定。\n")
+    assert [line.split()[0] for line in out.splitlines()[:-1]] == list(dict.fromkeys(r.format for r in readers()))
+    _assert_chinese(out, formats | PRODUCTS)
+    assert _cli("formats")[1].splitlines()[-1] == "rlvitals finds the format itself; --format NAME forces one."
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_inspect_in_chinese_on_real_runs(real: Path, run: str) -> None:
+    code, out, err = _cli("inspect", "--lang", "zh", str(real / run))
+    assert code == 0 and err == "", err
+    doc = orjson.loads(_cli("inspect", "--json", str(real / run))[1])
+    assert [line.split()[0] for line in out.splitlines()[1:6]] == ["格式", "框架", "算法", "步数", "指标"]
+    assert f"{doc['steps']} 个训练步" in out and f"{len(doc['metrics'])} 个标准指标：" in out
+    logged = {w for key in doc["unmapped"] + doc["metrics"] for w in _WORD.findall(key)}  # keys as logged
+    _assert_chinese(out, logged | {doc["format"], doc["framework"], doc["algorithm"]})
+    assert orjson.loads(_cli("inspect", "--json", "--lang", "zh", str(real / run))[1]) == doc  # JSON: no language
+
+
+def test_inspect_of_a_crashed_run_in_chinese(tmp_path: Path) -> None:
+    log = tmp_path / "crash.log"
+    log.write_text("step:1 - actor/entropy:0.5 - actor/pg_loss:0.1 - critic/score/mean:0.2\n"
+                   "step:2 - actor/entropy:0.4 - actor/pg_loss:0.1 - critic/score/mean:0.3\n"
+                   "Traceback (most recent call last):\n  File \"main.py\", line 3, in <module>\n"
+                   "torch.OutOfMemoryError: CUDA out of memory.\n", encoding="utf-8")
+    code, out, err = _cli("inspect", "--lang", "zh", str(log))
+    assert code == 0, err
+    crash = next(line for line in out.splitlines() if line.startswith("崩溃"))
+    assert crash.startswith("崩溃    在第 2 步之后中断（英文原文）：")
+    _assert_chinese(out, {"verl-console"})

@@ -118,6 +118,7 @@ def _commands(sub: _Commands) -> None:
                      help="inspect the bundled example run (a simulated veRL GRPO log)")
     ins.add_argument("--json", action="store_true", help="print one JSON object per run")
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
+    ins.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the summary")
     add_one_run(ins)
 
     dia = sub.add("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
@@ -159,7 +160,8 @@ def _commands(sub: _Commands) -> None:
     ex = sub.add("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
     ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
 
-    sub.add("formats", help="list the log formats rlvitals reads")
+    fmt = sub.add("formats", help="list the log formats rlvitals reads")
+    fmt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the descriptions")
 
     smp = sub.add("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
                                         "word problems and write them as a veRL dump and/or TRL completions",

@@ -40,10 +40,10 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
     from ..render.summary import run_summary
     from ..render.terminal import render_inspect
 
-    runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run)
+    runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
     for run in runs:
         summary = run_summary(run)
-        out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out)))
+        out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out), args.lang))
     return status
 
 
@@ -153,14 +153,12 @@ def _example(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..ingest import readers
+    from ..render.formats import render_formats
 
     described: dict[str, str] = {}
     for reader in readers():
         described.setdefault(reader.format, reader.describes)
-    width = max(map(len, described))
-    for fmt, what in described.items():
-        out.write(f"{fmt:<{width}}  {what}\n")
-    out.write("rlvitals finds the format itself; --format NAME forces one.\n")
+    out.write(render_formats(described.items(), args.lang))
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -26,46 +27,90 @@ def console(buf: io.StringIO, color: bool, width: int = WIDTH) -> Console:
                    highlight=False, soft_wrap=False, _environ={})
 
 
-def _short(items: list[str], limit: int) -> str:
+def _short(items: list[str], limit: int, lang: str = "en") -> str:
+    sep = " · " if lang == "zh" else ", "  # spaces: rich wraps a key whole, never cuts it, as explain does
     if len(items) <= limit:
-        return ", ".join(items)
-    return ", ".join(items[:limit]) + f", … (+{len(items) - limit} more)"
+        return sep.join(items)
+    more = f" ……（另 {len(items) - limit} 个）" if lang == "zh" else f", … (+{len(items) - limit} more)"
+    return sep.join(items[:limit]) + more
 
 
-def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WIDTH) -> str:
-    buf = io.StringIO()
-    con = console(buf, color, width)
-    con.print(Text(summary["path"], style="bold"))
+#: the row names and words of ``inspect``, per language
+_INSPECT = {
+    "en": {"format": "format", "framework": "framework", "algorithm": "algorithm", "steps": "steps",
+           "metrics": "metrics", "validation": "validation", "unmapped": "unmapped", "skipped": "skipped",
+           "crash": "crash", "train": "{n} training steps", "span": ", {a} → {b}", "eval": "; {n} evaluation-only",
+           "canonical": "{n} canonical: {keys}", "none logged": "none logged", "none": "none",
+           "count": "{n}: {keys}", "records": "{n} records", "sep": "; ", "colon": ": ",
+           "first": "before its first step", "after": "after step {n}",
+           "died": "died {when} ({kind}): {said} ({where})",
+           "skip": "  [yellow]skipped[/] ", "note": "  [yellow]note[/] "},
+    "zh": {"format": "格式", "framework": "框架", "algorithm": "算法", "steps": "步数", "metrics": "指标",
+           "validation": "验证集", "unmapped": "未映射", "skipped": "跳过", "crash": "崩溃",
+           "train": "{n} 个训练步", "span": "，{a} → {b}", "eval": "；另有 {n} 步只有评估",
+           "canonical": "{n} 个标准指标：{keys}", "none logged": "没有记录", "none": "无",
+           "count": "{n} 个：{keys}", "records": "{n} 条记录", "sep": "；", "colon": "：",
+           "first": "第一步之前", "after": "第 {n} 步之后",
+           "died": "在{when}中断" + ENGLISH_ORIGINAL + "：{kind}，{said}（{where}）",
+           "skip": "  [yellow]跳过[/]" + ENGLISH_ORIGINAL + "：",
+           "note": "  [yellow]说明[/]" + ENGLISH_ORIGINAL + "："},
+}
+
+
+def _inspect_rows(summary: dict[str, Any], lang: str) -> list[tuple[str, str]]:
+    from ..catalog import load_catalog
+
+    w = _INSPECT[lang]
     era = f" ({summary['framework_era']})" if summary.get("framework_era") else ""
+    label = load_catalog().algorithm_label(summary["algorithm_label"], lang) if lang == "zh" else \
+        summary["algorithm_label"]
+    steps = w["train"].format(n=summary["steps"]) + (
+        w["span"].format(a=summary["first_step"], b=summary["last_step"]) if summary["steps"] else "") + (
+        w["eval"].format(n=summary["eval_only_steps"]) if summary["eval_only_steps"] else "")
+    validation = w["sep"].join(f"{src}{w['colon']}{_short(cols, 4, lang)}"
+                               for src, cols in summary["validation"].items())
     rows = [
-        ("format", summary["format"]),
-        ("framework", f"{summary['framework']}{era}"),
-        ("algorithm", f"{summary['algorithm_label']} [{summary['algorithm']}]"),
-        ("steps", f"{summary['steps']} training steps"
-                  + (f", {summary['first_step']} → {summary['last_step']}" if summary["steps"] else "")
-                  + (f"; {summary['eval_only_steps']} evaluation-only" if summary["eval_only_steps"] else "")),
-        ("metrics", f"{len(summary['metrics'])} canonical: {_short(summary['metrics'], 12)}"),
-        ("validation", "; ".join(f"{src}: {_short(cols, 4)}" for src, cols in summary["validation"].items())
-         or "none logged"),
-        ("unmapped", f"{len(summary['unmapped'])}: {_short(summary['unmapped'], 10)}" if summary["unmapped"]
-         else "none"),
-        ("skipped", f"{summary['skipped']['count']} records" if summary["skipped"]["count"] else "none"),
+        (w["format"], summary["format"]), (w["framework"], f"{summary['framework']}{era}"),
+        (w["algorithm"], f"{label} [{summary['algorithm']}]"), (w["steps"], steps),
+        (w["metrics"], w["canonical"].format(n=len(summary["metrics"]), keys=_short(summary["metrics"], 12, lang))),
+        (w["validation"], validation or w["none logged"]),
+        (w["unmapped"], w["count"].format(n=len(summary["unmapped"]), keys=_short(summary["unmapped"], 10, lang))
+         if summary["unmapped"] else w["none"]),
+        (w["skipped"], w["records"].format(n=summary["skipped"]["count"]) if summary["skipped"]["count"]
+         else w["none"]),
     ]
     crash = summary.get("crash")
     if crash:
-        after = "before its first step" if crash["last_step"] is None else f"after step {crash['last_step']}"
+        when = w["first"] if crash["last_step"] is None else w["after"].format(n=crash["last_step"])
         said = f"{crash['exception']}: {crash['message']}" if crash["message"] else crash["exception"]
-        rows.append(("crash", f"died {after} ({crash['kind']}): {said[:300]} ({crash['where']})"))
+        rows.append((w["crash"], w["died"].format(when=when, kind=crash["kind"], said=said[:300],
+                                                  where=crash["where"])))
+    return rows
+
+
+def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en") -> str:
+    """What ``rlvitals inspect`` prints about a run (``summary``: :func:`~.summary.run_summary`), in
+    ``lang``; the readers' skip reasons, notes and a crash's message are English only, marked so in Chinese."""
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    con.print(Text(summary["path"], style="bold"))
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(overflow="fold")
+    rows = _inspect_rows(summary, lang)
+    w = _INSPECT[lang]
+    # in Chinese a crash's English message is printed unwrapped after its mark (the terminal wraps it)
+    crash = rows.pop() if lang == "zh" and rows[-1][0] == w["crash"] else None
     for name, value in rows:
         table.add_row(name, value)
     con.print(table)
+    if crash is not None:
+        pad = max(cell_len(name) for name, _ in rows) + 2 - cell_len(crash[0])
+        con.print(Text(f"{crash[0]}{' ' * pad}{crash[1]}"), soft_wrap=True)
     for reason in summary["skipped"]["reasons"]:
-        con.print(f"  [yellow]skipped[/] {reason}", markup=True, highlight=False)
+        con.print(w["skip"] + escape(reason), markup=True, highlight=False, soft_wrap=lang == "zh")
     for note in summary["notes"]:
-        con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)
+        con.print(w["note"] + escape(note), markup=True, highlight=False, soft_wrap=lang == "zh")
     return buf.getvalue()
 
 
