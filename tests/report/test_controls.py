@@ -181,6 +181,52 @@ def test_one_zoom_for_every_chart(opened: Opened, ppo: Any) -> None:
     assert opened.errors == []
 
 
+def _hover_labels(o: Opened, cid: str) -> list[str]:
+    got: list[str] = o.page.eval_on_selector_all(f"#{cid} .hoverlayer .hovertext", "els => els.map(e => e.textContent)")
+    return got
+
+
+def test_hover_shows_the_same_step_on_every_chart_in_view(opened: Opened, ppo: Any) -> None:
+    _, page, _ = ppo
+    reward, kl, entropy = page["overview"]["charts"][1:4]
+    for cid in (reward, kl, entropy):
+        _wait_drawn(opened, cid)
+    opened.page.locator(f"#{reward}").scroll_into_view_if_needed()
+    box = opened.page.locator(f"#{reward} .nsewdrag").first.bounding_box()
+    assert box is not None
+    opened.page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5)
+    opened.page.wait_for_function(f"document.querySelectorAll('#{kl} .hoverlayer .hovertext').length > 0")
+    mine, theirs = _hover_labels(opened, reward), _hover_labels(opened, kl)
+    assert len(mine) == 1 and len(theirs) == 1 and mine[0].startswith("critic/score/mean")
+    said = re.search(r"(\d+): ([-\d.e]+)$", mine[0])
+    other = re.search(r"(\d+): ([-\d.e]+)$", theirs[0])
+    assert said and other, (mine, theirs)
+    step = int(said.group(1))
+    assert 500 < step < 850  # 60 % across a run of steps 1 to 1,119
+    assert int(other.group(1)) == step  # the same step, with the KL's own value
+    x = np.array(page["charts"][kl]["traces"][0]["x"])
+    y = page["charts"][kl]["traces"][0]["y"][int(np.abs(x - step).argmin())]
+    assert float(other.group(2)) == pytest.approx(y, rel=1e-2)
+    # a chart out of view is left alone (its label could not be seen, and costs a redraw)
+    far = [c for section in page["sections"] for c in section["charts"]][-1]
+    opened.page.wait_for_function("document.documentElement.getAttribute('data-charts') === 'drawn'")
+    opened.page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    opened.page.wait_for_function(f"document.querySelector('#{kl} .hoverlayer .hovertext')"
+                                  f".textContent !== {theirs[0]!r}")
+    assert _hover_labels(opened, far) == []
+    png = _shot(opened, "report_linked_hover")
+    label = opened.page.locator(f"#{kl} .hoverlayer .hovertext path").first.bounding_box()
+    assert label is not None
+    top, left = int(label["y"]), int(label["x"])
+    patch = pixels(png, LINE_RGB, 30)[top:top + int(label["height"]), left:left + int(label["width"])]
+    assert patch.mean() > 0.4  # the label is drawn, in the line's colour, on the KL chart
+    # the pointer leaves: every label goes
+    opened.page.mouse.move(5, 5)
+    opened.page.wait_for_function(f"document.querySelectorAll('#{kl} .hoverlayer .hovertext').length === 0")
+    assert _hover_labels(opened, reward) == []
+    assert opened.errors == []
+
+
 def test_the_elapsed_time_axis_is_the_sum_of_the_step_times(opened: Opened, ppo: Any) -> None:
     _, page, run = ppo
     cid = page["overview"]["charts"][1]

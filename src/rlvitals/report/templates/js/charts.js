@@ -22,6 +22,16 @@
     while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (s[mid] <= x) { lo = mid; } else { hi = mid; } }
     return (t[lo] + (t[hi] - t[lo]) * (x - s[lo]) / (s[hi] - s[lo])) / 3600;
   }
+  // the step a run's clock had reached at h hours (hours' inverse; the clock never runs backwards)
+  function stepAt(rid, h) {
+    var c = data.clocks && data.clocks[rid];
+    if (!c || h === null || h === undefined) { return null; }
+    var s = c.steps, t = c.seconds, v = h * 3600, lo = 0, hi = s.length - 1;
+    if (v <= t[0]) { return t[0] > 0 ? Math.max(v, 0) * Math.max(s[0], 1) / t[0] : s[0]; }
+    if (v >= t[hi]) { return s[hi]; }
+    while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (t[mid] <= v) { lo = mid; } else { hi = mid; } }
+    return t[hi] === t[lo] ? s[lo] : s[lo] + (s[hi] - s[lo]) * (v - t[lo]) / (t[hi] - t[lo]);
+  }
   function timed() { return view.axis === "time" && data.clocks && Object.keys(data.clocks).length > 0; }
   function xs(rid, x) { return timed() ? x.map(function (v) { return hours(rid, v); }) : x; }
   function xAt(rid, step) { return timed() ? hours(rid, step) : step; }
@@ -189,7 +199,7 @@
       margin: { l: 60, r: 12, t: 8, b: 32 }, height: 260, showlegend: chart.traces.length > 1,
       legend: { orientation: "h", y: -0.18, font: { size: 10 } }, xaxis: { title: { text: axisTitle() } },
       yaxis: yaxis, yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
-      shapes: shapes(chart), annotations: annotations(chart), hovermode: "closest"
+      shapes: shapes(chart), annotations: annotations(chart), hovermode: "x"
     };
     if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
     if (timed()) { layout.xaxis.ticksuffix = " h"; }
@@ -227,6 +237,53 @@
     syncing = false;
   }
 
+  // --- hover: the point under the pointer, and the same x on every other chart in view (W&B's and
+  // TensorBoard's linked cursor). A hover this page makes (Plotly.Fx.hover with a list of points) carries
+  // no mouse event, so it never starts another round.
+  function nearest(x, v) {
+    var best = -1, gap = Infinity;
+    for (var i = 0; i < x.length; i++) {
+      if (x[i] === null || x[i] === undefined) { continue; }
+      var d = Math.abs(x[i] - v);
+      if (d < gap) { gap = d; best = i; }
+    }
+    return best;
+  }
+
+  function hoverable(tr) {
+    return tr.hoverinfo !== "skip" && tr.yaxis !== "y2" && tr.customdata && tr.x && tr.x.length;
+  }
+
+  function linked(node) {
+    var f = node.closest("figure");
+    return node.data && node.layout && !(f && f.hidden) && inView(node);
+  }
+
+  function onHover(cid, ev) {
+    if (!ev || !ev.event || ev.event.clientX === undefined || !ev.points || !ev.points.length) { return; }
+    var x = ev.points[0].x;
+    if (typeof x !== "number") { return; }
+    Object.keys(drawn).forEach(function (other) {
+      var node = chartEl(other);
+      if (other === cid || !node || !linked(node)) { return; }
+      var pts = [];
+      node.data.forEach(function (tr, i) {
+        if (!hoverable(tr)) { return; }
+        var j = nearest(tr.x, x);
+        if (j >= 0 && tr.y[j] !== null && tr.y[j] !== undefined) { pts.push({ curveNumber: i, pointNumber: j }); }
+      });
+      if (pts.length) { Plotly.Fx.hover(node, pts); } else { Plotly.Fx.unhover(node); }
+    });
+  }
+
+  function onUnhover(cid, ev) {
+    if (!ev || !ev.event || ev.event.clientX === undefined) { return; }
+    Object.keys(drawn).forEach(function (other) {
+      var node = chartEl(other);
+      if (other !== cid && node && node.data) { Plotly.Fx.unhover(node); }
+    });
+  }
+
   // the caption under a chart: how many points it shows (restored when the zoom is undone)
   function points(cid, node) {
     var box = document.querySelector("#fig-" + cid + " .rlv-points");
@@ -243,25 +300,41 @@
     redraw(cid);
   }
 
+  // the steps of run rid a range of the x axis covers: itself on the step axis; on the time axis, the
+  // steps the run's clock had reached at each end (null: the run has no clock)
+  function stepRange(rid, x0, x1) {
+    var a = Math.min(x0, x1), b = Math.max(x0, x1);
+    if (timed()) {
+      a = stepAt(rid, a);
+      b = stepAt(rid, b);
+      if (a === null || b === null) { return null; }
+    }
+    return [Math.floor(a), Math.ceil(b)];
+  }
+
   function fetchRange(cid, x0, x1) {
     var chart = data.charts[cid];
     var node = chartEl(cid);
-    if (!api || chart.kind === "stack" || timed()) { return; }
-    var start = Math.floor(Math.min(x0, x1)), end = Math.ceil(Math.max(x0, x1));
+    if (!api || chart.kind === "stack") { return; }
+    var ranges = chart.traces.map(function (t) { return stepRange(t.run, x0, x1); });
+    var first = ranges.filter(Boolean)[0];
+    if (!first) { return; }
     var buckets = Math.max(50, Math.round((node.clientWidth || 600) / 2));
     var asked = (node.__rlvAsk || 0) + 1;
     node.__rlvAsk = asked;
-    Promise.all(chart.traces.map(function (t) {
-      var q = "?key=" + encodeURIComponent(t.key) + "&start=" + start + "&end=" + end + "&buckets=" + buckets;
+    Promise.all(chart.traces.map(function (t, i) {
+      var r = ranges[i];
+      if (!r) { return null; }  // a run without a clock is not on the time axis
+      var q = "?key=" + encodeURIComponent(t.key) + "&start=" + r[0] + "&end=" + r[1] + "&buckets=" + buckets;
       return fetch(api + "/series" + q, { credentials: "same-origin" })
         .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
     })).then(function (got) {
       if (node.__rlvAsk !== asked || !view.x) { return; }  // a later zoom has been asked for, or undone
       node.__rlvFetched = got;
-      node.setAttribute("data-range", start + "-" + end);
-      var n = got.reduce(function (a, s) { return a + s.x.length; }, 0);
-      points(cid, both(n + " points of steps " + start + "–" + end + " (fetched for this zoom)",
-        "第 " + start + "–" + end + " 步的 " + n + " 个点（为此缩放获取）"));
+      node.setAttribute("data-range", first[0] + "-" + first[1]);
+      var n = got.reduce(function (a, s) { return a + (s ? s.x.length : 0); }, 0);
+      points(cid, both(n + " points of steps " + first[0] + "–" + first[1] + " (fetched for this zoom)",
+        "第 " + first[0] + "–" + first[1] + " 步的 " + n + " 个点（为此缩放获取）"));
       redraw(cid);
     }).catch(function () { /* the downsampled curve stays: zooming still works on it */ });
   }
@@ -287,6 +360,8 @@
     Plotly.newPlot(node, traces(cid), layoutOf(cid), { responsive: true, displaylogo: false }).then(function () {
       node.setAttribute("data-drawn", "1");
       node.on("plotly_relayout", function (ev) { onRelayout(cid, ev); });
+      node.on("plotly_hover", function (ev) { onHover(cid, ev); });
+      node.on("plotly_unhover", function (ev) { onUnhover(cid, ev); });
       if (view.x) { fetchRange(cid, view.x[0], view.x[1]); }
     });
   }
