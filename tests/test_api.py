@@ -126,3 +126,16 @@ def test_the_top_level_api_is_typed_without_any() -> None:
              for arg, hint in typing.get_type_hints(obj, localns=names).items() if _any_in(hint)]
     assert loose == []
     assert _any_in(typing.Mapping[str, typing.Any]) and not _any_in(typing.Mapping[str, object])
+
+
+def test_a_rollout_analysis_has_a_one_line_repr_and_a_table_for_notebooks() -> None:
+    records = [{"step": step, "prompt": f"q{g}", "response": str(i), "score": float(i == g)}
+               for step in (1, 2) for g in range(3) for i in range(4)]
+    a = rlvitals.analyze_rollouts(records)
+    assert repr(a) == (f"<RolloutAnalysis: 24 rollouts in 6 groups over 2 steps (records); "
+                       f"pass@1 0.25; {len(a.skipped)} not computed>")
+    page = a._repr_html_()
+    assert "<th style='text-align:left'>pass@1</th><td>0.25</td>" in page
+    assert "<th style='text-align:left'>rollouts</th><td>24</td>" in page
+    assert "maj@1" not in page  # no answers were given: a metric without a value is not shown as nan
+    assert f"<summary>{len(a.skipped)} not computed</summary>" in page and len(a.skipped) > 0

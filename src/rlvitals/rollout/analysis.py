@@ -11,6 +11,8 @@ as a mergeable aggregate over chunks of whole groups (each family keeps exact pa
 
 from __future__ import annotations
 
+import html
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -67,6 +69,30 @@ class RolloutAnalysis:
         """The k the group metrics were computed for (``pass@{k}`` columns of ``steps``)."""
         return tuple(sorted(int(c[5:]) for c in self.steps.columns if c.startswith("pass@") and c[5:].isdigit()))
 
+    def __repr__(self) -> str:
+        """``<RolloutAnalysis: 4,096 rollouts in 256 groups over 8 steps (verl-dump); pass@1 0.41; 3 not computed>``"""
+        o = self.overall
+        fmt = f" ({self.rollouts.format})" if self.rollouts is not None else ""
+        steps = self.steps.height
+        groups = int(o.get("groups", 0))
+        head = (f"{int(o.get('rollouts', 0)):,} rollouts in {groups:,} group{'s' if groups != 1 else ''} over "
+                f"{steps:,} step{'s' if steps != 1 else ''}{fmt}")
+        p1 = o.get("pass@1")
+        score = f"; pass@1 {p1:.3g}" if isinstance(p1, float) and math.isfinite(p1) else ""
+        return f"<RolloutAnalysis: {head}{score}; {len(self.skipped)} not computed>"
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the counts, every metric over the whole table that has a value, and
+        what could not be computed (folded)."""
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{_shown(v)}</td></tr>"
+                        for k, v in self.overall.items()
+                        if not (isinstance(v, float) and not math.isfinite(v)) and k != lengths.KEY_READING)
+        why = "".join(f"<li>{html.escape(r)}</li>" for r in self.skipped)
+        folded = (f"<details><summary>{len(self.skipped)} not computed</summary><ul>{why}</ul></details>"
+                  if self.skipped else "")
+        return (f"<div><p><b>{html.escape(repr(self)[1:-1])}</b></p><p>over the whole table, "
+                f"{self.steps.height} step rows in <code>.steps</code></p><table>{cells}</table>{folded}</div>")
+
     def series(self) -> pl.DataFrame:
         """The per-step columns that become a Run's series (:func:`step_series`), for ``Run.with_series``."""
         return step_series(self.steps)
@@ -74,6 +100,11 @@ class RolloutAnalysis:
     def join(self, run: Run, origin: str = "rollouts") -> Run:
         """``run`` with these rollouts' per-step series joined onto its step axis (:func:`join_series`)."""
         return join_series(run, [self.series()], origin)
+
+
+def _shown(value: int | float | str) -> str:
+    return html.escape(f"{value:,}" if isinstance(value, int) else f"{value:.4g}" if isinstance(value, float)
+                       else str(value))
 
 
 def step_series(frame: pl.DataFrame) -> pl.DataFrame:
