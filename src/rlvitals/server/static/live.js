@@ -62,10 +62,16 @@
     live.setAttribute("data-version", String(r.version));
   }
 
+  // the reader's zoom, rollout step and rollout browser, handed to the fresh copy of the report script (it
+  // reads window.rlvKeep once): asked before <main> is swapped, while the page is the one the reader set.
+  // A copy that has not run yet (a second update came first) has not taken it: that is still the one to hand on
+  function keepState() {
+    if (window.rlvKeep) { return; }
+    window.rlvKeep = window.rlvReport && window.rlvReport.state ? window.rlvReport.state() : null;
+  }
+
   function rerunReport() {
     // the report script reads the page data once; a fresh copy draws the swapped-in charts
-    // the reader's zoom and rollout step, handed to the fresh copy (it reads window.rlvKeep once)
-    window.rlvKeep = window.rlvReport && window.rlvReport.state ? window.rlvReport.state() : null;
     if (reportScript) { reportScript.remove(); }
     reportScript = document.createElement("script");
     reportScript.src = "/static/report.js";
@@ -80,10 +86,11 @@
     var open = {};
     old.querySelectorAll("details[open]").forEach(function (d, i) { open[d.id || ("i" + i)] = true; });
     var y = window.scrollY;
-    old.replaceWith(document.adoptNode(main));
-    main.querySelectorAll("details").forEach(function (d, i) { if (open[d.id || ("i" + i)]) { d.open = true; } });
     var data = doc.getElementById("rlv-data");
     var here = document.getElementById("rlv-data");
+    if (data && here) { keepState(); }
+    old.replaceWith(document.adoptNode(main));
+    main.querySelectorAll("details").forEach(function (d, i) { if (open[d.id || ("i" + i)]) { d.open = true; } });
     if (data && here) {
       here.textContent = data.textContent;
       rerunReport();

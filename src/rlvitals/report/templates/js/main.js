@@ -1,7 +1,8 @@
 // Start: the language buttons (once, a live update runs the script again), charts, rollouts.
   function state() {
     var s = rollouts.state();
-    return { search: view.search, smooth: view.smooth, axis: view.axis, x: view.x, log: view.log, run: s.run, step: s.step };
+    return { search: view.search, smooth: view.smooth, axis: view.axis, x: view.x, log: view.log, run: s.run, step: s.step,
+      browser: s.browser };
   }
 
   // once per button: a live update runs this script again, and the newest copy (window.rlvReport) is the

@@ -125,6 +125,11 @@
     var current = { run: null, step: null };
     var loaded = { groups: [], total: 0 };
     var asked = 0;
+    // the browser as the reader left it before a live update (filters, search, orders; the groups open
+    // and the one at the top of the window, for the same run and step): applied to the first step shown
+    var before = keep.browser || null;
+    var built = null;  // the search box this copy built: while it is in the page, the page is this copy's
+    var last = null;  // the browser's state when last asked, while the page was this copy's
 
     function runInfo(rid) {
       var found = null;
@@ -203,6 +208,71 @@
       box.className = narrowed && !rows ? "rlv-count rlv-empty" : "rlv-count rlv-dim";
     }
 
+    // what the reader has chosen and opened, and the first group in the window with its place there
+    function browserState() {
+      var got = { run: current.run, step: current.step, filters: [], search: "", groups: "", rollouts: "",
+        open: [], shown: [], top: null };
+      ROLLOUT_FILTERS.forEach(function (f) {
+        var b = document.getElementById("rlv-filter-" + f.id);
+        if (b && b.checked) { got.filters.push(f.id); }
+      });
+      var q = document.getElementById("rlv-search");
+      got.search = q ? q.value : "";
+      // typing in the search when the update came: the caret stays in the box, where it was
+      got.typing = q !== null && document.activeElement === q ? [q.selectionStart, q.selectionEnd] : null;
+      var sg = document.getElementById("rlv-sort-groups"), sr = document.getElementById("rlv-sort-rollouts");
+      got.groups = sg ? sg.value : "";
+      got.rollouts = sr ? sr.value : "";
+      document.querySelectorAll("#rlv-groups details.rlv-group").forEach(function (d) {
+        var id = d.getAttribute("data-group");
+        got.shown.push(id);
+        if (d.open) { got.open.push(id); }
+        var at = d.getBoundingClientRect();
+        if (got.top === null && at.bottom > 0 && at.top < window.innerHeight) { got.top = { group: id, y: at.top }; }
+      });
+      return got;
+    }
+
+    // the state to hand to the next copy of the script. A second update may come before that copy ran: this
+    // copy's page is gone then, and what it saw last is handed on; a step not drawn yet keeps what it was given
+    function snapshot() {
+      if (built !== null && document.getElementById("rlv-search") === built) {
+        last = browserState();
+        if (before) { last.open = before.open; last.shown = before.shown; last.top = before.top; }
+      }
+      return last || before;
+    }
+
+    // the reader's filters, search and orders from before a live update, into the new tools
+    function restoreTools(b) {
+      ROLLOUT_FILTERS.forEach(function (f) {
+        var box = document.getElementById("rlv-filter-" + f.id);
+        if (box) { box.checked = b.filters.indexOf(f.id) >= 0; }
+      });
+      var q = document.getElementById("rlv-search");
+      if (q) { q.value = b.search || ""; }
+      if (q && b.typing) {
+        q.focus({ preventScroll: true });
+        q.setSelectionRange(b.typing[0], b.typing[1]);
+      }
+      [["rlv-sort-groups", GROUP_SORTS, b.groups], ["rlv-sort-rollouts", ROLLOUT_SORTS, b.rollouts]].forEach(function (p) {
+        var sel = document.getElementById(p[0]);
+        if (sel && p[1].some(function (o) { return o[0] === p[2]; })) { sel.value = p[2]; }
+      });
+    }
+
+    // after the first step shown since a live update: the groups open as they were and the group that was at
+    // the top of the window back at its place (a group new to the list opens as any would)
+    function restoreView(box, b) {
+      var top = null;
+      box.querySelectorAll("details.rlv-group").forEach(function (d) {
+        var id = d.getAttribute("data-group");
+        if (b.shown.indexOf(id) >= 0) { d.open = b.open.indexOf(id) >= 0; }
+        if (b.top && b.top.group === id) { top = d; }
+      });
+      if (top) { window.scrollBy(0, top.getBoundingClientRect().top - b.top.y); }
+    }
+
     function redraw() {
       var box = document.getElementById("rlv-groups");
       if (!box) { return; }
@@ -234,6 +304,10 @@
       filterCounts(groups);
       redraw();
       shown(groups.length, total);
+      var b = before;
+      before = null;
+      var box = document.getElementById("rlv-groups");
+      if (b && box && b.run === current.run && b.step === current.step) { restoreView(box, b); }
     }
 
     function labelOptions() {  // option texts cannot hold the page's two-language spans
@@ -283,6 +357,7 @@
       var q = el("input");
       q.type = "search";
       q.id = "rlv-search";
+      built = q;
       q.addEventListener("input", redraw);
       row2.appendChild(labelled(both("Search prompt, response, answer, expected:", "搜索提示词、回答、答案、参考答案："), q));
       row2.appendChild(labelled(both("Sort groups by", "组的排序"), sortSelect("rlv-sort-groups", GROUP_SORTS)));
@@ -352,7 +427,8 @@
       var select = document.getElementById("rlv-step");
       if (!select || !info || !info.runs.length) { return; }
       tools();
-      select.addEventListener("change", function () { show(select.value); });
+      if (before) { restoreTools(before); }
+      select.addEventListener("change", function () { before = null; show(select.value); });
       var pick = document.getElementById("rlv-run");
       if (pick) {
         pick.addEventListener("change", function () {
@@ -373,5 +449,7 @@
       });
     }
 
-    return { start: start, show: show, state: function () { return current; } };
+    return { start: start, show: show, state: function () {
+      return { run: current.run, step: current.step, browser: snapshot() };
+    } };
   })();
