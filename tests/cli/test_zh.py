@@ -36,7 +36,7 @@ TERMS = frozenset({
 #: names written in mixed case: frameworks, methods, acronyms with a small letter
 NAMES = frozenset({
     "veRL", "CoT", "OpenRLHF", "FLOPs", "DrGRPO", "SimPO", "MoE", "ReMax", "NaN", "Inf", "AgentLoop", "Ctrl-C",
-    "verl", "trl", "openrlhf",
+    "verl", "trl", "openrlhf", "Spearman",
 })
 #: the variables of a formula in a metric's meaning (1 − Var(returns − values) / Var(returns), π(v|context))
 FORMULA = frozenset({"Var", "Cov", "returns", "values", "context"})
@@ -44,7 +44,7 @@ FORMULA = frozenset({"Var", "Cov", "returns", "values", "context"})
 LOGGED = frozenset({"gen", "testing", "ref", "adv"})
 #: where a passage written in English by design starts: the readers' notes and skip reasons, an alias's
 #: note; and evidence, whose field names are those of the --json output
-MARKS = (ENGLISH_ORIGINAL, "证据（JSON 字段）")
+MARKS = (ENGLISH_ORIGINAL, "（英文原文：", "证据（JSON 字段）")
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|\brlvitals(?: [a-z]+)?")  # an option, a command
 _SETTING = re.compile(r"[\w./@-]+=[\w./@-]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./@{}<>'’+-]*")
@@ -245,3 +245,45 @@ def test_inspect_of_a_crashed_run_in_chinese(tmp_path: Path) -> None:
     crash = next(line for line in out.splitlines() if line.startswith("崩溃"))
     assert crash.startswith("崩溃    在第 2 步之后中断（英文原文）：")
     _assert_chinese(out, {"verl-console"})
+
+
+def _rollouts_dump(tmp_path: Path) -> Path:
+    from report.test_rollout_browser import write_dump
+
+    write_dump(tmp_path / "dump")
+    return tmp_path / "dump"
+
+
+@pytest.mark.parametrize("verbose", [[], ["--verbose"]], ids=["folded", "verbose"])
+def test_rollouts_in_chinese(tmp_path: Path, verbose: list[str]) -> None:
+    dump = _rollouts_dump(tmp_path)
+    code, out, err = _cli("rollouts", "--lang", "zh", *verbose, str(dump))
+    assert code == 0 and err == "", err
+    doc = orjson.loads(_cli("rollouts", "--json", str(dump))[1])
+    # --verbose: under its heading (which says the reasons are English originals) each reason as it is
+    said = out.split("  没有算出的指标（", 1)[0]
+    _assert_chinese(said, {w for line in doc["not_computed"] for w in _WORD.findall(line.split(": ", 1)[0])})
+    lines = out.splitlines()
+    assert lines[1] == "组尺度" and lines[2].split()[:4] == ["步", "组数", "rollout", "数"]
+    assert "rollout 尺度" in lines and any(line.startswith(" 全部 ") for line in lines)
+    assert "  长度与正确率（全部步）：" in out and "说明（英文原文）：the rollouts carry no token counts" in out
+    assert (f"没有算出的指标（{len(doc['not_computed'])} 项，原因为英文原文）：" in out) == bool(verbose)
+    assert orjson.loads(_cli("rollouts", "--json", "--lang", "zh", str(dump))[1]) == doc  # JSON: no language
+
+
+def test_demo_in_chinese(tmp_path: Path) -> None:
+    code, out, err = _cli("demo", "--lang", "zh", "--steps", "45", "--delay", "0", "--dir", str(tmp_path))
+    assert code == 1, err
+    assert out.startswith("rlvitals 演示：一个用策略梯度学做算术题的小模型，训练 45 步；"
+                          "第 30 步时学习率会突然放大 5000 倍。\n")
+    assert "失败 · " in out and "kl_jump" in out
+    assert err == ""  # the watcher starts once the first step is on disk: nothing to wait for
+    _assert_chinese(out, {"mode", "collapse"})  # "mode collapse": the checks' Chinese keeps the term
+    alerts = [orjson.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert alerts and all("zh" in a["message"] and "en" in a["message"] for a in alerts)  # JSON: both languages
+
+
+def test_demo_refuses_bad_arguments_in_chinese() -> None:
+    code, out, err = _cli("demo", "--lang", "zh", "--steps", "0")
+    assert code == 2 and out == ""
+    assert err == "rlvitals：demo --steps 0 --delay 0.5：步数至少为 1，间隔不能小于 0 秒\n"

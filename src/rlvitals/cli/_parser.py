@@ -150,6 +150,7 @@ def _commands(sub: _Commands) -> None:
     rol.add_argument("--verbose", action="store_true",
                      help="list every metric family or key that could not be computed, each with its whole reason "
                           "(default: one line with how many and the first reasons)")
+    rol.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables and notes")
 
     exp = sub.add("explain", help="what a metric means and how to read it")
     exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
@@ -252,6 +253,7 @@ def _commands(sub: _Commands) -> None:
     dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
     dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
     dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
+    dem.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the demo's lines and alerts")
 
     xpt = sub.add("export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")

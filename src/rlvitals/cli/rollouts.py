@@ -35,8 +35,8 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         docs.append(doc)
         if not args.json:
             # what was not computed: one line that fits (--verbose: every reason), after the tables and notes
-            out.write(render_rollouts({**doc, "not_computed": []}, shown, out.isatty(), width(out)))
-            out.write(render_not_computed(doc["not_computed"], args.verbose, out.isatty(), width(out)))
+            out.write(render_rollouts({**doc, "not_computed": []}, shown, out.isatty(), width(out), args.lang))
+            out.write(render_not_computed(doc["not_computed"], args.verbose, out.isatty(), width(out), args.lang))
     # the shape follows the paths asked for, so a failed path does not change the schema
     if args.json and docs:
         out.write(dump(docs[0] if len(args.paths) == 1 else {"runs": docs}) + "\n")

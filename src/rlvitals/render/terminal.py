@@ -214,6 +214,15 @@ class _Col:
     kind: _Kind = "num"
     legend: str = ""
     left: bool = False
+    #: the header and the legend in Chinese (the English ones when not given: a key, a formula)
+    header_zh: str = ""
+    legend_zh: str = ""
+
+    def words(self, lang: str) -> tuple[str, str]:
+        """The header and the legend in ``lang``."""
+        if lang == "zh":
+            return self.header_zh or self.header, self.legend_zh or self.legend
+        return self.header, self.legend
 
 
 def _missing(v: Any) -> bool:
@@ -231,25 +240,35 @@ def _cell(v: Any, kind: _Kind) -> str:
     return "0" if abs(v) < 5e-13 else f"{v:.3g}"
 
 
-def _print_table(con: Console, title: str, rows: Sequence[Mapping[str, Any]], cols: Sequence[_Col]) -> None:
+#: the titles of ``rollouts``' tables and their words, per language
+_TABLES = {"en": {"group": "group scale", "rollout": "rollout scale", "source": "by data source",
+                  "continued": "{title}, continued", "all": "all"},
+           "zh": {"group": "组尺度", "rollout": "rollout 尺度", "source": "按数据来源", "continued": "{title}（续）",
+                  "all": "全部"}}
+
+
+def _print_table(con: Console, title: str, rows: Sequence[Mapping[str, Any]], cols: Sequence[_Col],
+                 lang: str = "en") -> None:
     """Print the columns that have a value in some row (the first always; nothing when no other has),
     split into several tables, each led by the first column, when one would not fit the width."""
     cells = [[_cell(c.get(r), c.kind) for c in cols] for r in rows]
     keep = [i for i, c in enumerate(cols) if i == 0 or any(row[i] for row in cells)]
     if len(keep) == 1:
         return
-    widths = {i: max(cell_len(cols[i].header), *(cell_len(row[i]) for row in cells)) + 2 for i in keep}
+    heads = [c.words(lang) for c in cols]
+    widths = {i: max(cell_len(heads[i][0]), *(cell_len(row[i]) for row in cells)) + 2 for i in keep}
     for part, chunk in enumerate(_fit(keep[1:], widths, con.width - widths[keep[0]])):
         table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
         for i in (keep[0], *chunk):
-            table.add_column(cols[i].header, justify="left" if cols[i].left else "right", no_wrap=True)
+            table.add_column(heads[i][0], justify="left" if cols[i].left else "right", no_wrap=True)
         for row in cells:
             table.add_row(*(row[i] for i in (keep[0], *chunk)))
-        con.print(Text(title if part == 0 else f"{title}, continued", style="bold"))
+        con.print(Text(title if part == 0 else _TABLES[lang]["continued"].format(title=title), style="bold"))
         con.print(table)
-        legend = [cols[i].legend for i in chunk if cols[i].legend]
+        legend = [heads[i][1] for i in chunk if heads[i][1]]
         if legend:
-            con.print(Padding(Text("; ".join(legend), style="dim"), (0, 0, 0, 2), expand=False))
+            con.print(Padding(Text(("；" if lang == "zh" else "; ").join(legend), style="dim"), (0, 0, 0, 2),
+                              expand=False))
 
 
 def _fit(columns: list[int], widths: Mapping[int, int], room: int) -> list[list[int]]:
@@ -279,15 +298,16 @@ def _metric(key: str) -> _Get:
 def _group_columns(kmax: int) -> list[_Col]:
     k = str(kmax)
     cols = [
-        _Col("step", lambda r: r["step"], "text"),
-        _Col("groups", lambda r: r["groups"], "int"),
-        _Col("rollouts", lambda r: r["rollouts"], "int"),
+        _Col("step", lambda r: r["step"], "text", header_zh="步"),
+        _Col("groups", lambda r: r["groups"], "int", header_zh="组数"),
+        _Col("rollouts", lambda r: r["rollouts"], "int", header_zh="rollout 数"),
         _Col("σ_G", _metric("group/reward_std/mean")),
-        _Col("zero-var", lambda r: r["zero_variance"].get("share")),
-        _Col("all ✓", lambda r: r["zero_variance"].get("all_correct")),
-        _Col("all ✗", lambda r: r["zero_variance"].get("all_wrong")),
+        _Col("zero-var", lambda r: r["zero_variance"].get("share"), header_zh="零方差"),
+        _Col("all ✓", lambda r: r["zero_variance"].get("all_correct"), header_zh="全对"),
+        _Col("all ✗", lambda r: r["zero_variance"].get("all_wrong"), header_zh="全错"),
         _Col("eff.batch", _metric("group/effective_batch"),
-             legend="eff.batch = share of rollouts in groups whose rewards vary"),
+             legend="eff.batch = share of rollouts in groups whose rewards vary", header_zh="有效批",
+             legend_zh="有效批 = 组内 reward 有差异的那些组所含 rollout 的占比"),
         _Col("pass@1", lambda r: r["pass@k"].get("1")),
     ]
     if kmax > 1:
@@ -296,53 +316,64 @@ def _group_columns(kmax: int) -> list[_Col]:
             _Col(f"gap@{k}", lambda r: r["pass_gap@k"].get(k), legend=f"gap@{k} = pass@{k} − pass@1"),
             _Col(f"maj@{k}", lambda r: r["maj@k"].get(k)),
             _Col(f"sc-gap@{k}", _metric(f"reasoning/self_consistency_gap@{k}"),
-                 legend=f"sc-gap@{k} = maj@{k} − pass@1 (self-consistency)"),
+                 legend=f"sc-gap@{k} = maj@{k} − pass@1 (self-consistency)",
+                 legend_zh=f"sc-gap@{k} = maj@{k} − pass@1（自洽性差距）"),
         ]
     return cols
 
 
-_READING = {"longer_more_correct": "longer ✓", "longer_less_correct": "longer ✗", "no_change": "no change"}
+_READING = {"en": {"longer_more_correct": "longer ✓", "longer_less_correct": "longer ✗", "no_change": "no change"},
+            "zh": {"longer_more_correct": "越长越对", "longer_less_correct": "越长越错", "no_change": "无明显变化"}}
 
 
-def _reading(r: Mapping[str, Any]) -> str | None:
-    got = r.get("length_reading")
-    return None if not got or got["reading"] is None else _READING[got["reading"]]
+def _reading(lang: str) -> _Get:
+    def get(r: Mapping[str, Any]) -> str | None:
+        got = r.get("length_reading")
+        return None if not got or got["reading"] is None else _READING[lang][got["reading"]]
+    return get
 
 
-def _rollout_columns(tools: bool) -> list[_Col]:
+def _rollout_columns(tools: bool, lang: str = "en") -> list[_Col]:
     cols = [
-        _Col("step", lambda r: r["step"], "text"),
+        _Col("step", lambda r: r["step"], "text", header_zh="步"),
         _Col("distinct-2", _metric("diversity/distinct_2")),
-        _Col("dup", _metric("diversity/duplicate_rate"), legend="dup = share of exact duplicate responses"),
-        _Col("edit", _metric("diversity/edit_distance"), legend="edit = mean normalised word edit distance"),
-        _Col("length×✓", _reading, "text",
-             legend="length×✓ = longer responses more (✓) or less (✗) often correct, within groups", left=True),
-        _Col("trunc", _metric("rollout/truncation_share"), legend="trunc = share truncated"),
+        _Col("dup", _metric("diversity/duplicate_rate"), legend="dup = share of exact duplicate responses",
+             header_zh="重复率", legend_zh="重复率 = 与别的回复完全相同的回复所占比例"),
+        _Col("edit", _metric("diversity/edit_distance"), legend="edit = mean normalised word edit distance",
+             header_zh="编辑距离", legend_zh="编辑距离 = 按词计、归一化后的编辑距离均值"),
+        _Col("length×✓", _reading(lang), "text",
+             legend="length×✓ = longer responses more (✓) or less (✗) often correct, within groups", left=True,
+             header_zh="长度×✓", legend_zh="长度×✓ = 同一组内，更长的回复是更常答对还是更少答对"),
+        _Col("trunc", _metric("rollout/truncation_share"), legend="trunc = share truncated", header_zh="截断",
+             legend_zh="截断 = 被截断的回复所占比例"),
     ]
     if tools:  # every response is scanned for tool-call tags, so 0.0 everywhere means "no tool calls"
         cols += [
-            _Col("tools", _metric("rollout/tool_calls/mean"), legend="tools = calls per rollout"),
-            _Col("at cap", _metric("rollout/tool_calls/at_cap")),
-            _Col("repeat", _metric("rollout/tool_calls/repeat_rate"), legend="repeat = share of repeated calls"),
+            _Col("tools", _metric("rollout/tool_calls/mean"), legend="tools = calls per rollout",
+                 header_zh="工具调用", legend_zh="工具调用 = 每个 rollout 的平均调用次数"),
+            _Col("at cap", _metric("rollout/tool_calls/at_cap"), header_zh="达上限"),
+            _Col("repeat", _metric("rollout/tool_calls/repeat_rate"), legend="repeat = share of repeated calls",
+                 header_zh="重复调用", legend_zh="重复调用 = 重复的调用所占比例"),
         ]
     return cols
 
 
 def _source_columns(first: Any, last: Any) -> list[_Col]:
     cols = [
-        _Col("source", lambda r: r["source"], "text", left=True),
+        _Col("source", lambda r: r["source"], "text", left=True, header_zh="数据来源"),
         _Col("pass@1", lambda r: r["all"].get("pass@1")),
-        _Col("score", lambda r: r["all"].get("score/mean")),
+        _Col("score", lambda r: r["all"].get("score/mean"), header_zh="平均得分"),
         _Col("id_gap", lambda r: r["all"].get("id_gap"),
-             legend="id_gap = pass@1 of the in-distribution sources − the source's"),
+             legend="id_gap = pass@1 of the in-distribution sources − the source's",
+             legend_zh="id_gap = 分布内各数据来源的 pass@1 − 该来源的 pass@1"),
     ]
     if first != last:
-        cols += [_Col(f"pass@1 step {first}", lambda r: r["first"].get("pass@1")),
-                 _Col(f"pass@1 step {last}", lambda r: r["last"].get("pass@1"))]
+        cols += [_Col(f"pass@1 step {first}", lambda r: r["first"].get("pass@1"), header_zh=f"第 {first} 步 pass@1"),
+                 _Col(f"pass@1 step {last}", lambda r: r["last"].get("pass@1"), header_zh=f"第 {last} 步 pass@1")]
     return cols
 
 
-def _print_sources(con: Console, doc: Mapping[str, Any]) -> None:
+def _print_sources(con: Console, doc: Mapping[str, Any], lang: str = "en") -> None:
     steps = doc["steps"]
     names = sorted({name for r in [*steps, doc["overall"]] for name in r["sources"]})
     if not names:
@@ -350,21 +381,26 @@ def _print_sources(con: Console, doc: Mapping[str, Any]) -> None:
     first, last = steps[0], steps[-1]
     rows = [{"source": name, "all": doc["overall"]["sources"].get(name, {}),
              "first": first["sources"].get(name, {}), "last": last["sources"].get(name, {})} for name in names]
-    _print_table(con, "by data source", rows, _source_columns(first["step"], last["step"]))
+    _print_table(con, _TABLES[lang]["source"], rows, _source_columns(first["step"], last["step"]), lang)
 
 
-def _length_line(overall: Mapping[str, Any]) -> str | None:
+def _length_line(overall: Mapping[str, Any], lang: str = "en") -> str | None:
     got = overall.get("length_reading")
     if not got or got["reading"] is None:
         return None
     quartiles = [overall["metrics"].get(f"rollout/correct_by_length/q{b}") for b in range(1, 5)]
     by_length = " ".join("–" if _missing(q) else f"{q:.3g}" for q in quartiles)
-    return (f"length × correctness, all steps: {_READING[got['reading']]} (within-group Spearman "
+    if lang == "zh":
+        return (f"长度与正确率（全部步）：{_READING['zh'][got['reading']]}（组内 Spearman 相关系数 {got['corr']:.3g}，"
+                f"基于 {got['groups']} 组；|ρ| ≤ {got['tol']:g} 视为无明显变化）；按长度四分位从短到长的正确率："
+                f"{by_length}")
+    return (f"length × correctness, all steps: {_READING['en'][got['reading']]} (within-group Spearman "
             f"{got['corr']:.3g} over {got['groups']} groups; |ρ| ≤ {got['tol']:g} reads as no change); "
             f"correct by length quartile, shortest first: {by_length}")
 
 
-def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = False, width: int = WIDTH) -> str:
+def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = False, width: int = WIDTH,
+                    lang: str = "en") -> str:
     """Per-step rollout metrics at a glance: a group-scale table (counts, σ_G, zero-variance split,
     effective batch, pass@1 and at the largest k with a value pass@k, its gap, maj@k and the
     self-consistency gap), a rollout-scale table (diversity, length × correctness reading, truncation,
@@ -382,16 +418,17 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
     buf = io.StringIO()
     con = console(buf, color, width)
     con.print(Text(doc["path"], style="bold"))
-    rows = [*doc["steps"], {**doc["overall"], "step": "all"}]
-    _print_table(con, "group scale", rows, _group_columns(_kmax(rows, ks)))
+    words = _TABLES[lang]
+    rows = [*doc["steps"], {**doc["overall"], "step": words["all"]}]
+    _print_table(con, words["group"], rows, _group_columns(_kmax(rows, ks)), lang)
     tools = any((r["metrics"].get("rollout/tool_calls/mean") or 0) > 0 for r in rows)
-    _print_table(con, "rollout scale", rows, _rollout_columns(tools))
+    _print_table(con, words["rollout"], rows, _rollout_columns(tools, lang), lang)
     if doc["steps"]:
-        _print_sources(con, doc)
-    line = _length_line(doc["overall"])
+        _print_sources(con, doc, lang)
+    line = _length_line(doc["overall"], lang)
     if line:
         con.print(Padding(Text(line), (0, 0, 0, 2), expand=False))
-    _print_log(con, doc)
+    _print_log_zh(con, doc) if lang == "zh" else _print_log(con, doc)
     return buf.getvalue()
 
 
@@ -408,6 +445,22 @@ def _print_log(con: Console, doc: Mapping[str, Any]) -> None:
         con.print(f"  [dim]not computed[/] {line}", markup=True, highlight=False)
     for note in doc["notes"]:
         con.print(f"  [yellow]note[/] {note}", markup=True, highlight=False)
+
+
+def _print_log_zh(con: Console, doc: Mapping[str, Any]) -> None:
+    """:func:`_print_log` in Chinese: the reader's skip reasons and notes are English only, marked so and
+    printed unwrapped (the terminal wraps them)."""
+    skipped = doc["skipped"]
+    if skipped["count"]:
+        con.print(f"  [red]跳过[/]了输入中的 {skipped['count']} 行：", markup=True, highlight=False)
+        for reason in skipped["reasons"]:
+            con.print(Text(f"    {ENGLISH_ORIGINAL}{reason}"), soft_wrap=True)
+        if skipped["count"] > len(skipped["reasons"]):
+            con.print(Text(f"    …… 另有 {skipped['count'] - len(skipped['reasons'])} 行"))
+    for line in doc["not_computed"]:
+        con.print(Text(f"  没有算出{ENGLISH_ORIGINAL}：{line}", style="dim"), soft_wrap=True)
+    for note in doc["notes"]:
+        con.print(Text(f"  说明{ENGLISH_ORIGINAL}：{note}"), soft_wrap=True)
 
 
 #: how many of the rollout reader's skip reasons ``diagnose --rollouts`` shows (``rollouts`` shows all it kept)

@@ -212,12 +212,24 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
     return files
 
 
+def _opening(steps: int, files: DemoFiles, folder: Path, lang: str) -> str:
+    """The demo's first lines: what trains, for how long, when it breaks, and where it writes."""
+    if lang == "zh":
+        jump = f"第 {JUMP_AT} 步时学习率会突然放大 {JUMP:g} 倍" if steps >= JUMP_AT else "学习率不会突变"
+        return (f"rlvitals 演示：一个用策略梯度学做算术题的小模型，训练 {steps} 步；{jump}。\n"
+                f"  日志：{files.log}\n  rollout 数据：{files.rollouts}\n  告警：{folder / 'alerts.jsonl'}\n")
+    jump = f"the learning rate jumps {JUMP:g}x at step {JUMP_AT}" if steps >= JUMP_AT else "no learning-rate jump"
+    return (f"rlvitals demo: a policy-gradient learner on arithmetic problems, {steps} steps; {jump}.\n"
+            f"  log: {files.log}\n  rollouts: {files.rollouts}\n  alerts: {folder / 'alerts.jsonl'}\n")
+
+
 def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str], err: IO[str],
-               interval: float = 0.5, stop: threading.Event | None = None) -> int:
+               interval: float = 0.5, stop: threading.Event | None = None, lang: str = "en") -> int:
     """Train in a thread while a watcher follows the log and the rollouts in this one and prints
     its alerts (also appended to ``<folder>/alerts.jsonl``); returns 1 when the run ends with a
     failing verdict, as ``watch --exit-on fail`` would. Setting ``stop`` ends training and watching
-    early; both threads are joined before this returns (none is left inside native code at exit)."""
+    early; both threads are joined before this returns (none is left inside native code at exit).
+    ``lang``: the language of what it prints (its opening lines, the watcher's lines and alerts)."""
     from ..watch.sinks import JsonlSink
     from ..watch.watcher import WatchOptions, open_watcher
 
@@ -226,22 +238,29 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
     stop = stop or threading.Event()
     failure: list[BaseException] = []
 
+    first = threading.Event()  # the first step is on disk: the watcher starts on files that are there
+
     def train() -> None:
         try:
-            run_demo(folder, steps=steps, delay=delay, stop=stop)
+            run_demo(folder, steps=steps, delay=delay, stop=stop, on_step=lambda _: first.set())
         except BaseException as exc:  # noqa: BLE001 (shown to the user once the watcher stops)
             failure.append(exc)
         finally:
             done.set()
 
-    jump = f"the learning rate jumps {JUMP:g}x at step {JUMP_AT}" if steps >= JUMP_AT else "no learning-rate jump"
-    out.write(f"rlvitals demo: a policy-gradient learner on arithmetic problems, {steps} steps; {jump}.\n"
-              f"  log: {files.log}\n  rollouts: {files.rollouts}\n  alerts: {folder / 'alerts.jsonl'}\n")
-    watcher = open_watcher([files.log], [JsonlSink(folder / "alerts.jsonl", name="jsonl")],
-                           folder / "watch.sqlite", WatchOptions(interval=interval, min_gap=0.5),
-                           out=out, err=err, rollouts=files.rollouts)
+    out.write(_opening(steps, files, folder, lang))
     thread = threading.Thread(target=train, name="rlvitals-demo-train", daemon=True)
     thread.start()
+    while not (first.wait(0.05) or done.is_set()):
+        pass
+    try:
+        watcher = open_watcher([files.log], [JsonlSink(folder / "alerts.jsonl", name="jsonl")],
+                               folder / "watch.sqlite", WatchOptions(interval=interval, min_gap=0.5, lang=lang),
+                               out=out, err=err, rollouts=files.rollouts)
+    except BaseException:  # no watcher (a bad state file): training is stopped, not left running
+        stop.set()
+        thread.join()
+        raise
     try:
         while not done.is_set() and not stop.is_set():
             watcher.cycle()
