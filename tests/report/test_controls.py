@@ -246,6 +246,59 @@ def test_the_elapsed_time_axis_is_the_sum_of_the_step_times(opened: Opened, ppo:
     assert opened.errors == []
 
 
+def test_a_tracker_clock_puts_the_charts_on_wall_clock_time(browser: Any, tmp_path: Path) -> None:
+    import datetime
+    import json
+
+    start = 1_764_583_200.0  # 2025-12-01 10:00:00 UTC; a step every 30 s, an hour's pause after step 40
+    rows = [{"_step": s, "_runtime": 30.0 * s + (3600 if s > 40 else 0),
+             "_timestamp": start + 30.0 * s + (3600 if s > 40 else 0),
+             "actor/entropy": 1.0 - s / 100, "critic/score/mean": s / 60} for s in range(1, 61)]
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = rlvitals.load(log)[0]
+    page = build_page([run], [diagnose(run)])
+    assert page["clocks"]["r0"]["start"] == start and page["clocks"]["r0"]["key"] == "W&B _timestamp"
+    write_report(tmp_path / "r.html", page)
+    o = Opened(browser, tmp_path / "r.html")
+    try:
+        cid = page["overview"]["charts"][0]
+        _wait_drawn(o, cid)
+        options = o.page.eval_on_selector_all("#rlv-xaxis option", "els => els.map(e => e.value)")
+        assert options == ["step", "time", "wall"]
+        o.page.select_option("#rlv-xaxis", "wall")
+        o.page.wait_for_function(f"document.getElementById('{cid}').layout.xaxis.type === 'date'")
+        got = o.page.evaluate(f"document.getElementById('{cid}').data[0].x")
+        steps = page["charts"][cid]["traces"][0]["x"]
+        want = [(r["_timestamp"]) * 1000 for r in rows if r["_step"] in steps]
+        assert got == pytest.approx(want, abs=1.0)  # the tracker's own times, the hour's pause included
+        ticks = o.page.eval_on_selector_all(f"#{cid} .xtick text", "els => els.map(e => e.textContent)")
+        assert any(":" in t for t in ticks), ticks  # clock times on the axis, not hours
+        title = o.page.evaluate(f"document.getElementById('{cid}').layout.xaxis.title.text")
+        assert title == "wall-clock time (UTC)"
+        # a zoom in dates undoes to the whole run, and the step axis comes back as steps
+        day = datetime.datetime.fromtimestamp(start + 30 * 45 + 3600, datetime.timezone.utc)
+        o.page.evaluate(f"Plotly.relayout(document.getElementById('{cid}'), "
+                        f"{{'xaxis.range': ['{day:%Y-%m-%d %H:%M:%S}', '{day:%Y-%m-%d} 12:00:00']}})")
+        other = page["overview"]["charts"][1]
+        _wait_drawn(o, other)
+        shared = o.page.evaluate(f"document.getElementById('{other}').layout.xaxis.range")
+        assert shared[0].startswith(f"{day:%Y-%m-%d}")
+        _shot(o, "report_wall_clock_axis")
+        o.page.select_option("#rlv-xaxis", "step")
+        o.page.wait_for_function(f"document.getElementById('{cid}').layout.xaxis.type !== 'date'")
+        assert o.page.evaluate(f"document.getElementById('{cid}').data[0].x") == steps
+        assert o.errors == []
+    finally:
+        o.close()
+
+
+def test_summed_step_times_give_no_wall_clock_choice(opened: Opened, ppo: Any) -> None:
+    _, page, _ = ppo
+    assert page["clocks"]["r0"]["start"] is None  # timing_s/step: elapsed time, no start
+    assert opened.page.eval_on_selector_all("#rlv-xaxis option", "els => els.map(e => e.value)") == ["step", "time"]
+
+
 def test_every_chart_is_drawn_for_printing_without_scrolling(browser: Any, ppo: Any) -> None:
     path, page, _ = ppo
     o = Opened(browser, path)

@@ -70,6 +70,7 @@ UI: dict[str, tuple[str, str]] = {
     "smoothing": ("Smoothing", "平滑"),
     "x_axis": ("x axis", "横轴"),
     "elapsed": ("elapsed time (h)", "已用时间（小时）"),
+    "wall_clock": ("wall-clock time (UTC)", "实际时间（UTC）"),
     "reset_zoom": ("Reset zoom", "还原缩放"),
     "log_scale": ("Logarithmic y axis", "纵轴取对数"),
     "overview": ("The curves to read first", "先看这几条曲线"),

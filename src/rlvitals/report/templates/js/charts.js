@@ -22,20 +22,42 @@
     while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (s[mid] <= x) { lo = mid; } else { hi = mid; } }
     return (t[lo] + (t[hi] - t[lo]) * (x - s[lo]) / (s[hi] - s[lo])) / 3600;
   }
-  // the step a run's clock had reached at h hours (hours' inverse; the clock never runs backwards)
-  function stepAt(rid, h) {
+  // the step a run's clock had reached at x on the axis (the inverse of xAt; the clock never runs back)
+  function stepAt(rid, x) {
     var c = data.clocks && data.clocks[rid];
-    if (!c || h === null || h === undefined) { return null; }
-    var s = c.steps, t = c.seconds, v = h * 3600, lo = 0, hi = s.length - 1;
+    if (!c || x === null || x === undefined) { return null; }
+    var v = view.axis === "wall" ? wallMs(x) / 1000 - c.start : x * 3600;
+    if (!isFinite(v)) { return null; }
+    var s = c.steps, t = c.seconds, lo = 0, hi = s.length - 1;
     if (v <= t[0]) { return t[0] > 0 ? Math.max(v, 0) * Math.max(s[0], 1) / t[0] : s[0]; }
     if (v >= t[hi]) { return s[hi]; }
     while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (t[mid] <= v) { lo = mid; } else { hi = mid; } }
     return t[hi] === t[lo] ? s[lo] : s[lo] + (s[hi] - s[lo]) * (v - t[lo]) / (t[hi] - t[lo]);
   }
-  function timed() { return view.axis === "time" && data.clocks && Object.keys(data.clocks).length > 0; }
-  function xs(rid, x) { return timed() ? x.map(function (v) { return hours(rid, v); }) : x; }
-  function xAt(rid, step) { return timed() ? hours(rid, step) : step; }
-  function axisTitle() { return word(timed() ? "hours" : "step"); }
+  // a date axis reports its range as UTC date strings ("2026-12-01 10:00:00.5"): milliseconds again
+  function wallMs(x) {
+    if (typeof x === "number") { return x; }
+    var m = /^(\d{4}-\d{2}-\d{2})(?:[ T](\d{2})(?::(\d{2}))?(?::(\d{2}))?(\.\d{1,3})?\d*)?$/.exec(String(x));
+    if (!m) { return NaN; }
+    return Date.parse(m[1] + "T" + (m[2] || "00") + ":" + (m[3] || "00") + ":" + (m[4] || "00") + (m[5] || "") + "Z");
+  }
+  // wall-clock time: every run's clock says when it started (a tracker's timestamps)
+  function walled() {
+    var ids = data.clocks ? Object.keys(data.clocks) : [];
+    return ids.length > 0 && ids.every(function (r) { return typeof data.clocks[r].start === "number"; });
+  }
+  function timed() {
+    var clocks = data.clocks && Object.keys(data.clocks).length > 0;
+    return view.axis !== "step" && clocks && (view.axis !== "wall" || walled());
+  }
+  function xAt(rid, step) {
+    if (!timed()) { return step; }
+    var h = hours(rid, step);
+    if (view.axis !== "wall" || h === null) { return h; }
+    return (data.clocks[rid].start + h * 3600) * 1000;
+  }
+  function xs(rid, x) { return timed() ? x.map(function (v) { return xAt(rid, v); }) : x; }
+  function axisTitle() { return word(!timed() ? "step" : view.axis === "wall" ? "wall" : "hours"); }
 
   // TensorBoard's smoothing: an exponential moving average, debiased so the first points are not pulled
   // to zero; a gap (null) stays a gap and does not reset it
@@ -123,7 +145,7 @@
   }
 
   function lineOf(chart, t, src, k) {
-    var hover = timed() ? "%{x:.2f} h: %{y}" : "%{x}: %{y}";
+    var hover = !timed() ? "%{x}: %{y}" : view.axis === "wall" ? "%{x|%Y-%m-%d %H:%M:%S}: %{y}" : "%{x:.2f} h: %{y}";
     var tr = { type: "scatter", mode: src.x.length > 60 ? "lines" : "lines+markers", name: t.name, x: xs(t.run, src.x),
       y: src.y, connectgaps: false, hovertemplate: hover + "<extra>" + clean(t.key) + "</extra>",
       customdata: src.x };
@@ -202,7 +224,7 @@
       shapes: shapes(chart), annotations: annotations(chart), hovermode: "x"
     };
     if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
-    if (timed()) { layout.xaxis.ticksuffix = " h"; }
+    if (timed() && view.axis === "wall") { layout.xaxis.type = "date"; } else if (timed()) { layout.xaxis.ticksuffix = " h"; }
     if (view.x) { layout.xaxis.range = view.x.slice(); layout.xaxis.autorange = false; }
     return layout;
   }
@@ -261,7 +283,8 @@
 
   function onHover(cid, ev) {
     if (!ev || !ev.event || ev.event.clientX === undefined || !ev.points || !ev.points.length) { return; }
-    var x = ev.points[0].x;
+    var p = ev.points[0];
+    var x = p.data && p.data.x ? p.data.x[p.pointIndex] : p.x;  // the value given, not a date axis' string
     if (typeof x !== "number") { return; }
     Object.keys(drawn).forEach(function (other) {
       var node = chartEl(other);

@@ -3,14 +3,15 @@
   var data = JSON.parse(document.getElementById("rlv-data").textContent);
   var COLOR = { fail: "#c62828", warn: "#e67e00", note: "#1565c0" };
   var POINTS_SHOWN = 8;  // steps of point events written out before "… N more" (as the terminal does)
-  var WORDS = { step: ["step", "步"], hours: ["elapsed time (h)", "已用时间（小时）"] };
+  var WORDS = { step: ["step", "步"], hours: ["elapsed time (h)", "已用时间（小时）"],
+    wall: ["wall-clock time (UTC)", "实际时间（UTC）"] };
   // a run's colour when a page compares runs: its lines and its findings' markers
   var RUN_COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
   var keep = window.rlvKeep || {};
   window.rlvKeep = null;
   var drawn = {};
   // how the reader looks at the charts, kept across a live update: smoothing (EMA weight), the x axis
-  // (steps or elapsed hours), the x range every chart shares (null: the whole run), and log-scaled charts
+  // (steps, elapsed hours or wall-clock time), the x range every chart shares (null: the whole run), and log-scaled charts
   var view = { smooth: keep.smooth || 0, axis: keep.axis || "step", x: keep.x || null, log: keep.log || {},
     search: keep.search || "" };
   var live = document.getElementById("rlv-live");

@@ -88,10 +88,10 @@
   }
 
   function setAxis(a) {
-    view.axis = a === "time" ? "time" : "step";
+    view.axis = a === "time" || a === "wall" ? a : "step";
     var pick = document.getElementById("rlv-xaxis");
     if (pick && pick.value !== view.axis) { pick.value = view.axis; }
-    view.x = null;  // a range of steps is no range of hours
+    view.x = null;  // a range of steps is no range of hours, nor of dates
     Object.keys(drawn).forEach(function (cid) {
       var node = chartEl(cid);
       if (node && node.__rlvFetched) { node.__rlvFetched = null; node.removeAttribute("data-range"); points(cid, null); }
