@@ -139,3 +139,14 @@ def test_a_damaged_block_in_the_state_file_names_the_file_and_the_fix(tmp_path: 
     assert len(stored) == BLOCK + 3
     with pytest.raises(RlvitalsError, match=f"{path}: block 1 of the stored records is damaged .*--state NEW_FILE"):
         list(stored)
+
+
+def test_stored_records_give_back_their_wall_time_not_a_value(tmp_path: Path) -> None:
+    from rlvitals.ingest import WALL_KEY, Record, pack
+
+    state = WatchState(tmp_path / "s.sqlite")
+    timed = [pack(Record(s, {"loss": 1.0 / s}, f"run.log:{s}", wall=1.7e9 + s)) for s in range(1, 4)]
+    _commit(state, "run.log", [*timed, pack(Record(4, {"loss": 0.2}, "run.log:4"))])
+    got = state.records("run.log")
+    assert [r.wall for r in got] == [1.7e9 + 1, 1.7e9 + 2, 1.7e9 + 3, None]
+    assert all(WALL_KEY not in r.values for r in got) and [r.values["loss"] for r in got] == [1.0, 0.5, 1 / 3, 0.2]

@@ -36,7 +36,7 @@ import orjson
 
 from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
-from ..ingest import Record
+from ..ingest import WALL_KEY, Record
 from ..ingest.record import Packed, Value
 from .alerts import Alert, KeyState
 from .blocks import BlockError, decode, encode
@@ -121,9 +121,11 @@ class WatchState:
         out = []
         for step, names, nums, texts, summary in self.packed(path):
             values: dict[str, Value] = dict(zip(names, array("d", nums), strict=True))
+            wall = values.pop(WALL_KEY, None)  # the record's time, packed beside its values (ingest.pack)
             if texts is not None:
                 values.update(orjson.loads(texts))
-            out.append(Record(step, values, where, "summary" if summary else "metrics"))
+            out.append(Record(step, values, where, "summary" if summary else "metrics",
+                              wall=wall if isinstance(wall, float) else None))
         return out
 
     def _source(self, path: str) -> int | None:
