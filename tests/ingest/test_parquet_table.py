@@ -148,3 +148,12 @@ def test_a_parquet_file_that_makes_polars_panic_is_an_input_error_not_a_crash(tm
     (folder / "completions_00001.parquet").write_bytes(PANIC.read_bytes())
     with pytest.raises(InputError, match=r"cannot be read as Parquet \(PanicException: .*\); the file was skipped"):
         read_rollouts(folder)
+
+
+def test_columns_named_like_regular_expressions_are_read_as_names(tmp_path: Path) -> None:
+    # polars reads a name "^…$" as a regular expression: "^.*$" would select every column
+    path = tmp_path / "metrics.parquet"
+    pl.DataFrame({"step": [1, 2], "^.*$": [0.5, 0.25], "^)$": [1.0, 2.0], "loss": [3.0, 4.0]}).write_parquet(path)
+    run = load(path)[0]
+    assert run.raw["^.*$"].to_list() == [0.5, 0.25] and run.raw["^)$"].to_list() == [1.0, 2.0]
+    assert run.raw["loss"].to_list() == [3.0, 4.0] and run.steps.tolist() == [1, 2]

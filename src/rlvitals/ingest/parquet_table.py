@@ -56,8 +56,9 @@ def _refuse_rollouts(path: Path, names: list[str]) -> None:
         )
 
 
-def _batches(path: Path, columns: list[str]) -> Iterator[tuple[int, pl.DataFrame]]:
-    lazy = pl.scan_parquet(path).select(columns)
+def _batches(path: Path, columns: list[str], names: list[str]) -> Iterator[tuple[int, pl.DataFrame]]:
+    # by position: polars reads a name written as ^…$ as a regular expression (a column "^.*$" is every column)
+    lazy = pl.scan_parquet(path).select(pl.nth([names.index(c) for c in columns]))
     try:
         total = pl.scan_parquet(path).select(pl.len()).collect().item()
         size = max(1, BATCH_CELLS // max(len(columns), 1))
@@ -85,7 +86,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.bytes_read += path.stat().st_size
     columns = keep if step_key is None else [step_key, *keep]
     side_rows = 0
-    for offset, batch in _batches(path, columns):
+    for offset, batch in _batches(path, columns, names):
         for i, row in enumerate(batch.iter_rows(), offset + 1):
             where = f"{path}#row {i}"
             if step_key is None:
