@@ -227,7 +227,9 @@ def test_inspect_in_chinese_on_real_runs(real: Path, run: str) -> None:
     code, out, err = _cli("inspect", "--lang", "zh", str(real / run))
     assert code == 0 and err == "", err
     doc = orjson.loads(_cli("inspect", "--json", str(real / run))[1])
-    assert [line.split()[0] for line in out.splitlines()[1:6]] == ["格式", "框架", "算法", "步数", "指标"]
+    firsts = [line.split()[0] for line in out.splitlines() if line.split()]
+    start = firsts.index("格式")  # after the title, which a long path wraps over two lines
+    assert firsts[start:start + 5] == ["格式", "框架", "算法", "步数", "指标"]
     assert f"{doc['steps']} 个训练步" in out and f"{len(doc['metrics'])} 个标准指标：" in out
     logged = {w for key in doc["unmapped"] + doc["metrics"] for w in _WORD.findall(key)}  # keys as logged
     _assert_chinese(out, logged | {doc["format"], doc["framework"], doc["algorithm"]})
