@@ -163,7 +163,9 @@ class Discovery:
         around = Found()
         home, up = log.parent, log.parent.parent
         if up != home and self._holds_dumps(up, skip=home):
-            self._walk(up, up, 0, [MAX_SCAN], around, MAX_DEPTH)
+            # two levels, as pair() looks: the parent may be a crowded folder (a home, /tmp) and is walked
+            # again at every rescan
+            self._walk(up, up, 0, [MAX_INNER], around, 2)
         else:
             self._walk(home, home, 0, [MAX_SCAN], around, 2)
         if log not in around.logs:
