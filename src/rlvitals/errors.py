@@ -1,10 +1,13 @@
 """Every error rlvitals raises on purpose. One base class, shallow subclasses.
 
 Messages name the place (file and line where there is one), the bad value, what was
-expected, and the fix.
+expected, and the fix. A message is :class:`~rlvitals.words.Words` (English, with its Chinese), so that
+``--lang zh`` can say it in Chinese; ``str(exc)`` is the English.
 """
 
 from __future__ import annotations
+
+from .words import in_lang
 
 __all__ = ["CatalogError", "ConfigError", "EmptyInputError", "InputError", "MissingExtraError",
            "MissingInputError", "ModelUnavailableError", "RlvitalsError", "SamplerError", "UnknownFormatError",
@@ -13,6 +16,10 @@ __all__ = ["CatalogError", "ConfigError", "EmptyInputError", "InputError", "Miss
 
 class RlvitalsError(Exception):
     """Base class of every error rlvitals raises on purpose."""
+
+    def text(self, lang: str = "en") -> str:
+        """The message in ``lang`` (English where it has no Chinese)."""
+        return in_lang(self.args[0], lang) if self.args else ""
 
 
 class InputError(RlvitalsError):

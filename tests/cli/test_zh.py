@@ -139,7 +139,7 @@ def test_explain_list_and_a_near_miss_in_chinese() -> None:
     assert code == 0 and out.split()[:4] == ["层", "尺度", "指标", "名称"]
     code, out, err = _cli("explain", "--lang", "zh", "actor/entrpy")
     assert code == 2 and out == ""
-    assert err == ("rlvitals: 'actor/entrpy' 既不是已收录的指标，也不是它们的别名。是不是想找 'actor/entropy'、"
+    assert err == ("rlvitals：'actor/entrpy' 既不是已收录的指标，也不是它们的别名。是不是想找 'actor/entropy'、"
                    "'actor/seq_entropy'、'actor/entropy_loss'？运行 'rlvitals explain --list' 可以查看全部指标。\n")
 
 

@@ -20,7 +20,7 @@ from typing import IO
 
 from ..errors import RlvitalsError
 from . import completion, live, outputs, rollouts, runs
-from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of
 from ._parser import build_parser
 
 __all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "main", "run"]
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
     try:
         return COMMANDS[args.command](args, out, err)
     except RlvitalsError as exc:  # a problem of the input or the usage that a command did not catch itself
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     except (KeyboardInterrupt, BrokenPipeError):
         raise

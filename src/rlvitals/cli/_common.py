@@ -20,6 +20,19 @@ if TYPE_CHECKING:
 #: 3 rlvitals itself failed (a bug: the message says so, with the traceback to report)
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
+#: what starts every line the CLI says about a problem, per language
+SAYS = {"en": "rlvitals: ", "zh": "rlvitals："}
+
+
+def error_line(exc: RlvitalsError, lang: str = "en") -> str:
+    """``exc`` as the CLI prints it: one line after the program's name, in ``lang``."""
+    return f"{SAYS.get(lang, SAYS['en'])}{exc.text(lang)}\n"
+
+
+def lang_of(args: argparse.Namespace) -> str:
+    """The language a command was asked to speak (``--lang``; English for a command without it)."""
+    return str(getattr(args, "lang", "en"))
+
 
 
 def width(out: IO[str]) -> int:
@@ -54,8 +67,8 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
             with reading(err, progress) as shown:
                 runs.append(load_launches(paths, fmt, shown, lambda note: told.append(note.text(lang))))
         except RlvitalsError as exc:
-            told, status = [str(exc)], EXIT_USAGE
-        head = "rlvitals：--one-run：" if lang == "zh" else "rlvitals: --one-run: "
+            told, status = [exc.text(lang)], EXIT_USAGE
+        head = f"{SAYS.get(lang, SAYS['en'])}--one-run{'：' if lang == 'zh' else ': '}"
         err.writelines(f"{head}{note}\n" for note in told)
         return runs, status
     for path in paths:
@@ -63,7 +76,7 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
             with reading(err, progress) as shown:
                 runs.extend(load(path, fmt, shown))
         except RlvitalsError as exc:
-            err.write(f"rlvitals: {exc}\n")
+            err.write(error_line(exc, lang))
             status = EXIT_USAGE
     return runs, status
 
@@ -181,7 +194,7 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
         config = load_config(args.config) if args.config else None
         settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return None
     paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings, progress=True,
                          one_run=args.one_run, lang=args.lang)
@@ -209,7 +222,7 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
         dirs = rollout_dirs(rollouts, [" + ".join(g) for g in groups])
         analyses = [analysed(d, settings, err, progress) if d else None for d in dirs]
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang))
         return None
     runs: list[Run] = []
     paired: list[Any] = []

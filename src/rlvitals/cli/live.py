@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
-from ._common import EXIT_OK, EXIT_USAGE, rollout_dirs, rollout_settings
+from ._common import EXIT_OK, EXIT_USAGE, error_line, lang_of, rollout_dirs, rollout_settings
 
 if TYPE_CHECKING:
     from ..server import WorkspaceOptions
@@ -46,7 +46,7 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     if not args.once:
         err.write("rlvitals: " + watcher.banner() + "\n")
@@ -57,7 +57,7 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         ignore_stop_signals()  # stopping now: a second Ctrl-C must not cut the close short or print a traceback
         return EXIT_OK
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     finally:
         watcher.close()
@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                      token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
                      state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
 
 
@@ -141,7 +141,7 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),
                      state=folder / "serve.sqlite", out=out)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     finally:
         stop.set()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import RlvitalsError
-from ._common import EXIT_USAGE, runs_for_output
+from ._common import EXIT_USAGE, error_line, lang_of, runs_for_output
 
 
 def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -35,7 +35,7 @@ def _report(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             page = build_page(runs, diagnoses, analyses, lang=args.lang, labels=args.label, progress=told)
             size = write_report(args.output, page, cdn=args.cdn, progress=told)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     out.write(f"wrote {args.output}: {len(runs)} run(s), {size / 1e6:.1f} MB\n")
     return status
@@ -73,7 +73,7 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                                    run_id=args.wandb_run_id, mode="online" if online else "offline")
                 where = f"{done.run_dir} (W&B run {done.run_id}, {'online' if online else 'offline'})"
         except RlvitalsError as exc:
-            err.write(f"rlvitals: {exc}\n")
+            err.write(error_line(exc, lang_of(args)))
             status = EXIT_USAGE
             continue
         points = sum(len(s.steps) for s in plan.series)

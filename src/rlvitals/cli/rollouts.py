@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import RlvitalsError
-from ._common import EXIT_OK, EXIT_USAGE, dump, rollout_settings, width
+from ._common import EXIT_OK, EXIT_USAGE, dump, error_line, lang_of, rollout_settings, width
 
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -19,14 +19,14 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         settings = rollout_settings(args)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
             analysis = analysed(path, settings, err, not args.json)
         except RlvitalsError as exc:
-            err.write(f"rlvitals: {exc}\n")
+            err.write(error_line(exc, lang_of(args)))
             status = EXIT_USAGE
             continue
         # the k computed ('all' resolves per path); none when the group family was not computed
@@ -67,7 +67,7 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 rollouts += len(records)
                 correct += sum(bool(r["correct"]) for r in records)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     how = "from the float32 cache" if policy.cached else "dequantized from GGUF and cached"
     out.write(f"sampled {rollouts} rollouts from {policy.name} (loaded {how} in {policy.load_seconds:.1f} s): "

@@ -12,7 +12,9 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     dump,
+    error_line,
     example_paths,
+    lang_of,
     load_all,
     paired_runs,
     rollout_settings,
@@ -73,7 +75,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         config = load_config(args.config) if args.config else None
         settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
         paths = list(args.paths)
@@ -136,7 +138,7 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         info = explain(args.key, args.lang)
     except RlvitalsError as exc:
-        err.write(f"rlvitals: {exc}\n")
+        err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     out.write(dump(info) + "\n" if args.json else render_explain(info, out.isatty(), width(out), args.lang))
     return EXIT_OK
