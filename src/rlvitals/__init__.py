@@ -17,6 +17,7 @@ from ._version import __version__ as __version__
 from .catalog import load_catalog
 from .errors import RlvitalsError
 from .run import Run, load
+from .words import Words
 
 if TYPE_CHECKING:
     from .checks.config import DiagnoseConfig
@@ -41,8 +42,9 @@ def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | o
     if not isinstance(run, Run):
         runs = load(os.fspath(run))
         if len(runs) != 1:
-            raise RlvitalsError(f"{run}: holds {len(runs)} runs; diagnose each: [rlvitals.diagnose(r) for r in "
-                                f"rlvitals.load({str(run)!r})]")
+            each = f"[rlvitals.diagnose(r) for r in rlvitals.load({str(run)!r})]"
+            raise RlvitalsError(Words(f"{run}: holds {len(runs)} runs; diagnose each: {each}",
+                                      f"{run}：其中有 {len(runs)} 个运行；请逐个诊断：{each}"))
         run = runs[0]
     if config is not None and not isinstance(config, DiagnoseConfig):
         config = load_config(os.fspath(config))

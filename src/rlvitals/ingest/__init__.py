@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
+from ..words import Words
 from . import (
     csv_table,
     generic_jsonl,
@@ -27,7 +28,7 @@ from . import (
     verl_jsonl,
     wandb_offline,
 )
-from ._folder import logs_in, special_kind
+from ._folder import SPECIAL_ZH, logs_in, special_kind
 from ._reader import Reader
 from .cursor import (
     COMPRESSED,
@@ -93,20 +94,25 @@ def _head(path: Path) -> bytes:
 def find_reader(path: Path, fmt: str | None = None) -> Reader:
     """The reader for ``path`` (or the one named ``fmt``), else a clear error."""
     if not path.exists():
-        raise MissingInputError(f"{path}: no such file or folder")
+        raise MissingInputError(Words(f"{path}: no such file or folder", f"{path}：没有这个文件或文件夹"))
     special = special_kind(path)
     if special is not None:
-        raise UnknownFormatError(f"{path}: a {special}, not a log file; it was not opened (reading a FIFO or "
-                                 "a device would wait forever or never end)")
+        raise UnknownFormatError(Words(
+            f"{path}: a {special}, not a log file; it was not opened (reading a FIFO or "
+            "a device would wait forever or never end)",
+            f"{path}：这是{SPECIAL_ZH[special]}，不是日志文件；没有打开它"
+            "（读 FIFO 或设备文件会一直等下去，或者永远读不完）"))
     all_readers = readers()
     names = ", ".join(dict.fromkeys(r.format for r in all_readers))  # a format with a file and a folder form once
     if fmt is not None:
         named = [r for r in all_readers if r.format == fmt]
         if named:  # the form that takes what the path is (a folder or a file), else the format's first
             return next((r for r in named if r.takes_dir == path.is_dir()), named[0])
-        raise UnknownFormatError(f"unknown format {fmt!r}; expected one of: {names}")
+        raise UnknownFormatError(Words(f"unknown format {fmt!r}; expected one of: {names}",
+                                       f"未知的格式 {fmt!r}；可用的格式：{names}"))
     if path.is_file() and path.stat().st_size == 0:
-        raise EmptyInputError(f"{path}: the file is empty; expected a training log")
+        raise EmptyInputError(Words(f"{path}: the file is empty; expected a training log",
+                                    f"{path}：文件是空的；这里应当是一份训练日志"))
     head = _head(path)
     for reader in all_readers:
         if path.is_dir() != reader.takes_dir:
@@ -114,10 +120,12 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
         if _sniffs(reader, path, head):
             return reader
     kind = "folder" if path.is_dir() else "file"
-    raise UnknownFormatError(
-        f"{path}: this {kind} is not a training log rlvitals can read (tried: {names})"
-        + (_traceback_hint(path) if path.is_file() else "") + "; pass --format to force a reader"
-    )
+    hint = _traceback_hint(path) if path.is_file() else Words("", "")
+    raise UnknownFormatError(Words(
+        f"{path}: this {kind} is not a training log rlvitals can read (tried: {names}){hint}; "
+        "pass --format to force a reader",
+        f"{path}：这个{'文件夹' if path.is_dir() else '文件'}不是 rlvitals 能读的训练日志（试过：{names}）{hint.zh}；"
+        "可以用 --format 指定读取器"))
 
 
 def _sniffs(reader: Reader, path: Path, head: bytes) -> bool:
@@ -133,7 +141,7 @@ def _sniffs(reader: Reader, path: Path, head: bytes) -> bool:
 TAIL_BYTES = 1 << 20
 
 
-def _traceback_hint(path: Path) -> str:
+def _traceback_hint(path: Path) -> Words:
     """What an unrecognised file ends in when that is a Python traceback: a crashed program that is
     not one of the frameworks read (no frame of their code, no metric line)."""
     from ._crash import CrashScanner
@@ -146,7 +154,9 @@ def _traceback_hint(path: Path) -> str:
         scanner.feed(n, line)
     crash = scanner.crash()
     if crash is None:
-        return ""
+        return Words("", "")
     said = f"{crash.exception}: {crash.message}" if crash.message else crash.exception
-    return (f"; it ends in a Python traceback ({said[:160]}) but holds no metrics and no frame of veRL, TRL "
-            "or OpenRLHF code")
+    return Words(f"; it ends in a Python traceback ({said[:160]}) but holds no metrics and no frame of veRL, TRL "
+                 "or OpenRLHF code",
+                 f"；它以一段 Python traceback 结尾（{said[:160]}），但没有任何指标，也没有 veRL、TRL 或 OpenRLHF "
+                 "代码的栈帧")

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..words import Words
 from .record import SourceMeta
 
 OVERRIDES = "overrides.yaml"
@@ -66,10 +67,14 @@ def sibling_overrides(log: Path, meta: SourceMeta) -> dict[str, Any]:
                 continue
             text = candidate.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
-            meta.notes.append(f"{candidate}: could not be read ({exc.strerror or exc}); its overrides were ignored")
+            meta.notes.append(Words(
+                f"{candidate}: could not be read ({exc.strerror or exc}); its overrides were ignored",
+                f"{candidate}：读不出来（{exc.strerror or exc}）；其中的覆盖项没有采用"))
             continue
         found = parse_overrides(text)
         if found:
-            meta.notes.append(f"{candidate}: {len(found)} Hydra overrides beside the log were read as its config")
+            meta.notes.append(Words(
+                f"{candidate}: {len(found)} Hydra overrides beside the log were read as its config",
+                f"{candidate}：日志旁的 {len(found)} 个 Hydra 覆盖项已作为它的配置读入"))
             return found
     return {}

@@ -25,6 +25,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..words import Words
+
 
 @dataclass
 class Witnesses:
@@ -49,7 +51,7 @@ class Witnesses:
 @dataclass(frozen=True)
 class Numbering:
     steps: list[int]
-    note: str | None
+    note: Words | None
 
 
 def number(w: Witnesses, where: str) -> Numbering:
@@ -68,33 +70,43 @@ def number(w: Witnesses, where: str) -> Numbering:
         first = _logs_first_step(w.epochs)
         steps = ([1] if first else []) + [i * logging for i in range(1, n + 1 - int(first))]
         if reached is None or steps[-1] <= max(reached, total or 0):
-            return Numbering(steps, f"{where}: {doubt}; the {n} training dicts were numbered by order × "
-                                    f"logging_steps = {logging} ({source}){', after step 1' if first else ''}")
+            return Numbering(steps, Words(
+                f"{where}: {doubt}; the {n} training dicts were numbered by order × "
+                f"logging_steps = {logging} ({source}){', after step 1' if first else ''}",
+                f"{where}：{doubt.zh}；{n} 个训练 dict 的步数按顺序 × logging_steps = {logging} 编排"
+                f"（{source.zh}）{'，从第 1 步之后起' if first else ''}"))
     partial = _partial(bars, w.epochs, total)
     inferred = sum(b is None for b in bars) if partial is not None else n
-    return Numbering(partial or list(range(1, n + 1)),
-                     f"{where}: {inferred} of {n} training dicts had no usable progress bar before them "
-                     "and logging_steps is not in the log, so their steps were inferred by order (1, 2, 3, ...); "
-                     "with logging_steps > 1 the true steps differ. trainer_state.json in a checkpoint folder "
-                     "gives exact steps")
+    return Numbering(partial or list(range(1, n + 1)), Words(
+        f"{where}: {inferred} of {n} training dicts had no usable progress bar before them "
+        "and logging_steps is not in the log, so their steps were inferred by order (1, 2, 3, ...); "
+        "with logging_steps > 1 the true steps differ. trainer_state.json in a checkpoint folder "
+        "gives exact steps",
+        f"{where}：{n} 个训练 dict 中有 {inferred} 个前面没有可用的进度条，日志里也没有 logging_steps，"
+        "所以它们的步数是按顺序推断的（1、2、3……）；logging_steps > 1 时真实步数与此不同。"
+        "检查点文件夹里的 trainer_state.json 有准确的步数"))
 
 
-def _doubt(bars: list[int | None], epochs: list[float | None], total: int | None) -> str | None:
+def _doubt(bars: list[int | None], epochs: list[float | None], total: int | None) -> Words | None:
     """Why the training bar's counts cannot be the dicts' steps, or None when they can: every dict
     had its own count, the counts rise within the total, and the epochs (exact: computed from the
     step) are proportional to them."""
     known = [(b, e) for b, e in zip(bars, epochs, strict=True) if b is not None]
     if not known:
-        return "no training progress bar was drawn before the metric dicts"
+        return Words("no training progress bar was drawn before the metric dicts", "指标 dict 之前没有画出训练进度条")
     if not _proportional([b for b, _ in known], [e for _, e in known]):
         first, epoch = known[0]
-        return (f"the progress bar ran ahead of the metric dicts (buffered output): a dict follows bar "
-                f"{first}/{total} but its epoch {epoch} does not fit that step")
+        return Words(f"the progress bar ran ahead of the metric dicts (buffered output): a dict follows bar "
+                     f"{first}/{total} but its epoch {epoch} does not fit that step",
+                     f"进度条跑在了指标 dict 前面（输出有缓冲）：一个 dict 跟在进度 {first}/{total} 之后，"
+                     f"但它的 epoch {epoch} 与这一步对不上")
     if len(known) < len(bars):
-        return f"{len(bars) - len(known)} of {len(bars)} metric dicts had no training progress bar of their own"
+        return Words(f"{len(bars) - len(known)} of {len(bars)} metric dicts had no training progress bar of their own",
+                     f"{len(bars)} 个指标 dict 中有 {len(bars) - len(known)} 个没有自己的训练进度条")
     counts = [b for b, _ in known]
     if any(b <= a for a, b in zip(counts, counts[1:], strict=False)) or (total is not None and counts[-1] > total):
-        return "the progress bar counts before the metric dicts do not rise within the bar's total"
+        return Words("the progress bar counts before the metric dicts do not rise within the bar's total",
+                     "指标 dict 之前的进度条计数没有在进度条总数之内逐步上升")
     return None
 
 
@@ -130,13 +142,14 @@ def _proportional(counts: list[int], epochs: list[float | None]) -> bool:
     return all(abs(e - rate * b) <= 0.006 + 0.05 * e for b, e in pairs)
 
 
-def _reached(w: Witnesses, total: int | None) -> tuple[int | None, str]:
+def _reached(w: Witnesses, total: int | None) -> tuple[int | None, Words]:
     """The last step the run got to and who says so: the training bar's highest count, or the
     total when the training printed its summary (it ran to the end)."""
     got = w.reached.get(total) if total is not None else None
     if w.end_epoch is not None and total is not None and (got is None or got < total):
-        return total, f"the {total} steps of the run (it printed its summary)"
-    return got, f"the {got} steps the bar reached"
+        return total, Words(f"the {total} steps of the run (it printed its summary)",
+                            f"这次运行的 {total} 步（它打印了结束汇总）")
+    return got, Words(f"the {got} steps the bar reached", f"进度条走到的 {got} 步")
 
 
 def _logs_first_step(epochs: list[float | None]) -> bool:
@@ -155,12 +168,14 @@ def _steps_per_epoch(w: Witnesses, total: int | None) -> float | None:
 
 
 def _logging_steps(w: Witnesses, n: int, total: int | None, reached: int | None,
-                   said: str) -> tuple[int | None, str]:
+                   said: Words) -> tuple[int | None, Words]:
     if w.logging_steps is not None:
         if 0 < w.logging_steps < 1 and total is not None:  # a ratio of the total steps
-            return math.ceil(total * w.logging_steps), f"logging_steps = {w.logging_steps} of {total} steps"
+            ratio = w.logging_steps
+            return math.ceil(total * ratio), Words(f"logging_steps = {ratio} of {total} steps",
+                                                   f"logging_steps = {ratio}（占 {total} 步的比例）")
         if w.logging_steps >= 1:
-            return int(w.logging_steps), "as printed in the log"
+            return int(w.logging_steps), Words("as printed in the log", "日志里打印的值")
     per_epoch = _steps_per_epoch(w, total)
     by_epoch = _from_epochs(w.epochs, per_epoch)
     dicts = n - int(_logs_first_step(w.epochs))
@@ -170,12 +185,14 @@ def _logging_steps(w: Witnesses, n: int, total: int | None, reached: int | None,
         if by_epoch is not None and fits:
             best = min(fits, key=lambda k: abs(k - by_epoch))
             if abs(best - by_epoch) <= 0.2 * by_epoch + 1:
-                return best, f"{n} dicts in {said}, and their epochs agree"
+                return best, Words(f"{n} dicts in {said}, and their epochs agree",
+                                   f"{said.zh}中有 {n} 个 dict，它们的 epoch 也相符")
         if len(fits) == 1:
-            return fits[0], f"{n} dicts in {said}"
+            return fits[0], Words(f"{n} dicts in {said}", f"{said.zh}中有 {n} 个 dict")
     if by_epoch is not None and by_epoch >= 1 and abs(by_epoch - round(by_epoch)) <= 0.1 * by_epoch:
-        return round(by_epoch), f"the dicts' epochs at {per_epoch:g} steps per epoch"
-    return None, ""
+        return round(by_epoch), Words(f"the dicts' epochs at {per_epoch:g} steps per epoch",
+                                      f"按每个 epoch {per_epoch:g} 步，由各 dict 的 epoch 推算")
+    return None, Words("", "")
 
 
 def _from_epochs(epochs: list[float | None], per_epoch: float | None) -> float | None:

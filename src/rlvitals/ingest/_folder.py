@@ -19,6 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..words import Words
 from ._reader import Reader
 
 #: files that are never logs: weights, tensors, archives, images, compiled code
@@ -41,6 +42,10 @@ class Found:
     logs: list[tuple[Reader, Path]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
+
+
+#: a special file's kind (:func:`special_kind`) in Chinese
+SPECIAL_ZH = {"FIFO": "一个 FIFO（命名管道）", "socket": "一个套接字", "device": "一个设备文件"}
 
 
 def special_kind(path: Path) -> str | None:
@@ -102,6 +107,18 @@ def _rank(reader: Reader) -> int:
     return PREFERENCE.index(reader.format) if reader.format in PREFERENCE else len(PREFERENCE)
 
 
+def _others_note(folder: Path, others: list[str]) -> Words:
+    """The note on the files of a folder that are not training logs."""
+    n = len(others)
+    shown, more = ", ".join(others[:5]), n - 5
+    many = n != 1
+    return Words(f"{folder}: {n} file{'s' if many else ''} in the folder "
+                 f"{'are' if many else 'is'} not {'training logs' if many else 'a training log'} and "
+                 f"{'were' if many else 'was'} left alone: {shown}" + (f", … (+{more} more)" if more > 0 else ""),
+                 f"{folder}：文件夹里有 {n} 个文件不是训练日志，没有读取：{'、'.join(others[:5])}"
+                 + (f"，……（另有 {more} 个）" if more > 0 else ""))
+
+
 def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Found:
     """The training logs in ``folder`` (and one level below), each with its reader."""
     found = Found()
@@ -127,15 +144,15 @@ def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Foun
             continue
         keep, drop = sorted([twin, (reader, path)], key=lambda rp: (_rank(rp[0]), rp[1].name))
         by_stem[key] = keep
-        found.notes.append(f"{drop[1]}: the same run as {keep[1].name} in another format ({drop[0].format}); "
-                           f"{keep[1].name} ({keep[0].format}) was read")
-    found.notes.extend(f"{p}: a {kind}, not a log file; it was not opened" for p in _specials(folder)
-                       for kind in [special_kind(p)] if kind is not None)
+        found.notes.append(Words(
+            f"{drop[1]}: the same run as {keep[1].name} in another format ({drop[0].format}); "
+            f"{keep[1].name} ({keep[0].format}) was read",
+            f"{drop[1]}：与 {keep[1].name} 是同一个运行，只是格式不同（{drop[0].format}）；"
+            f"读取的是 {keep[1].name}（{keep[0].format}）"))
+    found.notes.extend(Words(f"{p}: a {kind}, not a log file; it was not opened",
+                             f"{p}：这是{SPECIAL_ZH[kind]}，不是日志文件；没有打开它")
+                       for p in _specials(folder) for kind in [special_kind(p)] if kind is not None)
     found.logs = sorted(by_stem.values(), key=lambda rp: str(rp[1]))
     if found.logs and found.others:
-        shown = ", ".join(found.others[:5]) + (f", … (+{len(found.others) - 5} more)" if len(found.others) > 5 else "")
-        many = len(found.others) != 1
-        found.notes.append(f"{folder}: {len(found.others)} file{'s' if many else ''} in the folder "
-                           f"{'are' if many else 'is'} not {'training logs' if many else 'a training log'} and "
-                           f"{'were' if many else 'was'} left alone: {shown}")
+        found.notes.append(_others_note(folder, found.others))
     return found

@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from ..errors import InputError
+from ..words import Words
 from ._reader import Reader
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, drop_eval_epoch
 from .record import Record, SkipLog, SourceMeta, Value
@@ -91,7 +92,8 @@ def _header(path: Path) -> list[str]:
         try:
             return next(csv.reader(fh), [])
         except csv.Error as exc:
-            raise InputError(f"{path}:1: the header row is not valid CSV ({exc})") from exc
+            raise InputError(Words(f"{path}:1: the header row is not valid CSV ({exc})",
+                                   f"{path} 第 1 行：表头不是有效的 CSV（{exc}）")) from exc
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -148,15 +150,20 @@ def _text_columns(path: Path, columns: tuple[Column, ...]) -> set[int]:
 
 def _select(path: Path, found: Layout, run: str | None, meta: SourceMeta) -> tuple[Column, ...]:
     if run is not None and run not in found.runs:
-        raise InputError(f"{path}: no run named {run!r} in this W&B export; it holds: {', '.join(found.runs)}")
+        raise InputError(Words(f"{path}: no run named {run!r} in this W&B export; it holds: {', '.join(found.runs)}",
+                               f"{path}：这份 W&B 导出里没有名为 {run!r} 的运行；其中有：{', '.join(found.runs)}"))
     if found.runs:
         name = run if run is not None else found.runs[0]
-        meta.notes.append(f"{path}: W&B export; read run {name!r} (the '{name}{WANDB_SEP}' prefix was removed)"
-                          + (f", {found.dropped} __MIN/__MAX columns were dropped" if found.dropped else ""))
+        meta.notes.append(Words(
+            f"{path}: W&B export; read run {name!r} (the '{name}{WANDB_SEP}' prefix was removed)"
+            + (f", {found.dropped} __MIN/__MAX columns were dropped" if found.dropped else ""),
+            f"{path}：W&B 导出；读取了运行 {name!r}（去掉了前缀 '{name}{WANDB_SEP}'）"
+            + (f"，丢弃了 {found.dropped} 个 __MIN/__MAX 列" if found.dropped else "")))
         return tuple(c for c in found.columns if c.run == name)
     if found.step is None:
-        meta.notes.append(f"{path}: no step column ({', '.join(STEP_KEYS)}); "
-                          "the rows were numbered 1, 2, 3, ... as steps")
+        meta.notes.append(Words(f"{path}: no step column ({', '.join(STEP_KEYS)}); "
+                                "the rows were numbered 1, 2, 3, ... as steps",
+                                f"{path}：没有步数列（{', '.join(STEP_KEYS)}）；各行依次编为第 1、2、3…… 步"))
     return found.columns
 
 
@@ -200,7 +207,8 @@ class _Rows:
             if col.index in self.text:
                 values[col.key] = cell
             else:
-                self.skips.skip(where, f"value {cell!r} for {col.key!r} is not a number; the value was skipped")
+                self.skips.skip(where, Words(f"value {cell!r} for {col.key!r} is not a number; the value was skipped",
+                                             f"{col.key!r} 的值 {cell!r} 不是数字；这个值已跳过"))
         return values
 
     def records(self) -> Iterator[Record]:
@@ -215,7 +223,9 @@ class _Rows:
                 except StopIteration:
                     break
                 except csv.Error as exc:
-                    self.skips.skip(f"{self.path}:{rows.line_num}", f"not a CSV row ({exc}); the row was skipped")
+                    self.skips.skip(f"{self.path}:{rows.line_num}",
+                                    Words(f"not a CSV row ({exc}); the row was skipped",
+                                          f"不是 CSV 行（{exc}）；这一行已跳过"))
                     continue
                 if not any(c.strip() for c in row):
                     continue
@@ -228,8 +238,10 @@ class _Rows:
                     found = _step(cell)
                     if found is None:
                         if any(c.index < len(row) and row[c.index].strip() for c in self.columns):
-                            reason = f"step {cell!r} is not an integer" if cell else "the step cell is empty"
-                            self.skips.skip(where, f"{reason}; the row was skipped")
+                            self.skips.skip(where, Words(f"step {cell!r} is not an integer; the row was skipped",
+                                                         f"步数 {cell!r} 不是整数；这一行已跳过") if cell else
+                                            Words("the step cell is empty; the row was skipped",
+                                                  "步数单元格是空的；这一行已跳过"))
                         continue
                     step = found
                 values = self.values(row, where)

@@ -22,6 +22,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
+from ..words import Words
 from ._reader import Reader
 from ._wall import WandbClock
 from .record import Record, SkipLog, SourceMeta, Value
@@ -97,8 +98,10 @@ def flatten(obj: dict[str, Any], out: dict[str, Value], prefix: str = "",
 def note_side_logs(meta: SourceMeta, path: Path, count: int, unit: str) -> None:
     """Say how many W&B rows were logged between training steps (no train/global_step) and left out."""
     if count:
-        meta.notes.append(f"{path}: {count} {unit} had W&B's _step but no train/global_step "
-                          "(timings and tables logged between training steps); they were left out")
+        meta.notes.append(Words(f"{path}: {count} {unit} had W&B's _step but no train/global_step "
+                                "(timings and tables logged between training steps); they were left out",
+                                f"{path}：有 {count} 行只有 W&B 的 _step，没有 train/global_step"
+                                "（是在训练步之间记录的耗时和表格）；没有读入"))
 
 
 def drop_eval_epoch(values: dict[str, Value]) -> None:
@@ -144,8 +147,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     first = list(islice(objects, SCAN_RECORDS))
     step_key = choose_step_key(obj.keys() for _, obj in first)
     if step_key is None and first:
-        meta.notes.append(f"{path}: no step key ({', '.join(STEP_KEYS)}) in the first records; "
-                          "the records were numbered 1, 2, 3, ... as steps")
+        meta.notes.append(Words(f"{path}: no step key ({', '.join(STEP_KEYS)}) in the first records; "
+                                "the records were numbered 1, 2, 3, ... as steps",
+                                f"{path}：开头的记录里没有步数键（{', '.join(STEP_KEYS)}）；"
+                                "各条记录依次编为第 1、2、3…… 步"))
     dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
     side_logs = 0
     clock = WandbClock(meta)
@@ -157,12 +162,14 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             if step_key == "train/global_step" and "_step" in obj:
                 side_logs += 1
                 continue
-            skips.skip(where, f"no {step_key!r} in this line; the line was skipped")
+            skips.skip(where, Words(f"no {step_key!r} in this line; the line was skipped",
+                                    f"这一行没有 {step_key!r}；这一行已跳过"))
             continue
         else:
             found = as_step(obj[step_key])
             if found is None:
-                skips.skip(where, f"step {obj[step_key]!r} is not an integer; the line was skipped")
+                skips.skip(where, Words(f"step {obj[step_key]!r} is not an integer; the line was skipped",
+                                        f"步数 {obj[step_key]!r} 不是整数；这一行已跳过"))
                 continue
             step = found
         values: dict[str, Value] = {}

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InputError
+from ..words import Words
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import iter_lines
@@ -135,8 +136,9 @@ def _params(run: Path, meta: SourceMeta) -> None:
 def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     info = meta_yaml(run / "meta.yaml")
     experiment = meta_yaml(run.parent / "meta.yaml").get("name", run.parent.name)
-    meta.notes.append(f"MLflow run {info.get('run_name', '')!r} (id {info.get('run_id', run.name)}, "
-                      f"experiment {experiment!r})")
+    name, run_id = info.get("run_name", ""), info.get("run_id", run.name)
+    meta.notes.append(Words(f"MLflow run {name!r} (id {run_id}, experiment {experiment!r})",
+                            f"MLflow 运行 {name!r}（id {run_id}，实验 {experiment!r}）"))
     _params(run, meta)
     metrics = _metric_files(run)
     meta.files = [str(f) for _, f in metrics]
@@ -150,15 +152,17 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
                 continue
             where = f"{file}:{lineno}"
             if len(parts) not in (2, 3):
-                skips.skip(where, f"expected 'timestamp value step', got {line[:80]!r}; the line was skipped")
+                skips.skip(where, Words(f"expected 'timestamp value step', got {line[:80]!r}; the line was skipped",
+                                        f"应为 'timestamp value step'，读到的是 {line[:80]!r}；这一行已跳过"))
                 continue
             try:
                 value = float(parts[1])
                 step = int(parts[2]) if len(parts) == 3 else 0
                 stamp = int(parts[0])
             except ValueError:
-                skips.skip(where, f"expected 'timestamp value step' numbers, got {line[:80]!r}; "
-                           "the line was skipped")
+                skips.skip(where, Words(f"expected 'timestamp value step' numbers, got {line[:80]!r}; "
+                                        "the line was skipped",
+                                        f"'timestamp value step' 应为数字，读到的是 {line[:80]!r}；这一行已跳过"))
                 continue
             yield Record(step, {key: value}, where, wall=stamp / 1000)
 
@@ -219,8 +223,10 @@ def _sqlite_run_id(con: sqlite3.Connection, db: Path, run: str | None) -> str:
     ids = [r[0] for r in con.execute("SELECT DISTINCT run_uuid FROM metrics LIMIT 2")]
     if len(ids) == 1:
         return str(ids[0])
-    raise InputError(f"{db}: this MLflow database holds several runs; read it with load() to get "
-                     "one Run each, or name one as <db>#<run_uuid>")
+    raise InputError(Words(f"{db}: this MLflow database holds several runs; read it with load() to get "
+                           "one Run each, or name one as <db>#<run_uuid>",
+                           f"{db}：这个 MLflow 数据库里有多个运行；用 load() 读取，每个运行得到一个 Run，"
+                           "或者用 <db>#<run_uuid> 指定其中一个"))
 
 
 def _sqlite_meta(con: sqlite3.Connection, run: str, meta: SourceMeta) -> None:
@@ -230,7 +236,8 @@ def _sqlite_meta(con: sqlite3.Connection, run: str, meta: SourceMeta) -> None:
                       "ON r.experiment_id = e.experiment_id WHERE r.run_uuid = ?", (run,)).fetchone()
     meta.clock = "MLflow timestamp"
     if row is not None:
-        meta.notes.append(f"MLflow run {row[0]!r} (id {run}, experiment {row[1]!r})")
+        meta.notes.append(Words(f"MLflow run {row[0]!r} (id {run}, experiment {row[1]!r})",
+                                f"MLflow 运行 {row[0]!r}（id {run}，实验 {row[1]!r}）"))
         meta.started = row[2] / 1000 if isinstance(row[2], int) and not isinstance(row[2], bool) else None
 
 
@@ -264,7 +271,8 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
                 row_step = int(row_step)
             except (TypeError, ValueError):
                 skips.skip(f"{db}#{run} step {row_step}",
-                           f"metric {key!r} has value {value!r}, not a number; it was skipped")
+                           Words(f"metric {key!r} has value {value!r}, not a number; it was skipped",
+                                 f"指标 {key!r} 的值是 {value!r}，不是数字；这个值已跳过"))
                 continue
             if row_step != step or key in values:
                 if values:
@@ -276,7 +284,8 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
         if values:
             yield Record(step, values, where, wall=wall)  # type: ignore[arg-type]
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # the store is damaged from here on
-        skips.skip(f"{db}#{run}", f"SQLite error ({exc}); the rest of the run was skipped")
+        skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
+                                        f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
     finally:
         if con is not None:
             con.close()
@@ -308,8 +317,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     elif _is_run_dir(path):
         yield from _read_run_dir(path, meta, skips)
     else:
-        raise InputError(f"{path}: not an MLflow run folder (expected meta.yaml and metrics/); "
-                         "pass the store, an experiment or a run folder")
+        raise InputError(Words(f"{path}: not an MLflow run folder (expected meta.yaml and metrics/); "
+                               "pass the store, an experiment or a run folder",
+                               f"{path}：不是 MLflow 的运行文件夹（应有 meta.yaml 和 metrics/）；"
+                               "请传入存储目录、某个实验或某个运行的文件夹"))
 
 
 #: the same reader for both forms: a file (event file, .wandb file, SQLite database) or a folder

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError
+from ..words import Words
 from . import trl_console
 from ._crash import crash_from
 from ._reader import Reader
@@ -125,8 +126,11 @@ def cells(path: Path, doc: Any) -> list[dict[str, Any]]:
         first = doc["worksheets"][0]
         found = first.get("cells") if isinstance(first, dict) else None
     if not isinstance(found, list):
-        what = "an object without a 'cells' list" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
-        raise InputError(f"{path}: found {what}; expected a Jupyter notebook (a JSON object with a 'cells' list)")
+        what = Words("an object without a 'cells' list", "一个没有 'cells' 列表的对象") if isinstance(doc, dict) \
+            else Words(f"a JSON {type(doc).__name__}", f"一个 JSON {type(doc).__name__}")
+        raise InputError(Words(f"{path}: found {what}; expected a Jupyter notebook (a JSON object with a 'cells' list)",
+                               f"{path}：读到的是{what.zh}；这里应当是 Jupyter notebook"
+                               "（带 'cells' 列表的 JSON 对象）"))
     return [c for c in found if isinstance(c, dict)]
 
 
@@ -165,11 +169,13 @@ def _table_records(table: Table, where: str, skips: SkipLog) -> Iterator[Record]
     for n, row in enumerate(table.rows, 1):
         here = f"{where} row {n}"
         if len(row) != len(header):
-            skips.skip(here, f"{len(row)} cells under {len(header)} column headers; the row was skipped")
+            skips.skip(here, Words(f"{len(row)} cells under {len(header)} column headers; the row was skipped",
+                                   f"{len(header)} 个列标题下有 {len(row)} 个单元格；这一行已跳过"))
             continue
         step = parse_number(row[0])
         if step is None or not math.isfinite(step) or step != int(step):
-            skips.skip(here, f"step {row[0]!r} is not an integer; the row was skipped")
+            skips.skip(here, Words(f"step {row[0]!r} is not an integer; the row was skipped",
+                                   f"步数 {row[0]!r} 不是整数；这一行已跳过"))
             continue
         values: dict[str, Value] = {}
         for key, cell in zip(keys[1:], row[1:], strict=True):
@@ -177,7 +183,8 @@ def _table_records(table: Table, where: str, skips: SkipLog) -> Iterator[Record]
                 continue
             number = parse_number(cell)
             if number is None:
-                skips.skip(here, f"value {cell!r} for {key!r} is not a number; the value was skipped")
+                skips.skip(here, Words(f"value {cell!r} for {key!r} is not a number; the value was skipped",
+                                       f"{key!r} 的值 {cell!r} 不是数字；这个值已跳过"))
                 continue
             values[key] = number
         if values:
@@ -235,7 +242,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     data = path.read_bytes()
     meta.bytes_read += len(data)
     # cells are numbered from 1 in the notebook's order, markdown cells counted, as a reader scrolls to them
-    doc = json_document(path, data, "a Jupyter notebook (.ipynb)")
+    doc = json_document(path, data, Words("a Jupyter notebook (.ipynb)", "Jupyter notebook（.ipynb）"))
     code = [(n, c) for n, c in enumerate(cells(path, doc), 1) if c.get("cell_type") == "code"]
     found: tuple[int, tuple[Table, int, int], list[Any]] | None = None
     for n, cell in code:
@@ -243,8 +250,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         hit = _training_table(outputs)
         if hit is not None:
             if found is not None:
-                meta.notes.append(f"{path}#cell {found[0]}: a training table was not read; the later one in "
-                                  f"cell {n} is the run")
+                meta.notes.append(Words(f"{path}#cell {found[0]}: a training table was not read; the later one in "
+                                        f"cell {n} is the run",
+                                        f"{path}#cell {found[0]}：这张训练表没有读入；后面第 {n} 个单元格里的那张"
+                                        "才是这次运行"))
             found = (n, hit, outputs)
     if found is None:
         _code_config([_text(c.get("source")) for _, c in code], meta)
@@ -254,7 +263,8 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     _code_config([_text(c.get("source")) for m, c in code if m <= n], meta)
     where = f"{path}#cell {n}"
     if drawn > 1:
-        meta.notes.append(f"{where}: the training table was drawn {drawn} times; the last drawing was read")
+        meta.notes.append(Words(f"{where}: the training table was drawn {drawn} times; the last drawing was read",
+                                f"{where}：训练表画了 {drawn} 次；读取的是最后一次"))
     yield from _table_records(table, where, skips)
     yield from _summary(outputs, where)
     meta.crash = _error(outputs[index + 1:], where)
@@ -302,9 +312,12 @@ def _printed(path: Path, code: list[tuple[int, dict[str, Any]]], meta: SourceMet
         if len(log.dicts) > held:
             last = (n, outputs)
     if not log.dicts or last is None:
-        raise EmptyInputError(f"{path}: a notebook without a training table (an HTML <table> whose first column "
-                              "is Step, as the Trainer's notebook progress display saves it) and without printed "
-                              "metrics dicts in its outputs (was it saved without its outputs?)")
+        raise EmptyInputError(Words(
+            f"{path}: a notebook without a training table (an HTML <table> whose first column "
+            "is Step, as the Trainer's notebook progress display saves it) and without printed "
+            "metrics dicts in its outputs (was it saved without its outputs?)",
+            f"{path}：这个 notebook 的输出里既没有训练表（Trainer 的 notebook 进度显示保存下来的、第一列是 Step 的"
+            " HTML <table>），也没有打印出来的指标 dict（保存时是不是没带输出？）"))
     yield from log.records(meta)
     meta.crash, meta.crash_scanned = _error(last[1], f"{path}#cell {last[0]}"), True
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..words import Words
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .pyrepr import ReprError, metric_values, parse_dict
@@ -57,17 +58,21 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             continue
         m, kind = hit
         where = f"{path}:{lineno}"
+        kind_zh = "训练" if kind == "training" else "评估"
         payload = strip_ansi(m.group(2)).rstrip()
         try:
             status = parse_dict(payload)
         except ReprError as exc:
-            skips.skip(where, f"the {kind} dict of global step {m.group(1)} is not a Python dict repr "
-                              f"({exc}); the line was skipped")
+            skips.skip(where, Words(f"the {kind} dict of global step {m.group(1)} is not a Python dict repr "
+                                    f"({exc}); the line was skipped",
+                                    f"global step {m.group(1)} 的{kind_zh} dict 不是 Python dict 的 repr"
+                                    f"（{exc}）；这一行已跳过"))
             continue
         values = metric_values(status)
         if not values:
-            skips.skip(where, f"the {kind} dict of global step {m.group(1)} holds no metric value; "
-                              "the line was skipped")
+            skips.skip(where, Words(f"the {kind} dict of global step {m.group(1)} holds no metric value; "
+                                    "the line was skipped",
+                                    f"global step {m.group(1)} 的{kind_zh} dict 里没有指标值；这一行已跳过"))
             continue
         if kind == "training":
             crash.progress()

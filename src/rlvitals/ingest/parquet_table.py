@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError, UnknownFormatError
+from ..words import Words
 from ._reader import Reader
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch, note_side_logs
 from .record import Record, SkipLog, SourceMeta, Value
@@ -43,17 +44,20 @@ def _schema(path: Path) -> pl.Schema:
     try:
         return pl.scan_parquet(path).collect_schema()
     except (pl.exceptions.PolarsError, OSError, pl.exceptions.PanicException) as exc:  # a panic: damaged bytes
-        raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc}); "
-                         "expected a table of metrics with one row per step") from exc
+        raise InputError(Words(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc}); "
+                               "expected a table of metrics with one row per step",
+                               f"{path}：不是可读的 Parquet 文件（{type(exc).__name__}: {exc}）；"
+                               "这里应当是每步一行的指标表")) from exc
 
 
 def _refuse_rollouts(path: Path, names: list[str]) -> None:
     texts = [n for n in ROLLOUT_TEXT if n in names]
     if "prompt" in names and texts:
-        raise UnknownFormatError(
+        raise UnknownFormatError(Words(
             f"{path}: this Parquet file holds rollouts (columns 'prompt' and {texts[0]!r}), not training "
-            "metrics; pass the run's metrics log instead (`rlvitals rollouts`, coming, will read this file)"
-        )
+            "metrics; pass the run's metrics log instead (`rlvitals rollouts`, coming, will read this file)",
+            f"{path}：这个 Parquet 文件里是 rollout 样本（有 'prompt' 和 {texts[0]!r} 列），不是训练指标；"
+            "请改传这次运行的指标日志（即将推出的 `rlvitals rollouts` 会读这个文件）"))
 
 
 def _batches(path: Path, columns: list[str], names: list[str]) -> Iterator[tuple[int, pl.DataFrame]]:
@@ -65,8 +69,10 @@ def _batches(path: Path, columns: list[str], names: list[str]) -> Iterator[tuple
         for offset in range(0, total, size):
             yield offset, lazy.slice(offset, size).collect()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
-        raise InputError(f"{path}: the Parquet data cannot be read ({type(exc).__name__}: {exc}); is the file cut "
-                         "short?") from exc
+        raise InputError(Words(f"{path}: the Parquet data cannot be read ({type(exc).__name__}: {exc}); is the file "
+                               "cut short?",
+                               f"{path}：Parquet 数据读不出来（{type(exc).__name__}: {exc}）；"
+                               "文件是不是不完整？")) from exc
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
@@ -78,11 +84,13 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     keep = [n for n, dtype in schema.items() if _scalar(dtype) and n not in counters]
     ignored = [n for n, dtype in schema.items() if not _scalar(dtype)]
     if ignored:
-        meta.notes.append(f"{path}: {len(ignored)} columns are not numbers or text and were ignored: "
-                          + ", ".join(ignored[:5]) + (" ..." if len(ignored) > 5 else ""))
+        shown = ", ".join(ignored[:5]) + (" ..." if len(ignored) > 5 else "")
+        meta.notes.append(Words(f"{path}: {len(ignored)} columns are not numbers or text and were ignored: {shown}",
+                                f"{path}：有 {len(ignored)} 列既不是数字也不是文本，已忽略：{shown}"))
     if step_key is None:
-        meta.notes.append(f"{path}: no step column ({', '.join(STEP_KEYS)}); "
-                          "the rows were numbered 1, 2, 3, ... as steps")
+        meta.notes.append(Words(f"{path}: no step column ({', '.join(STEP_KEYS)}); "
+                                "the rows were numbered 1, 2, 3, ... as steps",
+                                f"{path}：没有步数列（{', '.join(STEP_KEYS)}）；各行依次编为第 1、2、3…… 步"))
     meta.bytes_read += path.stat().st_size
     columns = keep if step_key is None else [step_key, *keep]
     side_rows = 0
@@ -98,7 +106,8 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                     if raw_step is None and step_key == "train/global_step" and "_step" in names:
                         side_rows += 1
                         continue
-                    skips.skip(where, f"step {raw_step!r} is not an integer; the row was skipped")
+                    skips.skip(where, Words(f"step {raw_step!r} is not an integer; the row was skipped",
+                                            f"步数 {raw_step!r} 不是整数；这一行已跳过"))
                     continue
                 step = found
             values: dict[str, Value] = {}

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..words import Words
 from ._crash import CrashScanner
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
@@ -158,7 +159,8 @@ def _pairs(pair: re.Pattern[str], separator: str, text: str, where: str, skips: 
         m = pair.fullmatch(piece)
         number = parse_number(m.group(2)) if m else None
         if m is None or number is None:
-            skips.skip(where, f"{piece.strip()!r} is not a key and a number; the value was skipped")
+            skips.skip(where, Words(f"{piece.strip()!r} is not a key and a number; the value was skipped",
+                                    f"{piece.strip()!r} 不是“键 + 数值”；这个值已跳过"))
         else:
             out[m.group(1).strip()] = number
     return out

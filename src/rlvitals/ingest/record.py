@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 import orjson
 
+from ..words import Words, both
+
 Value = float | str
 RecordKind = Literal["metrics", "summary"]
 #: what ended a run that died: out of memory (GPU, TPU HBM, host), a signal (Ctrl-C, SIGHUP, SIGTERM),
@@ -78,7 +80,7 @@ class SkipLog:
     def skip(self, where: str, reason: str) -> None:
         self.count += 1
         if len(self.reasons) < MAX_SKIP_REASONS:
-            self.reasons.append(f"{where}: {reason}")
+            self.reasons.append(both(lambda r: f"{where}: {r}", reason))  # a reason in Words keeps its Chinese
 
     def merge(self, other: SkipLog) -> None:
         self.count += other.count
@@ -115,7 +117,7 @@ class RecordCheck:
         self._keys: set[str] = set()
         self._renamed: dict[str, str] = {}
 
-    def problem(self, record: Record) -> str | None:
+    def problem(self, record: Record) -> Words | None:
         """Why ``record`` cannot join a run (the skip reason), or None.
 
         Example:
@@ -125,15 +127,18 @@ class RecordCheck:
         step = record.step
         if type(step) is not int or not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
             if type(step) is int:
-                return f"step {step} is outside the 64-bit step axis; the record was skipped"
-            return f"step {step!r} is not a whole number; the record was skipped"
+                return Words(f"step {step} is outside the 64-bit step axis; the record was skipped",
+                             f"步 {step} 超出了 64 位步数轴的范围；这条记录已跳过")
+            return Words(f"step {step!r} is not a whole number; the record was skipped",
+                         f"步 {step!r} 不是整数；这条记录已跳过")
         keys = self._keys
         for key, value in record.values.items():
             if key not in keys:
                 try:
                     key.encode("utf-8")
                 except UnicodeEncodeError:
-                    return f"the key {key!r} is not valid text (a lone surrogate); the record was skipped"
+                    return Words(f"the key {key!r} is not valid text (a lone surrogate); the record was skipped",
+                                 f"键 {key!r} 不是有效的文本（含落单的代理码位）；这条记录已跳过")
                 keys.add(key)
                 if _CONTROL.search(key):
                     self._renamed[key] = printable(key)
@@ -141,7 +146,9 @@ class RecordCheck:
                 try:
                     record.values[key] = float(value)
                 except (TypeError, ValueError, OverflowError):
-                    return f"{key!r} = {str(value)[:40]!r} is not a number a float holds; the record was skipped"
+                    return Words(f"{key!r} = {str(value)[:40]!r} is not a number a float holds; "
+                                 "the record was skipped",
+                                 f"{key!r} = {str(value)[:40]!r} 不是 float 能表示的数；这条记录已跳过")
         if self._renamed and not self._renamed.keys().isdisjoint(record.values):
             record.values = {self._renamed.get(k, k): v for k, v in record.values.items()}
         return None

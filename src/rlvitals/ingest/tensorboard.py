@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..words import Words
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 from .tfevents import EventScanner, Hits, masked_crc32c
@@ -123,8 +124,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     if nonscalar:
         names = sorted(nonscalar)
         shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-        meta.notes.append(f"{len(names)} non-scalar TensorBoard tags (histograms, images, text) "
-                          f"are not metrics and were not read: {shown}")
+        meta.notes.append(Words(f"{len(names)} non-scalar TensorBoard tags (histograms, images, text) "
+                                f"are not metrics and were not read: {shown}",
+                                f"有 {len(names)} 个非标量的 TensorBoard 标签（直方图、图像、文本）不是指标，"
+                                f"没有读取：{shown}"))
 
 
 def _by_step(path: Path, chunks: Iterator[Hits]) -> Iterator[Record]:

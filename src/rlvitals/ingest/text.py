@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError
+from ..words import Words, in_lang
 from .record import SkipLog, SourceMeta
 
 CHUNK = 1 << 20
@@ -65,7 +66,9 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
             lines = data.split(b"\n")
             pending = lines.pop()
             if len(pending) > MAX_LINE:
-                meta.notes.append(f"{path}:{lineno + len(lines) + 1}: line longer than {MAX_LINE} bytes was cut")
+                at = lineno + len(lines) + 1
+                meta.notes.append(Words(f"{path}:{at}: line longer than {MAX_LINE} bytes was cut",
+                                        f"{path} 第 {at} 行：这一行超过 {MAX_LINE} 字节，已截断"))
                 pending = pending[:MAX_LINE]
             for raw in lines:
                 lineno += 1
@@ -106,11 +109,12 @@ def search_file(path: Path, head: bytes, pattern: re.Pattern[bytes], limit: int 
 CUT_LENGTHS = frozenset({4096})
 
 
-def cut_note(line: str) -> str | None:
+def cut_note(line: str) -> Words | None:
     """Why the end of ``line`` is not to be trusted (it is exactly as long as a capture tool cuts
     lines), or None."""
     if len(line) in CUT_LENGTHS:
-        return f"the line is {len(line)} characters long, where W&B's console capture cuts lines"
+        return Words(f"the line is {len(line)} characters long, where W&B's console capture cuts lines",
+                     f"这一行长 {len(line)} 个字符，正是 W&B 控制台捕获截断行的长度")
     return None
 
 
@@ -166,14 +170,19 @@ def parse_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def json_objects(path: Path, meta: SourceMeta, skips: SkipLog, expected: str = "a JSON object", *,
+#: what a JSON-lines line should be, unless its reader says more
+A_JSON_OBJECT = Words("a JSON object", "JSON 对象")
+
+
+def json_objects(path: Path, meta: SourceMeta, skips: SkipLog, expected: str = A_JSON_OBJECT, *,
                  cut_at_end: bool = False) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(line number, text, object)`` for each JSON object of a JSON-lines file: the one way every
     JSON-lines reader (metric logs and rollout dumps alike) reads its lines, through :func:`iter_lines`.
 
     Blank lines are passed over. A line that is not JSON (``NaN`` and ``Infinity`` are read, as
     Python's json writes them), nests deeper than a parser goes, or holds something other than an
-    object is a counted skip naming ``file:line``, why, and ``expected``. With ``cut_at_end`` (the
+    object is a counted skip naming ``file:line``, why, and ``expected`` (:class:`~rlvitals.words.Words`
+    to have it in Chinese too). With ``cut_at_end`` (the
     file does not end with a newline: a writer may still be writing) a last line that is not JSON
     says so."""
     held: tuple[int, str] | None = None
@@ -197,25 +206,35 @@ def _json_object(path: Path, line: tuple[int, str], skips: SkipLog, expected: st
         why = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
                else f"{str(exc)[:80]}" if isinstance(exc, ValueError) else type(exc).__name__)
         cut = " - the file ends mid-line (still being written?)" if last_cut else ""
-        skips.skip(where, f"invalid JSON ({why}){cut}; the line was skipped")
+        cut_zh = "——文件在一行中间结束（还在写入？）" if last_cut else ""
+        skips.skip(where, Words(f"invalid JSON ({why}){cut}; the line was skipped",
+                                f"不是有效的 JSON（{why}）{cut_zh}；这一行已跳过"))
         return
     if not isinstance(obj, dict):
-        skips.skip(where, f"expected {expected}, got {type(obj).__name__}; the line was skipped")
+        skips.skip(where, Words(f"expected {expected}, got {type(obj).__name__}; the line was skipped",
+                                f"应为 {in_lang(expected, 'zh')}，读到的是 {type(obj).__name__}；这一行已跳过"))
         return
     yield lineno, text, obj
 
 
 def json_document(path: Path, data: bytes, expected: str) -> Any:
     """A whole-file JSON document, parsed by :func:`parse_json`; an InputError naming the file,
-    line and column (or the byte that is not UTF-8) and what the file should have been."""
+    line and column (or the byte that is not UTF-8) and what the file should have been (``expected``,
+    :class:`~rlvitals.words.Words` to have it in Chinese too)."""
+    zh = in_lang(expected, "zh")
     try:
         return parse_json(data.removeprefix(BOM))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected {expected} "
-                         "— was the file cut short?") from exc
+        raise InputError(Words(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); expected {expected} "
+                               "— was the file cut short?",
+                               f"{path} 第 {exc.lineno} 行第 {exc.colno} 列：不是有效的 JSON（{exc.msg}）；"
+                               f"应为 {zh}——文件是不是不完整？")) from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {expected}") from exc
+        raise InputError(Words(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected {expected}",
+                               f"{path}：不是 UTF-8 文本（第 {exc.start} 字节处：{exc.reason}）；应为 {zh}")) from exc
     except ValueError as exc:  # the standard parser's other refusals: an integer of more than 4,300 digits
-        raise InputError(f"{path}: not valid JSON ({str(exc)[:120]}); expected {expected}") from exc
+        raise InputError(Words(f"{path}: not valid JSON ({str(exc)[:120]}); expected {expected}",
+                               f"{path}：不是有效的 JSON（{str(exc)[:120]}）；应为 {zh}")) from exc
     except RecursionError as exc:
-        raise InputError(f"{path}: JSON nested deeper than a parser goes; expected {expected}") from exc
+        raise InputError(Words(f"{path}: JSON nested deeper than a parser goes; expected {expected}",
+                               f"{path}：JSON 嵌套太深，解析器处理不了；应为 {zh}")) from exc

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..words import Words
 from ._protobuf import FIXED32, FIXED64, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
 from .record import SkipLog, SourceMeta
 
@@ -434,18 +435,19 @@ class EventScanner:
                     return
                 self.number += complete
                 if bad_len is not None and bad_len == complete:
-                    self._skip("corrupt record (length checksum mismatch)")
+                    self._skip(Words("corrupt record (length checksum mismatch)", "记录已损坏（长度校验和不符）"))
                     return
                 if complete:
                     pos = starts[complete - 1] + 16 + int(lengths[complete - 1])
                 if not data:
                     if pos < len(buf):
-                        self._skip("truncated record (the file ends mid-record; still being written?)")
+                        self._skip(Words("truncated record (the file ends mid-record; still being written?)",
+                                         "记录不完整（文件在一条记录中间结束；还在写入？）"))
                     return
 
-    def _skip(self, what: str, number: int | None = None) -> None:
+    def _skip(self, what: Words, number: int | None = None) -> None:
         self.skips.skip(f"{self.path}#record {number or self.number + 1}",
-                        f"{what}; the rest of the file was skipped")
+                        Words(f"{what}; the rest of the file was skipped", f"{what.zh}；文件余下的部分已跳过"))
 
     @staticmethod
     def _first_bad_length(raw_len: np.ndarray, stored: np.ndarray) -> int | None:
@@ -491,11 +493,13 @@ class EventScanner:
         for i, reason in unreadable:
             if stop_at is None or i < stop_at:
                 self.skips.skip(f"{self.path}#record {self.number + i + 1}",
-                                f"not a TensorBoard Event ({reason}); the record was skipped")
+                                Words(f"not a TensorBoard Event ({reason}); the record was skipped",
+                                      f"不是 TensorBoard Event（{reason}）；这条记录已跳过"))
         limit = len(s) if stop_at is None else stop_at
         hits = self._collect(arr, ok[:limit], steps, tag_at, tag_end, values, p, extra)
         if stop_at is not None:
-            self._skip("corrupt record (payload checksum mismatch)", self.number + stop_at + 1)
+            self._skip(Words("corrupt record (payload checksum mismatch)", "记录已损坏（数据校验和不符）"),
+                       self.number + stop_at + 1)
             return hits, True
         return hits, False
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..words import Words
 from ._console_steps import Witnesses, number
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
@@ -149,9 +150,12 @@ class ConsoleLog:
         if numbering.note:
             meta.notes.append(numbering.note)
         if self.quoted:
-            meta.notes.append(f"{self.path}: {self.quoted} values were printed as quoted strings (recent transformers "
-                              "formats every float as '{:.4g}'); they were read as the numbers they print, to 4 "
-                              "significant digits")
+            meta.notes.append(Words(
+                f"{self.path}: {self.quoted} values were printed as quoted strings (recent transformers "
+                "formats every float as '{:.4g}'); they were read as the numbers they print, to 4 "
+                "significant digits",
+                f"{self.path}：有 {self.quoted} 个值打印成了带引号的字符串（新版 transformers 把每个 float 都按 "
+                "'{:.4g}' 格式化）；已按它们打印出的数读入，精确到 4 位有效数字"))
         steps = numbering.steps
         for kind, values, where, trained in self.dicts:
             if kind == "train":
@@ -176,7 +180,8 @@ def _continue(log: ConsoleLog, line: str, skips: SkipLog) -> bool:
     assert log.pending is not None
     lines, where, lineno = log.pending
     if not line.startswith(" ") or len(lines) >= MAX_DICT_LINES:  # pprint indents every item after the first
-        skips.skip(where, f"a dict printed over {len(lines)} lines does not close; its lines were skipped")
+        skips.skip(where, Words(f"a dict printed over {len(lines)} lines does not close; its lines were skipped",
+                                f"一个分 {len(lines)} 行打印的 dict 没有闭合；这几行已跳过"))
         log.pending = None
         return False
     lines.append(line)
@@ -186,8 +191,9 @@ def _continue(log: ConsoleLog, line: str, skips: SkipLog) -> bool:
     try:
         found, _ = parse_dict_at("\n".join(lines), 0)
     except ReprError as exc:
-        skips.skip(where, f"the dict printed over {len(lines)} lines is not a Python dict repr ({exc}); its lines "
-                          "were skipped")
+        skips.skip(where, Words(f"the dict printed over {len(lines)} lines is not a Python dict repr ({exc}); "
+                                "its lines were skipped",
+                                f"这个分 {len(lines)} 行打印的 dict 不是 Python dict 的 repr（{exc}）；这几行已跳过"))
         return True
     log.add(metric_values(found), where, lineno)
     return True
@@ -217,10 +223,13 @@ def feed(log: ConsoleLog, lineno: int, line: str, where: str, skips: SkipLog) ->
                 log.pending = ([segment[at:]], where, lineno)  # pprint's first line: the rest follow
                 continue
             if cut is None or not (kept := _cut(segment, at)):
-                skips.skip(where, f"the logged dict is not a Python dict repr ({exc}); the line was skipped")
+                skips.skip(where, Words(f"the logged dict is not a Python dict repr ({exc}); the line was skipped",
+                                        f"记录的 dict 不是 Python dict 的 repr（{exc}）；这一行已跳过"))
                 continue
-            skips.skip(where, f"{cut}: the dict was cut off; the value the cut went through was skipped and the "
-                              f"{len(kept)} values before it were kept")
+            skips.skip(where, Words(f"{cut}: the dict was cut off; the value the cut went through was skipped and "
+                                    f"the {len(kept)} values before it were kept",
+                                    f"{cut.zh}：这个 dict 被截断了；被截断的那个值已跳过，它前面的 {len(kept)} 个值"
+                                    "保留了下来"))
             found, end = kept, len(segment)
         log.add(metric_values(found), where, lineno)
         if segment[end:].strip():
@@ -240,8 +249,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     for lineno, line in iter_lines(path, meta):
         feed(log, lineno, line, f"{path}:{lineno}", skips)
     if log.pending is not None:
-        skips.skip(log.pending[1], f"a dict printed over {len(log.pending[0])} lines does not close before the end "
-                                   "of the log; its lines were skipped")
+        lines = len(log.pending[0])
+        skips.skip(log.pending[1], Words(f"a dict printed over {lines} lines does not close before the end "
+                                         "of the log; its lines were skipped",
+                                         f"一个分 {lines} 行打印的 dict 到日志结尾都没有闭合；这几行已跳过"))
     yield from log.records(meta)
     meta.crash, meta.crash_scanned = log.crash.crash(), True
 

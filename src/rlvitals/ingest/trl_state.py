@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..words import Words
 from ._reader import Reader
 from .generic_jsonl import as_step, drop_eval_epoch, flatten
 from .record import Record, SkipLog, SourceMeta, Value
@@ -61,25 +62,30 @@ def sniff_dir(path: Path, head: bytes) -> bool:
     return (path / STATE_FILE).is_file() or bool(_checkpoints(path))
 
 
-def _candidates(folder: Path) -> list[tuple[str, Path]]:
+def _candidates(folder: Path) -> list[tuple[Words, Path]]:
     """The trainer_state.json files of ``folder``, fullest history first: its own, else each checkpoint's
     from the latest down (each holds the whole history up to its step)."""
     direct = folder / STATE_FILE
     if direct.is_file():
-        return [("", direct)]
+        return [(Words("", ""), direct)]
     found = _checkpoints(folder)
     if not found:
-        raise InputError(f"{folder}: no {STATE_FILE} in this folder or in a checkpoint-N/ subfolder; "
-                         "expected a Trainer output_dir or one of its checkpoints")
+        raise InputError(Words(f"{folder}: no {STATE_FILE} in this folder or in a checkpoint-N/ subfolder; "
+                               "expected a Trainer output_dir or one of its checkpoints",
+                               f"{folder}：这个文件夹和它的 checkpoint-N/ 子文件夹里都没有 {STATE_FILE}；"
+                               "这里应当是 Trainer 的 output_dir 或其中的某个检查点"))
     many = len(found)
-    return [("the only checkpoint" if many == 1 else f"the latest of {many} checkpoints" if i == 0
-             else f"checkpoint {i + 1} of {many} from the latest", path) for i, (_, path) in enumerate(reversed(found))]
+    return [(Words("the only checkpoint", "唯一的检查点") if many == 1
+             else Words(f"the latest of {many} checkpoints", f"{many} 个检查点中最新的一个") if i == 0
+             else Words(f"checkpoint {i + 1} of {many} from the latest", f"{many} 个检查点中从新到旧的第 {i + 1} 个"),
+             path) for i, (_, path) in enumerate(reversed(found))]
 
 
 def _state(path: Path, meta: SourceMeta) -> list[Any]:
     data = path.read_bytes()
     meta.bytes_read += len(data)
-    return _history(path, json_document(path, data, "a trainer_state.json object or a log_history list"), meta)
+    expected = Words("a trainer_state.json object or a log_history list", "trainer_state.json 对象或 log_history 列表")
+    return _history(path, json_document(path, data, expected), meta)
 
 
 def _read_folder(folder: Path, meta: SourceMeta) -> tuple[Path, list[Any]]:
@@ -87,26 +93,32 @@ def _read_folder(folder: Path, meta: SourceMeta) -> tuple[Path, list[Any]]:
     was being written (the run died saving it) falls back to the one before, with a note; only when none
     can be read is the error the oldest one's."""
     *newer, (last_which, last) = _candidates(folder)
-    unreadable: list[str] = []
+    unreadable: list[Words] = []
     for which, path in newer:
         try:
             history = _state(path, meta)
         except InputError as exc:
-            unreadable.append(f"{path.parent.name}/{STATE_FILE} ({exc})")
+            unreadable.append(Words(f"{path.parent.name}/{STATE_FILE} ({exc})",
+                                    f"{path.parent.name}/{STATE_FILE}（{exc.text('zh')}）"))
             continue
         return path, _noted(folder, path, which, unreadable, history, meta)
     return last, _noted(folder, last, last_which, unreadable, _state(last, meta), meta)
 
 
-def _noted(folder: Path, path: Path, which: str, unreadable: list[str], history: list[Any],
+def _noted(folder: Path, path: Path, which: Words, unreadable: list[Words], history: list[Any],
            meta: SourceMeta) -> list[Any]:
     if unreadable:
-        meta.notes.append(f"{folder}: could not read {'; '.join(unreadable)}; read {path.parent.name}/"
-                          f"{STATE_FILE} instead, {which}")
+        meta.notes.append(Words(f"{folder}: could not read {'; '.join(unreadable)}; read {path.parent.name}/"
+                                f"{STATE_FILE} instead, {which}",
+                                f"{folder}：读不出 {'；'.join(u.zh for u in unreadable)}；改读了{which.zh}"
+                                f" {path.parent.name}/{STATE_FILE}"))
     elif which:
         step = _CHECKPOINT.fullmatch(path.parent.name)
-        meta.notes.append(f"{folder}: read {path.parent.name}/{STATE_FILE}, {which} (it holds the whole "
-                          f"history up to step {step.group(1) if step else '?'})")
+        upto = step.group(1) if step else "?"
+        meta.notes.append(Words(f"{folder}: read {path.parent.name}/{STATE_FILE}, {which} (it holds the whole "
+                                f"history up to step {upto})",
+                                f"{folder}：读取了{which.zh} {path.parent.name}/{STATE_FILE}"
+                                f"（其中有截至第 {upto} 步的全部历史）"))
     return history
 
 
@@ -119,9 +131,12 @@ def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
             if key != "log_history" and not isinstance(value, (dict, list)):
                 meta.config[f"trainer_state.{key}"] = value
         return history
-    found = "an object without a 'log_history' list" if isinstance(doc, dict) else type(doc).__name__
-    raise InputError(f"{path}: found {found}; expected a trainer_state.json object with a "
-                     "'log_history' list, or that list itself")
+    found = Words("an object without a 'log_history' list", "一个没有 'log_history' 列表的对象") \
+        if isinstance(doc, dict) else Words(type(doc).__name__, f"一个 {type(doc).__name__}")
+    raise InputError(Words(f"{path}: found {found}; expected a trainer_state.json object with a "
+                           "'log_history' list, or that list itself",
+                           f"{path}：读到的是{found.zh}；这里应当是带 'log_history' 列表的 trainer_state.json 对象，"
+                           "或者就是这个列表"))
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
@@ -137,11 +152,13 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     for n, entry in enumerate(history, 1):
         where = f"{path}#record {n}"
         if not isinstance(entry, dict):
-            skips.skip(where, f"expected a JSON object, found {type(entry).__name__}; the record was skipped")
+            skips.skip(where, Words(f"expected a JSON object, found {type(entry).__name__}; the record was skipped",
+                                    f"应为 JSON 对象，读到的是 {type(entry).__name__}；这条记录已跳过"))
             continue
         step = as_step(entry.get("step"))
         if step is None:
-            skips.skip(where, f"step {entry.get('step')!r} is not an integer; the record was skipped")
+            skips.skip(where, Words(f"step {entry.get('step')!r} is not an integer; the record was skipped",
+                                    f"步数 {entry.get('step')!r} 不是整数；这条记录已跳过"))
             continue
         values: dict[str, Value] = {}
         flatten(entry, values, skip=_STEP)

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..words import Words
 from ._config import hydra_scalar, sibling_overrides
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
@@ -104,24 +105,24 @@ def _unwrap(text: str) -> float:
     return float(text[text.index("(") + 1:-1])
 
 
-def _pairs_slow(pairs: list[str]) -> tuple[dict[str, Value], list[str]]:
+def _pairs_slow(pairs: list[str]) -> tuple[dict[str, Value], list[Words]]:
     values: dict[str, Value] = {}
-    problems: list[str] = []
+    problems: list[Words] = []
     for pair in pairs:
         key, sep, raw = pair.rpartition(":")
         key, raw = key.strip(), raw.strip()
         if not sep or not key:
-            problems.append(f"{pair.strip()!r} is not a key:value pair")
+            problems.append(Words(f"{pair.strip()!r} is not a key:value pair", f"{pair.strip()!r} 不是 key:value 对"))
             continue
         value = _number(raw)
         if value is None:
-            problems.append(f"value {raw!r} for {key!r} is not a number")
+            problems.append(Words(f"value {raw!r} for {key!r} is not a number", f"{key!r} 的值 {raw!r} 不是数字"))
         else:
             values[key] = value
     return values, problems
 
 
-def parse_step_line(text: str, step: int, where: str, skips: SkipLog, cut: str | None = None) -> Record | None:
+def parse_step_line(text: str, step: int, where: str, skips: SkipLog, cut: Words | None = None) -> Record | None:
     """The record of one ``step:N - k:v - ...`` text (starting at ``step:``). With ``cut`` (why the
     line's end was cut off) the last pair is skipped, said so, and the others are kept: a value cut
     short may still parse, as the wrong number."""
@@ -131,10 +132,12 @@ def parse_step_line(text: str, step: int, where: str, skips: SkipLog, cut: str |
         last = pairs.pop()
         key, sep, _ = last.rpartition(":")
         lost = (key if sep else last).strip()
-        skips.skip(where, f"{cut}: the last value ({lost!r}) was cut off and skipped; the {len(pairs)} values "
-                          "before it were kept")
+        skips.skip(where, Words(f"{cut}: the last value ({lost!r}) was cut off and skipped; the {len(pairs)} values "
+                                "before it were kept",
+                                f"{cut.zh}：最后一个值（{lost!r}）被截断，已跳过；"
+                                f"它前面的 {len(pairs)} 个值保留了下来"))
     values: dict[str, Value]
-    problems: list[str] = []
+    problems: list[Words] = []
     try:
         split = [p.rpartition(":") for p in pairs]
         if "np." in text:
@@ -146,11 +149,12 @@ def parse_step_line(text: str, step: int, where: str, skips: SkipLog, cut: str |
     except ValueError:
         values, problems = _pairs_slow(pairs)
     if not values:
-        why = f" ({problems[0]})" if problems else ""
-        skips.skip(where, f"no readable key:value pair after 'step:{step}'{why}; the line was skipped")
+        why, why_zh = (f" ({problems[0]})", f"（{problems[0].zh}）") if problems else ("", "")
+        skips.skip(where, Words(f"no readable key:value pair after 'step:{step}'{why}; the line was skipped",
+                                f"'step:{step}' 之后没有可读的 key:value 对{why_zh}；这一行已跳过"))
         return None
     for problem in problems:
-        skips.skip(where, f"{problem}; the value was skipped")
+        skips.skip(where, Words(f"{problem}; the value was skipped", f"{problem.zh}；这个值已跳过"))
     return Record(step, values, where)
 
 
@@ -242,19 +246,23 @@ class _Head:
         try:
             dump = parse_dump(text)
         except ReprError as exc:
-            self.meta.notes.append(f"{where}: the config dump could not be read ({exc}); it was ignored")
+            self.meta.notes.append(Words(f"{where}: the config dump could not be read ({exc}); it was ignored",
+                                         f"{where}：配置转储读不出来（{exc}）；已忽略"))
             return
         self.config = flatten(dump.value)
         if dump.cut is not None:
             line = self.dump_at[text.count("\n", 0, dump.cut)]
-            self.meta.notes.append(
+            self.meta.notes.append(Words(
                 f"{where}: the config dump breaks off at line {line}; "
-                f"the {len(self.config)} settings before that were kept")
+                f"the {len(self.config)} settings before that were kept",
+                f"{where}：配置转储在第 {line} 行中断；保留了此前的 {len(self.config)} 项设置"))
         if dump.repairs:
-            self.meta.notes.append(
+            self.meta.notes.append(Words(
                 f"{where}: lines of the config dump are missing (Ray drops lines that repeat other "
                 "processes' output); settings were placed by their indentation and those on the "
-                "missing lines are absent")
+                "missing lines are absent",
+                f"{where}：配置转储缺了几行（Ray 会丢掉与其他进程输出重复的行）；各项设置按缩进归位，"
+                "缺失行上的设置没有读到"))
 
     def close(self) -> None:
         if self.command is not None:
@@ -330,8 +338,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         head.close()
     meta.crash, meta.crash_scanned = crash.crash(), True
     if last_step_line and last_step_line == lineno and not _ends_with_newline(path):
-        meta.notes.append(f"{path}:{lineno}: the last line has no newline (was the log still being written?); "
-                          "its last value may be cut short")
+        meta.notes.append(Words(f"{path}:{lineno}: the last line has no newline (was the log still being written?); "
+                                "its last value may be cut short",
+                                f"{path} 第 {lineno} 行：最后一行没有换行符（日志还在写入？）；"
+                                "它的最后一个值可能不完整"))
 
 
 def _ends_with_newline(path: Path) -> bool:

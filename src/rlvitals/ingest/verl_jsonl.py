@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..words import Words
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import json_objects
@@ -38,16 +39,18 @@ def _value(v: object) -> Value | None:
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "verl"
-    for lineno, _, obj in json_objects(path, meta, skips, '{"step": N, "data": {...}}'):
+    shape = '{"step": N, "data": {...}}'
+    for lineno, _, obj in json_objects(path, meta, skips, Words(shape, shape)):
         where = f"{path}:{lineno}"
         if not isinstance(obj.get("data"), dict):
-            skips.skip(where, 'expected {"step": N, "data": {...}}; the line was skipped')
+            skips.skip(where, Words(f"expected {shape}; the line was skipped", f"应为 {shape}；这一行已跳过"))
             continue
         step = obj.get("step")
         if isinstance(step, float) and step.is_integer():
             step = int(step)
         if not isinstance(step, int) or isinstance(step, bool):
-            skips.skip(where, f"step {step!r} is not an integer; the line was skipped")
+            skips.skip(where, Words(f"step {step!r} is not an integer; the line was skipped",
+                                    f"步数 {step!r} 不是整数；这一行已跳过"))
             continue
         data = obj["data"]
         if set(map(type, data.values())) <= _NUMERIC:  # the common line: nothing to convert

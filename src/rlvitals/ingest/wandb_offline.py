@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..words import Words
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
 from ._wall import WandbClock
@@ -70,6 +71,13 @@ _NAN = math.nan
 # --- the log framing --------------------------------------------------------------------------
 
 
+#: what is wrong with a framed record of a ``.wandb`` file (empty: the file ends there, nothing wrong)
+_NO_PROBLEM = Words("", "")
+_ZEROS = Words("zeros before the end of the block", "块结束之前出现了全零")
+_PAST_BLOCK = Words("length runs past the block", "长度超出了块的边界")
+_CHECKSUM = Words("checksum mismatch", "校验和不符")
+
+
 def _frames(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, bytes]]:
     """``(record_number, payload)`` of every complete, intact record of a ``.wandb`` file."""
     number = 0
@@ -78,7 +86,8 @@ def _frames(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int,
         header = fh.read(HEADER_LEN)
         meta.bytes_read += len(header)
         if len(header) < HEADER_LEN or not header.startswith(MAGIC):
-            skips.skip(f"{path}#record 1", "no W&B header (':W&B' + 0xBEE1); the file was skipped")
+            skips.skip(f"{path}#record 1", Words("no W&B header (':W&B' + 0xBEE1); the file was skipped",
+                                                 "没有 W&B 文件头（':W&B' + 0xBEE1）；这个文件已跳过"))
             return
         offset = HEADER_LEN  # where in the current block reading resumes
         while True:
@@ -90,19 +99,21 @@ def _frames(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int,
             while end - pos >= 7:
                 crc, length, kind = _HEAD(block, pos)
                 stop = pos + 7 + length
+                bad: Words | None
                 if kind == 0 and length == 0 and crc == 0:
-                    bad = "" if last or not block[pos:].strip(b"\0") else "zeros before the end of the block"
+                    bad = _NO_PROBLEM if last or not block[pos:].strip(b"\0") else _ZEROS
                 elif stop > end:
-                    bad = "" if last else "length runs past the block"  # at the end: truncated, below
+                    bad = _NO_PROBLEM if last else _PAST_BLOCK  # at the end: truncated, below
                 elif not FULL <= kind <= LAST or zlib.crc32(block[pos + 7:stop], zlib.crc32(bytes((kind,)))) != crc:
-                    bad = "checksum mismatch"
+                    bad = _CHECKSUM
                 else:
                     bad = None
                 if bad is not None:
                     if bad:
                         number += 1
                         skips.skip(f"{path}#record {number}",
-                                   f"corrupt record ({bad}); the rest of its 32 KiB block was skipped")
+                                   Words(f"corrupt record ({bad}); the rest of its 32 KiB block was skipped",
+                                         f"记录已损坏（{bad.zh}）；它所在的 32 KiB 块余下的部分已跳过"))
                         parts = []
                         pos = end
                     break
@@ -122,8 +133,9 @@ def _frames(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int,
             if last:
                 if block[pos:].strip(b"\0") or parts:
                     skips.skip(f"{path}#record {number + 1}",
-                               "truncated record at the end of the file (the run was killed or is "
-                               "still writing); the incomplete tail was skipped")
+                               Words("truncated record at the end of the file (the run was killed or is "
+                                     "still writing); the incomplete tail was skipped",
+                                     "文件末尾的记录不完整（运行被杀掉了，或者还在写入）；不完整的尾部已跳过"))
                 return
             offset = 0
 
@@ -312,9 +324,11 @@ class _Axis:
         for old in pending:
             yield from self._emit(*old)
         if self.carried:
-            self.meta.notes.append(
+            self.meta.notes.append(Words(
                 f"{self.carried} W&B history rows had no train/global_step; each was placed at the "
-                "last global step logged before it (the first one for rows before any)")
+                "last global step logged before it (the first one for rows before any)",
+                f"有 {self.carried} 行 W&B history 没有 train/global_step；每一行都放在它之前记录的最后一个"
+                "global step 上（在任何 global step 之前的行放在第一个上）"))
 
     def _emit(self, row: dict[str, Value], plain: int, where: str) -> Iterator[Record]:
         values = {k: v for k, v in row.items() if k not in SYSTEM_KEYS}
@@ -393,7 +407,8 @@ def _read_wandb_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[R
                         if rnum == 4 and rwire == LEN:
                             _config(payload, ra, rb, meta.config)
         except (WireError, IndexError) as exc:
-            skips.skip(where, f"not a W&B record ({exc or type(exc).__name__}); the record was skipped")
+            skips.skip(where, Words(f"not a W&B record ({exc or type(exc).__name__}); the record was skipped",
+                                    f"不是 W&B 记录（{exc or type(exc).__name__}）；这条记录已跳过"))
     yield from axis.finish()
     last = summary.record(f"{path}#summary")
     if last is not None:
@@ -417,7 +432,8 @@ def _flat_row(obj: dict[str, Any], prefix: str, out: dict[str, Value]) -> None:
 def _read_history_jsonl(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     axis = _Axis(meta)
     # wandb writes NaN and Infinity, which strict JSON parsers refuse (json_objects reads them)
-    for lineno, _, obj in json_objects(path, meta, skips, "a JSON object (one history row)"):
+    expected = Words("a JSON object (one history row)", "JSON 对象（一行 history）")
+    for lineno, _, obj in json_objects(path, meta, skips, expected):
         where = f"{path}:{lineno}"
         row: dict[str, Value] = {}
         _flat_row(obj, "", row)
@@ -501,8 +517,9 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     history = path / "files" / "wandb-history.jsonl"
     if history.is_file():
         meta.files = [str(history)]
-        meta.notes.append("no .wandb file in the run folder; read files/wandb-history.jsonl "
-                          "(the run config was not read)")
+        meta.notes.append(Words("no .wandb file in the run folder; read files/wandb-history.jsonl "
+                                "(the run config was not read)",
+                                "运行文件夹里没有 .wandb 文件；读取了 files/wandb-history.jsonl（没有读到运行的配置）"))
         yield from _read_history_jsonl(history, meta, skips)
 
 

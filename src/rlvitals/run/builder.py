@@ -28,6 +28,7 @@ import polars as pl
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
 from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
+from ..words import Words
 from .detect import detect
 from .run import Run, WallClock
 
@@ -194,8 +195,10 @@ class RunBuilder:
         self._given = final
         notes = list(self.meta.notes)
         if self._overwritten:
-            notes.append(f"{self._overwritten} values were logged twice for the same step with different values "
-                         "(a resumed run?); the later value was kept")
+            notes.append(Words(f"{self._overwritten} values were logged twice for the same step with different values "
+                               "(a resumed run?); the later value was kept",
+                               f"有 {self._overwritten} 个值在同一步被记录了两次且取值不同（是恢复过的运行？）；"
+                               "保留的是后一次的值"))
         detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
                            self.meta.framework, catalog, resolver, raw_arrays)
         ctx = Context(detection.framework if detection.framework != "unknown" else None,

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import EmptyInputError, InputError
 from ..ingest import Reader, SourceMeta
 from ..ingest.record import Record, SkipLog
+from ..words import Words, both
 from .builder import RunBuilder
 from .load import PROGRESS_EVERY, sources
 from .run import Run
@@ -78,7 +79,8 @@ def load_launches(paths: Sequence[str | Path], fmt: str | None = None,
         ([1, 2, 3, 4, 5, 6, 7, 8], ['2 steps (4–5)'])
     """
     if not paths:
-        raise InputError("no log given: pass the logs of the run's launches, one file per launch")
+        raise InputError(Words("no log given: pass the logs of the run's launches, one file per launch",
+                               "没有给出日志：请传入这次运行各次启动的日志，每次启动一个文件"))
     skipped = SkipLog()
     launches = [_open(Path(p), fmt, skipped) for p in paths]
     _same_framework(launches)
@@ -90,12 +92,13 @@ def load_launches(paths: Sequence[str | Path], fmt: str | None = None,
         _feed(builder, launch, progress)
     fed = [la for la in order if len(la.steps)]
     if builder.is_empty:
-        raise EmptyInputError(f"{', '.join(str(la.root) for la in order)}: none of these logs holds metrics")
+        given = ", ".join(str(la.root) for la in order)
+        raise EmptyInputError(Words(f"{given}: none of these logs holds metrics", f"{given}：这些日志里都没有指标"))
     joined = _merge_meta(meta, order, fed) + _overlaps(fed)
     joined += [JoinNote(f"{la.root} holds no metrics; the run was read from the other logs",
                         f"{la.root} 里没有指标；这个 run 由其余的日志读出") for la in order
                if not len(la.steps) and la.first is None]
-    meta.notes.extend(note.en for note in joined)
+    meta.notes.extend(Words(note.en, note.zh) for note in joined)
     if tell is not None:
         for note in joined:
             tell(note)
@@ -106,8 +109,10 @@ def _open(path: Path, fmt: str | None, skipped: SkipLog) -> _Launch:
     found, _ = sources(path, fmt)
     if len(found) != 1:
         names = ", ".join(str(root) for _, root in found[:3]) + (", …" if len(found) > 3 else "")
-        raise InputError(f"{path}: it holds {len(found)} runs ({names}), and a launch of one run is one log; "
-                         "pass each launch's log itself")
+        raise InputError(Words(f"{path}: it holds {len(found)} runs ({names}), and a launch of one run is one log; "
+                               "pass each launch's log itself",
+                               f"{path}：其中有 {len(found)} 个运行（{names}），而一次启动只对应一份日志；"
+                               "请分别传入每次启动的日志本身"))
     reader, root = found[0]
     meta = SourceMeta(format=reader.format, files=[str(root)])
     launch = _Launch(path, root, reader, meta, iter(reader.read(root, meta, skipped)))
@@ -123,8 +128,11 @@ def _same_framework(launches: list[_Launch]) -> None:
     said = {la.meta.framework: la.root for la in launches if la.meta.framework}
     if len(said) > 1:
         which = ", ".join(f"{root} is a {fw} log" for fw, root in said.items())
-        raise InputError(f"these logs are not the launches of one run: {which}; give the logs of one run "
-                         "(or leave out --one-run to compare them)")
+        which_zh = "，".join(f"{root} 是 {fw} 日志" for fw, root in said.items())
+        raise InputError(Words(f"these logs are not the launches of one run: {which}; give the logs of one run "
+                               "(or leave out --one-run to compare them)",
+                               f"这些日志不是同一次运行的各次启动：{which_zh}；请给出同一次运行的日志"
+                               "（要比较它们就去掉 --one-run）"))
 
 
 def _feed(builder: RunBuilder, launch: _Launch, progress: Callable[[Path, int], None] | None) -> None:
@@ -145,7 +153,7 @@ def _merge_meta(meta: SourceMeta, order: list[_Launch], fed: list[_Launch]) -> l
     crashes = []
     for launch in order:
         meta.config.update(launch.meta.config)
-        meta.notes.extend(f"{launch.root}: {note}" for note in launch.meta.notes)
+        meta.notes.extend(_under(launch.root, note) for note in launch.meta.notes)
         meta.bytes_read += launch.meta.bytes_read
         meta.framework = meta.framework or launch.meta.framework
         crash = launch.meta.crash
@@ -156,6 +164,11 @@ def _merge_meta(meta: SourceMeta, order: list[_Launch], fed: list[_Launch]) -> l
                                     "之后的一次启动接着训练"))
     meta.crash, meta.crash_scanned, meta.reached = last.meta.crash, last.meta.crash_scanned, last.meta.reached
     return crashes + _one_clock(meta, fed)
+
+
+def _under(root: Path, note: str) -> str:
+    """A launch's note, named by its log (in each language the note has)."""
+    return both(lambda s: f"{root}: {s}", note)
 
 
 def _one_clock(meta: SourceMeta, fed: list[_Launch]) -> list[JoinNote]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import EmptyInputError, UnknownFormatError
 from ..ingest import Reader, SourceMeta, find_reader, logs_in, readers
+from ..words import Words, in_lang
 from .builder import RunBuilder
 from .run import Run
 
@@ -28,13 +29,21 @@ def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], lis
         return [(reader, root) for root in reader.runs(path)], []
     found = logs_in(path, readers(), fmt)
     if not found.logs:
-        what = f"no {fmt} log" if fmt else "no training log rlvitals can read"
-        left = f" (it holds {', '.join(found.others[:5])}{', …' if len(found.others) > 5 else ''})" \
-            if found.others else " (it is empty)"
-        raise UnknownFormatError(f"{path}: this folder is not a run rlvitals knows (W&B, MLflow, TensorBoard, a "
-                                 f"Trainer output_dir) and holds {what}, nor do its subfolders{left}; "
-                                 "pass the log file itself")
+        raise UnknownFormatError(_not_a_run(path, fmt, found.others))
     return found.logs, found.notes
+
+
+def _not_a_run(path: Path, fmt: str | None, others: list[str]) -> Words:
+    """Why a folder holding no log that can be read is not a run."""
+    what = f"no {fmt} log" if fmt else "no training log rlvitals can read"
+    what_zh = f"没有 {fmt} 日志" if fmt else "没有 rlvitals 能读的训练日志"
+    more = len(others) > 5
+    left = f" (it holds {', '.join(others[:5])}{', …' if more else ''})" if others else " (it is empty)"
+    left_zh = f"（里面有 {'、'.join(others[:5])}{'……' if more else ''}）" if others else "（它是空的）"
+    return Words(f"{path}: this folder is not a run rlvitals knows (W&B, MLflow, TensorBoard, a "
+                 f"Trainer output_dir) and holds {what}, nor do its subfolders{left}; pass the log file itself",
+                 f"{path}：这个文件夹不是 rlvitals 认识的运行（W&B、MLflow、TensorBoard、Trainer 的 output_dir），"
+                 f"它和它的子文件夹里都{what_zh}{left_zh}；请直接传入日志文件")
 
 
 #: how many records are read between two calls of ``load``'s ``progress``
@@ -57,16 +66,24 @@ def load(path: str | Path, fmt: str | None = None,
             if progress is not None and not count % PROGRESS_EVERY:
                 progress(root, count)
         if builder.is_empty and meta.crash is None:
-            detail = ""
-            if builder.skipped.count:
-                detail = f"; {builder.skipped.count} records were unreadable, first: {builder.skipped.reasons[0]}"
-            empty.append(f"{root}: read as {reader.format} but it holds no metrics{detail}")
+            empty.append(_no_metrics(root, reader.format, builder.skipped.count, builder.skipped.reasons))
             continue
         meta.notes.extend(notes)
         runs.append(builder.finish(str(root), final=True))  # the Run takes the columns, no copy
     if not runs:
-        raise EmptyInputError(empty[0] if len(empty) == 1 else
-                              f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}")
+        raise EmptyInputError(empty[0] if len(empty) == 1 else Words(
+            f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}",
+            f"{path}：其中的 {len(empty)} 个运行都没有指标；第一个：{empty[0].zh}"))
     for message in empty:  # a folder of runs keeps its readable runs and says which were empty
-        runs[0].notes.append(f"skipped an empty run — {message}")
+        runs[0].notes.append(Words(f"skipped an empty run — {message}", f"跳过了一个空的运行——{message.zh}"))
     return runs
+
+
+def _no_metrics(root: Path, fmt: str, unreadable: int, reasons: list[str]) -> Words:
+    """Why a run that was read is empty."""
+    if not unreadable:
+        return Words(f"{root}: read as {fmt} but it holds no metrics", f"{root}：按 {fmt} 读取，但其中没有指标")
+    return Words(f"{root}: read as {fmt} but it holds no metrics; {unreadable} records were unreadable, "
+                 f"first: {reasons[0]}",
+                 f"{root}：按 {fmt} 读取，但其中没有指标；有 {unreadable} 条记录读不出来，"
+                 f"第一条：{in_lang(reasons[0], 'zh')}")
