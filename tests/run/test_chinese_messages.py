@@ -83,3 +83,28 @@ def test_a_launch_s_notes_keep_their_chinese_under_its_name(tmp_path: Path) -> N
     assert in_lang(noted[0], "zh").startswith(f"{a}: {a}：没有步数列（")
     logged_again = next(n for n in run.notes if "logged again" in n)
     assert translated(logged_again) and "又被" in in_lang(logged_again, "zh")
+
+
+def test_a_followed_log_keeps_its_chinese_over_a_restart(tmp_path: Path) -> None:
+    from rlvitals.ingest import find_reader
+    from rlvitals.run.follow import Follow, LineSource
+    from rlvitals.watch.state import WatchState
+
+    log = tmp_path / "run.jsonl"
+    log.write_text('{"step": 1, "actor/entropy": 0.5}\n{"step": "x", "actor/entropy": 0.4}\n'
+                   '{"step": 3, "actor/entropy": 0.3}\n')
+    src = LineSource(log, find_reader(log), records=())
+    src.poll()
+    state = WatchState(tmp_path / "state.db")
+    state.commit({str(log): src.state()}, {}, [], [], {str(log): src.pending()})
+    state.close()
+    state = WatchState(tmp_path / "state.db")
+    again = LineSource(log, find_reader(log), state.sources()[str(log)], state.packed(str(log)))
+    state.close()
+    run = again.run()
+    assert run is not None and run.skipped.reasons == [f"{log}:2: step 'x' is not an integer; the line was skipped"]
+    assert in_lang(run.skipped.reasons[0], "zh") == f"{log}:2: 步数 'x' 不是整数；这一行已跳过"
+    waiting = Follow(tmp_path / "later.jsonl", None, 0.0)
+    assert not waiting.poll(0.0)
+    assert waiting.messages == [f"{tmp_path / 'later.jsonl'}: no such file or folder; waiting for it to appear"]
+    assert in_lang(waiting.messages[0], "zh") == f"{tmp_path / 'later.jsonl'}：没有这个文件或文件夹；等它出现"

@@ -59,8 +59,10 @@ from ..ingest import (
     rotations,
     same_file,
 )
+from ..words import Words
 from .builder import RunBuilder
 from .run import Run
+from .said import chinese_of, gap, restarted, told, with_chinese
 from .snapshot import SnapshotSource, signature
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -104,7 +106,7 @@ class LineSource:
         self._last_step: int | None = None  # the highest step added, and the last gaps between steps
         self._strides: list[int] = []
         self._recent: list[int] | None = None  # the steps added since a rotation began to be read
-        self._gap = ""  # why lines may be lost at that rotation (see _lost_steps)
+        self._gap: str = ""  # why lines may be lost at that rotation (see _lost_steps), Words once said
         # without the records read (a caller that stores only cursors, like the dashboard's state),
         # a cursor alone cannot rebuild the Run: the file is read again from its first line
         if saved and records is not None:
@@ -115,14 +117,17 @@ class LineSource:
         meta = self.meta
         return {"kind": "lines", "format": self.reader.format, "cursor": self.cursor.to_json(),
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
+                         "notes_zh": chinese_of(meta.notes),
                          "bytes_read": meta.bytes_read, "clock": meta.clock, "clock_epoch": meta.clock_epoch,
                          "started": meta.started},
-                "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons},
+                "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons,
+                            "reasons_zh": chinese_of(self.builder.skipped.reasons)},
                 "meta_taken": self._meta_taken, "whole": self._whole,
                 "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
                 "strides": self._strides,
                 "carried": len(self._carried),
-                "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons}}
+                "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons,
+                                    "reasons_zh": chinese_of(self._carried_skips.reasons)}}
 
     @property
     def progress(self) -> tuple[int, int | None]:
@@ -190,9 +195,7 @@ class LineSource:
     def _race(self, exc: OSError) -> None:
         self.races += 1
         if self.races == 1:  # a log rotated every few seconds would say it every few seconds
-            self.messages.append(f"{self.path}: the file was renamed or removed while it was being read "
-                                 f"({exc.strerror or exc}: {exc.filename}); it is read again at the next poll "
-                                 "(reported once)")
+            self.messages.append(told("race", f"{exc.strerror or exc}: {exc.filename}", path=self.path))
 
     def _restart_file(self, change: str, st: os.stat_result, rot: Rotations) -> None:
         """The file at the path (``st``) is not the one the cursor was reading: read what is left of
@@ -204,18 +207,11 @@ class LineSource:
             self._finish(cursor.generation())
             if self._whole:
                 self._carry(None, None)
-        lost = "" if old is not None or cursor.offset == 0 else \
-            "; lines written after the last poll and before that were not seen"
-        self.messages.append(f"{self.path}: the file was {change}"
-                             + (f" after line {cursor.lines}" if cursor.lines else "")
-                             + (f"; read the rest of the old content from {old.name}" if old else "")
-                             + f"{lost}; following the new file from its first line")
+        lost = old is None and cursor.offset != 0
+        self.messages.append(restarted(self.path, change, cursor.lines, old, lost))
         gone = self._read_between(rot)
         if lost or gone or rot.compressed:  # which steps went is seen when the new file's first records come
-            why = ["the old file is gone"] if lost else []
-            why += [f"{', '.join(gone)} went before it could be read"] if gone else []
-            why += [f"{', '.join(p.name for p in rot.compressed)} compressed, not opened"] if rot.compressed else []
-            self._gap = "; ".join(why)
+            self._gap = gap(lost, gone, [p.name for p in rot.compressed])
         else:
             self._recent = None
         self._know(st)
@@ -228,13 +224,11 @@ class LineSource:
             path = self._read_found(found, 0, 0)
             if path is None:
                 gone.append(found[0].name)
-                self.messages.append(f"{found[0]}: rotated off {self.path.name} between two polls, but gone "
-                                     "before it could be read")
+                self.messages.append(told("gone", path=found[0], name=self.path.name))
             else:
-                self.messages.append(f"{self.path}: rotated more than once since the last poll; read {path.name} "
-                                     "whole, which was never seen at the log's path")
+                self.messages.append(told("whole", path=self.path, name=path.name))
         for path in rot.compressed:
-            self.messages.append(f"{path}: rotated off {self.path.name} and compressed; it is not opened")
+            self.messages.append(told("compressed", path=path, name=self.path.name))
         return gone
 
     def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
@@ -257,11 +251,11 @@ class LineSource:
             except FileNotFoundError:
                 continue  # renamed (or removed) while it was read: look for it again
             except OSError as exc:  # not readable: said, and the rotation goes on (what it read stays read)
-                self.messages.append(f"{path}: could not be read ({exc.strerror or exc})")
+                self.messages.append(told("unreadable", str(exc.strerror or exc), path=path))
                 return None
             self._finish(generation)
             return path
-        self.messages.append(f"{path}: renamed on again and again while it was read; left unread")
+        self.messages.append(told("renamed", path=path))
         return None
 
     def _know(self, st: os.stat_result) -> None:
@@ -442,7 +436,7 @@ class LineSource:
         seen, usual = sorted(set(self._recent)), max(self._strides, default=0)
         for a, b in zip(seen, seen[1:], strict=False):
             if usual and b - a > usual:
-                self.messages.append(f"{self.path}: the steps after {a} and before {b} were not read: {self._gap}")
+                self.messages.append(told("lost", self._gap, path=self.path, a=a, b=b))
         self._recent, self._gap = None, ""
 
     def _resume(self, saved: Mapping[str, Any], records: Sequence[Packed]) -> None:
@@ -453,14 +447,15 @@ class LineSource:
         meta = saved.get("meta", {})
         self.meta.framework = meta.get("framework")
         self.meta.config.update(meta.get("config", {}))
-        self.meta.notes.extend(meta.get("notes", []))
+        self.meta.notes.extend(with_chinese(meta.get("notes", []), meta.get("notes_zh")))
         self.meta.bytes_read = int(meta.get("bytes_read", 0))
         clock, started = meta.get("clock"), meta.get("started")
         if isinstance(clock, str):
             self.meta.clock, self.meta.clock_epoch = clock, meta.get("clock_epoch") is not False
             self.meta.started = float(started) if isinstance(started, (int, float)) else None
         skipped = saved.get("skipped", {})
-        self.builder.skipped = SkipLog(int(skipped.get("count", 0)), list(skipped.get("reasons", [])))
+        self.builder.skipped = SkipLog(int(skipped.get("count", 0)),
+                                       with_chinese(skipped.get("reasons", []), skipped.get("reasons_zh")))
         self._meta_taken = bool(saved.get("meta_taken", False))
         self._whole = bool(saved.get("whole", False))
         self.finished = [g for g in map(Generation.from_json, saved.get("finished", [])) if g is not None]
@@ -472,7 +467,8 @@ class LineSource:
             self._carried = list(records[:carried])
             self._current = list(records[carried:])
         skips = saved.get("carried_skipped", {})
-        self._carried_skips = SkipLog(int(skips.get("count", 0)), list(skips.get("reasons", [])))
+        self._carried_skips = SkipLog(int(skips.get("count", 0)),
+                                      with_chinese(skips.get("reasons", []), skips.get("reasons_zh")))
         for record in records:
             add_packed(self.builder, record)  # no dict per record: a restart takes no more memory than the first read
         self._restored = len(records)
@@ -554,11 +550,11 @@ class Follow:
         except (EmptyInputError, UnknownFormatError) as exc:
             if self.fmt is not None and not isinstance(exc, EmptyInputError):
                 raise  # --format names no reader: waiting will not help
-            return self._wait(f"{exc}; waiting for it to be written")
+            return self._wait(told("written", Words(str(exc), exc.text("zh"))))
         except MissingInputError as exc:  # decided by the error, not by a second look that may race a writer
-            return self._wait(f"{exc}; waiting for it to appear")
+            return self._wait(told("appear", Words(str(exc), exc.text("zh"))))
         except OSError as exc:  # renamed or removed while it was sniffed: a rotation under way
-            return self._wait(f"{self.path}: could not be read ({exc.strerror or exc}); waiting for it")
+            return self._wait(told("wait", str(exc.strerror or exc), path=self.path))
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
             self.inner = LineSource(self.path, reader, saved, self.records)

@@ -1,0 +1,90 @@
+"""What a followed log tells its reader about rotations and restarts, in English and Chinese, and how
+Words outlive a restart: a follower's state file is JSON, which keeps the English of a note or a skip
+reason; its Chinese is stored beside it and joined again on resume.
+
+Example:
+    >>> from rlvitals.words import Words, in_lang
+    >>> texts = [Words("3 lines skipped", "跳过了 3 行"), "plain"]
+    >>> back = with_chinese(list(map(str, texts)), chinese_of(texts))
+    >>> back == texts, in_lang(back[0], "zh"), in_lang(back[1], "zh")
+    (True, '跳过了 3 行', 'plain')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..words import Words
+
+__all__ = ["chinese_of", "gap", "restarted", "told", "with_chinese"]
+
+#: how a followed file changed, in Chinese (the English is the change's own name)
+_CHANGES = {"truncated": "被截断了", "replaced": "被替换了",
+            "rotated before a line of it was read": "在读到它的任何一行之前就被轮转了"}
+
+
+def chinese_of(texts: Sequence[str]) -> list[str | None]:
+    """The Chinese of each text (None for a text without), to store beside the texts themselves."""
+    return [t.zh if isinstance(t, Words) else None for t in texts]
+
+
+def with_chinese(texts: Sequence[str], zh: object) -> list[str]:
+    """``texts`` read back from a state file, each joined to its stored Chinese (:func:`chinese_of`)."""
+    said = zh if isinstance(zh, list) else []
+    return [Words(t, said[i]) if i < len(said) and isinstance(said[i], str) else t for i, t in enumerate(texts)]
+
+
+def restarted(path: Path, change: str, lines: int, old: Path | None, lost: bool) -> Words:
+    """The message of a followed file that is not the one being read any more (``change``)."""
+    return Words(f"{path}: the file was {change}" + (f" after line {lines}" if lines else "")
+                 + (f"; read the rest of the old content from {old.name}" if old else "")
+                 + ("; lines written after the last poll and before that were not seen" if lost else "")
+                 + "; following the new file from its first line",
+                 f"{path}：文件{_CHANGES.get(change, change)}" + (f"（在第 {lines} 行之后）" if lines else "")
+                 + (f"；旧内容余下的部分从 {old.name} 读取" if old else "")
+                 + ("；上次轮询之后、这之前写入的行没有读到" if lost else "")
+                 + "；从新文件的第一行开始跟踪")
+
+
+def gap(lost: bool, gone: Sequence[str], compressed: Sequence[str]) -> Words:
+    """Why lines may be lost at a rotation: the old file gone, files gone before they were read, files
+    compressed."""
+    en = ["the old file is gone"] if lost else []
+    zh = ["旧文件已经不在了"] if lost else []
+    if gone:
+        en.append(f"{', '.join(gone)} went before it could be read")
+        zh.append(f"{'、'.join(gone)} 还没来得及读就没了")
+    if compressed:
+        en.append(f"{', '.join(compressed)} compressed, not opened")
+        zh.append(f"{'、'.join(compressed)} 已压缩，没有打开")
+    return Words("; ".join(en), "；".join(zh))
+
+
+#: the other things a follower says, as (English, Chinese) templates
+_TOLD = {
+    "race": ("{path}: the file was renamed or removed while it was being read ({why}); it is read again at the "
+             "next poll (reported once)",
+             "{path}：读取时文件被改名或删除了（{why}）；下次轮询时重新读取（只报告这一次）"),
+    "gone": ("{path}: rotated off {name} between two polls, but gone before it could be read",
+             "{path}：在两次轮询之间从 {name} 轮转出来，但还没来得及读就没了"),
+    "whole": ("{path}: rotated more than once since the last poll; read {name} whole, which was never seen at "
+              "the log's path", "{path}：上次轮询以来轮转了不止一次；完整读取了 {name}（它从没出现在日志的路径上）"),
+    "compressed": ("{path}: rotated off {name} and compressed; it is not opened",
+                   "{path}：从 {name} 轮转出来并已压缩；没有打开它"),
+    "unreadable": ("{path}: could not be read ({why})", "{path}：读不出来（{why}）"),
+    "renamed": ("{path}: renamed on again and again while it was read; left unread",
+                "{path}：读取时一再被改名；没有读它"),
+    "lost": ("{path}: the steps after {a} and before {b} were not read: {why}",
+             "{path}：第 {a} 步之后、第 {b} 步之前的步没有读到：{why_zh}"),
+    "written": ("{why}; waiting for it to be written", "{why_zh}；等它写入"),
+    "appear": ("{why}; waiting for it to appear", "{why_zh}；等它出现"),
+    "wait": ("{path}: could not be read ({why}); waiting for it", "{path}：读不出来（{why}）；等待中"),
+}
+
+
+def told(what: str, why: str = "", **fields: object) -> Words:
+    """The message ``what`` of :data:`_TOLD`, with ``why`` in each language it has and the ``fields``."""
+    en, zh = _TOLD[what]
+    why_zh = why.zh if isinstance(why, Words) else why
+    return Words(en.format(why=why, why_zh=why_zh, **fields), zh.format(why=why, why_zh=why_zh, **fields))
