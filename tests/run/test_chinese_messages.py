@@ -108,3 +108,13 @@ def test_a_followed_log_keeps_its_chinese_over_a_restart(tmp_path: Path) -> None
     assert not waiting.poll(0.0)
     assert waiting.messages == [f"{tmp_path / 'later.jsonl'}: no such file or folder; waiting for it to appear"]
     assert in_lang(waiting.messages[0], "zh") == f"{tmp_path / 'later.jsonl'}：没有这个文件或文件夹；等它出现"
+
+
+def test_series_derived_from_rollouts_are_noted_in_chinese() -> None:
+    import polars as pl
+    from runs import make_run
+
+    run = make_run({"actor/entropy": [0.5, 0.4, 0.3]})
+    out = run.with_series(pl.DataFrame({"step": [2, 3, 4], "pass@4": [0.5, 0.6, 0.7]}))
+    assert out.notes[-1] == "1 series derived from rollouts joined on 3 steps"
+    assert in_lang(out.notes[-1], "zh") == "由 rollout 样本推导出的 1 个序列已并入，共 3 步"

@@ -17,6 +17,7 @@ import polars as pl
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import load_catalog
 from ..ingest.record import Crash, SkipLog
+from ..words import Words, in_lang
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,9 @@ class Run:
         derived_steps = set(extra["step"].to_list())
         train_mask = np.array([old.get(s, s in derived_steps) for s in new_steps.tolist()], dtype=bool)
         raw = self.raw.join(pl.DataFrame({"step": new_steps}), on="step", how="right").select(self.raw.columns)
-        notes = [*self.notes, f"{len(keys)} series derived from {origin} joined on {len(derived_steps)} steps"]
+        where = "rollout 样本" if origin == "rollouts" else f"{in_lang(origin, 'zh')} "
+        notes = [*self.notes, Words(f"{len(keys)} series derived from {origin} joined on {len(derived_steps)} steps",
+                                    f"由 {where}推导出的 {len(keys)} 个序列已并入，共 {len(derived_steps)} 步")]
         return replace(self, frame=joined.select(["step", *sorted(c for c in joined.columns if c != "step")]),
                        raw=raw, train_mask=train_mask, notes=notes, wall=_wall_on(self.wall, self.steps, new_steps))
 
