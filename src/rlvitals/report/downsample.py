@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import RlvitalsError
+from ..words import Words
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -36,16 +37,22 @@ class NonFinite(TypedDict):
 
 def _check(x: np.ndarray, y: np.ndarray, buckets: int) -> None:
     if x.ndim != 1 or y.shape != x.shape:
-        raise RlvitalsError(f"downsample: x has shape {x.shape} and y {y.shape}; expected two 1-D arrays "
-                            "of the same length (one y per x)")
+        raise RlvitalsError(Words(f"downsample: x has shape {x.shape} and y {y.shape}; expected two 1-D arrays "
+                                  "of the same length (one y per x)",
+                                  f"downsample：x 的形状是 {x.shape}，y 是 {y.shape}；"
+                                  "应为两个等长的一维数组（每个 x 一个 y）"))
     if buckets < 1:
-        raise RlvitalsError(f"downsample: buckets={buckets}; expected at least 1 (about one per pixel column)")
+        raise RlvitalsError(Words(f"downsample: buckets={buckets}; expected at least 1 (about one per pixel column)",
+                                  f"downsample：buckets={buckets}；至少应为 1（大约每列像素一个）"))
     if len(x) and not np.all(np.isfinite(x)):
-        raise RlvitalsError("downsample: x holds NaN or inf; every x must be a finite number (a step)")
+        raise RlvitalsError(Words("downsample: x holds NaN or inf; every x must be a finite number (a step)",
+                                  "downsample：x 含有 NaN 或 inf；每个 x 都必须是有限的数（一个步）"))
     if len(x) > 1 and not np.all(np.diff(x) > 0):
         bad = int(np.flatnonzero(np.diff(x) <= 0)[0])
-        raise RlvitalsError(f"downsample: x is not strictly increasing at index {bad + 1} "
-                            f"({float(x[bad])} then {float(x[bad + 1])}); sort by x and drop repeated x first")
+        raise RlvitalsError(Words(f"downsample: x is not strictly increasing at index {bad + 1} "
+                                  f"({float(x[bad])} then {float(x[bad + 1])}); sort by x and drop repeated x first",
+                                  f"downsample：x 在下标 {bad + 1} 处不是严格递增（{float(x[bad])} 之后是 "
+                                  f"{float(x[bad + 1])}）；请先按 x 排序并去掉重复的 x"))
 
 
 def _bucket_ids(x: np.ndarray, buckets: int) -> IntArray:

@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
 from ..render.diagnosis import when_words
+from ..words import Words
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -153,9 +154,11 @@ def _plotly(cdn: bool) -> tuple[str, str]:
     try:
         from plotly.offline import get_plotlyjs, get_plotlyjs_version  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - plotly is a dependency of the report
-        raise RlvitalsError("report: the plotly package is needed to draw the charts; "
-                            "it comes with rlvitals, so this install is broken: pip install --force-reinstall "
-                            "rlvitals") from exc
+        raise RlvitalsError(Words("report: the plotly package is needed to draw the charts; "
+                                  "it comes with rlvitals, so this install is broken: pip install --force-reinstall "
+                                  "rlvitals",
+                                  "report：画图需要 plotly 包；它随 rlvitals 一起安装，所以这次安装已损坏："
+                                  "pip install --force-reinstall rlvitals")) from exc
     if cdn:
         return "", f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
     return _inline(get_plotlyjs()), ""
@@ -225,8 +228,10 @@ def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False
     ``("writing", 0, 1)`` before and ``("writing", 1, 1)`` once the file is written."""
     target = Path(path)
     if not target.parent.is_dir():
-        raise RlvitalsError(f"report: cannot write {str(target)!r}: the folder {str(target.parent)!r} does not "
-                            "exist; create it or choose another -o path")
+        raise RlvitalsError(Words(f"report: cannot write {str(target)!r}: the folder {str(target.parent)!r} does "
+                                  "not exist; create it or choose another -o path",
+                                  f"report：无法写入 {str(target)!r}：文件夹 {str(target.parent)!r} 不存在；"
+                                  "请先创建它，或换一个 -o 路径"))
     if progress is not None:
         progress("writing", 0, 1)
     data = render_html(page, cdn=cdn).encode("utf-8")

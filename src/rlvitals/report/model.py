@@ -25,6 +25,7 @@ from ..checks import FINDING_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
 from ..run.run import Run
+from ..words import Words
 from .charts import Page, add_markers, stacked, trace
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
@@ -249,16 +250,22 @@ def _glossary(keys: set[str], catalog: Catalog) -> tuple[list[dict[str, Any]], d
 
 def _check_inputs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis], buckets: int) -> None:
     if not runs:
-        raise RlvitalsError("report: no run given; pass at least one Run (rlvitals.load(path)) and its diagnosis")
+        raise RlvitalsError(Words("report: no run given; pass at least one Run (rlvitals.load(path)) and its "
+                                  "diagnosis",
+                                  "report：没有给出运行；请至少传入一个 Run（rlvitals.load(path)）及其诊断"))
     if len(runs) != len(diagnoses):
-        raise RlvitalsError(f"report: {len(runs)} runs but {len(diagnoses)} diagnoses; "
-                            "give one diagnosis per run, in the same order")
+        raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(diagnoses)} diagnoses; "
+                                  "give one diagnosis per run, in the same order",
+                                  f"report：{len(runs)} 个运行，却有 {len(diagnoses)} 个诊断；"
+                                  "请每个运行给一个诊断，顺序相同"))
     for run, d in zip(runs, diagnoses, strict=True):
         if d.run is not run and d.path != run.path:
-            raise RlvitalsError(f"report: the diagnosis of {d.path!r} is paired with the run {run.path!r}; "
-                                "give the diagnoses in the order of the runs")
+            raise RlvitalsError(Words(f"report: the diagnosis of {d.path!r} is paired with the run {run.path!r}; "
+                                      "give the diagnoses in the order of the runs",
+                                      f"report：{d.path!r} 的诊断被配给了运行 {run.path!r}；请按运行的顺序给出诊断"))
     if buckets < 1:
-        raise RlvitalsError(f"report: buckets={buckets}; expected at least 1 (about one per pixel column)")
+        raise RlvitalsError(Words(f"report: buckets={buckets}; expected at least 1 (about one per pixel column)",
+                                  f"report：buckets={buckets}；至少应为 1（大约每列像素一个）"))
 
 
 def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str, Diagnosis]],
@@ -291,13 +298,17 @@ def _pair_rollouts(runs: Sequence[Run], rollouts: RolloutAnalysis | Sequence[Rol
         return [None] * len(runs)
     if isinstance(rollouts, Sequence):
         if len(rollouts) != len(runs):
-            raise RlvitalsError(f"report: {len(runs)} runs but {len(rollouts)} rollout analyses; give one per run, "
-                                "in the order of the runs (None for a run without rollouts)")
+            raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(rollouts)} rollout analyses; give one per "
+                                      "run, in the order of the runs (None for a run without rollouts)",
+                                      f"report：{len(runs)} 个运行，却有 {len(rollouts)} 份 rollout 分析；请每个运行"
+                                      "给一份，按运行的顺序（没有 rollout 的运行给 None）"))
         return list(rollouts)
     if len(runs) > 1:
-        raise RlvitalsError(f"report: one rollout analysis for {len(runs)} runs would show one run's rollouts as "
-                            "every run's; give a list, one per run in the order of the runs (None for a run "
-                            "without rollouts)")
+        raise RlvitalsError(Words(f"report: one rollout analysis for {len(runs)} runs would show one run's rollouts "
+                                  "as every run's; give a list, one per run in the order of the runs (None for a "
+                                  "run without rollouts)",
+                                  f"report：{len(runs)} 个运行只给一份 rollout 分析，会把一个运行的 rollout 当成"
+                                  "每个运行的；请给一个列表，每个运行一份，按运行的顺序（没有 rollout 的运行给 None）"))
     return [rollouts]
 
 
@@ -355,7 +366,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     catalog = load_catalog()
     names = list(labels) if labels is not None else unique_labels([r.path for r in runs])
     if len(names) != len(runs):
-        raise RlvitalsError(f"report: {len(runs)} runs but {len(names)} labels; give one label per run")
+        raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(names)} labels; give one label per run",
+                                  f"report：{len(runs)} 个运行，却有 {len(names)} 个标签；请每个运行给一个标签"))
     page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(names)})
     joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
     pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]

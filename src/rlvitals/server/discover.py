@@ -45,6 +45,7 @@ from pathlib import Path
 from ..errors import EmptyInputError, InputError
 from ..ingest import find_reader, special_kind
 from ..rollout.readers import dump_files
+from ..words import Words
 
 MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
 MAX_SCAN = 5000  # entries looked at per served folder and scan
@@ -137,11 +138,15 @@ class Discovery:
         budget = [MAX_SCAN]
         self._walk(root, root, 0, budget, found, MAX_DEPTH)
         if budget[0] <= 0:
-            found.notes.append(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
-                               f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs")
+            found.notes.append(Words(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
+                                     f"{MAX_SCAN} were looked at for logs — serve its run folders as separate PATHs",
+                                     f"serve：{root} 里的文件和文件夹超过 {MAX_SCAN} 个，只在前 {MAX_SCAN} 个里找了"
+                                     "日志；请把其中的运行文件夹分别作为 PATH 传入"))
         if not found.logs:
-            found.notes.append(f"serve: no training log found yet in {root} or its sub-folders ({MAX_DEPTH} levels "
-                               "deep); logs written there later are picked up")
+            found.notes.append(Words(f"serve: no training log found yet in {root} or its sub-folders ({MAX_DEPTH} "
+                                     "levels deep); logs written there later are picked up",
+                                     f"serve：{root} 及其子文件夹（{MAX_DEPTH} 层）里还没有训练日志；"
+                                     "之后写进去的日志会被读到"))
         return found
 
     def _whole(self, folder: Path) -> str | None:
@@ -262,7 +267,8 @@ class Discovery:
         """``log:FORMAT``, ``folder`` (look inside), ``own`` (rlvitals wrote it) or ``other``."""
         special = special_kind(child)
         if special is not None:  # a FIFO would block the scan forever: never opened, said once
-            found.notes.append(f"serve: {child}: a {special}, not a log file; it was not opened")
+            found.notes.append(Words(f"serve: {child}: a {special}, not a log file; it was not opened",
+                                     f"serve：{child}：是 {special}，不是日志文件；没有打开它"))
             return "other"
         if _is_own(child, self.own):
             return "own"
@@ -331,9 +337,11 @@ def pair(rollouts: Mapping[Path, tuple[Path, ...]], logs: Sequence[Path],
             continue
         alone.append(folder)
         if owners:
-            notes.append(f"serve: the rollouts in {folder} lie beside {len(owners)} logs "
-                         f"({_names(owners, folder.parent)}), so they are joined to none; serve the run's log as "
-                         f"its own PATH with --rollouts {folder}")
+            names = _names(owners, folder.parent)
+            notes.append(Words(f"serve: the rollouts in {folder} lie beside {len(owners)} logs ({names}), so they "
+                               f"are joined to none; serve the run's log as its own PATH with --rollouts {folder}",
+                               f"serve：{folder} 里的 rollout 旁边有 {len(owners)} 个日志（{names}），所以不与任何"
+                               f"日志关联；请把该运行的日志单独作为 PATH，并加 --rollouts {folder}"))
     pairs: dict[Path, Path] = {}
     for log, folders in claims.items():
         train = _choose(folders, rollouts, (formats or {}).get(log, ""))
@@ -342,8 +350,11 @@ def pair(rollouts: Mapping[Path, tuple[Path, ...]], logs: Sequence[Path],
             alone += [f for f in folders if f != train[0]]
             continue
         alone += folders
-        notes.append(f"serve: {log} has {len(folders)} rollout folders beside it ({_names(folders, log.parent)}), "
-                     f"so none is joined to it; serve it as its own PATH with --rollouts DIR")
+        names = _names(folders, log.parent)
+        notes.append(Words(f"serve: {log} has {len(folders)} rollout folders beside it ({names}), "
+                           "so none is joined to it; serve it as its own PATH with --rollouts DIR",
+                           f"serve：{log} 旁边有 {len(folders)} 个 rollout 文件夹（{names}），所以都不与它关联；"
+                           "请把它单独作为 PATH，并加 --rollouts DIR"))
     return Pairing(pairs, tuple(alone), tuple(notes))
 
 

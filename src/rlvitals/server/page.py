@@ -20,6 +20,7 @@ from jinja2 import Template
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
 from ..report.html import STATUS, UI, jinja_env, page_script, render_html
+from ..words import Words
 from .security import AccessError
 from .workspace import Served
 
@@ -102,9 +103,11 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
     html = render_html({**page, "meta": {**page["meta"], "lang": lang}}, cdn=True)
     cdn, script = _plotly_cdn(), f"<script>{page_script()}</script>"
     if html.count(cdn) != 1 or html.count(script) != 1 or "<body>\n" not in html or html.count(_DATA) != 1:
-        raise RlvitalsError("serve: the report template no longer has the Plotly <script src>, the page data or the "
-                            "inline page script this server expects; update rlvitals/server/page.py with "
-                            "rlvitals/report")
+        raise RlvitalsError(Words("serve: the report template no longer has the Plotly <script src>, the page data "
+                                  "or the inline page script this server expects; update rlvitals/server/page.py "
+                                  "with rlvitals/report",
+                                  "serve：报告模板里不再有本服务所需的 Plotly <script src>、页面数据或内联页面脚本；"
+                                  "请随 rlvitals/report 一起更新 rlvitals/server/page.py"))
     # Plotly (4.6 MB of JS) in <head> blocks the first paint until it has run; just before the data it
     # still runs before the report script, while the page above it is already shown
     html = html.replace(cdn, f'<link rel="preload" href="{PLOTLY_PATH}" as="script">', 1)

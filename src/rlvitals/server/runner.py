@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..errors import RlvitalsError
+from ..words import Words
 from .app import create_app
 from .security import check_bind, is_loopback
 from .store import ServeState
@@ -43,8 +44,10 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
-        raise RlvitalsError(f"serve: cannot listen on {host}:{port} ({exc.strerror}); choose another --port, or "
-                            "an address of this machine for --host") from exc
+        raise RlvitalsError(Words(f"serve: cannot listen on {host}:{port} ({exc.strerror}); choose another --port, "
+                                  "or an address of this machine for --host",
+                                  f"serve：无法监听 {host}:{port}（{exc.strerror}）；请换一个 --port，"
+                                  "或为 --host 选本机的一个地址")) from exc
     sock.listen(128)
     return sock
 
@@ -86,7 +89,8 @@ class ServerThread:
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.02)
         if not self.server.started:
-            raise RlvitalsError(f"serve: the server on {self.url} did not start within 10 s")
+            raise RlvitalsError(Words(f"serve: the server on {self.url} did not start within 10 s",
+                                      f"serve：{self.url} 上的服务在 10 秒内没有启动"))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

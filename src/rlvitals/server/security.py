@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from ..errors import RlvitalsError
+from ..words import Words
 
 COOKIE = "rlvitals_token"
 MIN_TOKEN = 16
@@ -75,13 +76,18 @@ def check_bind(host: str, token: str | None) -> None:
         rlvitals.errors.RlvitalsError: serve: --host 0.0.0.0 is reachable from other machines ...
     """
     if token is not None and len(token) < MIN_TOKEN:
-        raise RlvitalsError(f"serve: the token has {len(token)} characters; expected at least {MIN_TOKEN} so it "
-                            "cannot be guessed — make one with: python -c \"import secrets; "
-                            "print(secrets.token_urlsafe(24))\"")
+        make = "python -c \"import secrets; print(secrets.token_urlsafe(24))\""
+        raise RlvitalsError(Words(f"serve: the token has {len(token)} characters; expected at least {MIN_TOKEN} so "
+                                  f"it cannot be guessed — make one with: {make}",
+                                  f"serve：令牌只有 {len(token)} 个字符；至少要 {MIN_TOKEN} 个才猜不出来，"
+                                  f"可以这样生成：{make}"))
     if not is_loopback(host) and token is None:
-        raise RlvitalsError(f"serve: --host {host} is reachable from other machines and would show your logs "
-                            "and rollouts to anyone; pass --token T (or set RLVITALS_TOKEN) so every request "
-                            "must carry it, or bind --host 127.0.0.1")
+        raise RlvitalsError(Words(f"serve: --host {host} is reachable from other machines and would show your logs "
+                                  "and rollouts to anyone; pass --token T (or set RLVITALS_TOKEN) so every request "
+                                  "must carry it, or bind --host 127.0.0.1",
+                                  f"serve：--host {host} 可以从其他机器访问，任何人都能看到你的日志和 rollout；"
+                                  "请传入 --token T（或设置 RLVITALS_TOKEN），让每个请求都必须带上它，"
+                                  "或者绑定 --host 127.0.0.1"))
 
 
 def token_ok(expected: str, given: str | None) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
+from ..words import Words
 
 SCHEMA = 1
 _TABLES = (
@@ -59,14 +60,18 @@ class ServeState:
             self.db = connect_wal(path, _TABLES, threads=True)
             self._check_version()
         except (sqlite3.DatabaseError, OSError) as exc:
-            raise RlvitalsError(f"{path}: cannot use this file as the dashboard state ({exc}); expected a "
-                                "serve.sqlite written by 'rlvitals serve' — pass --state NEW_FILE") from exc
+            raise RlvitalsError(Words(f"{path}: cannot use this file as the dashboard state ({exc}); expected a "
+                                      "serve.sqlite written by 'rlvitals serve' — pass --state NEW_FILE",
+                                      f"{path}：不能把这个文件用作看板状态（{exc}）；应为 'rlvitals serve' 写出的 "
+                                      "serve.sqlite。请传入 --state NEW_FILE")) from exc
 
     def _check_version(self) -> None:
         version = schema_version(self.db, SCHEMA)
         if version != SCHEMA:
-            raise RlvitalsError(f"{self.path}: dashboard state of layout version {version}; this rlvitals "
-                                f"writes version {SCHEMA} — pass --state NEW_FILE or delete the old file")
+            raise RlvitalsError(Words(f"{self.path}: dashboard state of layout version {version}; this rlvitals "
+                                      f"writes version {SCHEMA} — pass --state NEW_FILE or delete the old file",
+                                      f"{self.path}：看板状态的布局版本是 {version}，而这个 rlvitals 写的是版本 "
+                                      f"{SCHEMA}；请传入 --state NEW_FILE，或删掉旧文件"))
 
     def journal_mode(self) -> str:
         with self._lock:

@@ -50,6 +50,7 @@ from ..errors import RlvitalsError
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
+from ..words import Words
 from .discover import Discovery, passed_line
 from .security import AccessError, confine
 from .store import RunRow, ServeState
@@ -150,14 +151,18 @@ def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ..
     """One rollout folder (or None) per served root, in their order."""
     if rollouts is None:
         return [None] * len(roots)
-    fix = "give --rollouts once per PATH, in the order of the paths ('-' for a path without rollouts)"
+    fix = Words("give --rollouts once per PATH, in the order of the paths ('-' for a path without rollouts)",
+                "请每个 PATH 给一次 --rollouts，按路径的顺序（没有 rollout 的路径给 '-'）")
     if isinstance(rollouts, tuple):
         if len(rollouts) != len(roots):
-            raise RlvitalsError(f"serve: {len(roots)} paths but {len(rollouts)} rollout folders; {fix}")
+            raise RlvitalsError(Words(f"serve: {len(roots)} paths but {len(rollouts)} rollout folders; {fix}",
+                                      f"serve：{len(roots)} 个路径，却有 {len(rollouts)} 个 rollout 文件夹；{fix.zh}"))
         return [Path(r) if r is not None else None for r in rollouts]
     if len(roots) > 1:
-        raise RlvitalsError(f"serve: one rollout folder for {len(roots)} paths would join the same rollouts to every "
-                            f"run; {fix}")
+        raise RlvitalsError(Words(f"serve: one rollout folder for {len(roots)} paths would join the same rollouts to "
+                                  f"every run; {fix}",
+                                  f"serve：{len(roots)} 个路径只给一个 rollout 文件夹，会把同一批 rollout 关联到"
+                                  f"每个运行；{fix.zh}"))
     return [Path(rollouts)]
 
 
@@ -217,7 +222,8 @@ class Workspace:
     def __init__(self, paths: Sequence[Path], state: ServeState, options: WorkspaceOptions | None = None,
                  *, clock: Callable[[], float] = time.time) -> None:
         if not paths:
-            raise RlvitalsError("serve: no PATH given; pass log files or folders of runs to serve")
+            raise RlvitalsError(Words("serve: no PATH given; pass log files or folders of runs to serve",
+                                      "serve：没有给出 PATH；请传入要展示的日志文件或运行文件夹"))
         self.roots = [Path(p).resolve() for p in paths]
         self.options = options or WorkspaceOptions()
         self.state = state

@@ -41,6 +41,7 @@ from ..errors import RlvitalsError
 from ..ingest.record import Record, SourceMeta, Value
 from ..run.builder import RunBuilder
 from ..run.run import Run
+from ..words import Words
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .sinks import Sink
@@ -98,13 +99,17 @@ class Monitor:
         from .sinks import parse_sink
 
         if every < 1 or min_interval < 0 or queue_size < 1:
-            raise MonitorError(f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size}): "
-                               "expected every >= 1 step, min_interval >= 0 seconds and queue_size >= 1")
+            head = f"Monitor(every={every}, min_interval={min_interval}, queue_size={queue_size})"
+            raise MonitorError(Words(f"{head}: expected every >= 1 step, min_interval >= 0 seconds and queue_size >= 1",
+                                     f"{head}：要求 every >= 1 步、min_interval >= 0 秒、queue_size >= 1"))
         if stop_on == "note":
-            raise MonitorError("Monitor(stop_on='note'): a note is advice (could be better), never part of a "
-                               "verdict, so it cannot stop a run; expected 'warn', 'fail' or None")
+            raise MonitorError(Words("Monitor(stop_on='note'): a note is advice (could be better), never part of a "
+                                     "verdict, so it cannot stop a run; expected 'warn', 'fail' or None",
+                                     "Monitor(stop_on='note')：提示（note）只是建议（可以更好），不属于判定，"
+                                     "不能让运行停下；应为 'warn'、'fail' 或 None"))
         if stop_on not in (None, "warn", "fail"):
-            raise MonitorError(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None")
+            raise MonitorError(Words(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None",
+                                     f"Monitor(stop_on={stop_on!r})：应为 'warn'、'fail' 或 None"))
         self.stop_on = stop_on
         self._stop: str | None = None  # why the loop should stop, once a verdict reached stop_on
         self.sinks: list[Sink] = [parse_sink(s, lang) if isinstance(s, str) else s for s in sinks]

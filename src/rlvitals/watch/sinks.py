@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import RlvitalsError
+from ..words import Words
 from .alerts import Alert
 from .webhook import DISCORD_LIMIT, Flavour, WebhookSink, webhook_body
 
@@ -119,21 +120,26 @@ def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | Command
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest.strip():
-        raise RlvitalsError(f"--alert {spec!r}: expected KIND:TARGET, one of jsonl:FILE, webhook:URL, "
-                            "command:'CMD ARGS'")
+        raise RlvitalsError(Words(f"--alert {spec!r}: expected KIND:TARGET, one of jsonl:FILE, webhook:URL, "
+                                  "command:'CMD ARGS'",
+                                  f"--alert {spec!r}：应为 KIND:TARGET，即 jsonl:FILE、webhook:URL、"
+                                  "command:'CMD ARGS' 之一"))
     if kind == "jsonl":
         return JsonlSink(Path(rest), name=spec)
     if kind in ("webhook", "slack", "discord"):
         if not rest.startswith(("http://", "https://")):
-            raise RlvitalsError(f"--alert {spec!r}: the webhook URL must start with http:// or https://")
+            raise RlvitalsError(Words(f"--alert {spec!r}: the webhook URL must start with http:// or https://",
+                                      f"--alert {spec!r}：webhook URL 必须以 http:// 或 https:// 开头"))
         shape: Flavour | None = "slack" if kind == "slack" else "discord" if kind == "discord" else None
         return WebhookSink(rest, lang, name=spec, kind=shape)
     if kind == "command":
         try:
             argv = shlex.split(rest)
         except ValueError as exc:
-            raise RlvitalsError(f"--alert {spec!r}: the command does not parse ({exc}); "
-                                "check its quotes") from None
+            raise RlvitalsError(Words(f"--alert {spec!r}: the command does not parse ({exc}); check its quotes",
+                                      f"--alert {spec!r}：命令无法解析（{exc}），请检查引号")) from None
         return CommandSink(argv, lang, name=spec)
-    raise RlvitalsError(f"--alert {spec!r}: unknown sink {kind!r}; expected jsonl:FILE, webhook:URL "
-                        "(slack:URL, discord:URL to force the body's shape) or command:'CMD ARGS'")
+    raise RlvitalsError(Words(f"--alert {spec!r}: unknown sink {kind!r}; expected jsonl:FILE, webhook:URL "
+                              "(slack:URL, discord:URL to force the body's shape) or command:'CMD ARGS'",
+                              f"--alert {spec!r}：未知的告警目标 {kind!r}；应为 jsonl:FILE、webhook:URL"
+                              "（slack:URL、discord:URL 可指定消息体格式）或 command:'CMD ARGS'"))

@@ -38,6 +38,7 @@ from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 from ..ingest import WALL_KEY, Record
 from ..ingest.record import Packed, Value
+from ..words import Words
 from .alerts import Alert, KeyState
 from .blocks import BlockError, decode, encode
 
@@ -83,9 +84,11 @@ class WatchState:
             self.db = connect_wal(path, _TABLES)
             self._check_version()
         except (sqlite3.DatabaseError, OSError) as exc:
-            raise RlvitalsError(f"{path}: cannot use this file as the watch state ({exc}); expected a "
-                                "watch.sqlite written by 'rlvitals watch' — pass --state NEW_FILE or "
-                                "delete this one to start afresh") from None
+            raise RlvitalsError(Words(f"{path}: cannot use this file as the watch state ({exc}); expected a "
+                                      "watch.sqlite written by 'rlvitals watch' — pass --state NEW_FILE or "
+                                      "delete this one to start afresh",
+                                      f"{path}：不能把这个文件用作 watch 状态（{exc}）；应为 'rlvitals watch' 写出的 "
+                                      "watch.sqlite。请传入 --state NEW_FILE，或删掉这个文件重新开始")) from None
 
     def _check_version(self) -> None:
         version = schema_version(self.db, SCHEMA)
@@ -290,11 +293,17 @@ class StoredRecords(Sequence[Packed]):
             try:
                 records = decode(data, self._layouts)
             except BlockError as exc:
-                raise RlvitalsError(f"{self._path}: block {number + 1} of the stored records is damaged ({exc}); "
-                                    "pass --state NEW_FILE or delete this one to read the logs afresh") from None
+                raise RlvitalsError(Words(
+                    f"{self._path}: block {number + 1} of the stored records is damaged ({exc}); "
+                    "pass --state NEW_FILE or delete this one to read the logs afresh",
+                    f"{self._path}：已存记录的第 {number + 1} 块已损坏（{exc}）；"
+                    "请传入 --state NEW_FILE，或删掉这个文件重新读取日志")) from None
             if len(records) != count:
-                raise RlvitalsError(f"{self._path}: block {number + 1} of the stored records holds {len(records)} "
-                                    f"records, not {count}; pass --state NEW_FILE or delete this one")
+                raise RlvitalsError(Words(
+                    f"{self._path}: block {number + 1} of the stored records holds {len(records)} "
+                    f"records, not {count}; pass --state NEW_FILE or delete this one",
+                    f"{self._path}：已存记录的第 {number + 1} 块有 {len(records)} 条记录，而不是 {count} 条；"
+                    "请传入 --state NEW_FILE，或删掉这个文件"))
             yield from records
         yield from self._rows
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..run.run import Run
+from ..words import Words
 
 __all__ = ["STEPS", "Twins", "same_run"]
 
@@ -86,7 +87,9 @@ class Twins:
                 self._different.add(pair)
                 continue
             self.of[run.path] = other.path
-            self.notes.append(f"{run.path} holds the same run as {other.path} (their first {STEPS} common steps "
-                              f"agree); its findings are alerted once, as {other.path}'s")
+            self.notes.append(Words(f"{run.path} holds the same run as {other.path} (their first {STEPS} common "
+                                    f"steps agree); its findings are alerted once, as {other.path}'s",
+                                    f"{run.path} 与 {other.path} 是同一个运行（前 {STEPS} 个共同步一致）；"
+                                    f"其发现只告警一次，记在 {other.path} 名下"))
             return other.path
         return run.path

@@ -33,6 +33,7 @@ from ..render.diagnosis import STATUS_WORDS
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
+from ..words import Words, in_lang
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .exports import LiveExports, WandbTarget
@@ -400,7 +401,10 @@ class Watcher:
                 cycles += 1
                 waiting = [f.waiting for f in self.follows if f.waiting]
                 if once and waiting:  # what is there now does not include this log: waiting is for a long watch
-                    raise RlvitalsError(f"{waiting[0].split('; waiting')[0]} (--once reads only what is there now)")
+                    said = waiting[0]
+                    raise RlvitalsError(Words(f"{said.split('; waiting')[0]} (--once reads only what is there now)",
+                                              f"{in_lang(said, 'zh').rsplit('；', 1)[0]}"
+                                              "（--once 只读取现在已有的内容）"))
                 code = self.exit_code()
                 if code != EXIT_OK or once or (max_cycles is not None and cycles >= max_cycles):
                     return code
