@@ -362,24 +362,35 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def passed_line(root: Path, found: Found, paired: int) -> str | None:
+def passed_line(root: Path, found: Found, paired: int) -> Words | None:
     """The counted line the dashboard's notes show for served folder ``root``: its rollout folders
-    paired and not, and what it passed over; None when there is nothing to say.
+    paired and not, and what it passed over (in English and Chinese); None when there is nothing to say.
 
     Example:
-        >>> passed_line(Path("/runs"), Found(own=2, other=1, rollouts={Path("/runs/a/r"): ()}), 1)
+        >>> line = passed_line(Path("/runs"), Found(own=2, other=1, rollouts={Path("/runs/a/r"): ()}), 1)
+        >>> line
         'serve: in /runs: 1 rollout folder paired with its log, 2 rlvitals files skipped, 1 other file is not a log'
+        >>> line.zh
+        'serve：/runs 中：1 个 rollout 文件夹已与日志关联，跳过 2 个 rlvitals 文件，另有 1 个文件不是日志'
     """
-    parts = []
+    parts: list[tuple[str, str]] = []
     if paired:
-        parts.append(_count(paired, "rollout folder paired with its log", "rollout folders paired with their logs"))
+        parts.append((_count(paired, "rollout folder paired with its log", "rollout folders paired with their logs"),
+                      f"{paired} 个 rollout 文件夹已与日志关联"))
     if len(found.rollouts) > paired:
-        parts.append(_count(len(found.rollouts) - paired, "rollout folder not paired", "rollout folders not paired"))
+        alone = len(found.rollouts) - paired
+        parts.append((_count(alone, "rollout folder not paired", "rollout folders not paired"),
+                      f"{alone} 个 rollout 文件夹未关联"))
     if found.own:
-        parts.append(_count(found.own, "rlvitals file skipped", "rlvitals files skipped"))
+        parts.append((_count(found.own, "rlvitals file skipped", "rlvitals files skipped"),
+                      f"跳过 {found.own} 个 rlvitals 文件"))
     if found.other:
-        parts.append(_count(found.other, "other file is not a log", "other files are not logs"))
-    return f"serve: in {root}: " + ", ".join(parts) if parts else None
+        parts.append((_count(found.other, "other file is not a log", "other files are not logs"),
+                      f"另有 {found.other} 个文件不是日志"))
+    if not parts:
+        return None
+    return Words(f"serve: in {root}: " + ", ".join(en for en, _ in parts),
+                 f"serve：{root} 中：" + "，".join(zh for _, zh in parts))
 
 
 __all__ = ["MAX_DEPTH", "MAX_SCAN", "Discovery", "Found", "Pairing", "pair", "passed_line"]

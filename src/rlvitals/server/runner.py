@@ -99,11 +99,26 @@ class ServerThread:
         self.sock.close()
 
 
+def serving_line(paths: int, url: str, token: bool, lang: str = "en") -> str:
+    """The line ``serve`` prints once it listens: how many paths, where, how to pass the token, how to stop.
+
+    Example:
+        >>> serving_line(2, "http://127.0.0.1:8765", False, "zh")
+        'rlvitals serve：在 http://127.0.0.1:8765 展示 2 个路径；按 Ctrl-C 停止'
+    """
+    if lang == "zh":
+        hint = f"（首次打开 {url}?token=YOUR_TOKEN 即可，浏览器会记住令牌）" if token else ""
+        return f"rlvitals serve：在 {url} 展示 {paths} 个路径{hint}；按 Ctrl-C 停止"
+    hint = f" (open {url}?token=YOUR_TOKEN once; the browser keeps it)" if token else ""
+    return f"rlvitals serve: {paths} path(s) at {url}{hint}; Ctrl-C to stop"
+
+
 def serve(paths: Sequence[Path], *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
           state: Path | None = None, options: WorkspaceOptions | None = None, docs: bool = False,
-          out: IO[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+          out: IO[str] | None = None, environ: Mapping[str, str] | None = None, lang: str = "en") -> int:
     """Serve ``paths`` until interrupted (Ctrl-C); returns the exit code. Raises RlvitalsError for a bad
-    bind, token, state file or port before anything is served."""
+    bind, token, state file or port before anything is served. The lines written to ``out`` are in ``lang``
+    (``"en"`` or ``"zh"``)."""
     environ = os.environ if environ is None else environ
     check_bind(host, token)
     workspace = Workspace(paths, ServeState(state or default_state_path(environ)), options)
@@ -114,8 +129,7 @@ def serve(paths: Sequence[Path], *, host: str = "127.0.0.1", port: int = 8765, t
         workspace.start()
         url = url_of(host, int(sock.getsockname()[1]))
         if out is not None:
-            hint = f" (open {url}?token=YOUR_TOKEN once; the browser keeps it)" if token else ""
-            out.write(f"rlvitals serve: {len(workspace.roots)} path(s) at {url}{hint}; Ctrl-C to stop\n")
+            out.write(serving_line(len(workspace.roots), url, token is not None, lang) + "\n")
             out.flush()
         server.run(sockets=[sock])
     except KeyboardInterrupt:
