@@ -31,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import RlvitalsError
+from ..rollout import Progress
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
 from ..run.follow import signature
@@ -72,12 +73,17 @@ class RolloutFollow:
     read and analysed with ``settings``; ``poll()`` reads new or changed step files.
 
     ``messages`` collects what the user should read (a file that could not be read); the
-    watcher prints and clears them.
+    watcher prints and clears them. ``progress(phase, done, total)`` (a :data:`rlvitals.rollout.Progress`,
+    such as the CLI's progress bar) hears how far a poll got: ``("reading", files read, of how many)``
+    over the step files a poll reads (a first poll of a large folder reads them all), and the reader's
+    own phases for a table read whole.
     """
 
-    def __init__(self, folder: Path, settings: RolloutSettings | None = None) -> None:
+    def __init__(self, folder: Path, settings: RolloutSettings | None = None,
+                 progress: Progress | None = None) -> None:
         self.folder = folder
         self.settings = settings or RolloutSettings()
+        self.progress = progress
         self.messages: list[str] = []
         self.frames: dict[int, pl.DataFrame] = {}
         self._seen: dict[str, tuple[int, int, int]] = {}
@@ -109,13 +115,20 @@ class RolloutFollow:
         files = self._step_files()
         if not files and self.settings.columns is not None and self._has_tables():
             return self._poll_whole()
-        changed = False
+        todo = []
         for step, path in files:
             sig = _signature(path)
             if sig is None or self._seen.get(path.name) == sig or sig[0] == 0:
                 continue
             self._seen[path.name] = sig
+            todo.append((step, path))
+        changed = False
+        for done, (step, path) in enumerate(todo):
+            if self.progress is not None:
+                self.progress("reading", done, len(todo))
             changed |= self._read(step, path)
+        if self.progress is not None and todo:
+            self.progress("reading", len(todo), len(todo))
         return changed
 
     def _has_tables(self) -> bool:
@@ -134,7 +147,7 @@ class RolloutFollow:
             return False
         self._whole = sig
         try:
-            table = self.settings.read(self.folder).table
+            table = self.settings.read(self.folder, self.progress).table
             frame = step_frame(table, self.settings)
         except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
             message = f"{self.folder}: could not read these rollouts ({exc}); will retry when it changes"

@@ -30,6 +30,7 @@ from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
 from ..render.diagnosis import STATUS_WORDS
+from ..rollout import Progress
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
@@ -103,7 +104,8 @@ class Watcher:
     def __init__(self, paths: Sequence[Path], state: WatchState, sinks: Sequence[Sink],
                  options: WatchOptions | None = None, *, view: PlainView | None = None,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 rollouts: Path | None = None, timer: Callable[[], float] | None = None) -> None:
+                 rollouts: Path | None = None, timer: Callable[[], float] | None = None,
+                 rollout_progress: Progress | None = None) -> None:
         import sys
 
         self.options = options or WatchOptions()
@@ -119,7 +121,9 @@ class Watcher:
         self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.packed(str(p)))
                         for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
-        self.rollouts = RolloutFollow(rollouts, self.options.rollout_settings) if rollouts is not None else None
+        # ``rollout_progress`` hears how far the reading and analysis of those rollouts got (the CLI's bar)
+        self.rollouts = (RolloutFollow(rollouts, self.options.rollout_settings, rollout_progress)
+                         if rollouts is not None else None)
         self._once = False  # run(once=True): a log that is not there yet is an error, not something to wait for
         self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
@@ -480,10 +484,11 @@ def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path 
                  options: WatchOptions | None = None, *, out: IO[str] | None = None,
                  err: IO[str] | None = None, live: bool = False,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 rollouts: Path | None = None) -> Watcher:
+                 rollouts: Path | None = None, rollout_progress: Progress | None = None) -> Watcher:
     """A watcher with its state file (``--state`` or the default beside the first log) and view;
     ``rollouts``: a rollout dump folder or table followed too (``--rollouts``), read with
-    ``options.rollout_settings``."""
+    ``options.rollout_settings``; ``rollout_progress(phase, done, total)`` hears how far their reading
+    and analysis got (a :data:`rlvitals.rollout.Progress`, e.g. the CLI's progress bar)."""
     import sys
 
     from .state import default_state_path
@@ -493,4 +498,5 @@ def open_watcher(paths: Sequence[Path], sinks: Sequence[Sink], state_path: Path 
     out, err = out or sys.stdout, err or sys.stderr
     state = WatchState(state_path or default_state_path(paths[0]))
     view = LiveView(out, err, options.lang) if live else PlainView(out, err, options.lang)
-    return Watcher(paths, state, sinks, options, view=view, clock=clock, sleep=sleep, rollouts=rollouts)
+    return Watcher(paths, state, sinks, options, view=view, clock=clock, sleep=sleep, rollouts=rollouts,
+                   rollout_progress=rollout_progress)
