@@ -90,3 +90,26 @@ def test_discovery_notes_an_empty_folder_in_both_languages(tmp_path: Path) -> No
     assert any(n.startswith(f"serve: no training log found yet in {tmp_path}") for n in notes), notes
     assert all(translated(n) for n in notes)
     assert any(in_lang(n, "zh").startswith(f"serve：{tmp_path} 及其子文件夹") for n in notes)
+
+
+def test_the_dashboard_notes_carry_their_chinese(tmp_path: Path) -> None:
+    """The run list's notes (ws.notes()): the API gives each in English and Chinese, and the page shows
+    both, the switch (CSS on data-lang) hiding the other language."""
+    from fastapi.testclient import TestClient
+
+    from rlvitals.server import create_app
+    from server.test_app import workspace
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "train.jsonl").write_bytes(b"".join(line + b"\n" for line in jsonl_lines(Scenario(steps=20))))
+    (runs / "notes.txt").write_text("hello", encoding="utf-8")
+    ws = workspace([runs], tmp_path / "s.sqlite")
+    ws.poll_once()
+    c = TestClient(create_app(ws), base_url="http://127.0.0.1")
+    listed = c.get("/api/runs").json()
+    assert listed["messages"] == [f"serve: in {runs.resolve()}: 1 other file is not a log"]
+    assert listed["messages_zh"] == [f"serve：{runs.resolve()} 中：另有 1 个文件不是日志"]
+    html = c.get("/").text
+    assert (f'<span class="l-en">serve: in {runs.resolve()}: 1 other file is not a log</span>'
+            f'<span class="l-zh" lang="zh">serve：{runs.resolve()} 中：另有 1 个文件不是日志</span>') in html

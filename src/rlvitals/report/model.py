@@ -25,7 +25,7 @@ from ..checks import FINDING_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
 from ..errors import RlvitalsError
 from ..run.run import Run
-from ..words import Words
+from ..words import Words, in_lang
 from .charts import Page, add_markers, stacked, trace
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
@@ -406,10 +406,12 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
 
 def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:
     """A row of the runs table: ``algorithm`` is the detected algorithm's description, ``algorithm_short``
-    its name in the column (the catalog's ``short``)."""
+    its name in the column (the catalog's ``short``); ``notes`` the readers' notes in English and
+    ``notes_zh`` the same notes in Chinese (a note not translated stays English), which the page shows
+    in the language chosen in the browser."""
     run = d.run
     return {"id": rid, "path": run.path, "label": label, "framework": run.framework,
             "algorithm": run.algorithm_label,
             "algorithm_short": catalog.algorithm_short(run.algorithm) or run.algorithm_label,
             "steps": int(len(run.train_steps)), "metrics": len(run.metrics), "verdict": d.verdict,
-            "notes": list(run.notes)}
+            "notes": [str(n) for n in run.notes], "notes_zh": [in_lang(n, "zh") for n in run.notes]}

@@ -40,6 +40,7 @@ from ..rollout import (
     TRUNCATED,
     group_table,
 )
+from ..words import in_lang
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -169,7 +170,9 @@ def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Map
             done += 1
         runs.append({"run": rid, "available": available, "steps": steps,
                      "totals": {step: group_count(table, step) for step in steps},
-                     "skipped": list(analysis.skipped), "notes": list(analysis.notes)})
+                     "skipped": [str(n) for n in analysis.skipped],
+                     "skipped_zh": [in_lang(n, "zh") for n in analysis.skipped],
+                     "notes": [str(n) for n in analysis.notes], "notes_zh": [in_lang(n, "zh") for n in analysis.notes]})
     if progress is not None:
         progress("rollouts", total, total)
     return {"charts": list(charts), "runs": runs, "groups": groups, "text_cap": TEXT_CAP,

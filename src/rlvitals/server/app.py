@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
 from ..report.html import page_script
+from ..words import in_lang
 from .page import LANG_COOKIE, index_html, loading_html, pick_lang, run_html
 from .security import COOKIE, AccessError, bearer, headers, host_allowed, same_origin, script_hash, token_ok
 from .workspace import Workspace
@@ -77,11 +78,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 class RunList(BaseModel):
     """The runs in the order asked for; ``messages`` are the notes: each served folder's count of what it
-    passed over (rollout folders, rlvitals' own files, files that are not logs), then what was said."""
+    passed over (rollout folders, rlvitals' own files, files that are not logs), then what was said;
+    ``messages_zh`` the same notes in Chinese (a note not translated stays English)."""
 
     runs: list[RunSummary]
     roots: list[str]
     messages: list[str]
+    messages_zh: list[str]
 
 
 class Events(BaseModel):
@@ -239,8 +242,9 @@ def _api_routes(app: FastAPI, ws: Workspace) -> None:
     def runs(sort: Literal["updated", "name"] = Query("updated", description="updated: most recently written "
                                                       "first; name: by name, numbers in order (run2 before run10)")
              ) -> Response:
+        notes = ws.notes()
         return _json({"runs": ws.summaries(sort), "roots": [str(r) for r in ws.roots],
-                      "messages": ws.notes()})
+                      "messages": [str(m) for m in notes], "messages_zh": [in_lang(m, "zh") for m in notes]})
 
     @app.get("/api/runs/{rid}", responses=ERRORS, summary="One run: verdict, layers, findings, metrics")
     def run(rid: str) -> Response:

@@ -20,7 +20,7 @@ from jinja2 import Template
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
 from ..report.html import STATUS, UI, jinja_env, page_script, render_html
-from ..words import Words
+from ..words import Words, in_lang
 from .security import AccessError
 from .workspace import Served
 
@@ -144,5 +144,6 @@ def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages
         >>> '<a href="?sort=name" aria-current="true">' in html
         True
     """
-    return _page("index.html.j2").render(runs=runs, roots=roots, messages=messages, layers=layers,
+    said = [(str(m), in_lang(m, "zh")) for m in messages]  # each note in both languages; the switch picks one
+    return _page("index.html.j2").render(runs=runs, roots=roots, messages=said, layers=layers,
                                          status=STATUS, words=WORDS, heads=HEADS, lang=lang, sort=sort)
