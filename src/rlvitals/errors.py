@@ -10,8 +10,8 @@ from __future__ import annotations
 from .words import in_lang
 
 __all__ = ["CatalogError", "ConfigError", "EmptyInputError", "InputError", "MissingExtraError",
-           "MissingInputError", "ModelUnavailableError", "RlvitalsError", "SamplerError", "UnknownFormatError",
-           "UnknownMetricError"]
+           "MissingInputError", "ModelUnavailableError", "ProbeError", "RlvitalsError", "SamplerError",
+           "UnknownFormatError", "UnknownMetricError"]
 
 
 class RlvitalsError(Exception):
@@ -60,3 +60,7 @@ class SamplerError(RlvitalsError):
 
 class ModelUnavailableError(SamplerError, MissingExtraError):
     """The small model cannot be loaded: a package or the weights file is missing."""
+
+
+class ProbeError(RlvitalsError):
+    """A probe cannot run as asked: the model endpoint refuses or cannot be reached, or a budget is invalid."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from ..errors import RlvitalsError
-from . import completion, live, outputs, rollouts, runs
+from . import completion, live, outputs, probe, rollouts, runs
 from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of
 from ._parser import build_parser
 
@@ -27,7 +27,8 @@ __all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE"
 
 #: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
 COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
-    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS, **completion.COMMANDS,
+    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS, **probe.COMMANDS,
+    **completion.COMMANDS,
 }
 
 

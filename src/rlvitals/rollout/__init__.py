@@ -8,6 +8,7 @@ columns join a Run), the options of the command line (:mod:`.options`) and the d
 from __future__ import annotations
 
 from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
+from .answers import extract_answer, forced_answer, same_answer
 from .groups import group_table
 from .options import RolloutSettings
 from .readers import (
@@ -25,8 +26,9 @@ from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SC
 from .segments import SegmentTags, parse_tag
 from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "GROUP", "group_table",
-    "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "Progress", "PROMPT", "read_rollouts", "RESPONSE",
-    "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings",
-    "RolloutSource", "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options",
-    "TARGET", "TRUNCATED", "update", "write_trl_completions", "write_verl_dump"]
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer",
+    "forced_answer", "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "Progress",
+    "PROMPT", "read_rollouts", "RESPONSE", "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records",
+    "RolloutSet", "RolloutSettings", "RolloutSource", "same_answer", "SAMPLE", "SCORE", "SegmentTags", "STEP",
+    "step_json", "step_series", "table_options", "TARGET", "TRUNCATED", "update", "write_trl_completions",
+    "write_verl_dump"]

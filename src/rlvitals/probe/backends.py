@@ -1,0 +1,157 @@
+"""Where the probes' generations come from: any OpenAI-compatible HTTP endpoint (vLLM, SGLang, llama.cpp
+server, TGI, ``transformers serve``), with a concurrency limit, retries with backoff and timeouts, and a cache
+keyed by (model, request) so that a re-run costs nothing. The in-process model is :mod:`.local`.
+
+Only the standard library speaks HTTP here (``urllib``), so probing needs no extra package.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol
+
+import orjson
+
+from .._sqlite import connect_wal
+from ..errors import ProbeError
+from ..words import Words
+from .prompts import Request
+
+__all__ = ["Backend", "Cache", "Cached", "HttpBackend"]
+
+#: HTTP statuses worth another try: rate limited, and the server's own trouble
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class Backend(Protocol):
+    """Generates the reply text of each request, in order."""
+
+    model: str
+
+    def generate(self, requests: Sequence[Request]) -> list[str]: ...
+
+
+class HttpBackend:
+    """An OpenAI-compatible server at ``base_url`` (``http://host:8000/v1``: the ``/chat/completions`` and
+    ``/completions`` routes are under it). ``api_key`` defaults to ``$OPENAI_API_KEY``. Each request gets
+    ``timeout`` seconds; a refused connection, a timeout or a status in :data:`RETRY_STATUSES` is tried
+    ``retries`` more times, waiting ``backoff · 2^i`` seconds (``sleep`` is injectable for tests)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 120.0,
+                 retries: int = 3, backoff: float = 0.5, concurrency: int = 4,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if concurrency < 1 or retries < 0 or timeout <= 0:
+            raise ProbeError(Words(f"--concurrency {concurrency}, --retries {retries}, --timeout {timeout}: "
+                                   "expected at least 1 concurrent request, 0 or more retries and a timeout above 0",
+                                   f"--concurrency {concurrency}、--retries {retries}、--timeout {timeout}："
+                                   "并发请求数至少为 1，重试次数不能为负，超时必须大于 0"))
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.timeout, self.retries, self.backoff, self.concurrency = timeout, retries, backoff, concurrency
+        self.sleep = sleep
+
+    def _url(self, request: Request) -> str:
+        return f"{self.base_url}/{'chat/completions' if request.api == 'chat' else 'completions'}"
+
+    def _post(self, request: Request) -> bytes:
+        url = self._url(request)
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        data = orjson.dumps(request.body(self.model))
+        for attempt in range(self.retries + 1):
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, data, headers, method="POST"),
+                                            timeout=self.timeout) as reply:
+                    return bytes(reply.read())
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                if exc.code not in RETRY_STATUSES or attempt == self.retries:
+                    raise ProbeError(Words(f"{url}: the server answered HTTP {exc.code}: {detail}",
+                                           f"{url}：服务器返回 HTTP {exc.code}：{detail}")) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                if attempt == self.retries:
+                    reason = getattr(exc, "reason", exc)
+                    raise ProbeError(Words(
+                        f"{url}: no answer after {self.retries + 1} tries ({reason}); is the server running, and is "
+                        "--base-url its OpenAI-compatible root (ending in /v1)?",
+                        f"{url}：尝试 {self.retries + 1} 次仍无响应（{reason}）；服务器是否在运行？--base-url 是否为"
+                        "它的 OpenAI 兼容根地址（以 /v1 结尾）？")) from None
+            self.sleep(self.backoff * 2 ** attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _text(self, request: Request) -> str:
+        raw = self._post(request)
+        try:
+            choice = orjson.loads(raw)["choices"][0]
+            text = choice["message"]["content"] if request.api == "chat" else choice["text"]
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+            raise ProbeError(Words(f"{self._url(request)}: the reply is not an OpenAI-compatible "
+                                   f"{'chat completion' if request.api == 'chat' else 'completion'}: "
+                                   f"{raw[:200].decode('utf-8', 'replace')}",
+                                   f"{self._url(request)}：回复不是 OpenAI 兼容的"
+                                   f"{'chat completion' if request.api == 'chat' else 'completion'}："
+                                   f"{raw[:200].decode('utf-8', 'replace')}")) from None
+        return str(text or "")
+
+    def generate(self, requests: Sequence[Request]) -> list[str]:
+        if len(requests) <= 1 or self.concurrency == 1:
+            return [self._text(r) for r in requests]
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="rlvitals-probe") as pool:
+            return list(pool.map(self._text, requests))
+
+
+_TABLES = ("CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
+           "CREATE TABLE IF NOT EXISTS reply (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+
+
+class Cache:
+    """Replies by request key, in one SQLite file (WAL, safe for two probes at once)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.db = connect_wal(path, _TABLES, threads=True)
+        except (sqlite3.Error, OSError) as exc:
+            raise ProbeError(Words(f"{path}: the probe cache cannot be opened ({exc}); give another with --cache",
+                                   f"{path}：无法打开探针缓存（{exc}）；请用 --cache 指定另一个文件")) from None
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: str) -> str | None:
+        with self.lock:
+            row = self.db.execute("SELECT text FROM reply WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, key: str, text: str) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO reply (key, text) VALUES (?, ?)", (key, text))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class Cached:
+    """``backend`` behind ``cache``: only requests never answered before are sent (in one batch)."""
+
+    def __init__(self, backend: Backend, cache: Cache) -> None:
+        self.backend, self.cache, self.model = backend, cache, backend.model
+
+    def generate(self, requests: Sequence[Request]) -> list[str]:
+        keys = [r.key(self.model) for r in requests]
+        known = {k: t for k in dict.fromkeys(keys) if (t := self.cache.get(k)) is not None}
+        todo = {k: r for k, r in zip(keys, requests, strict=True) if k not in known}  # a repeat is asked once
+        self.cache.hits += len(requests) - len(todo)
+        self.cache.misses += len(todo)
+        for key, text in zip(todo, self.backend.generate(list(todo.values())), strict=True):
+            self.cache.put(key, text)
+            known[key] = text
+        return [known[k] for k in keys]

@@ -1,0 +1,92 @@
+"""A transformers model in this process as the probes' backend (``rlvitals probe --local PATH``): a model
+folder (``config.json`` and weights) or one GGUF file. Chat requests go through the tokenizer's chat
+template; completions are the plain prompt. Greedy requests (temperature 0) are generated in batches with
+left padding; a sampled request alone, from a generator seeded with its ``seed``, so the same request gives
+the same text. Needs the ``rlvitals[model]`` extra (torch, transformers; gguf for a GGUF file).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import MissingExtraError, ProbeError
+from ..words import Words
+from .prompts import Request
+
+__all__ = ["LocalBackend"]
+
+INSTALL = "pip install 'rlvitals[model]'"
+
+
+class LocalBackend:
+    """``path`` loaded once, on the CPU (``threads`` torch threads), ``batch`` greedy requests at a time."""
+
+    def __init__(self, path: Path, *, threads: int = 2, batch: int = 8) -> None:
+        gguf = path.suffix.lower() == ".gguf"
+        needed = ["torch", "transformers", *(["gguf"] if gguf else [])]
+        missing = [n for n in needed if importlib.util.find_spec(n) is None]
+        if missing:
+            raise MissingExtraError(Words(f"--local needs {', '.join(missing)}; install with: {INSTALL}",
+                                          f"--local 需要 {', '.join(missing)}；安装：{INSTALL}"))
+        if not (path.is_file() if gguf else (path / "config.json").is_file()):
+            raise ProbeError(Words(f"{path}: not a model: give a folder with config.json or a .gguf file",
+                                   f"{path}：不是模型：请给出含 config.json 的文件夹或一个 .gguf 文件"))
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.set_num_threads(threads)
+        where, extra = (str(path.parent), {"gguf_file": path.name}) if gguf else (str(path), {})
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, local_files_only=True, **extra)
+        self.net: Any = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, local_files_only=True,
+                                                             **extra)
+        self.net.train(False)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = path.name
+        self.batch = batch
+
+    def _text_of(self, request: Request) -> str:
+        if request.api == "chat":
+            return str(self.tokenizer.apply_chat_template([{"role": "user", "content": request.prompt}],
+                                                          tokenize=False, add_generation_prompt=True))
+        return request.prompt
+
+    def _run(self, requests: Sequence[Request]) -> list[str]:
+        import torch
+
+        texts = [self._text_of(r) for r in requests]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
+                             add_special_tokens=requests[0].api != "chat")
+        sampled = requests[0].temperature > 0
+        kwargs: dict[str, Any] = {"max_new_tokens": max(r.max_tokens for r in requests), "do_sample": sampled,
+                                  "pad_token_id": self.tokenizer.pad_token_id}
+        if sampled:
+            kwargs["temperature"] = requests[0].temperature
+            torch.manual_seed(requests[0].seed or 0)
+        with torch.no_grad():
+            out = self.net.generate(**enc, **kwargs)
+        width = enc["input_ids"].shape[1]
+        return [str(self.tokenizer.decode(row[width:width + r.max_tokens], skip_special_tokens=True))
+                for row, r in zip(out, requests, strict=True)]
+
+    def generate(self, requests: Sequence[Request]) -> list[str]:
+        out: list[str] = []
+        i = 0
+        while i < len(requests):
+            if requests[i].temperature > 0:
+                out.extend(self._run(requests[i:i + 1]))
+                i += 1
+                continue
+            j = i
+            while j < len(requests) and j - i < self.batch and requests[j].temperature == 0 \
+                    and requests[j].api == requests[i].api:
+                j += 1
+            out.extend(self._run(requests[i:j]))
+            i = j
+        return out
