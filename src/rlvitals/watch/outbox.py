@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
+from ..words import Words
 from .alerts import Alert
 from .sinks import Sink
 
@@ -51,8 +52,10 @@ class Outbox:
         ids = [alert_id] if isinstance(alert_id, int) else list(alert_id)
         with self._cond:
             if len(self._queue) >= self.size:
-                return (f"{self.name}: {self.size} alerts are waiting for this sink already; this one was not "
-                        "queued (it stays pending in the state file and the next watcher sends it)")
+                return Words(f"{self.name}: {self.size} alerts are waiting for this sink already; this one was "
+                             "not queued (it stays pending in the state file and the next watcher sends it)",
+                             f"{self.name}：已有 {self.size} 条告警在等这个告警目标；这一条没有排进队列"
+                             "（它留在状态文件里，由下一个 watch 发送）")
             self._queue.append((ids, alert))
             self._busy += 1
             self._cond.notify_all()

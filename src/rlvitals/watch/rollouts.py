@@ -36,6 +36,7 @@ from ..rollout.analysis import compute, join_series, step_series, table_options,
 from ..rollout.options import RolloutSettings
 from ..run.follow import signature
 from ..run.run import Run
+from ..words import Words
 
 __all__ = ["RolloutFollow", "join_series", "step_frame"]
 
@@ -58,6 +59,13 @@ def step_frame(table: pl.DataFrame, settings: RolloutSettings | None = None) -> 
     """
     settings = settings or RolloutSettings()
     return step_series(compute(update(None, table, options=table_options(settings, table))))
+
+
+def _unread(path: Path, exc: Exception) -> Words:
+    """What watch says of rollouts it could not read (it retries when they change)."""
+    why_zh = exc.text("zh") if isinstance(exc, RlvitalsError) else str(exc)
+    return Words(f"{path}: could not read these rollouts ({exc}); will retry when it changes",
+                 f"{path}：读不出这些 rollout（{why_zh}）；它们变化后会再试")
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
@@ -97,7 +105,8 @@ class RolloutFollow:
             names = os.listdir(base)
         except OSError:
             if not self._waiting:
-                self.messages.append(f"{self.folder}: no such rollout folder yet; waiting for it to appear")
+                self.messages.append(Words(f"{self.folder}: no such rollout folder yet; waiting for it to appear",
+                                           f"{self.folder}：还没有这个 rollout 文件夹；等它出现"))
                 self._waiting = True
             return []
         found = []
@@ -150,7 +159,7 @@ class RolloutFollow:
             table = self.settings.read(self.folder, self.progress).table
             frame = step_frame(table, self.settings)
         except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
-            message = f"{self.folder}: could not read these rollouts ({exc}); will retry when it changes"
+            message = _unread(self.folder, exc)
             if message not in self._reported:  # once, however often a growing table is retried
                 self._reported.add(message)
                 self.messages.append(message)
@@ -166,7 +175,7 @@ class RolloutFollow:
         except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
             if path.name not in self._reported:  # once per file; it is retried when it changes
                 self._reported.add(path.name)
-                self.messages.append(f"{path}: could not read these rollouts ({exc}); will retry when it changes")
+                self.messages.append(_unread(path, exc))
             return False
         self._reported.discard(path.name)
         self.frames[step] = frame

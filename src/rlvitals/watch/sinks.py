@@ -56,7 +56,8 @@ class JsonlSink:
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(alert.payload(), ensure_ascii=False) + "\n")
         except OSError as exc:
-            return f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})"
+            return Words(f"jsonl:{self.path}: could not append the alert ({exc.strerror or exc})",
+                         f"jsonl:{self.path}：无法追加这条告警（{exc.strerror or exc}）")
         return None
 
 
@@ -104,10 +105,12 @@ class CommandSink:
             done = subprocess.run(self.argv, input=json.dumps(alert.payload()).encode(), env=env,
                                   capture_output=True, timeout=self.timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"command {shlex.join(self.argv)}: could not run it ({exc})"
+            return Words(f"command {shlex.join(self.argv)}: could not run it ({exc})",
+                         f"command {shlex.join(self.argv)}：无法运行（{exc}）")
         if done.returncode != 0:
             tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return f"command {shlex.join(self.argv)}: exited with {done.returncode} {tail[0]}".rstrip()
+            return Words(f"command {shlex.join(self.argv)}: exited with {done.returncode} {tail[0]}".rstrip(),
+                         f"command {shlex.join(self.argv)}：退出码 {done.returncode} {tail[0]}".rstrip())
         return None
 
 

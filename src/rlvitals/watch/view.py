@@ -10,7 +10,19 @@ from typing import IO, Any
 from ..checks import VERDICT_STATUSES
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
 from ..render.diagnosis import STATUS_STYLE, STATUS_WORDS
+from ..words import in_lang
 from .alerts import Alert
+
+
+def note_line(message: str, lang: str = "en") -> str:
+    """What watch prints for ``message`` (a warning, a sink's failure, a note): its Chinese under ``"zh"``
+    when it has one (:class:`~rlvitals.words.Words`).
+
+    >>> from rlvitals.words import Words
+    >>> note_line(Words("a.log: truncated", "a.log：被截断"), "zh"), note_line("plain", "zh")
+    ('rlvitals：a.log：被截断', 'rlvitals：plain')
+    """
+    return f"rlvitals{'：' if lang == 'zh' else ': '}{in_lang(message, lang)}"
 
 
 def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> str:
@@ -60,7 +72,7 @@ class PlainView:
         self.out.flush()
 
     def note(self, message: str) -> None:
-        self.err.write(f"rlvitals: {message}\n")
+        self.err.write(note_line(message, self.lang) + "\n")
         self.err.flush()
 
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
@@ -96,7 +108,7 @@ class LiveView(PlainView):
     def note(self, message: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(f"rlvitals: {message}", style="dim"))
+        self.console.print(Text(note_line(message, self.lang), style="dim"))
 
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
         if diagnoses:

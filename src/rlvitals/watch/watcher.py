@@ -425,9 +425,11 @@ class Watcher:
             for name, box in self.outboxes.items():
                 left = box.close(max(deadline - time.monotonic(), 0.0))
                 if left:
-                    self.view.note(f"{name}: {left} alert(s) not delivered when the watcher stopped (no answer "
-                                   f"within {timeout:g} s); they stay pending in the state file and the next "
-                                   "watcher sends them")
+                    self.view.note(Words(f"{name}: {left} alert(s) not delivered when the watcher stopped (no "
+                                         f"answer within {timeout:g} s); they stay pending in the state file and "
+                                         "the next watcher sends them",
+                                         f"{name}：watch 停止时还有 {left} 条告警没有送达（{timeout:g} 秒内没有"
+                                         "应答）；它们留在状态文件里，由下一个 watch 发送"))
             self._collect()
             self.exports.close()
             self.state.close()

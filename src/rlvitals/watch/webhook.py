@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from ..diagnosis import LAYER_NAMES
 from ..render.diagnosis import STATUS_WORDS
+from ..words import Words
 from .alerts import Alert
 
 #: Discord refuses a ``content`` longer than this
@@ -260,8 +261,11 @@ class WebhookSink:
             if wait is None:
                 return error
             if attempt == RETRIES or waited + wait > self.max_wait:
-                return (f"webhook {self.url}: the server answered 429 Too Many Requests {attempt + 1} time(s) "
-                        f"(it asked to wait {wait:g} s more, {waited:g} s were waited); the alert was not accepted")
+                return Words(f"webhook {self.url}: the server answered 429 Too Many Requests {attempt + 1} time(s) "
+                             f"(it asked to wait {wait:g} s more, {waited:g} s were waited); the alert was not "
+                             "accepted",
+                             f"webhook {self.url}：服务器回了 {attempt + 1} 次 429 Too Many Requests（要求再等 "
+                             f"{wait:g} 秒，已等 {waited:g} 秒）；告警没有被接收")
             self.sleep(wait)
             waited += wait
         return None  # not reached: the loop returns
@@ -278,11 +282,13 @@ class WebhookSink:
             if exc.code == 429:
                 wait = retry_after(exc.headers, exc.read())
                 return None, 1.0 if wait is None else wait
-            return f"webhook {self.url}: the server answered {exc.code} {exc.reason}; the alert was not accepted", None
+            return Words(f"webhook {self.url}: the server answered {exc.code} {exc.reason}; the alert was not accepted",
+                         f"webhook {self.url}：服务器回了 {exc.code} {exc.reason}；告警没有被接收"), None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
-            return (f"webhook {self.url}: could not deliver the alert ({reason}); "
-                    "check the URL and that the receiver is up"), None
+            return Words(f"webhook {self.url}: could not deliver the alert ({reason}); "
+                         "check the URL and that the receiver is up",
+                         f"webhook {self.url}：告警没能送达（{reason}）；请检查 URL，以及接收端是否在运行"), None
         return None, None
 
 
