@@ -1,7 +1,8 @@
 """Arithmetic word problems with exact integer answers, and the answer extractor that scores them.
 
-Two families, each its own ``source``: ``arith/one_step`` (one addition, subtraction or
-multiplication; the in-distribution split ``train``) and ``arith/two_step`` (two operations
+The answer extractor is the one the rollout analysis and the probes share
+(:func:`rlvitals.rollout.answers.extract_answer`). Two families, each its own ``source``:
+``arith/one_step`` (one addition, subtraction or multiplication; the in-distribution split ``train``) and ``arith/two_step`` (two operations
 chained; a harder, out-of-distribution split ``ood``), so rollout metrics can be compared
 between what a policy is trained on and what it is not. Names, objects and numbers vary.
 
@@ -20,9 +21,10 @@ True
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from ..rollout.answers import extract_answer
 
 __all__ = ["SOURCES", "SPLITS", "Problem", "extract_answer", "make_problems"]
 
@@ -125,60 +127,3 @@ def make_problems(n: int, *, seed: int, sources: Sequence[str] = (ONE_STEP,)) ->
         template, question, answer = rng.choice(_TEMPLATES[source])(rng, name, pron, rng.choice(_THINGS))
         out.append(Problem(f"{source}/{seed}/{i}", question, answer, source, SPLITS[source], template))
     return out
-
-
-# --- answer extraction --------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?")
-_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
-_TAGGED = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_PHRASE = re.compile(r"answer\s*(?:is|:|=)|####", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
-
-
-def _number(text: str) -> str:
-    """A number as canonical text: no thousands commas, no leading ``+``/zeros, ``7.0`` -> ``7``."""
-    clean = text.replace(",", "").replace("−", "-")
-    value = float(clean)
-    if value.is_integer() and abs(value) < 2**53:
-        return str(int(value))
-    return clean
-
-
-def _last_number(part: str) -> str | None:
-    found = _NUMBER.findall(part)
-    return _number(found[-1]) if found else None
-
-
-def extract_answer(text: str | None) -> str | None:
-    """The final answer of a response as canonical number text, or None when it states none.
-
-    Looked for in this order, the last occurrence of each winning: ``\\boxed{…}``,
-    ``<answer>…</answer>``, then "answer is" / "answer:" / ``####`` followed by the rest of
-    that sentence. Within the part found, the last number is the answer ("The answer is
-    3 + 4 = 7." gives 7). A response with none of these markers has no answer, even if it holds
-    numbers: a model that does not state its answer gets no credit for one.
-
-    >>> extract_answer("so 3 * 4 = 12 eggs.\\n#### 12")
-    '12'
-    >>> extract_answer("\\\\boxed{1,200}") , extract_answer("The answer is: -3.") , extract_answer("I think 5")
-    ('1200', '-3', None)
-    """
-    if not text:
-        return None
-    for pattern in (_BOXED, _TAGGED):
-        parts = pattern.findall(text)
-        if parts:
-            found = _last_number(parts[-1])
-            if found is not None:
-                return found
-    marks = list(_PHRASE.finditer(text))
-    for mark in reversed(marks):
-        rest = text[mark.end():]
-        end = _SENTENCE_END.search(rest.lstrip())
-        offset = len(rest) - len(rest.lstrip())
-        part = rest if end is None else rest[:offset + end.start()]
-        found = _last_number(part)
-        if found is not None:
-            return found
-    return None
