@@ -4,7 +4,8 @@ The answer extractor is the one the rollout analysis and the probes share
 (:func:`rlvitals.rollout.answers.extract_answer`). Two families, each its own ``source``:
 ``arith/one_step`` (one addition, subtraction or multiplication; the in-distribution split
 ``train``) and ``arith/two_step`` (two operations chained; a harder, out-of-distribution split
-``ood``), so rollout metrics can be compared between what a policy is trained on and what it is not. Names, objects and numbers vary.
+``ood``), so rollout metrics can be compared between what a policy is trained on and what it is
+not. Names, objects and numbers vary.
 
 Problem ``i`` of a seed and source is drawn from its own generator (seeded with the text
 ``"{seed}/{source}/{i}"``, which ``random.Random`` hashes the same way on every platform), so
