@@ -248,6 +248,8 @@ def _commands(sub: _Commands) -> None:
     srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
     srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
+    srv.add_argument("--lang", choices=("en", "zh"), default="en",
+                     help="language of what serve prints (the pages follow the browser's choice)")
     add_rollout_options(srv)
 
     dem = sub.add("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")

@@ -13,11 +13,22 @@ from ..errors import RlvitalsError
 from ._common import EXIT_OK, EXIT_USAGE, error_line, lang_of, rollout_dirs, rollout_settings
 
 if TYPE_CHECKING:
+    from ..rollout import Progress
     from ..server import WorkspaceOptions
     from ..watch.exports import WandbTarget
 
 
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from .progress import status_line
+
+    # a one-shot pass over a large rollout folder shows how far its reading got (a terminal only); a live
+    # watch has its own status line, which a second one would fight for the terminal
+    told = status_line(err, f"rollouts in {Path(args.rollouts).name or args.rollouts}") \
+        if args.rollouts and args.once else None
+    return _watch_with(args, out, err, told)
+
+
+def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: Progress | None) -> int:
     from ..checks.config import load_config
     from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
     from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
@@ -44,7 +55,7 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                                rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run)
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
-                               rollouts=Path(args.rollouts) if args.rollouts else None)
+                               rollouts=Path(args.rollouts) if args.rollouts else None, rollout_progress=progress)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
@@ -91,7 +102,8 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         options = workspace_options(args)
         return serve([Path(p) for p in args.paths], host=args.host, port=args.port,
                      token=args.token or os.environ.get("RLVITALS_TOKEN") or None,
-                     state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out)
+                     state=Path(args.state) if args.state else None, options=options, docs=args.docs, out=out,
+                     lang=args.lang)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
@@ -139,7 +151,7 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     demo.start()
     try:
         return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),
-                     state=folder / "serve.sqlite", out=out)
+                     state=folder / "serve.sqlite", out=out, lang=args.lang)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE

@@ -141,3 +141,22 @@ def analysed(path: str, settings: RolloutSettings | None, err: IO[str], enabled:
 
     with working(err, f"rollouts in {Path(path).name or path}", enabled) as told:
         return analyze(path, settings, progress=told)
+
+
+def status_line(err: IO[str], what: str, clock: Callable[[], float] | None = None) -> Progress | None:
+    """A ``progress(phase, done, total)`` that keeps one line on ``err`` (``what: phase done/total unit``),
+    redrawn in place as :class:`Throttle` says and wiped when a phase is done, so that whatever is printed
+    next starts on a clean line (``watch --once --rollouts``, whose output follows the reading); None when
+    ``err`` is not a terminal."""
+    if not err.isatty():
+        return None
+    redraw = Throttle(clock or time.monotonic)
+
+    def update(phase: str, done: int, total: int | None) -> None:
+        if not redraw(phase, done, total):
+            return
+        said, count = words(phase, done, total)
+        err.write("\r\x1b[2K" if total is not None and done >= total else f"\r\x1b[2K{what}: {said} {count}")
+        err.flush()
+
+    return update
