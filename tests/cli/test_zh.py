@@ -58,6 +58,10 @@ def _allowed(word: str, ids: frozenset[str]) -> bool:
     return "-" in word and all(_allowed(part, ids) for part in word.split("-") if part)
 
 
+#: a JSON parser's own words about a bad line, quoted inside a Chinese sentence (they are not rlvitals')
+_PARSER = re.compile(r"JSON（[^）]*）")
+
+
 def english_prose(text: str, names: Iterable[str] = ()) -> list[tuple[str, list[str]]]:
     """Every line of ``text`` with Latin-letter words that are not allowed, and those words; ``names``:
     identifiers the output at hand quotes (a metric's aliases as the frameworks log them)."""
@@ -67,7 +71,7 @@ def english_prose(text: str, names: Iterable[str] = ()) -> list[tuple[str, list[
         said = line
         for mark in MARKS:
             said = said.split(mark, 1)[0]
-        said = _SETTING.sub(" ", _OPTION.sub(" ", said))
+        said = _PARSER.sub(" ", _SETTING.sub(" ", _OPTION.sub(" ", said)))
         bad = [w for w in (m.rstrip(".'’-") for m in _WORD.findall(said)) if not _allowed(w, ids)]
         if bad:
             found.append((line, bad))
@@ -78,6 +82,7 @@ def test_the_checker_catches_english_and_passes_chinese() -> None:
     assert english_prose("需要 actor/entropy 或 critic/grad_norm，本次训练没有记录") == []
     assert english_prose("· 跳过      L1         梯度爆炸\n  verl · GRPO · 1119 个训练步  结论：正常") == []
     assert english_prose("  说明（英文原文）：the rollouts carry no token counts") == []
+    assert english_prose("  跳过：a.jsonl:4: 不是有效的 JSON（Expecting value at column 1）；这一行已跳过") == []
     assert english_prose("与配置一致（actor.optim.warmup_style=constant），加 --all 可全部列出") == []
     assert english_prose("    needs actor/entropy, which this run did not log") == [
         ("    needs actor/entropy, which this run did not log", ["needs", "which", "this", "run", "did", "not"])]
@@ -181,7 +186,7 @@ def test_diagnose_with_rollouts_in_chinese(real: Path, tmp_path: Path) -> None:
     families = {line.split(": ", 1)[0] for line in doc["runs"][0]["rollouts"]["not_computed"]}
     _assert_chinese(out, {w for name in families for w in _WORD.findall(name)})  # as rollouts --json names them
     assert f"rollout 数据 {dump}：跳过了 1 行；" in out
-    assert f"  跳过（英文原文）：{dump / '1.jsonl'}:4: invalid JSON" in out
+    assert f"  跳过：{dump / '1.jsonl'}:4: 不是有效的 JSON（" in out  # the reader's reason, said in Chinese
 
 
 def test_watch_sends_chinese_webhook_alerts(tmp_path: Path, hook: Any) -> None:

@@ -14,11 +14,24 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..words import in_lang, translated
+
 #: width when the output is not a terminal (files, pipes, tests)
 WIDTH = 110
 #: how the Chinese views mark a passage written in English only (the readers' notes and skip reasons, an
 #: alias's note in the catalog), as the HTML report does
 ENGLISH_ORIGINAL = "（英文原文）"
+
+
+def zh_said(head: str, text: str) -> str:
+    """``head：text`` in Chinese: the text's Chinese where it has one (:class:`~rlvitals.words.Words`), else the
+    English, marked as the original (a message rlvitals did not write, such as a training's own exception).
+
+    >>> from rlvitals.words import Words
+    >>> zh_said("说明", Words("3 lines", "3 行")), zh_said("说明", "plain")
+    ('说明：3 行', '说明（英文原文）：plain')
+    """
+    return f"{head}：{in_lang(text, 'zh')}" if translated(text) else f"{head}{ENGLISH_ORIGINAL}：{text}"
 
 
 def console(buf: io.StringIO, color: bool, width: int = WIDTH) -> Console:
@@ -52,8 +65,7 @@ _INSPECT = {
            "count": "{n} 个：{keys}", "records": "{n} 条记录", "sep": "；", "colon": "：",
            "first": "第一步之前", "after": "第 {n} 步之后",
            "died": "在{when}中断" + ENGLISH_ORIGINAL + "：{kind}，{said}（{where}）",
-           "skip": "  [yellow]跳过[/]" + ENGLISH_ORIGINAL + "：",
-           "note": "  [yellow]说明[/]" + ENGLISH_ORIGINAL + "："},
+           "skip": "  [yellow]跳过[/]", "note": "  [yellow]说明[/]"},
 }
 
 
@@ -107,10 +119,10 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
     if crash is not None:
         pad = max(cell_len(name) for name, _ in rows) + 2 - cell_len(crash[0])
         con.print(Text(f"{crash[0]}{' ' * pad}{crash[1]}"), soft_wrap=True)
-    for reason in summary["skipped"]["reasons"]:
-        con.print(w["skip"] + escape(reason), markup=True, highlight=False, soft_wrap=lang == "zh")
-    for note in summary["notes"]:
-        con.print(w["note"] + escape(note), markup=True, highlight=False, soft_wrap=lang == "zh")
+    for kind, texts in (("skip", summary["skipped"]["reasons"]), ("note", summary["notes"])):
+        for text in texts:
+            shown = escape(zh_said("", text)) if lang == "zh" else escape(text)
+            con.print(w[kind] + shown, markup=True, highlight=False, soft_wrap=lang == "zh")
     return buf.getvalue()
 
 
@@ -454,13 +466,14 @@ def _print_log_zh(con: Console, doc: Mapping[str, Any]) -> None:
     if skipped["count"]:
         con.print(f"  [red]跳过[/]了输入中的 {skipped['count']} 行：", markup=True, highlight=False)
         for reason in skipped["reasons"]:
-            con.print(Text(f"    {ENGLISH_ORIGINAL}{reason}"), soft_wrap=True)
+            con.print(Text(f"    {in_lang(reason, 'zh') if translated(reason) else ENGLISH_ORIGINAL + reason}"),
+                      soft_wrap=True)
         if skipped["count"] > len(skipped["reasons"]):
             con.print(Text(f"    …… 另有 {skipped['count'] - len(skipped['reasons'])} 行"))
     for line in doc["not_computed"]:
-        con.print(Text(f"  没有算出{ENGLISH_ORIGINAL}：{line}", style="dim"), soft_wrap=True)
+        con.print(Text(f"  {zh_said('没有算出', line)}", style="dim"), soft_wrap=True)
     for note in doc["notes"]:
-        con.print(Text(f"  说明{ENGLISH_ORIGINAL}：{note}"), soft_wrap=True)
+        con.print(Text(f"  {zh_said('说明', note)}"), soft_wrap=True)
 
 
 #: how many of the rollout reader's skip reasons ``diagnose --rollouts`` shows (``rollouts`` shows all it kept)
@@ -527,7 +540,7 @@ def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int, verbose: bo
         head.append(f"；{len(missing)} 项指标没有算出")
     con.print(head)
     for reason in skipped["reasons"][:SHOWN_ROLLOUT_SKIPS]:
-        con.print(Text(f"  跳过{ENGLISH_ORIGINAL}：{reason}"), soft_wrap=True)
+        con.print(Text(f"  {zh_said('跳过', reason)}"), soft_wrap=True)
     more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
     if more:
         con.print(Text(f"  …… 另有 {more} 行（rlvitals rollouts {log['path']} 会全部列出）"))
@@ -537,5 +550,5 @@ def _rollout_log_zh(log: Mapping[str, Any], color: bool, width: int, verbose: bo
         con.print(Text(f"  没有算出：{'；'.join(missing)}（原因见 rlvitals rollouts {log['path']}）", style="dim"),
                   soft_wrap=True)
     for note in log["notes"]:
-        con.print(Text(f"  说明{ENGLISH_ORIGINAL}：{note}"), soft_wrap=True)
+        con.print(Text(f"  {zh_said('说明', note)}"), soft_wrap=True)
     return buf.getvalue()
