@@ -364,11 +364,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     _check_inputs(runs, diagnoses, buckets)
     analyses = _pair_rollouts(runs, rollouts)
     catalog = load_catalog()
-    names = list(labels) if labels is not None else unique_labels([r.path for r in runs])
-    if len(names) != len(runs):
-        raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(names)} labels; give one label per run",
-                                  f"report：{len(runs)} 个运行，却有 {len(names)} 个标签；请每个运行给一个标签"))
-    page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(names)})
+    page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(_labels(runs, labels))})
     joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
     pairs = [(f"r{i}", run) for i, (run, _) in enumerate(joined)]
     dpairs = [(f"r{i}", d) for i, d in enumerate(diagnoses)]
@@ -402,6 +398,15 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
             "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}
+
+
+def _labels(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:
+    """One label per run: those given, else the shortest distinguishing paths."""
+    names = list(labels) if labels is not None else unique_labels([r.path for r in runs])
+    if len(names) != len(runs):
+        raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(names)} labels; give one label per run",
+                                  f"report：{len(runs)} 个运行，却有 {len(names)} 个标签；请每个运行给一个标签"))
+    return names
 
 
 def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:
