@@ -79,3 +79,19 @@ def test_a_file_may_cap_at_note_but_not_at_skipped(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"rlvitals.toml: \[checks.mfu_low\] max_status = 'skipped': expected one "
                                           r"of ok, note, warn, fail"):
         load_config(cfg)
+
+
+@pytest.mark.parametrize(("toml", "zh"), [
+    ('[checks.mfu_lo]\n', "没有名为 'mfu_lo' 的检查，是不是想写 'mfu_low'？"),
+    ('[checks.mfu_low]\nlwo = 0.2\n', "没有 'lwo' 这项设置，是不是想写 'low'？（可用的有：enabled、max_status、low）"),
+    ('[checks.mfu_low]\nlow = "x"\n', "low = 'x'，应为数值，例如 "),
+    ('[extra]\n', "未知的节 'extra'；只能有 [checks.<id>] 这一节"),
+    ('[checks\n', "不是有效的 TOML"),
+])
+def test_a_bad_config_file_is_explained_in_chinese_too(tmp_path: Path, toml: str, zh: str) -> None:
+    cfg = tmp_path / "rlvitals.toml"
+    cfg.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(cfg)
+    assert zh in caught.value.text("zh") and str(cfg) in caught.value.text("zh")
+    assert caught.value.text("zh") != str(caught.value)
