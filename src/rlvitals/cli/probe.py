@@ -91,8 +91,10 @@ def _cache_path(args: argparse.Namespace) -> Path:
 def _out_path(args: argparse.Namespace) -> Path:
     if args.out:
         return Path(args.out)
+    from ..rollout import PROBES_FILE
+
     source = Path(args.rollouts)
-    return (source if source.is_dir() else source.parent) / "rlvitals-probes.jsonl"
+    return (source if source.is_dir() else source.parent) / PROBES_FILE
 
 
 def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

@@ -11,6 +11,7 @@ from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json,
 from .answers import extract_answer, forced_answer, same_answer
 from .groups import group_table
 from .options import RolloutSettings
+from .probe_results import PROBES_FILE, ProbeResults, read_probe_results
 from .readers import (
     ColumnFlags,
     Progress,
@@ -26,9 +27,9 @@ from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SC
 from .segments import SegmentTags, parse_tag
 from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer",
-    "forced_answer", "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "Progress",
-    "PROMPT", "read_rollouts", "RESPONSE", "RolloutAnalysis", "rollouts_from_frame", "rollouts_from_records",
-    "RolloutSet", "RolloutSettings", "RolloutSource", "same_answer", "SAMPLE", "SCORE", "SegmentTags", "STEP",
-    "step_json", "step_series", "table_options", "TARGET", "TRUNCATED", "update", "write_trl_completions",
-    "write_verl_dump"]
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "forced_answer",
+    "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROBES_FILE",
+    "ProbeResults", "Progress", "PROMPT", "read_probe_results", "read_rollouts", "RESPONSE", "RolloutAnalysis",
+    "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "RolloutSource", "same_answer",
+    "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED",
+    "update", "write_trl_completions", "write_verl_dump"]

@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..run.run import Run
 from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
+from .probe_results import probe_results_for, with_probe_results
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
 from .schema import (
     ACTIONS,
@@ -486,7 +487,12 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
                if k != STEP and isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     skipped = skipped_reasons(state)
     _no_outcome(df, state, skipped, notes)
-    return RolloutAnalysis(compute(state), overall, skipped, notes + _source_notes(state), rollouts)
+    steps = compute(state)
+    probed = probe_results_for(source, rollouts.files)
+    if probed is not None:  # rlvitals probe's results beside the rollouts are per-step metrics like the others
+        steps = with_probe_results(steps, probed)
+        notes += [probed.note(), *probed.skips.reasons]
+    return RolloutAnalysis(steps, overall, skipped, notes + _source_notes(state), rollouts)
 
 
 class _Passes:

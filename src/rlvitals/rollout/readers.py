@@ -55,6 +55,7 @@ from ._core import (
 )
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
+from .probe_results import PROBES_FILE
 
 __all__ = ["ColumnFlags", "ColumnMap", "Progress", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
            "parse_reward_weights", "read_rollouts", "rollouts_from_frame", "rollouts_from_python",
@@ -158,7 +159,7 @@ def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
         return _trl.read(trl, **kw, reward_weights=weights, columns=columns, progress=progress)
-    tables = [f for f in files if f.suffix in _TABLES]
+    tables = [f for f in files if f.suffix in _TABLES and f.name != PROBES_FILE]  # our own results, not rollouts
     if columns is not None and tables:
         return _generic(tables, columns, kw, progress)
     raise _empty_or_unknown(p, columns is not None)
