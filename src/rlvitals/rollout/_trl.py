@@ -42,6 +42,17 @@ def file_step(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def literal(df: pl.DataFrame, name: str) -> pl.Expr:
+    """The column ``name`` of ``df`` as an expression, by position: ``pl.col`` reads a name that starts
+    with ``^`` and ends with ``$`` as a regular expression, and a reward function may be named so.
+
+    >>> df = pl.DataFrame({"^r$": [1], "r": [2]})
+    >>> df.select(literal(df, "^r$")).item(), df.select(pl.col("^r$")).item()
+    (1, 2)
+    """
+    return pl.nth(df.columns.index(name))
+
+
 def _read_files(paths: list[Path], skips: SkipLog, progress: Progress | None) -> list[tuple[Path, pl.DataFrame]]:
     frames = []
     for path in files_told(paths, progress):
@@ -131,8 +142,8 @@ def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
     cols = [c for c in df.columns if not c.startswith("_")]
     w = weights_for(funcs, weights, what, cols) if weights is not None else [1.0] * len(funcs)
     # TRL: (rewards_per_func * weights).nansum(dim=1); NaN marks a function that gave no reward
-    vals = [pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c).cast(pl.Float64) * wi)
-            for c, wi in zip(funcs, w, strict=True)]
+    vals = [pl.when(col.is_nan()).then(None).otherwise(col.cast(pl.Float64) * wi)
+            for col, wi in zip((literal(df, c) for c in funcs), w, strict=True)]
     total = pl.when(pl.all_horizontal([v.is_null() for v in vals])).then(None).otherwise(pl.sum_horizontal(vals))
     if weights is not None:
         notes.append(f"score = weighted sum of the reward functions {dict(zip(funcs, w, strict=True))}, "
@@ -166,7 +177,7 @@ def _correctness(df: pl.DataFrame, funcs: list[str], notes: list[str]) -> tuple[
     whose score the usual score rule reads."""
     acc = [f for f in funcs if accuracy_like(f)]
     if len(acc) == 1:
-        v = pl.col(acc[0]).cast(pl.Float64)
+        v = literal(df, acc[0]).cast(pl.Float64)
         notes.append(f"correctness from the accuracy-type reward column {acc[0]!r} (correct = {acc[0]} >= 1.0, NaN "
                      "unknown; a reward column whose name holds 'accuracy', 'correct' or the word 'acc'); give "
                      "--correct COLUMN to choose another")
@@ -215,7 +226,7 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     if df.height:
         df = chat_columns(df, prompt, response, notes)
         key = "prompt_messages" if "prompt_messages" in df.columns else prompt
-        df = df.with_columns(pl.col(key).alias(KEY)) if key in df.columns else df
+        df = df.with_columns(df.get_column(key).alias(KEY)) if key in df.columns else df
     _check_weights(frames, reward_weights, other)
     df, score = _score(df, notes, reward_weights, what, other) if df.height and "score" not in given else (df, None)
     df, correct = _correctness(df, _reward_columns(df, other), notes) if df.height and "correct" not in given \

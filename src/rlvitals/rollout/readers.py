@@ -234,7 +234,9 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
     cmap = _identity_map(df, kw["what"], columns)
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
     if cmap.group is None and cmap.prompt is not None:
-        df = df.with_columns(pl.col("prompt_messages" if "prompt_messages" in df.columns else cmap.prompt).alias(KEY))
+        key = "prompt_messages" if "prompt_messages" in df.columns else cmap.prompt
+        if key in df.columns:  # an absent column is apply_map's to report; by name, not as a pattern ('^q$')
+            df = df.with_columns(df.get_column(key).alias(KEY))
     df = apply_map(df, cmap, kw["what"], skips, notes)
     table = finish(df, grouping="text", notes=notes, skips=skips, **kw)
     return RolloutSet(table, skips, fmt, files, notes)
