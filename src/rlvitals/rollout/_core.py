@@ -208,10 +208,11 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
         raise cmap.missing(absent, where, [c for c in df.columns if not c.startswith("_")])
     used = set(mapping.values())
     extras = [c for c in df.columns if c not in used and c not in (WHERE, KEY)]
-    sel = [pl.col(src).alias(dst) for dst, src in mapping.items()]
-    sel += [pl.col(c).alias(f"raw_{c}" if c in S.SCHEMA else c) for c in extras]
-    sel += [pl.col(c) for c in (WHERE, KEY) if c in df.columns]
-    out = df.select(sel)
+    # columns are taken by name as Series: pl.col reads a name like '^x$' as a pattern
+    sel = [df.get_column(src).alias(dst) for dst, src in mapping.items()]
+    sel += [df.get_column(c).alias(f"raw_{c}" if c in S.SCHEMA else c) for c in extras]
+    sel += [df.get_column(c) for c in (WHERE, KEY) if c in df.columns]
+    out = pl.DataFrame(sel, height=df.height)
     for col in (S.STEP, S.SCORE):
         if col in out.columns:
             out = to_number(out, col, pl.Int64() if col == S.STEP else pl.Float64(), skips)

@@ -19,8 +19,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from ..errors import UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
@@ -89,7 +87,8 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     df = frame_from_rows(rows)
     cmap = override({k: v for k, v in _FIELDS.items() if v in df.columns}, columns, FORMAT, notes)
     key = cmap.prompt
-    df = df.with_columns(pl.col(key).alias(KEY)) if key is not None and key in df.columns else df
+    # by name, as a Series: pl.col would read a key like '^p$' as a pattern
+    df = df.with_columns(df.get_column(key).alias(KEY)) if key is not None and key in df.columns else df
     df = apply_map(df, cmap, what, skips, notes)
     table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips)

@@ -50,4 +50,6 @@ def conform(df: pl.DataFrame) -> pl.DataFrame:
         raise ValueError(f"a rollout table needs the columns {missing}")
     casts = [pl.col(c).cast(t) for c, t in SCHEMA.items() if c in df.columns]
     known = [c for c in SCHEMA if c in df.columns]
-    return df.with_columns(casts).select(known + [c for c in df.columns if c not in SCHEMA])
+    out = df.with_columns(casts)
+    # by position: select() reads an unknown column's name like '^.*$' as a pattern
+    return out.select(pl.nth([out.columns.index(c) for c in known + [c for c in df.columns if c not in SCHEMA]]))
