@@ -29,6 +29,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..ingest.record import SkipLog
+from ..words import Words
 from ._columns import WHERE
 from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, chat_columns, files_told, finish, override
 
@@ -59,7 +60,9 @@ def _read_files(paths: list[Path], skips: SkipLog, progress: Progress | None) ->
         try:
             df = pl.read_parquet(path)
         except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
-            skips.skip(str(path), f"cannot be read as Parquet ({type(exc).__name__}: {exc}); the file was skipped")
+            why = f"{type(exc).__name__}: {exc}"
+            skips.skip(str(path), Words(f"cannot be read as Parquet ({why}); the file was skipped",
+                                        f"无法按 Parquet 读取（{why}）；已跳过这个文件"))
             continue
         df = df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))
         if "step" not in df.columns:
@@ -89,8 +92,10 @@ def parse_reward_weights(text: str) -> RewardWeights:
             return [float(t) for t in items]
     except ValueError:
         pass
-    raise InputError(f"--reward-weights {text!r}: expected name=weight pairs like accuracy_reward=1,format_reward=0.5 "
-                     "or weights in reward-column order like 1,0.5")
+    raise InputError(Words(f"--reward-weights {text!r}: expected name=weight pairs like "
+                           "accuracy_reward=1,format_reward=0.5 or weights in reward-column order like 1,0.5",
+                           f"--reward-weights {text!r}：应为 name=weight 形式的若干对，如 "
+                           "accuracy_reward=1,format_reward=0.5，或按 reward 列的顺序给出的权重，如 1,0.5"))
 
 
 def _reward_columns(df: pl.DataFrame, other: frozenset[str] = frozenset()) -> list[str]:
@@ -107,24 +112,32 @@ def weights_for(funcs: list[str], weights: RewardWeights, where: str, columns: l
     >>> weights_for(["acc", "fmt"], {"fmt": 0.5, "acc": 1.0}, "f.parquet", [])
     [1.0, 0.5]
     """
-    fix = (f"give one weight per reward function, e.g. reward_weights={dict.fromkeys(funcs, 1.0)} "
-           f"or a list of {len(funcs)} numbers in that order")
+    example = dict.fromkeys(funcs, 1.0)
+    fix = Words(f"give one weight per reward function, e.g. reward_weights={example} "
+                f"or a list of {len(funcs)} numbers in that order",
+                f"请为每个 reward 函数给一个权重，例如 reward_weights={example}，或按这个顺序给出 {len(funcs)} 个数")
     if isinstance(weights, Mapping):
         unknown = sorted(set(weights) - set(funcs))
         missing = [f for f in funcs if f not in weights]
         if unknown or missing:
-            what = f"names {unknown} that are not reward-function columns" if unknown else f"lacks {missing}"
-            raise InputError(f"{where}: reward_weights {what}; the file's columns are {columns} and its reward "
-                             f"functions {funcs}; {fix}")
+            what = (Words(f"names {unknown} that are not reward-function columns", f"中的 {unknown} 不是 reward 函数列")
+                    if unknown else Words(f"lacks {missing}", f"缺少 {missing}"))
+            raise InputError(Words(f"{where}: reward_weights {what}; the file's columns are {columns} and its reward "
+                                   f"functions {funcs}; {fix}",
+                                   f"{where}：reward_weights {what.zh}；文件的列是 {columns}，其中的 reward 函数是 "
+                                   f"{funcs}；{fix.zh}"))
         values = [weights[f] for f in funcs]
     else:
         values = list(weights)
         if len(values) != len(funcs):
-            raise InputError(f"{where}: reward_weights has {len(values)} weight(s) but the file has {len(funcs)} "
-                             f"reward-function column(s) {funcs} (columns: {columns}); {fix}")
+            raise InputError(Words(f"{where}: reward_weights has {len(values)} weight(s) but the file has "
+                                   f"{len(funcs)} reward-function column(s) {funcs} (columns: {columns}); {fix}",
+                                   f"{where}：reward_weights 有 {len(values)} 个权重，但文件有 {len(funcs)} 个 "
+                                   f"reward 函数列 {funcs}（全部列：{columns}）；{fix.zh}"))
     bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
     if bad:
-        raise InputError(f"{where}: reward_weights {bad} are not finite numbers; {fix}")
+        raise InputError(Words(f"{where}: reward_weights {bad} are not finite numbers; {fix}",
+                               f"{where}：reward_weights 中的 {bad} 不是有限的数；{fix.zh}"))
     return [float(v) for v in values]
 
 
@@ -132,12 +145,13 @@ def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
            what: str, other: frozenset[str]) -> tuple[pl.DataFrame, str | None]:
     if "reward" in df.columns:
         if weights is not None:
-            notes.append("the files have a 'reward' column (the weighted total): it is the score, and "
-                         "reward_weights were not needed")
+            notes.append(Words("the files have a 'reward' column (the weighted total): it is the score, and "
+                               "reward_weights were not needed",
+                               "文件里有 'reward' 列（加权后的总分）：以它为分数，用不到 reward_weights"))
         return df, "reward"
     funcs = _reward_columns(df, other)
     if not funcs:
-        notes.append("no reward column found: the table has no score")
+        notes.append(Words("no reward column found: the table has no score", "没有找到 reward 列：表里没有分数"))
         return df, None
     cols = [c for c in df.columns if not c.startswith("_")]
     w = weights_for(funcs, weights, what, cols) if weights is not None else [1.0] * len(funcs)
@@ -146,12 +160,16 @@ def _score(df: pl.DataFrame, notes: list[str], weights: RewardWeights | None,
             for col, wi in zip((literal(df, c) for c in funcs), w, strict=True)]
     total = pl.when(pl.all_horizontal([v.is_null() for v in vals])).then(None).otherwise(pl.sum_horizontal(vals))
     if weights is not None:
-        notes.append(f"score = weighted sum of the reward functions {dict(zip(funcs, w, strict=True))}, "
-                     "NaN ignored as TRL's nansum")
+        weighed = dict(zip(funcs, w, strict=True))
+        notes.append(Words(f"score = weighted sum of the reward functions {weighed}, NaN ignored as TRL's nansum",
+                           f"分数 = 各 reward 函数的加权和 {weighed}，与 TRL 的 nansum 一样忽略 NaN"))
     elif len(funcs) > 1:
-        notes.append(f"score = plain sum of the reward functions {funcs}: TRL weights them by reward_weights, "
-                     "which the completions file does not record; equal unit weights were assumed "
-                     "(pass reward_weights, CLI --reward-weights, if the run used others)")
+        notes.append(Words(f"score = plain sum of the reward functions {funcs}: TRL weights them by reward_weights, "
+                           "which the completions file does not record; equal unit weights were assumed "
+                           "(pass reward_weights, CLI --reward-weights, if the run used others)",
+                           f"分数 = 各 reward 函数的直接求和 {funcs}：TRL 按 reward_weights 加权，而 "
+                           "completions_<step>.parquet 不记录这些权重，这里假定权重都是 1（若训练用了别的权重，"
+                           "请传入 reward_weights，命令行用 --reward-weights）"))
     return df.with_columns(total.alias("_score")), "_score"
 
 
@@ -178,18 +196,23 @@ def _correctness(df: pl.DataFrame, funcs: list[str], notes: list[str]) -> tuple[
     acc = [f for f in funcs if accuracy_like(f)]
     if len(acc) == 1:
         v = literal(df, acc[0]).cast(pl.Float64)
-        notes.append(f"correctness from the accuracy-type reward column {acc[0]!r} (correct = {acc[0]} >= 1.0, NaN "
-                     "unknown; a reward column whose name holds 'accuracy', 'correct' or the word 'acc'); give "
-                     "--correct COLUMN to choose another")
+        notes.append(Words(f"correctness from the accuracy-type reward column {acc[0]!r} (correct = {acc[0]} >= 1.0, "
+                           "NaN unknown; a reward column whose name holds 'accuracy', 'correct' or the word 'acc'); "
+                           "give --correct COLUMN to choose another",
+                           f"对错取自准确率类的 reward 列 {acc[0]!r}（{acc[0]} >= 1.0 为对，NaN 为未知；准确率类指列名"
+                           "含 'accuracy'、'correct' 或单词 'acc' 的 reward 列）；要换一列请用 --correct COLUMN"))
         return df.with_columns(pl.when(v.is_null() | v.is_nan()).then(None).otherwise(v >= 1.0).alias("_correct")), \
             "_correct"
     if len(funcs) < 2 and not acc:
         return df, None
-    why = (f"several accuracy-type reward columns {acc}" if acc else
-           f"several reward functions {funcs} and none is accuracy-type (a name holding 'accuracy', 'correct' or "
-           "the word 'acc')")
-    notes.append(f"{why}: correctness is unknown rather than guessed from the summed score, so pass@k, maj@k, "
-                 "G-Pass@k and the all-correct / all-wrong split are not computed; give --correct COLUMN")
+    why = Words(f"several accuracy-type reward columns {acc}", f"有多个准确率类的 reward 列 {acc}") if acc else \
+        Words(f"several reward functions {funcs} and none is accuracy-type (a name holding 'accuracy', 'correct' or "
+              "the word 'acc')",
+              f"有多个 reward 函数 {funcs}，但没有一个是准确率类（列名含 'accuracy'、'correct' 或单词 'acc'）")
+    notes.append(Words(f"{why}: correctness is unknown rather than guessed from the summed score, so pass@k, maj@k, "
+                       "G-Pass@k and the all-correct / all-wrong split are not computed; give --correct COLUMN",
+                       f"{why.zh}：对错记为未知，不从总分去猜，因此 pass@k、maj@k、G-Pass@k 以及全对/全错拆分都不"
+                       "计算；请用 --correct COLUMN 指定对错列"))
     return df.with_columns(pl.lit(None, pl.Boolean).alias("_correct")), "_correct"
 
 
@@ -210,8 +233,10 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     a column given another meaning is no reward function). ``progress`` is told the files read."""
     given = columns.mapping() if columns is not None else {}
     if "score" in given and reward_weights is not None:
-        raise InputError(f"{what}: the score column is given ({given['score']!r}), so reward_weights have no "
-                         "reward functions to weigh; give the score column or reward_weights, not both")
+        raise InputError(Words(f"{what}: the score column is given ({given['score']!r}), so reward_weights have no "
+                               "reward functions to weigh; give the score column or reward_weights, not both",
+                               f"{what}：已经指定了分数列（{given['score']!r}），reward_weights 没有 reward 函数"
+                               "可加权；分数列和 reward_weights 只能给其中一个"))
     other = frozenset(v for k, v in given.items() if k not in ("score", "correct"))
     skips, notes = SkipLog(), list[str]()
     frames = _read_files(paths, skips, progress)
@@ -219,8 +244,10 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     if len(counts) > 1:
         usual = counts.most_common(1)[0][0]
         odd = [str(p) for p, f in frames if f.height != usual]
-        notes.append(f"{len(odd)} file(s) have a row count other than {usual} (e.g. {odd[0]}): at a step that also "
-                     "evaluates, TRL overwrites the train completions with the eval ones")
+        notes.append(Words(f"{len(odd)} file(s) have a row count other than {usual} (e.g. {odd[0]}): at a step that "
+                           "also evaluates, TRL overwrites the train completions with the eval ones",
+                           f"有 {len(odd)} 个文件的行数不是 {usual}（如 {odd[0]}）：在同时做 eval 的步上，TRL 会用 "
+                           "eval 的生成结果覆盖训练的生成结果"))
     df = pl.concat([f for _, f in frames], how="diagonal_relaxed") if frames else pl.DataFrame()
     prompt, response = given.get("prompt", "prompt"), given.get("response", "completion")
     if df.height:
