@@ -37,6 +37,7 @@ import polars as pl
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
+from ..words import Words
 from . import _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows
@@ -83,9 +84,11 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     """
     p = Path(path)
     if group_size is not None and group_size < 1:
-        raise InputError(f"group_size={group_size} must be a positive number of samples per prompt")
+        raise InputError(Words(f"group_size={group_size} must be a positive number of samples per prompt",
+                               f"group_size={group_size} 应为每个 prompt 的采样数，必须是正数"))
     if not p.exists():
-        raise MissingInputError(f"{p}: no such file or folder; give the path of a rollout dump")
+        raise MissingInputError(Words(f"{p}: no such file or folder; give the path of a rollout dump",
+                                      f"{p}：没有这个文件或文件夹；请给出 rollout 文件或文件夹的路径"))
     kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
     if p.is_dir():
         return _weighted(_read_folder(p, columns, kw, reward_weights, progress), reward_weights, p)
@@ -96,8 +99,10 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
         return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns, progress=progress)
     if p.suffix in _TABLES:
         return _weighted(_generic([p], columns, kw, progress), reward_weights, p)
-    raise UnknownFormatError(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
-                             "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)")
+    raise UnknownFormatError(Words(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
+                                   "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)",
+                                   f"{p}：不是 rlvitals 认识的 rollout 文件（应为 veRL 的 <step>.jsonl、TRL 的 "
+                                   "completions_<step>.parquet，或带列映射的 JSONL/Parquet/CSV）"))
 
 
 def dump_files(paths: Iterable[Path]) -> list[Path]:
@@ -142,9 +147,12 @@ def _is_trl_parquet(p: Path) -> bool:
 def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> RolloutSet:
     """``rs`` when no weights were given; reward weights only mean something for TRL completions."""
     if weights is not None and rs.format != _trl.FORMAT:
-        raise InputError(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
-                         f"this was read as {rs.format!r}; drop reward_weights, or map the total reward column "
-                         "as the score")
+        raise InputError(Words(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
+                               f"this was read as {rs.format!r}; drop reward_weights, or map the total reward column "
+                               "as the score",
+                               f"{p}：reward_weights 只适用于 TRL 的 completions_<step>.parquet（每个 reward 函数"
+                               f"一列），而这里是按 {rs.format!r} 读取的；请去掉 reward_weights，或把总 reward 列映射"
+                               "为分数"))
     return rs
 
 
@@ -165,22 +173,38 @@ def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
     raise _empty_or_unknown(p, columns is not None)
 
 
-def _entries(folder: Path, limit: int = 6) -> str:
+def _entries(folder: Path, limit: int = 6) -> Words:
     names = sorted(e.name + ("/" if e.is_dir() else "") for e in folder.iterdir() if not e.name.startswith("."))
-    return ", ".join(names[:limit]) + (f" … ({len(names)} in all)" if len(names) > limit else "")
+    more = len(names) > limit
+    return Words(", ".join(names[:limit]) + (f" … ({len(names)} in all)" if more else ""),
+                 "、".join(names[:limit]) + (f" …（共 {len(names)} 个）" if more else ""))
 
 
 def _empty_or_unknown(p: Path, mapped: bool) -> Exception:
     """The error for a folder with no rollout files: what it holds, and what was looked for."""
     if not any(not e.name.startswith(".") for e in p.iterdir()):
-        return EmptyInputError(f"{p}: the folder is empty; point at a folder of rollout dumps")
+        return EmptyInputError(Words(f"{p}: the folder is empty; point at a folder of rollout dumps",
+                                     f"{p}：文件夹是空的；请指向存放 rollout 文件的文件夹"))
     sub = p / "completions"
-    inside = f"; its completions/ folder holds {_entries(sub) or 'nothing'}" if sub.is_dir() else ""
-    generic = "JSONL/Parquet/CSV files (read with the column options)" if mapped else \
-        "JSONL/Parquet/CSV files with a column map (--score/--group …)"
-    return UnknownFormatError(f"{p}: no rollout files found: the folder holds {_entries(p)}{inside}; expected "
-                              f"veRL <step>.jsonl files, TRL completions_<step>.parquet (here or in completions/), "
-                              f"or {generic}")
+    held = _entries(sub) if sub.is_dir() else None
+    if held is None:
+        inside = Words("", "")
+    elif held:
+        inside = Words(f"; its completions/ folder holds {held}", f"；其中的 completions/ 文件夹里有 {held.zh}")
+    else:
+        inside = Words("; its completions/ folder holds nothing", "；其中的 completions/ 文件夹是空的")
+    if mapped:
+        generic = Words("JSONL/Parquet/CSV files (read with the column options)",
+                        "JSONL/Parquet/CSV 文件（按列选项读取）")
+    else:
+        generic = Words("JSONL/Parquet/CSV files with a column map (--score/--group …)",
+                        "带列映射（--score/--group …）的 JSONL/Parquet/CSV 文件")
+    entries = _entries(p)
+    return UnknownFormatError(Words(
+        f"{p}: no rollout files found: the folder holds {entries}{inside}; expected veRL <step>.jsonl files, TRL "
+        f"completions_<step>.parquet (here or in completions/), or {generic}",
+        f"{p}：没有找到 rollout 文件：文件夹里有 {entries.zh}{inside.zh}；应为 veRL 的 <step>.jsonl 文件、TRL 的 "
+        f"completions_<step>.parquet（在这里或在 completions/ 中），或{generic.zh}"))
 
 
 # --- generic tables --------------------------------------------------------------------------
@@ -204,10 +228,13 @@ def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
             df = pl.read_parquet(path)
             return df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))
     except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
-        raise InputError(f"{path}: cannot be read as {path.suffix[1:].upper()} ({type(exc).__name__}: {exc}); "
-                         "check the file") from exc
-    raise UnknownFormatError(f"{path}: suffix {path.suffix!r} is not .jsonl, .parquet or .csv; "
-                             "convert the file or read it yourself and use rollouts_from_frame")
+        kind, why = path.suffix[1:].upper(), f"{type(exc).__name__}: {exc}"
+        raise InputError(Words(f"{path}: cannot be read as {kind} ({why}); check the file",
+                               f"{path}：无法按 {kind} 读取（{why}）；请检查这个文件")) from exc
+    raise UnknownFormatError(Words(f"{path}: suffix {path.suffix!r} is not .jsonl, .parquet or .csv; "
+                                   "convert the file or read it yourself and use rollouts_from_frame",
+                                   f"{path}：后缀 {path.suffix!r} 不是 .jsonl、.parquet 或 .csv；请转换文件，"
+                                   "或自己读取后用 rollouts_from_frame"))
 
 
 def _identity_map(df: pl.DataFrame, what: str, given: ColumnMap | None = None) -> ColumnMap:
@@ -221,8 +248,11 @@ def _identity_map(df: pl.DataFrame, what: str, given: ColumnMap | None = None) -
     merged = {**found, **chosen}
     if given is None and S.RESPONSE not in merged and S.SCORE not in merged:
         shown = [c for c in df.columns if not c.startswith("_")][:12]
-        raise UnknownFormatError(f"{what}: columns {shown} name no rollout response or score; name them "
-                                 "with --response COLUMN and --score COLUMN (and --group COLUMN for the prompt group)")
+        raise UnknownFormatError(Words(f"{what}: columns {shown} name no rollout response or score; name them "
+                                       "with --response COLUMN and --score COLUMN (and --group COLUMN for the prompt "
+                                       "group)",
+                                       f"{what}：列 {shown} 中没有 rollout 的回答或分数；请用 --response COLUMN 和 "
+                                       "--score COLUMN 指出（prompt 分组用 --group COLUMN）"))
     # the given map's kind is kept: command-line column options name the option in their errors
     return type(given)(**merged) if given is not None else ColumnMap(**merged)
 
@@ -267,7 +297,9 @@ def rollouts_from_records(records: Iterable[Mapping[str, Any]], *, columns: Colu
     skips, rows = SkipLog(), []
     for i, rec in enumerate(records):
         if not isinstance(rec, Mapping):
-            skips.skip(f"record {i}", f"expected a dict, got {type(rec).__name__}; the record was skipped")
+            kind = type(rec).__name__
+            skips.skip(f"record {i}", Words(f"expected a dict, got {kind}; the record was skipped",
+                                            f"应为 dict，读到的是 {kind}；这条记录已跳过"))
             continue
         rows.append({**plain(rec), WHERE: f"record {i}"})
     kw = {"group_size": group_size, "split": split, "what": "records"}
@@ -294,8 +326,11 @@ def rollouts_from_frame(frame: Any, *, columns: ColumnMap | None = None, group_s
     elif type(frame).__module__.split(".")[0] == "pandas":
         df = pl.from_pandas(frame)  # polars imports pandas only here, when given a pandas frame
     else:
-        raise InputError(f"rollouts_from_frame: got {type(frame).__name__}; expected a polars or pandas "
-                         "DataFrame, a NumPy structured array or a dict of columns")
+        kind = type(frame).__name__
+        raise InputError(Words(f"rollouts_from_frame: got {kind}; expected a polars or pandas "
+                               "DataFrame, a NumPy structured array or a dict of columns",
+                               f"rollouts_from_frame：收到的是 {kind}；应为 polars 或 pandas 的 DataFrame、"
+                               "NumPy 结构化数组，或由各列组成的 dict"))
     df = df.with_columns(pl.format("row {}", pl.int_range(pl.len())).alias(WHERE))
     kw = {"group_size": group_size, "split": split, "what": "frame"}
     return _from_table(df, columns, SkipLog(), [], kw, "frame", [])
@@ -327,18 +362,26 @@ def rollouts_from_python(source: Any, *, columns: ColumnMap | None = None, group
     1
     """
     if isinstance(source, (str, bytes)):
-        raise InputError(f"got the {type(source).__name__} {source[:60]!r}; give a path as pathlib.Path or read it "
-                         "with read_rollouts, or give records or a frame")
+        kind, head = type(source).__name__, repr(source[:60])
+        raise InputError(Words(f"got the {kind} {head}; give a path as pathlib.Path or read it "
+                               "with read_rollouts, or give records or a frame",
+                               f"收到的是 {kind} {head}；路径请以 pathlib.Path 给出，或用 read_rollouts 读取；"
+                               "也可以给出记录或数据帧"))
     structured = isinstance(source, np.ndarray) and source.dtype.names is not None
     if isinstance(source, (pl.DataFrame, pl.LazyFrame, Mapping)) or structured \
             or type(source).__module__.split(".")[0] == "pandas":
         return rollouts_from_frame(source, columns=columns, group_size=group_size, split=split)
     if (isinstance(source, np.ndarray) and source.dtype != object) or is_tensor(source):
         if columns is not None:
-            raise InputError("a column map names the columns of records or frames; an array of scores has none "
-                             "(rows are groups, columns samples): drop columns=")
+            raise InputError(Words("a column map names the columns of records or frames; an array of scores has none "
+                                   "(rows are groups, columns samples): drop columns=",
+                                   "列映射指定的是记录或数据帧的列；分数数组没有列（行是组，列是样本）："
+                                   "请去掉 columns="))
         return rollouts_from_scores(source, group_size=group_size, split=split)
     if isinstance(source, Iterable):
         return rollouts_from_records(source, columns=columns, group_size=group_size, split=split)
-    raise InputError(f"got {type(source).__name__}; expected a path, records (dicts), a polars or pandas "
-                     "DataFrame, a dict of columns, or a NumPy array of scores")
+    kind = type(source).__name__
+    raise InputError(Words(f"got {kind}; expected a path, records (dicts), a polars or pandas "
+                           "DataFrame, a dict of columns, or a NumPy array of scores",
+                           f"收到的是 {kind}；应为路径、记录（dict）、polars 或 pandas 的 DataFrame、"
+                           "由各列组成的 dict，或 NumPy 分数数组"))
