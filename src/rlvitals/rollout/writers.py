@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
+from ..words import Words
 
 __all__ = ["group_advantages", "write_trl_completions", "write_verl_dump"]
 
@@ -49,8 +50,10 @@ def group_advantages(rewards: Sequence[float], keys: Sequence[Hashable]) -> list
     [0.0]
     """
     if len(rewards) != len(keys):
-        raise InputError(f"group_advantages: {len(rewards)} rewards but {len(keys)} group keys; "
-                         "give one key per reward")
+        raise InputError(Words(f"group_advantages: {len(rewards)} rewards but {len(keys)} group keys; "
+                               "give one key per reward",
+                               f"group_advantages：有 {len(rewards)} 个 reward，却有 {len(keys)} 个组键；"
+                               "每个 reward 要有一个组键"))
     members: dict[Hashable, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         members[key].append(i)
@@ -68,16 +71,22 @@ def group_advantages(rewards: Sequence[float], keys: Sequence[Hashable]) -> list
 
 def _check(records: Sequence[Mapping[str, Any]], step: int, what: str) -> None:
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise InputError(f"{what}: step={step!r}; expected a training step, a whole number >= 0")
+        raise InputError(Words(f"{what}: step={step!r}; expected a training step, a whole number >= 0",
+                               f"{what}：step={step!r}；应为训练步数，即 >= 0 的整数"))
     if not records:
-        raise InputError(f"{what}: no records for step {step}; a dump holds at least one rollout")
+        raise InputError(Words(f"{what}: no records for step {step}; a dump holds at least one rollout",
+                               f"{what}：第 {step} 步没有记录；一次导出至少要有一条 rollout"))
     for i, rec in enumerate(records):
         if "response" not in rec or "score" not in rec:
             missing = [k for k in ("response", "score") if k not in rec]
-            raise InputError(f"{what}: record {i} has no {missing}; every rollout needs a response and a score")
+            raise InputError(Words(f"{what}: record {i} has no {missing}; every rollout needs a response and a score",
+                                   f"{what}：第 {i} 条记录缺少 {missing}；每条 rollout 都要有 response 和 score"))
         if rec.get("step", step) != step:
-            raise InputError(f"{what}: record {i} is from step {rec.get('step')!r}, not step {step}; "
-                             "write each step's records to its own file")
+            got = rec.get("step")
+            raise InputError(Words(f"{what}: record {i} is from step {got!r}, not step {step}; "
+                                   "write each step's records to its own file",
+                                   f"{what}：第 {i} 条记录属于第 {got!r} 步，不是第 {step} 步；"
+                                   "请把每一步的记录写进各自的文件"))
 
 
 def _prompt_text(rec: Mapping[str, Any]) -> str:
