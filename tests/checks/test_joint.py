@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -180,3 +182,55 @@ def test_reward_flat_leaves_short_rising_and_solved_runs_alone(real: Path) -> No
                        "critic/score/min": np.zeros(1200), "actor/entropy": np.full(1200, 0.3)})
     f = finding(diagnose(solved), "reward_flat")
     assert f.status == "ok" and "a solved task" in f.message["en"]
+
+
+def _probed(faith: Sequence[float], reward: Sequence[float], every: int = 10) -> rlvitals.Run:
+    """A run logging the reward at every step and the faithfulness score at every ``every``-th step (a probed
+    checkpoint), as rlvitals probe's results joined onto a run look."""
+    n = len(reward)
+    score = np.full(n, np.nan)
+    score[every - 1::every][:len(faith)] = faith
+    return make_run({"critic/score/mean": np.asarray(reward, float), "reasoning/faithfulness": score})
+
+
+def _trend(run: rlvitals.Run) -> Any:
+    found = [f for f in diagnose(run).findings if f.check == "faithfulness" and "aithfulness" in f.message["en"]
+             and "Probe" not in f.message["en"]]
+    assert len(found) == 1, [f.message["en"] for f in found]
+    return found[0]
+
+
+def test_faithfulness_falling_while_the_reward_rises_is_a_warning_dated_at_the_fall() -> None:
+    rng = np.random.default_rng(0)
+    reward = np.linspace(0.2, 0.8, 80) + rng.normal(0, 0.01, 80)
+    f = _trend(_probed([0.8, 0.82, 0.79, 0.8, 0.62, 0.45, 0.4, 0.38], reward))
+    assert f.status == "warn"
+    assert f.message["en"].startswith("Faithfulness fell 0.81 → 0.39 over steps 10–80 while critic/score/mean rose")
+    assert f.onset_step == 60  # the first checkpoint below the middle of the fall (0.81 + 0.39) / 2 = 0.60
+    assert "靠推理之外的东西" in f.message["zh"] and "Turpin" in f.advice["en"]
+    _check_words(f)
+
+
+def test_faithfulness_holding_while_the_reward_rises_is_ok() -> None:
+    rng = np.random.default_rng(1)
+    reward = np.linspace(0.2, 0.8, 80) + rng.normal(0, 0.01, 80)
+    f = _trend(_probed([0.7, 0.72, 0.69, 0.71, 0.7, 0.68, 0.71, 0.7], reward))
+    assert f.status == "ok" and f.onset_step is None
+
+
+def test_faithfulness_falling_while_the_reward_is_flat_is_not_the_reward_hacking_finding() -> None:
+    rng = np.random.default_rng(2)
+    reward = 0.5 + rng.normal(0, 0.01, 80)
+    f = _trend(_probed([0.8, 0.82, 0.79, 0.8, 0.6, 0.45, 0.4, 0.38], reward))
+    assert f.status == "ok" and f.evidence["reward_end"] - f.evidence["reward_start"] < f.evidence["reward_noise"]
+
+
+def test_faithfulness_at_two_checkpoints_has_no_trend_yet() -> None:
+    f = _trend(_probed([0.8, 0.3], np.linspace(0.2, 0.8, 80)))
+    assert f.status == "skipped" and "needs 3 or more" in f.message["en"] and "至少需要 3 个" in f.message["zh"]
+
+
+def test_faithfulness_falling_with_no_reward_is_still_said() -> None:
+    run = make_run({"reasoning/faithfulness": [0.8, 0.8, 0.7, 0.5, 0.4, 0.4], "actor/entropy": np.full(6, 0.5)})
+    f = _trend(run)
+    assert f.status == "warn" and "no reward logged" in f.message["en"] and f.onset_step == 4

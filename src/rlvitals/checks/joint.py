@@ -192,12 +192,15 @@ def difficulty_mix(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Faithfulness probes (answers that do not react to an intervention on the chain of thought
-    mean the chain is decoration) and intermediate-step verification, when a probe logged them."""
+    mean the chain is decoration) and intermediate-step verification, when a probe measured them; and, over
+    the probed checkpoints, the faithfulness score falling while the reward rises (the reward is being
+    earned by something other than the reasoning)."""
     probes = {k.rsplit("/", 1)[1]: view.series(k, min_points=1) for k in view.metrics()
               if k.startswith("reasoning/faithfulness/")}
     steps = view.series("reasoning/step_verification", min_points=1)
     probes = {k: v for k, v in probes.items() if v is not None}
-    if not probes and steps is None:
+    score = view.series("reasoning/faithfulness", min_points=1)
+    if not probes and steps is None and score is None:
         return []
     out = []
     for probe, s in sorted(probes.items()):
@@ -212,7 +215,45 @@ def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         verdict: Status = "warn" if level < p["verified"] else "ok"
         out.append(Outcome(verdict, f"steps_{verdict}", {"share": level}, metrics=(steps.key,),
                            evidence={"value": level, "threshold": p["verified"]}))
+    if score is not None:
+        out.append(_faithfulness_trend(view, score, p))
     return out
+
+
+def _faithfulness_trend(view: RunView, score: Series, p: Mapping[str, Any]) -> Outcome:
+    """The faithfulness score over the probed checkpoints against the reward over the same steps: a fall of
+    ``fall`` or more (first third → last third, medians) while the reward rose beyond its noise is a warning,
+    dated at the first checkpoint below the halfway mark of the fall."""
+    values: dict[str, Any] = {"checkpoints": len(score)}
+    if len(score) < p["checkpoints"]:
+        return Outcome("skipped", "trend_short", values | {"needed": p["checkpoints"]}, metrics=(score.key,))
+    k = max(1, len(score) // 3)
+    start, end = float(np.median(score.values[:k])), float(np.median(score.values[-k:]))
+    values |= {"start": start, "end": end, "first": score.step(0), "last": score.step(len(score) - 1)}
+    reward = view.first(*REWARD_KEYS, "pass@1", min_points=3)
+    inside = None if reward is None else (reward.steps >= score.step(0)) & (reward.steps <= score.step(len(score) - 1))
+    if reward is None or inside is None or int(inside.sum()) < 3:
+        verdict: Status = "warn" if start - end >= p["fall"] else "ok"
+        return Outcome(verdict, f"trend_{verdict}_alone", values, metrics=(score.key,),
+                       onset_step=_halfway(score, start, end) if verdict == "warn" else None,
+                       evidence=values | {"fall_threshold": p["fall"]})
+    from .generalisation import progress
+
+    pr = progress(reward.values[inside])
+    values |= {"reward": reward.key, "reward_start": pr.start, "reward_end": pr.end}
+    rising = pr.end - pr.start > pr.tol
+    if start - end >= p["fall"] and rising:
+        return Outcome("warn", "trend_warn", values, onset_step=_halfway(score, start, end),
+                       metrics=(score.key, reward.key), evidence=values | {"fall_threshold": p["fall"],
+                                                                           "reward_noise": pr.tol})
+    return Outcome("ok", "trend_ok", values, metrics=(score.key, reward.key),
+                   evidence=values | {"fall_threshold": p["fall"], "reward_noise": pr.tol})
+
+
+def _halfway(s: Series, start: float, end: float) -> int:
+    """The first checkpoint whose value is below the middle of a fall from ``start`` to ``end``."""
+    below = np.nonzero(s.values < (start + end) / 2)[0]
+    return s.step(int(below[0])) if len(below) else s.step(len(s) - 1)
 
 
 def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
