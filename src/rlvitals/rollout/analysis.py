@@ -23,25 +23,18 @@ import polars as pl
 
 from ..errors import InputError
 from ..run.run import Run
+from ..words import Words, both
 from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
+from .needs import KEY_NEEDS
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
 from .probe_results import probe_results_for, with_probe_results
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
 from .schema import (
-    ACTIONS,
-    ADVANTAGE,
-    ANSWER,
-    CORRECT,
     GROUP,
     LENGTH,
     RESPONSE,
-    SCORE,
     SOURCE,
-    STATES,
     STEP,
-    TOKEN_ADVANTAGE,
-    TOKEN_ENTROPY,
-    TOKEN_LOGPROB,
     TRUNCATED,
 )
 from .segments import SegmentTags
@@ -197,51 +190,6 @@ def _id_ood_update(o: RolloutOptions) -> Callable[[Any, pl.DataFrame], Any]:
     return splits.update
 
 
-#: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
-_Need = Callable[[RolloutOptions, frozenset[str]], str | None]
-def _columns(*needed: str, hint: str = "") -> _Need:
-    """A need satisfied when the chunks carried every column of ``needed``."""
-    def need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
-        missing = [c for c in needed if c not in columns]
-        if not missing:
-            return None
-        names = " and ".join(repr(c) for c in missing)
-        return f"needs the rollout column{'s' if len(missing) > 1 else ''} {names}{hint}"
-    return need
-
-
-_KEY_NEEDS: tuple[tuple[str, str, _Need], ...] = (
-    ("group", "maj@{k}, reasoning/self_consistency_gap@{k}",
-     _columns(ANSWER, hint=" (extracted final answers: veRL pred, --answer COLUMN); they are NaN without it")),
-    ("step_groups", "group/step_groups/multi_action_share", _columns(ACTIONS)),
-    ("diversity", "diversity/answer_entropy", _columns(ANSWER, hint=" (veRL pred, --answer COLUMN)")),
-    ("diversity", "diversity/action_edit_distance", _columns(ACTIONS)),
-    ("diversity", "diversity/state_coverage", _columns(STATES)),
-    ("length", "rollout/truncation_share", lambda o, c: _truncation_need(o, c)),
-    ("prompts", "prompt/reward_gini, prompt/top_share", _columns(SCORE)),
-    ("prompts", "prompt/difficulty/{easy,medium,hard}/share", _columns(CORRECT)),
-    ("prompts", "prompt/difficulty/{easy,medium,hard}/adv_share",
-     _columns(CORRECT, ADVANTAGE, hint=" (the sequence advantage: TRL completions carry it)")),
-    ("tokens", "token/entropy_high_share", _columns(TOKEN_ENTROPY)),
-    ("tokens", "token/logp_adv_cov", _columns(TOKEN_LOGPROB, TOKEN_ADVANTAGE)),
-    ("segments", "rollout/tool_calls/at_cap",
-     lambda o, c: None if o.tool_call_cap is not None else
-     "needs the rollouts' tool-call cap: --tool-cap N"),
-    ("sources", "source/{source}/id_gap",
-     lambda o, c: None if o.id_sources else
-     "needs the in-distribution data sources: --id-source NAME"),
-)
-
-
-def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
-    if TRUNCATED in columns or (o.max_response_length is not None and LENGTH in columns):
-        return None
-    if o.max_response_length is not None:
-        return ("--max-response-length counts tokens, but the rollouts carry no token counts (their lengths are "
-                "characters); map a token-count column (--length COLUMN) or a truncation flag (--truncated COLUMN)")
-    return "needs a 'truncated' column (--truncated COLUMN), or --max-response-length N with token counts in 'length'"
-
-
 def _encoder() -> Callable[[Sequence[str]], np.ndarray]:
     from .embedding import encode  # loads torch and the model on first use only
 
@@ -314,8 +262,8 @@ def _fold(chunk: pl.DataFrame, opts: RolloutOptions, tell: Callable[[str], None]
             tell(name)
         try:
             fams[name] = upd(None, chunk)
-        except ValueError as exc:
-            skipped[name] = str(exc)
+        except ValueError as exc:  # a family that cannot be computed says why, in Words where it can
+            skipped[name] = exc.args[0] if exc.args and isinstance(exc.args[0], Words) else str(exc)
     return RolloutState(opts, counts, fams, skipped, columns)
 
 
@@ -357,14 +305,19 @@ def compute(state: RolloutState) -> pl.DataFrame:
     return out.sort(STEP)
 
 
+def _labelled(label: str, reason: str) -> str:
+    """``"label: reason"`` in each language the reason has."""
+    return both(lambda r: f"{label}: {r}", reason)
+
+
 def skipped_reasons(state: RolloutState) -> list[str]:
     """What could not be computed and why: ``"family: reason"`` for every family that was skipped,
     in family order, then ``"key: reason"`` for every key a computed family had to leave out."""
-    out = [f"{name}: {state.skipped[name]}" for name, *_ in _families(state.options) if name in state.skipped]
-    for family, keys, need in _KEY_NEEDS:
+    out = [_labelled(name, state.skipped[name]) for name, *_ in _families(state.options) if name in state.skipped]
+    for family, keys, need in KEY_NEEDS:
         reason = need(state.options, state.columns) if family not in state.skipped else None
         if reason is not None:
-            out.append(f"{keys}: {reason}")
+            out.append(_labelled(keys, reason))
     return out
 
 
@@ -379,8 +332,11 @@ def _load(source: RolloutSource, settings: RolloutSettings, progress: Progress |
     if isinstance(source, (str, os.PathLike)):
         return settings.read(os.fspath(source), progress)
     if settings.reward_weights is not None:
-        raise InputError(f"reward_weights apply when reading TRL completion files, not to a {type(source).__name__}; "
-                         "give the path of the completions, or put the weighted total in the score column")
+        kind = type(source).__name__
+        raise InputError(Words(f"reward_weights apply when reading TRL completion files, not to a {kind}; "
+                               "give the path of the completions, or put the weighted total in the score column",
+                               f"reward_weights 只适用于读取 TRL completions 文件，不适用于 {kind}；请给出 "
+                               "completions 的路径，或把加权后的总分放进 score 列"))
     if isinstance(source, RolloutSet):
         return source
     return rollouts_from_python(source, columns=settings.columns, group_size=settings.group_size)
@@ -474,7 +430,8 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
     df = rollouts.table
     notes = list(rollouts.notes)
     if LENGTH not in df.columns and RESPONSE in df.columns:
-        notes.append("the rollouts carry no token counts: lengths are counted in characters")
+        notes.append(Words("the rollouts carry no token counts: lengths are counted in characters",
+                           "rollout 没有 token 数：长度按字符计"))
     # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
     options = table_options(settings, df)
     rollouts = replace(rollouts, table=prepare(df, options.max_response_length))
@@ -522,12 +479,17 @@ def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes
         return
     lacking = df.height - groups.with_outcome(df).height
     if lacking == df.height:
-        skipped.insert(0, f"group: none of the {df.height} rollouts has a score or a known correctness (all null), "
-                          "so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the reward "
-                          "(--score COLUMN) or the correctness (--correct COLUMN)")
+        skipped.insert(0, Words(f"group: none of the {df.height} rollouts has a score or a known correctness (all "
+                                "null), so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the "
+                                "reward (--score COLUMN) or the correctness (--correct COLUMN)",
+                                f"group：{df.height} 条 rollout 都没有分数，也不知道对错（全为空），因此 σ_G、"
+                                "pass@k、maj@k 和零方差拆分都没有计算；请映射 reward（--score COLUMN）或对错"
+                                "（--correct COLUMN）"))
     elif lacking:
-        notes.append(f"{lacking} of {df.height} rollouts have neither a score nor a known correctness: the group "
-                     "family (σ_G, pass@k, maj@k, group sizes) leaves them out")
+        notes.append(Words(f"{lacking} of {df.height} rollouts have neither a score nor a known correctness: the "
+                           "group family (σ_G, pass@k, maj@k, group sizes) leaves them out",
+                           f"{df.height} 条 rollout 中有 {lacking} 条既没有分数也不知道对错：组指标（σ_G、pass@k、"
+                           "maj@k、组大小）不计入它们"))
 
 
 def _source_notes(state: RolloutState) -> list[str]:
@@ -535,11 +497,13 @@ def _source_notes(state: RolloutState) -> list[str]:
     if "sources" not in state.families:
         return []
     seen = by_source.sources_seen(state.families["sources"])
-    out = []
+    out: list[str] = []
     for what, names in (("in", state.options.id_sources), ("out-of", state.options.ood_sources or ())):
         unknown = [n for n in names if n not in seen]
         if unknown:
-            out.append(f"the {what}-distribution source(s) {unknown} are not among the rollouts' sources {seen}")
+            zh = "分布内" if what == "in" else "分布外"
+            out.append(Words(f"the {what}-distribution source(s) {unknown} are not among the rollouts' sources {seen}",
+                             f"{zh}数据来源 {unknown} 不在 rollout 的来源 {seen} 之中"))
     return out
 
 
