@@ -22,7 +22,7 @@ EXAMPLES = ("rlvitals probe rollout_data_dir/ --base-url http://localhost:8000/v
 
 def add_probe(sub: Any) -> None:
     """The ``probe`` subcommand's options (``sub``: the parser's command adder)."""
-    from ..probe import PROBES
+    from ..probe import PROBES, VERIFIERS
 
     pro = sub.add("probe", help="faithfulness probes: does an answer depend on its reasoning? (asks a model)")
     pro.add_argument("rollouts", metavar="ROLLOUTS", help="a rollout dump (file or folder) to sample from")
@@ -44,6 +44,9 @@ def add_probe(sub: Any) -> None:
                      "(default: 0.7)")
     pro.add_argument("--mistake", choices=("numeric", "model"), default="numeric",
                      help="how a mistake is added: a changed number, or one the model writes (default: numeric)")
+    pro.add_argument("--verify", choices=VERIFIERS, default="arithmetic",
+                     help="how intermediate steps are checked: every a op b = c exactly; word-problems adds the "
+                     "bundled word problems' known intermediate values (default: arithmetic)")
     pro.add_argument("--concurrency", type=int, metavar="N", default=4,
                      help="requests in flight at once (default: 4)")
     pro.add_argument("--retries", type=int, metavar="N", default=3,
@@ -98,8 +101,9 @@ def _out_path(args: argparse.Namespace) -> Path:
 
 
 def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..probe import Cache, Cached, HttpBackend, LocalBackend, ProbeOptions, run_probe, write_steps
+    from ..probe import Cache, Cached, HttpBackend, LocalBackend, ProbeOptions, run_probe, verifier_for, write_steps
     from ..render.probe import render_probe
+    from ..synthetic.word_problems import known_states
     from ._common import EXIT_OK, EXIT_USAGE, dump, error_line
     from .progress import working
 
@@ -115,7 +119,8 @@ def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         options = ProbeOptions(probes=tuple(probes), api=args.api, max_tokens=args.max_tokens, samples=args.samples,
                                temperature=args.temperature, mistake=args.mistake)
         with working(err, "probe", not args.json) as told:
-            result = run_probe(args.rollouts, backend, options, max_rollouts=args.max_rollouts, progress=told)
+            result = run_probe(args.rollouts, backend, options, max_rollouts=args.max_rollouts, progress=told,
+                               verifier=verifier_for(args.verify, known_states))
         if cache is not None:
             result["cache"] = {"path": str(_cache_path(args)), "hits": cache.hits, "misses": cache.misses}
         target = _out_path(args)

@@ -21,11 +21,12 @@ from .interventions import FRACTIONS, PROBES
 from .local import LocalBackend
 from .runner import ProbeOptions, Progress, probe_chains
 from .source import chains_of
-from .steps import Arithmetic, StepCheck, Verifier, verification_summary
+from .steps import Arithmetic, Combined, KnownStates, States, StepCheck, Verifier, verification_summary
 from .summary import per_step, summarise
 
-__all__ = ["FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "HttpBackend",
-           "LocalBackend", "ProbeOptions", "Progress", "StepCheck", "Verifier", "chain_of", "run_probe", "write_steps"]
+__all__ = ["FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "Combined", "HttpBackend",
+           "KnownStates", "LocalBackend", "ProbeOptions", "Progress", "States", "StepCheck", "Verifier", "chain_of",
+           "VERIFIERS", "run_probe", "verifier_for", "write_steps"]
 
 
 def _step_checks(chains: Sequence[Chain], verifier: Verifier) -> dict[int, float]:
@@ -43,6 +44,24 @@ def _step_checks(chains: Sequence[Chain], verifier: Verifier) -> dict[int, float
 
 DEFAULT_OPTIONS = ProbeOptions()
 ARITHMETIC = Arithmetic()
+#: the step verifiers ``rlvitals probe --verify`` offers
+VERIFIERS = ("arithmetic", "word-problems")
+
+
+def verifier_for(choice: str, states: States) -> Verifier:
+    """The verifier named ``choice`` (:data:`VERIFIERS`): ``arithmetic`` checks every ``a op b = c``;
+    ``word-problems`` checks that and, in order, the results against the known states ``states`` of the
+    bundled word problems (:func:`rlvitals.synthetic.word_problems.known_states`; the caller passes it, as
+    the probes do not import the made-up data).
+
+    >>> verifier_for("word-problems", {"q": (12, 17)})(chain_of("q", "3 * 4 = 12. The answer is 12."))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [StepCheck(step=0, text='3 * 4 = 12', right=True), StepCheck(step=0, text='state 1/2: 12 (known 12)', right=True)]
+    """
+    if choice not in VERIFIERS:
+        raise ProbeError(Words(f"--verify {choice!r}: expected one of {', '.join(VERIFIERS)}",
+                               f"--verify {choice!r}：应为 {', '.join(VERIFIERS)} 之一"))
+    return ARITHMETIC if choice == "arithmetic" else Combined(ARITHMETIC, KnownStates(states))
 
 
 def run_probe(source: str | Path | RolloutSet | Sequence[Chain], backend: Backend,

@@ -7,5 +7,6 @@ from __future__ import annotations
 from .demo import demo_files, watch_demo
 from .sampler import check_sampling, load_policy, sample_steps
 from .simulate import write_example
+from .word_problems import known_states
 
-__all__ = ["check_sampling", "demo_files", "load_policy", "sample_steps", "watch_demo", "write_example"]
+__all__ = ["check_sampling", "demo_files", "known_states", "load_policy", "sample_steps", "watch_demo", "write_example"]

@@ -13,6 +13,11 @@ a problem does not change when more problems are asked for, and a seed always gi
 list. Numbers are small (mostly one digit): the 135M model used to sample rollouts gets
 some of these right, so rewards are mixed. Pure Python, no model imports.
 
+A problem knows its intermediate ``states``: the value after each operation, in the order the
+operations are done (``a + b × c``: the product, then the sum, which is the answer).
+:func:`known_states` reads them back from a question's text, so a rollout's prompt is
+recognised as a bundled problem whatever seed made it.
+
 >>> [p.question for p in make_problems(1, seed=0)] == [p.question for p in make_problems(1, seed=0)]
 True
 >>> extract_answer("4 + 3 = 7. The answer is 7.")
@@ -22,12 +27,13 @@ True
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..rollout.answers import extract_answer
 
-__all__ = ["SOURCES", "SPLITS", "Problem", "extract_answer", "make_problems"]
+__all__ = ["SOURCES", "SPLITS", "Problem", "extract_answer", "known_states", "make_problems"]
 
 ONE_STEP = "arith/one_step"
 TWO_STEP = "arith/two_step"
@@ -41,10 +47,14 @@ _THINGS = ("apples", "pencils", "marbles", "stickers", "cookies", "books", "coin
 
 @dataclass(frozen=True)
 class Problem:
-    """One word problem: its text, exact answer, family (``source``), split and template.
+    """One word problem: its text, exact answer, family (``source``), split, template and ``states``
+    (the value after each operation, the last one the answer; empty for a problem made by hand without them).
 
     >>> Problem("p0", "1 + 1?", 2, ONE_STEP, "train", "add").target
     '2'
+    >>> p = make_problems(2, seed=0, sources=SOURCES)[1]
+    >>> p.template, p.states, p.answer
+    ('sub_add', (7, 9), 9)
     """
 
     id: str
@@ -53,6 +63,7 @@ class Problem:
     source: str
     split: str
     template: str
+    states: tuple[int, ...] = ()
 
     @property
     def target(self) -> str:
@@ -60,50 +71,91 @@ class Problem:
         return str(self.answer)
 
 
-# A template draws its numbers from ``rng`` and returns (template name, question, answer).
-Template = Callable[[random.Random, str, str, str], tuple[str, str, int]]
+# A template draws its numbers from ``rng`` and returns (template name, question, states).
+Template = Callable[[random.Random, str, str, str], tuple[str, str, tuple[int, ...]]]
+
+# The states of each template from its numbers in the order the question gives them.
+_STATES: dict[str, Callable[..., tuple[int, ...]]] = {
+    "add": lambda a, b: (a + b,), "sub": lambda a, b: (a - b,), "mul": lambda a, b: (a * b,),
+    "add_mul": lambda a, b, c: (b * c, a + b * c), "sub_add": lambda a, b, c: (a - b, a - b + c),
+    "mul_sub": lambda a, b, c: (a * b, a * b - c),
+}
 
 
-def _add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     a, b = rng.randint(2, 12), rng.randint(2, 9)
-    return "add", f"{name} has {a} {obj}. {pron} gets {b} more {obj}. How many {obj} does {name} have now?", a + b
+    q = f"{name} has {a} {obj}. {pron} gets {b} more {obj}. How many {obj} does {name} have now?"
+    return "add", q, _STATES["add"](a, b)
 
 
-def _sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     b = rng.randint(2, 9)
     a = b + rng.randint(1, 9)  # a > b: the answer is never zero or negative
-    return "sub", f"{name} has {a} {obj}. {pron} gives {b} {obj} to a friend. How many {obj} does {name} have left?", \
-        a - b
+    q = f"{name} has {a} {obj}. {pron} gives {b} {obj} to a friend. How many {obj} does {name} have left?"
+    return "sub", q, _STATES["sub"](a, b)
 
 
-def _mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     a, b = rng.randint(2, 5), rng.randint(2, 5)
-    return "mul", f"{name} has {a} bags with {b} {obj} in each bag. How many {obj} does {name} have?", a * b
+    q = f"{name} has {a} bags with {b} {obj} in each bag. How many {obj} does {name} have?"
+    return "mul", q, _STATES["mul"](a, b)
 
 
-def _add_mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _add_mul(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     a, b, c = rng.randint(2, 9), rng.randint(2, 4), rng.randint(2, 5)
     q = f"{name} has {a} {obj}. {pron} buys {b} bags with {c} {obj} in each bag. How many {obj} does {name} have now?"
-    return "add_mul", q, a + b * c
+    return "add_mul", q, _STATES["add_mul"](a, b, c)
 
 
-def _sub_add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _sub_add(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     b = rng.randint(2, 9)
     a, c = b + rng.randint(1, 9), rng.randint(2, 9)
     q = (f"{name} has {a} {obj}. {pron} gives away {b} {obj} and then finds {c} more {obj}. "
          f"How many {obj} does {name} have now?")
-    return "sub_add", q, a - b + c
+    return "sub_add", q, _STATES["sub_add"](a, b, c)
 
 
-def _mul_sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, int]:
+def _mul_sub(rng: random.Random, name: str, pron: str, obj: str) -> tuple[str, str, tuple[int, ...]]:
     a, b = rng.randint(2, 5), rng.randint(2, 5)
     c = rng.randint(1, a * b - 1)
     q = (f"{name} buys {a} boxes with {b} {obj} in each box. {pron} gives {c} {obj} to a friend. "
          f"How many {obj} does {name} have left?")
-    return "mul_sub", q, a * b - c
+    return "mul_sub", q, _STATES["mul_sub"](a, b, c)
 
 
 _TEMPLATES: dict[str, tuple[Template, ...]] = {ONE_STEP: (_add, _sub, _mul), TWO_STEP: (_add_mul, _sub_add, _mul_sub)}
+
+_W = r"[A-Za-z]+"
+_N, _O = rf"\b(?P<n>{_W})", rf"(?P<o>{_W})"
+_HOW = r"How many (?P=o) does (?P=n) have"
+# each template's question with its numbers as groups a, b, c (the same text as the templates above write)
+_QUESTIONS = {name: re.compile(text) for name, text in {
+    "add": rf"{_N} has (?P<a>\d+) {_O}\. {_W} gets (?P<b>\d+) more (?P=o)\. {_HOW} now\?",
+    "sub": rf"{_N} has (?P<a>\d+) {_O}\. {_W} gives (?P<b>\d+) (?P=o) to a friend\. {_HOW} left\?",
+    "mul": rf"{_N} has (?P<a>\d+) bags with (?P<b>\d+) {_O} in each bag\. {_HOW}\?",
+    "add_mul": rf"{_N} has (?P<a>\d+) {_O}\. {_W} buys (?P<b>\d+) bags with (?P<c>\d+) (?P=o) in each bag\. "
+               rf"{_HOW} now\?",
+    "sub_add": rf"{_N} has (?P<a>\d+) {_O}\. {_W} gives away (?P<b>\d+) (?P=o) and then finds (?P<c>\d+) more "
+               rf"(?P=o)\. {_HOW} now\?",
+    "mul_sub": rf"{_N} buys (?P<a>\d+) boxes with (?P<b>\d+) {_O} in each box\. {_W} gives (?P<c>\d+) (?P=o) to a "
+               rf"friend\. {_HOW} left\?",
+}.items()}
+
+
+def known_states(text: str) -> tuple[int, ...] | None:
+    """The states of the bundled problem that ``text`` asks (the last one in it, so a prompt rendered
+    with a worked example before the question is read right); None when it asks none.
+
+    >>> known_states("Ann has 5 apples. She buys 3 bags with 4 apples in each bag. How many apples does Ann have now?")
+    (12, 17)
+    >>> known_states("What is 2 + 2?") is None
+    True
+    """
+    found = [(m.end(), name, m) for name, pattern in _QUESTIONS.items() for m in pattern.finditer(text)]
+    if not found:
+        return None
+    _, name, m = max(found, key=lambda f: f[0])
+    return _STATES[name](*(int(v) for k, v in sorted(m.groupdict().items()) if k in ("a", "b", "c")))
 
 
 def make_problems(n: int, *, seed: int, sources: Sequence[str] = (ONE_STEP,)) -> list[Problem]:
@@ -125,6 +177,6 @@ def make_problems(n: int, *, seed: int, sources: Sequence[str] = (ONE_STEP,)) ->
         source = sources[i % len(sources)]
         rng = random.Random(f"{seed}/{source}/{i}")
         name, pron = rng.choice(_PEOPLE)
-        template, question, answer = rng.choice(_TEMPLATES[source])(rng, name, pron, rng.choice(_THINGS))
-        out.append(Problem(f"{source}/{seed}/{i}", question, answer, source, SPLITS[source], template))
+        template, question, states = rng.choice(_TEMPLATES[source])(rng, name, pron, rng.choice(_THINGS))
+        out.append(Problem(f"{source}/{seed}/{i}", question, states[-1], source, SPLITS[source], template, states))
     return out
