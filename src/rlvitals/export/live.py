@@ -37,6 +37,7 @@ from ..errors import RlvitalsError
 from ..ingest import SkipLog, SourceMeta
 from ..ingest import tensorboard as tb_reader
 from ..ingest.tfevents import masked_crc32c
+from ..words import Words
 from ._wire import scalar_event, text_event, tfrecords, version_event
 from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, WANDB_FOLDER, ExportPlan, expect_folder
 from .tensorboard import TEXT_TAG, VERDICT_TAG, findings_markdown
@@ -149,8 +150,10 @@ class LiveTensorBoard:
             for record in tb_reader.read(path, SourceMeta(format="tensorboard", files=[str(path)]), SkipLog()):
                 remember(self.last, [Point(record.step, tag) for tag in record.values])
         except OSError as exc:
-            raise RlvitalsError(f"--export-tensorboard {path}: cannot read the file an earlier watcher wrote "
-                                f"({exc.strerror}); move it away or give another folder") from None
+            raise RlvitalsError(Words(f"--export-tensorboard {path}: cannot read the file an earlier watcher wrote "
+                                      f"({exc.strerror}); move it away or give another folder",
+                                      f"--export-tensorboard {path}：无法读取先前的 watcher 写下的文件"
+                                      f"（{exc.strerror}）；请把它移走，或换一个文件夹")) from None
 
     def update(self, plan: ExportPlan) -> int:
         """Append what ``plan`` holds that the file does not yet; the number of points written.
@@ -178,8 +181,10 @@ class LiveTensorBoard:
                 fh.write(tfrecords(payloads))
         except OSError as exc:
             where = self.path or self.logdir
-            raise RlvitalsError(f"--export-tensorboard {where}: cannot write ({exc.strerror}); the derived series "
-                                "and findings are not exported until it can") from None
+            raise RlvitalsError(Words(f"--export-tensorboard {where}: cannot write ({exc.strerror}); the derived "
+                                      "series and findings are not exported until it can",
+                                      f"--export-tensorboard {where}：无法写入（{exc.strerror}）；在能写入之前，"
+                                      "派生序列和各项发现都不会导出")) from None
 
 
 #: what LiveWandb remembers, beside the W&B run files: per watched run, its W&B run id and the last
@@ -216,8 +221,10 @@ class LiveWandb:
         try:
             memo = json.loads(self.memo.read_text(encoding="utf-8")) if self.memo.is_file() else {}
         except (OSError, ValueError) as exc:
-            raise RlvitalsError(f"--export-wandb {self.memo}: cannot read what an earlier watcher wrote ({exc}); "
-                                "move it away to start new W&B runs") from None
+            raise RlvitalsError(Words(f"--export-wandb {self.memo}: cannot read what an earlier watcher wrote "
+                                      f"({exc}); move it away to start new W&B runs",
+                                      f"--export-wandb {self.memo}：无法读取先前的 watcher 写下的记录（{exc}）；"
+                                      "把它移走即可开始新的 W&B run")) from None
         return memo if isinstance(memo, dict) else {}
 
     def _open(self) -> Any:
@@ -257,8 +264,10 @@ class LiveWandb:
         except RlvitalsError:
             raise
         except Exception as exc:  # noqa: BLE001 (wandb raises its own errors; the watch goes on)
-            raise RlvitalsError(f"--export-wandb {self.directory}: W&B failed ({type(exc).__name__}: {exc}); the "
-                                "derived series and findings are not exported until it works") from None
+            raise RlvitalsError(Words(f"--export-wandb {self.directory}: W&B failed ({type(exc).__name__}: {exc}); "
+                                      "the derived series and findings are not exported until it works",
+                                      f"--export-wandb {self.directory}：W&B 出错（{type(exc).__name__}: {exc}）；"
+                                      "在它恢复正常之前，派生序列和各项发现都不会导出")) from None
         remember(self.last, points)
         self.text = next((p.text for p in points if p.text is not None), self.text)
         self._save()
@@ -272,8 +281,10 @@ class LiveWandb:
             tmp.write_text(json.dumps(memo), encoding="utf-8")
             os.replace(tmp, self.memo)
         except OSError as exc:
-            raise RlvitalsError(f"--export-wandb {self.memo}: cannot write ({exc.strerror}); a restarted watcher "
-                                "would log again what this one logged") from None
+            raise RlvitalsError(Words(f"--export-wandb {self.memo}: cannot write ({exc.strerror}); a restarted "
+                                      "watcher would log again what this one logged",
+                                      f"--export-wandb {self.memo}：无法写入（{exc.strerror}）；watcher 重启后会把"
+                                      "这次已记录的内容再记录一遍")) from None
 
     def close(self) -> None:
         """Finish the W&B run (its files are complete once wandb's service has flushed them)."""

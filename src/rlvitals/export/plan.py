@@ -33,6 +33,7 @@ from ..catalog.lookup import lookup
 from ..diagnosis import Diagnosis, Finding
 from ..errors import RlvitalsError, UnknownMetricError
 from ..run.run import Run
+from ..words import Words, in_lang
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -99,8 +100,9 @@ class ExportPlan:
 
 
 #: what each kind of export folder holds, for the error that names a file given as one
-TENSORBOARD_FOLDER = "(the run's TensorBoard log folder, or a new one)"
-WANDB_FOLDER = "for the W&B run files"
+TENSORBOARD_FOLDER = Words("(the run's TensorBoard log folder, or a new one)",
+                           "这次运行的 TensorBoard 日志文件夹，或一个新文件夹")
+WANDB_FOLDER = Words("for the W&B run files", "用来存放 W&B run 的文件")
 
 
 def expect_folder(path: Path, flag: str, holds: str, hint: str = "") -> None:
@@ -109,7 +111,8 @@ def expect_folder(path: Path, flag: str, holds: str, hint: str = "") -> None:
     >>> expect_folder(Path("/"), "--tensorboard", TENSORBOARD_FOLDER)
     """
     if path.exists() and not path.is_dir():
-        raise RlvitalsError(f"{flag} {path}: is a file, expected a folder {holds}{hint}")
+        zh = f"{flag} {path}：这是一个文件，应为文件夹（{in_lang(holds, 'zh')}）{in_lang(hint, 'zh')}"
+        raise RlvitalsError(Words(f"{flag} {path}: is a file, expected a folder {holds}{hint}", zh))
 
 
 def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
@@ -129,10 +132,13 @@ def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
                 canonical = None
         if canonical is None or canonical not in run.metrics:
             close = difflib.get_close_matches(key, run.metrics, n=3, cutoff=0.6)
-            hint = f"; similar keys it logged: {', '.join(close)}" if close else ""
-            raise UnknownMetricError(
+            hint = Words(f"; similar keys it logged: {', '.join(close)}", f"；它记录的相近的键：{'、'.join(close)}"
+                         ) if close else Words("", "")
+            raise UnknownMetricError(Words(
                 f"--metrics {key!r}: {run.path} logged no such metric{hint}; "
-                "run 'rlvitals inspect RUN' to list the canonical keys a run logged")
+                "run 'rlvitals inspect RUN' to list the canonical keys a run logged",
+                f"--metrics {key!r}：{run.path} 没有记录这个指标{hint.zh}；"
+                "运行 'rlvitals inspect RUN' 可以列出一次运行记录的全部规范键名"))
         if canonical not in out:
             out.append(canonical)
     return out
@@ -180,16 +186,20 @@ def plan_export(diagnosis: Diagnosis, *, derived: Sequence[str] = (), metrics: S
         ('rlvitals/pass@4', array([1, 2, 3]))
     """
     if lang not in LANGS:
-        raise RlvitalsError(f"export language {lang!r}: expected one of {', '.join(LANGS)}")
+        raise RlvitalsError(Words(f"export language {lang!r}: expected one of {', '.join(LANGS)}",
+                                  f"导出语言 {lang!r}：应为 {'、'.join(LANGS)} 之一"))
     run = diagnosis.run
     missing = [k for k in derived if k not in run.metrics]
     if missing:
-        raise RlvitalsError(f"derived series {missing} are not columns of {run.path}; join them first with "
-                            "run.with_series(analysis.series()) and diagnose that run")
+        raise RlvitalsError(Words(f"derived series {missing} are not columns of {run.path}; join them first with "
+                                  "run.with_series(analysis.series()) and diagnose that run",
+                                  f"派生序列 {missing} 不是 {run.path} 的列；先用 run.with_series(analysis.series()) "
+                                  "把它们并入，再诊断并入后的运行"))
     chosen = [_series(run, k, "derived") for k in dict.fromkeys(derived)]
     chosen += [_series(run, k, "logged") for k in resolve_metrics(run, metrics) if k not in derived]
     kept = [s for s in chosen if np.isfinite(s.values).any()]
-    dropped = tuple(f"{s.tag}: no finite value at any of its {len(s.steps)} steps; not written"
+    dropped = tuple(Words(f"{s.tag}: no finite value at any of its {len(s.steps)} steps; not written",
+                          f"{s.tag}：全部 {len(s.steps)} 步都没有有限值，没有写入")
                     for s in chosen if not np.isfinite(s.values).any())
     last_step = int(run.steps.max()) if len(run.steps) else 0
     return ExportPlan(run.path, lang, diagnosis.verdict, last_step, tuple(kept),

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import RlvitalsError
+from ..words import Words
 from ._wire import scalar_event, text_event, tfrecords, version_event
 from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, ExportPlan, expect_folder
 
@@ -80,12 +81,15 @@ def event_records(plan: ExportPlan, wall_time: float) -> list[bytes]:
 
 def _target(logdir: Path, stamp: int, host: str) -> Path:
     expect_folder(logdir, "--tensorboard", TENSORBOARD_FOLDER,
-                  "; give the folder that holds the events.out.tfevents.* files")
+                  Words("; give the folder that holds the events.out.tfevents.* files",
+                        "；请给出存放 events.out.tfevents.* 文件的文件夹"))
     try:
         logdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RlvitalsError(f"--tensorboard {logdir}: cannot create the folder ({exc.strerror}); "
-                            "give a writable folder") from None
+        raise RlvitalsError(Words(f"--tensorboard {logdir}: cannot create the folder ({exc.strerror}); "
+                                  "give a writable folder",
+                                  f"--tensorboard {logdir}：无法创建这个文件夹（{exc.strerror}）；"
+                                  "请给出一个可写的文件夹")) from None
     name = f"events.out.tfevents.{stamp}.{host}.{SUFFIX}"
     path, n = logdir / name, 1
     while path.exists():  # two exports in one second must not overwrite each other
@@ -110,6 +114,8 @@ def write_tensorboard(plan: ExportPlan, logdir: str | Path, *, clock: Callable[[
         with path.open("xb") as fh:
             fh.write(data)
     except OSError as exc:
-        raise RlvitalsError(f"--tensorboard {path}: cannot write the event file ({exc.strerror}); "
-                            "give a writable folder") from None
+        raise RlvitalsError(Words(f"--tensorboard {path}: cannot write the event file ({exc.strerror}); "
+                                  "give a writable folder",
+                                  f"--tensorboard {path}：无法写入 event 文件（{exc.strerror}）；请给出一个可写的文件夹"
+                                  )) from None
     return path

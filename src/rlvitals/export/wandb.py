@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from ..errors import RlvitalsError
+from ..words import Words, in_lang
 from .plan import PREFIX, STATUS_VALUE, WANDB_FOLDER, ExportPlan, expect_folder
 
 STEP_KEY = PREFIX + "step"
@@ -47,8 +48,10 @@ def _wandb() -> ModuleType:
     try:
         import wandb
     except ImportError:
-        raise RlvitalsError("--wandb needs the wandb client, which is not installed; "
-                            "install it with: pip install 'rlvitals[export]'") from None
+        raise RlvitalsError(Words("--wandb needs the wandb client, which is not installed; "
+                                  "install it with: pip install 'rlvitals[export]'",
+                                  "--wandb 需要 wandb 客户端，但它没有安装；"
+                                  "请用 pip install 'rlvitals[export]' 安装")) from None
     return wandb
 
 
@@ -108,7 +111,9 @@ def write_wandb(plan: ExportPlan, *, directory: str | Path, project: str = "rlvi
             run.log(payload, step=step if explicit else None)
         run.summary[VERDICT_KEY] = plan.verdict
         if plan.dropped:
-            run.summary[PREFIX + "dropped"] = "; ".join(plan.dropped)
+            # in the plan's language, as the findings table
+            run.summary[PREFIX + "dropped"] = ("；" if plan.lang == "zh" else "; ").join(
+                in_lang(d, plan.lang) for d in plan.dropped)
         return WandbExport(Path(run.dir).parent, run.id, len(logged))
     finally:
         run.finish()
