@@ -38,6 +38,7 @@ from transformers import TrainerCallback
 from ..errors import UnknownMetricError
 from ..watch import PREFIX
 from ..watch.monitor import Monitor
+from ..words import Words, in_lang
 
 __all__ = ["DEFAULT_LOG_KEYS", "RlvitalsCallback", "attach", "log_key_names"]
 
@@ -67,18 +68,24 @@ def log_key_names(log_keys: Sequence[str] | Literal["all"]) -> tuple[str, ...] |
     if log_keys == "all":
         return None
     if isinstance(log_keys, str) or not all(isinstance(k, str) for k in log_keys):
-        raise UnknownMetricError(f"log_keys={log_keys!r}: expected a list of metric names such as "
-                                 f"{list(DEFAULT_LOG_KEYS)}, or 'all'")
+        raise UnknownMetricError(Words(f"log_keys={log_keys!r}: expected a list of metric names such as "
+                                       f"{list(DEFAULT_LOG_KEYS)}, or 'all'",
+                                       f"log_keys={log_keys!r}：应为指标名的列表，例如 {list(DEFAULT_LOG_KEYS)}，"
+                                       "或者 'all'"))
     names = tuple(dict.fromkeys(k.removeprefix(PREFIX) for k in log_keys))
     catalog = load_catalog()
     unknown = [k for k in names if catalog.find(k) is None]
     if unknown:
-        raise UnknownMetricError(
+        like = (*DEFAULT_LOG_KEYS, "pass@4", "g_pass@4", "maj@4", "group/effective_batch", "diversity/edit_distance",
+                "prompt/difficulty/hard/share", "rollout/format_compliance")
+        raise UnknownMetricError(Words(
             f"log_keys: {', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not a metric "
-            f"rlvitals knows; the rollout metrics it can log are named like {', '.join(DEFAULT_LOG_KEYS)}, "
-            "pass@4, g_pass@4, maj@4, group/effective_batch, diversity/edit_distance, prompt/difficulty/hard/share, "
-            "rollout/format_compliance (every one: the 'Per-step keys' of docs/rollouts.md, or 'rlvitals explain "
-            "--list'); log_keys='all' logs every key the completions give")
+            f"rlvitals knows; the rollout metrics it can log are named like {', '.join(like)} (every one: the "
+            "'Per-step keys' of docs/rollouts.md, or 'rlvitals explain --list'); log_keys='all' logs every key the "
+            "completions give",
+            f"log_keys：{'、'.join(map(repr, unknown))} 不是 rlvitals 认识的指标；它能记录的 rollout 指标名形如 "
+            f"{'、'.join(like)}（完整列表见 docs/rollouts.md 的 'Per-step keys' 一节，或运行 'rlvitals explain "
+            "--list'）；log_keys='all' 会记录 completions 给出的每一个键"))
     return tuple(PREFIX + k for k in names)
 
 
@@ -140,11 +147,17 @@ class RlvitalsCallback(TrainerCallback):
         if getattr(args, "log_completions", False):
             self._pending = (step, Path(args.output_dir) / "completions" / f"completions_{step:05d}.parquet")
         elif hasattr(args, "log_completions"):  # a GRPOConfig that writes no completions
-            self._tell("no completions", "GRPOConfig(log_completions=False): TRL writes no completion files, so "
-                                         "no rollout metrics are computed; pass log_completions=True")
+            self._tell("no completions", Words(
+                "GRPOConfig(log_completions=False): TRL writes no completion files, so no rollout metrics are "
+                "computed; pass log_completions=True",
+                "GRPOConfig(log_completions=False)：TRL 不写 completion 文件，因此不会计算 rollout 指标；"
+                "请传入 log_completions=True"))
         if self.callbacks is None and hasattr(args, "log_completions"):
-            self._tell("not attached", "the callback was not attached with rlvitals.integrations.trl.attach(trainer): "
-                                       "rlvitals/... metrics are not written to the trainer's loggers")
+            self._tell("not attached", Words(
+                "the callback was not attached with rlvitals.integrations.trl.attach(trainer): rlvitals/... metrics "
+                "are not written to the trainer's loggers",
+                "这个 callback 没有用 rlvitals.integrations.trl.attach(trainer) 挂到 trainer 上：rlvitals/... 指标"
+                "不会写入 trainer 的 logger"))
 
     def _read_pending(self, args: Any, state: Any, control: Any, kwargs: dict[str, Any]) -> None:
         """Analyse the completion file TRL wrote after the last training log and, when attached, hand the
@@ -156,8 +169,9 @@ class RlvitalsCallback(TrainerCallback):
         step, path = self._pending
         self._pending = None
         if not path.is_file():
-            self._tell("no file", f"{path}: TRL did not write this completion file; the rollout metrics of step "
-                                  f"{step} are missing")
+            self._tell("no file", Words(f"{path}: TRL did not write this completion file; the rollout metrics of "
+                                        f"step {step} are missing",
+                                        f"{path}：TRL 没有写出这个 completion 文件；第 {step} 步的 rollout 指标缺失"))
             return
         derived = self.monitor.derive(step, read_rollouts(path, reward_weights=getattr(args, "reward_weights", None)))
         if self.callbacks is None or not derived:
@@ -165,12 +179,17 @@ class RlvitalsCallback(TrainerCallback):
         chosen = {k: v for k, v in derived.items() if self.log_keys is None or k in self.log_keys}
         missing = [k for k in self.log_keys or () if k not in derived]
         if missing:
-            self._tell("keys not derived", f"log_keys {missing}: the completions of step {step} gave no such "
-                                           f"value (they gave {sorted(derived)}); the others are logged")
+            self._tell("keys not derived", Words(
+                f"log_keys {missing}: the completions of step {step} gave no such value (they gave "
+                f"{sorted(derived)}); the others are logged",
+                f"log_keys {missing}：第 {step} 步的 completions 没有给出这些值（给出的是 {sorted(derived)}）；"
+                "其余的键照常记录"))
         if int(state.global_step) != step:  # no event of the Trainer came between two training logs
-            self._tell("late", f"the completions of step {step} were read at step {state.global_step}: their "
-                               "rlvitals/... metrics went to the Monitor, not to the loggers (they would be "
-                               "plotted at the wrong step)")
+            self._tell("late", Words(
+                f"the completions of step {step} were read at step {state.global_step}: their rlvitals/... metrics "
+                "went to the Monitor, not to the loggers (they would be plotted at the wrong step)",
+                f"第 {step} 步的 completions 到第 {state.global_step} 步才读到：它们的 rlvitals/... 指标只交给了 "
+                "Monitor，没有交给 logger（否则会画在错误的步上）"))
             return
         if not chosen:
             return
@@ -188,17 +207,18 @@ class RlvitalsCallback(TrainerCallback):
             if kinds and isinstance(callback, kinds):
                 callback.on_log(args, state, control, logs=dict(values), **public)
 
-    def _tell(self, kind: str, message: str) -> None:
+    def _tell(self, kind: str, message: Words) -> None:
         if kind not in self._told:
             self._told.add(kind)
-            self.monitor.report_error(message, kind=kind)
+            self.monitor.report_error(in_lang(message, self.monitor.lang), kind=kind)
 
     def _guarded(self, state: Any, work: Callable[[], None]) -> None:
         try:
             work()
         except Exception as exc:  # noqa: BLE001 (the Trainer must go on whatever happens here)
-            self.monitor.report_error(f"TRL callback at step {state.global_step}: {type(exc).__name__}: {exc}",
-                                      kind=f"callback {type(exc).__name__}")
+            said = Words(f"TRL callback at step {state.global_step}: {type(exc).__name__}: {exc}",
+                         f"TRL callback 在第 {state.global_step} 步出错：{type(exc).__name__}: {exc}")
+            self.monitor.report_error(in_lang(said, self.monitor.lang), kind=f"callback {type(exc).__name__}")
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
@@ -221,9 +241,12 @@ class RlvitalsCallback(TrainerCallback):
         if self.save_on_stop:
             control.should_save = True
         if state.is_world_process_zero:
-            self.monitor.say(f"rlvitals: stopping the training at step {self.stopped_at}"
-                             + (", after saving a checkpoint" if self.save_on_stop else "")
-                             + f" ({self.monitor.stop_reason()})")
+            at, saving, reason = self.stopped_at, self.save_on_stop, self.monitor.stop_reason()
+            line = Words(f"rlvitals: stopping the training at step {at}"
+                         + (", after saving a checkpoint" if saving else "") + f" ({reason})",
+                         f"rlvitals：在第 {at} 步停止训练" + ("，停止前先保存 checkpoint" if saving else "")
+                         + f"（{reason}）")
+            self.monitor.say(in_lang(line, self.monitor.lang))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
