@@ -21,6 +21,7 @@ import polars as pl
 from ..errors import InputError
 from ..ingest import parse_literal
 from ..ingest.record import SkipLog
+from ..words import Words
 
 #: the column of a raw frame holding each row's ``file:line``, for skip reasons
 WHERE = "_where"
@@ -114,12 +115,15 @@ def to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | N
     if skips is None:
         if notes is not None:
             where, value = df[WHERE].filter(bad)[0], text.filter(bad)[0]
-            whole = " whole" if dtype == pl.Int64 else ""
-            notes.append(f"{int(bad.sum())} value(s) of '{col}' are not{whole} numbers (e.g. {where}: {value!r}); "
-                         "they were read as unknown (null)")
+            whole, n = dtype == pl.Int64, int(bad.sum())
+            notes.append(Words(f"{n} value(s) of '{col}' are not{' whole' if whole else ''} numbers "
+                               f"(e.g. {where}: {value!r}); they were read as unknown (null)",
+                               f"'{col}' 有 {n} 个值不是{'整数' if whole else '数值'}（如 {where}：{value!r}）；"
+                               "这些值读作未知（空值）"))
         return out
     for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
-        skips.skip(where, f"{col} {value!r} is not a number; the row was skipped")
+        skips.skip(where, Words(f"{col} {value!r} is not a number; the row was skipped",
+                                f"{col} 的值 {value!r} 不是数值；这一行已跳过"))
     return out.filter(~bad)
 
 
@@ -174,18 +178,22 @@ def to_list(df: pl.DataFrame, col: str, dtype: pl.List, skips: SkipLog, what: st
         return df.with_columns(src.cast(dtype))
     parsed = [list_value(v, inner) for v in src.to_list()]
     bad = pl.Series([not ok for _, ok in parsed])
-    kind, example = ("numbers", "[0.12, 1.5, 0.03]") if inner == pl.Float64 else ("strings", '["search(x)", "open(3)"]')
+    kind, example = (Words("numbers", "数值"), "[0.12, 1.5, 0.03]") if inner == pl.Float64 else \
+        (Words("strings", "字符串"), '["search(x)", "open(3)"]')
     if bad.any() and bad.sum() == src.is_not_null().sum():
         i = bad.arg_true()[0]
-        raise InputError(f"{what}: column {source!r} (the {col} column) holds no list of {kind}; e.g. "
-                         f"{df[WHERE][i]}: {_short(src[i])}; expected a list, or JSON text like "
-                         f"{example}; fix the column or leave it unmapped")
+        raise InputError(Words(f"{what}: column {source!r} (the {col} column) holds no list of {kind}; e.g. "
+                               f"{df[WHERE][i]}: {_short(src[i])}; expected a list, or JSON text like "
+                               f"{example}; fix the column or leave it unmapped",
+                               f"{what}：列 {source!r}（{col} 列）里没有{kind.zh}列表；例如 {df[WHERE][i]}："
+                               f"{_short(src[i])}；应为列表，或形如 {example} 的 JSON 文本；请修正这一列，或不映射它"))
     out = df.with_columns(pl.Series(col, [items for items, _ in parsed], dtype=dtype))
     if not bad.any():
         return out
     wheres, values = df[WHERE].filter(bad).to_list(), src.filter(bad).to_list()
     for where, value in zip(wheres, values, strict=True):
-        skips.skip(where, f"{col} {_short(value)} is not a list of {kind}; the row was skipped")
+        skips.skip(where, Words(f"{col} {_short(value)} is not a list of {kind}; the row was skipped",
+                                f"{col} 的值 {_short(value)} 不是{kind.zh}列表；这一行已跳过"))
     return out.filter(~bad)
 
 
@@ -211,7 +219,9 @@ def to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
             values.append(None)
             odd += 1
     if odd:
-        notes.append(f"{odd} value(s) of '{col}' are neither true/false nor 0/1; they were read as unknown (null)")
+        notes.append(Words(f"{odd} value(s) of '{col}' are neither true/false nor 0/1; "
+                           "they were read as unknown (null)",
+                           f"'{col}' 有 {odd} 个值既不是 true/false 也不是 0/1；这些值读作未知（空值）"))
     return df.with_columns(pl.Series(col, values, dtype=pl.Boolean))
 
 

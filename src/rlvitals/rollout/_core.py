@@ -20,6 +20,7 @@ import polars as pl
 
 from ..errors import EmptyInputError, InputError
 from ..ingest.record import SkipLog
+from ..words import Words, in_lang
 from . import schema as S
 from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
 
@@ -79,8 +80,10 @@ class ColumnMap:
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None and (not isinstance(value, str) or not value):
-                raise InputError(f"column map: {f.name}={value!r} is not a column name; "
-                                 "give the source column's name as a non-empty string or None")
+                raise InputError(Words(f"column map: {f.name}={value!r} is not a column name; "
+                                       "give the source column's name as a non-empty string or None",
+                                       f"列映射：{f.name}={value!r} 不是列名；请以非空字符串给出源数据的列名，"
+                                       "或设为 None"))
 
     def mapping(self) -> dict[str, str]:
         """``{table column: source column}`` for the columns that are set."""
@@ -88,8 +91,10 @@ class ColumnMap:
 
     def missing(self, absent: Sequence[str], where: str, columns: Sequence[str]) -> InputError:
         """The error for mapped source columns (``absent``) that the data at ``where`` lacks."""
-        return InputError(f"{where}: column(s) {sorted(absent)} named in the column map are not in the data; "
-                          f"its columns are {list(columns)}; fix the column names")
+        return InputError(Words(f"{where}: column(s) {sorted(absent)} named in the column map are not in the data; "
+                                f"its columns are {list(columns)}; fix the column names",
+                                f"{where}：列映射中的列 {sorted(absent)} 不在数据里；数据的列是 {list(columns)}；"
+                                "请改正列名"))
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,10 @@ class ColumnFlags(ColumnMap):
         flags = ", ".join(f"--{k} {v}" for k, v in given)
         distinct = list(dict.fromkeys(v for _, v in given))  # --score r --correct r: one column lacking
         names, plural = " and ".join(repr(v) for v in distinct), "s" if len(distinct) > 1 else ""
-        return InputError(f"{flags}: no column{plural} {names} in {where}; its columns are {list(columns)}; "
-                          f"fix the column name{plural}")
+        return InputError(Words(f"{flags}: no column{plural} {names} in {where}; its columns are {list(columns)}; "
+                                f"fix the column name{plural}",
+                                f"{flags}：{where} 中没有列 {'、'.join(repr(v) for v in distinct)}；"
+                                f"它的列是 {list(columns)}；请改正列名"))
 
 
 @dataclass
@@ -150,9 +157,11 @@ def override(fields: dict[str, str], columns: ColumnMap | None, fmt: str, notes:
     given = columns.mapping() if columns is not None else {}
     if columns is None or not given:
         return ColumnMap(**fields)
-    said = [f"{k} = {v!r}" + (f" (was {fields[k]!r})" if fields.get(k) not in (None, v) else "")
-            for k, v in given.items()]
-    notes.append(f"column options override the {fmt} fields: {', '.join(said)}")
+    was = {k: fields[k] for k, v in given.items() if fields.get(k) not in (None, v)}
+    said = [f"{k} = {v!r}" + (f" (was {was[k]!r})" if k in was else "") for k, v in given.items()]
+    said_zh = [f"{k} = {v!r}" + (f"（原为 {was[k]!r}）" if k in was else "") for k, v in given.items()]
+    notes.append(Words(f"column options override the {fmt} fields: {', '.join(said)}",
+                       f"列选项覆盖了 {fmt} 的字段：{'，'.join(said_zh)}"))
     return type(columns)(**{**fields, **given})
 
 
@@ -189,12 +198,15 @@ def chat_columns(df: pl.DataFrame, prompt: str | None, response: str | None,
             pl.Series(prompt, [chat_text(c, last_user=True) for c in chats], dtype=pl.Utf8),
             pl.Series("prompt_messages", [None if c is None else json_text(c) for c in chats], dtype=pl.Utf8),
         )
-        notes.append("prompts are chat message lists: the prompt text is the last user message; "
-                     "groups are formed by the whole conversation, kept as JSON in 'prompt_messages'")
+        notes.append(Words("prompts are chat message lists: the prompt text is the last user message; "
+                           "groups are formed by the whole conversation, kept as JSON in 'prompt_messages'",
+                           "prompt 是聊天消息列表：prompt 文本取最后一条用户消息；分组按整段对话进行，"
+                           "对话以 JSON 保存在 'prompt_messages' 中"))
     if response is not None and response in df.columns and isinstance(df.schema[response], (pl.List, pl.Struct)):
         out = out.with_columns(pl.Series(response, [chat_text(c, last_user=False) for c in df[response].to_list()],
                                          dtype=pl.Utf8))
-        notes.append("responses are chat message lists: their contents are joined with newlines")
+        notes.append(Words("responses are chat message lists: their contents are joined with newlines",
+                           "回复是聊天消息列表：各条消息的内容用换行拼接"))
     return out
 
 
@@ -251,19 +263,27 @@ def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
         if not gaps:
             return df
         if binary:
-            notes.append(f"{gaps} rollout(s) have a score but no correctness value: theirs is taken from the score "
-                         "(correct = score >= 1.0, as scores lie in [-1, 1])")
+            notes.append(Words(f"{gaps} rollout(s) have a score but no correctness value: theirs is taken from the "
+                               "score (correct = score >= 1.0, as scores lie in [-1, 1])",
+                               f"有 {gaps} 个 rollout 有分数但没有对错值：其对错取自分数（分数 >= 1.0 为对，"
+                               "因为分数都在 [-1, 1] 内）"))
             return df.with_columns(pl.col(S.CORRECT).fill_null(derived))
-        notes.append(f"{gaps} rollout(s) have no correctness value and scores range over [{lo:g}, {hi:g}], not a 0/1 "
-                     "reward: their correctness is unknown and they are left out of pass@k / maj@k")
+        notes.append(Words(f"{gaps} rollout(s) have no correctness value and scores range over [{lo:g}, {hi:g}], "
+                           "not a 0/1 reward: their correctness is unknown and they are left out of pass@k / maj@k",
+                           f"有 {gaps} 个 rollout 没有对错值，而分数分布在 [{lo:g}, {hi:g}]，不是 0/1 reward："
+                           "其对错未知，不计入 pass@k / maj@k"))
         return df
     if binary:
-        notes.append("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
-                     "like a 0/1 outcome reward; give a correctness column if that is wrong")
+        notes.append(Words("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
+                           "like a 0/1 outcome reward; give a correctness column if that is wrong",
+                           "对错取自分数（分数 >= 1.0 为对），因为分数都在 [-1, 1] 内，像 0/1 的结果 reward；"
+                           "如果不对，请给出对错列"))
         return df.with_columns(derived.alias(S.CORRECT))
-    notes.append(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
-                 "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
-                 "correct when score >= 1.0; give a correctness column (--correct) if that is wrong")
+    notes.append(Words(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
+                       "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
+                       "correct when score >= 1.0; give a correctness column (--correct) if that is wrong",
+                       f"分数分布在 [{lo:g}, {hi:g}]，不是 0/1 reward，因此没有生成对错列：长度 × 对错和难度分档"
+                       "都跳过，pass@k / maj@k 把分数 >= 1.0 的 rollout 算作对；如果不对，请给出对错列（--correct）"))
     return df
 
 
@@ -294,8 +314,12 @@ def assign_groups(df: pl.DataFrame, grouping: Grouping, group_size: int | None, 
             split_steps = split_steps.filter(pl.col(S.STEP).is_in(odd_steps.implode()))
         text_steps = sorted(split_steps[S.STEP].unique().to_list())
         if text_steps:
-            notes.append(f"the same prompt appears in separate runs at step(s) {_few(text_steps)} "
-                         "(samples not consecutive, as in validation dumps): those steps are grouped by prompt text")
+            few = _few(text_steps)
+            notes.append(Words(f"the same prompt appears in separate runs at step(s) {few} "
+                               "(samples not consecutive, as in validation dumps): those steps are grouped by "
+                               "prompt text",
+                               f"同一个 prompt 在第 {few.zh} 步分成几段出现（样本不相邻，验证数据的导出就是这样）："
+                               "这些步按 prompt 文本分组"))
         label = pl.when(pl.col(S.STEP).is_in(text_steps)).then(pl.col(KEY)).otherwise(pl.col("_run").cast(pl.Utf8))
         df = df.with_columns(label.alias("_gkey"))
     else:
@@ -305,9 +329,10 @@ def assign_groups(df: pl.DataFrame, grouping: Grouping, group_size: int | None, 
     return df.drop("_row", "_gkey", "_run", strict=False)
 
 
-def _few(items: Sequence[object], k: int = 5) -> str:
-    shown = ", ".join(str(i) for i in items[:k])
-    return shown + (f" … ({len(items)} in all)" if len(items) > k else "")
+def _few(items: Sequence[object], k: int = 5) -> Words:
+    more = len(items) > k
+    return Words(", ".join(str(i) for i in items[:k]) + (f" … ({len(items)} in all)" if more else ""),
+                 "、".join(str(i) for i in items[:k]) + (f" …（共 {len(items)} 个）" if more else ""))
 
 
 def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> None:
@@ -316,12 +341,16 @@ def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> N
         bad = sizes.filter(pl.col("_n") != group_size).sort(S.STEP, S.GROUP)
         if bad.height:
             eg = [f"step {s} group {g}: {k}" for s, g, k in bad.head(3).iter_rows()]
-            notes.append(f"{bad.height} of {sizes.height} groups do not have group_size={group_size} samples "
-                         f"({'; '.join(eg)})")
+            eg_zh = [f"第 {s} 步的组 {g}：{k} 个" for s, g, k in bad.head(3).iter_rows()]
+            notes.append(Words(f"{bad.height} of {sizes.height} groups do not have group_size={group_size} samples "
+                               f"({'; '.join(eg)})",
+                               f"{sizes.height} 个组中有 {bad.height} 个的样本数不是 group_size={group_size}"
+                               f"（{'；'.join(eg_zh)}）"))
     else:
         counts = sorted(set(sizes["_n"].to_list()))
         if len(counts) > 1:
-            notes.append(f"group sizes vary: {_few(counts)} samples")
+            few = _few(counts)
+            notes.append(Words(f"group sizes vary: {few} samples", f"各组大小不一：{few.zh} 个样本"))
 
 
 def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
@@ -334,12 +363,17 @@ def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
     '3.jsonl: no rollout could be read: 1 line(s) or row(s) were skipped: 3.jsonl:1: invalid JSON; the line was skipped'
     """
     if skips.count == 0:
-        return EmptyInputError(f"{what}: no rollout could be read: the input holds no rows; "
-                               "point at a file or folder with rollouts")
+        return EmptyInputError(Words(f"{what}: no rollout could be read: the input holds no rows; "
+                                     "point at a file or folder with rollouts",
+                                     f"{what}：读不到任何 rollout：输入里没有数据行；"
+                                     "请指向含有 rollout 的文件或文件夹"))
     listed = "; ".join(skips.reasons[:shown])
+    listed_zh = "；".join(in_lang(r, "zh") for r in skips.reasons[:shown])
     more = skips.count - min(len(skips.reasons), shown)
-    return EmptyInputError(f"{what}: no rollout could be read: {skips.count} line(s) or row(s) were skipped: "
-                           f"{listed}" + (f" … and {more} more" if more else ""))
+    return EmptyInputError(Words(f"{what}: no rollout could be read: {skips.count} line(s) or row(s) were skipped: "
+                                 f"{listed}" + (f" … and {more} more" if more else ""),
+                                 f"{what}：读不到任何 rollout：跳过了 {skips.count} 行：{listed_zh}"
+                                 + (f" … 另有 {more} 行" if more else "")))
 
 
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
@@ -350,10 +384,12 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
         raise empty_error(what, skips)
     if S.STEP not in df.columns:
         df = df.with_columns(pl.lit(0, pl.Int64).alias(S.STEP))
-        notes.append("the data has no step column: every rollout is put at step 0")
+        notes.append(Words("the data has no step column: every rollout is put at step 0",
+                           "数据没有步数列：所有 rollout 都记在第 0 步"))
     if split is not None:
         if S.SPLIT in df.columns:
-            notes.append(f"the split column was replaced by split={split!r}")
+            notes.append(Words(f"the split column was replaced by split={split!r}",
+                               f"split 列已替换为 split={split!r}"))
         df = df.with_columns(pl.lit(split, pl.Utf8).alias(S.SPLIT))
     df = df.sort(S.STEP, maintain_order=True)
     if S.GROUP not in df.columns:
@@ -361,7 +397,8 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
             key = pl.col(S.PROMPT) if S.PROMPT in df.columns else pl.lit(None, pl.Utf8)
             df = df.with_columns(key.alias(KEY))
             if S.PROMPT not in df.columns:
-                notes.append("the data has neither a group nor a prompt column: every rollout is its own group")
+                notes.append(Words("the data has neither a group nor a prompt column: every rollout is its own group",
+                                   "数据既没有分组列也没有 prompt 列：每个 rollout 单独成组"))
         df = assign_groups(df, grouping, group_size, notes)
     if S.SAMPLE not in df.columns:
         df = df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(S.STEP, S.GROUP).alias(S.SAMPLE))

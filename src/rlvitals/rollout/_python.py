@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
+from ..words import Words
 from . import schema as S
 from ._columns import WHERE, column
 
@@ -73,8 +74,11 @@ def _series(name: str, values: Any) -> pl.Series:
         return values.alias(name)
     if isinstance(values, (np.ndarray, list, tuple)) or type(values).__module__.split(".")[0] == "pandas":
         return column(name, [plain(v) for v in values])
-    raise InputError(f"column {name!r}: got {type(values).__name__}; expected a list, NumPy array, tensor or "
-                     "Series of values, one per rollout")
+    kind = type(values).__name__
+    raise InputError(Words(f"column {name!r}: got {kind}; expected a list, NumPy array, tensor or "
+                           "Series of values, one per rollout",
+                           f"列 {name!r}：收到的是 {kind}；应为列表、NumPy 数组、tensor 或 Series，"
+                           "每个 rollout 一个值"))
 
 
 def frame_from_columns(columns: Mapping[str, Any]) -> pl.DataFrame:
@@ -82,8 +86,9 @@ def frame_from_columns(columns: Mapping[str, Any]) -> pl.DataFrame:
     series = [_series(str(name), values) for name, values in columns.items()]
     lengths = {s.name: s.len() for s in series}
     if len(set(lengths.values())) > 1:
-        raise InputError(f"dict of columns: the columns have different lengths {lengths}; give one value per "
-                         "rollout in every column")
+        raise InputError(Words(f"dict of columns: the columns have different lengths {lengths}; give one value per "
+                               "rollout in every column",
+                               f"由各列组成的 dict：各列长度不同 {lengths}；每一列都应为每个 rollout 给一个值"))
     return pl.DataFrame(series)
 
 
@@ -105,12 +110,17 @@ def frame_from_scores(array: Any) -> tuple[pl.DataFrame, str]:
     """
     a = _numpy(array)
     if a.ndim not in (2, 3):
-        fix = " (e.g. rewards.reshape(-1, G) for G samples per prompt)" if a.ndim == 1 else ""
-        raise InputError(f"array of scores: shape {a.shape} is not (groups, samples) or (steps, groups, samples); "
-                         f"reshape it{fix}, or give records or a frame with a group column")
+        fix = Words(" (e.g. rewards.reshape(-1, G) for G samples per prompt)",
+                    "（例如每个 prompt 有 G 个样本时用 rewards.reshape(-1, G)）") if a.ndim == 1 else Words("", "")
+        raise InputError(Words(f"array of scores: shape {a.shape} is not (groups, samples) or (steps, groups, "
+                               f"samples); reshape it{fix}, or give records or a frame with a group column",
+                               f"分数数组：形状 {a.shape} 既不是 (组, 样本) 也不是 (步, 组, 样本)；请调整形状{fix.zh}，"
+                               "或给出带分组列的记录或数据帧"))
     if a.dtype.kind not in "biuf":
-        raise InputError(f"array of scores: dtype {a.dtype} is neither numbers (scores) nor booleans (correctness); "
-                         "give a numeric or boolean array, or records / a frame for other values")
+        raise InputError(Words(f"array of scores: dtype {a.dtype} is neither numbers (scores) nor booleans "
+                               "(correctness); give a numeric or boolean array, or records / a frame for other values",
+                               f"分数数组：dtype {a.dtype} 既不是数值（分数）也不是布尔值（对错）；"
+                               "请给出数值或布尔数组，其他值请用记录或数据帧"))
     a3 = a if a.ndim == 3 else a[None]
     steps, groups, samples = a3.shape
     values = a3.reshape(-1)

@@ -22,11 +22,13 @@ from typing import Any
 from ..errors import UnknownFormatError
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
+from ..words import Words
 from ._columns import WHERE, frame_from_rows
 from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, files_told, finish, override
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
+EXPECTED = Words("a JSON object with input/output/score", "JSON 对象（含 input/output/score）")
 _FIELDS = {"step": "step", "prompt": "input", "response": "output", "target": "gts", "score": "score",
            "correct": "acc", "answer": "pred", "source": "data_source"}
 
@@ -57,8 +59,7 @@ def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: li
     meta = SourceMeta(format=FORMAT)
     step = file_step(path)
     before, replaced, read = skips.count, 0, 0
-    for lineno, text, obj in json_objects(path, meta, skips, "a JSON object with input/output/score",
-                                          cut_at_end=not _ends_with_newline(path)):
+    for lineno, text, obj in json_objects(path, meta, skips, EXPECTED, cut_at_end=not _ends_with_newline(path)):
         read += 1
         replaced += "\ufffd" in text
         if not isinstance(obj.get("step"), int) or isinstance(obj.get("step"), bool):
@@ -67,9 +68,10 @@ def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: li
         rows.append(obj)
     notes.extend(meta.notes)
     if not read and skips.count == before:
-        notes.append(f"{path} holds no samples")
+        notes.append(Words(f"{path} holds no samples", f"{path} 里没有样本"))
     if replaced:
-        notes.append(f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)")
+        notes.append(Words(f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)",
+                           f"{path}：有 {replaced} 行含 U+FFFD（不是 UTF-8 的字节读作 U+FFFD）"))
 
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
@@ -82,8 +84,10 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     for path in files_told(paths, progress):
         _read_file(path, rows, skips, notes)
     if rows and not any("output" in r or "input" in r for r in rows):
-        raise UnknownFormatError(f"{what}: named like a veRL generation dump ({{step}}.jsonl) but its lines "
-                                 "have no 'input'/'output' keys; pass a column map for a generic JSONL file")
+        raise UnknownFormatError(Words(f"{what}: named like a veRL generation dump ({{step}}.jsonl) but its lines "
+                                       "have no 'input'/'output' keys; pass a column map for a generic JSONL file",
+                                       f"{what}：文件名像 veRL 的生成结果（{{step}}.jsonl），但各行没有 "
+                                       "'input'/'output' 键；通用 JSONL 文件请传入列映射"))
     df = frame_from_rows(rows)
     cmap = override({k: v for k, v in _FIELDS.items() if v in df.columns}, columns, FORMAT, notes)
     key = cmap.prompt

