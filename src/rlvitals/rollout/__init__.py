@@ -11,7 +11,7 @@ from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json,
 from .answers import extract_answer, forced_answer, same_answer
 from .groups import group_table
 from .options import RolloutSettings
-from .probe_results import PROBES_FILE, ProbeResults, read_probe_results
+from .probe_results import PROBES_FILE, ProbeResults, read_probe_results, with_probe_results
 from .readers import (
     ColumnFlags,
     Progress,
@@ -32,4 +32,4 @@ __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files
     "ProbeResults", "Progress", "PROMPT", "read_probe_results", "read_rollouts", "RESPONSE", "RolloutAnalysis",
     "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "RolloutSource", "same_answer",
     "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED",
-    "update", "write_trl_completions", "write_verl_dump"]
+    "update", "with_probe_results", "write_trl_completions", "write_verl_dump"]

@@ -31,7 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import RlvitalsError
-from ..rollout import Progress
+from ..rollout import PROBES_FILE, ProbeResults, Progress, read_probe_results, with_probe_results
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
 from ..run.follow import signature
@@ -98,6 +98,9 @@ class RolloutFollow:
         self._reported: set[str] = set()
         self._waiting = False
         self._whole: tuple[tuple[str, int, int, int], ...] | None = None  # a table read whole, as last read
+        #: rlvitals probe's results beside the rollouts (per-step metrics like the dumps'), and their file's signature
+        self.probed: ProbeResults | None = None
+        self._probed_sig: tuple[int, int, int] | None = None
 
     def _step_files(self) -> list[tuple[int, Path]]:
         base = self.folder / "completions" if (self.folder / "completions").is_dir() else self.folder
@@ -117,8 +120,26 @@ class RolloutFollow:
         return sorted(found)
 
     def poll(self) -> bool:
-        """Read the step files that are new or changed (or the table, when it changed); whether any
-        step's metrics changed."""
+        """Read the step files that are new or changed (or the table, when it changed) and the probe results
+        beside them when they changed; whether any step's metrics changed."""
+        probed = self._poll_probes()
+        return self._poll_rollouts() or probed
+
+    def _poll_probes(self) -> bool:
+        path = (self.folder if self.folder.is_dir() else self.folder.parent) / PROBES_FILE
+        sig = _signature(path)
+        if sig is None or sig == self._probed_sig:
+            return False
+        self._probed_sig = sig
+        try:
+            self.probed = read_probe_results(path)
+        except RlvitalsError as exc:
+            self.messages.append(_unread(path, exc))
+            return False
+        self.messages.extend(self.probed.skips.reasons)
+        return True
+
+    def _poll_rollouts(self) -> bool:
         if self.folder.is_file():
             return self._poll_whole()
         files = self._step_files()
@@ -142,7 +163,7 @@ class RolloutFollow:
 
     def _has_tables(self) -> bool:
         try:
-            return any(name.endswith(_TABLES) for name in os.listdir(self.folder))
+            return any(name.endswith(_TABLES) and name != PROBES_FILE for name in os.listdir(self.folder))
         except OSError:
             return False
 
@@ -186,8 +207,14 @@ class RolloutFollow:
         keys: dict[str, None] = {}
         for step in sorted(self.frames):
             keys.update(dict.fromkeys(c for c in self.frames[step].columns if c != "step"))
+        if self.probed is not None:
+            keys.update(dict.fromkeys(c for c in self.probed.frame.columns if c != "step"))
         return list(keys)
 
     def join(self, run: Run) -> Run:
-        """``run`` with every step's rollout metrics read so far."""
-        return join_series(run, [self.frames[s] for s in sorted(self.frames)], f"rollouts in {self.folder}")
+        """``run`` with every step's rollout metrics read so far (and the probe results beside them)."""
+        frames = [self.frames[s] for s in sorted(self.frames)]
+        if self.probed is not None:
+            whole = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema={"step": pl.Int64})
+            frames = [with_probe_results(whole, self.probed)]
+        return join_series(run, frames, f"rollouts in {self.folder}")
