@@ -310,3 +310,30 @@ def test_a_served_log_file_beside_another_log_joins_their_rollouts_to_neither(tm
     assert ws.notes()[0] == f"serve: in {runs / 'a.jsonl'}: 1 rollout folder paired with its log"
     assert c.get(f"/api/runs/{run_id(str(runs / 'a.jsonl'))}/rollouts").json()["available"] == [1, 2, 3]
     ws.close()
+
+
+def test_probe_results_are_no_run_and_join_the_served_runs_rollouts(tmp_path: Path) -> None:
+    """rlvitals-probes.jsonl looks like a metrics log (a step and numbers per line) but is rlvitals' own; in
+    the rollout folder paired with a log, its per-step faithfulness joins the run, and a re-probe is seen."""
+    from rlvitals.rollout import PROBES_FILE
+
+    folder = tmp_path / "runs"
+    _log(folder / "metrics.jsonl")
+    write_dump(folder / "rollout_data", steps=6)
+    probes = "".join(json.dumps({"model": "m", "step": s, "rollouts": 2, "reasoning/faithfulness": v}) + "\n"
+                     for s, v in ((2, 0.9), (4, 0.7)))
+    (folder / "rollout_data" / PROBES_FILE).write_text(probes, encoding="utf-8")
+    (folder / PROBES_FILE).write_text(probes, encoding="utf-8")  # beside the log too: still not a run
+    ws = workspace([folder], tmp_path / "s.sqlite")
+    try:
+        ws.poll_once()
+        assert [Path(s["path"]).name for s in ws.summaries()] == ["metrics.jsonl"]
+        rid = run_id(str(folder / "metrics.jsonl"))
+        served = ws.get(rid)
+        assert served.run.series("reasoning/faithfulness")[1].tolist() == [0.9, 0.7]
+        (folder / "rollout_data" / PROBES_FILE).write_text(probes + json.dumps(
+            {"model": "m", "step": 6, "rollouts": 2, "reasoning/faithfulness": 0.5}) + "\n", encoding="utf-8")
+        ws.poll_once()
+        assert ws.get(rid).run.series("reasoning/faithfulness")[1].tolist() == [0.9, 0.7, 0.5]
+    finally:
+        ws.close()

@@ -11,7 +11,8 @@ A served folder is walked down to ``MAX_DEPTH`` levels of sub-folders, at most `
   reader takes whole (a TRL ``output_dir``) is looked into for the rollout folders it holds;
 * rlvitals' own files are not runs: ``.rlvitals/`` (the watch state), the state files
   ``watch.sqlite`` and ``serve.sqlite`` (with their ``-wal``/``-shm``/``-journal`` files) and this
-  server's own, ``rlvitals-live.json`` (a live TensorBoard export's memo), and alert files written
+  server's own, ``rlvitals-live.json`` (a live TensorBoard export's memo), ``rlvitals-probes.jsonl`` (the
+  probe results ``rlvitals probe`` writes beside rollouts; read with those rollouts), and alert files written
   by ``--alert jsonl:FILE`` (JSONL whose first object begins with ``"alert_id"``);
 * anything else — a README, a config, hidden entries, links out of the served folder, FIFOs — is
   not a log.
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from ..errors import EmptyInputError, InputError
 from ..ingest import find_reader, special_kind
+from ..rollout import PROBES_FILE
 from ..rollout.readers import dump_files
 from ..words import Words
 
@@ -51,7 +53,7 @@ MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/ex
 MAX_SCAN = 5000  # entries looked at per served folder and scan
 MAX_INNER = 200  # entries of a run folder looked at for the rollout folders it holds
 #: rlvitals' own files by name (the state files' WAL, shared-memory and journal files too)
-OWN_NAMES = frozenset({".rlvitals", "watch.sqlite", "serve.sqlite", "rlvitals-live.json"})
+OWN_NAMES = frozenset({".rlvitals", "watch.sqlite", "serve.sqlite", "rlvitals-live.json", PROBES_FILE})
 _OWN_TAILS = ("", "-wal", "-shm", "-journal")
 #: how an alert file written by ``--alert jsonl:FILE`` begins (``JsonlSink`` writes the alert id first)
 ALERT_HEAD = b'{"alert_id":'

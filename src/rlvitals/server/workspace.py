@@ -47,6 +47,7 @@ from ..checks import FINDING_STATUSES
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import READING_ORDER, Diagnosis, diagnose
 from ..errors import RlvitalsError
+from ..rollout import PROBES_FILE
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
@@ -307,6 +308,8 @@ class Workspace:
                 dumps = self._found.get(folder)
                 # a folder found beside a log may hold that log too: only its dumps say it changed
                 sig = signature(folder) if dumps is None else tuple(sig for f in dumps for sig in signature(f))
+                probed = folder / PROBES_FILE  # rlvitals probe's results: a re-probe changes the rollout series
+                sig += signature(probed) if dumps is not None and probed.is_file() else ()
                 if sig == self._rollout_sig.get(folder):
                     continue
                 self._rollouts[folder] = analyze(folder, self.options.rollout_settings)
