@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..words import Words
 from .catalog import Alias, Catalog, Metric
 
 Version = tuple[int, ...]
@@ -63,6 +64,22 @@ class _Candidate:
 
 def _fill(template: str, groups: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: groups.get(m.group(1), m.group(0)), template)
+
+
+def _ambiguous(key: str, framework: str | None, read_as: str, note: str) -> Words:
+    """The note on a key whose meaning changed across ``framework``'s versions, read as ``read_as``; the
+    chosen alias' ``note`` is the catalog's English, marked so in the Chinese.
+
+    Example:
+        >>> _ambiguous("reward_std", "trl", "reward/std", "").zh
+        "'reward_std' 在 trl 的不同版本里含义不同；这份日志看不出版本，所以按 'reward/std' 读取"
+    """
+    where = f"在 {framework} 的不同版本里" if framework else "在不同的框架版本里"
+    return Words(f"{key!r} means different things across {framework or 'framework'} versions; "
+                 f"the version is not visible in this log, so it was read as {read_as!r}"
+                 + (f" ({note})" if note else ""),
+                 f"{key!r} {where}含义不同；这份日志看不出版本，所以按 {read_as!r} 读取"
+                 + (f"（英文原文：{note}）" if note else ""))
 
 
 class KeyResolver:
@@ -156,12 +173,8 @@ class KeyResolver:
             if defaults:
                 best = defaults[0]
             if notes is not None:
-                chosen = best.alias.note if best.alias is not None else ""
-                notes.append(
-                    f"{key!r} means different things across {ctx.framework or 'framework'} versions; "
-                    f"the version is not visible in this log, so it was read as {_fill(best.metric.key, best.groups)!r}"
-                    + (f" ({chosen})" if chosen else "")
-                )
+                notes.append(_ambiguous(key, ctx.framework, _fill(best.metric.key, best.groups),
+                                        best.alias.note if best.alias is not None else ""))
         alias = best.alias
         via = "exact" if alias is None or alias.name is not None else "pattern"
         if alias is None and best.metric.is_template:

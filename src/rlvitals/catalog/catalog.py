@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
 from ..errors import CatalogError, UnknownMetricError
+from ..words import Words
 
 SCALES = ("token", "rollout", "group", "prompt", "batch", "time", "reasoning", "system")
 SCOPES = ("token", "rollout", "group", "batch", "run")
@@ -253,10 +254,9 @@ class Catalog:
         """Like :meth:`find` but raises :class:`UnknownMetricError` with a hint."""
         hit = self.find(key)
         if hit is None:
-            raise UnknownMetricError(
-                f"metric {key!r} is not in the catalog; "
-                "run 'rlvitals explain --list' to see every canonical key"
-            )
+            raise UnknownMetricError(Words(
+                f"metric {key!r} is not in the catalog; run 'rlvitals explain --list' to see every canonical key",
+                f"指标 {key!r} 不在指标目录中；运行 'rlvitals explain --list' 可以查看全部规范键名"))
         return hit
 
 

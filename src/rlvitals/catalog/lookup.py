@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnknownMetricError
+from ..words import Words
 from .aliases import Context, KeyResolver, Resolved
 from .catalog import Catalog, Metric, load_catalog
 
 
 def lookup(key: str, catalog: Catalog | None = None, lang: str = "en") -> tuple[Metric, str, list[str]]:
-    """``(entry, canonical key, how it was reached)`` for a canonical key or any alias; ``how`` and the
-    error for an unknown key in ``lang``."""
+    """``(entry, canonical key, how it was reached)`` for a canonical key or any alias; ``how`` in ``lang``.
+    An unknown key raises :class:`UnknownMetricError`, in English and Chinese, with the keys it is close to."""
     catalog = catalog or load_catalog()
     hit = catalog.find(key)
     if hit is not None:
@@ -20,15 +21,13 @@ def lookup(key: str, catalog: Catalog | None = None, lang: str = "en") -> tuple[
     res = resolver.resolve(key, Context())
     if res is None:
         close = near_misses(key, catalog)
-        if lang == "zh":
-            hint = f"是不是想找 {'、'.join(close)}？" if close else ""
-            raise UnknownMetricError(f"{key!r} 既不是已收录的指标，也不是它们的别名。{hint}"
-                                     "运行 'rlvitals explain --list' 可以查看全部指标。")
-        hint = f" Did you mean {' or '.join(close)}?" if close else ""
-        raise UnknownMetricError(
+        hint = Words(f" Did you mean {' or '.join(close)}?", f"是不是想找 {'、'.join(close)}？") if close \
+            else Words("", "")
+        raise UnknownMetricError(Words(
             f"{key!r} is neither a canonical metric nor an alias of one.{hint} "
-            "Run 'rlvitals explain --list' to see every metric."
-        )
+            "Run 'rlvitals explain --list' to see every metric.",
+            f"{key!r} 既不是已收录的指标，也不是它们的别名。{hint.zh}"
+            "运行 'rlvitals explain --list' 可以查看全部指标。"))
     return res.metric, res.canonical, (_how_zh if lang == "zh" else _how_en)(key, res)
 
 

@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import orjson
 
 from ..errors import RlvitalsError
+from ..words import Words, both, in_lang
 from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
 if TYPE_CHECKING:
@@ -27,6 +28,23 @@ SAYS = {"en": "rlvitals: ", "zh": "rlvitals："}
 def error_line(exc: RlvitalsError, lang: str = "en") -> str:
     """``exc`` as the CLI prints it: one line after the program's name, in ``lang``."""
     return f"{SAYS.get(lang, SAYS['en'])}{exc.text(lang)}\n"
+
+
+def said_line(text: str, lang: str = "en") -> str:
+    r"""``text`` (:class:`~rlvitals.words.Words` or plain) as the CLI prints a problem: one line after the
+    program's name, in ``lang``.
+
+    Example:
+        >>> said_line(Words("--k 0: too small", "--k 0：太小"), "zh")
+        'rlvitals：--k 0：太小\n'
+    """
+    return f"{SAYS.get(lang, SAYS['en'])}{in_lang(text, lang)}\n"
+
+
+def _message(exc: Exception) -> str:
+    """What ``exc`` says, its Chinese kept where it was written as :class:`~rlvitals.words.Words`."""
+    said = exc.args[0] if exc.args else ""
+    return said if isinstance(said, Words) else str(exc)
 
 
 def lang_of(args: argparse.Namespace) -> str:
@@ -64,7 +82,7 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
     if one_run:
         told: list[str] = []  # said after the progress display is gone
         try:
-            with reading(err, progress) as shown:
+            with reading(err, progress, lang) as shown:
                 runs.append(load_launches(paths, fmt, shown, lambda note: told.append(note.text(lang))))
         except RlvitalsError as exc:
             told, status = [exc.text(lang)], EXIT_USAGE
@@ -73,7 +91,7 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
         return runs, status
     for path in paths:
         try:
-            with reading(err, progress) as shown:
+            with reading(err, progress, lang) as shown:
                 runs.extend(load(path, fmt, shown))
         except RlvitalsError as exc:
             err.write(error_line(exc, lang))
@@ -97,9 +115,13 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
     given = [f"--{name}" for name in COLUMN_OPTIONS if getattr(args, f"col_{name}") is not None]
     given += [flag for flag, dest in ROLLOUT_OPTIONS.items() if getattr(args, dest) not in (None, False)]
     if given and not rollouts:
-        raise RlvitalsError(f"{', '.join(given)}: {'these options say' if len(given) > 1 else 'this option says'} "
-                            "how rollouts are read and analysed, but no --rollouts DIR was given; add --rollouts DIR "
-                            f"(the rollout dumps of the run) or drop {' and '.join(given)}")
+        raise RlvitalsError(Words(
+            f"{', '.join(given)}: {'these options say' if len(given) > 1 else 'this option says'} "
+            "how rollouts are read and analysed, but no --rollouts DIR was given; add --rollouts DIR "
+            f"(the rollout dumps of the run) or drop {' and '.join(given)}",
+            f"{'、'.join(given)}：{'这些选项' if len(given) > 1 else '这个选项'}规定怎样读取和分析 rollout，"
+            "但没有给出 --rollouts DIR；请加上 --rollouts DIR（这次训练的 rollout 导出文件），"
+            f"或者去掉 {' 和 '.join(given)}"))
     _check_rollout_flags(args)
     try:
         return RolloutSettings(ks=_parse_ks(args.k) if args.k is not None else RolloutSettings().ks,
@@ -110,26 +132,34 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
                                ood_sources=None if args.ood_sources is None else tuple(args.ood_sources),
                                **_segment_tags(args))
     except (ValueError, TypeError) as exc:
-        raise RlvitalsError(str(exc)) from None
+        raise RlvitalsError(_message(exc)) from None
 
 
 def _check_rollout_flags(args: argparse.Namespace) -> None:
     """The rollout options' own errors, in the words of the command line (the settings would name
     their Python fields)."""
-    if args.tool_call_cap is not None and args.tool_call_cap < 1:
-        raise RlvitalsError(f"--tool-cap {args.tool_call_cap}: the cap is the most tool calls a rollout may make, "
-                            "a whole number >= 1")
-    if args.max_response_length is not None and args.max_response_length < 1:
-        raise RlvitalsError(f"--max-response-length {args.max_response_length}: the limit is a number of tokens >= 1")
-    if args.group_size is not None and args.group_size < 1:
-        raise RlvitalsError(f"--group-size {args.group_size}: the group size is the number of rollouts per prompt, "
-                            "a whole number >= 1")
+    cap, limit, size = args.tool_call_cap, args.max_response_length, args.group_size
+    if cap is not None and cap < 1:
+        raise RlvitalsError(Words(f"--tool-cap {cap}: the cap is the most tool calls a rollout may make, "
+                                  "a whole number >= 1",
+                                  f"--tool-cap {cap}：上限是一个 rollout 最多能调用工具的次数，应为不小于 1 的整数"))
+    if limit is not None and limit < 1:
+        raise RlvitalsError(Words(f"--max-response-length {limit}: the limit is a number of tokens >= 1",
+                                  f"--max-response-length {limit}：上限是 token 数，应不小于 1"))
+    if size is not None and size < 1:
+        raise RlvitalsError(Words(f"--group-size {size}: the group size is the number of rollouts per prompt, "
+                                  "a whole number >= 1",
+                                  f"--group-size {size}：组大小是每个 prompt 的 rollout 数，应为不小于 1 的整数"))
     if args.ood_sources and not args.id_sources:
-        raise RlvitalsError("--ood-source needs --id-source: the gap is in-distribution minus out-of-distribution")
-    both = sorted(set(args.id_sources or ()) & set(args.ood_sources or ()))
-    if both:
-        raise RlvitalsError(f"--id-source and --ood-source both name {', '.join(both)}: a data source is either in- "
-                            "or out-of-distribution; give it once")
+        raise RlvitalsError(Words("--ood-source needs --id-source: the gap is in-distribution minus "
+                                  "out-of-distribution",
+                                  "--ood-source 需要同时给出 --id-source：差距是分布内减去分布外"))
+    twice = sorted(set(args.id_sources or ()) & set(args.ood_sources or ()))
+    if twice:
+        raise RlvitalsError(Words(f"--id-source and --ood-source both name {', '.join(twice)}: a data source is "
+                                  "either in- or out-of-distribution; give it once",
+                                  f"--id-source 和 --ood-source 都列出了 {'、'.join(twice)}：一个数据源要么在分布内，"
+                                  "要么在分布外；只给一次"))
 
 
 def _column_flags(args: argparse.Namespace) -> Any:
@@ -155,7 +185,7 @@ def _segment_tags(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 tags[name] = parse_tag(text)
             except ValueError as exc:
-                raise RlvitalsError(f"--{flag}-tag {exc}") from None
+                raise RlvitalsError(both(f"--{flag}-tag ".__add__, _message(exc))) from None
     return {"segment_tags": SegmentTags(**tags)} if tags else {}
 
 
@@ -165,9 +195,10 @@ def _parse_ks(text: str) -> tuple[int, ...] | Literal["all"]:
     try:
         ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
     except ValueError:
-        raise RlvitalsError(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8, or all") from None
+        raise RlvitalsError(Words(f"--k {text!r}: expected comma-separated whole numbers like 1,2,4,8, or all",
+                                  f"--k {text!r}：应为逗号分隔的整数（如 1,2,4,8），或者 all")) from None
     if not ks or ks[0] < 1:
-        raise RlvitalsError(f"--k {text!r}: every k must be at least 1")
+        raise RlvitalsError(Words(f"--k {text!r}: every k must be at least 1", f"--k {text!r}：每个 k 都至少为 1"))
     return ks
 
 
@@ -177,9 +208,13 @@ def rollout_dirs(given: list[str] | str | None, paths: list[str], noun: str = "r
     if not dirs:
         return [None] * len(paths)
     if len(dirs) != len(paths):
-        raise RlvitalsError(f"{len(paths)} {noun}s given but {len(dirs)} --rollouts; the rollouts of one run are not "
-                            f"another's: give --rollouts once per {noun.upper()}, in the order of the {noun}s ('-' "
-                            f"for a {noun} without rollouts)")
+        said = noun.upper()  # as the usage line names them
+        raise RlvitalsError(Words(
+            f"{len(paths)} {noun}s given but {len(dirs)} --rollouts; the rollouts of one run are not "
+            f"another's: give --rollouts once per {noun.upper()}, in the order of the {noun}s ('-' "
+            f"for a {noun} without rollouts)",
+            f"给了 {len(paths)} 个 {said}，却有 {len(dirs)} 个 --rollouts；一次训练的 rollout 不能用在另一次训练上："
+            f"每个 {said} 给一次 --rollouts，按 {said} 的顺序给出（没有 rollout 的 {said} 写 '-'）"))
     return [None if d == "-" else d for d in dirs]
 
 
@@ -217,10 +252,13 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
     groups = [paths] if one_run else [[path] for path in paths]
     try:
         if one_run and rollouts and len(rollouts) > 1:
-            raise RlvitalsError(f"--one-run reads the {len(paths)} PATHs as one run, which takes one --rollouts DIR "
-                                f"(the run's rollout folder), not {len(rollouts)}")
+            raise RlvitalsError(Words(
+                f"--one-run reads the {len(paths)} PATHs as one run, which takes one --rollouts DIR "
+                f"(the run's rollout folder), not {len(rollouts)}",
+                f"--one-run 把这 {len(paths)} 个 PATH 当作同一次训练读取，只能配一个 --rollouts DIR"
+                f"（这次训练的 rollout 文件夹），而不是 {len(rollouts)} 个"))
         dirs = rollout_dirs(rollouts, [" + ".join(g) for g in groups])
-        analyses = [analysed(d, settings, err, progress) if d else None for d in dirs]
+        analyses = [analysed(d, settings, err, progress, lang) if d else None for d in dirs]
     except RlvitalsError as exc:
         err.write(error_line(exc, lang))
         return None
@@ -232,9 +270,13 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
         found, code = load_all(group, fmt, err, progress, one_run, lang)
         status = max(status, code)
         if analysis is not None and len(found) > 1:
-            err.write(f"rlvitals: {path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "
-                      "them; pass its run folders as separate RUNs, each with its own --rollouts\n")
+            err.write(said_line(Words(
+                f"{path} holds {len(found)} runs, so its --rollouts cannot be paired with one of "
+                "them; pass its run folders as separate RUNs, each with its own --rollouts",
+                f"{path} 里有 {len(found)} 次训练，它的 --rollouts 无法对应到其中某一次；请把每次训练的文件夹"
+                "分别作为 RUN 传入，各配自己的 --rollouts"), lang))
             return None
-        runs += [analysis.join(run, f"rollouts in {folder}") if analysis is not None else run for run in found]
+        origin = Words(f"rollouts in {folder}", f"{folder} 里的 rollout")
+        runs += [analysis.join(run, origin) if analysis is not None else run for run in found]
         paired += [(folder, analysis) if analysis is not None else None] * len(found)
     return runs, paired, status

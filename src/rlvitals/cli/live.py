@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
-from ._common import EXIT_OK, EXIT_USAGE, error_line, lang_of, rollout_dirs, rollout_settings
+from ..words import Words
+from ._common import EXIT_OK, EXIT_USAGE, SAYS, error_line, lang_of, rollout_dirs, rollout_settings, said_line
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -19,12 +20,11 @@ if TYPE_CHECKING:
 
 
 def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from .progress import status_line
+    from .progress import rollouts_in, status_line
 
     # a one-shot pass over a large rollout folder shows how far its reading got (a terminal only); a live
     # watch has its own status line, which a second one would fight for the terminal
-    told = status_line(err, f"rollouts in {Path(args.rollouts).name or args.rollouts}") \
-        if args.rollouts and args.once else None
+    told = status_line(err, rollouts_in(args.rollouts), lang=lang_of(args)) if args.rollouts and args.once else None
     return _watch_with(args, out, err, told)
 
 
@@ -33,12 +33,16 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
     from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
     from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
+    lang = lang_of(args)
     if args.interval <= 0 or args.cooldown < 0:
-        err.write(f"rlvitals: --interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
-                  "interval and a cooldown of 0 or more seconds\n")
+        err.write(said_line(Words(f"--interval {args.interval} / --cooldown {args.cooldown}: expected a positive "
+                                  "interval and a cooldown of 0 or more seconds",
+                                  f"--interval {args.interval} / --cooldown {args.cooldown}：间隔应大于 0 秒，"
+                                  "冷却时间应不小于 0 秒"), lang))
         return EXIT_USAGE
     if args.tail_steps < 0:
-        err.write(f"rlvitals: --tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps\n")
+        err.write(said_line(Words(f"--tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps",
+                                  f"--tail-steps {args.tail_steps}：应为 0（不做尾部检查）或更多步"), lang))
         return EXIT_USAGE
     try:
         sinks = [parse_sink(spec, args.lang) for spec in args.alert]
@@ -60,7 +64,7 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
         err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
     if not args.once:
-        err.write("rlvitals: " + watcher.banner() + "\n")
+        err.write(SAYS.get(lang, SAYS["en"]) + watcher.banner() + "\n")
     try:
         with terminate_as_interrupt():  # SIGTERM (Slurm, systemd) stops it as Ctrl-C does
             return watcher.run(once=args.once)
@@ -81,16 +85,20 @@ def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:
 
     if args.export_wandb is None:
         if args.wandb_run_id:
-            raise RlvitalsError(f"--wandb-run-id {args.wandb_run_id}: names the W&B run --export-wandb logs into; "
-                                "give --export-wandb DIR too")
+            raise RlvitalsError(Words(f"--wandb-run-id {args.wandb_run_id}: names the W&B run --export-wandb logs "
+                                      "into; give --export-wandb DIR too",
+                                      f"--wandb-run-id {args.wandb_run_id}：指定 --export-wandb 写入的 W&B run；"
+                                      "请同时给出 --export-wandb DIR"))
         return None
     from ..export.plan import WANDB_FOLDER, expect_folder
 
     folder = Path(args.export_wandb)
     expect_folder(folder, "--export-wandb", WANDB_FOLDER)
     if importlib.util.find_spec("wandb") is None:
-        raise RlvitalsError("--export-wandb needs the wandb client, which is not installed; install it with: "
-                            "pip install 'rlvitals[export]'")
+        raise RlvitalsError(Words("--export-wandb needs the wandb client, which is not installed; install it with: "
+                                  "pip install 'rlvitals[export]'",
+                                  "--export-wandb 需要 wandb 客户端，但它没有安装；安装命令："
+                                  "pip install 'rlvitals[export]'"))
     mode = "online" if os.environ.get("WANDB_MODE") == "online" else "offline"
     return WandbTarget(folder, project=args.wandb_project, run_id=args.wandb_run_id, mode=mode)
 
