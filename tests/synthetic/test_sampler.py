@@ -288,3 +288,28 @@ def test_sample_steps_tells_each_group_and_samples_the_same_texts(sampled: Sampl
     for step, records in told:
         whole = sample_rollouts(sampled.policy, problems[(step - 1) * 2:step * 2], step=step, **kw)
         assert [r["response"] for r in records] == [r["response"] for r in whole]
+
+
+@pytest.mark.model
+def test_cli_sample_probe_writes_the_faithfulness_beside_the_dump(sampled: Sampled, tmp_path: Path) -> None:
+    """End to end on the CPU: rollouts sampled from the real model, probed with the same model in process,
+    the results beside the dump and read back by rlvitals rollouts as per-step metrics."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sample", str(tmp_path), "--steps", "2", "--prompts", "1", "--samples", "2", "--max-new-tokens",
+                 "24", "--format", "verl", "--probe", "2"], out, err)
+    assert code == 0, err.getvalue()
+    said = out.getvalue().splitlines()[-1]
+    assert said.startswith("probed 2 rollouts with ") and "faithfulness " in said, said
+    records = [orjson.loads(line) for line in (tmp_path / "verl" / "rlvitals-probes.jsonl").read_bytes().splitlines()]
+    assert [r["step"] for r in records] == [1, 2] and all(r["rollouts"] == 1 for r in records)
+    assert all(0.0 <= r["reasoning/faithfulness"] <= 1.0 for r in records)
+    out = io.StringIO()
+    assert main(["rollouts", str(tmp_path / "verl"), "--json"], out, err) == 0
+    steps = orjson.loads(out.getvalue())["steps"]
+    assert [s["metrics"]["reasoning/faithfulness"] for s in steps] == [r["reasoning/faithfulness"] for r in records]
+
+
+def test_a_negative_probe_count_is_refused() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["sample", "nowhere", "--probe", "-1"], out, err) == 2
+    assert "rlvitals: --probe -1: expected 0 (no probe) or more rollouts to probe" in err.getvalue()

@@ -26,7 +26,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "explain": ("rlvitals explain actor/entropy", "rlvitals explain actor/ppo_kl --lang zh", "rlvitals explain --list"),
     "example": ("rlvitals example", "rlvitals example ./demo-run"),
     "formats": ("rlvitals formats",),
-    "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl"),
+    "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl",
+               "rlvitals sample out/ --probe 4   # and probe 4 rollouts' faithfulness with the same model"),
     "report": ("rlvitals report train.log -o report.html",
                "rlvitals report a.log b.log -o compare.html --label base --label lr2e-6",
                "rlvitals report --one-run launch1.jsonl launch2.jsonl -o report.html",
@@ -180,6 +181,9 @@ def _commands(sub: _Commands) -> None:
     smp.add_argument("--seed", type=int, default=0, help="the same seed gives the same problems and texts")
     smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both",
                      help="which dumps to write")
+    smp.add_argument("--probe", type=int, default=0, metavar="N",
+                     help="then probe N of the rollouts with the same model (faithfulness, as rlvitals probe "
+                          "--local does) and write rlvitals-probes.jsonl beside the dump (default 0: no probe)")
 
     rep = sub.add("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import RlvitalsError
+from ..words import Words
 from ._common import EXIT_OK, EXIT_USAGE, dump, error_line, lang_of, rollout_settings, width
 
 
@@ -53,6 +54,9 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         check_sampling(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        steps=args.steps, prompts=args.prompts)
+        if args.probe < 0:
+            raise RlvitalsError(Words(f"--probe {args.probe}: expected 0 (no probe) or more rollouts to probe",
+                                      f"--probe {args.probe}：应为 0（不探测）或要探测的 rollout 条数"))
         with working(err, f"sample {root.name or root}") as told:
             if told is not None:
                 told("loading", 0, None)
@@ -74,7 +78,30 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
               f"{correct} correct ({correct / rollouts:.0%})\n")
     for kind, folder in written.items():
         out.write(f"wrote {kind}: {folder} ({args.steps} step file(s))\n")
+    if args.probe:
+        try:
+            out.write(_probe_sampled(root / ("verl" if args.fmt != "trl" else "trl"), policy.path, args, err))
+        except RlvitalsError as exc:
+            err.write(error_line(exc, lang_of(args)))
+            return EXIT_USAGE
     return EXIT_OK
+
+
+def _probe_sampled(folder: Path, model: Path, args: argparse.Namespace, err: IO[str]) -> str:
+    """``sample --probe N``: the sampled rollouts probed with the model that wrote them (in process, greedy),
+    the results written beside them as ``rlvitals probe`` writes them; the line that says so."""
+    from ..probe import LocalBackend, ProbeOptions, run_probe, write_steps
+    from ..rollout import PROBES_FILE
+    from .progress import working
+
+    with working(err, "probe") as told:
+        result = run_probe(folder, LocalBackend(model), ProbeOptions(max_tokens=args.max_new_tokens),
+                           max_rollouts=args.probe, progress=told)
+    write_steps(result, folder / PROBES_FILE)
+    faith = result.get("faithfulness")
+    score = f"{faith:.2f}" if isinstance(faith, float) else "not measured"
+    return (f"probed {result['rollouts']} rollouts with {result['model']}: faithfulness {score} (1 = the answers "
+            f"depend on the reasoning); wrote {folder / PROBES_FILE} (rlvitals rollouts {folder} reads it)\n")
 
 
 
