@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .groups import correct_expr
 from .schema import CORRECT, SCORE, SOURCE, STEP
 
@@ -81,10 +82,14 @@ def update(state: SourceState | None, chunk: pl.DataFrame, *, id_sources: Sequen
     ``source``, and ``score`` or ``correct``."""
     missing = [c for c in (STEP, SOURCE) if c not in chunk.columns]
     if missing:
-        raise ValueError(f"per-source metrics need the rollout column(s) {missing} (veRL's data_source; "
-                         f"--source COLUMN for other files); the table has {chunk.columns}")
+        raise ValueError(Words(f"per-source metrics need the rollout column(s) {missing} (veRL's data_source; "
+                               f"--source COLUMN for other files); the table has {chunk.columns}",
+                               f"按数据源的指标需要 rollout 列 {missing}（veRL 的 data_source；其他文件用 "
+                               f"--source COLUMN）；表中只有这些列：{chunk.columns}"))
     if SCORE not in chunk.columns and CORRECT not in chunk.columns:
-        raise ValueError(f"per-source metrics need a '{SCORE}' or a '{CORRECT}' column; the table has {chunk.columns}")
+        raise ValueError(Words(f"per-source metrics need a '{SCORE}' or a '{CORRECT}' column; the table has "
+                               f"{chunk.columns}",
+                               f"按数据源的指标需要 '{SCORE}' 或 '{CORRECT}' 列；表中只有这些列：{chunk.columns}"))
     base = state or SourceState(tuple(id_sources or ()))
     if id_sources is not None and tuple(id_sources) != base.id_sources:
         raise ValueError(f"update: id_sources {tuple(id_sources)} differ from the state's {base.id_sources}; "

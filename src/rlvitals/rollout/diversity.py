@@ -36,6 +36,7 @@ import polars as pl
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
+from ..words import Words
 from .schema import ACTIONS, ANSWER, GROUP, RESPONSE, SAMPLE, STATES, STEP
 
 Unit = Literal["word", "char"]
@@ -45,7 +46,8 @@ DEFAULT_NS = (1, 2, 3, 4)
 def _require(df: pl.DataFrame, *cols: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}")
+        raise ValueError(Words(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}",
+                               f"这个指标需要 rollout 列 {missing}；表中只有这些列：{df.columns}"))
 
 
 def distinct_n(texts: Sequence[str], n: int) -> float:
@@ -57,7 +59,7 @@ def distinct_n(texts: Sequence[str], n: int) -> float:
     0.5
     """
     if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise ValueError(Words(f"n must be >= 1, got {n}", f"n 必须 >= 1，给的是 {n}"))
     grams: list[tuple[str, ...]] = []
     for text in texts:
         words = text.split()
@@ -151,7 +153,7 @@ def state_coverage(visits: Sequence[Sequence[Hashable]], n_states: int | None = 
         return math.nan
     if n_states is not None:
         if n_states < 1:
-            raise ValueError(f"n_states must be >= 1, got {n_states}")
+            raise ValueError(Words(f"n_states must be >= 1, got {n_states}", f"n_states 必须 >= 1，给的是 {n_states}"))
         return len(set(flat)) / n_states
     return len(set(flat)) / len(flat)
 
@@ -173,7 +175,8 @@ def _mean_cosine(emb: np.ndarray) -> float:
 def _encode_checked(encode: Encoder, texts: list[str]) -> np.ndarray:
     emb = np.asarray(encode(texts))
     if emb.ndim != 2 or emb.shape[0] != len(texts):
-        raise ValueError(f"encode() must return an array of shape ({len(texts)}, d), got {emb.shape}")
+        raise ValueError(Words(f"encode() must return an array of shape ({len(texts)}, d), got {emb.shape}",
+                               f"encode() 必须返回形状为 ({len(texts)}, d) 的数组，实际返回的形状是 {emb.shape}"))
     return emb
 
 
@@ -359,9 +362,11 @@ def group_diversity(df: pl.DataFrame, ns: Sequence[int] = DEFAULT_NS, *, unit: U
     """
     _require(df, STEP, GROUP, RESPONSE)
     if unit not in ("word", "char"):
-        raise ValueError(f"unit must be 'word' or 'char', got {unit!r}")
+        raise ValueError(Words(f"unit must be 'word' or 'char', got {unit!r}",
+                               f"unit 必须是 'word' 或 'char'，给的是 {unit!r}"))
     if any(n < 1 for n in ns):
-        raise ValueError(f"every n of distinct-n must be >= 1, got {tuple(ns)}")
+        raise ValueError(Words(f"every n of distinct-n must be >= 1, got {tuple(ns)}",
+                               f"distinct-n 的每个 n 都必须 >= 1，给的是 {tuple(ns)}"))
     df = df.sort(STEP, GROUP, SAMPLE) if SAMPLE in df.columns else df.sort(STEP, GROUP)
     words = _split_words(df)
     cols = _distinct_values(words, ns)

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from . import schema as S
 from .passk import g_pass_at_k, maj_curve, pass_at_k
 
@@ -61,7 +62,8 @@ def correct_expr(df: pl.DataFrame, threshold: float = 1.0) -> pl.Expr:
         return pl.col(S.CORRECT)
     if S.SCORE in df.columns:
         return pl.when(pl.col(S.SCORE).is_nan()).then(None).otherwise(pl.col(S.SCORE) >= threshold)
-    raise ValueError(f"group metrics need a '{S.SCORE}' or '{S.CORRECT}' column; the table has {df.columns}")
+    raise ValueError(Words(f"group metrics need a '{S.SCORE}' or '{S.CORRECT}' column; the table has {df.columns}",
+                           f"组指标需要 '{S.SCORE}' 或 '{S.CORRECT}' 列；表中只有这些列：{df.columns}"))
 
 
 def with_outcome(df: pl.DataFrame) -> pl.DataFrame:
@@ -116,7 +118,9 @@ def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
     alone = df.filter(~has).select(*KEYS, m=pl.lit(1, pl.Int64), mc=pl.col("_ok"))
     per = pl.concat([voted.drop(S.ANSWER), alone])
     if per.height and int(per.get_column("m").max()) >= 4096:  # type: ignore[arg-type]
-        raise ValueError("maj@k needs groups of fewer than 4096 rollouts; drop the answer column for larger groups")
+        raise ValueError(Words("maj@k needs groups of fewer than 4096 rollouts; drop the answer column for larger "
+                               "groups",
+                               "maj@k 要求每组少于 4096 条 rollout；组更大时请去掉 answer 列"))
     code = pl.col("m") * 4096 + pl.col("mc")  # (count, correct) packed in one int
     sig = per.group_by(KEYS).agg(sig=code.sort())
     uniq = sig.get_column("sig").unique().to_list()
@@ -214,7 +218,7 @@ def _settings(state: GroupState | None, ks: Sequence[int] | None, tau: float | N
         base = GroupState()
         ks_ = tuple(ks) if ks is not None else base.ks
         if not ks_ or any(k < 1 for k in ks_):
-            raise ValueError(f"ks must be positive integers, got {ks_}")
+            raise ValueError(Words(f"ks must be positive integers, got {ks_}", f"ks 必须是正整数，给的是 {ks_}"))
         return GroupState(ks=ks_, tau=base.tau if tau is None else tau,
                           correct_threshold=base.correct_threshold if correct_threshold is None else correct_threshold)
     given = {"ks": None if ks is None else tuple(ks), "tau": tau, "correct_threshold": correct_threshold}

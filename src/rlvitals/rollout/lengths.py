@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .schema import CORRECT, GROUP, LENGTH, SCORE, STEP, TRUNCATED
 
 Reading = Literal["longer_more_correct", "no_change", "longer_less_correct"]
@@ -32,7 +33,8 @@ KEY_CORR, KEY_READING, KEY_READING_GROUPS = (
 def _require(df: pl.DataFrame, *cols: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}")
+        raise ValueError(Words(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}",
+                               f"这个指标需要 rollout 列 {missing}；表中只有这些列：{df.columns}"))
 
 
 def _avg_ranks(x: np.ndarray) -> np.ndarray:
@@ -75,7 +77,7 @@ def correct_by_length(length: np.ndarray, correct: np.ndarray, bins: int = 4) ->
     """
     length, correct = np.asarray(length, float), np.asarray(correct, float)
     if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
+        raise ValueError(Words(f"bins must be >= 1, got {bins}", f"bins 必须 >= 1，给的是 {bins}"))
     if len(length) == 0:
         return [math.nan] * bins
     edges = np.quantile(length, np.arange(1, bins) / bins)
@@ -173,7 +175,7 @@ def update(state: LengthState | None, chunk: pl.DataFrame, *, bins: int | None =
         raise ValueError(f"update: bins={bins}, outcome={outcome} differ from the state's settings "
                          f"(bins={state.bins}, outcome={state.outcome}); build a new state instead")
     if state.bins < 1:
-        raise ValueError(f"bins must be >= 1, got {state.bins}")
+        raise ValueError(Words(f"bins must be >= 1, got {state.bins}", f"bins 必须 >= 1，给的是 {state.bins}"))
     target = CORRECT if state.outcome == "correct" else SCORE
     _require(chunk, STEP, GROUP, LENGTH, target)
     new = LengthState(state.bins, state.outcome, TRUNCATED in chunk.columns,

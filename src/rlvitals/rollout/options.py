@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
+from ..words import Words
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, read_rollouts
 from .segments import SegmentTags
 
@@ -33,7 +34,8 @@ def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, .
     ('gsm8k', 'math')
     """
     if isinstance(value, str) or any(not isinstance(v, str) or not v for v in value):
-        raise ValueError(f"{name} must be a list of data-source names, got {value!r}")
+        raise ValueError(Words(f"{name} must be a list of data-source names, got {value!r}",
+                               f"{name} 必须是数据源名称的列表，给的是 {value!r}"))
     return tuple(dict.fromkeys(value))
 
 
@@ -71,17 +73,22 @@ class RolloutOptions:
     def __post_init__(self) -> None:
         ks = tuple(sorted(set(self.ks)))
         if not ks or any(not _whole(k) for k in ks):
-            raise ValueError(f"ks must be positive integers, got {tuple(self.ks)}")
+            raise ValueError(Words(f"ks must be positive integers, got {tuple(self.ks)}",
+                                   f"ks 必须是正整数，给的是 {tuple(self.ks)}"))
         object.__setattr__(self, "ks", ks)
         cap = self.tool_call_cap
         if cap is not None and not _whole(cap):
-            raise ValueError(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may make), "
-                             f"got {cap!r}")
+            raise ValueError(Words(f"tool_call_cap must be a whole number >= 1 (the most tool calls a rollout may "
+                                   f"make), got {cap!r}",
+                                   f"tool_call_cap 必须是 >= 1 的整数（一条 rollout 最多可做的工具调用次数），"
+                                   f"给的是 {cap!r}"))
         limit = self.max_response_length
         if limit is not None and not _whole(limit):
-            raise ValueError(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}")
+            raise ValueError(Words(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}",
+                                   f"max_response_length 必须是 >= 1 的整数（token 数），给的是 {limit!r}"))
         if not isinstance(self.segment_tags, SegmentTags):
-            raise ValueError(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}")
+            raise ValueError(Words(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}",
+                                   f"segment_tags 必须是 rollout.segments.SegmentTags，给的是 {self.segment_tags!r}"))
         self._check_sources()
 
     def _check_sources(self) -> None:
@@ -90,10 +97,12 @@ class RolloutOptions:
             if value is not None:
                 object.__setattr__(self, name, source_names(value, name))
         if self.ood_sources is not None and not self.id_sources:
-            raise ValueError(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD")
+            raise ValueError(Words(f"ood_sources {self.ood_sources} need id_sources: the gap is ID minus OOD",
+                                   f"ood_sources {self.ood_sources} 需要 id_sources：差距是 ID 减 OOD"))
         both = sorted(set(self.id_sources) & set(self.ood_sources or ()))
         if both:
-            raise ValueError(f"the data source(s) {both} are given as both in- and out-of-distribution")
+            raise ValueError(Words(f"the data source(s) {both} are given as both in- and out-of-distribution",
+                                   f"数据源 {both} 同时被列为分布内和分布外"))
 
     def differences(self, other: RolloutOptions) -> str:
         """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
@@ -129,12 +138,17 @@ class RolloutSettings:
     def __post_init__(self) -> None:
         if self.ks != "all":
             if isinstance(self.ks, str):
-                raise ValueError(f"ks must be positive integers or 'all', got {self.ks!r}")
+                raise ValueError(Words(f"ks must be positive integers or 'all', got {self.ks!r}",
+                                       f"ks 必须是正整数或 'all'，给的是 {self.ks!r}"))
             object.__setattr__(self, "ks", tuple(self.ks))
         if self.columns is not None and not isinstance(self.columns, ColumnMap):
-            raise ValueError(f"columns must be a rollout.readers.ColumnMap, got {self.columns!r}")
+            raise ValueError(Words(f"columns must be a rollout.readers.ColumnMap, got {self.columns!r}",
+                                   f"columns 必须是 rollout.readers.ColumnMap，给的是 {self.columns!r}"))
         if self.group_size is not None and not _whole(self.group_size):
-            raise ValueError(f"group_size must be a whole number of rollouts per prompt >= 1, got {self.group_size!r}")
+            raise ValueError(Words(f"group_size must be a whole number of rollouts per prompt >= 1, got "
+                                   f"{self.group_size!r}",
+                                   f"group_size 必须是 >= 1 的整数（每个 prompt 的 rollout 条数），"
+                                   f"给的是 {self.group_size!r}"))
         # the analysis options check (and normalise) the rest: sorted k, distinct source names
         options = self.options_for(1)
         for f in fields(RolloutOptions):

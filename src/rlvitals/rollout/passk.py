@@ -27,6 +27,8 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from ..words import Words
+
 __all__ = [
     "g_pass_at_k", "maj_at_k", "maj_at_k_answers", "maj_curve", "mg_pass_at_k", "pass_at_k",
 ]
@@ -39,9 +41,10 @@ def _check_counts(n: IntArray, c: IntArray, k: int) -> tuple[npt.NDArray[np.int6
     n_arr = np.asarray(n, dtype=np.int64)
     c_arr = np.asarray(c, dtype=np.int64)
     if k < 1:
-        raise ValueError(f"k must be a positive integer, got k={k}")
+        raise ValueError(Words(f"k must be a positive integer, got k={k}", f"k 必须是正整数，给的是 k={k}"))
     if np.any(c_arr < 0) or np.any(c_arr > n_arr):
-        raise ValueError("every group needs 0 <= c <= n (c correct out of n rollouts); got c outside that range")
+        raise ValueError(Words("every group needs 0 <= c <= n (c correct out of n rollouts); got c outside that range",
+                               "每组都要满足 0 <= c <= n（n 条 rollout 中有 c 条正确）；给的 c 超出了这个范围"))
     return np.broadcast_arrays(n_arr, c_arr)  # type: ignore[return-value]
 
 
@@ -98,7 +101,7 @@ def g_pass_at_k(n: IntArray, c: IntArray, k: int, tau: float = 0.5) -> FloatArra
     [0.928571]
     """
     if not 0.0 <= tau <= 1.0:
-        raise ValueError(f"tau must be in [0, 1], got {tau}")
+        raise ValueError(Words(f"tau must be in [0, 1], got {tau}", f"tau 必须在 [0, 1] 之内，给的是 {tau}"))
     m = max(math.ceil(k * tau), 1)
     return _per_pair(n, c, k, lambda a, b: _hyper_tail(a, b, k, m))
 
@@ -175,9 +178,10 @@ def maj_at_k(counts: Sequence[int], correct: Sequence[int], k: int) -> float:
     0.3333333333333333
     """
     if k < 1:
-        raise ValueError(f"k must be a positive integer, got k={k}")
+        raise ValueError(Words(f"k must be a positive integer, got k={k}", f"k 必须是正整数，给的是 k={k}"))
     if len(counts) != len(correct) or any(not 0 <= b <= a for a, b in zip(counts, correct, strict=True)):
-        raise ValueError("counts and correct must pair up with 0 <= correct[i] <= counts[i]")
+        raise ValueError(Words("counts and correct must pair up with 0 <= correct[i] <= counts[i]",
+                               "counts 与 correct 必须一一对应，且 0 <= correct[i] <= counts[i]"))
     sig = tuple(sorted(zip((int(a) for a in counts), (int(b) for b in correct), strict=True)))
     return maj_curve(sig, k)[k - 1]
 
@@ -189,7 +193,8 @@ def maj_at_k_answers(answers: Sequence[str | None], correct: Sequence[bool], k: 
     0.6666666666666666
     """
     if len(answers) != len(correct):
-        raise ValueError(f"answers ({len(answers)}) and correct ({len(correct)}) must have the same length")
+        raise ValueError(Words(f"answers ({len(answers)}) and correct ({len(correct)}) must have the same length",
+                               f"answers（{len(answers)} 个）与 correct（{len(correct)} 个）的长度必须相同"))
     tally: dict[object, list[int]] = {}
     for i, (a, ok) in enumerate(zip(answers, correct, strict=True)):
         cell = tally.setdefault(("\0none", i) if a is None else a, [0, 0])

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .schema import ADVANTAGE, CORRECT, GROUP, SCORE, STEP
 
 BUCKETS = ("easy", "medium", "hard")
@@ -24,7 +25,8 @@ BUCKETS = ("easy", "medium", "hard")
 def _require(df: pl.DataFrame, *cols: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}")
+        raise ValueError(Words(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}",
+                               f"这个指标需要 rollout 列 {missing}；表中只有这些列：{df.columns}"))
 
 
 def gini(values: np.ndarray) -> float:
@@ -56,7 +58,7 @@ def top_share(values: np.ndarray, top: float = 0.1) -> float:
     x = np.clip(np.asarray(values, float), 0, None)
     x = x[np.isfinite(x)]  # an infinite reward has no share of a total
     if not 0 < top <= 1:
-        raise ValueError(f"top must be in (0, 1], got {top}")
+        raise ValueError(Words(f"top must be in (0, 1], got {top}", f"top 必须在 (0, 1] 之内，给的是 {top}"))
     if x.sum() == 0:
         return math.nan
     k = math.ceil(top * x.size)
@@ -120,11 +122,14 @@ def update(state: PromptState | None, chunk: pl.DataFrame, *, top: float | None 
     elif top is not None and top != state.top:
         raise ValueError(f"update: top={top} differs from the state's top={state.top}; build a new state instead")
     if not 0 < state.top <= 1:
-        raise ValueError(f"top must be in (0, 1], got {state.top}")
+        raise ValueError(Words(f"top must be in (0, 1], got {state.top}",
+                               f"top 必须在 (0, 1] 之内，给的是 {state.top}"))
     _require(chunk, STEP, GROUP)
     if SCORE not in chunk.columns and CORRECT not in chunk.columns:
-        raise ValueError(f"prompt metrics need a '{SCORE}' or a '{CORRECT}' column (either is enough); "
-                         f"the table has {chunk.columns}")
+        raise ValueError(Words(f"prompt metrics need a '{SCORE}' or a '{CORRECT}' column (either is enough); "
+                               f"the table has {chunk.columns}",
+                               f"prompt 指标需要 '{SCORE}' 或 '{CORRECT}' 列（有一个就够）；"
+                               f"表中只有这些列：{chunk.columns}"))
     steps: dict[int, StepPrompts] = {}
     for (step,), g in _per_group(chunk).group_by(STEP):
         steps[int(step)] = StepPrompts(g["mean"].to_numpy(), g["pos"].to_numpy(),

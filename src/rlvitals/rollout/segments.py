@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
 
 
@@ -33,11 +34,14 @@ class SegmentTags:
         for name in ("think", "answer", "tool_call"):
             pair = getattr(self, name)
             if len(pair) != 2 or not pair[0] or not pair[1] or pair[0] == pair[1]:
-                raise ValueError(f"SegmentTags.{name} must be two different non-empty tags, got {pair!r}")
+                raise ValueError(Words(f"SegmentTags.{name} must be two different non-empty tags, got {pair!r}",
+                                       f"SegmentTags.{name} 必须是两个不同且非空的标签，给的是 {pair!r}"))
         tags = [t for name in ("think", "answer", "tool_call") for t in getattr(self, name)]
         if len(set(tags)) < len(tags):
-            raise ValueError(f"SegmentTags: the think, answer and tool-call segments need tags of their own, "
-                             f"got think={self.think!r}, answer={self.answer!r}, tool_call={self.tool_call!r}")
+            given = f"think={self.think!r}, answer={self.answer!r}, tool_call={self.tool_call!r}"
+            raise ValueError(Words(f"SegmentTags: the think, answer and tool-call segments need tags of their own, "
+                                   f"got {given}",
+                                   f"SegmentTags：think、answer 和工具调用片段各自需要专用的标签，给的是 {given}"))
 
 
 _TAG_NAME = re.compile(r"[A-Za-z_][\w.:-]*")
@@ -55,8 +59,10 @@ def parse_tag(text: str) -> tuple[str, str]:
         return f"<{parts[0]}>", f"</{parts[0]}>"
     if len(parts) == 2 and parts[0] != parts[1]:
         return parts[0], parts[1]
-    raise ValueError(f"{text!r} is not a segment tag: give a tag name (think means <think>…</think>) or the "
-                     "opening and closing tags separated by a space ('[THINK] [/THINK]')")
+    raise ValueError(Words(f"{text!r} is not a segment tag: give a tag name (think means <think>…</think>) or the "
+                           "opening and closing tags separated by a space ('[THINK] [/THINK]')",
+                           f"{text!r} 不是片段标签：请给出标签名（think 表示 <think>…</think>），"
+                           "或用空格隔开的开始标签和结束标签（'[THINK] [/THINK]'）"))
 
 
 def segments(text: str, tag: tuple[str, str]) -> list[str]:
@@ -144,7 +150,8 @@ def rollout_segments(df: pl.DataFrame, tags: SegmentTags = SegmentTags()) -> pl.
     tool-call segments of ``response``. Needs ``step`` and ``response``."""
     missing = [c for c in (STEP, RESPONSE) if c not in df.columns]
     if missing:
-        raise ValueError(f"segment metrics need the rollout column(s) {missing}; the table has {df.columns}")
+        raise ValueError(Words(f"segment metrics need the rollout column(s) {missing}; the table has {df.columns}",
+                               f"片段指标需要 rollout 列 {missing}；表中只有这些列：{df.columns}"))
     texts = df[RESPONSE].fill_null("").to_list()
     answers = df[ANSWER].to_list() if ANSWER in df.columns else [None] * len(texts)
     call_lists = df[TOOL_CALLS].to_list() if TOOL_CALLS in df.columns else [None] * len(texts)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .schema import SCORE, SOURCE, SPLIT, STEP
 
 __all__ = ["SplitState", "compute", "merge", "update"]
@@ -60,12 +61,14 @@ def update(state: SplitState | None, chunk: pl.DataFrame, *, id_values: Sequence
     """Fold a chunk into ``state`` (None: a new state with the given values); needs the ``score``
     column and the ``by`` column (``split``, or ``source``)."""
     if by not in (None, SPLIT, SOURCE):
-        raise ValueError(f"by must be {SPLIT!r} or {SOURCE!r}, got {by!r}")
+        raise ValueError(Words(f"by must be {SPLIT!r} or {SOURCE!r}, got {by!r}",
+                               f"by 必须是 {SPLIT!r} 或 {SOURCE!r}，给的是 {by!r}"))
     base = state or SplitState(tuple(id_values or ("train",)), None if ood_values is None else tuple(ood_values),
                                by=by or SPLIT)
     missing = [c for c in (SCORE, base.by) if c not in chunk.columns]
     if missing:
-        raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {chunk.columns}")
+        raise ValueError(Words(f"this metric needs the rollout column(s) {missing}; the table has {chunk.columns}",
+                               f"这个指标需要 rollout 列 {missing}；表中只有这些列：{chunk.columns}"))
     asked = (tuple(id_values) if id_values is not None else base.id_values,
              tuple(ood_values) if ood_values is not None else base.ood_values, by or base.by)
     if asked != (base.id_values, base.ood_values, base.by):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
+from ..words import Words
 from .schema import ACTIONS, GROUP, STATES, STEP
 
 __all__ = ["StepGroupState", "compute", "merge", "step_groups_table", "update"]
@@ -76,7 +77,8 @@ def update(state: StepGroupState | None, chunk: pl.DataFrame) -> StepGroupState:
     ``group`` and ``states``; ``actions`` is optional."""
     missing = [c for c in (STEP, GROUP, STATES) if c not in chunk.columns]
     if missing:
-        raise ValueError(f"step-level groups need the rollout column(s) {missing}; the table has {chunk.columns}")
+        raise ValueError(Words(f"step-level groups need the rollout column(s) {missing}; the table has {chunk.columns}",
+                               f"步级分组需要 rollout 列 {missing}；表中只有这些列：{chunk.columns}"))
     state = state if state is not None else StepGroupState()
     new = StepGroupState(actions=ACTIONS in chunk.columns, steps=_counts(chunk) if chunk.height else {})
     return merge(state, new)

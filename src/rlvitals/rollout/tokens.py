@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ..words import Words
 from .schema import STEP, TOKEN_ADVANTAGE, TOKEN_ENTROPY, TOKEN_LOGPROB
 
 FORKING_QUANTILE = 0.8
@@ -22,7 +23,8 @@ FORKING_QUANTILE = 0.8
 def _require(df: pl.DataFrame, *cols: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}")
+        raise ValueError(Words(f"this metric needs the rollout column(s) {missing}; the table has {df.columns}",
+                               f"这个指标需要 rollout 列 {missing}；表中只有这些列：{df.columns}"))
 
 
 def high_entropy_share(entropy: np.ndarray, threshold: float) -> float:
@@ -35,7 +37,8 @@ def forking_threshold(entropy: np.ndarray, quantile: float = FORKING_QUANTILE) -
     """The ``quantile`` (default 0.8: the top 20% of tokens are 'forking') of token entropies."""
     entropy = np.asarray(entropy, float)
     if entropy.size == 0:
-        raise ValueError("forking_threshold needs at least one token entropy")
+        raise ValueError(Words("forking_threshold needs at least one token entropy",
+                               "forking_threshold 至少需要一个 token 熵值"))
     return float(np.quantile(entropy, quantile))
 
 
@@ -44,7 +47,8 @@ def logp_adv_cov(logprob: np.ndarray, advantage: np.ndarray) -> float:
     given (the Clip-Cov / KL-Cov quantity, batch-level means as in verl); NaN for no tokens."""
     lp, adv = np.asarray(logprob, float), np.asarray(advantage, float)
     if lp.shape != adv.shape:
-        raise ValueError(f"log-probs and advantages differ in length: {lp.shape} vs {adv.shape}")
+        raise ValueError(Words(f"log-probs and advantages differ in length: {lp.shape} vs {adv.shape}",
+                               f"log-prob 与 advantage 的长度不同：{lp.shape} 对 {adv.shape}"))
     if lp.size == 0:
         return math.nan
     # math.fsum is exact, so the result does not depend on the order of the tokens (or on sharding)
@@ -88,8 +92,11 @@ def _check_aligned(df: pl.DataFrame) -> None:
                      pl.col(TOKEN_ADVANTAGE).list.len().fill_null(0).alias("b"))
     bad = lens.with_row_index().filter(pl.col("a") != pl.col("b"))
     if bad.height:
-        raise ValueError(f"row {bad['index'][0]}: token_logprob has {bad['a'][0]} values but "
-                         f"token_advantage has {bad['b'][0]}; they must align token by token")
+        row, a, b = bad["index"][0], bad["a"][0], bad["b"][0]
+        raise ValueError(Words(f"row {row}: token_logprob has {a} values but token_advantage has {b}; "
+                               "they must align token by token",
+                               f"第 {row} 行：token_logprob 有 {a} 个值，token_advantage 却有 {b} 个；"
+                               "两者必须逐个 token 对齐"))
 
 
 def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | None = None,
@@ -102,8 +109,10 @@ def update(state: TokenState | None, chunk: pl.DataFrame, *, threshold: float | 
     has_ent = TOKEN_ENTROPY in chunk.columns
     has_cov = TOKEN_LOGPROB in chunk.columns and TOKEN_ADVANTAGE in chunk.columns
     if not has_ent and not has_cov:
-        raise ValueError(f"token metrics need '{TOKEN_ENTROPY}', or '{TOKEN_LOGPROB}' with '{TOKEN_ADVANTAGE}' "
-                         f"(per-token lists); the table has {chunk.columns}")
+        raise ValueError(Words(f"token metrics need '{TOKEN_ENTROPY}', or '{TOKEN_LOGPROB}' with "
+                               f"'{TOKEN_ADVANTAGE}' (per-token lists); the table has {chunk.columns}",
+                               f"token 指标需要 '{TOKEN_ENTROPY}'，或者 '{TOKEN_LOGPROB}' 加 '{TOKEN_ADVANTAGE}'"
+                               f"（逐 token 的列表）；表中只有这些列：{chunk.columns}"))
     _require(chunk, STEP)
     if has_cov:
         _check_aligned(chunk)
