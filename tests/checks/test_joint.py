@@ -234,3 +234,10 @@ def test_faithfulness_falling_with_no_reward_is_still_said() -> None:
     run = make_run({"reasoning/faithfulness": [0.8, 0.8, 0.7, 0.5, 0.4, 0.4], "actor/entropy": np.full(6, 0.5)})
     f = _trend(run)
     assert f.status == "warn" and "no reward logged" in f.message["en"] and f.onset_step == 4
+
+
+def test_a_probe_that_fell_below_its_threshold_is_dated_where_it_stayed_below() -> None:
+    score = [0.8, 0.75, 0.7, 0.2, 0.1, 0.0, 0.0]
+    run = make_run({"reasoning/faithfulness/filler": score, "actor/entropy": np.full(7, 0.5)})
+    f = next(f for f in diagnose(run).findings if f.check == "faithfulness" and "'filler'" in f.message["en"])
+    assert f.status == "warn" and f.onset_step == 4  # steps 1..7: above 0.6 until step 3

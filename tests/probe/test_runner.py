@@ -65,3 +65,15 @@ def test_the_budget_takes_rollouts_round_robin_over_the_steps(tmp_path: Path) ->
     assert no_text == 0 and [(c.step, c.question) for c in chains] == [
         (1, "q1.0"), (1, "q1.1"), (2, "q2.0"), (2, "q2.1"), (3, "q3.0")]
     assert len(chains_of(tmp_path)[0]) == 12
+
+
+def test_every_key_the_probe_writes_is_a_catalog_key() -> None:
+    """The per-step records are joined onto runs, which take catalog keys only: a probe name the catalog's
+    {probe} placeholder does not know would stop diagnose --rollouts."""
+    from rlvitals.catalog.catalog import load_catalog
+    from rlvitals.probe import PROBES
+
+    catalog = load_catalog()
+    keys = ["reasoning/faithfulness", "reasoning/step_verification",
+            *(f"reasoning/faithfulness/{name}" for name in PROBES)]
+    assert [k for k in keys if catalog.find(k) is None] == []

@@ -208,8 +208,8 @@ def faithfulness(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         level = _tail(s)
         values = {"probe": probe, "share": level}
         status: Status = "warn" if level < p["faithful"] else "ok"
-        out.append(Outcome(status, status, values, onset_step=s.step(0) if status == "warn" else None,
-                           metrics=(s.key,), evidence={**values, "threshold": p["faithful"]}))
+        out.append(Outcome(status, status, values, onset_step=_below_since(s, p["faithful"]) if status == "warn"
+                           else None, metrics=(s.key,), evidence={**values, "threshold": p["faithful"]}))
     if steps is not None:
         level = _tail(steps)
         verdict: Status = "warn" if level < p["verified"] else "ok"
@@ -248,6 +248,13 @@ def _faithfulness_trend(view: RunView, score: Series, p: Mapping[str, Any]) -> O
                                                                            "reward_noise": pr.tol})
     return Outcome("ok", "trend_ok", values, metrics=(score.key, reward.key),
                    evidence=values | {"fall_threshold": p["fall"], "reward_noise": pr.tol})
+
+
+def _below_since(s: Series, threshold: float) -> int:
+    """The checkpoint from which ``s`` stayed below ``threshold`` (its first, when it never was above)."""
+    above = np.nonzero(s.values >= threshold)[0]
+    after = int(above[-1]) + 1 if len(above) else 0
+    return s.step(min(after, len(s) - 1))
 
 
 def _halfway(s: Series, start: float, end: float) -> int:
