@@ -91,11 +91,12 @@ def test_cli_demo(tmp_path: Path) -> None:
     assert (tmp_path / "alerts.jsonl").read_text().count("\n") >= 3
 
 
-@pytest.mark.parametrize("argv", [["--steps", "0"], ["--delay", "-1"]])
+@pytest.mark.parametrize("argv", [["--steps", "0"], ["--delay", "-1"], ["--probe", "-2"]])
 def test_cli_demo_refuses_bad_arguments(argv: list[str]) -> None:
     err = io.StringIO()
     assert main(["demo", *argv], io.StringIO(), err) == 2
-    assert "expected at least 1 step and a delay of 0 or more seconds" in err.getvalue()
+    assert "expected at least 1 step, a delay of 0 or more seconds and a probe interval of 0 or more steps" in \
+        err.getvalue()
 
 
 @pytest.mark.slow

@@ -136,15 +136,17 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     from ..synthetic.demo import demo_files, watch_demo
 
-    if args.steps < 1 or args.delay < 0:
-        err.write(f"rlvitals：demo --steps {args.steps} --delay {args.delay}：步数至少为 1，间隔不能小于 0 秒\n"
+    if args.steps < 1 or args.delay < 0 or args.probe < 0:
+        err.write(f"rlvitals：demo --steps {args.steps} --delay {args.delay} --probe {args.probe}：步数至少为 1，"
+                  "间隔不能小于 0 秒，探测间隔不能为负\n"
                   if args.lang == "zh" else
-                  f"rlvitals: demo --steps {args.steps} --delay {args.delay}: expected at least 1 step and a "
-                  "delay of 0 or more seconds\n")
+                  f"rlvitals: demo --steps {args.steps} --delay {args.delay} --probe {args.probe}: expected at least "
+                  "1 step, a delay of 0 or more seconds and a probe interval of 0 or more steps\n")
         return EXIT_USAGE
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="rlvitals-demo-"))
     if not args.serve:
-        return watch_demo(folder, steps=args.steps, delay=args.delay, out=out, err=err, lang=args.lang)
+        return watch_demo(folder, steps=args.steps, delay=args.delay, out=out, err=err, lang=args.lang,
+                          probe_every=args.probe or None)
     from ..server import WorkspaceOptions, serve
 
     files = demo_files(folder)
@@ -155,7 +157,7 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     stop = threading.Event()
     demo = threading.Thread(target=watch_demo, name="rlvitals-demo", daemon=True,
                             kwargs={"folder": folder, "steps": args.steps, "delay": args.delay, "out": out,
-                                    "err": err, "stop": stop, "lang": args.lang})
+                                    "err": err, "stop": stop, "lang": args.lang, "probe_every": args.probe or None})
     demo.start()
     try:
         return serve([files.log], port=args.port, options=WorkspaceOptions(rollouts=files.rollouts),

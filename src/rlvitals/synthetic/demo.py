@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import orjson
@@ -180,11 +180,15 @@ def _validate(learner: Learner, problems: Sequence[Problem]) -> float:
 
 def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, jump: float = JUMP, lr: float = LR,
              prompts: int = 16, group: int = 8, seed: int = 0, delay: float = 0.0,
-             on_step: Callable[[int], None] | None = None, stop: threading.Event | None = None) -> DemoFiles:
+             on_step: Callable[[int], None] | None = None, stop: threading.Event | None = None,
+             probe_every: int | None = None) -> DemoFiles:
     """Train for ``steps`` steps, writing the log and the rollout dumps as it goes; ``on_step`` is
     called after each step is on disk (the test drives a watcher with it), ``delay`` seconds pass
-    between steps (so a person can watch); training ends early once ``stop`` is set.
+    between steps (so a person can watch); training ends early once ``stop`` is set. With
+    ``probe_every`` the learner is probed at every such step, on that step's rollouts, as a checkpoint
+    (:mod:`.probed_learner`), and ``rollout_data/rlvitals-probes.jsonl`` is rewritten with the results so far.
     """
+    probed: list[dict[str, object]] = []
     stop = stop or threading.Event()
     files = demo_files(folder)
     files.log.parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +207,8 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
             if step % VAL_EVERY == 0 or step == steps:
                 metrics["val-core/arith/one_step/acc/mean@1"] = _validate(learner, held_out)
             write_verl_dump(records, files.rollouts, step)  # the dump first: veRL dumps before it logs
+            if probe_every and step % probe_every == 0:
+                _probe_checkpoint(learner, records, step, probed, files.rollouts)
             log.write(orjson.dumps({"step": step, "data": metrics}) + b"\n")
             log.flush()
             if on_step is not None:
@@ -210,6 +216,21 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
             if delay:
                 stop.wait(delay)
     return files
+
+
+def _probe_checkpoint(learner: Learner, records: Sequence[dict[str, Any]], step: int,
+                      probed: list[dict[str, object]], folder: Path) -> None:
+    """Probe the learner as it is now on ``records`` (this step's rollouts, one per group), add the step's
+    results to ``probed`` and rewrite the probe results file beside the dumps, as ``rlvitals probe`` does."""
+    from ..probe import ProbeOptions, chain_of, run_probe, write_steps
+    from ..rollout import PROBES_FILE
+    from .probed_learner import DEMO_PROBES, ProbedLearner
+
+    chains = [chain_of(r["prompt"], r["response"], id=f"{step}/{i}", target=r["target"], step=step)
+              for i, r in enumerate(records)]
+    result = run_probe(chains, ProbedLearner(learner), ProbeOptions(probes=DEMO_PROBES), max_rollouts=len(chains))
+    probed.extend(r for r in cast(list[dict[str, object]], result["steps"]))
+    write_steps({"model": result["model"], "steps": probed}, folder / PROBES_FILE)
 
 
 def _opening(steps: int, files: DemoFiles, folder: Path, lang: str) -> str:
@@ -224,12 +245,14 @@ def _opening(steps: int, files: DemoFiles, folder: Path, lang: str) -> str:
 
 
 def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str], err: IO[str],
-               interval: float = 0.5, stop: threading.Event | None = None, lang: str = "en") -> int:
+               interval: float = 0.5, stop: threading.Event | None = None, lang: str = "en",
+               probe_every: int | None = None) -> int:
     """Train in a thread while a watcher follows the log and the rollouts in this one and prints
     its alerts (also appended to ``<folder>/alerts.jsonl``); returns 1 when the run ends with a
     failing verdict, as ``watch --exit-on fail`` would. Setting ``stop`` ends training and watching
     early; both threads are joined before this returns (none is left inside native code at exit).
-    ``lang``: the language of what it prints (its opening lines, the watcher's lines and alerts)."""
+    ``lang``: the language of what it prints (its opening lines, the watcher's lines and alerts);
+    ``probe_every``: probe the learner every that many steps (:func:`run_demo`)."""
     from ..watch.sinks import JsonlSink
     from ..watch.watcher import WatchOptions, open_watcher
 
@@ -242,7 +265,8 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
 
     def train() -> None:
         try:
-            run_demo(folder, steps=steps, delay=delay, stop=stop, on_step=lambda _: first.set())
+            run_demo(folder, steps=steps, delay=delay, stop=stop, on_step=lambda _: first.set(),
+                     probe_every=probe_every)
         except BaseException as exc:  # noqa: BLE001 (shown to the user once the watcher stops)
             failure.append(exc)
         finally:
