@@ -27,7 +27,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "example": ("rlvitals example", "rlvitals example ./demo-run"),
     "formats": ("rlvitals formats",),
     "sample": ("rlvitals sample out/", "rlvitals sample out/ --steps 3 --samples 8 --format verl",
-               "rlvitals sample out/ --probe 4   # and probe 4 rollouts' faithfulness with the same model"),
+               "rlvitals sample out/ --probe 4"),
     "report": ("rlvitals report train.log -o report.html",
                "rlvitals report a.log b.log -o compare.html --label base --label lr2e-6",
                "rlvitals report --one-run launch1.jsonl launch2.jsonl -o report.html",
@@ -36,7 +36,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
               "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X",
               "rlvitals watch --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
-    "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40"),
+    "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40", "rlvitals demo --probe 5"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
     "probe": PROBE_EXAMPLES,
     "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
@@ -184,6 +184,7 @@ def _commands(sub: _Commands) -> None:
     smp.add_argument("--probe", type=int, default=0, metavar="N",
                      help="then probe N of the rollouts with the same model (faithfulness, as rlvitals probe "
                           "--local does) and write rlvitals-probes.jsonl beside the dump (default 0: no probe)")
+    smp.add_argument("--lang", choices=("en", "zh"), default="en", help="language of what sample prints")
 
     rep = sub.add("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
     rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
@@ -263,6 +264,9 @@ def _commands(sub: _Commands) -> None:
     dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
     dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
     dem.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the demo's lines and alerts")
+    dem.add_argument("--probe", type=int, default=0, metavar="N",
+                     help="probe the learner's faithfulness every N steps on that step's rollouts (as a checkpoint) "
+                          "and write rollout_data/rlvitals-probes.jsonl, which the watcher reads (default 0: no probe)")
 
     xpt = sub.add("export", help="write derived series and findings to TensorBoard event files or a W&B run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
