@@ -8,7 +8,9 @@ from pathlib import Path
 
 import orjson
 
+import rlvitals
 from rlvitals.cli import main
+from rlvitals.words import in_lang, translated
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:
@@ -62,8 +64,10 @@ def test_diagnose_verbose_in_chinese(tmp_path: Path) -> None:
         "runs"][0]["rollouts"]["not_computed"]
     code, out, err = _cli("diagnose", "--lang", "zh", "--verbose", "--rollouts", str(dump), str(log))
     assert code == 0 and err == "", err
-    assert f"  没有算出的指标（{len(reasons)} 项，原因为英文原文）：" in out and "原因见" not in out
-    assert all(f"    {reason}" in out.splitlines() for reason in reasons)
+    assert f"  没有算出的指标（{len(reasons)} 项）：" in out and "原因见" not in out
+    said = rlvitals.analyze_rollouts(dump).skipped
+    assert said == reasons and all(translated(r) for r in said)  # every reason has its Chinese, and that is shown
+    assert all(f"    {in_lang(reason, 'zh')}" in out.splitlines() for reason in said)
 
 
 def test_diagnose_verbose_without_rollouts_is_refused(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ TERMS = frozenset({
     "traceback", "verifier", "checkpoint", "micro", "padding", "offload", "on-policy", "clip-higher", "warm-up",
     "warmup", "hacking", "overlong", "filtering", "buffer", "logit", "log", "episode", "epoch", "chosen",
     "rejected", "vs", "dual-clip", "distinct-n", "nat", "nats", "dynamic", "sampling", "gini", "think", "answer",
-    "split", "eval", "acc", "logps", "value", "log-prob",
+    "split", "eval", "acc", "logps", "value", "log-prob", "step", "steps", "faithfulness",
 })
 #: names written in mixed case: frameworks, methods, acronyms with a small letter
 NAMES = frozenset({
@@ -273,8 +273,8 @@ def test_rollouts_in_chinese(tmp_path: Path, verbose: list[str]) -> None:
     lines = out.splitlines()
     assert lines[1] == "组尺度" and lines[2].split()[:4] == ["步", "组数", "rollout", "数"]
     assert "rollout 尺度" in lines and any(line.startswith(" 全部 ") for line in lines)
-    assert "  长度与正确率（全部步）：" in out and "说明（英文原文）：the rollouts carry no token counts" in out
-    assert (f"没有算出的指标（{len(doc['not_computed'])} 项，原因为英文原文）：" in out) == bool(verbose)
+    assert "  长度与正确率（全部步）：" in out and "说明：rollout 没有 token 数：长度按字符计" in out
+    assert (f"没有算出的指标（{len(doc['not_computed'])} 项）：" in out) == bool(verbose)
     assert orjson.loads(_cli("rollouts", "--json", "--lang", "zh", str(dump))[1]) == doc  # JSON: no language
 
 
@@ -293,4 +293,4 @@ def test_demo_in_chinese(tmp_path: Path) -> None:
 def test_demo_refuses_bad_arguments_in_chinese() -> None:
     code, out, err = _cli("demo", "--lang", "zh", "--steps", "0")
     assert code == 2 and out == ""
-    assert err == "rlvitals：demo --steps 0 --delay 0.5：步数至少为 1，间隔不能小于 0 秒\n"
+    assert err == "rlvitals：demo --steps 0 --delay 0.5 --probe 0：步数至少为 1，间隔不能小于 0 秒，探测间隔不能为负\n"

@@ -7,14 +7,13 @@ import io
 import json
 from pathlib import Path
 
-from watch.test_rollouts import LINES, dump
-
 from rlvitals.cli import main
 from rlvitals.rollout import PROBES_FILE
 from rlvitals.rollout.analysis import analyze
 from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.run.load import load
 from rlvitals.watch.rollouts import RolloutFollow
+from watch.test_rollouts import LINES, dump
 
 FALL = (0.8, 0.82, 0.79, 0.8, 0.62, 0.45, 0.4, 0.38)
 
