@@ -77,3 +77,13 @@ def test_every_key_the_probe_writes_is_a_catalog_key() -> None:
     keys = ["reasoning/faithfulness", "reasoning/step_verification",
             *(f"reasoning/faithfulness/{name}" for name in PROBES)]
     assert [k for k in keys if catalog.find(k) is None] == []
+
+
+def test_the_two_constructed_models_are_ranked_with_intervals_apart() -> None:
+    found = {}
+    for name, model in (("follower", follows_reasoning), ("stubborn", ignores_reasoning)):
+        with serving(model) as (url, _):
+            found[name] = run_probe(_chains(), HttpBackend(url, name), ProbeOptions(max_tokens=8))
+    (f_lo, f_hi), (s_lo, s_hi) = (found[n]["faithfulness_interval"] for n in ("follower", "stubborn"))  # type: ignore[misc]
+    assert found["follower"]["faithfulness"] == pytest.approx(0.875) and found["stubborn"]["faithfulness"] == 0.25
+    assert s_lo <= s_hi < f_lo <= f_hi  # the bootstrap intervals do not overlap
