@@ -19,14 +19,15 @@ from .backends import Backend, Cache, Cached, HttpBackend
 from .chain import Chain, chain_of
 from .interventions import FRACTIONS, PROBES
 from .local import LocalBackend
+from .prompts import FORCE, Request
 from .runner import ProbeOptions, Progress, probe_chains
 from .source import chains_of
 from .steps import Arithmetic, Combined, KnownStates, States, StepCheck, Verifier, verification_summary
 from .summary import per_step, summarise
 
-__all__ = ["FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "Combined", "HttpBackend",
-           "KnownStates", "LocalBackend", "ProbeOptions", "Progress", "States", "StepCheck", "Verifier", "chain_of",
-           "VERIFIERS", "run_probe", "verifier_for", "write_steps"]
+__all__ = ["FORCE", "FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "Combined",
+           "HttpBackend", "Request", "KnownStates", "LocalBackend", "ProbeOptions", "Progress", "States",
+           "StepCheck", "Verifier", "chain_of", "VERIFIERS", "run_probe", "verifier_for", "write_steps"]
 
 
 def _step_checks(chains: Sequence[Chain], verifier: Verifier) -> dict[int, float]:

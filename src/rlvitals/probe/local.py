@@ -38,12 +38,20 @@ class LocalBackend:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging
 
+        hf_logging: Any = logging  # its functions are untyped
         torch.set_num_threads(threads)
         where, extra = (str(path.parent), {"gguf_file": path.name}) if gguf else (str(path), {})
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(where, local_files_only=True, **extra)
-        self.net: Any = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, local_files_only=True,
-                                                             **extra)
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # the loader's bars would be drawn over rlvitals' own progress
+        try:
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(where, local_files_only=True, **extra)
+            self.net: Any = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, local_files_only=True,
+                                                                 **extra)
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         self.net.train(False)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

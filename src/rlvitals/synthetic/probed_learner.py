@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ProbeError
-from ..probe.prompts import FORCE, Request
+from ..probe import FORCE, Request
 from ..words import Words
 from .demo import Learner, respond
 from .word_problems import Problem, extract_answer
