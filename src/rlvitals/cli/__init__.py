@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from ..errors import RlvitalsError
+from ..words import Words
 from . import completion, live, outputs, probe, rollouts, runs
-from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of
+from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of, said_line
 from ._parser import build_parser
 
 __all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "main", "run"]
@@ -49,9 +50,12 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
     except (KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:  # a bug of ours: say so, keep the traceback, and never exit as --fail-on does
-        err.write(f"rlvitals: internal error in '{args.command}': {type(exc).__name__}: {exc}\n"
-                  "this is a bug in rlvitals, not in your run; please report it with the command and the "
-                  "traceback below\n" + traceback.format_exc())
+        said = f"{type(exc).__name__}: {exc}"  # Python's own words, in English
+        err.write(said_line(Words(
+            f"internal error in '{args.command}': {said}\nthis is a bug in rlvitals, not in your run; please "
+            "report it with the command and the traceback below",
+            f"'{args.command}' 命令内部出错：{said}\n这是 rlvitals 自身的程序错误，不是你的训练的问题；"
+            "请连同命令和下面的 traceback 一起报告"), lang_of(args)) + traceback.format_exc())
         return EXIT_INTERNAL
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import RlvitalsError
-from ..words import Words
+from ..words import Words, in_lang
 from ._common import EXIT_OK, EXIT_USAGE, dump, error_line, lang_of, rollout_settings, width
 
 
@@ -25,7 +25,7 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     status, docs = EXIT_OK, []
     for path in args.paths:
         try:
-            analysis = analysed(path, settings, err, not args.json)
+            analysis = analysed(path, settings, err, not args.json, lang_of(args))
         except RlvitalsError as exc:
             err.write(error_line(exc, lang_of(args)))
             status = EXIT_USAGE
@@ -45,19 +45,23 @@ def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 
+#: what ``sample`` writes, as its lines name them
+VERL_DUMP, TRL_COMPLETIONS = Words("veRL rollout dump", "veRL rollout 导出"), Words("TRL completions", "TRL 生成结果")
+
+
 def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..rollout.writers import write_trl_completions, write_verl_dump
     from ..synthetic.sampler import check_sampling, load_policy, sample_steps
     from .progress import working
 
-    root, written, rollouts, correct = Path(args.out), dict[str, Path](), 0, 0
+    root, written, rollouts, correct, lang = Path(args.out), dict[Words, Path](), 0, 0, lang_of(args)
     try:
         check_sampling(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        steps=args.steps, prompts=args.prompts)
         if args.probe < 0:
             raise RlvitalsError(Words(f"--probe {args.probe}: expected 0 (no probe) or more rollouts to probe",
                                       f"--probe {args.probe}：应为 0（不探测）或要探测的 rollout 条数"))
-        with working(err, f"sample {root.name or root}") as told:
+        with working(err, Words(f"sample {root.name or root}", f"采样 {root.name or root}"), lang=lang) as told:
             if told is not None:
                 told("loading", 0, None)
             policy = load_policy()
@@ -65,43 +69,57 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                               seed=args.seed, progress=told):
                 if args.fmt in ("verl", "both"):
-                    written["veRL rollout dump"] = write_verl_dump(records, root / "verl", step).parent
+                    written[VERL_DUMP] = write_verl_dump(records, root / "verl", step).parent
                 if args.fmt in ("trl", "both"):
-                    written["TRL completions"] = write_trl_completions(records, root / "trl", step).parent
+                    written[TRL_COMPLETIONS] = write_trl_completions(records, root / "trl", step).parent
                 rollouts += len(records)
                 correct += sum(bool(r["correct"]) for r in records)
     except RlvitalsError as exc:
-        err.write(error_line(exc, lang_of(args)))
+        err.write(error_line(exc, lang))
         return EXIT_USAGE
-    how = "from the float32 cache" if policy.cached else "dequantized from GGUF and cached"
-    out.write(f"sampled {rollouts} rollouts from {policy.name} (loaded {how} in {policy.load_seconds:.1f} s): "
-              f"{correct} correct ({correct / rollouts:.0%})\n")
+    out.write(in_lang(_sampled(policy.name, policy.cached, policy.load_seconds, rollouts, correct), lang))
     for kind, folder in written.items():
-        out.write(f"wrote {kind}: {folder} ({args.steps} step file(s))\n")
+        out.write(in_lang(Words(f"wrote {kind}: {folder} ({args.steps} step file(s))\n",
+                                f"已写出 {kind.zh}：{folder}（共 {args.steps} 个训练步的文件）\n"), lang))
     if args.probe:
         try:
-            out.write(_probe_sampled(root / ("verl" if args.fmt != "trl" else "trl"), policy.path, args, err))
+            out.write(in_lang(_probe_sampled(root / ("verl" if args.fmt != "trl" else "trl"), policy.path, args,
+                                             err), lang))
         except RlvitalsError as exc:
-            err.write(error_line(exc, lang_of(args)))
+            err.write(error_line(exc, lang))
             return EXIT_USAGE
     return EXIT_OK
 
 
-def _probe_sampled(folder: Path, model: Path, args: argparse.Namespace, err: IO[str]) -> str:
+def _sampled(model: str, cached: bool, load_seconds: float, rollouts: int, correct: int) -> Words:
+    """The line that says what ``sample`` sampled, from which model, loaded how (from the cache or not)."""
+    seconds = f"{load_seconds:.1f}"
+    how = Words("from the float32 cache", "从 float32 缓存加载") if cached else \
+        Words("dequantized from GGUF and cached", "从 GGUF 反量化加载并写入缓存")
+    return Words(f"sampled {rollouts} rollouts from {model} (loaded {how} in {seconds} s): "
+                 f"{correct} correct ({correct / rollouts:.0%})\n",
+                 f"从 {model} 采样了 {rollouts} 条 rollout（{how.zh}，用时 {seconds} 秒）："
+                 f"{correct} 条正确（{correct / rollouts:.0%}）\n")
+
+
+def _probe_sampled(folder: Path, model: Path, args: argparse.Namespace, err: IO[str]) -> Words:
     """``sample --probe N``: the sampled rollouts probed with the model that wrote them (in process, greedy),
     the results written beside them as ``rlvitals probe`` writes them; the line that says so."""
     from ..probe import LocalBackend, ProbeOptions, run_probe, write_steps
     from ..rollout import PROBES_FILE
     from .progress import working
 
-    with working(err, "probe") as told:
+    with working(err, Words("probe", "探测"), lang=lang_of(args)) as told:
         result = run_probe(folder, LocalBackend(model), ProbeOptions(max_tokens=args.max_new_tokens),
                            max_rollouts=args.probe, progress=told)
     write_steps(result, folder / PROBES_FILE)
     faith = result.get("faithfulness")
-    score = f"{faith:.2f}" if isinstance(faith, float) else "not measured"
-    return (f"probed {result['rollouts']} rollouts with {result['model']}: faithfulness {score} (1 = the answers "
-            f"depend on the reasoning); wrote {folder / PROBES_FILE} (rlvitals rollouts {folder} reads it)\n")
+    score = Words(f"{faith:.2f}", f"{faith:.2f}") if isinstance(faith, float) else Words("not measured", "未测出")
+    return Words(f"probed {result['rollouts']} rollouts with {result['model']}: faithfulness {score} (1 = the "
+                 f"answers depend on the reasoning); wrote {folder / PROBES_FILE} (rlvitals rollouts {folder} "
+                 "reads it)\n",
+                 f"用 {result['model']} 探测了 {result['rollouts']} 条 rollout：faithfulness {score.zh}"
+                 f"（1 表示答案依赖推理过程）；已写出 {folder / PROBES_FILE}（rlvitals rollouts {folder} 会读取它）\n")
 
 
 

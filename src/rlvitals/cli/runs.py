@@ -7,6 +7,7 @@ import tempfile
 from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
+from ..words import Words
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -18,6 +19,7 @@ from ._common import (
     load_all,
     paired_runs,
     rollout_settings,
+    said_line,
     width,
 )
 
@@ -28,7 +30,8 @@ if TYPE_CHECKING:
 
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if not args.paths and not args.example:
-        err.write("rlvitals: inspect needs at least one PATH (or --example)\n")
+        err.write(said_line(Words("inspect needs at least one PATH (or --example)",
+                                  "inspect 至少需要一个 PATH（或 --example）"), lang_of(args)))
         return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
         paths = list(args.paths)
@@ -65,11 +68,15 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                       + (f"  [{params}]" if params else "") + "\n")
         return EXIT_OK
     if not args.paths and not args.example:
-        err.write("rlvitals: diagnose needs at least one PATH (or --example)\n")
+        err.write(said_line(Words("diagnose needs at least one PATH (or --example)",
+                                  "diagnose 至少需要一个 PATH（或 --example）"), lang_of(args)))
         return EXIT_USAGE
     if args.verbose and not args.rollouts:
-        err.write("rlvitals: diagnose --verbose lists the rollout metrics that could not be computed, but no "
-                  "--rollouts DIR was given; add --rollouts DIR (the rollout dumps of the run) or drop --verbose\n")
+        err.write(said_line(Words(
+            "diagnose --verbose lists the rollout metrics that could not be computed, but no --rollouts DIR was "
+            "given; add --rollouts DIR (the rollout dumps of the run) or drop --verbose",
+            "diagnose --verbose 列出无法计算的 rollout 指标，但没有给出 --rollouts DIR；请加上 --rollouts DIR"
+            "（这次训练的 rollout 导出文件），或者去掉 --verbose"), lang_of(args)))
         return EXIT_USAGE
     try:
         config = load_config(args.config) if args.config else None
@@ -133,7 +140,8 @@ def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         out.write(dump(rows) + "\n" if args.json else render_list(rows, out.isatty(), width(out), args.lang))
         return EXIT_OK
     if not args.key:
-        err.write("rlvitals: explain needs a metric KEY or --list\n")
+        err.write(said_line(Words("explain needs a metric KEY or --list", "explain 需要一个指标 KEY 或 --list"),
+                            lang_of(args)))
         return EXIT_USAGE
     try:
         info = explain(args.key, args.lang)
