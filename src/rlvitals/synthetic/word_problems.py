@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..rollout.answers import extract_answer
+from ..words import Words
 
 __all__ = ["SOURCES", "SPLITS", "Problem", "extract_answer", "known_states", "make_problems"]
 
@@ -168,10 +169,12 @@ def make_problems(n: int, *, seed: int, sources: Sequence[str] = (ONE_STEP,)) ->
     True
     """
     if n < 0:
-        raise ValueError(f"make_problems: n={n} must be zero or a positive number of problems")
+        raise ValueError(Words(f"make_problems: n={n} must be zero or a positive number of problems",
+                               f"make_problems：n={n}，题目数应为 0 或正整数"))
     unknown = [s for s in sources if s not in _TEMPLATES]
     if unknown or not sources:
-        raise ValueError(f"make_problems: sources={list(sources)!r}; expected one or more of {list(SOURCES)}")
+        raise ValueError(Words(f"make_problems: sources={list(sources)!r}; expected one or more of {list(SOURCES)}",
+                               f"make_problems：sources={list(sources)!r}；应为 {list(SOURCES)} 中的一个或多个"))
     out = []
     for i in range(n):
         source = sources[i % len(sources)]

@@ -41,7 +41,7 @@ from ..errors import RlvitalsError
 from ..ingest.record import Record, SourceMeta, Value
 from ..run.builder import RunBuilder
 from ..run.run import Run
-from ..words import Words
+from ..words import Words, in_lang
 from .alerts import Alert, Cooldown, KeyState, Observation
 from .dispatch import dispatch, messages
 from .sinks import Sink
@@ -57,6 +57,9 @@ PREFIX = "rlvitals/"
 MAX_ERRORS = 50
 #: rollout tables kept open for steps whose rollouts arrive in several calls
 _OPEN_STEPS = 4
+#: what the queued items are, in the Chinese of the error lines (the English names the item's kind); the
+#: spaces set a Latin word apart from the Chinese around it
+_KIND_ZH = {"metrics": "指标", "rollouts": " rollout ", "analysed": " rollout 及其分析"}
 
 
 class MonitorError(RlvitalsError):
@@ -111,7 +114,7 @@ class Monitor:
             raise MonitorError(Words(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None",
                                      f"Monitor(stop_on={stop_on!r})：应为 'warn'、'fail' 或 None"))
         self.stop_on = stop_on
-        self._stop: str | None = None  # why the loop should stop, once a verdict reached stop_on
+        self._stop: Words | None = None  # why the loop should stop, once a verdict reached stop_on
         self.sinks: list[Sink] = [parse_sink(s, lang) if isinstance(s, str) else s for s in sinks]
         self.config, self.every, self.min_interval = config, every, min_interval
         self.run_name, self.lang, self.cooldown = run, lang, cooldown or Cooldown()
@@ -178,8 +181,10 @@ class Monitor:
             table = _rollout_table(step, rollouts)
             frame = step_frame(table)
         except Exception as exc:  # noqa: BLE001 (the training loop must go on whatever happens)
-            self._error(f"rollouts of step {step!r} could not be analysed ({type(exc).__name__}: {exc}); "
-                        "training goes on", kind=f"derive {type(exc).__name__}")
+            why = _failure(exc, named=True)
+            self._error(Words(f"rollouts of step {step!r} could not be analysed ({why}); training goes on",
+                              f"第 {step!r} 步的 rollout 无法分析（{why.zh}）；训练继续"),
+                        kind=f"derive {type(exc).__name__}")
             return {}
         self._put("analysed", step, (table, frame))
         return _derived(frame)
@@ -187,7 +192,8 @@ class Monitor:
     def _put(self, kind: str, step: int, payload: Any) -> None:
         try:
             if self._closed:
-                self._error(f"{kind} for step {step} arrived after close(); they were ignored (reported once)",
+                self._error(Words(f"{kind} for step {step} arrived after close(); they were ignored (reported once)",
+                                  f"第 {step} 步的{_KIND_ZH.get(kind, kind)}在 close() 之后才到，已忽略（只报告一次）"),
                             kind="closed")
                 return
             if kind == "metrics":
@@ -202,7 +208,9 @@ class Monitor:
                 self._queue.append(_Item(self._seq, kind, int(step), payload))
                 self._cond.notify()
         except Exception as exc:  # noqa: BLE001 (the training loop must go on whatever happens)
-            self._error(f"{kind} for step {step!r} could not be queued ({type(exc).__name__}: {exc})")
+            why = _failure(exc, named=True)
+            self._error(Words(f"{kind} for step {step!r} could not be queued ({why})",
+                              f"第 {step!r} 步的{_KIND_ZH.get(kind, kind)}无法放入队列（{why.zh}）"))
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until everything queued so far is processed and diagnosed; whether it was in time."""
@@ -278,13 +286,15 @@ class Monitor:
         with self._lock:
             return self._stop is not None
 
-    def stop_reason(self) -> str | None:
-        """Why :meth:`should_stop` is true: the verdict, its step and the worst findings' titles."""
+    def stop_reason(self) -> Words | None:
+        """Why :meth:`should_stop` is true: the verdict, its step and the worst findings' titles (English,
+        with its Chinese: :func:`~rlvitals.words.in_lang` picks)."""
         with self._lock:
             return self._stop
 
     def say(self, line: str) -> None:
-        """Write one line to ``err`` (an integration's news, such as stopping the training)."""
+        """Write one line to ``err`` (an integration's news, such as stopping the training), in the
+        Monitor's language when ``line`` is :class:`~rlvitals.words.Words`."""
         self._say(line)
 
     def _stopped(self) -> bool:
@@ -302,11 +312,13 @@ class Monitor:
                     self._queue.clear()
                     force, closing = self._force, self._closed
                 for item in batch:
-                    self._guarded(f"{item.kind} of step {item.step}", self._process, item)
+                    what = Words(f"{item.kind} of step {item.step}",
+                                 f"处理第 {item.step} 步的{_KIND_ZH.get(item.kind, item.kind)}")
+                    self._guarded(what, self._process, item)
                     with self._cond:
                         self._done = item.seq
                         self._cond.notify_all()
-                self._guarded("the diagnosis", self._maybe_diagnose, state, force)
+                self._guarded(Words("the diagnosis", "诊断"), self._maybe_diagnose, state, force)
                 with self._cond:
                     if force:
                         self._force = False
@@ -332,24 +344,29 @@ class Monitor:
                     self._send(state, sink, ids, alert)
             return state
         except Exception as exc:  # noqa: BLE001
-            self._error(f"{self.state_path}: the alert state could not be opened ({exc}); alerts are kept in "
-                        "memory only")
+            why = _failure(exc)
+            self._error(Words(f"{self.state_path}: the alert state could not be opened ({why}); alerts are kept "
+                              "in memory only",
+                              f"{self.state_path}：告警状态无法打开（{why.zh}）；告警只保存在内存里"))
             return None
 
-    def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
+    def _guarded(self, what: Words, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 (contained: counted, reported, never raised)
-            self._error(f"{what} failed ({type(exc).__name__}: {exc}); training goes on",
+            why = _failure(exc, named=True)
+            self._error(Words(f"{what} failed ({why}); training goes on", f"{what.zh}时出错（{why.zh}）；训练继续"),
                         kind=f"{what.split(' of ')[0]} {type(exc).__name__}")
 
     def report_error(self, message: str, kind: str | None = None) -> None:
-        """Count and report an error found outside the worker (an integration's own problem)."""
+        """Count and report an error found outside the worker (an integration's own problem); a
+        :class:`~rlvitals.words.Words` message is printed in the Monitor's language."""
         self._error(message, kind)
 
     def _error(self, message: str, kind: str | None = None) -> None:
-        """Count an error; the first of each ``kind`` (default: the message) is kept and printed,
-        so a bad key logged at every step is one line, not one per step."""
+        """Count an error; the first of each ``kind`` (default: the message) is kept (as given: English
+        for the Monitor's own, Chinese beside it) and printed in the Monitor's language, so a bad key
+        logged at every step is one line, not one per step."""
         kind = kind or message
         with self._lock:
             self._error_count += 1
@@ -359,13 +376,13 @@ class Monitor:
                 if len(self._errors) < MAX_ERRORS:
                     self._errors.append(message)
         if first:
-            self._say(f"rlvitals monitor: {message}")
+            self._say(Words(f"rlvitals monitor: {message}", f"rlvitals：{in_lang(message, 'zh')}"))
 
     def _say(self, line: str) -> None:
         if self.err is None:
             return
         try:
-            self.err.write(line + "\n")
+            self.err.write(in_lang(line, self.lang) + "\n")
             self.err.flush()
         except (OSError, ValueError):
             pass  # a closed stream must not become an error in the training loop
@@ -376,8 +393,10 @@ class Monitor:
             self._builder.add(Record(item.step, values, f"{self.run_name}:step {item.step}"))
             self._last_step = max(self._last_step, item.step)
             if bad:
-                self._error(f"step {item.step}: {', '.join(bad[:5])} not a number or text; those values were "
-                            "skipped (reported once per set of keys)", kind=f"values {bad}")
+                self._error(Words(f"step {item.step}: {', '.join(bad[:5])} not a number or text; those values "
+                                  "were skipped (reported once per set of keys)",
+                                  f"第 {item.step} 步：{'、'.join(bad[:5])} 既不是数字也不是文本；这些值已跳过"
+                                  "（同一组键只报告一次）"), kind=f"values {bad}")
         elif item.kind == "analysed":
             self._add_rollouts(item.step, None, item.payload)
         else:
@@ -446,7 +465,7 @@ class Monitor:
             return list(state.commit({}, changed, list(alerts), [s.name for s in self.sinks]))
 
         def say(alert: Alert) -> None:
-            self._say(f"rlvitals: {alert.text(self.lang)}")
+            self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
 
         _, self._keys = dispatch(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
                                  self.cooldown, commit=commit, say=say, sinks=self.sinks,
@@ -455,29 +474,50 @@ class Monitor:
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
         from ..checks import STATUS_RANK
+        from ..render.diagnosis import STATUS_WORDS
 
         if self.stop_on is None or self._stop is not None or STATUS_RANK[d.verdict] < STATUS_RANK[self.stop_on]:
             return
         worst = [f for f in d.findings if STATUS_RANK[f.status] >= STATUS_RANK[self.stop_on]]
         worst.sort(key=lambda f: -STATUS_RANK[f.status])
-        titles = "; ".join(f"{f.title.get(self.lang) or f.title.get('en', f.check)}"
-                           + (f" (since step {f.onset_step})" if f.onset_step is not None else "") for f in worst[:3])
-        reason = f"verdict {d.verdict} at step {step} (stop_on={self.stop_on}): {titles}"
+
+        def title(f: Finding, lang: str) -> str:
+            return f.title.get(lang) or f.title.get("en", f.check)
+
+        en = "; ".join(title(f, "en") + (f" (since step {f.onset_step})" if f.onset_step is not None else "")
+                       for f in worst[:3])
+        zh = "；".join(title(f, "zh") + (f"（自第 {f.onset_step} 步起）" if f.onset_step is not None else "")
+                      for f in worst[:3])
+        words = STATUS_WORDS["zh"]
+        reason = Words(f"verdict {d.verdict} at step {step} (stop_on={self.stop_on}): {en}",
+                       f"第 {step} 步的判定为{words[d.verdict]}（stop_on={self.stop_on}）：{zh}")
         with self._lock:
             self._stop = reason
-        self._say(f"rlvitals: stop requested: {reason}")
+        self._say(Words(f"rlvitals: stop requested: {reason}", f"rlvitals：请求停止训练：{reason.zh}"))
 
     def _send(self, state: Any, sink: Sink, ids: list[int], alert: Alert) -> None:
         """One message to one sink, in this thread; a failure is reported, struck off and not retried."""
         try:
             problem = sink.send(alert)
         except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)
-            problem = f"{sink.name or type(sink).__name__}: {type(exc).__name__}: {exc}"
+            who, why = sink.name or type(sink).__name__, _failure(exc, named=True)
+            problem = Words(f"{who}: {why}", f"{who}：{why.zh}")
         if problem is not None:
-            self._error(f"alert not delivered: {problem}", kind=f"sink {sink.name} {problem[:40]}")
+            self._error(Words(f"alert not delivered: {problem}", f"告警未送达：{in_lang(problem, 'zh')}"),
+                        kind=f"sink {sink.name} {problem[:40]}")
         if state is not None:
             for alert_id in ids:  # failed deliveries are not retried, as in watch
                 state.delivered(alert_id, sink.name)
+
+
+def _failure(exc: BaseException, named: bool = False) -> Words:
+    """What went wrong, ``named`` with the exception's type: an rlvitals error's own Chinese, otherwise the
+    exception's text in both languages (a library's message stays as it was)."""
+    arg = exc.args[0] if len(exc.args) == 1 else None
+    en, zh = str(exc), arg.zh if isinstance(arg, Words) else str(exc)
+    if named:
+        return Words(f"{type(exc).__name__}: {en}", f"{type(exc).__name__}: {zh}")
+    return Words(en, zh)
 
 
 def _derived(frame: pl.DataFrame) -> dict[str, float]:
