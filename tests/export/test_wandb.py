@@ -27,6 +27,7 @@ from rlvitals.export import ExportPlan, Series, plan_export, write_wandb
 from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExport, findings_table
 from rlvitals.ingest.record import SkipLog, SourceMeta
 from rlvitals.ingest.wandb_offline import _frames
+from rlvitals.render import STATUS_WORDS
 
 from export.test_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
 
@@ -196,7 +197,7 @@ def test_cli_export_wandb_in_chinese(root: Path, tmp_path: Path) -> None:
                  "--rollouts", str(rollouts), "--lang", "zh"], out, err)  # type: ignore[arg-type]
     wandb.teardown()  # what the end of the rlvitals process does
     assert code == 0, err.text
-    assert "offline" in out.text and f"verdict {expected.verdict}" in out.text
+    assert "离线" in out.text and f"结论为{STATUS_WORDS['zh'][expected.verdict]}" in out.text
     (run_dir,) = (tmp_path / "w" / "wandb").glob("offline-run-*")
     (path,) = run_dir.rglob("findings*.table.json")
     data = json.loads(path.read_text())["data"]

@@ -60,12 +60,12 @@ def test_what_the_callback_tells_a_chinese_monitor(tmp_path: Path) -> None:
         cb.monitor.close()
     missing = tmp_path / "completions" / "completions_00002.parquet"
     said = err.getvalue().splitlines()
-    assert "rlvitals monitor: GRPOConfig(log_completions=False)：TRL 不写 completion 文件，因此不会计算 rollout " \
+    assert "rlvitals：GRPOConfig(log_completions=False)：TRL 不写 completion 文件，因此不会计算 rollout " \
            "指标；请传入 log_completions=True" in said
-    assert "rlvitals monitor: 这个 callback 没有用 rlvitals.integrations.trl.attach(trainer) 挂到 trainer 上：" \
+    assert "rlvitals：这个 callback 没有用 rlvitals.integrations.trl.attach(trainer) 挂到 trainer 上：" \
            "rlvitals/... 指标不会写入 trainer 的 logger" in said
-    assert f"rlvitals monitor: {missing}：TRL 没有写出这个 completion 文件；第 2 步的 rollout 指标缺失" in said
-    assert any(line.startswith("rlvitals monitor: TRL callback 在第 3 步出错：TypeError: ") for line in said), said
+    assert f"rlvitals：{missing}：TRL 没有写出这个 completion 文件；第 2 步的 rollout 指标缺失" in said
+    assert any(line.startswith("rlvitals：TRL callback 在第 3 步出错：TypeError: ") for line in said), said
     assert cb.logged_steps == [1, 2, 3]  # the Trainer goes on
 
 

@@ -379,7 +379,7 @@ def test_cli_report_writes_the_file(real: Path, tmp_path: Path) -> None:
     code = main(["report", str(real / QWEN), "--rollouts", str(tmp_path / "dump"), "--cdn", "--lang", "zh",
                  "-o", str(target)], out=out, err=err)
     assert code == 0, err.getvalue()
-    assert out.getvalue().startswith(f"wrote {target}: 1 run(s), ")
+    assert out.getvalue().startswith(f"已写出 {target}：1 次训练，")  # what it wrote, in the language asked for
     html = target.read_text(encoding="utf-8")
     assert '<html lang="zh" data-lang="zh">' in html and 'id="rollouts"' in html
 

@@ -245,7 +245,7 @@ class RlvitalsCallback(TrainerCallback):
             line = Words(f"rlvitals: stopping the training at step {at}"
                          + (", after saving a checkpoint" if saving else "") + f" ({reason})",
                          f"rlvitals：在第 {at} 步停止训练" + ("，停止前先保存 checkpoint" if saving else "")
-                         + f"（{reason}）")
+                         + f"（{in_lang(reason, 'zh')}）")
             self.monitor.say(in_lang(line, self.monitor.lang))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
