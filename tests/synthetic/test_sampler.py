@@ -299,7 +299,7 @@ def test_cli_sample_probe_writes_the_faithfulness_beside_the_dump(sampled: Sampl
                  "24", "--format", "verl", "--probe", "2"], out, err)
     assert code == 0, err.getvalue()
     said = out.getvalue().splitlines()[-1]
-    assert said.startswith("probed 2 rollouts with ") and "faithfulness " in said, said
+    assert said.startswith("probed 2 rollouts with SmolLM2-135M-Instruct: faithfulness "), said
     records = [orjson.loads(line) for line in (tmp_path / "verl" / "rlvitals-probes.jsonl").read_bytes().splitlines()]
     assert [r["step"] for r in records] == [1, 2] and all(r["rollouts"] == 1 for r in records)
     assert all(0.0 <= r["reasoning/faithfulness"] <= 1.0 for r in records)

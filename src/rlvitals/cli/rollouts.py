@@ -83,8 +83,8 @@ def _sample(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                                 f"已写出 {kind.zh}：{folder}（共 {args.steps} 个训练步的文件）\n"), lang))
     if args.probe:
         try:
-            out.write(in_lang(_probe_sampled(root / ("verl" if args.fmt != "trl" else "trl"), policy.path, args,
-                                             err), lang))
+            out.write(in_lang(_probe_sampled(root / ("verl" if args.fmt != "trl" else "trl"), policy.path,
+                                             policy.name, args, err), lang))
         except RlvitalsError as exc:
             err.write(error_line(exc, lang))
             return EXIT_USAGE
@@ -102,15 +102,17 @@ def _sampled(model: str, cached: bool, load_seconds: float, rollouts: int, corre
                  f"{correct} 条正确（{correct / rollouts:.0%}）\n")
 
 
-def _probe_sampled(folder: Path, model: Path, args: argparse.Namespace, err: IO[str]) -> Words:
+def _probe_sampled(folder: Path, model: Path, name: str, args: argparse.Namespace, err: IO[str]) -> Words:
     """``sample --probe N``: the sampled rollouts probed with the model that wrote them (in process, greedy),
     the results written beside them as ``rlvitals probe`` writes them; the line that says so."""
     from ..probe import LocalBackend, ProbeOptions, run_probe, write_steps
     from ..rollout import PROBES_FILE
     from .progress import working
 
+    backend = LocalBackend(model)
+    backend.model = name  # the model's name, not its cache folder's
     with working(err, Words("probe", "探测"), lang=lang_of(args)) as told:
-        result = run_probe(folder, LocalBackend(model), ProbeOptions(max_tokens=args.max_new_tokens),
+        result = run_probe(folder, backend, ProbeOptions(max_tokens=args.max_new_tokens),
                            max_rollouts=args.probe, progress=told)
     write_steps(result, folder / PROBES_FILE)
     faith = result.get("faithfulness")
