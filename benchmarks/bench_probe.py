@@ -3,15 +3,14 @@ requests sent one by one with a plain loop, and the speed-up of a cached re-run.
 
 Run:  python benchmarks/bench_probe.py [--quick] [--rollouts 32] [--delay 0.02] [--repeat 3]
 
-The server answers as the suite's rule-following "model" (``follows_reasoning`` of ``tests/openai_servers.py``:
-the last number of the reasoning it is shown), from a real ``ThreadingHTTPServer`` on 127.0.0.1 that waits
-``--delay`` seconds before each reply (a stand-in for the model's time, so that requests in flight matter).
-It is the benchmark's own server because it listens with a backlog of 128: the suite's keeps http.server's
-5, past which Linux drops a connection and the client waits a second for its SYN retry, so 16 requests in
-flight would measure that second, not the backend. The rollouts are ``--rollouts`` of the bundled word
-problems, each with its right chain written out (``4 × 3 = 12. Then 8 + 12 = 20.``). Every probe runs (early
-answering at 4 fractions, an added mistake, a paraphrase by the model, filler, the suggested answer and its
-unbiased twin), the completions API: 12 requests a rollout.
+The server is the suite's (``tests/openai_servers.py``), answering as its rule-following "model"
+(``follows_reasoning``: the last number of the reasoning it is shown), a real ``ThreadingHTTPServer`` on
+127.0.0.1 that waits ``--delay`` seconds before each reply (a stand-in for the model's time, so that requests
+in flight matter); it listens with a backlog of 128, so 16 requests in flight do not wait for SYN retries.
+The rollouts are ``--rollouts`` of the bundled word problems, each with its right chain written out
+(``4 × 3 = 12. Then 8 + 12 = 20.``). Every probe runs (early answering at 4 fractions, an added mistake, a
+paraphrase by the model, filler, the suggested answer and its unbiased twin), the completions API: 12
+requests a rollout.
 
 Printed (wall clock, best of ``--repeat``):
 
@@ -35,13 +34,9 @@ import os
 import re
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
@@ -53,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
 
 from _timing import best  # noqa: E402
-from openai_servers import follows_reasoning  # noqa: E402  (the suite's rule-following model)
+from openai_servers import follows_reasoning, serving  # noqa: E402  (the suite's rule-following model)
 
 from rlvitals.probe import Cache, Cached, Chain, HttpBackend, ProbeOptions, chain_of, run_probe  # noqa: E402
 from rlvitals.probe.runner import probe_chains  # noqa: E402
@@ -80,49 +75,12 @@ def make_chains(n: int) -> list[Chain]:
     return chains
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128  # http.server's 5 drops connections past it: 16 in flight would wait 1 s for a SYN retry
-
-
-@contextmanager
-def serving(delay: float) -> Iterator[tuple[str, list[dict[str, object]]]]:
-    """The rule-following model on a free loopback port, each reply after ``delay`` seconds; its ``/v1``
-    root and the bodies it got (with their ``path``)."""
-    seen: list[dict[str, object]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 — the name http.server calls
-            body = orjson.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-            seen.append({"path": self.path, **body})
-            time.sleep(delay)
-            status, data = follows_reasoning(body)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = _Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 def plain_loop(root: str, bodies: list[dict[str, object]]) -> list[str]:
     """Each request sent in turn with urllib, its reply's text read: no threads, no retries, no cache."""
     out = []
     for body in bodies:
         path = body["path"]
-        data = orjson.dumps({k: v for k, v in body.items() if k != "path"})
+        data = orjson.dumps({k: v for k, v in body.items() if k not in ("path", "auth")})
         request = urllib.request.Request(f"{root}{path}", data, {"Content-Type": "application/json"}, method="POST")
         with urllib.request.urlopen(request, timeout=60) as reply:
             out.append(orjson.loads(reply.read())["choices"][0]["text"])
@@ -185,7 +143,7 @@ def main() -> None:
     args = ap.parse_args()
     rollouts, repeat = (4, 1) if args.quick else (args.rollouts, args.repeat)
     chains = make_chains(rollouts)
-    with serving(args.delay) as (url, seen):
+    with serving(follows_reasoning, args.delay) as (url, seen):
         print(f"probes: {rollouts} rollouts x every probe, server delay {args.delay * 1000:.0f} ms a request, "
               f"127.0.0.1, {os.cpu_count()} cores (shared: wall times vary)")
         run_concurrency(url, seen, chains, repeat)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,14 +48,24 @@ def ignores_reasoning(body: dict[str, object]) -> tuple[int, bytes]:
     return 200, completion("\\boxed{7}" if chat else " 7.", chat)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    #: http.server listens with a backlog of 5: past it Linux drops a connection and the client waits a second
+    #: for its SYN retry, so 16 requests in flight would measure that second
+    request_queue_size = 128
+
+
 class _Handler(BaseHTTPRequestHandler):
     reply: Reply
     seen: list[dict[str, object]]
+    delay: float = 0.0
 
     def do_POST(self) -> None:  # noqa: N802 — the name http.server calls
         size = int(self.headers.get("Content-Length", "0"))
         body = orjson.loads(self.rfile.read(size))
         self.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        if self.delay:
+            time.sleep(self.delay)  # a stand-in for the model's time (the benchmark's)
         status, data = self.reply(body)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -67,11 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving(reply: Reply) -> Iterator[tuple[str, list[dict[str, object]]]]:
-    """A server on a free loopback port answering with ``reply``; its ``/v1`` root and the bodies it got."""
+def serving(reply: Reply, delay: float = 0.0) -> Iterator[tuple[str, list[dict[str, object]]]]:
+    """A server on a free loopback port answering with ``reply`` (each after ``delay`` seconds); its ``/v1``
+    root and the bodies it got (with their ``path`` and ``auth`` header)."""
     seen: list[dict[str, object]] = []
-    handler = type("Handler", (_Handler,), {"reply": staticmethod(reply), "seen": seen})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler = type("Handler", (_Handler,), {"reply": staticmethod(reply), "seen": seen, "delay": delay})
+    server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
