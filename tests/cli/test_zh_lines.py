@@ -14,7 +14,6 @@ import pytest
 
 import rlvitals.cli as cli
 from rlvitals.cli import main
-from rlvitals.rollout import write_verl_dump
 from rlvitals.synthetic.simulate import write_example
 
 from .test_zh import english_prose
@@ -47,20 +46,6 @@ def _frames(raw: str) -> list[str]:
 def _chinese(text: str, names: tuple[str, ...] = ()) -> None:
     left = english_prose(text, names)
     assert not left, "English left in the Chinese output:\n" + "\n".join(f"{w}: {line}" for line, w in left)
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return write_example(tmp_path / "example")["jsonl"]
-
-
-@pytest.fixture
-def rollouts(tmp_path: Path) -> Path:
-    folder = tmp_path / "rolls"
-    for step in (1, 2, 3):
-        write_verl_dump([{"prompt": "1 + 1?", "response": "2", "score": float(i % 2), "target": "2"}
-                         for i in range(4)], folder, step)
-    return folder
 
 
 # --- usage refusals --------------------------------------------------------------------------------

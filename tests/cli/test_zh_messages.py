@@ -20,9 +20,7 @@ import pytest
 from rlvitals.cli import main
 from rlvitals.cli._common import _message, paired_runs
 from rlvitals.cli.progress import status_line, words, working
-from rlvitals.rollout import write_verl_dump
 from rlvitals.rollout.segments import parse_tag
-from rlvitals.synthetic.simulate import write_example
 from rlvitals.words import Words, in_lang
 
 from .test_zh import english_prose
@@ -42,20 +40,6 @@ def _frames(raw: str) -> list[str]:
     """What a terminal showed, one redraw a line: control sequences and the bar's glyphs left out."""
     text = re.sub("[━╸╺]+", " ", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw))
     return [" ".join(line.split()) for line in re.split(r"[\r\n]", text) if line.strip()]
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return write_example(tmp_path / "example")["jsonl"]
-
-
-@pytest.fixture
-def rollouts(tmp_path: Path) -> Path:
-    folder = tmp_path / "rolls"
-    for step in (1, 2, 3):
-        write_verl_dump([{"prompt": "1 + 1?", "response": "2", "score": float(i % 2), "target": "2"}
-                         for i in range(4)], folder, step)
-    return folder
 
 
 # --- the rollout options ---------------------------------------------------------------------------
