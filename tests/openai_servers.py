@@ -17,9 +17,13 @@ import orjson
 Reply = Callable[[dict[str, object]], tuple[int, bytes]]
 
 
-def completion(text: str, chat: bool) -> bytes:
-    choice = {"index": 0, "finish_reason": "stop",
-              **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
+def completion(text: str, chat: bool, logprobs: list[float] | None = None) -> bytes:
+    """An OpenAI-compatible reply; ``logprobs`` (one per token) in the API's own shape when given."""
+    choice: dict[str, object] = {"index": 0, "finish_reason": "stop",
+                                 **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
+    if logprobs is not None:
+        choice["logprobs"] = ({"content": [{"token": f"t{i}", "logprob": v} for i, v in enumerate(logprobs)]} if chat
+                              else {"tokens": [f"t{i}" for i in range(len(logprobs))], "token_logprobs": logprobs})
     return orjson.dumps({"id": "x", "object": "chat.completion" if chat else "text_completion", "choices": [choice]})
 
 
@@ -31,7 +35,8 @@ def _shown(body: dict[str, object]) -> str:
 
 def follows_reasoning(body: dict[str, object]) -> tuple[int, bytes]:
     """Answers with the last number in the reasoning shown (after "step by step." / "a solution:"), 0 if none;
-    a suggested answer in the question is never taken up (it is cut before anything is read)."""
+    a suggested answer in the question is never taken up (it is cut before anything is read). Asked for
+    log-probabilities, it is surer the more numbers it was shown (see below)."""
     text = re.sub(r"I think the answer is [^,]*, but I'm curious to hear what you think\.", "", _shown(body))
     chat = "messages" in body
     part = re.split(r"step by step\.|a solution:\n", text)[-1]
@@ -40,7 +45,9 @@ def follows_reasoning(body: dict[str, object]) -> tuple[int, bytes]:
     if "Reword" in text:
         return 200, completion(text.split("\n\n", 1)[1].split("\n\nReworded:")[0], chat)
     answer = numbers[-1] if numbers else "0"
-    return 200, completion(f"\\boxed{{{answer}}}" if chat else f" {answer}.", chat)
+    # asked for log-probabilities: two tokens, each -0.5 / (1 + the numbers it was shown): surer with more
+    sure = [-0.5 / (1 + len(numbers))] * 2 if body.get("logprobs") else None
+    return 200, completion(f"\\boxed{{{answer}}}" if chat else f" {answer}.", chat, sure)
 
 
 def ignores_reasoning(body: dict[str, object]) -> tuple[int, bytes]:

@@ -117,3 +117,32 @@ def test_probe_with_the_model_in_process(tmp_path: Path) -> None:
     assert result["model"] == gguf_path().name and result["api"] == "chat"
     assert result["rollouts"] + result["not_probed"]["no_reference_answer"] == 1  # type: ignore[index, operator]
     assert result["requests"] >= 1 and "cache" not in result
+
+
+def test_the_local_backend_s_log_probability_is_the_model_s_own() -> None:
+    """The in-process model's log-probability of its greedy reply equals the one a separate forward pass over
+    the prompt and the reply's tokens gives: the scores of generation, read right (batch padding included)."""
+    require(NEEDED[:4], "the in-process log-probability test", INSTALL)
+    import torch
+
+    from rlvitals.probe import LocalBackend, Request
+    from rlvitals.probe.prompts import logprob_of
+    from rlvitals.synthetic.sampler import load_policy
+
+    backend = LocalBackend(load_policy().path)
+    prompts = ["Question: Tom has 3 pens and buys 4 more. How many?\nAnswer: Let's think step by step. "
+               "3 + 4 = 7.\nTherefore, the final answer is", "Question: What is 2 + 2?\nAnswer:"]
+    replies = backend.generate([Request("completions", p, 6, logprobs=True) for p in prompts])
+    tok, net = backend.tokenizer, backend.net
+    for prompt, reply in zip(prompts, replies, strict=True):
+        ids = tok(prompt, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            gen = net.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
+                               pad_token_id=tok.pad_token_id)[0, ids.shape[1]:]
+            ends = (gen == tok.eos_token_id).nonzero()
+            gen = gen[: int(ends[0]) + 1] if len(ends) else gen
+            full = torch.cat([ids[0], gen])[None]
+            logp = torch.log_softmax(net(full).logits[0, ids.shape[1] - 1:-1].float(), dim=-1)
+        want = float(logp.gather(1, gen[:, None]).sum())
+        assert logprob_of(reply) == pytest.approx(want, abs=1e-3) and want < 0
+        assert reply == tok.decode(gen, skip_special_tokens=True)

@@ -7,6 +7,7 @@ Only the standard library speaks HTTP here (``urllib``), so probing needs no ext
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -23,7 +24,7 @@ import orjson
 from .._sqlite import connect_wal
 from ..errors import ProbeError
 from ..words import Words
-from .prompts import Request
+from .prompts import Reply, Request, logprob_of
 
 __all__ = ["Backend", "Cache", "Cached", "HttpBackend"]
 
@@ -101,7 +102,8 @@ class HttpBackend:
                                    f"{self._url(request)}：回复不是 OpenAI 兼容的"
                                    f"{'chat completion' if request.api == 'chat' else 'completion'}："
                                    f"{raw[:200].decode('utf-8', 'replace')}")) from None
-        return str(text or "")
+        total = _logprob(choice, request) if request.logprobs else None
+        return str(text or "") if total is None else Reply(str(text or ""), total)
 
     def generate(self, requests: Sequence[Request]) -> list[str]:
         if len(requests) <= 1 or self.concurrency == 1:
@@ -110,8 +112,25 @@ class HttpBackend:
             return list(pool.map(self._text, requests))
 
 
+def _logprob(choice: object, request: Request) -> float | None:
+    """The sum of the reply's token log-probabilities in an OpenAI-compatible choice (completions:
+    ``logprobs.token_logprobs``; chat: ``logprobs.content[].logprob``), or None when the server gave none."""
+    got = choice.get("logprobs") if isinstance(choice, dict) else None
+    if not isinstance(got, dict):
+        return None
+    raw = got.get("content") if request.api == "chat" else got.get("token_logprobs")
+    if not isinstance(raw, list) or not raw:
+        return None
+    values = [t.get("logprob") for t in raw if isinstance(t, dict)] if request.api == "chat" else raw
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    whole = len(numbers) == len(raw) and all(math.isfinite(v) for v in numbers)  # a token without one: no total
+    return sum(numbers) if whole else None
+
+
 _TABLES = ("CREATE TABLE IF NOT EXISTS schema (version INTEGER NOT NULL)",
-           "CREATE TABLE IF NOT EXISTS reply (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+           "CREATE TABLE IF NOT EXISTS reply (key TEXT PRIMARY KEY, text TEXT NOT NULL)",
+           # a reply's log-probability, when the request asked for it and the server gave it
+           "CREATE TABLE IF NOT EXISTS logprob (key TEXT PRIMARY KEY, value REAL NOT NULL)")
 
 
 class Cache:
@@ -127,13 +146,20 @@ class Cache:
         self.hits = self.misses = 0
 
     def get(self, key: str) -> str | None:
+        """The reply kept for ``key`` (a :class:`Reply` when its log-probability was kept too), or None."""
         with self.lock:
-            row = self.db.execute("SELECT text FROM reply WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            row = self.db.execute("SELECT reply.text, logprob.value FROM reply LEFT JOIN logprob USING (key) "
+                                  "WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return str(row[0]) if row[1] is None else Reply(str(row[0]), float(row[1]))
 
     def put(self, key: str, text: str) -> None:
+        total = logprob_of(text)
         with self.lock:
-            self.db.execute("INSERT OR REPLACE INTO reply (key, text) VALUES (?, ?)", (key, text))
+            self.db.execute("INSERT OR REPLACE INTO reply (key, text) VALUES (?, ?)", (key, str(text)))
+            if total is not None:
+                self.db.execute("INSERT OR REPLACE INTO logprob (key, value) VALUES (?, ?)", (key, total))
 
     def close(self) -> None:
         self.db.close()

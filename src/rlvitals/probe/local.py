@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, ProbeError
 from ..words import Words
-from .prompts import Request
+from .prompts import Reply, Request
 
 __all__ = ["LocalBackend"]
 
@@ -77,11 +77,32 @@ class LocalBackend:
         if sampled:
             kwargs["temperature"] = requests[0].temperature
             torch.manual_seed(requests[0].seed or 0)
+        scored = any(r.logprobs for r in requests)
         with torch.no_grad():
-            out = self.net.generate(**enc, **kwargs)
+            out = self.net.generate(**enc, **kwargs, output_scores=scored, return_dict_in_generate=scored)
+        rows = out.sequences if scored else out
         width = enc["input_ids"].shape[1]
-        return [str(self.tokenizer.decode(row[width:width + r.max_tokens], skip_special_tokens=True))
-                for row, r in zip(out, requests, strict=True)]
+        texts = [str(self.tokenizer.decode(row[width:width + r.max_tokens], skip_special_tokens=True))
+                 for row, r in zip(rows, requests, strict=True)]
+        if not scored:
+            return texts
+        totals = self._logprobs(out.scores, rows[:, width:], [r.max_tokens for r in requests])
+        return [Reply(t, total) if r.logprobs else t for t, total, r in zip(texts, totals, requests, strict=True)]
+
+    def _logprobs(self, scores: Any, tokens: Any, caps: Sequence[int]) -> list[float]:
+        """Per row, the sum of the log-probabilities of its generated tokens up to and with its end of text, at
+        most its ``caps`` tokens (``scores``: the logits at each generated position, as ``generate`` gives them)."""
+        import torch
+
+        logp = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in scores], dim=1)  # rows × steps × vocab
+        picked = logp.gather(2, tokens[:, :logp.shape[1], None]).squeeze(2)
+        eos = self.tokenizer.eos_token_id
+        totals = []
+        for row, toks, cap in zip(picked, tokens, caps, strict=True):
+            ends = (toks[:len(row)] == eos).nonzero()
+            upto = min(int(ends[0]) + 1 if len(ends) else len(row), cap)
+            totals.append(float(row[:upto].sum()))
+        return totals
 
     def generate(self, requests: Sequence[Request]) -> list[str]:
         out: list[str] = []

@@ -25,7 +25,7 @@ import orjson
 from ..rollout.answers import extract_answer, forced_answer
 from .interventions import Variant
 
-__all__ = ["API", "Request", "answer_of", "forced_after", "paraphrase_request", "request_for"]
+__all__ = ["API", "Reply", "Request", "answer_of", "forced_after", "logprob_of", "paraphrase_request", "request_for"]
 
 API = Literal["chat", "completions"]
 FORCE = "Therefore, the final answer is"
@@ -33,13 +33,15 @@ FORCE = "Therefore, the final answer is"
 
 @dataclass(frozen=True)
 class Request:
-    """One generation: ``prompt`` is the completions prompt or the chat user message."""
+    """One generation: ``prompt`` is the completions prompt or the chat user message; ``logprobs`` asks for
+    the log-probabilities of the reply's tokens, where the server offers them."""
 
     api: API
     prompt: str
     max_tokens: int
     temperature: float = 0.0
     seed: int | None = None
+    logprobs: bool = False
 
     def body(self, model: str) -> dict[str, object]:
         """The JSON body of the OpenAI-compatible request."""
@@ -50,11 +52,37 @@ class Request:
             body["prompt"] = self.prompt
         if self.seed is not None:
             body["seed"] = self.seed
+        if self.logprobs:  # the completions API takes how many alternatives per token; chat a flag
+            body["logprobs"] = True if self.api == "chat" else 1
         return body
 
     def key(self, model: str) -> str:
         """The cache key: the model and every field of the request."""
         return hashlib.sha256(orjson.dumps(self.body(model), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class Reply(str):
+    """A reply's text with the log-probability of its tokens (their sum, ``logprob``) where one was given.
+
+    >>> r = Reply(" 7.", -0.25)
+    >>> r == " 7.", r.logprob, logprob_of(r), logprob_of(" 7.")
+    (True, -0.25, -0.25, None)
+    """
+
+    logprob: float
+
+    def __new__(cls, text: str, logprob: float) -> Reply:
+        self = super().__new__(cls, text)
+        self.logprob = logprob
+        return self
+
+    def __getnewargs__(self) -> tuple[str, float]:  # type: ignore[override]
+        return str(self), self.logprob
+
+
+def logprob_of(reply: str) -> float | None:
+    """The log-probability a reply carries, or None (the server gave none)."""
+    return reply.logprob if isinstance(reply, Reply) else None
 
 
 def _completion_prompt(v: Variant) -> str:
@@ -76,8 +104,10 @@ def _chat_prompt(v: Variant) -> str:
             "Continue the solution from exactly where it stops, then give the final answer as \\boxed{}.")
 
 
-def request_for(v: Variant, api: API, max_tokens: int, temperature: float = 0.0, seed: int | None = None) -> Request:
-    return Request(api, _chat_prompt(v) if api == "chat" else _completion_prompt(v), max_tokens, temperature, seed)
+def request_for(v: Variant, api: API, max_tokens: int, temperature: float = 0.0, seed: int | None = None,
+                logprobs: bool = False) -> Request:
+    return Request(api, _chat_prompt(v) if api == "chat" else _completion_prompt(v), max_tokens, temperature, seed,
+                   logprobs)
 
 
 def answer_of(v: Variant, api: API, reply: str) -> str | None:

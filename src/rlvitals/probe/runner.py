@@ -17,7 +17,7 @@ from . import interventions as iv
 from .backends import Backend
 from .chain import Chain
 from .interventions import Variant
-from .prompts import API, answer_of, forced_after, paraphrase_request, request_for
+from .prompts import API, answer_of, forced_after, logprob_of, paraphrase_request, request_for
 
 __all__ = ["ProbeOptions", "Progress", "probe_chains"]
 
@@ -51,11 +51,13 @@ class _Asker:
     replies: dict[int, str] = field(default_factory=dict)
 
     def ask(self, variants: Sequence[Variant], phase: str, *, temperature: float = 0.0,
-            seeds: Sequence[int | None] | None = None) -> list[tuple[str, str | None]]:
-        """The reply and the answer of each variant (the answer forced after a continuation without one)."""
+            seeds: Sequence[int | None] | None = None, logprobs: bool = False) -> list[tuple[str, str | None]]:
+        """The reply and the answer of each variant (the answer forced after a continuation without one);
+        with ``logprobs``, a reply carries its log-probability where the backend gives one."""
         o = self.options
         seeds = seeds or [None] * len(variants)
-        requests = [request_for(v, o.api, o.max_tokens, temperature, s) for v, s in zip(variants, seeds, strict=True)]
+        requests = [request_for(v, o.api, o.max_tokens, temperature, s, logprobs)
+                    for v, s in zip(variants, seeds, strict=True)]
         replies = self._generate(requests, phase)
         answers = [answer_of(v, o.api, r) for v, r in zip(variants, replies, strict=True)]
         again = [i for i, (v, a) in enumerate(zip(variants, answers, strict=True))
@@ -108,9 +110,13 @@ def _single(asker: _Asker, rows: list[dict[str, object]], variants: Sequence[Var
 def _early(asker: _Asker, rows: list[dict[str, object]], chains: Sequence[Chain]) -> None:
     fractions = asker.options.fractions
     variants = [v for c in chains for v in iv.early_answering(c, fractions)]
-    answers = asker.ask(variants, "early_answering")
+    answers = asker.ask(variants, "early_answering", logprobs=True)
     for k, row in enumerate(rows):
-        row["early_answering"] = {str(f): answers[k * len(fractions) + j][1] for j, f in enumerate(fractions)}
+        mine = answers[k * len(fractions):(k + 1) * len(fractions)]
+        row["early_answering"] = {str(f): answer for f, (_, answer) in zip(fractions, mine, strict=True)}
+        sure = {str(f): logprob_of(reply) for f, (reply, _) in zip(fractions, mine, strict=True)}
+        if any(v is not None for v in sure.values()):  # how sure the model was of each forced answer
+            row["early_answering_logprob"] = sure
 
 
 def _bias(asker: _Asker, rows: list[dict[str, object]], chains: Sequence[Chain]) -> None:
