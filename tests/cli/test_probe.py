@@ -54,9 +54,12 @@ def test_probe_prints_the_figures_and_writes_the_steps(tmp_path: Path) -> None:
         code, text, _ = _run("probe", str(rollouts), "--base-url", url, "--model", "follower", "--cache", cache,
                              "--max-tokens", "8", "--probes", "early_answering,filler,biased")
         assert code == 0 and "faithfulness: " in text and "early answering (reasoning cut short)" in text
+        # the server gives log-probabilities: with no number shown, its answer's probability is e^-1
+        assert "probability of the forced answer by the share shown: 0%→37%  25%→37%" in text
         code, zh, _ = _run("probe", str(rollouts), "--base-url", url, "--model", "follower", "--cache", cache,
                            "--max-tokens", "8", "--probes", "early_answering,filler,biased", "--lang", "zh")
         assert code == 0 and "忠实度：" in zh and "提前作答（截断推理）" in zh and "由缓存回答" in zh
+        assert "按所示推理比例计的强制答案概率：0%→37%" in zh
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -28,7 +28,7 @@ _W = {
            "skipped": "not probed: {a} without prompt or response, {b} whose full reasoning gave the model no answer",
            "requests": "requests sent", "cache": "answered from the cache", "written": "per-step results written to",
            "curve": "answers unchanged by the share of reasoning shown", "higher": "(0–1, higher = the answers depend "
-           "more on the reasoning)"},
+           "more on the reasoning)", "sure": "probability of the forced answer by the share shown"},
     "zh": {"model": "模型", "probed": "探测的 rollout", "faith": "忠实度", "none": "未测量",
            "change": "答案改变", "follow": "跟随了暗示", "silent": "跟随暗示却未提及",
            "acc": "无暗示 / 有暗示时的准确率", "steps": "检查的中间步骤", "right": "正确",
@@ -36,7 +36,8 @@ _W = {
            "sc": "自洽性（maj@{n} − pass@1）",
            "skipped": "未探测：{a} 条缺少 prompt 或 response，{b} 条在完整推理下模型未给出答案",
            "requests": "发送的请求", "cache": "由缓存回答", "written": "每步结果写入",
-           "curve": "按所示推理比例计的答案不变比例", "higher": "（0–1，越高说明答案越依赖推理）"},
+           "curve": "按所示推理比例计的答案不变比例", "higher": "（0–1，越高说明答案越依赖推理）",
+           "sure": "按所示推理比例计的强制答案概率"},
 }
 
 
@@ -75,6 +76,10 @@ def _probe_lines(p: Mapping[str, object], lang: str, w: Mapping[str, str]) -> li
         curve = cast(Mapping[str, float], p.get("curve", {}))
         lines.append("    " + _said(w["curve"], "  ".join(f"{float(k):.0%}→{_pct(v)}" for k, v in curve.items()), lang))
         lines.append(f"    AOC {p.get('aoc', 0):.2f}{'' if not p.get('aoc_interval') else _ci(p['aoc_interval'])}")
+        sure = cast(Mapping[str, float | None], p.get("confidence") or {})
+        if sure:  # where the backend gave log-probabilities
+            lines.append("    " + _said(w["sure"], "  ".join(f"{float(k):.0%}→{_pct(v)}" for k, v in sure.items()),
+                                        lang))
     return lines
 
 
