@@ -74,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.delay:
             time.sleep(self.delay)  # a stand-in for the model's time (the benchmark's)
         status, data = self.reply(body)
+        if status == 0:  # the server is gone: the connection closes with no reply
+            self.close_connection = True
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

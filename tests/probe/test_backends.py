@@ -1,12 +1,16 @@
 """The HTTP backend against real local HTTP servers: retries with backoff on 503, no retry on 400, a clear
 error for a server that is not there or does not speak the OpenAI format, order kept under concurrency, and
-the cache: a re-run sends nothing."""
+the cache: a re-run sends nothing; a reply slower than the timeout tried again, and a server that dies mid-run:
+what it answered is kept, and a re-run sends only the rest."""
 
 from __future__ import annotations
 
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from openai_servers import completion, follows_reasoning, scripted, serving
 
@@ -78,3 +82,75 @@ def test_the_cache_answers_a_rerun_without_sending(tmp_path: Path) -> None:
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(ProbeError, match="probe cache cannot be opened"):
         Cache(tmp_path / "dir.sqlite")
+
+
+def test_a_slow_reply_times_out_and_is_tried_again() -> None:
+    calls: list[float] = []
+
+    def slow_first(body: dict[str, object]) -> tuple[int, bytes]:
+        calls.append(0.0)
+        if len(calls) == 1:
+            time.sleep(3.0)  # far longer than the timeout: the client gives up and asks again
+        return follows_reasoning(body)
+
+    # the margins are wide (a loopback reply takes milliseconds; the timeout is 1 s; the slow one 3 s or more)
+    waits: list[float] = []
+    with serving(slow_first) as (url, _):
+        backend = HttpBackend(url, "m", timeout=1.0, retries=2, sleep=waits.append)
+        assert backend.generate([Request("completions", "Question: q\nAnswer: Let's think step by step. 3.", 4)]) \
+            == [" 3."]
+    assert len(calls) == 2 and waits == [0.5]
+    with serving(lambda body: (time.sleep(3.0), follows_reasoning(body))[1]) as (url, _), \
+            pytest.raises(ProbeError, match=r"no answer after 2 tries \(timed out\)"):
+        HttpBackend(url, "m", timeout=1.0, retries=1, sleep=lambda s: None).generate([Request("completions", "Q", 4)])
+
+
+def _dying(after: int) -> tuple[list[int], Callable[[dict[str, object]], tuple[int, bytes]]]:
+    """A rule-following model that answers ``after`` requests, then hangs up on every one."""
+    answered: list[int] = []
+
+    def reply(body: dict[str, object]) -> tuple[int, bytes]:
+        if len(answered) >= after:
+            return 0, b""
+        answered.append(1)
+        return follows_reasoning(body)
+    return answered, reply
+
+
+def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_goes_on(tmp_path: Path) -> None:
+    from probe.test_runner import _chains
+    from rlvitals.probe import ProbeOptions, run_probe
+
+    chains, options = _chains(), ProbeOptions(max_tokens=8)
+    with serving(follows_reasoning) as (url, clean_seen):
+        clean = run_probe(chains, HttpBackend(url, "m"), options)
+    answered, reply = _dying(after=9)
+    cache = Cache(tmp_path / "c.sqlite")
+    with serving(reply) as (url, _), pytest.raises(ProbeError, match="no answer after 2 tries"):
+        run_probe(chains, Cached(HttpBackend(url, "m", retries=1, sleep=lambda s: None, concurrency=4), cache),
+                  options)
+    assert len(answered) == 9 and cache.stored == 9  # every reply that arrived is kept
+    with serving(follows_reasoning) as (url, seen):
+        again = run_probe(chains, Cached(HttpBackend(url, "m"), cache), options)
+    cache.close()
+    assert len(seen) == len({orjson.dumps(b, option=orjson.OPT_SORT_KEYS) for b in clean_seen}) - 9
+    assert again["faithfulness"] == clean["faithfulness"] and again["probes"] == clean["probes"]
+
+
+def test_the_cli_says_where_the_replies_of_a_cut_run_are_kept(tmp_path: Path) -> None:
+    import io
+
+    from rlvitals.cli import main
+    from rlvitals.rollout import write_verl_dump
+
+    write_verl_dump([{"prompt": "Ann has 2 apples and gets 3 more. How many?", "response": "2 + 3 = 5. The answer "
+                      "is 5.", "score": 1.0, "target": "5"}], tmp_path / "r", 1)
+    _, reply = _dying(after=3)
+    for lang, said in (("en", "the 3 replies received are kept in"), ("zh", "已收到的 3 条回复保存在")):
+        cache = tmp_path / f"{lang}.sqlite"
+        out, err = io.StringIO(), io.StringIO()
+        with serving(reply) as (url, _):
+            code = main(["probe", str(tmp_path / "r"), "--base-url", url, "--model", "m", "--retries", "0",
+                         "--cache", str(cache), "--lang", lang], out, err)
+        assert code == 2 and said in err.getvalue() and str(cache) in err.getvalue(), err.getvalue()
+        _, reply = _dying(after=3)

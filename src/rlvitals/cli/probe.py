@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import RlvitalsError
-from ..words import Words
+from ..words import Words, in_lang
 
 __all__ = ["COMMANDS", "add_probe"]
 
@@ -127,6 +127,11 @@ def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         write_steps(result, target)
     except RlvitalsError as exc:
         err.write(error_line(exc, args.lang))
+        if cache is not None and cache.stored:  # a server gone mid-run: what it answered is not asked again
+            err.write(in_lang(Words(f"  the {cache.stored} replies received are kept in {_cache_path(args)}; the same "
+                                    "command goes on from there",
+                                    f"  已收到的 {cache.stored} 条回复保存在 {_cache_path(args)}；再运行同一条命令即可"
+                                    "从那里继续"), args.lang) + "\n")
         return EXIT_USAGE
     finally:
         if cache is not None:

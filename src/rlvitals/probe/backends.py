@@ -106,10 +106,36 @@ class HttpBackend:
         return str(text or "") if total is None else Reply(str(text or ""), total)
 
     def generate(self, requests: Sequence[Request]) -> list[str]:
+        """The replies in order; when one cannot be had, :class:`Interrupted` with the replies that did arrive."""
+        got: dict[int, str] = {}
+        failed: ProbeError | None = None
         if len(requests) <= 1 or self.concurrency == 1:
-            return [self._text(r) for r in requests]
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="rlvitals-probe") as pool:
-            return list(pool.map(self._text, requests))
+            for i, r in enumerate(requests):
+                try:
+                    got[i] = self._text(r)
+                except ProbeError as exc:
+                    failed = exc
+                    break
+        else:
+            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="rlvitals-probe") as pool:
+                futures = [pool.submit(self._text, r) for r in requests]
+                for i, future in enumerate(futures):
+                    try:
+                        got[i] = future.result()
+                    except ProbeError as exc:
+                        failed = failed or exc
+        if failed is not None:
+            raise Interrupted(failed.args[0], got) from None
+        return [got[i] for i in range(len(requests))]
+
+
+class Interrupted(ProbeError):
+    """A batch cut off by a failed request (its message is that request's); ``replies`` are those that did
+    arrive, by their place in the batch, for the cache to keep."""
+
+    def __init__(self, message: str, replies: dict[int, str]) -> None:
+        super().__init__(message)
+        self.replies = replies
 
 
 def _logprob(choice: object, request: Request) -> float | None:
@@ -143,7 +169,7 @@ class Cache:
             raise ProbeError(Words(f"{path}: the probe cache cannot be opened ({exc}); give another with --cache",
                                    f"{path}：无法打开探针缓存（{exc}）；请用 --cache 指定另一个文件")) from None
         self.lock = threading.Lock()
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.stored = 0
 
     def get(self, key: str) -> str | None:
         """The reply kept for ``key`` (a :class:`Reply` when its log-probability was kept too), or None."""
@@ -158,6 +184,7 @@ class Cache:
         total = logprob_of(text)
         with self.lock:
             self.db.execute("INSERT OR REPLACE INTO reply (key, text) VALUES (?, ?)", (key, str(text)))
+            self.stored += 1
             if total is not None:
                 self.db.execute("INSERT OR REPLACE INTO logprob (key, value) VALUES (?, ?)", (key, total))
 
@@ -177,7 +204,14 @@ class Cached:
         todo = {k: r for k, r in zip(keys, requests, strict=True) if k not in known}  # a repeat is asked once
         self.cache.hits += len(requests) - len(todo)
         self.cache.misses += len(todo)
-        for key, text in zip(todo, self.backend.generate(list(todo.values())), strict=True):
+        asked = list(todo)
+        try:
+            replies = self.backend.generate(list(todo.values()))
+        except Interrupted as exc:  # a server gone mid-run: what it did answer is kept, so a re-run goes on
+            for i, text in exc.replies.items():
+                self.cache.put(asked[i], text)
+            raise
+        for key, text in zip(asked, replies, strict=True):
             self.cache.put(key, text)
             known[key] = text
         return [known[k] for k in keys]
