@@ -6,30 +6,19 @@ what it said before (other tests match it)."""
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
 import pytest
 
 import rlvitals.cli as cli
-from rlvitals.cli import main
 from rlvitals.synthetic.simulate import write_example
 
 from .test_zh import english_prose
+from .test_zh_messages import _cli, _Terminal
 
 #: W&B's own noun, as the Chinese lines of watch --export-wandb write it too
 W_AND_B = ("run",)
-
-
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def _cli(*argv: str, err: io.StringIO | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), err if err is not None else io.StringIO()
-    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
 
 
 def _both(*argv: str) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
