@@ -6,7 +6,7 @@ what it answered is kept, and a re-run sends only the rest."""
 from __future__ import annotations
 
 import socket
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,24 +85,36 @@ def test_the_cache_answers_a_rerun_without_sending(tmp_path: Path) -> None:
 
 
 def test_a_slow_reply_times_out_and_is_tried_again() -> None:
-    calls: list[float] = []
+    """A reply that never comes (the server holds it until the test ends) times out whatever the machine's
+    load; the next try is answered at once, well inside the 5 s timeout."""
+    release = threading.Event()
+    calls: list[int] = []
 
-    def slow_first(body: dict[str, object]) -> tuple[int, bytes]:
-        calls.append(0.0)
+    def held_first(body: dict[str, object]) -> tuple[int, bytes]:
+        calls.append(1)
         if len(calls) == 1:
-            time.sleep(3.0)  # far longer than the timeout: the client gives up and asks again
+            release.wait(30)  # no reply until the client has given up on it
         return follows_reasoning(body)
 
-    # the margins are wide (a loopback reply takes milliseconds; the timeout is 1 s; the slow one 3 s or more)
     waits: list[float] = []
-    with serving(slow_first) as (url, _):
-        backend = HttpBackend(url, "m", timeout=1.0, retries=2, sleep=waits.append)
-        assert backend.generate([Request("completions", "Question: q\nAnswer: Let's think step by step. 3.", 4)]) \
-            == [" 3."]
+    try:
+        with serving(held_first) as (url, _):
+            backend = HttpBackend(url, "m", timeout=5.0, retries=2, sleep=waits.append)
+            asked = Request("completions", "Question: q\nAnswer: Let's think step by step. 3.", 4)
+            assert backend.generate([asked]) == [" 3."]
+            release.set()
+    finally:
+        release.set()
     assert len(calls) == 2 and waits == [0.5]
-    with serving(lambda body: (time.sleep(3.0), follows_reasoning(body))[1]) as (url, _), \
-            pytest.raises(ProbeError, match=r"no answer after 2 tries \(timed out\)"):
-        HttpBackend(url, "m", timeout=1.0, retries=1, sleep=lambda s: None).generate([Request("completions", "Q", 4)])
+    never = threading.Event()
+    try:
+        with serving(lambda body: (never.wait(30), follows_reasoning(body))[1]) as (url, _), \
+                pytest.raises(ProbeError, match=r"no answer after 2 tries \(timed out\)"):
+            HttpBackend(url, "m", timeout=0.5, retries=1, sleep=lambda s: None).generate(
+                [Request("completions", "Q", 4)])
+            never.set()
+    finally:
+        never.set()
 
 
 def _dying(after: int) -> tuple[list[int], Callable[[dict[str, object]], tuple[int, bytes]]]:
