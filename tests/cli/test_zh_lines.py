@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from wandb_env import offline_wandb
 
 import rlvitals.cli as cli
 from rlvitals.synthetic.simulate import write_example
@@ -149,12 +150,7 @@ def test_export_says_what_it_wrote_and_what_it_left_out_in_chinese(tmp_path: Pat
 
 def test_an_offline_wandb_export_is_said_in_chinese(tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("wandb")
-    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path),
-                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(tmp_path / ".config"),
-                        "WANDB_CACHE_DIR": str(tmp_path / ".cache"), "WANDB_DATA_DIR": str(tmp_path / ".data"),
-                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    offline_wandb(monkeypatch, tmp_path)
     code, out, err = _cli("export", str(log), "--wandb", "--wandb-dir", str(tmp_path), "--lang", "zh")
     assert code == 0, err
     found = re.fullmatch(r"已写出 (\S+)（W&B run (\w+)，离线）：0 条序列、0 个点、\d+ 项发现，结论为\w+\n", out)

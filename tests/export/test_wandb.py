@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from wandb_env import offline_wandb
 
 import rlvitals
 from rlvitals.cli import main
@@ -35,20 +36,11 @@ wandb = pytest.importorskip("wandb")
 STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}  # a note sits below a warning
 
 
-def _env(mp: pytest.MonkeyPatch, root: Path) -> None:
-    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(root),
-                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(root / ".config"),
-                        "WANDB_CACHE_DIR": str(root / ".cache"), "WANDB_DATA_DIR": str(root / ".data"),
-                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
-        mp.setenv(name, value)
-    mp.delenv("WANDB_API_KEY", raising=False)
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("wandb")
     with pytest.MonkeyPatch.context() as mp:
-        _env(mp, folder)
+        offline_wandb(mp, folder)
         yield folder
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from wandb_env import offline_wandb
 
 from rlvitals import load
 from rlvitals.errors import InputError
@@ -396,12 +397,7 @@ def _wait(follow: Follow, now: float, enough: int, timeout: float = 20.0) -> int
 
 def test_wandb_offline_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wandb = pytest.importorskip("wandb")
-    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path),
-                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(tmp_path / ".config"),
-                        "WANDB_CACHE_DIR": str(tmp_path / ".cache"), "WANDB_DATA_DIR": str(tmp_path / ".data"),
-                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    offline_wandb(monkeypatch, tmp_path)
     run = wandb.init(mode="offline", dir=str(tmp_path), project="rlvitals-test",
                      config={"algorithm": {"adv_estimator": "grpo"}})
     folder = Path(run.dir).parent

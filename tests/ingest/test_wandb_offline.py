@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wandb_env import offline_wandb
 
 import rlvitals
 from rlvitals import load
@@ -21,15 +22,6 @@ from rlvitals.ingest.record import SkipLog, SourceMeta
 wandb = pytest.importorskip("wandb")
 
 PROFILING = "profiling/Time taken: GRPOTrainer._prepare_inputs"
-
-
-def _env(mp: pytest.MonkeyPatch, root: Path) -> None:
-    for name, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(root),
-                        "WANDB_CONSOLE": "off", "WANDB_CONFIG_DIR": str(root / ".config"),
-                        "WANDB_CACHE_DIR": str(root / ".cache"), "WANDB_DATA_DIR": str(root / ".data"),
-                        "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true"}.items():
-        mp.setenv(name, value)
-    mp.delenv("WANDB_API_KEY", raising=False)
 
 
 def _trl_like(root: Path) -> None:
@@ -73,7 +65,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Two real offline runs in one wandb/ folder (written once: wandb starts a service)."""
     root = tmp_path_factory.mktemp("wb")
     with pytest.MonkeyPatch.context() as mp:
-        _env(mp, root)
+        offline_wandb(mp, root)
         _trl_like(root)
         _verl_like(root)
         wandb.teardown()
@@ -260,7 +252,7 @@ def test_a_verl_run_without_a_config_is_told_by_its_keys(tmp_path: Path) -> None
     # written by the real client: veRL's wandb.log(data, step=step) with no config at all (the published
     # folders in the corpus lack config.yaml too), so only the keys' namespaces can say veRL
     with pytest.MonkeyPatch.context() as mp:
-        _env(mp, tmp_path)
+        offline_wandb(mp, tmp_path)
         run = wandb.init(mode="offline", dir=str(tmp_path), project="rlvitals-test", name="verl-no-config")
         for step in range(1, 11):
             run.log({"actor/pg_loss": step / 100, "actor/entropy": 1 / step, "critic/score/mean": step / 10,
