@@ -132,9 +132,9 @@ def test_cli_watch_export_wandb_to_a_file_in_chinese(tmp_path: Path) -> None:
 def test_the_w_and_b_summary_names_the_series_left_out_in_the_plans_language(
         diagnosed: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wandb = pytest.importorskip("wandb")
-    from export.test_wandb import _env  # isort: skip
+    from wandb_env import offline_wandb  # isort: skip
 
-    _env(monkeypatch, tmp_path)
+    offline_wandb(monkeypatch, tmp_path)
     plan = plan_export(diagnosed, derived=["pass@64", "maj@64"], lang="zh")
     done = write_wandb(plan, directory=tmp_path / "w", project="t")
     wandb.teardown()  # finish() returns before wandb's service has flushed the run file
