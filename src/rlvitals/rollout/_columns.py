@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..ingest import parse_literal
 from ..ingest.record import SkipLog
 from ..words import Words
+from .tally import counted_bools, counted_values
 
 #: the column of a raw frame holding each row's ``file:line``, for skip reasons
 WHERE = "_where"
@@ -115,11 +116,7 @@ def to_number(df: pl.DataFrame, col: str, dtype: pl.DataType, skips: SkipLog | N
     if skips is None:
         if notes is not None:
             where, value = df[WHERE].filter(bad)[0], text.filter(bad)[0]
-            whole, n = dtype == pl.Int64, int(bad.sum())
-            notes.append(Words(f"{n} value(s) of '{col}' are not{' whole' if whole else ''} numbers "
-                               f"(e.g. {where}: {value!r}); they were read as unknown (null)",
-                               f"'{col}' 有 {n} 个值不是{'整数' if whole else '数值'}（如 {where}：{value!r}）；"
-                               "这些值读作未知（空值）"))
+            notes.append(counted_values((col, dtype == pl.Int64), int(bad.sum()), where, value))
         return out
     for where, value in zip(df[WHERE].filter(bad).to_list(), text.filter(bad).to_list(), strict=True):
         skips.skip(where, Words(f"{col} {value!r} is not a number; the row was skipped",
@@ -219,9 +216,7 @@ def to_bool(df: pl.DataFrame, col: str, notes: list[str]) -> pl.DataFrame:
             values.append(None)
             odd += 1
     if odd:
-        notes.append(Words(f"{odd} value(s) of '{col}' are neither true/false nor 0/1; "
-                           "they were read as unknown (null)",
-                           f"'{col}' 有 {odd} 个值既不是 true/false 也不是 0/1；这些值读作未知（空值）"))
+        notes.append(counted_bools(col, odd))
     return df.with_columns(pl.Series(col, values, dtype=pl.Boolean))
 
 

@@ -22,7 +22,9 @@ from ..errors import EmptyInputError, InputError
 from ..ingest.record import SkipLog
 from ..words import Words, in_lang
 from . import schema as S
+from . import tally
 from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
+from .tally import correct_tally
 
 KEY = "_key"
 Grouping = Literal["text", "consecutive"]
@@ -128,6 +130,15 @@ class RolloutSet:
     format: str
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ShardRead:
+    """A reader is reading one shard of a larger input: an empty shard is no error (the whole input is
+    judged empty or not), and ``binary`` (when not None) is the whole input's answer to whether its
+    scores are a 0/1 reward (:func:`correct_from_score`)."""
+
+    binary: bool | None = None
 
 
 class ArrayLike(Protocol):
@@ -242,12 +253,16 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     return out
 
 
-def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+def correct_from_score(df: pl.DataFrame, notes: list[str], binary: bool | None = None) -> pl.DataFrame:
     """Correctness where the source gives none: ``score >= 1.0`` if every score lies in [-1, 1]
     (a 0/1 or ±1 outcome reward, possibly with partial format credit) — for the whole table when it
     has no correctness column, else for the rows whose correctness is missing. Otherwise no value
     is made (the group family then counts a rollout correct when ``score >= 1.0`` if there is no
-    column at all, and leaves a missing value out) and a note says so."""
+    column at all, and leaves a missing value out) and a note says so.
+
+    ``binary`` decides instead of this table's scores whether they are such a reward: a shard of a larger
+    input is given the whole input's answer (:mod:`.shards`). The note is a tally of the scores' range
+    and the rows without correctness, so that shards' notes add up to the note of the whole input."""
     if S.SCORE not in df.columns:
         return df
     scores = df[S.SCORE].drop_nulls().drop_nans()
@@ -255,36 +270,16 @@ def correct_from_score(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
         return df
     lo, hi = scores.min(), scores.max()
     assert isinstance(lo, float) and isinstance(hi, float)  # non-empty Float64
-    binary = lo >= -1.0 and hi <= 1.0
+    has_column = S.CORRECT in df.columns
+    gaps = int(df.select((pl.col(S.CORRECT).is_null() & pl.col(S.SCORE).is_not_null()
+                          & pl.col(S.SCORE).is_not_nan()).sum()).item()) if has_column else 0
+    notes.append(correct_tally((has_column, scores.len(), gaps, lo, hi)))
+    if binary is None:
+        binary = lo >= -1.0 and hi <= 1.0
     derived = pl.when(pl.col(S.SCORE).is_nan()).then(None).otherwise(pl.col(S.SCORE) >= 1.0)
-    if S.CORRECT in df.columns:
-        gaps = df.select((pl.col(S.CORRECT).is_null() & pl.col(S.SCORE).is_not_null()
-                          & pl.col(S.SCORE).is_not_nan()).sum()).item()
-        if not gaps:
-            return df
-        if binary:
-            notes.append(Words(f"{gaps} rollout(s) have a score but no correctness value: theirs is taken from the "
-                               "score (correct = score >= 1.0, as scores lie in [-1, 1])",
-                               f"有 {gaps} 个 rollout 有分数但没有对错值：其对错取自分数（分数 >= 1.0 为对，"
-                               "因为分数都在 [-1, 1] 内）"))
-            return df.with_columns(pl.col(S.CORRECT).fill_null(derived))
-        notes.append(Words(f"{gaps} rollout(s) have no correctness value and scores range over [{lo:g}, {hi:g}], "
-                           "not a 0/1 reward: their correctness is unknown and they are left out of pass@k / maj@k",
-                           f"有 {gaps} 个 rollout 没有对错值，而分数分布在 [{lo:g}, {hi:g}]，不是 0/1 reward："
-                           "其对错未知，不计入 pass@k / maj@k"))
+    if not binary or (has_column and not gaps):
         return df
-    if binary:
-        notes.append(Words("correctness taken from the score (correct = score >= 1.0), as scores lie in [-1, 1] "
-                           "like a 0/1 outcome reward; give a correctness column if that is wrong",
-                           "对错取自分数（分数 >= 1.0 为对），因为分数都在 [-1, 1] 内，像 0/1 的结果 reward；"
-                           "如果不对，请给出对错列"))
-        return df.with_columns(derived.alias(S.CORRECT))
-    notes.append(Words(f"scores range over [{lo:g}, {hi:g}], not a 0/1 reward, so no correctness column was made: "
-                       "length × correctness and difficulty buckets are skipped, and pass@k / maj@k count a rollout "
-                       "correct when score >= 1.0; give a correctness column (--correct) if that is wrong",
-                       f"分数分布在 [{lo:g}, {hi:g}]，不是 0/1 reward，因此没有生成对错列：长度 × 对错和难度分档"
-                       "都跳过，pass@k / maj@k 把分数 >= 1.0 的 rollout 算作对；如果不对，请给出对错列（--correct）"))
-    return df
+    return df.with_columns(pl.col(S.CORRECT).fill_null(derived) if has_column else derived.alias(S.CORRECT))
 
 
 # --- groups and samples ----------------------------------------------------------------------
@@ -314,12 +309,7 @@ def assign_groups(df: pl.DataFrame, grouping: Grouping, group_size: int | None, 
             split_steps = split_steps.filter(pl.col(S.STEP).is_in(odd_steps.implode()))
         text_steps = sorted(split_steps[S.STEP].unique().to_list())
         if text_steps:
-            few = _few(text_steps)
-            notes.append(Words(f"the same prompt appears in separate runs at step(s) {few} "
-                               "(samples not consecutive, as in validation dumps): those steps are grouped by "
-                               "prompt text",
-                               f"同一个 prompt 在第 {few.zh} 步分成几段出现（样本不相邻，验证数据的导出就是这样）："
-                               "这些步按 prompt 文本分组"))
+            notes.append(tally.text_steps(text_steps))
         label = pl.when(pl.col(S.STEP).is_in(text_steps)).then(pl.col(KEY)).otherwise(pl.col("_run").cast(pl.Utf8))
         df = df.with_columns(label.alias("_gkey"))
     else:
@@ -329,28 +319,15 @@ def assign_groups(df: pl.DataFrame, grouping: Grouping, group_size: int | None, 
     return df.drop("_row", "_gkey", "_run", strict=False)
 
 
-def _few(items: Sequence[object], k: int = 5) -> Words:
-    more = len(items) > k
-    return Words(", ".join(str(i) for i in items[:k]) + (f" … ({len(items)} in all)" if more else ""),
-                 "、".join(str(i) for i in items[:k]) + (f" …（共 {len(items)} 个）" if more else ""))
-
-
 def check_sizes(df: pl.DataFrame, group_size: int | None, notes: list[str]) -> None:
+    """A tally of the group sizes: with ``group_size``, the groups of another size; without, the sizes seen."""
     sizes = df.group_by(S.STEP, S.GROUP).agg(pl.len().alias("_n"))
     if group_size is not None:
         bad = sizes.filter(pl.col("_n") != group_size).sort(S.STEP, S.GROUP)
-        if bad.height:
-            eg = [f"step {s} group {g}: {k}" for s, g, k in bad.head(3).iter_rows()]
-            eg_zh = [f"第 {s} 步的组 {g}：{k} 个" for s, g, k in bad.head(3).iter_rows()]
-            notes.append(Words(f"{bad.height} of {sizes.height} groups do not have group_size={group_size} samples "
-                               f"({'; '.join(eg)})",
-                               f"{sizes.height} 个组中有 {bad.height} 个的样本数不是 group_size={group_size}"
-                               f"（{'；'.join(eg_zh)}）"))
+        eg = tuple((int(s), str(g), int(k)) for s, g, k in bad.head(3).iter_rows())
+        notes.append(tally.sizes_tally(group_size, (sizes.height, bad.height, eg)))
     else:
-        counts = sorted(set(sizes["_n"].to_list()))
-        if len(counts) > 1:
-            few = _few(counts)
-            notes.append(Words(f"group sizes vary: {few} samples", f"各组大小不一：{few.zh} 个样本"))
+        notes.append(tally.sizes_tally(None, tuple(sorted(set(sizes["_n"].to_list())))))
 
 
 def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
@@ -377,10 +354,14 @@ def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
 
 
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
-           notes: list[str], what: str, skips: SkipLog, derive_correct: bool = True) -> pl.DataFrame:
+           notes: list[str], what: str, skips: SkipLog, derive_correct: bool = True,
+           shard: ShardRead | None = None) -> pl.DataFrame:
     """Fill step, group and sample where the source has none, check group sizes, conform; with
-    ``derive_correct`` fill correctness from the score where sound (:func:`correct_from_score`)."""
+    ``derive_correct`` fill correctness from the score where sound (:func:`correct_from_score`).
+    ``shard``: the table is one shard of a larger input (:class:`ShardRead`)."""
     if df.height == 0:
+        if shard is not None:
+            return S.conform(pl.DataFrame(schema={S.STEP: pl.Int64, S.GROUP: pl.Utf8, S.SAMPLE: pl.Int64}))
         raise empty_error(what, skips)
     if S.STEP not in df.columns:
         df = df.with_columns(pl.lit(0, pl.Int64).alias(S.STEP))
@@ -404,5 +385,5 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
         df = df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(S.STEP, S.GROUP).alias(S.SAMPLE))
     check_sizes(df, group_size, notes)
     if derive_correct:
-        df = correct_from_score(df, notes)
+        df = correct_from_score(df, notes, None if shard is None else shard.binary)
     return S.conform(df.drop(WHERE, KEY, strict=False))

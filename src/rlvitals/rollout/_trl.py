@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,7 +30,19 @@ from ..errors import InputError
 from ..ingest.record import SkipLog
 from ..words import Words
 from ._columns import WHERE
-from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, chat_columns, files_told, finish, override
+from ._core import (
+    KEY,
+    ColumnMap,
+    Progress,
+    RolloutSet,
+    ShardRead,
+    apply_map,
+    chat_columns,
+    files_told,
+    finish,
+    override,
+)
+from .tally import merged, row_counts
 
 FORMAT = "trl-completions"
 NAME = re.compile(r"^completions_(\d+)\.parquet$")
@@ -227,7 +238,7 @@ def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeigh
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
          reward_weights: RewardWeights | None = None, columns: ColumnMap | None = None,
-         progress: Progress | None = None) -> RolloutSet:
+         progress: Progress | None = None, shard: ShardRead | None = None) -> RolloutSet:
     """The completions as a rollout table; ``columns`` overrides single fields of the mapping in
     the module docstring (``score`` names the score column instead of summing the reward functions;
     a column given another meaning is no reward function). ``progress`` is told the files read."""
@@ -240,14 +251,7 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     other = frozenset(v for k, v in given.items() if k not in ("score", "correct"))
     skips, notes = SkipLog(), list[str]()
     frames = _read_files(paths, skips, progress)
-    counts = Counter(f.height for _, f in frames)
-    if len(counts) > 1:
-        usual = counts.most_common(1)[0][0]
-        odd = [str(p) for p, f in frames if f.height != usual]
-        notes.append(Words(f"{len(odd)} file(s) have a row count other than {usual} (e.g. {odd[0]}): at a step that "
-                           "also evaluates, TRL overwrites the train completions with the eval ones",
-                           f"有 {len(odd)} 个文件的行数不是 {usual}（如 {odd[0]}）：在同时做 eval 的步上，TRL 会用 "
-                           "eval 的生成结果覆盖训练的生成结果"))
+    notes.append(row_counts([(str(p), f.height) for p, f in frames]))
     df = pl.concat([f for _, f in frames], how="diagonal_relaxed") if frames else pl.DataFrame()
     prompt, response = given.get("prompt", "prompt"), given.get("response", "completion")
     if df.height:
@@ -264,5 +268,5 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     df = apply_map(df, override(present, columns, FORMAT, notes), what, skips, notes)
     # correctness from the reward columns is not to be re-guessed from the summed score
     table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
-                   skips=skips, derive_correct=correct is None and "correct" not in given)
-    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)
+                   skips=skips, derive_correct=correct is None and "correct" not in given, shard=shard)
+    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]))

@@ -24,7 +24,8 @@ from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
 from ..words import Words
 from ._columns import WHERE, frame_from_rows
-from ._core import KEY, ColumnMap, Progress, RolloutSet, apply_map, files_told, finish, override
+from ._core import KEY, ColumnMap, Progress, RolloutSet, ShardRead, apply_map, files_told, finish, override
+from .tally import file_note, merged
 
 FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
@@ -66,16 +67,18 @@ def _read_file(path: Path, rows: list[dict[str, Any]], skips: SkipLog, notes: li
             obj["step"] = step
         obj[WHERE] = f"{path}:{lineno}"
         rows.append(obj)
-    notes.extend(meta.notes)
+    notes.extend(file_note(n) if isinstance(n, Words) else n for n in meta.notes)
     if not read and skips.count == before:
-        notes.append(Words(f"{path} holds no samples", f"{path} 里没有样本"))
+        notes.append(file_note(Words(f"{path} holds no samples", f"{path} 里没有样本")))
     if replaced:
-        notes.append(Words(f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)",
-                           f"{path}：有 {replaced} 行含 U+FFFD（不是 UTF-8 的字节读作 U+FFFD）"))
+        notes.append(file_note(Words(
+            f"{path}: {replaced} line(s) hold U+FFFD (bytes that are not UTF-8 are read as U+FFFD)",
+            f"{path}：有 {replaced} 行含 U+FFFD（不是 UTF-8 的字节读作 U+FFFD）")))
 
 
 def read(paths: list[Path], *, group_size: int | None, split: str | None, what: str,
-         columns: ColumnMap | None = None, progress: Progress | None = None) -> RolloutSet:
+         columns: ColumnMap | None = None, progress: Progress | None = None,
+         shard: ShardRead | None = None) -> RolloutSet:
     """The dump as a rollout table; ``columns`` overrides single fields of the mapping above
     (e.g. ``correct="my_acc"`` for a reward function's own key), the rest stay veRL's. ``progress`` is
     told the step files read (:func:`._core.files_told`)."""
@@ -95,5 +98,5 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     df = df.with_columns(df.get_column(key).alias(KEY)) if key is not None and key in df.columns else df
     df = apply_map(df, cmap, what, skips, notes)
     table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
-                   skips=skips)
-    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], notes)
+                   skips=skips, shard=shard)
+    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]))

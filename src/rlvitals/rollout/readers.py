@@ -57,6 +57,7 @@ from ._core import (
 from ._python import frame_from_columns, frame_from_scores, frame_from_structured, is_tensor, plain
 from ._trl import RewardWeights, parse_reward_weights
 from .probe_results import PROBES_FILE
+from .tally import merged
 
 __all__ = ["ColumnFlags", "ColumnMap", "Progress", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
            "parse_reward_weights", "read_rollouts", "rollouts_from_frame", "rollouts_from_python",
@@ -260,6 +261,9 @@ def _identity_map(df: pl.DataFrame, what: str, given: ColumnMap | None = None) -
 def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, notes: list[str],
                 kw: dict[str, Any], fmt: str, files: list[str]) -> RolloutSet:
     if df.height == 0:
+        if kw.get("shard") is not None:
+            return RolloutSet(finish(df, grouping="text", notes=notes, skips=skips, **kw), skips, fmt, files,
+                              merged([notes]))
         raise empty_error(kw["what"], skips)
     cmap = _identity_map(df, kw["what"], columns)
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
@@ -269,7 +273,7 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
             df = df.with_columns(df.get_column(key).alias(KEY))
     df = apply_map(df, cmap, kw["what"], skips, notes)
     table = finish(df, grouping="text", notes=notes, skips=skips, **kw)
-    return RolloutSet(table, skips, fmt, files, notes)
+    return RolloutSet(table, skips, fmt, files, merged([notes]))
 
 
 def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
