@@ -26,10 +26,10 @@ without a step column, everything is at step 0. Bad lines or rows are skipped an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -48,6 +48,7 @@ from ._core import (
     Progress,
     RolloutSet,
     RolloutSource,
+    ShardRead,
     apply_map,
     chat_columns,
     empty_error,
@@ -59,9 +60,9 @@ from ._trl import RewardWeights, parse_reward_weights
 from .probe_results import PROBES_FILE
 from .tally import merged
 
-__all__ = ["ColumnFlags", "ColumnMap", "Progress", "RewardWeights", "RolloutSet", "RolloutSource", "dump_files",
-           "parse_reward_weights", "read_rollouts", "rollouts_from_frame", "rollouts_from_python",
-           "rollouts_from_records", "rollouts_from_scores"]
+__all__ = ["ColumnFlags", "ColumnMap", "Located", "Progress", "RewardWeights", "RolloutSet", "RolloutSource",
+           "ShardRead", "dump_files", "locate", "parse_reward_weights", "read_located", "read_rollouts",
+           "rollouts_from_frame", "rollouts_from_python", "rollouts_from_records", "rollouts_from_scores"]
 
 _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = _JSONL | {".parquet", ".csv"}
@@ -83,23 +84,58 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
     >>> rs.format, rs.table.height, rs.skips.count  # doctest: +SKIP
     ('verl-dump', 2560, 0)
     """
-    p = Path(path)
     if group_size is not None and group_size < 1:
         raise InputError(Words(f"group_size={group_size} must be a positive number of samples per prompt",
                                f"group_size={group_size} 应为每个 prompt 的采样数，必须是正数"))
+    found = locate(path, columns, reward_weights)
+    return read_located(found, found.files, columns=columns, group_size=group_size, split=split,
+                        reward_weights=reward_weights, progress=progress)
+
+
+@dataclass(frozen=True)
+class Located:
+    """What :func:`read_rollouts` found at ``what``: the reader (``kind``) and its files, in read order."""
+
+    kind: Literal["verl", "trl", "generic"]
+    files: tuple[Path, ...]
+    what: str
+
+
+def locate(path: str | Path, columns: ColumnMap | None = None,
+           reward_weights: RewardWeights | None = None) -> Located:
+    """Which reader reads ``path`` and which files, without reading them (see the module docstring)."""
+    p = Path(path)
     if not p.exists():
         raise MissingInputError(Words(f"{p}: no such file or folder; give the path of a rollout dump",
                                       f"{p}：没有这个文件或文件夹；请给出 rollout 文件或文件夹的路径"))
-    kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": str(p)}
-    if p.is_dir():
-        return _weighted(_read_folder(p, columns, kw, reward_weights, progress), reward_weights, p)
+    found = _located_folder(p, columns) if p.is_dir() else _located_file(p)
+    if reward_weights is not None and found.kind != "trl":
+        _weighted(found, p)
+    return found
+
+
+def read_located(found: Located, files: Sequence[Path], *, columns: ColumnMap | None = None,
+                 group_size: int | None = None, split: str | None = None,
+                 reward_weights: RewardWeights | None = None, progress: Progress | None = None,
+                 shard: ShardRead | None = None) -> RolloutSet:
+    """``files`` (all of ``found.files``, or one shard of them) read by ``found``'s reader."""
+    kw: dict[str, Any] = {"group_size": group_size, "split": split, "what": found.what}
+    if found.kind == "verl":
+        return _verl.read(list(files), **kw, columns=columns, progress=progress, shard=shard)
+    if found.kind == "trl":
+        return _trl.read(list(files), **kw, reward_weights=reward_weights, columns=columns, progress=progress,
+                         shard=shard)
+    return _generic(list(files), columns, {**kw, "shard": shard} if shard is not None else kw, progress)
+
+
+def _located_file(p: Path) -> Located:
     # a column map overrides fields of the veRL / TRL readers; it does not turn them off
     if _verl.file_step(p) is not None or (p.suffix in _JSONL and _verl.looks_like_dump(p)):
-        return _weighted(_verl.read([p], **kw, columns=columns, progress=progress), reward_weights, p)
+        return Located("verl", (p,), str(p))
     if _trl.file_step(p) is not None or (p.suffix == ".parquet" and _is_trl_parquet(p)):
-        return _trl.read([p], **kw, reward_weights=reward_weights, columns=columns, progress=progress)
+        return Located("trl", (p,), str(p))
     if p.suffix in _TABLES:
-        return _weighted(_generic([p], columns, kw, progress), reward_weights, p)
+        return Located("generic", (p,), str(p))
     raise UnknownFormatError(Words(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                                    "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)",
                                    f"{p}：不是 rlvitals 认识的 rollout 文件（应为 veRL 的 <step>.jsonl、TRL 的 "
@@ -145,32 +181,30 @@ def _is_trl_parquet(p: Path) -> bool:
     return "prompt" in names and "completion" in names
 
 
-def _weighted(rs: RolloutSet, weights: RewardWeights | None, p: Path) -> RolloutSet:
-    """``rs`` when no weights were given; reward weights only mean something for TRL completions."""
-    if weights is not None and rs.format != _trl.FORMAT:
-        raise InputError(Words(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
-                               f"this was read as {rs.format!r}; drop reward_weights, or map the total reward column "
-                               "as the score",
-                               f"{p}：reward_weights 只适用于 TRL 的 completions_<step>.parquet（每个 reward 函数"
-                               f"一列），而这里是按 {rs.format!r} 读取的；请去掉 reward_weights，或把总 reward 列映射"
-                               "为分数"))
-    return rs
+def _weighted(found: Located, p: Path) -> None:
+    """Reward weights only mean something for TRL completions: the error for any other input."""
+    fmt = _verl.FORMAT if found.kind == "verl" else _generic_format(found.files)
+    raise InputError(Words(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
+                           f"this was read as {fmt!r}; drop reward_weights, or map the total reward column "
+                           "as the score",
+                           f"{p}：reward_weights 只适用于 TRL 的 completions_<step>.parquet（每个 reward 函数"
+                           f"一列），而这里是按 {fmt!r} 读取的；请去掉 reward_weights，或把总 reward 列映射"
+                           "为分数"))
 
 
-def _read_folder(p: Path, columns: ColumnMap | None, kw: dict[str, Any],
-                 weights: RewardWeights | None, progress: Progress | None) -> RolloutSet:
+def _located_folder(p: Path, columns: ColumnMap | None) -> Located:
     files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
     verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
     if verl:
-        return _verl.read(verl, **kw, columns=columns, progress=progress)
+        return Located("verl", tuple(verl), str(p))
     sub = p / "completions"
     pool = files + (sorted(sub.iterdir()) if sub.is_dir() else [])
     trl = sorted((f for f in pool if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
     if trl:
-        return _trl.read(trl, **kw, reward_weights=weights, columns=columns, progress=progress)
+        return Located("trl", tuple(trl), str(p))
     tables = [f for f in files if f.suffix in _TABLES and f.name != PROBES_FILE]  # our own results, not rollouts
     if columns is not None and tables:
-        return _generic(tables, columns, kw, progress)
+        return Located("generic", tuple(tables), str(p))
     raise _empty_or_unknown(p, columns is not None)
 
 
@@ -282,8 +316,11 @@ def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
     frames = [_read_table(p, skips) for p in files_told(paths, progress)]
     df = pl.concat([f for f in frames if f.width], how="diagonal_relaxed") if any(f.width for f in frames) \
         else pl.DataFrame()
-    fmt = paths[0].suffix[1:] if len({p.suffix for p in paths}) == 1 else "mixed"
-    return _from_table(df, columns, skips, notes, kw, fmt, [str(p) for p in paths])
+    return _from_table(df, columns, skips, notes, kw, _generic_format(paths), [str(p) for p in paths])
+
+
+def _generic_format(paths: Sequence[Path]) -> str:
+    return paths[0].suffix[1:] if len({p.suffix for p in paths}) == 1 else "mixed"
 
 
 # --- Python objects --------------------------------------------------------------------------
