@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .record import Record, SkipLog, SourceMeta
+
+if TYPE_CHECKING:
+    from .columnar import Columns
 
 
 def _single(path: Path) -> list[Path]:
@@ -22,7 +26,9 @@ class Reader:
     must skip in ``skips`` and writing what it learns about the source into ``meta``.
     ``runs(path)`` splits a folder holding several runs (nested TensorBoard runs, an
     MLflow store) into one root per run. ``describes`` says in a line what a user would hand it
-    (``rlvitals formats``).
+    (``rlvitals formats``). ``columns``, where a reader has it, reads the whole file into
+    :class:`~rlvitals.ingest.columnar.Columns` (what ``read`` yields, without a dict per record, by two
+    processes for a large file): what a one-shot load uses; ``read`` stays for a watcher's windows.
     """
 
     format: str
@@ -31,3 +37,4 @@ class Reader:
     takes_dir: bool = False
     runs: Callable[[Path], list[Path]] = _single
     describes: str = ""
+    columns: Callable[[Path, SourceMeta, SkipLog], Columns] | None = None

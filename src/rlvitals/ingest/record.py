@@ -153,6 +153,11 @@ class RecordCheck:
             record.values = {self._renamed.get(k, k): v for k, v in record.values.items()}
         return None
 
+    def plain(self, keys: tuple[str, ...]) -> bool:
+        """Whether every key of ``keys`` was checked already and keeps its name: a record of only these
+        keys and float values needs no check (a columnar reader's fast path)."""
+        return self._keys.issuperset(keys) and (not self._renamed or self._renamed.keys().isdisjoint(keys))
+
 
 @dataclass
 class SourceMeta:

@@ -42,6 +42,20 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
         meta = SourceMeta(format="verl-jsonl", window=(2, 6), line_base=1)
         list(iter_lines(path, meta))  # [(2, "b"), (3, "c")]; "part" waits for its newline
     """
+    for first, lines in line_blocks(path, meta, start=start):
+        for lineno, raw in enumerate(lines, first):
+            yield lineno, raw.decode("utf-8", "replace").rstrip("\r")
+
+
+def line_blocks(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tuple[int, list[bytes]]]:
+    """The lines :func:`iter_lines` yields, undecoded (a ``\\r`` before the newline kept), a chunk's
+    lines at a time: ``(number of the first line, lines)``. A parser that takes bytes (orjson) skips
+    the decoding and a generator step per line.
+
+    Chunks are read on the file's 1 MiB grid whatever the first byte read, so a read of the bytes
+    from ``a`` (a worker's share of a file) cuts an over-long line exactly where a read of the whole
+    file does.
+    """
     lineno = meta.line_base if meta.window is not None else 0
     if meta.window is not None:
         start, end = meta.window
@@ -50,11 +64,13 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
         left = None
     pending = b""
     at_start = not start  # a byte-order mark is read only where the file begins
+    size = CHUNK - start % CHUNK
     with path.open("rb") as fh:
         if start:
             fh.seek(start)
         while True:
-            chunk = fh.read(CHUNK if left is None else min(CHUNK, left))
+            chunk = fh.read(size if left is None else min(size, left))
+            size = CHUNK
             if not chunk:
                 break
             if left is not None:
@@ -70,11 +86,11 @@ def iter_lines(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tupl
                 meta.notes.append(Words(f"{path}:{at}: line longer than {MAX_LINE} bytes was cut",
                                         f"{path} 第 {at} 行：这一行超过 {MAX_LINE} 字节，已截断"))
                 pending = pending[:MAX_LINE]
-            for raw in lines:
-                lineno += 1
-                yield lineno, raw.decode("utf-8", "replace").rstrip("\r")
+            if lines:
+                yield lineno + 1, lines
+                lineno += len(lines)
     if pending:
-        yield lineno + 1, pending.decode("utf-8", "replace").rstrip("\r")
+        yield lineno + 1, [pending]
 
 
 #: how far past the 64 KiB head a text reader's sniff may look (startup output can be long)
@@ -194,6 +210,18 @@ def json_objects(path: Path, meta: SourceMeta, skips: SkipLog, expected: str = A
         held = (lineno, text)
     if held is not None:
         yield from _json_object(path, held, skips, expected, cut_at_end)
+
+
+def json_line(path: Path, lineno: int, raw: bytes, skips: SkipLog,
+              expected: str = A_JSON_OBJECT) -> dict[str, Any] | None:
+    """The object of one raw line of a JSON-lines file as :func:`json_objects` reads it (None for a
+    blank line or a counted skip): the slow path of a reader that parses bytes itself."""
+    text = raw.decode("utf-8", "replace").rstrip("\r")
+    if not text.strip():
+        return None
+    for _, _, obj in _json_object(path, (lineno, text), skips, expected, False):
+        return obj
+    return None
 
 
 def _json_object(path: Path, line: tuple[int, str], skips: SkipLog, expected: str,

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +31,11 @@ from ..words import Words
 from ._config import hydra_scalar, sibling_overrides
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
+from .columnar import SPLIT_BYTES, Block, Columns, halves
+from .cursor import count_lines
 from .pyrepr import ReprError, flatten, parse, parse_dump
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import ANSI, cut_note, integer, iter_lines, parse_number, search_file, strip_ansi
+from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from .text import ANSI, cut_note, integer, iter_lines, line_blocks, parse_number, search_file, strip_ansi
 
 FORMAT = "verl-console"
 
@@ -305,43 +309,154 @@ def hydra_overrides(command: str) -> dict[str, Any]:
     return out
 
 
-def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    meta.framework = "verl"
-    head: _Head | None = _Head(path, meta)
-    crash = CrashScanner(path)
-    ok_heads: set[str] = {""}
-    last_step_line = 0
-    lineno = 0
-    for lineno, line in iter_lines(path, meta):
+class _Scan:
+    """One pass over a console log's lines: which are step lines, and what the others say (the config
+    before the first step line, a traceback, the end of training)."""
+
+    def __init__(self, path: Path, meta: SourceMeta, head: bool = True) -> None:
+        self.head: _Head | None = _Head(path, meta) if head else None
+        self.crash = CrashScanner(path)
+        self.ok_heads: set[str] = {""}
+        self.last_step_line = 0
+        self.lineno = 0
+
+    def step_line(self, lineno: int, line: str) -> tuple[int, str] | None:
+        """``(step, text from 'step:' on)`` of a step line; any other line goes to the scanners."""
+        self.lineno = lineno
         at = line.find("step:")
         if at >= 0:
             prefix = line[:at]
-            found = _step_text(line, at) if prefix in ok_heads or _head_ok(prefix) else None
+            found = _step_text(line, at) if prefix in self.ok_heads or _head_ok(prefix) else None
             if found is not None:
-                if len(ok_heads) < 64:
-                    ok_heads.add(prefix)
-                if head is not None:
-                    head.close()
-                    head = None
-                last_step_line = lineno
-                record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips, cut_note(line))
-                if record is not None:
-                    crash.progress()
-                    yield record
-                continue
-        crash.feed(lineno, line)
-        if head is not None:
-            head.feed(lineno, line)
+                if len(self.ok_heads) < 64:
+                    self.ok_heads.add(prefix)
+                if self.head is not None:
+                    self.head.close()
+                    self.head = None
+                self.last_step_line = lineno
+                return found
+        self.crash.feed(lineno, line)
+        if self.head is not None:
+            self.head.feed(lineno, line)
         if "Final validation metrics" in line:
-            crash.finished(lineno)
-    if head is not None:
-        head.close()
-    meta.crash, meta.crash_scanned = crash.crash(), True
-    if last_step_line and last_step_line == lineno and not _ends_with_newline(path):
-        meta.notes.append(Words(f"{path}:{lineno}: the last line has no newline (was the log still being written?); "
-                                "its last value may be cut short",
-                                f"{path} 第 {lineno} 行：最后一行没有换行符（日志还在写入？）；"
-                                "它的最后一个值可能不完整"))
+            self.crash.finished(lineno)
+        return None
+
+    def fresh(self) -> bool:
+        """Whether the scan is where a scan starting at the next line without the head would be: the
+        head closed, no traceback under way or seen."""
+        crash = self.crash
+        return (self.head is None and not crash.in_traceback and crash.frame is None and crash.any_frame is None
+                and not crash.seen and crash.ended_at is None)
+
+    def finish(self, path: Path, meta: SourceMeta) -> None:
+        if self.head is not None:
+            self.head.close()
+            self.head = None
+        meta.crash, meta.crash_scanned = self.crash.crash(), True
+        lineno = self.lineno
+        if self.last_step_line and self.last_step_line == lineno and not _ends_with_newline(path):
+            meta.notes.append(Words(f"{path}:{lineno}: the last line has no newline (was the log still being "
+                                    "written?); its last value may be cut short",
+                                    f"{path} 第 {lineno} 行：最后一行没有换行符（日志还在写入？）；"
+                                    "它的最后一个值可能不完整"))
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.framework = "verl"
+    scan = _Scan(path, meta)
+    for lineno, line in iter_lines(path, meta):
+        found = scan.step_line(lineno, line)
+        if found is not None:
+            record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips, cut_note(line))
+            if record is not None:
+                scan.crash.progress()
+                yield record
+    scan.finish(path, meta)
+
+
+def _fast_row(text: str, fast: dict[tuple[str, ...], Block], steps: array[int], step: int) -> bool:
+    """Put a step line of a plain layout whose every value is a number straight into its block (what
+    :func:`parse_step_line` and the record check would make of it); False, nothing put, for any other."""
+    pairs = text.split(" - ")
+    del pairs[0]
+    split = [p.rpartition(":") for p in pairs]
+    block = fast.get(tuple([k for k, _, _ in split]))
+    if block is None or not STEP_RANGE[0] <= step <= STEP_RANGE[1]:
+        return False
+    into = block.values
+    have = len(into)
+    try:
+        if "np." in text:
+            into.extend([_unwrap(v) if v.startswith("np.") else float(v) for _, _, v in split])
+        else:
+            into.extend(map(float, [v for _, _, v in split]))
+    except ValueError:
+        del into[have:]
+        return False
+    block.rows.append(len(steps))
+    steps.append(step)
+    return True
+
+
+def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Columns) -> None:
+    """The lines of ``meta.window`` into ``cols``, as :func:`read` reads them, continuing ``scan``."""
+    fast: dict[tuple[str, ...], Block] = {}
+    steps = cols.steps
+    for first, lines in line_blocks(path, meta):
+        for lineno, raw in enumerate(lines, first):
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            found = scan.step_line(lineno, line)
+            if found is None:
+                continue
+            step, text = found
+            cut = cut_note(line)
+            if cut is None and _fast_row(text, fast, steps, step):
+                scan.crash.progress()
+                continue
+            record = parse_step_line(text, step, f"{path}:{lineno}", skips, cut)
+            if record is None:
+                continue
+            scan.crash.progress()
+            cols.add(record, skips)
+            keys = tuple(p.rpartition(":")[0] for p in text.split(" - ")[1:])
+            if cut is None and tuple(record.values) == keys and keys not in fast:
+                block = cols.plain(keys)
+                if block is not None:
+                    fast[keys] = block
+
+
+_Part = tuple[Columns, _Scan]
+
+
+def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> _Part:
+    """One byte range into :class:`Columns`: the first with the head, a later one without (a worker's
+    guess that the head closed before it, checked when the parts are put together)."""
+    scan = _Scan(path, meta, head=meta.window is None or meta.window[0] == 0)
+    cols = Columns()
+    _fill(path, meta, skips, scan, cols)
+    return cols, scan
+
+
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:
+    """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is read by two
+    processes, each its half. The second worker starts its half as if the head had closed and no
+    traceback were under way; when the first half ends otherwise (no step line in it, a traceback
+    across the middle) the second half is read again here, after the first."""
+    meta.framework = "verl"
+    (cols, scan), second = halves(path, meta, skips, _parse, min_bytes)
+    if second is not None:
+        if scan.fresh():
+            part, scan = second.merge(meta, skips)
+            cols.extend(part)
+        else:  # the worker's guess was wrong: its half again, here, after the first
+            meta.window, meta.line_base = (second.start, sys.maxsize), count_lines(path, 0, second.start)
+            try:
+                _fill(path, meta, skips, scan, cols)
+            finally:
+                meta.window, meta.line_base = None, 0
+    scan.finish(path, meta)
+    return cols
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -353,5 +468,5 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-READER = Reader(FORMAT, sniff, read,
+READER = Reader(FORMAT, sniff, read, columns=read_columns,
                 describes="veRL's console logger: step:N - key:value lines in a captured stdout")

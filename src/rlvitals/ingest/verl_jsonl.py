@@ -8,16 +8,22 @@ counted; a partial last line (the trainer is still writing) is skipped the same 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from ..words import Words
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import json_objects
+from .columnar import SPLIT_BYTES, Block, Columns, halves
+from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from .text import json_line, json_objects, line_blocks
 
 FORMAT = "verl-jsonl"
 _NUMERIC = {float, int}
+SHAPE = '{"step": N, "data": {...}}'
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -37,33 +43,115 @@ def _value(v: object) -> Value | None:
     return None  # lists/dicts (tables) are not scalar metrics
 
 
+def _record(path: Path, lineno: int, obj: dict[str, Any], skips: SkipLog) -> Record | None:
+    """The record of one line's object, or None (a counted skip, or no scalar value)."""
+    where = f"{path}:{lineno}"
+    if not isinstance(obj.get("data"), dict):
+        skips.skip(where, Words(f"expected {SHAPE}; the line was skipped", f"应为 {SHAPE}；这一行已跳过"))
+        return None
+    step = obj.get("step")
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    if not isinstance(step, int) or isinstance(step, bool):
+        skips.skip(where, Words(f"step {step!r} is not an integer; the line was skipped",
+                                f"步数 {step!r} 不是整数；这一行已跳过"))
+        return None
+    data = obj["data"]
+    if set(map(type, data.values())) <= _NUMERIC:  # the common line: nothing to convert
+        values: dict[str, Value] = data
+    else:
+        values = {}
+        for key, raw in data.items():
+            value = _value(raw)
+            if value is not None:
+                values[key] = value
+    return Record(step, values, where) if values else None
+
+
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.framework = "verl"
-    shape = '{"step": N, "data": {...}}'
-    for lineno, _, obj in json_objects(path, meta, skips, Words(shape, shape)):
-        where = f"{path}:{lineno}"
-        if not isinstance(obj.get("data"), dict):
-            skips.skip(where, Words(f"expected {shape}; the line was skipped", f"应为 {shape}；这一行已跳过"))
-            continue
-        step = obj.get("step")
-        if isinstance(step, float) and step.is_integer():
-            step = int(step)
-        if not isinstance(step, int) or isinstance(step, bool):
-            skips.skip(where, Words(f"step {step!r} is not an integer; the line was skipped",
-                                    f"步数 {step!r} 不是整数；这一行已跳过"))
-            continue
-        data = obj["data"]
-        if set(map(type, data.values())) <= _NUMERIC:  # the common line: nothing to convert
-            values: dict[str, Value] = data
-        else:
-            values = {}
-            for key, raw in data.items():
-                value = _value(raw)
-                if value is not None:
-                    values[key] = value
-        if values:
-            yield Record(step, values, where)
+    for lineno, _, obj in json_objects(path, meta, skips, Words(SHAPE, SHAPE)):
+        record = _record(path, lineno, obj, skips)
+        if record is not None:
+            yield record
 
 
-READER = Reader(FORMAT, sniff, read,
+def _numbers(data: dict[str, Any], into: array[float]) -> bool:
+    """Append the values of ``data`` to ``into`` as float64 when each is a number or null (NaN);
+    False (``into`` as it was) when one is not."""
+    have = len(into)
+    try:
+        into.extend(data.values())
+        return True
+    except TypeError:
+        del into[have:]
+    except OverflowError:
+        del into[have:]
+        return False
+    try:
+        into.extend([math.nan if v is None else v for v in data.values()])
+        return True
+    except (TypeError, OverflowError):
+        del into[have:]
+        return False
+
+
+def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> Columns:
+    """The lines of ``meta.window`` (all of them without one) straight into :class:`Columns`: a line of
+    a plain layout and numbers (or nulls) costs a parse and a copy of its values; any other goes the way
+    :func:`read` reads it."""
+    cols = Columns()
+    steps = cols.steps
+    fast: dict[tuple[str, ...], Block] = {}
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    lowest, highest = STEP_RANGE
+    shape = Words(SHAPE, SHAPE)
+    for first, lines in line_blocks(path, meta):
+        for lineno, raw in enumerate(lines, first):
+            try:
+                obj = loads(raw)
+            except decode_error:
+                obj = None
+            if type(obj) is dict:
+                data, step = obj.get("data"), obj.get("step")
+                if type(data) is dict and type(step) is int and lowest <= step <= highest:
+                    block = fast.get(tuple(data))
+                    if block is not None and _numbers(data, block.values):
+                        block.rows.append(len(steps))
+                        steps.append(step)
+                        continue
+            else:
+                obj = json_line(path, lineno, raw, skips, shape)
+                if obj is None:
+                    continue
+            _slow(path, lineno, obj, skips, cols, fast)
+    return cols
+
+
+def _slow(path: Path, lineno: int, obj: dict[str, Any], skips: SkipLog, cols: Columns,
+          fast: dict[tuple[str, ...], Block]) -> None:
+    """One line the way :func:`read` reads it, into ``cols``; its layout joins ``fast`` when the check
+    passed it unchanged."""
+    record = _record(path, lineno, obj, skips)
+    if record is None:
+        return
+    cols.add(record, skips)
+    keys = tuple(obj["data"])
+    if tuple(record.values) == keys and keys not in fast:
+        block = cols.plain(keys)
+        if block is not None:
+            fast[keys] = block
+
+
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:
+    """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is parsed by two
+    processes, each its half."""
+    meta.framework = "verl"
+    cols, second = halves(path, meta, skips, _parse, min_bytes)
+    if second is not None:
+        cols.extend(second.merge(meta, skips))
+    return cols
+
+
+READER = Reader(FORMAT, sniff, read, columns=read_columns,
                 describes="veRL's file logger: one {\"step\": N, \"data\": {...}} object per line")

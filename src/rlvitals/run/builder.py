@@ -27,6 +27,7 @@ import polars as pl
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
+from ..ingest.columnar import Columns
 from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
 from ..words import Words
 from .detect import detect
@@ -105,6 +106,10 @@ class RunBuilder:
         if names and names[-1] == WALL_KEY:
             self._put_wall(row, numbers[-1])
             names, numbers = names[:-1], numbers[:-1]
+        self._put_row(row, step, names, numbers, text)
+
+    def _put_row(self, row: int, step: int, names: Sequence[str], numbers: Sequence[float],
+                 text: Mapping[str, str] | None) -> None:
         cols = self._cols
         for key, value in zip(names, numbers, strict=True):
             col = cols.get(key)
@@ -116,6 +121,62 @@ class RunBuilder:
                 self._put(col, row, value)
         for name, word in (text or {}).items():
             self._text[name][step] = word
+
+    def add_columns(self, columns: Columns) -> None:
+        """What :meth:`add` does for each record of ``columns`` in turn (they passed its check already),
+        a column at a time when they are the first records and their steps rise (the common log), else
+        record by record."""
+        if self._given:
+            raise RuntimeError("this RunBuilder gave its columns to a Run (finish(final=True)); "
+                               "records cannot be added after that")
+        self._summary.update(columns.summary)
+        n = len(columns.steps)
+        steps = np.frombuffer(columns.steps, dtype=np.int64)
+        if self._steps or (n > 1 and not bool(np.all(steps[1:] > steps[:-1]))):
+            self._replay(columns)
+            return
+        self._records += n
+        self._steps = columns.steps  # the Columns are the caller's to drop: no copy
+        where: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for keys, block in columns.blocks.items():
+            rows = np.frombuffer(block.rows, dtype=np.int64)
+            values = np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))
+            for j, key in enumerate(keys):
+                where[key].append((rows, values[:, j]))
+        for key, parts in where.items():
+            if len(parts) == 1 and len(parts[0][0]) == n:
+                col = np.ascontiguousarray(parts[0][1])
+            else:
+                col = np.full(n, ABSENT, dtype=np.uint64).view(np.float64)
+                for rows, values in parts:
+                    col[rows] = values
+            self._cols[key] = array("d")
+            self._cols[key].frombytes(col.data.cast("B"))  # one copy, no bytes in between
+        for row, key, value in columns.text:
+            self._text[key][int(steps[row])] = value
+        if columns.walls is not None:
+            self._wall = columns.walls
+
+    def _replay(self, columns: Columns) -> None:
+        """The records of ``columns`` one by one, in the order they were read."""
+        n = len(columns.steps)
+        layout = np.zeros(n, dtype=np.int64)
+        offset = np.zeros(n, dtype=np.int64)
+        blocks = list(columns.blocks.items())
+        for b, (_, block) in enumerate(blocks):
+            rows = np.frombuffer(block.rows, dtype=np.int64)
+            layout[rows], offset[rows] = b, np.arange(len(rows))
+        text: dict[int, dict[str, str]] = defaultdict(dict)
+        for at, key, value in columns.text:
+            text[at][key] = value
+        walls = columns.walls
+        for at, step in enumerate(columns.steps):
+            keys, block = blocks[layout[at]]
+            k, start = len(keys), int(offset[at]) * len(keys)
+            row = self._next_row(step)
+            if walls is not None and at < len(walls) and walls[at] == walls[at]:
+                self._put_wall(row, walls[at])
+            self._put_row(row, step, keys, block.values[start:start + k], text.get(at))
 
     def _next_row(self, step: int) -> int:
         if self._given:

@@ -61,10 +61,17 @@ def load(path: str | Path, fmt: str | None = None,
     for reader, root in found:
         meta = SourceMeta(format=reader.format, files=[str(root)])
         builder = RunBuilder(meta)
-        for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):
-            builder.add(record)
-            if progress is not None and not count % PROGRESS_EVERY:
-                progress(root, count)
+        if reader.columns is not None and root.is_file():
+            columns = reader.columns(root, meta, builder.skipped)
+            builder.add_columns(columns)
+            if progress is not None and len(columns) >= PROGRESS_EVERY:
+                progress(root, len(columns))
+            del columns  # the builder holds the columns now; the parsed blocks go
+        else:
+            for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):
+                builder.add(record)
+                if progress is not None and not count % PROGRESS_EVERY:
+                    progress(root, count)
         if builder.is_empty and meta.crash is None:
             empty.append(_no_metrics(root, reader.format, builder.skipped.count, builder.skipped.reasons))
             continue

@@ -1,0 +1,228 @@
+"""Records parsed straight into columns, and a large log read by two processes.
+
+A reader's fast path keeps no dict per record: :class:`Columns` holds the step of each record (its
+*row*, in the order read) and, per set of keys (a *layout*: a metric log repeats a few), the rows
+with those keys and their values one after another as float64. The rest (text values, a record that
+needs converting or checking) goes through :meth:`Columns.add`, the one check every record passes
+(:class:`~rlvitals.ingest.record.RecordCheck`). A layout whose every key that check has seen and kept
+is *plain*: the next record with it needs no check. :meth:`rlvitals.run.builder.RunBuilder.add_columns`
+takes the lot.
+
+:func:`halves` reads a large file as two byte ranges split at a newline, the second in a forked
+process, so a parse uses both cores. The second worker numbers its lines from the newlines before its
+range and reads on the same 1 MiB grid (:func:`~rlvitals.ingest.text.line_blocks`), so what it reads,
+skips and notes is what a read of the whole file does there; the caller puts the two together in file
+order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import warnings
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from .cursor import count_lines
+from .record import Record, RecordCheck, SkipLog, SourceMeta
+
+T = TypeVar("T")
+
+#: a file smaller than this is read by one process (a fork costs more than it saves)
+SPLIT_BYTES = 16 << 20
+
+
+@dataclass
+class Block:
+    """The records of one layout: their rows, and their values row after row (float64)."""
+
+    rows: array[int] = field(default_factory=lambda: array("q"))
+    values: array[float] = field(default_factory=lambda: array("d"))
+
+
+@dataclass
+class Columns:
+    """Records as columns: ``steps`` (a row per record, in the order read), ``blocks`` (layout ->
+    :class:`Block`), ``text`` (row, key, value), ``walls`` (row -> the tracker's time, NaN for none,
+    made at the first record that has one), ``summary`` (an end-of-training summary's values).
+
+    Example:
+        >>> cols = Columns()
+        >>> cols.add(Record(3, {"loss": 0.5, "mode": "x"}, "run.log:1"), SkipLog())
+        >>> cols.steps.tolist(), list(cols.blocks), cols.text
+        ([3], [('loss',)], [(0, 'mode', 'x')])
+    """
+
+    steps: array[int] = field(default_factory=lambda: array("q"))
+    blocks: dict[tuple[str, ...], Block] = field(default_factory=dict)
+    text: list[tuple[int, str, str]] = field(default_factory=list)
+    walls: array[float] | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    check: RecordCheck = field(default_factory=RecordCheck)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def add(self, record: Record, skips: SkipLog) -> None:
+        """One record through the check every record passes (a counted skip when it fails)."""
+        if record.kind == "summary":
+            self.summary.update(record.values)
+            return
+        problem = self.check.problem(record)
+        if problem is not None:
+            skips.skip(record.where, problem)
+            return
+        row = len(self.steps)
+        self.steps.append(record.step)
+        numbers: dict[str, float] = {}
+        for key, value in record.values.items():
+            if isinstance(value, str):
+                self.text.append((row, key, value))
+            else:
+                numbers[key] = value
+        keys = tuple(numbers)
+        block = self.blocks.get(keys)
+        if block is None:
+            block = self.blocks[keys] = Block()
+        block.rows.append(row)
+        block.values.extend(numbers.values())
+        if record.wall is not None:
+            self.wall(row, record.wall)
+
+    def plain(self, keys: tuple[str, ...]) -> Block | None:
+        """The block of ``keys`` when a record of these keys and float values needs no check."""
+        block = self.blocks.get(keys)
+        return block if block is not None and self.check.plain(keys) else None
+
+    def wall(self, row: int, wall: float) -> None:
+        walls = self.walls
+        if walls is None:
+            walls = self.walls = array("d")
+        if len(walls) < row:
+            walls.frombytes(array("d", [float("nan")]).tobytes() * (row - len(walls)))
+        walls.append(wall)
+
+    def extend(self, later: Columns) -> None:
+        """The records of ``later`` after these (the next byte range of the same file)."""
+        base = len(self.steps)
+        self.steps.extend(later.steps)
+        for keys, block in later.blocks.items():
+            mine = self.blocks.get(keys)
+            if mine is None:
+                mine = self.blocks[keys] = Block()
+            mine.rows.frombytes((np.frombuffer(block.rows, dtype=np.int64) + base).tobytes())
+            mine.values.extend(block.values)
+        self.text.extend((row + base, key, value) for row, key, value in later.text)
+        if later.walls is not None:
+            for row, wall in enumerate(later.walls, base):
+                if wall == wall:
+                    self.wall(row, wall)
+        self.summary.update(later.summary)
+
+
+@dataclass
+class Share(Generic[T]):
+    """What the second worker read: its result, skips and notes, how many bytes it read, from where."""
+
+    value: T
+    skipped: SkipLog
+    notes: list[str]
+    bytes_read: int
+    start: int
+
+    def merge(self, meta: SourceMeta, skips: SkipLog) -> T:
+        """Its skips, notes and bytes after the first range's; its result."""
+        skips.merge(self.skipped)
+        meta.notes.extend(self.notes)
+        meta.bytes_read += self.bytes_read
+        return self.value
+
+
+def can_fork() -> bool:
+    """Fork is the cheap way to a second worker that has everything imported (Linux only: macOS
+    forks badly once threads run)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+def split_point(path: Path, size: int) -> int | None:
+    """Where the second half of ``path`` starts: just after the first newline at or past the middle;
+    None when there is none before the end."""
+    with path.open("rb") as fh:
+        at = size // 2
+        fh.seek(at)
+        while True:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                return None
+            found = chunk.find(b"\n")
+            if found >= 0:
+                mid = at + found + 1
+                return mid if mid < size else None
+            at += len(chunk)
+
+
+def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, SourceMeta, SkipLog], T],
+           min_bytes: int = SPLIT_BYTES) -> tuple[T, Share[T] | None]:
+    """``parse`` over the first half of ``path`` in this process and over the second in a forked one,
+    at once. Returns the first half's result (its skips and notes already in ``skips`` and ``meta``) and
+    the second's :class:`Share` (read here when its worker failed), or None for it when the file was read
+    whole here (smaller than ``min_bytes``, a window of it, no fork).
+
+    ``parse`` must read only ``meta.window``'s bytes (it gets the first half's window, then ``meta``
+    gets its own back); the second worker's ``meta`` is a copy with its window and line numbers.
+    """
+    size = path.stat().st_size if meta.window is None and can_fork() else 0
+    mid = split_point(path, size) if size >= min_bytes else None
+    if mid is None:
+        return parse(path, meta, skips), None
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_second, args=(path, meta, parse, mid, send), daemon=True)
+    with warnings.catch_warnings():
+        # Python 3.12 warns that a forked child of a threaded process may deadlock on a lock another
+        # thread held; the child here runs only the reader's parse (no thread pool, no logging)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        worker.start()
+    send.close()
+    try:
+        meta.window = (0, mid)
+        try:
+            first = parse(path, meta, skips)
+        finally:
+            meta.window = None
+        try:
+            share: Share[T] = pickle.loads(receive.recv_bytes())
+        except (EOFError, OSError, pickle.UnpicklingError):  # the worker died before it said all
+            share = second_half(path, meta, parse, mid)
+    finally:
+        receive.close()
+        if worker.is_alive():
+            worker.kill()
+        worker.join()
+    return first, share
+
+
+def second_half(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T],
+                mid: int) -> Share[T]:
+    """``parse`` over the bytes from ``mid`` to the end, with a ``meta`` of its own that numbers the
+    lines as in the whole file."""
+    mine = replace(meta, notes=[], bytes_read=0, config={}, window=(mid, sys.maxsize),
+                   line_base=count_lines(path, 0, mid))
+    skipped = SkipLog()
+    value = parse(path, mine, skipped)
+    return Share(value, skipped, mine.notes, mine.bytes_read, mid)
+
+
+def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
+            send: Connection) -> None:
+    """The second worker: parse from ``mid`` to the end and send the :class:`Share`."""
+    send.send_bytes(pickle.dumps(second_half(path, meta, parse, mid), protocol=pickle.HIGHEST_PROTOCOL))
+    send.close()

@@ -1,0 +1,245 @@
+"""The columnar read (a reader's ``columns``, one process or two) gives the Run the record read gives."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from conftest import REAL
+
+from rlvitals.ingest import (
+    Columns,
+    Reader,
+    Record,
+    SkipLog,
+    SourceMeta,
+    columnar,
+    find_reader,
+    text,
+    verl_console,
+    verl_jsonl,
+)
+from rlvitals.run.builder import RunBuilder
+from rlvitals.run.run import Run
+from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
+
+REGRESSIONS = Path(__file__).parent / "regressions"
+CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
+
+
+def by_records(path: Path, reader: Reader) -> tuple[Run, SourceMeta]:
+    meta = SourceMeta(format=reader.format, files=[str(path)])
+    builder = RunBuilder(meta)
+    for record in reader.read(path, meta, builder.skipped):
+        builder.add(record)
+    return builder.finish(str(path), final=True), meta
+
+
+def by_columns(path: Path, reader: Reader, min_bytes: int) -> tuple[Run, SourceMeta]:
+    meta = SourceMeta(format=reader.format, files=[str(path)])
+    builder = RunBuilder(meta)
+    assert reader.columns is not None
+    builder.add_columns(reader.columns(path, meta, builder.skipped, min_bytes=min_bytes))  # type: ignore[call-arg]
+    return builder.finish(str(path), final=True), meta
+
+
+def _bits(run: Run) -> dict[str, object]:
+    """Everything a Run says, its numbers as bit patterns (NaN and null told apart)."""
+    def frame(df: object) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for col in df.get_columns():  # type: ignore[attr-defined]
+            values = col.to_numpy()
+            nulls = col.is_null().to_numpy()
+            out[col.name] = (str(col.dtype), nulls.tolist(),
+                             np.where(nulls, 0, values).astype(np.float64).view(np.uint64).tolist())
+        return out
+
+    return {
+        "frame": frame(run.frame), "raw": frame(run.raw), "text": run.text, "notes": [str(n) for n in run.notes],
+        "zh": [getattr(n, "zh", None) for n in run.notes], "skipped": (run.skipped.count, run.skipped.reasons),
+        "config": run.config, "crash": run.crash, "bytes": run.bytes_read, "summary": run.summary,
+        "framework": (run.framework, run.algorithm, run.framework_era), "unmapped": run.unmapped,
+        "keys": sorted(run.key_map), "train": run.train_mask.tolist(),
+        "validation": {k: frame(v) for k, v in run.validation.items()},
+    }
+
+
+def assert_same(path: Path) -> None:
+    """The record read, the one-process columnar read and the two-process one agree in every figure."""
+    reader = find_reader(path)
+    want, want_meta = by_records(path, reader)
+    for min_bytes in (1 << 62, 0):
+        got, got_meta = by_columns(path, reader, min_bytes)
+        assert _bits(got) == _bits(want), (path, min_bytes)
+        assert (got_meta.crash, got_meta.crash_scanned, got_meta.config) == (want_meta.crash, want_meta.crash_scanned,
+                                                                             want_meta.config)
+
+
+def _logs(folder: Path, readers: tuple[str, ...]) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.stat().st_size and not path.name.endswith((".txt", ".md")):
+            try:
+                fmt = find_reader(path).format
+            except Exception:  # noqa: BLE001 - a file no reader takes is not this test's
+                continue
+            if fmt in readers:
+                found.append(path)
+    return found
+
+
+FORMATS = ("verl-jsonl", "verl-console")
+LOGS = _logs(REAL, FORMATS) + _logs(REGRESSIONS, FORMATS) + _logs(CORPUS, FORMATS)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name[:60] for p in LOGS])
+def test_real_logs_read_the_same(path: Path) -> None:
+    assert_same(path)
+
+
+def test_real_logs_were_found() -> None:
+    if not REAL.is_dir():
+        pytest.skip("real fixtures not found")
+    assert sum(find_reader(p).format == "verl-console" for p in LOGS) >= 5
+
+
+def _jsonl(tmp_path: Path, bad: list[bytes], steps: int = 400, bom: bool = True, cut_end: bool = True) -> Path:
+    """A veRL JSONL log with ``bad`` lines placed in its first and in its second half."""
+    lines = list(jsonl_lines(Scenario(steps=steps, val_every=7)))
+    for at in (steps // 5, steps // 2 + steps // 5):
+        lines[at:at] = bad
+    body = b"\n".join(lines) + b"\n"
+    if cut_end:
+        body += b'{"step": 99999, "data": {"actor/pg_loss": 0.'
+    path = tmp_path / "run.jsonl"
+    path.write_bytes((text.BOM if bom else b"") + body)
+    return path
+
+
+BAD_JSONL = [
+    b"not json at all",
+    b"",
+    b"   ",
+    b"[1, 2, 3]",
+    b"null",
+    b'{"step": "7", "data": {"a": 1.0}}',
+    b'{"step": 3.0, "data": {"actor/pg_loss": 0.25}}',
+    b'{"step": 1e400, "data": {"a": 1.0}}',
+    b'{"step": 5, "data": [1, 2]}',
+    b'{"step": 18446744073709551616, "data": {"a": 1.0}}',
+    b'{"step": 12, "data": {"actor/pg_loss": null, "actor/entropy": 0.5}}',
+    b'{"step": 13, "data": {"resize/mode": "schedule", "actor/entropy": 0.4}}',
+    b'{"step": 14, "data": {"actor/entropy": 1' + b"0" * 400 + b"}}",
+    b'{"step": 15, "data": {"actor/entropy": NaN, "x": Infinity}}',
+    b'{"step": 16, "data": {"bad\\u001b[2Jkey": 1.0}}',
+    b'{"step": 17, "data": {"lone\\ud800": 1.0}}',
+    b'{"step": 18, "data": {"actor/entropy": true, "table": [1, 2], "nested": {"a": 1}}}',
+    b'{"step": 19, "data": {}}',
+    b'{"step": 20, "data": {"actor/entropy": 0.3}}\r',
+    b'{"step": 21, "data": {"actor/entropy": "caf\xe9"}}',
+    b'{"step": 22, "data": {"actor/entropy": 0.2}',
+    b'{"step": 3, "data": {"actor/pg_loss": 0.5}}',
+]
+
+
+def test_jsonl_with_bad_lines_in_each_half(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, BAD_JSONL)
+    run, _ = by_records(path, verl_jsonl.READER)
+    assert run.skipped.count > 2 * 10 and any(":1:" in r or "run.jsonl:" in r for r in run.skipped.reasons)
+    assert_same(path)
+
+
+def test_jsonl_skip_reasons_name_lines_of_the_second_half(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [b"not json", b'{"step": "x", "data": {}}'], bom=False, cut_end=False)
+    run, _ = by_columns(path, verl_jsonl.READER, 0)
+    lines = path.read_bytes().split(b"\n")
+    bad = [n for n, line in enumerate(lines, 1) if line in (b"not json", b'{"step": "x", "data": {}}')]
+    assert len(bad) == 4 and bad[-1] > len(lines) // 2
+    assert [r.split(": ", 1)[0] for r in run.skipped.reasons] == [f"{path}:{n}" for n in bad]
+
+
+def test_jsonl_steps_out_of_order_and_logged_again(tmp_path: Path) -> None:
+    lines = [orjson.dumps({"step": s, "data": {"a": float(s), "b": 2.0 * s}}) for s in (5, 6, 7, 3, 6, 8, 1)]
+    lines[4] = orjson.dumps({"step": 6, "data": {"a": 60.0}})
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(lines * 40) + b"\n")
+    run, _ = by_columns(path, verl_jsonl.READER, 0)
+    assert run.frame["step"].to_list() == [1, 3, 5, 6, 7, 8]
+    assert any("logged twice" in n for n in run.notes)
+    assert_same(path)
+
+
+def test_jsonl_over_long_lines_cut_where_the_whole_read_cuts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text, "CHUNK", 256)
+    monkeypatch.setattr(text, "MAX_LINE", 300)
+    long = b'{"step": 4, "data": {"a": ' + b"1" * 900 + b"}}"
+    lines = [orjson.dumps({"step": s, "data": {"a": s * 0.5}}) for s in range(1, 200)]
+    lines[30:30] = [long]
+    lines[150:150] = [long, long]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    run, _ = by_records(path, verl_jsonl.READER)
+    assert sum("longer than 300 bytes" in n for n in run.notes) >= 3
+    split_point = columnar.split_point
+    for mid in range(200, path.stat().st_size, 997):  # the second half starting anywhere
+        monkeypatch.setattr(columnar, "split_point", lambda p, size, mid=mid: split_point(p, 2 * mid))
+        assert_same(path)
+
+
+def test_generated_console_log_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "run.log"
+    lines = list(console_lines(Scenario(steps=300)))
+    lines[200] = lines[200].replace(" - actor/entropy:", " - actor/entropy:np.float64(").replace(
+        " - actor/kl_loss", ") - actor/kl_loss", 1)
+    lines[250:250] = ["step:77 - a:1 - a:2 - b:x", "step:78 - :1", "step:79 - ", "step:80 - k:np.float64(nan)",
+                      "x" * 10 + "step:81 - a:1", "step:82 - " + "q" * 4084 + ":1"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert_same(path)
+
+
+def test_console_traceback_in_the_first_half_reads_the_second_again(tmp_path: Path) -> None:
+    lines = list(console_lines(Scenario(steps=200)))
+    lines[60:60] = ["Traceback (most recent call last):", '  File "/x/verl/trainer/ppo.py", line 3, in f',
+                    "ValueError: early"]
+    lines += ["Traceback (most recent call last):", '  File "/x/verl/trainer/ppo.py", line 9, in g',
+              "RuntimeError: CUDA out of memory"]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines), encoding="utf-8")  # no newline at the end either
+    run, meta = by_columns(path, verl_console.READER, 0)
+    assert meta.crash is not None and meta.crash.kind == "oom"
+    assert_same(path)
+
+
+def test_console_split_before_the_first_step_line(tmp_path: Path) -> None:
+    lines = list(console_lines(Scenario(steps=40)))
+    noise = [f"(WorkerDict pid=1) loading shard {i}" for i in range(3000)]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines[:4] + noise + lines[4:]) + "\n", encoding="utf-8")
+    assert_same(path)
+
+
+def test_columns_take_a_record_through_the_check() -> None:
+    cols, skips = Columns(), SkipLog()
+    cols.add(Record(1 << 64, {"a": 1.0}, "run.log:1"), skips)
+    cols.add(Record(2, {"a": 1, "b": "x"}, "run.log:2"), skips)
+    cols.add(Record(3, {"a": 10 ** 400}, "run.log:3"), skips)
+    assert skips.count == 2 and skips.reasons[0].startswith("run.log:1: step")
+    assert cols.steps.tolist() == [2] and cols.blocks[("a",)].values.tolist() == [1.0] and cols.text == [(0, "b", "x")]
+    assert cols.plain(("a",)) is not None and cols.plain(("a", "c")) is None
+
+
+def test_nan_and_not_logged_stay_apart(tmp_path: Path) -> None:
+    rows = [{"step": s, "data": {"a": None if s % 3 == 0 else s * 1.0, **({"v": 0.5} if s % 5 == 0 else {})}}
+            for s in range(1, 61)]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    run, _ = by_columns(path, verl_jsonl.READER, 0)
+    a = run.raw["a"]
+    assert a.null_count() == 0 and sum(math.isnan(x) for x in a.to_list()) == 20
+    assert run.raw["v"].null_count() == 48
+    assert_same(path)
