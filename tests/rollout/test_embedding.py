@@ -142,12 +142,18 @@ def test_analyze_rollouts_and_the_cli_add_the_embedding_column(tmp_path: Path) -
 def test_the_steps_embedded_are_told_as_they_go(tmp_path: Path) -> None:
     from rlvitals.rollout.writers import write_verl_dump
 
-    for step in (1, 2, 3):
-        write_verl_dump([{"prompt": "p", "response": text, "score": 1.0} for text in CAT], tmp_path, step)
+    records = [{"step": step, "prompt": "p", "response": text, "score": 1.0} for step in (1, 2, 3) for text in CAT]
     seen: list[tuple[str, int, int | None]] = []
-    told = rlvitals.analyze_rollouts(tmp_path, embed=True, progress=lambda *call: seen.append(call))
+    told = rlvitals.analyze_rollouts(records, embed=True, progress=lambda *call: seen.append(call))
     embedded = [call for call in seen if call[0] == "embedding"]
     assert embedded == [("embedding", 0, 3), ("embedding", 1, 3), ("embedding", 1, 3), ("embedding", 2, 3),
                         ("embedding", 2, 3), ("embedding", 3, 3)]  # before and after each step's one batch
     assert seen.index(embedded[0]) == seen.index(("diversity", 2, 18)) + 1  # inside the diversity family
-    assert told.steps[KEY].to_list() == rlvitals.analyze_rollouts(tmp_path, embed=True).steps[KEY].to_list()
+    assert told.steps[KEY].to_list() == rlvitals.analyze_rollouts(records, embed=True).steps[KEY].to_list()
+    # a folder is embedded shard by shard while it is read: its files are told, the values are the same
+    for step in (1, 2, 3):
+        write_verl_dump([{"prompt": "p", "response": text, "score": 1.0} for text in CAT], tmp_path, step)
+    seen.clear()
+    folder = rlvitals.analyze_rollouts(tmp_path, embed=True, progress=lambda *call: seen.append(call))
+    assert [c for c in seen if c[0] == "reading"] == [("reading", i, 3) for i in range(4)]
+    assert folder.steps[KEY].to_list() == told.steps[KEY].to_list()

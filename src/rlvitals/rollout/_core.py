@@ -130,6 +130,9 @@ class RolloutSet:
     format: str
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the notes as the reader made them, tallies that say nothing included: what a shard's notes are
+    #: merged from with other shards' (:func:`.tally.merged`)
+    said: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

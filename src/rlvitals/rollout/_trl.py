@@ -269,4 +269,4 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     # correctness from the reward columns is not to be re-guessed from the summed score
     table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips, derive_correct=correct is None and "correct" not in given, shard=shard)
-    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]))
+    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]), notes)

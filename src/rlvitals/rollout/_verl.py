@@ -99,4 +99,4 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     df = apply_map(df, cmap, what, skips, notes)
     table = finish(df, grouping="consecutive", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips, shard=shard)
-    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]))
+    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]), notes)

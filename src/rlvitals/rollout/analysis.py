@@ -24,11 +24,13 @@ from ..errors import InputError
 from ..run.run import Run
 from ..words import Words
 from . import by_source, groups, lengths
+from ._core import empty_error
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
 from .probe_results import probe_results_for, with_probe_results
-from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, rollouts_from_python
+from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, locate, rollouts_from_python
 from .schema import LENGTH, RESPONSE, STEP
 from .segments import SegmentTags
+from .shards import Engine, Sharded, ShardedRollouts, Unshardable, local, run_jobs, table_at
 from .state import (
     RolloutState,
     compute,
@@ -60,6 +62,8 @@ class RolloutAnalysis:
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rollouts: RolloutSet | None = None
+    #: the shards a path was read in, to read the rollouts of some steps again (None: ``rollouts`` holds the table)
+    shards: Sharded | None = field(default=None, repr=False)
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -89,6 +93,21 @@ class RolloutAnalysis:
                   if self.skipped else "")
         return (f"<div><p><b>{html.escape(repr(self)[1:-1])}</b></p><p>over the whole table, "
                 f"{self.steps.height} step rows in <code>.steps</code></p><table>{cells}</table>{folded}</div>")
+
+    def rollout_steps(self) -> list[int]:
+        """The steps that have rollouts, ascending."""
+        if self.shards is not None:
+            return sorted(self.shards.by_step)
+        table = self.rollouts.table if self.rollouts is not None else None
+        return sorted(int(s) for s in table[STEP].unique().to_list()) if table is not None and table.height else []
+
+    def table_at(self, steps: Sequence[int]) -> pl.DataFrame:
+        """The rollout table at ``steps`` (lengths and truncation flags as the metrics used them): the table
+        held, or the shards holding those steps read again."""
+        if self.shards is not None:
+            return table_at(self.shards, steps)
+        table = self.rollouts.table if self.rollouts is not None else pl.DataFrame({STEP: [], "group": []})
+        return table.filter(pl.col(STEP).is_in(list(steps))) if table.height else table
 
     def series(self) -> pl.DataFrame:
         """The per-step columns that become a Run's series (:func:`step_series`), for ``Run.with_series``."""
@@ -204,27 +223,43 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
 
 
 def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
-            progress: Progress | None = None) -> RolloutAnalysis:
+            progress: Progress | None = None, engine: Engine | None = None) -> RolloutAnalysis:
     """:func:`analyze_rollouts` with its settings as one value: what ``rlvitals rollouts`` and every
     ``--rollouts`` computes.
+
+    A path is read and folded shard by shard (:mod:`.shards`: a step file, a completions file, a table
+    file at a time), so memory holds one shard and the families' states, never the whole table;
+    ``engine`` runs the shards (default: one after another in this process; :func:`.ray_engine.engine` on a
+    Ray cluster). The result is the same as reading everything at once. Rollouts given as Python objects
+    are one table.
 
     ``progress(phase, done, total)`` is told how far the work got, as plain data (``total`` None when
     not known): ``"reading"`` with the files read of a path's files; then, per metric family, the
     family's name (``"group"``, ``"diversity"`` …) before it is computed per step and ``"overall"``
     before each family is computed over the whole table, ``done`` counting these passes (twice the
-    families in all) and one last call with ``done == total``; with ``embed``, ``"embedding"`` with the
-    steps whose responses were embedded. Within a phase ``done`` never goes down.
+    families in all) and one last call with ``done == total``; with ``embed``, for rollouts in memory,
+    ``"embedding"`` with the steps whose responses were embedded. Within a phase ``done`` never goes down.
 
     >>> analyze([{"prompt": "q", "response": "4", "score": 1.0}], RolloutSettings(ks=(1,))).ks
     (1,)
     """
     settings = settings or RolloutSettings()
-    rollouts = _load(source, settings, progress)
+    if isinstance(source, (str, os.PathLike)):
+        found = locate(os.fspath(source), settings.columns, settings.reward_weights)
+        try:
+            sharded = run_jobs(found, settings, engine or local, progress)
+        except Unshardable as why:
+            rollouts = settings.read(os.fspath(source), progress)
+            said = Words(f"the files were read as one table ({why}): memory holds all of them",
+                         f"这些文件作为一张表读取（{why}）：内存里放着全部文件")
+            return _analyze_table(replace(rollouts, notes=[*rollouts.notes, said]), settings, source, progress)
+        return _analyze_shards(sharded, settings, source, progress)
+    return _analyze_table(_load(source, settings, progress), settings, source, progress)
+
+
+def _analyze_table(rollouts: RolloutSet, settings: RolloutSettings, source: RolloutSource,
+                   progress: Progress | None) -> RolloutAnalysis:
     df = rollouts.table
-    notes = list(rollouts.notes)
-    if LENGTH not in df.columns and RESPONSE in df.columns:
-        notes.append(Words("the rollouts carry no token counts: lengths are counted in characters",
-                           "rollout 没有 token 数：长度按字符计"))
     # the table handed back carries the lengths and truncation flags the metrics used, so views of it agree
     options = table_options(settings, df)
     rollouts = replace(rollouts, table=prepare(df, options.max_response_length))
@@ -232,17 +267,48 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
     state = fold(df, options, passes.tell, progress)
     whole = compute(fold(overall_chunk(df), replace(options, embed=False), passes.overall))
     passes.end()
+    lacking = df.height - groups.with_outcome(df).height if "group" not in state.skipped and df.height else 0
+    return _result(state, whole, compute(state), _Facts(df.height, lacking, frozenset(df.columns)), rollouts,
+                   source)
+
+
+def _analyze_shards(sharded: Sharded, settings: RolloutSettings, source: RolloutSource,
+                    progress: Progress | None) -> RolloutAnalysis:
+    if sharded.rows == 0:
+        raise empty_error(sharded.found.what, sharded.skips)
+    passes = _Passes(progress, 2 * len(families(replace(sharded.state.options, embed=False))))
+    steps = compute(sharded.state, passes.tell)
+    whole = compute(sharded.whole, passes.overall)
+    passes.end()
+    return _result(sharded.state, whole, steps, _Facts(sharded.rows, sharded.lacking, sharded.columns),
+                   ShardedRollouts(sharded), source, sharded)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the analysis says of the table as a whole: its rows, those without an outcome, its columns."""
+
+    rows: int
+    lacking: int
+    columns: frozenset[str]
+
+
+def _result(state: RolloutState, whole: pl.DataFrame, steps: pl.DataFrame, facts: _Facts, rollouts: RolloutSet,
+            source: RolloutSource, sharded: Sharded | None = None) -> RolloutAnalysis:
+    notes = list(rollouts.notes)
+    if LENGTH not in facts.columns and RESPONSE in facts.columns:
+        notes.append(Words("the rollouts carry no token counts: lengths are counted in characters",
+                           "rollout 没有 token 数：长度按字符计"))
     # counts stay integers ("groups": 2, not 2.0), as in the per-step rows; the length reading is a label
     overall = {k: v if isinstance(v, (int, str)) else float(v) for k, v in whole.row(0, named=True).items()
                if k != STEP and isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     skipped = skipped_reasons(state)
-    _no_outcome(df, state, skipped, notes)
-    steps = compute(state)
+    _no_outcome(facts, state, skipped, notes)
     probed = probe_results_for(source, rollouts.files)
     if probed is not None:  # rlvitals probe's results beside the rollouts are per-step metrics like the others
         steps = with_probe_results(steps, probed)
         notes += [probed.note(), *probed.skips.reasons]
-    return RolloutAnalysis(steps, overall, skipped, notes + _source_notes(state), rollouts)
+    return RolloutAnalysis(steps, overall, skipped, notes + _source_notes(state), rollouts, sharded)
 
 
 class _Passes:
@@ -265,23 +331,23 @@ class _Passes:
             self.progress("overall", self.total, self.total)
 
 
-def _no_outcome(df: pl.DataFrame, state: RolloutState, skipped: list[str], notes: list[str]) -> None:
+def _no_outcome(facts: _Facts, state: RolloutState, skipped: list[str], notes: list[str]) -> None:
     """Say what the group family left out: rollouts with neither a score nor a known correctness
     (all of them: the family is not computed, rather than reading as all wrong)."""
-    if "group" in state.skipped or df.height == 0:
+    if "group" in state.skipped or facts.rows == 0:
         return
-    lacking = df.height - groups.with_outcome(df).height
-    if lacking == df.height:
-        skipped.insert(0, Words(f"group: none of the {df.height} rollouts has a score or a known correctness (all "
+    lacking, rows = facts.lacking, facts.rows
+    if lacking == rows:
+        skipped.insert(0, Words(f"group: none of the {rows} rollouts has a score or a known correctness (all "
                                 "null), so σ_G, pass@k, maj@k and the zero-variance split are not computed; map the "
                                 "reward (--score COLUMN) or the correctness (--correct COLUMN)",
-                                f"group：{df.height} 条 rollout 都没有分数，也不知道对错（全为空），因此 σ_G、"
+                                f"group：{rows} 条 rollout 都没有分数，也不知道对错（全为空），因此 σ_G、"
                                 "pass@k、maj@k 和零方差拆分都没有计算；请映射 reward（--score COLUMN）或对错"
                                 "（--correct COLUMN）"))
     elif lacking:
-        notes.append(Words(f"{lacking} of {df.height} rollouts have neither a score nor a known correctness: the "
+        notes.append(Words(f"{lacking} of {rows} rollouts have neither a score nor a known correctness: the "
                            "group family (σ_G, pass@k, maj@k, group sizes) leaves them out",
-                           f"{df.height} 条 rollout 中有 {lacking} 条既没有分数也不知道对错：组指标（σ_G、pass@k、"
+                           f"{rows} 条 rollout 中有 {lacking} 条既没有分数也不知道对错：组指标（σ_G、pass@k、"
                            "maj@k、组大小）不计入它们"))
 
 

@@ -297,7 +297,7 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
     if df.height == 0:
         if kw.get("shard") is not None:
             return RolloutSet(finish(df, grouping="text", notes=notes, skips=skips, **kw), skips, fmt, files,
-                              merged([notes]))
+                              merged([notes]), notes)
         raise empty_error(kw["what"], skips)
     cmap = _identity_map(df, kw["what"], columns)
     df = chat_columns(df, cmap.prompt, cmap.response, notes)
@@ -307,7 +307,7 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
             df = df.with_columns(df.get_column(key).alias(KEY))
     df = apply_map(df, cmap, kw["what"], skips, notes)
     table = finish(df, grouping="text", notes=notes, skips=skips, **kw)
-    return RolloutSet(table, skips, fmt, files, merged([notes]))
+    return RolloutSet(table, skips, fmt, files, merged([notes]), notes)
 
 
 def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],

@@ -180,13 +180,16 @@ def merge(a: RolloutState, b: RolloutState) -> RolloutState:
                         a.columns | b.columns)
 
 
-def compute(state: RolloutState) -> pl.DataFrame:
-    """The per-step frame: step, groups, rollouts, then every family's columns (catalog keys)."""
+def compute(state: RolloutState, tell: Callable[[str], None] | None = None) -> pl.DataFrame:
+    """The per-step frame: step, groups, rollouts, then every family's columns (catalog keys); ``tell``
+    hears each family's name before its columns are computed."""
     steps_ = sorted(state.counts)
     out = pl.DataFrame({STEP: steps_, "groups": [state.counts[s][0] for s in steps_],
                         "rollouts": [state.counts[s][1] for s in steps_]},
                        schema={STEP: pl.Int64, "groups": pl.UInt32, "rollouts": pl.UInt32})
     for name, _, _, comp in families(state.options):
+        if tell is not None:
+            tell(name)
         if name not in state.families:
             continue
         table = comp(state.families[name])
