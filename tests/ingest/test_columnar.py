@@ -18,6 +18,7 @@ from rlvitals.ingest import (
     SourceMeta,
     columnar,
     find_reader,
+    generic_jsonl,
     text,
     verl_console,
     verl_jsonl,
@@ -64,6 +65,8 @@ def _bits(run: Run) -> dict[str, object]:
         "framework": (run.framework, run.algorithm, run.framework_era), "unmapped": run.unmapped,
         "keys": sorted(run.key_map), "train": run.train_mask.tolist(),
         "validation": {k: frame(v) for k, v in run.validation.items()},
+        "wall": None if run.wall is None else (run.wall.seconds.view(np.uint64).tolist(), run.wall.source,
+                                               run.wall.epoch, run.wall.started),
     }
 
 
@@ -93,7 +96,7 @@ def _logs(folder: Path, readers: tuple[str, ...]) -> list[Path]:
     return found
 
 
-FORMATS = ("verl-jsonl", "verl-console")
+FORMATS = ("verl-jsonl", "verl-console", "jsonl")
 LOGS = _logs(REAL, FORMATS) + _logs(REGRESSIONS, FORMATS) + _logs(CORPUS, FORMATS)
 
 
@@ -202,16 +205,19 @@ def test_generated_console_log_reads_the_same(tmp_path: Path) -> None:
     assert_same(path)
 
 
-def test_console_traceback_in_the_first_half_reads_the_second_again(tmp_path: Path) -> None:
+def test_console_traceback_in_the_first_half_is_followed_into_the_second(tmp_path: Path) -> None:
     lines = list(console_lines(Scenario(steps=200)))
+    lines[150:150] = ["Traceback (most recent call last):", '  File "/x/verl/trainer/ppo.py", line 5, in h',
+                      "KeyError: 'recovered from'"]
     lines[60:60] = ["Traceback (most recent call last):", '  File "/x/verl/trainer/ppo.py", line 3, in f',
                     "ValueError: early"]
+    lines.append("(TaskRunner pid=1) Final validation metrics: {}")
     lines += ["Traceback (most recent call last):", '  File "/x/verl/trainer/ppo.py", line 9, in g',
               "RuntimeError: CUDA out of memory"]
     path = tmp_path / "run.log"
     path.write_text("\n".join(lines), encoding="utf-8")  # no newline at the end either
     run, meta = by_columns(path, verl_console.READER, 0)
-    assert meta.crash is not None and meta.crash.kind == "oom"
+    assert meta.crash is not None and meta.crash.kind == "oom" and meta.crash.causes == ()
     assert_same(path)
 
 
@@ -242,4 +248,39 @@ def test_nan_and_not_logged_stay_apart(tmp_path: Path) -> None:
     a = run.raw["a"]
     assert a.null_count() == 0 and sum(math.isnan(x) for x in a.to_list()) == 20
     assert run.raw["v"].null_count() == 48
+    assert_same(path)
+
+
+def _history(tmp_path: Path, name: str, rows: list[dict[str, object]], extra: list[bytes]) -> Path:
+    lines = [orjson.dumps(r) for r in rows]
+    lines[len(lines) // 3:len(lines) // 3] = extra
+    lines[2 * len(lines) // 3:2 * len(lines) // 3] = extra
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_wandb_history_reads_the_same(tmp_path: Path) -> None:
+    rows: list[dict[str, object]] = []
+    for s in range(1, 1500):
+        row: dict[str, object] = {"train/global_step": s, "_step": 2 * s, "_timestamp": 1.7e9 + s, "_runtime": s * 1.0,
+                                  "train/loss": 1.0 / s, "train/reward": {"mean": 0.1 * s, "std": None}}
+        if s % 11 == 0:
+            row["eval/acc"], row["epoch"] = 0.5, s / 100
+        if s % 13 == 0:
+            row["mode"] = "warmup"
+        if s % 17 == 0:
+            row["completions"] = {"_type": "table-file", "path": "x.json"}
+        rows.append(row)
+        if s % 19 == 0:
+            rows.append({"_step": 2 * s + 1, "timing/x": 0.1})
+    extra = [b"{bad", b'{"train/global_step": "x", "a": 1}', b'{"train/global_step": 3, "a": NaN}',
+             b'{"train/global_step": 18446744073709551616, "a": 1.0}', b"[1]", b'{"other": 1.0}', b""]
+    assert_same(_history(tmp_path, "wandb-history.jsonl", rows, extra))
+
+
+def test_jsonl_without_a_step_key_reads_the_same(tmp_path: Path) -> None:
+    rows: list[dict[str, object]] = [{"loss": 1.0 / s, "lr": 1e-5, "t": {"a": s}} for s in range(1, 1300)]
+    path = _history(tmp_path, "metrics.jsonl", rows, [b"oops", b'{"loss": "high"}'])
+    assert find_reader(path) is generic_jsonl.READER
     assert_same(path)

@@ -25,8 +25,9 @@ from typing import Any
 from ..words import Words
 from ._reader import Reader
 from ._wall import WandbClock
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import json_objects, parse_json
+from .columnar import Block, Columns
+from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from .text import json_dicts, parse_json
 
 FORMAT = "jsonl"
 
@@ -137,13 +138,9 @@ def sniff(path: Path, head: bytes) -> bool:
     return False
 
 
-def _objects(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Any]]]:
-    for lineno, _, obj in json_objects(path, meta, skips):
-        yield lineno, obj
-
-
-def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    objects = _objects(path, meta, skips)
+def _rows(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Value], str, float | None]]:
+    """``(step, values, file:line, wall time)`` of each record, its skips counted."""
+    objects = json_dicts(path, meta, skips)
     first = list(islice(objects, SCAN_RECORDS))
     step_key = choose_step_key(obj.keys() for _, obj in first)
     if step_key is None and first:
@@ -176,9 +173,47 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         flatten(obj, values, skip=dropped)
         drop_eval_epoch(values)
         if values:
-            yield Record(step, values, where, wall=clock.wall(obj))
+            yield step, values, where, clock.wall(obj)
     note_side_logs(meta, path, side_logs, "lines")
 
 
-READER = Reader(FORMAT, sniff, read,
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    for step, values, where, wall in _rows(path, meta, skips):
+        yield Record(step, values, where, wall=wall)
+
+
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = 0) -> Columns:
+    """What :func:`read` yields, as :class:`Columns` (in one process: which key is the step and which
+    clock the rows carry are settled by the first rows, so a second worker could not start alone);
+    ``min_bytes`` is there for the readers' one signature."""
+    cols = Columns()
+    steps = cols.steps
+    fast: dict[tuple[str, ...], Block] = {}
+    lowest, highest = STEP_RANGE
+    for step, values, where, wall in _rows(path, meta, skips):
+        keys = tuple(values)
+        block = fast.get(keys)
+        if block is not None and lowest <= step <= highest:
+            into = block.values
+            have = len(into)
+            try:
+                into.extend(values.values())  # type: ignore[arg-type]  # a text value is a TypeError
+            except TypeError:
+                del into[have:]
+            else:
+                block.rows.append(len(steps))
+                if wall is not None:
+                    cols.wall(len(steps), wall)
+                steps.append(step)
+                continue
+        record = Record(step, values, where, wall=wall)
+        cols.add(record, skips)
+        if keys not in fast and tuple(record.values) == keys:
+            block = cols.plain(keys)
+            if block is not None:
+                fast[keys] = block
+    return cols
+
+
+READER = Reader(FORMAT, sniff, read, columns=read_columns,
                 describes="JSON lines of metrics with a step key: a custom logger, W&B's wandb-history.jsonl")

@@ -24,6 +24,7 @@ import shlex
 import sys
 from array import array
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,6 @@ from ._config import hydra_scalar, sibling_overrides
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .columnar import SPLIT_BYTES, Block, Columns, halves
-from .cursor import count_lines
 from .pyrepr import ReprError, flatten, parse, parse_dump
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import ANSI, cut_note, integer, iter_lines, line_blocks, parse_number, search_file, strip_ansi
@@ -319,6 +319,15 @@ class _Scan:
         self.ok_heads: set[str] = {""}
         self.last_step_line = 0
         self.lineno = 0
+        #: the number of every step line, and whether it gave a record (what a later scan of the same
+        #: lines needs to follow the crash scanner without parsing them again)
+        self.step_lines = array("q")
+        self.progressed = bytearray()
+
+    def progress(self) -> None:
+        """The last step line gave a record."""
+        self.crash.progress()
+        self.progressed[-1] = 1
 
     def step_line(self, lineno: int, line: str) -> tuple[int, str] | None:
         """``(step, text from 'step:' on)`` of a step line; any other line goes to the scanners."""
@@ -334,6 +343,8 @@ class _Scan:
                     self.head.close()
                     self.head = None
                 self.last_step_line = lineno
+                self.step_lines.append(lineno)
+                self.progressed.append(0)
                 return found
         self.crash.feed(lineno, line)
         if self.head is not None:
@@ -370,7 +381,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         if found is not None:
             record = parse_step_line(found[1], found[0], f"{path}:{lineno}", skips, cut_note(line))
             if record is not None:
-                scan.crash.progress()
+                scan.progress()
                 yield record
     scan.finish(path, meta)
 
@@ -412,12 +423,12 @@ def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Colum
             step, text = found
             cut = cut_note(line)
             if cut is None and _fast_row(text, fast, steps, step):
-                scan.crash.progress()
+                scan.progress()
                 continue
             record = parse_step_line(text, step, f"{path}:{lineno}", skips, cut)
             if record is None:
                 continue
-            scan.crash.progress()
+            scan.progress()
             cols.add(record, skips)
             keys = tuple(p.rpartition(":")[0] for p in text.split(" - ")[1:])
             if cut is None and tuple(record.values) == keys and keys not in fast:
@@ -426,7 +437,8 @@ def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Colum
                     fast[keys] = block
 
 
-_Part = tuple[Columns, _Scan]
+#: what a byte range gave: its records, its scan, and the number of lines before it
+_Part = tuple[Columns, _Scan, int]
 
 
 def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> _Part:
@@ -435,26 +447,54 @@ def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> _Part:
     scan = _Scan(path, meta, head=meta.window is None or meta.window[0] == 0)
     cols = Columns()
     _fill(path, meta, skips, scan, cols)
-    return cols, scan
+    return cols, scan, meta.line_base
+
+
+def _follow(path: Path, meta: SourceMeta, scan: _Scan, later: _Scan) -> None:
+    """Carry ``scan`` (the first half's) over the lines of ``meta.window`` that ``later`` (a worker's
+    scan of them, from a guessed start) found: the step lines are not parsed again, the others go to the
+    crash scanner as :meth:`_Scan.step_line` would send them."""
+    crash, step_lines, progressed = scan.crash, later.step_lines, later.progressed
+    at, count = 0, len(step_lines)
+    for first, lines in line_blocks(path, meta):
+        for lineno, raw in enumerate(lines, first):
+            if at < count and step_lines[at] == lineno:
+                if progressed[at]:
+                    crash.progress()
+                at += 1
+                continue
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            crash.feed(lineno, line)
+            if "Final validation metrics" in line:
+                crash.finished(lineno)
+    scan.lineno, scan.last_step_line = later.lineno, later.last_step_line or scan.last_step_line
 
 
 def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:
     """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is read by two
-    processes, each its half. The second worker starts its half as if the head had closed and no
-    traceback were under way; when the first half ends otherwise (no step line in it, a traceback
-    across the middle) the second half is read again here, after the first."""
+    processes, each its half. Which lines are step lines and what they hold does not depend on the
+    lines before, but what the others say does: the second worker starts as if the head had closed and
+    no traceback were under way. When the first half ends otherwise, its scan is carried over the
+    second half's other lines here (and when no step line came before the middle, the head still
+    reading, the second half is read again)."""
     meta.framework = "verl"
-    (cols, scan), second = halves(path, meta, skips, _parse, min_bytes)
+    (cols, scan, _), second = halves(path, meta, skips, _parse, min_bytes)
     if second is not None:
-        if scan.fresh():
-            part, scan = second.merge(meta, skips)
-            cols.extend(part)
-        else:  # the worker's guess was wrong: its half again, here, after the first
-            meta.window, meta.line_base = (second.start, sys.maxsize), count_lines(path, 0, second.start)
+        window = (second.start, sys.maxsize)
+        part, later, line_base = second.value
+        if scan.head is not None:  # the head reads the lines of the second half too: read it again
+            meta.window, meta.line_base = window, line_base
             try:
                 _fill(path, meta, skips, scan, cols)
             finally:
                 meta.window, meta.line_base = None, 0
+        else:
+            second.merge(meta, skips)
+            cols.extend(part)
+            if scan.fresh():
+                scan = later
+            else:
+                _follow(path, replace(meta, window=window, line_base=line_base, notes=[]), scan, later)
     scan.finish(path, meta)
     return cols
 
