@@ -287,7 +287,8 @@ def test_watch_follows_a_generic_dump_as_it_grows(sampled: Sampled, tmp_path: Pa
 EVERY = ["--k", "1,3", "--group-size", "2", "--reward-weights", "1", "--embed", "--tool-cap", "3",
          "--max-response-length", "64", "--id-source", "a", "--id-source", "b", "--ood-source", "c", "--think-tag",
          "reason", "--answer-tag", "[A] [/A]", "--tool-tag", "call", *COLUMNS, "--sample", "i", "--correct", "ok",
-         "--answer", "pred", "--target", "gts", "--split", "part", "--truncated", "cut", "--advantage", "adv"]
+         "--answer", "pred", "--target", "gts", "--split", "part", "--truncated", "cut", "--advantage", "adv",
+         "--engine", "ray", "--address", "10.0.0.1:6379"]
 EXTRA = {"report": ["-o", "never.html"], "export": ["--tensorboard", "never-tb"], "watch": ["--once"]}
 
 
@@ -305,7 +306,8 @@ def test_every_command_that_reads_rollouts_has_the_same_options(capsys: pytest.C
     assert all(s == made["rollouts"] for s in made.values())
     s = made["rollouts"]
     assert (s.ks, s.group_size, s.reward_weights, s.embed, s.tool_call_cap, s.max_response_length, s.id_sources,
-            s.ood_sources) == ((1, 3), 2, [1.0], True, 3, 64, ("a", "b"), ("c",))
+            s.ood_sources, s.engine, s.address) == ((1, 3), 2, [1.0], True, 3, 64, ("a", "b"), ("c",), "ray",
+                                                    "10.0.0.1:6379")
     assert (s.segment_tags.think, s.segment_tags.answer, s.segment_tags.tool_call) == \
         (("<reason>", "</reason>"), ("[A]", "[/A]"), ("<call>", "</call>"))
     assert s.columns is not None and s.columns.mapping() == {**{col: name for name, col in FIELDS.items()},

@@ -130,7 +130,7 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
                                tool_call_cap=args.tool_call_cap, max_response_length=args.max_response_length,
                                id_sources=tuple(args.id_sources or ()),
                                ood_sources=None if args.ood_sources is None else tuple(args.ood_sources),
-                               **_segment_tags(args))
+                               engine=args.engine or "local", address=args.address, **_segment_tags(args))
     except (ValueError, TypeError) as exc:
         raise RlvitalsError(_message(exc)) from None
 
@@ -150,6 +150,9 @@ def _check_rollout_flags(args: argparse.Namespace) -> None:
         raise RlvitalsError(Words(f"--group-size {size}: the group size is the number of rollouts per prompt, "
                                   "a whole number >= 1",
                                   f"--group-size {size}：组大小是每个 prompt 的 rollout 数，应为不小于 1 的整数"))
+    if args.address is not None and args.engine != "ray":
+        raise RlvitalsError(Words(f"--address {args.address}: the address of a Ray cluster needs --engine ray",
+                                  f"--address {args.address}：Ray 集群的地址要和 --engine ray 一起用"))
     if args.ood_sources and not args.id_sources:
         raise RlvitalsError(Words("--ood-source needs --id-source: the gap is in-distribution minus "
                                   "out-of-distribution",

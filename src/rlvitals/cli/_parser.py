@@ -313,7 +313,8 @@ COLUMN_OPTIONS = {"step": "training step", "group": "prompt group id", "sample":
 ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights": "reward_weights", "--embed": "embed",
                    "--tool-cap": "tool_call_cap", "--max-response-length": "max_response_length",
                    "--id-source": "id_sources", "--ood-source": "ood_sources", "--think-tag": "think_tag",
-                   "--answer-tag": "answer_tag", "--tool-tag": "tool_tag"}
+                   "--answer-tag": "answer_tag", "--tool-tag": "tool_tag", "--engine": "engine",
+                   "--address": "address"}
 
 
 def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
@@ -348,6 +349,12 @@ def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
     g.add_argument("--ood-source", dest="ood_sources", action="append", default=None, metavar="NAME",
                    help="an out-of-distribution data source for val/id_ood_gap (default: every source not given "
                         "with --id-source)")
+    g.add_argument("--engine", choices=("local", "ray"), default=None,
+                   help="where the rollout files are read and folded: local (this process, a file at a time; the "
+                        "default) or ray (the workers of a Ray cluster; pip install 'rlvitals[ray]'): the same result")
+    g.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --engine ray: the Ray cluster to join (auto, or HOST:PORT of 'ray start --head'); "
+                        "default: start a local one for the run")
     for kind, default in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):
         g.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
                        help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) or "

@@ -172,7 +172,8 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
                      ood_sources: Sequence[str] | None = None,
-                     max_response_length: int | None = None, progress: Progress | None = None) -> RolloutAnalysis:
+                     max_response_length: int | None = None, progress: Progress | None = None,
+                     engine: Literal["local", "ray"] = "local", address: str | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
     ``ks`` are the k of pass@k, maj@k and G-Pass@k; ``"all"`` takes every k from 1 to the largest
@@ -188,7 +189,10 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
     ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
     ``rollout/truncation_share``; rollouts without token counts are not judged against it.
     Bad settings raise ``ValueError`` (:class:`~rlvitals.rollout.options.RolloutSettings`).
-    ``progress`` is told how far the work got (see :func:`analyze`).
+    ``progress`` is told how far the work got (see :func:`analyze`). A path is read shard by shard
+    (a step file at a time), in this process or, with ``engine="ray"``, on the workers of the Ray cluster at
+    ``address`` (``"auto"``, ``HOST:PORT``; None starts a local one): the same result either way
+    (:mod:`rlvitals.rollout.ray_engine`, extra ``ray``).
 
     ``source`` is one of:
 
@@ -218,7 +222,7 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                                reward_weights=reward_weights, embed=embed, tool_call_cap=tool_call_cap,
                                segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
                                ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
-                               max_response_length=max_response_length)
+                               max_response_length=max_response_length, engine=engine, address=address)
     return analyze(source, settings, progress=progress)
 
 
@@ -247,7 +251,7 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
     if isinstance(source, (str, os.PathLike)):
         found = locate(os.fspath(source), settings.columns, settings.reward_weights)
         try:
-            sharded = run_jobs(found, settings, engine or local, progress)
+            sharded = run_jobs(found, settings, engine or _engine(settings), progress)
         except Unshardable as why:
             rollouts = settings.read(os.fspath(source), progress)
             said = Words(f"the files were read as one table ({why}): memory holds all of them",
@@ -255,6 +259,14 @@ def analyze(source: RolloutSource, settings: RolloutSettings | None = None, *,
             return _analyze_table(replace(rollouts, notes=[*rollouts.notes, said]), settings, source, progress)
         return _analyze_shards(sharded, settings, source, progress)
     return _analyze_table(_load(source, settings, progress), settings, source, progress)
+
+
+def _engine(settings: RolloutSettings) -> Engine:
+    if settings.engine == "ray":
+        from .ray_engine import engine  # imports Ray when the run asks for it
+
+        return engine(settings.address)
+    return local
 
 
 def _analyze_table(rollouts: RolloutSet, settings: RolloutSettings, source: RolloutSource,

@@ -134,8 +134,18 @@ class RolloutSettings:
     id_sources: tuple[str, ...] = ()
     ood_sources: tuple[str, ...] | None = None
     max_response_length: int | None = None
+    #: where a path's shards are folded: ``"local"`` (this process) or ``"ray"`` (a Ray cluster, joined at
+    #: ``address``, or a local one started for the run)
+    engine: Literal["local", "ray"] = "local"
+    address: str | None = None
 
     def __post_init__(self) -> None:
+        if self.engine not in ("local", "ray"):
+            raise ValueError(Words(f"engine must be 'local' or 'ray', got {self.engine!r}",
+                                   f"engine 必须是 'local' 或 'ray'，给的是 {self.engine!r}"))
+        if self.address is not None and self.engine != "ray":
+            raise ValueError(Words(f"address={self.address!r} names a Ray cluster: give engine='ray' with it",
+                                   f"address={self.address!r} 指的是 Ray 集群：请同时给出 engine='ray'"))
         if self.ks != "all":
             if isinstance(self.ks, str):
                 raise ValueError(Words(f"ks must be positive integers or 'all', got {self.ks!r}",
