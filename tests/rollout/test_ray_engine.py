@@ -146,3 +146,19 @@ def test_without_ray_installed_the_engine_says_how_to_get_it(tmp_path: Path, mon
         ray_engine.start()
     assert str(exc.value) == "--engine ray needs Ray: pip install 'rlvitals[ray]'"
     assert exc.value.text("zh") == "--engine ray 需要 Ray：pip install 'rlvitals[ray]'"
+
+
+@pytest.mark.model
+def test_embedding_cosine_runs_in_actors_and_agrees_with_the_local_engine(cluster: None, tmp_path: Path) -> None:
+    """The embedding model loads once per actor; each step's responses are one batch in both engines, so the
+    cosines agree to float32 rounding (1e-6), and every other value exactly."""
+    pytest.importorskip("sentence_transformers", reason="the embed extra is not installed")
+    texts = ["the cat sat on the mat", "a cat is sitting on a mat", "stock prices fell sharply today",
+             "the dog ran in the park"]
+    for step in (1, 2, 3):
+        write_verl_dump([{"prompt": f"p{g}", "response": texts[(i + g + step) % 4], "score": float(i % 2)}
+                         for g in range(2) for i in range(4)], tmp_path, step)
+    local, on_ray = _both(tmp_path, RolloutSettings(ks=(1, 2), embed=True))
+    key = "diversity/embedding_cosine"
+    assert on_ray.steps[key].to_list() == pytest.approx(local.steps[key].to_list(), abs=1e-6)
+    assert on_ray.steps.drop(key).equals(local.steps.drop(key))

@@ -141,14 +141,9 @@ def group_count(table: pl.DataFrame, step: int) -> int:
     return int(table.filter(pl.col(STEP) == step)[GROUP].n_unique())
 
 
-def _available(analysis: RolloutAnalysis) -> tuple[pl.DataFrame, list[int]]:
-    table = analysis.rollouts.table if analysis.rollouts is not None else pl.DataFrame({STEP: [], GROUP: []})
-    return table, sorted(int(s) for s in table[STEP].unique().to_list()) if table.height else []
-
-
 def available_steps(analysis: RolloutAnalysis) -> list[int]:
     """The steps that have rollout texts, ascending."""
-    return _available(analysis)[1]
+    return analysis.rollout_steps()
 
 
 def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Mapping[str, Sequence[int]],
@@ -159,8 +154,10 @@ def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Map
     runs, groups = [], []
     picked = []  # (run id, analysis, table, steps with rollouts, steps to browse)
     for rid, analysis in analyses:
-        table, available = _available(analysis)
-        picked.append((rid, analysis, table, available, _browse_steps(available, onsets.get(rid, ()))))
+        available = analysis.rollout_steps()
+        steps = _browse_steps(available, onsets.get(rid, ()))
+        # only the steps browsed are read (again, from their shards when the rollouts were read shard by shard)
+        picked.append((rid, analysis, analysis.table_at(steps), available, steps))
     done, total = 0, sum(len(steps) for *_, steps in picked)
     for rid, analysis, table, available, steps in picked:
         for step in steps:

@@ -528,20 +528,19 @@ class Workspace:
         """The steps of ``served`` that have rollouts and, for ``step``, its groups with their texts (as
         the report lists them: the groups whose rewards stray furthest first) and how many it has."""
         from ..report.rollouts import group_count, step_groups
-        from ..rollout.schema import STEP
 
-        found = served.rollouts.rollouts if served.rollouts is not None else None
+        found = served.rollouts if served.rollouts is not None and served.rollouts.rollouts is not None else None
         if found is None:
             raise AccessError(404, f"rollouts: run {served.id} has no rollout texts; start the server with "
                                    "--rollouts DIR for its PATH (a veRL rollout dump folder, TRL completions …)")
-        table = found.table
-        available = sorted(int(s) for s in table[STEP].unique().to_list())
+        available = found.rollout_steps()
         if step is None:
             return {"step": None, "available": available, "groups": [], "total": 0}
         if step not in available:
             span = f"{available[0]}..{available[-1]}" if available else "none"
             raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
                                    f"({len(available)} steps)")
+        table = found.table_at([step])  # one step read (again, from its shard when read shard by shard)
         return {"step": step, "available": available, "groups": step_groups(table, step),
                 "total": group_count(table, step)}
 
