@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from ..words import Words
+from . import exact
 from . import schema as S
 from .passk import g_pass_at_k, maj_curve, pass_at_k
 
@@ -161,18 +162,18 @@ def _names(ks: tuple[int, ...]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StepAcc:
-    """One step's partial state: integer counts, the group-size histogram, and the per-group values
-    (rows: groups, columns: ``GroupState.names``; NaN where a value is undefined, e.g. n < k)."""
+    """One step's partial state: integer counts, the group-size histogram, and the exact sums of the
+    per-group values (columns: ``GroupState.names``; a value undefined for a group, e.g. n < k, is left out):
+    a few integers per column whatever the number of groups (:mod:`.exact`)."""
 
     counts: dict[str, int]
     sizes: dict[int, int]
-    values: np.ndarray
+    sums: exact.ExactSums
 
     def __add__(self, other: StepAcc) -> StepAcc:
         def add(a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
             return {key: a.get(key, 0) + b.get(key, 0) for key in a.keys() | b.keys()}
-        return StepAcc(add(self.counts, other.counts), add(self.sizes, other.sizes),
-                       np.concatenate([self.values, other.values]))
+        return StepAcc(add(self.counts, other.counts), add(self.sizes, other.sizes), exact.add(self.sums, other.sums))
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ def _acc_from_table(t: pl.DataFrame, names: tuple[str, ...]) -> dict[int, StepAc
         step = int(row[S.STEP])
         out[step] = StepAcc(counts={key: int(row[key] or 0) for key in _COUNTS},
                             sizes={int(d["n"]): int(d["count"]) for d in row["sizes"]},
-                            values=blocks[step])
+                            sums=exact.sums_of(blocks[step]))
     return out
 
 
@@ -259,14 +260,6 @@ def _ratio(num: float, den: int) -> float:
     return num / den if den else float("nan")
 
 
-def _exact_means(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column sums and counts of the non-NaN values, in a canonical order: each column is sorted
-    first, so the float sum depends only on the set of groups, never on how they were sharded."""
-    ordered = np.sort(values, axis=0)  # NaN sorts last
-    known = ~np.isnan(ordered)
-    return np.where(known, ordered, 0.0).sum(axis=0), known.sum(axis=0)
-
-
 def _size_row(sizes: dict[int, int]) -> dict[str, int]:
     # the modal size is the usual G; on a tie the larger size, since dropped samples only shrink groups
     mode = max(sizes, key=lambda s: (sizes[s], s))
@@ -277,8 +270,7 @@ def _size_row(sizes: dict[int, int]) -> dict[str, int]:
 def _row(step: int, acc: StepAcc, names: tuple[str, ...]) -> dict[str, Any]:
     c, g = acc.counts, acc.counts["groups"]
     split = g if c["known_groups"] else 0  # no known correctness at the step: the split is undefined (NaN)
-    sums, nums = _exact_means(acc.values)
-    mean = {name: _ratio(float(s), int(k)) for name, s, k in zip(names, sums, nums, strict=True)}
+    mean = dict(zip(names, exact.means(acc.sums), strict=True))
     row: dict[str, Any] = {
         S.STEP: step, "groups": g, "rollouts": c["rollouts"],
         "group/reward_std/mean": mean["std_sample"], "group/reward_std_pop/mean": mean["std_pop"],
@@ -304,7 +296,7 @@ def compute(state: GroupState) -> pl.DataFrame:
     size histogram, largest size first); an empty state gives an empty frame."""
     names = state.names
     rows = [_row(s, state.steps[s], names) for s in sorted(state.steps)]
-    empty = StepAcc(dict.fromkeys(_COUNTS, 0), {0: 0}, np.empty((0, len(names))))
+    empty = StepAcc(dict.fromkeys(_COUNTS, 0), {0: 0}, exact.zero(len(names)))
     schema = {n: (pl.Int64() if n in _INTS else SIZES_TYPE if n == "group_sizes" else pl.Float64())
               for n in _row(0, empty, names)}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
