@@ -162,3 +162,20 @@ def test_embedding_cosine_runs_in_actors_and_agrees_with_the_local_engine(cluste
     key = "diversity/embedding_cosine"
     assert on_ray.steps[key].to_list() == pytest.approx(local.steps[key].to_list(), abs=1e-6)
     assert on_ray.steps.drop(key).equals(local.steps.drop(key))
+
+
+def test_watch_reads_a_backlog_of_step_files_on_ray_as_it_does_here(cluster: None, tmp_path: Path) -> None:
+    from polars.testing import assert_frame_equal
+
+    from rlvitals.watch.rollouts import RolloutFollow
+
+    for step in range(1, 6):
+        write_verl_dump(_rows(step, [1.0, 0.0, float(step % 2)]), tmp_path, step)
+    (tmp_path / "6.jsonl").write_text('{"prompt": "no input or output keys"}\n', encoding="utf-8")  # unreadable
+    here, there = RolloutFollow(tmp_path, RolloutSettings(ks=(1, 2))), \
+        RolloutFollow(tmp_path, RolloutSettings(ks=(1, 2), engine="ray"))
+    assert here.poll() and there.poll()
+    assert sorted(there.frames) == sorted(here.frames) == [1, 2, 3, 4, 5]
+    for step in here.frames:
+        assert_frame_equal(there.frames[step], here.frames[step], check_exact=True)
+    assert there.messages == here.messages and len(here.messages) == 1 and "6.jsonl" in here.messages[0]

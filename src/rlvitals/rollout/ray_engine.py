@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import RlvitalsError
 from ..words import Words
 from .shards import Engine, Folded, Job, fold_job
 
-__all__ = ["engine", "start"]
+__all__ = ["engine", "run_each", "start"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: task retries after a worker died (Ray's own default for tasks is 3)
 RETRIES = 3
@@ -128,3 +131,24 @@ def _actors(todo: Sequence[Job], done: Callable[[Folded], None], size: int, fold
     pool = ActorPool([actor.remote(fold) for _ in range(max(min(size, len(todo)), 1))])
     for result in pool.map_unordered(lambda a, job: a.run.remote(job), list(todo)):
         done(result)
+
+
+def run_each(fn: Callable[[T], R], items: Sequence[T], address: str | None = None,
+             workers: int | None = None) -> list[R | Exception]:
+    """``fn`` of every item in Ray tasks on the cluster (:func:`start` first), in the items' order; an item
+    whose task raised gets the exception (the task's own, as a local call raises it), so a caller can treat
+    each item as it would locally (``watch --rollouts``: one step file each)."""
+    if not items:
+        return []
+    start(address, workers)
+    import ray
+
+    task = ray.remote(max_retries=RETRIES, num_cpus=1)(fn)
+    refs = [task.remote(item) for item in items]
+    out: list[R | Exception] = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref))
+        except ray.exceptions.RayTaskError as exc:
+            out.append(exc.cause if isinstance(exc.cause, Exception) else exc)
+    return out

@@ -61,6 +61,17 @@ def step_frame(table: pl.DataFrame, settings: RolloutSettings | None = None) -> 
     return step_series(compute(update(None, table, options=table_options(settings, table))))
 
 
+#: what a step file that cannot be read (yet) raises: reported once, retried when it changes
+_UNREAD = (RlvitalsError, ValueError, pl.exceptions.PolarsError)
+
+
+def _step_frame_of(item: tuple[int, Path, RolloutSettings]) -> pl.DataFrame:
+    """One step file's per-step series, the step being the file's (what a worker runs for a watch)."""
+    step, path, settings = item
+    table = settings.read(path).table
+    return step_frame(table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")), settings)
+
+
 def _unread(path: Path, exc: Exception) -> Words:
     """What watch says of rollouts it could not read (it retries when they change)."""
     why_zh = exc.text("zh") if isinstance(exc, RlvitalsError) else str(exc)
@@ -152,12 +163,28 @@ class RolloutFollow:
                 continue
             self._seen[path.name] = sig
             todo.append((step, path))
+        if self.settings.engine == "ray" and len(todo) > 1:  # a backlog of step files: on the cluster's workers
+            return self._read_on_ray(todo)
         changed = False
         for done, (step, path) in enumerate(todo):
             if self.progress is not None:
                 self.progress("reading", done, len(todo))
             changed |= self._read(step, path)
         if self.progress is not None and todo:
+            self.progress("reading", len(todo), len(todo))
+        return changed
+
+    def _read_on_ray(self, todo: list[tuple[int, Path]]) -> bool:
+        """The step files of ``todo`` read and analysed in Ray tasks, each as :meth:`_read` does it here."""
+        from ..rollout.ray_engine import run_each
+
+        if self.progress is not None:
+            self.progress("reading", 0, len(todo))
+        got = run_each(_step_frame_of, [(step, path, self.settings) for step, path in todo], self.settings.address)
+        changed = False
+        for (step, path), frame in zip(todo, got, strict=True):
+            changed |= self._took(step, path, frame)
+        if self.progress is not None:
             self.progress("reading", len(todo), len(todo))
         return changed
 
@@ -191,12 +218,18 @@ class RolloutFollow:
 
     def _read(self, step: int, path: Path) -> bool:
         try:
-            table = self.settings.read(path).table
-            frame = step_frame(table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")), self.settings)
-        except (RlvitalsError, ValueError, pl.exceptions.PolarsError) as exc:
+            frame: pl.DataFrame | Exception = _step_frame_of((step, path, self.settings))
+        except _UNREAD as exc:
+            frame = exc
+        return self._took(step, path, frame)
+
+    def _took(self, step: int, path: Path, frame: pl.DataFrame | Exception) -> bool:
+        if isinstance(frame, Exception):
+            if not isinstance(frame, _UNREAD):
+                raise frame
             if path.name not in self._reported:  # once per file; it is retried when it changes
                 self._reported.add(path.name)
-                self.messages.append(_unread(path, exc))
+                self.messages.append(_unread(path, frame))
             return False
         self._reported.discard(path.name)
         self.frames[step] = frame
