@@ -20,6 +20,7 @@ one of them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -117,7 +118,10 @@ def main() -> None:
     ap.add_argument("--steps", default="10000,100000,1000000", help="comma-separated step counts")
     ap.add_argument("--quick", action="store_true", help="10k and 100k steps only")
     ap.add_argument("--no-console", action="store_true", help="the JSONL logs only")
+    ap.add_argument("--src", help="diagnose with the rlvitals of this source tree (an older commit's, for a before)")
     args = ap.parse_args()
+    if args.src:
+        os.environ["PYTHONPATH"] = str(Path(args.src).resolve())
     steps = [10_000, 100_000] if args.quick else [int(s) for s in args.steps.split(",")]
     print(_table(rows(steps, console=not args.no_console)))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import orjson
@@ -74,9 +75,12 @@ def assert_same(path: Path) -> None:
     """The record read, the one-process columnar read and the two-process one agree in every figure."""
     reader = find_reader(path)
     want, want_meta = by_records(path, reader)
-    for min_bytes in (1 << 62, 0):
-        got, got_meta = by_columns(path, reader, min_bytes)
-        assert _bits(got) == _bits(want), (path, min_bytes)
+    full = columnar.SEGMENT_VALUES
+    for min_bytes, values in ((1 << 62, full), (0, full), (0, 50), (1 << 62, 1)):
+        chunk = text.CHUNK if values == full else min(text.CHUNK, 4096)
+        with mock.patch.object(columnar, "SEGMENT_VALUES", values), mock.patch.object(text, "CHUNK", chunk):
+            got, got_meta = by_columns(path, reader, min_bytes)  # small segments, each taken alone
+        assert _bits(got) == _bits(want), (path, min_bytes, values)
         assert (got_meta.crash, got_meta.crash_scanned, got_meta.config) == (want_meta.crash, want_meta.crash_scanned,
                                                                              want_meta.config)
 
@@ -236,7 +240,9 @@ def test_columns_take_a_record_through_the_check() -> None:
     cols.add(Record(3, {"a": 10 ** 400}, "run.log:3"), skips)
     assert skips.count == 2 and skips.reasons[0].startswith("run.log:1: step")
     assert cols.steps.tolist() == [2] and cols.blocks[("a",)].values.tolist() == [1.0] and cols.text == [(0, "b", "x")]
-    assert cols.plain(("a",)) is not None and cols.plain(("a", "c")) is None
+    cols.approve(("a",))
+    cols.approve(("a", "c"))
+    assert list(cols.fast) == [("a",)]
 
 
 def test_nan_and_not_logged_stay_apart(tmp_path: Path) -> None:

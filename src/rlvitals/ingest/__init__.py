@@ -30,7 +30,7 @@ from . import (
 )
 from ._folder import SPECIAL_ZH, logs_in, special_kind
 from ._reader import Reader
-from .columnar import Columns
+from .columnar import Block, Columns
 from .cursor import (
     COMPRESSED,
     FileCursor,
@@ -50,8 +50,8 @@ from .text import BOM, json_objects
 from .tfevents import masked_crc32c, masked_crc32c_columns
 
 __all__ = [
-    "COMPRESSED", "Columns", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader", "Record",
-    "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
+    "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader",
+    "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
     "examine", "find_reader", "json_objects", "locate", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack",
     "WALL_KEY", "parse_literal", "readers", "rotations", "same_file", "special_kind",
 ]

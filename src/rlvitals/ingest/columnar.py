@@ -23,7 +23,7 @@ import pickle
 import sys
 import warnings
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -48,11 +48,22 @@ class Block:
     values: array[float] = field(default_factory=lambda: array("d"))
 
 
+#: values a segment of :class:`Columns` holds before the next begins (a chunk of lines may overshoot):
+#: 40 MiB, above the size from which malloc maps a buffer of its own (32 MiB at most), so a segment the
+#: builder has taken goes back to the system at once instead of staying in the heap
+SEGMENT_VALUES = 5 << 20
+
+_Part = dict[tuple[str, ...], Block]
+
+
 @dataclass
 class Columns:
     """Records as columns: ``steps`` (a row per record, in the order read), ``blocks`` (layout ->
-    :class:`Block`), ``text`` (row, key, value), ``walls`` (row -> the tracker's time, NaN for none,
-    made at the first record that has one), ``summary`` (an end-of-training summary's values).
+    :class:`Block`, for the rows from ``start`` on), ``segments`` (the blocks of the rows before, about
+    :data:`SEGMENT_VALUES` values each, so the builder can take them a segment at a time and the memory
+    read never stands twice), ``text`` (row, key, value), ``walls`` (row -> the tracker's time, NaN for
+    none, made at the first record that has one), ``summary`` (an end-of-training summary's values) and
+    ``fast``, the blocks of ``blocks`` whose records need no check (:meth:`approve`).
 
     Example:
         >>> cols = Columns()
@@ -62,11 +73,14 @@ class Columns:
     """
 
     steps: array[int] = field(default_factory=lambda: array("q"))
-    blocks: dict[tuple[str, ...], Block] = field(default_factory=dict)
+    blocks: _Part = field(default_factory=dict)
+    segments: list[_Part] = field(default_factory=list)
+    start: int = 0
     text: list[tuple[int, str, str]] = field(default_factory=list)
     walls: array[float] | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     check: RecordCheck = field(default_factory=RecordCheck)
+    fast: _Part = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -97,10 +111,31 @@ class Columns:
         if record.wall is not None:
             self.wall(row, record.wall)
 
-    def plain(self, keys: tuple[str, ...]) -> Block | None:
-        """The block of ``keys`` when a record of these keys and float values needs no check."""
-        block = self.blocks.get(keys)
-        return block if block is not None and self.check.plain(keys) else None
+    def approve(self, keys: tuple[str, ...]) -> None:
+        """Put the block of ``keys`` in :attr:`fast` when a record of these keys and float values needs
+        no check (every key was checked and keeps its name)."""
+        if keys not in self.fast:
+            block = self.blocks.get(keys)
+            if block is not None and self.check.plain(keys):
+                self.fast[keys] = block
+
+    def roll(self) -> None:
+        """Begin the next segment when this one is full (a reader calls it between chunks)."""
+        if sum(len(block.values) for block in self.blocks.values()) >= SEGMENT_VALUES:
+            self._close()
+
+    def _close(self) -> None:
+        if self.blocks:
+            self.segments.append(self.blocks)
+        self.blocks, self.start = {}, len(self.steps)
+        self.fast.clear()
+
+    def drain(self) -> Iterator[_Part]:
+        """Every segment in row order, each let go once taken (the Columns are empty after)."""
+        self._close()
+        self.segments.reverse()
+        while self.segments:
+            yield self.segments.pop()
 
     def wall(self, row: int, wall: float) -> None:
         walls = self.walls
@@ -111,15 +146,16 @@ class Columns:
         walls.append(wall)
 
     def extend(self, later: Columns) -> None:
-        """The records of ``later`` after these (the next byte range of the same file)."""
+        """The records of ``later`` after these (the next byte range of the same file); ``later``'s
+        segments are taken, not copied."""
         base = len(self.steps)
+        self._close()
         self.steps.extend(later.steps)
-        for keys, block in later.blocks.items():
-            mine = self.blocks.get(keys)
-            if mine is None:
-                mine = self.blocks[keys] = Block()
-            mine.rows.frombytes((np.frombuffer(block.rows, dtype=np.int64) + base).tobytes())
-            mine.values.extend(block.values)
+        for part in later.drain():
+            for block in part.values():
+                block.rows = array("q", (np.frombuffer(block.rows, dtype=np.int64) + base).tobytes())
+            self.segments.append(part)
+        self.start = len(self.steps)
         self.text.extend((row + base, key, value) for row, key, value in later.text)
         if later.walls is not None:
             for row, wall in enumerate(later.walls, base):
@@ -199,7 +235,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
         finally:
             meta.window = None
         try:
-            share: Share[T] = pickle.loads(receive.recv_bytes())
+            share = _receive(receive)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died before it said all
             share = second_half(path, meta, parse, mid)
     finally:
@@ -221,8 +257,33 @@ def second_half(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta,
     return Share(value, skipped, mine.notes, mine.bytes_read, mid)
 
 
+def _columns_of(value: object) -> Columns | None:
+    """The :class:`Columns` a reader's parse gave (itself, or the first of a tuple), if any."""
+    if isinstance(value, tuple) and value:
+        value = value[0]
+    return value if isinstance(value, Columns) else None
+
+
 def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
             send: Connection) -> None:
-    """The second worker: parse from ``mid`` to the end and send the :class:`Share`."""
-    send.send_bytes(pickle.dumps(second_half(path, meta, parse, mid), protocol=pickle.HIGHEST_PROTOCOL))
+    """The second worker: parse from ``mid`` to the end and send the :class:`Share`, its columns a
+    segment at a time (so neither process holds them twice), an empty message after the last."""
+    share = second_half(path, meta, parse, mid)
+    cols = _columns_of(share.value)
+    for part in cols.drain() if cols is not None else ():
+        send.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    send.send_bytes(b"")
+    send.send_bytes(pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL))
     send.close()
+
+
+def _receive(receive: Connection) -> Share[Any]:
+    """What :func:`_second` sends, put together."""
+    parts: list[_Part] = []
+    while data := receive.recv_bytes():
+        parts.append(pickle.loads(data))
+    share: Share[Any] = pickle.loads(receive.recv_bytes())
+    cols = _columns_of(share.value)
+    if cols is not None:
+        cols.segments, cols.start = parts, len(cols.steps)
+    return share

@@ -25,7 +25,7 @@ from typing import Any
 from ..words import Words
 from ._reader import Reader
 from ._wall import WandbClock
-from .columnar import Block, Columns
+from .columnar import Columns
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_dicts, parse_json
 
@@ -187,10 +187,10 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = 
     clock the rows carry are settled by the first rows, so a second worker could not start alone);
     ``min_bytes`` is there for the readers' one signature."""
     cols = Columns()
-    steps = cols.steps
-    fast: dict[tuple[str, ...], Block] = {}
+    steps, fast = cols.steps, cols.fast
     lowest, highest = STEP_RANGE
     for step, values, where, wall in _rows(path, meta, skips):
+        cols.roll()
         keys = tuple(values)
         block = fast.get(keys)
         if block is not None and lowest <= step <= highest:
@@ -208,10 +208,8 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = 
                 continue
         record = Record(step, values, where, wall=wall)
         cols.add(record, skips)
-        if keys not in fast and tuple(record.values) == keys:
-            block = cols.plain(keys)
-            if block is not None:
-                fast[keys] = block
+        if tuple(record.values) == keys:
+            cols.approve(keys)
     return cols
 
 

@@ -412,9 +412,9 @@ def _fast_row(text: str, fast: dict[tuple[str, ...], Block], steps: array[int], 
 
 def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Columns) -> None:
     """The lines of ``meta.window`` into ``cols``, as :func:`read` reads them, continuing ``scan``."""
-    fast: dict[tuple[str, ...], Block] = {}
-    steps = cols.steps
+    steps, fast = cols.steps, cols.fast
     for first, lines in line_blocks(path, meta):
+        cols.roll()
         for lineno, raw in enumerate(lines, first):
             line = raw.decode("utf-8", "replace").rstrip("\r")
             found = scan.step_line(lineno, line)
@@ -431,10 +431,8 @@ def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Colum
             scan.progress()
             cols.add(record, skips)
             keys = tuple(p.rpartition(":")[0] for p in text.split(" - ")[1:])
-            if cut is None and tuple(record.values) == keys and keys not in fast:
-                block = cols.plain(keys)
-                if block is not None:
-                    fast[keys] = block
+            if cut is None and tuple(record.values) == keys:
+                cols.approve(keys)
 
 
 #: what a byte range gave: its records, its scan, and the number of lines before it

@@ -17,7 +17,7 @@ import orjson
 
 from ..words import Words
 from ._reader import Reader
-from .columnar import SPLIT_BYTES, Block, Columns, halves
+from .columnar import SPLIT_BYTES, Columns, halves
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_line, json_objects, line_blocks
 
@@ -101,12 +101,12 @@ def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> Columns:
     a plain layout and numbers (or nulls) costs a parse and a copy of its values; any other goes the way
     :func:`read` reads it."""
     cols = Columns()
-    steps = cols.steps
-    fast: dict[tuple[str, ...], Block] = {}
+    steps, fast = cols.steps, cols.fast
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     lowest, highest = STEP_RANGE
     shape = Words(SHAPE, SHAPE)
     for first, lines in line_blocks(path, meta):
+        cols.roll()
         for lineno, raw in enumerate(lines, first):
             try:
                 obj = loads(raw)
@@ -124,23 +124,20 @@ def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> Columns:
                 obj = json_line(path, lineno, raw, skips, shape)
                 if obj is None:
                     continue
-            _slow(path, lineno, obj, skips, cols, fast)
+            _slow(path, lineno, obj, skips, cols)
     return cols
 
 
-def _slow(path: Path, lineno: int, obj: dict[str, Any], skips: SkipLog, cols: Columns,
-          fast: dict[tuple[str, ...], Block]) -> None:
-    """One line the way :func:`read` reads it, into ``cols``; its layout joins ``fast`` when the check
-    passed it unchanged."""
+def _slow(path: Path, lineno: int, obj: dict[str, Any], skips: SkipLog, cols: Columns) -> None:
+    """One line the way :func:`read` reads it, into ``cols``; its layout takes the fast path from now
+    on when the check passed it unchanged."""
     record = _record(path, lineno, obj, skips)
     if record is None:
         return
     cols.add(record, skips)
     keys = tuple(obj["data"])
-    if tuple(record.values) == keys and keys not in fast:
-        block = cols.plain(keys)
-        if block is not None:
-            fast[keys] = block
+    if tuple(record.values) == keys:
+        cols.approve(keys)
 
 
 def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:

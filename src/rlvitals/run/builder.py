@@ -27,7 +27,7 @@ import polars as pl
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
-from ..ingest.columnar import Columns
+from ..ingest.columnar import Block, Columns
 from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
 from ..words import Words
 from .detect import detect
@@ -124,55 +124,71 @@ class RunBuilder:
 
     def add_columns(self, columns: Columns) -> None:
         """What :meth:`add` does for each record of ``columns`` in turn (they passed its check already),
-        a column at a time when they are the first records and their steps rise (the common log), else
-        record by record."""
+        a segment of rows at a time (each let go once taken: the Columns are empty after). When they are
+        the first records and their steps rise (the common log) a segment goes in a column at a time,
+        else record by record."""
         if self._given:
             raise RuntimeError("this RunBuilder gave its columns to a Run (finish(final=True)); "
                                "records cannot be added after that")
         self._summary.update(columns.summary)
         n = len(columns.steps)
         steps = np.frombuffer(columns.steps, dtype=np.int64)
-        if self._steps or (n > 1 and not bool(np.all(steps[1:] > steps[:-1]))):
-            self._replay(columns)
-            return
-        self._records += n
-        self._steps = columns.steps  # the Columns are the caller's to drop: no copy
-        where: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-        for keys, block in columns.blocks.items():
-            rows = np.frombuffer(block.rows, dtype=np.int64)
-            values = np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))
-            for j, key in enumerate(keys):
-                where[key].append((rows, values[:, j]))
-        for key, parts in where.items():
-            if len(parts) == 1 and len(parts[0][0]) == n:
-                col = np.ascontiguousarray(parts[0][1])
-            else:
-                col = np.full(n, ABSENT, dtype=np.uint64).view(np.float64)
-                for rows, values in parts:
-                    col[rows] = values
-            self._cols[key] = array("d")
-            self._cols[key].frombytes(col.data.cast("B"))  # one copy, no bytes in between
-        for row, key, value in columns.text:
-            self._text[key][int(steps[row])] = value
-        if columns.walls is not None:
-            self._wall = columns.walls
-
-    def _replay(self, columns: Columns) -> None:
-        """The records of ``columns`` one by one, in the order they were read."""
-        n = len(columns.steps)
-        layout = np.zeros(n, dtype=np.int64)
-        offset = np.zeros(n, dtype=np.int64)
-        blocks = list(columns.blocks.items())
-        for b, (_, block) in enumerate(blocks):
-            rows = np.frombuffer(block.rows, dtype=np.int64)
-            layout[rows], offset[rows] = b, np.arange(len(rows))
         text: dict[int, dict[str, str]] = defaultdict(dict)
         for at, key, value in columns.text:
             text[at][key] = value
-        walls = columns.walls
-        for at, step in enumerate(columns.steps):
-            keys, block = blocks[layout[at]]
-            k, start = len(keys), int(offset[at]) * len(keys)
+        if self._steps or (n > 1 and not bool(np.all(steps[1:] > steps[:-1]))):
+            for part in columns.drain():
+                self._replay(part, columns.steps, text, columns.walls)
+            return
+        self._records += n
+        self._steps = columns.steps  # the Columns are the caller's to drop: no copy
+        for part in columns.drain():
+            self._put_part(part)
+        for at, values in text.items():
+            for key, value in values.items():
+                self._text[key][int(steps[at])] = value
+        if columns.walls is not None:
+            self._wall = columns.walls
+
+    def _put_part(self, part: dict[tuple[str, ...], Block]) -> None:
+        """One segment of rows ``[lo, hi)`` whose steps are new and rising, a column at a time."""
+        lo = min(block.rows[0] for block in part.values())
+        hi = max(block.rows[-1] for block in part.values()) + 1
+        where: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for keys, block in part.items():
+            rows = np.frombuffer(block.rows, dtype=np.int64) - lo
+            values = np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))
+            for j, key in enumerate(keys):
+                where[key].append((rows, values[:, j]))
+        for key, pieces in where.items():
+            col = self._cols.get(key)
+            if col is None:
+                col = self._cols[key] = array("d")
+            if len(col) < lo:
+                col.frombytes(_ABSENT_BYTES * (lo - len(col)))
+            if len(pieces) == 1 and len(pieces[0][0]) == hi - lo:
+                segment = np.ascontiguousarray(pieces[0][1])
+            else:
+                segment = np.full(hi - lo, ABSENT, dtype=np.uint64).view(np.float64)
+                for rows, values in pieces:
+                    segment[rows] = values
+            col.frombytes(segment.data.cast("B"))  # one copy, no bytes in between
+
+    def _replay(self, part: dict[tuple[str, ...], Block], steps: array[int], text: dict[int, dict[str, str]],
+                walls: array[float] | None) -> None:
+        """The records of one segment one by one, in the order they were read."""
+        lo = min(block.rows[0] for block in part.values())
+        hi = max(block.rows[-1] for block in part.values()) + 1
+        layout = np.zeros(hi - lo, dtype=np.int64)
+        offset = np.zeros(hi - lo, dtype=np.int64)
+        blocks = list(part.items())
+        for b, (_, block) in enumerate(blocks):
+            rows = np.frombuffer(block.rows, dtype=np.int64) - lo
+            layout[rows], offset[rows] = b, np.arange(len(rows))
+        for at in range(lo, hi):
+            keys, block = blocks[layout[at - lo]]
+            k, start = len(keys), int(offset[at - lo]) * len(keys)
+            step = steps[at]
             row = self._next_row(step)
             if walls is not None and at < len(walls) and walls[at] == walls[at]:
                 self._put_wall(row, walls[at])
