@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 
@@ -179,3 +180,13 @@ def test_watch_reads_a_backlog_of_step_files_on_ray_as_it_does_here(cluster: Non
     for step in here.frames:
         assert_frame_equal(there.frames[step], here.frames[step], check_exact=True)
     assert there.messages == here.messages and len(here.messages) == 1 and "6.jsonl" in here.messages[0]
+
+
+def test_diagnose_with_rollouts_on_ray_is_the_local_diagnosis(cluster: None, tmp_path: Path) -> None:
+    from rlvitals.synthetic.demo import run_demo
+
+    demo = run_demo(tmp_path, steps=12)
+    base = ["diagnose", "--json", "--rollouts", str(demo.rollouts), str(demo.log)]
+    local, on_ray = io.StringIO(), io.StringIO()
+    assert main(base, local, io.StringIO()) == main([*base, "--engine", "ray"], on_ray, io.StringIO())
+    assert orjson.loads(on_ray.getvalue()) == orjson.loads(local.getvalue())

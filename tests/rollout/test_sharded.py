@@ -167,3 +167,37 @@ def test_no_readable_rollout_in_any_shard_is_the_whole_reads_error(tmp_path: Pat
         read_rollouts(tmp_path)
     assert str(sharded.value) == str(one.value)
     assert in_lang(sharded.value.args[0], "zh") == in_lang(one.value.args[0], "zh")
+
+
+def test_one_large_parquet_table_is_read_in_slices_of_whole_steps(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlvitals.rollout import shards
+
+    rows = [{"step": s, "gid": f"g{g}", "text": f"t{i}", "reward": float((i + g * s) % 4 == 0)}
+            for s in range(9) for g in range(3) for i in range(5)]
+    path = tmp_path / "all.parquet"
+    pl.DataFrame(rows).write_parquet(path, row_group_size=7)
+    settings = RolloutSettings(ks=(1, 2), columns=ColumnMap(group="gid", response="text", score="reward"))
+    from rlvitals.rollout.readers import locate
+
+    planned = shards.jobs(locate(path, settings.columns), settings, slice_rows=40)
+    assert [job.rows for job in planned] == [(0, 45), (45, 45), (90, 45)]  # 15 rows a step: cut between steps
+    ref = whole(path, settings)
+    monkeypatch.setattr(shards, "SLICE_ROWS", 40)
+    got = analyze(path, settings)
+    assert got.shards is not None and len({id(j) for j in got.shards.by_step.values()}) == 3
+    assert_same(got, ref)
+
+
+def test_a_large_parquet_table_not_in_step_order_is_read_as_one(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlvitals.rollout import shards
+
+    rows = [{"step": i % 2, "gid": f"g{i % 3}", "reward": float(i % 5 == 0)} for i in range(120)]  # steps interleaved
+    path = tmp_path / "mixed.parquet"
+    pl.DataFrame(rows).write_parquet(path)
+    settings = RolloutSettings(ks=(1, 2), columns=ColumnMap(group="gid", score="reward"))
+    monkeypatch.setattr(shards, "SLICE_ROWS", 40)
+    got = analyze(path, settings)
+    assert got.shards is None and any(n.startswith("the files were read as one table (step 0 is in") for n in got.notes)
+    assert_frame_equal(got.steps, whole(path, settings).steps, check_exact=True)

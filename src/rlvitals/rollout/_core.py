@@ -138,10 +138,12 @@ class RolloutSet:
 @dataclass(frozen=True)
 class ShardRead:
     """A reader is reading one shard of a larger input: an empty shard is no error (the whole input is
-    judged empty or not), and ``binary`` (when not None) is the whole input's answer to whether its
-    scores are a 0/1 reward (:func:`correct_from_score`)."""
+    judged empty or not), ``binary`` (when not None) is the whole input's answer to whether its
+    scores are a 0/1 reward (:func:`correct_from_score`), and ``rows`` a slice of a Parquet table."""
 
     binary: bool | None = None
+    #: rows ``(offset, length)`` of a Parquet table, for a shard that is a slice of one large file
+    rows: tuple[int, int] | None = None
 
 
 class ArrayLike(Protocol):

@@ -252,7 +252,9 @@ def _read_jsonl(path: Path, skips: SkipLog) -> pl.DataFrame:
     return frame_from_rows(rows)
 
 
-def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
+def _read_table(path: Path, skips: SkipLog, rows: tuple[int, int] | None = None) -> pl.DataFrame:
+    """A generic table's raw frame, with each row's place (``file:line``, ``file#row``); ``rows`` reads a
+    slice ``(offset, length)`` of a Parquet file only (its rows keep their numbers in the whole file)."""
     if path.suffix in _JSONL:
         return _read_jsonl(path, skips)
     try:
@@ -260,8 +262,10 @@ def _read_table(path: Path, skips: SkipLog) -> pl.DataFrame:
             df = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
             return df.with_columns(pl.format("{}:{}", pl.lit(str(path)), pl.int_range(2, pl.len() + 2)).alias(WHERE))
         if path.suffix == ".parquet":
-            df = pl.read_parquet(path)
-            return df.with_columns(pl.format("{}#{}", pl.lit(str(path)), pl.int_range(1, pl.len() + 1)).alias(WHERE))
+            first = 1 if rows is None else rows[0] + 1
+            df = pl.read_parquet(path) if rows is None else pl.scan_parquet(path).slice(*rows).collect()
+            return df.with_columns(pl.format("{}#{}", pl.lit(str(path)),
+                                             pl.int_range(first, pl.len() + first)).alias(WHERE))
     except (Exception, pl.exceptions.PanicException) as exc:  # polars raises several types, or panics
         kind, why = path.suffix[1:].upper(), f"{type(exc).__name__}: {exc}"
         raise InputError(Words(f"{path}: cannot be read as {kind} ({why}); check the file",
@@ -313,7 +317,9 @@ def _from_table(df: pl.DataFrame, columns: ColumnMap | None, skips: SkipLog, not
 def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
              progress: Progress | None = None) -> RolloutSet:
     skips, notes = SkipLog(), list[str]()
-    frames = [_read_table(p, skips) for p in files_told(paths, progress)]
+    shard = kw.get("shard")
+    rows = shard.rows if isinstance(shard, ShardRead) else None
+    frames = [_read_table(p, skips, rows) for p in files_told(paths, progress)]
     df = pl.concat([f for f in frames if f.width], how="diagonal_relaxed") if any(f.width for f in frames) \
         else pl.DataFrame()
     return _from_table(df, columns, skips, notes, kw, _generic_format(paths), [str(p) for p in paths])

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from ..ingest.record import SkipLog
@@ -57,6 +58,8 @@ class Job:
     settings: RolloutSettings
     options: RolloutOptions | None = None
     binary: bool | None = None
+    #: rows ``(offset, length)`` of the one Parquet file a slice shard reads (None: the whole files)
+    rows: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,15 +89,48 @@ class Folded:
         return found[0].data if found else None
 
 
-def jobs(found: Located, settings: RolloutSettings) -> list[Job]:
-    """One job per file of ``found``, in read order."""
-    return [Job(found, (str(f),), i, settings) for i, f in enumerate(found.files)]
+#: a generic Parquet table longer than this is read in slices of about as many rows, cut between steps
+SLICE_ROWS = 1_000_000
+
+
+def jobs(found: Located, settings: RolloutSettings, slice_rows: int | None = None) -> list[Job]:
+    """One job per file of ``found``, in read order; a generic Parquet file of more than ``slice_rows``
+    (default :data:`SLICE_ROWS`) rows is cut into slices of whole steps (by its step column) of about
+    ``slice_rows`` rows each."""
+    slice_rows = SLICE_ROWS if slice_rows is None else slice_rows
+    out: list[Job] = []
+    for f in found.files:
+        slices = _slices(f, settings, slice_rows) if found.kind == "generic" and f.suffix == ".parquet" else None
+        whole: list[tuple[int, int] | None] = [None]
+        for rows in slices or whole:
+            out.append(Job(found, (str(f),), len(out), settings, rows=rows))
+    return out
+
+
+def _slices(path: Path, settings: RolloutSettings, slice_rows: int) -> list[tuple[int, int]] | None:
+    """Row ranges of whole steps of about ``slice_rows`` rows, or None (one shard: a small file, no step
+    column, or one the reader will refuse: its error is the whole read's)."""
+    step = settings.columns.step if settings.columns is not None and settings.columns.step else STEP
+    try:
+        if pl.scan_parquet(path).select(pl.len()).collect().item() <= slice_rows:
+            return None
+        steps = pl.read_parquet(path, columns=[step]).get_column(step)
+    except (Exception, pl.exceptions.PanicException):  # polars raises several types, or panics
+        return None
+    changes = np.flatnonzero(steps.ne_missing(steps.shift(1)).fill_null(True).to_numpy())  # where a step starts
+    cuts, last = [0], 0
+    for start in changes.tolist():
+        if start - last >= slice_rows:
+            cuts.append(start)
+            last = start
+    cuts.append(steps.len())
+    return [(a, b - a) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _read(job: Job) -> RolloutSet:
     s = job.settings
     return read_located(job.found, [Path(f) for f in job.files], columns=s.columns, group_size=s.group_size,
-                        reward_weights=s.reward_weights, shard=ShardRead(job.binary))
+                        reward_weights=s.reward_weights, shard=ShardRead(job.binary, job.rows))
 
 
 def fold_job(job: Job) -> Folded:
