@@ -44,7 +44,7 @@ def by_columns(path: Path, reader: Reader, min_bytes: int) -> tuple[Run, SourceM
     meta = SourceMeta(format=reader.format, files=[str(path)])
     builder = RunBuilder(meta)
     assert reader.columns is not None
-    builder.add_columns(reader.columns(path, meta, builder.skipped, min_bytes=min_bytes))  # type: ignore[call-arg]
+    builder.add_columns(reader.columns(path, meta, builder.skipped, min_bytes=min_bytes))
     return builder.finish(str(path), final=True), meta
 
 

@@ -5,12 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .record import Record, SkipLog, SourceMeta
 
 if TYPE_CHECKING:
     from .columnar import Columns
+
+
+class ReadColumns(Protocol):
+    """A reader's whole-file read into :class:`~rlvitals.ingest.columnar.Columns`: ``progress`` is told
+    how many records are in as the reading goes, ``min_bytes`` is the size from which two processes
+    read the file (where the reader can split it)."""
+
+    def __call__(self, path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = ...,
+                 progress: Callable[[int], None] | None = None) -> Columns: ...
 
 
 def _single(path: Path) -> list[Path]:
@@ -37,4 +46,4 @@ class Reader:
     takes_dir: bool = False
     runs: Callable[[Path], list[Path]] = _single
     describes: str = ""
-    columns: Callable[[Path, SourceMeta, SkipLog], Columns] | None = None
+    columns: ReadColumns | None = None

@@ -63,7 +63,8 @@ class Columns:
     :data:`SEGMENT_VALUES` values each, so the builder can take them a segment at a time and the memory
     read never stands twice), ``text`` (row, key, value), ``walls`` (row -> the tracker's time, NaN for
     none, made at the first record that has one), ``summary`` (an end-of-training summary's values) and
-    ``fast``, the blocks of ``blocks`` whose records need no check (:meth:`approve`).
+    ``fast``, the blocks of ``blocks`` whose records need no check (:meth:`approve`). A worker's
+    Columns travel without their ``progress``.
 
     Example:
         >>> cols = Columns()
@@ -81,6 +82,8 @@ class Columns:
     summary: dict[str, Any] = field(default_factory=dict)
     check: RecordCheck = field(default_factory=RecordCheck)
     fast: _Part = field(default_factory=dict)
+    #: told how many records are in at each :meth:`roll` (a progress display)
+    progress: Callable[[int], None] | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -121,6 +124,8 @@ class Columns:
 
     def roll(self) -> None:
         """Begin the next segment when this one is full (a reader calls it between chunks)."""
+        if self.progress is not None:
+            self.progress(len(self.steps))
         if sum(len(block.values) for block in self.blocks.values()) >= SEGMENT_VALUES:
             self._close()
 
@@ -206,19 +211,22 @@ def split_point(path: Path, size: int) -> int | None:
 
 
 def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, SourceMeta, SkipLog], T],
-           min_bytes: int = SPLIT_BYTES) -> tuple[T, Share[T] | None]:
+           min_bytes: int = SPLIT_BYTES,
+           here: Callable[[Path, SourceMeta, SkipLog], T] | None = None) -> tuple[T, Share[T] | None]:
     """``parse`` over the first half of ``path`` in this process and over the second in a forked one,
     at once. Returns the first half's result (its skips and notes already in ``skips`` and ``meta``) and
     the second's :class:`Share` (read here when its worker failed), or None for it when the file was read
-    whole here (smaller than ``min_bytes``, a window of it, no fork).
+    whole here (smaller than ``min_bytes``, a window of it, no fork). ``here``, when given, is the parse
+    for this process's share (one that tells the progress on this process's terminal).
 
     ``parse`` must read only ``meta.window``'s bytes (it gets the first half's window, then ``meta``
     gets its own back); the second worker's ``meta`` is a copy with its window and line numbers.
     """
+    here = here or parse
     size = path.stat().st_size if meta.window is None and can_fork() else 0
     mid = split_point(path, size) if size >= min_bytes else None
     if mid is None:
-        return parse(path, meta, skips), None
+        return here(path, meta, skips), None
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     worker = context.Process(target=_second, args=(path, meta, parse, mid, send), daemon=True)
@@ -231,7 +239,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
     try:
         meta.window = (0, mid)
         try:
-            first = parse(path, meta, skips)
+            first = here(path, meta, skips)
         finally:
             meta.window = None
         try:
@@ -270,6 +278,8 @@ def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, Ski
     segment at a time (so neither process holds them twice), an empty message after the last."""
     share = second_half(path, meta, parse, mid)
     cols = _columns_of(share.value)
+    if cols is not None:
+        cols.progress = None  # a callback does not travel
     for part in cols.drain() if cols is not None else ():
         send.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
     send.send_bytes(b"")

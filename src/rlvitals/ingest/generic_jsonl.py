@@ -17,7 +17,7 @@ step key.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -182,11 +182,12 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         yield Record(step, values, where, wall=wall)
 
 
-def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = 0) -> Columns:
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = 0,
+                 progress: Callable[[int], None] | None = None) -> Columns:
     """What :func:`read` yields, as :class:`Columns` (in one process: which key is the step and which
     clock the rows carry are settled by the first rows, so a second worker could not start alone);
     ``min_bytes`` is there for the readers' one signature."""
-    cols = Columns()
+    cols = Columns(progress=progress)
     steps, fast = cols.steps, cols.fast
     lowest, highest = STEP_RANGE
     for step, values, where, wall in _rows(path, meta, skips):

@@ -23,8 +23,9 @@ import re
 import shlex
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -439,11 +440,11 @@ def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Colum
 _Part = tuple[Columns, _Scan, int]
 
 
-def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> _Part:
+def _parse(path: Path, meta: SourceMeta, skips: SkipLog, progress: Callable[[int], None] | None = None) -> _Part:
     """One byte range into :class:`Columns`: the first with the head, a later one without (a worker's
     guess that the head closed before it, checked when the parts are put together)."""
     scan = _Scan(path, meta, head=meta.window is None or meta.window[0] == 0)
-    cols = Columns()
+    cols = Columns(progress=progress)
     _fill(path, meta, skips, scan, cols)
     return cols, scan, meta.line_base
 
@@ -468,7 +469,8 @@ def _follow(path: Path, meta: SourceMeta, scan: _Scan, later: _Scan) -> None:
     scan.lineno, scan.last_step_line = later.lineno, later.last_step_line or scan.last_step_line
 
 
-def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = SPLIT_BYTES,
+                 progress: Callable[[int], None] | None = None) -> Columns:
     """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is read by two
     processes, each its half. Which lines are step lines and what they hold does not depend on the
     lines before, but what the others say does: the second worker starts as if the head had closed and
@@ -476,7 +478,7 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = 
     second half's other lines here (and when no step line came before the middle, the head still
     reading, the second half is read again)."""
     meta.framework = "verl"
-    (cols, scan, _), second = halves(path, meta, skips, _parse, min_bytes)
+    (cols, scan, _), second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress))
     if second is not None:
         window = (second.start, sys.maxsize)
         part, later, line_base = second.value

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +97,12 @@ def _numbers(data: dict[str, Any], into: array[float]) -> bool:
         return False
 
 
-def _parse(path: Path, meta: SourceMeta, skips: SkipLog) -> Columns:
+def _parse(path: Path, meta: SourceMeta, skips: SkipLog,
+           progress: Callable[[int], None] | None = None) -> Columns:
     """The lines of ``meta.window`` (all of them without one) straight into :class:`Columns`: a line of
     a plain layout and numbers (or nulls) costs a parse and a copy of its values; any other goes the way
     :func:`read` reads it."""
-    cols = Columns()
+    cols = Columns(progress=progress)
     steps, fast = cols.steps, cols.fast
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     lowest, highest = STEP_RANGE
@@ -140,11 +142,12 @@ def _slow(path: Path, lineno: int, obj: dict[str, Any], skips: SkipLog, cols: Co
         cols.approve(keys)
 
 
-def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, min_bytes: int = SPLIT_BYTES) -> Columns:
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = SPLIT_BYTES,
+                 progress: Callable[[int], None] | None = None) -> Columns:
     """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is parsed by two
     processes, each its half."""
     meta.framework = "verl"
-    cols, second = halves(path, meta, skips, _parse, min_bytes)
+    cols, second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress))
     if second is not None:
         cols.extend(second.merge(meta, skips))
     return cols

@@ -62,11 +62,11 @@ def load(path: str | Path, fmt: str | None = None,
         meta = SourceMeta(format=reader.format, files=[str(root)])
         builder = RunBuilder(meta)
         if reader.columns is not None and root.is_file():
-            columns = reader.columns(root, meta, builder.skipped)
-            builder.add_columns(columns)
-            if progress is not None and len(columns) >= PROGRESS_EVERY:
-                progress(root, len(columns))
-            del columns  # the builder holds the columns now; the parsed blocks go
+            tell = _every(root, progress) if progress is not None else None
+            columns = reader.columns(root, meta, builder.skipped, progress=tell)
+            if tell is not None:
+                tell(len(columns))
+            builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
         else:
             for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):
                 builder.add(record)
@@ -84,6 +84,20 @@ def load(path: str | Path, fmt: str | None = None,
     for message in empty:  # a folder of runs keeps its readable runs and says which were empty
         runs[0].notes.append(Words(f"skipped an empty run — {message}", f"跳过了一个空的运行——{message.zh}"))
     return runs
+
+
+def _every(root: Path, progress: Callable[[Path, int], None]) -> Callable[[int], None]:
+    """``progress`` told each multiple of :data:`PROGRESS_EVERY` that the records read have passed (a
+    columnar reader tells its count between chunks of lines)."""
+    told = 0
+
+    def tell(records: int) -> None:
+        nonlocal told
+        while told + PROGRESS_EVERY <= records:
+            told += PROGRESS_EVERY
+            progress(root, told)
+
+    return tell
 
 
 def _no_metrics(root: Path, fmt: str, unreadable: int, reasons: list[str]) -> Words:
