@@ -290,3 +290,19 @@ def test_jsonl_without_a_step_key_reads_the_same(tmp_path: Path) -> None:
     path = _history(tmp_path, "metrics.jsonl", rows, [b"oops", b'{"loss": "high"}'])
     assert find_reader(path) is generic_jsonl.READER
     assert_same(path)
+
+
+def test_a_worker_that_dies_has_its_half_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _jsonl(tmp_path, BAD_JSONL)
+    want, _ = by_records(path, verl_jsonl.READER)
+    monkeypatch.setattr(columnar, "_second", lambda *args: None)  # the worker leaves without a word
+    got, _ = by_columns(path, verl_jsonl.READER, 0)
+    assert _bits(got) == _bits(want)
+
+
+def test_halves_splits_at_a_newline_past_the_middle(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"aaaa\nbb\ncccccc\n")
+    assert columnar.split_point(path, 15) == 8
+    path.write_bytes(b"aaaaaaaaaa\n")
+    assert columnar.split_point(path, 11) is None

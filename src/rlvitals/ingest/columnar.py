@@ -189,8 +189,9 @@ class Share(Generic[T]):
 
 def can_fork() -> bool:
     """Fork is the cheap way to a second worker that has everything imported (Linux only: macOS
-    forks badly once threads run)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+    forks badly once threads run); a daemonic process (a multiprocessing pool's worker) may not have one."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+            and not multiprocessing.current_process().daemon)
 
 
 def split_point(path: Path, size: int) -> int | None:
@@ -230,11 +231,16 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     worker = context.Process(target=_second, args=(path, meta, parse, mid, send), daemon=True)
-    with warnings.catch_warnings():
-        # Python 3.12 warns that a forked child of a threaded process may deadlock on a lock another
-        # thread held; the child here runs only the reader's parse (no thread pool, no logging)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        worker.start()
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12 warns that a forked child of a threaded process may deadlock on a lock another
+            # thread held; the child here runs only the reader's parse (no thread pool, no logging)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            worker.start()
+    except OSError:  # no process to be had (a limit on processes, no memory to fork): one reads it all
+        receive.close()
+        send.close()
+        return here(path, meta, skips), None
     send.close()
     try:
         meta.window = (0, mid)
