@@ -45,12 +45,12 @@ def start(address: str | None = None, workers: int | None = None) -> None:
                                   "--engine ray 需要 Ray：pip install 'rlvitals[ray]'")) from exc
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local cluster of this user's, on loopback
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
     try:
-        if address is not None:
+        if address is not None:  # the cluster's own settings (its authentication among them) stand
             ray.init(address=address, **kw)
         else:
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a cluster of this process's, on this machine
             ray.init(num_cpus=workers, **kw)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "a local cluster"
