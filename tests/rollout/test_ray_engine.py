@@ -190,3 +190,20 @@ def test_diagnose_with_rollouts_on_ray_is_the_local_diagnosis(cluster: None, tmp
     local, on_ray = io.StringIO(), io.StringIO()
     assert main(base, local, io.StringIO()) == main([*base, "--engine", "ray"], on_ray, io.StringIO())
     assert orjson.loads(on_ray.getvalue()) == orjson.loads(local.getvalue())
+
+
+def test_an_address_where_no_cluster_listens_is_refused_at_once() -> None:
+    import socket
+
+    from rlvitals.errors import RlvitalsError
+    from rlvitals.rollout import ray_engine
+
+    with socket.socket() as s:  # a port that was free a moment ago, now closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    if ray.is_initialized():
+        ray.shutdown()
+    with pytest.raises(RlvitalsError) as exc:
+        ray_engine.start(f"127.0.0.1:{port}")
+    assert str(exc.value).startswith(f"--engine ray: no Ray cluster answers at 127.0.0.1:{port} (")
+    assert exc.value.text("zh").startswith(f"--engine ray：127.0.0.1:{port} 上没有 Ray 集群应答（")

@@ -19,6 +19,7 @@ same path on every node (a shared file system), as veRL's ``rollout_data_dir`` o
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -45,6 +46,8 @@ def start(address: str | None = None, workers: int | None = None) -> None:
                                   "--engine ray 需要 Ray：pip install 'rlvitals[ray]'")) from exc
     if ray.is_initialized():
         return
+    if address is not None:
+        _reachable(address)
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
     try:
         if address is not None:  # the cluster's own settings (its authentication among them) stand
@@ -58,6 +61,21 @@ def start(address: str | None = None, workers: int | None = None) -> None:
                                   "with 'ray start --head' or give --address HOST:PORT",
                                   f"--engine ray：连不上 {where}（{type(exc).__name__}：{exc}）；请用 "
                                   "'ray start --head' 启动一个集群，或用 --address HOST:PORT 指定")) from exc
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse at once an address ``HOST:PORT`` where nothing listens (Ray itself would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", "ray://…": Ray's own to resolve
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise RlvitalsError(Words(f"--engine ray: no Ray cluster answers at {address} ({exc.strerror or exc}); start "
+                                  "one there with 'ray start --head', or give the address it printed",
+                                  f"--engine ray：{address} 上没有 Ray 集群应答（{exc.strerror or exc}）；请在那里用 "
+                                  "'ray start --head' 启动一个，或给出它打印的地址")) from exc
 
 
 def engine(address: str | None = None, workers: int | None = None,
