@@ -85,8 +85,11 @@ class Folded:
     @property
     def correct(self) -> tuple[bool, int, int, float, float] | None:
         """The data of the shard's score-range tally (:func:`.tally.correct_tally`)."""
-        found = [n for n in self.said if isinstance(n, Tally) and n.key[0] == "correct"]
-        return found[0].data if found else None
+        return _correct_data(self.said)
+
+
+def _correct_data(said: Sequence[str]) -> tuple[bool, int, int, float, float] | None:
+    return next((n.data for n in said if isinstance(n, Tally) and n.key[0] == "correct"), None)
 
 
 #: a generic Parquet table longer than this is read in slices of about as many rows, cut between steps
@@ -138,7 +141,7 @@ def fold_job(job: Job) -> Folded:
     rs = _read(job)
     df = rs.table
     options = job.options or table_options(job.settings, df)
-    correct = next((n.data for n in rs.said if isinstance(n, Tally) and n.key[0] == "correct"), None)
+    correct = _correct_data(rs.said)
     binary = None
     if correct is not None and correct[1] and (not correct[0] or correct[2]):  # the decision made a value
         binary = binary_scores(correct) if job.binary is None else job.binary
