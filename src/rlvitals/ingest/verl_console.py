@@ -15,6 +15,10 @@ log (see :func:`rlvitals.ingest._config.sibling_overrides`). The dump wins where
 
 A log that ends in a traceback gets the crash (:mod:`rlvitals.ingest._crash`); a log holding
 only a traceback through veRL's own code (a run that died before its first step) is read too.
+
+A one-shot load reads the log with :func:`read_columns` (its step lines straight into
+:class:`~rlvitals.ingest.columnar.Columns`, a large log by two processes); :func:`read` stays for a
+watcher's windows.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 orjson writes NaN/inf as ``null``; string values occur (``"resize/mode": "schedule"``);
 a line may hold only validation keys. A line that is not such an object is skipped and
 counted; a partial last line (the trainer is still writing) is skipped the same way.
+
+A one-shot load reads the file with :func:`read_columns`: the lines straight into
+:class:`~rlvitals.ingest.columnar.Columns` (a large file by two processes), what :func:`read`'s
+records would give, skip for skip; :func:`read` stays for a watcher's windows.
 """
 
 from __future__ import annotations
