@@ -201,3 +201,21 @@ def test_a_large_parquet_table_not_in_step_order_is_read_as_one(tmp_path: Path,
     got = analyze(path, settings)
     assert got.shards is None and any(n.startswith("the files were read as one table (step 0 is in") for n in got.notes)
     assert_frame_equal(got.steps, whole(path, settings).steps, check_exact=True)
+
+
+def test_a_shard_folded_in_pieces_of_whole_steps_is_the_whole_read(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlvitals.rollout import shards
+    from rlvitals.synthetic.demo import run_demo
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    demo = read_rollouts(run_demo(tmp_path / "demo", steps=9).rollouts).table  # a real learner's rollouts
+    for part, steps in enumerate(((1, 2, 3, 4), (5, 6, 7, 8, 9))):
+        demo.filter(pl.col("step").is_in(steps)).drop("group", "sample").write_parquet(folder / f"p{part}.parquet")
+    settings = RolloutSettings(ks=(1, 2, 4), columns=ColumnMap(prompt="prompt", response="response", score="score",
+                                                               correct="correct", answer="answer", target="target"))
+    ref = whole(folder, settings)
+    monkeypatch.setattr(shards, "PIECE_ROWS", 10)  # every step a piece of its own
+    assert len(shards._pieces(read_rollouts(folder, columns=settings.columns).table, 10)) == 9
+    assert_same(analyze(folder, settings), ref)

@@ -120,13 +120,18 @@ def _slices(path: Path, settings: RolloutSettings, slice_rows: int) -> list[tupl
         steps = pl.read_parquet(path, columns=[step]).get_column(step)
     except (Exception, pl.exceptions.PanicException):  # polars raises several types, or panics
         return None
-    changes = np.flatnonzero(steps.ne_missing(steps.shift(1)).fill_null(True).to_numpy())  # where a step starts
+    starts = np.flatnonzero(steps.ne_missing(steps.shift(1)).fill_null(True).to_numpy())  # where a step starts
+    return _runs(starts.tolist(), steps.len(), slice_rows)
+
+
+def _runs(starts: Sequence[int], total: int, rows: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` of runs of whole steps of about ``rows`` rows, given the rows where steps start."""
     cuts, last = [0], 0
-    for start in changes.tolist():
-        if start - last >= slice_rows:
+    for start in starts:
+        if start - last >= rows:
             cuts.append(start)
             last = start
-    cuts.append(steps.len())
+    cuts.append(total)
     return [(a, b - a) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
@@ -151,10 +156,36 @@ def fold_job(job: Job) -> Folded:
     steps = frozenset(int(s) for s in df.get_column(STEP).unique().to_list())
     largest = int(df.group_by(STEP, "group").len().get_column("len").max())  # type: ignore[arg-type]
     lacking = df.height - groups.with_outcome(df).height if _has_outcome_columns(df) else df.height
-    state = fold(df, options)
-    whole = fold(overall_chunk(df), replace(options, embed=False))
+    state, whole = _fold_pieces(df, options)
     return Folded(job, df.height, steps, frozenset(df.columns), largest, lacking, options, binary, rs.skips,
                   rs.said, rs.format, state, whole)
+
+
+#: a shard's table is folded a run of whole steps at a time, about this many rows: the families' working
+#: memory (a diversity family's words, say) is bounded by a piece, not by the file
+PIECE_ROWS = 65_536
+
+
+def _fold_pieces(df: pl.DataFrame, options: RolloutOptions) -> tuple[RolloutState, RolloutState]:
+    """The states of ``df`` per step and over the whole table, folded piece by piece and merged (exact: the
+    pieces hold whole steps, so whole groups); the whole table at once where a family could be computed
+    in some pieces and not in others (what it can say depends on the values)."""
+    overall = replace(options, embed=False)
+    parts = [(fold(p, options), fold(overall_chunk(p), overall)) for p in _pieces(df, PIECE_ROWS)]
+    if len({(frozenset(s.skipped), frozenset(w.skipped)) for s, w in parts}) > 1:
+        return fold(df, options), fold(overall_chunk(df), overall)
+    state, whole = parts[0]
+    for s, w in parts[1:]:
+        state, whole = merge(state, s), merge(whole, w)
+    return state, whole
+
+
+def _pieces(df: pl.DataFrame, rows: int) -> list[pl.DataFrame]:
+    """``df`` (sorted by step) as runs of whole steps of about ``rows`` rows (a larger step is a piece alone)."""
+    if df.height <= rows:
+        return [df]
+    starts = (np.flatnonzero(np.diff(df.get_column(STEP).to_numpy())) + 1).tolist()
+    return [df.slice(offset, length) for offset, length in _runs(starts, df.height, rows)]
 
 
 def _has_outcome_columns(df: pl.DataFrame) -> bool:
