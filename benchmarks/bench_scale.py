@@ -107,7 +107,9 @@ def main() -> None:
         sys.path.insert(0, str(HERE))
         import scale_ingest
 
-        scale_ingest.main([f"--steps={args.steps}"])
+        print("\ningestion (diagnose end to end against the parse floor of the same lines)")
+        for row in scale_ingest.rows([int(s) for s in args.steps.split(",") if s]):
+            print("  ".join(f"{k} {v:,.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
 
 
 if __name__ == "__main__":
