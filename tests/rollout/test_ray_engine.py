@@ -80,10 +80,14 @@ def test_inputs_where_shards_guess_and_fold_again_agree_on_ray(cluster: None, tm
 # --- the workers are processes of their own; one that dies mid-task is replaced -----------------------
 
 def pid_recording_fold(job: Job) -> Folded:
-    """fold_job, leaving the worker's process id in a file beside the shard."""
+    """fold_job, leaving the worker's process id in a file beside the shard, and taking a while (as a real
+    shard does), so that Ray Data has several tasks in flight at once."""
+    import time
+
     marks = Path(job.files[0]).parent / "pids"
     marks.mkdir(exist_ok=True)
     (marks / f"{job.index}-{os.getpid()}").touch()
+    time.sleep(0.5)
     return fold_job(job)
 
 

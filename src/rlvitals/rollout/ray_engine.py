@@ -1,16 +1,18 @@
 """Rollout shards folded on a Ray cluster: ``rlvitals rollouts --engine ray [--address ADDR] PATH``.
 
 veRL and OpenRLHF already run on Ray, so the cluster a team has is a Ray cluster. Each shard
-(:mod:`.shards`: a step file, a completions file, a table file) is one Ray task: the worker reads it with the
-reader a local read uses, folds it into the families' mergeable states (group metrics, diversity, every
-other family) and hands back the states, not the rollouts; the driver merges them and computes. The
+(:mod:`.shards`: a step file, a completions file, a table file) is one row of a Ray Dataset, mapped one row
+a Ray Data task (Ray Data schedules them, holds back when the workers are busy, and runs a task again when
+its worker died): the worker reads the shard's files with the reader a local read uses (its skips with
+``file:line``, the veRL and TRL field mappings; Ray Data's own file readers know none of them), folds them
+into the families' mergeable states (group metrics, diversity, every other family) and hands back the
+states, not the rollouts; the driver merges them and computes. The
 result is the local engine's, value for value, because the merge is exact whatever the order results
 arrive in. With ``embed``, the shards go to a pool of actors instead, each loading the embedding model
 once and embedding its shards' responses step by step in batches.
 
 A worker that dies mid-task (killed, out of memory) has its task run again elsewhere (``max_retries``);
-a task fails for good only after that, and the error says which shard. At most two tasks per CPU of the
-cluster are in flight, so the driver holds a bounded number of states at a time.
+a shard whose reader raises an error raises it on the driver, as the local engine would.
 
 The workers read the shards' paths themselves: on a cluster of several machines the files must be at the
 same path on every node (a shared file system), as veRL's ``rollout_data_dir`` on a cluster is.
@@ -18,9 +20,11 @@ same path on every node (a shared file system), as veRL's ``rollout_data_dir`` o
 
 from __future__ import annotations
 
+import logging
 import os
+import pickle
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import RlvitalsError
@@ -31,9 +35,6 @@ __all__ = ["engine", "run_each", "start"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: task retries after a worker died (Ray's own default for tasks is 3)
-RETRIES = 3
 
 
 def start(address: str | None = None, workers: int | None = None) -> None:
@@ -80,93 +81,83 @@ def _reachable(address: str, timeout: float = 5.0) -> None:
 
 def engine(address: str | None = None, workers: int | None = None,
            fold: Callable[[Job], Folded] = fold_job) -> Engine:
-    """The Ray engine: each job folded by ``fold`` in a Ray task on the cluster (:func:`start` is called
-    first); with embedding, in a pool of ``workers`` actors (default: the cluster's CPUs)."""
+    """The Ray engine: the jobs as a Ray Dataset of one row each, folded by ``fold`` in Ray Data tasks on the
+    cluster (:func:`start` is called first); with embedding, in a pool of ``workers`` actors (default: the
+    cluster's CPUs)."""
 
     def run(todo: Sequence[Job], done: Callable[[Folded], None]) -> None:
-        if not todo:
-            return
-        start(address, workers)
-        import ray
-
-        cpus = max(int(ray.cluster_resources().get("CPU", 1)), 1)  # type: ignore[no-untyped-call]
-        if todo[0].settings.embed:
-            _actors(todo, done, workers or cpus, fold)
-        else:
-            _tasks(todo, done, 2 * cpus, fold)
+        for job, got in _mapped(fold, list(todo), address, workers, actors=bool(todo) and todo[0].settings.embed):
+            done(_kept(got, job))
 
     return run
 
 
-def _tasks(todo: Sequence[Job], done: Callable[[Folded], None], in_flight: int,
-           fold: Callable[[Job], Folded]) -> None:
-    import ray
-
-    task = ray.remote(max_retries=RETRIES, num_cpus=1)(fold)
-    pending: dict[Any, Job] = {}
-    queue = list(todo)
-    while queue or pending:
-        while queue and len(pending) < in_flight:
-            job = queue.pop(0)
-            pending[task.remote(job)] = job
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        for ref in ready:
-            job = pending.pop(ref)
-            done(_got(ref, job))
-
-
-def _got(ref: Any, job: Job) -> Folded:
-    import ray
-
-    try:
-        return ray.get(ref)  # type: ignore[no-any-return]
-    except ray.exceptions.RayTaskError as exc:
-        cause = exc.cause if isinstance(exc.cause, Exception) else exc
-        if isinstance(cause, RlvitalsError):
-            raise cause from None  # the reader's own error (a bad file), as a local read raises it
-        raise RlvitalsError(Words(f"{job.files[0]}: the Ray task failed ({type(cause).__name__}: {cause})",
-                                  f"{job.files[0]}：Ray 任务失败（{type(cause).__name__}：{cause}）")) from exc
-    except (ray.exceptions.WorkerCrashedError, ray.exceptions.RayError) as exc:
-        raise RlvitalsError(Words(f"{job.files[0]}: the Ray worker folding it died {RETRIES + 1} times ({exc})",
-                                  f"{job.files[0]}：处理它的 Ray worker 死了 {RETRIES + 1} 次（{exc}）")) from exc
-
-
-class _Folder:
-    """An actor folding shards with the embedding model loaded once (on its first shard)."""
-
-    def __init__(self, fold: Callable[[Job], Folded]) -> None:
-        self.fold = fold
-
-    def run(self, job: Job) -> Folded:
-        return self.fold(job)
-
-
-def _actors(todo: Sequence[Job], done: Callable[[Folded], None], size: int, fold: Callable[[Job], Folded]) -> None:
-    import ray
-    from ray.util import ActorPool
-
-    actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Folder)
-    pool = ActorPool([actor.remote(fold) for _ in range(max(min(size, len(todo)), 1))])
-    for result in pool.map_unordered(lambda a, job: a.run.remote(job), list(todo)):
-        done(result)
-
-
 def run_each(fn: Callable[[T], R], items: Sequence[T], address: str | None = None,
              workers: int | None = None) -> list[R | Exception]:
-    """``fn`` of every item in Ray tasks on the cluster (:func:`start` first), in the items' order; an item
-    whose task raised gets the exception (the task's own, as a local call raises it), so a caller can treat
-    each item as it would locally (``watch --rollouts``: one step file each)."""
+    """``fn`` of every item on the cluster, in the items' order; an item whose call raised gets the exception
+    (the call's own, as a local call raises it), so a caller can treat each item as it would locally
+    (``watch --rollouts``: one step file each)."""
+    out: dict[int, R | Exception] = {}
+    for i, (_, got) in enumerate(_mapped(fn, list(items), address, workers, actors=False, order=True)):
+        out[i] = got
+    return [out[i] for i in range(len(items))]
+
+
+def _mapped(fn: Callable[[Any], Any], items: list[Any], address: str | None, workers: int | None, *,
+            actors: bool, order: bool = False) -> Iterator[tuple[Any, Any]]:
+    """``(item, fn(item) or the exception it raised)`` as the tasks finish (in the items' order with
+    ``order``): a Ray Dataset of one row per item, mapped one row a task (``actors``: in a pool of actors)."""
     if not items:
-        return []
+        return
     start(address, workers)
     import ray
+    import ray.data
 
-    task = ray.remote(max_retries=RETRIES, num_cpus=1)(fn)
-    refs = [task.remote(item) for item in items]
-    out: list[R | Exception] = []
-    for ref in refs:
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its progress and statistics are not the user's
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars, ctx.print_on_execution_start, ctx.execution_options.preserve_order = False, False, order
+    rows = ray.data.from_items([{"i": i, "item": pickle.dumps(item)} for i, item in enumerate(items)],
+                               override_num_blocks=len(items))
+    if actors:
+        cpus = max(int(ray.cluster_resources().get("CPU", 1)), 1)  # type: ignore[no-untyped-call]
+        # Ray Data restarts a dead actor and retries its task (its defaults for actor pools)
+        mapped = rows.map_batches(_Apply, fn_constructor_kwargs={"fn": fn}, batch_size=1, num_cpus=1,
+                                  concurrency=max(min(workers or cpus, len(items)), 1))
+    else:  # a task whose worker died is run again: Ray's default of 3 retries for tasks
+        mapped = rows.map_batches(_apply, fn_kwargs={"fn": fn}, batch_size=1, num_cpus=1)  # type: ignore[arg-type]
+    for row in mapped.iter_rows():
+        yield items[int(row["i"])], pickle.loads(row["out"])
+
+
+def _apply(batch: dict[str, Any], fn: Callable[[Any], Any]) -> dict[str, Any]:
+    """One row's call, its result or its exception pickled (an error is data, re-raised on the driver)."""
+    import numpy as np
+
+    out = []
+    for blob in batch["item"]:
         try:
-            out.append(ray.get(ref))
-        except ray.exceptions.RayTaskError as exc:
-            out.append(exc.cause if isinstance(exc.cause, Exception) else exc)
-    return out
+            got = fn(pickle.loads(blob))
+        except Exception as exc:  # the driver raises it as the local engine would
+            got = exc
+        out.append(pickle.dumps(got))
+    return {"i": batch["i"], "out": np.array(out, dtype=object)}
+
+
+class _Apply:
+    """An actor for :func:`_apply`: what ``fn`` loads on its first call (the embedding model) stays loaded."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return _apply(batch, self.fn)
+
+
+def _kept(got: Folded | Exception, job: Job) -> Folded:
+    """A shard's result, or its error raised as a local fold raises it (a reader's error is the reader's)."""
+    if isinstance(got, RlvitalsError):
+        raise got
+    if isinstance(got, Exception):
+        raise RlvitalsError(Words(f"{job.files[0]}: folding this shard on Ray failed ({type(got).__name__}: {got})",
+                                  f"{job.files[0]}：在 Ray 上处理这个分片失败（{type(got).__name__}：{got}）")) from got
+    return got
