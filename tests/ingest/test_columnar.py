@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -306,3 +307,21 @@ def test_halves_splits_at_a_newline_past_the_middle(tmp_path: Path) -> None:
     assert columnar.split_point(path, 15) == 8
     path.write_bytes(b"aaaaaaaaaa\n")
     assert columnar.split_point(path, 11) is None
+
+
+def test_a_long_columnar_load_gives_the_freed_heap_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlvitals.run  # noqa: F401  # rlvitals.run.load is the function; its module is in sys.modules
+
+    load_module = sys.modules["rlvitals.run.load"]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=50))) + b"\n")
+    calls: list[int] = []
+    monkeypatch.setattr(load_module, "_give_back", lambda: calls.append(1))
+    monkeypatch.setattr(load_module, "GIVE_BACK_ROWS", 51)
+    load_module.load(path)
+    assert calls == []
+    monkeypatch.setattr(load_module, "GIVE_BACK_ROWS", 50)
+    run = load_module.load(path)[0]
+    assert calls == [1] and run.frame.height == 50
+    monkeypatch.undo()
+    load_module._give_back()  # the real one, where glibc has it and where it has not
