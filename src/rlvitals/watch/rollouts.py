@@ -31,7 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import RlvitalsError
-from ..rollout import PROBES_FILE, ProbeResults, Progress, read_probe_results, with_probe_results
+from ..rollout import PROBES_FILE, ProbeResults, Progress, read_probe_results, run_each, with_probe_results
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
 from ..run.follow import signature
@@ -176,8 +176,6 @@ class RolloutFollow:
 
     def _read_on_ray(self, todo: list[tuple[int, Path]]) -> bool:
         """The step files of ``todo`` read and analysed in Ray tasks, each as :meth:`_read` does it here."""
-        from ..rollout.ray_engine import run_each
-
         if self.progress is not None:
             self.progress("reading", 0, len(todo))
         got = run_each(_step_frame_of, [(step, path, self.settings) for step, path in todo], self.settings.address)
