@@ -41,7 +41,7 @@ from .options import RolloutOptions, RolloutSettings
 from .readers import Located, Progress, RolloutSet, ShardRead, read_located
 from .schema import STEP
 from .state import RolloutState, fold, merge, overall_chunk, prepare, table_options
-from .tally import Tally, binary_scores, merged
+from .tally import Tally, binary_scores, combined_scores, merged
 
 __all__ = ["Engine", "Folded", "Job", "Sharded", "ShardedRollouts", "Unshardable", "fold_job", "jobs", "local",
            "run_jobs", "table_at"]
@@ -254,21 +254,13 @@ def _second_pass(results: Sequence[Folded], settings: RolloutSettings) -> list[J
     full = [r for r in results if r.rows]
     options = settings.options_for(max((r.largest for r in full), default=0))
     datas = [r.correct for r in results if r.correct is not None]
-    binary = binary_scores(_range(datas)) if datas else None
+    binary = binary_scores(combined_scores(datas)) if datas else None
     again = []
     for r in full:
         wrong = r.binary is not None and binary is not None and r.binary != binary
         if r.options != options or wrong:  # the whole input's answer changes nothing a shard did not decide
             again.append(replace(r.job, options=options, binary=binary))
     return again
-
-
-def _range(datas: Iterable[tuple[bool, int, int, float, float]]) -> tuple[bool, int, int, float, float]:
-    scored = [d for d in datas if d[1]]
-    if not scored:
-        return (False, 0, 0, 0.0, 0.0)
-    return (any(d[0] for d in scored), sum(d[1] for d in scored), sum(d[2] for d in scored),
-            min(d[3] for d in scored), max(d[4] for d in scored))
 
 
 def _check_apart(full: Sequence[Folded]) -> None:

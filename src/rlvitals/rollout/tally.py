@@ -25,8 +25,8 @@ from typing import Any, cast
 
 from ..words import Words
 
-__all__ = ["FileNote", "Tally", "correct_tally", "counted_bools", "counted_values", "file_note", "merged",
-           "row_counts", "sizes_tally", "text_steps"]
+__all__ = ["FileNote", "Tally", "binary_scores", "combined_scores", "correct_tally", "counted_bools", "counted_values",
+           "file_note", "merged", "row_counts", "sizes_tally", "text_steps"]
 
 
 class FileNote(Words):
@@ -188,6 +188,14 @@ def _combine_correct(a: _Correct, b: _Correct) -> _Correct:
     if b[1] == 0:
         return a[0] or b[0], a[1], a[2] + b[2], a[3], a[4]
     return a[0] or b[0], a[1] + b[1], a[2] + b[2], min(a[3], b[3]), max(a[4], b[4])
+
+
+def combined_scores(datas: Sequence[_Correct]) -> _Correct:
+    """The score-range data of several reads as one (what their tallies combine to)."""
+    out = datas[0]
+    for d in datas[1:]:
+        out = _combine_correct(out, d)
+    return out
 
 
 def binary_scores(data: _Correct) -> bool:
