@@ -80,14 +80,17 @@ def test_inputs_where_shards_guess_and_fold_again_agree_on_ray(cluster: None, tm
 # --- the workers are processes of their own; one that dies mid-task is replaced -----------------------
 
 def pid_recording_fold(job: Job) -> Folded:
-    """fold_job, leaving the worker's process id in a file beside the shard, and taking a while (as a real
-    shard does), so that Ray Data has several tasks in flight at once."""
+    """fold_job, leaving the worker's process id in a file beside the shard, and holding its task until a
+    second worker process has left one too (or a minute has passed): shards folded one after another by a
+    single process fail the test, whatever the machine's speed."""
     import time
 
     marks = Path(job.files[0]).parent / "pids"
     marks.mkdir(exist_ok=True)
     (marks / f"{job.index}-{os.getpid()}").touch()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60
+    while len({name.split("-")[1] for name in os.listdir(marks)}) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     return fold_job(job)
 
 
