@@ -22,6 +22,36 @@ def test_rolling_level_ignores_a_single_outlier() -> None:
     assert S.rolling_level(np.array([1.0, 2.0, 3.0]), 10)[1] == 2.0
 
 
+def _window_medians(x: np.ndarray, window: int) -> np.ndarray:
+    """The definition, index by index: the median of ``x[i - w//2 : i + (w-1)//2 + 1]`` cut to the series."""
+    w = max(1, min(window, len(x)))
+    return np.array([np.median(x[max(0, i - w // 2): i + (w - 1) // 2 + 1]) for i in range(len(x))])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=90), st.integers(1, 100))
+def test_rolling_level_is_the_centred_window_median(values: list[float], window: int) -> None:
+    x = np.array(values)
+    # polars averages the two middle values its own way: a few ulp from np.median's mean
+    np.testing.assert_allclose(S.rolling_level(x, window), _window_medians(x, window), rtol=1e-12, atol=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(-5, 5), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0])),
+                min_size=1, max_size=90), st.integers(1, 100))
+def test_rolling_level_is_polars_centred_median_bit_for_bit(values: list[float], window: int) -> None:
+    """The fast path (a trailing median moved back, the end's cut windows from the reversed tail) gives
+    polars' centred rolling median exactly, NaN and infinities included; only a zero's sign is made +."""
+    import polars as pl
+
+    x = np.array(values)
+    w = min(window, len(x))
+    want = pl.Series(x).rolling_median(window_size=w, min_samples=1, center=True).to_numpy() + 0.0
+    got = S.rolling_level(x, window)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert not np.signbit(got[got == 0]).any()
+
+
 def test_sustained_above_needs_a_level_not_a_point() -> None:
     x = np.zeros(100)
     x[20] = 1.0  # one step: never sustained

@@ -366,12 +366,29 @@ def decoupling(a: np.ndarray, b: np.ndarray, *, rise: float = 0.3, flat: float =
 
 def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median over ``window`` values (shorter at the ends): the level of a
-    series at each index, robust to single-step outliers."""
-    if len(x) == 0:
-        return np.asarray(x, dtype=float)
-    window = max(1, min(window, len(x)))
-    out: np.ndarray = pl.Series(np.asarray(x, dtype=float)).rolling_median(
-        window_size=window, min_samples=1, center=True).to_numpy()
+    series at each index, robust to single-step outliers.
+
+    The window of index ``i`` is ``x[i - window//2 : i + (window-1)//2 + 1]`` clipped to the series
+    (polars' ``center=True`` placement). It is computed as a trailing median moved back by the
+    window's right half, and the last ``(window-1)//2`` values, whose windows are cut by the end, as
+    trailing medians of the reversed tail: polars' trailing rolling median is several times faster
+    than its centred one on long series and picks the same middle values. A level of zero is +0.0.
+    """
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    if n == 0:
+        return x
+    window = max(1, min(window, n))
+    right = (window - 1) // 2
+    left = window - 1 - right
+    trailing = pl.Series(x).rolling_median(window_size=window, min_samples=1).to_numpy()
+    out = np.empty(n)
+    out[: n - right] = trailing[right:]
+    if right:
+        # the last window values reversed: index k holds the median of the last k + 1 values
+        tail = pl.Series(x[::-1][:window]).rolling_median(window_size=window, min_samples=1).to_numpy()
+        out[n - right:] = tail[left : left + right][::-1]
+    out += 0.0  # -0.0 and 0.0 are one level: which of them is the middle value is down to the sort
     return out
 
 

@@ -103,10 +103,10 @@ def rises(x: np.ndarray, p: Mapping[str, Any]) -> list[Rise]:
     ups = steps[steps > 0]
     stair = float(np.median(ups)) * 1.5 if len(ups) > hold else 0.0
     out: list[Rise] = []
-    for i in range(_warmup_end(x, hold) + 1, len(x)):
+    at = np.arange(_warmup_end(x, hold) + 1, len(x))
+    jumped = (x[at] >= p["jump"] * np.maximum(x[at - 1], floor)) & (np.diff(x)[at - 1] > stair)
+    for i in map(int, at[jumped]):  # the few steps that rose by jump×, not every step of the run
         before, after = float(x[i - 1]), float(x[i])
-        if after < p["jump"] * max(before, floor) or after - before <= stair:
-            continue
         prior = float(np.max(x[:i]))
         held = float(np.median(x[i : i + hold])) >= 0.5 * after
         kind: Kind = ("spike" if not held else
