@@ -303,20 +303,19 @@ def _smooth(x: np.ndarray, e: Event, within: int, accel: float) -> bool:
 def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
     """The median of each of ``buckets`` consecutive, near-equal slices of ``x`` (the slices
     ``np.linspace(0, n, buckets + 1)`` cuts), as ``np.median`` gives it slice by slice — NaN for a
-    slice holding a NaN — in one sort instead of a Python loop.
+    slice holding a NaN — from one sort of a slice-per-row grid (NaN-padded) instead of a Python loop.
 
     >>> bucket_medians(np.array([3.0, 1.0, 2.0, 10.0, 30.0, 20.0, 5.0]), 2).tolist()
     [2.0, 15.0]
     """
     x = np.asarray(x, dtype=float)
     edges = np.linspace(0, len(x), buckets + 1).astype(int)
-    sizes = np.diff(edges)
-    ids = np.repeat(np.arange(buckets), sizes)
-    ordered = x[np.lexsort((x, ids))]  # by slice, then by value (NaN last)
-    starts = edges[:-1]
-    out: np.ndarray = (ordered[starts + (sizes - 1) // 2] + ordered[starts + sizes // 2]) / 2
-    nan = np.add.reduceat(np.isnan(x).astype(np.int64), starts) > 0 if len(x) else np.zeros(0, bool)
-    out[nan] = np.nan
+    sizes, ids, rows = np.diff(edges), np.repeat(np.arange(buckets), np.diff(edges)), np.arange(buckets)
+    grid = np.full((buckets, int(sizes.max(initial=1))), np.nan)
+    grid[ids, np.arange(len(x)) - edges[ids]] = x
+    grid.sort(axis=1)  # NaN last: a slice's own NaN sorts to its last place, before the padding
+    out: np.ndarray = (grid[rows, (sizes - 1) // 2] + grid[rows, sizes // 2]) / 2
+    out[np.isnan(grid[rows, sizes - 1])] = np.nan
     return out
 
 
@@ -365,31 +364,17 @@ def decoupling(a: np.ndarray, b: np.ndarray, *, rise: float = 0.3, flat: float =
 
 
 def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
-    """Centred rolling median over ``window`` values (shorter at the ends): the level of a
-    series at each index, robust to single-step outliers.
-
-    The window of index ``i`` is ``x[i - window//2 : i + (window-1)//2 + 1]`` clipped to the series
-    (polars' ``center=True`` placement). It is computed as a trailing median moved back by the
-    window's right half, and the last ``(window-1)//2`` values, whose windows are cut by the end, as
-    trailing medians of the reversed tail: polars' trailing rolling median is several times faster
-    than its centred one on long series and picks the same middle values. A level of zero is +0.0.
-    """
+    """Centred rolling median over ``window`` values, cut at the ends (``x[i - w//2 : i + (w-1)//2 + 1]``,
+    polars' ``center=True``): a level robust to one-step outliers. Polars' trailing median moved back (several
+    times faster on long series), the end's cut windows from the reversed tail; zero is +0.0."""
     x = np.asarray(x, dtype=float)
-    n = len(x)
-    if n == 0:
-        return x
-    window = max(1, min(window, n))
-    right = (window - 1) // 2
-    left = window - 1 - right
-    trailing = pl.Series(x).rolling_median(window_size=window, min_samples=1).to_numpy()
-    out = np.empty(n)
-    out[: n - right] = trailing[right:]
-    if right:
-        # the last window values reversed: index k holds the median of the last k + 1 values
-        tail = pl.Series(x[::-1][:window]).rolling_median(window_size=window, min_samples=1).to_numpy()
-        out[n - right:] = tail[left : left + right][::-1]
-    out += 0.0  # -0.0 and 0.0 are one level: which of them is the middle value is down to the sort
-    return out
+    n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
+    right = (w - 1) // 2
+    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
+    if right:  # the reversed last w values: index k holds the median of the last k + 1
+        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
+        out[n - right:] = tail[w - 1 - right : w - 1][::-1]
+    return out + 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
 
 
 def sustained_above(x: np.ndarray, threshold: float, *, window: int = 10, min_len: int = 10,
@@ -430,8 +415,6 @@ def fall_from_peak(x: np.ndarray, *, window: int = 10, tail: float = 0.2) -> Eve
     start = top + int(held[0] if len(held) else first[0] if len(first) else 0)
     return Event(start, n - 1, top, recent, peak, 1.0 - recent / peak)
 
-
-# -- added for the L1 stability checks ---------------------------------------------------------
 
 def quantum(x: np.ndarray, max_decimals: int = 8) -> float:
     """The rounding step of a logged series: the largest ``10**-d`` (0 ≤ d ≤ ``max_decimals``)

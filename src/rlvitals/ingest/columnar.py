@@ -212,8 +212,8 @@ def split_point(path: Path, size: int) -> int | None:
 
 
 def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, SourceMeta, SkipLog], T],
-           min_bytes: int = SPLIT_BYTES,
-           here: Callable[[Path, SourceMeta, SkipLog], T] | None = None) -> tuple[T, Share[T] | None]:
+           min_bytes: int = SPLIT_BYTES, here: Callable[[Path, SourceMeta, SkipLog], T] | None = None,
+           said_only: bool = False) -> tuple[T, Share[T] | None]:
     """``parse`` over the first half of ``path`` in this process and over the second in a forked one,
     at once. Returns the first half's result (its skips and notes already in ``skips`` and ``meta``) and
     the second's :class:`Share` (read here when its worker failed), or None for it when the file was read
@@ -222,6 +222,8 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
 
     ``parse`` must read only ``meta.window``'s bytes (it gets the first half's window, then ``meta``
     gets its own back); the second worker's ``meta`` is a copy with its window and line numbers.
+    ``said_only``: line numbers show only in what ``parse`` says (skips, notes), not in its result, so
+    the second half's are counted only when it said something (:func:`second_half`).
     """
     here = here or parse
     size = path.stat().st_size if meta.window is None and can_fork() else 0
@@ -230,7 +232,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
         return here(path, meta, skips), None
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_second, args=(path, meta, parse, mid, send), daemon=True)
+    worker = context.Process(target=_second, args=(path, meta, parse, mid, send, said_only), daemon=True)
     try:
         with warnings.catch_warnings():
             # Python 3.12 warns that a forked child of a threaded process may deadlock on a lock another
@@ -251,7 +253,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
         try:
             share = _receive(receive)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died before it said all
-            share = second_half(path, meta, parse, mid)
+            share = second_half(path, meta, parse, mid, said_only)
     finally:
         receive.close()
         if worker.is_alive():
@@ -261,11 +263,20 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
 
 
 def second_half(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T],
-                mid: int) -> Share[T]:
+                mid: int, said_only: bool = False) -> Share[T]:
     """``parse`` over the bytes from ``mid`` to the end, with a ``meta`` of its own that numbers the
-    lines as in the whole file."""
-    mine = replace(meta, notes=[], bytes_read=0, config={}, window=(mid, sys.maxsize),
-                   line_base=count_lines(path, 0, mid))
+    lines as in the whole file. With ``said_only`` (line numbers show only in skips and notes) the lines
+    are numbered from the middle first, and the half is read again numbered from the start of the file
+    when it said something: counting the first half's lines (a read of half the file) is paid only then."""
+    share = _from(path, meta, parse, mid, 0 if said_only else count_lines(path, 0, mid))
+    if said_only and (share.skipped.count or share.notes):
+        share = _from(path, meta, parse, mid, count_lines(path, 0, mid))
+    return share
+
+
+def _from(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
+          line_base: int) -> Share[T]:
+    mine = replace(meta, notes=[], bytes_read=0, config={}, window=(mid, sys.maxsize), line_base=line_base)
     skipped = SkipLog()
     value = parse(path, mine, skipped)
     return Share(value, skipped, mine.notes, mine.bytes_read, mid)
@@ -279,10 +290,10 @@ def _columns_of(value: object) -> Columns | None:
 
 
 def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
-            send: Connection) -> None:
+            send: Connection, said_only: bool) -> None:
     """The second worker: parse from ``mid`` to the end and send the :class:`Share`, its columns a
     segment at a time (so neither process holds them twice), an empty message after the last."""
-    share = second_half(path, meta, parse, mid)
+    share = second_half(path, meta, parse, mid, said_only)
     cols = _columns_of(share.value)
     if cols is not None:
         cols.progress = None  # a callback does not travel

@@ -151,7 +151,8 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
     """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is parsed by two
     processes, each its half."""
     meta.framework = "verl"
-    cols, second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress))
+    # a line's number shows only in what is said about it: a skip, a note
+    cols, second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress), said_only=True)
     if second is not None:
         cols.extend(second.merge(meta, skips))
     return cols

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
+from ..errors import ProbeError
 from ..rollout.answers import same_answer
+from ..words import Words
 from .chain import Chain
 
 __all__ = ["Arithmetic", "Combined", "KnownStates", "States", "StepCheck", "Verifier", "verification_summary"]
@@ -169,3 +171,25 @@ def verification_summary(chains: Sequence[Chain], verifier: Verifier) -> dict[st
         "correct_checked": len(correct),
         "correct_through_wrong_step": sum(wrong[i] for i in correct) / len(correct) if correct else None,
     }
+
+
+ARITHMETIC = Arithmetic()
+#: the step verifiers ``rlvitals probe --verify`` offers
+VERIFIERS = ("arithmetic", "word-problems")
+
+
+def verifier_for(choice: str, states: States) -> Verifier:
+    """The verifier named ``choice`` (:data:`VERIFIERS`): ``arithmetic`` checks every ``a op b = c``;
+    ``word-problems`` checks that and, in order, the results against the known states ``states`` of the
+    bundled word problems (:func:`rlvitals.synthetic.word_problems.known_states`; the caller passes it, as
+    the probes do not import the made-up data).
+
+    >>> from rlvitals.probe.chain import chain_of
+    >>> verifier_for("word-problems", {"q": (12, 17)})(chain_of("q", "3 * 4 = 12. The answer is 12."))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [StepCheck(step=0, text='3 * 4 = 12', right=True), StepCheck(step=0, text='state 1/2: 12 (known 12)', right=True)]
+    """
+    if choice not in VERIFIERS:
+        raise ProbeError(Words(f"--verify {choice!r}: expected one of {', '.join(VERIFIERS)}",
+                               f"--verify {choice!r}：应为 {', '.join(VERIFIERS)} 之一"))
+    return ARITHMETIC if choice == "arithmetic" else Combined(ARITHMETIC, KnownStates(states))

@@ -8,26 +8,30 @@ a Ray cluster (:mod:`.ray_engine`; Ray is imported only when used)."""
 
 from __future__ import annotations
 
-from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
-from .answers import extract_answer, forced_answer, same_answer
-from .groups import group_table
-from .options import RolloutSettings
-from .probe_results import PROBES_FILE, ProbeResults, read_probe_results, with_probe_results
-from .ray_engine import run_each
-from .readers import (
-    ColumnFlags,
-    Progress,
-    RolloutSet,
-    RolloutSource,
-    dump_files,
-    parse_reward_weights,
-    read_rollouts,
-    rollouts_from_frame,
-    rollouts_from_records,
-)
-from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP, TARGET, TRUNCATED
-from .segments import SegmentTags, parse_tag
-from .writers import write_trl_completions, write_verl_dump
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
+    from .answers import extract_answer, forced_answer, same_answer
+    from .groups import group_table
+    from .options import RolloutSettings
+    from .probe_results import PROBES_FILE, ProbeResults, read_probe_results, with_probe_results
+    from .ray_engine import run_each
+    from .readers import (
+        ColumnFlags,
+        Progress,
+        RolloutSet,
+        RolloutSource,
+        dump_files,
+        parse_reward_weights,
+        read_rollouts,
+        rollouts_from_frame,
+        rollouts_from_records,
+    )
+    from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP, TARGET, TRUNCATED
+    from .segments import SegmentTags, parse_tag
+    from .writers import write_trl_completions, write_verl_dump
 
 __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "forced_answer",
     "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROBES_FILE",
@@ -36,3 +40,32 @@ __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files
     "same_answer",
     "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED",
     "update", "with_probe_results", "write_trl_completions", "write_verl_dump"]
+
+
+#: where each name of the face lives; a module is imported when one of its names is first asked for, so a
+#: reader of one module (the answer parser, the schema) does not pay for the analysis, its fuzzy matching and
+#: the shard driver
+HOMES = {
+    **dict.fromkeys(("RolloutAnalysis", "analyze", "compute", "join_series", "step_json", "step_series",
+                     "table_options", "update"), "analysis"),
+    **dict.fromkeys(("extract_answer", "forced_answer", "same_answer"), "answers"),
+    "group_table": "groups",
+    "RolloutSettings": "options",
+    **dict.fromkeys(("PROBES_FILE", "ProbeResults", "read_probe_results", "with_probe_results"), "probe_results"),
+    "run_each": "ray_engine",
+    **dict.fromkeys(("ColumnFlags", "Progress", "RolloutSet", "RolloutSource", "dump_files", "parse_reward_weights",
+                     "read_rollouts", "rollouts_from_frame", "rollouts_from_records"), "readers"),
+    **dict.fromkeys(("ANSWER", "CORRECT", "GROUP", "LENGTH", "PROMPT", "RESPONSE", "SAMPLE", "SCORE", "STEP",
+                     "TARGET", "TRUNCATED"), "schema"),
+    **dict.fromkeys(("SegmentTags", "parse_tag"), "segments"),
+    **dict.fromkeys(("write_trl_completions", "write_verl_dump"), "writers"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
