@@ -9,19 +9,13 @@ This module only loads and indexes it; it imports nothing else of the package.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised only on Python 3.10
-    import tomli as tomllib
 
 from ..errors import CatalogError, UnknownMetricError
 from ..words import Words
+from .bundled import bundled_toml
 
 SCALES = ("token", "rollout", "group", "prompt", "batch", "time", "reasoning", "system")
 SCOPES = ("token", "rollout", "group", "batch", "run")
@@ -435,5 +429,4 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
     """The catalog shipped with the package (parsed once per process)."""
-    text = resources.files(__package__).joinpath("catalog.toml").read_text(encoding="utf-8")
-    return parse_catalog(tomllib.loads(text))
+    return parse_catalog(bundled_toml(__package__, "catalog.toml"))

@@ -11,18 +11,12 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from ..errors import CatalogError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from .bundled import bundled_toml
 
 #: the slot of a first screen that stands for the run's validation curves, not one key
 VALIDATION = "validation"
@@ -67,5 +61,4 @@ def parse_views(data: dict[str, Any]) -> Views:
 @lru_cache(maxsize=1)
 def load_views() -> Views:
     """The bundled ``views.toml``."""
-    text = resources.files("rlvitals.catalog").joinpath("views.toml").read_text(encoding="utf-8")
-    return parse_views(tomllib.loads(text))
+    return parse_views(bundled_toml("rlvitals.catalog", "views.toml"))

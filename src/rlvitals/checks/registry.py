@@ -4,17 +4,10 @@
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-from ..catalog import load_catalog
+from ..catalog import bundled_toml, load_catalog
 from ..errors import CatalogError
 from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
 from ._base import (
@@ -94,8 +87,7 @@ def load_checks() -> tuple[Check, ...]:
     """Every shipped check, layer module by layer module, in file order."""
     records: list[Any] = []
     for name in MODULES:
-        text = resources.files(__package__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-        records.extend(tomllib.loads(text).get("check", []))
+        records.extend(bundled_toml(__package__, f"{name}.toml").get("check", []))
     return parse_checks({"check": records}, FUNCTIONS)
 
 

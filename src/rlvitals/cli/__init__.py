@@ -24,7 +24,7 @@ from . import completion, live, outputs, probe, rollouts, runs
 from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of, said_line
 from ._parser import build_parser
 
-__all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "ONE_SHOT", "main", "run"]
 
 #: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
 COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
@@ -33,15 +33,29 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
 }
 
 
+#: the commands whose work is all done when they return: they read, print and write files they have closed, and
+#: leave nothing to run at exit (no tracker to finish, no server, no model, no Ray cluster to stop)
+ONE_SHOT = frozenset({"inspect", "diagnose", "explain", "formats", "rollouts", "report", "completion"})
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting."""
+    return _main(argv, out, err)[0]
+
+
+def _main(argv: Sequence[str] | None, out: IO[str] | None, err: IO[str] | None) -> tuple[int, str | None]:
+    """The exit code, and the command that ran (None when the arguments were not parsed)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:  # argparse prints help, --version and usage errors itself: to the streams given
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = build_parser().parse_args(argv)
     except SystemExit as exc:
-        return int(exc.code or 0)
+        return int(exc.code or 0), None
+    return _command(args, out, err), args.command
+
+
+def _command(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         return COMMANDS[args.command](args, out, err)
     except RlvitalsError as exc:  # a problem of the input or the usage that a command did not catch itself
@@ -60,11 +74,20 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    After a :data:`ONE_SHOT` command the process ends at once, its output flushed, without Python's
+    teardown of every module and object (a tenth of a second after a long run's diagnosis, most of it
+    polars'): as mypy does. Not when Ray was started (its cluster is stopped at exit), and not after the
+    other commands, whose trackers, servers and models are closed at exit."""
+    command = None
     try:
-        code = main()
+        code, command = _main(None, None, None)
         sys.stdout.flush()
+        sys.stderr.flush()
     except BrokenPipeError:  # `rlvitals … | head` closed the pipe: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    if command in ONE_SHOT and "ray" not in sys.modules:
+        os._exit(code)
     raise SystemExit(code)

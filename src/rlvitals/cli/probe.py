@@ -6,7 +6,6 @@ The parser imports this module for the options, so it imports the rest of the CL
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -87,8 +86,9 @@ def _check(args: argparse.Namespace) -> list[str]:
 def _cache_path(args: argparse.Namespace) -> Path:
     if args.cache:
         return Path(args.cache)
-    root = os.environ.get("RLVITALS_CACHE")
-    return (Path(root).expanduser() if root else Path.home() / ".cache" / "rlvitals") / "probe.sqlite"
+    from ..catalog import cache_root
+
+    return cache_root() / "probe.sqlite"
 
 
 def _out_path(args: argparse.Namespace) -> Path:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import cache_root
 from ..errors import ModelUnavailableError, SamplerError
 from ..words import Words
 from .word_problems import SOURCES, Problem, extract_answer, make_problems
@@ -113,12 +114,6 @@ def gguf_path(find: Finder = importlib.util.find_spec) -> Path:
     return path
 
 
-def cache_root(environ: Mapping[str, str]) -> Path:
-    """``$RLVITALS_CACHE``, else ``~/.cache/rlvitals``."""
-    given = environ.get("RLVITALS_CACHE")
-    return Path(given).expanduser() if given else Path.home() / ".cache" / "rlvitals"
-
-
 def _cache_name(gguf: Path) -> str:
     st = gguf.stat()
     return f"{MODEL_NAME.lower()}-f32-{st.st_size}-{st.st_mtime_ns}"
@@ -177,7 +172,7 @@ def load_policy(*, environ: Mapping[str, str] | None = None, threads: int = DEFA
     hf_logging: Any = logging  # its functions are untyped
 
     torch.set_num_threads(threads)
-    final = cache_root(os.environ if environ is None else environ) / _cache_name(gguf)
+    final = cache_root(environ) / _cache_name(gguf)
     start, bars = time.perf_counter(), hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # the loaders' progress bars would go to the user's stderr
     try:
