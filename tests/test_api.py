@@ -117,9 +117,10 @@ def test_the_top_level_api_is_typed_without_any() -> None:
     from rlvitals.checks.config import DiagnoseConfig
     from rlvitals.diagnosis import Diagnosis
     from rlvitals.rollout import RolloutAnalysis, RolloutSource
+    from rlvitals.run import Run
 
     names = {"Diagnosis": Diagnosis, "DiagnoseConfig": DiagnoseConfig, "RolloutAnalysis": RolloutAnalysis,
-             "RolloutSource": RolloutSource}  # imported only for type checking where they are used
+             "RolloutSource": RolloutSource, "Run": Run}  # imported only for type checking where they are used
     found = _public_callables()
     assert {"analyze_rollouts", "diagnose", "Monitor.log_rollouts", "Run.series", "Diagnosis.to_markdown"} <= set(found)
     loose = [f"{name}: {arg}" for name, obj in found.items()

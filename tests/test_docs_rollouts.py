@@ -94,7 +94,7 @@ def test_the_rich_table_reaches_every_family(analysis: RolloutAnalysis) -> None:
     # a skipped family would hide its keys from the two tests below
     assert analysis.skipped == [], f"families skipped on the rich table: {analysis.skipped}; extend _record"
     assert analysis.rollouts is not None
-    absent = sorted(set(schema.SCHEMA) - set(analysis.rollouts.table.columns))
+    absent = sorted(set(schema.schema()) - set(analysis.rollouts.table.columns))
     assert not absent, f"the rich table lacks the schema column(s) {absent}; add them to _record"
     assert analysis.steps["step"].to_list() == sorted(SIZES)
     assert analysis.steps["rollouts"].to_list() == [sum(v) for v in SIZES.values()]
@@ -122,9 +122,9 @@ def test_templates_name_the_concrete_keys(analysis: RolloutAnalysis) -> None:
 
 def test_the_doc_lists_every_table_column() -> None:
     listed = set(re.findall(r"^\| (\w+) \| \w+", _section("The rollout table"), flags=re.MULTILINE)) - {"column"}
-    assert listed == set(schema.SCHEMA), (f"columns of rollout/schema.py missing from the doc: "
-                                          f"{sorted(set(schema.SCHEMA) - listed)}; not in the schema: "
-                                          f"{sorted(listed - set(schema.SCHEMA))}")
+    assert listed == set(schema.schema()), (f"columns of rollout/schema.py missing from the doc: "
+                                          f"{sorted(set(schema.schema()) - listed)}; not in the schema: "
+                                          f"{sorted(listed - set(schema.schema()))}")
 
 
 def test_json_schema_matches_the_cli(rich_file: Path) -> None:

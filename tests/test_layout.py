@@ -188,12 +188,18 @@ def _private_use(imp: Import) -> bool:
     return not (imp.importer == holder or imp.importer.startswith(holder + "."))
 
 
+#: the standard library's public functions whose names begin with an underscore (documented API, not internals)
+DOCUMENTED_UNDERSCORE = {("os", "_exit")}
+
+
 def _foreign_attributes() -> Iterator[tuple[str, str]]:
     """``x._name`` where x is not ``self``/``cls`` (the object's own state) — reading another's internals."""
     for module, _path, tree in modules():
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})):
+                    and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})
+                    and not (isinstance(node.value, ast.Name)
+                             and (node.value.id, node.attr) in DOCUMENTED_UNDERSCORE)):
                 yield module, node.attr
 
 

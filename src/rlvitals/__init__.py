@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 from .catalog import load_catalog
 from .errors import RlvitalsError
-from .run import Run, load
 from .words import Words
 
 if TYPE_CHECKING:
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
 
     # imported on first use (``__getattr__``), so ``import rlvitals`` stays light for readers of logs only
     from .rollout.analysis import analyze_rollouts as analyze_rollouts
+    from .run import Run as Run
+    from .run import load as load
     from .watch.monitor import Monitor as Monitor
 
 __all__ = ["Monitor", "Run", "RlvitalsError", "__version__", "analyze_rollouts", "diagnose", "load", "load_catalog",
@@ -38,6 +39,7 @@ def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | o
     DiagnoseConfig` or the path of its TOML file (what ``--config`` reads)."""
     from .checks.config import DiagnoseConfig, load_config
     from .diagnosis import diagnose as run_checks
+    from .run import Run, load
 
     if not isinstance(run, Run):
         runs = load(os.fspath(run))
@@ -57,7 +59,12 @@ def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
 
 
 def __getattr__(name: str) -> Any:
-    # the in-process Monitor (a worker thread, the alert sinks) and the rollout analytics load when asked for
+    # the Run and load (polars), the in-process Monitor (a worker thread, the alert sinks) and the rollout
+    # analytics load when asked for: the command line forks a log's second reader before polars is imported
+    if name in ("Run", "load"):
+        from . import run
+
+        return getattr(run, name)
     if name == "Monitor":
         from .watch.monitor import Monitor
 

@@ -325,31 +325,3 @@ def test_a_long_columnar_load_gives_the_freed_heap_back(tmp_path: Path, monkeypa
     assert calls == [1] and run.frame.height == 50
     monkeypatch.undo()
     load_module._give_back()  # the real one, where glibc has it and where it has not
-
-
-def test_the_second_half_counts_the_first_halfs_lines_only_when_it_says_something(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counting the lines before the middle is a read of half the file; a second half that skips nothing
-    and notes nothing does not need it (its result holds no line number), one that does is read again
-    numbered from the start of the file."""
-    clean = tmp_path / "clean.jsonl"
-    clean.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=40))) + b"\n")
-    mid = columnar.split_point(clean, clean.stat().st_size)
-    assert mid is not None
-    counted: list[int] = []
-    real_count = columnar.count_lines
-    monkeypatch.setattr(columnar, "count_lines", lambda *a: counted.append(1) or real_count(*a))
-    meta = SourceMeta(format="verl-jsonl", files=[str(clean)])
-    share = columnar.second_half(clean, meta, verl_jsonl._parse, mid, said_only=True)
-    assert counted == [] and share.skipped.count == 0 and len(share.value.steps) > 0
-    assert columnar.second_half(clean, meta, verl_jsonl._parse, mid).value.steps == share.value.steps
-    assert counted == [1]  # without said_only the lines are counted first, as before
-
-    lines = clean.read_bytes().split(b"\n")
-    lines[-3] = b"not json"
-    bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b"\n".join(lines))
-    counted.clear()
-    share = columnar.second_half(bad, meta, verl_jsonl._parse, mid, said_only=True)
-    assert counted == [1]
-    assert share.skipped.reasons[0].startswith(f"{bad}:{len(lines) - 2}: ")

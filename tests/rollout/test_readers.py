@@ -17,7 +17,7 @@ from rlvitals.rollout.readers import (
     rollouts_from_frame,
     rollouts_from_records,
 )
-from rlvitals.rollout.schema import SCHEMA
+from rlvitals.rollout.schema import schema as rollout_schema
 
 QUESTIONS = ["What is 2+3?", "Natalia sold 48 clips in April and half as many in May. How many in all?",
              "Compute 7*6."]
@@ -69,7 +69,7 @@ def test_verl_folder_groups_consecutive_samples(verl_dir: Path) -> None:
     assert set(t["source"].to_list()) == {"openai/gsm8k"}
     assert t["request_id"][0] == "req-1-0-0"
     assert not any("group_size" in n for n in rs.notes)
-    for col, dtype in SCHEMA.items():
+    for col, dtype in rollout_schema().items():
         if col in t.columns:
             assert t.schema[col] == dtype
 
@@ -495,7 +495,7 @@ def test_csv_list_columns_are_parsed_from_json_and_python_text(tmp_path: Path) -
     json_csv.write_text('prompt,response,score,tool_calls,states\np,a,1,"[""search(x)""]","[0, 1]"\np,b,0,[],\n')
     t = read_rollouts(json_csv).table
     assert t["tool_calls"].to_list() == [["search(x)"], []]
-    assert t["states"].to_list() == [["0", "1"], None] and t.schema["states"] == SCHEMA["states"]
+    assert t["states"].to_list() == [["0", "1"], None] and t.schema["states"] == rollout_schema()["states"]
 
 
 def test_jsonl_list_given_as_text_or_as_call_objects(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def rich_table(seed: int, n_steps: int = 3) -> pl.DataFrame:
         for group in range(int(rng.integers(2, 7))):
             p = float(rng.choice([0.0, 1.0, rng.random()]))
             rows += [_rollout(rng, step, group, i, p) for i in range(int(rng.choice([1, 2, 3, 4, 4, 4, 7])))]
-    return schema.conform(pl.DataFrame(rows, schema_overrides={k: v for k, v in schema.SCHEMA.items()}))
+    return schema.conform(pl.DataFrame(rows, schema_overrides={k: v for k, v in schema.schema().items()}))
 
 
 def shards(df: pl.DataFrame, n: int, rnd: random.Random) -> list[pl.DataFrame]:

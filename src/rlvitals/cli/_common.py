@@ -74,12 +74,14 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
     order (:func:`rlvitals.run.concat.load_launches`): a log that cannot be read fails the whole run, and
     what the joining did is said on ``err`` in ``lang``.
     With ``progress``, a terminal shows how far the reading got (:mod:`.progress`)."""
-    from ..run import load, load_launches
+    from ..run import load
     from .progress import reading
 
     runs: list[Run] = []
     status = EXIT_OK
     if one_run:
+        from ..run import load_launches
+
         told: list[str] = []  # said after the progress display is gone
         try:
             with reading(err, progress, lang) as shown:
@@ -166,16 +168,21 @@ def _check_rollout_flags(args: argparse.Namespace) -> None:
 
 
 def _column_flags(args: argparse.Namespace) -> Any:
-    from ..rollout.readers import ColumnFlags
     mapping = {name: getattr(args, f"col_{name}") for name in COLUMN_OPTIONS if getattr(args, f"col_{name}")}
+    if not mapping:
+        return None
+    from ..rollout.readers import ColumnFlags
+
     # as flags, so that a column the data lacks is reported as the option typed (--correct acc)
-    return ColumnFlags(**mapping) if mapping else None
+    return ColumnFlags(**mapping)
 
 
 def _reward_weights(text: str | None) -> Any:
+    if not text:
+        return None
     from ..rollout.readers import parse_reward_weights
 
-    return parse_reward_weights(text) if text else None
+    return parse_reward_weights(text)
 
 
 def _segment_tags(args: argparse.Namespace) -> dict[str, Any]:

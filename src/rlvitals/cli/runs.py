@@ -54,13 +54,12 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
 
 
 def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from rich.cells import cell_len
-
-    from ..checks import load_checks
-    from ..checks.config import load_config
-    from ..render.diagnosis import layer_code
-
     if args.list_checks:
+        from rich.cells import cell_len
+
+        from ..checks import load_checks
+        from ..render.diagnosis import layer_code
+
         for check in load_checks():
             params = ", ".join(f"{k}={v}" for k, v in check.params.items())
             layer = layer_code(check.layer, args.lang)
@@ -79,7 +78,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             "（这次训练的 rollout 导出文件），或者去掉 --verbose"), lang_of(args)))
         return EXIT_USAGE
     try:
-        config = load_config(args.config) if args.config else None
+        config = _config(args.config) if args.config else None
         settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
@@ -91,13 +90,30 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return _diagnose_paths(paths, args, config, settings, out, err)
 
 
+def _config(path: str) -> DiagnoseConfig:
+    from ..checks.config import load_config
+
+    return load_config(path)
+
+
+def _analysis() -> None:
+    """What diagnosing a loaded run needs (polars and the Run, the checks and their records, the renderers),
+    imported while a worker reads a large log, or else before the diagnosis."""
+    from importlib import import_module
+
+    for name in ("rlvitals.run.run", "rlvitals.diagnosis", "rlvitals.render.diagnosis", "rlvitals.render.summary",
+                 "rlvitals.render.terminal"):
+        import_module(name)
+    from ..checks import load_checks
+
+    load_checks()
+
+
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
-    from ..diagnosis import diagnose
-    from ..render.diagnosis import render_diagnosis, render_markdown
-    from ..render.summary import rollout_log
-    from ..render.terminal import render_rollout_log
+    from ..ingest import while_reading
 
+    while_reading(_analysis)
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
                              one_run=args.one_run, lang=args.lang)
@@ -107,6 +123,12 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     else:
         loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
         (runs, status), analyses = loaded, []
+    _analysis()  # done already when a large log was read by two processes
+    from ..diagnosis import diagnose
+    from ..render.diagnosis import render_diagnosis, render_markdown
+    from ..render.summary import rollout_log
+    from ..render.terminal import render_rollout_log
+
     # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
     logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
     logs += [None] * (len(runs) - len(logs))

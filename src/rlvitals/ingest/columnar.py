@@ -12,7 +12,8 @@ takes the lot.
 process, so a parse uses both cores. The second worker numbers its lines from the newlines before its
 range and reads on the same 1 MiB grid (:func:`~rlvitals.ingest.text.line_blocks`), so what it reads,
 skips and notes is what a read of the whole file does there; the caller puts the two together in file
-order.
+order. :mod:`.pieces` shares a file's pieces between the two instead, for a parse whose line numbers
+show only in what it says.
 """
 
 from __future__ import annotations
@@ -212,8 +213,8 @@ def split_point(path: Path, size: int) -> int | None:
 
 
 def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, SourceMeta, SkipLog], T],
-           min_bytes: int = SPLIT_BYTES, here: Callable[[Path, SourceMeta, SkipLog], T] | None = None,
-           said_only: bool = False) -> tuple[T, Share[T] | None]:
+           min_bytes: int = SPLIT_BYTES,
+           here: Callable[[Path, SourceMeta, SkipLog], T] | None = None) -> tuple[T, Share[T] | None]:
     """``parse`` over the first half of ``path`` in this process and over the second in a forked one,
     at once. Returns the first half's result (its skips and notes already in ``skips`` and ``meta``) and
     the second's :class:`Share` (read here when its worker failed), or None for it when the file was read
@@ -222,8 +223,6 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
 
     ``parse`` must read only ``meta.window``'s bytes (it gets the first half's window, then ``meta``
     gets its own back); the second worker's ``meta`` is a copy with its window and line numbers.
-    ``said_only``: line numbers show only in what ``parse`` says (skips, notes), not in its result, so
-    the second half's are counted only when it said something (:func:`second_half`).
     """
     here = here or parse
     size = path.stat().st_size if meta.window is None and can_fork() else 0
@@ -232,7 +231,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
         return here(path, meta, skips), None
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=_second, args=(path, meta, parse, mid, send, said_only), daemon=True)
+    worker = context.Process(target=_second, args=(path, meta, parse, mid, send), daemon=True)
     try:
         with warnings.catch_warnings():
             # Python 3.12 warns that a forked child of a threaded process may deadlock on a lock another
@@ -253,7 +252,7 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
         try:
             share = _receive(receive)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died before it said all
-            share = second_half(path, meta, parse, mid, said_only)
+            share = second_half(path, meta, parse, mid)
     finally:
         receive.close()
         if worker.is_alive():
@@ -263,20 +262,11 @@ def halves(path: Path, meta: SourceMeta, skips: SkipLog, parse: Callable[[Path, 
 
 
 def second_half(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T],
-                mid: int, said_only: bool = False) -> Share[T]:
+                mid: int) -> Share[T]:
     """``parse`` over the bytes from ``mid`` to the end, with a ``meta`` of its own that numbers the
-    lines as in the whole file. With ``said_only`` (line numbers show only in skips and notes) the lines
-    are numbered from the middle first, and the half is read again numbered from the start of the file
-    when it said something: counting the first half's lines (a read of half the file) is paid only then."""
-    share = _from(path, meta, parse, mid, 0 if said_only else count_lines(path, 0, mid))
-    if said_only and (share.skipped.count or share.notes):
-        share = _from(path, meta, parse, mid, count_lines(path, 0, mid))
-    return share
-
-
-def _from(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
-          line_base: int) -> Share[T]:
-    mine = replace(meta, notes=[], bytes_read=0, config={}, window=(mid, sys.maxsize), line_base=line_base)
+    lines as in the whole file."""
+    mine = replace(meta, notes=[], bytes_read=0, config={}, window=(mid, sys.maxsize),
+                   line_base=count_lines(path, 0, mid))
     skipped = SkipLog()
     value = parse(path, mine, skipped)
     return Share(value, skipped, mine.notes, mine.bytes_read, mid)
@@ -290,10 +280,15 @@ def _columns_of(value: object) -> Columns | None:
 
 
 def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, SkipLog], T], mid: int,
-            send: Connection, said_only: bool) -> None:
-    """The second worker: parse from ``mid`` to the end and send the :class:`Share`, its columns a
-    segment at a time (so neither process holds them twice), an empty message after the last."""
-    share = second_half(path, meta, parse, mid, said_only)
+            send: Connection) -> None:
+    """The second worker: parse from ``mid`` to the end and send the :class:`Share`."""
+    send_share(send, second_half(path, meta, parse, mid))
+    send.close()
+
+
+def send_share(send: Connection, share: Share[Any]) -> None:
+    """``share`` sent to the reading process: its columns a segment at a time (so neither process holds
+    them twice), an empty message after the last, then the rest."""
     cols = _columns_of(share.value)
     if cols is not None:
         cols.progress = None  # a callback does not travel
@@ -301,11 +296,10 @@ def _second(path: Path, meta: SourceMeta, parse: Callable[[Path, SourceMeta, Ski
         send.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
     send.send_bytes(b"")
     send.send_bytes(pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL))
-    send.close()
 
 
 def _receive(receive: Connection) -> Share[Any]:
-    """What :func:`_second` sends, put together."""
+    """What :func:`send_share` sent, put together."""
     parts: list[_Part] = []
     while data := receive.recv_bytes():
         parts.append(pickle.loads(data))

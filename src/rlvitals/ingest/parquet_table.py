@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnknownFormatError
 from ..words import Words
 from ._reader import Reader
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch, note_side_logs
 from .record import Record, SkipLog, SourceMeta, Value
+
+if TYPE_CHECKING:  # polars is imported when a Parquet file is read, not with the readers
+    import polars as pl
 
 FORMAT = "parquet"
 MAGIC = b"PAR1"
@@ -37,10 +39,14 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _scalar(dtype: pl.DataType) -> bool:
+    import polars as pl
+
     return dtype.is_numeric() or dtype in (pl.Boolean, pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
 
 
 def _schema(path: Path) -> pl.Schema:
+    import polars as pl
+
     try:
         return pl.scan_parquet(path).collect_schema()
     except (pl.exceptions.PolarsError, OSError, pl.exceptions.PanicException) as exc:  # a panic: damaged bytes
@@ -61,6 +67,8 @@ def _refuse_rollouts(path: Path, names: list[str]) -> None:
 
 
 def _batches(path: Path, columns: list[str], names: list[str]) -> Iterator[tuple[int, pl.DataFrame]]:
+    import polars as pl
+
     # by position: polars reads a name written as ^…$ as a regular expression (a column "^.*$" is every column)
     lazy = pl.scan_parquet(path).select(pl.nth([names.index(c) for c in columns]))
     try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ import orjson
 
 from ..words import Words
 from ._reader import Reader
-from .columnar import SPLIT_BYTES, Columns, halves
+from .columnar import SPLIT_BYTES, Columns
+from .pieces import read_shared
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_line, json_objects, line_blocks
 
@@ -151,10 +151,10 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
     """What :func:`read` yields, as :class:`Columns`; a file of ``min_bytes`` or more is parsed by two
     processes, each its half."""
     meta.framework = "verl"
-    # a line's number shows only in what is said about it: a skip, a note
-    cols, second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress), said_only=True)
-    if second is not None:
-        cols.extend(second.merge(meta, skips))
+    # a line's number shows only in what is said about it (a skip, a note): the pieces can be shared
+    cols, later = read_shared(path, meta, skips, _parse, min_bytes=min_bytes, progress=progress)
+    for share in later:
+        cols.extend(share.merge(meta, skips))
     return cols
 
 

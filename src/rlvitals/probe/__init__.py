@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .backends import Backend, Cache, Cached, HttpBackend
     from .chain import Chain, chain_of
-    from .interventions import FRACTIONS, PROBES
+    from .interventions import FRACTIONS
     from .local import LocalBackend
+    from .names import PROBES, VERIFIERS
     from .prompts import FORCE, Request
     from .result import run_probe, write_steps
     from .runner import ProbeOptions, Progress
-    from .steps import VERIFIERS, Arithmetic, Combined, KnownStates, States, StepCheck, Verifier, verifier_for
+    from .steps import Arithmetic, Combined, KnownStates, States, StepCheck, Verifier, verifier_for
 
 __all__ = ["FORCE", "FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "Combined",
            "HttpBackend", "Request", "KnownStates", "LocalBackend", "ProbeOptions", "Progress", "States",
@@ -27,18 +28,17 @@ __all__ = ["FORCE", "FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Ca
 #: where each name of the face lives; a module is imported when one of its names is first asked for, so the
 #: command line's options (``PROBES``, ``VERIFIERS``) cost no model backend, HTTP client or rollout reader
 HOMES = {**dict.fromkeys(("Backend", "Cache", "Cached", "HttpBackend"), "backends"),
-         **dict.fromkeys(("Chain", "chain_of"), "chain"), **dict.fromkeys(("FRACTIONS", "PROBES"), "interventions"),
+         **dict.fromkeys(("Chain", "chain_of"), "chain"), "FRACTIONS": "interventions",
          "LocalBackend": "local", **dict.fromkeys(("FORCE", "Request"), "prompts"),
          **dict.fromkeys(("run_probe", "write_steps"), "result"),
          **dict.fromkeys(("ProbeOptions", "Progress"), "runner"),
-         **dict.fromkeys(("VERIFIERS", "Arithmetic", "Combined", "KnownStates", "States", "StepCheck", "Verifier",
-                          "verifier_for"), "steps")}
+         **dict.fromkeys(("Arithmetic", "Combined", "KnownStates", "States", "StepCheck", "Verifier", "verifier_for"),
+                         "steps"), **dict.fromkeys(("PROBES", "VERIFIERS"), "names")}
 
 
 def __getattr__(name: str) -> Any:
     home = HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{home}", __name__), name)
-    globals()[name] = value
-    return value
+    # looked up each time, never kept here: a test that patches the module's name patches the face's too
+    return getattr(import_module(f".{home}", __name__), name)

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .chain import Chain
+from .names import PROBES
 
 __all__ = ["FRACTIONS", "PROBES", "Variant", "add_mistake", "biased", "early_answering", "filler",
            "full", "mentions_suggestion", "paraphrased", "suggestion_for", "unbiased"]
 
 #: the fractions of the reasoning shown by early answering (1.0, the whole chain, is the reference)
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)
-#: every intervention, in the order the output lists them
-PROBES = ("early_answering", "add_mistake", "paraphrase", "filler", "biased")
 
 Then = Literal["answer", "continue", "respond"]
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]\d)")

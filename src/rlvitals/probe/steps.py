@@ -25,6 +25,7 @@ from ..errors import ProbeError
 from ..rollout.answers import same_answer
 from ..words import Words
 from .chain import Chain
+from .names import VERIFIERS
 
 __all__ = ["Arithmetic", "Combined", "KnownStates", "States", "StepCheck", "Verifier", "verification_summary"]
 
@@ -174,8 +175,6 @@ def verification_summary(chains: Sequence[Chain], verifier: Verifier) -> dict[st
 
 
 ARITHMETIC = Arithmetic()
-#: the step verifiers ``rlvitals probe --verify`` offers
-VERIFIERS = ("arithmetic", "word-problems")
 
 
 def verifier_for(choice: str, states: States) -> Verifier:

@@ -66,6 +66,5 @@ def __getattr__(name: str) -> Any:
     home = HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{home}", __name__), name)
-    globals()[name] = value
-    return value
+    # looked up each time, never kept here: a test that patches the module's name patches the face's too
+    return getattr(import_module(f".{home}", __name__), name)

@@ -238,13 +238,13 @@ def apply_map(df: pl.DataFrame, cmap: ColumnMap, where: str, skips: SkipLog, not
     extras = [c for c in df.columns if c not in used and c not in (WHERE, KEY)]
     # columns are taken by name as Series: pl.col reads a name like '^x$' as a pattern
     sel = [df.get_column(src).alias(dst) for dst, src in mapping.items()]
-    sel += [df.get_column(c).alias(f"raw_{c}" if c in S.SCHEMA else c) for c in extras]
+    sel += [df.get_column(c).alias(f"raw_{c}" if c in S.schema() else c) for c in extras]
     sel += [df.get_column(c) for c in (WHERE, KEY) if c in df.columns]
     out = pl.DataFrame(sel, height=df.height)
     for col in (S.STEP, S.SCORE):
         if col in out.columns:
             out = to_number(out, col, pl.Int64() if col == S.STEP else pl.Float64(), skips)
-    for col, dtype in S.SCHEMA.items():
+    for col, dtype in S.schema().items():
         if col not in out.columns or col in (S.STEP, S.SCORE):
             continue
         if isinstance(dtype, pl.List):

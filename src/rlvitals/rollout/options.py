@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..words import Words
-from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, read_rollouts
 from .segments import SegmentTags
+
+if TYPE_CHECKING:  # the readers (polars) come in when rollouts are read, not with the settings
+    from .readers import ColumnMap, Progress, RewardWeights, RolloutSet
 
 __all__ = ["DEFAULT_KS", "RolloutOptions", "RolloutSettings", "source_names"]
 
@@ -151,7 +153,7 @@ class RolloutSettings:
                 raise ValueError(Words(f"ks must be positive integers or 'all', got {self.ks!r}",
                                        f"ks 必须是正整数或 'all'，给的是 {self.ks!r}"))
             object.__setattr__(self, "ks", tuple(self.ks))
-        if self.columns is not None and not isinstance(self.columns, ColumnMap):
+        if self.columns is not None and not isinstance(self.columns, _column_map()):
             raise ValueError(Words(f"columns must be a rollout.readers.ColumnMap, got {self.columns!r}",
                                    f"columns 必须是 rollout.readers.ColumnMap，给的是 {self.columns!r}"))
         if self.group_size is not None and not _whole(self.group_size):
@@ -175,5 +177,13 @@ class RolloutSettings:
     def read(self, path: str | Path, progress: Progress | None = None) -> RolloutSet:
         """The rollouts at ``path`` (a dump folder, a step file, a table), read with these settings;
         ``progress`` is told the files read (:func:`~rlvitals.rollout.readers.read_rollouts`)."""
+        from .readers import read_rollouts
+
         return read_rollouts(path, columns=self.columns, group_size=self.group_size,
                              reward_weights=self.reward_weights, progress=progress)
+
+
+def _column_map() -> type:
+    from .readers import ColumnMap
+
+    return ColumnMap

@@ -8,7 +8,11 @@ unique within a step. Types are fixed so readers and metrics agree.
 
 from __future__ import annotations
 
-import polars as pl
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 STEP = "step"              # training step (Int64)
 GROUP = "group"            # prompt group id within the step (Utf8)
@@ -31,14 +35,19 @@ TOKEN_ENTROPY = "token_entropy"      # per-token entropies (List[Float64])
 TOKEN_LOGPROB = "token_logprob"      # per-token log-probs of the sampled tokens (List[Float64])
 TOKEN_ADVANTAGE = "token_advantage"  # per-token advantages (List[Float64])
 
-SCHEMA: dict[str, pl.DataType] = {
-    STEP: pl.Int64(), GROUP: pl.Utf8(), SAMPLE: pl.Int64(), PROMPT: pl.Utf8(), RESPONSE: pl.Utf8(),
-    SCORE: pl.Float64(), CORRECT: pl.Boolean(), ANSWER: pl.Utf8(), TARGET: pl.Utf8(), SOURCE: pl.Utf8(),
-    SPLIT: pl.Utf8(), LENGTH: pl.Int64(), TRUNCATED: pl.Boolean(), ADVANTAGE: pl.Float64(),
-    TOOL_CALLS: pl.List(pl.Utf8()), ACTIONS: pl.List(pl.Utf8()), STATES: pl.List(pl.Utf8()),
-    TOKEN_ENTROPY: pl.List(pl.Float64()), TOKEN_LOGPROB: pl.List(pl.Float64()),
-    TOKEN_ADVANTAGE: pl.List(pl.Float64()),
-}
+@lru_cache(maxsize=1)
+def schema() -> dict[str, pl.DataType]:
+    """Each known column's type (polars is imported here: the column names above cost nothing)."""
+    import polars as pl
+
+    return {
+        STEP: pl.Int64(), GROUP: pl.Utf8(), SAMPLE: pl.Int64(), PROMPT: pl.Utf8(), RESPONSE: pl.Utf8(),
+        SCORE: pl.Float64(), CORRECT: pl.Boolean(), ANSWER: pl.Utf8(), TARGET: pl.Utf8(), SOURCE: pl.Utf8(),
+        SPLIT: pl.Utf8(), LENGTH: pl.Int64(), TRUNCATED: pl.Boolean(), ADVANTAGE: pl.Float64(),
+        TOOL_CALLS: pl.List(pl.Utf8()), ACTIONS: pl.List(pl.Utf8()), STATES: pl.List(pl.Utf8()),
+        TOKEN_ENTROPY: pl.List(pl.Float64()), TOKEN_LOGPROB: pl.List(pl.Float64()),
+        TOKEN_ADVANTAGE: pl.List(pl.Float64()),
+    }
 REQUIRED = (STEP, GROUP, SAMPLE)
 
 
@@ -48,8 +57,11 @@ def conform(df: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"a rollout table needs the columns {missing}")
-    casts = [pl.col(c).cast(t) for c, t in SCHEMA.items() if c in df.columns]
-    known = [c for c in SCHEMA if c in df.columns]
+    import polars as pl
+
+    types = schema()
+    casts = [pl.col(c).cast(t) for c, t in types.items() if c in df.columns]
+    known = [c for c in types if c in df.columns]
     out = df.with_columns(casts)
     # by position: select() reads an unknown column's name like '^.*$' as a pattern
-    return out.select(pl.nth([out.columns.index(c) for c in known + [c for c in df.columns if c not in SCHEMA]]))
+    return out.select(pl.nth([out.columns.index(c) for c in known + [c for c in df.columns if c not in types]]))

@@ -14,12 +14,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
 from ..words import Words
 from .schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
+
+if TYPE_CHECKING:  # the tables import polars when built: the probe's chains use only the tags and the text
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ def rollout_segments(df: pl.DataFrame, tags: SegmentTags = SegmentTags()) -> pl.
     think_repetition, format_ok, answer_in_reasoning, tool_calls (count), tool_repeats (count of
     repeated calls). Tool calls come from the ``tool_calls`` column when present, else from the
     tool-call segments of ``response``. Needs ``step`` and ``response``."""
+    import polars as pl
+
     missing = [c for c in (STEP, RESPONSE) if c not in df.columns]
     if missing:
         raise ValueError(Words(f"segment metrics need the rollout column(s) {missing}; the table has {df.columns}",
@@ -213,6 +218,8 @@ class SegmentState:
 
 
 def _step_counts(per: pl.DataFrame, cap: int | None) -> dict[int, StepSegments]:
+    import polars as pl
+
     calls = pl.col("tool_calls")
     agg = per.group_by(STEP).agg(
         rollouts=pl.len(), think_n=pl.col("think_length").count(), think_sum=pl.col("think_length").sum(),
@@ -278,6 +285,8 @@ def _step_row(step: int, acc: StepSegments, cap: int | None) -> dict[str, float 
 
 def compute(state: SegmentState) -> pl.DataFrame:
     """Per-step frame of :func:`segments_table` from a state."""
+    import polars as pl
+
     rows = [_step_row(s, state.steps[s], state.tool_call_cap) for s in sorted(state.steps)]
     names = list(_step_row(0, StepSegments(dict.fromkeys(_COUNTS, 0), np.empty(0)), state.tool_call_cap))
     schema = {k: pl.Int64() if k == STEP or k.endswith("_length/max") else pl.Float64() for k in names}
@@ -296,6 +305,7 @@ def segments_table(df: pl.DataFrame, tags: SegmentTags = SegmentTags(),
     ``rollout/{think,answer}_length/{p10,p50,p90,max}`` (numpy's linear quantiles; max in words).
     ``compute(update(None, df, tags=tags, tool_call_cap=tool_call_cap))``.
 
+    >>> import polars as pl
     >>> df = pl.DataFrame({"step": [0, 0], "response": ["<think>a b</think><answer>1</answer>", "1"]})
     >>> segments_table(df).select("rollout/think_length/mean", "rollout/format_compliance").row(0)
     (2.0, 0.5)

@@ -5,10 +5,29 @@ detecting framework, version and algorithm, and following a growing path (:mod:`
 
 from __future__ import annotations
 
-from .builder import RunBuilder
-from .concat import load_launches
-from .follow import Follow, LineSource, signature
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# bound here, not looked up: the module rlvitals.run.load, once imported, would take the name on this package
 from .load import load
-from .run import Run, WallClock
+
+if TYPE_CHECKING:
+    from .builder import RunBuilder
+    from .concat import load_launches
+    from .follow import Follow, LineSource, signature
+    from .run import Run, WallClock
 
 __all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "WallClock", "signature"]
+
+#: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
+#: read half of it) comes before polars, which only the Run and its frames need
+HOMES = {"RunBuilder": "builder", "load_launches": "concat", **dict.fromkeys(("Follow", "LineSource", "signature"),
+         "follow"), **dict.fromkeys(("Run", "WallClock"), "run")}
+
+
+def __getattr__(name: str) -> Any:
+    home = HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # looked up each time, never kept here: a test that patches the module's name patches the face's too
+    return getattr(import_module(f".{home}", __name__), name)

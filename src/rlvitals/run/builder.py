@@ -20,10 +20,9 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
@@ -31,7 +30,11 @@ from ..ingest.columnar import Block, Columns
 from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
 from ..words import Words
 from .detect import detect
-from .run import Run, WallClock
+
+if TYPE_CHECKING:  # polars and the Run come in at finish(): a reader's worker forked before then has neither
+    import polars as pl
+
+    from .run import Run, WallClock
 
 _EVALISH = ("eval", "val", "test")
 
@@ -257,6 +260,8 @@ class RunBuilder:
         ``finish(path).tail(last)`` would give them but without building the steps left out (a
         watcher reading the end of a long run often). With ``final``, the Run takes the builder's
         columns without a copy and the builder takes no more records."""
+        from .run import Run
+
         if self._given:
             raise RuntimeError("this RunBuilder already gave its columns to a Run (finish(final=True))")
         catalog = catalog or load_catalog()
@@ -322,6 +327,8 @@ def _column(col: array[float], rows: int, pick: _Pick, copy: bool) -> tuple[np.n
 def _wall_clock(walls: array[float] | None, meta: SourceMeta, rows: int, pick: _Pick,
                 copy: bool) -> WallClock | None:
     """The tracker's clock at the picked rows; None when the source has no clock or no row a time."""
+    from .run import WallClock
+
     if walls is None or meta.clock is None:
         return None
     if len(walls) < rows:
@@ -337,6 +344,8 @@ def _wall_clock(walls: array[float] | None, meta: SourceMeta, rows: int, pick: _
 def _series(name: str, values: np.ndarray, logged: np.ndarray | None) -> pl.Series:
     """A Float64 series over ``values`` (without a copy when every row was logged) where a row not
     logged is null and a logged NaN stays NaN."""
+    import polars as pl
+
     if logged is None:
         return pl.Series(name, values, dtype=pl.Float64, nan_to_null=False)
     return pl.Series(name, np.ma.masked_array(values, mask=~logged), nan_to_null=False)
@@ -372,6 +381,8 @@ def _map_keys(keys: list[str], resolver: KeyResolver, ctx: Context,
 def _frame(steps: np.ndarray, columns: Mapping[str, pl.Series]) -> pl.DataFrame:
     """The frame of ``columns`` on the step axis; a log that also wrote its step as a metric keeps
     it, renamed."""
+    import polars as pl
+
     series = [pl.Series("step", steps)]
     series += [col.alias("step (logged)") if name == "step" else col.alias(name) for name, col in columns.items()]
     return pl.DataFrame(series)
@@ -424,6 +435,8 @@ def _train_mask(n: int, present: dict[str, np.ndarray | None], key_map: dict[str
 
 def _validation(frame: pl.DataFrame, key_map: dict[str, Resolved]) -> dict[str, pl.DataFrame]:
     """Validation series grouped by data source: ``{source: frame(step, '<var>/<stat>'...)}``."""
+    import polars as pl
+
     groups: dict[str, dict[str, str]] = defaultdict(dict)
     for res in key_map.values():
         metric = res.metric

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EmptyInputError, UnknownFormatError
 from ..ingest import Reader, SourceMeta, find_reader, logs_in, readers
 from ..words import Words, in_lang
 from .builder import RunBuilder
-from .run import Run
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
