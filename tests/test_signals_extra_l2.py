@@ -104,3 +104,19 @@ def test_fall_from_peak_onset_is_not_moved_by_a_late_bump() -> None:
     x = np.concatenate([np.ones(100), np.full(95, 0.1), np.ones(5)])
     event = S.fall_from_peak(x, window=5)
     assert event is not None and abs(event.start - 100) <= 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=80), st.integers(2, 40), st.integers(1, 40))
+def test_trailing_scale_median_is_the_median_of_the_values_before(values: list[float], window: int,
+                                                                   min_periods: int) -> None:
+    """The median of the ``window`` values before each index, NaN while fewer than ``min_periods`` precede it
+    (taken from the one rolling median the spread needs as well)."""
+    x, min_periods = np.array(values), min(min_periods, window)  # polars refuses more than a window
+    med, _ = S.trailing_scale(x, window, min_periods)
+    for i in range(len(x)):
+        before = x[max(0, i - window): i]
+        if len(before) < min_periods:
+            assert np.isnan(med[i])
+        else:
+            assert med[i] == pytest.approx(float(np.median(before)), rel=1e-12, abs=1e-12)

@@ -69,10 +69,10 @@ def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
     to call anything six of them away a spike."""
     min_periods = min_periods or max(5, window // 2)
     s = pl.Series(x)
-    med = s.rolling_median(window_size=window, min_samples=min_periods)
     centre = s.rolling_median(window_size=window, min_samples=1)
     dev = (s - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
-    med_np: np.ndarray = med.shift(1).fill_null(np.nan).to_numpy()
+    # the median before an index, none while fewer than min_periods values precede it
+    med_np: np.ndarray = np.where(np.arange(len(x)) < min_periods, np.nan, centre.shift(1).fill_null(np.nan).to_numpy())
     dev_np: np.ndarray = dev.shift(1).fill_null(np.nan).to_numpy()
     # a quiet stretch must not make every wiggle a spike: never below half the run's step noise
     sd = np.maximum(np.nan_to_num(dev_np, nan=np.inf), np.maximum(floor * np.abs(med_np), 0.5 * noise_scale(x)))
@@ -143,10 +143,10 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
     n = len(x)
     if n < 2 * window:
         return None
-    s = pl.Series(x)
-    before_med = s.rolling_median(window_size=window).shift(1).fill_null(np.nan).to_numpy()
+    s, level = pl.Series(x), pl.Series(x).rolling_median(window_size=window)
+    before_med = level.shift(1).fill_null(np.nan).to_numpy()
     after_med = s.reverse().rolling_median(window_size=window).reverse().fill_null(np.nan).to_numpy()
-    before_sd = (s - s.rolling_median(window_size=window)).abs().rolling_median(window_size=window) * MAD_TO_SD
+    before_sd = (s - level).abs().rolling_median(window_size=window) * MAD_TO_SD
     sd = np.maximum(np.nan_to_num(before_sd.shift(1).fill_null(np.nan).to_numpy(), nan=np.inf),
                     np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
     z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
