@@ -49,6 +49,14 @@ def test_the_work_meanwhile_runs_here_while_the_worker_reads(tmp_path: Path) -> 
     assert seen[-1] == (os.getpid(), -1) and _bits(small) == _bits(want)
 
 
+def test_work_no_read_did_is_done_by_done_reading_once() -> None:
+    done: list[int] = []
+    pieces.while_reading(lambda: done.append(1))
+    pieces.done_reading()
+    pieces.done_reading()
+    assert done == [1]
+
+
 def _taken_by(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each piece's reader's pid, one line per piece, in a file both processes append to."""
     log = tmp_path / "taken.txt"

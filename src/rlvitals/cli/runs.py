@@ -111,7 +111,7 @@ def _analysis() -> None:
 
 def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: DiagnoseConfig | None,
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
-    from ..ingest import while_reading
+    from ..ingest import done_reading, while_reading
 
     while_reading(_analysis)
     if args.rollouts:
@@ -123,7 +123,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     else:
         loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
         (runs, status), analyses = loaded, []
-    _analysis()  # done already when a large log was read by two processes
+    done_reading()  # the analysis's imports, done already when a large log was read by two processes
     from ..diagnosis import diagnose
     from ..render.diagnosis import render_diagnosis, render_markdown
     from ..render.summary import rollout_log

@@ -44,7 +44,7 @@ from .cursor import (
     rotations,
     same_file,
 )
-from .pieces import while_reading
+from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
 from .record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
 from .text import BOM, json_objects
@@ -54,7 +54,7 @@ __all__ = [
     "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader",
     "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
     "examine", "find_reader", "json_objects", "locate", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack",
-    "WALL_KEY", "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading",
+    "WALL_KEY", "done_reading", "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading",
 ]
 
 HEAD_BYTES = 64 << 10

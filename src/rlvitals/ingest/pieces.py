@@ -30,7 +30,7 @@ from .columnar import SPLIT_BYTES, Share, _columns_of, can_fork
 from .cursor import count_lines
 from .record import SkipLog, SourceMeta
 
-__all__ = ["PIECES", "Parse", "read_shared", "while_reading"]
+__all__ = ["PIECES", "Parse", "done_reading", "read_shared", "while_reading"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -50,13 +50,15 @@ class Parse(Protocol[T_co]):
 
 def while_reading(work: Callable[[], object]) -> None:
     """Have ``work`` done by the next read of a file by two processes, in this process while the worker
-    reads (imports this process will need after the read); done at the latest by the caller itself."""
+    reads (imports this process will need after the read); :func:`done_reading` does what is left."""
     _MEANWHILE.append(work)
 
 
-def _meanwhile() -> None:
+def done_reading() -> None:
+    """Do now the work asked for with :func:`while_reading` that no read did (no file was large)."""
     while _MEANWHILE:
         _MEANWHILE.pop(0)()
+
 
 
 def cuts(path: Path, size: int, pieces: int = PIECES) -> list[int]:
@@ -90,7 +92,7 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
     size = path.stat().st_size if meta.window is None and can_fork() else 0
     starts = cuts(path, size) if size >= min_bytes else [0]
     if len(starts) < 3:
-        _meanwhile()
+        done_reading()
         return parse(path, meta, skips, progress=progress), []
     context = multiprocessing.get_context("fork")
     claim = context.Array("q", [1, len(starts) - 2])  # the next piece for this process, for the worker
@@ -105,11 +107,11 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
         except OSError:  # no process to be had: one reads it all
             receive.close()
             send.close()
-            _meanwhile()
+            done_reading()
             return parse(path, meta, skips, progress=progress), []
         send.close()
         try:
-            _meanwhile()
+            done_reading()
             first, mine = _read_forwards(path, meta, skips, parse, starts, claim, progress)
             theirs = _gather(receive, spool.fileno())
         finally:
