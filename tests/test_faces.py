@@ -8,8 +8,11 @@ import importlib
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 FACES = ("rlvitals.run", "rlvitals.rollout", "rlvitals.probe")
 
@@ -40,3 +43,23 @@ def test_the_command_line_reads_a_log_before_importing_polars() -> None:
             "print('polars' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_path: Path) -> None:
+    """The command as a user runs it, on a log large enough to be shared (16 MB): the forked worker finds no
+    polars in its process (it was forked before the import), and the parent imported it meanwhile."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=10_000))) + b"\n")
+    seen = tmp_path / "seen.txt"
+    code = ("import sys, io, os\n"
+            "from rlvitals.ingest import pieces\n"
+            "real = pieces._worker\n"
+            "def worker(*a):\n"
+            f"    open({str(seen)!r}, 'a').write(f'worker {{\"polars\" in sys.modules}}\\n')\n"
+            "    real(*a)\n"
+            "pieces._worker = worker\n"
+            "from rlvitals.cli import main\n"
+            f"code = main(['diagnose', {str(log)!r}, '--json'], out=io.StringIO(), err=io.StringIO())\n"
+            f"open({str(seen)!r}, 'a').write(f'parent {{\"polars\" in sys.modules}} {{code}}\\n')\n")
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert seen.read_text().splitlines() == ["worker False", "parent True 0"]
