@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rlvitals.ingest import SkipLog, SourceMeta, pieces, verl_jsonl
+from rlvitals.ingest import SkipLog, SourceMeta, generic_jsonl, pieces, verl_jsonl
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 from .test_columnar import BAD_JSONL, _bits, _jsonl, by_columns, by_records
@@ -128,3 +128,78 @@ def test_the_rows_this_process_read_are_told_in_order(tmp_path: Path) -> None:
     assert told == sorted(told) and told[-1] <= 400 and len(later) == pieces.PIECES - 1
     assert sum(len(s.value.steps) for s in later) + len(first.steps) == 400
     assert orjson.loads(path.read_bytes().split(b"\n")[0])["step"] == first.steps[0]
+
+
+def _history(rows: int, *, clock: str | None = "_timestamp", timed_from: int = 0, step_key: str = "train/global_step",
+             extras: bool = True) -> list[bytes]:
+    """W&B-history-like lines: a step key, W&B's counters and clock, side logs between steps (``_step`` only),
+    and, with ``extras``, a NaN literal, a bad line, a text value, a nested object and eval rows."""
+    lines: list[bytes] = []
+    for i in range(rows):
+        row: dict[str, object] = {"_step": len(lines), step_key: i, "train/loss": 1.0 / (i + 1), "train/reward": i % 7}
+        if clock and i >= timed_from:
+            row["_runtime"] = 10.0 + i
+            if clock == "_timestamp":
+                row["_timestamp"] = 1_700_000_000.0 + i
+        if extras and i % 50 == 7:
+            row["eval/acc"] = 0.5
+            row["epoch"] = i / 100
+        if extras and i % 97 == 3:
+            row["notes"] = {"phase": "warm", "lr": 0.001}
+        lines.append(orjson.dumps(row))
+        if extras and i % 13 == 5:
+            lines.append(orjson.dumps({"_step": len(lines), "timing/gen": 0.25, "_timestamp": 1_700_000_000.5 + i}))
+    if extras:
+        lines[120] = b'{"train/global_step": 999, "train/loss": NaN, "_step": 1}'
+        lines[260] = b"not json at all"
+        lines[300] = lines[300][:-1] + b', "tag": "text"}'
+    return lines
+
+
+@pytest.mark.parametrize("case", ["history", "late_clock", "runtime_only", "no_clock", "clock_after_look",
+                                  "runtime_then_timestamp", "no_step_key", "plain_step"])
+def test_a_generic_jsonl_read_in_pieces_is_the_one_read(tmp_path: Path, case: str) -> None:
+    """The step key and the clock are settled from the first rows before the pieces are shared, the side logs
+    are counted over every piece and said once: figure for figure the one-process read."""
+    lines = {"history": lambda: _history(1600), "late_clock": lambda: _history(1600, timed_from=40),
+             "runtime_only": lambda: _history(1600, clock="_runtime"),
+             "no_clock": lambda: _history(1500, clock=None, extras=False),
+             # the whole read gives up on a clock after 1000 rows without one: later pieces must not find one
+             "clock_after_look": lambda: _history(2000, timed_from=1100, extras=False),
+             # the first timed row has only _runtime: every row is read on that clock, whatever later rows carry
+             "runtime_then_timestamp": lambda: _history(40, clock="_runtime", extras=False) + _history(1600),
+             "no_step_key": lambda: [orjson.dumps({"loss": 1.0 / (i + 1)}) for i in range(1600)],
+             "plain_step": lambda: _history(1600, step_key="step")}[case]()
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    want, want_meta = by_records(path, generic_jsonl.READER)
+    got, got_meta = by_columns(path, generic_jsonl.READER, 0)
+    assert _bits(got) == _bits(want)
+    assert (got_meta.clock, got_meta.clock_epoch, got_meta.started) == (want_meta.clock, want_meta.clock_epoch,
+                                                                        want_meta.started)
+    if case == "history":
+        assert any("had W&B's _step but no train/global_step" in n for n in got.notes)
+        assert got.skipped.count == want.skipped.count > 0
+        assert want.wall is not None
+
+
+def test_a_generic_jsonl_is_shared_only_once_its_first_rows_settled_it(tmp_path: Path) -> None:
+    """What the first 1000 records settle, on a copy of the run's meta, and where they end (the first piece
+    holds them whole: a whole read takes them first, so their JSON skips come before their rows')."""
+    path = tmp_path / "h.jsonl"
+    lines = _history(1200)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    meta = SourceMeta(format="jsonl", files=[str(path)])
+    settled = generic_jsonl._settled(path, meta)
+    assert settled is not None and settled[0] == "train/global_step" and settled[1].key == "_timestamp"
+    objects = [n for n, line in enumerate(lines, 1) if line.startswith(b"{") and b"NaN" not in line]
+    head = settled[2]
+    assert path.read_bytes()[:head].count(b"\n") >= objects[999 - 1] and path.read_bytes()[head - 1] == 10
+    assert pieces.cuts(path, path.stat().st_size, head=head)[1] >= head
+    assert meta.clock is None  # settled on a copy
+    few = tmp_path / "few.jsonl"  # the file ends within its first 1000 records: read whole here
+    few.write_bytes(b"\n".join(_history(300)) + b"\n")
+    assert generic_jsonl._settled(few, SourceMeta(format="jsonl", files=[str(few)])) is None
+    none = tmp_path / "none.jsonl"
+    none.write_bytes(b"".join(orjson.dumps({"loss": float(i)}) + b"\n" for i in range(1200)))
+    assert generic_jsonl._settled(none, SourceMeta(format="jsonl", files=[str(none)])) is None

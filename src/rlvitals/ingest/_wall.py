@@ -43,6 +43,14 @@ class WandbClock:
         self.key: str | None = None
         self.looked = 0
 
+    @classmethod
+    def settled(cls, meta: SourceMeta, key: str) -> WandbClock:
+        """A clock whose key a read of the whole file settled on already (``""``: none): a piece of the
+        file reads its rows' times by it and says nothing in ``meta``."""
+        clock = cls(meta)
+        clock.key = key
+        return clock
+
     def wall(self, row: Mapping[str, object]) -> float | None:
         """The row's time on the run's clock; None when the row carries none."""
         key = self.key

@@ -11,13 +11,16 @@ ignored. ``null`` is NaN; Python's ``json`` writes ``NaN``/``Infinity``, which o
 rejects, so such a line is parsed again with the standard library.
 
 Memory is bounded: lines are streamed and only the first records are held to choose the
-step key.
+step key. A large file is read by two processes sharing its pieces once its first rows have settled the
+step key and the clock (:func:`read_columns`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from functools import partial
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,8 @@ from typing import Any
 from ..words import Words
 from ._reader import Reader
 from ._wall import WandbClock
-from .columnar import Columns
+from .columnar import SPLIT_BYTES, Columns
+from .pieces import read_shared
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_dicts, parse_json
 
@@ -138,19 +142,28 @@ def sniff(path: Path, head: bytes) -> bool:
     return False
 
 
-def _rows(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Value], str, float | None]]:
-    """``(step, values, file:line, wall time)`` of each record, its skips counted."""
+_CHOOSE = "\0choose"  # _rows' step key when it is to be chosen from the first records
+
+
+def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None = _CHOOSE,
+          clock: WandbClock | None = None,
+          side: list[int] | None = None) -> Iterator[tuple[int, dict[str, Value], str, float | None]]:
+    """``(step, values, file:line, wall time)`` of each record, its skips counted. A piece of a file gets
+    what the whole file settled on (``step_key``, ``clock``) and tallies its side logs in ``side``
+    instead of noting them."""
     objects = json_dicts(path, meta, skips)
-    first = list(islice(objects, SCAN_RECORDS))
-    step_key = choose_step_key(obj.keys() for _, obj in first)
-    if step_key is None and first:
-        meta.notes.append(Words(f"{path}: no step key ({', '.join(STEP_KEYS)}) in the first records; "
-                                "the records were numbered 1, 2, 3, ... as steps",
-                                f"{path}：开头的记录里没有步数键（{', '.join(STEP_KEYS)}）；"
-                                "各条记录依次编为第 1、2、3…… 步"))
+    first: list[tuple[int, dict[str, Any]]] = []
+    if step_key == _CHOOSE:
+        first = list(islice(objects, SCAN_RECORDS))
+        step_key = choose_step_key(obj.keys() for _, obj in first)
+        if step_key is None and first:
+            meta.notes.append(Words(f"{path}: no step key ({', '.join(STEP_KEYS)}) in the first records; "
+                                    "the records were numbered 1, 2, 3, ... as steps",
+                                    f"{path}：开头的记录里没有步数键（{', '.join(STEP_KEYS)}）；"
+                                    "各条记录依次编为第 1、2、3…… 步"))
     dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
     side_logs = 0
-    clock = WandbClock(meta)
+    clock = clock or WandbClock(meta)
     for n, (lineno, obj) in enumerate(chain(first, objects), 1):
         where = f"{path}:{lineno}"
         if step_key is None:
@@ -174,7 +187,10 @@ def _rows(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, d
         drop_eval_epoch(values)
         if values:
             yield step, values, where, clock.wall(obj)
-    note_side_logs(meta, path, side_logs, "lines")
+    if side is None:
+        note_side_logs(meta, path, side_logs, "lines")
+    else:
+        side.append(side_logs)
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
@@ -182,15 +198,76 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         yield Record(step, values, where, wall=wall)
 
 
-def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = 0,
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = SPLIT_BYTES,
                  progress: Callable[[int], None] | None = None) -> Columns:
-    """What :func:`read` yields, as :class:`Columns` (in one process: which key is the step and which
-    clock the rows carry are settled by the first rows, so a second worker could not start alone);
-    ``min_bytes`` is there for the readers' one signature."""
-    cols = Columns(progress=progress)
+    """What :func:`read` yields, as :class:`Columns`. A file of ``min_bytes`` or more is read by two
+    processes sharing its pieces (:mod:`.pieces`) once its first rows have settled which key is the step
+    and which clock the rows carry (:func:`_settled`), as they settle a read of the whole file; records
+    numbered 1, 2, 3 (no step key) need every row before them, and are read here."""
+    settled = _settled(path, meta) if meta.window is None and path.stat().st_size >= min_bytes else None
+    if settled is None:
+        return _fill(Columns(progress=progress), _rows(path, meta, skips), skips)
+    step_key, scan, head = settled
+    parse = partial(_piece, step_key=step_key, clock_key=scan.key or "")
+    (cols, side), later = read_shared(path, meta, skips, parse, min_bytes=min_bytes, progress=progress, head=head)
+    for share in later:
+        more, their_side = share.merge(meta, skips)
+        cols.extend(more)
+        side += their_side
+    meta.clock, meta.clock_epoch, meta.started = scan.meta.clock, scan.meta.clock_epoch, scan.meta.started
+    note_side_logs(meta, path, side, "lines")
+    return cols
+
+
+def _settled(path: Path, meta: SourceMeta) -> tuple[str, WandbClock, int] | None:
+    """The step key and the clock a read of the whole file settles on in its first rows (the clock on a
+    copy of ``meta``), and where the first :data:`SCAN_RECORDS` records end (the first piece holds them:
+    a whole read takes them first, so their skips come before those of their rows); None when there is no
+    step key, the file ends within those records, or before the clock is settled."""
+    scan = replace(meta, notes=[], bytes_read=0, config={})
+    first = list(islice(json_dicts(path, scan, SkipLog()), SCAN_RECORDS))
+    step_key = choose_step_key(obj.keys() for _, obj in first)
+    if step_key is None or len(first) < SCAN_RECORDS:
+        return None
+    clock = WandbClock(scan)
+    for _ in _rows(path, scan, SkipLog(), step_key=step_key, clock=clock, side=[]):
+        if clock.key is not None:
+            return step_key, clock, _line_end(path, first[-1][0])
+    return None
+
+
+def _line_end(path: Path, lineno: int) -> int:
+    """The offset just past line ``lineno``'s newline (the file's size when it has fewer lines)."""
+    at, seen = 0, 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            count = chunk.count(b"\n")
+            if seen + count >= lineno:
+                cut = -1
+                for _ in range(lineno - seen):
+                    cut = chunk.index(b"\n", cut + 1)
+                return at + cut + 1
+            seen, at = seen + count, at + len(chunk)
+    return at
+
+
+def _piece(path: Path, meta: SourceMeta, skips: SkipLog, *, progress: Callable[[int], None] | None = None,
+           step_key: str, clock_key: str) -> tuple[Columns, int]:
+    """One piece of the file (``meta.window``) with what the whole file settled on; its side logs counted."""
+    side: list[int] = []
+    # the head reads its first records ahead, as a whole read does (their skips come first)
+    chosen = _CHOOSE if meta.window is None or meta.window[0] == 0 else step_key
+    rows = _rows(path, meta, skips, step_key=chosen, clock=WandbClock.settled(meta, clock_key), side=side)
+    cols = _fill(Columns(progress=progress), rows, skips)
+    return cols, side[0]
+
+
+def _fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float | None]], skips: SkipLog) -> Columns:
+    """``rows`` into ``cols``: a row of a plain layout and numbers is a copy of its values; any other goes
+    through the one check every record passes."""
     steps, fast = cols.steps, cols.fast
     lowest, highest = STEP_RANGE
-    for step, values, where, wall in _rows(path, meta, skips):
+    for step, values, where, wall in rows:
         cols.roll()
         keys = tuple(values)
         block = fast.get(keys)

@@ -61,13 +61,14 @@ def done_reading() -> None:
 
 
 
-def cuts(path: Path, size: int, pieces: int = PIECES) -> list[int]:
+def cuts(path: Path, size: int, pieces: int = PIECES, head: int = 0) -> list[int]:
     """Where the pieces of ``path`` start, then its size: just after the first newline at or past each
-    ``k/pieces`` of the file (pieces that would be empty are left out)."""
+    ``k/pieces`` of the file, the second no earlier than ``head`` (a line start: the first piece holds the
+    bytes before it whole); pieces that would be empty are left out."""
     starts = [0]
     with path.open("rb") as fh:
         for k in range(1, pieces):
-            at = max(size * k // pieces, starts[-1])
+            at = max(size * k // pieces, starts[-1], head - 1)
             fh.seek(at)
             while chunk := fh.read(1 << 16):
                 found = chunk.find(b"\n")
@@ -81,16 +82,17 @@ def cuts(path: Path, size: int, pieces: int = PIECES) -> list[int]:
 
 
 def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *, min_bytes: int = SPLIT_BYTES,
-                progress: Callable[[int], None] | None = None) -> tuple[T, list[Share[T]]]:
+                progress: Callable[[int], None] | None = None, head: int = 0) -> tuple[T, list[Share[T]]]:
     """``parse`` over ``path`` by this process and a forked worker sharing its pieces: the first piece's
     result (its skips and notes already in ``skips`` and ``meta``) and every later piece's :class:`Share`,
     in file order. A file smaller than ``min_bytes``, a window of one, or one without a fork is read
-    whole here. ``progress`` is told the rows this process has read.
+    whole here. ``progress`` is told the rows this process has read. The first piece holds at least the
+    bytes before ``head`` (what the parse reads ahead at the start of a file).
 
     The worker writes each piece it read to an unnamed temporary file as soon as it has it (no pipe to
     fill while this process is busy) and at the end says where each one is."""
     size = path.stat().st_size if meta.window is None and can_fork() else 0
-    starts = cuts(path, size) if size >= min_bytes else [0]
+    starts = cuts(path, size, head=head) if size >= min_bytes else [0]
     if len(starts) < 3:
         done_reading()
         return parse(path, meta, skips, progress=progress), []
