@@ -2,8 +2,10 @@
 
 Run:  python benchmarks/scale_ingest.py [--steps 10000,100000,1000000] [--quick] [--no-console]
 
-For each length a simulated veRL GRPO run is written as veRL JSONL (``{"step", "data"}`` lines) and as a
-veRL console log (``step:N - key:value - ...`` lines behind a Ray prefix). Each is measured in processes
+For each length a simulated veRL GRPO run is written as veRL JSONL (``{"step", "data"}`` lines), as a
+W&B history (one flat object a line with ``train/global_step``, ``_step``, ``_runtime`` and ``_timestamp``:
+the generic JSONL reader) and as a veRL console log (``step:N - key:value - ...`` lines behind a Ray
+prefix). Each is measured in processes
 of its own (wall time and peak RSS, :func:`_timing.child`), the pair in the same run:
 
 - floor: a bare ``python -c`` that ``orjson.loads`` every line of the JSONL, or that splits every console
@@ -29,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
+import orjson  # noqa: E402
 from _timing import child  # noqa: E402
 
 from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines  # noqa: E402
@@ -56,6 +59,16 @@ def write_jsonl(path: Path, steps: int) -> None:
             fh.write(line + b"\n")
 
 
+def write_history(path: Path, steps: int) -> None:
+    sc = Scenario(steps=steps, val_every=50)
+    with path.open("wb") as fh:
+        for line in jsonl_lines(sc):
+            record = orjson.loads(line)
+            step = record["step"]
+            fh.write(orjson.dumps({"train/global_step": step, "_step": step, "_runtime": 12.5 * step,
+                                   "_timestamp": 1.7e9 + 12.5 * step, **record["data"]}) + b"\n")
+
+
 def write_console(path: Path, steps: int) -> None:
     sc = Scenario(steps=steps, val_every=50)
     with path.open("w", encoding="utf-8") as fh:
@@ -70,7 +83,7 @@ def _best(cmd: list[str], repeat: int) -> tuple[float, float]:
 
 def measure(kind: str, path: Path, repeat: int) -> dict[str, object]:
     """One log: its floor and ``diagnose --json``, alternated so both see the same machine."""
-    floor_code = JSONL_FLOOR if kind == "jsonl" else CONSOLE_FLOOR
+    floor_code = CONSOLE_FLOOR if kind == "console" else JSONL_FLOOR
     floor_cmd = [sys.executable, "-c", floor_code, str(path)]
     diag_cmd = [sys.executable, "-m", "rlvitals", "diagnose", str(path), "--json"]
     floor, diag = [], []
@@ -87,13 +100,13 @@ def rows(steps: list[int], console: bool = True) -> list[dict[str, object]]:
     """One row per (length, format): the figures :func:`main` prints. Logs are written to a temporary
     folder and removed after."""
     out: list[dict[str, object]] = []
-    kinds = ("jsonl", "console") if console else ("jsonl",)
+    kinds = ("jsonl", "history", "console") if console else ("jsonl", "history")
     for n in steps:
         repeat = 3 if n <= 100_000 else 1
         for kind in kinds:
             with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / ("run.jsonl" if kind == "jsonl" else "run.log")
-                (write_jsonl if kind == "jsonl" else write_console)(path, n)
+                path = Path(tmp) / {"jsonl": "run.jsonl", "history": "wandb-history.jsonl", "console": "run.log"}[kind]
+                {"jsonl": write_jsonl, "history": write_history, "console": write_console}[kind](path, n)
                 row = measure(kind, path, repeat)
             out.append({"steps": n, **row})
     return out
