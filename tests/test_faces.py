@@ -32,22 +32,23 @@ def test_every_name_of_a_lazy_face_is_its_home_modules(face: str) -> None:
         assert not isinstance(got, type(sys)), f"{face}.{name} is a module"
 
 
-def test_the_command_line_reads_a_log_before_importing_polars() -> None:
-    """Up to the read of a log (where a large one is shared with a forked worker), nothing imports polars."""
+def test_the_command_line_reads_a_log_before_importing_polars_numpy_or_the_catalog() -> None:
+    """Up to the read of a log (where a large one is shared with a forked worker), nothing imports polars,
+    numpy or the catalog (together about 0.2 s the worker would wait)."""
     code = ("import sys\n"
             "from rlvitals.cli._common import rollout_settings\n"
             "from rlvitals.cli._parser import build_parser\n"
             "import rlvitals.run.load, rlvitals.ingest\n"
             "args = build_parser().parse_args(['diagnose', 'x.jsonl'])\n"
             "rollout_settings(args, args.rollouts)\n"
-            "print('polars' in sys.modules)\n")
+            "print(sorted({'polars', 'numpy', 'rlvitals.catalog', 'rlvitals.run.builder'} & set(sys.modules)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "False", done.stderr
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_path: Path) -> None:
     """The command as a user runs it, on a log large enough to be shared (16 MB): the forked worker finds no
-    polars in its process (it was forked before the import), and the parent imported it meanwhile."""
+    polars or numpy in its process (it was forked before their import), and the parent imported them meanwhile."""
     log = tmp_path / "run.jsonl"
     log.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=10_000))) + b"\n")
     seen = tmp_path / "seen.txt"
@@ -55,11 +56,11 @@ def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_
             "from rlvitals.ingest import pieces\n"
             "real = pieces._worker\n"
             "def worker(*a):\n"
-            f"    open({str(seen)!r}, 'a').write(f'worker {{\"polars\" in sys.modules}}\\n')\n"
+            f"    open({str(seen)!r}, 'a').write(f'worker {{\"polars\" in sys.modules}} {{\"numpy\" in sys.modules}}\\n')\n"
             "    real(*a)\n"
             "pieces._worker = worker\n"
             "from rlvitals.cli import main\n"
             f"code = main(['diagnose', {str(log)!r}, '--json'], out=io.StringIO(), err=io.StringIO())\n"
             f"open({str(seen)!r}, 'a').write(f'parent {{\"polars\" in sys.modules}} {{code}}\\n')\n")
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    assert seen.read_text().splitlines() == ["worker False", "parent True 0"]
+    assert seen.read_text().splitlines() == ["worker False False", "parent True 0"]

@@ -14,11 +14,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
-from .catalog import load_catalog
 from .errors import RlvitalsError
 from .words import Words
 
 if TYPE_CHECKING:
+    from .catalog import load_catalog as load_catalog
     from .checks.config import DiagnoseConfig
     from .diagnosis import Diagnosis
 
@@ -59,12 +59,17 @@ def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
 
 
 def __getattr__(name: str) -> Any:
-    # the Run and load (polars), the in-process Monitor (a worker thread, the alert sinks) and the rollout
-    # analytics load when asked for: the command line forks a log's second reader before polars is imported
+    # the Run and load (polars), the catalog (its TOML), the in-process Monitor (a worker thread, the alert
+    # sinks) and the rollout analytics load when asked for: the command line forks a log's second reader
+    # before numpy, polars and the catalog are imported
     if name in ("Run", "load"):
         from . import run
 
         return getattr(run, name)
+    if name == "load_catalog":
+        from .catalog import load_catalog
+
+        return load_catalog
     if name == "Monitor":
         from .watch.monitor import Monitor
 

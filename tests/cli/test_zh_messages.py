@@ -20,7 +20,7 @@ import pytest
 from rlvitals.cli import main
 from rlvitals.cli._common import _message, paired_runs
 from rlvitals.cli.progress import status_line, words, working
-from rlvitals.rollout.segments import parse_tag
+from rlvitals.rollout.tags import parse_tag
 from rlvitals.words import Words, in_lang
 
 from .test_zh import english_prose

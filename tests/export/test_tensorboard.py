@@ -25,7 +25,7 @@ from rlvitals.errors import RlvitalsError, UnknownMetricError
 from rlvitals.export import ExportPlan, Series, plan_export, write_tensorboard
 from rlvitals.export._wire import tfrecord, tfrecords, varint
 from rlvitals.export.tensorboard import TEXT_TAG, VERDICT_TAG
-from rlvitals.ingest.tfevents import crc32c
+from rlvitals.ingest._crc import crc32c
 
 FIXTURE = Path("/work/shared/fixtures/real/verl__verl_training_log__grpo_run_deepseek7b_llm.log")
 #: the documented encoding (docs/json.md): a note sits between ok and warn

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals.ingest.tfevents import crc32c, first_bad_crc, masked_crc32c, masked_crc32c_columns
+from rlvitals.ingest._crc import crc32c, masked_crc32c, masked_crc32c_columns
+from rlvitals.ingest.tfevents import first_bad_crc
 
 tb_crc = pytest.importorskip("tensorboard.compat.tensorflow_stub.pywrap_tensorflow")
 tbx_record = pytest.importorskip("tensorboardX.record_writer")

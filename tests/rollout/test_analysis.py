@@ -255,7 +255,7 @@ def test_tool_call_cap_gives_the_share_at_the_cap(tmp_path: Path) -> None:
 
 
 def test_custom_segment_tags_through_the_api_and_the_cli(tmp_path: Path) -> None:
-    from rlvitals.rollout.segments import SegmentTags
+    from rlvitals.rollout.tags import SegmentTags
 
     texts = ["[THINK]add 2 and 2 so 4[/THINK] <final>4</final>", "[THINK]so[/THINK]<final>5</final><call>f(x)</call>",
              "<think>x</think><answer>4</answer>"]

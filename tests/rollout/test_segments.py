@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvitals.rollout import segments as s
+from rlvitals.rollout.tags import parse_tag
 
 GOOD = "<think>so x is 4 and then 4</think>\n<answer>4</answer>"
 
@@ -205,11 +206,11 @@ def test_custom_tags_change_what_counts() -> None:
 
 
 def test_parse_tag_and_tag_clashes() -> None:
-    assert s.parse_tag("think") == ("<think>", "</think>")
-    assert s.parse_tag(" [THINK]  [/THINK] ") == ("[THINK]", "[/THINK]")
+    assert parse_tag("think") == ("<think>", "</think>")
+    assert parse_tag(" [THINK]  [/THINK] ") == ("[THINK]", "[/THINK]")
     for bad in ("", "a b c", "<x>", "x x"):
         with pytest.raises(ValueError, match=r"is not a segment tag: give a tag name \(think means"):
-            s.parse_tag(bad)
+            parse_tag(bad)
     with pytest.raises(ValueError, match=r"need tags of their own, got think=\('<answer>', '</answer>'\)"):
         s.SegmentTags(think=("<answer>", "</answer>"))
 

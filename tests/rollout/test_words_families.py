@@ -33,7 +33,7 @@ from rlvitals.rollout import (
     tokens,
 )
 from rlvitals.rollout.options import RolloutOptions, RolloutSettings, source_names
-from rlvitals.rollout.segments import SegmentTags, parse_tag
+from rlvitals.rollout.tags import SegmentTags, parse_tag
 from rlvitals.words import Words, in_lang, translated
 
 #: scored rollouts without a response: no text for diversity, segments or lengths
@@ -127,8 +127,8 @@ def test_a_group_too_large_for_maj_at_k_is_skipped_in_chinese() -> None:
      "max_response_length 必须是 >= 1 的整数（token 数），给的是 0"),
     (lambda: RolloutSettings(columns={"score": "reward"}), "columns must be a rollout.readers.ColumnMap",
      "columns 必须是 rollout.readers.ColumnMap，给的是 {'score': 'reward'}"),
-    (lambda: RolloutOptions(segment_tags=("<a>", "</a>")), "segment_tags must be a rollout.segments.SegmentTags",
-     "segment_tags 必须是 rollout.segments.SegmentTags，给的是 ('<a>', '</a>')"),
+    (lambda: RolloutOptions(segment_tags=("<a>", "</a>")), "segment_tags must be a rlvitals.rollout.SegmentTags",
+     "segment_tags 必须是 rlvitals.rollout.SegmentTags，给的是 ('<a>', '</a>')"),
     (lambda: RolloutOptions(ood_sources=("math",)), "ood_sources ('math',) need id_sources",
      "ood_sources ('math',) 需要 id_sources：差距是 ID 减 OOD"),
     (lambda: RolloutOptions(id_sources=("gsm8k",), ood_sources=("gsm8k",)), "the data source(s) ['gsm8k'] are given",

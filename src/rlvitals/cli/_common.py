@@ -186,7 +186,7 @@ def _reward_weights(text: str | None) -> Any:
 
 
 def _segment_tags(args: argparse.Namespace) -> dict[str, Any]:
-    from ..rollout.segments import SegmentTags, parse_tag
+    from ..rollout.tags import SegmentTags, parse_tag
 
     tags: dict[str, tuple[str, str]] = {}
     for flag, name in (("think", "think"), ("answer", "answer"), ("tool", "tool_call")):

@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..ingest.tfevents import masked_crc32c, masked_crc32c_columns
+from ..ingest import masked_crc32c, masked_crc32c_columns
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 DT_STRING = 7

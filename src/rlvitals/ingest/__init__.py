@@ -28,6 +28,7 @@ from . import (
     verl_jsonl,
     wandb_offline,
 )
+from ._crc import masked_crc32c, masked_crc32c_columns
 from ._folder import SPECIAL_ZH, logs_in, special_kind
 from ._reader import Reader
 from .columnar import Block, Columns
@@ -48,7 +49,6 @@ from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
 from .record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
 from .text import BOM, json_objects
-from .tfevents import masked_crc32c, masked_crc32c_columns
 
 __all__ = [
     "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader",

@@ -18,19 +18,19 @@ show only in what it says.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import pickle
+import struct
 import sys
 import warnings
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Generic, TypeVar
-
-import numpy as np
 
 from .cursor import count_lines
 from .record import Record, RecordCheck, SkipLog, SourceMeta
@@ -39,6 +39,34 @@ T = TypeVar("T")
 
 #: a file smaller than this is read by one process (a fork costs more than it saves)
 SPLIT_BYTES = 16 << 20
+
+
+#: a packer of n doubles per n (one struct for a record's values: a copy of the doubles, where appending
+#: them to an array one by one costs twice as much)
+_PACKS: dict[int, Callable[..., bytes]] = {}
+
+
+def add_numbers(values: Collection[Any], into: array[float]) -> bool:
+    """Append ``values`` to ``into`` as float64 when each is a number or null (NaN); False (``into`` as it
+    was) when one is not (text, a list, an integer beyond float64).
+
+    >>> into = array("d")
+    >>> add_numbers([1, 2.5, None, True], into), into.tolist(), add_numbers([1, "x"], into), len(into)
+    (True, [1.0, 2.5, nan, 1.0], False, 4)
+    """
+    pack = _PACKS.get(len(values))
+    if pack is None:
+        pack = _PACKS[len(values)] = struct.Struct(f"{len(values)}d").pack
+    try:
+        into.frombytes(pack(*values))
+        return True
+    except struct.error:
+        pass
+    try:
+        into.frombytes(pack(*[math.nan if v is None else v for v in values]))
+        return True
+    except struct.error:
+        return False
 
 
 @dataclass
@@ -154,6 +182,8 @@ class Columns:
     def extend(self, later: Columns) -> None:
         """The records of ``later`` after these (the next byte range of the same file); ``later``'s
         segments are taken, not copied."""
+        import numpy as np  # here, not at the top: a log's worker is forked before numpy is imported
+
         base = len(self.steps)
         self._close()
         self.steps.extend(later.steps)

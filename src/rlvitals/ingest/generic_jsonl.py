@@ -28,7 +28,7 @@ from typing import Any
 from ..words import Words
 from ._reader import Reader
 from ._wall import WandbClock
-from .columnar import SPLIT_BYTES, Columns
+from .columnar import SPLIT_BYTES, Columns, add_numbers
 from .pieces import read_shared
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_dicts, parse_json
@@ -271,19 +271,12 @@ def _fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float 
         cols.roll()
         keys = tuple(values)
         block = fast.get(keys)
-        if block is not None and lowest <= step <= highest:
-            into = block.values
-            have = len(into)
-            try:
-                into.extend(values.values())  # type: ignore[arg-type]  # a text value is a TypeError
-            except TypeError:
-                del into[have:]
-            else:
-                block.rows.append(len(steps))
-                if wall is not None:
-                    cols.wall(len(steps), wall)
-                steps.append(step)
-                continue
+        if block is not None and lowest <= step <= highest and add_numbers(values.values(), block.values):
+            block.rows.append(len(steps))
+            if wall is not None:
+                cols.wall(len(steps), wall)
+            steps.append(step)
+            continue
         record = Record(step, values, where, wall=wall)
         cols.add(record, skips)
         if tuple(record.values) == keys:

@@ -26,13 +26,15 @@ import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..words import Words
+from ._crc import masked_crc32c
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
-from .tfevents import EventScanner, Hits, masked_crc32c
+
+if TYPE_CHECKING:  # the decoder (numpy) is imported when a file is read: sniffing needs only the CRC
+    from .tfevents import Hits
 
 FORMAT = "tensorboard"
 _NAN = float("nan")
@@ -115,6 +117,8 @@ def _header_only(file: Path) -> bool:
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     """Stream one run: a single event file, or every event file directly in a folder."""
+    from .tfevents import EventScanner
+
     files = [path] if path.is_file() else event_files(path)
     meta.files = [str(f) for f in files]
     nonscalar: set[str] = set()
@@ -138,6 +142,8 @@ def _by_step(path: Path, chunks: Iterator[Hits]) -> Iterator[Record]:
     values: dict[str, Value] = {}
     where = ""
     wall = _NAN
+    import numpy as np  # here, not at the top: a log's worker is forked before numpy is imported
+
     for hits in chunks:
         steps = hits.steps
         walls = hits.walls.tolist()

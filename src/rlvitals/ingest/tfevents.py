@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..words import Words
+from ._crc import masked_crc32c, masked_crc32c_columns
 from ._protobuf import FIXED32, FIXED64, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
 from .record import SkipLog, SourceMeta
 
@@ -40,57 +41,6 @@ _U64 = struct.Struct("<Q").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _F32 = struct.Struct("<f").unpack_from
 _NAN = float("nan")
-
-# --- CRC-32C (Castagnoli), table-driven ------------------------------------------------------
-
-_POLY = 0x82F63B78
-_MASK_DELTA = 0xA282EAD8
-
-
-def _make_table() -> list[int]:
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _make_table()
-_TABLE_NP = np.array(_TABLE, dtype=np.uint32)
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C of ``data``.
-
-    >>> hex(crc32c(b"123456789"))
-    '0xe3069283'
-    """
-    crc = 0xFFFFFFFF
-    table = _TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc32c(data: bytes) -> int:
-    """The masked CRC that TFRecord stores (so that a CRC over CRCs is not degenerate)."""
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def masked_crc32c_columns(cols: np.ndarray) -> np.ndarray:
-    """Masked CRC-32C of every column of ``cols`` (shape ``(length, n)``, uint8): one numpy
-    step per byte position, over all n records at once."""
-    crc = np.full(cols.shape[1], 0xFFFFFFFF, dtype=np.uint32)
-    table = _TABLE_NP
-    eight = np.uint32(8)
-    for col in cols:
-        crc = table[crc.astype(np.uint8) ^ col] ^ (crc >> eight)
-    crc ^= np.uint32(0xFFFFFFFF)
-    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
-
 
 def first_bad_crc(buf: bytes, arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                   stored: np.ndarray) -> int | None:

@@ -12,7 +12,6 @@ records would give, skip for skip; :func:`read` stays for a watcher's windows.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import orjson
 
 from ..words import Words
 from ._reader import Reader
-from .columnar import SPLIT_BYTES, Columns
+from .columnar import SPLIT_BYTES, Columns, add_numbers
 from .pieces import read_shared
 from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from .text import json_line, json_objects, line_blocks
@@ -81,26 +80,6 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             yield record
 
 
-def _numbers(data: dict[str, Any], into: array[float]) -> bool:
-    """Append the values of ``data`` to ``into`` as float64 when each is a number or null (NaN);
-    False (``into`` as it was) when one is not."""
-    have = len(into)
-    try:
-        into.extend(data.values())
-        return True
-    except TypeError:
-        del into[have:]
-    except OverflowError:
-        del into[have:]
-        return False
-    try:
-        into.extend([math.nan if v is None else v for v in data.values()])
-        return True
-    except (TypeError, OverflowError):
-        del into[have:]
-        return False
-
-
 def _parse(path: Path, meta: SourceMeta, skips: SkipLog,
            progress: Callable[[int], None] | None = None) -> Columns:
     """The lines of ``meta.window`` (all of them without one) straight into :class:`Columns`: a line of
@@ -122,7 +101,7 @@ def _parse(path: Path, meta: SourceMeta, skips: SkipLog,
                 data, step = obj.get("data"), obj.get("step")
                 if type(data) is dict and type(step) is int and lowest <= step <= highest:
                     block = fast.get(tuple(data))
-                    if block is not None and _numbers(data, block.values):
+                    if block is not None and add_numbers(data.values(), block.values):
                         block.rows.append(len(steps))
                         steps.append(step)
                         continue

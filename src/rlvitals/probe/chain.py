@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..rollout.answers import extract_answer
-from ..rollout.segments import SegmentTags
+from ..rollout.tags import SegmentTags
 
 __all__ = ["Chain", "chain_of", "split_steps"]
 

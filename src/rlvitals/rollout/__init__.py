@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         rollouts_from_records,
     )
     from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP, TARGET, TRUNCATED
-    from .segments import SegmentTags, parse_tag
+    from .tags import SegmentTags, parse_tag
     from .writers import write_trl_completions, write_verl_dump
 
 __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "forced_answer",
@@ -57,7 +57,7 @@ HOMES = {
                      "read_rollouts", "rollouts_from_frame", "rollouts_from_records"), "readers"),
     **dict.fromkeys(("ANSWER", "CORRECT", "GROUP", "LENGTH", "PROMPT", "RESPONSE", "SAMPLE", "SCORE", "STEP",
                      "TARGET", "TRUNCATED"), "schema"),
-    **dict.fromkeys(("SegmentTags", "parse_tag"), "segments"),
+    **dict.fromkeys(("SegmentTags", "parse_tag"), "tags"),
     **dict.fromkeys(("write_trl_completions", "write_verl_dump"), "writers"),
 }
 

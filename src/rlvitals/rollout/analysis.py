@@ -29,7 +29,6 @@ from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
 from .probe_results import probe_results_for, with_probe_results
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, locate, rollouts_from_python
 from .schema import LENGTH, RESPONSE, STEP
-from .segments import SegmentTags
 from .shards import Engine, Sharded, ShardedRollouts, Unshardable, local, run_jobs, table_at
 from .state import (
     RolloutState,
@@ -43,6 +42,7 @@ from .state import (
     table_options,
     update,
 )
+from .tags import SegmentTags
 
 __all__ = ["DEFAULT_KS", "NOT_SERIES", "RolloutAnalysis", "RolloutOptions", "RolloutSettings", "RolloutState",
            "analyze", "analyze_rollouts", "compute", "join_series", "merge", "overall_chunk", "prepare",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..words import Words
-from .segments import SegmentTags
+from .tags import SegmentTags
 
 if TYPE_CHECKING:  # the readers (polars) come in when rollouts are read, not with the settings
     from .readers import ColumnMap, Progress, RewardWeights, RolloutSet
@@ -89,8 +89,8 @@ class RolloutOptions:
             raise ValueError(Words(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}",
                                    f"max_response_length 必须是 >= 1 的整数（token 数），给的是 {limit!r}"))
         if not isinstance(self.segment_tags, SegmentTags):
-            raise ValueError(Words(f"segment_tags must be a rollout.segments.SegmentTags, got {self.segment_tags!r}",
-                                   f"segment_tags 必须是 rollout.segments.SegmentTags，给的是 {self.segment_tags!r}"))
+            raise ValueError(Words(f"segment_tags must be a rlvitals.rollout.SegmentTags, got {self.segment_tags!r}",
+                                   f"segment_tags 必须是 rlvitals.rollout.SegmentTags，给的是 {self.segment_tags!r}"))
         self._check_sources()
 
     def _check_sources(self) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EmptyInputError, UnknownFormatError
-from ..ingest import Reader, SourceMeta, find_reader, logs_in, readers
+from ..ingest import Reader, SkipLog, SourceMeta, find_reader, logs_in, readers
 from ..words import Words, in_lang
-from .builder import RunBuilder
 
 if TYPE_CHECKING:
+    from .builder import RunBuilder
     from .run import Run
 
 
@@ -62,19 +62,20 @@ def load(path: str | Path, fmt: str | None = None,
     found, notes = sources(path, fmt)
     runs, empty = [], []
     for reader, root in found:
-        meta = SourceMeta(format=reader.format, files=[str(root)])
-        builder = RunBuilder(meta)
+        meta, skipped = SourceMeta(format=reader.format, files=[str(root)]), SkipLog()
         if reader.columns is not None and root.is_file():
             tell = _every(root, progress) if progress is not None else None
-            columns = reader.columns(root, meta, builder.skipped, progress=tell)
+            columns = reader.columns(root, meta, skipped, progress=tell)
             if tell is not None:
                 tell(len(columns))
             many = len(columns) >= GIVE_BACK_ROWS
+            builder = _builder(meta, skipped)
             builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
             if many:
                 _give_back()
         else:
-            for count, record in enumerate(reader.read(root, meta, builder.skipped), 1):
+            builder = _builder(meta, skipped)
+            for count, record in enumerate(reader.read(root, meta, skipped), 1):
                 builder.add(record)
                 if progress is not None and not count % PROGRESS_EVERY:
                     progress(root, count)
@@ -90,6 +91,13 @@ def load(path: str | Path, fmt: str | None = None,
     for message in empty:  # a folder of runs keeps its readable runs and says which were empty
         runs[0].notes.append(Words(f"skipped an empty run — {message}", f"跳过了一个空的运行——{message.zh}"))
     return runs
+
+
+def _builder(meta: SourceMeta, skipped: SkipLog) -> RunBuilder:
+    # imported here, not at the top: a large log's worker is forked before numpy and the catalog are imported
+    from .builder import RunBuilder
+
+    return RunBuilder(meta, skipped=skipped)
 
 
 #: from how many records a columnar read hands the memory its parse freed back to the system
