@@ -64,3 +64,17 @@ def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_
             f"open({str(seen)!r}, 'a').write(f'parent {{\"polars\" in sys.modules}} {{code}}\\n')\n")
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert seen.read_text().splitlines() == ["worker False False", "parent True 0"]
+
+
+def test_a_diagnosis_written_as_json_does_not_import_the_terminal_renderers(tmp_path: Path) -> None:
+    """rich (0.05 s of imports) is for the terminal and Markdown; ``--json`` writes without it, and a
+    diagnosis shown on the terminal still imports it (the check can see it)."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=50))) + b"\n")
+    code = ("import sys, io\n"
+            "from rlvitals.cli import main\n"
+            f"main(['diagnose', {str(log)!r}] + sys.argv[1:], out=io.StringIO(), err=io.StringIO())\n"
+            "print('rich' in sys.modules, 'numpy.ma' in sys.modules)\n")
+    seen = [subprocess.run([sys.executable, "-c", code, *flags], capture_output=True, text=True, timeout=120,
+                           check=True).stdout.split() for flags in (["--json"], [], ["--markdown", "--json"])]
+    assert seen == [["False", "True"], ["True", "True"], ["True", "True"]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from typing import IO, TYPE_CHECKING
+from functools import partial
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import RlvitalsError
 from ..words import Words
@@ -25,6 +26,7 @@ from ._common import (
 
 if TYPE_CHECKING:
     from ..checks.config import DiagnoseConfig
+    from ..diagnosis import Diagnosis
     from ..rollout.options import RolloutSettings
 
 
@@ -96,13 +98,16 @@ def _config(path: str) -> DiagnoseConfig:
     return load_config(path)
 
 
-def _analysis() -> None:
-    """What diagnosing a loaded run needs (polars and the Run, the checks and their records, the renderers),
-    imported while a worker reads a large log, or else before the diagnosis."""
+def _analysis(shown: bool) -> None:
+    """What diagnosing a loaded run needs (polars and the Run, the checks and their records, and the renderers
+    when the diagnosis is ``shown``, not written as JSON), imported while a worker reads a large log, or else
+    before the diagnosis."""
     from importlib import import_module
 
-    for name in ("rlvitals.run.run", "rlvitals.diagnosis", "rlvitals.render.diagnosis", "rlvitals.render.summary",
-                 "rlvitals.render.terminal"):
+    # numpy.ma: polars looks for masked arrays when the Run's columns become Series (numpy imports it on first
+    # use, 0.04 s); the render package imports rich (its face is eager): not for a diagnosis written as JSON
+    names = ["numpy.ma", "rlvitals.run.run", "rlvitals.diagnosis"]
+    for name in names + (["rlvitals.render"] if shown else []):
         import_module(name)
     from ..checks import load_checks
 
@@ -113,7 +118,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
     from ..ingest import done_reading, while_reading
 
-    while_reading(_analysis)
+    while_reading(partial(_analysis, args.markdown or not args.json))
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
                              one_run=args.one_run, lang=args.lang)
@@ -125,23 +130,20 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
         (runs, status), analyses = loaded, []
     done_reading()  # the analysis's imports, done already when a large log was read by two processes
     from ..diagnosis import diagnose
-    from ..render.diagnosis import render_diagnosis, render_markdown
-    from ..render.summary import rollout_log
-    from ..render.terminal import render_rollout_log
 
     # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
-    logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
+    logs: list[dict[str, Any] | None] = []
+    if analyses:  # imported here: the render package imports rich, which a diagnosis written as JSON skips
+        from ..render.summary import rollout_log
+
+        logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
     logs += [None] * (len(runs) - len(logs))
     results = []
     for run, log in zip(runs, logs, strict=True):
         d = diagnose(run, config)
         results.append(d)
-        if args.markdown:
-            out.write(render_markdown(d, args.lang))
-        elif not args.json:
-            out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
-            if log is not None:
-                out.write(render_rollout_log(log, out.isatty(), width(out), args.lang, args.verbose))
+        if args.markdown or not args.json:
+            _show(d, log, args, out)
     if args.json:
         out.write(dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
                                   for d, log in zip(results, logs, strict=True)]}) + "\n")
@@ -151,6 +153,18 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
             status = EXIT_FINDINGS
     return status
 
+
+def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, out: IO[str]) -> None:
+    """One diagnosis as Markdown or for the terminal (with what its rollouts' reading skipped)."""
+    from ..render.diagnosis import render_diagnosis, render_markdown
+    from ..render.terminal import render_rollout_log
+
+    if args.markdown:
+        out.write(render_markdown(d, args.lang))
+        return
+    out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
+    if log is not None:
+        out.write(render_rollout_log(log, out.isatty(), width(out), args.lang, args.verbose))
 
 
 def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
