@@ -12,6 +12,7 @@ import orjson
 import pytest
 from conftest import REAL
 
+from rlvitals.errors import RlvitalsError
 from rlvitals.ingest import (
     Columns,
     Reader,
@@ -75,7 +76,13 @@ def _bits(run: Run) -> dict[str, object]:
 def assert_same(path: Path) -> None:
     """The record read, the one-process columnar read and the two-process one agree in every figure."""
     reader = find_reader(path)
-    want, want_meta = by_records(path, reader)
+    try:
+        want, want_meta = by_records(path, reader)
+    except RlvitalsError as exc:  # a file that cannot be read: the columnar read says the same
+        with pytest.raises(type(exc)) as got:
+            by_columns(path, reader, 0)
+        assert (str(got.value), got.value.text("zh")) == (str(exc), exc.text("zh"))
+        return
     full = columnar.SEGMENT_VALUES
     for min_bytes, values in ((1 << 62, full), (0, full), (0, 50), (1 << 62, 1)):
         chunk = text.CHUNK if values == full else min(text.CHUNK, 4096)
@@ -101,7 +108,7 @@ def _logs(folder: Path, readers: tuple[str, ...]) -> list[Path]:
     return found
 
 
-FORMATS = ("verl-jsonl", "verl-console", "jsonl")
+FORMATS = ("verl-jsonl", "verl-console", "jsonl", "trl-state")
 LOGS = _logs(REAL, FORMATS) + _logs(REGRESSIONS, FORMATS) + _logs(CORPUS, FORMATS)
 
 
@@ -325,3 +332,31 @@ def test_a_long_columnar_load_gives_the_freed_heap_back(tmp_path: Path, monkeypa
     assert calls == [1] and run.frame.height == 50
     monkeypatch.undo()
     load_module._give_back()  # the real one, where glibc has it and where it has not
+
+
+def test_trainer_state_reads_the_same(tmp_path: Path) -> None:
+    """A trainer_state.json with what HF Trainer and TRL write (logging steps, evaluations with the epoch,
+    nested and null values, Python's NaN, the end summary) and what a damaged one holds (an entry that is not
+    an object, a step that is not an integer, text values, a step logged twice and one out of order)."""
+    rows: list[object] = []
+    for step in range(1, 301):
+        row: dict[str, object] = {"loss": 0.5 / step, "grad_norm": 1.0 + step % 7, "learning_rate": 1e-6 * step,
+                                  "epoch": step / 300, "step": step, "rewards/accuracy_reward/mean": step % 5 / 4}
+        if step % 50 == 0:
+            row["completions/clipped_ratio"] = None
+            row["kl"] = float("nan")
+        if step % 60 == 0:
+            rows.append({"eval_loss": 0.3, "eval_runtime": 4.5, "epoch": step / 300, "step": step})
+        if step % 77 == 0:
+            row["objective"] = {"mean": 0.25, "std": 0.5}
+        rows.append(row)
+    rows[40:40] = [[1, 2], {"loss": 0.1, "step": "12"}, {"loss": "n/a", "note": "warmup", "step": 13},
+                   {"loss": 0.2, "step": 14}, {"loss": 0.3, "step": 3}]
+    rows.append({"train_runtime": 1234.5, "train_loss": 0.11, "total_flos": 1e18, "epoch": 1.0, "step": 300})
+    state = {"global_step": 300, "max_steps": 300, "log_history": rows, "best_metric": None}
+    path = tmp_path / "trainer_state.json"
+    path.write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2).replace(b"null,\n      \"kl\"", b"NaN,\n      \"kl\""))
+    assert find_reader(path).format == "trl-state"
+    assert_same(path)
+    run, _ = by_columns(path, find_reader(path), 0)
+    assert run.skipped.count == 2 and run.summary["train_runtime"] == 1234.5

@@ -206,7 +206,7 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
     numbered 1, 2, 3 (no step key) need every row before them, and are read here."""
     settled = _settled(path, meta) if meta.window is None and path.stat().st_size >= min_bytes else None
     if settled is None:
-        return _fill(Columns(progress=progress), _rows(path, meta, skips), skips)
+        return fill(Columns(progress=progress), _rows(path, meta, skips), skips)
     step_key, scan, head = settled
     parse = partial(_piece, step_key=step_key, clock_key=scan.key or "")
     (cols, side), later = read_shared(path, meta, skips, parse, min_bytes=min_bytes, progress=progress, head=head)
@@ -258,11 +258,11 @@ def _piece(path: Path, meta: SourceMeta, skips: SkipLog, *, progress: Callable[[
     # the head reads its first records ahead, as a whole read does (their skips come first)
     chosen = _CHOOSE if meta.window is None or meta.window[0] == 0 else step_key
     rows = _rows(path, meta, skips, step_key=chosen, clock=WandbClock.settled(meta, clock_key), side=side)
-    cols = _fill(Columns(progress=progress), rows, skips)
+    cols = fill(Columns(progress=progress), rows, skips)
     return cols, side[0]
 
 
-def _fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float | None]], skips: SkipLog) -> Columns:
+def fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float | None]], skips: SkipLog) -> Columns:
     """``rows`` into ``cols``: a row of a plain layout and numbers is a copy of its values; any other goes
     through the one check every record passes."""
     steps, fast = cols.steps, cols.fast

@@ -11,21 +11,23 @@ last logging step came before it.
 A folder is read through its ``trainer_state.json``, or else through the one in the
 highest-numbered ``checkpoint-N/`` (each checkpoint holds the whole history up to N).
 
-Memory: the file is parsed whole. trainer_state files are small (a record per logging
-step, well under 100 MB even for long runs), so this is acceptable.
+Memory: the file is parsed whole (it is one JSON document). trainer_state files are small (a record per
+logging step, well under 100 MB even for long runs), so this is acceptable; the columnar read lets each
+entry go once its values are in columns.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..words import Words
 from ._reader import Reader
-from .generic_jsonl import as_step, drop_eval_epoch, flatten
+from .columnar import Columns
+from .generic_jsonl import as_step, drop_eval_epoch, fill, flatten
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import json_document
 
@@ -139,7 +141,9 @@ def _history(path: Path, doc: Any, meta: SourceMeta) -> list[Any]:
                            "或者就是这个列表"))
 
 
-def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+def _entries(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, dict[str, Value], str, bool]]:
+    """Each logging step of the history as (step, values, where, is the end-of-training summary); an entry
+    is let go once its values are taken (the document is parsed whole, but none of its dicts is kept)."""
     meta.framework = "trl"
     if path.is_dir():
         path, history = _read_folder(path, meta)
@@ -149,7 +153,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     global_step = as_step(meta.config.get("trainer_state.global_step"))
     if global_step is not None:
         meta.reached = global_step
-    for n, entry in enumerate(history, 1):
+    history.reverse()
+    n = 0
+    while history:
+        entry, n = history.pop(), n + 1
         where = f"{path}#record {n}"
         if not isinstance(entry, dict):
             skips.skip(where, Words(f"expected a JSON object, found {type(entry).__name__}; the record was skipped",
@@ -164,15 +171,35 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         flatten(entry, values, skip=_STEP)
         if SUMMARY_KEYS.intersection(entry):
             meta.reached = max(meta.reached or 0, step)
-            yield Record(step, values, where, kind="summary")
+            yield step, values, where, True
             continue
         drop_eval_epoch(values)
         if values:
-            yield Record(step, values, where)
+            yield step, values, where, False
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    for step, values, where, summary in _entries(path, meta, skips):
+        yield Record(step, values, where, kind="summary" if summary else "metrics")
+
+
+def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = 0,
+                 progress: Callable[[int], None] | None = None) -> Columns:
+    """What :func:`read` yields, as :class:`Columns` (one process: the file is one JSON document)."""
+    cols = Columns(progress=progress)
+
+    def logged() -> Iterator[tuple[int, dict[str, Value], str, float | None]]:
+        for step, values, where, summary in _entries(path, meta, skips):
+            if summary:
+                cols.summary.update(values)  # as Columns.add takes a summary record
+            else:
+                yield step, values, where, None
+
+    return fill(cols, logged(), skips)
 
 
 DESCRIBES = "HF Trainer / TRL trainer_state.json (log_history), or an output_dir of checkpoints"
-READER = Reader(FORMAT, sniff, read, describes=DESCRIBES)
+READER = Reader(FORMAT, sniff, read, columns=read_columns, describes=DESCRIBES)
 #: the same reader for a Trainer output folder or checkpoint folder
 DIR_READER = Reader(FORMAT, sniff_dir, read, takes_dir=True, describes=DESCRIBES)
 #: both forms, for a registry that takes several readers from one module
