@@ -52,6 +52,46 @@ def test_rolling_level_is_polars_centred_median_bit_for_bit(values: list[float],
     assert not np.signbit(got[got == 0]).any()
 
 
+def test_a_level_is_computed_once_per_values_and_window_and_shared_read_only() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=2000)
+    level = S.rolling_level(x, 25)
+    assert S.rolling_level(x.copy(), 25) is level  # the same values, not the same array
+    assert S.rolling_level(x, 24) is not level and S.rolling_level(x + 1e-12, 25) is not level
+    assert not level.flags.writeable
+    with pytest.raises(ValueError):
+        level[0] = 1.0
+    signed = np.zeros(10)
+    signed[3] = -0.0  # other bytes, the same numbers: computed apart, the same level
+    assert np.array_equal(S.rolling_level(signed, 3), S.rolling_level(np.zeros(10), 3))
+
+
+def test_the_shared_levels_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(S, "LEVEL_BYTES", 100_000)
+    monkeypatch.setattr(S, "_LEVELS", type(S._LEVELS)())
+    rng = np.random.default_rng(6)
+    series = [rng.normal(size=1000) for _ in range(30)]  # 16 kB of key and level each
+    levels = [S.rolling_level(x, 9) for x in series]
+    held = sum(len(k) + v.nbytes for (k, _), v in S._LEVELS.items())
+    assert held <= 100_000 and len(S._LEVELS) == 6
+    assert S.rolling_level(series[-1], 9) is levels[-1]  # the latest are kept, the oldest gone
+    assert S.rolling_level(series[0], 9) is not levels[0]
+    assert np.array_equal(S.rolling_level(series[0], 9), levels[0])
+
+
+def test_levels_computed_in_threads_at_once_are_the_levels_computed_alone() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(7)
+    series = [rng.normal(size=5000) for _ in range(8)]
+    alone = [S._LEVELS.clear() or S.rolling_level(x, 31).copy() for x in series]
+    S._LEVELS.clear()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda i: S.rolling_level(series[i % 8], 31), range(64)))
+    for i, level in enumerate(together):
+        assert np.array_equal(level, alone[i % 8])
+
+
 def test_sustained_above_needs_a_level_not_a_point() -> None:
     x = np.zeros(100)
     x[20] = 1.0  # one step: never sustained

@@ -9,6 +9,8 @@ return indices into them; checks turn indices into steps.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -347,34 +349,40 @@ def trend(x: np.ndarray, max_points: int = 400) -> float:
     return float(sign.sum() / len(sign))
 
 
-def relative_change(x: np.ndarray, head: float = 0.2, tail: float = 0.2) -> float:
-    """``(median of the last tail share − median of the first head share) / |first|``."""
-    n = len(x)
-    if n < 4:
-        return 0.0
-    a = float(np.median(x[: max(1, int(n * head))]))
-    b = float(np.median(x[n - max(1, int(n * tail)) :]))
-    return (b - a) / max(abs(a), 1e-12)
-
-
-def decoupling(a: np.ndarray, b: np.ndarray, *, rise: float = 0.3, flat: float = 0.1) -> bool:
-    """True when ``a`` clearly rises (trend ≥ ``rise``) while ``b`` does not (trend ≤ ``flat``):
-    reward up while validation or pass@k stays flat."""
-    return trend(a) >= rise and trend(b) <= flat
+#: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
+#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together
+_LEVELS: OrderedDict[tuple[bytes, int], np.ndarray] = OrderedDict()
+_LEVELS_LOCK = threading.Lock()
+LEVEL_BYTES = 32 << 20
 
 
 def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median over ``window`` values, cut at the ends (``x[i - w//2 : i + (w-1)//2 + 1]``,
     polars' ``center=True``): a level robust to one-step outliers. Polars' trailing median moved back (several
-    times faster on long series), the end's cut windows from the reversed tail; zero is +0.0."""
+    times faster on long series), the end's cut windows from the reversed tail; zero is +0.0. Read-only: the
+    level of the same values and window is computed once and shared."""
     x = np.asarray(x, dtype=float)
+    key = (x.tobytes(), window)
+    with _LEVELS_LOCK:
+        out = _LEVELS.get(key)
+        if out is not None:
+            _LEVELS.move_to_end(key)
+            return out
     n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
     right = (w - 1) // 2
     out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
     if right:  # the reversed last w values: index k holds the median of the last k + 1
         tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
         out[n - right:] = tail[w - 1 - right : w - 1][::-1]
-    return out + 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
+    out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
+    out.setflags(write=False)
+    with _LEVELS_LOCK:
+        _LEVELS[key] = out
+        held = sum(len(k) + v.nbytes for (k, _), v in _LEVELS.items())
+        while held > LEVEL_BYTES and len(_LEVELS) > 1:
+            (k, _), v = _LEVELS.popitem(last=False)
+            held -= len(k) + v.nbytes
+    return out
 
 
 def sustained_above(x: np.ndarray, threshold: float, *, window: int = 10, min_len: int = 10,
@@ -558,18 +566,6 @@ def _break_fits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sdt = sdy - sd * sy / m
     free_sse = stt - sdt * sdt / sdd_c
     return np.maximum(flat_sse, 0.0), np.maximum(hinge_sse, 0.0), np.maximum(free_sse, 0.0)
-
-
-def departure(x: np.ndarray, index: int, baseline: float, direction: str = "down", k: float = 2.0) -> int:
-    """Walk back from ``index`` to where the series first left its baseline: the earliest index
-    from which every value up to ``index`` sits beyond ``baseline`` by ``k`` step-noise sd. A
-    ramp's change point lies in its middle; the departure is where it began."""
-    band = k * noise_scale(x)
-    beyond = (x < baseline - band) if direction == "down" else (x > baseline + band)
-    start = index
-    while start > 0 and beyond[start - 1]:
-        start -= 1
-    return start
 
 
 # -- damage from the first steps --------------------------------------------------------------
