@@ -26,9 +26,11 @@ from rlvitals.diagnosis import diagnose
 from rlvitals.errors import RlvitalsError
 from rlvitals.export import ExportPlan, Series, plan_export, write_wandb
 from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExport, findings_table
+from rlvitals.ingest._leveldb import frames
 from rlvitals.ingest.record import SkipLog, SourceMeta
-from rlvitals.ingest.wandb_offline import _frames
+from rlvitals.ingest.wandb_offline import MAGIC
 from rlvitals.render import STATUS_WORDS
+from rlvitals.words import Words
 
 from export.test_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
 
@@ -70,7 +72,7 @@ def _records(run_dir: Path) -> list[object]:
 
     (path,) = run_dir.glob("*.wandb")
     out = []
-    for _, payload in _frames(path, SourceMeta(format="wandb-offline"), SkipLog()):
+    for _, payload in frames(path, SourceMeta(format="wandb-offline"), SkipLog(), MAGIC, Words("", "")):
         record = pb.Record()
         record.ParseFromString(payload)
         out.append(record)

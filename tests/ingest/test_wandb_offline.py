@@ -16,8 +16,9 @@ from wandb_env import offline_wandb
 
 import rlvitals
 from rlvitals import load
-from rlvitals.ingest import find_reader, wandb_offline
+from rlvitals.ingest import _leveldb, find_reader, wandb_offline
 from rlvitals.ingest.record import SkipLog, SourceMeta
+from rlvitals.words import Words
 
 wandb = pytest.importorskip("wandb")
 
@@ -143,7 +144,7 @@ def test_a_killed_run_reads_every_complete_record_and_counts_the_tail(written: P
     source = next(_runs(written)["verl-like"].glob("*.wandb"))
     full, _ = _read(source)
     data = source.read_bytes()
-    assert len(data) > 2 * wandb_offline.BLOCK  # the long value spans blocks
+    assert len(data) > 2 * _leveldb.BLOCK  # the long value spans blocks
     cut = tmp_path / "run-killed.wandb"
     cut.write_bytes(data[: int(len(data) * keep)])
     got, skips = _read(cut)
@@ -160,8 +161,8 @@ def _inside_a_record(data: bytes, after: int) -> int:
     """The middle of the data of the first record in block 0 that starts after ``after``: there a flipped
     byte breaks only the checksum. (Byte positions move with the run's timestamps, so a fixed one may
     fall on a record's length field instead, which is another kind of corruption.)"""
-    pos = wandb_offline.HEADER_LEN
-    while pos + 7 <= wandb_offline.BLOCK:
+    pos = _leveldb.HEADER_LEN
+    while pos + 7 <= _leveldb.BLOCK:
         length = int.from_bytes(data[pos + 4:pos + 6], "little")
         if pos > after and length > 2:
             return pos + 7 + length // 2
@@ -294,7 +295,9 @@ def _history_clock(folder: Path) -> list[tuple[dict[str, float], float, float]]:
     from wandb.proto import wandb_internal_pb2 as pb
 
     out = []
-    for _, payload in wandb_offline._frames(next(folder.glob("*.wandb")), SourceMeta("wandb-offline"), SkipLog()):
+    found = next(folder.glob("*.wandb"))
+    for _, payload in _leveldb.frames(found, SourceMeta("wandb-offline"), SkipLog(), wandb_offline.MAGIC,
+                                      Words("", "")):
         record = pb.Record()
         record.ParseFromString(payload)
         if record.WhichOneof("record_type") == "history":

@@ -21,6 +21,7 @@ from . import (
     openrlhf_console,
     parquet_table,
     plain_console,
+    swanlab,
     tensorboard,
     trl_console,
     trl_state,
@@ -62,6 +63,7 @@ HEAD_BYTES = 64 << 10
 #: sniffing order: binary and folder formats first, loose text formats last
 READER_MODULES: tuple[ModuleType, ...] = (
     wandb_offline,
+    swanlab,
     mlflow_store,
     tensorboard,
     notebook,

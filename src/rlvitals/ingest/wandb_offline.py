@@ -1,10 +1,7 @@
 """W&B offline runs (``wandb/offline-run-*/run-<id>.wandb``), read without the wandb package.
 
-The ``.wandb`` file is a LevelDB-style log: a 7-byte header (``:W&B``, ``0xBEE1`` little
-endian, a version byte), then 32 KiB blocks of records ``crc32(4) length(2, LE) type(1)``
-with types FULL=1, FIRST=2, MIDDLE=3, LAST=4 (a record too long for its block is split);
-the CRC is zlib's CRC-32 of the type byte and the data. Fewer than 7 bytes left in a block
-are padding. Each record is a ``wandb_internal.Record`` protobuf; the fields read here
+The ``.wandb`` file is a LevelDB-style log (:mod:`._leveldb`) after a 7-byte header (``:W&B``,
+``0xBEE1`` little endian, a version byte). Each record is a ``wandb_internal.Record`` protobuf; the fields read here
 (numbers from wandb's ``wandb_internal.proto``):
 
 - Record: ``history=2``, ``summary=3``, ``config=5``, ``run=17``
@@ -40,14 +37,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..words import Words
+from ._leveldb import frames
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
 from ._wall import WandbClock
@@ -57,88 +53,13 @@ from .text import iter_lines, json_objects
 FORMAT = "wandb-offline"
 
 MAGIC = b":W&B\xe1\xbe"
-HEADER_LEN = 7
-BLOCK = 32 * 1024
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_HEADER = Words("W&B header (':W&B' + 0xBEE1)", "W&B 文件头（':W&B' + 0xBEE1）")
 #: rows read before deciding between ``train/global_step`` and ``_step`` as the step axis
 LOOKAHEAD = 1000
 STEP_KEYS = ("train/global_step", "eval/global_step")
 SYSTEM_KEYS = frozenset({"_step", "_runtime", "_timestamp"})
 _RUN_DIR = re.compile(r"(?:offline-)?run-.+")
-_HEAD = struct.Struct("<IHB").unpack_from
 _NAN = math.nan
-
-# --- the log framing --------------------------------------------------------------------------
-
-
-#: what is wrong with a framed record of a ``.wandb`` file (empty: the file ends there, nothing wrong)
-_NO_PROBLEM = Words("", "")
-_ZEROS = Words("zeros before the end of the block", "块结束之前出现了全零")
-_PAST_BLOCK = Words("length runs past the block", "长度超出了块的边界")
-_CHECKSUM = Words("checksum mismatch", "校验和不符")
-
-
-def _frames(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[tuple[int, bytes]]:
-    """``(record_number, payload)`` of every complete, intact record of a ``.wandb`` file."""
-    number = 0
-    parts: list[bytes] = []
-    with path.open("rb") as fh:
-        header = fh.read(HEADER_LEN)
-        meta.bytes_read += len(header)
-        if len(header) < HEADER_LEN or not header.startswith(MAGIC):
-            skips.skip(f"{path}#record 1", Words("no W&B header (':W&B' + 0xBEE1); the file was skipped",
-                                                 "没有 W&B 文件头（':W&B' + 0xBEE1）；这个文件已跳过"))
-            return
-        offset = HEADER_LEN  # where in the current block reading resumes
-        while True:
-            block = fh.read(BLOCK - offset)
-            meta.bytes_read += len(block)
-            last = len(block) < BLOCK - offset  # the file ends in this block
-            pos = 0
-            end = len(block)
-            while end - pos >= 7:
-                crc, length, kind = _HEAD(block, pos)
-                stop = pos + 7 + length
-                bad: Words | None
-                if kind == 0 and length == 0 and crc == 0:
-                    bad = _NO_PROBLEM if last or not block[pos:].strip(b"\0") else _ZEROS
-                elif stop > end:
-                    bad = _NO_PROBLEM if last else _PAST_BLOCK  # at the end: truncated, below
-                elif not FULL <= kind <= LAST or zlib.crc32(block[pos + 7:stop], zlib.crc32(bytes((kind,)))) != crc:
-                    bad = _CHECKSUM
-                else:
-                    bad = None
-                if bad is not None:
-                    if bad:
-                        number += 1
-                        skips.skip(f"{path}#record {number}",
-                                   Words(f"corrupt record ({bad}); the rest of its 32 KiB block was skipped",
-                                         f"记录已损坏（{bad.zh}）；它所在的 32 KiB 块余下的部分已跳过"))
-                        parts = []
-                        pos = end
-                    break
-                data = block[pos + 7:stop]
-                pos = stop
-                if kind == FULL:
-                    number += 1
-                    yield number, data
-                elif kind == FIRST:
-                    parts = [data]
-                elif parts:
-                    parts.append(data)
-                    if kind == LAST:
-                        number += 1
-                        yield number, b"".join(parts)
-                        parts = []
-            if last:
-                if block[pos:].strip(b"\0") or parts:
-                    skips.skip(f"{path}#record {number + 1}",
-                               Words("truncated record at the end of the file (the run was killed or is "
-                                     "still writing); the incomplete tail was skipped",
-                                     "文件末尾的记录不完整（运行被杀掉了，或者还在写入）；不完整的尾部已跳过"))
-                return
-            offset = 0
-
 
 # --- protobuf payloads -------------------------------------------------------------------------
 
@@ -385,7 +306,7 @@ def _read_wandb_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[R
     keys: dict[bytes, str] = {}
     summary = _Summary(keys)
     rows = 0
-    for number, payload in _frames(path, meta, skips):
+    for number, payload in frames(path, meta, skips, MAGIC, _HEADER):
         where = f"{path}#record {number}"
         try:
             for num, wire, a, b in fields(payload, 0, len(payload)):

@@ -12,6 +12,8 @@ __all__ = ["FORMATS_ZH", "render_formats"]
 #: each reader's format in Chinese (a reader added without its line here fails tests/render/test_formats.py)
 FORMATS_ZH = {
     "wandb-offline": "W&B 的离线运行记录（run-<id>.wandb），或存放多个运行记录的 wandb/ 目录",
+    "swanlab": ("SwanLab 的运行记录（swanlog/run-<时间>-<id>/run-<id>.swanlab，SwanLab 0.8 及以后），"
+                "或存放多个运行记录的 swanlog/ 目录"),
     "mlflow": "MLflow 的记录库：mlruns/ 目录或 SQLite 文件 mlflow.db",
     "tensorboard": "TensorBoard 事件文件（events.out.tfevents.*），或存放多次运行的事件文件的目录",
     "notebook": "Jupyter 笔记本（.ipynb），其中保存的输出里有训练日志或训练表格",
