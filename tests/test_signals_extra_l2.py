@@ -79,6 +79,15 @@ def test_the_shared_levels_stay_within_their_bytes(monkeypatch: pytest.MonkeyPat
     assert np.array_equal(S.rolling_level(series[0], 9), levels[0])
 
 
+def test_the_level_of_a_very_long_series_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(S, "LEVEL_KEPT", 500)
+    x = np.random.default_rng(8).normal(size=501)
+    level = S.rolling_level(x, 9)
+    assert S.rolling_level(x, 9) is not level and np.array_equal(S.rolling_level(x, 9), level)
+    assert not level.flags.writeable  # read-only all the same: no caller may count on writing it
+    assert S.rolling_level(x[:500], 9) is S.rolling_level(x[:500], 9)
+
+
 def test_levels_computed_in_threads_at_once_are_the_levels_computed_alone() -> None:
     from concurrent.futures import ThreadPoolExecutor
 

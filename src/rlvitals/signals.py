@@ -350,10 +350,11 @@ def trend(x: np.ndarray, max_points: int = 400) -> float:
 
 
 #: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
-#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together
+#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together,
+#: none of a series longer than LEVEL_KEPT (there a level's memory counts for more than its time)
 _LEVELS: OrderedDict[tuple[bytes, int], np.ndarray] = OrderedDict()
 _LEVELS_LOCK = threading.Lock()
-LEVEL_BYTES = 32 << 20
+LEVEL_BYTES, LEVEL_KEPT = 32 << 20, 1 << 18
 
 
 def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
@@ -362,12 +363,12 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
     times faster on long series), the end's cut windows from the reversed tail; zero is +0.0. Read-only: the
     level of the same values and window is computed once and shared."""
     x = np.asarray(x, dtype=float)
-    key = (x.tobytes(), window)
-    with _LEVELS_LOCK:
-        out = _LEVELS.get(key)
-        if out is not None:
-            _LEVELS.move_to_end(key)
-            return out
+    key = (x.tobytes(), window) if len(x) <= LEVEL_KEPT else None
+    if key is not None:
+        with _LEVELS_LOCK:
+            if (out := _LEVELS.get(key)) is not None:
+                _LEVELS.move_to_end(key)
+                return out
     n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
     right = (w - 1) // 2
     out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
@@ -376,6 +377,8 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
         out[n - right:] = tail[w - 1 - right : w - 1][::-1]
     out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
     out.setflags(write=False)
+    if key is None:
+        return out
     with _LEVELS_LOCK:
         _LEVELS[key] = out
         held = sum(len(k) + v.nbytes for (k, _), v in _LEVELS.items())
