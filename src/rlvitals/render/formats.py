@@ -15,6 +15,7 @@ FORMATS_ZH = {
     "swanlab": ("SwanLab 的运行记录（swanlog/run-<时间>-<id>/run-<id>.swanlab，SwanLab 0.8 及以后），"
                 "或存放多个运行记录的 swanlog/ 目录"),
     "mlflow": "MLflow 的记录库：mlruns/ 目录或 SQLite 文件 mlflow.db",
+    "trackio": "Trackio 的项目数据库（<TRACKIO_DIR>/<project>.db），或存放多个项目数据库的目录",
     "tensorboard": "TensorBoard 事件文件（events.out.tfevents.*），或存放多次运行的事件文件的目录",
     "notebook": "Jupyter 笔记本（.ipynb），其中保存的输出里有训练日志或训练表格",
     "trl-state": "HF Trainer / TRL 的 trainer_state.json（log_history），或存放各个 checkpoint 的 output_dir",

@@ -1,0 +1,277 @@
+"""Trackio projects (Hugging Face's local-first tracker), read from their SQLite files without trackio.
+
+Trackio keeps one database per project, ``<TRACKIO_DIR>/<project>.db`` (``TRACKIO_DIR`` defaults to
+``~/.cache/huggingface/trackio``), written in WAL mode. Its ``metrics`` table holds a row per log call:
+``run_name``, ``step``, ``timestamp`` (ISO 8601, the time the batch of calls was flushed, every 0.5 s) and
+``metrics``, a flat JSON object (stored as text or as bytes) in which NaN and infinities are the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"``; ``run_id`` tells apart runs of one name (Trackio 0.24 and
+later). ``configs`` holds each run's config (its ``_``-prefixed keys are Trackio's own), and
+``system_metrics`` samples of the machine on their own clock (no step), which are left out and counted.
+Media and tables (a dict with ``_type``: ``trackio.image``, ``trackio.table``…) are not metrics: left out
+and named. Columns are found with ``PRAGMA table_info``, not by version.
+
+A file is opened read-only, so a training that is still writing it is never blocked (WAL lets a reader and
+the writer work at once); a run is named ``<db>#<run name>`` (``<db>#<run id>`` when two runs share a name).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError
+from ..words import Words
+from ._reader import Reader
+from .record import Record, SkipLog, SourceMeta, Value
+
+FORMAT = "trackio"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: a folder holding more entries than this is not looked into for project databases
+_SNIFF_ENTRIES = 500
+
+
+def _connect(db: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    return con
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _is_trackio_db(db: Path) -> bool:
+    try:
+        with db.open("rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return False
+        con = _connect(db)
+        try:
+            return {"run_name", "step", "metrics", "timestamp"} <= _columns(con, "metrics")
+        finally:
+            con.close()
+    except (OSError, sqlite3.Error, UnicodeDecodeError):
+        return False
+
+
+def _databases(folder: Path) -> list[Path]:
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return []
+    if len(children) > _SNIFF_ENTRIES:
+        return []
+    return [c for c in children if c.suffix == ".db" and c.is_file() and _is_trackio_db(c)]
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    if path.is_file():
+        return head.startswith(SQLITE_MAGIC) and _is_trackio_db(path)
+    return bool(_databases(path))
+
+
+def _split(path: Path) -> tuple[Path, str | None]:
+    """``<db>#<run>`` (as :func:`runs` names a run) into its parts."""
+    if path.exists():
+        return path, None
+    db, sep, run = str(path).rpartition("#")
+    if sep and Path(db).is_file():
+        return Path(db), run
+    return path, None
+
+
+def _runs_of(db: Path) -> list[tuple[str, str | None]]:
+    """``(name, id)`` of every run of a project, in the order they began (id None before Trackio 0.24)."""
+    con = _connect(db)
+    try:
+        if "run_id" in _columns(con, "metrics"):
+            rows = con.execute("SELECT run_name, run_id FROM metrics GROUP BY run_id ORDER BY MIN(id)").fetchall()
+            return [(str(name), str(rid)) for name, rid in rows]
+        return [(str(r[0]), None) for r in con.execute("SELECT run_name FROM metrics GROUP BY run_name "
+                                                       "ORDER BY MIN(id)")]
+    finally:
+        con.close()
+
+
+def runs(path: Path) -> list[Path]:
+    """One root per run: ``<db>#<run>`` for each run of each project database given (or in the folder)."""
+    db, run = _split(path)
+    if run is not None:
+        return [path]
+    out = []
+    for file in [db] if db.is_file() else _databases(db):
+        try:
+            found = _runs_of(file)
+        except (sqlite3.Error, UnicodeDecodeError):
+            out.append(file)
+            continue
+        names = [name for name, _ in found]
+        out += [Path(f"{file}#{name if names.count(name) == 1 or rid is None else rid}") for name, rid in found]
+    return out or [path]
+
+
+def _which(con: sqlite3.Connection, db: Path, run: str | None) -> tuple[str, str]:
+    """The column and value that pick the run (its id when the name is shared, else its name)."""
+    has_id = "run_id" in _columns(con, "metrics")
+    if run is None:
+        key = "run_id" if has_id else "run_name"
+        ids = [r[0] for r in con.execute(f"SELECT DISTINCT {key} FROM metrics LIMIT 2")]
+        if len(ids) != 1:
+            raise InputError(Words(f"{db}: this Trackio project holds {'several runs' if ids else 'no run'}; read "
+                                   "it with load() to get one Run each, or name one as <db>#<run name>",
+                                   f"{db}：这个 Trackio 项目里{'有多个运行' if ids else '没有运行'}；用 load() 读取，"
+                                   "每个运行得到一个 Run，或者用 <db>#<运行名> 指定其中一个"))
+        return key, str(ids[0])
+    if has_id and con.execute("SELECT 1 FROM metrics WHERE run_id = ? LIMIT 1", (run,)).fetchone():
+        return "run_id", run
+    return "run_name", run
+
+
+def _value(value: Any) -> Value | None:
+    """A logged value as a metric (a number or text), None for media, tables and lists."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        return _NONFINITE.get(value, value)
+    return None
+
+
+def _wall(stamp: object) -> float | None:
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return None
+
+
+def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> None:
+    if "config" not in _columns(con, "configs") or key not in _columns(con, "configs"):
+        return
+    row = con.execute(f"SELECT config FROM configs WHERE {key} = ?", (run,)).fetchone()
+    try:
+        config = orjson.loads(row[0]) if row is not None else {}
+    except orjson.JSONDecodeError:
+        config = {}
+    if isinstance(config, dict):
+        for name, value in config.items():
+            if not str(name).startswith("_"):  # Trackio's own (_Username, _Created, _Group)
+                _flatten(str(name), value, meta.config)
+        created = _wall(config.get("_Created"))
+        if created is not None:
+            meta.started = created
+
+
+def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{key}.{k}", v, out)
+    else:
+        out[key] = value
+
+
+class _Rows:
+    """The metric rows of a run into one record per step (a step logged in several calls is one record; a
+    key logged twice at a step starts the next record), and what was left out."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.step: int | None = None
+        self.values: dict[str, Value] = {}
+        self.wall: float | None = None
+        self.media: set[str] = set()
+
+    def add(self, step: int, metrics: dict[str, Any], wall: float | None) -> Iterator[Record]:
+        values = {}
+        for key, raw in metrics.items():
+            value = _value(raw)
+            if value is None:
+                self.media.add(str(key))
+            else:
+                values[str(key)] = value
+        if self.step is not None and (step != self.step or self.values.keys() & values.keys()):
+            yield from self.flush()
+        self.step = step
+        self.values.update(values)
+        self.wall = wall if wall is not None else self.wall
+
+    def flush(self) -> Iterator[Record]:
+        if self.values and self.step is not None:
+            yield Record(self.step, self.values, f"{self.where} step {self.step}", wall=self.wall)
+        self.values, self.wall = {}, None
+
+
+def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    meta.files, meta.clock = [str(db)], "Trackio timestamp"
+    meta.bytes_read += db.stat().st_size
+    con = _connect(db)
+    try:
+        key, chosen = _which(con, db, run)
+        meta.config["trackio.project"] = db.stem
+        _config(con, key, chosen, meta)
+        rows = _Rows(f"{db}#{chosen}")
+        for row_id, step, stamp, blob in con.execute(
+                f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? ORDER BY step, id", (chosen,)):
+            try:
+                metrics = orjson.loads(blob)
+            except orjson.JSONDecodeError as exc:
+                metrics = exc
+            if not isinstance(metrics, dict) or not isinstance(step, int):
+                skips.skip(f"{db}#{chosen} row {row_id}",
+                           Words(f"expected a step and a JSON object of metrics, got step {step!r}; the row was "
+                                 "skipped", f"应为步数和指标的 JSON 对象，读到的步数是 {step!r}；这一行已跳过"))
+                continue
+            yield from rows.add(step, metrics, _wall(stamp))
+        yield from rows.flush()
+        _notes(con, db, key, chosen, rows, meta)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # the file is damaged from here on
+        skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
+                                        f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
+    finally:
+        con.close()
+
+
+def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, meta: SourceMeta) -> None:
+    if rows.media:
+        shown = sorted(rows.media)
+        listed = ", ".join(shown[:6]) + (", …" if len(shown) > 6 else "")
+        meta.notes.append(Words(f"{db}#{run}: media and tables ({len(shown)}: {listed}) are not metrics; they "
+                                "were left out",
+                                f"{db}#{run}：媒体和表格（{len(shown)} 个：{listed}）不是指标；没有读入"))
+    if key in _columns(con, "system_metrics"):
+        (count,) = con.execute(f"SELECT COUNT(*) FROM system_metrics WHERE {key} = ?", (run,)).fetchone()
+        if count:
+            meta.notes.append(Words(f"{db}#{run}: Trackio's system metrics ({count} sample{'s' if count != 1 else ''}"
+                                    ": CPU, GPU, memory) are on their own clock, not at training steps; they were "
+                                    "left out",
+                                    f"{db}#{run}：Trackio 的 {count} 条系统指标采样（CPU、GPU、内存）按自己的时钟"
+                                    "记录，不在训练步上；没有读入"))
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    db, run = _split(path)
+    if not db.is_file():
+        found = _databases(db)
+        if len(found) != 1:
+            raise InputError(Words(f"{path}: {len(found)} Trackio projects in this folder; read it with load() "
+                                   "to get their runs, or pass one project's .db",
+                                   f"{path}：这个文件夹里有 {len(found)} 个 Trackio 项目；用 load() 读取它们的运行，"
+                                   "或者传入某一个项目的 .db 文件"))
+        db = found[0]
+    yield from _read(db, run, meta, skips)
+
+
+DESCRIBES = "a Trackio project database (<TRACKIO_DIR>/<project>.db), or a folder of them"
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
+READERS = (READER, DIR_READER)

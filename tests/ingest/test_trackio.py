@@ -1,0 +1,249 @@
+"""Trackio projects as the real library writes them (``trackio.init``/``log``/``finish``, ``TRACKIO_DIR``),
+read from their SQLite files without trackio: value for value what the script logged and what Trackio's own
+storage reads back, read while a training still writes them, and followed by ``watch`` as they grow."""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rlvitals import load
+from rlvitals.errors import InputError
+from rlvitals.ingest import SkipLog, SourceMeta, find_reader, trackio
+
+pytest.importorskip("trackio")
+
+STEPS = 40
+
+#: a training script: veRL keys at every step, a key logged in a call of its own at the same step, a
+#: validation key every 10, NaN and infinities, a completions table; two runs of one project, and a third
+#: run with the first one's name
+SCRIPT = """
+import math, sys, time, trackio
+steps, pause = int(sys.argv[1]), float(sys.argv[2])
+for name in sys.argv[3:]:
+    trackio.init(project="rl.vitals demo", name=name,
+                 config={"algorithm": {"adv_estimator": "grpo"}, "actor_rollout_ref": {"actor": {"lr": 1e-6}}, "n": 8})
+    for step in range(steps):
+        trackio.log({"actor/entropy": 1.0 / (step + 1), "critic/score/mean": step / STEPS,
+                     "actor/grad_norm": math.nan if step == 5 else math.inf if step == 6 else -math.inf if step == 7
+                     else 0.5 + step % 3}, step=step)
+        trackio.log({"response_length/mean": 100.0 + step}, step=step)
+        if step % 10 == 9:
+            trackio.log({"val-core/openai/gsm8k/reward/mean@4": step / 100}, step=step)
+        if pause:
+            time.sleep(pause)
+    trackio.log({"completions": trackio.Table(columns=["step", "prompt", "completion", "reward"],
+                                              data=[[steps - 1, "1+1?", "2", 1.0]])}, step=steps - 1)
+    trackio.finish()
+""".replace("STEPS", str(STEPS))
+
+
+def logged(step: int) -> dict[str, float]:
+    out = {"actor/entropy": 1.0 / (step + 1), "critic/score/mean": step / STEPS,
+           "actor/grad_norm": math.nan if step == 5 else math.inf if step == 6 else -math.inf if step == 7
+           else 0.5 + step % 3, "response_length/mean": 100.0 + step}
+    if step % 10 == 9:
+        out["val-core/openai/gsm8k/reward/mean@4"] = step / 100
+    return out
+
+
+def start(store: Path, *names: str, steps: int = STEPS, pause: float = 0.0) -> subprocess.Popen[str]:
+    env = {**os.environ, "TRACKIO_DIR": str(store)}
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(steps), str(pause), *names], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def write(store: Path, *names: str) -> Path:
+    proc = start(store, *names)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write(tmp_path_factory.mktemp("tk") / "trackio", "exp-a", "exp-b", "exp-a")
+
+
+def at(run_frame: pl.DataFrame, key: str, step: int) -> float | None:
+    hit = run_frame.filter(pl.col("step") == step)
+    return None if hit.is_empty() or key not in hit.columns else hit[key].item()
+
+
+def same(a: float | None, b: float | None) -> bool:
+    return a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
+
+
+def value_at(run: object, key: str, step: int) -> float | None:
+    for frame in [run.raw, *run.validation.values()]:  # type: ignore[attr-defined]
+        got = at(frame.filter(pl.col(key).is_not_null()) if key in frame.columns else frame, key, step)
+        if got is not None:
+            return got
+    return None
+
+
+def test_a_project_holds_its_runs_and_each_reads_what_was_logged(store: Path) -> None:
+    (db,) = store.glob("*.db")
+    assert db.name == "rlvitalsdemo.db" and find_reader(store).format == "trackio"
+    roots = trackio.runs(store)
+    assert [r.name.split("#")[1] for r in roots][1] == "exp-b" and len(roots) == 3
+    assert roots[0] != roots[2]  # two runs named exp-a: told apart by their ids
+    runs = load(store)
+    assert len(runs) == 3 and {r.format for r in runs} == {"trackio"}
+    for run in runs:
+        assert run.skipped.count == 0 and run.steps.tolist() == list(range(STEPS))
+        for step in range(STEPS):
+            for key, value in logged(step).items():
+                assert same(value_at(run, key, step), value), (key, step)
+        assert run.config["algorithm.adv_estimator"] == "grpo" and run.config["n"] == 8
+        assert run.config["actor_rollout_ref.actor.lr"] == 1e-6 and run.config["trackio.project"] == "rlvitalsdemo"
+        assert not any(k.startswith("_") for k in run.config)
+        assert run.framework == "verl" and run.algorithm == "grpo"
+        assert not any(c.startswith("completions") for c in run.raw.columns)
+        assert any("media and tables (1: completions) are not metrics" in str(n) for n in run.notes)
+
+
+#: Trackio's own read of every run (``SQLiteStorage.get_logs``), in a process whose TRACKIO_DIR is the store
+#: (trackio settles its folder when imported)
+THEIRS = """
+import json, sqlite3, sys
+from trackio.sqlite_storage import SQLiteStorage
+db = SQLiteStorage.get_project_db_path("rl.vitals demo")
+runs = sqlite3.connect(db).execute("SELECT run_id, run_name FROM metrics GROUP BY run_id ORDER BY MIN(id)")
+print(json.dumps([SQLiteStorage.get_logs("rl.vitals demo", name, run_id=run_id) for run_id, name in runs]))
+"""
+
+
+def test_every_value_is_what_trackios_own_storage_reads(store: Path) -> None:
+    import json
+
+    done = subprocess.run([sys.executable, "-c", THEIRS], env={**os.environ, "TRACKIO_DIR": str(store)},
+                          capture_output=True, text=True, timeout=120, check=True)
+    logs = json.loads(done.stdout)
+    (db,) = store.glob("*.db")
+    assert len(logs) == len(trackio.runs(db)) == 3
+    for run_logs, root in zip(logs, trackio.runs(db), strict=True):
+        theirs = {(key, log["step"]): float(value) for log in run_logs for key, value in log.items()
+                  if key not in ("step", "timestamp") and isinstance(value, (int, float))}
+        ours = {(key, record.step): value for record in trackio.read(root, SourceMeta("trackio"), SkipLog())
+                for key, value in record.values.items()}
+        assert ours.keys() == theirs.keys() and len(theirs) > 4 * STEPS
+        assert all(same(ours[k], theirs[k]) for k in theirs)  # type: ignore[arg-type]
+
+
+def test_a_project_read_while_a_training_writes_it(tmp_path: Path) -> None:
+    """Reads opened read-only while the training logs: each sees a prefix of the run, and the training
+    (Trackio flushes every 0.5 s, from a thread of its own) never meets a locked database."""
+    store = tmp_path / "trackio"
+    proc = start(store, "live", steps=400, pause=0.005)
+    seen: list[int] = []
+    until = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < until:
+        if list(store.glob("*.db")):
+            try:
+                [run] = load(store)
+            except InputError:  # the file exists, no row yet
+                pass
+            else:
+                steps = run.steps.tolist()
+                assert steps == list(range(len(steps)))
+                seen.append(len(steps))
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "locked" not in err, err
+    assert seen == sorted(seen) and len(set(seen)) > 1
+    [run] = load(store)
+    assert len(run.steps) == 400
+
+
+def test_watch_follows_a_project_as_it_grows(tmp_path: Path) -> None:
+    import io
+
+    from rlvitals.watch.state import WatchState
+    from rlvitals.watch.view import PlainView
+    from rlvitals.watch.watcher import Watcher, WatchOptions
+
+    store = tmp_path / "trackio"
+    proc = start(store, "live", steps=300, pause=0.01)
+    now = [1000.0]
+    w = Watcher([store], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(min_gap=0.0),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
+    lengths = []
+    until = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < until:
+        now[0] += 10
+        w.cycle()
+        for followed in w.full.values():  # one run: <store>/rlvitalsdemo.db#live
+            lengths.append(len(followed.run.steps))
+        time.sleep(0.3)
+    proc.communicate(timeout=120)
+    now[0] += 10
+    w.cycle()
+    (followed,) = w.full.values()
+    assert len(followed.run.steps) == 300 and followed.run.path.endswith("rlvitalsdemo.db#live")
+    assert lengths == sorted(lengths) and len(set(lengths)) > 1
+    w.close()
+
+
+def test_a_damaged_row_is_a_counted_skip(store: Path, tmp_path: Path) -> None:
+    import shutil
+
+    (db,) = store.glob("*.db")
+    copy = tmp_path / db.name
+    shutil.copy(db, copy)
+    con = sqlite3.connect(copy)
+    con.execute("UPDATE metrics SET metrics = '{\"actor/entropy\": ' WHERE id = 3")
+    con.commit()
+    con.close()
+    root = trackio.runs(copy)[0]
+    run = load(copy)[0]
+    assert run.path == str(root) and run.skipped.count == 1
+    assert run.skipped.reasons[0] == (f"{root} row 3: expected a step and a JSON object of metrics, got step 1; "
+                                      "the row was skipped")
+    assert run.steps.tolist() == list(range(STEPS))  # step 1's other call is still read
+
+
+def test_a_folder_of_several_projects_read_whole_is_told_in_both_languages(store: Path, tmp_path: Path) -> None:
+    import shutil
+
+    (db,) = store.glob("*.db")
+    for name in ("a.db", "b.db"):
+        shutil.copy(db, tmp_path / name)
+    assert len(load(tmp_path)) == 6
+    with pytest.raises(InputError) as got:
+        list(trackio.read(tmp_path, SourceMeta("trackio"), SkipLog()))
+    assert str(got.value) == (f"{tmp_path}: 2 Trackio projects in this folder; read it with load() to get their "
+                              "runs, or pass one project's .db")
+    assert got.value.text("zh") == (f"{tmp_path}：这个文件夹里有 2 个 Trackio 项目；用 load() 读取它们的运行，"
+                                    "或者传入某一个项目的 .db 文件")
+
+
+def test_system_samples_are_left_out_and_counted(store: Path, tmp_path: Path) -> None:
+    """The machine's samples (Trackio's system_metrics table: a timestamp, no step) are no training steps."""
+    import shutil
+
+    (db,) = store.glob("*.db")
+    copy = tmp_path / db.name
+    shutil.copy(db, copy)
+    root = trackio.runs(copy)[1]
+    run_id = root.name.split("#")[1]
+    con = sqlite3.connect(copy)
+    (run_id,) = con.execute("SELECT run_id FROM metrics WHERE run_name = ? LIMIT 1", (run_id,)).fetchone()
+    for i in range(3):
+        con.execute("INSERT INTO system_metrics (run_id, timestamp, run_name, metrics) VALUES (?, ?, ?, ?)",
+                    (run_id, f"2026-12-03T17:00:0{i}+00:00", "exp-b", b'{"cpu/utilization": 12.5}'))
+    con.commit()
+    con.close()
+    run = load(copy)[1]
+    assert f"{root}: Trackio's system metrics (3 samples: CPU, GPU, memory) are on their own clock, not at " \
+           "training steps; they were left out" in [str(n) for n in run.notes]
+    assert "cpu/utilization" not in run.raw.columns
