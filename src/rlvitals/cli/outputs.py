@@ -85,9 +85,9 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs: int) -> Words:
-    """Where ``plan`` went (``--tensorboard`` or ``--wandb``), in both languages; ``names``: the TensorBoard
-    sub-folders taken so far by the other runs."""
-    from ..export import write_tensorboard, write_wandb
+    """Where ``plan`` went (``--tensorboard``, ``--wandb`` or ``--trackio``), in both languages; ``names``: the
+    TensorBoard sub-folders taken so far by the other runs."""
+    from ..export import write_tensorboard, write_trackio, write_wandb
 
     if args.tensorboard is not None:
         # several runs into one LOGDIR: one sub-folder each, as TensorBoard lists runs
@@ -96,6 +96,15 @@ def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs:
         names.append(name)
         where = str(write_tensorboard(plan, Path(args.tensorboard) / name if runs > 1 else Path(args.tensorboard)))
         return Words(where, where)
+    if args.trackio is not None:
+        if runs > 1 and args.trackio_run:
+            raise RlvitalsError(Words(f"--trackio-run {args.trackio_run!r} names one Trackio run, but {runs} runs "
+                                      "were given; export one run at a time under one name",
+                                      f"--trackio-run {args.trackio_run!r} 指的是一个 Trackio 运行，但给了 {runs} 次"
+                                      "训练；用同一个名字时请一次导出一次训练"))
+        to = write_trackio(plan, directory=args.trackio, project=args.trackio_project, name=args.trackio_run)
+        return Words(f"{to.database}#{to.run} (Trackio: {to.rows} new rows, {to.kept} there already)",
+                     f"{to.database}#{to.run}（Trackio：新写 {to.rows} 行，已有 {to.kept} 行）")
     online = os.environ.get("WANDB_MODE") == "online"
     done = write_wandb(plan, directory=args.wandb_dir, project=args.wandb_project, run_id=args.wandb_run_id,
                        mode="online" if online else "offline")

@@ -2,9 +2,9 @@
 
 Outputs layer: it reads Runs, Diagnoses and rollout series and nothing imports it back but the live
 watcher. :func:`plan_export` chooses what to write (pure); :func:`write_tensorboard` writes an event
-file with no dependency; :func:`write_wandb` logs through the real ``wandb`` client, imported
-only when called; :class:`~rlvitals.export.live.LiveTensorBoard` appends to an event file while
-``watch`` runs.
+file with no dependency; :func:`write_wandb` logs through the real ``wandb`` client and
+:func:`write_trackio` through ``trackio``, each imported only when called;
+:class:`~rlvitals.export.live.LiveTensorBoard` appends to an event file while ``watch`` runs.
 """
 
 
@@ -23,8 +23,9 @@ from .plan import (
     resolve_metrics,
 )
 from .tensorboard import write_tensorboard
+from .trackio import TrackioExport, write_trackio
 from .wandb import WandbExport, write_wandb
 
 __all__ = ["expect_folder", "ExportPlan", "FindingRow", "LiveTensorBoard", "LiveWandb", "plan_export",
     "resolve_metrics", "Series", "STATUS_VALUE", "TENSORBOARD_FOLDER", "WANDB_FOLDER", "WandbExport",
-    "write_tensorboard", "write_wandb"]
+    "TrackioExport", "write_tensorboard", "write_trackio", "write_wandb"]
