@@ -165,14 +165,21 @@ def test_a_project_read_while_a_training_writes_it(tmp_path: Path) -> None:
     assert len(run.steps) == 400
 
 
-def test_watch_follows_a_project_as_it_grows(tmp_path: Path) -> None:
+def test_watch_follows_a_project_as_it_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each poll reads only the rows written since the last (a query from the last row id): over the whole
+    training the records read add up to one read of the finished run, plus at most one per poll (a step a
+    poll cut in two), however many polls there were."""
     import io
 
+    from rlvitals.run.table_source import TableSource
     from rlvitals.watch.state import WatchState
     from rlvitals.watch.view import PlainView
     from rlvitals.watch.watcher import Watcher, WatchOptions
 
     store = tmp_path / "trackio"
+    read = []
+    scan = trackio._scan
+    monkeypatch.setattr(trackio, "_scan", lambda *a, **k: (read.append(r) or r for r in scan(*a, **k)))
     proc = start(store, "live", steps=300, pause=0.01)
     now = [1000.0]
     w = Watcher([store], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(min_gap=0.0),
@@ -191,6 +198,12 @@ def test_watch_follows_a_project_as_it_grows(tmp_path: Path) -> None:
     (followed,) = w.full.values()
     assert len(followed.run.steps) == 300 and followed.run.path.endswith("rlvitalsdemo.db#live")
     assert lengths == sorted(lengths) and len(set(lengths)) > 1
+    assert isinstance(w.follows[0].inner, TableSource)
+    polls, followed_records = len(lengths) + 1, len(read)
+    read.clear()
+    [whole] = load(store)
+    assert len(read) <= followed_records <= len(read) + polls  # each row once, not once per poll
+    assert followed.run.raw.equals(whole.raw)
     w.close()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .record import Record, SkipLog, SourceMeta
 
@@ -38,6 +38,9 @@ class Reader:
     (``rlvitals formats``). ``columns``, where a reader has it, reads the whole file into
     :class:`~rlvitals.ingest.columnar.Columns` (what ``read`` yields, without a dict per record, by two
     processes for a large file): what a one-shot load uses; ``read`` stays for a watcher's windows.
+    ``since``, where a reader has it (a database that grows by rows), reads what a run gained after a
+    position it returned before (None: from the start): ``since(root, meta, skips, position) ->
+    (records, position)``, so a watcher follows the run without reading it again.
     """
 
     format: str
@@ -47,3 +50,4 @@ class Reader:
     runs: Callable[[Path], list[Path]] = _single
     describes: str = ""
     columns: ReadColumns | None = None
+    since: Callable[[Path, SourceMeta, SkipLog, Any], tuple[list[Record], Any]] | None = None

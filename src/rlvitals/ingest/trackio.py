@@ -182,10 +182,11 @@ def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
 
 class _Rows:
     """The metric rows of a run into one record per step (a step logged in several calls is one record; a
-    key logged twice at a step starts the next record), and what was left out."""
+    key logged twice at a step starts the next record), what was left out, and how far they were read."""
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self.last = 0  # the highest row id read (where a follower goes on from)
         self.step: int | None = None
         self.values: dict[str, Value] = {}
         self.wall: float | None = None
@@ -211,32 +212,69 @@ class _Rows:
         self.values, self.wall = {}, None
 
 
-def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+def _scan(con: sqlite3.Connection, db: Path, key: str, chosen: str, rows: _Rows, skips: SkipLog, *,
+          by_step: bool) -> Iterator[Record]:
+    """The records of the rows after ``rows.last``: in step order for a whole read, in the order written for a
+    follower (whose steps may come back in a later poll: a Run puts the values of one step together)."""
+    order = "step, id" if by_step else "id"
+    for row_id, step, stamp, blob in con.execute(f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? "
+                                                 f"AND id > ? ORDER BY {order}", (chosen, rows.last)):
+        rows.last = max(rows.last, row_id)
+        try:
+            metrics = orjson.loads(blob)
+        except orjson.JSONDecodeError as exc:
+            metrics = exc
+        if not isinstance(metrics, dict) or not isinstance(step, int):
+            skips.skip(f"{db}#{chosen} row {row_id}",
+                       Words(f"expected a step and a JSON object of metrics, got step {step!r}; the row was "
+                             "skipped", f"应为步数和指标的 JSON 对象，读到的步数是 {step!r}；这一行已跳过"))
+            continue
+        yield from rows.add(step, metrics, _wall(stamp))
+    yield from rows.flush()
+
+
+def _begin(con: sqlite3.Connection, db: Path, run: str | None, meta: SourceMeta) -> tuple[str, str]:
+    key, chosen = _which(con, db, run)
     meta.files, meta.clock = [str(db)], "Trackio timestamp"
+    meta.config["trackio.project"] = db.stem
+    _config(con, key, chosen, meta)
+    return key, chosen
+
+
+def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.bytes_read += db.stat().st_size
     con = _connect(db)
     try:
-        key, chosen = _which(con, db, run)
-        meta.config["trackio.project"] = db.stem
-        _config(con, key, chosen, meta)
+        key, chosen = _begin(con, db, run, meta)
         rows = _Rows(f"{db}#{chosen}")
-        for row_id, step, stamp, blob in con.execute(
-                f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? ORDER BY step, id", (chosen,)):
-            try:
-                metrics = orjson.loads(blob)
-            except orjson.JSONDecodeError as exc:
-                metrics = exc
-            if not isinstance(metrics, dict) or not isinstance(step, int):
-                skips.skip(f"{db}#{chosen} row {row_id}",
-                           Words(f"expected a step and a JSON object of metrics, got step {step!r}; the row was "
-                                 "skipped", f"应为步数和指标的 JSON 对象，读到的步数是 {step!r}；这一行已跳过"))
-                continue
-            yield from rows.add(step, metrics, _wall(stamp))
-        yield from rows.flush()
+        yield from _scan(con, db, key, chosen, rows, skips, by_step=True)
         _notes(con, db, key, chosen, rows, meta)
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # the file is damaged from here on
         skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
                                         f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
+    finally:
+        con.close()
+
+
+def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[list[Record], Any]:
+    """The records of the run ``path`` (``<db>#<run>``) in the rows written after ``position`` (what the
+    last call returned; None: from the first row), and the new position: a follower reads each row once."""
+    db, run = _split(path)
+    rows: _Rows | None = position
+    con = _connect(db)
+    try:
+        key, chosen = _begin(con, db, run, meta)  # again each time: the config row may come after the first rows
+        rows = rows or _Rows(f"{db}#{chosen}")
+        before = rows.last
+        records = list(_scan(con, db, key, chosen, rows, skips, by_step=False))
+        meta.bytes_read = db.stat().st_size if rows.last != before or not meta.bytes_read else meta.bytes_read
+        meta.notes.clear()  # what was left out so far, said again in full
+        _notes(con, db, key, chosen, rows, meta)
+        return records, rows
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
+                                        f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
+        return [], rows
     finally:
         con.close()
 
@@ -272,6 +310,6 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 
 
 DESCRIBES = "a Trackio project database (<TRACKIO_DIR>/<project>.db), or a folder of them"
-READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
-DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES, since=since)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES, since=since)
 READERS = (READER, DIR_READER)

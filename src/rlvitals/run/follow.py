@@ -24,6 +24,8 @@ Two ways to follow a log, chosen by its format:
   step's tags can straddle two flushes, and a rewritten trainer_state may revise or roll
   back steps — replacing is lossless and duplicate-free by construction (it *is*
   ``load()``) and cheap for files of this size (measured in ``benchmarks/bench_watch.py``).
+- **Databases that grow by rows** (a Trackio project: a reader with ``since``) are followed by
+  :class:`~rlvitals.run.table_source.TableSource`, which reads only the rows each run gained.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from .builder import RunBuilder
 from .run import Run
 from .said import chinese_of, gap, restarted, told, with_chinese
 from .snapshot import SnapshotSource, signature
+from .table_source import TableSource
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
 #: how many finished generations are remembered (not to read a rotated one twice); a log rotates this often
@@ -496,7 +499,7 @@ class Follow:
         # stored by the last watcher with ``saved`` (None: not kept, the log is read again from its
         # start); handed to the LineSource, then dropped
         self.records = records
-        self.inner: LineSource | SnapshotSource | None = None
+        self.inner: LineSource | SnapshotSource | TableSource | None = None
         self.messages: list[str] = []
         self._waiting = ""
 
@@ -507,7 +510,7 @@ class Follow:
     def error(self) -> str | None:
         """Why the last read of a whole-file log failed (None after a good one, and for text logs, whose
         bad lines are skipped one by one)."""
-        return self.inner.error if isinstance(self.inner, SnapshotSource) else None
+        return self.inner.error if isinstance(self.inner, (SnapshotSource, TableSource)) else None
 
     def pending(self) -> tuple[bool, list[Packed]]:
         """The records to store with this path's state (see :meth:`LineSource.pending`)."""
@@ -559,6 +562,8 @@ class Follow:
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
             self.inner = LineSource(self.path, reader, saved, self.records)
             self.records = None
+        elif reader.since is not None:
+            self.inner = TableSource(self.path, reader)
         else:
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
         return True
