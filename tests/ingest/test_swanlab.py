@@ -274,12 +274,15 @@ def test_a_config_that_is_not_yaml_is_said_not_fatal(swanlog: Path, tmp_path: Pa
     assert len(run.steps) == STEPS
 
 
-def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: Path) -> None:
-    """A live run's file is a prefix of the file it ends as: ``watch`` reads each prefix it finds, never
-    the same step twice, and ends with the run ``load`` reads from the finished file."""
+def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live run's file is a prefix of the file it ends as: ``watch`` reads only what each poll finds past
+    the last complete record it read (every record of the file is decoded once over the whole follow,
+    however the prefixes cut it), and ends with the run ``load`` reads from the finished file."""
     import io
     import shutil
 
+    from rlvitals.run.table_source import TableSource
     from rlvitals.watch.state import WatchState
     from rlvitals.watch.view import PlainView
     from rlvitals.watch.watcher import Watcher, WatchOptions
@@ -289,11 +292,14 @@ def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: 
     shutil.copytree(source.parent, folder)
     live = folder / source.name
     data = source.read_bytes()
+    decoded: list[str] = []
+    take = swanlab._take
+    monkeypatch.setattr(swanlab, "_take", lambda payload, where, *a: (decoded.append(where), take(payload, where, *a)))
     now = [1000.0]
     w = Watcher([folder], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(min_gap=0.0),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
     seen = []
-    for share in (0.25, 0.5, 1.0):
+    for share in (0.25, 0.4, 0.5, 0.77, 1.0):
         live.write_bytes(data[: int(len(data) * share)])
         now[0] += 10
         w.cycle()
@@ -302,7 +308,12 @@ def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: 
         assert steps == sorted(set(steps)) and (not seen or len(steps) >= len(seen[-1]))
         seen.append(steps)
     assert seen[0] != seen[-1] and seen[-1] == list(range(STEPS))
-    assert w.full[str(folder)].run.raw.equals(load(folder)[0].raw)
+    assert isinstance(w.follows[0].inner, TableSource)
+    assert len(decoded) == len(set(decoded))  # no record decoded twice
+    followed = len(decoded)
+    whole = load(folder)[0]
+    assert len(decoded) == 2 * followed  # the whole read decodes each record once too
+    assert w.full[str(folder)].run.raw.equals(whole.raw)
     w.close()
 
 

@@ -46,16 +46,28 @@ def _problem(block: bytes, pos: int, last: bool) -> Words | None:
 def frames(path: Path, meta: SourceMeta, skips: SkipLog, magic: bytes, header: Words) -> Iterator[tuple[int, bytes]]:
     """``(record_number, payload)`` of every complete, intact record of a log whose first 7 bytes start with
     ``magic`` (``header`` names it in the skip of a file without it)."""
-    number = 0
+    for number, payload, _ in frames_from(path, meta, skips, magic, header):
+        yield number, payload
+
+
+def frames_from(path: Path, meta: SourceMeta, skips: SkipLog, magic: bytes, header: Words, *, start: int = 0,
+                number: int = 0, live: bool = False) -> Iterator[tuple[int, bytes, int]]:
+    """``(record_number, payload, end)`` of every complete, intact record from the offset ``start`` (0: the
+    file's beginning; else where a record began, an ``end`` returned before) on, numbered after ``number``;
+    ``end`` is the offset just past the record, where a reader that stops there goes on. ``live``: the file is
+    still being written, so an incomplete tail is the record being written, not a skip."""
     parts: list[bytes] = []
     with path.open("rb") as fh:
-        head = fh.read(HEADER_LEN)
-        meta.bytes_read += len(head)
-        if len(head) < HEADER_LEN or not head.startswith(magic):
-            skips.skip(f"{path}#record 1", Words(f"no {header}; the file was skipped",
-                                                 f"没有{header.zh}；这个文件已跳过"))
-            return
-        offset = HEADER_LEN  # where in the current block reading resumes
+        if start < HEADER_LEN:
+            head = fh.read(HEADER_LEN)
+            meta.bytes_read += len(head)
+            if len(head) < HEADER_LEN or not head.startswith(magic):
+                skips.skip(f"{path}#record 1", Words(f"no {header}; the file was skipped",
+                                                     f"没有{header.zh}；这个文件已跳过"))
+                return
+            start = HEADER_LEN
+        fh.seek(start)
+        at, offset = start, start % BLOCK  # the file offset of the block read next, and where in its block
         while True:
             block = fh.read(BLOCK - offset)
             meta.bytes_read += len(block)
@@ -79,20 +91,20 @@ def frames(path: Path, meta: SourceMeta, skips: SkipLog, magic: bytes, header: W
                 pos = stop
                 if kind == FULL:
                     number += 1
-                    yield number, data
+                    yield number, data, at + pos
                 elif kind == FIRST:
                     parts = [data]
                 elif parts:
                     parts.append(data)
                     if kind == LAST:
                         number += 1
-                        yield number, b"".join(parts)
+                        yield number, b"".join(parts), at + pos
                         parts = []
             if last:
-                if block[pos:].strip(b"\0") or parts:
+                if (block[pos:].strip(b"\0") or parts) and not live:
                     skips.skip(f"{path}#record {number + 1}",
                                Words("truncated record at the end of the file (the run was killed or is "
                                      "still writing); the incomplete tail was skipped",
                                      "文件末尾的记录不完整（运行被杀掉了，或者还在写入）；不完整的尾部已跳过"))
                 return
-            offset = 0
+            at, offset = at + len(block), 0

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..words import Words
-from ._leveldb import HEADER_LEN, frames
+from ._leveldb import HEADER_LEN, frames, frames_from
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
@@ -166,6 +166,25 @@ class _Steps:
             yield Record(step, self.values[step], self.where[step], wall=self.walls.get(step))
 
 
+def _take(payload: bytes, where: str, steps: _Steps, meta: SourceMeta, skips: SkipLog) -> None:
+    """One record of the file into ``steps`` (a scalar, a media key, the start or the finish)."""
+    try:
+        for num, wire, a, b in fields(payload, 0, len(payload)):
+            if wire != LEN:
+                continue
+            if num == 13:
+                steps.scalar(*_scalar(payload, a, b), where)
+            elif num == 14:
+                steps.media_key(payload, a, b)
+            elif num == 10:
+                _start(payload, a, b, meta)
+            elif num == 11:
+                steps.finish = _finish(payload, a, b)
+    except WireError as exc:
+        skips.skip(where, Words(f"not a SwanLab record ({exc}); the record was skipped",
+                                f"不是 SwanLab 记录（{exc}）；这条记录已跳过"))
+
+
 def _read_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     if path.stat().st_size == 0:
         skips.skip(f"{path}#record 1", Words("the file is empty: SwanLab had written nothing to it yet (the run was "
@@ -176,24 +195,42 @@ def _read_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]
     _version(path)
     steps = _Steps()
     for number, payload in frames(path, meta, skips, MAGIC + bytes((VERSION,)), _HEADER):
-        where = f"{path}#record {number}"
-        try:
-            for num, wire, a, b in fields(payload, 0, len(payload)):
-                if wire != LEN:
-                    continue
-                if num == 13:
-                    steps.scalar(*_scalar(payload, a, b), where)
-                elif num == 14:
-                    steps.media_key(payload, a, b)
-                elif num == 10:
-                    _start(payload, a, b, meta)
-                elif num == 11:
-                    steps.finish = _finish(payload, a, b)
-        except WireError as exc:
-            skips.skip(where, Words(f"not a SwanLab record ({exc}); the record was skipped",
-                                    f"不是 SwanLab 记录（{exc}）；这条记录已跳过"))
+        _take(payload, f"{path}#record {number}", steps, meta, skips)
     yield from steps.records()
     _notes(path, steps, meta)
+
+
+class _Position:
+    """How far a follower has read a file: the offset after the last complete record, its number, and
+    what was left out so far (the steps read are handed on at each poll, not kept)."""
+
+    def __init__(self) -> None:
+        self.offset, self.number, self.steps = 0, 0, _Steps()
+
+
+def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[list[Record], Any]:
+    """The records in the part of the run's file written after ``position`` (what the last call returned;
+    None: from the start), and the new position: a follower reads each byte once. A step's values may be
+    spread over two polls (keys interleave): a Run puts them together."""
+    file = path if path.is_file() else _run_file(path)
+    at: _Position = position or _Position()
+    if file is None or file.stat().st_size < HEADER_LEN:  # nothing written yet: not a skip while it runs
+        return [], at
+    if position is None:
+        _version(file)
+    meta.files, meta.clock = [str(file)], "SwanLab timestamp"
+    _config(file.parent, meta)
+    steps = at.steps
+    read = frames_from(file, meta, skips, MAGIC + bytes((VERSION,)), _HEADER, start=at.offset, number=at.number,
+                       live=True)
+    for number, payload, end in read:
+        _take(payload, f"{file}#record {number}", steps, meta, skips)
+        at.number, at.offset = number, end
+    records = list(steps.records())
+    steps.values, steps.where, steps.walls = {}, {}, {}
+    meta.notes.clear()  # what was left out so far, said again in full
+    _notes(file, steps, meta)
+    return records, at
 
 
 def _listed(names: set[str]) -> str:
@@ -263,6 +300,6 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 
 
 DESCRIBES = "a SwanLab run (swanlog/run-<time>-<id>/run-<id>.swanlab, SwanLab 0.8+), or a swanlog/ folder of runs"
-READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
-DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES, since=since)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES, since=since)
 READERS = (READER, DIR_READER)

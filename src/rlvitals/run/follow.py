@@ -24,8 +24,8 @@ Two ways to follow a log, chosen by its format:
   step's tags can straddle two flushes, and a rewritten trainer_state may revise or roll
   back steps — replacing is lossless and duplicate-free by construction (it *is*
   ``load()``) and cheap for files of this size (measured in ``benchmarks/bench_watch.py``).
-- **Databases that grow by rows** (a Trackio project: a reader with ``since``) are followed by
-  :class:`~rlvitals.run.table_source.TableSource`, which reads only the rows each run gained.
+- **Logs that grow by records** (a Trackio project's rows, a SwanLab run's record stream: a reader
+  with ``since``) are followed by :class:`~rlvitals.run.table_source.TableSource`: only what each run gained.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A log kept as rows of a database (a Trackio project), followed by reading only the rows each run gained.
+"""A log that grows by records (the rows of a Trackio project, the record stream of a SwanLab run), followed
+by reading only what each run gained.
 
 Where :class:`~rlvitals.run.snapshot.SnapshotSource` reads a changed log again whole, a reader with
 ``since`` (:class:`~rlvitals.ingest.Reader`) says what a run gained after the position it returned the time
