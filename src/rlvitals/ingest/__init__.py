@@ -14,6 +14,7 @@ from types import ModuleType
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ..words import Words
 from . import (
+    clearml_offline,
     csv_table,
     generic_jsonl,
     mlflow_store,
@@ -67,6 +68,7 @@ READER_MODULES: tuple[ModuleType, ...] = (
     swanlab,
     mlflow_store,
     trackio,
+    clearml_offline,
     tensorboard,
     notebook,
     trl_state,

@@ -15,6 +15,8 @@ FORMATS_ZH = {
     "swanlab": ("SwanLab 的运行记录（swanlog/run-<时间>-<id>/run-<id>.swanlab，SwanLab 0.8 及以后），"
                 "或存放多个运行记录的 swanlog/ 目录"),
     "mlflow": "MLflow 的记录库：mlruns/ 目录或 SQLite 文件 mlflow.db",
+    "clearml": ("ClearML 的离线会话（offline-<id>/ 或它的 offline-<id>.zip 压缩包），"
+                "或缓存里存放多个会话的 offline/ 目录"),
     "trackio": "Trackio 的项目数据库（<TRACKIO_DIR>/<project>.db），或存放多个项目数据库的目录",
     "tensorboard": "TensorBoard 事件文件（events.out.tfevents.*），或存放多次运行的事件文件的目录",
     "notebook": "Jupyter 笔记本（.ipynb），其中保存的输出里有训练日志或训练表格",

@@ -1,0 +1,205 @@
+"""ClearML offline sessions (``Task.set_offline(True)``), read without the clearml package.
+
+An offline task writes ``<CLEARML_CACHE_DIR>/offline/offline-<id>/`` (default cache ``~/.clearml/cache``)
+while it runs, and at ``task.close()`` the same files zipped beside it as ``offline-<id>.zip``:
+
+- ``task.json``: the task (``id``, ``name``, ``project_name``) and its ``hyperparams``
+  (``{section: {name: {"value": text, "type": "int"|"float"|"bool"|"str"…}}}``; ``task.connect(dict)`` puts a
+  nested dict in section ``General`` with ``/`` between its keys);
+- ``metrics.jsonl``: a JSON list of events per line (one flushed batch); a scalar is
+  ``{"type": "training_stats_scalar", "task", "metric", "variant", "iter", "value", "timestamp"}`` (ms), read
+  here as the metric ``<metric>/<variant>`` at step ``iter`` (``report_scalar(title="train", series="loss")`` is
+  ``train/loss``, as HF's ClearML callback logs); ``report_single_value`` is the iteration -2**31 under the
+  title ``Summary``, read as the run's summary. Plots, other tasks' events and model events are left out.
+  ClearML writes a NaN or an infinite scalar as 0.0 (its reporter replaces them), so a NaN a training
+  reported does not reach the file: ``nan_inf`` cannot see it in a ClearML run.
+
+A session still being written (no zip yet) is read as far as its complete lines go: a line cut by a kill
+is a counted skip. The folder is read when both it and its zip are there (the same session).
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError
+from ..words import Words
+from ._reader import Reader
+from .record import Record, SkipLog, SourceMeta, Value
+
+FORMAT = "clearml"
+PREFIX = "offline-"
+TASK, METRICS = "task.json", "metrics.jsonl"
+SUMMARY_ITER = -(2**31)
+_ZIP = b"PK\x03\x04"
+_TYPED = {"int": int, "float": float}
+
+
+def _is_session_dir(path: Path) -> bool:
+    return path.name.startswith(PREFIX) and (path / TASK).is_file()
+
+
+def _is_session_zip(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return TASK in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _sessions(folder: Path) -> list[Path]:
+    """The sessions of an ``offline/`` folder: each session folder, and each zip without its folder."""
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return []
+    dirs = [c for c in children if c.is_dir() and _is_session_dir(c)]
+    names = {d.name for d in dirs}
+    zips = [c for c in children if c.suffix == ".zip" and c.name.startswith(PREFIX) and c.stem not in names
+            and _is_session_zip(c)]
+    return sorted(dirs + zips, key=lambda p: p.name)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    if path.is_file():
+        return head.startswith(_ZIP) and path.name.startswith(PREFIX) and _is_session_zip(path)
+    return _is_session_dir(path) or bool(_sessions(path)) or bool(_sessions(path / "offline"))
+
+
+def runs(path: Path) -> list[Path]:
+    """One root per session: the session folder or zip itself, or each session of a cache's ``offline/``."""
+    if path.is_file() or _is_session_dir(path):
+        return [path]
+    return _sessions(path) or _sessions(path / "offline") or [path]
+
+
+def _files(path: Path) -> tuple[bytes, bytes]:
+    """The task and the metrics of a session folder or zip (no metrics file yet: none logged)."""
+    if path.is_dir():
+        metrics = path / METRICS
+        return (path / TASK).read_bytes(), metrics.read_bytes() if metrics.is_file() else b""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            return z.read(TASK), z.read(METRICS) if METRICS in names else b""
+    except (zipfile.BadZipFile, KeyError) as exc:
+        raise InputError(Words(f"{path}: not a ClearML offline session zip ({exc})",
+                               f"{path}：不是 ClearML 的离线会话压缩包（{exc}）")) from None
+
+
+def _typed(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    text, kind = entry.get("value"), entry.get("type")
+    if isinstance(text, str) and kind in _TYPED:
+        try:
+            return _TYPED[kind](text)
+        except ValueError:
+            return text
+    if isinstance(text, str) and kind == "bool" and text in ("True", "False"):
+        return text == "True"
+    return text
+
+
+def _task(path: Path, raw: bytes, meta: SourceMeta) -> str:
+    """The task's id; its name, project and hyperparameters into ``meta.config``."""
+    try:
+        task = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(Words(f"{path}: {TASK} is not JSON ({exc})", f"{path}：{TASK} 不是 JSON（{exc}）")) from None
+    if not isinstance(task, dict):
+        raise InputError(Words(f"{path}: {TASK} is not a JSON object", f"{path}：{TASK} 不是 JSON 对象"))
+    for key in ("name", "project_name", "id"):
+        if isinstance(task.get(key), str):
+            meta.config[f"clearml.{key}"] = task[key]
+    for section, entries in (task.get("hyperparams") or {}).items():
+        if not isinstance(entries, dict):
+            continue
+        for name, entry in entries.items():
+            key = str(name).replace("/", ".")
+            meta.config[key if section == "General" else f"{section}.{key}"] = _typed(entry)
+    return str(task.get("id", ""))
+
+
+def _events(path: Path, data: bytes, skips: SkipLog) -> Iterator[tuple[int, dict[str, Any]]]:
+    lines = data.split(b"\n")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            batch = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            cut = lineno == len(lines)  # no newline after it: the session is being written, or was killed
+            skips.skip(f"{path}/{METRICS}:{lineno}",
+                       Words("an incomplete last line (the session was killed or is still writing); it was skipped"
+                             if cut else "not a JSON list of events; the line was skipped",
+                             "最后一行不完整（会话被杀掉了，或者还在写入）；这一行已跳过" if cut
+                             else "不是事件的 JSON 列表；这一行已跳过"))
+            continue
+        for event in batch if isinstance(batch, list) else [batch]:
+            if isinstance(event, dict):
+                yield lineno, event
+
+
+def _number(value: Any) -> Value | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if value is None:
+        return math.nan
+    return None
+
+
+def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
+    if not (path.is_file() or _is_session_dir(path)):
+        raise InputError(Words(f"{path}: not a ClearML offline session (an offline-<id>/ folder with {TASK}, or "
+                               "its .zip); pass a session or the cache's offline/ folder",
+                               f"{path}：不是 ClearML 的离线会话（含 {TASK} 的 offline-<id>/ 文件夹或其 .zip）；"
+                               "请传入某个会话，或缓存里的 offline/ 文件夹"))
+    raw_task, raw_metrics = _files(path)
+    meta.files, meta.clock = [str(path)], "ClearML timestamp"
+    meta.bytes_read += len(raw_task) + len(raw_metrics)
+    task_id = _task(path, raw_task, meta)
+    steps: dict[int, dict[str, Value]] = {}
+    walls: dict[int, float] = {}
+    where: dict[int, str] = {}
+    summary: dict[str, Value] = {}
+    for lineno, event in _events(path, raw_metrics, skips):
+        if event.get("type") != "training_stats_scalar" or event.get("task", task_id) != task_id \
+                or event.get("model_event"):
+            continue
+        value, step = _number(event.get("value")), event.get("iter")
+        if value is None or not isinstance(step, int):
+            skips.skip(f"{path}/{METRICS}:{lineno}",
+                       Words(f"a scalar with value {event.get('value')!r} at iteration {step!r}; it was skipped",
+                             f"标量的值是 {event.get('value')!r}，迭代是 {step!r}；这个值已跳过"))
+            continue
+        if step == SUMMARY_ITER:
+            summary[str(event.get("variant"))] = value
+            continue
+        key = f"{event.get('metric')}/{event.get('variant')}"
+        if step not in steps:
+            steps[step], where[step] = {}, f"{path}/{METRICS}:{lineno}"
+        steps[step][key] = value
+        stamp = event.get("timestamp")
+        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+            walls[step] = max(stamp / 1000, walls.get(step, stamp / 1000))
+    if walls:
+        meta.started = min(walls.values())
+    for step in sorted(steps):
+        yield Record(step, steps[step], where[step], wall=walls.get(step))
+    if summary:
+        yield Record(max(steps, default=0), summary, f"{path}/{METRICS}#summary", kind="summary")
+
+
+DESCRIBES = "a ClearML offline session (offline-<id>/ or its .zip), or the cache's offline/ folder of them"
+READER = Reader(FORMAT, sniff, read, runs=runs, describes=DESCRIBES)
+DIR_READER = Reader(FORMAT, sniff, read, takes_dir=True, runs=runs, describes=DESCRIBES)
+READERS = (READER, DIR_READER)
