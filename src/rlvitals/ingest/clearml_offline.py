@@ -39,6 +39,8 @@ TASK, METRICS = "task.json", "metrics.jsonl"
 SUMMARY_ITER = -(2**31)
 _ZIP = b"PK\x03\x04"
 _TYPED = {"int": int, "float": float}
+#: a folder holding more entries than this is not looked into for sessions (sniffing stays cheap)
+_SNIFF_ENTRIES = 500
 
 
 def _is_session_dir(path: Path) -> bool:
@@ -58,6 +60,8 @@ def _sessions(folder: Path) -> list[Path]:
     try:
         children = sorted(folder.iterdir())
     except OSError:
+        return []
+    if len(children) > _SNIFF_ENTRIES:
         return []
     dirs = [c for c in children if c.is_dir() and _is_session_dir(c)]
     names = {d.name for d in dirs}

@@ -43,6 +43,7 @@ SYSTEM_PREFIX = "__swanlab__."
 CONFIG_FILE = Path("files") / "config.yaml"
 _HEADER = Words(f"SwanLab header (':SWL' + 0xE1D6, version {VERSION})",
                 f"SwanLab 文件头（':SWL' + 0xE1D6，版本 {VERSION}）")
+_SNIFF_ENTRIES = 5000
 #: FinishRecord.state
 _FINISHED, _CRASHED, _ABORTED = 1, 2, 3
 
@@ -60,6 +61,8 @@ def _run_dirs(folder: Path) -> list[Path]:
     try:
         children = sorted(folder.iterdir())
     except OSError:
+        return []
+    if len(children) > _SNIFF_ENTRIES:  # a folder of thousands of files is no swanlog/: sniffing stays cheap
         return []
     return [c for c in children if c.name.startswith("run-") and c.is_dir() and _run_file(c) is not None]
 
