@@ -1,5 +1,6 @@
-"""The one way rlvitals opens its own state files (watch, serve): SQLite in WAL mode, so a reader
-never blocks the writer, with a versioned schema."""
+"""The one way rlvitals opens SQLite files: its own state files (watch, serve) in WAL mode, so a reader
+never blocks the writer, with a versioned schema; and other programs' databases (MLflow, Trackio)
+read-only, so a writer is never disturbed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["connect_wal", "schema_version"]
+__all__ = ["connect_read_only", "connect_wal", "schema_version", "table_columns"]
 
 
 def connect_wal(path: Path, tables: Sequence[str], *, threads: bool = False) -> sqlite3.Connection:
@@ -30,3 +31,16 @@ def schema_version(db: sqlite3.Connection, current: int) -> int:
         db.execute("INSERT INTO schema (version) VALUES (?)", (current,))
         return current
     return int(row[0])
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open another program's database read-only; a damaged file's TEXT that is not UTF-8 reads with U+FFFD
+    rather than failing the whole read."""
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
+    return con
+
+
+def table_columns(con: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table`` (none when there is no such table)."""
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}

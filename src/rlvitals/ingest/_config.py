@@ -1,4 +1,6 @@
-"""Config a console log does not print but keeps beside it: Hydra's ``overrides.yaml``.
+"""A run's config: Hydra's ``overrides.yaml`` beside a console log, and a tracker's nested config dotted.
+
+Config a console log does not print but keeps beside it: Hydra's ``overrides.yaml``.
 
 Hydra writes the command-line overrides of every job to ``<output dir>/.hydra/overrides.yaml``
 (one ``- key=value`` per line); veRL runs under Hydra, and a W&B run folder of a veRL run often
@@ -78,3 +80,17 @@ def sibling_overrides(log: Path, meta: SourceMeta) -> dict[str, Any]:
                 f"{candidate}：日志旁的 {len(found)} 个 Hydra 覆盖项已作为它的配置读入"))
             return found
     return {}
+
+
+def dotted(key: str, value: Any, out: dict[str, Any]) -> None:
+    """A tracker's config entry into ``out`` with dots between its keys (``{"a": {"b": 1}}`` is ``a.b``); an
+    empty dict stays a value.
+
+    >>> out = {}; dotted("algorithm", {"adv_estimator": "grpo", "kl": {}}, out); out
+    {'algorithm.adv_estimator': 'grpo', 'algorithm.kl': {}}
+    """
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            dotted(f"{key}.{k}", v, out)
+    else:
+        out[key] = value

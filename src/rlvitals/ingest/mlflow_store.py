@@ -29,6 +29,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._sqlite import connect_read_only, table_columns
 from ..errors import InputError
 from ..words import Words
 from ._reader import Reader
@@ -169,23 +170,12 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
 
 # --- SQLite store -------------------------------------------------------------------------------
 
-def _connect(db: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    # a damaged store can hold TEXT that is not UTF-8: read it with U+FFFD rather than fail the whole read
-    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
-    return con
-
-
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
-
-
 def _is_mlflow_db(db: Path) -> bool:
     try:
-        con = _connect(db)
+        con = connect_read_only(db)
         try:
-            return ({"key", "value", "step", "run_uuid"} <= _columns(con, "metrics")
-                    and "run_uuid" in _columns(con, "runs"))
+            return ({"key", "value", "step", "run_uuid"} <= table_columns(con, "metrics")
+                    and "run_uuid" in table_columns(con, "runs"))
         finally:
             con.close()
     except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema: a column name that is not UTF-8
@@ -204,7 +194,7 @@ def _split(path: Path) -> tuple[Path, str | None]:
 
 def _sqlite_runs(db: Path) -> list[Path]:
     try:
-        con = _connect(db)
+        con = connect_read_only(db)
         try:
             rows = con.execute(
                 "SELECT run_uuid, lifecycle_stage, run_uuid IN (SELECT DISTINCT run_uuid FROM metrics) "
@@ -255,10 +245,10 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
     meta.bytes_read += db.stat().st_size
     con: sqlite3.Connection | None = None
     try:
-        con = _connect(db)
+        con = connect_read_only(db)
         run = _sqlite_run_id(con, db, run)
         _sqlite_meta(con, run, meta)
-        nan_col = "is_nan" if "is_nan" in _columns(con, "metrics") else "0"
+        nan_col = "is_nan" if "is_nan" in table_columns(con, "metrics") else "0"
         cursor = con.execute(f"SELECT step, key, value, {nan_col}, timestamp FROM metrics WHERE run_uuid = ? "
                              "ORDER BY step, timestamp", (run,))
         step: int | None = None

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..words import Words
+from ._config import dotted
 from ._leveldb import HEADER_LEN, frames, frames_from
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
 from ._reader import Reader
@@ -281,15 +282,7 @@ def _config(folder: Path, meta: SourceMeta) -> None:
     if isinstance(doc, dict):
         for key, entry in doc.items():
             value = entry.get("value") if isinstance(entry, dict) and "value" in entry else entry
-            _flatten(str(key), value, meta.config)
-
-
-def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten(f"{key}.{k}", v, out)
-    else:
-        out[key] = value
+            dotted(str(key), value, meta.config)
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:

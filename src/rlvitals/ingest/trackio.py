@@ -25,8 +25,10 @@ from typing import Any
 
 import orjson
 
+from .._sqlite import connect_read_only, table_columns
 from ..errors import InputError
 from ..words import Words
+from ._config import dotted
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 
@@ -37,24 +39,14 @@ _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _SNIFF_ENTRIES = 500
 
 
-def _connect(db: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
-    return con
-
-
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
-
-
 def _is_trackio_db(db: Path) -> bool:
     try:
         with db.open("rb") as fh:
             if fh.read(16) != SQLITE_MAGIC:
                 return False
-        con = _connect(db)
+        con = connect_read_only(db)
         try:
-            return {"run_name", "step", "metrics", "timestamp"} <= _columns(con, "metrics")
+            return {"run_name", "step", "metrics", "timestamp"} <= table_columns(con, "metrics")
         finally:
             con.close()
     except (OSError, sqlite3.Error, UnicodeDecodeError):
@@ -89,9 +81,9 @@ def _split(path: Path) -> tuple[Path, str | None]:
 
 def _runs_of(db: Path) -> list[tuple[str, str | None]]:
     """``(name, id)`` of every run of a project, in the order they began (id None before Trackio 0.24)."""
-    con = _connect(db)
+    con = connect_read_only(db)
     try:
-        if "run_id" in _columns(con, "metrics"):
+        if "run_id" in table_columns(con, "metrics"):
             rows = con.execute("SELECT run_name, run_id FROM metrics GROUP BY run_id ORDER BY MIN(id)").fetchall()
             return [(str(name), str(rid)) for name, rid in rows]
         return [(str(r[0]), None) for r in con.execute("SELECT run_name FROM metrics GROUP BY run_name "
@@ -119,7 +111,7 @@ def runs(path: Path) -> list[Path]:
 
 def _which(con: sqlite3.Connection, db: Path, run: str | None) -> tuple[str, str]:
     """The column and value that pick the run (its id when the name is shared, else its name)."""
-    has_id = "run_id" in _columns(con, "metrics")
+    has_id = "run_id" in table_columns(con, "metrics")
     if run is None:
         key = "run_id" if has_id else "run_name"
         ids = [r[0] for r in con.execute(f"SELECT DISTINCT {key} FROM metrics LIMIT 2")]
@@ -156,7 +148,7 @@ def _wall(stamp: object) -> float | None:
 
 
 def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> None:
-    if "config" not in _columns(con, "configs") or key not in _columns(con, "configs"):
+    if "config" not in table_columns(con, "configs") or key not in table_columns(con, "configs"):
         return
     row = con.execute(f"SELECT config FROM configs WHERE {key} = ?", (run,)).fetchone()
     try:
@@ -166,18 +158,10 @@ def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> No
     if isinstance(config, dict):
         for name, value in config.items():
             if not str(name).startswith("_"):  # Trackio's own (_Username, _Created, _Group)
-                _flatten(str(name), value, meta.config)
+                dotted(str(name), value, meta.config)
         created = _wall(config.get("_Created"))
         if created is not None:
             meta.started = created
-
-
-def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten(f"{key}.{k}", v, out)
-    else:
-        out[key] = value
 
 
 class _Rows:
@@ -243,7 +227,7 @@ def _begin(con: sqlite3.Connection, db: Path, run: str | None, meta: SourceMeta)
 
 def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.bytes_read += db.stat().st_size
-    con = _connect(db)
+    con = connect_read_only(db)
     try:
         key, chosen = _begin(con, db, run, meta)
         rows = _Rows(f"{db}#{chosen}")
@@ -261,7 +245,7 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
     last call returned; None: from the first row), and the new position: a follower reads each row once."""
     db, run = _split(path)
     rows: _Rows | None = position
-    con = _connect(db)
+    con = connect_read_only(db)
     try:
         key, chosen = _begin(con, db, run, meta)  # again each time: the config row may come after the first rows
         rows = rows or _Rows(f"{db}#{chosen}")
@@ -286,7 +270,7 @@ def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, m
         meta.notes.append(Words(f"{db}#{run}: media and tables ({len(shown)}: {listed}) are not metrics; they "
                                 "were left out",
                                 f"{db}#{run}：媒体和表格（{len(shown)} 个：{listed}）不是指标；没有读入"))
-    if key in _columns(con, "system_metrics"):
+    if key in table_columns(con, "system_metrics"):
         (count,) = con.execute(f"SELECT COUNT(*) FROM system_metrics WHERE {key} = ?", (run,)).fetchone()
         if count:
             meta.notes.append(Words(f"{db}#{run}: Trackio's system metrics ({count} sample{'s' if count != 1 else ''}"

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..words import Words
+from ._config import dotted
 from ._leveldb import frames
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
@@ -192,15 +193,7 @@ def _config(buf: bytes, a: int, b: int, config: dict[str, Any]) -> None:
             value = json.loads(raw)
         except ValueError:
             value = raw
-        _flatten(key, value, config)
-
-
-def _flatten(key: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(f"{key}.{k}", v, out)
-    else:
-        out[key] = value
+        dotted(key, value, config)
 
 
 # --- the step axis -----------------------------------------------------------------------------
