@@ -11,7 +11,7 @@ its first row, once (a query, not a parse of the whole file).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,12 @@ from .snapshot import signature
 class _Followed:
     meta: SourceMeta
     builder: RunBuilder
-    position: Any = None
-    read: int = field(default=0)
+    position: Any = None  # what the reader's since() returned last (None: nothing read yet)
 
 
 class TableSource:
-    """Follows the runs of one database path; ``poll`` reads what they gained, ``runs`` builds them."""
+    """Follows the runs of one path (a database, a run folder); ``poll`` reads what they gained, ``runs``
+    builds them."""
 
     def __init__(self, path: Path, reader: Reader) -> None:
         assert reader.since is not None
