@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["connect_read_only", "connect_wal", "schema_version", "table_columns"]
+__all__ = ["connect_read_only", "connect_wal", "schema_version", "split_root", "table_columns"]
 
 
 def connect_wal(path: Path, tables: Sequence[str], *, threads: bool = False) -> sqlite3.Connection:
@@ -44,3 +44,14 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
 def table_columns(con: sqlite3.Connection, table: str) -> set[str]:
     """The column names of ``table`` (none when there is no such table)."""
     return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+def split_root(path: Path) -> tuple[Path, str | None]:
+    """A root ``<db>#<run>`` (as the MLflow and Trackio readers name one run of a database) into the
+    database and the run; a path that exists, or whose part before ``#`` is no file, is itself."""
+    if path.exists():
+        return path, None
+    db, sep, run = str(path).rpartition("#")
+    if sep and Path(db).is_file():
+        return Path(db), run
+    return path, None

@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._sqlite import connect_read_only, table_columns
+from .._sqlite import connect_read_only, split_root, table_columns
 from ..errors import InputError
 from ..words import Words
 from ._reader import Reader
@@ -182,16 +182,6 @@ def _is_mlflow_db(db: Path) -> bool:
         return False
 
 
-def _split(path: Path) -> tuple[Path, str | None]:
-    """``<db>#<run_uuid>`` (as :func:`runs` names a run) into its parts."""
-    if path.exists():
-        return path, None
-    db, sep, run = str(path).rpartition("#")
-    if sep and Path(db).is_file():
-        return Path(db), run
-    return path, None
-
-
 def _sqlite_runs(db: Path) -> list[Path]:
     try:
         con = connect_read_only(db)
@@ -294,14 +284,14 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def runs(path: Path) -> list[Path]:
     """One root per run: ``<db>#<run_uuid>`` for SQLite, a run folder for the file store."""
-    db, run = _split(path)
+    db, run = split_root(path)
     if db.is_file():
         return [path] if run is not None else _sqlite_runs(db)
     return _file_store_runs(path)
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    db, run = _split(path)
+    db, run = split_root(path)
     if db.is_file():
         yield from _read_sqlite(db, run, meta, skips)
     elif _is_run_dir(path):

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from .._sqlite import connect_read_only, table_columns
+from .._sqlite import connect_read_only, split_root, table_columns
 from ..errors import InputError
 from ..words import Words
 from ._config import dotted
@@ -69,16 +69,6 @@ def sniff(path: Path, head: bytes) -> bool:
     return bool(_databases(path))
 
 
-def _split(path: Path) -> tuple[Path, str | None]:
-    """``<db>#<run>`` (as :func:`runs` names a run) into its parts."""
-    if path.exists():
-        return path, None
-    db, sep, run = str(path).rpartition("#")
-    if sep and Path(db).is_file():
-        return Path(db), run
-    return path, None
-
-
 def _runs_of(db: Path) -> list[tuple[str, str | None]]:
     """``(name, id)`` of every run of a project, in the order they began (id None before Trackio 0.24)."""
     con = connect_read_only(db)
@@ -94,7 +84,7 @@ def _runs_of(db: Path) -> list[tuple[str, str | None]]:
 
 def runs(path: Path) -> list[Path]:
     """One root per run: ``<db>#<run>`` for each run of each project database given (or in the folder)."""
-    db, run = _split(path)
+    db, run = split_root(path)
     if run is not None:
         return [path]
     out = []
@@ -243,7 +233,7 @@ def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterat
 def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[list[Record], Any]:
     """The records of the run ``path`` (``<db>#<run>``) in the rows written after ``position`` (what the
     last call returned; None: from the first row), and the new position: a follower reads each row once."""
-    db, run = _split(path)
+    db, run = split_root(path)
     rows: _Rows | None = position
     con = connect_read_only(db)
     try:
@@ -281,7 +271,7 @@ def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, m
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    db, run = _split(path)
+    db, run = split_root(path)
     if not db.is_file():
         found = _databases(db)
         if len(found) != 1:
