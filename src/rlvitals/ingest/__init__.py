@@ -50,14 +50,16 @@ from .cursor import (
 )
 from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
-from .record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
+from .record import WALL_KEY, Crash, LoggedTable, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
+from .tables import holds_tables, logged_tables
 from .text import BOM, json_objects
 
 __all__ = [
-    "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "Packed", "READER_MODULES", "Reader",
-    "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance", "complete_end", "count_lines",
-    "examine", "find_reader", "json_objects", "locate", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack",
-    "WALL_KEY", "done_reading", "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading",
+    "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "LoggedTable", "Packed",
+    "READER_MODULES", "Reader", "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance",
+    "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "json_objects", "locate",
+    "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "WALL_KEY", "done_reading",
+    "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading"
 ]
 
 HEAD_BYTES = 64 << 10

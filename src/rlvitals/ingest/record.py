@@ -238,3 +238,17 @@ def pack(record: Record, layouts: dict[tuple[str, ...], tuple[str, ...]] | None 
         names = layouts.setdefault(names, names)
     return (record.step, names, array("d", numbers.values()).tobytes(), orjson.dumps(text) if text else None,
             record.kind == "summary")
+
+
+@dataclass(frozen=True)
+class LoggedTable:
+    """A table a training logged to its tracker (TRL's ``completions``, veRL's ``val/generations``): the
+    key it was logged under, the step it was logged at (None when the tracker did not record one), where it
+    is (``file``, ``file#row``) and its rows as the tracker kept them, a dict per row. A row's values are
+    the logged ones: text, numbers, lists of chat messages."""
+
+    key: str
+    step: int | None
+    where: str
+    rows: tuple[dict[str, Any], ...]
+    writer: str

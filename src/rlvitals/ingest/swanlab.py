@@ -29,13 +29,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..errors import InputError
 from ..words import Words
 from ._config import dotted
 from ._leveldb import HEADER_LEN, frames, frames_from
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
+from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 FORMAT = "swanlab"
 MAGIC = b":SWL\xd6\xe1"
@@ -47,6 +49,8 @@ _HEADER = Words(f"SwanLab header (':SWL' + 0xE1D6, version {VERSION})",
 _SNIFF_ENTRIES = 5000
 #: FinishRecord.state
 _FINISHED, _CRASHED, _ABORTED = 1, 2, 3
+#: MediaRecord.type of an ECharts chart (``swanlab.echarts.Table`` among them)
+_ECHARTS = 6
 
 
 def _run_file(folder: Path) -> Path | None:
@@ -148,6 +152,7 @@ class _Steps:
         self.walls: dict[int, float] = {}
         self.system: set[str] = set()
         self.media: set[str] = set()
+        self.charts: list[tuple[str, int, list[str]]] = []  # (key, step, file names) of each ECharts media
         self.finish: tuple[int, str] | None = None
 
     def scalar(self, key: str, step: int, value: float, wall: float | None, where: str) -> None:
@@ -161,9 +166,20 @@ class _Steps:
             self.walls[step] = max(wall, self.walls.get(step, wall))
 
     def media_key(self, buf: bytes, a: int, b: int) -> None:
+        """A MediaRecord (``key=1``, ``step=2``, ``type=3``, ``value=5`` {``items=1`` {``filename=1``}}):
+        its key is named in a note; an ECharts one's (type 6, a table among them) files are kept."""
+        key, step, kind, names = "", 0, 0, []
         for num, wire, x, y in fields(buf, a, b):
             if num == 1 and wire == LEN:
-                self.media.add(text(buf, x, y))
+                key = text(buf, x, y)
+            elif num in (2, 3) and wire == VARINT:
+                step, kind = (x, kind) if num == 2 else (step, x)
+            elif num == 5 and wire == LEN:
+                names += [text(buf, c, d) for n, w, i, j in fields(buf, x, y) if n == 1 and w == LEN
+                          for m, v, c, d in fields(buf, i, j) if m == 1 and v == LEN]
+        self.media.add(key)
+        if kind == _ECHARTS:
+            self.charts.append((key, step, names))
 
     def records(self) -> Iterator[Record]:
         for step in sorted(self.values):
@@ -293,6 +309,36 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     meta.files, meta.clock = [str(file)], "SwanLab timestamp"
     _config(file.parent, meta)
     yield from _read_file(file, meta, skips)
+
+
+def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
+    """The tables (``swanlab.echarts.Table``) the run logged, in the order logged: each is a JSON file
+    ``media/echarts/<step>-<hash>.json`` beside the run's file (``{"_swanLab": "table", "colDefs": …,
+    "rowData": [row…]}``), named with its key and step by a media record. A file that is missing or not
+    such a table is a counted skip."""
+    file = path if path.is_file() else _run_file(path)
+    if file is None:
+        return []
+    _version(file)
+    meta, steps = SourceMeta(format=FORMAT), _Steps()
+    for number, payload in frames(file, meta, skips, MAGIC + bytes((VERSION,)), _HEADER):
+        _take(payload, f"{file}#record {number}", steps, meta, skips)
+    out = []
+    for key, step, names in steps.charts:
+        for name in names:
+            table = file.parent / "media" / "echarts" / name
+            try:
+                doc = orjson.loads(table.read_bytes())
+            except (OSError, orjson.JSONDecodeError) as exc:
+                skips.skip(str(table), Words(f"the table logged as {key!r} at step {step} cannot be read "
+                                             f"({type(exc).__name__}); it was skipped",
+                                             f"在第 {step} 步以 {key!r} 记录的表无法读取（{type(exc).__name__}）；"
+                                             "已跳过"))
+                continue
+            if isinstance(doc, dict) and doc.get("_swanLab") == "table" and isinstance(doc.get("rowData"), list):
+                rows = tuple(r for r in doc["rowData"] if isinstance(r, dict))
+                out.append(LoggedTable(key, step, str(table), rows, FORMAT))
+    return out
 
 
 DESCRIBES = "a SwanLab run (swanlog/run-<time>-<id>/run-<id>.swanlab, SwanLab 0.8+), or a swanlog/ folder of runs"

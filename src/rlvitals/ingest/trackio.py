@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..words import Words
 from ._config import dotted
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
+from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 FORMAT = "trackio"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -268,6 +268,59 @@ def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, m
                                     "left out",
                                     f"{db}#{run}：Trackio 的 {count} 条系统指标采样（CPU、GPU、内存）按自己的时钟"
                                     "记录，不在训练步上；没有读入"))
+
+
+def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
+    """The tables a run (``<db>#<run>``, or the one run of a database) logged, by row: each
+    ``trackio.Table`` in its metrics (``{"_type": "trackio.table", "_value": [row…]}``, as TRL logs its
+    completions; a cell's ``"NaN"``/``"Infinity"`` read as the number), then its traces (``traces``:
+    ``messages`` and ``metadata``, as veRL logs validation generations), one table per key and step, a row
+    per trace in trace order: ``messages`` and the metadata's entries. A row that is not JSON is a counted
+    skip."""
+    db, run = split_root(path)
+    con = connect_read_only(db)
+    try:
+        key, chosen = _which(con, db, run)
+        out = list(_metric_tables(con, db, key, chosen, skips))
+        if {"step", "key", "messages", "metadata"} <= table_columns(con, "traces"):
+            out += _traces(con, db, key, chosen, skips)
+        return out
+    finally:
+        con.close()
+
+
+def _metric_tables(con: sqlite3.Connection, db: Path, key: str, chosen: str, skips: SkipLog) -> Iterator[LoggedTable]:
+    for row_id, step, blob in con.execute(f"SELECT id, step, metrics FROM metrics WHERE {key} = ? AND "
+                                          "CAST(metrics AS TEXT) LIKE '%trackio.table%' ORDER BY id", (chosen,)):
+        try:
+            metrics = orjson.loads(blob)
+        except orjson.JSONDecodeError:
+            skips.skip(f"{db}#{chosen} row {row_id}", Words("not a JSON object; the row's tables were skipped",
+                                                            "不是 JSON 对象；这一行里的表已跳过"))
+            continue
+        for name, value in metrics.items() if isinstance(metrics, dict) else ():
+            if isinstance(value, dict) and value.get("_type") == "trackio.table" and isinstance(value.get("_value"),
+                                                                                                list):
+                rows = tuple({k: _NONFINITE.get(v, v) if isinstance(v, str) else v for k, v in r.items()}
+                             for r in value["_value"] if isinstance(r, dict))
+                yield LoggedTable(str(name), step, f"{db}#{chosen} row {row_id}", rows, FORMAT)
+
+
+def _traces(con: sqlite3.Connection, db: Path, key: str, chosen: str, skips: SkipLog) -> list[LoggedTable]:
+    grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    order = "step, key, trace_index, rowid" if "trace_index" in table_columns(con, "traces") else "step, key, rowid"
+    for trace_id, step, name, messages, metadata in con.execute(
+            f"SELECT id, step, key, messages, metadata FROM traces WHERE {key} = ? ORDER BY {order}", (chosen,)):
+        try:
+            row = {"messages": orjson.loads(messages), **(orjson.loads(metadata) or {})}
+        except (orjson.JSONDecodeError, TypeError):
+            skips.skip(f"{db}#{chosen} trace {trace_id}", Words("its messages or metadata are not JSON; the trace "
+                                                                "was skipped", "它的 messages 或 metadata 不是 JSON；"
+                                                                "这条 trace 已跳过"))
+            continue
+        grouped.setdefault((str(name), int(step)), []).append(row)
+    return [LoggedTable(name, step, f"{db}#{chosen} traces {name} step {step}", tuple(rows), FORMAT)
+            for (name, step), rows in grouped.items()]
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:

@@ -227,7 +227,7 @@ def _correctness(df: pl.DataFrame, funcs: list[str], notes: list[str]) -> tuple[
     return df.with_columns(pl.lit(None, pl.Boolean).alias("_correct")), "_correct"
 
 
-def _check_weights(frames: list[tuple[Path, pl.DataFrame]], weights: RewardWeights | None,
+def _check_weights(frames: Sequence[tuple[Path | str, pl.DataFrame]], weights: RewardWeights | None,
                    other: frozenset[str]) -> None:
     """Check ``weights`` against every file's reward columns, so an error names the file."""
     for path, df in frames:
@@ -242,6 +242,18 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     """The completions as a rollout table; ``columns`` overrides single fields of the mapping in
     the module docstring (``score`` names the score column instead of summing the reward functions;
     a column given another meaning is no reward function). ``progress`` is told the files read."""
+    skips = SkipLog()
+    frames = _read_files(paths, skips, progress)
+    return from_frames(list(frames), group_size=group_size, split=split, what=what, reward_weights=reward_weights,
+                       columns=columns, shard=shard, skips=skips, files=[str(p) for p in paths])
+
+
+def from_frames(frames: Sequence[tuple[Path | str, pl.DataFrame]], *, group_size: int | None, split: str | None,
+                what: str, reward_weights: RewardWeights | None, columns: ColumnMap | None, shard: ShardRead | None,
+                skips: SkipLog, files: list[str], fmt: str = FORMAT, notes: list[str] | None = None) -> RolloutSet:
+    """:func:`read` of completions already in frames (one per file or logged table, named by where it is,
+    each with TRL's columns, a text ``step`` and the rows' places): what a tracker's table of TRL's
+    completions is read by."""
     given = columns.mapping() if columns is not None else {}
     if "score" in given and reward_weights is not None:
         raise InputError(Words(f"{what}: the score column is given ({given['score']!r}), so reward_weights have no "
@@ -249,8 +261,7 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
                                f"{what}：已经指定了分数列（{given['score']!r}），reward_weights 没有 reward 函数"
                                "可加权；分数列和 reward_weights 只能给其中一个"))
     other = frozenset(v for k, v in given.items() if k not in ("score", "correct"))
-    skips, notes = SkipLog(), list[str]()
-    frames = _read_files(paths, skips, progress)
+    notes = notes if notes is not None else []
     notes.append(row_counts([(str(p), f.height) for p, f in frames]))
     df = pl.concat([f for _, f in frames], how="diagonal_relaxed") if frames else pl.DataFrame()
     prompt, response = given.get("prompt", "prompt"), given.get("response", "completion")
@@ -269,4 +280,4 @@ def read(paths: list[Path], *, group_size: int | None, split: str | None, what: 
     # correctness from the reward columns is not to be re-guessed from the summed score
     table = finish(df, grouping="text", group_size=group_size, split=split, notes=notes, what=what,
                    skips=skips, derive_correct=correct is None and "correct" not in given, shard=shard)
-    return RolloutSet(table, skips, FORMAT, [str(p) for p in paths], merged([notes]), notes)
+    return RolloutSet(table, skips, fmt, files, merged([notes]), notes)

@@ -35,10 +35,11 @@ import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
+from ..ingest import holds_tables
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
 from ..words import Words
-from . import _trl, _verl
+from . import _tables, _trl, _verl
 from . import schema as S
 from ._columns import WHERE, frame_from_rows
 from ._core import (
@@ -96,7 +97,7 @@ def read_rollouts(path: str | Path, *, columns: ColumnMap | None = None, group_s
 class Located:
     """What :func:`read_rollouts` found at ``what``: the reader (``kind``) and its files, in read order."""
 
-    kind: Literal["verl", "trl", "generic"]
+    kind: Literal["verl", "trl", "tables", "generic"]
     files: tuple[Path, ...]
     what: str
 
@@ -105,6 +106,8 @@ def locate(path: str | Path, columns: ColumnMap | None = None,
            reward_weights: RewardWeights | None = None) -> Located:
     """Which reader reads ``path`` and which files, without reading them (see the module docstring)."""
     p = Path(path)
+    if not p.exists() and holds_tables(p):  # <db>#<run>: one run of a Trackio database
+        return Located("tables", (p,), str(p))
     if not p.exists():
         raise MissingInputError(Words(f"{p}: no such file or folder; give the path of a rollout dump",
                                       f"{p}：没有这个文件或文件夹；请给出 rollout 文件或文件夹的路径"))
@@ -125,6 +128,8 @@ def read_located(found: Located, files: Sequence[Path], *, columns: ColumnMap | 
     if found.kind == "trl":
         return _trl.read(list(files), **kw, reward_weights=reward_weights, columns=columns, progress=progress,
                          shard=shard)
+    if found.kind == "tables":
+        return _logged(files[0], columns, kw, reward_weights, shard)
     return _generic(list(files), columns, {**kw, "shard": shard} if shard is not None else kw, progress)
 
 
@@ -136,6 +141,8 @@ def _located_file(p: Path) -> Located:
         return Located("trl", (p,), str(p))
     if p.suffix in _TABLES:
         return Located("generic", (p,), str(p))
+    if holds_tables(p):
+        return Located("tables", (p,), str(p))
     raise UnknownFormatError(Words(f"{p}: not a rollout file rlvitals knows (a veRL <step>.jsonl dump, TRL "
                                    "completions_<step>.parquet, or JSONL/Parquet/CSV with a column map)",
                                    f"{p}：不是 rlvitals 认识的 rollout 文件（应为 veRL 的 <step>.jsonl、TRL 的 "
@@ -182,9 +189,14 @@ def _is_trl_parquet(p: Path) -> bool:
 
 
 def _weighted(found: Located, p: Path) -> None:
-    """Reward weights only mean something for TRL completions: the error for any other input."""
-    fmt = _verl.FORMAT if found.kind == "verl" else _generic_format(found.files)
-    raise InputError(Words(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
+    """Reward weights only mean something for TRL completions: the error for any other input (a tracker's
+    tables are told when read)."""
+    if found.kind != "tables":
+        raise _weights_error(p, _verl.FORMAT if found.kind == "verl" else _generic_format(found.files))
+
+
+def _weights_error(p: Path, fmt: str) -> InputError:
+    return InputError(Words(f"{p}: reward_weights apply to TRL completions (one column per reward function), but "
                            f"this was read as {fmt!r}; drop reward_weights, or map the total reward column "
                            "as the score",
                            f"{p}：reward_weights 只适用于 TRL 的 completions_<step>.parquet（每个 reward 函数"
@@ -205,6 +217,8 @@ def _located_folder(p: Path, columns: ColumnMap | None) -> Located:
     tables = [f for f in files if f.suffix in _TABLES and f.name != PROBES_FILE]  # our own results, not rollouts
     if columns is not None and tables:
         return Located("generic", tuple(tables), str(p))
+    if holds_tables(p):
+        return Located("tables", (p,), str(p))
     raise _empty_or_unknown(p, columns is not None)
 
 
@@ -323,6 +337,20 @@ def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
     df = pl.concat([f for f in frames if f.width], how="diagonal_relaxed") if any(f.width for f in frames) \
         else pl.DataFrame()
     return _from_table(df, columns, skips, notes, kw, _generic_format(paths), [str(p) for p in paths])
+
+
+def _logged(path: Path, columns: ColumnMap | None, kw: dict[str, Any], reward_weights: RewardWeights | None,
+            shard: ShardRead | None) -> RolloutSet:
+    """The rollouts a tracker run logged as tables (:mod:`._tables`); veRL's generations are ``val`` samples."""
+    skips, notes = SkipLog(), list[str]()
+    kind, frames, fmt = _tables.read(path, skips, notes)
+    if kind == "trl":
+        return _trl.from_frames(frames, **kw, reward_weights=reward_weights, columns=columns, shard=shard,
+                                skips=skips, files=[str(path)], fmt=fmt, notes=notes)
+    if reward_weights is not None:
+        raise _weights_error(path, fmt)
+    kw = {**kw, "split": kw.get("split") or "val"} | ({"shard": shard} if shard is not None else {})
+    return _from_table(frames[0][1], columns, skips, notes, kw, fmt, [str(path)])
 
 
 def _generic_format(paths: Sequence[Path]) -> str:

@@ -1,0 +1,162 @@
+"""Rollouts from the tables a training logged to its tracker (W&B, Trackio, SwanLab, MLflow; found and read
+by :func:`rlvitals.ingest.logged_tables`), in the layouts their writers use:
+
+- **TRL completions** (``log_completions=True`` with ``report_to`` W&B or Trackio: the key
+  ``completions``): ``step``, ``prompt``, ``completion``, a column per reward function, ``advantage`` — the
+  same columns as TRL's completion files, read by the same mapping (:mod:`._trl`);
+- **veRL validation generations** (``trainer.log_val_generations``, the key ``val/generations``): to W&B one
+  row per step, ``step, input_1, output_1, score_1, input_2 …``, each table repeating every row logged
+  before it (a step's rows are read once, from the first table holding them); to SwanLab and MLflow a row
+  per sample, ``step, input, output, score``; to Trackio a trace per sample, its ``messages`` (the user's
+  prompt and the assistant's reply) and its ``score``. These are validation samples: the split is ``val``.
+
+Each veRL sample is its own group (veRL logs one response per validation prompt). One key is read: TRL's
+completions when the run logged them, else the first key in one of these layouts; the others are named in
+a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from ..errors import EmptyInputError
+from ..ingest import LoggedTable, SkipLog, logged_tables
+from ..words import Words
+from ._columns import WHERE, frame_from_rows
+
+Layout = Literal["trl", "wide", "long", "trace"]
+
+#: the W&B-style key of TRL's completions table
+TRL_KEY = "completions"
+
+
+def layout(rows: Sequence[dict[str, Any]]) -> Layout | None:
+    """Which writer's layout a table's rows are in (by the first row's columns), or None."""
+    first = rows[0] if rows else {}
+    if "prompt" in first and "completion" in first:
+        return "trl"
+    if "input_1" in first and "output_1" in first:
+        return "wide"
+    if "input" in first and "output" in first:
+        return "long"
+    if isinstance(first.get("messages"), list):
+        return "trace"
+    return None
+
+
+def _chosen(tables: list[LoggedTable], notes: list[str]) -> tuple[str, Layout, list[LoggedTable]]:
+    kinds: dict[str, Layout | None] = {}
+    for t in tables:
+        if kinds.get(t.key) is None:
+            kinds[t.key] = layout(t.rows)
+    known = [k for k, v in kinds.items() if v is not None]
+    if not known:
+        return "", "long", []
+    key = next((k for k in known if kinds[k] == "trl"), known[0])
+    others = [k for k in kinds if k != key]
+    if others:
+        notes.append(Words(f"the rollouts are the table {key!r}; the other logged tables ({', '.join(others)}) "
+                           "were not read", f"rollout 取自表 {key!r}；其他记录的表（{'、'.join(others)}）没有读取"))
+    return key, kinds[key] or "long", [t for t in tables if t.key == key]
+
+
+def _text(value: Any) -> Any:
+    """A trace message's content as text (Trackio keeps a string, or a list of ``{"type": "text"…}`` parts)."""
+    if isinstance(value, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return value
+
+
+_CHAT = pl.List(pl.Struct({"role": pl.Utf8, "content": pl.Utf8}))
+
+
+def _chat(values: list[Any]) -> pl.Series | None:
+    """A column of chat message lists as TRL's completion files hold them (``role``, ``content`` text; a
+    content of parts joined), or None when the column is not all chats."""
+    if not all(v is None or (isinstance(v, list) and all(isinstance(m, dict) for m in v)) for v in values):
+        return None
+    return pl.Series([None if v is None else [{"role": None if m.get("role") is None else str(m["role"]),
+                                               "content": _content(m.get("content"))} for m in v] for v in values],
+                     dtype=_CHAT)
+
+
+def _content(value: Any) -> str | None:
+    text = _text(value)
+    return None if text is None else str(text)
+
+
+def _trl_frame(t: LoggedTable) -> pl.DataFrame:
+    """One logged completions table as TRL's completion file reads: chats as message lists, a text step."""
+    rows = [{**r, "step": str(r.get("step", t.step)), WHERE: f"{t.where}#{n}"} for n, r in enumerate(t.rows, 1)]
+    df = frame_from_rows([{k: v for k, v in r.items() if k not in ("prompt", "completion")} for r in rows])
+    for name in ("prompt", "completion"):
+        values = [r.get(name) for r in rows]
+        chats = _chat(values)
+        df = df.with_columns(chats.alias(name) if chats is not None else frame_from_rows([{name: v} for v in values]
+                                                                                          ).get_column(name))
+    return df
+
+
+def _wide(tables: list[LoggedTable]) -> list[dict[str, Any]]:
+    rows, seen = [], set()
+    for t in tables:
+        for n, row in enumerate(t.rows, 1):
+            step = row.get("step", t.step)
+            i = 1
+            while f"input_{i}" in row or f"output_{i}" in row:
+                if (step, i) not in seen:
+                    seen.add((step, i))
+                    rows.append({"step": step, "prompt": row.get(f"input_{i}"), "response": row.get(f"output_{i}"),
+                                 "score": row.get(f"score_{i}"), "sample_index": i - 1, WHERE: f"{t.where}#{n}"})
+                i += 1
+    return rows
+
+
+def _long(tables: list[LoggedTable]) -> list[dict[str, Any]]:
+    return [{**{k: v for k, v in row.items() if k not in ("input", "output")}, "step": row.get("step", t.step),
+             "prompt": row.get("input"), "response": row.get("output"), WHERE: f"{t.where}#{n}"}
+            for t in tables for n, row in enumerate(t.rows, 1)]
+
+
+def _traces(tables: list[LoggedTable]) -> list[dict[str, Any]]:
+    rows = []
+    for t in tables:
+        for n, row in enumerate(t.rows, 1):
+            chat = [m for m in row.get("messages") or [] if isinstance(m, dict)]
+            last = max((i for i, m in enumerate(chat) if m.get("role") == "assistant"), default=len(chat))
+            asked = [str(_text(m.get("content"))) for m in chat[:last] if m.get("role") == "user"]
+            reply = _text(chat[last].get("content")) if last < len(chat) else None
+            rest = {k: v for k, v in row.items() if k != "messages"}
+            rows.append({**rest, "step": t.step, "prompt": asked[-1] if asked else None, "response": reply,
+                         WHERE: f"{t.where}#{n}"})
+    return rows
+
+
+def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tuple[str, pl.DataFrame]], str]:
+    """The rollouts the run at ``path`` logged as tables: the layout, the frames (one per logged table for
+    TRL's completions, with TRL's columns and a text ``step``; one frame of ``step, prompt, response,
+    score`` otherwise) and the format's name (``wandb-table``…)."""
+    tables = logged_tables(path, skips)
+    key, kind, chosen = _chosen(tables, notes)
+    if not chosen:
+        keys = sorted({t.key for t in tables})
+        said = Words(f"it logged tables ({', '.join(keys)}), none of them completions or generations",
+                     f"它记录的表（{'、'.join(keys)}）都不是 completions 或生成结果") if keys else \
+            Words("it logged no tables", "它没有记录任何表")
+        raise EmptyInputError(Words(f"{path}: no rollouts in this run: {said}; log TRL's completions "
+                                    "(log_completions=True) or veRL's validation generations "
+                                    "(trainer.log_val_generations), or give a rollout dump",
+                                    f"{path}：这个运行里没有 rollout：{said.zh}；请记录 TRL 的 completions"
+                                    "（log_completions=True）或 veRL 的验证生成结果（trainer.log_val_generations），"
+                                    "或给出 rollout 文件"))
+    fmt = f"{chosen[0].writer}-table"
+    if kind == "trl":
+        return kind, [(t.where, _trl_frame(t)) for t in chosen], fmt
+    rows = _wide(chosen) if kind == "wide" else _traces(chosen) if kind == "trace" else _long(chosen)
+    notes.append(Words(f"veRL's validation generations ({key!r}): one response per prompt, each its own group",
+                       f"veRL 的验证生成结果（{key!r}）：每个 prompt 一个回答，各自成组"))
+    return kind, [(str(path), frame_from_rows(rows))], fmt
