@@ -101,6 +101,19 @@ def _trl_frame(t: LoggedTable) -> pl.DataFrame:
     return df
 
 
+def _last_per_step(tables: list[LoggedTable], notes: list[str]) -> list[LoggedTable]:
+    """The last table logged at each step (by its rows' ``step``): TRL logs its completions again at the end
+    of training, and at a step that also evaluates, as its completion file for that step is overwritten."""
+    kept: dict[object, LoggedTable] = {}
+    for t in tables:
+        kept[t.rows[0].get("step", t.step) if t.rows else t.step] = t
+    if len(kept) < len(tables):
+        again = len(tables) - len(kept)
+        notes.append(Words(f"{again} table(s) logged again at a step already logged: the last one of each step was "
+                           "read", f"有 {again} 张表是在已记录过的步上再次记录的：每步只读最后一张"))
+    return list(kept.values())
+
+
 def _wide(tables: list[LoggedTable]) -> list[dict[str, Any]]:
     rows, seen = [], set()
     for t in tables:
@@ -155,7 +168,7 @@ def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tup
                                     "或给出 rollout 文件"))
     fmt = f"{chosen[0].writer}-table"
     if kind == "trl":
-        return kind, [(t.where, _trl_frame(t)) for t in chosen], fmt
+        return kind, [(t.where, _trl_frame(t)) for t in _last_per_step(chosen, notes)], fmt
     rows = _wide(chosen) if kind == "wide" else _traces(chosen) if kind == "trace" else _long(chosen)
     notes.append(Words(f"veRL's validation generations ({key!r}): one response per prompt, each its own group",
                        f"veRL 的验证生成结果（{key!r}）：每个 prompt 一个回答，各自成组"))

@@ -1,0 +1,46 @@
+"""A real ``GRPOTrainer`` logging its completions to W&B (offline) and Trackio (:mod:`trl_tables_run`, in a
+process of its own): the rollouts read from each tracker's table are, row for row and value for value, those
+read from the completion files TRL wrote in the same run, scored with the same reward weights."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from optional import require
+from polars.testing import assert_frame_equal
+
+from integrations.test_trl import INSTALL, NEEDED
+from rlvitals.rollout import read_rollouts
+
+pytestmark = pytest.mark.trl
+RUN = Path(__file__).with_name("trl_tables_run.py")
+WEIGHTS = [1.0, 0.5]
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require((*NEEDED, "wandb", "trackio"), "the TRL tracker-table test", INSTALL)
+    folder = tmp_path_factory.mktemp("trl-tables")
+    done = subprocess.run([sys.executable, str(RUN), str(folder)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+def test_the_trackers_tables_read_as_trls_completion_files(out: Path) -> None:
+    files = read_rollouts(out / "grpo", reward_weights=WEIGHTS)
+    assert files.format == "trl-completions"
+    steps = sorted(set(files.table.get_column("step").to_list()))
+    assert steps == [1, 2, 3] and files.table.height == 3 * 8
+    [wandb_run] = sorted((out / "wandb").glob("offline-run-*"))
+    for root, fmt in ((wandb_run, "wandb-table"), (out / "trackio" / "rlvitals.db", "trackio-table"),
+                      (Path(f"{out / 'trackio' / 'rlvitals.db'}#grpo"), "trackio-table")):
+        rs = read_rollouts(root, reward_weights=WEIGHTS)
+        assert rs.format == fmt
+        assert rs.table.columns == files.table.columns
+        assert_frame_equal(rs.table, files.table)
+        # TRL logs the last step's table again when training ends: read once, and said
+        assert rs.notes == ["1 table(s) logged again at a step already logged: the last one of each step was "
+                            "read", *files.notes]
