@@ -317,7 +317,7 @@ def test_cli_errors(tmp_path: Path, extra: list[str], message: str) -> None:
 def test_cli_needs_a_destination() -> None:
     out, err = _Out(), _Out()
     assert main(["export", str(FIXTURE)], out, err) == 2  # type: ignore[arg-type]
-    assert "one of the arguments --tensorboard --wandb --trackio is required" in err.text and not out.text
+    assert "one of the arguments --tensorboard --wandb --trackio --swanlab is required" in err.text and not out.text
 
 
 def test_batched_framing_equals_one_record_at_a_time() -> None:

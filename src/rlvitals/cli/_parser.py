@@ -268,8 +268,8 @@ def _commands(sub: _Commands) -> None:
                      help="probe the learner's faithfulness every N steps on that step's rollouts (as a checkpoint) "
                           "and write rollout_data/rlvitals-probes.jsonl, which the watcher reads (default 0: no probe)")
 
-    xpt = sub.add("export", help="write derived series and findings to TensorBoard event files, a W&B run or a "
-                                 "Trackio project")
+    xpt = sub.add("export", help="write derived series and findings to TensorBoard event files, a W&B run, a "
+                                 "Trackio project or a SwanLab run")
     xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
     xto = _Group(xpt, xpt.add_mutually_exclusive_group(required=True))
     xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
@@ -277,12 +277,17 @@ def _commands(sub: _Commands) -> None:
     xto.add_argument("--wandb", action="store_true", help="log to a W&B run (offline unless WANDB_MODE=online)")
     xto.add_argument("--trackio", default=None, metavar="DIR",
                      help="log to a Trackio project in this TRACKIO_DIR (continued after the steps it holds)")
+    xto.add_argument("--swanlab", default=None, metavar="DIR",
+                     help="log offline to a SwanLab run in this swanlog folder (continued after the steps it holds)")
     xpt.add_argument("--wandb-dir", default=".", metavar="DIR", help="where wandb writes the run folder")
     xpt.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project")
     xpt.add_argument("--wandb-run-id", default=None, metavar="ID", help="resume this W&B run instead of a new one")
     xpt.add_argument("--trackio-project", default="rlvitals", metavar="P", help="Trackio project")
     xpt.add_argument("--trackio-run", default=None, metavar="NAME",
                      help="Trackio run name (default: the log's name; an existing run is continued)")
+    xpt.add_argument("--swanlab-project", default="rlvitals", metavar="P", help="SwanLab project")
+    xpt.add_argument("--swanlab-run", default=None, metavar="NAME",
+                     help="SwanLab run name (default: the log's name; an existing run is continued)")
     xpt.add_argument("--rollouts", action="append", default=None, metavar="DIR",
                      help="rollout dumps of a RUN: their series are exported; once per RUN, in order ('-' for none)")
     xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")

@@ -85,9 +85,9 @@ def _export(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs: int) -> Words:
-    """Where ``plan`` went (``--tensorboard``, ``--wandb`` or ``--trackio``), in both languages; ``names``: the
-    TensorBoard sub-folders taken so far by the other runs."""
-    from ..export import write_tensorboard, write_trackio, write_wandb
+    """Where ``plan`` went (``--tensorboard``, ``--wandb``, ``--trackio`` or ``--swanlab``), in both languages;
+    ``names``: the TensorBoard sub-folders taken so far by the other runs."""
+    from ..export import write_swanlab, write_tensorboard, write_trackio, write_wandb
 
     if args.tensorboard is not None:
         # several runs into one LOGDIR: one sub-folder each, as TensorBoard lists runs
@@ -105,6 +105,16 @@ def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs:
         to = write_trackio(plan, directory=args.trackio, project=args.trackio_project, name=args.trackio_run)
         return Words(f"{to.database}#{to.run} (Trackio: {to.rows} new rows, {to.kept} there already)",
                      f"{to.database}#{to.run}（Trackio：新写 {to.rows} 行，已有 {to.kept} 行）")
+    if args.swanlab is not None:
+        if runs > 1 and args.swanlab_run:
+            raise RlvitalsError(Words(f"--swanlab-run {args.swanlab_run!r} names one SwanLab run, but {runs} runs "
+                                      "were given; export one run at a time under one name",
+                                      f"--swanlab-run {args.swanlab_run!r} 指的是一个 SwanLab 运行，但给了 {runs} 次"
+                                      "训练；用同一个名字时请一次导出一次训练"))
+        sw = write_swanlab(plan, directory=args.swanlab, project=args.swanlab_project, name=args.swanlab_run)
+        held = sw.folder or Path(args.swanlab)
+        return Words(f"{held} (SwanLab run {sw.run_id}, offline: {sw.rows} new rows, {sw.kept} there already)",
+                     f"{held}（SwanLab 运行 {sw.run_id}，离线：新写 {sw.rows} 行，已有 {sw.kept} 行）")
     online = os.environ.get("WANDB_MODE") == "online"
     done = write_wandb(plan, directory=args.wandb_dir, project=args.wandb_project, run_id=args.wandb_run_id,
                        mode="online" if online else "offline")

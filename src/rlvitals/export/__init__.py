@@ -3,7 +3,8 @@
 Outputs layer: it reads Runs, Diagnoses and rollout series and nothing imports it back but the live
 watcher. :func:`plan_export` chooses what to write (pure); :func:`write_tensorboard` writes an event
 file with no dependency; :func:`write_wandb` logs through the real ``wandb`` client and
-:func:`write_trackio` through ``trackio``, each imported only when called;
+:func:`write_trackio` through ``trackio`` and :func:`write_swanlab` through ``swanlab``, each imported only
+when called;
 :class:`~rlvitals.export.live.LiveTensorBoard` appends to an event file while ``watch`` runs.
 """
 
@@ -22,10 +23,11 @@ from .plan import (
     plan_export,
     resolve_metrics,
 )
+from .swanlab import SwanlabExport, write_swanlab
 from .tensorboard import write_tensorboard
 from .trackio import TrackioExport, write_trackio
 from .wandb import WandbExport, write_wandb
 
 __all__ = ["expect_folder", "ExportPlan", "FindingRow", "LiveTensorBoard", "LiveWandb", "plan_export",
     "resolve_metrics", "Series", "STATUS_VALUE", "TENSORBOARD_FOLDER", "WANDB_FOLDER", "WandbExport",
-    "TrackioExport", "write_tensorboard", "write_trackio", "write_wandb"]
+    "SwanlabExport", "TrackioExport", "write_swanlab", "write_tensorboard", "write_trackio", "write_wandb"]
