@@ -556,6 +556,10 @@ def test_efficiency_and_bookkeeping_layers(layer: str) -> None:
     ("eval_openai/gsm8k_pass8", "val-core/openai/gsm8k/reward/best@8/mean", 1.0),
     ("eval_openai/gsm8k_response_length_mean", "val-aux/openai/gsm8k/response_length/mean@1", 1.0),
     ("eval_truncated_rate", "val-aux/all/truncated/mean@1", 1.0),
+    # TRL's profiling decorator, logged straight to W&B / Trackio / MLflow
+    ("profiling/Time taken: GRPOTrainer.compute_loss", "timing_s/trl/GRPOTrainer.compute_loss", 1.0),
+    ("profiling/Time taken: GRPOTrainer.transformers.generate", "timing_s/trl/GRPOTrainer.transformers.generate",
+     1.0),
 ])
 def test_alias_resolves(raw: str, canonical: str, scale: float) -> None:
     assert resolve(raw)[:2] == (canonical, pytest.approx(scale))

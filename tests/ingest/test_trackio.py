@@ -260,3 +260,34 @@ def test_system_samples_are_left_out_and_counted(store: Path, tmp_path: Path) ->
     assert f"{root}: Trackio's system metrics (3 samples: CPU, GPU, memory) are on their own clock, not at " \
            "training steps; they were left out" in [str(n) for n in run.notes]
     assert "cpu/utilization" not in run.raw.columns
+
+
+#: as transformers' Trackio callback and TRL log: the trainer's metrics with train/global_step (Trackio counts
+#: the step), TRL's profiling with its own step (the global step before the one being computed)
+HF_SCRIPT = """
+import trackio
+trackio.init(project="hf", name="grpo", auto_log_gpu=False, auto_log_cpu=False)
+for k in range(1, 5):
+    trackio.log({"profiling/Time taken: GRPOTrainer.compute_loss": 0.1 * k}, step=k - 1)
+    trackio.log({"train/loss": 1.0 / k, "train/reward": 0.2 * k, "train/global_step": k})
+trackio.finish()
+"""
+
+
+def test_hf_global_step_is_the_axis_and_rows_logged_inside_a_step_join_it(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", HF_SCRIPT], env={**os.environ, "TRACKIO_DIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [run] = load(tmp_path / "hf.db")
+    assert run.train_steps.tolist() == [1, 2, 3, 4]
+    assert run.raw.select("step", "train/reward").rows() == [(k, pytest.approx(0.2 * k)) for k in range(1, 5)]
+    # the profiled call of step k was logged while step k ran (Trackio step k - 1): it joins step k
+    assert run.series("timing_s/trl/GRPOTrainer.compute_loss")[1].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert "train/global_step" not in run.raw.columns
+    db = tmp_path / "hf.db"
+    said = [n for n in run.notes if "train/global_step" in str(n)]
+    assert [str(n) for n in said] == [f"{db}#grpo: the steps are HF's train/global_step; 4 rows without it (TRL's "
+                                      "profiling and completions, logged while the next step ran) were placed at "
+                                      "the next global step"]
+    assert said[0].zh == (f"{db}#grpo：步数取 HF 的 train/global_step；4 行没有它（TRL 的 profiling 和 completions，"
+                          "在下一步计算时记录），放在下一个 global step 上")

@@ -12,6 +12,7 @@ import pytest
 from optional import require
 from polars.testing import assert_frame_equal
 
+import rlvitals
 from integrations.test_trl import INSTALL, NEEDED
 from rlvitals.rollout import read_rollouts
 
@@ -22,8 +23,9 @@ WEIGHTS = [1.0, 0.5]
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require((*NEEDED, "wandb", "trackio"), "the TRL tracker-table test", INSTALL)
+    require((*NEEDED, "wandb", "trackio", "clearml"), "the TRL tracker-table test", INSTALL)
     folder = tmp_path_factory.mktemp("trl-tables")
+    (folder / "home").mkdir()
     done = subprocess.run([sys.executable, str(RUN), str(folder)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return folder
@@ -44,3 +46,22 @@ def test_the_trackers_tables_read_as_trls_completion_files(out: Path) -> None:
         # TRL logs the last step's table again when training ends: read once, and said
         assert rs.notes == ["1 table(s) logged again at a step already logged: the last one of each step was "
                             "read", *files.notes]
+
+
+def test_the_three_trackers_hold_the_same_metrics_under_the_same_names(out: Path) -> None:
+    """transformers' W&B, Trackio and ClearML callbacks name TRL's metrics each its own way (``train/reward``;
+    ``train/reward``; title ``train``, series ``reward``): all read to the same catalog metrics and values."""
+    [wandb_run] = sorted((out / "wandb").glob("offline-run-*"))
+    [session] = [p for p in (out / "clearml" / "offline").iterdir() if p.is_dir()]
+    runs = {name: rlvitals.load(root)[0] for name, root in
+            (("wandb", wandb_run), ("trackio", out / "trackio" / "rlvitals.db"), ("clearml", session))}
+    assert {r.format for r in runs.values()} == {"wandb-offline", "trackio", "clearml"}
+    assert {n: (r.framework, r.unmapped) for n, r in runs.items()} == {n: ("trl", []) for n in runs}
+    wanted = ("critic/score/mean", "actor/entropy", "actor/grad_norm", "group/zero_std/share")
+    for metric in wanted:
+        steps, values = runs["wandb"].series(metric)
+        assert steps.tolist() == [1, 2, 3], metric
+        for name in ("trackio", "clearml"):
+            got = runs[name].series(metric)
+            assert got[0].tolist() == steps.tolist(), (name, metric)
+            assert got[1] == pytest.approx(values, rel=1e-6), (name, metric)

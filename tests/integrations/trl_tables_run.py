@@ -1,7 +1,8 @@
 """A real ``GRPOTrainer`` (the tiny policy of :mod:`integrations.test_trl`) with ``log_completions=True`` and
-``report_to=["wandb", "trackio"]``, in a process of its own so that W&B (offline) and Trackio write only under
-``OUT``: ``python trl_tables_run.py OUT``. TRL writes its completion files to ``OUT/grpo/completions`` and the
-same completions as a table to W&B and to Trackio."""
+``report_to=["wandb", "trackio", "clearml"]``, in a process of its own so that W&B (offline), Trackio and ClearML
+(offline) write only under ``OUT``: ``python trl_tables_run.py OUT``. TRL writes its completion files to
+``OUT/grpo/completions`` and the same completions as a table to W&B and to Trackio; transformers' callbacks log
+the metrics to all three."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def main(out: Path) -> None:
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_CONSOLE="off", WANDB_DISABLE_GIT="true",
                       WANDB_DISABLE_CODE="true", WANDB_DIR=str(out), WANDB_CONFIG_DIR=str(out / ".wandb-config"),
                       WANDB_CACHE_DIR=str(out / ".wandb-cache"), WANDB_DATA_DIR=str(out / ".wandb-data"),
-                      TRACKIO_DIR=str(out / "trackio"), HF_HUB_OFFLINE="1")
+                      TRACKIO_DIR=str(out / "trackio"), HF_HUB_OFFLINE="1",
+                      CLEARML_OFFLINE_MODE="1", CLEARML_CACHE_DIR=str(out / "clearml"), HOME=str(out / "home"))
     os.environ.pop("WANDB_API_KEY", None)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from datasets import Dataset
@@ -33,9 +35,9 @@ def main(out: Path) -> None:
         warnings.filterwarnings("ignore", category=FutureWarning)
         args = GRPOConfig(output_dir=str(out / "grpo"), max_steps=STEPS, per_device_train_batch_size=8,
                           num_generations=4, max_completion_length=16, temperature=0.7, learning_rate=1e-5,
-                          logging_steps=1, report_to=["wandb", "trackio"], project="rlvitals", run_name="grpo",
-                          save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True, dataloader_num_workers=0,
-                          log_completions=True, reward_weights=[1.0, 0.5])
+                          logging_steps=1, report_to=["wandb", "trackio", "clearml"], project="rlvitals",
+                          run_name="grpo", save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
+                          dataloader_num_workers=0, log_completions=True, reward_weights=[1.0, 0.5])
         trainer = GRPOTrainer(model=model, reward_funcs=[accuracy, odd_capitals], args=args, train_dataset=data,
                               processing_class=tokenizer)
         trainer.train()

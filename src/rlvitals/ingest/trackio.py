@@ -16,6 +16,7 @@ the writer work at once); a run is named ``<db>#<run name>`` (``<db>#<run id>`` 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 from collections.abc import Iterator
@@ -154,6 +155,15 @@ def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> No
             meta.started = created
 
 
+GLOBAL_STEP = "train/global_step"
+
+
+def _as_step(value: Any) -> int | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value == int(value):
+        return int(value)
+    return None
+
+
 class _Rows:
     """The metric rows of a run into one record per step (a step logged in several calls is one record; a
     key logged twice at a step starts the next record), what was left out, and how far they were read."""
@@ -165,6 +175,45 @@ class _Rows:
         self.values: dict[str, Value] = {}
         self.wall: float | None = None
         self.media: set[str] = set()
+        # the step axis: Trackio's own step, or (once a row holds HF's train/global_step) the global step
+        self.global_axis = False
+        self.global_step: int | None = None  # the last global step read (the first, before any is read)
+        self.carried = 0  # rows without a global step, placed at the next one
+        self.waiting: list[tuple[dict[str, Any], float | None]] = []
+
+    def decide(self, con: sqlite3.Connection, key: str, chosen: str) -> None:
+        """Take HF's ``train/global_step`` as the step axis when a row of the run holds it: transformers'
+        Trackio callback logs it with every row but lets Trackio count the step, while TRL's profiling
+        and completions rows are logged with steps of their own."""
+        if self.global_axis:
+            return
+        hit = con.execute(f"SELECT metrics FROM metrics WHERE {key} = ? AND CAST(metrics AS TEXT) LIKE "
+                          "'%\"train/global_step\"%' ORDER BY id LIMIT 1", (chosen,)).fetchone()
+        if hit is not None:
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
+                self.global_step = _as_step(orjson.loads(hit[0]).get(GLOBAL_STEP))
+            self.global_axis = self.global_step is not None
+
+    def route(self, step: int, metrics: dict[str, Any], wall: float | None) -> Iterator[Record]:
+        """One row to its step: Trackio's, or on the global axis its ``train/global_step``; a row without one
+        (TRL's profiling, logged while the next step is computed) waits for the next global step."""
+        if not self.global_axis:
+            yield from self.add(step, metrics, wall)
+            return
+        found = _as_step(metrics.pop(GLOBAL_STEP, None))
+        if found is None:
+            self.waiting.append((metrics, wall))
+            return
+        self.global_step = found
+        yield from self.release(found)
+        yield from self.add(found, metrics, wall)
+
+    def release(self, step: int | None) -> Iterator[Record]:
+        """The rows waiting for a global step, at ``step`` (the last one, at the end of a whole read)."""
+        waiting, self.waiting = self.waiting, []
+        for metrics, wall in waiting if step is not None else ():
+            self.carried += 1 if metrics else 0
+            yield from self.add(step, metrics, wall)
 
     def add(self, step: int, metrics: dict[str, Any], wall: float | None) -> Iterator[Record]:
         values = {}
@@ -190,7 +239,8 @@ def _scan(con: sqlite3.Connection, db: Path, key: str, chosen: str, rows: _Rows,
           by_step: bool) -> Iterator[Record]:
     """The records of the rows after ``rows.last``: in step order for a whole read, in the order written for a
     follower (whose steps may come back in a later poll: a Run puts the values of one step together)."""
-    order = "step, id" if by_step else "id"
+    rows.decide(con, key, chosen)
+    order = "step, id" if by_step and not rows.global_axis else "id"
     for row_id, step, stamp, blob in con.execute(f"SELECT id, step, timestamp, metrics FROM metrics WHERE {key} = ? "
                                                  f"AND id > ? ORDER BY {order}", (chosen, rows.last)):
         rows.last = max(rows.last, row_id)
@@ -203,7 +253,9 @@ def _scan(con: sqlite3.Connection, db: Path, key: str, chosen: str, rows: _Rows,
                        Words(f"expected a step and a JSON object of metrics, got step {step!r}; the row was "
                              "skipped", f"应为步数和指标的 JSON 对象，读到的步数是 {step!r}；这一行已跳过"))
             continue
-        yield from rows.add(step, metrics, _wall(stamp))
+        yield from rows.route(step, metrics, _wall(stamp))
+    if by_step:  # a whole read: what logged after the last global step belongs to it
+        yield from rows.release(rows.global_step)
     yield from rows.flush()
 
 
@@ -254,6 +306,12 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
 
 
 def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, meta: SourceMeta) -> None:
+    if rows.carried:
+        meta.notes.append(Words(f"{db}#{run}: the steps are HF's train/global_step; {rows.carried} rows without it "
+                                "(TRL's profiling and completions, logged while the next step ran) were placed at "
+                                "the next global step",
+                                f"{db}#{run}：步数取 HF 的 train/global_step；{rows.carried} 行没有它"
+                                "（TRL 的 profiling 和 completions，在下一步计算时记录），放在下一个 global step 上"))
     if rows.media:
         shown = sorted(rows.media)
         listed = ", ".join(shown[:6]) + (", …" if len(shown) > 6 else "")
