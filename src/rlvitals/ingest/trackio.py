@@ -211,7 +211,9 @@ class _Rows:
     def release(self, step: int | None) -> Iterator[Record]:
         """The rows waiting for a global step, at ``step`` (the last one, at the end of a whole read)."""
         waiting, self.waiting = self.waiting, []
-        for metrics, wall in waiting if step is not None else ():
+        if step is None:
+            return
+        for metrics, wall in waiting:
             self.carried += 1 if metrics else 0
             yield from self.add(step, metrics, wall)
 
