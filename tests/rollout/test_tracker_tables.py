@@ -1,6 +1,6 @@
 """Rollouts read from the tables a training logged to its tracker, on files the real writers wrote in a
 process of their own (:mod:`tracker_writers`): veRL's own validation-generations logger to W&B, SwanLab,
-Trackio and MLflow, and TRL's completions table to W&B and Trackio. Each is checked value by value against
+Trackio, MLflow and ClearML, and TRL's completions table to W&B and Trackio. Each is checked value by value against
 what was logged (veRL) or against TRL's own completion files read by the completions reader (TRL)."""
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ COLUMNS = ["step", "prompt", "response", "score"]
 
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require(("wandb", "swanlab", "trackio", "mlflow", "verl", "pandas", "pyarrow"), "the tracker table tests",
+    require(("wandb", "swanlab", "trackio", "mlflow", "clearml", "verl", "pandas", "pyarrow"),
+            "the tracker table tests",
             "pip install 'rlvitals[test]' && pip install --no-deps verl==0.9.1")
     out = tmp_path_factory.mktemp("tables") / "out"
-    done = subprocess.run([sys.executable, str(WRITERS), str(out)], capture_output=True, text=True, timeout=600,
-                          cwd=out.parent)
+    # as a script given with -c, outside the repository: ClearML would otherwise look into the script's git repo
+    done = subprocess.run([sys.executable, "-c", WRITERS.read_text(encoding="utf-8"), str(out)], capture_output=True,
+                          text=True, timeout=600, cwd=out.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -47,10 +49,12 @@ def _verl_roots(out: Path) -> dict[str, Path]:
     wandb = _one(out / "verl" / "wandb", "offline-run-*")
     swan = _one(out / "verl" / "swanlog", "run-*")
     mlflow = _one(out / "verl" / "mlartifacts", "*")
+    clearml = _one(out / "clearml" / "offline", "offline-*[!p]")
     return {"wandb run": wandb, "wandb file": _one(wandb, "run-*.wandb"), "wandb folder": out / "verl" / "wandb",
             "swanlab run": swan, "swanlab file": _one(swan, "run-*.swanlab"), "trackio db": out / "trackio" / "verl.db",
             "trackio run": Path(f"{out / 'trackio' / 'verl.db'}#val"), "mlflow run": mlflow,
-            "mlflow artifacts": mlflow / "artifacts"}
+            "mlflow artifacts": mlflow / "artifacts", "clearml session": clearml,
+            "clearml zip": clearml.with_name(clearml.name + ".zip")}
 
 
 def _expected() -> list[tuple[Any, ...]]:
@@ -71,7 +75,8 @@ def test_verl_generations_read_the_same_from_every_tracker(logged: Path) -> None
         formats[name] = rs.format
     assert formats == {"wandb run": "wandb-table", "wandb file": "wandb-table", "wandb folder": "wandb-table",
                        "swanlab run": "swanlab-table", "swanlab file": "swanlab-table", "trackio db": "trackio-table",
-                       "trackio run": "trackio-table", "mlflow run": "mlflow-table", "mlflow artifacts": "mlflow-table"}
+                       "trackio run": "trackio-table", "mlflow run": "mlflow-table", "mlflow artifacts": "mlflow-table",
+                       "clearml session": "clearml-table", "clearml zip": "clearml-table"}
 
 
 def test_a_wide_wandb_table_repeating_earlier_rows_is_read_once(logged: Path) -> None:

@@ -2,8 +2,8 @@
 
 - veRL's own ``ValidationGenerationsLogger`` (``verl/utils/tracking.py`` of the installed veRL 0.9.1, loaded
   by its file: the module needs only orjson and packaging, while importing the ``verl`` package would pull
-  in Ray and tensordict), logging validation generations to W&B (offline), SwanLab (offline), Trackio and
-  MLflow (SQLite store) as a veRL trainer configured with those loggers does;
+  in Ray and tensordict), logging validation generations to W&B (offline), SwanLab (offline), Trackio, MLflow
+  (SQLite store) and ClearML (offline) as a veRL trainer configured with those loggers does;
 - W&B and Trackio logging a ``Table(dataframe=…)`` of TRL's completion columns under ``completions``, as
   ``GRPOTrainer.log`` does with ``log_completions=True``, beside the ``completions_<step>.parquet`` file
   TRL writes with the same frame.
@@ -60,6 +60,11 @@ def write_verl(out: Path) -> None:
     import swanlab
     import trackio
     import wandb
+    from clearml import Task
+
+    Task.set_offline(offline_mode=True)
+    task = Task.init(project_name="p", task_name="val", auto_resource_monitoring=False, auto_connect_frameworks=False,
+                     auto_connect_arg_parser=False)
 
     wandb.init(project="p", name="val", dir=str(out / "verl"))
     swanlab.init(project="p", experiment_name="val", mode="offline", logdir=str(out / "verl" / "swanlog"))
@@ -68,7 +73,8 @@ def write_verl(out: Path) -> None:
     mlflow.start_run(run_name="val", experiment_id=experiment)
     logger = _verl_logger()
     for step, samples in SAMPLES:
-        logger.log(["wandb", "swanlab", "trackio", "mlflow"], samples, step)
+        logger.log(["wandb", "swanlab", "trackio", "mlflow", "clearml"], samples, step)
+    task.close()
     wandb.finish()
     swanlab.finish()
     trackio.finish()
@@ -98,8 +104,10 @@ if __name__ == "__main__":
     os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_CONSOLE="off", WANDB_DISABLE_GIT="true",
                       WANDB_DISABLE_CODE="true", WANDB_CONFIG_DIR=str(root / ".wandb-config"),
                       WANDB_CACHE_DIR=str(root / ".wandb-cache"), WANDB_DATA_DIR=str(root / ".wandb-data"),
-                      TRACKIO_DIR=str(root / "trackio"), MLFLOW_TRACKING_URI=f"sqlite:///{root / 'mlflow.db'}")
+                      TRACKIO_DIR=str(root / "trackio"), MLFLOW_TRACKING_URI=f"sqlite:///{root / 'mlflow.db'}",
+                      HOME=str(root / "home"), CLEARML_CACHE_DIR=str(root / "clearml"))
     os.environ.pop("WANDB_API_KEY", None)
     (root / "verl").mkdir(parents=True)
+    (root / "home").mkdir()
     write_verl(root)
     write_trl(root)

@@ -31,7 +31,7 @@ import orjson
 from ..errors import InputError
 from ..words import Words
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
+from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 FORMAT = "clearml"
 PREFIX = "offline-"
@@ -201,6 +201,33 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         yield Record(step, steps[step], where[step], wall=walls.get(step))
     if summary:
         yield Record(max(steps, default=0), summary, f"{path}/{METRICS}#summary", kind="summary")
+
+
+def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
+    """The tables the session reported (``report_table``, as veRL logs its validation generations): each a
+    ``plot`` event whose ``plot_str`` is a plotly table (``header.values``: a column name per list,
+    ``cells.values``: a column per list), keyed ``<title>/<series>`` at its iteration. A table that is no
+    such JSON is a counted skip."""
+    _, raw_metrics = _files(path)
+    out = []
+    for lineno, event in _events(path, raw_metrics, SkipLog()):  # a bad line is the metrics read's to count
+        if event.get("type") != "plot" or '"table"' not in str(event.get("plot_str", "")):
+            continue
+        where = f"{path}/{METRICS}:{lineno}"
+        try:
+            data = orjson.loads(str(event["plot_str"]))["data"][0]
+            names = [str(h[0]) if isinstance(h, list) and h else str(h) for h in data["header"]["values"]]
+            columns = data["cells"]["values"]
+            rows = tuple(dict(zip(names, cells, strict=False)) for cells in zip(*columns, strict=False))
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+            skips.skip(where, Words(f"a reported table that is not a plotly table ({type(exc).__name__}); it was "
+                                    "skipped", f"报告的表不是 plotly 表格（{type(exc).__name__}）；已跳过"))
+            continue
+        if data.get("type") == "table":
+            step = event.get("iter")
+            out.append(LoggedTable(f"{event.get('metric')}/{event.get('variant')}",
+                                   step if isinstance(step, int) else None, where, rows, FORMAT))
+    return out
 
 
 DESCRIBES = "a ClearML offline session (offline-<id>/ or its .zip), or the cache's offline/ folder of them"

@@ -11,6 +11,8 @@ Where each tracker keeps them (checked on files the real writers wrote):
   ``traces`` table (:func:`.trackio.tables`).
 - **SwanLab** (a run folder or its ``.swanlab`` file): ``swanlab.echarts.Table`` files named by media
   records (:func:`.swanlab.tables`).
+- **ClearML** (an offline session ``offline-<id>/`` or its zip): ``report_table`` plot events in
+  ``metrics.jsonl`` (:func:`.clearml_offline.tables`).
 - **MLflow** (a run's artifact folder, or the run folder holding ``artifacts/``): veRL's
   ``val_step<step>.json`` artifacts, a list of ``{input, output, score}``.
 
@@ -31,7 +33,7 @@ import orjson
 from .._sqlite import split_root
 from ..errors import InputError
 from ..words import Words
-from . import swanlab, trackio
+from . import clearml_offline, swanlab, trackio
 from .record import LoggedTable, SkipLog
 
 __all__ = ["holds_tables", "logged_tables"]
@@ -92,6 +94,17 @@ def _swanlab_run(path: Path) -> bool:
     return swanlab.runs(path) == [path] and any(path.glob("run-*.swanlab"))
 
 
+def _clearml_session(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64)
+    except IsADirectoryError:
+        head = b""
+    except OSError:
+        return False
+    return clearml_offline.sniff(path, head) and clearml_offline.runs(path) == [path]
+
+
 def holds_tables(path: Path) -> bool:
     """Whether ``path`` is a tracker run whose logged tables :func:`logged_tables` reads (by names and file
     heads; ``<db>#<run>`` need not exist as a path)."""
@@ -99,7 +112,7 @@ def holds_tables(path: Path) -> bool:
         return True
     if not path.exists():
         return False
-    if _swanlab_run(path):
+    if _swanlab_run(path) or _clearml_session(path):
         return True
     try:
         if _wandb_run(path) is not None:
@@ -115,6 +128,8 @@ def logged_tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
         return trackio.tables(path, skips)
     if _swanlab_run(path):
         return swanlab.tables(path, skips)
+    if _clearml_session(path):
+        return clearml_offline.tables(path, skips)
     run = _wandb_run(path)
     if run is not None:
         return list(_wandb_tables(run, skips))
