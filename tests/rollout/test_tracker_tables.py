@@ -177,3 +177,24 @@ def test_a_wandb_folder_of_two_runs_with_tables_asks_for_one(logged: Path, tmp_p
                               "give one run's folder")
     assert e.value.text("zh") == (f"{tmp_path / 'wandb'}：这里有 2 个 W&B 运行记录了表"
                                   "（offline-run-1, offline-run-2）；请给出其中一个运行的文件夹")
+
+
+def test_watch_follows_the_tables_of_a_tracker_run_as_they_come(logged: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from rlvitals.watch.rollouts import RolloutFollow
+
+    run = tmp_path / "run"
+    shutil.copytree(_trl_roots(logged)["wandb"], run)
+    tables = sorted((run / "files" / "media" / "table").glob("completions_*.table.json"),
+                    key=lambda p: int(p.name.split("_")[1]))
+    last = tables[-1].read_bytes()
+    tables[-1].unlink()  # the run before it logged its last table
+    follow = RolloutFollow(run)
+    assert follow.poll() and sorted(follow.frames) == list(COMPLETION_STEPS[:-1])
+    assert not follow.poll()  # nothing new: not read again
+    tables[-1].write_bytes(last)
+    assert follow.poll() and sorted(follow.frames) == list(COMPLETION_STEPS)
+    assert follow.messages == []
+    trackio_run = RolloutFollow(Path(f"{logged / 'trackio' / 'trl.db'}#grpo"))  # one run of a database
+    assert trackio_run.poll() and sorted(trackio_run.frames) == list(COMPLETION_STEPS)

@@ -30,7 +30,9 @@ from pathlib import Path
 
 import polars as pl
 
+from .._sqlite import split_root
 from ..errors import RlvitalsError
+from ..ingest import holds_tables
 from ..rollout import PROBES_FILE, ProbeResults, Progress, read_probe_results, run_each, with_probe_results
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
@@ -151,11 +153,11 @@ class RolloutFollow:
         return True
 
     def _poll_rollouts(self) -> bool:
-        if self.folder.is_file():
+        if self.folder.is_file() or (not self.folder.exists() and holds_tables(self.folder)):  # <db>#<run>
             return self._poll_whole()
         files = self._step_files()
-        if not files and self.settings.columns is not None and self._has_tables():
-            return self._poll_whole()
+        if not files and ((self.settings.columns is not None and self._has_tables()) or holds_tables(self.folder)):
+            return self._poll_whole()  # a table, or the tables a tracker's run logged (read whole when it changed)
         todo = []
         for step, path in files:
             sig = _signature(path)
@@ -195,7 +197,7 @@ class RolloutFollow:
     def _poll_whole(self) -> bool:
         """Read the whole table again when any of its files changed (a file, or a folder of tables)."""
         try:
-            sig = signature(self.folder)
+            sig = signature(split_root(self.folder)[0])  # a run of a Trackio database changes with the database
         except OSError:
             return False
         if sig == self._whole or not any(size for _, size, _, _ in sig):
