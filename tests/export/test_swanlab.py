@@ -116,3 +116,11 @@ def test_the_line_it_writes_and_a_missing_library_in_both_languages(tmp_path: Pa
     assert str(got.value) == ("--swanlab needs the swanlab library, which is not installed; install it with: "
                               "pip install 'rlvitals[swanlab]'")
     assert got.value.text("zh") == "--swanlab 需要 swanlab 库，但它没有安装；请用 pip install 'rlvitals[swanlab]' 安装"
+
+
+def test_one_run_name_for_several_runs_is_said_in_chinese(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "rlvitals", "export", str(FIXTURE), str(FIXTURE), "--swanlab",
+                           str(tmp_path), "--swanlab-run", "x", "--lang", "zh"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2
+    assert "--swanlab-run 'x' 指的是一个 SwanLab 运行，但给了 2 次训练；用同一个名字时请一次导出一次训练" in done.stderr

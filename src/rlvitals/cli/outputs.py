@@ -97,20 +97,12 @@ def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs:
         where = str(write_tensorboard(plan, Path(args.tensorboard) / name if runs > 1 else Path(args.tensorboard)))
         return Words(where, where)
     if args.trackio is not None:
-        if runs > 1 and args.trackio_run:
-            raise RlvitalsError(Words(f"--trackio-run {args.trackio_run!r} names one Trackio run, but {runs} runs "
-                                      "were given; export one run at a time under one name",
-                                      f"--trackio-run {args.trackio_run!r} 指的是一个 Trackio 运行，但给了 {runs} 次"
-                                      "训练；用同一个名字时请一次导出一次训练"))
+        _one_name("--trackio-run", args.trackio_run, runs, "Trackio")
         to = write_trackio(plan, directory=args.trackio, project=args.trackio_project, name=args.trackio_run)
         return Words(f"{to.database}#{to.run} (Trackio: {to.rows} new rows, {to.kept} there already)",
                      f"{to.database}#{to.run}（Trackio：新写 {to.rows} 行，已有 {to.kept} 行）")
     if args.swanlab is not None:
-        if runs > 1 and args.swanlab_run:
-            raise RlvitalsError(Words(f"--swanlab-run {args.swanlab_run!r} names one SwanLab run, but {runs} runs "
-                                      "were given; export one run at a time under one name",
-                                      f"--swanlab-run {args.swanlab_run!r} 指的是一个 SwanLab 运行，但给了 {runs} 次"
-                                      "训练；用同一个名字时请一次导出一次训练"))
+        _one_name("--swanlab-run", args.swanlab_run, runs, "SwanLab")
         sw = write_swanlab(plan, directory=args.swanlab, project=args.swanlab_project, name=args.swanlab_run)
         held = sw.folder or Path(args.swanlab)
         return Words(f"{held} (SwanLab run {sw.run_id}, offline: {sw.rows} new rows, {sw.kept} there already)",
@@ -120,6 +112,15 @@ def _written(plan: ExportPlan, args: argparse.Namespace, names: list[str], runs:
                        mode="online" if online else "offline")
     return Words(f"{done.run_dir} (W&B run {done.run_id}, {'online' if online else 'offline'})",
                  f"{done.run_dir}（W&B run {done.run_id}，{'在线' if online else '离线'}）")
+
+
+def _one_name(option: str, name: str | None, runs: int, tracker: str) -> None:
+    """A run name given for several runs is refused: they would all go into one run."""
+    if runs > 1 and name:
+        raise RlvitalsError(Words(f"{option} {name!r} names one {tracker} run, but {runs} runs were given; export "
+                                  "one run at a time under one name",
+                                  f"{option} {name!r} 指的是一个 {tracker} 运行，但给了 {runs} 次训练；用同一个名字时"
+                                  "请一次导出一次训练"))
 
 
 def _wrote(where: Words, plan: ExportPlan) -> Words:
