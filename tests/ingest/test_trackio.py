@@ -289,5 +289,5 @@ def test_hf_global_step_is_the_axis_and_rows_logged_inside_a_step_join_it(tmp_pa
     assert [str(n) for n in said] == [f"{db}#grpo: the steps are HF's train/global_step; 4 rows without it (TRL's "
                                       "profiling and completions, logged while the next step ran) were placed at "
                                       "the next global step"]
-    assert said[0].zh == (f"{db}#grpo：步数取 HF 的 train/global_step；4 行没有它（TRL 的 profiling 和 completions，"
+    assert said[0].zh == (f"{db}#grpo：步数取 HF 的 train/global_step；4 行没有它（TRL 的性能剖析计时和补全表，"
                           "在下一步计算时记录），放在下一个 global step 上")

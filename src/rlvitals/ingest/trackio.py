@@ -313,7 +313,7 @@ def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, m
                                 "(TRL's profiling and completions, logged while the next step ran) were placed at "
                                 "the next global step",
                                 f"{db}#{run}：步数取 HF 的 train/global_step；{rows.carried} 行没有它"
-                                "（TRL 的 profiling 和 completions，在下一步计算时记录），放在下一个 global step 上"))
+                                "（TRL 的性能剖析计时和补全表，在下一步计算时记录），放在下一个 global step 上"))
     if rows.media:
         shown = sorted(rows.media)
         listed = ", ".join(shown[:6]) + (", …" if len(shown) > 6 else "")
