@@ -198,3 +198,15 @@ def test_watch_follows_the_tables_of_a_tracker_run_as_they_come(logged: Path, tm
     assert follow.messages == []
     trackio_run = RolloutFollow(Path(f"{logged / 'trackio' / 'trl.db'}#grpo"))  # one run of a database
     assert trackio_run.poll() and sorted(trackio_run.frames) == list(COMPLETION_STEPS)
+
+
+def test_a_real_wandb_run_without_tables_is_told_it_logged_none(logged: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(_trl_roots(logged)["wandb"], run)
+    shutil.rmtree(run / "files" / "media" / "table")
+    for root in (run, _one(run, "run-*.wandb")):
+        with pytest.raises(EmptyInputError) as e:
+            read_rollouts(root)
+        assert e.value.text().startswith(f"{root}: no rollouts in this run: it logged no tables; log TRL's completions")

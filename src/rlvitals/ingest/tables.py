@@ -56,8 +56,8 @@ def _wandb_run(path: Path) -> Path | None:
     """The W&B run folder ``path`` names (the folder, its ``.wandb`` file, or a ``wandb/`` folder of one
     run with tables), or None."""
     folder = path.parent if path.is_file() and path.suffix == ".wandb" else path
-    if (folder / _MEDIA).is_dir():
-        return folder
+    if (folder / _MEDIA).is_dir() or (folder.is_dir() and any(folder.glob("run-*.wandb"))):
+        return folder  # a run (one that logged no table is told so when read)
     runs = _wandb_runs(folder) if folder.is_dir() else []
     if len(runs) > 1:
         shown = ", ".join(p.name for p in runs[:4]) + (" …" if len(runs) > 4 else "")
@@ -107,7 +107,7 @@ def _clearml_session(path: Path) -> bool:
 
 def holds_tables(path: Path) -> bool:
     """Whether ``path`` is a tracker run whose logged tables :func:`logged_tables` reads (by names and file
-    heads; ``<db>#<run>`` need not exist as a path)."""
+    heads; ``<db>#<run>`` need not exist as a path), whether or not it logged any."""
     if _trackio_root(path):
         return True
     if not path.exists():
