@@ -35,7 +35,7 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
         ("warn", {("grad_norm_spike", "note"): 84, ("kl_jump", "warn"): 206, ("reward_std_collapse", "note"): 1}),
     "trl__ppo-vs-grpo-math-rlvr__grpo_matched_0p5b_seed123.trainer_log_history.json": ("ok", {}),
     "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log":
-        ("ok", {("grad_norm_spike", "note"): 16, ("entropy_collapse", "note"): 17}),
+        ("ok", {("grad_norm_spike", "note"): 16, ("entropy_collapse", "note"): 17, ("entropy_ceiling", "note"): 227}),
     "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log": ("ok", {}),
     "verl__verl-data__gemma-2-2b-it-sft-0.411.log": ("ok", {}),
     "verl__verl_training_log__grpo_run_deepseek7b_llm.log":

@@ -37,7 +37,7 @@ STAGES: dict[str, int] = {
     "ingest": 2,
     "run": 3,
     "rollout": 4,
-    "signals": 5, "probe": 5,
+    "signals": 5, "probe": 5, "forecast": 5,
     "checks": 6,
     "diagnosis": 7,
     "render": 8, "report": 8, "export": 8,

@@ -31,6 +31,7 @@ from .checks import (
 )
 from .checks.config import DiagnoseConfig
 from .run.run import Run
+from .words import Words, in_lang
 
 __all__ = ["LAYER_NAMES", "READING_ORDER", "Diagnosis", "Finding", "assemble", "diagnose"]
 
@@ -145,7 +146,9 @@ def _finding(check: Check, out: Outcome) -> Finding:
     def words(lang: str) -> str:
         text = check.text(lang)
         template = text.messages.get(out.template) or text.messages.get(out.status, "")
-        return _format(template, {**check.params, **out.values})
+        # a value said in words (a forecast's reason) is said in the message's language
+        values = {k: in_lang(v, lang) if isinstance(v, Words) else v for k, v in out.values.items()}
+        return _format(template, {**check.params, **values})
 
     template = out.template if out.template in check.en.messages else out.status
     return Finding(check.id, check.layer, out.status, {"en": check.en.title, "zh": check.zh.title},

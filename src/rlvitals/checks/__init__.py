@@ -8,7 +8,7 @@ applicable algorithm families, default parameters and its words in English and C
 
 from __future__ import annotations
 
-from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
+from . import behaviour, ceiling, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
 from ._base import (
     FINDING_STATUSES,
     MIN_POINTS,
@@ -30,5 +30,5 @@ from .registry import FUNCTIONS, MODULES, load_checks, parse_checks, sudden_chec
 __all__ = ["FINDING_STATUSES", "FUNCTIONS", "MIN_POINTS", "MODULES", "STATUS_RANK", "VERDICT_STATUSES", "WORST_FIRST",
            "Check", "CheckFn", "CheckSettings", "core_tracks", "DiagnoseConfig", "Outcome", "RunView", "Series",
            "Status", "Text",
-           "behaviour", "crash", "efficiency", "generalisation", "joint", "kl", "learning", "load_checks",
+           "behaviour", "ceiling", "crash", "efficiency", "generalisation", "joint", "kl", "learning", "load_checks",
            "load_config", "parse_checks", "rollout", "stability", "sudden_checks"]

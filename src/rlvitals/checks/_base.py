@@ -8,7 +8,8 @@ evidence. Words live in ``checks.toml`` (English and Chinese); functions only co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,6 +69,8 @@ class RunView:
         #: steps at the start of the run that this view does not hold (the last steps of a long run)
         self.cut = run.cut
         self._cache: dict[str, Series | None] = {}
+        self._derived: dict[Hashable, object] = {}
+        self._derived_lock = threading.Lock()
 
     def series(self, key: str, min_points: int = MIN_POINTS) -> Series | None:
         """The training-step series of ``key`` with non-finite values dropped, or None when
@@ -91,6 +94,15 @@ class RunView:
 
     def metrics(self) -> list[str]:
         return self.run.metrics
+
+    def derived(self, key: Hashable, make: Callable[[], object]) -> object:
+        """``make()`` computed once per view and ``key`` and shared: a result several checks and the
+        diagnosis read (the run's forecast). Checks judge in threads, so the first caller computes it and
+        the others wait for it."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = make()
+            return self._derived[key]
 
     def validation(self) -> dict[str, Any]:
         return self.run.validation

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..catalog import bundled_toml, load_catalog
 from ..errors import CatalogError
-from . import behaviour, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
+from . import behaviour, ceiling, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
 from ._base import (
     MIN_POINTS,
     Check,
@@ -24,6 +24,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     **behaviour.FUNCTIONS,
     **learning.FUNCTIONS,
     **generalisation.FUNCTIONS,
+    **ceiling.FUNCTIONS,
     **efficiency.FUNCTIONS,
     **joint.FUNCTIONS,
     **rollout.FUNCTIONS,
@@ -79,7 +80,8 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "efficiency", "joint", "rollout")
+MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "ceiling", "efficiency", "joint",
+           "rollout")
 
 
 @lru_cache(maxsize=1)

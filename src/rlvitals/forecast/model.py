@@ -1,0 +1,322 @@
+"""Where a run is going: the entropy–performance law fitted to what the run logged, and read forward.
+
+:func:`forecast` takes the entropy series and one performance series (a validation curve, or the training
+reward when the run validated too rarely) and returns a :class:`Forecast`: the ceiling at zero entropy with
+its interval, how much of the entropy (and of the gain it buys) is already spent, and the performance at
+later steps, the entropy carried forward by the exponential approach it has followed so far. When the
+law does not describe the run — the entropy did not fall, performance did not rise with it, or the law
+leaves most of the movement unexplained — the forecast says why and forecasts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import polars as pl
+
+from ..words import Words
+from .decay import Decay, fit_decay, fit_decays
+from .law import SEED, LawFit, block_indices, fit_law, line_fits
+
+__all__ = ["Curve", "Forecast", "ForecastParams", "forecast", "horizons"]
+
+#: the most points a fit reads: longer series are averaged over consecutive stretches first (the decay's
+#: bootstrap refits every resample, so it reads fewer: a smooth exponential needs no more)
+MAX_POINTS, DECAY_POINTS, DECAY_REPLICATES = 600, 200, 200
+
+
+@dataclass(frozen=True)
+class ForecastParams:
+    """When the law is trusted: at least ``min_points`` pairs, an entropy that fell by ``min_drop`` of its
+    start, a slope ``a`` whose whole interval is above zero, and a law that explains at least
+    ``min_explained`` of how the performance's level moved."""
+
+    min_points: int = 6
+    min_drop: float = 0.1
+    min_explained: float = 0.6
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Values over steps, with a 95 % band where the values are forecast (``lo``/``hi`` empty otherwise)."""
+
+    steps: np.ndarray
+    values: np.ndarray
+    lo: np.ndarray = field(default_factory=lambda: np.empty(0))
+    hi: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The law fitted to one performance series of a run (``metric``; ``kind`` says whether it is a
+    validation curve or the training reward), or the reason it could not be (``reason``, with every
+    other estimate None)."""
+
+    metric: str
+    kind: str
+    entropy_metric: str
+    last_step: int
+    points: int
+    entropy_start: float | None
+    entropy_now: float | None
+    #: the step ``entropy_now`` is the level at: the middle of the stretch it is the median of
+    entropy_now_step: float | None = None
+    reason: Words | None = None
+    law: LawFit | None = None
+    #: the exponential decay the entropy followed, which carries it past the last step
+    decay: Decay | None = None
+    #: how far the same forecast, fitted on the first half of the run, missed the level at its end: the
+    #: intervals (the ceiling's and the predictions') are widened by it on both sides
+    backtest_error: float | None = None
+    #: the level the performance series had over its last points, as logged
+    observed: float | None = None
+    #: the law's performance at each future step of :func:`horizons`, with its 95 % interval
+    predicted: Mapping[int, float] = field(default_factory=dict)
+    predicted_interval: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    #: the logged points, the law over the logged steps, and the forecast beyond them (for the views)
+    observed_curve: Curve | None = None
+    fitted: Curve | None = None
+    future: Curve | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.law is not None
+
+    @property
+    def ceiling(self) -> float | None:
+        return self.law.ceiling if self.law else None
+
+    @property
+    def entropy_consumed(self) -> float | None:
+        """The share of the starting entropy already spent (``1 − H_now / H_start``)."""
+        if not self.holds or not self.entropy_start or self.entropy_now is None:
+            return None
+        return float(np.clip(1.0 - self.entropy_now / self.entropy_start, 0.0, 1.0))
+
+    @property
+    def gain_left(self) -> float | None:
+        """The share of the gain the law allows (from the starting entropy down to zero) still to come:
+        ``(exp(H_now) − 1) / (exp(H_start) − 1)``."""
+        if not self.holds or self.entropy_start is None or self.entropy_now is None:
+            return None
+        return float(np.clip(np.expm1(self.entropy_now) / np.expm1(self.entropy_start), 0.0, 1.0))
+
+    @property
+    def now(self) -> float | None:
+        """The law's performance at the entropy the run has now."""
+        return float(self.law.at(self.entropy_now)) if self.law and self.entropy_now is not None else None
+
+    def entropy_at(self, steps: np.ndarray | float) -> np.ndarray:
+        """The entropy at later ``steps`` by the decay, carried on from its level now (never below zero)."""
+        if self.decay is None or self.entropy_now is None:
+            raise ValueError(f"no forecast for {self.metric}: {self.reason}")
+        at = float(self.last_step if self.entropy_now_step is None else self.entropy_now_step)
+        out: np.ndarray = np.maximum(self.entropy_now + self.decay.at(steps) - self.decay.at(at), 0.0)
+        return out
+
+    def performance_at(self, steps: np.ndarray | float) -> np.ndarray:
+        """The law's performance at later ``steps``: :meth:`entropy_at` read through the law."""
+        if self.law is None:
+            raise ValueError(f"no forecast for {self.metric}: {self.reason}")
+        return self.law.at(self.entropy_at(steps))
+
+    @property
+    def entropy_settles(self) -> float | None:
+        """The entropy the decay settles at, carried on from its level now."""
+        return None if self.decay is None else float(self.entropy_at(np.inf))
+
+    @property
+    def plateau(self) -> float | None:
+        """The law's performance at the entropy the decay settles at: where this run, left as it is, tops out."""
+        settles = self.entropy_settles
+        return None if self.law is None or settles is None else float(self.law.at(settles))
+
+    @property
+    def gain_per_1000(self) -> float | None:
+        """What the next 1,000 steps add to the law's performance, by the forecast."""
+        later = self.predicted.get(self.last_step + 1000)
+        return None if later is None or self.now is None else later - self.now
+
+    def to_json(self) -> dict[str, object]:
+        """The keys of ``rlvitals forecast --json`` (docs/json.md, Forecast keys)."""
+        law = self.law
+        return {
+            "metric": self.metric, "kind": self.kind, "entropy_metric": self.entropy_metric,
+            "last_step": self.last_step, "points": self.points,
+            "ceiling": self.ceiling, "ceiling_interval": list(law.ceiling_interval) if law else None,
+            "a": law.a if law else None, "a_interval": list(law.a_interval) if law else None,
+            "b": law.b if law else None, "b_interval": list(law.b_interval) if law else None,
+            "explained": law.explained if law else None,
+            "entropy_start": self.entropy_start, "entropy_now": self.entropy_now,
+            "entropy_settles": self.entropy_settles, "entropy_consumed": self.entropy_consumed,
+            "gain_left": self.gain_left, "observed": self.observed, "now": self.now, "plateau": self.plateau,
+            "gain_per_1000": self.gain_per_1000, "backtest_error": self.backtest_error,
+            "predicted": {str(k): v for k, v in self.predicted.items()},
+            "predicted_interval": {str(k): list(v) for k, v in self.predicted_interval.items()},
+            "reason": None if self.reason is None else {"en": str(self.reason), "zh": self.reason.zh},
+        }
+
+
+def horizons(last_step: int, span: int) -> list[int]:
+    """The future steps a forecast is given at: a quarter, a half, one and two run lengths on, and 1,000 on.
+
+    >>> horizons(300, 300)
+    [375, 450, 600, 900, 1300]
+    """
+    steps = {last_step + max(1, int(span * f + 0.5)) for f in (0.25, 0.5, 1.0, 2.0)} | {last_step + 1000}
+    return sorted(steps)
+
+
+def _bins(steps: np.ndarray, values: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``most`` points: the means of consecutive stretches of a longer series."""
+    if len(values) <= most:
+        return steps.astype(float), values.astype(float)
+    edges = np.linspace(0, len(values), most + 1).astype(int)
+    return (np.add.reduceat(steps.astype(float), edges[:-1]) / np.diff(edges),
+            np.add.reduceat(values.astype(float), edges[:-1]) / np.diff(edges))
+
+
+def _ends(values: np.ndarray) -> tuple[float, float]:
+    """The levels of a series at its start and at its end: medians of its first and last twentieth (3+)."""
+    k = _end_size(len(values))
+    return float(np.median(values[:k])), float(np.median(values[-k:]))
+
+
+def _end_size(n: int) -> int:
+    return max(3, n // 20)
+
+
+def _end_step(steps: np.ndarray) -> float:
+    """The step the end level of a series over ``steps`` stands for: the middle of its last twentieth."""
+    return float(np.median(steps[-_end_size(len(steps)):]))
+
+
+def _level(x: np.ndarray) -> np.ndarray:
+    """The entropy's level: a centred rolling median whose window (``2·half + 1``, about 2 % of the run) shrinks
+    symmetrically at the ends, so a smooth monotone curve is its own level and one noisy step is not."""
+    n, half = len(x), max(1, len(x) // 100)
+    if n < 3:
+        return np.asarray(x, dtype=float)
+    out: np.ndarray = pl.Series(x).rolling_median(window_size=2 * half + 1, center=True,
+                                                  min_samples=1).to_numpy().astype(float)
+    for i in range(min(half, n)):
+        out[i] = float(np.median(x[: 2 * i + 1]))
+        out[n - 1 - i] = float(np.median(x[n - 1 - 2 * i:]))
+    return out
+
+
+def _pairs(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray,
+           r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each performance point paired with the entropy's :func:`_level` at its step (interpolated between
+    logged steps); points more than one logging interval outside the entropy's steps are left out."""
+    gap = float(np.median(np.diff(h_steps))) if len(h_steps) > 1 else 1.0
+    keep = (r_steps >= h_steps[0] - gap) & (r_steps <= h_steps[-1] + gap)
+    return r_steps[keep], np.interp(r_steps[keep], h_steps, _level(h)), r[keep]
+
+
+def _too_little(n: int, start: float, now: float, metric: str, p: ForecastParams) -> Words | None:
+    """Why the pairs cannot carry a fit, before one is tried."""
+    if n < p.min_points:
+        return Words(f"only {n} points of {metric} fall within the steps the entropy was logged "
+                     f"({p.min_points} needed)",
+                     f"{metric} 只有 {n} 个点落在记录了熵的步数范围内（至少需要 {p.min_points} 个）")
+    drop = 1.0 - now / start if start > 0 else 0.0
+    if drop < p.min_drop:
+        return Words(f"the entropy did not fall enough to read {metric} against it: {start:.3g} → {now:.3g} nats "
+                     f"({drop:.0%}; a fall of {p.min_drop:.0%} is needed)",
+                     f"熵下降得不够，无法用它来解读 {metric}：{start:.3g} → {now:.3g} nats"
+                     f"（{drop:.0%}；至少需要下降 {p.min_drop:.0%}）")
+    return None
+
+
+def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
+    """Why a fitted law does not describe the run, read from the fit."""
+    lo, hi = law.a_interval
+    if lo <= 0:
+        return Words(f"{metric} did not rise as the entropy fell: a = {law.a:.3g}, and its 95 % interval "
+                     f"({lo:.3g} to {hi:.3g}) does not stay above zero",
+                     f"熵下降时 {metric} 并没有随之上升：a = {law.a:.3g}，其 95% 区间（{lo:.3g} 到 {hi:.3g}）"
+                     "没有完全落在零以上")
+    if law.explained < p.min_explained:
+        return Words(f"the law explains only {max(law.explained, 0.0):.0%} of how {metric} moved "
+                     f"({p.min_explained:.0%} needed): it followed something other than the entropy",
+                     f"该定律只解释了 {metric} 变化的 {max(law.explained, 0.0):.0%}（至少需要 "
+                     f"{p.min_explained:.0%}）：它的走势由熵以外的因素决定")
+    return None
+
+
+def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
+           future: np.ndarray) -> tuple[Decay, np.ndarray]:
+    """The exponential decay the entropy followed, and the entropy it gives at ``future`` for each bootstrap
+    resample of its residuals (rows; each carried on from the level now, never below zero)."""
+    t, y = _bins(h_steps, h, DECAY_POINTS)
+    best = fit_decay(t, y, floor=0.0, falling=True)
+    resid = y - best.at(t)
+    rows = block_indices(len(y), DECAY_REPLICATES, np.random.default_rng(SEED + 1))
+    decays = fit_decays(t, best.at(t) + resid[rows], floor=0.0, falling=True)
+    paths = np.array([d.at(future) - d.at(at) for d in decays])
+    return best, np.maximum(now + paths, 0.0)
+
+
+def _backtest(h_steps: np.ndarray, h: np.ndarray, steps: np.ndarray, hp: np.ndarray, rp: np.ndarray) -> float:
+    """The error the same forecast makes on the run's own second half: the law and the decay fitted on the
+    pairs of the first half (by step), read at the last pair, against the level there. It is how far the
+    law and the decay miss beyond what their own noise explains; the intervals are widened by it."""
+    half = steps <= steps[0] + (steps[-1] - steps[0]) / 2
+    h_half = h_steps <= steps[half][-1]
+    if half.sum() < 3 or h_half.sum() < 3 or (~half).sum() < 3:
+        return 0.0
+    a, b = (float(v) for v in line_fits(np.exp(hp[half]), rp[half]))
+    decay = fit_decay(*_bins(h_steps[h_half], h[h_half], DECAY_POINTS), floor=0.0, falling=True)
+    now = _ends(h[h_half])[1]
+    ahead = max(0.0, now + float(decay.at(_end_step(steps))) - float(decay.at(_end_step(h_steps[h_half]))))
+    return abs(b - a * float(np.exp(ahead)) - _ends(rp)[1])
+
+
+def _downsample(steps: np.ndarray, values: np.ndarray, most: int = 300) -> Curve:
+    s, v = _bins(steps, values, most)
+    return Curve(s, v)
+
+
+def forecast(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray, r: np.ndarray, *, metric: str,
+             kind: str, entropy_metric: str = "actor/entropy",
+             params: ForecastParams = ForecastParams()) -> Forecast:  # noqa: B008 — frozen, shared safely
+    """The law ``R = b − a·exp(H)`` fitted to the performance ``r`` (at ``r_steps``) against the entropy
+    ``h`` (at ``h_steps``; both in step order, finite, the entropy 3 points or more), read forward.
+
+    >>> steps = np.arange(1, 301)
+    >>> h = 0.1 + 1.2 * np.exp(-steps / 80.0)
+    >>> val_steps = steps[::10]
+    >>> f = forecast(steps, h, val_steps, 0.75 - 0.2 * np.exp(h[::10]), metric="acc", kind="validation")
+    >>> round(f.ceiling, 3), round(f.law.a, 3), f.reason is None, f"{f.entropy_consumed:.0%}"
+    (0.55, 0.2, True, '89%')
+    """
+    start, now = _ends(h)
+    steps, hp, rp = _pairs(h_steps, h, r_steps, r)
+    last = int(max(h_steps[-1], r_steps[-1]))
+    base = {"metric": metric, "kind": kind, "entropy_metric": entropy_metric, "last_step": last,
+            "points": len(rp), "entropy_start": start, "entropy_now": now, "entropy_now_step": _end_step(h_steps),
+            "observed": _ends(rp)[1] if len(rp) >= 3 else None, "observed_curve": _downsample(r_steps, r)}
+    reason = _too_little(len(rp), start, now, metric, params)
+    if reason is None:
+        bh = _bins(steps, hp, MAX_POINTS)[1]
+        law = fit_law(bh, _bins(steps, rp, MAX_POINTS)[1])
+        reason = _rejected(law, metric, params)
+    if reason is not None:
+        return Forecast(**base, reason=reason)  # type: ignore[arg-type]
+    ahead = horizons(last, last - int(min(h_steps[0], r_steps[0])) + 1)
+    grid = np.unique(np.concatenate([np.linspace(last, ahead[-1], 60).round(), ahead]))
+    decay, paths = _carry(h_steps, h, now, _end_step(h_steps), grid)
+    miss = _backtest(h_steps, h, steps, hp, rp)
+    law = replace(law, ceiling_interval=(law.ceiling_interval[0] - miss, law.ceiling_interval[1] + miss))
+    found = Forecast(**base, law=law, decay=decay, backtest_error=miss)  # type: ignore[arg-type]
+    values = found.performance_at(grid)
+    # each decay resample beside a law resample (the law has more; its first ones are taken)
+    spread = law.replicates[: len(paths), 1:2] - law.replicates[: len(paths), 0:1] * np.exp(paths)
+    lo, hi = np.quantile(spread, [0.025, 0.975], axis=0) + np.array([[-miss], [miss]])
+    at = {int(s): i for i, s in enumerate(grid)}
+    return replace(found, predicted={s: float(values[at[s]]) for s in ahead},
+                   predicted_interval={s: (float(lo[at[s]]), float(hi[at[s]])) for s in ahead},
+                   fitted=Curve(*_bins(h_steps, law.at(_level(h)), 300)), future=Curve(grid, values, lo, hi))
