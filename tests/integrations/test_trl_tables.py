@@ -23,7 +23,7 @@ WEIGHTS = [1.0, 0.5]
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require((*NEEDED, "wandb", "trackio", "clearml"), "the TRL tracker-table test", INSTALL)
+    require((*NEEDED, "wandb", "trackio", "clearml", "aim"), "the TRL tracker-table test", INSTALL)
     folder = tmp_path_factory.mktemp("trl-tables")
     (folder / "home").mkdir()
     done = subprocess.run([sys.executable, str(RUN), str(folder)], capture_output=True, text=True, timeout=900)
@@ -48,20 +48,25 @@ def test_the_trackers_tables_read_as_trls_completion_files(out: Path) -> None:
                             "read", *files.notes]
 
 
-def test_the_three_trackers_hold_the_same_metrics_under_the_same_names(out: Path) -> None:
-    """transformers' W&B, Trackio and ClearML callbacks name TRL's metrics each its own way (``train/reward``;
-    ``train/reward``; title ``train``, series ``reward``): all read to the same catalog metrics and values."""
+def test_the_four_trackers_hold_the_same_metrics_under_the_same_names(out: Path) -> None:
+    """transformers' W&B, Trackio and ClearML callbacks and Aim's own name TRL's metrics each their own way
+    (``train/reward``; ``train/reward``; title ``train``, series ``reward``; ``reward`` with no context): all read to
+    the same catalog metrics and values; the Trainer's end-of-training totals, which Aim's callback tracks as
+    ``runtime``, ``loss``… under the subset ``train``, are the Aim run's summary under HF's names."""
     [wandb_run] = sorted((out / "wandb").glob("offline-run-*"))
     [session] = [p for p in (out / "clearml" / "offline").iterdir() if p.is_dir()]
     runs = {name: rlvitals.load(root)[0] for name, root in
-            (("wandb", wandb_run), ("trackio", out / "trackio" / "rlvitals.db"), ("clearml", session))}
-    assert {r.format for r in runs.values()} == {"wandb-offline", "trackio", "clearml"}
+            (("wandb", wandb_run), ("trackio", out / "trackio" / "rlvitals.db"), ("clearml", session),
+             ("aim", out / "aim"))}
+    assert {r.format for r in runs.values()} == {"wandb-offline", "trackio", "clearml", "aim"}
     assert {n: (r.framework, r.unmapped) for n, r in runs.items()} == {n: ("trl", []) for n in runs}
     wanted = ("critic/score/mean", "actor/entropy", "actor/grad_norm", "group/zero_std/share")
     for metric in wanted:
         steps, values = runs["wandb"].series(metric)
         assert steps.tolist() == [1, 2, 3], metric
-        for name in ("trackio", "clearml"):
+        for name in ("trackio", "clearml", "aim"):
             got = runs[name].series(metric)
             assert got[0].tolist() == steps.tolist(), (name, metric)
             assert got[1] == pytest.approx(values, rel=1e-6), (name, metric)
+    assert {"train_runtime", "train_loss", "total_flos"} <= set(runs["aim"].summary)
+    assert runs["aim"].config["learning_rate"] == 1e-5 and runs["aim"].config["aim.experiment"] == "grpo"

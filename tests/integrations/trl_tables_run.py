@@ -1,8 +1,8 @@
 """A real ``GRPOTrainer`` (the tiny policy of :mod:`integrations.test_trl`) with ``log_completions=True`` and
-``report_to=["wandb", "trackio", "clearml"]``, in a process of its own so that W&B (offline), Trackio and ClearML
-(offline) write only under ``OUT``: ``python trl_tables_run.py OUT``. TRL writes its completion files to
-``OUT/grpo/completions`` and the same completions as a table to W&B and to Trackio; transformers' callbacks log
-the metrics to all three."""
+``report_to=["wandb", "trackio", "clearml"]``, and Aim's own Hugging Face callback (``aim.hugging_face.AimCallback``,
+repository ``OUT/aim``), in a process of its own so that W&B (offline), Trackio, ClearML (offline) and Aim write only
+under ``OUT``: ``python trl_tables_run.py OUT``. TRL writes its completion files to ``OUT/grpo/completions`` and the
+same completions as a table to W&B and to Trackio; the callbacks log the metrics to all four."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def main(out: Path) -> None:
                       CLEARML_OFFLINE_MODE="1", CLEARML_CACHE_DIR=str(out / "clearml"), HOME=str(out / "home"))
     os.environ.pop("WANDB_API_KEY", None)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from aim.hugging_face import AimCallback
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -31,6 +32,8 @@ def main(out: Path) -> None:
 
     model, tokenizer, _ = _policy(None)  # type: ignore[arg-type]  # the tiny policy needs no cache folder
     data = Dataset.from_list([{"prompt": prompt_messages(p), "answer": p.target} for p in make_problems(2, seed=5)])
+    # Aim 3.29's system params list the packages through pkg_resources, which setuptools 81+ no longer has
+    aim = AimCallback(repo=str(out / "aim"), experiment="grpo", log_system_params=False)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning)
         args = GRPOConfig(output_dir=str(out / "grpo"), max_steps=STEPS, per_device_train_batch_size=8,
@@ -39,7 +42,7 @@ def main(out: Path) -> None:
                           run_name="grpo", save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
                           dataloader_num_workers=0, log_completions=True, reward_weights=[1.0, 0.5])
         trainer = GRPOTrainer(model=model, reward_funcs=[accuracy, odd_capitals], args=args, train_dataset=data,
-                              processing_class=tokenizer)
+                              processing_class=tokenizer, callbacks=[aim])
         trainer.train()
 
 

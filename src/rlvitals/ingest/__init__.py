@@ -14,6 +14,7 @@ from types import ModuleType
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ..words import Words
 from . import (
+    aim_repo,
     clearml_offline,
     csv_table,
     generic_jsonl,
@@ -71,6 +72,7 @@ READER_MODULES: tuple[ModuleType, ...] = (
     mlflow_store,
     trackio,
     clearml_offline,
+    aim_repo,
     tensorboard,
     notebook,
     trl_state,

@@ -18,6 +18,7 @@ FORMATS_ZH = {
     "clearml": ("ClearML 的离线会话（offline-<id>/ 或它的 offline-<id>.zip 压缩包），"
                 "或缓存里存放多个会话的 offline/ 目录"),
     "trackio": "Trackio 的项目数据库（<TRACKIO_DIR>/<project>.db），或存放多个项目数据库的目录",
+    "aim": "Aim 的记录库（含 .aim/ 的目录，或 .aim/ 本身），每个运行通过 aim 扩展读取",
     "tensorboard": "TensorBoard 事件文件（events.out.tfevents.*），或存放多次运行的事件文件的目录",
     "notebook": "Jupyter 笔记本（.ipynb），其中保存的输出里有训练日志或训练表格",
     "trl-state": "HF Trainer / TRL 的 trainer_state.json（log_history），或存放各个 checkpoint 的 output_dir",
