@@ -1,0 +1,343 @@
+"""Capture what OpenRLHF's own DPO, RM, SFT (and, on 0.9.5, KTO) trainers print and log, on a CPU.
+
+The captures under ``tests/ingest/data/openrlhf/`` were made by this script: rlvitals' readers are
+tested on files the real writer wrote. Nothing of OpenRLHF is copied here: the script imports the
+``openrlhf`` package from PyPI and runs its own command-line entry points
+(``openrlhf.cli.train_dpo`` etc., as ``python -m`` would) with a tiny randomly initialised Llama,
+a tokenizer trained here on the examples, and a few dozen arithmetic examples written here.
+
+What is replaced, and why (the only pieces; the trainers' fit loops, losses, tqdm bars and W&B /
+TensorBoard logging are OpenRLHF's, and the optimiser steps are DeepSpeed's own engine):
+
+* ``DeepspeedStrategy.setup_distributed`` builds its device mesh with ``init_device_mesh("cuda", ...)``
+  and calls ``torch.cuda.set_device``: the stand-in does the same on ``"cpu"`` (gloo, world size 1).
+* ``DeepspeedStrategy.all_reduce`` / ``all_gather`` move each value to ``torch.cuda.current_device()``
+  before the collective: the stand-in is the same code without the move (the value still goes
+  through a float32 tensor and ``dist.all_reduce``, as on a GPU).
+* ``torch_dist_barrier_and_cuda_sync`` (used when a model is saved) also calls
+  ``torch.cuda.synchronize()``: the stand-in only does the barrier.
+* ``flash_attn`` cannot be installed without CUDA; OpenRLHF imports four of its functions at module
+  level for sample packing and ring attention, which these runs do not use. Stand-ins that raise if
+  ever called are put in ``sys.modules``.
+* KTO (0.9.5 only): its fit loop itself moves each batch with ``.to(torch.cuda.current_device())``;
+  ``torch.cuda.current_device`` is made to return the CPU device in that run.
+* DeepSpeed runs on its CPU accelerator (``DS_ACCELERATOR=cpu``, gloo).
+
+Rerun (a scratch venv outside the repository; torch's CPU wheel first, or pip pulls a CUDA build)::
+
+    python3 -m venv /tmp/orl-venv
+    /tmp/orl-venv/bin/pip install torch==2.13.0
+    /tmp/orl-venv/bin/pip install --no-deps openrlhf==0.11.2
+    /tmp/orl-venv/bin/pip install transformers==5.15.0 datasets tqdm einops wandb tensorboard sympy \\
+        pylatexenc torchdata accelerate hjson ninja py-cpuinfo msgpack
+    /tmp/orl-venv/bin/pip install --no-deps peft
+    /tmp/orl-venv/bin/pip install --no-build-isolation --no-deps deepspeed==0.19.5
+    /tmp/orl-venv/bin/python scripts/captures/openrlhf_trainers.py --work /tmp/orl-work \\
+        --out tests/ingest/data/openrlhf dpo rm sft
+
+``--out`` copies each trainer's console logs, W&B run (its ``.wandb`` file and ``files/``) and
+TensorBoard event file to ``<out>/<trainer>-<version>/`` and writes its ``source.toml``.
+
+KTO needs openrlhf==0.9.5 (the last release with its trainer) in a second venv, then ``... kto``.
+Each trainer runs twice: once logging to W&B in offline mode, once to TensorBoard (OpenRLHF writes
+TensorBoard only when W&B is off). stdout and stderr go to one file, as ``> train.log 2>&1`` would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+#: each trainer: its CLI module, the dataset rows it reads, and its own command-line options
+CLI = {"dpo": "openrlhf.cli.train_dpo", "rm": "openrlhf.cli.train_rm", "sft": "openrlhf.cli.train_sft",
+       "kto": "openrlhf.cli.train_kto"}
+TRAIN_ROWS, EVAL_ROWS = 32, 8
+MICRO_BATCH, BATCH = 1, 4  # gradient accumulation 4 at world size 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the child: one trainer's CLI with the CPU stand-ins
+
+
+def _stub_flash_attn() -> None:
+    import importlib.machinery
+    import types
+
+    def unavailable(*_a: object, **_k: object) -> None:
+        raise RuntimeError("flash_attn stand-in: this capture does not use sample packing or ring attention")
+
+    root = types.ModuleType("flash_attn")
+    padding = types.ModuleType("flash_attn.bert_padding")
+    utils = types.ModuleType("flash_attn.utils")
+    distributed = types.ModuleType("flash_attn.utils.distributed")
+    for name in ("index_first_axis", "pad_input", "rearrange", "unpad_input"):
+        setattr(padding, name, unavailable)
+    distributed.all_gather = unavailable  # type: ignore[attr-defined]
+    root.bert_padding, root.utils, utils.distributed = padding, utils, distributed  # type: ignore[attr-defined]
+    stubs = {"flash_attn": root, "flash_attn.bert_padding": padding, "flash_attn.utils": utils,
+             "flash_attn.utils.distributed": distributed}
+    for name, stub in stubs.items():
+        # a spec, no version, no file: transformers' availability check reads "not installed"
+        stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    sys.modules.update(stubs)
+
+
+def _cpu_strategy() -> None:
+    import deepspeed
+    import torch
+    import transformers
+    from torch import distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    import openrlhf.utils.deepspeed as package
+    from openrlhf.utils.deepspeed import deepspeed as module
+
+    class CPUStrategy(module.DeepspeedStrategy):  # type: ignore[misc,name-defined]
+        def setup_distributed(self, timeout=None) -> None:  # type: ignore[no-untyped-def]
+            transformers.set_seed(self.seed)
+            deepspeed.init_distributed(dist_backend="gloo")
+            self.world_size = dist.get_world_size()
+            dp_size = self.world_size // self.ring_attn_size // self.ds_tensor_parallel_size
+            self.ds_device_mesh = init_device_mesh("cpu", (dp_size, self.ring_attn_size, self.ds_tensor_parallel_size),
+                                                   mesh_dim_names=("dp", "sp", "tp"))
+            self.setup_ring_attn(self.ds_device_mesh)
+            self.accumulated_gradient = (self.train_batch_size * self.ring_attn_size * self.ds_tensor_parallel_size
+                                         // self.micro_train_batch_size // self.world_size)
+
+        def all_reduce(self, data, op="mean"):  # type: ignore[no-untyped-def]
+            if isinstance(data, dict):
+                return {k: self.all_reduce(v, op) for k, v in data.items()}
+            is_tensor = isinstance(data, torch.Tensor)
+            if not is_tensor:
+                data = torch.Tensor([data])
+            if op == "mean":
+                data /= self.world_size
+            dist.all_reduce(data, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+            return data if is_tensor else data.item()
+
+        def all_gather(self, data):  # type: ignore[no-untyped-def]
+            if isinstance(data, dict):
+                return {k: self.all_gather(v) for k, v in data.items()}
+            if not isinstance(data, torch.Tensor):
+                data = torch.Tensor([data])
+            out = [torch.zeros_like(data) for _ in range(self.world_size)]
+            dist.all_gather(out, data)
+            return torch.cat(out)
+
+    def barrier() -> None:
+        dist.barrier()
+
+    package.DeepspeedStrategy = CPUStrategy
+    module.torch_dist_barrier_and_cuda_sync = barrier
+
+
+def child(trainer: str, argv: list[str]) -> None:
+    import runpy
+
+    _stub_flash_attn()
+    _cpu_strategy()
+    if trainer == "kto":  # 0.9.5's KTO fit loop moves each batch to torch.cuda.current_device() itself
+        import torch
+
+        torch.cuda.current_device = lambda: torch.device("cpu")
+    sys.argv = [CLI[trainer]] + argv
+    runpy.run_module(CLI[trainer], run_name="__main__", alter_sys=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the parent: the tiny model, the data, the runs
+
+
+def _rows(n: int, seed: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = rng.randint(1, 20), rng.randint(1, 20)
+        wrong = a + b + rng.choice([-3, -2, -1, 1, 2, 3])
+        out.append((f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}.", f"{a} plus {b} is {wrong}."))
+    return out
+
+
+def write_data(work: Path) -> None:
+    for split, n, seed in (("train", TRAIN_ROWS, 1), ("test", EVAL_ROWS, 2)):
+        rows = _rows(n, seed)
+        pref = [{"prompt": p, "chosen": c, "rejected": r} for p, c, r in rows]
+        sft = [{"input": p, "output": c} for p, c, _ in rows]
+        kto = [x for p, c, r in rows for x in ({"prompt": p, "response": c, "label": True},
+                                               {"prompt": p, "response": r, "label": False})]
+        for name, data in (("pref", pref), ("sft", sft), ("kto", kto)):
+            folder = work / "data" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{split}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in data))
+
+
+def write_model(work: Path) -> Path:
+    """A 2-layer Llama with random weights and a byte-level BPE trained on the examples, saved locally."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = work / "tiny-llama"
+    texts = [t for row in _rows(TRAIN_ROWS, 1) + _rows(EVAL_ROWS, 2) for t in row]
+    texts += ["User: ", "Assistant: "]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=False)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def _options(trainer: str, model: Path, work: Path, folder: Path, logger: str) -> list[str]:
+    data = work / "data" / {"dpo": "pref", "rm": "pref", "sft": "sft", "kto": "kto"}[trainer]
+    if trainer == "kto":  # 0.9.5: flat flags (the dotted ones came in 0.10.2); KTO packs >= 2 samples a batch
+        flags = ["--pretrain", str(model), "--dataset", str(data / "train.jsonl"), "--eval_dataset",
+                 str(data / "test.jsonl"), "--eval_split", "train", "--micro_train_batch_size", "2",
+                 "--train_batch_size", "8", "--max_epochs", "2", "--max_len", "64", "--attn_implementation",
+                 "eager", "--zero_stage", "2", "--logging_steps", "1", "--learning_rate", "3e-3", "--beta", "0.1",
+                 "--save_path", str(work / "ckpt" / trainer), "--input_key", "prompt", "--output_key", "response",
+                 "--label_key", "label", "--wandb_run_name", f"{trainer}_capture"]
+        return flags + (["--use_wandb", "offline-capture-no-key-used"] if logger == "wandb"
+                        else ["--use_tensorboard", str(folder / "tensorboard")])
+    common = ["--model.model_name_or_path", str(model), "--data.dataset", str(data / "train.jsonl"),
+              "--eval.dataset", str(data / "test.jsonl"), "--eval.split", "train",
+              "--train.micro_batch_size", str(MICRO_BATCH), "--train.batch_size", str(BATCH),
+              "--train.max_epochs", "2", "--data.max_len", "64", "--ds.attn_implementation", "eager",
+              "--ds.zero_stage", "2", "--logger.logging_steps", "1", "--adam.lr", "3e-3",
+              "--ckpt.output_dir", str(work / "ckpt" / trainer), "--logger.wandb.run_name", f"{trainer}_capture"]
+    own = {"dpo": ["--data.prompt_key", "prompt", "--model.beta", "0.1"],
+           "rm": ["--data.prompt_key", "prompt"],
+           "sft": ["--data.input_key", "input", "--data.output_key", "output"]}[trainer]
+    return common + own + (["--logger.wandb.key", "offline-capture-no-key-used"] if logger == "wandb"
+                           else ["--logger.tensorboard_dir", str(folder / "tensorboard")])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(trainer: str, logger: str, model: Path, work: Path) -> Path:
+    """One run of ``trainer`` logging to ``logger`` (wandb | tensorboard); its folder under ``work``."""
+    folder = work / "runs" / f"{trainer}-{logger}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    options = _options(trainer, model, work, folder, logger)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "HF_"))}
+    env.update(WANDB_MODE="offline", WANDB_DIR=str(folder), WANDB_API_KEY="x" * 40, HF_HUB_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HOME=str(work / "hf-home"),
+               DS_ACCELERATOR="cpu", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(_free_port()), PYTHONUNBUFFERED="0", TOKENIZERS_PARALLELISM="false")
+    with (folder / "train.log").open("wb") as log:
+        code = subprocess.call([sys.executable, __file__, "--child", trainer, *options], cwd=folder, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    print(f"{trainer} {logger}: exit {code}, {folder / 'train.log'}")
+    return folder
+
+
+#: what each capture's source.toml says about the OpenRLHF release it ran
+RELEASES = {
+    "0.11.2": {"tag": "v0.11.2", "wheel_sha256": "c969d70db03a70724c3d8a5a01186c6e0728bce624fb3dff95e39b5396acefa6",
+               "commit": "", "commit_note": "v0.11.2 is newer than the mirrored snapshot (its newest tag is v0.11.0 = "
+               "3c3be6234e0cb353e76bb8019947db9dfe99fca7); the wheel's dpo/rm trainers differ from v0.11.0 only in "
+               "the evaluation mean (per sample, not per batch), its sft trainer in the optimizer-step windows"},
+    "0.9.5": {"tag": "v0.9.5", "wheel_sha256": "d82cc62d045a4ef307509febeeded2992e435cd118118fc9cb5680d63ee47fae",
+              "commit": "c0e2ee2473cd115863630599cc3d51917d4b7c3e", "commit_note": "the wheel's trainer, CLI, "
+              "loss and strategy files are identical to the tag's"},
+}
+TRAINERS = {"dpo": "DPOTrainer", "rm": "RewardModelTrainer", "sft": "SFTTrainer", "kto": "KTOTrainer"}
+REPLACED = [
+    "DeepspeedStrategy.setup_distributed: init_device_mesh('cuda') and torch.cuda.set_device -> the same on 'cpu' "
+    "(gloo, world size 1)",
+    "DeepspeedStrategy.all_reduce/all_gather: the same code without the move to torch.cuda.current_device()",
+    "torch_dist_barrier_and_cuda_sync: the barrier without torch.cuda.synchronize()",
+    "flash_attn (needs CUDA to install): stand-ins in sys.modules that raise if called (packing and ring "
+    "attention, not used here)",
+]
+KTO_REPLACED = "torch.cuda.current_device (called in KTOTrainer.fit and KTOLoss): returns the CPU device"
+
+
+def _toml(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string or list of strings is a TOML one
+
+
+def save(trainer: str, work: Path, out: Path) -> Path:
+    """Copy the two runs' files into ``out/<trainer>-<version>/`` and write its source.toml."""
+    import hashlib
+    from importlib.metadata import version
+
+    release = version("openrlhf")
+    dest = out / f"{trainer}-{release}"
+    shutil.rmtree(dest, ignore_errors=True)
+    files: list[Path] = []
+    for logger in ("wandb", "tensorboard"):
+        run_dir, target = work / "runs" / f"{trainer}-{logger}", dest / f"{logger}-run"
+        kept = [run_dir / "train.log"]
+        if logger == "wandb":
+            run = next((run_dir / "wandb").glob("offline-run-*"))
+            kept += [run / n for n in ("files/output.log", "files/requirements.txt")] + list(run.glob("run-*.wandb"))
+        else:
+            kept += list((run_dir / "tensorboard").rglob("events.out.tfevents.*"))
+        for f in kept:
+            (target / f.relative_to(run_dir)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target / f.relative_to(run_dir))
+            files.append(target / f.relative_to(run_dir))
+    info = RELEASES[release]
+    lines = [f"writer = {_toml(TRAINERS[trainer])}", 'repository = "OpenRLHF/OpenRLHF"', f"package = \"openrlhf=={release}\"",
+             f"tag = {_toml(info['tag'])}", f"commit = {_toml(info['commit'])}",
+             f"commit_note = {_toml(info['commit_note'])}", f"wheel_sha256 = {_toml(info['wheel_sha256'])}",
+             'licence = "Apache-2.0"', 'produced_by = "scripts/captures/openrlhf_trainers.py"',
+             "how = " + _toml(f"openrlhf's own CLI module ({CLI[trainer]}) run as __main__ on a CPU with DeepSpeed "
+                              f"{version('deepspeed')} on its CPU accelerator: a 2-layer random Llama and a BPE "
+                              f"tokenizer made by the script, {TRAIN_ROWS} training and {EVAL_ROWS} evaluation rows "
+                              "of arithmetic, 2 epochs, gradient accumulation 4; run twice, logging to W&B offline "
+                              "(wandb-run/) and to TensorBoard (tensorboard-run/), stdout and stderr of each into "
+                              "one file (train.log), as '> train.log 2>&1' would"),
+             "replaced = " + _toml(REPLACED + ([KTO_REPLACED] if trainer == "kto" else [])),
+             "versions = " + _toml([f"{p}=={version(p)}" for p in ("torch", "transformers", "deepspeed", "wandb",
+                                                                     "tensorboard", "tqdm")]), ""]
+    for f in sorted(files):
+        data = f.read_bytes()
+        lines += ["[[file]]", f"saved_as = {_toml(str(f.relative_to(dest)))}",
+                  f"sha256 = {_toml(hashlib.sha256(data).hexdigest())}", f"bytes = {len(data)}", ""]
+    (dest / "source.toml").write_text("\n".join(lines), encoding="utf-8")
+    return dest
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2], sys.argv[3:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/orl-work"))
+    parser.add_argument("--loggers", default="wandb,tensorboard")
+    parser.add_argument("--out", type=Path, help="copy the captures here (tests/ingest/data/openrlhf)")
+    parser.add_argument("trainers", nargs="*", default=["dpo", "rm", "sft"])
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    write_data(args.work)
+    model = write_model(args.work)
+    for trainer in args.trainers:
+        for logger in args.loggers.split(","):
+            run(trainer, logger, model, args.work)
+        if args.out is not None:
+            print(f"saved {save(trainer, args.work, args.out)}")
+
+
+if __name__ == "__main__":
+    main()
