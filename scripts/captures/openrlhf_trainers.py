@@ -39,6 +39,8 @@ Rerun (a scratch venv outside the repository; torch's CPU wheel first, or pip pu
 TensorBoard event file to ``<out>/<trainer>-<version>/`` and writes its ``source.toml``.
 
 KTO needs openrlhf==0.9.5 (the last release with its trainer) in a second venv, then ``... kto``.
+``... samples`` writes OpenRLHF's PPO sample table (``train/generated_samples``) through its own
+``WandbLogger`` to ``<out>/ppo-samples-<version>/`` (see :func:`samples`).
 Each trainer runs twice: once logging to W&B in offline mode, once to TensorBoard (OpenRLHF writes
 TensorBoard only when W&B is off). stdout and stderr go to one file, as ``> train.log 2>&1`` would.
 """
@@ -91,13 +93,12 @@ def _stub_flash_attn() -> None:
 
 def _cpu_strategy() -> None:
     import deepspeed
+    import openrlhf.utils.deepspeed as package
     import torch
     import transformers
+    from openrlhf.utils.deepspeed import deepspeed as module
     from torch import distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
-
-    import openrlhf.utils.deepspeed as package
-    from openrlhf.utils.deepspeed import deepspeed as module
 
     class CPUStrategy(module.DeepspeedStrategy):  # type: ignore[misc,name-defined]
         def setup_distributed(self, timeout=None) -> None:  # type: ignore[no-untyped-def]
@@ -278,13 +279,11 @@ def _toml(value: object) -> str:
 
 def save(trainer: str, work: Path, out: Path) -> Path:
     """Copy the two runs' files into ``out/<trainer>-<version>/`` and write its source.toml."""
-    import hashlib
     from importlib.metadata import version
 
     release = version("openrlhf")
     dest = out / f"{trainer}-{release}"
     shutil.rmtree(dest, ignore_errors=True)
-    files: list[Path] = []
     for logger in ("wandb", "tensorboard"):
         run_dir, target = work / "runs" / f"{trainer}-{logger}", dest / f"{logger}-run"
         kept = [run_dir / "train.log"]
@@ -296,26 +295,76 @@ def save(trainer: str, work: Path, out: Path) -> Path:
         for f in kept:
             (target / f.relative_to(run_dir)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, target / f.relative_to(run_dir))
-            files.append(target / f.relative_to(run_dir))
+    how = (f"openrlhf's own CLI module ({CLI[trainer]}) run as __main__ on a CPU with DeepSpeed "
+           f"{version('deepspeed')} on its CPU accelerator: a 2-layer random Llama and a BPE "
+           f"tokenizer made by the script, {TRAIN_ROWS} training and {EVAL_ROWS} evaluation "
+           "arithmetic prompts with a right and a wrong answer (KTO: each answer its own row, "
+           "labelled), 2 epochs, gradient accumulation 4 (micro-batch 1 of batch 4; KTO 2 of 8); "
+           "run twice, logging to W&B offline (wandb-run/) and to TensorBoard (tensorboard-run/), "
+           "stdout and stderr of each into one file (train.log), as '> train.log 2>&1' would")
+    _source(dest, TRAINERS[trainer], release, how, REPLACED + ([KTO_REPLACED] if trainer == "kto" else []))
+    return dest
+
+
+def _source(dest: Path, writer: str, release: str, how: str, replaced: list[str]) -> None:
+    """``dest/source.toml``: the release, what made the files and what was replaced, each file's hash."""
+    import hashlib
+    from importlib.metadata import version
+
     info = RELEASES[release]
-    lines = [f"writer = {_toml(TRAINERS[trainer])}", 'repository = "OpenRLHF/OpenRLHF"', f"package = \"openrlhf=={release}\"",
+    lines = [f"writer = {_toml(writer)}", 'repository = "OpenRLHF/OpenRLHF"',
+             f"package = {_toml(f'openrlhf=={release}')}",
              f"tag = {_toml(info['tag'])}", f"commit = {_toml(info['commit'])}",
              f"commit_note = {_toml(info['commit_note'])}", f"wheel_sha256 = {_toml(info['wheel_sha256'])}",
              'licence = "Apache-2.0"', 'produced_by = "scripts/captures/openrlhf_trainers.py"',
-             "how = " + _toml(f"openrlhf's own CLI module ({CLI[trainer]}) run as __main__ on a CPU with DeepSpeed "
-                              f"{version('deepspeed')} on its CPU accelerator: a 2-layer random Llama and a BPE "
-                              f"tokenizer made by the script, {TRAIN_ROWS} training and {EVAL_ROWS} evaluation rows "
-                              "of arithmetic, 2 epochs, gradient accumulation 4; run twice, logging to W&B offline "
-                              "(wandb-run/) and to TensorBoard (tensorboard-run/), stdout and stderr of each into "
-                              "one file (train.log), as '> train.log 2>&1' would"),
-             "replaced = " + _toml(REPLACED + ([KTO_REPLACED] if trainer == "kto" else [])),
+             "how = " + _toml(how), "replaced = " + _toml(replaced),
              "versions = " + _toml([f"{p}=={version(p)}" for p in ("torch", "transformers", "deepspeed", "wandb",
                                                                      "tensorboard", "tqdm")]), ""]
-    for f in sorted(files):
+    for f in sorted(p for p in dest.rglob("*") if p.is_file() and p.name != "source.toml"):
         data = f.read_bytes()
         lines += ["[[file]]", f"saved_as = {_toml(str(f.relative_to(dest)))}",
                   f"sha256 = {_toml(hashlib.sha256(data).hexdigest())}", f"bytes = {len(data)}", ""]
     (dest / "source.toml").write_text("\n".join(lines), encoding="utf-8")
+
+
+def samples(out: Path | None, work: Path) -> Path:
+    """OpenRLHF's own ``WandbLogger`` (the PPO trainer's W&B logger) writing its ``train/generated_samples``
+    table for 6 global steps, offline. No PPO run: that needs Ray and vLLM on GPUs. The rows are the script's
+    (an arithmetic prompt with a right or wrong answer, reward 1 or 0, as the PPO trainer passes
+    ``[decoded sequence, reward]``); the table and its layout are the logger's."""
+    from types import SimpleNamespace
+
+    from openrlhf.utils.logging_utils import WandbLogger
+
+    folder = work / "runs" / "samples-wandb"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ.update(WANDB_MODE="offline", WANDB_DIR=str(folder), WANDB_API_KEY="x" * 40, WANDB_SILENT="true")
+    wandb_args = SimpleNamespace(key="offline-capture-no-key-used", org=None, group=None,
+                                 project="openrlhf_train_ppo", run_name="ppo_samples_capture")
+    logger = WandbLogger(SimpleNamespace(logger=SimpleNamespace(wandb=wandb_args)))
+    for step, (prompt, right, wrong) in enumerate(_rows(6, 3), 1):
+        text, reward = (right, 1.0) if step % 3 else (wrong, 0.0)
+        logger.log_train(step, {"generated_samples": [f"User: {prompt}\nAssistant: {text}</s>", reward]})
+    logger.close()
+    run = next((folder / "wandb").glob("offline-run-*"))
+    if out is None:
+        return run
+    from importlib.metadata import version
+
+    dest = out / f"ppo-samples-{version('openrlhf')}" / "wandb-run"
+    shutil.rmtree(dest.parent, ignore_errors=True)
+    kept = [f for f in run.rglob("*") if f.is_file() and f.parts[len(run.parts)] in ("files",)
+            and f.name != "wandb-metadata.json"] + list(run.glob("run-*.wandb"))
+    for f in kept:
+        (dest / run.name / f.relative_to(run)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest / run.name / f.relative_to(run))
+    _source(dest.parent, "WandbLogger", version("openrlhf"),
+            "openrlhf's own WandbLogger (openrlhf/utils/logging_utils.py, what its PPO trainer logs W&B with) in "
+            "offline mode, log_train(step, {'generated_samples': [text, reward]}) at global steps 1-6: the table "
+            "train/generated_samples is the logger's; the rows are the script's (an arithmetic prompt and answer "
+            "as one decoded text, reward 1 for a right answer and 0 for a wrong one), not a PPO run's",
+            ["none: the logger needs only wandb"])
     return dest
 
 
@@ -327,13 +376,18 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/orl-work"))
     parser.add_argument("--loggers", default="wandb,tensorboard")
     parser.add_argument("--out", type=Path, help="copy the captures here (tests/ingest/data/openrlhf)")
+    parser.add_argument("--no-run", action="store_true", help="only copy the runs already in --work to --out")
     parser.add_argument("trainers", nargs="*", default=["dpo", "rm", "sft"])
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    write_data(args.work)
-    model = write_model(args.work)
+    if args.trainers == ["samples"]:
+        print(f"saved {samples(args.out, args.work)}")
+        return
+    if not args.no_run:
+        write_data(args.work)
+    model = args.work / "tiny-llama" if args.no_run else write_model(args.work)
     for trainer in args.trainers:
-        for logger in args.loggers.split(","):
+        for logger in [] if args.no_run else args.loggers.split(","):
             run(trainer, logger, model, args.work)
         if args.out is not None:
             print(f"saved {save(trainer, args.work, args.out)}")
