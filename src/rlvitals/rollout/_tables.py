@@ -9,6 +9,10 @@ by :func:`rlvitals.ingest.logged_tables`), in the layouts their writers use:
   before it (a step's rows are read once, from the first table holding them); to SwanLab and MLflow a row
   per sample, ``step, input, output, score``; to Trackio a trace per sample, its ``messages`` (the user's
   prompt and the assistant's reply) and its ``score``. These are validation samples: the split is ``val``.
+- **OpenRLHF generated samples** (its PPO trainer's ``WandbLogger``, the key ``train/generated_samples``):
+  ``global_step, text, reward``, one sample a global step (the first sequence of the step's first
+  experience batch, decoded with its prompt: the text is prompt and response in one), each table repeating
+  every row logged before it (a step's row is read once). These are training samples: the split is ``train``.
 
 Each veRL sample is its own group (veRL logs one response per validation prompt). One key is read: TRL's
 completions when the run logged them, else the first key in one of these layouts; the others are named in
@@ -28,7 +32,7 @@ from ..ingest import LoggedTable, SkipLog, logged_tables
 from ..words import Words
 from ._columns import WHERE, frame_from_rows
 
-Layout = Literal["trl", "wide", "long", "trace"]
+Layout = Literal["trl", "wide", "long", "trace", "openrlhf"]
 
 #: the W&B-style key of TRL's completions table
 TRL_KEY = "completions"
@@ -45,6 +49,8 @@ def layout(rows: Sequence[dict[str, Any]]) -> Layout | None:
         return "long"
     if isinstance(first.get("messages"), list):
         return "trace"
+    if "global_step" in first and "text" in first and "reward" in first:
+        return "openrlhf"
     return None
 
 
@@ -149,6 +155,19 @@ def _traces(tables: list[LoggedTable]) -> list[dict[str, Any]]:
     return rows
 
 
+def _openrlhf(tables: list[LoggedTable]) -> list[dict[str, Any]]:
+    """OpenRLHF's samples: each table repeats the rows before it, so a step's row is read once (the first time)."""
+    rows, seen = [], set()
+    for t in tables:
+        for n, row in enumerate(t.rows, 1):
+            step = row.get("global_step", t.step)
+            if step not in seen:
+                seen.add(step)
+                rows.append({"step": step, "prompt": None, "response": row.get("text"), "score": row.get("reward"),
+                             WHERE: f"{t.where}#{n}"})
+    return rows
+
+
 def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tuple[str, pl.DataFrame]], str]:
     """The rollouts the run at ``path`` logged as tables: the layout, the frames (one per logged table for
     TRL's completions, with TRL's columns and a text ``step``; one frame of ``step, prompt, response,
@@ -169,6 +188,13 @@ def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tup
     fmt = f"{chosen[0].writer}-table"
     if kind == "trl":
         return kind, [(t.where, _trl_frame(t)) for t in _last_per_step(chosen, notes)], fmt
+    if kind == "openrlhf":
+        rows = _openrlhf(chosen)
+        notes.append(Words(f"OpenRLHF's generated samples ({key!r}): one training sample per global step, its "
+                           "prompt and response in one text (OpenRLHF logs the decoded sequence), each its own group",
+                           f"OpenRLHF 的生成样本（{key!r}）：每个 global step 一条训练样本，prompt 和回答在同一段文本里"
+                           "（OpenRLHF 记录的是解码后的整条序列），各自成组"))
+        return kind, [(str(path), frame_from_rows(rows))], fmt
     rows = _wide(chosen) if kind == "wide" else _traces(chosen) if kind == "trace" else _long(chosen)
     notes.append(Words(f"veRL's validation generations ({key!r}): one response per prompt, each its own group",
                        f"veRL 的验证生成结果（{key!r}）：每个 prompt 一个回答，各自成组"))

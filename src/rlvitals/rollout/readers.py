@@ -341,7 +341,8 @@ def _generic(paths: list[Path], columns: ColumnMap | None, kw: dict[str, Any],
 
 def _logged(path: Path, columns: ColumnMap | None, kw: dict[str, Any], reward_weights: RewardWeights | None,
             shard: ShardRead | None) -> RolloutSet:
-    """The rollouts a tracker run logged as tables (:mod:`._tables`); veRL's generations are ``val`` samples."""
+    """The rollouts a tracker run logged as tables (:mod:`._tables`); veRL's generations are ``val`` samples,
+    OpenRLHF's ``train`` samples."""
     skips, notes = SkipLog(), list[str]()
     kind, frames, fmt = _tables.read(path, skips, notes)
     if kind == "trl":
@@ -349,7 +350,8 @@ def _logged(path: Path, columns: ColumnMap | None, kw: dict[str, Any], reward_we
                                 skips=skips, files=[str(path)], fmt=fmt, notes=notes)
     if reward_weights is not None:
         raise _weights_error(path, fmt)
-    kw = {**kw, "split": kw.get("split") or "val"} | ({"shard": shard} if shard is not None else {})
+    split = "train" if kind == "openrlhf" else "val"  # OpenRLHF's PPO samples are training samples
+    kw = {**kw, "split": kw.get("split") or split} | ({"shard": shard} if shard is not None else {})
     return _from_table(frames[0][1], columns, skips, notes, kw, fmt, [str(path)])
 
 
