@@ -38,7 +38,8 @@ Rerun (a scratch venv outside the repository; torch's CPU wheel first, or pip pu
 ``--out`` copies each trainer's console logs, W&B run (its ``.wandb`` file and ``files/``) and
 TensorBoard event file to ``<out>/<trainer>-<version>/`` and writes its ``source.toml``.
 
-KTO needs openrlhf==0.9.5 (the last release with its trainer) in a second venv, then ``... kto``.
+KTO, PRM and KD need openrlhf==0.9.5 (the last release with their trainers) in a second venv, then
+``... kto prm kd``.
 ``... samples`` writes OpenRLHF's PPO sample table (``train/generated_samples``) through its own
 ``WandbLogger`` to ``<out>/ppo-samples-<version>/`` (see :func:`samples`).
 Each trainer runs twice: once logging to W&B in offline mode, once to TensorBoard (OpenRLHF writes
@@ -59,7 +60,9 @@ from pathlib import Path
 
 #: each trainer: its CLI module, the dataset rows it reads, and its own command-line options
 CLI = {"dpo": "openrlhf.cli.train_dpo", "rm": "openrlhf.cli.train_rm", "sft": "openrlhf.cli.train_sft",
-       "kto": "openrlhf.cli.train_kto"}
+       "kto": "openrlhf.cli.train_kto", "prm": "openrlhf.cli.train_prm", "kd": "openrlhf.cli.train_kd"}
+#: the trainers of 0.9.5 and before, with flat flags and fit loops that call torch.cuda.current_device()
+OLD = ("kto", "prm", "kd")
 TRAIN_ROWS, EVAL_ROWS = 32, 8
 MICRO_BATCH, BATCH = 1, 4  # gradient accumulation 4 at world size 1
 
@@ -144,7 +147,7 @@ def child(trainer: str, argv: list[str]) -> None:
 
     _stub_flash_attn()
     _cpu_strategy()
-    if trainer == "kto":  # 0.9.5's KTO fit loop moves each batch to torch.cuda.current_device() itself
+    if trainer in OLD:  # 0.9.5's KTO, PRM and KD fit loops move each batch to torch.cuda.current_device() themselves
         import torch
 
         torch.cuda.current_device = lambda: torch.device("cpu")
@@ -173,7 +176,10 @@ def write_data(work: Path) -> None:
         sft = [{"input": p, "output": c} for p, c, _ in rows]
         kto = [x for p, c, r in rows for x in ({"prompt": p, "response": c, "label": True},
                                                {"prompt": p, "response": r, "label": False})]
-        for name, data in (("pref", pref), ("sft", sft), ("kto", kto)):
+        # a process reward: each step of the answer ends in the placeholder, labelled + (right) or - (wrong)
+        prm = [x for p, c, r in rows for x in ({"input": f"{p} {c} <unk> So that is it. <unk>", "label": ["+", "+"]},
+                                               {"input": f"{p} {r} <unk> So that is it. <unk>", "label": ["-", "-"]})]
+        for name, data in (("pref", pref), ("sft", sft), ("kto", kto), ("prm", prm)):
             folder = work / "data" / name
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{split}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in data))
@@ -204,14 +210,18 @@ def write_model(work: Path) -> Path:
 
 
 def _options(trainer: str, model: Path, work: Path, folder: Path, logger: str) -> list[str]:
-    data = work / "data" / {"dpo": "pref", "rm": "pref", "sft": "sft", "kto": "kto"}[trainer]
-    if trainer == "kto":  # 0.9.5: flat flags (the dotted ones came in 0.10.2); KTO packs >= 2 samples a batch
+    data = work / "data" / {"dpo": "pref", "rm": "pref", "sft": "sft", "kto": "kto", "prm": "prm", "kd": "sft"}[trainer]
+    if trainer in OLD:  # 0.9.5: flat flags (the dotted ones came in 0.10.2); KTO packs >= 2 samples a batch
+        micro, batch = ("2", "8") if trainer == "kto" else ("1", "4")
         flags = ["--pretrain", str(model), "--dataset", str(data / "train.jsonl"), "--eval_dataset",
-                 str(data / "test.jsonl"), "--eval_split", "train", "--micro_train_batch_size", "2",
-                 "--train_batch_size", "8", "--max_epochs", "2", "--max_len", "64", "--attn_implementation",
-                 "eager", "--zero_stage", "2", "--logging_steps", "1", "--learning_rate", "3e-3", "--beta", "0.1",
-                 "--save_path", str(work / "ckpt" / trainer), "--input_key", "prompt", "--output_key", "response",
-                 "--label_key", "label", "--wandb_run_name", f"{trainer}_capture"]
+                 str(data / "test.jsonl"), "--eval_split", "train", "--micro_train_batch_size", micro,
+                 "--train_batch_size", batch, "--max_epochs", "2", "--max_len", "64", "--attn_implementation",
+                 "eager", "--zero_stage", "2", "--logging_steps", "1", "--learning_rate", "3e-3",
+                 "--save_path", str(work / "ckpt" / trainer), "--wandb_run_name", f"{trainer}_capture"]
+        flags += {"kto": ["--beta", "0.1", "--input_key", "prompt", "--output_key", "response", "--label_key", "label"],
+                  "prm": ["--input_key", "input", "--label_key", "label", "--placeholder_token", "<unk>",
+                          "--reward_tokens", "+", "-"],
+                  "kd": ["--teacher_model", str(model), "--input_key", "input", "--output_key", "output"]}[trainer]
         return flags + (["--use_wandb", "offline-capture-no-key-used"] if logger == "wandb"
                         else ["--use_tensorboard", str(folder / "tensorboard")])
     common = ["--model.model_name_or_path", str(model), "--data.dataset", str(data / "train.jsonl"),
@@ -261,7 +271,8 @@ RELEASES = {
               "commit": "c0e2ee2473cd115863630599cc3d51917d4b7c3e", "commit_note": "the wheel's trainer, CLI, "
               "loss and strategy files are identical to the tag's"},
 }
-TRAINERS = {"dpo": "DPOTrainer", "rm": "RewardModelTrainer", "sft": "SFTTrainer", "kto": "KTOTrainer"}
+TRAINERS = {"dpo": "DPOTrainer", "rm": "RewardModelTrainer", "sft": "SFTTrainer", "kto": "KTOTrainer",
+            "prm": "ProcessRewardModelTrainer", "kd": "KDTrainer"}
 REPLACED = [
     "DeepspeedStrategy.setup_distributed: init_device_mesh('cuda') and torch.cuda.set_device -> the same on 'cpu' "
     "(gloo, world size 1)",
@@ -270,7 +281,8 @@ REPLACED = [
     "flash_attn (needs CUDA to install): stand-ins in sys.modules that raise if called (packing and ring "
     "attention, not used here)",
 ]
-KTO_REPLACED = "torch.cuda.current_device (called in KTOTrainer.fit and KTOLoss): returns the CPU device"
+KTO_REPLACED = ("torch.cuda.current_device (called in the 0.9.5 KTO, PRM and KD fit loops and KTOLoss): returns the "
+                "CPU device")
 
 
 def _toml(value: object) -> str:
@@ -298,11 +310,12 @@ def save(trainer: str, work: Path, out: Path) -> Path:
     how = (f"openrlhf's own CLI module ({CLI[trainer]}) run as __main__ on a CPU with DeepSpeed "
            f"{version('deepspeed')} on its CPU accelerator: a 2-layer random Llama and a BPE "
            f"tokenizer made by the script, {TRAIN_ROWS} training and {EVAL_ROWS} evaluation "
-           "arithmetic prompts with a right and a wrong answer (KTO: each answer its own row, "
-           "labelled), 2 epochs, gradient accumulation 4 (micro-batch 1 of batch 4; KTO 2 of 8); "
+           "arithmetic prompts with a right and a wrong answer (KTO: each answer its own row, labelled; PRM: "
+           "each answer two steps ending in the placeholder <unk>, labelled + or -; KD: the right answers, the "
+           "model its own teacher), 2 epochs, gradient accumulation 4 (micro-batch 1 of batch 4; KTO 2 of 8); "
            "run twice, logging to W&B offline (wandb-run/) and to TensorBoard (tensorboard-run/), "
            "stdout and stderr of each into one file (train.log), as '> train.log 2>&1' would")
-    _source(dest, TRAINERS[trainer], release, how, REPLACED + ([KTO_REPLACED] if trainer == "kto" else []))
+    _source(dest, TRAINERS[trainer], release, how, REPLACED + ([KTO_REPLACED] if trainer in OLD else []))
     return dest
 
 

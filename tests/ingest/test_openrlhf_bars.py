@@ -20,26 +20,33 @@ import tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals import load
+from rlvitals import diagnose, load
 from rlvitals.cli import main
+from rlvitals.errors import RlvitalsError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest._bar_steps import pairs, values
 from rlvitals.ingest.openrlhf_bars import read
 from rlvitals.run import Run
 from rlvitals.words import in_lang
 
+from .fuzzing import Seed, inputs
+
 tqdm = pytest.importorskip("tqdm")
 
 DATA = Path(__file__).parent / "data" / "openrlhf"
-CAPTURES = {"dpo": "dpo-0.11.2", "rm": "rm-0.11.2", "sft": "sft-0.11.2", "kto": "kto-0.9.5"}
-ALGORITHMS = {"dpo": "dpo-family", "rm": "rm", "sft": "sft", "kto": "kto"}
+CAPTURES = {"dpo": "dpo-0.11.2", "rm": "rm-0.11.2", "sft": "sft-0.11.2", "kto": "kto-0.9.5", "prm": "prm-0.9.5"}
+ALGORITHMS = {"dpo": "dpo-family", "rm": "rm", "sft": "sft", "kto": "kto", "prm": "prm"}
+#: optimizer steps (gradient accumulation 4): 32 micro-batches an epoch, the PRM data 64, for 2 epochs
+STEPS = {"dpo": 16, "rm": 16, "sft": 16, "kto": 16, "prm": 32}
 #: what each trainer prints at every micro-batch, in order (its optional keys are off in these runs)
 POSTFIX = {"dpo": ["loss", "acc", "chosen_reward", "reject_reward", "lr", "grad_norm"],
            "rm": ["loss", "acc", "chosen_reward", "reject_reward", "lr", "grad_norm"],
            "sft": ["gpt_loss", "lr", "grad_norm"],
-           "kto": ["kto_loss", "chosen_reward", "reject_reward", "lr", "kl"]}
+           "kto": ["kto_loss", "chosen_reward", "reject_reward", "lr", "kl"],
+           "prm": ["prm_loss", "acc", "lr"]}
 EVAL = {"dpo": ["eval_loss", "acc_mean"], "rm": ["eval_loss", "acc_mean", "reward_mean", "reward_std"],
-        "sft": ["eval gpt_loss"], "kto": ["eval_loss", "chosen_reward", "reject_reward"]}
+        "sft": ["eval gpt_loss"], "kto": ["eval_loss", "chosen_reward", "reject_reward"],
+        "prm": ["eval prm_loss", "eval acc"]}
 
 
 def _console(trainer: str, logger: str = "wandb") -> Path:
@@ -80,7 +87,7 @@ def test_the_console_holds_what_the_run_logged_to_its_tracker(trainer: str, logg
     console = load(_console(trainer, logger))[0]
     logged = load(_tracker(trainer, logger))[0]
     assert (console.format, console.framework) == ("openrlhf-trainer-console", "openrlhf")
-    assert list(console.steps) == list(logged.steps) == list(range(1, 17))
+    assert list(console.steps) == list(logged.steps) == list(range(1, STEPS[trainer] + 1))
     ours, theirs = _by_step(console), _by_step(logged)
     compared = 0
     for step, row in theirs.items():
@@ -94,8 +101,8 @@ def test_the_console_holds_what_the_run_logged_to_its_tracker(trainer: str, logg
                 assert name in ("global_step", "loss_mean", "acc_mean"), key  # W&B only: not in the postfix
                 continue
             compared += 1
-    assert compared == 16 * len(POSTFIX[trainer]) + 2 * len(EVAL[trainer])
-    assert set(ours[16]) == set(POSTFIX[trainer]) | {f"eval/{k}" for k in EVAL[trainer]}
+    assert compared == STEPS[trainer] * len(POSTFIX[trainer]) + 2 * len(EVAL[trainer])
+    assert set(ours[STEPS[trainer]]) == set(POSTFIX[trainer]) | {f"eval/{k}" for k in EVAL[trainer]}
 
 
 @pytest.mark.parametrize("trainer", CAPTURES)
@@ -119,17 +126,26 @@ def test_chosen_reward_is_the_implicit_reward_in_dpo_and_the_score_in_the_reward
 def test_the_versions_the_keys_tell() -> None:
     assert load(_console("dpo"))[0].framework_era == ">=0.9.6"  # grad_norm came in 0.9.6
     assert load(_console("kto"))[0].framework_era == ">=0.4.0,<0.9.6"  # lr came in 0.4.0, KTO left in 0.9.6
+    assert load(_console("prm"))[0].framework_era == ">=0.4.5,<0.9.6"  # the PRM trainer's own life
 
 
-@pytest.mark.parametrize("trainer", ["dpo", "rm", "kto"])
+def test_accuracy_is_the_step_labels_in_the_process_reward_model() -> None:
+    run = load(_console("prm"))[0]
+    assert run.key_map["acc"].canonical == "prm/accuracy" and run.key_map["prm_loss"].canonical == "prm/loss"
+    assert run.key_map["eval/eval acc"].canonical == "eval/prm/accuracy"
+    assert load(_console("rm"))[0].key_map["acc"].canonical == "rm/accuracy"
+
+
+@pytest.mark.parametrize("trainer", ["dpo", "rm", "kto", "prm"])
 def test_the_accumulation_comes_from_the_evaluations_and_a_note_says_what_a_step_is(trainer: str) -> None:
     records, meta, skips = _read(_console(trainer))
-    assert skips.count == 0 and len(records) == 16 + 2
+    assert skips.count == 0 and len(records) == STEPS[trainer] + 2
     (note,) = meta.notes
     assert "an optimizer step (OpenRLHF's global_step, W&B's train/global_step) is 4 of them" in note
-    assert "the values of the other 48 micro-batches were not used" in note
+    assert f"the values of the other {3 * STEPS[trainer]} micro-batches were not used" in note
     assert "优化步" in in_lang(note, "zh")
-    classes = {"dpo": "dpotrainer", "rm": "rewardmodeltrainer", "kto": "ktotrainer"}
+    classes = {"dpo": "dpotrainer", "rm": "rewardmodeltrainer", "kto": "ktotrainer",
+               "prm": "processrewardmodeltrainer"}
     assert meta.config["trainer_class"] == classes[trainer]
 
 
@@ -232,3 +248,18 @@ def test_a_postfix_tqdm_draws_reads_back_as_the_numbers_it_shows(logs: dict[str,
     for key, value in logs.items():
         number = float(read_back[key])
         assert (math.isnan(number) and math.isnan(value)) or number == _tqdm(value)
+
+
+@pytest.mark.parametrize("trainer", ["dpo", "sft"])
+def test_mutated_captures_read_or_fail_clearly(trainer: str, tmp_path: Path) -> None:
+    """The fuzzer's structure-aware mutations (:mod:`.fuzzing`) of a real capture: runs that diagnose, or
+    a clear RlvitalsError, never another exception."""
+    seed = Seed("openrlhf-trainer-console", "train.log", _console(trainer).read_bytes())
+    for i, data in inputs(seed, 40):
+        path = tmp_path / f"case{i}.log"
+        path.write_bytes(data)
+        try:
+            for run in load(path):
+                diagnose(run)
+        except RlvitalsError:
+            pass
