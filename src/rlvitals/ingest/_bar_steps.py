@@ -11,6 +11,10 @@ of drawing it were seen in OpenRLHF's own trainers (openrlhf 0.11.2 and 0.9.5, r
   micro-batches are loaded, then each one's postfix is set at the window's end. The first postfix is
   drawn at count ``A``, the accumulation, and the last frame at ``k·A`` shows micro-batch ``k·A``.
 
+Before 0.4.0 the postfix was set only every ``logging_steps`` micro-batches (docs/formats/openrlhf-trainers.md
+§5); no such log was seen, and one would be read the same way, a count with no postfix of its own showing
+the last one set.
+
 Micro-batches are numbered across epochs (``e · total + …``), as OpenRLHF's own ``step`` counter is.
 The optimizer step (``global_step``, W&B's ``train/global_step``) is every ``A`` micro-batches. The
 log says ``A`` through its evaluations: ``Eval stage of global_step N`` is drawn right after the
