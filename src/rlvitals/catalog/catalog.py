@@ -61,6 +61,8 @@ class Alias:
     ``since``/``until`` bound the framework version (half-open) in which the name has
     this meaning. ``scale`` multiplies the logged value (veRL's ``actor/lr(1e-4)``).
     ``bind`` fills placeholders of the canonical key that the raw key does not carry.
+    ``prefer`` says this name is the better reading where a run logged several names of the metric (a
+    window's mean beside its last micro-batch's value): its values come first.
     """
 
     framework: str
@@ -74,6 +76,7 @@ class Alias:
     default: bool = False
     note: str = ""
     regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    prefer: bool = False
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,7 @@ def _alias(raw: dict[str, Any], key: str, placeholders: dict[str, str]) -> Alias
         default=bool(raw.get("default", False)),
         note=str(raw.get("note", "")),
         regex=compile_template(pattern, placeholders) if pattern else None,
+        prefer=bool(raw.get("prefer", False)),
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._shared import window_mean
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
 _MEAN = re.compile(r"^(?P<var>[^/]+)/mean@(?P<n>\d+)$")
@@ -341,14 +342,19 @@ def pref_accuracy_saturated(view: RunView, p: Mapping[str, Any]) -> list[Outcome
     s = view.series("rewards/accuracy")
     if s is None:
         return []
-    level = signals.rolling_level(s.values, p["window"])
+    level = window_mean(s.values, p["window"])  # the share over the window, not the median batch's
     hit = np.flatnonzero(level >= p["saturated"])
     if len(hit) == 0:
         i = int(np.argmax(level))
         return [Outcome("ok", "ok", {"peak": float(level[i]), "step": s.step(i), "saturated": p["saturated"]},
                         metrics=(s.key,))]
-    onset = s.step(int(hit[0]))
-    v: dict[str, Any] = {"onset": onset, "level": float(np.median(s.values[int(hit[0]):])), "saturated": p["saturated"]}
+    # the window's share crosses the mark a half-window after the batches themselves do: dated from the first
+    # of the saturated batches that lead into it
+    first = int(hit[0])
+    while first > 0 and s.values[first - 1] >= p["saturated"]:
+        first -= 1
+    onset = s.step(first)
+    v: dict[str, Any] = {"onset": onset, "level": float(np.median(s.values[first:])), "saturated": p["saturated"]}
     ev = _eval_track(view, "loss", "rewards/accuracy", "rewards/margins")
     if ev is None:
         return [Outcome("warn", "warn", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,), evidence=v)]

@@ -391,14 +391,15 @@ def _frame(steps: np.ndarray, columns: Mapping[str, pl.Series]) -> pl.DataFrame:
 def _canonical_series(raw: dict[str, np.ndarray], present: dict[str, np.ndarray | None],
                       raw_series: dict[str, pl.Series], key_map: dict[str, Resolved]) -> dict[str, pl.Series]:
     """One column per canonical key: the raw key's own column when one raw key gives it unscaled;
-    several raw keys for one canonical key are coalesced in the order a literal name beats a
-    pattern beats a mangled name."""
+    several raw keys for one canonical key are coalesced in the order a name the catalog prefers (a
+    window's mean over a micro-batch's value) beats a literal name beats a pattern beats a mangled name."""
     by_canonical: dict[str, list[Resolved]] = defaultdict(list)
     for res in key_map.values():
         by_canonical[res.canonical].append(res)
     out: dict[str, pl.Series] = {}
     for canonical in sorted(by_canonical):
-        sources = sorted(by_canonical[canonical], key=lambda r: (":" in r.via, r.via != "exact", r.raw))
+        sources = sorted(by_canonical[canonical], key=lambda r: (not (r.alias is not None and r.alias.prefer),
+                                                                 ":" in r.via, r.via != "exact", r.raw))
         first = sources[0]
         if len(sources) == 1 and first.scale == 1:
             out[canonical] = raw_series[first.raw]
