@@ -214,7 +214,7 @@ def test_watch_sends_chinese_webhook_alerts(tmp_path: Path, hook: Any) -> None:
 #: what ``formats --lang zh`` quotes as it is: products, and the literal lines of the logs it describes
 PRODUCTS = {"MLflow", "SwanLab", "Trackio", "ClearML", "Aim", "SQLite", "TensorBoard", "Jupyter", "ipynb", "Trainer",
             "Parquet", "DeepSpeed-Chat", "MiniMind", "post-training-llm-small", "step", "data", "key", "is", "and",
-            "kl"}
+            "kl", "tqdm"}
 
 
 def test_formats_in_chinese() -> None:

@@ -28,6 +28,8 @@ FORMATS_ZH = {
     "csv": "带步数列的 CSV 指标表：笔记本里的训练表格，或从 W&B 图表导出的数据",
     "verl-console": "veRL 的控制台日志：捕获的标准输出里 step:N - key:value 形式的行",
     "openrlhf-console": "OpenRLHF 的控制台日志：PPO 训练器在每个全局步打印的字典",
+    "openrlhf-trainer-console": ("OpenRLHF 的 DPO / RM / SFT / KTO / PRM 训练器的控制台输出："
+                                 "训练和评估各步的 tqdm 进度条"),
     "trl-console": "TRL / HF Trainer 的控制台输出：每个记录步打印的日志字典",
     "deepspeed-chat-console": "DeepSpeed-Chat 第三阶段（PPO）的控制台日志："
                               "epoch: N|step: N|ppo_ep: N|act_loss: ... 形式的行",
