@@ -95,14 +95,14 @@ def _saturating(steps: np.ndarray, values: np.ndarray, at: float) -> float | Non
 
 
 def evaluate_series(run_id: str, entropy: tuple[np.ndarray, np.ndarray], perf: tuple[np.ndarray, np.ndarray],
-                    metric: str, kind: str, steps: int) -> Row | None:
-    """The three forecasters of one series, fitted on the first third of the run's steps."""
+                    metric: str, kind: str, steps: int, seen: float = SEEN) -> Row | None:
+    """The three forecasters of one series, fitted on the first ``seen`` of the run's steps."""
     from rlvitals.forecast import forecast
 
     hs, h = entropy
     rs, r = perf
     first, last = float(min(hs[0], rs[0])), float(max(hs[-1], rs[-1]))
-    cut = first + (last - first) * SEEN
+    cut = first + (last - first) * seen
     h_seen, r_seen = hs <= cut, rs <= cut
     if h_seen.sum() < 3 or r_seen.sum() < 3 or (~r_seen).sum() < 3:
         return None
@@ -132,7 +132,7 @@ def _sources() -> list[tuple[str, Path]]:
     return out
 
 
-def evaluate_all() -> list[Row]:
+def evaluate_all(seen: float = SEEN) -> list[Row]:
     import rlvitals
     from rlvitals.checks import RunView
     from rlvitals.checks.ceiling import ENTROPY_KEY, forecast_inputs
@@ -152,7 +152,7 @@ def evaluate_all() -> list[Row]:
                 continue
             for item in forecast_inputs(view, 3):
                 row = evaluate_series(run_id, (entropy.steps, entropy.values), (item.steps, item.values),
-                                      item.metric, item.kind, len(run.train_steps))
+                                      item.metric, item.kind, len(run.train_steps), seen)
                 if row is not None:
                     rows.append(row)
     return rows
@@ -207,8 +207,10 @@ def markdown(rows: Sequence[Row], figures: dict[str, object]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print every row and the summary as JSON")
+    parser.add_argument("--seen", type=float, default=SEEN,
+                        help="the share of each run's steps the forecasters see (default: a third)")
     args = parser.parse_args(argv)
-    rows = evaluate_all()
+    rows = evaluate_all(args.seen)
     figures = summary(rows)
     if args.json:
         print(json.dumps({"rows": [asdict(r) for r in rows], "summary": figures}))

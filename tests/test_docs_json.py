@@ -104,3 +104,15 @@ def test_statuses_verdicts_and_counts_agree_with_the_doc(runs: list[dict[str, An
 def test_the_export_encoding_is_the_documented_one() -> None:
     rows = re.findall(r"^\| `(\w+)` \| ([\d.]+) \|$", _section("Statuses as numbers (exports)"), flags=re.MULTILINE)
     assert {s: float(v) for s, v in rows} == STATUS_VALUE
+
+
+def test_every_forecast_key_is_documented(runs: list[dict[str, Any]]) -> None:
+    keys = documented("Forecast keys")
+    forecasts = [run["forecast"] for run in runs]
+    held = [f for f in forecasts if f["ceiling"] is not None]
+    declined = [f for f in forecasts if f["ceiling"] is None]
+    assert held and declined  # the real logs hold both kinds
+    for f in forecasts:
+        assert set(f) == keys
+        for one in f["by_metric"]:
+            assert set(one) == keys - {"target", "below_target", "by_metric"}

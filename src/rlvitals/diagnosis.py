@@ -14,7 +14,7 @@ import os
 import string
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .catalog import load_catalog
@@ -25,9 +25,13 @@ from .checks import (
     WORST_FIRST,
     Check,
     Outcome,
+    RunForecast,
     RunView,
     Status,
+    forecast_params,
     load_checks,
+    run_forecast,
+    target_of,
 )
 from .checks.config import DiagnoseConfig
 from .run.run import Run
@@ -91,6 +95,8 @@ class Diagnosis:
     layers: Mapping[str, Status]
     findings: tuple[Finding, ...]
     run: Run
+    #: where the run will top out (the ceiling check's forecast); None when that check was not run
+    forecast: RunForecast | None = None
 
     def __repr__(self) -> str:
         """``<Diagnosis 'train.log': fail — L1 ok, L2 warn, … — 4 fail, 2 warn, 3 note>``"""
@@ -127,7 +133,8 @@ class Diagnosis:
                                         for s in WORST_FIRST}}
         return {"path": self.path, "framework": self.run.framework, "algorithm": self.run.algorithm,
                 "steps": int(len(self.run.train_steps)), "verdict": self.verdict, "layers": layers,
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings],
+                "forecast": None if self.forecast is None else self.forecast.to_json()}
 
 
 def _format(template: str, values: Mapping[str, Any]) -> str:
@@ -225,7 +232,7 @@ def _worst(statuses: list[Status]) -> Status:
     return max(judged, key=lambda s: STATUS_RANK[s]) if judged else "ok"
 
 
-def assemble(run: Run, findings: list[Finding]) -> Diagnosis:
+def assemble(run: Run, findings: list[Finding], forecast: RunForecast | None = None) -> Diagnosis:
     """``findings`` of ``run`` in the reading order (worst first inside a layer, then by onset),
     with the verdict of each layer and of the run.
 
@@ -239,7 +246,7 @@ def assemble(run: Run, findings: list[Finding]) -> Diagnosis:
     findings = sorted(findings, key=lambda f: (order[f.layer], -STATUS_RANK[f.status],
                                                f.onset_step if f.onset_step is not None else 1 << 62))
     layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in READING_ORDER}
-    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run)
+    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run, forecast)
 
 
 #: the most threads the checks of one run are spread over: a check's work on a long run is polars' and
@@ -277,4 +284,14 @@ def diagnose(run: Run, config: DiagnoseConfig | None = None, checks: Sequence[Ch
     else:
         with ThreadPoolExecutor(min(n, len(chosen)), thread_name_prefix="rlvitals-check") as pool:
             results = list(pool.map(judge, chosen))
-    return assemble(run, [finding for found in results for finding in found])
+    return assemble(run, [finding for found in results for finding in found], _forecast(view, chosen, config))
+
+
+def _forecast(view: RunView, chosen: Sequence[Check], config: DiagnoseConfig) -> RunForecast | None:
+    """The run's forecast with the ceiling check's settings (the one it judged, shared through the view), or
+    None when that check was not among those run."""
+    check = next((c for c in chosen if c.id == "entropy_ceiling"), None)
+    if check is None:
+        return None
+    params = {**check.params, **config.for_check(check.id).params}
+    return replace(run_forecast(view, forecast_params(params)), target=target_of(params))

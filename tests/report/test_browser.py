@@ -438,3 +438,30 @@ def test_a_note_in_its_colour_and_point_events_at_their_steps(browser: Any, tmp_
         assert o.errors == []
     finally:
         o.close()
+
+
+def test_the_forecast_draws_the_law_the_ceiling_and_the_band(opened: Opened, report: Any) -> None:
+    _, page = report
+    (fc,) = next(s for s in page["sections"] if s["id"] == "L5")["forecast"]
+    cid = fc["chart"]
+    box = opened.page.locator(".rlv-forecast")
+    assert box.count() == 1 and "heads for a ceiling of 0.597" in box.inner_text()
+    _drawn(opened, cid)
+    data = opened.page.evaluate(f"document.getElementById('{cid}').data.map(t => [t.name, t.mode, t.fill || ''])")
+    assert [d[0] for d in data[:4]] == ["openai/gsm8k/reward/mean@1 (logged)", "the law", "forecast", "95 % band"]
+    assert data[0][1] == "markers" and data[4][2] == "tonexty"  # the band's lower edge fills up to its upper one
+    layout = _onsets(opened, cid)
+    ceiling = [s for s in opened.page.evaluate(f"document.getElementById('{cid}').layout.shapes")
+               if s.get("name") == "ceiling"]
+    assert len(ceiling) == 1 and ceiling[0]["y0"] == ceiling[0]["y1"] == pytest.approx(fc["ceiling"], abs=1e-5)
+    assert layout["labels"]["ceiling"]["text"] == "ceiling 0.597"
+    # the near-ceiling note is marked where the entropy crossed the line
+    note = _finding(page, "entropy_ceiling")
+    assert layout["lines"][note["id"]] == note["onset"]
+    opened.page.locator(f"#fig-{cid}").screenshot(path=str(ARTIFACTS / "forecast.png"))
+    opened.page.click("button[data-set-lang=zh]")  # the lines and the ceiling are named in the page's language
+    opened.page.wait_for_function(f"document.getElementById('{cid}').data[1].name === '定律'")
+    assert "在熵为 0 时的天花板为 0.597" in box.inner_text()
+    assert _onsets(opened, cid)["labels"]["ceiling"]["text"] == "天花板 0.597"
+    opened.page.click("button[data-set-lang=en]")
+    assert opened.errors == []

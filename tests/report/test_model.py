@@ -498,3 +498,18 @@ def test_the_build_tells_its_charts_rollouts_and_writing(qwen, tmp_path: Path) -
     seen.clear()
     size = write_report(tmp_path / "r.html", page, cdn=True, progress=lambda *call: seen.append(call))
     assert seen == [("writing", 0, 1), ("writing", 1, 1)] and size == (tmp_path / "r.html").stat().st_size
+
+
+def test_the_forecast_section_holds_a_chart_or_the_reason(real: Path) -> None:
+    held, declined = (rlvitals.load(real / name)[0] for name in (QWEN, MEGATRON))
+    page = build_page([held, declined], [diagnose(held), diagnose(declined)])
+    (l5,) = [s for s in page["sections"] if s["id"] == "L5"]
+    assert [s["forecast"] for s in page["sections"] if s["id"] != "L5"] == [[]] * (len(page["sections"]) - 1)
+    first, second = l5["forecast"]
+    chart = page["charts"][first["chart"]]
+    assert chart["kind"] == "forecast" and chart["ceiling"]["value"] == pytest.approx(first["ceiling"], rel=1e-5)
+    assert [t["role"] for t in chart["traces"]] == ["observed", "fitted", "future", "hi", "lo"]
+    assert first["said"]["en"].startswith("openai/gsm8k/reward/mean@1 (validation) heads for a ceiling of 0.597")
+    assert second["chart"] is None and second["ceiling"] is None
+    assert second["said"]["en"].startswith("No forecast: openai/gsm8k/reward/mean@1 did not rise")
+    assert second["said"]["zh"].startswith("无法预测：熵下降时")

@@ -23,9 +23,12 @@ from ..words import Words
 from ._base import Outcome, RunView, Status
 from .generalisation import REWARD_KEYS, core_tracks
 
-__all__ = ["ENTROPY_KEY", "FUNCTIONS", "ForecastInput", "RunForecast", "forecast_inputs", "run_forecast"]
+__all__ = ["ENTROPY_KEY", "FUNCTIONS", "ForecastInput", "RunForecast", "forecast_inputs", "forecast_params",
+           "run_forecast", "target_of"]
 
 ENTROPY_KEY = "actor/entropy"
+#: the kinds of performance series, said in a finding's language
+KINDS = {"validation": Words("validation", "验证集"), "training reward": Words("training reward", "训练 reward")}
 
 
 @dataclass(frozen=True)
@@ -44,18 +47,26 @@ class RunForecast:
 
     forecasts: tuple[Forecast, ...]
     reason: Words | None = None
+    #: the score the user wants (``--target``), or None
+    target: float | None = None
 
     @property
     def primary(self) -> Forecast | None:
         return self.forecasts[0] if self.forecasts else None
 
+    @property
+    def below_target(self) -> bool | None:
+        """Whether the primary ceiling is below the target (None without a target or a ceiling)."""
+        ceiling = self.primary.ceiling if self.primary else None
+        return None if self.target is None or ceiling is None else ceiling < self.target
+
     def to_json(self) -> dict[str, object]:
-        """The primary forecast's keys at the top, every series' forecast under ``by_metric``."""
+        """The primary forecast's keys at the top, every series' forecast under ``by_metric``, and the target."""
+        aim = {"target": self.target, "below_target": self.below_target}
         if self.primary is None:
             reason = self.reason or Words("no forecast", "没有预测")
-            return {"metric": None, "ceiling": None, "reason": {"en": str(reason), "zh": reason.zh},
-                    "by_metric": []}
-        return {**self.primary.to_json(), "by_metric": [f.to_json() for f in self.forecasts]}
+            return {**Forecast.empty_json(), "reason": {"en": str(reason), "zh": reason.zh}, **aim, "by_metric": []}
+        return {**self.primary.to_json(), **aim, "by_metric": [f.to_json() for f in self.forecasts]}
 
 
 def forecast_inputs(view: RunView, min_points: int) -> list[ForecastInput]:
@@ -76,6 +87,17 @@ def _primary_first(found: list[Forecast], min_points: int) -> tuple[Forecast, ..
     pool = val or found
     first = next((f for f in pool if f.holds), pool[0])
     return (first, *(f for f in found if f is not first))
+
+
+def target_of(p: Mapping[str, Any]) -> float | None:
+    """The score the user wants among the ceiling check's parameters: None for the default −inf (no target)."""
+    target = float(p["target"])
+    return None if math.isinf(target) and target < 0 else target
+
+
+def forecast_params(p: Mapping[str, Any]) -> ForecastParams:
+    """The forecast's settings among the ceiling check's parameters."""
+    return ForecastParams(int(p["min_points"]), float(p["min_drop"]), float(p["min_explained"]))
 
 
 def run_forecast(view: RunView, params: ForecastParams | None = None) -> RunForecast:
@@ -121,25 +143,24 @@ def entropy_ceiling(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The primary forecast judged: skipped with the law's reason when it does not hold; ``warn`` when even
     the top of the ceiling's interval is below ``target``, ``note`` when the ceiling is (or when less than
     ``near`` of the attainable gain is left); else ``ok``."""
-    params = ForecastParams(int(p["min_points"]), float(p["min_drop"]), float(p["min_explained"]))
-    fc = run_forecast(view, params).primary
+    fc = run_forecast(view, forecast_params(p)).primary
     if fc is None:
         return []
     metrics = (fc.metric, ENTROPY_KEY)
     if not fc.holds or fc.law is None:
         return [Outcome("skipped", "declined", {"metric": fc.metric, "reason": fc.reason}, metrics=metrics)]
     lo, hi = fc.law.ceiling_interval
-    v = {"metric": fc.metric, "kind": fc.kind, "ceiling": fc.law.ceiling, "lo": lo, "hi": hi,
+    v = {"metric": fc.metric, "kind": KINDS.get(fc.kind, fc.kind), "ceiling": fc.law.ceiling, "lo": lo, "hi": hi,
          "observed": fc.observed, "consumed": fc.entropy_consumed, "left": fc.gain_left,
          "gain": fc.gain_per_1000, "plateau": fc.plateau, "settles": fc.entropy_settles, "h0": fc.entropy_start,
          "h": fc.entropy_now,
-         "target": p["target"]}
+         "target": target_of(p)}
     evidence = {k: v[k] for k in ("ceiling", "observed", "consumed", "left", "gain", "plateau")} | {
         "ceiling_interval": [lo, hi], "a": fc.law.a, "b": fc.law.b, "explained": fc.law.explained,
-        "threshold": {"near": p["near"], "target": p["target"]}}
+        "threshold": {"near": p["near"], "target": target_of(p)}}
     span = (int(fc.observed_curve.steps[0]), fc.last_step) if fc.observed_curve is not None else None
     target = float(p["target"])
-    if not math.isnan(target) and fc.law.ceiling < target:
+    if fc.law.ceiling < target:  # -inf, the default, is no target: every ceiling reaches it
         status: Status = "warn" if hi < target else "note"
         return [Outcome(status, "target" if status == "warn" else "target_maybe", v, span=span, metrics=metrics,
                         evidence=evidence)]

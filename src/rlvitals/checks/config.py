@@ -98,6 +98,18 @@ class DiagnoseConfig:
     def for_check(self, check_id: str) -> CheckSettings:
         return self.checks.get(check_id, CheckSettings())
 
+    def with_params(self, check_id: str, **params: Any) -> DiagnoseConfig:
+        """This config with ``params`` set for ``check_id`` over what it had (a command-line option such
+        as ``--target`` over the config file's value).
+
+        Example:
+            >>> DiagnoseConfig().with_params("entropy_ceiling", target=0.7).for_check("entropy_ceiling").params
+            {'target': 0.7}
+        """
+        old = self.for_check(check_id)
+        new = CheckSettings(old.enabled, {**old.params, **params}, old.max_status)
+        return DiagnoseConfig({**self.checks, check_id: new})
+
 
 def _hint(word: str, choices: list[str]) -> Words:
     close = difflib.get_close_matches(word, choices, n=1)

@@ -3,7 +3,7 @@
 Exit codes: 0 ok; 1 a verdict reached ``--fail-on`` (``watch --exit-on``); 2 bad usage or an input that
 could not be read; 3 an internal error (a bug of rlvitals, reported with its traceback).
 
-One module per noun: ``runs`` (inspect, diagnose, explain, example, formats), ``rollouts`` (rollouts,
+One module per noun: ``runs`` (inspect, diagnose, forecast, explain, example, formats), ``rollouts`` (rollouts,
 sample), ``outputs`` (report, export), ``live`` (watch, serve, demo) and ``completion``; ``_parser``
 holds every flag.
 """
@@ -35,7 +35,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
 
 #: the commands whose work is all done when they return: they read, print and write files they have closed, and
 #: leave nothing to run at exit (no tracker to finish, no server, no model, no Ray cluster to stop)
-ONE_SHOT = frozenset({"inspect", "diagnose", "explain", "formats", "rollouts", "report", "completion"})
+ONE_SHOT = frozenset({"inspect", "diagnose", "forecast", "explain", "formats", "rollouts", "report", "completion"})
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:

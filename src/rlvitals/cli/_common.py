@@ -14,6 +14,7 @@ from ..words import Words, both, in_lang
 from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
 if TYPE_CHECKING:
+    from ..checks.config import DiagnoseConfig
     from ..rollout.options import RolloutSettings
     from ..run.run import Run
 
@@ -229,14 +230,24 @@ def rollout_dirs(given: list[str] | str | None, paths: list[str], noun: str = "r
 
 
 
+def diagnose_config(args: argparse.Namespace) -> DiagnoseConfig | None:
+    """The checks' settings a command asks for: its ``--config`` file, with ``--target-score`` (the score the
+    user wants, read by the ceiling check) over it; RlvitalsError for a bad file."""
+    from ..checks.config import DiagnoseConfig, load_config
+
+    config = load_config(args.config) if getattr(args, "config", None) else None
+    target = getattr(args, "target_score", None)
+    if target is None:
+        return config
+    return (config or DiagnoseConfig()).with_params("entropy_ceiling", target=float(target))
+
+
 def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], Any, list[Any], int] | None:
     """What ``report`` and ``export`` start from: the runs with their own rollouts' series joined, the
     config, each run's rollout analysis (or None) and the load status; None after a usage error (already
     written)."""
-    from ..checks.config import load_config
-
     try:
-        config = load_config(args.config) if args.config else None
+        config = diagnose_config(args)
         settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))

@@ -21,6 +21,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                  "rlvitals diagnose train.log --rollouts rollout_data_dir/",
                  "rlvitals diagnose a.log b.log --markdown --lang zh",
                  "rlvitals diagnose --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
+    "forecast": ("rlvitals forecast train.log", "rlvitals forecast train.log --target 0.7",
+                 "rlvitals forecast a.log b.log --json"),
     "rollouts": ("rlvitals rollouts rollout_data_dir/", "rlvitals rollouts output_dir/ --k 1,4,16 --json",
                  "rlvitals rollouts samples.parquet --group prompt_id --score reward --response text"),
     "explain": ("rlvitals explain actor/entropy", "rlvitals explain actor/ppo_kl --lang zh", "rlvitals explain --list"),
@@ -133,7 +135,7 @@ def _commands(sub: _Commands) -> None:
     dia.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings and advice")
     dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                      help="exit 1 when any run's verdict is at least this bad")
-    dia.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    add_config(dia)
     dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
@@ -145,6 +147,15 @@ def _commands(sub: _Commands) -> None:
                      help="with --rollouts: list every rollout metric that could not be computed, each with its "
                           "whole reason (default: their names on one line)")
     add_rollout_options(dia)
+
+    fct = sub.add("forecast", help="where the run will top out: the entropy–performance law fitted and read forward")
+    fct.add_argument("paths", nargs="*", metavar="RUN", help="log file or run folder")
+    fct.add_argument("--example", action="store_true", help="forecast the bundled example run")
+    fct.add_argument("--json", action="store_true", help='print {"runs": [...]} with every forecast')
+    fct.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the forecast")
+    fct.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_target(fct)
+    add_one_run(fct)
 
     rol = sub.add("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
     rol.add_argument("paths", nargs="+", metavar="PATH",
@@ -196,7 +207,7 @@ def _commands(sub: _Commands) -> None:
     rep.add_argument("--label", action="append", default=None, metavar="NAME",
                      help="the name a run goes by in the report; once per run, in the order of the runs (default: "
                           "its file name, with as many parent folders as it takes to tell the runs apart)")
-    rep.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    add_config(rep)
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(rep)
     add_rollout_options(rep)
@@ -213,7 +224,7 @@ def _commands(sub: _Commands) -> None:
                      help="exit 1 as soon as any run's verdict is at least this bad")
     wat.add_argument("--once", action="store_true", help="process what is there now and exit")
     wat.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the alerts")
-    wat.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    add_config(wat)
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before it may alert again")
@@ -250,7 +261,7 @@ def _commands(sub: _Commands) -> None:
                           "path without)")
     srv.add_argument("--state", default=None, metavar="FILE",
                      help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
-    srv.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    add_config(srv)
     srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
     srv.add_argument("--lang", choices=("en", "zh"), default="en",
@@ -292,7 +303,7 @@ def _commands(sub: _Commands) -> None:
                      help="rollout dumps of a RUN: their series are exported; once per RUN, in order ('-' for none)")
     xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")
     xpt.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the findings' words")
-    xpt.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    add_config(xpt)
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(xpt)
     add_rollout_options(xpt)
@@ -307,6 +318,22 @@ def _commands(sub: _Commands) -> None:
 ONE_RUN_HELP = ("the PATHs are the logs of one run's launches (one file per launch of a resumed run): read them as "
                 "one run in step order; where launches overlap, the later launch's values are kept and the run's "
                 "notes say how many steps were replaced")
+
+
+def add_config(parser: Parser) -> None:
+    """The checks' settings: a config file, and the score the user wants (read by the ceiling check; not
+    ``--target``, which is the rollout tables' ground-truth column where the rollout options are)."""
+    parser.add_argument("--config", default=None, help="TOML file: enable/disable checks, override thresholds")
+    parser.add_argument("--target-score", dest="target_score", type=float, default=None, metavar="X",
+                        help=TARGET_HELP + " (the entropy_ceiling check's target)")
+
+
+TARGET_HELP = "the validation score you want (e.g. 0.7): a warning when the forecast ceiling is below it"
+
+
+def add_target(parser: Parser) -> None:
+    parser.add_argument("--target", "--target-score", dest="target_score", type=float, default=None, metavar="X",
+                        help=TARGET_HELP)
 
 
 def add_one_run(parser: Parser) -> None:

@@ -11,7 +11,17 @@ from typing import IO, TYPE_CHECKING
 
 from ..errors import RlvitalsError
 from ..words import Words
-from ._common import EXIT_OK, EXIT_USAGE, SAYS, error_line, lang_of, rollout_dirs, rollout_settings, said_line
+from ._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    SAYS,
+    diagnose_config,
+    error_line,
+    lang_of,
+    rollout_dirs,
+    rollout_settings,
+    said_line,
+)
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -29,7 +39,6 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: Progress | None) -> int:
-    from ..checks.config import load_config
     from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
     from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
@@ -46,7 +55,7 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
         return EXIT_USAGE
     try:
         sinks = [parse_sink(spec, args.lang) for spec in args.alert]
-        config = load_config(args.config) if args.config else None
+        config = diagnose_config(args)
         from ..export.plan import TENSORBOARD_FOLDER, expect_folder
 
         export = Path(args.export_tensorboard) if args.export_tensorboard else None
@@ -121,10 +130,9 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
     """What ``serve``'s options ask of the workspace: reader, checks, each path's rollouts and how they
     are read and analysed; RlvitalsError for a bad option."""
-    from ..checks.config import load_config
     from ..server import WorkspaceOptions
 
-    config = load_config(args.config) if args.config else None
+    config = diagnose_config(args)
     settings = rollout_settings(args, args.rollouts)
     dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
     rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None

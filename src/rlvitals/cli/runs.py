@@ -1,4 +1,4 @@
-"""Subcommands about logged runs: ``inspect``, ``diagnose``, ``explain``, ``example``, ``formats``."""
+"""Subcommands about logged runs: ``inspect``, ``diagnose``, ``forecast``, ``explain``, ``example``, ``formats``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    diagnose_config,
     dump,
     error_line,
     example_paths,
@@ -80,7 +81,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             "（这次训练的 rollout 导出文件），或者去掉 --verbose"), lang_of(args)))
         return EXIT_USAGE
     try:
-        config = _config(args.config) if args.config else None
+        config = diagnose_config(args)
         settings = rollout_settings(args, args.rollouts)
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
@@ -90,12 +91,6 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if args.example:
             paths.append(str(example_paths(tmp)["console"]))
         return _diagnose_paths(paths, args, config, settings, out, err)
-
-
-def _config(path: str) -> DiagnoseConfig:
-    from ..checks.config import load_config
-
-    return load_config(path)
 
 
 def _analysis(shown: bool) -> None:
@@ -167,6 +162,31 @@ def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, ou
         out.write(render_rollout_log(log, out.isatty(), width(out), args.lang, args.verbose))
 
 
+def _forecast(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    if not args.paths and not args.example:
+        err.write(said_line(Words("forecast needs at least one RUN (or --example)",
+                                  "forecast 至少需要一个 RUN（或 --example）"), lang_of(args)))
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
+        paths = list(args.paths)
+        if args.example:
+            paths.append(str(example_paths(tmp)["console"]))
+        runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
+    from dataclasses import replace
+
+    from ..checks import RunView, forecast_params, load_checks, run_forecast
+    from ..render import render_forecast
+
+    params = forecast_params(next(c for c in load_checks() if c.id == "entropy_ceiling").params)
+    entries = [{"path": run.path, **replace(run_forecast(RunView(run), params), target=args.target_score).to_json()}
+               for run in runs]
+    if args.json:
+        out.write(dump({"runs": entries}) + "\n")
+    else:
+        out.write("\n".join(render_forecast(str(e.pop("path")), e, args.lang) for e in entries))
+    return status
+
+
 def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..catalog.lookup import explain, list_metrics
     from ..render.terminal import render_explain, render_list
@@ -210,5 +230,5 @@ def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 #: subcommand → handler
-COMMANDS = {"inspect": _inspect, "diagnose": _diagnose, "explain": _explain, "example": _example,
-            "formats": _formats}
+COMMANDS = {"inspect": _inspect, "diagnose": _diagnose, "forecast": _forecast, "explain": _explain,
+            "example": _example, "formats": _formats}

@@ -139,6 +139,12 @@ class Forecast:
         later = self.predicted.get(self.last_step + 1000)
         return None if later is None or self.now is None else later - self.now
 
+    @staticmethod
+    def empty_json() -> dict[str, object]:
+        """Every key of :meth:`to_json`, empty: what a run with no series to forecast has."""
+        empty = Forecast("", "", "", 0, 0, None, None).to_json()
+        return {k: None if k not in ("predicted", "predicted_interval") else {} for k in empty}
+
     def to_json(self) -> dict[str, object]:
         """The keys of ``rlvitals forecast --json`` (docs/json.md, Forecast keys)."""
         law = self.law

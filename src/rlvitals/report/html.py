@@ -51,6 +51,7 @@ UI: dict[str, tuple[str, str]] = {
     "evidence": ("Evidence", "证据"),
     "charts": ("Curves", "曲线"),
     "validation": ("Validation per data source", "按数据源的验证集"),
+    "forecast": ("Forecast: where the entropy says the run tops out", "预测：从熵看这次训练最终能到多高"),
     "no_charts": ("This run logged no metric of this layer.", "本次训练没有记录这一层的指标。"),
     "rollouts": ("Rollouts", "Rollout 样本"),
     "rollouts_at": ("rollouts at step", "该步的 rollout"),

@@ -27,6 +27,7 @@ from ..errors import RlvitalsError
 from ..run.run import Run
 from ..words import Words, in_lang
 from .charts import Page, add_markers, stacked, trace
+from .forecast import forecast_section
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
 
@@ -373,6 +374,9 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
         progress("charts", 0, len(READING_ORDER) + 1)
     overview = first_look(page, pairs, views)
     sections = _sections(page, pairs, dpairs, catalog, progress)
+    forecast = forecast_section(page, dpairs)
+    for section in sections:  # where the run tops out belongs with "did the model get better"
+        section["forecast"] = forecast if section["id"] == "L5" else []
     found = _findings(dpairs)
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
     rollout = _rollouts(page, sections, joined, with_texts, _onsets(found), progress)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from ..checks import VERDICT_STATUSES
+from ..checks import VERDICT_STATUSES, RunForecast
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
 from ..render.diagnosis import STATUS_STYLE, STATUS_WORDS
 from ..words import in_lang
@@ -31,7 +31,35 @@ def alert_line(alert: Alert, lang: str = "en", clock: float | None = None) -> st
     return f"[{stamp}] {alert.text(lang)}"
 
 
-def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
+def forecast_text(fc: RunForecast, lang: str = "en") -> str:
+    """The forecast of a run in a few words: the primary series' ceiling and where the run is, or why there is
+    none.
+
+    >>> from rlvitals.words import Words
+    >>> forecast_text(RunForecast((), Words("no entropy logged", "没有记录熵")), "zh")
+    '无法预测：没有记录熵'
+    """
+    zh = lang == "zh"
+    f = fc.primary
+    if f is None or f.law is None:
+        reason = (f.reason if f is not None else fc.reason) or ""
+        return f"{'无法预测：' if zh else 'no forecast: '}{in_lang(reason, lang)}"
+    lo, hi = f.law.ceiling_interval
+    spent, left = f.entropy_consumed or 0.0, f.gain_left or 0.0
+    if zh:
+        text = (f"{f.metric} 的天花板 {f.law.ceiling:.3g}（{lo:.3g}–{hi:.3g}），照现在会止步于 {f.plateau:.3g} 左右；"
+                f"目前 {f.observed:.3g}，熵已用掉 {spent:.0%}，提升还剩 {left:.0%}")
+    else:
+        text = (f"{f.metric}: ceiling {f.law.ceiling:.3g} ({lo:.3g}–{hi:.3g}), heading for {f.plateau:.3g} as it goes; "
+                f"at {f.observed:.3g} now, {spent:.0%} of the entropy spent, {left:.0%} of the gain left")
+    if fc.target is not None:
+        text += (f"；目标 {fc.target:.3g} {'达不到' if fc.below_target else '够得着'}" if zh else
+                 f"; target {fc.target:.3g} {'out of reach' if fc.below_target else 'within reach'}")
+    return text
+
+
+def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en",
+                 forecasts: Mapping[str, RunForecast] | None = None) -> Any:
     """A rich Table: one row per layer, one column per run, each cell the layer's verdict and
     its worst finding, then, dimmed, how many notes it has (advice: they never change the verdict)."""
     from rich.table import Table
@@ -58,6 +86,9 @@ def layers_table(diagnoses: Mapping[str, Diagnosis], lang: str = "en") -> Any:
             said = STATUS_WORDS["zh"][status] if zh else status
             cells.append(f"[{STATUS_STYLE[status]}]{said}[/]{detail}{quiet}")
         table.add_row(LAYER_NAMES[layer][index], *cells)
+    if forecasts:
+        table.add_row("预测" if zh else "forecast", *(Text(forecast_text(forecasts[p], lang), style="dim")
+                                                     if p in forecasts else "" for p in diagnoses))
     return table
 
 
@@ -76,7 +107,8 @@ class PlainView:
         self.err.flush()
 
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
-        """Plain output shows alerts only; the state of every layer is in ``diagnose``."""
+        """Plain output shows alerts only (the entropy_ceiling check's findings among them); the state of every
+        layer is in ``diagnose``, the forecast in ``rlvitals forecast``."""
 
     def status(self, line: str) -> None:
         """Plain output has no status line (it would fill a log file)."""
@@ -97,6 +129,8 @@ class LiveView(PlainView):
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
         self._table: Any = None
         self._status = ""
+        #: each run's latest forecast: a tail pass judges the sudden checks only and has none
+        self.forecasts: dict[str, RunForecast] = {}
         self.live.start()
 
     def alert(self, alert: Alert) -> None:
@@ -112,7 +146,8 @@ class LiveView(PlainView):
 
     def show(self, diagnoses: Mapping[str, Diagnosis]) -> None:
         if diagnoses:
-            self._table = layers_table(diagnoses, self.lang)
+            self.forecasts.update({p: d.forecast for p, d in diagnoses.items() if d.forecast is not None})
+            self._table = layers_table(diagnoses, self.lang, self.forecasts)
             self._render()
 
     def status(self, line: str) -> None:

@@ -144,7 +144,23 @@
     return (el && el.__rlvFetched) || data.charts[cid].traces;
   }
 
+  // a forecast chart's lines by their role: the logged points, the law over them, the forecast ahead, and
+  // its 95 % band (the upper edge drawn unseen, the lower one filled up to it)
+  var ROLE = { observed: { mode: "markers", color: PALETTE[0] }, fitted: { mode: "lines", color: PALETTE[1] },
+    future: { mode: "lines", color: PALETTE[1], dash: "dash" }, hi: { mode: "lines", color: "rgba(0,0,0,0)" },
+    lo: { mode: "lines", color: "rgba(0,0,0,0)", fill: "tonexty" } };
+  function forecastLine(t, src) {
+    var r = ROLE[t.role] || ROLE.observed;
+    var tr = { type: "scatter", mode: r.mode, name: lang() === 1 && t.name_zh ? t.name_zh : t.name,
+      x: xs(t.run, src.x), y: src.y, customdata: src.x, line: { color: r.color, dash: r.dash || "solid" },
+      marker: { color: r.color, size: 6 }, hovertemplate: "%{x}: %{y}<extra>" + clean(t.role) + "</extra>" };
+    if (t.role === "hi") { tr.showlegend = false; tr.hoverinfo = "skip"; tr.hovertemplate = undefined; }
+    if (t.role === "lo") { tr.fill = "tonexty"; tr.fillcolor = "rgba(255,127,14,0.15)"; }
+    return tr;
+  }
+
   function lineOf(chart, t, src, k) {
+    if (chart.kind === "forecast") { return forecastLine(t, src); }
     var hover = !timed() ? "%{x}: %{y}" : view.axis === "wall" ? "%{x|%Y-%m-%d %H:%M:%S}: %{y}" : "%{x:.2f} h: %{y}";
     var tr = { type: "scatter", mode: src.x.length > 60 ? "lines" : "lines+markers", name: t.name, x: xs(t.run, src.x),
       y: src.y, connectgaps: false, hovertemplate: hover + "<extra>" + clean(t.key) + "</extra>",
@@ -184,7 +200,7 @@
     chart.traces.forEach(function (t, i) {
       var src = source[i] || t;
       out.push(lineOf(chart, t, src, "raw"));
-      if (chart.kind !== "stack" && view.smooth > 0) { out.push(lineOf(chart, t, src, "smooth")); }
+      if (chart.kind === "line" && view.smooth > 0) { out.push(lineOf(chart, t, src, "smooth")); }
       if (t.bad.length && !(chartEl(cid) && chartEl(cid).__rlvFetched)) {
         out.push({ type: "scatter", mode: "markers", name: t.name + " (nan/inf)", yaxis: "y2",
           x: t.bad.map(function (b) { return xAt(t.run, b[0]); }), y: t.bad.map(function () { return 0.97; }),
@@ -211,6 +227,25 @@
     return [lo - pad, hi + pad];
   }
 
+  // a forecast's ceiling: a dotted line across the chart with its 95 % interval as a band
+  function ceilingShapes(chart) {
+    var c = chart.ceiling;
+    if (!c || c.value === null) { return []; }
+    var out = [{ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: c.value, y1: c.value,
+      line: { color: "#555", width: 1.5, dash: "dot" }, name: "ceiling" }];
+    if (c.lo !== null && c.hi !== null) {
+      out.push({ type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: c.lo, y1: c.hi, fillcolor: "#555",
+        opacity: 0.08, line: { width: 0 }, layer: "below", name: "ceiling interval" });
+    }
+    return out;
+  }
+  function ceilingNote(chart) {
+    var c = chart.ceiling;
+    if (!c || c.value === null) { return []; }
+    return [{ x: 0.01, xref: "paper", y: c.value, yref: "y", xanchor: "left", yanchor: "bottom", showarrow: false,
+      text: (lang() === 1 ? "天花板 " : "ceiling ") + Number(c.value.toPrecision(3)), font: { size: 10, color: "#555" }, name: "ceiling" }];
+  }
+
   function layoutOf(cid) {
     var chart = data.charts[cid];
     var fixed = constantRange(chart);
@@ -221,7 +256,8 @@
       margin: { l: 60, r: 12, t: 8, b: 32 }, height: 260, showlegend: chart.traces.length > 1,
       legend: { orientation: "h", y: -0.18, font: { size: 10 } }, xaxis: { title: { text: axisTitle() } },
       yaxis: yaxis, yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
-      shapes: shapes(chart), annotations: annotations(chart), hovermode: "x"
+      shapes: shapes(chart).concat(ceilingShapes(chart)), annotations: annotations(chart).concat(ceilingNote(chart)),
+      hovermode: "x"
     };
     if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
     if (timed() && view.axis === "wall") { layout.xaxis.type = "date"; } else if (timed()) { layout.xaxis.ticksuffix = " h"; }
@@ -338,7 +374,7 @@
   function fetchRange(cid, x0, x1) {
     var chart = data.charts[cid];
     var node = chartEl(cid);
-    if (!api || chart.kind === "stack") { return; }
+    if (!api || chart.kind !== "line") { return; }  // a stack shares, a forecast was fitted: no series to fetch
     var ranges = chart.traces.map(function (t) { return stepRange(t.run, x0, x1); });
     var first = ranges.filter(Boolean)[0];
     if (!first) { return; }

@@ -15,10 +15,14 @@
       var el = document.getElementById(cid);
       var chart = data.charts[cid];
       if (!el || !el.layout) { return; }
-      var change = { annotations: annotations(chart) };
+      var change = { annotations: annotations(chart).concat(ceilingNote(chart)) };
       if (chart.traces.length === 1) { change["xaxis.title.text"] = axisTitle(); }
       Plotly.relayout(el, change);
       var m = markerTrace(chart);
       if (m) { Plotly.restyle(el, { text: [m.text] }, [el.data.length - 1]); }
+      if (chart.kind === "forecast") {  // its lines' names are words too (one line per trace, in order)
+        Plotly.restyle(el, { name: chart.traces.map(function (t) { return l === "zh" && t.name_zh ? t.name_zh : t.name; }) },
+          chart.traces.map(function (t, i) { return i; }));
+      }
     });
   }
