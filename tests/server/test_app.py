@@ -107,6 +107,12 @@ def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) 
     assert html.index('<script src="/static/plotly.min.js"') > html.index('<main>')  # not before the first paint
     api = client.get(f"/api/runs/{rid}").json()
     assert api["diagnosis"]["verdict"] == d.verdict == api["verdict"]
+    # where the run tops out: in the API as in diagnose --json, and on the page's L5 section with its chart
+    assert d.forecast is not None and api["diagnosis"]["forecast"]["ceiling"] == d.forecast.to_json()["ceiling"]
+    held = d.forecast.primary is not None and d.forecast.primary.holds
+    assert html.count('<div class="rlv-forecast"') == 1
+    assert (re.search(r'class="rlv-forecast"[^>]*>\s*<p>[^<]*<span class="l-en">[^<]*heads for a ceiling', html)
+            is not None) == held
     assert [f["check"] for f in client.get(f"/api/runs/{rid}/findings").json()["findings"]] == \
         [f.check for f in d.findings]
 
