@@ -15,6 +15,7 @@ import math
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 import tomllib
 from hypothesis import given
@@ -169,17 +170,32 @@ def test_the_record_names_the_line_of_the_frame_it_was_read_from() -> None:
         assert shown in lines[int(line) - 1], (r.step, key, line)
 
 
-def test_without_an_evaluation_each_record_is_a_micro_batch(tmp_path: Path) -> None:
+def test_without_an_evaluation_the_optimizer_steps_come_from_grad_norm_and_lr(tmp_path: Path) -> None:
     text = _console("dpo").read_bytes()
     log = tmp_path / "train.log"
     log.write_bytes(re.sub(rb"\rEval stage of global_step \d+:[^\r\n\x1b]*", b"", text))
+    records, meta, skips = _read(log)
+    (note,) = meta.notes
+    assert "grad_norm and lr move every 4 of them" in note and "每 4 个 micro-batch 变一次" in in_lang(note, "zh")
+    by_step = {r.step: r.values for r in _read(_console("dpo"))[0] if "loss" in r.values}
+    assert skips.count == 0 and {r.step: r.values for r in records} == by_step
+
+
+def test_without_an_evaluation_each_record_is_a_micro_batch(tmp_path: Path) -> None:
+    """No evaluation, and no grad_norm or lr moving: nothing says what an optimizer step is."""
+    text = _console("dpo").read_bytes()
+    log = tmp_path / "train.log"
+    text = re.sub(rb"\rEval stage of global_step \d+:[^\r\n\x1b]*", b"", text)
+    log.write_bytes(re.sub(rb", (lr|grad_norm)=[^,\]]+", b"", text))
     records, meta, skips = _read(log)
     assert skips.count == 0 and [r.step for r in records] == list(range(1, 65))
     (note,) = meta.notes
     assert "each of the 64 records is one micro-batch (1, 2, 3, ... across epochs), not an optimizer step" in note
     assert "不是优化步" in in_lang(note, "zh")
     by_step = {r.step: r.values for r in _read(_console("dpo"))[0] if "loss" in r.values}
-    assert all(records[4 * k - 1].values == by_step[k] for k in range(1, 17))  # micro-batch 4k ended step k
+    drop = ("lr", "grad_norm")
+    assert all(records[4 * k - 1].values == {key: v for key, v in by_step[k].items() if key not in drop}
+               for k in range(1, 17))  # micro-batch 4k ended step k
 
 
 def test_a_cut_frame_and_a_value_that_is_no_number_are_counted_skips(tmp_path: Path) -> None:
@@ -263,3 +279,48 @@ def test_mutated_captures_read_or_fail_clearly(trainer: str, tmp_path: Path) -> 
                 diagnose(run)
         except RlvitalsError:
             pass
+
+
+def test_watch_follows_a_trainer_console_as_it_grows(tmp_path: Path) -> None:
+    """The real DPO capture written in pieces cut anywhere (mid-frame too): once the log shows what an optimizer
+    step is (grad_norm and lr moving every 4 micro-batches, before the first evaluation), each look holds a
+    prefix of the run the finished file reads to, step for step and value for value, and the last look is that
+    run; a look before that counts micro-batches and says so."""
+    from rlvitals import load
+    from rlvitals.watch.state import WatchState
+    from rlvitals.watch.view import PlainView
+    from rlvitals.watch.watcher import Watcher, WatchOptions
+
+    source = _console("dpo")
+    data = source.read_bytes()
+    whole = load(source)[0]
+    live = tmp_path / "train.log"
+    live.write_bytes(b"")
+    now = [1000.0]
+    w = Watcher([live], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(min_gap=0.0),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
+    try:
+        seen, stepped = [], 0
+        for share in (0.3, 0.4, 0.45, 0.5, 0.55, 0.61, 0.75, 0.9, 1.0):
+            with live.open("ab") as f:
+                f.write(data[live.stat().st_size: int(len(data) * share)])
+            now[0] += 10
+            w.cycle()
+            d = w.full.get(str(live))
+            if d is None:
+                continue
+            run = d.run
+            if any("is one micro-batch" in str(n) for n in run.notes):
+                assert not seen  # only before the log shows an optimizer step: never after
+                continue
+            stepped += any("the log has no evaluation yet; grad_norm and lr move every 4" in str(n) for n in run.notes)
+            steps = run.steps.tolist()
+            assert steps == whole.steps.tolist()[: len(steps)]
+            for key in run.metrics:  # every value read so far is the finished file's
+                got = run.frame.select(["step", key]).drop_nulls()
+                want = whole.frame.select(["step", key]).filter(pl.col("step").is_in(got["step"].implode()))
+                assert got.equals(want.drop_nulls()), key
+            seen.append(len(steps))
+        assert seen == sorted(seen) and seen[-1] == len(whole.steps) and len(set(seen)) > 3 and stepped >= 1
+    finally:
+        w.close()

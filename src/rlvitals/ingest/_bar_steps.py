@@ -19,13 +19,17 @@ Micro-batches are numbered across epochs (``e · total + …``), as OpenRLHF's o
 The optimizer step (``global_step``, W&B's ``train/global_step``) is every ``A`` micro-batches. The
 log says ``A`` through its evaluations: ``Eval stage of global_step N`` is drawn right after the
 micro-batch ``N · A`` (whose own frame may or may not have been drawn), so the count before it
-leaves two candidates per evaluation and the evaluations together one. With ``A`` each record is an
+leaves two candidates per evaluation and the evaluations together one. Before the first evaluation (a
+live training, or a run that evaluates only at its end) the values say it too: ``grad_norm`` and ``lr``
+change only when the optimizer steps, so the micro-batches where they change first are multiples of ``A``,
+and their greatest common divisor is ``A`` once a few steps show it. With ``A`` each record is an
 optimizer step holding the values of the micro-batch that ended it, as OpenRLHF logs them to W&B.
-Without it (no evaluation) each record is a micro-batch, and a note says so.
+Without it each record is a micro-batch, and a note says so.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..words import Words
@@ -162,6 +166,37 @@ def accumulation(bars: Bars, window_first: int | None) -> int | None:
     return next(iter(known)) if known is not None and len(known) == 1 else None
 
 
+#: the values that move only when the optimizer steps, and how many of their moves make ``A`` known
+STEPPED = ("grad_norm", "lr")
+MIN_MOVES = 3
+
+
+def stepped_accumulation(micro: dict[int, Frame]) -> int | None:
+    """``A`` from the micro-batches where ``grad_norm`` or ``lr`` first shows a new value: each is a multiple of
+    ``A`` (a value tqdm rounds to the same three digits only hides a move), so their greatest common divisor is
+    ``A`` once ``MIN_MOVES`` of them are seen; None before that.
+
+    >>> frames = {m: (f"loss=0.6, lr={(m // 4) * 0.001:g}", "") for m in range(1, 14)}
+    >>> stepped_accumulation(frames)
+    4
+    """
+    quiet = SkipLog()  # the values are read for good, and their skips counted, by records()
+    moves: set[int] = set()
+    before: dict[str, Value] = {}
+    for m in sorted(micro):
+        now = values(micro[m][0] or "", micro[m][1], quiet)
+        for key in STEPPED:
+            if key in now and key in before and now[key] != before[key]:
+                moves.add(m)
+        before.update({k: now[k] for k in STEPPED if k in now})
+    if len(moves) < MIN_MOVES:
+        return None
+    found = 0
+    for m in moves:
+        found = math.gcd(found, m)
+    return found
+
+
 def records(bars: Bars, path: str, skips: SkipLog) -> tuple[list[Record], list[Words]]:
     """The training and evaluation records of a trainer's bars, and a note on what their step is."""
     first = next(iter(bars.train.values()), None)
@@ -170,6 +205,9 @@ def records(bars: Bars, path: str, skips: SkipLog) -> tuple[list[Record], list[W
     acc = accumulation(bars, window)
     if window is not None and acc is None:
         acc = window  # the evaluations disagree (a resumed run); the bar's own window still holds
+    stepped = acc is None and not any(ev.after is not None for ev in bars.evals.values())
+    if stepped:  # no evaluation yet: the optimizer's own moves
+        acc = stepped_accumulation(micro)
     out: list[Record] = []
     for m in sorted(micro):
         if acc is None or m % acc == 0:
@@ -186,7 +224,20 @@ def records(bars: Bars, path: str, skips: SkipLog) -> tuple[list[Record], list[W
         if got:
             out.append(Record(step, got, where))
     out.sort(key=lambda r: r.step)  # stable: a step's training record before its evaluation
-    return out, [n for n in (_note(bars, path, micro, acc, window),) if n is not None]
+    note = _stepped_note(path, micro, acc) if stepped and acc else _note(bars, path, micro, acc, window)
+    return out, [n for n in (note,) if n is not None]
+
+
+def _stepped_note(path: str, micro: dict[int, Frame], acc: int) -> Words:
+    used = sum(1 for m in micro if m % acc == 0)
+    return Words(
+        f"{path}: the bars count micro-batches and the log has no evaluation yet; grad_norm and lr move every {acc} "
+        f"of them, so an optimizer step (OpenRLHF's global_step, W&B's train/global_step) is {acc} micro-batches "
+        f"and each of the {used} records is one, with the values of the micro-batch that ended it (rounded to "
+        "tqdm's 3 significant digits)",
+        f"{path}：进度条按 micro-batch 计数，日志里还没有评估；grad_norm 和 lr 每 {acc} 个 micro-batch 变一次，"
+        f"所以一个优化步（OpenRLHF 的 global_step，即 W&B 的 train/global_step）是 {acc} 个 micro-batch，"
+        f"这 {used} 条记录每条是一个优化步，取结束这一步的那个 micro-batch 的值（是 tqdm 保留 3 位有效数字后的值）")
 
 
 def _micro_index(bars: Bars, ev: EvalBar) -> int:
