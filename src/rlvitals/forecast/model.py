@@ -10,6 +10,8 @@ leaves most of the movement unexplained — the forecast says why and forecasts 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -253,17 +255,36 @@ def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
     return None
 
 
+#: the entropy carried forward, by its inputs: every series of a run is read against the same entropy, and the
+#: decay's bootstrap is most of a forecast's cost (a few runs' worth kept; each value is read-only)
+_CARRIED: OrderedDict[tuple[bytes, bytes, float, float, bytes], tuple[Decay, np.ndarray]] = OrderedDict()
+_CARRIED_LOCK = threading.Lock()
+CARRIED_KEPT = 8
+
+
 def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
            future: np.ndarray) -> tuple[Decay, np.ndarray]:
     """The exponential decay the entropy followed, and the entropy it gives at ``future`` for each bootstrap
-    resample of its residuals (rows; each carried on from the level now, never below zero)."""
+    resample of its residuals (rows; each carried on from the level now, never below zero). Computed once per
+    entropy, level and steps."""
+    key = (np.asarray(h_steps, dtype=float).tobytes(), np.asarray(h, dtype=float).tobytes(), now, at,
+           np.asarray(future, dtype=float).tobytes())
+    with _CARRIED_LOCK:
+        if key in _CARRIED:
+            _CARRIED.move_to_end(key)
+            return _CARRIED[key]
     t, y = _bins(h_steps, h, DECAY_POINTS)
     best = fit_decay(t, y, floor=0.0, falling=True)
     resid = y - best.at(t)
     rows = block_indices(len(y), DECAY_REPLICATES, np.random.default_rng(SEED + 1))
     decays = fit_decays(t, best.at(t) + resid[rows], floor=0.0, falling=True)
-    paths = np.array([d.at(future) - d.at(at) for d in decays])
-    return best, np.maximum(now + paths, 0.0)
+    paths = np.maximum(now + np.array([d.at(future) - d.at(at) for d in decays]), 0.0)
+    paths.setflags(write=False)
+    with _CARRIED_LOCK:
+        _CARRIED[key] = (best, paths)
+        while len(_CARRIED) > CARRIED_KEPT:
+            _CARRIED.popitem(last=False)
+    return best, paths
 
 
 def _backtest(h_steps: np.ndarray, h: np.ndarray, steps: np.ndarray, hp: np.ndarray, rp: np.ndarray) -> float:
