@@ -40,8 +40,9 @@ TensorBoard event file to ``<out>/<trainer>-<version>/`` and writes its ``source
 
 KTO, PRM and KD need openrlhf==0.9.5 (the last release with their trainers) in a second venv, then
 ``... kto prm kd``.
-``... samples`` writes OpenRLHF's PPO sample table (``train/generated_samples``) through its own
-``WandbLogger`` to ``<out>/ppo-samples-<version>/`` (see :func:`samples`).
+``... samples`` writes OpenRLHF's PPO samples (``train/generated_samples``) through its own ``WandbLogger``
+(a table) and ``TensorboardLogger`` (a text a step) to ``<out>/ppo-samples-<version>/`` (see :func:`samples`;
+``--loggers tensorboard`` runs and saves the TensorBoard one only).
 Each trainer runs twice: once logging to W&B in offline mode, once to TensorBoard (OpenRLHF writes
 TensorBoard only when W&B is off). stdout and stderr go to one file, as ``> train.log 2>&1`` would.
 """
@@ -340,44 +341,88 @@ def _source(dest: Path, writer: str, release: str, how: str, replaced: list[str]
     (dest / "source.toml").write_text("\n".join(lines), encoding="utf-8")
 
 
-def samples(out: Path | None, work: Path) -> Path:
-    """OpenRLHF's own ``WandbLogger`` (the PPO trainer's W&B logger) writing its ``train/generated_samples``
-    table for 6 global steps, offline. No PPO run: that needs Ray and vLLM on GPUs. The rows are the script's
-    (an arithmetic prompt with a right or wrong answer, reward 1 or 0, as the PPO trainer passes
-    ``[decoded sequence, reward]``); the table and its layout are the logger's."""
+def _sample_rows() -> list[tuple[int, str, float]]:
+    """The six samples both loggers are given: (global step, decoded text, reward), as the PPO trainer passes
+    ``[decoded sequence, reward]`` — an arithmetic prompt with a right (reward 1) or wrong (0) answer."""
+    rows = []
+    for step, (prompt, right, wrong) in enumerate(_rows(6, 3), 1):
+        text, reward = (right, 1.0) if step % 3 else (wrong, 0.0)
+        rows.append((step, f"User: {prompt}\nAssistant: {text}</s>", reward))
+    return rows
+
+
+def _samples_wandb(folder: Path) -> Path:
+    """OpenRLHF's own ``WandbLogger`` (offline) given the samples; its run folder."""
     from types import SimpleNamespace
 
     from openrlhf.utils.logging_utils import WandbLogger
 
-    folder = work / "runs" / "samples-wandb"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
     os.environ.update(WANDB_MODE="offline", WANDB_DIR=str(folder), WANDB_API_KEY="x" * 40, WANDB_SILENT="true")
     wandb_args = SimpleNamespace(key="offline-capture-no-key-used", org=None, group=None,
                                  project="openrlhf_train_ppo", run_name="ppo_samples_capture")
     logger = WandbLogger(SimpleNamespace(logger=SimpleNamespace(wandb=wandb_args)))
-    for step, (prompt, right, wrong) in enumerate(_rows(6, 3), 1):
-        text, reward = (right, 1.0) if step % 3 else (wrong, 0.0)
-        logger.log_train(step, {"generated_samples": [f"User: {prompt}\nAssistant: {text}</s>", reward]})
+    for step, text, reward in _sample_rows():
+        logger.log_train(step, {"generated_samples": [text, reward]})
     logger.close()
-    run = next((folder / "wandb").glob("offline-run-*"))
-    if out is None:
-        return run
+    return next((folder / "wandb").glob("offline-run-*"))
+
+
+def _samples_tensorboard(folder: Path) -> Path:
+    """OpenRLHF's own ``TensorboardLogger`` (what its PPO trainer logs with when W&B is off) given the same
+    samples; its ``tensorboard_dir`` (the run is the folder ``<run_name>/`` inside it, as OpenRLHF makes it)."""
+    from types import SimpleNamespace
+
+    from openrlhf.utils.logging_utils import TensorboardLogger
+
+    tb_dir = folder / "tensorboard"
+    args = SimpleNamespace(logger=SimpleNamespace(tensorboard_dir=str(tb_dir),
+                                                  wandb=SimpleNamespace(run_name="ppo_samples_capture")))
+    logger = TensorboardLogger(args)
+    for step, text, reward in _sample_rows():
+        logger.log_train(step, {"generated_samples": [text, reward]})
+    logger.close()
+    return tb_dir
+
+
+def samples(out: Path | None, work: Path, loggers: list[str]) -> Path:
+    """OpenRLHF's own ``WandbLogger`` and ``TensorboardLogger`` (the PPO trainer's loggers) writing its
+    ``train/generated_samples`` for 6 global steps: W&B offline, a table; TensorBoard, a text a step. No PPO
+    run: that needs Ray and vLLM on GPUs. The samples are the script's (:func:`_sample_rows`), the same for
+    both loggers; the table, the text and their layouts are the loggers'. Only the loggers named are run and
+    saved (``--loggers tensorboard`` adds the TensorBoard capture beside a W&B one already saved)."""
     from importlib.metadata import version
 
-    dest = out / f"ppo-samples-{version('openrlhf')}" / "wandb-run"
-    shutil.rmtree(dest.parent, ignore_errors=True)
-    kept = [f for f in run.rglob("*") if f.is_file() and f.parts[len(run.parts)] in ("files",)
-            and f.name != "wandb-metadata.json"] + list(run.glob("run-*.wandb"))
-    for f in kept:
-        (dest / run.name / f.relative_to(run)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, dest / run.name / f.relative_to(run))
-    _source(dest.parent, "WandbLogger", version("openrlhf"),
-            "openrlhf's own WandbLogger (openrlhf/utils/logging_utils.py, what its PPO trainer logs W&B with) in "
-            "offline mode, log_train(step, {'generated_samples': [text, reward]}) at global steps 1-6: the table "
-            "train/generated_samples is the logger's; the rows are the script's (an arithmetic prompt and answer "
-            "as one decoded text, reward 1 for a right answer and 0 for a wrong one), not a PPO run's",
-            ["none: the logger needs only wandb"])
+    made: dict[str, Path] = {}
+    for logger in loggers:
+        folder = work / "runs" / f"samples-{logger}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        made[logger] = _samples_wandb(folder) if logger == "wandb" else _samples_tensorboard(folder)
+    if out is None:
+        return work / "runs"
+    dest = out / f"ppo-samples-{version('openrlhf')}"
+    for logger, run in made.items():
+        target = dest / f"{logger}-run"
+        shutil.rmtree(target, ignore_errors=True)
+        if logger == "wandb":
+            kept = [f for f in run.rglob("*") if f.is_file() and f.parts[len(run.parts)] in ("files",)
+                    and f.name != "wandb-metadata.json"] + list(run.glob("run-*.wandb"))
+            base = run.parent
+        else:
+            kept, base = list(run.rglob("events.out.tfevents.*")), run
+        for f in kept:
+            (target / f.relative_to(base)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target / f.relative_to(base))
+    _source(dest, "WandbLogger, TensorboardLogger", version("openrlhf"),
+            "openrlhf's own loggers (openrlhf/utils/logging_utils.py, what its PPO trainer logs with), each given "
+            "log_train(step, {'generated_samples': [text, reward]}) at global steps 1-6 with the same six samples: "
+            "WandbLogger in offline mode (wandb-run/: the table train/generated_samples, each logged table "
+            "repeating the rows before it) and TensorboardLogger (tensorboard-run/<run_name>/: a text summary "
+            "train/generated_samples a step, the logger's own 'Sample:\\n{text}\\n\\nReward: {reward:.4f}', its "
+            "\\n two characters, not a newline, as the wheel writes it); the table, the texts and their layouts are "
+            "the loggers'; the samples are the script's (an arithmetic prompt and answer as one decoded text, "
+            "reward 1 for a right answer and 0 for a wrong one), not a PPO run's: PPO needs Ray and vLLM on GPUs",
+            ["none: the loggers need only wandb and torch's SummaryWriter (tensorboard); no trainer was run"])
     return dest
 
 
@@ -394,7 +439,7 @@ def main() -> None:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.trainers == ["samples"]:
-        print(f"saved {samples(args.out, args.work)}")
+        print(f"saved {samples(args.out, args.work, args.loggers.split(','))}")
         return
     if not args.no_run:
         write_data(args.work)
