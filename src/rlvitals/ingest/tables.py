@@ -15,6 +15,9 @@ Where each tracker keeps them (checked on files the real writers wrote):
   ``metrics.jsonl`` (:func:`.clearml_offline.tables`).
 - **MLflow** (a run's artifact folder, or the run folder holding ``artifacts/``): veRL's
   ``val_step<step>.json`` artifacts, a list of ``{input, output, score}``.
+- **TensorBoard** (an event file, or a folder of one run's event files): each text summary (``add_text``,
+  which OpenRLHF's PPO trainer logs its samples with), a table of one row ``{"text": …}`` at its step
+  (:func:`.tensorboard.tables`).
 
 :func:`holds_tables` tells such a path by its names and heads only; :func:`logged_tables` reads them. A
 table file that cannot be read is a counted skip.
@@ -33,7 +36,7 @@ import orjson
 from .._sqlite import split_root
 from ..errors import InputError
 from ..words import Words
-from . import clearml_offline, swanlab, trackio
+from . import clearml_offline, swanlab, tensorboard, trackio
 from .record import LoggedTable, SkipLog
 
 __all__ = ["holds_tables", "logged_tables"]
@@ -105,6 +108,13 @@ def _clearml_session(path: Path) -> bool:
     return clearml_offline.sniff(path, head) and clearml_offline.runs(path) == [path]
 
 
+def _tensorboard_run(path: Path) -> bool:
+    """An event file, or a folder with event files in it or in its run folders (several are told when read)."""
+    if path.is_file():
+        return tensorboard.EVENT_MARK in path.name
+    return path.is_dir() and tensorboard.sniff(path, b"")
+
+
 def holds_tables(path: Path) -> bool:
     """Whether ``path`` is a tracker run whose logged tables :func:`logged_tables` reads (by names and file
     heads; ``<db>#<run>`` need not exist as a path), whether or not it logged any."""
@@ -119,7 +129,7 @@ def holds_tables(path: Path) -> bool:
             return True
     except InputError:
         return True  # several runs: logged_tables says which
-    return path.is_dir() and bool(_mlflow_files(path))
+    return (path.is_dir() and bool(_mlflow_files(path))) or _tensorboard_run(path)
 
 
 def logged_tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
@@ -133,7 +143,10 @@ def logged_tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
     run = _wandb_run(path)
     if run is not None:
         return list(_wandb_tables(run, skips))
-    return list(_mlflow_tables(_mlflow_files(path), skips))
+    mlflow = _mlflow_files(path) if path.is_dir() else []
+    if not mlflow and _tensorboard_run(path):
+        return tensorboard.tables(path, skips)
+    return list(_mlflow_tables(mlflow, skips))
 
 
 def _json(path: Path, skips: SkipLog, what: Words) -> Any:

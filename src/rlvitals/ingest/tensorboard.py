@@ -17,10 +17,15 @@ folders (``tb/run_a``, ``tb/run_b``) are split by :func:`runs`. All tags of one 
 become one :class:`Record`; a tag seen again at the same step starts a new record so the
 Run notes the duplicate. Each Event's ``wall_time`` (seconds since the Unix epoch) gives the
 record its wall time; the first Event of the run's first file, when it started.
+
+Text summaries (``add_text``) are not metrics either; :func:`tables` reads them apart, as the tables the
+run logged (a text a table of one row, its ``text``), for the rollout readers: OpenRLHF's PPO trainer logs
+its samples so when W&B is off.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import struct
@@ -28,10 +33,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InputError
 from ..words import Words
 from ._crc import masked_crc32c
+from ._protobuf import LEN, VARINT, WireError, fields, signed64, text
 from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
+from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 if TYPE_CHECKING:  # the decoder (numpy) is imported when a file is read: sniffing needs only the CRC
     from .tfevents import Hits
@@ -113,6 +120,116 @@ def _header_only(file: Path) -> bool:
         return len(head) == 12 and file.stat().st_size <= 16 + struct.unpack_from("<Q", head)[0]
     except OSError:
         return False
+
+
+# --- text summaries, read as the run's logged tables ----------------------------------------------
+
+#: ``plugin_name: "text"`` in a value's metadata, as every writer encodes it (a file without it has no text)
+_TEXT_PLUGIN = b"\x0a\x04text"
+
+
+def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
+    """The text summaries of the run at ``path`` (an event file, or a folder holding one run's event files),
+    in file and record order: each a :class:`LoggedTable` keyed by its tag, at its step, with a row
+    ``{"text": …}`` per string (``add_text`` writes one), where it is ``file#record N``. A corrupt or cut
+    record stops its file with one counted skip, as for the scalars.
+
+    >>> tables(Path("tb/run"), SkipLog())  # doctest: +SKIP
+    [LoggedTable(key='train/generated_samples/text_summary', step=1, where='tb/run/events…#record 2', …)]
+    """
+    roots = runs(path)
+    if len(roots) > 1:
+        shown = ", ".join(str(r.relative_to(path)) for r in roots[:4]) + (" …" if len(roots) > 4 else "")
+        raise InputError(Words(f"{path}: {len(roots)} TensorBoard runs here ({shown}); give one run's folder",
+                               f"{path}：这里有 {len(roots)} 个 TensorBoard 运行（{shown}）；"
+                               "请给出其中一个运行的文件夹"))
+    files = [path] if path.is_file() else event_files(roots[0])
+    return [t for f in files for t in _texts(f, skips)]
+
+
+def _texts(file: Path, skips: SkipLog) -> Iterator[LoggedTable]:
+    try:
+        with file.open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return
+            buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        skips.skip(str(file), Words(f"cannot be read ({type(exc).__name__}: {exc}); it was skipped",
+                                    f"无法读取（{type(exc).__name__}：{exc}）；已跳过"))
+        return
+    with buf:
+        if buf.find(_TEXT_PLUGIN) < 0:  # no text in this file: its records need not be framed
+            return
+        yield from _text_records(file, buf, skips)
+
+
+def _text_records(file: Path, buf: mmap.mmap, skips: SkipLog) -> Iterator[LoggedTable]:
+    """Every record framed and its length checked; a record holding a text has its payload checked and read."""
+    seen: dict[str, bytes] = {}  # tags that were text: a writer may send a tag's metadata only the first time
+    pos, number, size = 0, 0, len(buf)
+    while pos < size:
+        number += 1
+        where = f"{file}#record {number}"
+        if pos + 12 > size or pos + 16 + struct.unpack_from("<Q", buf, pos)[0] > size:
+            skips.skip(where, Words("truncated record (the file ends mid-record; still being written?); the rest "
+                                    "of the file was skipped", "记录不完整（文件在一条记录中间结束；还在写入？）；"
+                                    "文件余下的部分已跳过"))
+            return
+        length, stored = struct.unpack_from("<QI", buf, pos)
+        start, end = pos + 12, pos + 12 + length
+        if masked_crc32c(buf[pos:pos + 8]) != stored:
+            skips.skip(where, Words("corrupt record (length checksum mismatch); the rest of the file was skipped",
+                                    "记录已损坏（长度校验和不符）；文件余下的部分已跳过"))
+            return
+        pos = end + 4
+        if buf.find(_TEXT_PLUGIN, start, end) < 0 and all(buf.find(t, start, end) < 0 for t in seen.values()):
+            continue
+        payload = buf[start:end]
+        if masked_crc32c(payload) != struct.unpack_from("<I", buf, end)[0]:
+            skips.skip(where, Words("corrupt record (payload checksum mismatch); the rest of the file was skipped",
+                                    "记录已损坏（数据校验和不符）；文件余下的部分已跳过"))
+            return
+        try:
+            step, values = _event_texts(payload, seen)
+        except WireError as exc:
+            skips.skip(where, Words(f"not a TensorBoard Event ({exc}); the record was skipped",
+                                    f"不是 TensorBoard Event（{exc}）；这条记录已跳过"))
+            continue
+        for tag, strings in values:
+            yield LoggedTable(tag, step, where, tuple({"text": s} for s in strings), "tensorboard")
+
+
+def _event_texts(event: bytes, seen: dict[str, bytes]) -> tuple[int, list[tuple[str, list[str]]]]:
+    """The step of an Event and its text values: ``(tag, strings)`` of each value whose tensor holds strings
+    (``string_val``) and whose plugin is ``text`` (or whose tag was text before, sent without metadata)."""
+    step, out = 0, []
+    for num, wire, x, y in fields(event, 0, len(event)):
+        if num == 2 and wire == VARINT:
+            step = signed64(x)
+        elif num == 5 and wire == LEN:
+            for vnum, vwire, va, vb in fields(event, x, y):
+                if vnum == 1 and vwire == LEN:
+                    tag, strings, plugin = _text_value(event, va, vb)
+                    if strings and (plugin == "text" or (not plugin and tag in seen)):
+                        seen[tag] = tag.encode()
+                        out.append((tag, strings))
+    return step, out
+
+
+def _text_value(event: bytes, a: int, b: int) -> tuple[str, list[str], str]:
+    """A Summary.Value's tag, the strings of its tensor and its plugin's name."""
+    tag, strings, plugin = "", [], ""
+    for num, wire, x, y in fields(event, a, b):
+        if num == 1 and wire == LEN:
+            tag = text(event, x, y)
+        elif num == 8 and wire == LEN:  # tensor: string_val=8, one entry per string
+            strings += [text(event, sx, sy) for n, w, sx, sy in fields(event, x, y) if n == 8 and w == LEN]
+        elif num == 9 and wire == LEN:  # metadata: plugin_data=1 { plugin_name=1 }
+            for pnum, pwire, px, py in fields(event, x, y):
+                if pnum == 1 and pwire == LEN:
+                    plugin = next((text(event, nx, ny) for n, w, nx, ny in fields(event, px, py)
+                                   if n == 1 and w == LEN), "")
+    return tag, strings, plugin
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:

@@ -13,6 +13,11 @@ by :func:`rlvitals.ingest.logged_tables`), in the layouts their writers use:
   ``global_step, text, reward``, one sample a global step (the first sequence of the step's first
   experience batch, decoded with its prompt: the text is prompt and response in one), each table repeating
   every row logged before it (a step's row is read once). These are training samples: the split is ``train``.
+  To TensorBoard (its ``TensorboardLogger``, when W&B is off) the same sample is a text a global step, under
+  the tag ``train/generated_samples`` (torch's ``add_text`` adds ``/text_summary``), reading
+  ``Sample:\\n<text>\\n\\nReward: <reward to 4 decimals>``, each ``\\n`` two characters from 0.9.1 on (newlines
+  in 0.7.3-0.9.0). The text and the reward are read back out of it; a text of that tag in another shape is a
+  counted skip.
 
 Each veRL sample is its own group (veRL logs one response per validation prompt). One key is read: TRL's
 completions when the run logged them, else the first key in one of these layouts; the others are named in
@@ -21,6 +26,7 @@ a note.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -32,10 +38,16 @@ from ..ingest import LoggedTable, SkipLog, logged_tables
 from ..words import Words
 from ._columns import WHERE, frame_from_rows
 
-Layout = Literal["trl", "wide", "long", "trace", "openrlhf"]
+Layout = Literal["trl", "wide", "long", "trace", "openrlhf", "openrlhf-text"]
 
 #: the W&B-style key of TRL's completions table
 TRL_KEY = "completions"
+#: OpenRLHF's sample tag, and torch's add_text suffix (TensorBoard shows the tag with it)
+OPENRLHF_TAG, _TEXT_SUFFIX = "train/generated_samples", "/text_summary"
+#: OpenRLHF's TensorBoard sample text: f"Sample:\\n{text}\\n\\nReward: {reward:.4f}" (0.9.1 on: the \n are two
+#: characters), f"Sample:\n{text}\n\nReward: {reward:.4f}" (0.7.3-0.9.0: newlines); the last Reward line is the reward
+_SAMPLE = re.compile(r"Sample:(?P<sep>\n|\\n)(?P<text>.*)(?P=sep)(?P=sep)Reward: "
+                     r"(?P<reward>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf))", re.DOTALL)
 
 
 def layout(rows: Sequence[dict[str, Any]]) -> Layout | None:
@@ -51,14 +63,24 @@ def layout(rows: Sequence[dict[str, Any]]) -> Layout | None:
         return "trace"
     if "global_step" in first and "text" in first and "reward" in first:
         return "openrlhf"
+    if set(first) == {"text"} and isinstance(first["text"], str) and openrlhf_sample(first["text"]) is not None:
+        return "openrlhf-text"
     return None
+
+
+def _layout(t: LoggedTable) -> Layout | None:
+    """A table's layout; a TensorBoard text under OpenRLHF's tag is OpenRLHF's sample whatever its shape (a text
+    not in it is then a skip, not a reason to pass the tag over)."""
+    if t.writer == "tensorboard" and t.key.removesuffix(_TEXT_SUFFIX) == OPENRLHF_TAG:
+        return "openrlhf-text"
+    return layout(t.rows)
 
 
 def _chosen(tables: list[LoggedTable], notes: list[str]) -> tuple[str, Layout, list[LoggedTable]]:
     kinds: dict[str, Layout | None] = {}
     for t in tables:
         if kinds.get(t.key) is None:
-            kinds[t.key] = layout(t.rows)
+            kinds[t.key] = _layout(t)
     known = [k for k, v in kinds.items() if v is not None]
     if not known:
         return "", "long", []
@@ -168,6 +190,39 @@ def _openrlhf(tables: list[LoggedTable]) -> list[dict[str, Any]]:
     return rows
 
 
+def openrlhf_sample(said: str) -> tuple[str, float] | None:
+    r"""The decoded text and the reward in one of OpenRLHF's TensorBoard sample texts, or None when ``said`` is
+    not in that shape (the reward as written: rounded to 4 decimals).
+
+    >>> openrlhf_sample("Sample:\\nUser: 1+1?\nAssistant: 2</s>\\n\\nReward: 1.0000")
+    ('User: 1+1?\nAssistant: 2</s>', 1.0)
+    """
+    m = _SAMPLE.fullmatch(said)
+    return None if m is None else (m["text"], float(m["reward"]))
+
+
+def _openrlhf_texts(tables: list[LoggedTable], skips: SkipLog) -> list[dict[str, Any]]:
+    """OpenRLHF's samples as TensorBoard texts: the text and reward read out of each, the step the text's own;
+    a step's first text is read (a restarted run may log a step again); a text in another shape is skipped."""
+    rows, seen = [], set()
+    for t in tables:
+        for row in t.rows:
+            said = row.get("text")
+            sample = openrlhf_sample(said) if isinstance(said, str) else None
+            if sample is None:
+                head = str(said)[:40] + ("…" if len(str(said)) > 40 else "")
+                skips.skip(t.where, Words(
+                    f"the text {t.key!r} at step {t.step} is not OpenRLHF's sample ('Sample:\\n<text>\\n\\nReward: "
+                    f"<reward>'): it reads {head!r}; it was skipped",
+                    f"第 {t.step} 步的文本 {t.key!r} 不是 OpenRLHF 的样本（'Sample:\\n<文本>\\n\\nReward: <reward>'）："
+                    f"内容是 {head!r}；已跳过"))
+            elif t.step not in seen:
+                seen.add(t.step)
+                rows.append({"step": t.step, "prompt": None, "response": sample[0], "score": sample[1],
+                             WHERE: t.where})
+    return rows
+
+
 def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tuple[str, pl.DataFrame]], str]:
     """The rollouts the run at ``path`` logged as tables: the layout, the frames (one per logged table for
     TRL's completions, with TRL's columns and a text ``step``; one frame of ``step, prompt, response,
@@ -185,15 +240,20 @@ def read(path: Path, skips: SkipLog, notes: list[str]) -> tuple[Layout, list[tup
                                     f"{path}：这个运行里没有 rollout：{said.zh}；请记录 TRL 的 completions"
                                     "（log_completions=True）或 veRL 的验证生成结果（trainer.log_val_generations），"
                                     "或给出 rollout 文件"))
-    fmt = f"{chosen[0].writer}-table"
+    fmt = f"{chosen[0].writer}-{'text' if kind == 'openrlhf-text' else 'table'}"
     if kind == "trl":
         return kind, [(t.where, _trl_frame(t)) for t in _last_per_step(chosen, notes)], fmt
-    if kind == "openrlhf":
-        rows = _openrlhf(chosen)
+    if kind in ("openrlhf", "openrlhf-text"):
+        rows = _openrlhf(chosen) if kind == "openrlhf" else _openrlhf_texts(chosen, skips)
         notes.append(Words(f"OpenRLHF's generated samples ({key!r}): one training sample per global step, its "
                            "prompt and response in one text (OpenRLHF logs the decoded sequence), each its own group",
                            f"OpenRLHF 的生成样本（{key!r}）：每个 global step 一条训练样本，prompt 和回答在同一段文本里"
                            "（OpenRLHF 记录的是解码后的整条序列），各自成组"))
+        if kind == "openrlhf-text":
+            notes.append(Words("the reward of each sample is read from its text's 'Reward:' line, rounded to 4 "
+                               "decimals as OpenRLHF's TensorBoard logger writes it",
+                               "每条样本的 reward 取自其文本中的 'Reward:' 一行，"
+                               "按 OpenRLHF 的 TensorBoard 记录器的写法保留 4 位小数"))
         return kind, [(str(path), frame_from_rows(rows))], fmt
     rows = _wide(chosen) if kind == "wide" else _traces(chosen) if kind == "trace" else _long(chosen)
     notes.append(Words(f"veRL's validation generations ({key!r}): one response per prompt, each its own group",

@@ -350,7 +350,7 @@ def _logged(path: Path, columns: ColumnMap | None, kw: dict[str, Any], reward_we
                                 skips=skips, files=[str(path)], fmt=fmt, notes=notes)
     if reward_weights is not None:
         raise _weights_error(path, fmt)
-    split = "train" if kind == "openrlhf" else "val"  # OpenRLHF's PPO samples are training samples
+    split = "train" if kind in ("openrlhf", "openrlhf-text") else "val"  # OpenRLHF's PPO samples are training samples
     kw = {**kw, "split": kw.get("split") or split} | ({"shard": shard} if shard is not None else {})
     return _from_table(frames[0][1], columns, skips, notes, kw, fmt, [str(path)])
 
