@@ -232,11 +232,14 @@ def rollout_dirs(given: list[str] | str | None, paths: list[str], noun: str = "r
 
 def diagnose_config(args: argparse.Namespace) -> DiagnoseConfig | None:
     """The checks' settings a command asks for: its ``--config`` file, with ``--target-score`` (the score the
-    user wants, read by the ceiling check) over it; RlvitalsError for a bad file."""
+    user wants, read by the ceiling check) over it; RlvitalsError for a bad file. Without either nothing is
+    imported: a large log's reading worker is forked before the checks (and numpy, polars) are."""
+    path, target = getattr(args, "config", None), getattr(args, "target_score", None)
+    if path is None and target is None:
+        return None
     from ..checks.config import DiagnoseConfig, load_config
 
-    config = load_config(args.config) if getattr(args, "config", None) else None
-    target = getattr(args, "target_score", None)
+    config = load_config(path) if path else None
     if target is None:
         return config
     return (config or DiagnoseConfig()).with_params("entropy_ceiling", target=float(target))
