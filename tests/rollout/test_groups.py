@@ -67,6 +67,9 @@ def _reference(rows: list[tuple[int, str, float, str | None]], ks: tuple[int, ..
         res.update({"group/zero_std/share": zero / len(gs), "group/zero_std/all_correct": all_c / len(gs),
                     "group/zero_std/all_wrong": all_w / len(gs), "group/effective_batch": sig_n / total,
                     "group/size/mean": total / len(gs)})
+        if all(len(items) == 1 for items in gs.values()):  # no group to compare within: no shares at all
+            res.update(dict.fromkeys(("group/zero_std/share", "group/zero_std/all_correct",
+                                      "group/zero_std/all_wrong", "group/effective_batch"), math.nan))
         out[step] = res
     return out
 
@@ -88,7 +91,7 @@ def test_step_metrics_match_reference(rows: list[tuple[int, str, float, str | No
         assert row["group/reward_std/mean"] == pytest.approx(want.get("std", math.nan), abs=1e-12, nan_ok=True)
         for key, value in want.items():
             if key != "std":
-                assert row[key] == pytest.approx(value, abs=1e-12), key
+                assert row[key] == pytest.approx(value, abs=1e-12, nan_ok=True), key
         for k in KS:
             if f"pass@{k}" not in want:
                 assert math.isnan(row[f"pass@{k}"]) and math.isnan(row[f"maj@{k}"]) and math.isnan(row[f"g_pass@{k}"])

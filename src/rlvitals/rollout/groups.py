@@ -14,7 +14,9 @@ A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
 ``std_sample`` (ddof=1, the torch.std that GRPO's advantage normalisation uses in veRL, TRL and GiGPO).
 ``group/reward_std/mean`` is the mean of ``std_sample`` over groups with at least 2 rollouts.
 A group has zero variance when all its scores are exactly equal (a single rollout counts too: it gives
-GRPO no signal). Zero-variance groups are split by correctness: all correct, all wrong, or otherwise
+GRPO no signal), but a step whose every group is a single rollout has no groups to speak of (the one sample a
+step OpenRLHF logs, or a table without a group column and one prompt a row): its zero-variance shares and
+effective batch are NaN, not 100 % and 0. Zero-variance groups are split by correctness: all correct, all wrong, or otherwise
 identical (the same reward but mixed correctness; in a table without a ``correct`` column: a common score
 between 0 and the threshold, e.g. every rollout scored 0.5 — the readers add ``correct`` for scores in
 [-1, 1], so through them such a group is all wrong).
@@ -283,7 +285,14 @@ def _row(step: int, acc: StepAcc, names: tuple[str, ...]) -> dict[str, Any]:
         "group_sizes": [{"size": s, "count": acc.sizes[s]} for s in sorted(acc.sizes, reverse=True)],
     }
     row.update((name, value) for name, value in mean.items() if name not in ("std_sample", "std_pop"))
+    if max(acc.sizes) < 2:  # no group at all: a sample of the batch (OpenRLHF's logged samples), nothing within
+        row.update(dict.fromkeys(UNGROUPED, float("nan")))
     return row
+
+
+#: what a step of single rollouts leaves undefined: shares among groups, where there is no group to compare within
+UNGROUPED = ("group/zero_std/share", "group/zero_std/all_correct", "group/zero_std/all_wrong",
+             "group/zero_std/identical", "group/effective_batch")
 
 
 _INTS = (S.STEP, "groups", "rollouts", "group/effective_batch/groups", "group/size/min", "group/size/max",
