@@ -16,8 +16,8 @@ A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
 A group has zero variance when all its scores are exactly equal (a single rollout counts too: it gives
 GRPO no signal), but a step whose every group is a single rollout has no groups to speak of (the one sample a
 step OpenRLHF logs, or a table without a group column and one prompt a row): its zero-variance shares and
-effective batch are NaN, not 100 % and 0. Zero-variance groups are split by correctness: all correct, all wrong, or otherwise
-identical (the same reward but mixed correctness; in a table without a ``correct`` column: a common score
+effective batch are NaN, not 100 % and 0. Zero-variance groups are split by correctness: all correct, all wrong,
+or otherwise identical (the same reward but mixed correctness; in a table without a ``correct`` column: a common score
 between 0 and the threshold, e.g. every rollout scored 0.5 — the readers add ``correct`` for scores in
 [-1, 1], so through them such a group is all wrong).
 
