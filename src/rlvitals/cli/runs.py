@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
+from collections.abc import Iterator
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
@@ -31,15 +33,26 @@ if TYPE_CHECKING:
     from ..rollout.options import RolloutSettings
 
 
-def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    if not args.paths and not args.example:
-        err.write(said_line(Words("inspect needs at least one PATH (or --example)",
-                                  "inspect 至少需要一个 PATH（或 --example）"), lang_of(args)))
-        return EXIT_USAGE
+def _no_paths(args: argparse.Namespace, err: IO[str], noun: str = "PATH") -> bool:
+    """Whether the command was given neither paths nor ``--example`` (and said so)."""
+    if args.paths or args.example:
+        return False
+    err.write(said_line(Words(f"{args.command} needs at least one {noun} (or --example)",
+                              f"{args.command} 至少需要一个 {noun}（或 --example）"), lang_of(args)))
+    return True
+
+
+@contextlib.contextmanager
+def _with_example(args: argparse.Namespace) -> Iterator[list[str]]:
+    """The paths given, and the bundled example run written to a folder that lasts as long as the block."""
     with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
-        paths = list(args.paths)
-        if args.example:
-            paths.append(str(example_paths(tmp)["console"]))
+        yield [*args.paths, *([str(example_paths(tmp)["console"])] if args.example else [])]
+
+
+def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    if _no_paths(args, err):
+        return EXIT_USAGE
+    with _with_example(args) as paths:
         return _inspect_paths(paths, args, out, err)
 
 
@@ -69,9 +82,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             out.write(f"{layer}{' ' * max(11 - cell_len(layer), 1)}{check.id:<28} {check.text(args.lang).title}"
                       + (f"  [{params}]" if params else "") + "\n")
         return EXIT_OK
-    if not args.paths and not args.example:
-        err.write(said_line(Words("diagnose needs at least one PATH (or --example)",
-                                  "diagnose 至少需要一个 PATH（或 --example）"), lang_of(args)))
+    if _no_paths(args, err):
         return EXIT_USAGE
     if args.verbose and not args.rollouts:
         err.write(said_line(Words(
@@ -86,10 +97,7 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except RlvitalsError as exc:
         err.write(error_line(exc, lang_of(args)))
         return EXIT_USAGE
-    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
-        paths = list(args.paths)
-        if args.example:
-            paths.append(str(example_paths(tmp)["console"]))
+    with _with_example(args) as paths:
         return _diagnose_paths(paths, args, config, settings, out, err)
 
 
@@ -163,14 +171,9 @@ def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, ou
 
 
 def _forecast(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    if not args.paths and not args.example:
-        err.write(said_line(Words("forecast needs at least one RUN (or --example)",
-                                  "forecast 至少需要一个 RUN（或 --example）"), lang_of(args)))
+    if _no_paths(args, err, "RUN"):
         return EXIT_USAGE
-    with tempfile.TemporaryDirectory(prefix="rlvitals-example-") as tmp:
-        paths = list(args.paths)
-        if args.example:
-            paths.append(str(example_paths(tmp)["console"]))
+    with _with_example(args) as paths:
         runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
     from dataclasses import replace
 
