@@ -21,6 +21,8 @@ from rlvitals import load
 from rlvitals.errors import InputError, MissingExtraError
 from rlvitals.ingest import SkipLog, SourceMeta, aim_repo, find_reader
 
+from .serving import served
+
 pytest.importorskip("aim")
 
 STEPS = 40
@@ -338,24 +340,9 @@ def test_watch_follows_a_run_as_it_is_written(tmp_path: Path) -> None:
 def test_serve_lists_each_run_of_a_repository(store: Path, tmp_path: Path) -> None:
     """A served folder holding an Aim repository of two runs lists two runs, each diagnosed with its steps,
     and serving it writes nothing into the repository."""
-    from rlvitals.server.store import ServeState
-    from rlvitals.server.workspace import Workspace
-
     before = snapshot(store)
-    now = [1000.0]
-
-    def clock() -> float:
-        now[0] += 60.0
-        return now[0]
-
-    ws = Workspace([store], ServeState(tmp_path / "serve.sqlite"), clock=clock)
-    try:
-        ws.poll_once()
-        ws.poll_once()
-        runs = ws.summaries()
-        assert len(runs) == 2, ws.notes()
-        assert sorted((r["status"], r["steps"], r["last_step"]) for r in runs) == [
-            ("ready", KILLED_AT + 1, KILLED_AT), ("ready", STEPS, STEPS - 1)]
-    finally:
-        ws.close()
+    runs, notes = served(store, tmp_path)
+    assert len(runs) == 2, notes
+    assert sorted((r["status"], r["steps"], r["last_step"]) for r in runs) == [
+        ("ready", KILLED_AT + 1, KILLED_AT), ("ready", STEPS, STEPS - 1)]
     assert snapshot(store) == before

@@ -19,6 +19,8 @@ from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import SkipLog, SourceMeta, clearml_offline, find_reader
 
+from .serving import served
+
 pytest.importorskip("clearml")
 
 STEPS = 30
@@ -178,3 +180,8 @@ def test_the_session_is_followed_as_it_grows(offline: Path, tmp_path: Path) -> N
         seen.append(len(w.full[str(copy)].run.steps))
     assert seen == sorted(seen) and seen[-1] == STEPS and seen[0] < STEPS
     w.close()
+
+
+def test_serve_lists_the_session_of_the_cache_folder(offline: Path, tmp_path: Path) -> None:
+    runs, notes = served(offline.parent, tmp_path)
+    assert [(r["status"], r["steps"], r["last_step"]) for r in runs] == [("ready", STEPS, STEPS - 1)], notes

@@ -31,6 +31,7 @@ from rlvitals.run import Run
 from rlvitals.words import in_lang
 
 from .fuzzing import Seed, inputs
+from .serving import served
 
 tqdm = pytest.importorskip("tqdm")
 
@@ -324,3 +325,34 @@ def test_watch_follows_a_trainer_console_as_it_grows(tmp_path: Path) -> None:
         assert seen == sorted(seen) and seen[-1] == len(whole.steps) and len(set(seen)) > 3 and stepped >= 1
     finally:
         w.close()
+
+
+def test_an_experiment_folder_reads_every_log_in_it_whatever_its_logger() -> None:
+    """``dpo-0.11.2/`` holds a TensorBoard run and a W&B run, each beside its console: four runs of the
+    same 16 steps. Taking the folder whole as TensorBoard (it holds event files two levels down) lost the
+    consoles and the W&B run."""
+    folder = DATA / CAPTURES["dpo"]
+    got = sorted((r.format, Path(r.path).relative_to(folder).parts[0], r.last_step) for r in load(folder))
+    assert got == [("openrlhf-trainer-console", "tensorboard-run", 16), ("openrlhf-trainer-console", "wandb-run", 16),
+                   ("tensorboard", "tensorboard-run", 16), ("wandb-offline", "wandb-run", 16)]
+
+
+def test_serve_lists_every_capture_and_says_which_logs_hold_no_metrics(tmp_path: Path) -> None:
+    """Served, the captures folder lists each trainer's four runs (PRM's W&B and TensorBoard too), and the
+    PPO samples' runs, which hold only tables and text, are named in a note instead of vanishing."""
+    runs, notes = served(DATA, tmp_path, sort="name")
+    by_trainer = {t: sorted(r["steps"] for r in runs if f"/{folder}/" in r["path"]) for t, folder in CAPTURES.items()}
+    assert by_trainer == {t: [STEPS[t]] * 4 for t in CAPTURES}
+    assert len(runs) == 4 * len(CAPTURES) and {r["status"] for r in runs} == {"ready"}
+    empty = [n for n in notes if "ppo-samples-0.11.2" in n]
+    assert [n.split("ppo-samples-0.11.2/")[1] for n in empty] == [
+        "tensorboard-run/ppo_samples_capture: read as tensorboard but it holds no metrics; "
+        "waiting for it to be written",
+        f"wandb-run/{_tracker_run('ppo-samples-0.11.2')}: read as wandb-offline but it holds no metrics; "
+        "waiting for it to be written"]
+    assert [in_lang(n, "zh").split("ppo-samples-0.11.2/")[1] for n in empty][0] == (
+        "tensorboard-run/ppo_samples_capture：按 tensorboard 读取，但其中没有指标；等它写入")
+
+
+def _tracker_run(folder: str) -> str:
+    return next((DATA / folder / "wandb-run").glob("offline-run-*")).name

@@ -20,6 +20,8 @@ from rlvitals.errors import InputError
 from rlvitals.ingest import find_reader, swanlab
 from rlvitals.ingest.record import SkipLog, SourceMeta
 
+from .serving import served
+
 pytest.importorskip("swanlab")
 
 STEPS = 60
@@ -321,24 +323,11 @@ def test_serve_lists_each_run_of_a_swanlog_folder(swanlog: Path, tmp_path: Path)
     """A served folder holding a ``swanlog/`` of two runs lists two runs, each diagnosed with its steps."""
     import shutil
 
-    from rlvitals.server.store import ServeState
-    from rlvitals.server.workspace import Workspace
-
     root = tmp_path / "exp"
     source = run_file(swanlog).parent
     for name in (source.name, source.name.replace("run-", "run-2", 1)):
         shutil.copytree(source, root / "swanlog" / name)
-    now = [1000.0]
-
-    def clock() -> float:
-        now[0] += 60.0
-        return now[0]
-
-    ws = Workspace([root], ServeState(tmp_path / "serve.sqlite"), clock=clock)
-    ws.poll_once()
-    ws.poll_once()
-    runs = ws.summaries()
-    assert len(runs) == 2, ws.notes()
+    runs, notes = served(root, tmp_path)
+    assert len(runs) == 2, notes
     assert [(r["status"], r["steps"], r["last_step"], r["framework"]) for r in runs] == [
         ("ready", STEPS, STEPS - 1, "verl")] * 2
-    ws.close()

@@ -361,3 +361,39 @@ def test_a_restarted_folder_starts_at_its_first_file(tmp_path: Path) -> None:
     starts = [_tb_walls(f)[0] for f in sorted(tmp_path.glob("events.out.tfevents.*"))]
     assert run.wall.started == min(starts)
     assert run.tail(3).wall_times[1].tolist() == [5006.0, 5007.0, 5008.0]
+
+
+def _tb_run(folder: Path) -> Path:
+    w = tbx.SummaryWriter(str(folder))
+    w.add_scalar("train/loss", 1.0, 1)
+    w.close()
+    return folder
+
+
+def test_a_folder_of_runs_is_tensorboards_and_an_empty_run_folder_breaks_nothing(tmp_path: Path) -> None:
+    _tb_run(tmp_path / "tb" / "run_a")
+    _tb_run(tmp_path / "tb" / "run_b")
+    (tmp_path / "tb" / "run_c").mkdir()  # a run not begun yet
+    assert tensorboard.sniff(tmp_path / "tb", b"")
+    assert tensorboard.sniff(tmp_path, b"")  # runs/<date>/ of HF's Trainer: a folder of folders of runs
+
+
+def test_a_run_folder_keeps_its_own_files(tmp_path: Path) -> None:
+    run = _tb_run(tmp_path / "run")
+    (run / "hparams.yaml").write_text("lr: 1e-6\n")
+    (run / "plugins" / "profile").mkdir(parents=True)
+    assert tensorboard.sniff(run, b"")
+
+
+@pytest.mark.parametrize("beside", ["train.log", "wandb/run-1/files/config.yaml"])
+def test_an_experiment_folder_holding_tensorboard_beside_other_logs_is_not_taken_whole(
+        tmp_path: Path, beside: str) -> None:
+    """Taken whole as TensorBoard, the console or the W&B run beside it would be lost; the folder is a plain
+    folder, and its TensorBoard sub-folder a run of its own."""
+    exp = tmp_path / "exp"
+    _tb_run(exp / "tensorboard" / "run")
+    (exp / beside).parent.mkdir(parents=True, exist_ok=True)
+    (exp / beside).write_text("step 1\n")
+    assert not tensorboard.sniff(exp, b"")
+    assert tensorboard.sniff(exp / "tensorboard", b"")
+    assert [(r.format, Path(r.path)) for r in load(exp)] == [("tensorboard", exp / "tensorboard" / "run")]

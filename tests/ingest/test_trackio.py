@@ -19,6 +19,8 @@ from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader, trackio
 
+from .serving import served
+
 pytest.importorskip("trackio")
 
 STEPS = 40
@@ -291,3 +293,14 @@ def test_hf_global_step_is_the_axis_and_rows_logged_inside_a_step_join_it(tmp_pa
                                       "the next global step"]
     assert said[0].zh == (f"{db}#grpo：步数取 HF 的 train/global_step；4 行没有它（TRL 的性能剖析计时和补全表，"
                           "在下一步计算时记录），放在下一个 global step 上")
+
+
+def test_serve_lists_each_run_of_a_project(store: Path, tmp_path: Path) -> None:
+    """A served experiment folder holding Trackio's store lists the project's three runs, the two named
+    ``exp-a`` apart, each diagnosed with its steps."""
+    runs, notes = served(store.parent, tmp_path, sort="name")
+    assert len(runs) == 3, notes
+    assert [(r["status"], r["steps"], r["last_step"], r["framework"]) for r in runs] == [
+        ("ready", STEPS, STEPS - 1, "verl")] * 3
+    twins = sorted(r["label"].split("#")[1] for r in runs if "#exp-a@" in r["label"])
+    assert len(twins) == 2 and twins[0] != twins[1], [r["label"] for r in runs]  # the name, and the id apart

@@ -68,10 +68,10 @@ def _last_step(database: Path, name: str) -> int | None:
 
     if not database.is_file():
         return None
-    for run in load(database):
-        if run.path == f"{database}#{name}" and len(run.steps):
-            return int(run.steps.max())
-    return None
+    root = f"{database}#{name}"  # <db>#<name>@<id> where two runs share the name: the last step of either
+    last = [int(run.steps.max()) for run in load(database)
+            if (run.path == root or run.path.startswith(f"{root}@")) and len(run.steps)]
+    return max(last, default=None)
 
 
 def write_trackio(plan: ExportPlan, *, directory: str | Path, project: str = "rlvitals",

@@ -2,7 +2,8 @@
 
 No folder format (W&B, MLflow, TensorBoard, a Trainer's output_dir) takes such a folder, so its
 files are looked at one by one, and those of its subfolders one level down (``runs/`` holding
-``exp1/`` and ``exp2/``):
+``exp1/`` and ``exp2/``), with the folders a folder format takes whole (``exp1/wandb/``,
+``exp1/tensorboard/``) in those subfolders:
 
 * every file a reader recognises is a run, in name order; everything else (a README, a config,
   checkpoints) is left alone and counted in a note;
@@ -67,17 +68,26 @@ def special_kind(path: Path) -> str | None:
 
 def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | None]]:
     """The files of ``folder`` and of its subfolders, and the subfolders a folder format takes whole
-    (a W&B run, a TensorBoard run) with that reader."""
+    (a W&B run, a TensorBoard run) with that reader, one level further down too (``runs/exp1/wandb/``)."""
     out: list[tuple[Path, Reader | None]] = [(p, None) for p in _children(folder, files=True)]
     for sub in _children(folder, files=False):
-        whole = next((r for r in readers if r.takes_dir and r.sniff(sub, b"")), None)
+        whole = _whole(sub, readers)
         if whole is not None:
             out.append((sub, whole))
         else:
             out.extend((p, None) for p in _children(sub, files=True))
+            for inner in _children(sub, files=False):  # runs/exp1/wandb/, exp/tensorboard_log/
+                taken = _whole(inner, readers)
+                if taken is not None:
+                    out.append((inner, taken))
         if len(out) >= MAX_FILES:
             break
     return out[:MAX_FILES]
+
+
+def _whole(folder: Path, readers: list[Reader]) -> Reader | None:
+    """The folder format that takes ``folder`` whole (a W&B run, a TensorBoard run), if one does."""
+    return next((r for r in readers if r.takes_dir and r.sniff(folder, b"")), None)
 
 
 def _children(folder: Path, files: bool) -> list[Path]:

@@ -13,7 +13,9 @@ mid-record (a run still being written), stops that file with one counted skip:
 
 A folder that directly holds event files is one run; several files in it (restarts) are
 merged in file-name order, a later value winning for a step logged twice. Nested run
-folders (``tb/run_a``, ``tb/run_b``) are split by :func:`runs`. All tags of one step
+folders (``tb/run_a``, ``tb/run_b``) are split by :func:`runs`; a folder is taken whole only when it is
+TensorBoard's alone (:func:`_tensorboard_tree`), so an experiment folder holding ``tensorboard/`` beside other
+logs is read as a plain folder and none of them is lost. All tags of one step
 become one :class:`Record`; a tag seen again at the same step starts a new record so the
 Run notes the duplicate. Each Event's ``wall_time`` (seconds since the Unix epoch) gives the
 record its wall time; the first Event of the run's first file, when it started.
@@ -76,16 +78,34 @@ def _framed(head: bytes) -> bool:
 def sniff(path: Path, head: bytes) -> bool:
     if path.is_file():
         return _framed(head) and (EVENT_MARK in path.name or b"brain.Event" in head[12:64])
-    seen = 0
-    for folder, dirs, files in os.walk(path):
-        if any(EVENT_MARK in f for f in files):
-            return True
-        seen += len(dirs) + len(files)
-        if seen > _SNIFF_ENTRIES:
+    return _tensorboard_tree(path, 0, [_SNIFF_ENTRIES]) is True
+
+
+def _tensorboard_tree(folder: Path, depth: int, budget: list[int]) -> bool | None:
+    """Whether ``folder`` is TensorBoard's alone: it directly holds event files (a run: whatever else it holds,
+    an ``hparams.yaml``, a plugin folder, is the run's), or it holds no file of its own and only sub-folders
+    that are TensorBoard's (a folder of runs: ``tb/run_a``, HF's ``runs/<date>``). A folder of runs with
+    anything else in it (an experiment folder holding ``tensorboard/`` beside ``train.log`` or ``wandb/``) is
+    not: read whole, its other logs would be lost; it is a plain folder, whose TensorBoard sub-folders are runs.
+    None for a folder with nothing in it yet (a run not begun), which neither makes nor breaks its parent."""
+    try:
+        children = [c for c in folder.iterdir() if not c.name.startswith(".")]
+    except OSError:
+        return False
+    budget[0] -= len(children)
+    if any(EVENT_MARK in c.name and c.is_file() for c in children):
+        return True
+    if budget[0] < 0 or any(not c.is_dir() for c in children):
+        return False
+    if children and depth + 1 >= _SNIFF_DEPTH:
+        return False
+    found = False
+    for child in sorted(children):
+        tree = _tensorboard_tree(child, depth + 1, budget)
+        if tree is False:
             return False
-        if len(Path(folder).relative_to(path).parts) >= _SNIFF_DEPTH - 1:
-            dirs.clear()
-    return False
+        found = found or tree is True
+    return True if found else None
 
 
 def runs(path: Path) -> list[Path]:

@@ -11,7 +11,8 @@ Media and tables (a dict with ``_type``: ``trackio.image``, ``trackio.table``…
 and named. Columns are found with ``PRAGMA table_info``, not by version.
 
 A file is opened read-only, so a training that is still writing it is never blocked (WAL lets a reader and
-the writer work at once); a run is named ``<db>#<run name>`` (``<db>#<run id>`` when two runs share a name).
+the writer work at once); a run is named ``<db>#<run name>`` (``<db>#<run name>@<run id>`` when two runs share
+a name; a bare ``<db>#<run id>`` is taken too).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def runs(path: Path) -> list[Path]:
             out.append(file)
             continue
         names = [name for name, _ in found]
-        out += [Path(f"{file}#{name if names.count(name) == 1 or rid is None else rid}") for name, rid in found]
+        out += [Path(f"{file}#{name if names.count(name) == 1 or rid is None else f'{name}@{rid}'}")
+                for name, rid in found]
     return out or [path]
 
 
@@ -112,8 +114,10 @@ def _which(con: sqlite3.Connection, db: Path, run: str | None) -> tuple[str, str
                                    f"{db}：这个 Trackio 项目里{'有多个运行' if ids else '没有运行'}；用 load() 读取，"
                                    "每个运行得到一个 Run，或者用 <db>#<运行名> 指定其中一个"))
         return key, str(ids[0])
-    if has_id and con.execute("SELECT 1 FROM metrics WHERE run_id = ? LIMIT 1", (run,)).fetchone():
-        return "run_id", run
+    if has_id:
+        for rid in (run, run.rpartition("@")[2]):  # <run id>, or <run name>@<run id> of a shared name
+            if rid and con.execute("SELECT 1 FROM metrics WHERE run_id = ? LIMIT 1", (rid,)).fetchone():
+                return "run_id", rid
     return "run_name", run
 
 
@@ -251,7 +255,7 @@ def _scan(con: sqlite3.Connection, db: Path, key: str, chosen: str, rows: _Rows,
         except orjson.JSONDecodeError as exc:
             metrics = exc
         if not isinstance(metrics, dict) or not isinstance(step, int):
-            skips.skip(f"{db}#{chosen} row {row_id}",
+            skips.skip(f"{rows.where} row {row_id}",
                        Words(f"expected a step and a JSON object of metrics, got step {step!r}; the row was "
                              "skipped", f"应为步数和指标的 JSON 对象，读到的步数是 {step!r}；这一行已跳过"))
             continue
@@ -259,6 +263,13 @@ def _scan(con: sqlite3.Connection, db: Path, key: str, chosen: str, rows: _Rows,
     if by_step:  # a whole read: what logged after the last global step belongs to it
         yield from rows.release(rows.global_step)
     yield from rows.flush()
+
+
+def _where(db: Path, run: str | None, chosen: str | None = None) -> str:
+    """How a run is named in a note, a skip or a table's origin: by its root (``<db>#<run name>@<run id>`` for
+    a shared name), or ``<db>#<run>`` for the one run of a database (the database before it is known)."""
+    name = run if run is not None else chosen
+    return str(db) if name is None else f"{db}#{name}"
 
 
 def _begin(con: sqlite3.Connection, db: Path, run: str | None, meta: SourceMeta) -> tuple[str, str]:
@@ -274,11 +285,11 @@ def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterat
     con = connect_read_only(db)
     try:
         key, chosen = _begin(con, db, run, meta)
-        rows = _Rows(f"{db}#{chosen}")
+        rows = _Rows(_where(db, run, chosen))
         yield from _scan(con, db, key, chosen, rows, skips, by_step=True)
         _notes(con, db, key, chosen, rows, meta)
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # the file is damaged from here on
-        skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
+        skips.skip(_where(db, run), Words(f"SQLite error ({exc}); the rest of the run was skipped",
                                         f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
     finally:
         con.close()
@@ -292,7 +303,7 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
     con = connect_read_only(db)
     try:
         key, chosen = _begin(con, db, run, meta)  # again each time: the config row may come after the first rows
-        rows = rows or _Rows(f"{db}#{chosen}")
+        rows = rows or _Rows(_where(db, run, chosen))
         before = rows.last
         records = list(_scan(con, db, key, chosen, rows, skips, by_step=False))
         meta.bytes_read = db.stat().st_size if rows.last != before or not meta.bytes_read else meta.bytes_read
@@ -300,7 +311,7 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
         _notes(con, db, key, chosen, rows, meta)
         return records, rows
     except (sqlite3.Error, UnicodeDecodeError) as exc:
-        skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
+        skips.skip(_where(db, run), Words(f"SQLite error ({exc}); the rest of the run was skipped",
                                         f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))
         return [], rows
     finally:
@@ -309,24 +320,24 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
 
 def _notes(con: sqlite3.Connection, db: Path, key: str, run: str, rows: _Rows, meta: SourceMeta) -> None:
     if rows.carried:
-        meta.notes.append(Words(f"{db}#{run}: the steps are HF's train/global_step; {rows.carried} rows without it "
+        meta.notes.append(Words(f"{rows.where}: the steps are HF's train/global_step; {rows.carried} rows without it "
                                 "(TRL's profiling and completions, logged while the next step ran) were placed at "
                                 "the next global step",
-                                f"{db}#{run}：步数取 HF 的 train/global_step；{rows.carried} 行没有它"
+                                f"{rows.where}：步数取 HF 的 train/global_step；{rows.carried} 行没有它"
                                 "（TRL 的性能剖析计时和补全表，在下一步计算时记录），放在下一个 global step 上"))
     if rows.media:
         shown = sorted(rows.media)
         listed = ", ".join(shown[:6]) + (", …" if len(shown) > 6 else "")
-        meta.notes.append(Words(f"{db}#{run}: media and tables ({len(shown)}: {listed}) are not metrics; they "
+        meta.notes.append(Words(f"{rows.where}: media and tables ({len(shown)}: {listed}) are not metrics; they "
                                 "were left out",
-                                f"{db}#{run}：媒体和表格（{len(shown)} 个：{listed}）不是指标；没有读入"))
+                                f"{rows.where}：媒体和表格（{len(shown)} 个：{listed}）不是指标；没有读入"))
     if key in table_columns(con, "system_metrics"):
         (count,) = con.execute(f"SELECT COUNT(*) FROM system_metrics WHERE {key} = ?", (run,)).fetchone()
         if count:
-            meta.notes.append(Words(f"{db}#{run}: Trackio's system metrics ({count} sample{'s' if count != 1 else ''}"
+            meta.notes.append(Words(f"{rows.where}: Trackio's system metrics ({count} sample{'s' if count != 1 else ''}"
                                     ": CPU, GPU, memory) are on their own clock, not at training steps; they were "
                                     "left out",
-                                    f"{db}#{run}：Trackio 的 {count} 条系统指标采样（CPU、GPU、内存）按自己的时钟"
+                                    f"{rows.where}：Trackio 的 {count} 条系统指标采样（CPU、GPU、内存）按自己的时钟"
                                     "记录，不在训练步上；没有读入"))
 
 
@@ -341,21 +352,22 @@ def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
     con = connect_read_only(db)
     try:
         key, chosen = _which(con, db, run)
-        out = list(_metric_tables(con, db, key, chosen, skips))
+        where = _where(db, run, chosen)
+        out = list(_metric_tables(con, where, key, chosen, skips))
         if {"step", "key", "messages", "metadata"} <= table_columns(con, "traces"):
-            out += _traces(con, db, key, chosen, skips)
+            out += _traces(con, where, key, chosen, skips)
         return out
     finally:
         con.close()
 
 
-def _metric_tables(con: sqlite3.Connection, db: Path, key: str, chosen: str, skips: SkipLog) -> Iterator[LoggedTable]:
+def _metric_tables(con: sqlite3.Connection, where: str, key: str, chosen: str, skips: SkipLog) -> Iterator[LoggedTable]:
     for row_id, step, blob in con.execute(f"SELECT id, step, metrics FROM metrics WHERE {key} = ? AND "
                                           "CAST(metrics AS TEXT) LIKE '%trackio.table%' ORDER BY id", (chosen,)):
         try:
             metrics = orjson.loads(blob)
         except orjson.JSONDecodeError:
-            skips.skip(f"{db}#{chosen} row {row_id}", Words("not a JSON object; the row's tables were skipped",
+            skips.skip(f"{where} row {row_id}", Words("not a JSON object; the row's tables were skipped",
                                                             "不是 JSON 对象；这一行里的表已跳过"))
             continue
         for name, value in metrics.items() if isinstance(metrics, dict) else ():
@@ -363,10 +375,10 @@ def _metric_tables(con: sqlite3.Connection, db: Path, key: str, chosen: str, ski
                                                                                                 list):
                 rows = tuple({k: _NONFINITE.get(v, v) if isinstance(v, str) else v for k, v in r.items()}
                              for r in value["_value"] if isinstance(r, dict))
-                yield LoggedTable(str(name), step, f"{db}#{chosen} row {row_id}", rows, FORMAT)
+                yield LoggedTable(str(name), step, f"{where} row {row_id}", rows, FORMAT)
 
 
-def _traces(con: sqlite3.Connection, db: Path, key: str, chosen: str, skips: SkipLog) -> list[LoggedTable]:
+def _traces(con: sqlite3.Connection, where: str, key: str, chosen: str, skips: SkipLog) -> list[LoggedTable]:
     grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
     order = "step, key, trace_index, rowid" if "trace_index" in table_columns(con, "traces") else "step, key, rowid"
     for trace_id, step, name, messages, metadata in con.execute(
@@ -374,12 +386,12 @@ def _traces(con: sqlite3.Connection, db: Path, key: str, chosen: str, skips: Ski
         try:
             row = {"messages": orjson.loads(messages), **(orjson.loads(metadata) or {})}
         except (orjson.JSONDecodeError, TypeError):
-            skips.skip(f"{db}#{chosen} trace {trace_id}", Words("its messages or metadata are not JSON; the trace "
+            skips.skip(f"{where} trace {trace_id}", Words("its messages or metadata are not JSON; the trace "
                                                                 "was skipped", "它的 messages 或 metadata 不是 JSON；"
                                                                 "这条 trace 已跳过"))
             continue
         grouped.setdefault((str(name), int(step)), []).append(row)
-    return [LoggedTable(name, step, f"{db}#{chosen} traces {name} step {step}", tuple(rows), FORMAT)
+    return [LoggedTable(name, step, f"{where} traces {name} step {step}", tuple(rows), FORMAT)
             for (name, step), rows in grouped.items()]
 
 

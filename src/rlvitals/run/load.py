@@ -33,7 +33,8 @@ def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], lis
     found = logs_in(path, readers(), fmt)
     if not found.logs:
         raise UnknownFormatError(_not_a_run(path, fmt, found.others))
-    return found.logs, found.notes
+    # a folder a folder format takes whole may hold several runs (a wandb/ of runs, a tensorboard/ of runs)
+    return [(r, root) for r, log in found.logs for root in (r.runs(log) if log.is_dir() else [log])], found.notes
 
 
 def _not_a_run(path: Path, fmt: str | None, others: list[str]) -> Words:

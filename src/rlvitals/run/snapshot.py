@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyInputError, InputError
+from ..words import Words
 from .run import Run
+from .said import told
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
@@ -62,7 +64,10 @@ class SnapshotSource:
             return False
         try:
             runs = load(self.path, self.fmt)
-        except EmptyInputError:
+        except EmptyInputError as exc:  # recognised, no metric yet (or only text and tables): said once
+            if str(exc) != self._last_error and not self._runs:
+                self.messages.append(told("written", Words(str(exc), exc.text("zh"))))
+                self._last_error = str(exc)
             runs = []
         except (InputError, OSError) as exc:  # mid-rewrite (half a JSON file): keep the last good read, retry
             if str(exc) != self._last_error:
