@@ -209,7 +209,10 @@ def test_a_watched_run_is_logged_live_to_one_w_and_b_run_across_a_restart(tmp_pa
     w.close()
     wandb.teardown()  # wandb's service flushes the run files
     runs = sorted((folder / "wandb").glob("offline-run-*"))
-    assert len(runs) == 2 and len({r.name.rsplit("-", 1)[-1] for r in runs}) == 1  # one W&B run, resumed once
+    # one W&B run, resumed once; its id is in each folder's file name (a resume within the same second as the
+    # first launch gets the folder name with "-1" after the id)
+    ids = {f.stem.removeprefix("run-") for r in runs for f in r.glob("run-*.wandb")}
+    assert len(runs) == 2 and len(ids) == 1, runs
     logged: dict[str, list[float]] = {}
     for run_dir in runs:
         raw = rlvitals.load(run_dir)[0].raw
@@ -223,7 +226,7 @@ def test_a_watched_run_is_logged_live_to_one_w_and_b_run_across_a_restart(tmp_pa
     tables = sorted(p for r in runs for p in (r / "files" / "media" / "table").rglob("findings*.table.json"))
     assert tables and all(orjson.loads(t.read_bytes())["columns"] == TABLE_COLUMNS for t in tables)
     memo = orjson.loads((folder / "rlvitals-live.json").read_bytes())
-    assert memo["run.jsonl"]["run_id"] == runs[0].name.rsplit("-", 1)[-1]
+    assert memo["run.jsonl"]["run_id"] == ids.pop()
 
 
 def test_cli_export_wandb_options_are_checked_before_the_watch_starts(tmp_path: Path) -> None:
