@@ -125,6 +125,10 @@ def test_without_step_key_lines_are_numbered(tmp_path: Path) -> None:
     ("step:1 - loss:0.1\n", False),
     ("[1, 2]\n", False),
     ("", False),
+    # a program's event log (W&B's debug-internal.log, structlog): a level and a message, not metrics
+    ('{"time":"2026-12-06T00:22:22Z","level":"INFO","msg":"stream: started","id":"abc123"}\n', False),
+    ('{"event": "loaded", "severity": "debug", "step": 3}\n', False),
+    ('{"step": 3, "message_len": 12, "level_acc": 0.5}\n', True),
 ])
 def test_sniff(tmp_path: Path, text: str, taken: bool) -> None:
     assert generic_jsonl.sniff(tmp_path / "x.jsonl", text.encode()) is taken

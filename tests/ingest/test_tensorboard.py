@@ -397,3 +397,11 @@ def test_an_experiment_folder_holding_tensorboard_beside_other_logs_is_not_taken
     assert not tensorboard.sniff(exp, b"")
     assert tensorboard.sniff(exp / "tensorboard", b"")
     assert [(r.format, Path(r.path)) for r in load(exp)] == [("tensorboard", exp / "tensorboard" / "run")]
+
+
+def test_a_console_beside_the_event_files_is_read_with_the_run(tmp_path: Path) -> None:
+    run = _tb_run(tmp_path / "run")
+    (run / "train.log").write_text("".join(f"step:{i} - actor/entropy:{1 / i:.4f} - critic/score/mean:{i / 10}\n"
+                                           for i in range(1, 6)))
+    assert tensorboard.sniff(run, b"")
+    assert [(r.format, Path(r.path).name) for r in load(run)] == [("tensorboard", "run"), ("verl-console", "train.log")]

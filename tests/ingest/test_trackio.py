@@ -304,3 +304,18 @@ def test_serve_lists_each_run_of_a_project(store: Path, tmp_path: Path) -> None:
         ("ready", STEPS, STEPS - 1, "verl")] * 3
     twins = sorted(r["label"].split("#")[1] for r in runs if "#exp-a@" in r["label"])
     assert len(twins) == 2 and twins[0] != twins[1], [r["label"] for r in runs]  # the name, and the id apart
+
+
+def test_a_console_in_the_store_folder_is_a_run_beside_the_projects(store: Path, tmp_path: Path) -> None:
+    """TRACKIO_DIR pointed at the experiment folder, where the training's console is captured too: the folder
+    is Trackio's, and the console beside its database is read as well, not lost."""
+    import shutil
+
+    folder = tmp_path / "exp"
+    shutil.copytree(store, folder)
+    console = Path(__file__).parent / "data" / "openrlhf" / "dpo-0.11.2" / "wandb-run" / "train.log"
+    shutil.copy(console, folder / "train.log")
+    assert find_reader(folder).format == "trackio"
+    got = [(r.format, Path(r.path).name.split("#")[0], r.last_step) for r in load(folder)]
+    assert got == [("trackio", "rlvitalsdemo.db", STEPS - 1)] * 3 + [("openrlhf-trainer-console", "train.log", 16)]
+    assert [r.format for r in load(folder, "trackio")] == ["trackio"] * 3  # --format trackio: its own alone

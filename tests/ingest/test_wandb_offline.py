@@ -91,6 +91,8 @@ def test_a_wandb_folder_holds_one_run_per_run_folder(written: Path) -> None:
     assert wandb_offline.runs(written) == sorted(written.glob("offline-run-*"))
     runs = load(written)
     assert len(runs) == 2 and {r.format for r in runs} == {"wandb-offline"}
+    # the service's own log beside the runs is JSON lines of events, not a run of metrics
+    assert (written / "debug-internal.log").read_text().startswith('{"time":')
 
 
 def test_trl_like_run_uses_train_global_step(written: Path) -> None:

@@ -70,6 +70,25 @@ def test_a_folder_of_two_logs_is_two_runs(real: Path, tmp_path: Path) -> None:
                                                              ("sft.log", "verl-console")]
 
 
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_file_removed_while_the_folder_is_read_is_passed_over(real: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, whole: bool) -> None:
+    """A writer removes files while the folder is read (SQLite deletes its ``-wal`` at a checkpoint; a log is
+    rotated away): a file listed and gone before it is looked at is passed over, not a crash. ``whole``: the
+    folder is one a folder format takes (a TensorBoard run), the logs beside its own files are looked at."""
+    from rlvitals.ingest import _folder
+
+    shutil.copy(real / "verl__verl-data__gemma-2-2b-it-sft-0.411.log", tmp_path / "sft.log")
+    if whole:
+        capture = Path(__file__).parents[1] / "ingest" / "data" / "openrlhf" / "dpo-0.11.2" / "tensorboard-run"
+        shutil.copytree(capture / "tensorboard" / "dpo_capture", tmp_path, dirs_exist_ok=True)
+    listed = _folder._children
+    monkeypatch.setattr(_folder, "_children", lambda folder, files: listed(folder, files) + (
+        [folder / "project.db-wal"] if files else []))
+    runs = rlvitals.load(tmp_path)
+    assert [Path(r.path).name for r in runs][-1] == "sft.log" and len(runs) == 1 + whole
+
+
 def test_a_folder_without_a_log_says_what_it_holds(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("nothing to see\n")
     with pytest.raises(UnknownFormatError, match=re.escape(

@@ -34,7 +34,7 @@ from . import (
     wandb_offline,
 )
 from ._crc import masked_crc32c, masked_crc32c_columns
-from ._folder import SPECIAL_ZH, logs_in, special_kind
+from ._folder import SPECIAL_ZH, beside, logs_in, special_kind
 from ._reader import Reader
 from .columnar import Block, Columns
 from .cursor import (
@@ -59,7 +59,7 @@ from .text import BOM, json_objects
 __all__ = [
     "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "LoggedTable", "Packed",
     "READER_MODULES", "Reader", "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance",
-    "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "json_objects", "locate",
+    "beside", "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "json_objects", "locate",
     "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "WALL_KEY", "done_reading",
     "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading"
 ]

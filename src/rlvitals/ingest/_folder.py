@@ -85,9 +85,39 @@ def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | N
     return out[:MAX_FILES]
 
 
+def beside(folder: Path, whole: Reader, readers: list[Reader]) -> list[tuple[Reader, Path]]:
+    """The training consoles directly in a folder that ``whole`` takes whole: ``> train.log`` captured in the
+    working folder next to Aim's ``.aim/``, in ``TRACKIO_DIR`` next to Trackio's databases, next to event
+    files. Read with the folder, none of them is lost. Only consoles: the folder format's own files (a ClearML
+    session's ``metrics.jsonl``, W&B's ``debug-internal.log``) are its, whatever another reader makes of them."""
+    out = []
+    for path in _children(folder, files=True):
+        if path.suffix.lower() in SKIP_SUFFIXES or not _size(path):  # empty, or gone (Trackio's -wal)
+            continue
+        reader = _file_reader(path, readers, None)
+        if reader is not None and reader.format != whole.format and reader.format.endswith("-console"):
+            out.append((reader, path))
+    return out
+
+
+def _file_reader(path: Path, readers: list[Reader], fmt: str | None) -> Reader | None:
+    """The reader of the log file ``path`` (of format ``fmt`` if given), None for a file that is not a log."""
+    head = _head(path)
+    return next((r for r in readers if not r.takes_dir and (fmt is None or r.format == fmt)
+                 and r.sniff(path, head)), None)
+
+
 def _whole(folder: Path, readers: list[Reader]) -> Reader | None:
     """The folder format that takes ``folder`` whole (a W&B run, a TensorBoard run), if one does."""
     return next((r for r in readers if r.takes_dir and r.sniff(folder, b"")), None)
+
+
+def _size(path: Path) -> int | None:
+    """The size of ``path``, None when it is gone: a writer removes files while a folder is read."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _children(folder: Path, files: bool) -> list[Path]:
@@ -138,12 +168,13 @@ def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Foun
             if fmt is None or whole.format == fmt:
                 by_stem[(path, "")] = (whole, path)
             continue
-        if path.suffix.lower() in SKIP_SUFFIXES or path.stat().st_size == 0:
+        size = _size(path)
+        if size is None:
+            continue  # gone since the folder was listed (a SQLite journal, a rotated log)
+        if path.suffix.lower() in SKIP_SUFFIXES or size == 0:
             found.others.append(str(path.relative_to(folder)))
             continue
-        head = _head(path)
-        reader = next((r for r in readers if not r.takes_dir and (fmt is None or r.format == fmt)
-                       and r.sniff(path, head)), None)
+        reader = _file_reader(path, readers, fmt)
         if reader is None:
             found.others.append(str(path.relative_to(folder)))
             continue

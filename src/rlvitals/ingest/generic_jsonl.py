@@ -1,5 +1,8 @@
 """One JSON object per line with a step key: custom loggers and W&B's ``wandb-history.jsonl``.
 
+A file whose first line is a program's event log line (a level and a message: W&B's ``debug-internal.log``,
+structlog's output) is not taken: it holds events, not metrics.
+
 The step is the first of :data:`STEP_KEYS` present in the first :data:`SCAN_RECORDS`
 records; without one the records are numbered 1, 2, 3... and a note says so. In a W&B
 history, ``_step`` counts every ``wandb.log`` call, so ``train/global_step`` wins; the lines
@@ -138,8 +141,19 @@ def sniff(path: Path, head: bytes) -> bool:
             return cut and line.startswith(b'{"')
         if not isinstance(obj, dict):
             return False
-        return set(obj) != {"step", "data"}  # veRL's file logger has its own reader
+        return set(obj) != {"step", "data"} and not _event_log(obj)  # veRL's file logger has its own reader
     return False
+
+
+#: the keys of a program's structured log line (Go's slog, structlog, JSON logging formatters): its level and
+#: its message; W&B's ``debug-internal.log`` is one: events of the wandb service, not training metrics
+_LEVEL_KEYS = frozenset({"level", "levelname", "severity", "lvl"})
+_MESSAGE_KEYS = frozenset({"msg", "message", "event"})
+
+
+def _event_log(obj: dict[str, Any]) -> bool:
+    """Whether a first JSON line is a program's event log line (a level and a message), not a metrics record."""
+    return bool(obj.keys() & _LEVEL_KEYS) and bool(obj.keys() & _MESSAGE_KEYS)
 
 
 _CHOOSE = "\0choose"  # _rows' step key when it is to be chosen from the first records

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EmptyInputError, UnknownFormatError
-from ..ingest import Reader, SkipLog, SourceMeta, find_reader, logs_in, readers
+from ..ingest import Reader, SkipLog, SourceMeta, beside, find_reader, logs_in, readers
 from ..words import Words, in_lang
 
 if TYPE_CHECKING:
@@ -29,12 +29,19 @@ def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], lis
             raise
         reader = None
     if reader is not None and (path.is_dir() == reader.takes_dir or not path.is_dir()):
-        return [(reader, root) for root in reader.runs(path)], []
+        return _roots(reader, path, fmt), []
     found = logs_in(path, readers(), fmt)
     if not found.logs:
         raise UnknownFormatError(_not_a_run(path, fmt, found.others))
-    # a folder a folder format takes whole may hold several runs (a wandb/ of runs, a tensorboard/ of runs)
-    return [(r, root) for r, log in found.logs for root in (r.runs(log) if log.is_dir() else [log])], found.notes
+    return [rr for r, log in found.logs for rr in _roots(r, log, fmt)], found.notes
+
+
+def _roots(reader: Reader, log: Path, fmt: str | None) -> list[tuple[Reader, Path]]:
+    """One (reader, root) per run of ``log``: a log may hold several (a wandb/ of runs, a Trackio project),
+    and a folder a folder format takes whole may hold a training console beside its own files (``train.log``
+    next to ``.aim/``); a format forced with ``--format`` reads its own alone."""
+    own = [(reader, root) for root in reader.runs(log)]
+    return own + beside(log, reader, readers()) if log.is_dir() and reader.takes_dir and fmt is None else own
 
 
 def _not_a_run(path: Path, fmt: str | None, others: list[str]) -> Words:
