@@ -73,6 +73,23 @@ def test_every_label_names_known_families_and_valid_windows() -> None:
         for must in label.get("must_find", []):
             lo, hi = must["onset"]
             assert lo <= hi and must["status"] in ("note", "warn", "fail"), run_id
+        assert isinstance(meta.get("improved"), bool), f"{run_id}: [run] improved must be true or false"
+        headline = label.get("headline")
+        assert isinstance(headline, dict), f"{run_id}: every label has a [headline]"
+        assert headline["family"] == "none" or headline["family"] in families, (run_id, headline["family"])
+        assert isinstance(headline.get("why"), str) and headline["why"], run_id
+        for key in ("consequences", "independent"):
+            named = headline.get(key, [])
+            assert isinstance(named, list) and all(f in families for f in named), (run_id, key, named)
+        assert "consequences" in headline, run_id
+        if headline["family"] == "none":
+            assert "onset" not in headline, f"{run_id}: a headline 'none' has no onset"
+        else:
+            onset = headline["onset"]
+            assert isinstance(onset, list) and len(onset) == 2 and all(isinstance(s, int) for s in onset), run_id
+            assert 0 <= onset[0] <= onset[1], (run_id, onset)
+        assert (headline["family"] == "none") == meta["healthy"], \
+            f"{run_id}: a healthy run's headline is 'none', an unhealthy run's names its root cause"
 
 
 # -- the scoring, on constructed labels ---------------------------------------------------------------
