@@ -84,6 +84,24 @@ def test_every_finding_key_is_documented(runs: list[dict[str, Any]]) -> None:
         assert isinstance(f["points"], list) and (f["span"] is None or len(f["span"]) == 2)
 
 
+def test_every_headline_and_moment_key_is_documented(runs: list[dict[str, Any]]) -> None:
+    told = [run for run in runs if run["headline"] is not None]
+    assert told and any(run["headline"] is None for run in runs)  # the real logs hold both kinds
+    for run in runs:
+        alarms = [f for f in run["findings"] if f["status"] in ("warn", "fail")]
+        assert len(run["timeline"]) == len(alarms) and (run["headline"] is None) == (not alarms)
+        for moment in run["timeline"]:
+            assert set(moment) == documented("Moment keys")
+            assert (moment["caused_by"] is None) == (moment["because"] is None)
+        assert [m["step"] for m in run["timeline"]] == sorted(m["step"] for m in run["timeline"])
+    for run in told:
+        head = run["headline"]
+        assert set(head) == documented("Headline keys")
+        assert set(head["title"]) == set(head["message"]) == set(head["advice"]) == {"en", "zh"}
+        roots = [m for m in run["timeline"] if m["caused_by"] is None]
+        assert head["check"] in {m["check"] for m in roots}
+
+
 def test_the_rollouts_keys_are_documented(runs: list[dict[str, Any]]) -> None:
     (joined,) = [run for run in runs if "rollouts" in run]
     assert set(joined["rollouts"]) == documented("Rollouts keys")

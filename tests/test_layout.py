@@ -39,11 +39,12 @@ STAGES: dict[str, int] = {
     "rollout": 4,
     "signals": 5, "probe": 5, "forecast": 5,
     "checks": 6,
-    "diagnosis": 7,
-    "render": 8, "report": 8, "export": 8,
-    "watch": 9, "server": 9,
-    "synthetic": 10,
-    "cli": 11, "integrations": 11,
+    "story": 7,
+    "diagnosis": 8,
+    "render": 9, "report": 9, "export": 9,
+    "watch": 10, "server": 10,
+    "synthetic": 11,
+    "cli": 12, "integrations": 12,
 }
 #: the package's face and entry point import whatever they expose
 FACES = {"rlvitals", "rlvitals.__main__"}

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from .catalog import load_catalog
 from .checks import (
     FINDING_STATUSES,
@@ -35,9 +37,10 @@ from .checks import (
 )
 from .checks.config import DiagnoseConfig
 from .run.run import Run
+from .story import Scale, Story, tell
 from .words import Words, in_lang
 
-__all__ = ["LAYER_NAMES", "READING_ORDER", "Diagnosis", "Finding", "assemble", "diagnose"]
+__all__ = ["LAYER_NAMES", "READING_ORDER", "Diagnosis", "Finding", "Headline", "Moment", "assemble", "diagnose"]
 
 #: the dashboard's layers in reading order, and each one's question (en, zh): from ``[layers]`` in the catalog
 READING_ORDER: tuple[str, ...] = load_catalog().reading_order
@@ -78,12 +81,47 @@ class Finding:
     evidence: Mapping[str, object] = field(default_factory=dict)
     #: steps of point events (spikes), each shown at its step; empty for a finding about a stretch
     points: tuple[int, ...] = ()
+    #: which of its check's messages it is (``fail_early``, ``oom`` …): what was found, for the story's links
+    template: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {"check": self.check, "layer": self.layer, "status": self.status, "title": dict(self.title),
                 "message": dict(self.message), "metrics": list(self.metrics), "onset_step": self.onset_step,
                 "span": list(self.span) if self.span else None, "points": list(self.points),
-                "evidence": dict(self.evidence), "advice": dict(self.advice)}
+                "template": self.template, "evidence": dict(self.evidence), "advice": dict(self.advice)}
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One event of the timeline: a warn/fail finding at its onset, and the finding that explains it (its
+    index in :attr:`Diagnosis.findings`) with the mechanism in words; None for a root cause."""
+
+    step: int
+    finding: Finding
+    caused_by: Finding | None = None
+    because: Mapping[str, str] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"step": self.step, "check": self.finding.check, "status": self.finding.status,
+                "caused_by": None if self.caused_by is None else self.caused_by.check,
+                "because": None if self.because is None else dict(self.because)}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What the diagnosis says first: the root cause — the finding that explains the most of what followed —
+    since when, and the one thing to do first (its advice); ``explains`` are the moments it caused, in step
+    order."""
+
+    finding: Finding
+    onset_step: int
+    explains: tuple[Moment, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        f = self.finding
+        return {"check": f.check, "status": f.status, "onset_step": self.onset_step, "title": dict(f.title),
+                "message": dict(f.message), "advice": dict(f.advice),
+                "explains": list(dict.fromkeys(m.finding.check for m in self.explains))}
 
 
 @dataclass(frozen=True)
@@ -97,6 +135,32 @@ class Diagnosis:
     run: Run
     #: where the run will top out (the ceiling check's forecast); None when that check was not run
     forecast: RunForecast | None = None
+    #: the findings' story: which explains which, and the root causes (:mod:`rlvitals.story`)
+    story: Story = field(default_factory=lambda: Story((), ()))
+
+    @property
+    def timeline(self) -> tuple[Moment, ...]:
+        """Every warn/fail finding at its onset, in step order, with the finding that explains it."""
+        return tuple(self._moment(i) for i in range(len(self.story.events)))
+
+    def _moment(self, index: int) -> Moment:
+        event = self.story.events[index]
+        cause = None if event.caused_by is None else self.findings[self.story.events[event.caused_by].finding]
+        return Moment(event.step, self.findings[event.finding], cause,
+                      None if event.link is None else event.link.words)
+
+    def causes(self) -> tuple[Headline, ...]:
+        """Each root cause with what it explains: the headline first, then the independent problems, worst
+        first (a finding explained by another is under it, never beside it)."""
+        return tuple(Headline(self.findings[self.story.events[r].finding], self.story.events[r].step,
+                              tuple(self._moment(i) for i in self.story.consequences(r)))
+                     for r in self.story.roots)
+
+    @property
+    def headline(self) -> Headline | None:
+        """The root cause the diagnosis opens with; None when nothing needs action (a healthy run)."""
+        found = self.causes()
+        return found[0] if found else None
 
     def __repr__(self) -> str:
         """``<Diagnosis 'train.log': fail — L1 ok, L2 warn, … — 4 fail, 2 warn, 3 note>``"""
@@ -131,8 +195,11 @@ class Diagnosis:
             layers[layer] = {"verdict": self.layers[layer], "name": LAYER_NAMES[layer][0],
                              "counts": {s: sum(f.status == s for f in mine)
                                         for s in WORST_FIRST}}
+        headline = self.headline
         return {"path": self.path, "framework": self.run.framework, "algorithm": self.run.algorithm,
-                "steps": int(len(self.run.train_steps)), "verdict": self.verdict, "layers": layers,
+                "steps": int(len(self.run.train_steps)), "verdict": self.verdict,
+                "headline": None if headline is None else headline.to_json(),
+                "timeline": [m.to_json() for m in self.timeline], "layers": layers,
                 "findings": [f.to_json() for f in self.findings],
                 "forecast": None if self.forecast is None else self.forecast.to_json()}
 
@@ -162,7 +229,7 @@ def _finding(check: Check, out: Outcome) -> Finding:
                    {"en": words("en"), "zh": words("zh")},
                    {"en": check.en.advice_for(template), "zh": check.zh.advice_for(template)},
                    out.metrics or tuple(k for alts in check.needs for k in alts[:1]), out.onset_step, out.span,
-                   dict(out.evidence), tuple(out.points))
+                   dict(out.evidence), tuple(out.points), template)
 
 
 def _skipped(check: Check, reason: str, **values: Any) -> Finding:
@@ -246,7 +313,40 @@ def assemble(run: Run, findings: list[Finding], forecast: RunForecast | None = N
     findings = sorted(findings, key=lambda f: (order[f.layer], -STATUS_RANK[f.status],
                                                f.onset_step if f.onset_step is not None else 1 << 62))
     layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in READING_ORDER}
-    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run, forecast)
+    story = tell(findings, _scale(run), _resolutions(run, findings))
+    return Diagnosis(run.path, _worst(list(layers.values())), layers, tuple(findings), run, forecast, story)
+
+
+def _cadence(steps: Any) -> int:
+    """The usual number of steps between two logged values (1 for fewer than two)."""
+    gaps = np.diff(np.unique(np.asarray(steps)))
+    return max(1, int(np.median(gaps))) if len(gaps) else 1
+
+
+def _scale(run: Run) -> Scale:
+    steps = run.train_steps
+    if not len(steps):
+        return Scale(0, 0)
+    return Scale(int(steps[0]), int(steps[-1]), _cadence(steps))
+
+
+def _resolutions(run: Run, findings: Sequence[Finding]) -> list[int]:
+    """Per finding, the steps between two values of what it read: its metrics' logging interval, a
+    validation source's evaluation interval (``source/label`` keys), else the run's cadence."""
+    known: dict[str, int] = {}
+
+    def of(key: str) -> int:
+        if key not in known:
+            source = key.split("/", 1)[0]
+            if key in run.frame.columns:
+                known[key] = _cadence(run.series(key)[0])
+            elif source in run.validation:
+                known[key] = _cadence(run.validation[source]["step"].to_numpy())
+            else:
+                known[key] = 1
+        return known[key]
+
+    return [max((of(k) for k in f.metrics), default=1) for f in findings]
 
 
 #: the most threads the checks of one run are spread over: a check's work on a long run is polars' and

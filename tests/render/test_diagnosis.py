@@ -44,6 +44,8 @@ def test_notes_are_listed_after_the_warnings_and_leave_the_verdict_ok() -> None:
         "· L6 reasoning  \n"
         "  2 notes\n"
         "\n"
+        "✓ Nothing to act on: 1 check passed, 1 could not judge (skipped); 2 notes below could be better.\n"
+        "\n"
         "i NOTE    efficiency Low MFU  since step 1 (steps 1–300)\n"
         "    MFU is low: actor 19%.\n"
         "    → Raise the micro-batch size.\n"
@@ -65,6 +67,7 @@ def test_a_point_event_is_shown_at_its_steps_and_a_note_after_it() -> None:
         "· L6 reasoning  \n"
         "  1 warning · 1 note\n"
         "\n"
+        "Root cause — fix this first\n"
         "! WARN    L1         Gradient-norm spike  at steps 95, 140, 210\n"
         "    actor/grad_norm spiked 3 times.\n"
         "    → Inspect the rollouts of the spike steps.\n"
@@ -80,7 +83,7 @@ def test_chinese_words_for_a_note_and_for_point_events() -> None:
     text = render_diagnosis(_diagnosis(MFU, SPIKES), lang="zh", width=120)
     lines = text.splitlines()
     assert lines[0].endswith("结论：警告") and lines[2] == "  1 项警告 · 1 项提示"
-    assert lines[4] == "! 警告      L1         Gradient-norm spike（中）  第 95、140、210 步"
+    assert lines[4] == "根本原因——先处理这一项" and lines[5] == "! 警告      L1         Gradient-norm spike（中）  第 95、140、210 步"
     assert "i 提示      效率       Low MFU（中）  自第 1 步（1–300）" in lines  # the layer's code in Chinese too
     assert "    → Raise the micro-batch size.（中）" in lines
 
@@ -88,7 +91,7 @@ def test_chinese_words_for_a_note_and_for_point_events() -> None:
 def test_many_points_are_capped() -> None:
     many = _f("loss_jump", "L1", "warn", "Loss jump", "12 jumps.", onset_step=10, span=(10, 120),
               points=tuple(range(10, 130, 10)))
-    head = render_diagnosis(_diagnosis(many), width=120).splitlines()[4]
+    head = render_diagnosis(_diagnosis(many), width=120).splitlines()[5]
     assert head.endswith("Loss jump  at steps 10, 20, 30, 40, 50, 60, 70, 80 … 4 more")
     assert when_words(10, (10, 120), many.points) == {
         "en": "at steps 10, 20, 30, 40, 50, 60, 70, 80 … 4 more",
@@ -100,7 +103,7 @@ def test_many_points_are_capped() -> None:
 def test_all_lists_passed_and_skipped_after_the_notes() -> None:
     text = render_diagnosis(_diagnosis(MFU, ENTROPY, PASSK), show_all=True, width=120)
     heads = [line.split()[:2] for line in text.splitlines() if line[:2] in ("✗ ", "! ", "i ", "✓ ", "· ")]
-    assert heads == [["i", "NOTE"], ["✓", "OK"], ["·", "SKIPPED"]]
+    assert heads == [["✓", "Nothing"], ["i", "NOTE"], ["✓", "OK"], ["·", "SKIPPED"]]  # the healthy line first
 
 
 def test_markdown_lists_notes_with_their_advice_and_keeps_the_layer_ok() -> None:

@@ -16,6 +16,7 @@ from rich.text import Text
 from ..catalog import load_catalog
 from ..checks import FINDING_STATUSES, WORST_FIRST
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
+from .story import STORY_WORDS, healthy_words, print_consequences, story_markdown
 from .terminal import WIDTH, console
 
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
@@ -120,7 +121,8 @@ def layer_code(layer: str, lang: str) -> str:
 
 def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, color: bool = False,
                      width: int = WIDTH) -> str:
-    """The terminal view: the layers at a glance, then the worst findings first."""
+    """The terminal view: the layers at a glance, then the root cause with what followed under it, the other
+    problems worst first (each with its own consequences), the notes, and what passed."""
     buf = io.StringIO()
     con = console(buf, color, width)
     labels, words = _LABELS[lang], STATUS_WORDS[lang]
@@ -138,10 +140,22 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
     if counts:
         con.print(Text(f"  {counts}", style="dim"))
     con.print()
+    notes = [f for f in d.findings if f.status == "note"]
+    causes = d.causes()
+    if not causes:
+        note_words = count_words({"note": len(notes)}, lang)
+        con.print(Text(f"{_MARK['ok']} {healthy_words(d, lang, note_words)}", style="green"))
+        con.print()
+    codes = {layer: layer_code(layer, lang) for layer in READING_ORDER}
+    for i, cause in enumerate(causes):
+        if i < 2:
+            con.print(Text(STORY_WORDS[lang]["root" if i == 0 else "others"], style="bold underline"))
+        _print_finding(con, cause.finding, lang, labels, words, brief=True)
+        con.print(Text(f"    → {cause.finding.advice[lang]}", style="dim"))
+        print_consequences(con, cause, lang, _MARK, STATUS_STYLE, codes)
+        con.print()
     # notes come after what needs action, with their advice; they never change the verdict or the glance
-    shown = [f for f in d.findings if f.status in SHOWN]
-    shown.sort(key=lambda f: _RANK[f.status])  # stable: reading order kept within a status
-    for f in shown:
+    for f in notes:
         _print_finding(con, f, lang, labels, words)
     passed = [f for f in d.findings if f.status == "ok"]
     skipped = [f for f in d.findings if f.status == "skipped"]
@@ -203,11 +217,14 @@ def _evidence(ev: Any) -> str:
 
 
 def render_markdown(d: Diagnosis, lang: str = "en") -> str:
-    """A Markdown report to paste into an issue or send to a colleague."""
+    """A Markdown report to paste into an issue or send to a colleague: the root cause and what followed, the
+    other problems, the timeline, then every layer's findings."""
     words = STATUS_WORDS[lang]
     names = {k: v[1] if lang == "zh" else v[0] for k, v in LAYER_NAMES.items()}
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
+    notes = count_words({"note": sum(f.status == "note" for f in d.findings)}, lang)
     out = [f"# {d.path}", "", f"{_head(d, lang)} — **{words[d.verdict]}**", *([counts] if counts else []), "",
+           *story_markdown(d, lang, words, notes),
            "| " + ("层" if lang == "zh" else "layer") + " | " + ("结论" if lang == "zh" else "verdict") + " |",
            "|---|---|"]
     out += [f"| {names[layer]} | {_MARK[d.layers[layer]]} {words[d.layers[layer]]} |" for layer in READING_ORDER]

@@ -1,0 +1,13 @@
+"""The diagnosis as a careful colleague tells it: the root cause first, what followed under it, then the
+independent problems (DESIGN.md, "story").
+
+``links.toml`` holds the facts (which check's finding can explain which, and why, from the seeds' symptom
+table and the multi-scale view's mechanics); :func:`tell` reads the findings' onsets against them.
+"""
+
+from __future__ import annotations
+
+from .links import Link, Links, load_links, parse_links
+from .timeline import Event, Scale, Story, Told, tell
+
+__all__ = ["Event", "Link", "Links", "Scale", "Story", "Told", "load_links", "parse_links", "tell"]
