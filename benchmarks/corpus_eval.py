@@ -64,6 +64,28 @@ class Outcome:
     must_nots: int = 0
     alarms: list[Seen] = field(default_factory=list)  # warn/fail findings no label explains
     findings: list[Seen] = field(default_factory=list)
+    headline: Seen | None = None  # the root cause the diagnosis opens with
+    cards: int = 0  # warn/fail findings shown as cards of their own: the root causes (consequences sit under them)
+
+    @property
+    def headline_right(self) -> bool:
+        """The labelled root cause's family, with its onset in the window; "none" when nothing is to act on."""
+        want = self.label.get("headline", {})
+        if not want or self.error:
+            return False
+        if want["family"] == "none":
+            return self.headline is None
+        return self.headline is not None and self.headline.check in self.label_checks \
+            and _in_window(self.headline, want["onset"], self.first_step)
+
+    @property
+    def root_causes(self) -> int:
+        """How many root causes the label names: its headline and the independent ones."""
+        want = self.label.get("headline", {})
+        return 0 if not want or want["family"] == "none" else 1 + len(want.get("independent", []))
+
+    label_checks: tuple[str, ...] = ()
+    first_step: int | None = None
 
     @property
     def healthy(self) -> bool:
@@ -137,6 +159,14 @@ def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[st
     out.findings = [Seen(f.check, f.status, f.onset_step, tuple(f.points), f.title["en"])
                     for f in diagnosis.findings if f.status in ("note", "warn", "fail")]
     first = steps[0] if steps else 0
+    head = diagnosis.headline
+    if head is not None:
+        out.headline = Seen(head.finding.check, head.finding.status, head.onset_step, (), head.finding.title["en"])
+    out.cards = len(diagnosis.causes())
+    out.first_step = first
+    want = label.get("headline", {})
+    if want.get("family", "none") != "none":
+        out.label_checks = _checks_of(families, want["family"], run_id)
     explained: set[str] = set()
     for must in label.get("must_find", []):
         checks = _checks_of(families, must["family"], run_id)
@@ -172,6 +202,13 @@ class Figures:
     false_fail: int
     false_warn_per_healthy: float
     verdict_accuracy: float
+    #: the headline names the labelled root cause (its family, its onset in the window; none on a healthy run)
+    headline_right: float = 0.0
+    #: warn/fail cards (root causes shown on their own) per labelled root cause, on the unhealthy runs
+    cards_per_cause: float = 0.0
+    #: runs whose outcome clearly improved (label ``improved``), and how many of them the verdict fails
+    improved: int = 0
+    improved_fail: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -195,7 +232,15 @@ def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
         healthy=len(healthy), false_fail=false_fail,
         false_warn_per_healthy=false_warn / len(healthy) if healthy else 0.0,
         verdict_accuracy=sum(o.verdict == o.label["run"]["verdict"] for o in outcomes) / n if n else 0.0,
+        headline_right=sum(o.headline_right for o in outcomes) / n if n else 0.0,
+        cards_per_cause=_mean([o.cards / o.root_causes for o in outcomes if o.root_causes]),
+        improved=sum(bool(o.label["run"].get("improved")) for o in outcomes),
+        improved_fail=sum(bool(o.label["run"].get("improved")) and o.verdict == "fail" for o in outcomes),
     )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def per_check(outcomes: Sequence[Outcome], families: dict[str, tuple[str, ...]]) -> dict[str, dict[str, int]]:
@@ -229,12 +274,13 @@ def _pct(x: float) -> str:
 
 def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[str, ...]],
            misses: bool) -> str:
-    lines = [f"{'run':<58} {'read':<5} {'verdict':<13} {'found':<6} {'false':<5} {'must-not'}"]
+    lines = [f"{'run':<58} {'read':<5} {'verdict':<13} {'found':<6} {'false':<5} {'must-not':<9} {'head':<5} cards"]
     for o in outcomes:
         found = sum(h is not None for _, h, _ in o.found)
         verdict = f"{o.verdict or 'error'}/{o.label['run']['verdict']}"
         lines.append(f"{o.run_id[:58]:<58} {'yes' if o.read_right else 'NO':<5} {verdict:<13} "
-                     f"{found}/{len(o.found):<4} {len(o.alarms):<5} {len(o.violated)}/{o.must_nots}")
+                     f"{found}/{len(o.found):<4} {len(o.alarms):<5} {len(o.violated)}/{o.must_nots:<7} "
+                     f"{'yes' if o.headline_right else 'NO':<5} {o.cards}/{o.root_causes}")
     lines += ["", f"runs: {fig.runs}" + (f" ({fig.left_out} left out: ../shared/fixtures/real/ absent)"
                                           if fig.left_out else ""),
               f"read right: {_pct(fig.read_right)}",
@@ -242,7 +288,11 @@ def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[
               f"must-nots avoided: {_pct(fig.must_nots_avoided)} of {fig.must_nots}",
               f"false fail on healthy runs: {fig.false_fail}; false warn per healthy run: "
               f"{fig.false_warn_per_healthy:.2f} ({fig.healthy} healthy runs)",
-              f"verdict accuracy: {_pct(fig.verdict_accuracy)}", "",
+              f"verdict accuracy: {_pct(fig.verdict_accuracy)}",
+              f"headline right (root-cause family, onset in window; none on healthy runs): "
+              f"{_pct(fig.headline_right)}",
+              f"warn/fail cards per labelled root cause (unhealthy runs): {fig.cards_per_cause:.2f}",
+              f"fail verdicts on runs whose outcome clearly improved: {fig.improved_fail} of {fig.improved}", "",
               f"{'check':<28} {'precision':>10} {'tp':>4} {'fp':>4} {'found':>6}"]
     for check, row in per_check(outcomes, families).items():
         tp, fp = row.get("tp", 0), row.get("fp", 0)
@@ -265,6 +315,10 @@ def _misses(outcomes: Iterable[Outcome]) -> list[str]:
         rows += [f"  read {k}: label {a!r}, rlvitals {b!r}" for k, (a, b) in o.read.items() if a != b]
         if o.verdict and o.verdict != o.label["run"]["verdict"]:
             rows.append(f"  verdict: label {o.label['run']['verdict']}, rlvitals {o.verdict}")
+        want = o.label.get("headline", {})
+        if want and not o.headline_right and not o.error:
+            said = "none" if o.headline is None else f"{o.headline.check} {o.headline.status} {o.headline.when()}"
+            rows.append(f"  headline: label {want['family']} in {want.get('onset', '-')}, rlvitals {said}")
         for must, hit, strong in o.found:
             if hit is None:
                 where = "; raised " + ", ".join(f"{s.check} {s.status} {s.when()}" for s in strong) if strong else ""
@@ -309,7 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               "verdict": o.verdict,
                                               "found": [h is not None for _, h, _ in o.found],
                                               "false_alarms": [f"{s.check}:{s.status}" for s in o.alarms],
-                                              "violated": len(o.violated)} for o in outcomes}}, indent=1))
+                                              "violated": len(o.violated), "headline_right": o.headline_right,
+                                              "headline": None if o.headline is None else o.headline.check,
+                                              "cards": o.cards, "root_causes": o.root_causes}
+                                   for o in outcomes}}, indent=1))
     else:
         print(render(outcomes, fig, load_families(), args.misses))
     return 0

@@ -20,8 +20,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import corpus_eval  # noqa: E402
 
 #: measured on the 73 runs (14 from ../shared/fixtures/real, 59 copied into the corpus)
-PINNED = {"runs": 73, "read_right": 1.0, "recall": 0.92, "must_nots_avoided": 0.995, "verdict_accuracy": 0.917}
+PINNED = {"runs": 73, "read_right": 1.0, "recall": 0.92, "must_nots_avoided": 0.995, "verdict_accuracy": 0.917,
+          # issue 34: the headline names the labelled root cause (family and onset window; none on a healthy run)
+          "headline_right": 0.90}
 MAX_FALSE_WARN_PER_HEALTHY = 0.0
+#: warn/fail cards shown on their own (root causes; consequences sit under them) per labelled root cause
+MAX_CARDS_PER_CAUSE = 1.5
+#: fail verdicts on runs whose outcome clearly improved (label improved = true)
+MAX_IMPROVED_FAIL = 2
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +42,12 @@ def figures() -> dict[str, float]:
 
 def test_the_corpus_figures_hold(figures: dict[str, float]) -> None:
     assert figures["runs"] >= PINNED["runs"] and figures["left_out"] == 0
-    for key in ("read_right", "recall", "must_nots_avoided", "verdict_accuracy"):
+    for key in ("read_right", "recall", "must_nots_avoided", "verdict_accuracy", "headline_right"):
         assert figures[key] >= PINNED[key], (key, figures[key])
     assert figures["false_fail"] == 0
     assert figures["false_warn_per_healthy"] <= MAX_FALSE_WARN_PER_HEALTHY
+    assert figures["cards_per_cause"] <= MAX_CARDS_PER_CAUSE, figures["cards_per_cause"]
+    assert figures["improved_fail"] <= MAX_IMPROVED_FAIL and figures["improved"] >= 40, figures
 
 
 def test_the_corpus_is_large_varied_and_sourced() -> None:
@@ -55,6 +63,18 @@ def test_the_corpus_is_large_varied_and_sourced() -> None:
         if str(label["run"]["input"]).startswith("shared:"):
             continue
         source = corpus_eval.tomllib.loads((folder / "source.toml").read_text(encoding="utf-8"))
+        if "made_by" in source:
+            # made here (corpus/README.md, "Runs made here"): the script that made it is in the repository,
+            # the command reruns it, and the bytes are those the script saved
+            import hashlib
+
+            assert (ROOT / source["made_by"]).is_file() and source["made_by"] in source["command"], run_id
+            assert source["file"], run_id
+            for entry in source["file"]:
+                data = (folder / entry["saved_as"]).read_bytes()
+                assert hashlib.sha256(data).hexdigest() == entry["sha256"], (run_id, entry["saved_as"])
+                assert len(data) == entry["bytes"], (run_id, entry["saved_as"])
+            continue
         assert source["repository"] and len(source["commit"]) == 40 and source["licence"], run_id
         for entry in source["file"]:
             assert (folder / entry["saved_as"]).stat().st_size == entry["bytes"], run_id
@@ -118,6 +138,20 @@ def test_an_unlabelled_warning_is_a_false_alarm_and_a_must_not_is_counted() -> N
     assert named.must_nots == 1 and named.violated, "a fail on this run breaks a '*' fail must-not"
     explained = _score(may_find=[{"family": f, "why": "w"} for f in corpus_eval.load_families()])
     assert explained.alarms == []
+
+
+def test_the_headline_counts_only_its_family_in_its_window() -> None:
+    """The zero-gradient DPO run: grad_norm is exactly 0 on every step (the story's root cause, with the flat
+    loss and margins under it)."""
+    def head(**headline: object) -> corpus_eval.Outcome:
+        return _score(headline={"consequences": [], "why": "w", **headline})
+
+    assert head(family="grad_vanishing", onset=[1, 5]).headline_right
+    assert not head(family="grad_vanishing", onset=[20, 30]).headline_right, "right family, wrong onset"
+    assert not head(family="kl_high", onset=[1, 5]).headline_right, "another family"
+    assert not head(family="none").headline_right, "a run with a root cause is not 'none'"
+    named = head(family="grad_vanishing", onset=[1, 5], independent=["pref_margins"])
+    assert named.root_causes == 2 and named.cards >= 1
 
 
 def test_an_unknown_family_in_a_label_is_refused() -> None:

@@ -29,7 +29,9 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
     "trl-unsloth__notebooks__Qwen2_5_7B_VL_GRPO.training_table.csv":
         ("ok", {("kl_jump", "note"): 75, ("reward_std_collapse", "note"): 3}),
     "trl-unsloth__notebooks__gpt_oss_20B_Reinforcement_Learning_2048_Game_BF16.training_table.csv":
-        ("warn", {("kl_band", "warn"): 35, ("kl_jump", "warn"): 56, ("kl_shape", "warn"): 236,
+        # kl_shape: the KL holds ~0.3 from step 80 to 260 (rolling level 0.23-0.34) and leaves it at 265-269
+        # (0.61, 0.72): the runaway starts there, not at the 236 a hinge fitted to the whole run gave
+        ("warn", {("kl_band", "warn"): 35, ("kl_jump", "warn"): 56, ("kl_shape", "warn"): 266,
                   ("reward_std_collapse", "warn"): 4}),
     "trl__UnslothGRPO__checkpoint-250_trainer_state.json":
         ("warn", {("grad_norm_spike", "note"): 84, ("kl_jump", "warn"): 206, ("reward_std_collapse", "note"): 1}),

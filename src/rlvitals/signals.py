@@ -158,11 +158,11 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
         return None
     best = max(found, key=lambda se: float(np.max(np.abs(z[se[0] : se[1] + 1]))))
     start, end = best
-    change = _change_point(x, max(window, start - window), min(n - window, end + 1), window)
+    change = change_point(x, max(window, start - window), min(n - window, end + 1), window)
     return Event(change, end, change, float(after_med[change]), float(before_med[change]), float(z[change]))
 
 
-def _change_point(x: np.ndarray, lo: int, hi: int, window: int) -> int:
+def change_point(x: np.ndarray, lo: int, hi: int, window: int) -> int:
     """Where in ``[lo, hi)`` the mean of the ``window`` values after differs most from the
     mean of the ``window`` before — sharp at the true change, unlike medians' flat top."""
     if hi <= lo:

@@ -71,7 +71,7 @@ def test_findings_follow_the_reading_order() -> None:
     assert list(js["layers"]) == list(READING_ORDER) and js["verdict"] == "fail"
     for f in js["findings"]:
         assert set(f) == {"check", "layer", "status", "title", "message", "metrics", "onset_step", "span",
-                          "points", "evidence", "advice"}
+                          "points", "template", "evidence", "advice"}
 
 
 def test_a_metric_logged_too_few_times_is_not_called_missing() -> None:

@@ -526,3 +526,23 @@ def test_entropy_coming_back_down_after_a_surge_is_no_collapse() -> None:
     surge, a must-find) then 7.0 -> 2.25 at step 110: a fall, but to far above where the run started."""
     d = diagnose(corpus_run("trlconsole__nips-grpo-dynamics__qwen25-7b-grpo-entropy-blowup"))
     assert finding(d, "entropy_collapse").status == "ok" and finding(d, "entropy_surge").status == "fail"
+
+
+def test_truncation_that_comes_back_above_the_level_is_one_finding_to_the_end() -> None:
+    """The ReTool run whose answers grow to the 8096-token cap: clip_ratio first above 0.1 at steps 84-103,
+    then again on 99 % of the steps from 150 (labels.toml quotes the raw values). The finding runs from the
+    first stretch to the last one, not only over the first."""
+    d = diagnose(corpus_run("verl__agent-opd__qwen2.5-3b-tokenkl0.02-truncation"))
+    f = finding(d, "response_clip_high")
+    assert f.status == "warn" and f.onset_step == 84 and f.span == (84, 238)
+    assert f.message["en"].startswith("From step 84 to 238 (155 steps)")
+
+
+def test_an_entropy_climb_that_came_back_ends_where_it_fell_below_its_rise() -> None:
+    t = np.arange(300)
+    # 0.4 nats → 1.0 at step 120 → back to 0.5: still 1.25× the start at the end, below the 1.3× of a rise
+    bump = 1.0 + 1.5 * np.exp(-(((t - 120) / 40.0) ** 2)) + 0.25 * (t > 120)
+    s = {"actor/entropy": 0.4 * bump * np.exp(rng(3).normal(0, 0.02, 300)), "critic/score/mean": np.linspace(0.2, 0.6, 300)}
+    o = [o for o in outcomes(make_run(s, config={"algorithm.adv_estimator": "grpo"}), "entropy_surge")][0]
+    assert (o.status, o.template) == ("warn", "climb"), o
+    assert o.span is not None and 150 <= o.span[1] <= 200, o.span  # not the run's last step

@@ -359,3 +359,19 @@ def test_gpt_oss_two_rollout_sigma_is_dead_steps_not_a_collapse(real: Path) -> N
     f = finding(diagnose(run), "reward_std_collapse")
     assert f.status == "warn" and "exactly 0" in f.message["en"]
     assert f.evidence["zero_steps"] == pytest.approx(0.45, abs=0.01)
+
+
+def test_zero_variance_is_dated_where_its_lasting_regime_starts() -> None:
+    """The 7B entropy blow-up (TRL console, every 5 steps): a competent start whose groups are nearly all
+    right (frac_reward_zero_std 0.8-1.0 at steps 5-20, reward 0.825-0.95), then a broken policy whose groups
+    are all wrong (reward 0 from step 30, share 1.0): one stretch above the level, two opposite conditions.
+    The lasting one starts at the break, not at step 5 (which a healthy competent run shows too)."""
+    run = corpus_run("trlconsole__nips-grpo-dynamics__qwen25-7b-grpo-entropy-blowup")
+    d = diagnose(run)
+    groups, spread = finding(d, "zero_variance_groups"), finding(d, "reward_std_collapse")
+    assert groups.status == "fail" and 25 <= groups.onset_step <= 30, groups.onset_step
+    assert spread.status == "fail" and 25 <= spread.onset_step <= 30, spread.onset_step
+    # without the reward's move the stretch is one regime, dated where it starts
+    steady = make_run({"group/zero_std/share": np.full(100, 0.9), "critic/score/mean": np.full(100, 0.95)},
+                      config={"algorithm.adv_estimator": "grpo"})
+    assert finding(diagnose(steady), "zero_variance_groups").onset_step == 1

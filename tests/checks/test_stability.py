@@ -334,6 +334,9 @@ def test_kl_below_the_band_warns_only_with_a_flat_reward() -> None:
     for factor in (1e-3, 1.0, 1e3):  # the reward's scale does not matter
         o = one(ppo_with_kl(kl, flat * factor), "kl_band")
         assert (o.status, o.template) == ("warn", "warn_low")
+        # a KL that never left ~0 has not moved from the first step: dated there (not after the first tenth,
+        # which is only left out of the share), over the whole run
+        assert (o.onset_step, o.span) == (1, (1, 300))
         assert one(ppo_with_kl(kl, rising * factor), "kl_band").template == "ok_low"
 
 
@@ -395,6 +398,17 @@ def test_runaway_kl_found_at_its_bend() -> None:
     mild["actor/kl_loss"] = mild["actor/kl_loss"] * np.exp(np.clip(np.arange(300) - 150, 0, None) / 80.0)
     o = one(mild, "kl_shape")
     assert (o.status, o.template) == ("warn", "runaway") and near(o.onset_step, 151, 25)
+
+
+def test_a_kl_that_held_its_level_then_ran_away_is_dated_where_it_left_it() -> None:
+    """The corpus's KL-in-reward run, in shape: a penalty measured against another model holds ~0.55 (it
+    starts there), then runs away from step 32. The words do not call a first half that did not rise a "rise"
+    (the fit of a hinge to the whole run dated it at 21)."""
+    t = np.arange(60)
+    kl = np.where(t < 31, 0.53, 0.53 * np.exp(np.minimum(t - 30, 6) * 0.23)) * np.exp(noise(60, 0.03, 1))
+    o = one({"actor/reward_kl_penalty": kl, "critic/score/mean": np.full(60, -0.5) + noise(60, 0.02)}, "kl_shape")
+    assert (o.status, o.template) == ("warn", "runaway_flat") and near(o.onset_step, 32, 1), o
+    assert "held its level through the first half" in CHECKS["kl_shape"].en.messages["runaway_flat"]
 
 
 def test_kl_falling_back_to_zero_warns() -> None:
@@ -686,6 +700,8 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
     for factor in (1 / 12.0, 1 / 80.0):
         add("kl_shape", {"actor/kl_loss": k["actor/kl_loss"] * np.exp(np.clip(t - 150, 0, None) * factor)})
     add("kl_shape", {"actor/kl_loss": k["actor/kl_loss"] * np.where(t >= 200, 0.05, 1.0)})
+    held = np.where(t < 200, 0.5, 0.5 * np.exp(np.minimum(t - 199, 30) * 0.1)) * np.exp(noise(300, 0.03, 2))
+    add("kl_shape", {"actor/reward_kl_penalty": held, "critic/score/mean": np.full(300, -0.5) + noise(300, 0.02)})
     for cid in ("clipfrac_high", "clipfrac_low", "clipfrac_lower"):
         add(cid, g)
     for start, stop, plus in ((149, 300, 0.4), (149, 169, 0.35), (199, 203, 0.45)):

@@ -77,6 +77,11 @@ def test_an_unknown_timing_or_field_is_refused() -> None:
     _refused(r"cause = 'kl_jump'; expected a list of names", lambda d: d["link"][0].update(cause="kl_jump"))
 
 
+def test_a_cause_status_other_than_warn_or_fail_is_refused() -> None:
+    _refused(r"cause_status = \['note'\]; expected warn and/or fail",
+             lambda d: d["link"][0].update(cause_status=["note"]))
+
+
 def test_a_broken_tolerance_is_refused() -> None:
     _refused(r"\[timing\] steps = -1, share = 0.03", lambda d: d["timing"].update(steps=-1))
     _refused(r"\[timing\] steps = 3, share = 1.5", lambda d: d["timing"].update(share=1.5))

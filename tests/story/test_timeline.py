@@ -140,3 +140,36 @@ def test_a_real_kl_in_reward_explosion_is_one_root_cause_with_its_consequences(r
     moments = d.timeline
     assert [m.step for m in moments] == sorted(m.step for m in moments)
     assert all(m.because is not None and m.because["zh"] for m in moments if m.caused_by is not None)
+
+
+def test_a_later_reading_never_takes_an_event_from_its_earlier_cause() -> None:
+    """The 3B KL-in-reward run: the KL's runaway is dated at 32, the answers collapse at 34, the gradient
+    explodes at 35. The explosion could explain the KL (dated 3 steps after it, within the tolerance), but the
+    KL explains the answers and they the gradient: causes dated before their effects are settled first."""
+    found = [F("kl_shape", "warn", 32, (32, 59), metrics=KL_IN_REWARD, template="runaway_flat"),
+             F("response_length_collapse", "fail", 34, (34, 59)),
+             F("grad_norm_explosion", "fail", 35, (35, 59), template="fail")]
+    story = tell(found, Scale(1, 59))
+    assert story.headline is not None and story.headline.check == "kl_shape" and len(story.roots) == 1
+    by = {e.check: story.events[e.caused_by].check for e in story.events if e.caused_by is not None}
+    assert by == {"response_length_collapse": "kl_shape", "grad_norm_explosion": "response_length_collapse"}
+
+
+def test_a_link_can_ask_how_bad_the_cause_is() -> None:
+    """Entropy that surged and came most of the way back (a warning) does not drive the answers to the cap;
+    one that blew up and stayed up (a failure) does."""
+    clip = F("response_clip_high", "warn", 30, (30, 100), template="warn")
+    came_back = F("entropy_surge", "warn", 20, (20, 100), template="climb")
+    blew_up = F("entropy_surge", "fail", 20, (20, 100), template="climb")
+    assert all(e.caused_by is None for e in tell([came_back, clip], Scale(1, 100)).events)
+    assert tell([blew_up, clip], Scale(1, 100)).headline.check == "entropy_surge"
+
+
+def test_between_equals_the_problem_still_going_on_is_the_headline() -> None:
+    over = F("entropy_surge", "warn", 24, (24, 150), template="climb")
+    going_on = F("response_clip_high", "warn", 84, (84, 238), template="warn")
+    story = tell([over, going_on], Scale(1, 238))
+    assert [story.events[r].check for r in story.roots] == ["response_clip_high", "entropy_surge"]
+    both = F("entropy_surge", "warn", 24, (24, 238), template="climb")
+    story = tell([both, going_on], Scale(1, 238))
+    assert story.headline.check == "entropy_surge", "then the earliest"

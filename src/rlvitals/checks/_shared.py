@@ -65,8 +65,15 @@ def _jump_outcome(s: Series, jumps: list[signals.Jump], status: Status, extra: M
               "worst": worst.value, "worst_step": s.step(worst.peak), "worst_ratio": worst.ratio, **extra}
     template = ("shift" if first.stayed else "spike") + ("s" if len(jumps) > 1 else "")
     threshold = extra["ratio_threshold"] * first.before if "ratio_threshold" in extra else None
+    last = jumps[-1]
+    end = last.end
+    # a jump that stayed up lasts as long as the level holds at least half way up, not only while it jumped
+    if last.stayed and np.isfinite(last.after) and last.after > last.before:
+        tail = float(np.median(s.values[-max(3, len(s) // 20):]))
+        if tail >= (last.before + last.after) / 2:
+            end = len(s) - 1
     return Outcome(status, template, values, onset_step=s.step(first.start),
-                   span=(s.step(first.start), s.step(jumps[-1].end)), metrics=(s.key,),
+                   span=(s.step(first.start), s.step(end)), metrics=(s.key,),
                    evidence={"baseline": first.before, "peak": first.value, "after": first.after,
                              "ratio": first.ratio, "score": first.score,
                              "threshold": threshold, "threshold_sd": extra["k"],

@@ -208,7 +208,14 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         climbed = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
         # doubled and still doubled at the end fails; a climb that came most of the way back warns
         status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
-        return [Outcome(status, "climb", climbed, onset, (onset, s.step(len(x) - 1)),
+        # it lasts while the level stays above the rise that makes it a finding: one that came back below it ends
+        # there, not at the run's end
+        held = signals.rolling_level(x, max(5, len(x) // 10)) >= (1 + p["rise"]) * start
+        up = np.flatnonzero(held[at:])
+        top = at + int(up[0]) if len(up) else at
+        back = np.flatnonzero(~held[top:])
+        end = top + int(back[0]) - 1 if len(back) and not held[-1] else len(x) - 1
+        return [Outcome(status, "climb", climbed, onset, (onset, s.step(max(end, at))),
                         (s.key,), {"baseline": start, "value": level, "ratio_at_end": still,
                                    "threshold": (1 + p["rise"]) * start})]
     events = [e for e in signals.spikes(x, window=p["spike_window"], k=p["spike_k"], direction="up",
@@ -287,13 +294,15 @@ def entropy_clip_joint(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def _share_check(s: Series, p: Mapping[str, Any], limit: Any = None, prefix: str = "") -> list[Outcome]:
     """A share that should stay near 0 (truncation, aborted samples), read as a sustained
-    level: warn at ``warn``, fail at ``fail`` for ``min_steps`` steps. Templates are
-    ``{prefix}ok|warn|fail``."""
+    level: warn at ``warn``, fail at ``fail`` for ``min_steps`` steps, from the first such stretch to the
+    end of the last. Templates are ``{prefix}ok|warn|fail``."""
     level = signals.rolling_level(s.values, p["window"])
     for status in VERDICT_STATUSES:
         found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=p["min_steps"])
         if found:
-            a, b = found[0]
+            # from the first stretch above the level to the end of the last: a share that comes back above it
+            # is the same problem going on (the level quoted is the share's median over that whole span)
+            a, b = found[0][0], found[-1][1]
             peak = float(level[a : b + 1].max())
             values = {"metric": s.key, "onset": s.step(a), "end": s.step(b), "steps": s.step(b) - s.step(a) + 1,
                       "level": float(np.median(s.values[a : b + 1])), "peak": peak, "threshold": p[status],

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import CheckFn, Outcome, RunView, Series
+from ._base import CheckFn, Outcome, RunView, Series, Status
 
 #: veRL's top-level timers inside ``timing_s/step`` (sub-timers such as generate_sequences or
 #: reshard are nested in gen and are left out so shares do not double count)
@@ -316,8 +316,8 @@ def _cap_note(view: RunView, key: str, cap_keys: tuple[str, ...]) -> tuple[str, 
 
 def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Growing memory pressure (seed-000 §12 "显存 OOM": global_seqlen/max, then response_length/max
-    and prompt_length/max): the heaviest rank's tokens or the peak memory growing by ``growth``
-    or more warns. Lengths at max_response_length / max_prompt_length are bounded by the config
+    and prompt_length/max): the peak memory growing by ``growth`` or more warns; the heaviest rank's
+    tokens growing as much, with no memory logged, is a note. Lengths at max_response_length / max_prompt_length are bounded by the config
     (the worst case is already reached and fits), so they are reported, not warned about."""
     response, at_cap, reached = _cap_note(view, "response_length/max",
                                           ("max_response_length", "max_completion_length", "generate_max_len"))
@@ -335,7 +335,10 @@ def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         onset = _growth(s, p)
         if onset is not None:
             gv = v | {"metric": key, "first": first, "last": last, "step": onset}
-            out.append(Outcome("warn", template, gv, onset_step=onset, span=(onset, s.step(-1)),
+            # tokens per rank say how the load grows, not how close the memory is to its end: without a memory
+            # reading the growth is an advisory (a note, read with the response lengths that drive it)
+            status: Status = "warn" if template == "memory" else "note"
+            out.append(Outcome(status, template, gv, onset_step=onset, span=(onset, s.step(-1)),
                                metrics=(key, "response_length/max", "prompt_length/max"),
                                evidence=gv | {"baseline": first, "value": last, "threshold": p["growth"]}))
     if out:

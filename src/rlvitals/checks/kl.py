@@ -251,8 +251,11 @@ def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarra
         return Outcome("skipped", "low_no_reward", values, metrics=metrics)
     rose, r0, r1 = _improving(r.values)
     values |= {"reward": r.key, "r_first": r0, "r_last": r1}
+    # a KL that never left ~0 has not moved from the first step: that is where the problem starts (the first
+    # tenth is only skipped in measuring the share, since every KL starts at 0)
     return Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
-                   onset_step=None if rose else s.step(b), metrics=(*metrics, r.key),
+                   onset_step=None if rose else s.step(0), span=None if rose else s.span(0, n - 1),
+                   metrics=(*metrics, r.key),
                    evidence={"level": values["level"], "threshold": p["low"], "share_below": below_share,
                              "reward_first": r0, "reward_last": r1})
 
@@ -278,6 +281,22 @@ def _seq_scale(s: Series, metrics: tuple[str, ...], p: Mapping[str, Any]) -> Out
                              "threshold": p["seq_growth"] * early})
 
 
+def _runaway_onset(x: np.ndarray, level: np.ndarray, mid: float, window: int) -> int:
+    """The first step of a KL's runaway: after the level was last at its mid-run value (the median of the run's
+    middle tenth) — from there it only went up —, the first value above it and its noise within half a level
+    window (the level, a centred median, moves when most of its window has). A hinge fitted to the whole run puts the bend of
+    a rise that levels off at the top ten steps early (step 21 for the corpus's KL-in-reward run whose penalty
+    holds 0.51-0.57 until step 31 and reads 0.67 at 32), and a KL that starts at 0 rises fast at first, which is
+    no runaway."""
+    below = np.flatnonzero(level <= mid)
+    at = min(len(level) - 1, int(below[-1]) + 1) if len(below) else 0
+    # a value counts as up once it clears the plateau's own noise (0.565 after 0.47-0.54 is still the plateau)
+    top = mid + 2 * signals.noise_scale(x[:at]) if at >= 3 else mid
+    lo, hi = max(1, at - window // 2), min(len(x), at + window // 2 + 1)
+    ups = [i for i in range(lo, hi) if x[i] > top >= x[i - 1]]
+    return ups[0] if ups else at
+
+
 def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The KL-to-reference trajectory (seed-000 §2.4 "KL 应该缓慢、稳定地增长"; seed-004 §二 "轨迹
     形状非常能说明问题"): runaway growth — the second half adds ``accel``× what the first half did
@@ -300,10 +319,13 @@ def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         if ref.per_token and ref.offset is None and last <= p["high"]:
             return [Outcome("ok", "ok_in_band", values, metrics=ref.metrics)]
         level = signals.rolling_level(x, _level_window(n))
-        knee = _knee(np.log(np.maximum(level, max(floor, 1e-2 * abs(mid)))))
+        knee = _runaway_onset(x, level, mid, _level_window(n))
         status: Status = "fail" if values["growth"] >= p["fail_growth"] else "warn"
         values |= {"step": s.step(knee), "knee_level": float(level[knee])}
-        return [Outcome(status, "runaway", values, onset_step=s.step(knee), span=s.span(knee, n - 1),
+        # a first half that did not rise (mid-run within 10 % of the start) has no rise to be a multiple of: its
+        # words say it held its level
+        template = "runaway_flat" if early <= max(floor, 0.1 * abs(first)) else "runaway"
+        return [Outcome(status, template, values, onset_step=s.step(knee), span=s.span(knee, n - 1),
                         metrics=ref.metrics, evidence={"first": first, "mid": mid, "last": last,
                                                        "accel": values["accel"], "growth": values["growth"],
                                                        "threshold_accel": p["accel"],

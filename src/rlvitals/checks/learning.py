@@ -67,11 +67,34 @@ def _fall(x: np.ndarray, p: Mapping[str, Any]) -> tuple[signals.Event, float] | 
     return event, min(event.score, 1 - after / before if before > 0 else 0.0)
 
 
+def _last_regime(view: RunView, s: Series, a: int, b: int) -> int:
+    """Where the lasting regime of a zero-variance stretch ``a..b`` (indexes of ``s``) starts: groups all
+    correct and groups all wrong are opposite conditions, and when the mean reward moves across most of its
+    range inside the stretch (a competent start at 0.9 whose groups are all right, then a broken policy at 0
+    whose groups are all wrong) the stretch that lasts is the one after that move. ``a`` when the reward
+    holds its level, or was not logged."""
+    reward = reward_of(view)
+    if reward is None:
+        return a
+    keep = (reward.steps >= s.step(a)) & (reward.steps <= s.step(b))
+    x, steps = reward.values[keep], reward.steps[keep]
+    window = max(2, len(x) // 10)
+    if len(x) < 2 * window + 2:
+        return a
+    cut = signals.change_point(x, window, len(x) - window, window)
+    before, after = _med(x[:cut]), _med(x[cut:])
+    spread = float(np.max(x) - np.min(x))
+    if spread <= 0 or abs(after - before) < 0.5 * spread:
+        return a
+    later = np.flatnonzero(s.steps >= steps[cut])
+    return int(later[0]) if len(later) and later[0] <= b else a
+
+
 def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of prompt groups whose rollouts all got the same reward (σ_G = 0) held at ``warn`` /
     ``fail`` for ``min_steps`` and ``held_share`` of the run (seed-004 §四: such prompts are sampled for
     nothing — every advantage is 0; DAPO's dynamic sampling drops them). Split into too easy and too hard
-    (seed-004 §五)."""
+    (seed-004 §五), dated where the lasting regime of the stretch starts (:func:`_last_regime`)."""
     s = view.series("group/zero_std/share")
     if s is None:
         return []
@@ -82,6 +105,7 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         if not found:
             continue
         a, b = found[0]
+        a = _last_regime(view, s, a, b)
         first, last = s.step(a), s.step(b)
         share = float(np.median(s.values[a : b + 1]))
         template, split = _split(view, first, last, share, p)
@@ -132,7 +156,8 @@ def _dead_steps(view: RunView, s: Series, values: dict[str, Any], p: Mapping[str
 def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """σ_G (or the batch reward std) fallen by ``warn_drop`` / ``fail_drop`` from its own earlier
     peak level (10-step medians) to its level over the last ``tail`` of the run: the learning
-    signal is vanishing, whatever the reward's units."""
+    signal is vanishing, whatever the reward's units. Dated where the lasting regime starts (a spread lost
+    to a solved batch, then to a broken policy, is dated at the break: :func:`_last_regime`)."""
     s = view.first("group/reward_std/mean", "critic/score/std")
     if s is None:
         return []
@@ -146,7 +171,7 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if found is None or found[1] < p["warn_drop"]:
         return _dead_steps(view, s, values, p)
     event, score = found
-    onset, peak_step = s.step(event.start), s.step(event.peak)
+    onset, peak_step = s.step(_last_regime(view, s, event.start, len(s) - 1)), s.step(event.peak)
     status = severity(score >= p["fail_drop"])
     values.update(onset=onset, peak_step=peak_step, peak=event.baseline, value=event.value, drop=event.score)
     template, metrics = "fall", [s.key]

@@ -19,14 +19,16 @@ __all__ = ["Link", "Links", "Timing", "load_links", "parse_links"]
 
 Timing = Literal["during", "same_step"]
 _TIMINGS: tuple[Timing, ...] = ("during", "same_step")
-_KNOWN = {"id", "cause", "effect", "cause_metrics", "cause_templates", "effect_templates", "timing", "seed", "en", "zh"}
+_KNOWN = {"id", "cause", "effect", "cause_metrics", "cause_templates", "effect_templates", "cause_status", "timing",
+          "seed", "en", "zh"}
 
 
 @dataclass(frozen=True)
 class Link:
     """One mechanism: a finding of a ``cause`` check explains a finding of an ``effect`` check, when the
     evidence it names is there (the cause is about one of ``cause_metrics``; the findings' templates are
-    among ``cause_templates`` / ``effect_templates``; an empty tuple asks for nothing)."""
+    among ``cause_templates`` / ``effect_templates``; the cause's status is among ``cause_status``; an empty
+    tuple asks for nothing)."""
 
     id: str
     cause: tuple[str, ...]
@@ -37,6 +39,7 @@ class Link:
     cause_templates: tuple[str, ...] = ()
     effect_templates: tuple[str, ...] = ()
     seed: str = ""
+    cause_status: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,12 @@ def _link(raw: Mapping[str, Any], checks: Mapping[str, Iterable[str]]) -> Link:
         raise CatalogError(f"story links: {where} timing = {timing!r}; expected one of {list(_TIMINGS)}")
     if not raw.get("en") or not raw.get("zh"):
         raise CatalogError(f"story links: {where} needs its words in English (en) and Chinese (zh)")
+    status = _strings(raw, "cause_status", where)
+    if not set(status) <= {"warn", "fail"}:
+        raise CatalogError(f"story links: {where} cause_status = {list(status)}; expected warn and/or fail")
     return Link(lid, cause, effect, {"en": str(raw["en"]), "zh": str(raw["zh"])}, timing,
                 _strings(raw, "cause_metrics", where), _strings(raw, "cause_templates", where),
-                _strings(raw, "effect_templates", where), str(raw.get("seed", "")))
+                _strings(raw, "effect_templates", where), str(raw.get("seed", "")), status)
 
 
 def parse_links(data: Mapping[str, Any]) -> Links:

@@ -110,6 +110,8 @@ def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: 
     c, e = found[cause.finding], found[effect.finding]
     if link.cause_metrics and not set(link.cause_metrics) & set(c.metrics):
         return False
+    if link.cause_status and c.status not in link.cause_status:
+        return False
     if (link.cause_templates and c.template not in link.cause_templates) or (
             link.effect_templates and e.template not in link.effect_templates):
         return False
@@ -119,14 +121,15 @@ def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: 
 
 
 def _cause(effect: int, events: Sequence[Event], parent: Sequence[int | None], found: Sequence[Told], scale: Scale,
-           links: Links, resolution: Sequence[int]) -> tuple[int, Link] | None:
+           links: Links, resolution: Sequence[int], later: bool) -> tuple[int, Link] | None:
     """The event that explains event ``effect`` best: of those a link joins to it with its evidence in place,
     and that it does not itself explain (a story never goes round a feedback loop), the nearest before it —
-    the most proximate cause, so a chain reads KL → length → entropy, not KL → entropy."""
+    the most proximate cause, so a chain reads KL → length → entropy, not KL → entropy. Causes dated after the
+    effect (within the tolerance) are looked at only with ``later``."""
     e = events[effect]
     best: tuple[tuple[int, int], int, Link] | None = None
     for i, cause in enumerate(events):
-        if i == effect or _explains(effect, i, parent):
+        if i == effect or _explains(effect, i, parent) or (cause.step > e.step and not later):
             continue
         tol = scale.tolerance(links, resolution[cause.finding], resolution[e.finding])
         near = max(scale.cadence, resolution[cause.finding], resolution[e.finding])
@@ -177,18 +180,24 @@ def tell(found: Sequence[Told], scale: Scale, resolution: Sequence[int] | None =
                  key=lambda e: (e.step, e.finding))
     parent: list[int | None] = [None] * len(raw)
     chosen: list[Link | None] = [None] * len(raw)
-    for effect in range(len(raw)):
-        cause = _cause(effect, raw, parent, found, scale, links, resolution)
-        if cause is not None:
-            parent[effect], chosen[effect] = cause
+    # causes dated at or before their effect first, over the whole run; only then, for what is still unexplained,
+    # a cause a detector dated a little after it — so a late reading can never take an event from its real cause
+    for later in (False, True):
+        for effect in range(len(raw)):
+            if parent[effect] is None:
+                cause = _cause(effect, raw, parent, found, scale, links, resolution, later)
+                if cause is not None:
+                    parent[effect], chosen[effect] = cause
     events = [Event(e.finding, e.check, e.status, e.step, e.end, e.points, parent[i], chosen[i])
               for i, e in enumerate(raw)]
     story = Story(tuple(events), ())
     roots = [i for i, e in enumerate(events) if e.caused_by is None]
 
-    def rank(i: int) -> tuple[int, int, int, int, int]:
+    def rank(i: int) -> tuple[int, int, int, int, int, int]:
         below = story.consequences(i)
         worst = max(STATUS_RANK[events[j].status] for j in (i, *below))
-        return (-worst, -len(below), events[i].step, -STATUS_RANK[events[i].status], i)
+        # a problem still going on at the end of the log before one the run got over (a transient surge)
+        lasting = events[i].end + scale.tolerance(links) >= scale.last
+        return (-worst, -len(below), -int(lasting), events[i].step, -STATUS_RANK[events[i].status], i)
 
     return Story(tuple(events), tuple(sorted(roots, key=rank)))
