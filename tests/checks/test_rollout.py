@@ -138,6 +138,30 @@ def test_real_logic_rl_rollouts_joined_to_their_own_run(logic: Rows, tmp_path: P
         assert found[cid].status == "skipped" and found[cid].message["en"] == f"needs {key}, which this run did not log"
 
 
+def test_veRL_boxed_answers_follow_the_format(logic: Rows, tmp_path: Path) -> None:
+    """The real Logic-RL rollouts with each R1 answer written the way veRL's own rewards want it instead:
+    the think segment, then "The final answer is \\boxed{\\text{…}}" (nested braces, no <answer> tags). They
+    follow the format exactly as often as the originals followed R1's — not never, as a run in veRL's format
+    was read before (format compliance 0 % on every step: "absent", a failure)."""
+    from rlvitals.rollout.segments import format_compliant
+
+    def boxed(r: dict[str, Any]) -> dict[str, Any]:
+        if not format_compliant(r["response"]):
+            return dict(r)
+        def box(m: re.Match[str]) -> str:
+            return " The final answer is \\boxed{\\text{" + m.group(1) + "}}"
+        text = re.sub(r"\s*<answer>(.*?)</answer>", box, r["response"], flags=re.S)
+        return {**r, "response": text}
+
+    rows = {s: [boxed(r) for r in recs] for s, recs in logic.items()}
+    assert sum("<answer>" not in r["response"] for recs in rows.values() for r in recs) == 489  # of 576
+    originals = analyze_rollouts([{"step": s, **r} for s, recs in logic.items() for r in recs]).series()
+    series = analyze_rollouts([{"step": s, **r} for s, recs in rows.items() for r in recs]).series()
+    assert series["rollout/format_compliance"].to_list() == originals["rollout/format_compliance"].to_list()
+    fmt = mine(diagnosed(write_dump(rows, tmp_path / "dump"), LOGIC_RL))["format_compliance"]
+    assert fmt.status == "note" and fmt.evidence["last"] == pytest.approx(55 / 64)
+
+
 def test_cli_diagnose_with_the_real_dump(logic: Rows, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     dump = write_dump(logic, tmp_path / "dump")

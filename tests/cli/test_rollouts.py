@@ -180,7 +180,9 @@ def test_some_null_scores_are_left_out_and_counted(tmp_path: Path) -> None:
 
 def test_maj_map_is_empty_without_answers_and_overall_counts_are_integers(tmp_path: Path) -> None:
     (tmp_path / "dump").mkdir()
-    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(q, i, 1) + "\n" for q in range(2) for i in range(4)))
+    # responses that state no answer ("0" rather than veRL's GSM8K form "#### 0"): nothing to vote on
+    (tmp_path / "dump" / "1.jsonl").write_text("".join(_verl_line(q, i, 1).replace("#### ", "") + "\n"
+                                                       for q in range(2) for i in range(4)))
     code, out, err = _cli("rollouts", "--json", "--k", "1,2,8", str(tmp_path / "dump"))
     assert code == 0, err
     doc = json.loads(out)
@@ -196,6 +198,13 @@ def test_maj_map_is_empty_without_answers_and_overall_counts_are_integers(tmp_pa
         json.dumps(dict(json.loads(_verl_line(0, i, 1)), pred=str(i % 2))) + "\n" for i in range(4)))
     step = json.loads(_cli("rollouts", "--json", "--k", "1,8", str(with_answers))[1])["steps"][0]
     assert step["maj@k"] == {"1": 0.5, "8": None}
+    # without pred, the answers veRL's GSM8K reward scored ("#### 0", "#### -1") are read from the responses
+    stated = tmp_path / "stated"
+    stated.mkdir()
+    (stated / "1.jsonl").write_text("".join(_verl_line(0, i, 1) + "\n" for i in range(4)))
+    doc = json.loads(_cli("rollouts", "--json", "--k", "1,2,8", str(stated))[1])
+    assert doc["steps"][0]["maj@k"] == {"1": 0.5, "2": 0.5, "8": None}
+    assert any("as veRL's default rewards read it" in n for n in doc["notes"])
 
 
 def test_a_non_number_length_in_a_csv_is_noted(tmp_path: Path) -> None:
@@ -215,8 +224,9 @@ def test_text_view_shows_the_rollout_scale_and_the_sources(tmp_path: Path) -> No
     code, out, err = _cli("rollouts", "--k", "1,2", "--id-source", "src0", "--tool-cap", "1", str(tmp_path / "dump"))
     assert code == 0, err
     lines = [line.rstrip() for line in out.splitlines()]
+    # the responses' "#### N" (veRL's GSM8K form) are the answers voted on: maj@2 and its gap are shown too
     assert lines[lines.index("group scale") + 3] == ("  all       2         8  0.577         0      0      0          1"
-                                                     "     0.5   0.833  0.333")
+                                                     "     0.5   0.833  0.333    0.5         0")
     at = lines.index("rollout scale")
     assert lines[at + 1].split() == ["step", "distinct-2", "dup", "edit", "length×✓", "tools", "at", "cap", "repeat"]
     assert lines[at + 2].split()[-3:] == ["0.125", "0.125", "0"]  # one call in 8 rollouts, at the cap of 1

@@ -342,8 +342,9 @@ def test_every_key_left_out_says_what_it_needs() -> None:
         "tokens: token metrics need 'token_entropy', or 'token_logprob' with 'token_advantage' (per-token lists); "
         "the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
         "maj@{k}, reasoning/self_consistency_gap@{k}: needs the rollout column 'answer' (extracted final answers: "
-        "veRL pred, --answer COLUMN); they are NaN without it",
-        "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, --answer COLUMN)",
+        "veRL pred, a \\boxed{…} or '#### N' in the responses, --answer COLUMN); they are NaN without it",
+        "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, a \\boxed{…} or '#### N' in the "
+        "responses, --answer COLUMN)",
         "diversity/action_edit_distance: needs the rollout column 'actions'",
         "diversity/state_coverage: needs the rollout column 'states'",
         "rollout/truncation_share: needs a 'truncated' column (--truncated COLUMN), or --max-response-length N "

@@ -56,9 +56,11 @@ def _reference(rows: list[tuple[int, str, float, str | None]], ks: tuple[int, ..
             for k in ks:
                 if n >= k:
                     pk = 1 - math.comb(n - c, k) / math.comb(n, k)
-                    maj = maj_at_k_answers([a for _, a in items], [s >= 1.0 for s in scores], k)
                     per.setdefault(f"pass@{k}", []).append(pk)
-                    per.setdefault(f"maj@{k}", []).append(maj)
+                    if any(a is not None for _, a in items):  # a group with no answer has no vote
+                        maj = maj_at_k_answers([a for _, a in items], [s >= 1.0 for s in scores], k)
+                        per.setdefault(f"maj@{k}", []).append(maj)
+                        per.setdefault(f"reasoning/self_consistency_gap@{k}", []).append(maj - c / n)
                     per.setdefault(f"pass_gap@{k}", []).append(pk - c / n)
                     need = max(math.ceil(k * 0.5), 1)  # G-Pass@k at tau = 0.5: at least half of k correct
                     gp = sum(math.comb(c, x) * math.comb(n - c, k - x) for x in range(need, k + 1)) / math.comb(n, k)
@@ -95,10 +97,8 @@ def test_step_metrics_match_reference(rows: list[tuple[int, str, float, str | No
         for k in KS:
             if f"pass@{k}" not in want:
                 assert math.isnan(row[f"pass@{k}"]) and math.isnan(row[f"maj@{k}"]) and math.isnan(row[f"g_pass@{k}"])
-            else:
-                gap = row[f"maj@{k}"] - row["pass@1"] if k == 1 else None
-                if gap is not None:
-                    assert row["reasoning/self_consistency_gap@1"] == pytest.approx(gap, abs=1e-12)
+            elif f"maj@{k}" not in want:
+                assert math.isnan(row[f"maj@{k}"]) and math.isnan(row[f"reasoning/self_consistency_gap@{k}"])
 
 
 def test_group_table_flags_and_non_binary_scores() -> None:
@@ -237,3 +237,12 @@ def test_a_nan_score_is_not_correct() -> None:
     assert group_table(df)["c"].to_list() == [1]
     with_flags = df.with_columns(pl.Series("correct", [None, False, True], dtype=pl.Boolean))
     assert group_table(with_flags)["c"].to_list() == [1]
+
+
+def test_a_group_where_no_rollout_states_an_answer_has_no_vote() -> None:
+    # group a votes (x, x, y: the majority x is right); group b states no answer at all: voting among its
+    # singletons would score its pass@1 and pull the step's self-consistency gap towards 0
+    df = _frame([(0, "a", 1.0, "x"), (0, "a", 1.0, "x"), (0, "a", 0.0, "y"),
+                 (0, "b", 1.0, None), (0, "b", 0.0, None), (0, "b", 0.0, None)])
+    m = step_metrics(df, ks=(3,)).row(0, named=True)
+    assert m["maj@3"] == pytest.approx(1.0) and m["reasoning/self_consistency_gap@3"] == pytest.approx(1 / 3)

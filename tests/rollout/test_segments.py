@@ -223,3 +223,20 @@ def test_an_end_of_sequence_token_after_the_answer_is_no_text_after_it() -> None
     assert format_compliant("<think>a</think><answer>1</answer> </s> ")
     assert not format_compliant("<think>a</think><answer>1</answer> and then more")
     assert not format_compliant("<|im_end|><think>a</think><answer>1</answer>")
+
+
+def test_veRL_boxed_format_is_one_think_segment_then_a_boxed_answer() -> None:
+    from rlvitals.rollout.segments import answer_in_reasoning, format_compliant
+
+    # veRL's geo3k format reward, <think>.*</think>.*\boxed{.*}.*, and its math reward's last \boxed
+    assert format_compliant("<think>x = 6 since 36 = x^2</think> So \\boxed{x = 6}.<|im_end|>")
+    assert format_compliant("<think>half of it</think>\n\\boxed{\\frac{1}{2}}")
+    assert not format_compliant("<think>half of it</think> \\boxed{\\frac{1}{2}")     # cut mid-answer
+    assert not format_compliant("\\boxed{3} <think>a</think>")                         # no answer after it
+    assert not format_compliant("so <think>a</think> \\boxed{3}")                      # text before the think
+    assert not format_compliant("<think>a</think><think>b</think> \\boxed{3}")         # two think segments
+    assert not format_compliant("2 + 2 = \\boxed{4}")                                  # no think segment
+    assert not format_compliant("<think>a</think> \\boxed{3} <answer>3</answer> <answer>4</answer>")
+    # the final boxed answer is what the reasoning is searched for, when there is no answer segment
+    assert answer_in_reasoning("<think>so x^{2}+1 it is</think> \\boxed{x^{2}+1}") is True
+    assert answer_in_reasoning("<think>\\boxed{7} is a guess</think> \\boxed{8}") is False

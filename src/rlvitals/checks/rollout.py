@@ -101,8 +101,9 @@ def _rise(s: Series, p: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
 
 
 def format_compliance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Share of rollouts in the R1 format (one think segment, then one answer), seed-004 §三
-    "格式合规率": near 0 on most steps, or fallen to near 0, fails; a fall of ``drop`` from its best
+    """Share of rollouts in the think-then-answer format (one think segment, then one ``<answer>`` segment
+    as R1, or a final ``\\boxed{}`` as veRL's own rewards: :func:`~rlvitals.rollout.segments.format_compliant`),
+    seed-004 §三 "格式合规率": near 0 on most steps, or fallen to near 0, fails; a fall of ``drop`` from its best
     level warns; staying below ``high`` is a note. Skipped when no rollout ever wrote a think
     segment (the format is not in use) or when the rollouts call tools (the one-think-one-answer
     rule does not fit multi-turn agent rollouts)."""

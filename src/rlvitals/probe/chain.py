@@ -22,7 +22,9 @@ __all__ = ["Chain", "chain_of", "split_steps"]
 
 _TAGS = SegmentTags()
 _STOP = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
-_ANSWER_SENTENCE = re.compile(r"(?:\\boxed\s*\{|<answer>|the (?:final )?answer\s*(?:is|:|=)|####)", re.IGNORECASE)
+#: where the answer sentence starts: a \boxed (or \fbox, which veRL's math reward also reads), the answer tag, a phrase
+_ANSWER_SENTENCE = re.compile(r"(?:\\(?:boxed|fbox)(?![A-Za-z])|<answer>|the (?:final )?answer\s*(?:is|:|=)|####)",
+                              re.IGNORECASE)
 
 
 @dataclass(frozen=True)

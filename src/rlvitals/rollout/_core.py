@@ -24,6 +24,7 @@ from ..words import Words, in_lang
 from . import schema as S
 from . import tally
 from ._columns import WHERE, json_text, to_bool, to_list, to_number, to_text
+from .answers import default_answer
 from .tally import correct_tally
 
 KEY = "_key"
@@ -358,6 +359,33 @@ def empty_error(what: str, skips: SkipLog, shown: int = 5) -> EmptyInputError:
                                  + (f" … 另有 {more} 行" if more else "")))
 
 
+#: a response that may state an answer the way veRL's default rewards read it (:func:`.answers.default_answer`):
+#: the rest are not parsed, so that a large table of other text is read at the speed of one vectorised scan
+_STATES_ANSWER = r"\\boxed|\\fbox|####"
+
+
+def answers_from_responses(df: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """An ``answer`` column read from the responses, where the source has none and some response states
+    one as veRL's default rewards read it (the last ``\\boxed{}``, else ``#### N``): without it maj@k and
+    self-consistency cannot be computed on a veRL dump whose reward returns a bare score. A response
+    that states none has a null answer (a group where no response states one has no vote)."""
+    if S.ANSWER in df.columns or S.RESPONSE not in df.columns or df.schema[S.RESPONSE] != pl.Utf8:
+        return df
+    texts = df.get_column(S.RESPONSE)
+    may = texts.str.contains(_STATES_ANSWER).fill_null(False)
+    if not may.any():
+        return df
+    found = [default_answer(t) if m else None for t, m in zip(texts.to_list(), may.to_list(), strict=True)]
+    if all(a is None for a in found):
+        return df
+    notes.append(Words("the data has no answer column: each response's final answer is read from it as veRL's "
+                       "default rewards read it (the last \\boxed{…}, else '#### N'), for maj@k and "
+                       "self-consistency; give --answer COLUMN to use another",
+                       "数据没有 answer 列：按 veRL 默认奖励的读法从每条回复中读出最终答案（最后一个 \\boxed{…}，"
+                       "否则为 '#### N'），用于 maj@k 和自洽性；如需使用其他列，请给出 --answer COLUMN"))
+    return df.with_columns(pl.Series(S.ANSWER, found, dtype=pl.Utf8))
+
+
 def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, split: str | None,
            notes: list[str], what: str, skips: SkipLog, derive_correct: bool = True,
            shard: ShardRead | None = None) -> pl.DataFrame:
@@ -391,4 +419,5 @@ def finish(df: pl.DataFrame, *, grouping: Grouping, group_size: int | None, spli
     check_sizes(df, group_size, notes)
     if derive_correct:
         df = correct_from_score(df, notes, None if shard is None else shard.binary)
+    df = answers_from_responses(df, notes)
     return S.conform(df.drop(WHERE, KEY, strict=False))

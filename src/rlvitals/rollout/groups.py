@@ -8,7 +8,8 @@ A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
   correctness counts (pass@k, maj@k, G-Pass@k, the all-correct / all-wrong split) — the readers fill
   ``correct`` from the score where that is sound. Without ``score``, the reward is ``correct`` as 0/1.
   A rollout with neither a score nor a known correctness is left out of the family altogether.
-- ``answer`` (optional) for maj@k; a null answer is a distinct answer of its own (passk.py).
+- ``answer`` (optional) for maj@k; a null answer is a distinct answer of its own (passk.py), and a group
+  in which no rollout has an answer has no maj@k (nothing to vote on).
 
 σ_G is reported both ways: ``std_pop`` (ddof=0, numpy's default, veRL's ``std@N`` validation metric) and
 ``std_sample`` (ddof=1, the torch.std that GRPO's advantage normalisation uses in veRL, TRL and GiGPO).
@@ -114,11 +115,14 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFram
 
 
 def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
-    """Per (step, group): exact maj@1..kmax, via one DP per distinct answer-count signature."""
+    """Per (step, group): exact maj@1..kmax, via one DP per distinct answer-count signature. A group in
+    which no rollout states an answer has no vote (it is left out, so its maj@k is missing)."""
     # a rollout without an answer is a singleton answer of its own
     has = pl.col(S.ANSWER).is_not_null()
     voted = df.filter(has).group_by([*KEYS, S.ANSWER]).agg(m=pl.len().cast(pl.Int64), mc=pl.col("_ok").sum())
-    alone = df.filter(~has).select(*KEYS, m=pl.lit(1, pl.Int64), mc=pl.col("_ok"))
+    # a group of answerless rollouts would "vote" among singletons and score its pass@1: not a vote
+    alone = df.filter(~has).join(voted.select(KEYS).unique(), on=list(KEYS), how="semi")
+    alone = alone.select(*KEYS, m=pl.lit(1, pl.Int64), mc=pl.col("_ok"))
     per = pl.concat([voted.drop(S.ANSWER), alone])
     if per.height and int(per.get_column("m").max()) >= 4096:  # type: ignore[arg-type]
         raise ValueError(Words("maj@k needs groups of fewer than 4096 rollouts; drop the answer column for larger "

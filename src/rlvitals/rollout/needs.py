@@ -61,11 +61,14 @@ def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:
 #: (family, the keys it leaves out, what they need)
 KEY_NEEDS: tuple[tuple[str, str, Need], ...] = (
     ("group", "maj@{k}, reasoning/self_consistency_gap@{k}",
-     _columns(ANSWER, hint=" (extracted final answers: veRL pred, --answer COLUMN); they are NaN without it",
-              hint_zh="（抽取出的最终答案：veRL 的 pred，或 --answer COLUMN）；没有它，这些值为 NaN")),
+     _columns(ANSWER, hint=" (extracted final answers: veRL pred, a \\boxed{…} or '#### N' in the responses, "
+                           "--answer COLUMN); they are NaN without it",
+              hint_zh="（抽取出的最终答案：veRL 的 pred、回复中的 \\boxed{…} 或 '#### N'，或 --answer COLUMN）；"
+                      "没有它，这些值为 NaN")),
     ("step_groups", "group/step_groups/multi_action_share", _columns(ACTIONS)),
-    ("diversity", "diversity/answer_entropy", _columns(ANSWER, hint=" (veRL pred, --answer COLUMN)",
-                                                       hint_zh="（veRL 的 pred，或 --answer COLUMN）")),
+    ("diversity", "diversity/answer_entropy",
+     _columns(ANSWER, hint=" (veRL pred, a \\boxed{…} or '#### N' in the responses, --answer COLUMN)",
+              hint_zh="（veRL 的 pred、回复中的 \\boxed{…} 或 '#### N'，或 --answer COLUMN）")),
     ("diversity", "diversity/action_edit_distance", _columns(ACTIONS)),
     ("diversity", "diversity/state_coverage", _columns(STATES)),
     ("length", "rollout/truncation_share", _truncation_need),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..words import Words
+from .answers import last_boxed
 from .schema import ANSWER, RESPONSE, STEP, TOOL_CALLS
 from .tags import SegmentTags
 
@@ -55,19 +56,32 @@ _END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "
 
 
 def format_compliant(text: str, tags: SegmentTags = SegmentTags()) -> bool:
-    """True when the response is exactly one think segment followed by exactly one answer segment:
-    it matches ``^\\s*<think>.*</think>\\s*<answer>.*</answer>\\s*$`` and each of the four tags
-    occurs exactly once (the R1 format reward's rule), end-of-sequence tokens at its end set aside.
+    """True when the response is exactly one think segment followed by its final answer, in either
+    of two formats, end-of-sequence tokens at its end set aside:
+
+    - the R1 format: it matches ``^\\s*<think>.*</think>\\s*<answer>.*</answer>\\s*$`` and each of
+      the four tags occurs exactly once (the R1 format reward's rule);
+    - veRL's boxed format: it opens with the think segment (each think tag once) and the text after it
+      holds a complete ``\\boxed{…}`` (veRL's geo3k format reward: ``<think>.*</think>.*\\boxed{.*}.*``;
+      its math reward reads the last ``\\boxed``, :func:`.answers.last_boxed`).
+
     Tool-call segments are not allowed outside.
 
     >>> format_compliant("<think>2+2</think> <answer>4</answer><|im_end|>")
     True
+    >>> format_compliant("<think>2+2</think> So it is \\\\boxed{4}."), format_compliant("2+2 = \\\\boxed{4}")
+    (True, False)
     """
     text = text.rstrip()
     while text.endswith(_END_TOKENS):
         text = text[: -len(next(t for t in _END_TOKENS if text.endswith(t)))].rstrip()
     (t0, t1), (a0, a1) = tags.think, tags.answer
-    if any(text.count(t) != 1 for t in (t0, t1, a0, a1)):
+    if text.count(t0) != 1 or text.count(t1) != 1:
+        return False
+    head, _, tail = text.partition(t1)
+    if not (text.count(a0) or text.count(a1)) and head.lstrip().startswith(t0):
+        return last_boxed(tail) is not None
+    if text.count(a0) != 1 or text.count(a1) != 1:
         return False
     pattern = (r"\s*" + re.escape(t0) + r".*?" + re.escape(t1) + r"\s*"
                + re.escape(a0) + r".*?" + re.escape(a1) + r"\s*")
@@ -77,15 +91,15 @@ def format_compliant(text: str, tags: SegmentTags = SegmentTags()) -> bool:
 def answer_in_reasoning(text: str, answer: str | None = None, tags: SegmentTags = SegmentTags()) -> bool | None:
     """Whether the final answer already appears inside the think segment(s).
 
-    The answer is ``answer`` if given, else the content of the last answer segment; both sides
-    are whitespace-collapsed and the answer must occur as a whole token run (not inside a longer
-    word or number, so "1" is not found in "10"). None when there is no think segment or no
-    non-empty answer.
+    The answer is ``answer`` if given, else the content of the last answer segment, else that of the
+    last ``\\boxed{}`` after the think segment (veRL's format); both sides are whitespace-collapsed and
+    the answer must occur as a whole token run (not inside a longer word or number, so "1" is not found
+    in "10"). None when there is no think segment or no non-empty answer.
     """
     think = " ".join(segments(text, tags.think))
     if answer is None:
         found = segments(text, tags.answer)
-        answer = found[-1] if found else None
+        answer = found[-1] if found else last_boxed(text.rpartition(tags.think[1])[2])
     answer = " ".join((answer or "").split())
     if not think or not answer:
         return None
