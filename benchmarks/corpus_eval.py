@@ -206,7 +206,8 @@ class Figures:
     headline_right: float = 0.0
     #: warn/fail cards (root causes shown on their own) per labelled root cause, on the unhealthy runs
     cards_per_cause: float = 0.0
-    #: runs whose outcome clearly improved (label ``improved``), and how many of them the verdict fails
+    #: runs whose outcome clearly improved (label ``improved``), and how many of them a finding fails (a crash,
+    #: which ends a run whatever it learnt, not counted)
     improved: int = 0
     improved_fail: int = 0
 
@@ -235,8 +236,18 @@ def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
         headline_right=sum(o.headline_right for o in outcomes) / n if n else 0.0,
         cards_per_cause=_mean([o.cards / o.root_causes for o in outcomes if o.root_causes]),
         improved=sum(bool(o.label["run"].get("improved")) for o in outcomes),
-        improved_fail=sum(bool(o.label["run"].get("improved")) and o.verdict == "fail" for o in outcomes),
+        improved_fail=sum(bool(o.label["run"].get("improved")) and _fails_learning(o) for o in outcomes),
     )
+
+
+#: a crash ends a run whatever it had learnt: a run that improved and then died is failed for its death, which
+#: the improved-runs figure (about judging how a run learns) does not count
+ENDINGS = ("run_crashed",)
+
+
+def _fails_learning(o: Outcome) -> bool:
+    """Whether the run's verdict is fail for something other than how it ended (a crash)."""
+    return any(s.status == "fail" and s.check not in ENDINGS for s in o.findings)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -292,7 +303,8 @@ def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[
               f"headline right (root-cause family, onset in window; none on healthy runs): "
               f"{_pct(fig.headline_right)}",
               f"warn/fail cards per labelled root cause (unhealthy runs): {fig.cards_per_cause:.2f}",
-              f"fail verdicts on runs whose outcome clearly improved: {fig.improved_fail} of {fig.improved}", "",
+              f"fail findings (a crash aside) on runs whose outcome clearly improved: {fig.improved_fail} of "
+              f"{fig.improved}", "",
               f"{'check':<28} {'precision':>10} {'tp':>4} {'fp':>4} {'found':>6}"]
     for check, row in per_check(outcomes, families).items():
         tp, fp = row.get("tp", 0), row.get("fp", 0)

@@ -19,8 +19,9 @@ from rlvitals.diagnosis import diagnose
 
 # file → (verdict, {(check, status): onset step}) for every note, warn and fail
 EXPECTED: dict[str, tuple[str, dict[tuple[str, str], int]]] = {
+    # six one-step KL spikes in 350 steps, nothing but TRL's loss (β·KL) jumping with them: isolated, a note
     "trl-unsloth__notebooks__Advanced_Llama3_2_3B_GRPO_LoRA.training_table.csv":
-        ("warn", {("kl_jump", "warn"): 111}),
+        ("ok", {("kl_jump", "note"): 111}),
     "trl-unsloth__notebooks__Llama3.1_8B-GRPO.training_table.csv":
         ("ok", {("kl_jump", "note"): 114, ("reward_std_collapse", "note"): 7}),
     "trl-unsloth__notebooks__Llama3_8B-ORPO.training_table.csv": ("warn", {("pref_margins", "warn"): 1}),

@@ -318,8 +318,9 @@ def assemble(run: Run, findings: list[Finding], forecast: RunForecast | None = N
 
 
 def _cadence(steps: Any) -> int:
-    """The usual number of steps between two logged values (1 for fewer than two)."""
-    gaps = np.diff(np.unique(np.asarray(steps)))
+    """The usual number of steps between two logged values (1 for fewer than two); ``steps`` ascending, as a
+    run's series and frames hold them."""
+    gaps = np.diff(np.asarray(steps))
     return max(1, int(np.median(gaps))) if len(gaps) else 1
 
 
@@ -346,7 +347,8 @@ def _resolutions(run: Run, findings: Sequence[Finding]) -> list[int]:
                 known[key] = 1
         return known[key]
 
-    return [max((of(k) for k in f.metrics), default=1) for f in findings]
+    # only the story's events need one: a passed or skipped finding is never linked
+    return [max((of(k) for k in f.metrics), default=1) if f.status in VERDICT_STATUSES else 1 for f in findings]
 
 
 #: the most threads the checks of one run are spread over: a check's work on a long run is polars' and

@@ -110,6 +110,35 @@ def test_a_sudden_entropy_fall_while_the_reward_rises_fails() -> None:
     assert "reward hacking" in f.advice["en"]
 
 
+def collapse_with_outcome(val: tuple[float, float] | None, score: tuple[float, float]) -> Run:
+    """Entropy 1.2 → 0.05 at step 21 (sudden and early: a collapse whatever the reward does), the training
+    reward ``score`` rising from step 20, and a GSM8K validation every 10 steps from ``val[0]`` to ``val[1]``
+    (constructed: the shape of the runs a user found red although their accuracy rose 0.22 → 0.88)."""
+    ent = np.where(np.arange(N) < 20, flat(1.2, sd=0.01), 0.05 * np.exp(rng(4).normal(0, 0.05, N)))
+    series = {"actor/entropy": ent, **reward(score[0], score[1], 20, 200)}
+    if val is not None:
+        v = np.full(N, np.nan)
+        v[::10] = np.linspace(val[0], val[1], len(v[::10])) + rng(5).normal(0, 0.01, len(v[::10]))
+        series["val-core/openai/gsm8k/acc/mean@1"] = v
+    return make_run(series)
+
+
+def test_an_entropy_collapse_on_a_run_that_still_learns_is_a_warning_of_its_ceiling() -> None:
+    """Severity grounded in outcome: the same sudden, early fall fails with a flat validation and warns, with
+    words and advice for a learning run, while the validation clearly rises."""
+    learning = finding(diagnose(collapse_with_outcome((0.22, 0.88), (0.2, 0.3))), "entropy_collapse")
+    assert (learning.status, learning.template) == ("warn", "warn_learning"), learning.message["en"]
+    assert "still clearly gets better (openai/gsm8k/acc/mean@1" in learning.message["en"]
+    assert "Keep the run going while it improves" in learning.advice["en"] and "policy collapse" not in \
+        learning.advice["en"]
+    assert learning.evidence["outcome_kind"] == "validation" and learning.evidence["outcome_to"] > 0.8
+    flat_val = finding(diagnose(collapse_with_outcome((0.5, 0.5), (0.2, 0.9))), "entropy_collapse")
+    assert flat_val.status == "fail", "a training reward that climbs while validation does not is no learning"
+    alone = finding(diagnose(collapse_with_outcome(None, (0.2, 0.9))), "entropy_collapse")
+    assert (alone.status, alone.template) == ("warn", "warn_reward_rising")
+    assert "a shortcut the reward allows" in alone.message["en"] and "Read the rollouts" in alone.advice["en"]
+
+
 def test_entropy_fall_on_a_solved_task_is_convergence() -> None:
     run = fast_learning_run(reward_at=0.95)
     f = finding(diagnose(run), "entropy_collapse")
@@ -316,6 +345,8 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("entropy_collapse", "fail_early"): lambda: make_run(sim(collapse_at=30)),
     ("entropy_collapse", "learning"): fast_learning_run,
     ("entropy_collapse", "converged"): lambda: fast_learning_run(reward_at=0.95),
+    ("entropy_collapse", "warn_learning"): lambda: collapse_with_outcome((0.22, 0.88), (0.2, 0.3)),
+    ("entropy_collapse", "warn_reward_rising"): lambda: collapse_with_outcome(None, (0.2, 0.9)),
     ("entropy_flat", "short"): run_of(actor__entropy=flat(0.7, n=60)),
     ("entropy_flat", "ok"): lambda: make_run(sim()),
     ("entropy_flat", "ok_learning"): lambda: make_run({"actor/entropy": flat(0.7), **reward(0.2, 0.8)}),

@@ -9,10 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.checks import RunView, load_checks
+from rlvitals.checks._preference import lasting_start
 from rlvitals.checks.generalisation import progress
 from rlvitals.diagnosis import _finding, diagnose
 from rlvitals.run.run import Run
@@ -209,7 +212,8 @@ def test_ood_gap_none_rising_and_single_source() -> None:
 # -- preference: accuracy saturation, margins, KTO KL ---------------------------------------------
 
 def dpo(n: int = 100, *, acc_to: float = 1.0, eval_loss: str | None = "rising", margins: str = "growing",
-        chosen: str = "up", seed: int = 0) -> Run:
+        chosen: str = "up", seed: int = 0, loss: bool = False) -> Run:
+    """A TRL DPO run; ``loss``: it logs a loss that falls from ln 2 to near 0 by step ~25 (0.693 e^(-t/8))."""
     t = np.arange(1, n + 1, dtype=float)
     r = rng(seed)
     acc = np.clip(0.5 + (acc_to - 0.5) * np.minimum(1, t / 60) + r.normal(0, 0.01, n), 0, 1)
@@ -220,6 +224,8 @@ def dpo(n: int = 100, *, acc_to: float = 1.0, eval_loss: str | None = "rising", 
                             "rewards/chosen": c + r.normal(0, 0.01, n),
                             "rewards/rejected": c - m[margins] + r.normal(0, 0.01, n),
                             "logps/chosen": -100 + 10 * c}
+    if loss:
+        keys["loss"] = 0.693 * np.exp(-t / 8) * (1 + r.normal(0, 0.05, n))
     if eval_loss is not None:
         shape = {"rising": lambda t: np.where(t <= 60, 0.69 - 0.002 * t, 0.57 + 0.002 * (t - 60)),
                  "falling": lambda t: 0.69 - 0.003 * t}[eval_loss]
@@ -241,6 +247,105 @@ def test_preference_accuracy_saturated_warns_when_eval_improves_or_is_absent() -
     assert f.status == "warn" and "no evaluation after that step" in f.message["en"]
     ok = finding(diagnose(dpo(acc_to=0.8)), "pref_accuracy_saturated")
     assert ok.status == "ok" and "below the 99% saturation mark" in ok.message["en"]
+
+
+def passing() -> Run:
+    """Accuracy 0.8 with one stretch of batches at 1.0 around step 30, then back to 0.8."""
+    acc = np.full(100, 0.8)
+    acc[28:36] = 1.0
+    return make_run({"rewards/accuracies": acc, "rewards/margins": np.linspace(0, 1, 100)}, framework="trl")
+
+
+def test_accuracy_at_99_that_does_not_last_is_no_saturation() -> None:
+    f = finding(diagnose(passing()), "pref_accuracy_saturated")
+    assert f.status == "ok" and "did not stay there" in f.message["en"] and "但没有保持" in f.message["zh"]
+
+
+def test_preferences_saturated_with_the_loss_near_0_and_the_margins_growing() -> None:
+    f = finding(diagnose(dpo(loss=True, eval_loss=None)), "pref_accuracy_saturated")
+    # dated where the accuracy saturates for good (step ~60), the loss near 0 from step ~22 (0.693 e^(-t/8) < 0.05)
+    assert f.status == "warn" and abs(f.onset_step - 60) <= 3 and f.metrics == ("rewards/accuracy", "loss/dpo")
+    assert f.message["en"].startswith(f"Preferences saturated since step {f.onset_step}: the preference loss "
+                                      "has stayed near 0 since step 21 (median 0.00036;")
+    assert "accuracy on the training pairs 100.0%, rewards/margins 1.16 → 1.97" in f.message["en"]
+    assert f.message["zh"].startswith(f"偏好从第 {f.onset_step} 步起已饱和")
+    stalled = finding(diagnose(dpo(loss=True)), "pref_accuracy_saturated")
+    assert stalled.status == "fail" and "stopped improving" in stalled.message["en"]
+    assert stalled.message["en"].startswith("Preferences saturated since step")
+
+
+def saturating_loss(seed: int = 0) -> np.ndarray:
+    """A notebook DPO run's per-step loss, 3 epochs of 40 steps over the same pairs: the first epoch falls
+    from ln 2 to ~0.55; from the second the loss is ~0.02, then ~0.003 (log-normal), except for the 12 % of
+    batches that hold a pair not yet separated (0.1-0.45)."""
+    r = rng(seed)
+    t = np.arange(1, 121)
+    x = np.where(t <= 40, 0.69 - 0.004 * t + r.normal(0, 0.04, 120),
+                 np.exp(r.normal(np.log(np.where(t <= 80, 0.02, 0.003)), 0.8, 120)))
+    hard = (t > 40) & (r.random(120) < 0.12)
+    x[hard] = r.uniform(0.1, 0.45, int(hard.sum()))
+    return np.clip(x, 0, None)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_loss_alone_falling_near_0_after_an_epoch_is_saturation(seed: int) -> None:
+    """A notebook's Trainer table shows only "Training Loss": no accuracy, no margins. After the first epoch
+    the loss sits near 0: the preferences saturated there, which is what the diagnosis says (before, only
+    the hard batches were reported, as a loss jump)."""
+    d = diagnose(make_run({"loss/dpo": saturating_loss(seed)}, framework="trl"))
+    f = finding(d, "pref_accuracy_saturated")
+    assert f.status == "warn" and 40 <= f.onset_step <= 44 and f.metrics == ("loss/dpo",)
+    assert f"Preferences saturated since step {f.onset_step}: the preference loss has stayed near 0" in f.message["en"]
+    assert "accuracy on the training pairs —, rewards/margins —" in f.message["en"]
+    assert [x.check for x in d.findings if x.status in ("warn", "fail")] == ["pref_accuracy_saturated"]
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_real_dpo_console_saturated_from_its_first_record() -> None:
+    """Real (tests/checks/data/llamafactory-dpo-vgpt2-v3, source.toml): a LLaMA-Factory DPO run of Qwen2.5-7B
+    whose 17 records all have accuracy 1.0, the loss 0.0017 → 0.0 and the margins 8.7 → 16.2."""
+    run = rlvitals.load(DATA / "llamafactory-dpo-vgpt2-v3" / "DPO_results.md")[0]
+    first = int(run.series("rewards/accuracy")[0][0])
+    d = diagnose(run)
+    f = finding(d, "pref_accuracy_saturated")
+    assert f.status == "warn" and f.onset_step == first
+    assert f.message["en"].startswith(f"Preferences saturated since step {first}: the preference loss has stayed "
+                                      f"near 0 since step {first} (median 0;")
+    assert "accuracy on the training pairs 100.0%, rewards/margins 12.5 → 16.2" in f.message["en"]
+    assert {x.check for x in d.findings if x.status in ("warn", "fail")} == {"pref_accuracy_saturated"}
+
+
+@pytest.mark.parametrize(("run_id", "status", "onset", "loss_onset", "template"), [
+    # accuracy 1.0 from step 40, the loss under 0.05 from step 60, eval loss 0 at every epoch: memorised
+    ("trlstate__llama32-1b-dpo-explainer-loss0", "fail", 40, 60, "saturated_fail"),
+    # five epochs of padded pairs: accuracy 1.0 from step 170, the loss near 0 from the third epoch
+    ("trlstate__llama32-1b-dpo-paddedheavy-5ep", "warn", 170, 850, "saturated"),
+    # three epochs of 0.5 % of UltraFeedback: accuracy 1.0 from step 40, but the loss stays ~0.2, not near 0
+    ("notebook__unsloth_zephyr7b_dpo", "warn", 40, None, "warn"),
+])
+def test_real_saturated_dpo_runs_are_dated_where_it_lasts(run_id: str, status: str, onset: int,
+                                                          loss_onset: int | None, template: str) -> None:
+    f = finding(diagnose(corpus_run(run_id)), "pref_accuracy_saturated")
+    assert (f.status, f.onset_step, f.template, f.evidence.get("loss_onset")) == (status, onset, template, loss_onset)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.booleans(), max_size=40), st.sampled_from([0.5, 0.8, 0.9, 1.0]), st.integers(0, 4),
+       st.integers(1, 6))
+def test_lasting_start_against_a_plain_search(ok: list[bool], keep: float, gap: int, min_len: int) -> None:
+    x = np.array(ok, dtype=bool)
+    n = len(x)
+
+    def holds(i: int) -> bool:
+        tail = x[i:]
+        runs = "".join("1" if v else "0" for v in tail).split("1")
+        return bool(x[i]) and tail.sum() >= keep * (n - i) and n - i >= min_len and max(map(len, runs)) <= gap
+
+    # the earliest start from which it holds, with every later false stretch no longer than gap
+    want = next((i for i in range(n) if holds(i)), None)
+    assert lasting_start(x, keep=keep, gap=gap, min_len=min_len) == want
 
 
 def test_preference_margins_growing_flat_and_shrinking() -> None:
@@ -390,6 +495,26 @@ def test_unanimous_rollouts_are_convergence_not_scattered_chains() -> None:
     assert f.status == "ok" and "give one answer" in f.message["en"] and "do not converge" not in f.message["en"]
 
 
+def noisy_vote() -> Run:
+    """Rollout-derived pass@1 and maj@8 on a few prompts a step: a gap just under the line and swinging ±0.1
+    from step to step."""
+    r = np.random.default_rng(0)
+    pass1 = 0.45 + r.normal(0, 0.05, 30)
+    return make_run({"critic/score/mean": pass1, "pass@1": pass1, "maj@8": pass1 - 0.01 + r.normal(0, 0.1, 30),
+                     "diversity/answer_entropy": np.full(30, 0.8)})
+
+
+def test_a_vote_within_its_noise_of_the_line_is_not_judged() -> None:
+    """Ten-odd steps of rollouts on a few prompts: the gap sits under the 0.01 line by less than its own noise —
+    too few to say the chains do not converge (the demo's first steps alerted this before)."""
+    f = finding(diagnose(noisy_vote()), "self_consistency")
+    assert (f.status, f.template) == ("skipped", "noisy") and "within its noise" in f.message["en"]
+    assert "噪声" in f.message["zh"]
+    few = make_run({"critic/score/mean": np.full(6, 0.4), "pass@1": np.full(6, 0.4), "maj@8": np.full(6, 0.35),
+                    "diversity/answer_entropy": np.full(6, 0.8)})
+    assert all(g.status == "skipped" for g in diagnose(few).findings if g.check == "self_consistency")
+
+
 def test_self_consistency_from_rollout_keys() -> None:
     t = np.arange(1, 101, dtype=float)
     pass1 = 0.4 + 0.002 * t
@@ -479,7 +604,9 @@ def _runs() -> list[Run]:
                   "critic/score/mean": reward()}),
         make_run({"critic/score/mean": np.full(100, 0.6), "maj@8": np.full(100, 0.6), "pass@1": np.full(100, 0.6),
                   "diversity/answer_entropy": np.zeros(100)}),
+        noisy_vote(),
         dpo(), dpo(eval_loss="falling"), dpo(eval_loss=None), dpo(acc_to=0.8), dpo(acc_to=0.8, eval_loss="falling"),
+        dpo(loss=True), dpo(loss=True, eval_loss="falling"), dpo(loss=True, eval_loss=None), passing(),
         dpo(margins="flat", eval_loss=None), dpo(margins="shrinking", eval_loss=None),
         dpo(chosen="displaced", eval_loss="falling"),
         make_run({"rewards/accuracies": np.full(100, 0.8), "rewards/margins": 0.02 * t[:100],

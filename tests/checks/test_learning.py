@@ -117,10 +117,15 @@ def test_brief_crossings_of_a_long_quantised_share_do_not_warn() -> None:
 @pytest.mark.parametrize("unit", [0.01, 1.0, 100.0])
 def test_sigma_g_collapse_fails_in_any_reward_unit(unit: float) -> None:
     sigma = step_to(0.4, 0.04, 150, sd=0.05) * unit
-    f = finding(diagnose(make_run({"group/reward_std/mean": sigma, **score(ramp(0.3, 0.95, 0, 150))})),
-                "reward_std_collapse")
+    f = finding(diagnose(make_run({"group/reward_std/mean": sigma, **score(0.5)})), "reward_std_collapse")
     assert f.status == "fail" and abs(f.onset_step - 151) <= 5
     assert "learning signal is vanishing" in f.message["en"] and "学习信号正在消失" in f.message["zh"]
+    # the same fall as the reward reaches the top of its known range (batch min 0, max 1): the run solved its
+    # data — a warning to move the data on, not a broken run
+    solved = finding(diagnose(make_run({"group/reward_std/mean": sigma, **score(ramp(0.3, 0.95, 0, 150))})),
+                     "reward_std_collapse")
+    assert (solved.status, solved.template) == ("warn", "fall_solved") and abs(solved.onset_step - 151) <= 5
+    assert "the prompts are solved" in solved.message["en"] and "move the data on" in solved.advice["en"]
     partial = finding(diagnose(make_run({"group/reward_std/mean": step_to(0.4, 0.15, 150, sd=0.05) * unit})),
                       "reward_std_collapse")
     assert partial.status == "warn" and abs(partial.onset_step - 151) <= 5
@@ -275,7 +280,11 @@ def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
             "critic/score/mean": np.where((T > 100) & (T < 200), 1.0, 0.6)}),
         ("reward_std_collapse", "fall"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.04, 150, sd=0.05)}),
         ("reward_std_collapse", "fall_reward"): lambda: make_run({"group/reward_std/mean": falling_sigma,
-                                                                  **score(0.9)}),
+                                                                  **score(0.5)}),
+        ("reward_std_collapse", "fall_solved"): lambda: make_run({"group/reward_std/mean": falling_sigma,
+                                                                  **score(0.95)}),
+        ("reward_std_collapse", "fall_converged"): lambda: make_run({"group/reward_std/mean": falling_sigma,
+                                                                     **score(ramp(0.2, 0.7, 100, 290))}),
         ("reward_std_collapse", "fall_live"): lambda: make_run({"group/reward_std/mean": falling_sigma,
                                                                 "group/zero_std/share": np.full(N, 0.2)}),
         ("advantage_collapse", "ok"): lambda: make_run(simulate(Scenario())),

@@ -555,3 +555,30 @@ def test_bound_elsewhere_a_request_without_the_token_is_refused(tab: Tab, tmp_pa
                 assert ok.status == 200
     finally:
         ws.close()
+
+
+def test_the_run_list_and_a_run_page_open_with_the_root_cause(tab: Tab, fixtures_server: ServerThread) -> None:
+    """Every run with something to act on names its root cause in the list; its page opens with it (the
+    story above the layer sections), the same as the report; a run with nothing to act on has no cause."""
+    tab.page.goto(fixtures_server.url)
+    told = 0
+    for name in REAL_LOGS:
+        d = diagnose(rlvitals.load(REAL / name)[0])
+        cell = tab.page.locator(f"{_row(name)} + tr.rlv-headline-row")
+        if d.headline is None:
+            assert cell.count() == 0, name
+            continue
+        told += 1
+        mark = cell.locator(".rlv-headline-status")
+        assert mark.get_attribute("data-check") == d.headline.finding.check, name
+        assert mark.locator(".l-en").inner_text() == d.headline.finding.title["en"]
+        assert f"since step {d.headline.onset_step}" in cell.inner_text()
+    assert told >= 1
+    name = next(n for n in REAL_LOGS if diagnose(rlvitals.load(REAL / n)[0]).headline is not None)
+    tab.follow(f"{_row(name)} td.rlv-run a", "**/runs/*")
+    head = tab.page.locator("#story .rlv-cause[data-root=headline]")
+    assert head.count() == 1 and head.bounding_box()["y"] < 900
+    assert tab.page.evaluate("document.querySelector('#story').compareDocumentPosition("
+                             "document.querySelector('.rlv-layer')) & Node.DOCUMENT_POSITION_FOLLOWING")
+    tab.shot("dashboard_story")
+    assert tab.errors == [] and tab.failed == []

@@ -173,3 +173,15 @@ def test_between_equals_the_problem_still_going_on_is_the_headline() -> None:
     both = F("entropy_surge", "warn", 24, (24, 238), template="climb")
     story = tell([both, going_on], Scale(1, 238))
     assert story.headline.check == "entropy_surge", "then the earliest"
+
+
+def test_one_quantity_read_twice_needs_no_cause_still_going_on() -> None:
+    """The KL that ran away early (a jump at 60 that stayed, the jump's own evidence over by 80) is the one that
+    sits above 2 nats per token from 360: the same KL read twice, linked whatever lies between."""
+    jump = F("kl_jump", "fail", 60, (60, 80), metrics=("actor/kl_loss",), template="early")
+    band = F("kl_band", "fail", 360, (360, 1400), metrics=("actor/kl_loss",), template="fail_ceiling")
+    story = tell([jump, band], Scale(1, 1400))
+    assert story.headline.check == "kl_jump" and len(story.roots) == 1
+    clip = F("response_clip_high", "warn", 10, (10, 20), template="warn")
+    late = F("reward_collapse", "fail", 360, (360, 1400), template="fail_unexplained")
+    assert len(tell([clip, late], Scale(1, 1400)).roots) == 2, "a mechanism needs its cause still going on"

@@ -37,6 +37,13 @@ def _upto(series: dict[str, np.ndarray], steps: int) -> Run:
     return make_run({k: v[:steps] for k, v in series.items()})
 
 
+def _kick(s: dict[str, np.ndarray], index: int, factor: float) -> None:
+    """A KL spike made the way a too-large update makes one: the per-update KL and the gradient norm of that
+    step jump together (a KL spike with nothing else moving is isolated: a note, not an alert)."""
+    s["actor/ppo_kl"][index] *= factor
+    s["actor/grad_norm"][index] *= 8
+
+
 def _tail(run: Run, steps: int = 500) -> Diagnosis:
     return diagnose(run.tail(steps), checks=sudden_checks())
 
@@ -47,7 +54,7 @@ def _alerting(d: Diagnosis) -> set[tuple[str, str]]:
 
 def test_a_kl_jump_in_the_last_steps_raises_over_a_full_diagnosis_made_before_it() -> None:
     s = _series()
-    s["actor/ppo_kl"][2949] *= 12
+    _kick(s, 2949, 12)
     full, run = diagnose(_upto(s, 2900)), _upto(s, N)
     assert ("kl_jump", "warn") not in _alerting(full)
     (f,) = raised(full, _tail(run), {})
@@ -60,8 +67,8 @@ def test_a_kl_jump_in_the_last_steps_raises_over_a_full_diagnosis_made_before_it
 
 def test_only_a_worse_status_raises_a_key_the_full_diagnosis_reports() -> None:
     s = _series()
-    for step in (2950, 2970):  # two spikes of 30x its level that come back: a warning
-        s["actor/ppo_kl"][step - 1] *= 30
+    for step in (2950, 2970):  # two spikes of 30x its level that come back, the gradient with them: a warning
+        _kick(s, step - 1, 30)
     s["actor/ppo_kl"][2989:] *= 30  # then 30x for good: a jump that stays fails
     full = diagnose(_upto(s, 2960))
     assert ("kl_jump", "warn") in _alerting(full)
@@ -85,7 +92,7 @@ def test_a_nan_in_another_metric_is_more_of_the_nan_finding_not_a_new_one() -> N
 
 def test_a_key_a_full_diagnosis_cleared_is_raised_again_only_on_later_evidence() -> None:
     s = _series()
-    s["actor/ppo_kl"][2949] *= 12
+    _kick(s, 2949, 12)
     full, tail = diagnose(_upto(s, 2900)), _tail(_upto(s, N))
     (f,) = raised(full, tail, {})
     key = finding_key(full.path, f)
@@ -199,7 +206,9 @@ def _until_full(w: Watcher, log: Path, clock: Clock) -> None:
 
 EVENTS = {  # check -> the lines appended after step 30,000: the event and what the trainer writes after
     "grad_norm_spike": lambda: _line(30_001) + _spikes(30_002),
-    "kl_jump": lambda: _line(30_001) + _line(30_002, actor__ppo_kl=12.0) + _line(30_003) + _line(30_004),
+    # a KL spike with the gradient of its update (alone it is isolated: a note)
+    "kl_jump": lambda: _line(30_001) + _line(30_002, actor__ppo_kl=12.0, actor__grad_norm=8.0) + _line(30_003)
+    + _line(30_004),
     "entropy_collapse": lambda: b"".join(_line(s, actor__entropy=0.2) for s in range(30_001, 30_011)),
 }
 

@@ -13,6 +13,37 @@ from ._base import Outcome, Series, Status
 
 #: reward series, training batch means: the score after KL shaping first, else the raw score
 REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
+#: what moves when an update moved the policy: the KL (per update and to the reference) and the clip fraction
+POLICY_MOVES = ("actor/ppo_kl", "actor/kl_loss", "actor/reward_kl_penalty", "actor/pg_clipfrac")
+
+
+def jumped_at(s: Series, step: int, ratio: float = 3.0, window: int = 20, k: float = 4.0) -> float | None:
+    """How many times its recent median ``s`` was at ``step`` (or the logged step next to it) when it jumped
+    there — at least ``ratio``× the median of the ``window`` values before and ``k`` noise scales above it —
+    else None. "Something moved at the same step" for the checks that tell an isolated spike from one that
+    carried the policy with it.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.r_[np.full(30, 0.02) + np.linspace(0, 1e-3, 30), 0.2, np.full(9, 0.02)]
+        >>> s = Series("actor/ppo_kl", np.arange(1, 41), x)
+        >>> round(jumped_at(s, 31), 1), jumped_at(s, 20)
+        (9.6, None)
+    """
+    near = np.flatnonzero(np.abs(s.steps - step) <= 1)
+    if not len(near):
+        return None
+    first = int(near[0])
+    before = s.values[max(0, first - window): first]  # the level the step left, the step itself not in it
+    if len(before) < 3:
+        return None
+    # the level it left: the median of the window, or of the last three values when those are higher (a
+    # series still rising from 0, as a KL does early, is not jumping because it left its own start behind)
+    base = max(float(np.median(before)), float(np.median(before[-3:])))
+    noise = max(signals.noise_scale(before), signals.quantum(before), 1e-12)
+    value = float(np.max(s.values[near]))
+    best = value / base if base > 0 and value >= ratio * base and value - base >= k * noise else None
+    return best
 
 
 def _fmt_steps(s: Series, idx: list[int], limit: int = 8) -> str:
@@ -65,15 +96,8 @@ def _jump_outcome(s: Series, jumps: list[signals.Jump], status: Status, extra: M
               "worst": worst.value, "worst_step": s.step(worst.peak), "worst_ratio": worst.ratio, **extra}
     template = ("shift" if first.stayed else "spike") + ("s" if len(jumps) > 1 else "")
     threshold = extra["ratio_threshold"] * first.before if "ratio_threshold" in extra else None
-    last = jumps[-1]
-    end = last.end
-    # a jump that stayed up lasts as long as the level holds at least half way up, not only while it jumped
-    if last.stayed and np.isfinite(last.after) and last.after > last.before:
-        tail = float(np.median(s.values[-max(3, len(s) // 20):]))
-        if tail >= (last.before + last.after) / 2:
-            end = len(s) - 1
     return Outcome(status, template, values, onset_step=s.step(first.start),
-                   span=(s.step(first.start), s.step(end)), metrics=(s.key,),
+                   span=(s.step(first.start), s.step(jumps[-1].end)), metrics=(s.key,),
                    evidence={"baseline": first.before, "peak": first.value, "after": first.after,
                              "ratio": first.ratio, "score": first.score,
                              "threshold": threshold, "threshold_sd": extra["k"],

@@ -14,41 +14,8 @@ import numpy as np
 
 from .. import signals
 from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
-
-REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
-
-
-def severity(bad: bool) -> Status:
-    """``fail`` when the worse threshold is crossed, else ``warn``."""
-    return "fail" if bad else "warn"
-
-
-def reward_of(view: RunView) -> Series | None:
-    """The batch mean reward: the verifier score when logged, else the reward after penalties."""
-    return view.first(*REWARD_KEYS)
-
-
-def natural_bounds(view: RunView, reward: Series) -> tuple[float, float] | None:
-    """The reward's natural range — the median batch min and max logged beside the mean (0 and 1
-    for a 0/1 verifier) — or None when the run did not log them."""
-    prefix = reward.key.rsplit("/", 1)[0]
-    lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
-    if lo is not None and hi is not None:
-        a, b = float(np.median(lo.values)), float(np.median(hi.values))
-        if b > a:
-            return a, b
-    return None
-
-
-def reward_bounds(view: RunView, reward: Series) -> tuple[float, float]:
-    """The natural range when logged, else the 2nd–98th percentile of the mean reward itself
-    (enough to measure a gain against the run's own movement, not to say "near the top")."""
-    found = natural_bounds(view, reward)
-    if found is not None:
-        return found
-    a, b = (float(v) for v in np.percentile(reward.values, [2, 98]))
-    return a, max(b, a + 1e-12)
-
+from ._reward import TRUNCATION_KEYS, natural_bounds, reward_bounds, reward_of, severity
+from .course import course_since
 
 def _between(s: Series, first: int, last: int) -> np.ndarray:
     """Values logged at steps ``first..last`` (inclusive)."""
@@ -135,9 +102,19 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     sudden = (values["steps"] <= p["sudden_steps"] and event.score >= p["sudden_drop"]) or (
         event.value <= p["near_zero"] * event.baseline)
     values["sudden"] = evidence["sudden"] = bool(sudden)
+    course = course_since(view, onset)
+    if course is not None and course.kind == "validation" and not course.rising and ctx["explained"] == "learning":
+        ctx["explained"] = None  # a training reward that climbs while validation does not is no learning
     if ctx["explained"] is not None and not sudden:
         # explained by the reward and not sudden: a note to watch for the saturation that often follows
         return [Outcome("note", ctx["explained"], values, onset, (onset, low), metrics, evidence)]
+    if course is not None and course.rising and not ctx.get("clip_surge"):
+        # the outcome still clearly rises: not broken, but a collapse this fast predicts the ceiling (a training
+        # reward alone may also be rising through a shortcut: its words say so)
+        values.update(course.words())
+        evidence.update(course.words(), outcome_kind=course.kind)
+        template = "warn_learning" if course.kind == "validation" else "warn_reward_rising"
+        return [Outcome("warn", template, values, onset, (onset, low), (*metrics, course.metric), evidence)]
     template = "fail_despite_reward" if ctx["explained"] == "learning" else "fail_early" if early else "fail"
     return [Outcome("fail", template, values, onset_step=onset, span=(onset, low), metrics=metrics,
                     evidence=evidence)]
@@ -325,7 +302,7 @@ def response_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Responses hitting max_response_length (seed-000 §4 "clip_ratio 高 → 增大
     max_response_length"): truncated answers are scored on a cut text (DAPO's overlong problem)."""
     limit = _config_value(view, "max_response_length", "max_completion_length", "generate_max_len")
-    s = view.first("response_length/clip_ratio", "response_length_non_aborted/clip_ratio", "rollout/truncation_share")
+    s = view.first(*TRUNCATION_KEYS)
     if s is None:
         return _capped_steps(view, p, limit)
     return _share_check(s, p, limit)

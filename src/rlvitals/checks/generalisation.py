@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._preference import lasting_start, loss_floor, saturated
 from ._shared import window_mean
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
@@ -333,38 +334,33 @@ def _eval_since(t: Track, step: int, z: float) -> tuple[float, float, bool, bool
         return None
     tol = progress(t.values, t.sign, z, k=1).tol if len(t.values) >= 3 else 0.0
     end = float(np.median(tail[1:][-3:]))
-    return float(t.values[i]), t.sign * end, end - tail[0] <= tol, end < tail[0] - tol
+    return float(t.values[i]), t.sign * end, bool(end - tail[0] <= tol), bool(end < tail[0] - tol)
 
 
 def pref_accuracy_saturated(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """DPO-family preference accuracy at ≥ 99% on the training pairs: "到 99%+ 但评测不涨 →
-    过拟合了" (seed-000 §12). Warns; fails when evaluation also stalls or degrades."""
-    s = view.series("rewards/accuracy")
-    if s is None:
+    """DPO-family preferences saturated on the training pairs: accuracy at ≥ 99% for good (seed-000 §12,
+    "到 99%+ 但评测不涨 → 过拟合了"), dated where that lasting stretch starts, with the loss at its floor near 0
+    and the margins it still grows (:mod:`._preference`); without a logged accuracy (a notebook's Trainer table
+    shows the loss alone) the loss held near 0 is the sign. Warns; fails when evaluation also stalls or degrades."""
+    acc, floor = view.series("rewards/accuracy"), loss_floor(view, p)
+    if acc is not None:
+        # batches at 99 %+ from there to the end, a few below allowed (a relapse is not)
+        w = p["window"]
+        i = lasting_start(acc.values >= p["saturated"], keep=p["keep"], gap=w, min_len=min(w, len(acc)))
+        if i is None:
+            level = window_mean(acc.values, w)  # the share over the window, not the median batch's
+            j = int(np.argmax(level))
+            v = {"peak": float(level[j]), "step": acc.step(j), "saturated": p["saturated"]}
+            return [Outcome("ok", "ok_passed" if v["peak"] >= p["saturated"] else "ok", v, metrics=(acc.key,))]
+        dated, onset = acc, acc.step(i)
+    elif floor is not None:
+        dated, onset = floor.loss, floor.onset
+    else:
         return []
-    level = window_mean(s.values, p["window"])  # the share over the window, not the median batch's
-    hit = np.flatnonzero(level >= p["saturated"])
-    if len(hit) == 0:
-        i = int(np.argmax(level))
-        return [Outcome("ok", "ok", {"peak": float(level[i]), "step": s.step(i), "saturated": p["saturated"]},
-                        metrics=(s.key,))]
-    # the window's share crosses the mark a half-window after the batches themselves do: dated from the first
-    # of the saturated batches that lead into it
-    first = int(hit[0])
-    while first > 0 and s.values[first - 1] >= p["saturated"]:
-        first -= 1
-    onset = s.step(first)
-    v: dict[str, Any] = {"onset": onset, "level": float(np.median(s.values[first:])), "saturated": p["saturated"]}
     ev = _eval_track(view, "loss", "rewards/accuracy", "rewards/margins")
-    if ev is None:
-        return [Outcome("warn", "warn", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,), evidence=v)]
-    since = _eval_since(ev, onset, p["z"])
-    if since is None:
-        return [Outcome("warn", "warn", v, onset_step=onset, span=(onset, s.step(-1)), metrics=(s.key,), evidence=v)]
-    v |= {"eval_metric": f"eval/{ev.label}", "eval_from": since[0], "eval_to": since[1]}
-    status: Status = "fail" if since[2] else "warn"
-    return [Outcome(status, "fail" if since[2] else "warn_eval_ok", v, onset_step=onset, span=(onset, s.step(-1)),
-                    metrics=(s.key, f"eval/{ev.label}"), evidence=v)]
+    since = _eval_since(ev, onset, p["z"]) if ev is not None else None
+    after = None if ev is None or since is None else (f"eval/{ev.label}", since[0], since[1], since[2])
+    return [saturated(view, p, dated, onset, floor, after)]
 
 
 def _levels(s: Series) -> tuple[float, float]:
@@ -543,6 +539,11 @@ def _rollout_gaps(view: RunView) -> list[Gap]:
     return found
 
 
+def _level_noise(x: np.ndarray, k: int) -> float:
+    """The standard error of a ``k``-point median of ``x``: its step-to-step noise × 1.25 / √k."""
+    return 1.25 * signals.noise_scale(x) / float(np.sqrt(k)) if len(x) >= 3 else float("inf")
+
+
 def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Self-consistency gap = majority-vote accuracy − single-sample accuracy (seed-004 §七): if
     the chains of thought really reason, N paths converge on the right answer and the vote
@@ -553,7 +554,8 @@ def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     out = []
     agree = view.series("diversity/answer_entropy", 2)
     for where, label, n, steps, gap, single in _validation_gaps(view) + _rollout_gaps(view):
-        if len(gap) < p["min_evals"]:
+        # a gap per training step is read on a few prompts: it needs more steps than evaluations do
+        if len(gap) < (p["min_evals"] if where != "rollouts" else p["min_steps"]):
             continue
         k = max(1, min(3, len(gap) // 3))
         end, start = float(np.median(gap[-k:])), float(np.median(gap[:k]))
@@ -571,6 +573,10 @@ def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             out.append(Outcome("skipped", "saturated", v, metrics=(label,), evidence=v))
         elif np.isfinite(acc) and acc <= p["low_accuracy"]:  # reliably wrong: a vote cannot show convergence
             out.append(Outcome("skipped", "low", v, metrics=(label,), evidence=v))
+        elif end + p["z"] * _level_noise(gap, k) > p["min_gap"]:
+            # a gap below the line by less than its own noise says nothing yet (four steps of a few prompts)
+            v["noise"] = _level_noise(gap, k)
+            out.append(Outcome("skipped", "noisy", v, metrics=(label,), evidence=v))
         else:
             low = signals.runs_of(signals.rolling_level(gap, k) <= p["min_gap"])
             onset = int(steps[low[-1][0]]) if low and low[-1][1] == len(gap) - 1 else int(steps[0])

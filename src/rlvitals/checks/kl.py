@@ -30,6 +30,7 @@ from ._shared import (
     _rise_onset,
     _short,
     _tenths,
+    jumped_at,
 )
 
 #: per-token KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward
@@ -137,8 +138,25 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                                             "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x)))},
                                metrics=(key,)))
             continue
-        out.append(_jumps_outcome(s, found, p, banded, early=bool(early)))
+        out.append(_isolated(view, s, _jumps_outcome(s, found, p, banded, early=bool(early)), found, p))
     return out
+
+
+def _isolated(view: RunView, s: Series, out: Outcome, found: list[signals.Jump], p: Mapping[str, Any]) -> Outcome:
+    """A warning about transient spikes only — few (under ``repeat_share`` of the steps), each back down at
+    once, and nothing else moving at their steps (the gradient norm, the clip fraction, the entropy)
+    — is a note: a sharp turn the run shrugged off (seed-000 §2.4 calls a jump usually bad; one that moved
+    nothing else and came back is what the gradient-norm spike check calls isolated)."""
+    if out.status != "warn" or any(j.stayed for j in found) or len(found) / len(s) >= p["repeat_share"]:
+        return out
+    steps = [s.step(j.peak) for j in found]
+    # not the loss: a KL-regularised loss holds β·KL, so it jumps with the KL by construction (TRL GRPO)
+    for key in ("actor/grad_norm", "actor/pg_clipfrac", "actor/entropy"):
+        other = view.series(key)
+        if other is not None and any(jumped_at(other, step, p["moved_ratio"]) is not None for step in steps):
+            return out
+    return Outcome("note", "spike_isolated", out.values, out.onset_step, out.span, out.metrics, out.evidence,
+                   out.points)
 
 
 def _early_jump(x: np.ndarray, p: Mapping[str, Any], banded: bool) -> list[signals.Jump]:

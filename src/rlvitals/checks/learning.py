@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import signals
 from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
-from .behaviour import natural_bounds, reward_bounds, reward_of, severity
+from ._reward import natural_bounds, reward_bounds, reward_of, severity, truncated_after
+from .course import course_since
 
 
 def _med(x: np.ndarray) -> float:
@@ -187,6 +188,16 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         r = _med(reward.values[reward.steps >= onset])
         values.update(reward=r, position=(r - lo) / (hi - lo))
         template, metrics = "fall_reward", [s.key, reward.key]
+        course = course_since(view, onset)
+        known = natural_bounds(view, reward) is not None  # "solved" needs the task's range, not the run's own
+        if known and values["position"] >= p["solved"] and not truncated_after(view, onset):
+            # the groups agree because they are right: the run learnt its data, which now teaches nothing
+            # more — act soon (move the data on), nothing is broken
+            template, status = "fall_solved", "warn"
+        elif course is not None and course.rising:
+            # the spread went as the outcome rose: a policy converging on what it learnt, not a broken one
+            values.update(course.words())
+            template, status = "fall_converged", "warn"
     return [Outcome(status, template, values, onset, (onset, s.step(len(s) - 1)), tuple(metrics),
                     {"baseline": event.baseline, "value": event.value, "drop": event.score, "severity": score,
                      "threshold": p[f"{status}_drop"], "zero_steps": zero})]
@@ -283,9 +294,13 @@ def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome
     for i in np.unique(np.linspace(0, len(ks) - p["min_points"], p["candidates"]).astype(int)):
         start = int(ks[i])
         rv, pv = reward.values[reward.steps >= start], kv[i:]
-        gain = (_med(rv[-max(3, len(rv) // 5):]) - _med(rv[: max(3, len(rv) // 5)])) / (hi - lo)
+        b = max(3, len(rv) // 5)
+        rise = _med(rv[-b:]) - _med(rv[:b])
+        gain = rise / (hi - lo)
+        # the reward's rise must stand out of its own step noise (the first steps of a live run are all noise)
+        clear = rise >= p["rise_noise"] * 1.25 * signals.noise_scale(rv) / np.sqrt(b)
         r_tau, k_tau = signals.trend(rv), signals.trend(pv)
-        if r_tau >= p["rise"] and gain >= p["reward_gain"] and k_tau <= p["flat"]:
+        if r_tau >= p["rise"] and gain >= p["reward_gain"] and clear and k_tau <= p["flat"]:
             status = severity(k_tau <= -p["rise"])
             if status == "fail":  # pass@k falls: the decoupling begins where it peaked, not where the search began
                 head = signals.rolling_level(pv, 3)[: max(1, int(len(pv) * 0.8))]

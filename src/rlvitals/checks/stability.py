@@ -15,8 +15,10 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._preference import loss_mark
 from ._schedule import lr_schedule, updates_per_batch
 from ._shared import (
+    POLICY_MOVES,
     REWARD_KEYS,
     _ends,
     _fmt_steps,
@@ -27,6 +29,7 @@ from ._shared import (
     _rise_onset,
     _short,
     _tenths,
+    jumped_at,
 )
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
@@ -55,19 +58,38 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         peaks = [s.step(e.peak) for e in events]
         k = int(p["fail_count"])
         clustered = any(peaks[i + k - 1] - peaks[i] <= p["fail_window"] for i in range(len(peaks) - k + 1))
-        # spikes the run shrugs off, few and far between, are a note; repeated ones warn
+        # spikes the run shrugs off, few and far between, are a note; repeated ones warn; so does one that moved
+        # the policy (its KL or clip fraction jumped at the same step: it is not isolated)
         repeated = len(events) >= 2 and len(events) / len(s) >= p["repeat_share"]
-        status: Status = "fail" if clustered else "warn" if repeated else "note"
+        moved = _moved_with(view, peaks, POLICY_MOVES, p)
+        status: Status = "fail" if clustered else "warn" if repeated or moved else "note"
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
                   "steps": ", ".join(str(step) for step in peaks[:8]) + (" …" if len(peaks) > 8 else "")}
+        template = status
+        if moved and status == "warn" and not repeated:
+            template = "warn_moved"
+            values |= {"moved": moved[1], "moved_step": moved[0], "moved_ratio": moved[2]}
         out.append(Outcome(
-            status, status, values, onset_step=s.step(events[0].start),
+            status, template, values, onset_step=s.step(events[0].start),
             span=(s.step(events[0].start), s.step(events[-1].end)), metrics=(key,),
             evidence={"peak": worst.value, "baseline": worst.baseline, "threshold": p["ratio"] * worst.baseline,
                       "spike_steps": peaks}, points=tuple(peaks),
         ))
     return out
+
+
+def _moved_with(view: RunView, steps: list[int], keys: tuple[str, ...],
+                p: Mapping[str, Any]) -> tuple[int, str, float] | None:
+    """The first of ``steps`` at which one of ``keys`` jumped too (``moved_ratio``× its recent median), as
+    ``(step, key, how many times)``; None when every spike came alone."""
+    for step in steps:
+        for key in keys:
+            s = view.series(key)
+            ratio = jumped_at(s, step, p["moved_ratio"]) if s is not None else None
+            if ratio is not None:
+                return step, key, ratio
+    return None
 
 
 def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -126,7 +148,10 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     A jump that stays up, or ``fail_count`` jumps, fail. A rise smaller than ``min_rise`` of the
     loss's size at the start is no jump (a saturated DPO loss of 0 that blips by a thousandth).
     An RL loss (GRPO/PPO) is a policy-gradient term with zero-mean advantages plus β·KL: noisy,
-    sign-changing, and spiking with the KL (read by kl_jump), so there only a lasting shift counts."""
+    sign-changing, and spiking with the KL (read by kl_jump), so there only a lasting shift counts.
+    A preference loss fallen near 0 (under ``near_zero`` for a loss that starts at ln 2) has saturated: a
+    batch holding a pair not yet separated spikes from there and comes back, which is no jump either (a
+    falling loss is not a jump; pref_accuracy_saturated reads the saturation); a lasting rise still is."""
     s = view.first(*LOSS_KEYS)
     if s is None:
         return []
@@ -138,13 +163,16 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     size = float(np.median(np.abs(x[:3])))
     found = [j for j in found if j.value - j.before >= p["min_rise"] * size]
     rl = view.family == "rl"
-    if rl:
-        found = [j for j in found if j.stayed]
+    floor = loss_mark(x, p["near_zero"])[1] if view.family == "preference" else -np.inf
+    # from near 0 only a rise that held with values after it counts (a last batch cannot show it lasted)
+    lasted = [j.stayed and (j.before > floor or np.isfinite(j.after)) for j in found]
+    batches = [j.peak for j, kept in zip(found, lasted, strict=True) if not kept and j.before <= floor]
+    found = [j for j, kept in zip(found, lasted, strict=True) if kept or (not rl and j.before > floor)]
     if not found:
         first, _, last, _ = _tenths(x)
-        template = "ok_rl" if rl else "ok"
-        return [Outcome("ok", template, {"metric": s.key, "k": p["k"], "first": first, "last": last},
-                        metrics=(s.key,))]
+        template = "ok_rl" if rl else "ok_saturated" if batches else "ok"
+        return [Outcome("ok", template, {"metric": s.key, "k": p["k"], "first": first, "last": last,
+                                         "count": len(batches), "steps": _fmt_steps(s, batches)}, metrics=(s.key,))]
     big = [j for j in found if j.score >= p["fail_k"]]
     status: Status = "fail" if any(j.stayed for j in found) or len(big) >= p["fail_count"] else "warn"
     out = _jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})

@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
 from ..render.diagnosis import when_words
+from ..render.story import STORY_WORDS
 from ..words import Words
 
 if TYPE_CHECKING:
@@ -83,6 +84,9 @@ UI: dict[str, tuple[str, str]] = {
                    "已用时间：日志自带时间戳的（TensorBoard、W&B、MLflow）按实际经过的时间算，验证和存 checkpoint "
                    "的时间都算在内；没有的由每步耗时累加而得："),
     "no_match": ("No chart matches.", "没有匹配的图表。"),
+    "story": ("Diagnosis: the root cause first", "诊断：先看根本原因"),
+    **{f"story_{key}": (STORY_WORDS["en"][key], STORY_WORDS["zh"][key])
+       for key in ("root", "others", "followed", "timeline", "todo", "root_mark", "finding", "because", "step")},
 }
 STATUS: dict[str, tuple[str, str]] = {"fail": ("FAIL", "失败"), "warn": ("WARN", "警告"), "note": ("NOTE", "提示"),
                                       "ok": ("OK", "正常"), "skipped": ("SKIPPED", "跳过")}

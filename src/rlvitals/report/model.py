@@ -30,6 +30,7 @@ from .charts import Page, add_markers, stacked, trace
 from .forecast import forecast_section
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
+from .story import story_json
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -398,7 +399,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
         anchors.update({alias: anchors[key] for alias, key in c["aliases"].items() if key in anchors})
     return {"meta": {"generator": f"rlvitals {__version__}", "lang": lang, "buckets": buckets,
                      "reading_order": list(READING_ORDER)},
-            "runs": [_run_json(rid, d, page.labels[rid], catalog) for rid, d in dpairs], "sections": sections,
+            "runs": [_run_json(rid, d, page.labels[rid], catalog) | {"story": story_json(rid, d, found)}
+                     for rid, d in dpairs], "sections": sections,
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
             "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}

@@ -122,7 +122,17 @@ class Served:
                 "algorithm_short": (load_catalog().algorithm_short(d.run.algorithm) or d.run.algorithm_label)
                 if d else None,
                 "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated,
-                "modified": self.modified}
+                "modified": self.modified, "headline": _headline(d)}
+
+
+def _headline(d: Diagnosis | None) -> dict[str, Any] | None:
+    """What the run list says first of a run: its root cause (check, status, since when, its name) and how
+    many findings it explains; None when nothing needs action or the run is still being read."""
+    head = d.headline if d else None
+    if head is None:
+        return None
+    return {"check": head.finding.check, "status": head.finding.status, "onset_step": head.onset_step,
+            "title": dict(head.finding.title), "explains": len(head.explains)}
 
 
 @dataclass

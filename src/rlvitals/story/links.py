@@ -17,8 +17,8 @@ from ..errors import CatalogError
 
 __all__ = ["Link", "Links", "Timing", "load_links", "parse_links"]
 
-Timing = Literal["during", "same_step"]
-_TIMINGS: tuple[Timing, ...] = ("during", "same_step")
+Timing = Literal["during", "same_step", "after"]
+_TIMINGS: tuple[Timing, ...] = ("during", "same_step", "after")
 _KNOWN = {"id", "cause", "effect", "cause_metrics", "cause_templates", "effect_templates", "cause_status", "timing",
           "seed", "en", "zh"}
 

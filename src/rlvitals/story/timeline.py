@@ -117,6 +117,8 @@ def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: 
         return False
     if link.timing == "same_step":
         return any(abs(p - q) <= near for p in cause.points or (cause.step,) for q in effect.points or (effect.step,))
+    if link.timing == "after":  # one quantity read twice: its later reading needs no cause still going on
+        return cause.step <= effect.step + tol
     return cause.step <= effect.step + tol and effect.step <= cause.end + tol
 
 

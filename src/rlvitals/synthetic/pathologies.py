@@ -112,9 +112,14 @@ def _grad_vanishing(s: Series, t: np.ndarray, at: int, rng: np.random.Generator)
 
 
 def _kl_spike(s: Series, t: np.ndarray, at: int, rng: np.random.Generator) -> None:
+    """An update too large for a few steps: the KL spikes and, as in real runs, the gradient norm and the clip
+    fraction of that update jump with it (a KL spike alone, with nothing else moving, is read as isolated)."""
     for key in ("actor/ppo_kl", "actor/kl_loss", "actor/reward_kl_penalty"):
         if key in s:
             s[key][at - 1 : at + 2] *= 8.0
+    for key, factor in (("actor/grad_norm", 6.0), ("actor/pg_clipfrac", 4.0)):
+        if key in s:
+            s[key][at - 1 : at + 2] *= factor
 
 
 def _kl_jump(s: Series, t: np.ndarray, at: int, rng: np.random.Generator) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..checks import STATUS_RANK, VERDICT_STATUSES, Status
 from ..diagnosis import Finding
 from ..render.diagnosis import STATUS_WORDS
+from .causes import Told, by_cause
 
 AlertKind = Literal["new", "escalated", "again"]
 #: what alerts: the statuses a verdict is made of (never a note)
@@ -47,6 +48,8 @@ class Observation:
     step: int
     findings: Sequence[Finding]
     partial: bool = False
+    #: the diagnosis's story by finding key: which root cause explains which finding (:func:`.causes.story_of`)
+    story: Mapping[str, Told] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class Alert:
     advice: Mapping[str, str]
     metrics: tuple[str, ...] = ()
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: the findings this root cause explains, in step order: ``{check, step, status, title, because}``
+    consequences: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def alert_id(self) -> str:
@@ -115,13 +120,15 @@ class Alert:
         return {"key": self.key, "kind": self.kind, "run": self.run, "check": self.check, "layer": self.layer,
                 "status": self.status, "previous": self.previous, "step": self.step, "at": self.at,
                 "onset_step": self.onset_step, "title": dict(self.title), "message": dict(self.message),
-                "advice": dict(self.advice), "metrics": list(self.metrics), "evidence": dict(self.evidence)}
+                "advice": dict(self.advice), "metrics": list(self.metrics), "evidence": dict(self.evidence),
+                "consequences": [dict(c) for c in self.consequences]}
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Alert:
         """The alert of :meth:`to_json`, or of a sink's :meth:`payload` (its ``alert_id`` is derived, not read)."""
         fields = {k: v for k, v in obj.items() if k != "alert_id"}
-        return cls(**{**fields, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {})})
+        return cls(**{**fields, "metrics": tuple(obj.get("metrics", ())), "evidence": obj.get("evidence", {}),
+                      "consequences": tuple(obj.get("consequences", ()))})
 
     def headline(self, lang: str = "en") -> str:
         """``FAIL entropy_collapse since step 181, seen at step 190``: what, since when, when it was seen
@@ -141,11 +148,26 @@ class Alert:
         return f"{self.status.upper()}{what} {self.check} {when}"
 
     def text(self, lang: str = "en") -> str:
-        """One line: ``FAIL entropy_collapse since step 181, seen at step 190 (run.log): <message>``."""
+        """``FAIL entropy_collapse since step 181, seen at step 190 (run.log): <message>``, then a line per
+        finding this root cause explains (``  then step 183: Low entropy with a high clip fraction — <why>``)."""
         lang = lang if lang in self.message else "en"
         if lang == "zh":
-            return f"{self.headline(lang)}（{self.run}）：{self.message.get(lang, '')}"
-        return f"{self.headline()} ({self.run}): {self.message.get(lang, '')}"
+            head = f"{self.headline(lang)}（{self.run}）：{self.message.get(lang, '')}"
+        else:
+            head = f"{self.headline()} ({self.run}): {self.message.get(lang, '')}"
+        return "\n".join([head, *self.followed(lang)])
+
+    def followed(self, lang: str = "en") -> list[str]:
+        """A line per finding this root cause explains, in step order (none for an alert without any)."""
+        words = STATUS_WORDS.get(lang, STATUS_WORDS["en"])
+        lines = []
+        for c in self.consequences:
+            title, why = c["title"].get(lang) or c["check"], c["because"].get(lang, "")
+            if lang == "zh":
+                lines.append(f"  随后 第 {c['step']} 步：{words[c['status']]} {title}" + (f"——{why}" if why else ""))
+            else:
+                lines.append(f"  then step {c['step']}: {words[c['status']]} {title}" + (f" — {why}" if why else ""))
+        return lines
 
 
 def combine(alerts: Sequence[Alert]) -> Alert:
@@ -246,6 +268,8 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
     for obs in observed:
         seen: set[str] = set()
         reported: set[str] = set()  # checks that said something other than "skipped"
+        mine: list[Alert] = []
+        before = {k: s.alerted for k, s in state.items() if s.active}
         for f in obs.findings:
             if f.status != "skipped":
                 reported.add(f.check)
@@ -255,13 +279,28 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
             seen.add(key)
             alert, state[key] = _raise(state.get(key), key, obs, f, now, cooldown)
             if alert is not None:
-                alerts.append(alert)
+                mine.append(alert)
+        alerts.extend(by_cause(mine, obs.story, before, _escalate_cause(state, obs, now)))
         if obs.partial:
             continue
         for key, old in list(state.items()):
             if old.run == obs.run and old.active and key not in seen and old.check in reported:
                 state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)
     return alerts, state
+
+
+def _escalate_cause(state: dict[str, KeyState], obs: Observation, now: float) -> Any:
+    """How :func:`.causes.by_cause` raises a root cause again: an escalation of its key to the status of the
+    worse finding it now explains, its words still the cause's own (None when the root is not among the
+    findings observed)."""
+    def escalate(root: str, worse: Alert) -> Alert | None:
+        f = next((f for f in obs.findings if finding_key(obs.run, f) == root), None)
+        old = state.get(root)
+        if f is None or old is None:
+            return None
+        state[root] = replace(old, alerted=worse.status, alerted_at=now, alerted_step=obs.step)
+        return replace(_alert(root, "escalated", obs, f, old.alerted, now), status=worse.status)
+    return escalate
 
 
 def changed_keys(before: Mapping[str, KeyState], after: Mapping[str, KeyState]) -> dict[str, KeyState]:

@@ -42,7 +42,8 @@ from ..ingest.record import Record, SourceMeta, Value
 from ..run.builder import RunBuilder
 from ..run.run import Run
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation
+from .alerts import Alert, Cooldown, KeyState, Observation, finding_key
+from .causes import story_of
 from .dispatch import dispatch, messages
 from .sinks import Sink
 
@@ -467,7 +468,8 @@ class Monitor:
         def say(alert: Alert) -> None:
             self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
 
-        _, self._keys = dispatch(self._keys, [Observation(self.run_name, step, d.findings)], self.clock(),
+        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, finding_key))
+        _, self._keys = dispatch(self._keys, [seen], self.clock(),
                                  self.cooldown, commit=commit, say=say, sinks=self.sinks,
                                  send=lambda sink, ids, alert: self._send(state, sink, ids, alert))
         self._judge_stop(d, step)

@@ -35,7 +35,8 @@ from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation
+from .alerts import Alert, Cooldown, KeyState, Observation, finding_key
+from .causes import story_of
 from .dispatch import dispatch, messages
 from .exports import LiveExports, WandbTarget
 from .launches import Launches
@@ -309,7 +310,8 @@ class Watcher:
             # a run watched through two files is alerted once, as its primary file's
             if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
                 self._alerted.add(run.path)
-                observed.append(Observation(run.path, last_step(run), d.findings))
+                observed.append(Observation(run.path, last_step(run), d.findings,
+                                            story=story_of(run.path, d, finding_key)))
                 self.exports.queue(d, several=len(runs) > 1)
             else:
                 self._alerted.discard(run.path)
@@ -340,7 +342,8 @@ class Watcher:
                 run = self.rollouts.join(run).tail(steps)
             d = self.tails.read(run, full, self.keys)
             self.diagnoses[run.path] = d
-            observed.append(Observation(run.path, last_step(run), d.findings, partial=True))
+            observed.append(Observation(run.path, last_step(run), d.findings, partial=True,
+                                        story=story_of(run.path, d, finding_key)))
         return observed
 
     def _alert(self, observed: list[Observation], now: float) -> list[Alert]:

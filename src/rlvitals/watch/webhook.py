@@ -105,9 +105,10 @@ def _number(value: Any) -> str:
 #: the names of an alert's fields, per language (the English ones are also the keys a test or a receiver reads)
 FIELD_NAMES = {
     "en": {"layer": "Layer", "status": "Status", "onset": "Onset step", "step": "Seen at step", "value": "Value",
-           "threshold": "Threshold", "metrics": "Metrics", "run": "Run", "advice": "Advice"},
+           "threshold": "Threshold", "metrics": "Metrics", "run": "Run", "advice": "Advice",
+           "followed": "What followed"},
     "zh": {"layer": "所在层", "status": "状态", "onset": "起始步", "step": "发现于第几步", "value": "数值",
-           "threshold": "阈值", "metrics": "指标", "run": "训练日志", "advice": "建议"},
+           "threshold": "阈值", "metrics": "指标", "run": "训练日志", "advice": "建议", "followed": "随后发生"},
 }
 
 
@@ -165,6 +166,10 @@ def slack_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
         {"type": "section", "text": {"type": "mrkdwn", "text": _slack_fit(f"*{title}*\n{message}",
                                                                           SLACK_LIMITS["section"])}},
         {"type": "section", "fields": fields}]
+    followed = "\n".join(line.strip() for line in alert.followed(_lang(alert, lang)))
+    if followed:  # the root cause's consequences, under its message: one fault, one message
+        said = f"*{FIELD_NAMES[_lang(alert, lang)]['followed']}*\n{followed}"
+        blocks.insert(2, {"type": "section", "text": {"type": "mrkdwn", "text": _slack_fit(said, SLACK_LIMITS["section"])}})
     if advice:
         said = f"*{FIELD_NAMES[_lang(alert, lang)]['advice']}*\n{advice}"
         blocks.append({"type": "section",
@@ -180,6 +185,9 @@ def discord_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
     wide = (names["metrics"], names["run"])
     fields = [{"name": _cut(n, lim["name"]), "value": _cut(v, lim["value"]), "inline": n not in wide}
               for n, v in alert_fields(alert, lang)]
+    followed = "\n".join(line.strip() for line in alert.followed(_lang(alert, lang)))
+    if followed:
+        fields.append({"name": names["followed"], "value": _cut(followed, lim["value"]), "inline": False})
     if advice:
         fields.append({"name": names["advice"], "value": _cut(advice, lim["value"]), "inline": False})
     embed: dict[str, Any] = {

@@ -1,0 +1,70 @@
+"""Alerts by root cause: the findings a cause explains ride in its alert, later ones add nothing unless worse,
+and a finding no cause explains alerts on its own; the webhooks and the terminal say what followed."""
+
+from __future__ import annotations
+
+from rlvitals.diagnosis import Finding
+from rlvitals.watch.alerts import Alert, Observation, decide, finding_key
+from rlvitals.watch.causes import Told
+from rlvitals.watch.webhook import discord_body, slack_body
+
+RUN = "run.log"
+
+
+def _f(check: str, status: str, onset: int) -> Finding:
+    return Finding(check, "L1", status, {"en": check.replace("_", " "), "zh": check}, {"en": f"{check} found",
+                   "zh": f"{check} 发现"}, {"en": "do this", "zh": "这样做"}, (f"m/{check}",), onset)
+
+
+LR, KL, ENT = _f("lr_schedule", "fail", 30), _f("kl_jump", "warn", 30), _f("entropy_collapse", "warn", 31)
+
+
+def _told(f: Finding, root: Finding, step: int) -> dict[str, Told]:
+    return {finding_key(RUN, f): Told(finding_key(RUN, root), step, f.status, dict(f.title),
+                                      {"en": f"because of {root.check}", "zh": "因为"})}
+
+
+def test_the_findings_a_cause_explains_ride_in_its_alert() -> None:
+    story = {**_told(KL, LR, 30), **_told(ENT, LR, 31)}
+    alerts, _ = decide({}, [Observation(RUN, 33, [LR, KL, ENT], story=story)], now=0.0)
+    assert [a.check for a in alerts] == ["lr_schedule"]
+    (a,) = alerts
+    assert [c["check"] for c in a.consequences] == ["kl_jump", "entropy_collapse"]
+    assert a.text().splitlines()[1:] == ["  then step 30: WARN kl jump — because of lr_schedule",
+                                         "  then step 31: WARN entropy collapse — because of lr_schedule"]
+    assert "随后 第 31 步：警告 entropy_collapse——因为" in a.text("zh")
+    assert Alert.from_json(a.payload()).consequences == a.consequences
+
+
+def test_a_later_consequence_adds_nothing_unless_it_is_worse() -> None:
+    first, state = decide({}, [Observation(RUN, 33, [LR], story={})], now=0.0)
+    assert [a.check for a in first] == ["lr_schedule"]
+    later, state = decide(state, [Observation(RUN, 36, [LR, ENT], story=_told(ENT, LR, 31))], now=1.0)
+    assert later == [], "the cause's alert already says as much"
+    warn_root = _f("lr_schedule", "warn", 30)
+    _, state = decide({}, [Observation(RUN, 33, [warn_root], story={})], now=0.0)
+    worse = _f("grad_norm_vanishing", "fail", 31)
+    (again,) = decide(state, [Observation(RUN, 36, [warn_root, worse], story=_told(worse, warn_root, 31))],
+                      now=1.0)[0]
+    assert (again.check, again.kind, again.status, again.previous) == ("lr_schedule", "escalated", "fail", "warn")
+    assert [c["check"] for c in again.consequences] == ["grad_norm_vanishing"]
+
+
+def test_a_finding_no_cause_explains_alerts_on_its_own() -> None:
+    alone = _f("nan_inf", "fail", 50)
+    alerts, _ = decide({}, [Observation(RUN, 60, [LR, alone], story={})], now=0.0)
+    assert sorted(a.check for a in alerts) == ["lr_schedule", "nan_inf"]
+    assert all(a.consequences == () for a in alerts)
+    # a cause never alerted (only a note, or not among the findings): its consequence alerts itself
+    note = _f("mfu_low", "note", 1)
+    alerts, _ = decide({}, [Observation(RUN, 60, [note, ENT], story=_told(ENT, note, 31))], now=0.0)
+    assert [a.check for a in alerts] == ["entropy_collapse"]
+
+
+def test_the_webhooks_say_what_followed() -> None:
+    (a,) = decide({}, [Observation(RUN, 33, [LR, KL], story=_told(KL, LR, 30))], now=0.0)[0]
+    blocks = slack_body(a)["blocks"]
+    assert blocks[0]["type"] == "header" and "What followed" in blocks[2]["text"]["text"]
+    assert "then step 30: WARN kl jump" in blocks[2]["text"]["text"]
+    fields = discord_body(a, "zh")["embeds"][0]["fields"]
+    assert any(f["name"] == "随后发生" and "第 30 步" in f["value"] for f in fields)
