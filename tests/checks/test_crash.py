@@ -51,17 +51,18 @@ def test_an_import_error_points_at_the_environment() -> None:
 
 
 def test_a_signal_mid_run_names_the_last_step() -> None:
+    # the last metric dict is step 920; the bar drew 935/936 before the signal, and that is the last step
     f = _crash_finding(corpus_input("trlconsole__hotpotqa_qwen25_3b_grpo_v2_sighup"))
-    assert (f.status, f.onset_step) == ("fail", 920)
-    assert f.message["en"].startswith("The run was stopped by a signal after step 920: "
+    assert (f.status, f.onset_step) == ("fail", 935)
+    assert f.message["en"].startswith("The run was stopped by a signal after step 935: "
                                       "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12152 "
                                       "got signal: 1 (")
-    assert f.message["zh"].startswith("训练在第 920 步之后被信号中止")
+    assert f.message["zh"].startswith("训练在第 935 步之后被信号中止")
 
 
 def test_keyboard_interrupt_is_a_signal() -> None:
     f = _crash_finding(corpus_input("trlconsole__trldapo_qwen25vl3b_grpo_interrupted"))
-    assert (f.status, f.onset_step, f.evidence["exception"]) == ("fail", 40, "KeyboardInterrupt")
+    assert (f.status, f.onset_step, f.evidence["exception"]) == ("fail", 44, "KeyboardInterrupt")  # bar 44/29790
 
 
 @pytest.mark.parametrize("run_id", ["trlconsole__hotpotqa_qwen25_3b_grpo_v3", "shared__verl_gpg_qwen2_7b_megatron",

@@ -208,12 +208,14 @@ def test_dicts_inside_a_markdown_capture_with_banners() -> None:
     assert steps == list(range(10, 491, 10)) and meta.crash is None
 
 
-def test_a_signal_after_step_920_is_a_crash() -> None:
+def test_a_signal_after_step_935_is_a_crash() -> None:
+    # the last dict is step 920 (logging every 20 steps), but the bar drew 935/936 before the signal: the
+    # crash's last step is the last step the log shows finished, from any line
     path = corpus_input("trlconsole__hotpotqa_qwen25_3b_grpo_v2_sighup")
     run = load(path)[0]
     assert (len(run.train_steps), run.last_step) == (46, 920)
     crash = run.crash
-    assert crash is not None and crash.kind == "signal" and crash.last_step == 920
+    assert crash is not None and crash.kind == "signal" and crash.last_step == 935
     assert crash.exception == "torch.distributed.elastic.multiprocessing.api.SignalException"
     assert crash.message == "Process 12152 got signal: 1" and crash.where == f"{path}:140"
 
@@ -228,7 +230,7 @@ def test_keyboard_interrupt_mid_run() -> None:
     run = load(path)[0]
     assert list(run.train_steps) == [10, 20, 30, 40]
     assert run.crash is not None and (run.crash.exception, run.crash.kind, run.crash.last_step) == (
-        "KeyboardInterrupt", "signal", 40)
+        "KeyboardInterrupt", "signal", 44)  # the last dict is step 40; the bar drew 44/29790 before Ctrl-C
     assert run.crash.origin == "trl/trainer/attention_metrics.py:105 in _collect_llm_attention_for_sample"
 
 

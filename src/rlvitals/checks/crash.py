@@ -1,6 +1,8 @@
 """L1: did the run die? The log ends in a traceback (DESIGN: ``fail`` — crashed).
 
-The readers find the exception (:mod:`rlvitals.ingest._crash`); this check says it with the last
+The readers find the exception (:mod:`rlvitals.ingest._crash`): a traceback the training went on after (a
+record, or its progress bar moving on, after it) is no crash, and the last step is the last one any line
+of the log shows finished (docs/formats/consoles.md). This check says it with the last
 step reached and the fix its kind points to: out of memory (GPU, TPU HBM, host), a signal
 (Ctrl-C, a closed terminal's SIGHUP, a scheduler's SIGTERM), a worker process that died, a failed
 import (the environment, not the training), or another exception (read it where it was raised).

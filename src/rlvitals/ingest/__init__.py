@@ -33,10 +33,11 @@ from . import (
     verl_jsonl,
     wandb_offline,
 )
+from ._crash import CrashScanner, Ending, survived_note
 from ._crc import masked_crc32c, masked_crc32c_columns
 from ._folder import SPECIAL_ZH, beside, logs_in, special_kind
 from ._reader import Reader
-from .columnar import Block, Columns
+from .columnar import Block, Columns, split_rows
 from .cursor import (
     COMPRESSED,
     FileCursor,
@@ -52,16 +53,30 @@ from .cursor import (
 )
 from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
-from .record import WALL_KEY, Crash, LoggedTable, Packed, Record, RecordCheck, SkipLog, SourceMeta, Value, pack
+from .record import (
+    STEP_RANGE,
+    WALL_KEY,
+    Crash,
+    LoggedTable,
+    Packed,
+    Record,
+    RecordCheck,
+    SkipLog,
+    SourceMeta,
+    Value,
+    pack,
+)
 from .tables import holds_tables, logged_tables
 from .text import BOM, json_objects
 
 __all__ = [
-    "COMPRESSED", "Block", "Columns", "Crash", "FileCursor", "Generation", "LoggedTable", "Packed",
+    "COMPRESSED", "STEP_RANGE", "Block", "Columns", "Crash", "CrashScanner", "Ending", "FileCursor", "Generation",
+    "LoggedTable", "Packed",
     "READER_MODULES", "Reader", "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance",
     "beside", "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "json_objects", "locate",
     "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "WALL_KEY", "done_reading",
-    "parse_literal", "readers", "rotations", "same_file", "special_kind", "while_reading"
+    "parse_literal", "readers", "rotations", "same_file", "special_kind", "split_rows", "survived_note",
+    "while_reading"
 ]
 
 HEAD_BYTES = 64 << 10

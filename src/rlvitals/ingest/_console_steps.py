@@ -59,7 +59,7 @@ def number(w: Witnesses, where: str) -> Numbering:
     n = len(w.epochs)
     if n == 0:
         return Numbering([], None)
-    total = _training_total(w)
+    total = training_total(w)
     bars = _bar_steps(w.bars, total)
     doubt = _doubt(bars, w.epochs, total)
     if doubt is None:
@@ -110,7 +110,7 @@ def _doubt(bars: list[int | None], epochs: list[float | None], total: int | None
     return None
 
 
-def _training_total(w: Witnesses) -> int | None:
+def training_total(w: Witnesses) -> int | None:
     """The total of the bar drawn right before most training dicts: the training bar's (an
     evaluation bar is drawn before an evaluation dict, and the training bar again after it)."""
     votes = Counter(next(reversed(bars)) for bars in w.bars if bars)

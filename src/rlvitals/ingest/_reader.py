@@ -40,7 +40,9 @@ class Reader:
     processes for a large file): what a one-shot load uses; ``read`` stays for a watcher's windows.
     ``since``, where a reader has it (a database that grows by rows), reads what a run gained after a
     position it returned before (None: from the start): ``since(root, meta, skips, position) ->
-    (records, position)``, so a watcher follows the run without reading it again.
+    (records, position)``, so a watcher follows the run without reading it again. ``trainings`` says the
+    format is a console capture several trainings may follow each other in (a second launch appended to
+    the log): a load gives one run for each (:mod:`rlvitals.run.trainings`).
     """
 
     format: str
@@ -51,3 +53,4 @@ class Reader:
     describes: str = ""
     columns: ReadColumns | None = None
     since: Callable[[Path, SourceMeta, SkipLog, Any], tuple[list[Record], Any]] | None = None
+    trainings: bool = False

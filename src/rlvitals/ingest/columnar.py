@@ -113,6 +113,9 @@ class Columns:
     fast: _Part = field(default_factory=dict)
     #: told how many records are in at each :meth:`roll` (a progress display)
     progress: Callable[[int], None] | None = None
+    #: the line of each row in its file, when the reader knows it (a console log: to tell where each of the
+    #: trainings it holds begins and ends)
+    lines: array[int] | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -198,6 +201,44 @@ class Columns:
                 if wall == wall:
                     self.wall(row, wall)
         self.summary.update(later.summary)
+
+
+def split_rows(cols: Columns, starts: list[int]) -> list[Columns]:
+    """``cols`` cut before each row of ``starts`` (rising, each above 0): one Columns per part, its rows
+    numbered from 0 in the same order, its blocks in one segment. ``cols`` is drained (empty after); an
+    end-of-training summary goes with the last part.
+
+    >>> cols = Columns()
+    >>> for step in (1, 2, 1, 2, 3):
+    ...     cols.add(Record(step, {"loss": step / 10}, f"run.log:{step}"), SkipLog())
+    >>> [(part.steps.tolist(), part.blocks[("loss",)].values.tolist()) for part in split_rows(cols, [2])]
+    [([1, 2], [0.1, 0.2]), ([1, 2, 3], [0.1, 0.2, 0.3])]
+    """
+    import numpy as np  # here, not at the top: a log's worker is forked before numpy is imported
+
+    edges = [0, *starts, len(cols.steps)]
+    parts = [Columns() for _ in range(len(edges) - 1)]
+    for k, part in enumerate(parts):
+        lo, hi = edges[k], edges[k + 1]
+        part.steps = cols.steps[lo:hi]
+        part.lines = cols.lines[lo:hi] if cols.lines is not None else None
+        part.walls = cols.walls[lo:hi] if cols.walls is not None and len(cols.walls) > lo else None
+    bounds = np.array(edges)
+    for segment in cols.drain():
+        for keys, block in segment.items():
+            rows = np.frombuffer(block.rows, dtype=np.int64)
+            values = np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))
+            which = np.searchsorted(bounds, rows, side="right") - 1
+            for k in np.unique(which).tolist():
+                pick = which == k
+                into = parts[k].blocks.setdefault(keys, Block())
+                into.rows.frombytes((rows[pick] - edges[k]).tobytes())
+                into.values.frombytes(np.ascontiguousarray(values[pick]).tobytes())
+    for row, key, value in cols.text:
+        k = int(np.searchsorted(bounds, row, side="right")) - 1
+        parts[k].text.append((row - edges[k], key, value))
+    parts[-1].summary.update(cols.summary)
+    return parts
 
 
 @dataclass

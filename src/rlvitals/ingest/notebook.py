@@ -278,9 +278,9 @@ def _summary(outputs: list[Any], where: str) -> Iterator[Record]:
         data = output.get("data") if isinstance(output, dict) else None
         text = _text(data.get("text/plain")) if isinstance(data, dict) else ""
         if "TrainOutput(" in text and "metrics=" in text:
-            log = trl_console.ConsoleLog(Path(where))
+            log = trl_console.ConsoleLog(Path(where), split=False)
             trl_console.feed(log, 1, text[text.index("metrics=") + len("metrics="):], where, SkipLog())
-            for kind, values, _, _ in log.dicts:
+            for kind, values, *_ in log.dicts:
                 if kind == "summary":
                     yield Record(0, values, where, kind="summary")
 
@@ -297,7 +297,7 @@ def _error(outputs: list[Any], where: str) -> Crash | None:
 def _printed(path: Path, code: list[tuple[int, dict[str, Any]]], meta: SourceMeta,
              skips: SkipLog) -> Iterator[Record]:
     """The metrics dicts printed in the stream outputs, read as a TRL console log is."""
-    log = trl_console.ConsoleLog(path)
+    log = trl_console.ConsoleLog(path, split=False)  # a notebook's outputs are read as one run
     lineno = 0
     last: tuple[int, list[Any]] | None = None  # the cell of the last dict and its outputs
     for n, cell in code:

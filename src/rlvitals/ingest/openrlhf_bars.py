@@ -106,7 +106,7 @@ class _Log:
         if m.group("epoch") is not None:
             self.bars.train_frame(integer(m.group("epoch")), total, count, shown, where)
             if not self.done:
-                self.crash.progress()
+                self.crash.progress(lineno)
         else:
             key = m.group("desc")
             if key not in self.bars.evals:
@@ -142,7 +142,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     if trainer is not None:
         meta.config.setdefault("trainer_class", trainer)
     yield from recs
-    meta.crash, meta.crash_scanned = log.crash.crash(), True
+    log.crash.into(meta)
 
 
 READER = Reader(FORMAT, sniff, read,

@@ -74,11 +74,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                                     "the line was skipped",
                                     f"global step {m.group(1)} 的{kind_zh} dict 里没有指标值；这一行已跳过"))
             continue
-        if kind == "training":
-            crash.progress()
+        crash.progress(lineno)  # an evaluation shows the training going on too
         yield Record(integer(m.group(1)), values, where)
-    meta.crash, meta.crash_scanned = crash.crash(), True
+    crash.into(meta)
 
 
-READER = Reader(FORMAT, sniff, read,
+READER = Reader(FORMAT, sniff, read, trainings=True,
                 describes="OpenRLHF's console log: the dict its PPO trainer prints at every global step")

@@ -176,7 +176,7 @@ def _read(dialect: Dialect, path: Path, meta: SourceMeta, skips: SkipLog) -> Ite
         where = f"{path}:{lineno}"
         m = dialect.step_line.match(line)
         if m is not None:
-            crash.progress()
+            crash.progress(lineno)
             done = steps.training(m, where, skips)
             if done is not None:
                 yield done
@@ -186,6 +186,7 @@ def _read(dialect: Dialect, path: Path, meta: SourceMeta, skips: SkipLog) -> Ite
             found = _pairs(dialect.pair, dialect.separator, own.group("pairs"), where, skips)
             values = {dialect.own_prefix + k: v for k, v in found.items()}
             if values:
+                crash.progress(lineno)  # an evaluation at a step of its own: the training went on
                 yield Record(integer(own.group("step")), values, where)
             continue
         extra = next(((e, x) for e in dialect.extras if (x := e.line.match(line)) is not None), None)
@@ -195,7 +196,7 @@ def _read(dialect: Dialect, path: Path, meta: SourceMeta, skips: SkipLog) -> Ite
         crash.feed(lineno, line)
     if steps.open is not None:
         yield steps.open
-    meta.crash, meta.crash_scanned = crash.crash(), True
+    crash.into(meta)
 
 
 def _reader(dialect: Dialect) -> Reader:
@@ -205,7 +206,7 @@ def _reader(dialect: Dialect) -> Reader:
     def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         return _read(dialect, path, meta, skips)
 
-    return Reader(dialect.format, sniff, read, describes=dialect.describes)
+    return Reader(dialect.format, sniff, read, describes=dialect.describes, trainings=True)
 
 
 READERS = tuple(_reader(d) for d in DIALECTS)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
 from ..words import Words, both
+
+if TYPE_CHECKING:
+    from ._crash import CrashScanner
 
 Value = float | str
 RecordKind = Literal["metrics", "summary"]
@@ -47,8 +50,9 @@ class Crash:
     ``where`` is the ``file:line`` of the exception line in the log, ``origin`` the innermost frame
     of its traceback (``verl/workers/actor/dp_actor.py:483 in update_policy``), ``causes`` the other
     exceptions printed with it (``ImportError: ... undefined symbol``), earliest first. ``last_step``
-    is the last training step logged before it (None: it died before any); ``after_end`` says the
-    training had printed its end (TRL's summary, veRL's final validation) before it died.
+    is the last step the log shows finished before it, by a record or a progress bar (None: it died
+    before any); ``after_end`` says the training had printed its end (TRL's summary, veRL's final
+    validation) before it died.
     """
 
     exception: str
@@ -185,6 +189,12 @@ class SourceMeta:
     crash: Crash | None = None
     #: whether the reader looked for a crash (a console log can show one; a trainer_state.json cannot)
     crash_scanned: bool = False
+    #: what the reader's crash scanner kept of the log's tracebacks and progress bars, to tell the ending of
+    #: each training when the log holds several (:meth:`~rlvitals.ingest._crash.CrashScanner.account`)
+    tracebacks: CrashScanner | None = None
+    #: the records (numbered in the order read, summaries left out) at which the reader saw a new training
+    #: begin by evidence of its own (TRL: a training dict after the summary of the training before)
+    starts: list[int] = field(default_factory=list)
     #: the last step the source says the run reached when that is beyond its last record (a
     #: trainer_state.json's ``global_step``, the step of its end-of-training summary)
     reached: int | None = None

@@ -14,7 +14,14 @@ The dicts carry no step: :mod:`rlvitals.ingest._console_steps` gives each traini
 step from the training bar drawn before it when the bar can be trusted, else by order ×
 ``logging_steps``, and says which in a note. Evaluation dicts attach to the latest training
 step; the summary is a ``summary`` record. A log that ends in a traceback gets the crash; a log
-holding only a traceback through TRL's or the Trainer's code is read too.
+holding only a traceback through TRL's or the Trainer's code is read too. The training bar shows the
+steps finished between two dicts: a traceback it was drawn past was survived, and a crash's last step is
+the bar's count before it.
+
+A log may hold several trainings (a script that trains twice, a relaunch appended to the log): a training
+dict after the summary of the one before, or after the training bar was drawn anew from its start, begins
+another. Each is numbered on its own, and ``SourceMeta.starts`` says where each begins
+(docs/formats/consoles.md).
 
 Memory: the records are kept until the end of the file (their steps are known only then); a
 console log holds one dict per logging step, so this is small.
@@ -29,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..words import Words
-from ._console_steps import Witnesses, number
+from ._console_steps import Witnesses, number, training_total
 from ._crash import FRAMEWORK_FRAMES, CrashScanner
 from ._reader import Reader
 from .pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
@@ -90,17 +97,30 @@ def _epoch(value: Value | None) -> float | None:
 
 
 class ConsoleLog:
-    """What one pass over the log gathers: the dicts (held until their steps are known) and the witnesses."""
+    """What one pass over the log gathers: the dicts (held until their steps are known) and the witnesses of
+    each training the log holds (a second one begins at a training dict after the summary of the one
+    before, or where the training bar is drawn anew from its start: another launch appended to the log)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, split: bool = True) -> None:
         self.path = path
-        self.w = Witnesses()
+        self.split = split  # False: every dict is one training's (a notebook's outputs, read as one run)
+        self.trainings = [Witnesses()]
         self.since: dict[int, int] = {}  # bar total -> last count since the last training dict
-        self.dicts: list[tuple[str, dict[str, Value], str, int]] = []  # kind, values, where, training index
+        #: kind, values, where, index among its training's training dicts, which training
+        self.dicts: list[tuple[str, dict[str, Value], str, int, int]] = []
         self.quoted = 0
         self.crash = CrashScanner(path)
         #: a pretty-printed dict being collected, one item per line: (its lines, where it began, that line)
         self.pending: tuple[list[str], str, int] | None = None
+        #: what a banner said (logging_steps, total steps, epochs) since the last training dict: the
+        #: training it is about is the one that dict belongs to
+        self.said: dict[str, float | None] = {}
+        self.ended = False  # the summary came: a training dict after it begins another training
+
+    @property
+    def w(self) -> Witnesses:
+        """The witnesses of the training being read."""
+        return self.trainings[-1]
 
     def text(self, lineno: int, segment: str) -> None:
         """A piece of a line that is no dict: a bar, a banner, a traceback line."""
@@ -112,43 +132,73 @@ class ConsoleLog:
                     self.since[total] = count
                     if count > self.w.reached.get(total, -1):
                         self.w.reached[total] = count
-        elif "logging" in segment and self.w.logging_steps is None:
+                    self.crash.advanced(lineno, count, total)
+        elif "logging" in segment and "logging_steps" not in self.said:
             found = _LOGGING_STEPS.search(segment)
             if found:
-                self.w.logging_steps = _number(found.group(1) or found.group(2))
+                self.said["logging_steps"] = _number(found.group(1) or found.group(2))
         elif "Total" in segment or "Num Epochs" in segment:
             said_total, said_epochs = _TOTAL.search(segment), _EPOCHS.search(segment)
             if said_total:
-                self.w.total_steps = int(_number(said_total.group(1)) or 0) or None
+                self.said["total_steps"] = int(_number(said_total.group(1)) or 0) or None
             if said_epochs:
-                self.w.num_epochs = _number(said_epochs.group(1))
+                self.said["num_epochs"] = _number(said_epochs.group(1))
         self.crash.feed(lineno, segment)
 
     def add(self, values: dict[str, Value], where: str, lineno: int) -> None:
         self.quoted += _numbers(values)
         kind = _classify(values)
-        trained = len(self.w.epochs)
         if kind == "train":
-            epoch = values.get("epoch")
-            self.w.epochs.append(_epoch(epoch))
+            if self.split and (self.ended or self._drawn_anew()):
+                self.trainings.append(Witnesses())
+            self.ended = False
+            self._take_said()
+            self.w.epochs.append(_epoch(values.get("epoch")))
             self.w.bars.append(self.since)
             self.since = {}
-            self.crash.progress()
-        elif kind == "summary":
-            epoch = values.get("epoch")
-            self.w.end_epoch = _epoch(epoch) or self.w.end_epoch
+        trained = len(self.w.epochs) - (kind == "train")
+        if kind == "summary":
+            self.w.end_epoch = _epoch(values.get("epoch")) or self.w.end_epoch
             self.crash.finished(lineno)
+            self.ended = True
         else:
-            values.pop("epoch", None)  # the training record of this step holds it already
-        self.dicts.append((kind, values, where, trained))
+            if kind != "train":
+                values.pop("epoch", None)  # the training record of this step holds it already
+            self.crash.progress(lineno)
+        self.dicts.append((kind, values, where, trained, len(self.trainings) - 1))
+
+    def _drawn_anew(self) -> bool:
+        """Whether the bar drawn last before this training dict went back to where the training's own bar
+        began, or before: a new bar, so another training (a resumed one restarts the bar at its checkpoint,
+        past its first count, and is the same training)."""
+        if not self.since or not self.w.bars:
+            return False
+        total, count = next(reversed(self.since.items()))
+        before = self.w.bars[-1].get(total)
+        begun = next((bars[total] for bars in self.w.bars if total in bars), None)
+        return before is not None and count < before and (begun is None or count <= begun)
+
+    def _take_said(self) -> None:
+        """What the banners said since the last training dict, into the witnesses of this one's training."""
+        w, said = self.w, self.said
+        if w.logging_steps is None and said.get("logging_steps") is not None:
+            w.logging_steps = said["logging_steps"]
+        if "total_steps" in said:
+            total = said["total_steps"]
+            w.total_steps = int(total) if total is not None else None
+        if "num_epochs" in said:
+            w.num_epochs = said["num_epochs"]
+        self.said = {}
 
     def records(self, meta: SourceMeta) -> Iterator[Record]:
-        """The records gathered, numbered now that the whole log has been seen."""
+        """The records gathered, numbered now that the whole log has been seen (each training on its own);
+        ``meta.starts`` says which record begins each training after the first."""
+        self._take_said()
         if self.dicts or self.crash.seen:
             _remember(self, meta)
-        numbering = number(self.w, str(self.path))
-        if numbering.note:
-            meta.notes.append(numbering.note)
+        numberings = [number(w, str(self.path) if k == 0 else f"{self.path}#{k + 1}")
+                      for k, w in enumerate(self.trainings)]
+        meta.notes.extend(n.note for n in numberings if n.note)
         if self.quoted:
             meta.notes.append(Words(
                 f"{self.path}: {self.quoted} values were printed as quoted strings (recent transformers "
@@ -156,8 +206,15 @@ class ConsoleLog:
                 "significant digits",
                 f"{self.path}：有 {self.quoted} 个值打印成了带引号的字符串（新版 transformers 把每个 float 都按 "
                 "'{:.4g}' 格式化）；已按它们打印出的数读入，精确到 4 位有效数字"))
-        steps = numbering.steps
-        for kind, values, where, trained in self.dicts:
+        self.crash.total = training_total(self.w)
+        order, at = 0, 0
+        for kind, values, where, trained, training in self.dicts:
+            steps = numberings[training].steps
+            if kind != "summary":
+                if training > at:  # the first record of a later training
+                    meta.starts.append(order)
+                    at = training
+                order += 1
             if kind == "train":
                 yield Record(steps[trained], values, where)
             else:  # an evaluation or the summary belongs to the training step before it
@@ -254,17 +311,17 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
                                          "of the log; its lines were skipped",
                                          f"一个分 {lines} 行打印的 dict 到日志结尾都没有闭合；这几行已跳过"))
     yield from log.records(meta)
-    meta.crash, meta.crash_scanned = log.crash.crash(), True
+    log.crash.into(meta)
 
 
 def _remember(log: ConsoleLog, meta: SourceMeta) -> None:
-    """The run's settings the log printed, under their TrainingArguments names."""
-    w = log.w
+    """The run's settings the log printed (for its first training), under their TrainingArguments names."""
+    w = log.trainings[0]
     for key, value in (("logging_steps", w.logging_steps), ("max_steps", w.total_steps),
                        ("num_train_epochs", w.num_epochs)):
         if value is not None:
             meta.config.setdefault(key, value)
 
 
-READER = Reader(FORMAT, sniff, read,
+READER = Reader(FORMAT, sniff, read, trainings=True,
                 describes="TRL / HF Trainer console output: the logs dicts printed at every logging step")

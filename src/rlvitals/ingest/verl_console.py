@@ -14,7 +14,10 @@ fails (``Error executing job with overrides: [...]``) and a Hydra ``overrides.ya
 log (see :func:`rlvitals.ingest._config.sibling_overrides`). The dump wins where they differ.
 
 A log that ends in a traceback gets the crash (:mod:`rlvitals.ingest._crash`); a log holding
-only a traceback through veRL's own code (a run that died before its first step) is read too.
+only a traceback through veRL's own code (a run that died before its first step) is read too. The
+trainer's ``Training Progress: 3%|...| 3/100 [`` bar shows steps finished when the metrics went to a
+tracker only: a traceback it was drawn past was survived, and a crash after it came after step 3
+(docs/formats/consoles.md). Two launches appended to one log are two runs (:mod:`rlvitals.run.trainings`).
 
 A one-shot load reads the log with :func:`read_columns` (its step lines straight into
 :class:`~rlvitals.ingest.columnar.Columns`, a large log by two processes); :func:`read` stays for a
@@ -54,6 +57,8 @@ _TIMESTAMP = re.compile(r"[\d:.,/+TZ\[\] -]{8,40}")
 #: the same, or a traceback through veRL's own code (a run that died before it logged a step)
 _SNIFF_ANY = re.compile(_SNIFF.pattern + b"|" + FRAMEWORK_FRAMES["verl"].pattern)
 _STEP = re.compile(r"step:(\d+)(?= - |\s*$)")
+#: a frame of the trainer's bar over the training steps (``initial`` is the step it resumed from)
+_PROGRESS = re.compile(r"Training Progress:\s*\d+%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[")
 #: Hydra's last words when the job raised: the overrides it was started with
 _FAILED_JOB = re.compile(r"Error executing job with overrides: (\[.*\])\s*$")
 _RAY_PREFIX = re.compile(r"\((?:[^()]*\s)?pid=\d+[^()]*\) ?")
@@ -329,10 +334,10 @@ class _Scan:
         self.step_lines = array("q")
         self.progressed = bytearray()
 
-    def progress(self) -> None:
-        """The last step line gave a record."""
-        self.crash.progress()
-        self.progressed[-1] = 1
+    def progress(self, row: bool = True) -> None:
+        """The last step line gave a record (``row``: one the Columns took, not one their check skipped)."""
+        self.crash.progress(self.lineno)
+        self.progressed[-1] = 1 if row else 2
 
     def step_line(self, lineno: int, line: str) -> tuple[int, str] | None:
         """``(step, text from 'step:' on)`` of a step line; any other line goes to the scanners."""
@@ -351,16 +356,15 @@ class _Scan:
                 self.step_lines.append(lineno)
                 self.progressed.append(0)
                 return found
-        self.crash.feed(lineno, line)
+        _other(self.crash, lineno, line)
         if self.head is not None:
             self.head.feed(lineno, line)
-        if "Final validation metrics" in line:
-            self.crash.finished(lineno)
         return None
 
     def fresh(self) -> bool:
         """Whether the scan is where a scan starting at the next line without the head would be: the
-        head closed, no traceback under way or seen."""
+        head closed, no traceback under way or seen (the crash scanner's history is taken over by
+        :meth:`~rlvitals.ingest._crash.CrashScanner.absorb`)."""
         crash = self.crash
         return (self.head is None and not crash.in_traceback and crash.frame is None and crash.any_frame is None
                 and not crash.seen and crash.ended_at is None)
@@ -369,13 +373,25 @@ class _Scan:
         if self.head is not None:
             self.head.close()
             self.head = None
-        meta.crash, meta.crash_scanned = self.crash.crash(), True
+        self.crash.into(meta)
         lineno = self.lineno
         if self.last_step_line and self.last_step_line == lineno and not _ends_with_newline(path):
             meta.notes.append(Words(f"{path}:{lineno}: the last line has no newline (was the log still being "
                                     "written?); its last value may be cut short",
                                     f"{path} 第 {lineno} 行：最后一行没有换行符（日志还在写入？）；"
                                     "它的最后一个值可能不完整"))
+
+
+def _other(crash: CrashScanner, lineno: int, line: str) -> None:
+    """A line that is no step line, as the crash scanner needs it: a traceback's, a frame of the training's
+    progress bar (``Training Progress:  3%|...| 3/100 [``: step 3 finished, though its metrics went to a
+    tracker only), the final validation (the training's end)."""
+    crash.feed(lineno, line)
+    if "Training Progress" in line:
+        for m in _PROGRESS.finditer(line):
+            crash.advanced(lineno, integer(m[1]), integer(m[2]))
+    elif "Final validation metrics" in line:
+        crash.finished(lineno)
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
@@ -433,8 +449,9 @@ def _fill(path: Path, meta: SourceMeta, skips: SkipLog, scan: _Scan, cols: Colum
             record = parse_step_line(text, step, f"{path}:{lineno}", skips, cut)
             if record is None:
                 continue
-            scan.progress()
+            rows = len(steps)
             cols.add(record, skips)
+            scan.progress(len(steps) > rows)
             keys = tuple(p.rpartition(":")[0] for p in text.split(" - ")[1:])
             if cut is None and tuple(record.values) == keys:
                 cols.approve(keys)
@@ -463,13 +480,10 @@ def _follow(path: Path, meta: SourceMeta, scan: _Scan, later: _Scan) -> None:
         for lineno, raw in enumerate(lines, first):
             if at < count and step_lines[at] == lineno:
                 if progressed[at]:
-                    crash.progress()
+                    crash.progress(lineno)
                 at += 1
                 continue
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            crash.feed(lineno, line)
-            if "Final validation metrics" in line:
-                crash.finished(lineno)
+            _other(crash, lineno, raw.decode("utf-8", "replace").rstrip("\r"))
     scan.lineno, scan.last_step_line = later.lineno, later.last_step_line or scan.last_step_line
 
 
@@ -483,6 +497,7 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
     reading, the second half is read again)."""
     meta.framework = "verl"
     (cols, scan, _), second = halves(path, meta, skips, _parse, min_bytes, partial(_parse, progress=progress))
+    lines: array[int] | None = None
     if second is not None:
         window = (second.start, sys.maxsize)
         part, later, line_base = second.value
@@ -495,12 +510,25 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
         else:
             second.merge(meta, skips)
             cols.extend(part)
-            if scan.fresh():
-                scan = later
+            lines = _row_lines(scan, later)
+            if scan.fresh() and scan.crash.absorb(later.crash):
+                scan.lineno, scan.last_step_line = later.lineno, later.last_step_line or scan.last_step_line
             else:
                 _follow(path, replace(meta, window=window, line_base=line_base, notes=[]), scan, later)
     scan.finish(path, meta)
+    cols.lines = lines if lines is not None else _row_lines(scan)
     return cols
+
+
+def _row_lines(*scans: _Scan) -> array[int]:
+    """The line of each record the Columns took, in order: the step lines of ``scans`` that gave one."""
+    import numpy as np  # here: a large log's second worker is forked before numpy is imported
+
+    out: array[int] = array("q")
+    for scan in scans:
+        taken = np.frombuffer(scan.progressed, dtype=np.uint8) == 1
+        out.frombytes(np.frombuffer(scan.step_lines, dtype=np.int64)[taken].tobytes())
+    return out
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -512,5 +540,5 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-READER = Reader(FORMAT, sniff, read, columns=read_columns,
+READER = Reader(FORMAT, sniff, read, columns=read_columns, trainings=True,
                 describes="veRL's console logger: step:N - key:value lines in a captured stdout")

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from ..catalog.aliases import Context, KeyResolver, Resolved
 from ..catalog.catalog import Catalog, load_catalog
 from ..ingest.columnar import Block, Columns
-from ..ingest.record import WALL_KEY, Crash, Record, RecordCheck, SkipLog, SourceMeta
+from ..ingest.record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta
 from ..words import Words
 from .detect import detect
 
@@ -302,6 +303,14 @@ class RunBuilder:
         )
 
 
+def add_packed(builder: RunBuilder, record: Packed) -> None:
+    """Add a packed record (:func:`rlvitals.ingest.pack`) to ``builder`` without rebuilding its dict."""
+    step, names, nums, texts, summary = record
+    numbers = array("d")
+    numbers.frombytes(nums)
+    builder.add_row(step, names, numbers, orjson.loads(texts) if texts else None, summary)
+
+
 def _pick(steps_seen: np.ndarray, last: int | None, ordered: bool) -> tuple[_Pick, int]:
     """The rows to build, in step order (a range when the steps came in order, the common case,
     so no copy is needed), and how many of the first steps ``last`` leaves out."""
@@ -352,10 +361,12 @@ def _series(name: str, values: np.ndarray, logged: np.ndarray | None) -> pl.Seri
 
 
 def _crash_at(crash: Crash | None, train_steps: np.ndarray) -> Crash | None:
-    """The crash with the last training step logged before it."""
-    if crash is None or crash.last_step is not None or not len(train_steps):
+    """The crash with the last step the log shows finished before it: its last training record, or the
+    step a progress bar showed finished after that (what the reader set, see :mod:`rlvitals.ingest._crash`)."""
+    if crash is None or not len(train_steps):
         return crash
-    return replace(crash, last_step=int(train_steps.max()))
+    last = int(train_steps.max())
+    return crash if crash.last_step is not None and crash.last_step >= last else replace(crash, last_step=last)
 
 
 def _text_from(text: dict[str, dict[int, str]], first: int | None) -> dict[str, dict[int, str]]:

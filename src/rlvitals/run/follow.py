@@ -11,11 +11,12 @@ Two ways to follow a log, chosen by its format:
   line and the generic JSONL reader picks its step key from the first records; after that a
   window parses exactly as the same lines do inside the whole file. The records read, and what
   the reader learned, are stored with the cursor (:mod:`.state`), so a restart rebuilds the
-  Run without the files: a log deleted or replaced meanwhile takes nothing with it.
-  A generic JSONL file without a step key numbers its records 1, 2, 3, ... as steps, so a window
-  cannot be numbered alone: such a file is re-read whole at each change, and when it rotates or is
-  truncated, what it held is *carried*: kept, with the next file's records numbered on after it,
-  as ``load()`` numbers the files' lines concatenated.
+  Run without the files: a log deleted or replaced meanwhile takes nothing with it. A console whose step
+  count starts again holds several trainings (:mod:`.trainings`): it is read whole from then on, as below,
+  ``load()`` giving a run for each. A generic JSONL file without a step key numbers its records 1, 2, 3,
+  ... as steps, so a window cannot be numbered alone: such a file is re-read whole at each change, and
+  when it rotates or is truncated, what it held is *carried*: kept, with the next file's records numbered
+  on after it, as ``load()`` numbers the files' lines concatenated.
 - **Whole-file formats** (TRL ``trainer_state.json`` rewritten at checkpoints, TensorBoard and
   W&B offline with their binary record framing, and every folder) are re-read whole by
   :func:`rlvitals.run.load.load` when a file's size, mtime or inode changes, at most once per
@@ -32,13 +33,10 @@ from __future__ import annotations
 
 import errno
 import os
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ..ingest import (
@@ -62,17 +60,17 @@ from ..ingest import (
     same_file,
 )
 from ..words import Words
-from .builder import RunBuilder
+from .builder import RunBuilder, add_packed
 from .run import Run
 from .said import chinese_of, gap, restarted, told, with_chinese
 from .snapshot import SnapshotSource, signature
 from .table_source import TableSource
+from .trainings import Restarts
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
 #: how many finished generations are remembered (not to read a rotated one twice); a log rotates this often
 #: between two polls only if it rotates every few lines
 _KNOWN_FILES = 256
-
 
 
 class LineSource:
@@ -88,7 +86,7 @@ class LineSource:
         self.path = path
         self.reader = reader
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
-        self.builder = RunBuilder(self.meta)
+        self._fresh()
         self.cursor = FileCursor.start(path)
         self.messages: list[str] = []
         self.unsaved: list[Packed] = []  # read since the last stored() (see .state.WatchState.commit)
@@ -110,6 +108,7 @@ class LineSource:
         self._strides: list[int] = []
         self._recent: list[int] | None = None  # the steps added since a rotation began to be read
         self._gap: str = ""  # why lines may be lost at that rotation (see _lost_steps), Words once said
+        self.restarted = False  # the step count started again in a console (see the module docstring)
         # without the records read (a caller that stores only cursors, like the dashboard's state),
         # a cursor alone cannot rebuild the Run: the file is read again from its first line
         if saved and records is not None:
@@ -120,15 +119,13 @@ class LineSource:
         meta = self.meta
         return {"kind": "lines", "format": self.reader.format, "cursor": self.cursor.to_json(),
                 "meta": {"framework": meta.framework, "config": meta.config, "notes": meta.notes,
-                         "notes_zh": chinese_of(meta.notes),
-                         "bytes_read": meta.bytes_read, "clock": meta.clock, "clock_epoch": meta.clock_epoch,
-                         "started": meta.started},
+                         "notes_zh": chinese_of(meta.notes), "bytes_read": meta.bytes_read, "clock": meta.clock,
+                         "clock_epoch": meta.clock_epoch, "started": meta.started},
                 "skipped": {"count": self.builder.skipped.count, "reasons": self.builder.skipped.reasons,
                             "reasons_zh": chinese_of(self.builder.skipped.reasons)},
                 "meta_taken": self._meta_taken, "whole": self._whole,
                 "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
-                "strides": self._strides,
-                "carried": len(self._carried),
+                "strides": self._strides, "carried": len(self._carried),
                 "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons,
                                     "reasons_zh": chinese_of(self._carried_skips.reasons)}}
 
@@ -312,7 +309,7 @@ class LineSource:
         if self._whole:  # a whole re-read replaces what the last one built, after what is carried
             records = self._numbered_on(records)
             self._current = records
-            self.builder = RunBuilder(self.meta)
+            self._fresh()
             self.unsaved, self._reset = [], True
             self._add(self._carried, self._carried_skips, news=False)
         self._add(records, skipped, meta=meta)
@@ -351,12 +348,16 @@ class LineSource:
             self.meta.take_clock(meta)
         self._carried = self._carried + records
         self._current = []
-        self.builder = RunBuilder(self.meta)  # what the next file's first read adds to
+        self._fresh()  # what the next file's first read adds to
         self.builder.skipped.merge(self._carried_skips)
         for record in self._carried:
             add_packed(self.builder, record)
         if self._keep:
             self.unsaved, self._reset = list(self._carried), True
+
+    def _fresh(self) -> None:
+        """A builder to add to from the first record on, and the rule that tells where a training begins."""
+        self.builder, self._rule = RunBuilder(self.meta), Restarts()
 
     def _take_meta(self, meta: SourceMeta) -> None:
         self._meta_taken = True
@@ -403,6 +404,7 @@ class LineSource:
         crash; records after an earlier traceback mean the run went on (ingest._crash). Whether the
         lines just read brought a crash."""
         self.meta.crash_scanned = self.meta.crash_scanned or meta.crash_scanned
+        self.restarted = self.restarted or bool(meta.starts)  # the reader saw another training begin
         if meta.crash is not None or records:
             self.meta.crash = meta.crash
         return meta.crash is not None
@@ -412,6 +414,7 @@ class LineSource:
             self.meta.take_clock(meta)  # what the lines just read say of the tracker's clock
         self.builder.skipped.merge(skipped)
         for record in records:
+            self.restarted |= self.reader.trainings and self._rule.step(record[0])
             add_packed(self.builder, record)
         if self._keep:
             self.unsaved.extend(records)
@@ -473,18 +476,11 @@ class LineSource:
         self._carried_skips = SkipLog(int(skips.get("count", 0)),
                                       with_chinese(skips.get("reasons", []), skips.get("reasons_zh")))
         for record in records:
+            self.restarted |= self.reader.trainings and self._rule.step(record[0])
             add_packed(self.builder, record)  # no dict per record: a restart takes no more memory than the first read
         self._restored = len(records)
         if "cursor" in saved:
             self.cursor = FileCursor.from_json(saved["cursor"])
-
-
-def add_packed(builder: RunBuilder, record: Packed) -> None:
-    """Add a packed record (:func:`.state.pack`) to ``builder`` without rebuilding its dict."""
-    step, names, nums, texts, summary = record
-    numbers = array("d")
-    numbers.frombytes(nums)
-    builder.add_row(step, names, numbers, orjson.loads(texts) if texts else None, summary)
 
 
 class Follow:
@@ -533,6 +529,10 @@ class Follow:
         changed = self.inner.poll() if isinstance(self.inner, LineSource) else self.inner.poll(now, cost)
         self.messages.extend(self.inner.messages)
         self.inner.messages.clear()
+        if isinstance(self.inner, LineSource) and self.inner.restarted:  # a run per training: read whole
+            self.messages.append(told("trainings", path=self.path))
+            self.inner = SnapshotSource(self.path, self.inner.reader.format if self.fmt else None, self.min_gap)
+            changed = self.inner.poll(now, cost) or changed
         return changed
 
     def runs(self, last: int | None = None) -> list[Run]:

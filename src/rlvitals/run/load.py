@@ -1,7 +1,9 @@
 """Turn a path into Runs: find the reader, stream its records into a RunBuilder per run.
 
 A folder that no folder format takes (a plain folder of logs: ``runs/exp1/train.log``, what
-``rlvitals example DIR`` writes) is read as the logs in it: see :mod:`rlvitals.ingest._folder`.
+``rlvitals example DIR`` writes) is read as the logs in it: see :mod:`rlvitals.ingest._folder`. A console
+log that holds several trainings one after the other gives a run for each: ``train.log``, ``train.log#2``,
+… (:mod:`.trainings`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from ..ingest import Reader, SkipLog, SourceMeta, beside, find_reader, logs_in, 
 from ..words import Words, in_lang
 
 if TYPE_CHECKING:
-    from .builder import RunBuilder
     from .run import Run
+    from .trainings import Trainings
 
 
 def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], list[str]]:
@@ -71,27 +73,26 @@ def load(path: str | Path, fmt: str | None = None,
     runs, empty = [], []
     for reader, root in found:
         meta, skipped = SourceMeta(format=reader.format, files=[str(root)]), SkipLog()
+        builder = _builder(meta, skipped, reader.trainings)
         if reader.columns is not None and root.is_file():
             tell = _every(root, progress) if progress is not None else None
             columns = reader.columns(root, meta, skipped, progress=tell)
             if tell is not None:
                 tell(len(columns))
             many = len(columns) >= GIVE_BACK_ROWS
-            builder = _builder(meta, skipped)
             builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
             if many:
                 _give_back()
         else:
-            builder = _builder(meta, skipped)
             for count, record in enumerate(reader.read(root, meta, skipped), 1):
                 builder.add(record)
                 if progress is not None and not count % PROGRESS_EVERY:
                     progress(root, count)
         if builder.is_empty and meta.crash is None:
-            empty.append(_no_metrics(root, reader.format, builder.skipped.count, builder.skipped.reasons))
+            empty.append(_no_metrics(root, reader.format, skipped.count, skipped.reasons))
             continue
         meta.notes.extend(notes)
-        runs.append(builder.finish(str(root), final=True))  # the Run takes the columns, no copy
+        runs.extend(builder.finish(str(root)))  # the Run takes the columns, no copy
     if not runs:
         raise EmptyInputError(empty[0] if len(empty) == 1 else Words(
             f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}",
@@ -101,11 +102,13 @@ def load(path: str | Path, fmt: str | None = None,
     return runs
 
 
-def _builder(meta: SourceMeta, skipped: SkipLog) -> RunBuilder:
+def _builder(meta: SourceMeta, skipped: SkipLog, split: bool) -> Trainings:
+    """What the records of one root go into: one builder, or for a console that may hold several trainings
+    one after the other (``split``), a builder per training (:mod:`.trainings`)."""
     # imported here, not at the top: a large log's worker is forked before numpy and the catalog are imported
-    from .builder import RunBuilder
+    from .trainings import Trainings
 
-    return RunBuilder(meta, skipped=skipped)
+    return Trainings(meta, skipped, split=split)
 
 
 #: from how many records a columnar read hands the memory its parse freed back to the system

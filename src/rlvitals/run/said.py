@@ -80,6 +80,9 @@ _TOLD = {
     "written": ("{why}; waiting for it to be written", "{why_zh}；等它写入"),
     "appear": ("{why}; waiting for it to appear", "{why_zh}；等它出现"),
     "wait": ("{path}: could not be read ({why}); waiting for it", "{path}：读不出来（{why}）；等待中"),
+    "trainings": ("{path}: the step count starts again: the log holds more than one training; it is read whole at "
+                  "each change from now on, a run for each training", "{path}：步数重新开始了：这份日志里不止一次训练；"
+                  "从现在起每次变化时整个重读，每次训练一个运行"),
 }
 
 
