@@ -17,6 +17,7 @@ from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
 from ._reward import TRUNCATION_KEYS, natural_bounds, reward_bounds, reward_of, severity
 from .course import course_since
 
+
 def _between(s: Series, first: int, last: int) -> np.ndarray:
     """Values logged at steps ``first..last`` (inclusive)."""
     return s.values[(s.steps >= first) & (s.steps <= last)]

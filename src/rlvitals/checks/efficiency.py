@@ -317,8 +317,9 @@ def _cap_note(view: RunView, key: str, cap_keys: tuple[str, ...]) -> tuple[str, 
 def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Growing memory pressure (seed-000 §12 "显存 OOM": global_seqlen/max, then response_length/max
     and prompt_length/max): the peak memory growing by ``growth`` or more warns; the heaviest rank's
-    tokens growing as much, with no memory logged, is a note. Lengths at max_response_length / max_prompt_length are bounded by the config
-    (the worst case is already reached and fits), so they are reported, not warned about."""
+    tokens growing as much, with no memory logged, is a note. Lengths at max_response_length /
+    max_prompt_length are bounded by the config (the worst case is already reached and fits), so they
+    are reported, not warned about."""
     response, at_cap, reached = _cap_note(view, "response_length/max",
                                           ("max_response_length", "max_completion_length", "generate_max_len"))
     prompt = _cap_note(view, "prompt_length/max", ("max_prompt_length", "prompt_max_len"))[0]

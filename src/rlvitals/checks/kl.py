@@ -24,7 +24,6 @@ from ._shared import (
     _ends,
     _improving,
     _jump_outcome,
-    _knee,
     _level_window,
     _near_zero,
     _rise_onset,
@@ -302,10 +301,10 @@ def _seq_scale(s: Series, metrics: tuple[str, ...], p: Mapping[str, Any]) -> Out
 def _runaway_onset(x: np.ndarray, level: np.ndarray, mid: float, window: int) -> int:
     """The first step of a KL's runaway: after the level was last at its mid-run value (the median of the run's
     middle tenth) — from there it only went up —, the first value above it and its noise within half a level
-    window (the level, a centred median, moves when most of its window has). A hinge fitted to the whole run puts the bend of
-    a rise that levels off at the top ten steps early (step 21 for the corpus's KL-in-reward run whose penalty
-    holds 0.51-0.57 until step 31 and reads 0.67 at 32), and a KL that starts at 0 rises fast at first, which is
-    no runaway."""
+    window (the level, a centred median, moves when most of its window has). A hinge fitted to the whole run
+    puts the bend of a rise that levels off at the top ten steps early (step 21 for the corpus's KL-in-reward
+    run whose penalty holds 0.51-0.57 until step 31 and reads 0.67 at 32), and a KL that starts at 0 rises fast
+    at first, which is no runaway."""
     below = np.flatnonzero(level <= mid)
     at = min(len(level) - 1, int(below[-1]) + 1) if len(below) else 0
     # a value counts as up once it clears the plateau's own noise (0.565 after 0.47-0.54 is still the plateau)

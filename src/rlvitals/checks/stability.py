@@ -66,7 +66,7 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
                   "steps": ", ".join(str(step) for step in peaks[:8]) + (" …" if len(peaks) > 8 else "")}
-        template = status
+        template: str = status
         if moved and status == "warn" and not repeated:
             template = "warn_moved"
             values |= {"moved": moved[1], "moved_step": moved[0], "moved_ratio": moved[2]}

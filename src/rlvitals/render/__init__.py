@@ -3,11 +3,20 @@
 
 from __future__ import annotations
 
-from .diagnosis import STATUS_STYLE, STATUS_WORDS, layer_code, render_diagnosis, render_markdown, when_words
+from .diagnosis import (
+    STATUS_STYLE,
+    STATUS_WORDS,
+    count_words,
+    layer_code,
+    render_diagnosis,
+    render_markdown,
+    when_words,
+)
 from .forecast import render_forecast
 from .formats import FORMATS_ZH, render_formats
 from .not_computed import fold_not_computed, render_not_computed
 from .probe import render_probe
+from .story import STORY_WORDS, because_words, healthy_words
 from .summary import rollout_log, rollout_summary, run_summary
 from .terminal import (
     ENGLISH_ORIGINAL,
@@ -22,4 +31,5 @@ from .terminal import (
 __all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list", "render_markdown",
     "fold_not_computed", "render_not_computed", "FORMATS_ZH", "render_forecast", "render_formats", "render_probe",
     "render_rollout_log", "render_rollouts", "rollout_log", "rollout_summary", "run_summary", "STATUS_STYLE",
-    "STATUS_WORDS", "layer_code", "when_words", "WIDTH", "ENGLISH_ORIGINAL"]
+    "STATUS_WORDS", "layer_code", "when_words", "WIDTH", "ENGLISH_ORIGINAL", "STORY_WORDS", "because_words",
+    "healthy_words", "count_words"]

@@ -28,7 +28,8 @@ STORY_WORDS = {
     "zh": {"root": "根本原因——先处理这一项", "others": "其他问题（最严重的在前）", "followed": "随后发生",
            "timeline": "时间线", "step": "步", "after": "源于“{cause}”：{why}",
            "healthy": "没有需要处理的问题：{passed} 项检查通过，{skipped} 项无法判断（跳过）。",
-           "healthy_notes": "没有需要处理的问题：{passed} 项检查通过，{skipped} 项无法判断（跳过）；下面的{notes}可以做得更好。",
+           "healthy_notes": "没有需要处理的问题：{passed} 项检查通过，{skipped} 项无法判断（跳过）；"
+                            "下面的{notes}可以做得更好。",
            "todo": "先做什么", "root_mark": "根本原因", "finding": "发现", "because": "原因", "none": "—"},
 }
 

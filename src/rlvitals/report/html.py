@@ -22,8 +22,8 @@ from markupsafe import Markup, escape
 
 from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
+from ..render import STORY_WORDS
 from ..render.diagnosis import when_words
-from ..render.story import STORY_WORDS
 from ..words import Words
 
 if TYPE_CHECKING:

@@ -399,8 +399,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
         anchors.update({alias: anchors[key] for alias, key in c["aliases"].items() if key in anchors})
     return {"meta": {"generator": f"rlvitals {__version__}", "lang": lang, "buckets": buckets,
                      "reading_order": list(READING_ORDER)},
-            "runs": [_run_json(rid, d, page.labels[rid], catalog) | {"story": story_json(rid, d, found)}
-                     for rid, d in dpairs], "sections": sections,
+            "runs": _runs_json(dpairs, page, catalog, found), "sections": sections,
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
             "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}
@@ -413,6 +412,12 @@ def _labels(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:
         raise RlvitalsError(Words(f"report: {len(runs)} runs but {len(names)} labels; give one label per run",
                                   f"report：{len(runs)} 个运行，却有 {len(names)} 个标签；请每个运行给一个标签"))
     return names
+
+
+def _runs_json(dpairs: Sequence[tuple[str, Diagnosis]], page: Page, catalog: Catalog,
+               found: Sequence[tuple[str, str, Finding]]) -> list[dict[str, Any]]:
+    """The runs table's rows, each with the story its diagnosis tells (what the page opens with)."""
+    return [_run_json(rid, d, page.labels[rid], catalog) | {"story": story_json(rid, d, found)} for rid, d in dpairs]
 
 
 def _run_json(rid: str, d: Diagnosis, label: str, catalog: Catalog) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..diagnosis import Diagnosis, Headline, Moment
-from ..render.diagnosis import count_words, when_words
-from ..render.story import because_words, healthy_words
+from ..render import because_words, count_words, healthy_words, when_words
 
 __all__ = ["story_json"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..checks import STATUS_RANK
 from ..diagnosis import Diagnosis
-from ..render.story import because_words
+from ..render import because_words
 
 __all__ = ["Told", "by_cause", "story_of"]
 

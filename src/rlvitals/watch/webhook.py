@@ -169,7 +169,8 @@ def slack_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
     followed = "\n".join(line.strip() for line in alert.followed(_lang(alert, lang)))
     if followed:  # the root cause's consequences, under its message: one fault, one message
         said = f"*{FIELD_NAMES[_lang(alert, lang)]['followed']}*\n{followed}"
-        blocks.insert(2, {"type": "section", "text": {"type": "mrkdwn", "text": _slack_fit(said, SLACK_LIMITS["section"])}})
+        text = {"type": "mrkdwn", "text": _slack_fit(said, SLACK_LIMITS["section"])}
+        blocks.insert(2, {"type": "section", "text": text})
     if advice:
         said = f"*{FIELD_NAMES[_lang(alert, lang)]['advice']}*\n{advice}"
         blocks.append({"type": "section",
