@@ -240,6 +240,21 @@ def test_reaching_the_response_cap_is_reported_not_warned() -> None:
     assert f.status == "ok" and "reached its cap at step 14" in f.message["en"]
     f = finding(diagnose(run(series(), config={})), "oom_risk")
     assert f.status == "ok" and f.message["en"].startswith("No growing memory pressure")
+    assert f.metrics[0] == "global_seqlen/max" and "response_length/max" in f.metrics  # what it judged
+
+
+def test_lengths_below_their_cap_alone_judge_nothing() -> None:
+    """Without the tokens per rank or the memory, a response length below its cap says nothing of memory
+    pressure: the check says what it needs (it said "no growing memory pressure", and the efficiency layer of
+    an Unsloth table was ok on nothing)."""
+    lengths = {"response_length/max": np.full(len(T), 300.0), "prompt_length/max": np.full(len(T), 200.0)}
+    d = diagnose(run(lengths))
+    f = finding(d, "oom_risk")
+    assert f.status == "skipped" and "global_seqlen/max" in f.message["en"] and "回复长度" in f.message["zh"]
+    assert d.layers["efficiency"] == "skipped"
+    capped = finding(diagnose(run({**lengths, "response_length/max": np.full(len(T), 1024.0)})), "oom_risk")
+    assert capped.status == "ok" and "at its cap" in capped.message["en"] and capped.metrics == (
+        "response_length/max", "prompt_length/max")
 
 
 # -- the real logs ---------------------------------------------------------------------------------

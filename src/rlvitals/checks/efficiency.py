@@ -325,12 +325,14 @@ def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     prompt = _cap_note(view, "prompt_length/max", ("max_prompt_length", "prompt_max_len"))[0]
     v: dict[str, Any] = {"growth": p["growth"], "response": response, "prompt": prompt, "seqlen": "—",
                          "memory": "—", "step": reached}
-    out = []
+    out: list[Outcome] = []
+    read: list[str] = []  # what was judged: the tokens per rank, the memory, and the lengths said beside them
     for key, template in (("global_seqlen/max", "seqlen"), ("perf/max_memory_reserved_gb", "memory"),
                           ("perf/max_memory_allocated_gb", "memory")):
         s = view.series(key)
         if s is None or v[template] != "—":
             continue
+        read.append(key)
         first, last = _early_late(s.values)
         v[template] = f"{first:.4g} → {last:.4g}" + (" GB" if template == "memory" else "")
         onset = _growth(s, p)
@@ -344,10 +346,11 @@ def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                                evidence=gv | {"baseline": first, "value": last, "threshold": p["growth"]}))
     if out:
         return out
-    if all(v[k] == "—" for k in ("response", "prompt", "seqlen", "memory")):
-        return []
     template = "ok_reached_cap" if reached is not None else "ok_at_cap" if at_cap >= 0.5 else "ok"
-    return [Outcome("ok", template, v, evidence=v)]
+    if template == "ok" and v["seqlen"] == v["memory"] == "—":
+        return []  # lengths below their cap, with no tokens per rank or memory, say nothing of memory pressure
+    read += [k for k in ("response_length/max", "prompt_length/max") if view.series(k) is not None]
+    return [Outcome("ok", template, v, metrics=tuple(read), evidence=v)]
 
 
 FUNCTIONS: dict[str, CheckFn] = {

@@ -182,6 +182,26 @@ def _evidence(value: Any) -> str:
     return str(value)
 
 
+def _fill(sections: list[dict[str, Any]], findings: list[dict[str, Any]], page: Page, first: set[str]) -> None:
+    """Each section's findings, its cards, and where the curves its checks read are drawn when not in it."""
+    for section in sections:
+        section["findings"] = [f for f in findings if f["layer"] == section["id"]]
+        section["cards"] = cards(section["findings"])
+        section["elsewhere"] = _read_elsewhere(page, section, first)
+
+
+def _read_elsewhere(page: Page, section: dict[str, Any], first: set[str]) -> list[str]:
+    """The curves, drawn in other sections, of what this layer's checks judged — a passed check's as well as a
+    finding's: a layer judged on metrics the catalog puts in another layer points there rather than saying the
+    run logged nothing for it (the first screen's curves aside, as for a finding's links)."""
+    read = {m for f in section["findings"] if f["status"] != "skipped" for m in f["metrics"]}
+    # a difference of two validation curves (``acc/maj@4/mean − acc/mean@4``) reads each, in its source's chart
+    parts = tuple("/" + p for m in read if " − " in m for p in m.split(" − "))
+    own = set(section["charts"]) | first
+    return [cid for cid, c in page.charts.items() if cid not in own and any(
+        k in read or (parts and k.endswith(parts)) for k in [*c["keys"], *c["aliases"]])]
+
+
 def _efficiency_extra(page: Page, runs: Sequence[tuple[str, Run]]) -> list[str]:
     """Per run, the time of each phase of a step as stacked shares (Plotly normalises to percent)."""
     cids = []
@@ -390,9 +410,7 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                               nearest(available.get(rid, []), f.onset_step) if f.onset_step is not None else None,
                               page)
                 for fid, rid, f in found]
-    for section in sections:
-        section["findings"] = [f for f in findings if f["layer"] == section["id"]]
-        section["cards"] = cards(section["findings"])
+    _fill(sections, findings, page, first)
     shown = {k for c in page.charts.values() for k in c["keys"]} | {m for f in findings for m in f["metrics"]}
     glossary, anchors = _glossary(shown, catalog)
     for c in page.charts.values():  # a finding's name for a validation curve links where the curve's key does
