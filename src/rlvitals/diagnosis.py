@@ -109,9 +109,9 @@ class Moment:
 
 @dataclass(frozen=True)
 class Headline:
-    """What the diagnosis says first: the root cause — the finding that explains the most of what followed —
-    since when, and the one thing to do first (its advice); ``explains`` are the moments it caused, in step
-    order."""
+    """What the diagnosis says first: the root cause — the worst finding nothing explains, one still going on
+    before one the run got over, the one that explains the most of what followed — since when, and the one
+    thing to do first (its advice); ``explains`` are the moments it caused, in step order."""
 
     finding: Finding
     onset_step: int

@@ -459,8 +459,8 @@ class Jump:
     median at ``start``, ``after`` the median of the values just after the stretch (NaN when
     the series ends inside it), ``ratio`` the peak over ``before`` (inf when ``before`` ≤ 0),
     ``score`` the peak's distance from ``before`` in robust sd, and ``stayed`` whether the level
-    held at least halfway up the jump over the ``hold`` values from ``start`` (a level shift
-    rather than a spike).
+    held at least halfway up the jump over the ``hold`` values from ``start``, three at least (a level
+    shift rather than a spike; a jump in the last two values has not shown that it stays).
     """
 
     start: int
@@ -518,7 +518,7 @@ def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | Non
         after = float(np.median(tail)) if len(tail) else float("nan")
         jump_ratio = float(x[peak] / before) if before > 0 else float("inf")
         out.append(Jump(start, end, peak, float(x[peak]), before, after, jump_ratio, float(z[peak]),
-                        held >= before + 0.5 * (x[peak] - before)))
+                        n - start >= 3 and held >= before + 0.5 * (x[peak] - before)))
     return out
 
 

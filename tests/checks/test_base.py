@@ -54,12 +54,14 @@ def test_nan_is_a_failure_with_its_first_step() -> None:
 
 def test_config_disables_and_caps() -> None:
     run = make_run(_sim())
+    # one spike fails when a "cluster" is one spike and the gradient must stay settled for 1,000 steps after it
+    strict = {"fail_count": 1, "fail_window": 1000}
     cfg = DiagnoseConfig({"entropy_collapse": CheckSettings(enabled=False),
-                          "grad_norm_spike": CheckSettings(params={"fail_count": 1}, max_status="warn")})
+                          "grad_norm_spike": CheckSettings(params=strict, max_status="warn")})
     d = diagnose(run, cfg)
     assert finding(d, "entropy_collapse").message["en"] == "disabled in the config"
     assert finding(d, "grad_norm_spike").status == "warn"
-    d = diagnose(run, DiagnoseConfig({"grad_norm_spike": CheckSettings(params={"fail_count": 1})}))
+    d = diagnose(run, DiagnoseConfig({"grad_norm_spike": CheckSettings(params=strict)}))
     assert finding(d, "grad_norm_spike").status == "fail"
 
 

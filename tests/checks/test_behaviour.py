@@ -234,6 +234,31 @@ def test_response_truncation() -> None:
                    "response_clip_high").status == "ok"
 
 
+def test_truncation_the_untrained_policy_learns_out_of_is_a_note() -> None:
+    """A share high from the start that the run leaves for good before half way (``early``) or that falls to
+    the end (``receding``) is the untrained policy learning to stop; one that comes back, or stays, warns."""
+    cut = "response_length/clip_ratio"
+    early = finding(diagnose(make_run({cut: np.where(np.arange(N) < 40, 0.6, 0.0)})), "response_clip_high")
+    assert (early.status, early.template, early.span) == ("note", "early", (1, 40))
+    assert "then 0.0% to the end" in early.message["en"] and "学会了在上限之前结束" in early.message["zh"]
+    back = np.where((np.arange(N) < 40) | (np.arange(N) >= 250), 0.6, 0.0)
+    assert finding(diagnose(make_run({cut: back})), "response_clip_high").status == "fail"
+    # falling, but not to half its start, or climbing again over the second half: not learnt out of
+    assert finding(diagnose(make_run({cut: np.linspace(0.4, 0.25, N)})), "response_clip_high").status == "warn"
+    v = np.linspace(0.45, 0.05, N)
+    v[N // 2:] = np.linspace(0.05, 0.2, N - N // 2)
+    assert finding(diagnose(make_run({cut: v})), "response_clip_high").status == "warn"
+
+
+def test_the_made_healthy_grpo_run_learns_to_stop_before_the_cap() -> None:
+    """Real (corpus made__trl-cpu__grpo-healthy, 30 steps at a 32-token cap): clipped_ratio 0.88, 1.0, 0.88 at
+    steps 1-3, a median 0.19 over the last 10 steps as the reward climbs 0.25 -> 0.81."""
+    f = finding(diagnose(corpus_run("made__trl-cpu__grpo-healthy")), "response_clip_high")
+    assert (f.status, f.template) == ("note", "receding")
+    assert "A median 62.5% of responses hit the length limit over the first 10 steps, falling to 18.8%" \
+        in f.message["en"]
+
+
 def test_truncation_read_from_a_mean_length_sitting_at_the_cap(real: Path) -> None:
     """Real (shared Unsloth Qwen2.5-3B table, no clip ratio logged): completion_length is exactly 200.000 — all
     eight completions at the 200-token cap — on 93 of 250 steps from step 1: at least 37 % cut."""
@@ -405,6 +430,8 @@ _AT_CAP = np.arange(N)
 CASES[("response_clip_high", "capped")] = run_of(response_length__mean=np.where(_AT_CAP % 3 == 0, 256.0, 200.0))
 CASES[("response_clip_high", "capped_ok")] = run_of(response_length__mean=np.where(_AT_CAP % 50 == 0, 256.0, 200.0))
 CASES[("response_clip_high", "no_ratio")] = run_of(response_length__mean=300 + np.arange(N) * 0.1)
+CASES[("response_clip_high", "early")] = run_of(response_length__clip_ratio=np.where(_AT_CAP < 40, 0.6, 0.0))
+CASES[("response_clip_high", "receding")] = run_of(response_length__clip_ratio=np.linspace(0.6, 0.15, N))
 
 
 @pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0]}-{c[1]}")
@@ -560,13 +587,15 @@ def test_entropy_coming_back_down_after_a_surge_is_no_collapse() -> None:
 
 
 def test_truncation_that_comes_back_above_the_level_is_one_finding_to_the_end() -> None:
-    """The ReTool run whose answers grow to the 8096-token cap: clip_ratio first above 0.1 at steps 84-103,
+    """The ReTool run whose answers grow to the 8096-token cap: clip_ratio above 0.1 over steps 85-103,
     then again on 99 % of the steps from 150 (labels.toml quotes the raw values). The finding runs from the
     first stretch to the last one, not only over the first."""
     d = diagnose(corpus_run("verl__agent-opd__qwen2.5-3b-tokenkl0.02-truncation"))
     f = finding(d, "response_clip_high")
-    assert f.status == "warn" and f.onset_step == 84 and f.span == (84, 238)
-    assert f.message["en"].startswith("From step 84 to 238 (155 steps)")
+    # dated at 85, the first step that shows it and goes on showing it: 0.119 at 83, 0.068 at 84, then 0.127,
+    # 0.121, 0.145 (the rolling level crossed at 84, a step whose own value is below the level)
+    assert f.status == "warn" and f.onset_step == 85 and f.span == (85, 238)
+    assert f.message["en"].startswith("From step 85 to 238 (154 steps)")
 
 
 def test_an_entropy_climb_that_came_back_ends_where_it_fell_below_its_rise() -> None:

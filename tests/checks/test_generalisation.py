@@ -366,6 +366,23 @@ def test_preference_margins_likelihood_displacement_dated_where_chosen_turns_neg
     assert "logps/chosen -102 → -118" in disp[0].message["en"] and "两个似然都在下降" in disp[0].message["zh"]
 
 
+def test_margins_grown_within_their_noise_are_not_flat() -> None:
+    """Real (corpus made__trl-cpu__dpo-healthy, 40 batches of 8 noisy pairs): margins 0.143 -> 0.318 (medians of
+    8 steps) against a noise threshold of 0.287: grown by more than half the threshold, so not "flat"."""
+    found = _all(diagnose(corpus_run("made__trl-cpu__dpo-healthy")), "pref_margins")
+    assert [(f.status, f.template) for f in found] == [("ok", "ok_noisy")]
+    assert found[0].message["en"].startswith("rewards/margins grew 0.143 → 0.318 (preference accuracy 81%), less")
+
+
+def test_displacement_that_costs_the_chosen_answer_half_its_likelihood_warns() -> None:
+    """Real (corpus made__trl-cpu__dpo-tiny-repeated, 8 pairs trained 40 times): margins grow 0 -> 2.6, but
+    logps/chosen falls -6.59 -> -15.7 — the chosen answer lost more than half its log-probability again."""
+    found = _all(diagnose(corpus_run("made__trl-cpu__dpo-tiny-repeated")), "pref_margins")
+    disp = [f for f in found if f.template == "displacement"]
+    assert len(disp) == 1 and disp[0].status == "warn" and 6 <= disp[0].onset_step <= 12
+    assert "logps/chosen -6.59 → -15.7" in disp[0].message["en"]
+
+
 def test_a_notebook_table_of_evaluation_margins_is_read() -> None:
     """Real (corpus other__hf-cookbook__qwen25vl-3b-mpo-margins-flat): the Trainer table holds only eval
     columns; eval margins 0.019, 0.017, 0.018, -0.005, ... -0.020 over 120 steps never grow."""
@@ -608,7 +625,8 @@ def _runs() -> list[Run]:
         dpo(), dpo(eval_loss="falling"), dpo(eval_loss=None), dpo(acc_to=0.8), dpo(acc_to=0.8, eval_loss="falling"),
         dpo(loss=True), dpo(loss=True, eval_loss="falling"), dpo(loss=True, eval_loss=None), passing(),
         dpo(margins="flat", eval_loss=None), dpo(margins="shrinking", eval_loss=None),
-        dpo(chosen="displaced", eval_loss="falling"),
+        dpo(chosen="displaced", eval_loss="falling"), corpus_run("made__trl-cpu__dpo-healthy"),
+        corpus_run("made__trl-cpu__dpo-tiny-repeated"),
         make_run({"rewards/accuracies": np.full(100, 0.8), "rewards/margins": 0.02 * t[:100],
                   "eval_loss": every(lambda t: 0.6 + 0.002 * t, n=100, sd=0.002)}, framework="trl"),
         kto(0.05 + rng().normal(0, 0.002, 200)), kto(np.where(np.isin(t, [61, 111]), 0.5, 0.05)),

@@ -272,12 +272,15 @@ def _cases() -> dict[tuple[str, str], Callable[[], Run]]:
         ("zero_variance_groups", "hard_inferred"): lambda: zero_run(easy=None, hard=None, reward=0.04),
         ("zero_variance_groups", "mixed_inferred"): lambda: zero_run(share=0.6, easy=None, hard=None, reward=0.5),
         ("zero_variance_groups", "unknown"): lambda: zero_run(easy=None, hard=None),
+        ("zero_variance_groups", "constant"): lambda: corpus_run("made__trl-cpu__grpo-constant-reward"),
+        ("zero_variance_groups", "learning"): lambda: corpus_run("made__trl-cpu__grpo-healthy"),
         ("reward_std_collapse", "short"): lambda: make_run({"group/reward_std/mean": np.full(20, 0.4)}),
         ("reward_std_collapse", "ok"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.4, 0, sd=0.05)}),
         ("reward_std_collapse", "dead"): lambda: make_run({"group/reward_std/mean": np.where(T % 4 == 0, 0.0, 0.5)}),
         ("reward_std_collapse", "dead_easy"): lambda: make_run({
             "group/reward_std/mean": np.where((T > 100) & (T < 200) & (T % 20 != 0), 0.0, 0.5),
             "critic/score/mean": np.where((T > 100) & (T < 200), 1.0, 0.6)}),
+        ("reward_std_collapse", "dead_constant"): lambda: corpus_run("made__trl-cpu__grpo-constant-reward"),
         ("reward_std_collapse", "fall"): lambda: make_run({"group/reward_std/mean": step_to(0.4, 0.04, 150, sd=0.05)}),
         ("reward_std_collapse", "fall_reward"): lambda: make_run({"group/reward_std/mean": falling_sigma,
                                                                   **score(0.5)}),
@@ -360,6 +363,43 @@ def test_a_short_run_of_dead_steps_is_judged_on_its_few_records() -> None:
     run = corpus_run("trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom")
     f = finding(diagnose(run), "reward_std_collapse")
     assert f.status == "fail" and f.onset_step == 1
+
+
+def test_dead_steps_have_the_reward_at_its_top_only_in_its_top_tenth_and_untruncated() -> None:
+    """"With the reward at its top there" (dead_easy) needs the reward at the dead steps in the top tenth of its
+    range (the batch min..max) and answers not cut at the length limit: the run's own 90th percentile said so of
+    a reward at 0 (corpus made__trl-cpu__grpo-lr-too-high) and of batches 88-100 % truncated."""
+    dead = T % 4 == 0
+    batch = {"group/reward_std/mean": np.where(dead, 0.0, 0.5), "critic/score/min": np.zeros(N),
+             "critic/score/max": np.ones(N)}
+    top = np.where(dead, 0.97 + 0.01 * np.sin(T), 0.5)
+    said = finding(diagnose(make_run({**batch, "critic/score/mean": top})), "reward_std_collapse")
+    assert said.template == "dead_easy" and "at its top" in said.message["en"]
+    for other in ({"critic/score/mean": np.where(dead, 0.7 + 0.01 * np.sin(T), 0.5)},
+                  {"critic/score/mean": top, "response_length/clip_ratio": np.full(N, 0.5)}):
+        f = finding(diagnose(make_run({**batch, **other})), "reward_std_collapse")
+        assert f.template == "dead" and "at its top" not in f.message["en"] and "处于顶部" not in f.message["zh"]
+
+
+def test_a_reward_the_same_for_every_completion_is_named_the_cause() -> None:
+    """Real (corpus made__trl-cpu__grpo-constant-reward): a reward function returning 1.0 for every completion;
+    frac_reward_zero_std 1.0 and reward 1.0 on all 30 steps, while clipped_ratio varies 0.5-1.0 — the answers
+    differ, their scores do not. The made grpo-tiny-length run (every answer cut at a 4-token cap, reward 0
+    throughout) is not: answers all cut are alike, and the limit is the cause."""
+    d = diagnose(corpus_run("made__trl-cpu__grpo-constant-reward"))
+    f = finding(d, "zero_variance_groups")
+    assert (f.status, f.template, f.onset_step) == ("fail", "constant", 1)
+    assert "the reward was exactly 1 on every step" in f.message["en"] and "reward 函数区分不了答案" in f.message["zh"]
+    assert finding(d, "reward_std_collapse").template == "dead_constant"
+    assert d.headline is not None and d.headline.finding.check == "zero_variance_groups"
+    cut = diagnose(corpus_run("made__trl-cpu__grpo-tiny-length"))
+    assert finding(cut, "zero_variance_groups").template == "unknown"
+    assert cut.headline is not None and cut.headline.finding.check == "response_clip_high"
+    # a reward that varied before settling at its top is a solved batch, not a reward blind to the answers
+    learnt = {"group/zero_std/share": np.where(T > 100, 1.0, 0.2),
+              "critic/score/mean": np.where(T > 100, 1.0, 0.5 + 0.004 * T), "critic/score/min": np.zeros(N),
+              "critic/score/max": np.ones(N)}
+    assert finding(diagnose(make_run(learnt)), "zero_variance_groups").template != "constant"
 
 
 def test_gpt_oss_two_rollout_sigma_is_dead_steps_not_a_collapse(real: Path) -> None:

@@ -54,12 +54,28 @@ def test_a_kl_that_is_not_in_the_reward_does_not_explain_short_answers() -> None
 
 def test_a_cause_dated_well_after_its_effect_explains_nothing() -> None:
     late = [F("response_clip_high", "warn", 80, (80, 200), template="warn"),
-            F("reward_collapse", "fail", 50, (50, 200), template="fail_clip")]
+            F("throughput_drop", "warn", 50, (50, 200), template="warn")]
     story = tell(late, Scale(1, 200))
-    assert all(e.caused_by is None for e in story.events), "truncation from 80 cannot explain a fall from 50"
+    assert all(e.caused_by is None for e in story.events), "truncation from 80 cannot explain a slowdown from 50"
     within = [F("response_clip_high", "warn", 53, (53, 200), template="warn"),
-              F("reward_collapse", "fail", 50, (50, 200), template="fail_clip")]
+              F("throughput_drop", "warn", 50, (50, 200), template="warn")]
     story = tell(within, Scale(1, 200))  # 3 % of 200 steps: 6 steps of tolerance
+    assert story.headline is not None and story.headline.check == "response_clip_high"
+
+
+def test_a_reward_that_fell_before_the_answers_ran_on_explains_them() -> None:
+    """Real shape (corpus trlconsole__nips-grpo-dynamics__qwen25-7b-adabalance-cap-collapse): the reward falls
+    from step 70 while the answers still end (clipped_ratio 0.0 at 75), and they run to the cap from 85. A cause
+    dated at or before its effect wins over one dated a little after it, within the tolerance."""
+    found = [F("response_clip_high", "fail", 85, (85, 200), template="fail"),
+             F("reward_collapse", "fail", 70, (70, 200), template="fail_clip")]
+    story = tell(found, Scale(5, 200))
+    assert story.headline is not None and story.headline.check == "reward_collapse"
+    assert [story.events[i].link.id for i in story.consequences(story.roots[0])] == ["broken_policy_writes_on"]
+    # answers cut first, the reward after: the cut answers score as wrong
+    found = [F("response_clip_high", "fail", 60, (60, 200), template="fail"),
+             F("reward_collapse", "fail", 70, (70, 200), template="fail_clip")]
+    story = tell(found, Scale(5, 200))
     assert story.headline is not None and story.headline.check == "response_clip_high"
 
 

@@ -1,6 +1,7 @@
 """When a preference objective (DPO and its family) has saturated: the pairs separated for good, the loss at
-its floor. Functions over series, and the finding they make, for ``pref_accuracy_saturated``
-(generalisation.py, whose words are in generalisation.toml) and ``loss_jump`` (stability.py).
+its floor; and when the chosen answer loses likelihood with the rejected one (displacement). Functions over
+series, and the findings they make, for ``pref_accuracy_saturated`` and ``pref_margins`` (generalisation.py,
+whose words are in generalisation.toml) and ``loss_jump`` (stability.py).
 
 A DPO loss is −log σ(β·margin): ln 2 = 0.693 before training, and it reaches 0 only when every pair of the
 batch is separated by a wide margin. Its floor is 0 for the sigmoid, hinge and IPO losses alike, so "near 0"
@@ -20,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import Outcome, RunView, Series
+from ._base import Outcome, RunView, Series, Status
+from ._shared import Progress, progress
 
-__all__ = ["LN2", "LossFloor", "lasting_start", "loss_floor", "loss_mark", "margins_since", "saturated"]
+__all__ = ["LN2", "LossFloor", "displacement", "ends", "lasting_start", "loss_floor", "loss_mark", "margins_since",
+           "saturated"]
 
 LN2 = math.log(2.0)
 
@@ -123,3 +126,34 @@ def saturated(view: RunView, p: Mapping[str, Any], dated: Series, onset: int, fl
     template = {"warn": ("warn_eval_ok", "fail"), "saturated": ("saturated_eval_ok", "saturated_fail")}[base][stalled]
     return Outcome("fail" if stalled else "warn", template, v, onset_step=onset, span=span,
                    metrics=(*metrics, metric), evidence=v)
+
+
+def ends(s: Series) -> tuple[float, float]:
+    """The medians of the first and last fifth of ``s``."""
+    k = max(1, len(s) // 5)
+    return float(np.median(s.values[:k])), float(np.median(s.values[-k:]))
+
+
+def displacement(view: RunView, p: Mapping[str, Any], margins: Progress, v: dict[str, Any]) -> list[Outcome]:
+    """Chosen falling below 0 together with rejected, both beyond their trend (likelihood displacement), dated
+    where chosen's level turns negative: a note while the margin still grows, unless the chosen answer lost
+    ``displaced`` of its own log-probability (a per-token change: the sum's relative fall does not depend on the
+    answer's length); a warning otherwise."""
+    chosen, rejected = view.series("rewards/chosen"), view.series("rewards/rejected")
+    if chosen is None or rejected is None:
+        return []
+    (c0, c1), (r0, r1) = ends(chosen), ends(rejected)
+    ctol = progress(chosen.values, z=p["z"], k=max(3, len(chosen) // 5)).tol
+    if not (c1 < 0 and c1 < c0 - ctol and r1 < r0 and signals.trend(chosen.values) <= -p["trend"]
+            and signals.trend(rejected.values) <= -p["trend"]):
+        return []
+    below = np.flatnonzero(signals.rolling_level(chosen.values, max(3, len(chosen) // 10)) < 0)
+    onset = chosen.step(int(below[0])) if len(below) else chosen.step(0)
+    logps = view.series("logps/chosen")
+    lp = ends(logps) if logps is not None else None
+    dv = v | {"c_from": c0, "c_to": c1, "r_from": r0, "r_to": r1,
+              "logps": f"{lp[0]:.3g} → {lp[1]:.3g}" if lp else "—"}
+    lost = lp is not None and lp[0] < 0 and (lp[0] - lp[1]) >= p["displaced"] * abs(lp[0])
+    status: Status = "note" if margins.rising and not margins.falling and not lost else "warn"
+    return [Outcome(status, "displacement", dv, onset_step=onset, span=(onset, chosen.step(-1)),
+                    metrics=(chosen.key, rejected.key, "logps/chosen"), evidence=dv)]

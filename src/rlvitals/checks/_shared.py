@@ -1,15 +1,16 @@
-"""Helpers shared by the stability and KL checks: run-relative windows, tenths, reward
-improvement, the rounding step of 3-decimal logs, and the words for a too-short series."""
+"""Helpers shared by the checks: run-relative windows, tenths, reward improvement, a curve's progress against
+its noise, the rounding step of 3-decimal logs, and the words for a too-short series."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import signals
-from ._base import Outcome, Series, Status
+from ._base import Outcome, RunView, Series, Status
 
 #: reward series, training batch means: the score after KL shaping first, else the raw score
 REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
@@ -43,6 +44,28 @@ def jumped_at(s: Series, step: int, ratio: float = 3.0, window: int = 20, k: flo
     noise = max(signals.noise_scale(before), signals.quantum(before), 1e-12)
     value = float(np.max(s.values[near]))
     best = value / base if base > 0 and value >= ratio * base and value - base >= k * noise else None
+    return best
+
+
+def held_from(ok: np.ndarray, start: int, end: int, keep: float = 0.7, gap: int = 2) -> int:
+    """The first index in ``start..end`` from which ``ok`` holds for the stretch: true there and at the next
+    index, true on at least ``keep`` of the points to ``end``, never false more than ``gap`` in a row; ``start``
+    when no index does. An onset is a step that shows the condition and goes on showing it: a rolling level
+    crosses a few steps early, and a value at a run's first step shared by chance (two groups of identical
+    rewards, then varied ones) is no start of a lasting pattern.
+
+    >>> held_from(np.array([1, 0, 1, 1, 1, 1, 1, 0, 1], bool), 0, 8)
+    2
+    """
+    best, run, held = start, 0, 0
+    for i in range(end, start - 1, -1):
+        run = 0 if ok[i] else run + 1
+        if run > gap:
+            break
+        held += bool(ok[i])
+        nxt = i + 1 > end or ok[i + 1]
+        if ok[i] and nxt and held >= keep * (end - i + 1):
+            best = i
     return best
 
 
@@ -151,3 +174,73 @@ def window_mean(x: np.ndarray, window: int) -> np.ndarray:
     counts = np.convolve(np.ones(len(x)), kernel, mode="same")
     out: np.ndarray = sums / counts
     return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Levels of a curve in "better is higher" units (``sign`` × value): the start and end
+    levels (medians of ``k`` points), the best smoothed level and where it was, and the
+    threshold a change must exceed to be more than noise."""
+
+    start: float
+    end: float
+    peak: float
+    peak_index: int
+    k: int
+    tol: float
+    #: where the curve leaves its best level (the hinge of a plateau and a straight fall)
+    decline_index: int = 0
+
+    @property
+    def gain(self) -> float:
+        return self.end - self.start
+
+    @property
+    def drop(self) -> float:
+        return self.peak - self.end
+
+    @property
+    def rising(self) -> bool:
+        return self.gain > self.tol
+
+    @property
+    def falling(self) -> bool:
+        return self.drop > self.tol
+
+
+def progress(values: np.ndarray, sign: float = 1.0, z: float = 3.0, k: int | None = None) -> Progress:
+    """Start/end/peak levels of ``sign × values`` and the noise threshold ``z`` standard
+    errors of the difference of two ``k``-point medians (``1.25·σ·√(2/k)``)."""
+    v = sign * np.asarray(values, dtype=float)
+    n = len(v)
+    k = k or max(1, min(n // 3, max(3, n // 10)))
+    level = signals.rolling_level(v, k)
+    # the peak must lie before the last window, or a final rise would count as "the best"
+    head = level[: max(1, n - k)] if n > k else level
+    peak_index = int(np.argmax(head)) if n > k else int(np.argmax(level))
+    noise = max(signals.noise_scale(v) if n >= 3 else 0.0, 1e-3 * abs(float(np.median(v))), 1e-12)
+    tol = z * 1.25 * noise * float(np.sqrt(2.0 / k))
+    return Progress(float(np.median(v[:k])), float(np.median(v[-k:])), float(level[peak_index]), peak_index, k,
+                    tol, signals.plateau_end(v, peak_index))
+
+
+def settled_after(s: Series, events: list[signals.Event], p: Mapping[str, Any]) -> tuple[int, float] | None:
+    """``(steps, median)`` of the gradient after the last spike when it settled there: at least ``fail_window``
+    logged steps followed it, and their median is within ``moved_ratio``× the median before the first spike."""
+    after, before = s.values[events[-1].end + 1:], s.values[: max(1, events[0].start)]
+    if len(after) < p["fail_window"] or float(np.median(after)) > p["moved_ratio"] * float(np.median(before)):
+        return None
+    return len(after), float(np.median(after))
+
+
+def moved_with(view: RunView, steps: list[int], keys: tuple[str, ...],
+               p: Mapping[str, Any]) -> tuple[int, str, float] | None:
+    """The first of ``steps`` at which one of ``keys`` jumped too (``moved_ratio``× its recent median), as
+    ``(step, key, how many times)``; None when every spike came alone."""
+    for step in steps:
+        for key in keys:
+            s = view.series(key)
+            ratio = jumped_at(s, step, p["moved_ratio"]) if s is not None else None
+            if ratio is not None:
+                return step, key, ratio
+    return None

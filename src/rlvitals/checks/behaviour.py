@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from .. import signals
-from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
+from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._reward import TRUNCATION_KEYS, natural_bounds, reward_bounds, reward_of, severity
+from ._share import share_check
+from ._shared import held_from
 from .course import course_since
 
 
@@ -270,28 +272,6 @@ def entropy_clip_joint(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome(status, status, values, int(steps[a]), (int(steps[a]), int(steps[b])), (e.key, c.key), evidence)]
 
 
-def _share_check(s: Series, p: Mapping[str, Any], limit: Any = None, prefix: str = "") -> list[Outcome]:
-    """A share that should stay near 0 (truncation, aborted samples), read as a sustained
-    level: warn at ``warn``, fail at ``fail`` for ``min_steps`` steps, from the first such stretch to the
-    end of the last. Templates are ``{prefix}ok|warn|fail``."""
-    level = signals.rolling_level(s.values, p["window"])
-    for status in VERDICT_STATUSES:
-        found = signals.sustained_above(s.values, p[status], window=p["window"], min_len=p["min_steps"])
-        if found:
-            # from the first stretch above the level to the end of the last: a share that comes back above it
-            # is the same problem going on (the level quoted is the share's median over that whole span)
-            a, b = found[0][0], found[-1][1]
-            peak = float(level[a : b + 1].max())
-            values = {"metric": s.key, "onset": s.step(a), "end": s.step(b), "steps": s.step(b) - s.step(a) + 1,
-                      "level": float(np.median(s.values[a : b + 1])), "peak": peak, "threshold": p[status],
-                      "limit": limit if limit is not None else "?"}
-            return [Outcome(status, prefix + status, values, s.step(a), (s.step(a), s.step(b)), (s.key,),
-                            {"value": values["level"], "peak": peak, "threshold": p[status], "limit": limit})]
-    values = {"metric": s.key, "median": float(np.median(s.values)), "max_level": float(level.max()),
-              "warn": p["warn"]}
-    return [Outcome("ok", prefix + "ok", values, metrics=(s.key,))]
-
-
 def _config_value(view: RunView, *suffixes: str) -> Any:
     for key, value in view.config.items():
         if key.endswith(suffixes):
@@ -306,7 +286,7 @@ def response_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     s = view.first(*TRUNCATION_KEYS)
     if s is None:
         return _capped_steps(view, p, limit)
-    return _share_check(s, p, limit)
+    return share_check(s, p, limit, learns=True)
 
 
 def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outcome]:
@@ -344,7 +324,7 @@ def prompt_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     s = view.series("prompt_length/clip_ratio")
     if s is None:
         return []
-    return _share_check(s, p, _config_value(view, "max_prompt_length", "prompt_max_len"))
+    return share_check(s, p, _config_value(view, "max_prompt_length", "prompt_max_len"))
 
 
 def aborted_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -352,7 +332,7 @@ def aborted_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     s = view.series("response/aborted_ratio")
     if s is None:
         return []
-    return _share_check(s, p)
+    return share_check(s, p)
 
 
 def _onset_of_move(x: np.ndarray, start: float, end: float, window: int) -> int:
@@ -376,7 +356,10 @@ def length_reward_hacking(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     steps, lv, rv = length.aligned(reward)
     values: dict[str, Any] = {"n": len(steps), "min_steps": p["min_steps"]}
-    if len(steps) < p["min_steps"]:
+    # a short run is read only when both curves move one way at almost every step (strong trends): a made
+    # 30-step run whose reward pays for brevity goes 31 → 9 tokens as its reward climbs 0.03 → 0.71
+    strong = len(steps) >= p["min_short"] and min(abs(signals.trend(lv)), abs(signals.trend(rv))) >= p["strong"]
+    if len(steps) < p["min_steps"] and not strong:
         return [Outcome("skipped", "short", values, metrics=(length.key, reward.key))]
     lo, hi = reward_bounds(view, reward)
     (l0, l1), (r0, r1) = _head_tail(lv, p["share"]), _head_tail(rv, p["share"])
@@ -423,8 +406,9 @@ def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     room = start - floor
     if room <= 0 or (start - late) < p["drop"] * room or (late - floor) > p["near"] * room or start < p["ratio"] * late:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
-    near = signals.rolling_level(x, 3)
-    onset = int(np.argmax(near <= start - (start - late) / 3))  # a third of the way down: the fall is under way
+    # a third of the way down: the fall is under way — dated at the first step that shows it and goes on showing
+    # it (a rolling level crosses a step or two early)
+    onset = held_from(x <= start - (start - late) / 3, 0, n - 1)
     values["onset"] = s.step(onset)
     return [Outcome("warn", "warn", values, s.step(onset), (s.step(onset), s.step(n - 1)), (s.key,),
                     {"baseline": start, "value": late, "floor": floor, "threshold": p["drop"]})]
@@ -485,7 +469,7 @@ def tool_calls_at_cap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     mean = view.first("tool_call_counts/mean", "rollout/tool_calls/mean")
     out: list[Outcome] = []
     if cap is not None:
-        out += _share_check(cap, {**p, "warn": p["cap_warn"], "fail": p["cap_fail"]}, prefix="cap_")
+        out += share_check(cap, {**p, "warn": p["cap_warn"], "fail": p["cap_fail"]}, prefix="cap_")
     elif mean is not None:
         top = view.series("tool_call_counts/max")
         steps, mv, xv = mean.aligned(top) if top is not None else (mean.steps, mean.values, mean.values * 0)

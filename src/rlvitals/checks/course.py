@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import signals
 from ._base import RunView
-from .generalisation import core_tracks, progress
+from ._shared import progress
+from .generalisation import core_tracks
 
 __all__ = ["Course", "course_since"]
 
@@ -86,7 +87,10 @@ def _reward(view: RunView, step: int) -> Course | None:
         return None
     pr = progress(part, 1.0, Z, k=max(3, len(part) // 5))
     tau = signals.trend(part)
-    return Course("reward", r.key, pr.start, pr.end, pr.rising and tau >= 0.2, pr.falling and tau <= -0.2)
+    # a batch reward repeating one value to the end is a frozen policy's (one answer pattern, one partial credit)
+    frozen = float(np.ptp(part[-max(FROZEN, len(part) // 10):])) == 0.0
+    return Course("reward", r.key, pr.start, pr.end, pr.rising and tau >= 0.2 and not frozen,
+                  pr.falling and tau <= -0.2)
 
 
 def course_since(view: RunView, step: int) -> Course | None:

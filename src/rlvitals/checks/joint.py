@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import signals
 from ._base import CheckFn, Outcome, RunView, Series, Status
+from ._shared import progress
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
 _PASS = re.compile(r"^pass@(\d+)$")
@@ -237,8 +238,6 @@ def _faithfulness_trend(view: RunView, score: Series, p: Mapping[str, Any]) -> O
         return Outcome(verdict, f"trend_{verdict}_alone", values, metrics=(score.key,),
                        onset_step=_halfway(score, start, end) if verdict == "warn" else None,
                        evidence=values | {"fall_threshold": p["fall"]})
-    from .generalisation import progress
-
     pr = progress(reward.values[inside])
     values |= {"reward": reward.key, "reward_start": pr.start, "reward_end": pr.end}
     rising = pr.end - pr.start > pr.tol
@@ -270,8 +269,6 @@ def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     it sits below the top ``solved`` of its natural range (a task already solved has nothing to climb).
     That is compute spent for no learning: fail. Shorter runs are not judged — a slow rise takes time
     to clear the noise."""
-    from .generalisation import progress
-
     s = view.first(*REWARD_KEYS)
     if s is None:
         return []

@@ -31,6 +31,7 @@ from ._shared import (
     _tenths,
     jumped_at,
 )
+from .course import course_since
 
 #: per-token KL to the reference policy: as a loss term (veRL use_kl_loss, TRL GRPO) or in the reward
 KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
@@ -80,6 +81,10 @@ def _offset(view: RunView, s: Series, high: float) -> float | None:
     later (a resume, the tail of a long run) cannot tell."""
     if view.cut or len(s) < HEAD or s.step(0) > 1:
         return None
+    if abs(float(s.values[0])) < high / 10:
+        # the very first step reads ~0: this KL is measured against the starting policy, and what it reads
+        # one update later is how far that update moved it (a learning rate 100x too high: 0 → 2.8 at step 2)
+        return None
     first = float(np.median(s.values[:HEAD]))
     return first if first >= high else None
 
@@ -100,7 +105,10 @@ def _above(x: np.ndarray, threshold: float, sustain: int) -> tuple[int, int] | N
     start, end = found[0]
     lo, hi = max(0, start - window), min(n, start + window + 1)
     crossed = np.flatnonzero(signals.rolling_level(x, 3)[lo:hi] >= threshold)
-    return (lo + int(crossed[0]) if len(crossed) else start), end
+    onset = lo + int(crossed[0]) if len(crossed) else start
+    # a step that shows it: a three-value level at the run's first step holds the steps after it (0 then 2.8)
+    shown = np.flatnonzero(x[onset : end + 1] >= threshold)
+    return (onset + int(shown[0]) if len(shown) else onset), end
 
 
 def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -161,7 +169,9 @@ def _isolated(view: RunView, s: Series, out: Outcome, found: list[signals.Jump],
 def _early_jump(x: np.ndarray, p: Mapping[str, Any], banded: bool) -> list[signals.Jump]:
     """A move to ``ratio``× the first values within the first steps, as a jump that stayed; for a KL
     held to the band, only one that reached above the band (a KL leaving 0 is no damage)."""
-    e = signals.early_move(x, factor=p["ratio"], head=HEAD)
+    # a KL held to the band starts at ~0 and climbs in its first steps as a matter of course (a healthy run's
+    # 0.013 → 0.15 in eight steps): only a move within a few updates is a jump, a climb over ten is kl_band's
+    e = signals.early_move(x, factor=p["ratio"], head=HEAD, within=2 * HEAD if banded else 15)
     if e is None or (banded and float(signals.rolling_level(x, 3)[e.end]) < p["high"]):
         return []
     spread = max(signals.robust_scale(x[:HEAD], floor=0.0), signals.quantum(x), 1e-12)
@@ -196,7 +206,8 @@ def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The level of the KL to the reference. Per token: above ``ceiling`` nats/token for a sustained
     stretch fails in any run ("several nats per token"); a KL that started at 0 is held to the
     seed's band (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如 0.01~0.1）") — above
-    it and still rising, or far above it, warns, above it but level is noted as ok, below it warns
+    it and still rising, or far above it, warns (far above but levelled off with the outcome holding is a
+    note), above it but level is noted as ok, below it warns
     only when the reward is not improving either; a KL that started above the band (a different
     reference) warns once it moves to ``move``× where it started. A sequence sum with no length to
     divide by is read on its own scale: ``seq_growth``× its early level."""
@@ -253,6 +264,15 @@ def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarra
                    "peak": float(np.max(level[start:]))}
         status: Status = "warn" if far or rising else "ok"
         template = "warn_far" if far else "warn_rising" if rising else "ok_high"
+        # climbed there after the first tenth of the run (a KL far out from the first updates is a policy broken
+        # at once, whose outcome collapsed too fast for a course to show) and levelled off
+        level_off = far and far[0] >= b and values["growth"] < p["rising"]
+        course = course_since(view, values["step"]) if level_off else None
+        if course is not None and not course.falling:
+            # ... with the outcome holding since: the KL barely constrains the policy, yet nothing it protects
+            # is seen lost — could be better, not at risk
+            status, template = "note", "far_level"
+            values |= course.words()
         return Outcome(status, template, values, onset_step=s.step(start) if status != "ok" else None,
                        span=s.span(start, end), metrics=metrics,
                        evidence={"level": values["level"], "peak": values["peak"], "threshold": p["high"],

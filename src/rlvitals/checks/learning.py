@@ -19,6 +19,7 @@ import numpy as np
 from .. import signals
 from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
 from ._reward import natural_bounds, reward_bounds, reward_of, severity, truncated_after
+from ._shared import held_from
 from .course import course_since
 
 
@@ -28,6 +29,26 @@ def _med(x: np.ndarray) -> float:
 
 def _at(s: Series, a: int, b: int) -> np.ndarray:
     return s.values[(s.steps >= a) & (s.steps <= b)]
+
+
+#: a median share of responses cut at the length limit at or above which they are all alike (none has an answer)
+ALL_CUT = 0.95
+
+
+def constant_reward(view: RunView, a: int, b: int, least: int = 5) -> float | None:
+    """The reward's value when it is exactly the same on every logged step of the run (at least ``least`` of
+    them, some in ``a..b``) though the answers differed: every completion scored alike, whatever it said, from
+    the first step — the reward function decides, or prompts all out of reach (a reward that varied before
+    settling at its top is a solved batch, not this). Answers nearly all cut at the length limit (a median
+    :data:`ALL_CUT` share) are alike (no answer in any): their equal scores are the limit's doing, and none is
+    returned."""
+    if truncated_after(view, a, share=ALL_CUT):
+        return None
+    reward = reward_of(view)
+    if reward is None or len(_at(reward, a, b)) == 0:
+        return None
+    at = reward.values
+    return float(at[0]) if len(at) >= least and bool(np.all(at == at[0])) else None
 
 
 def _split(view: RunView, a: int, b: int, share: float, p: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -57,14 +78,15 @@ def _split(view: RunView, a: int, b: int, share: float, p: Mapping[str, Any]) ->
 
 def _fall(x: np.ndarray, p: Mapping[str, Any]) -> tuple[signals.Event, float] | None:
     """:func:`signals.fall_from_peak` and the severity to judge it by: the smaller of that fall
-    and the fall of the mean (last ``tail`` against everything before the onset). A bimodal
+    and the fall of the mean (last ``tail`` against everything before the onset, a ``window`` at least). A bimodal
     series — σ_G of two-rollout groups is 0 or 1.41 — flips its median with no loss of signal;
     its mean does not."""
     event = signals.fall_from_peak(x, window=p["window"], tail=p["tail"])
     if event is None:
         return None
     n_tail = max(p["window"], int(round(len(x) * p["tail"])))
-    before, after = float(np.mean(x[: max(event.start, 1)])), float(np.mean(x[-n_tail:]))
+    # a window at least before: one step's spread (of two-completion groups: 0, 0.35 or 0.71) is no level
+    before, after = float(np.mean(x[: max(event.start, p["window"])])), float(np.mean(x[-n_tail:]))
     return event, min(event.score, 1 - after / before if before > 0 else 0.0)
 
 
@@ -91,6 +113,20 @@ def _last_regime(view: RunView, s: Series, a: int, b: int) -> int:
     return int(later[0]) if len(later) and later[0] <= b else a
 
 
+def _solving(view: RunView, first: int, last: int, p: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The words of a model solving its prompts over a zero-variance stretch ``first..last``: the outcome rose
+    over the run (validation, else the reward) and the reward over the stretch sits in the top ``solving`` of
+    its range (logged batch min..max, else the run's own); None otherwise."""
+    course, reward = course_since(view, view.run.train_steps[0] - 1 if len(view.run.train_steps) else 0), \
+        reward_of(view)
+    if course is None or not course.rising or reward is None:
+        return None
+    lo, hi = reward_bounds(view, reward)
+    level = _med(_at(reward, first, last))
+    position = (level - lo) / (hi - lo)
+    return {**course.words(), "reward": level, "position": position} if position >= p["solving"] else None
+
+
 def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of prompt groups whose rollouts all got the same reward (σ_G = 0) held at ``warn`` /
     ``fail`` for ``min_steps`` and ``held_share`` of the run (seed-004 §四: such prompts are sampled for
@@ -106,15 +142,26 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         if not found:
             continue
         a, b = found[0]
-        a = _last_regime(view, s, a, b)
+        a = held_from(s.values >= p[status], a, b)  # the first step that shows it for good, not by chance
+        later = _last_regime(view, s, a, b)
+        if float(np.median(s.values[later : b + 1])) >= p[status]:  # the lasting regime holds the level too
+            a = later
         first, last = s.step(a), s.step(b)
         share = float(np.median(s.values[a : b + 1]))
-        template, split = _split(view, first, last, share, p)
+        same = constant_reward(view, first, last) if share >= 1 else None
+        template, split = ("constant", {"reward": same}) if same is not None else _split(view, first, last, share, p)
         held = int(sum(e - st + 1 for st, e in found))
         values = {"onset": first, "end": last, "steps": last - first + 1, "share": share, "threshold": p[status],
                   "peak": float(level[a : b + 1].max()), "held": held, "n": len(s), **split}
+        solving = _solving(view, first, last, p) if not template.startswith(("hard", "constant")) else None
+        if solving is not None:
+            # groups agreeing because the model learnt: it is solving its prompts — nothing is broken (a note
+            # to watch: the data is spent once the outcome stops rising)
+            values.update(solving)
+            status, template = "note", "learning"
         return [Outcome(status, template, values, first, (first, last), (s.key,),
-                        {"value": share, "peak": values["peak"], "threshold": p[status], "steps_above": held, **split})]
+                        {"value": share, "peak": values["peak"], "threshold": p[status] if status != "note" else
+                         p["warn"], "steps_above": held, **split})]
     return [Outcome("ok", "ok", {"median": float(np.median(s.values)), "max_level": float(level.max()),
                                  "warn": p["warn"]}, metrics=(s.key,))]
 
@@ -147,8 +194,16 @@ def _dead_steps(view: RunView, s: Series, values: dict[str, Any], p: Mapping[str
     easy = False
     if reward is not None:
         at_dead = reward.values[np.isin(reward.steps, s.steps[dead])]
-        easy = len(at_dead) > 0 and _med(at_dead) >= float(np.percentile(reward.values, 90))
-    return [Outcome(status, "dead_easy" if easy else "dead", values, s.step(runs[0][0]),
+        lo, hi = reward_bounds(view, reward)
+        # "the reward at its top there": the top tenth of its range (the batch min..max when logged; a run's own
+        # 90th percentile is 0 when it mostly fails), and answers not cut at the length limit, which score alike
+        easy = len(at_dead) > 0 and _med(at_dead) >= lo + p["solved"] * (hi - lo) \
+            and not truncated_after(view, s.step(runs[0][0]))
+    same = constant_reward(view, s.step(runs[0][0]), s.step(runs[-1][1])) if worst >= p["dead_fail"] else None
+    if same is not None:
+        values["reward"] = same
+    template = "dead_constant" if same is not None else "dead_easy" if easy else "dead"
+    return [Outcome(status, template, values, s.step(runs[0][0]),
                     (s.step(runs[0][0]), s.step(runs[-1][1])), (s.key,),
                     {"zero_steps": share, "worst_stretch": worst, "stretch": width, "solved": easy,
                      "threshold": p["dead_warn"], "longest": (s.step(a), s.step(b))})]

@@ -29,7 +29,8 @@ from ._shared import (
     _rise_onset,
     _short,
     _tenths,
-    jumped_at,
+    moved_with,
+    settled_after,
 )
 
 GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
@@ -39,7 +40,8 @@ LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Steps where a gradient norm jumps to ``ratio``× its trailing median (seed-000 §2.2:
     "突然飙升到正常值的 10 倍以上"). Spikes on ``repeat_share`` of the logged steps or more warn,
-    ``fail_count`` within ``fail_window`` steps fail; fewer, scattered spikes that the run recovers from
+    ``fail_count`` within ``fail_window`` steps fail — unless the gradient then settled for ``fail_window``
+    steps to the end (a warning: unstable then, not now); fewer, scattered spikes that the run recovers from
     are a note (inspect the rollouts of those steps; nothing to change yet). A gradient that has
     already vanished (a trailing median below ``vanished`` of its first values) has no normal
     level to spike from: its blips are read by grad_norm_vanishing."""
@@ -61,13 +63,19 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         # spikes the run shrugs off, few and far between, are a note; repeated ones warn; so does one that moved
         # the policy (its KL or clip fraction jumped at the same step: it is not isolated)
         repeated = len(events) >= 2 and len(events) / len(s) >= p["repeat_share"]
-        moved = _moved_with(view, peaks, POLICY_MOVES, p)
-        status: Status = "fail" if clustered else "warn" if repeated or moved else "note"
+        moved = moved_with(view, peaks, POLICY_MOVES, p)
+        settled = settled_after(s, events, p) if clustered else None
+        # a cluster the gradient has long settled from was an unstable stretch, not a broken run: a warning
+        status: Status = "fail" if clustered and settled is None else "warn" if clustered or repeated or moved \
+            else "note"
         values = {"metric": key, "count": len(events), "step": s.step(worst.peak), "peak": worst.value,
                   "baseline": worst.baseline, "score": worst.score, "ratio": p["ratio"],
                   "steps": ", ".join(str(step) for step in peaks[:8]) + (" …" if len(peaks) > 8 else "")}
         template: str = status
-        if moved and status == "warn" and not repeated:
+        if settled is not None:
+            template = "warn_settled"
+            values |= {"since": s.step(events[-1].end), "after": settled[0], "level_after": settled[1]}
+        if moved and status == "warn" and not repeated and settled is None:
             template = "warn_moved"
             values |= {"moved": moved[1], "moved_step": moved[0], "moved_ratio": moved[2]}
         out.append(Outcome(
@@ -77,19 +85,6 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                       "spike_steps": peaks}, points=tuple(peaks),
         ))
     return out
-
-
-def _moved_with(view: RunView, steps: list[int], keys: tuple[str, ...],
-                p: Mapping[str, Any]) -> tuple[int, str, float] | None:
-    """The first of ``steps`` at which one of ``keys`` jumped too (``moved_ratio``× its recent median), as
-    ``(step, key, how many times)``; None when every spike came alone."""
-    for step in steps:
-        for key in keys:
-            s = view.series(key)
-            ratio = jumped_at(s, step, p["moved_ratio"]) if s is not None else None
-            if ratio is not None:
-                return step, key, ratio
-    return None
 
 
 def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:

@@ -1,5 +1,6 @@
 """The story of a run's findings: each warn/fail finding is an event at its onset; an event is linked to the
-event that explains it (``links.toml``); the root cause that explains the most is the headline.
+event that explains it (``links.toml``); the worst root cause, still going on, that explains the most is the
+headline.
 
 What a careful colleague says first is not the first card of the first layer but the cause: "the KL penalty
 in the reward exploded at step 4; the answers shrank to one token from step 7, and with them went the
@@ -161,7 +162,8 @@ def tell(found: Sequence[Told], scale: Scale, resolution: Sequence[int] | None =
          links: Links | None = None) -> Story:
     """The story of ``found``: its warn/fail findings as events in step order, each linked to the event that
     explains it, and the root causes ranked — the headline is the root whose chain holds the worst status,
-    then the one that explains the most, then the earliest.
+    then one still going on at the end of the log (a run got over a transient surge; a crash at its end it
+    did not), then the one that explains the most, then the earliest.
 
     ``resolution`` gives, per finding, the steps between two logged values of what it read (a validation
     every 20 steps dates its changes to 20 steps); by default the run's cadence.
@@ -200,6 +202,6 @@ def tell(found: Sequence[Told], scale: Scale, resolution: Sequence[int] | None =
         worst = max(STATUS_RANK[events[j].status] for j in (i, *below))
         # a problem still going on at the end of the log before one the run got over (a transient surge)
         lasting = events[i].end + scale.tolerance(links) >= scale.last
-        return (-worst, -len(below), -int(lasting), events[i].step, -STATUS_RANK[events[i].status], i)
+        return (-worst, -int(lasting), -len(below), events[i].step, -STATUS_RANK[events[i].status], i)
 
     return Story(tuple(events), tuple(sorted(roots, key=rank)))
