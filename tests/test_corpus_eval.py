@@ -29,6 +29,8 @@ MAX_FALSE_WARN_PER_HEALTHY = 0.0
 MAX_CARDS_PER_CAUSE = 1.5
 #: fail findings, a crash aside, on runs whose outcome clearly improved (label improved = true)
 MAX_IMPROVED_FAIL = 0
+#: issue 34: a finding's words against the numbers it read (benchmarks/words_numbers.py), over every corpus run
+MAX_CONTRADICTIONS = 0
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +51,7 @@ def test_the_corpus_figures_hold(figures: dict[str, float]) -> None:
     assert figures["false_warn_per_healthy"] <= MAX_FALSE_WARN_PER_HEALTHY
     assert figures["cards_per_cause"] <= MAX_CARDS_PER_CAUSE, figures["cards_per_cause"]
     assert figures["improved_fail"] <= MAX_IMPROVED_FAIL and figures["improved"] >= 40, figures
+    assert figures["contradictions"] <= MAX_CONTRADICTIONS, "run corpus_eval.py --misses to see them"
 
 
 def test_the_corpus_is_large_varied_and_sourced() -> None:
@@ -153,6 +156,18 @@ def test_the_headline_counts_only_its_family_in_its_window() -> None:
     assert not head(family="none").headline_right, "a run with a root cause is not 'none'"
     named = head(family="grad_vanishing", onset=[1, 5], independent=["pref_margins"])
     assert named.root_causes == 2 and named.cards >= 1
+
+
+def test_contradictions_are_counted_and_listed_under_their_run() -> None:
+    scored = _score()
+    assert scored.contradictions == [], "the zero-gradient run's words hold against its numbers"
+    said = "spike_words: kl_jump (en): says 'jumped' with an evidence ratio of 1.2, below its threshold 3"
+    scored.contradictions = [said]
+    fig = corpus_eval.figures([scored])
+    assert fig.contradictions == 1 and fig.as_dict()["contradictions"] == 1
+    text = corpus_eval.render([scored], fig, corpus_eval.load_families(), misses=True)
+    assert "contradictions (words against their numbers): 1" in text
+    assert f"{RUN}\n" in text and f"\n  contradiction: {said}" in text.split(f"{RUN}\n", 1)[1]
 
 
 def test_an_unknown_family_in_a_label_is_refused() -> None:

@@ -403,6 +403,9 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("length_reward_hacking", "overthinking"): lambda: make_run({"response_length/mean": LONGER, **reward(0.5, 0.5),
                                                                  "rollout/length_correct_corr": np.full(N, -0.4)}),
     ("entropy_surge", "climb"): run_of(actor__entropy=ramp(0.25, 0.8, 10, 290) * np.exp(rng(3).normal(0, 0.03, N))),
+    ("entropy_surge", "climb_learning"): run_of(
+        actor__entropy=ramp(0.25, 0.8, 10, 290) * np.exp(rng(3).normal(0, 0.03, N)),
+        critic__score__mean=np.linspace(0.2, 0.8, N)),
     ("response_length_collapse", "ok"): run_of(response_length__mean=flat(300.0)),
     ("response_length_collapse", "fail"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 3.0)),
     ("response_length_collapse", "warn"): run_of(response_length__mean=np.where(np.arange(N) < 100, 900.0, 120.0)),
@@ -598,11 +601,25 @@ def test_truncation_that_comes_back_above_the_level_is_one_finding_to_the_end() 
     assert f.message["en"].startswith("From step 85 to 238 (154 steps)")
 
 
+def test_an_entropy_climb_while_the_outcome_rises_is_a_note() -> None:
+    """Real (corpus verl__econ-agent-grpo__qwen25-7b-lora-final-ckpt-disk-full, whose label rules out a surge):
+    entropy 10-step means 0.11-0.14 to step 60, 0.21-0.26 after, with entropy_coeff 0.1 as the lr warms up,
+    while the score rises and the answers stay valid JSON. The same climb with a flat outcome still warns."""
+    f = finding(diagnose(corpus_run("verl__econ-agent-grpo__qwen25-7b-lora-final-ckpt-disk-full")), "entropy_surge")
+    assert (f.status, f.template) == ("note", "climb_learning") and "critic/score/mean rose" in f.message["en"]
+    climb = ramp(0.25, 0.8, 10, 290) * np.exp(rng(3).normal(0, 0.03, N))
+    flat = finding(diagnose(make_run({"actor/entropy": climb, "critic/score/mean": 0.5 + rng(4).normal(0, 0.01, N)},
+                                     config={"algorithm.adv_estimator": "grpo"})), "entropy_surge")
+    assert (flat.status, flat.template) == ("fail", "climb")
+
+
 def test_an_entropy_climb_that_came_back_ends_where_it_fell_below_its_rise() -> None:
     t = np.arange(300)
     # 0.4 nats → 1.0 at step 120 → back to 0.5: still 1.25× the start at the end, below the 1.3× of a rise
     bump = 1.0 + 1.5 * np.exp(-(((t - 120) / 40.0) ** 2)) + 0.25 * (t > 120)
-    s = {"actor/entropy": 0.4 * bump * np.exp(rng(3).normal(0, 0.02, 300)), "critic/score/mean": np.linspace(0.2, 0.6, 300)}
+    # the reward flat: with a rising outcome the same climb is a note (entropy_surge's climb_learning)
+    s = {"actor/entropy": 0.4 * bump * np.exp(rng(3).normal(0, 0.02, 300)),
+         "critic/score/mean": 0.4 + rng(4).normal(0, 0.01, 300)}
     o = [o for o in outcomes(make_run(s, config={"algorithm.adv_estimator": "grpo"}), "entropy_surge")][0]
     assert (o.status, o.template) == ("warn", "climb"), o
     assert o.span is not None and 150 <= o.span[1] <= 200, o.span  # not the run's last step

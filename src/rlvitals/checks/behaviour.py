@@ -161,9 +161,9 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Entropy jumping or climbing up: a sustained level shift or single-step spikes at least ``rise``
     above the level before (``fail_rise`` for a sustained jump fails), or a climb of the level to
     ``rise`` above the run's start and staying there (a ramp no window-to-window shift sees; ``fail_rise``
-    fails). A policy whose outputs become more random has been knocked off balance by an update, or
-    pushed by an entropy bonus or clip-higher bound that is too large. A rise smaller than
-    ``of_start`` of the run's starting entropy is not read: after a collapse to ~0 a wiggle is a
+    fails; a climb while the outcome clearly rises is a note). A policy whose outputs become more random has
+    been knocked off balance by an update, or pushed by an entropy bonus or clip-higher bound that is too large.
+    A rise smaller than ``of_start`` of the run's starting entropy is not read: after a collapse to ~0 a wiggle is a
     large multiple of nothing."""
     s = view.series("actor/entropy")
     if s is None:
@@ -187,7 +187,13 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         onset = s.step(at)
         climbed = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
         # doubled and still doubled at the end fails; a climb that came most of the way back warns
-        status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
+        climb_status: Status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
+        template, course = "climb", course_since(view, onset)
+        if course is not None and course.rising:
+            # a ramp while the outcome clearly rises is exploration widening with it (an entropy bonus, clip-higher
+            # at work), not outputs gone random: a note to watch
+            climb_status, template = "note", "climb_learning"
+            climbed |= course.words()
         # it lasts while the level stays above the rise that makes it a finding: one that came back below it ends
         # there, not at the run's end
         held = signals.rolling_level(x, max(5, len(x) // 10)) >= (1 + p["rise"]) * start
@@ -195,7 +201,7 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         top = at + int(up[0]) if len(up) else at
         back = np.flatnonzero(~held[top:])
         end = top + int(back[0]) - 1 if len(back) and not held[-1] else len(x) - 1
-        return [Outcome(status, "climb", climbed, onset, (onset, s.step(max(end, at))),
+        return [Outcome(climb_status, template, climbed, onset, (onset, s.step(max(end, at))),
                         (s.key,), {"baseline": start, "value": level, "ratio_at_end": still,
                                    "threshold": (1 + p["rise"]) * start})]
     events = [e for e in signals.spikes(x, window=p["spike_window"], k=p["spike_k"], direction="up",
