@@ -1,9 +1,9 @@
 """How rlvitals does on the corpus of real public runs (benchmarks/corpus/): read right, must-finds
-found in their onset window, must-nots avoided, false alarms on healthy runs, verdicts, and precision
-per check / recall per family.
+found in their onset window, must-nots avoided, false alarms on healthy runs, verdicts, contradictions of
+the findings' words against their numbers (words_numbers.py), and precision per check / recall per family.
 
     python benchmarks/corpus_eval.py             # the tables
-    python benchmarks/corpus_eval.py --misses    # also every miss, misdated find and false alarm
+    python benchmarks/corpus_eval.py --misses    # also every miss, misdated find, false alarm, contradiction
     python benchmarks/corpus_eval.py --json      # the figures, for tests/test_corpus_eval.py
 
 The labels (runs/*/labels.toml, schema in corpus/README.md) were written from the raw numbers, not from
@@ -66,6 +66,7 @@ class Outcome:
     findings: list[Seen] = field(default_factory=list)
     headline: Seen | None = None  # the root cause the diagnosis opens with
     cards: int = 0  # warn/fail findings shown as cards of their own: the root causes (consequences sit under them)
+    contradictions: list[str] = field(default_factory=list)  # words against their numbers (words_numbers.py)
 
     @property
     def headline_right(self) -> bool:
@@ -134,6 +135,8 @@ def _checks_of(families: dict[str, tuple[str, ...]], name: str, run_id: str) -> 
 def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[str, tuple[str, ...]],
              shared: Path = SHARED) -> Outcome:
     """Read, diagnose and score one labelled run; an error reading it is an outcome, not a crash."""
+    from words_numbers import contradictions
+
     import rlvitals
 
     out = Outcome(run_id, label)
@@ -156,6 +159,7 @@ def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[st
     if len(runs) > 1:
         out.read["runs"] = (1, len(runs))
     out.verdict = diagnosis.verdict
+    out.contradictions = contradictions(run, diagnosis)
     out.findings = [Seen(f.check, f.status, f.onset_step, tuple(f.points), f.title["en"])
                     for f in diagnosis.findings if f.status in ("note", "warn", "fail")]
     first = steps[0] if steps else 0
@@ -210,6 +214,8 @@ class Figures:
     #: which ends a run whatever it learnt, not counted)
     improved: int = 0
     improved_fail: int = 0
+    #: what the findings say held against the numbers they read (benchmarks/words_numbers.py): must be 0
+    contradictions: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -237,6 +243,7 @@ def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
         cards_per_cause=_mean([o.cards / o.root_causes for o in outcomes if o.root_causes]),
         improved=sum(bool(o.label["run"].get("improved")) for o in outcomes),
         improved_fail=sum(bool(o.label["run"].get("improved")) and _fails_learning(o) for o in outcomes),
+        contradictions=sum(len(o.contradictions) for o in outcomes),
     )
 
 
@@ -304,7 +311,8 @@ def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[
               f"{_pct(fig.headline_right)}",
               f"warn/fail cards per labelled root cause (unhealthy runs): {fig.cards_per_cause:.2f}",
               f"fail findings (a crash aside) on runs whose outcome clearly improved: {fig.improved_fail} of "
-              f"{fig.improved}", "",
+              f"{fig.improved}",
+              f"contradictions (words against their numbers): {fig.contradictions}", "",
               f"{'check':<28} {'precision':>10} {'tp':>4} {'fp':>4} {'found':>6}"]
     for check, row in per_check(outcomes, families).items():
         tp, fp = row.get("tp", 0), row.get("fp", 0)
@@ -339,6 +347,7 @@ def _misses(outcomes: Iterable[Outcome]) -> list[str]:
             rows.append(f"  said what it must not ({must_not['family']} ≥ {must_not['status']}): "
                         + ", ".join(f"{s.check} {s.status} {s.when()}" for s in bad))
         rows += [f"  false alarm: {s.check} {s.status} {s.when()} — {s.title}" for s in o.alarms]
+        rows += [f"  contradiction: {c}" for c in o.contradictions]
         if rows:
             out += [o.run_id, *rows]
     return out
@@ -360,7 +369,8 @@ def run_all(only: str | None = None, shared: Path = SHARED) -> tuple[list[Outcom
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--misses", action="store_true", help="list every miss, misdated find and false alarm")
+    parser.add_argument("--misses", action="store_true",
+                        help="list every miss, misdated find, false alarm and contradiction")
     parser.add_argument("--only", help="evaluate only runs whose id contains this text")
     args = parser.parse_args(argv)
     outcomes, left_out = run_all(args.only)
@@ -377,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               "false_alarms": [f"{s.check}:{s.status}" for s in o.alarms],
                                               "violated": len(o.violated), "headline_right": o.headline_right,
                                               "headline": None if o.headline is None else o.headline.check,
-                                              "cards": o.cards, "root_causes": o.root_causes}
+                                              "cards": o.cards, "root_causes": o.root_causes,
+                                              "contradictions": o.contradictions}
                                    for o in outcomes}}, indent=1))
     else:
         print(render(outcomes, fig, load_families(), args.misses))

@@ -83,7 +83,8 @@ def test_chinese_words_for_a_note_and_for_point_events() -> None:
     text = render_diagnosis(_diagnosis(MFU, SPIKES), lang="zh", width=120)
     lines = text.splitlines()
     assert lines[0].endswith("结论：警告") and lines[2] == "  1 项警告 · 1 项提示"
-    assert lines[4] == "根本原因——先处理这一项" and lines[5] == "! 警告      L1         Gradient-norm spike（中）  第 95、140、210 步"
+    assert lines[4] == "根本原因——先处理这一项"
+    assert lines[5] == "! 警告      L1         Gradient-norm spike（中）  第 95、140、210 步"
     assert "i 提示      效率       Low MFU（中）  自第 1 步（1–300）" in lines  # the layer's code in Chinese too
     assert "    → Raise the micro-batch size.（中）" in lines
 

@@ -183,27 +183,7 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome(status, "shift", shifted, onset, (onset, s.step(shift.end)), (s.key,), evidence)]
     climb = _entropy_climb(x, start, head, p)
     if climb is not None:
-        at, level, ratio, still = climb
-        onset = s.step(at)
-        climbed = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
-        # doubled and still doubled at the end fails; a climb that came most of the way back warns
-        climb_status: Status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
-        template, course = "climb", course_since(view, onset)
-        if course is not None and course.rising:
-            # a ramp while the outcome clearly rises is exploration widening with it (an entropy bonus, clip-higher
-            # at work), not outputs gone random: a note to watch
-            climb_status, template = "note", "climb_learning"
-            climbed |= course.words()
-        # it lasts while the level stays above the rise that makes it a finding: one that came back below it ends
-        # there, not at the run's end
-        held = signals.rolling_level(x, max(5, len(x) // 10)) >= (1 + p["rise"]) * start
-        up = np.flatnonzero(held[at:])
-        top = at + int(up[0]) if len(up) else at
-        back = np.flatnonzero(~held[top:])
-        end = top + int(back[0]) - 1 if len(back) and not held[-1] else len(x) - 1
-        return [Outcome(climb_status, template, climbed, onset, (onset, s.step(max(end, at))),
-                        (s.key,), {"baseline": start, "value": level, "ratio_at_end": still,
-                                   "threshold": (1 + p["rise"]) * start})]
+        return [_climb_outcome(view, s, start, climb, p)]
     events = [e for e in signals.spikes(x, window=p["spike_window"], k=p["spike_k"], direction="up",
                                         warmup=p["warmup"])
               if e.value >= (1 + p["rise"]) * e.baseline and e.value - e.baseline >= floor]
@@ -218,6 +198,32 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("warn", "spike", values, first, (first, last), (s.key,),
                     {"peak": worst.value, "baseline": worst.baseline, "spike_steps": [s.step(e.peak) for e in events]},
                     points=tuple(s.step(e.peak) for e in events))]
+
+
+def _climb_outcome(view: RunView, s: Series, start: float, climb: tuple[int, float, float, float],
+                   p: Mapping[str, Any]) -> Outcome:
+    """The finding of an entropy climb (:func:`_entropy_climb`): doubled and still doubled at the end fails, one
+    that came most of the way back warns, one while the outcome clearly rises is a note."""
+    x = s.values
+    at, level, ratio, still = climb
+    onset = s.step(at)
+    climbed = {"onset": onset, "before": start, "after": level, "ratio": ratio, "end_ratio": still}
+    status: Status = severity(ratio >= 1 + p["fail_rise"] and still >= 1 + p["fail_rise"])
+    template, course = "climb", course_since(view, onset)
+    if course is not None and course.rising:
+        # a ramp while the outcome clearly rises is exploration widening with it (an entropy bonus, clip-higher at
+        # work), not outputs gone random: a note to watch
+        status, template = "note", "climb_learning"
+        climbed |= course.words()
+    # it lasts while the level stays above the rise that makes it a finding: one that came back below it ends
+    # there, not at the run's end
+    held = signals.rolling_level(x, max(5, len(x) // 10)) >= (1 + p["rise"]) * start
+    up = np.flatnonzero(held[at:])
+    top = at + int(up[0]) if len(up) else at
+    back = np.flatnonzero(~held[top:])
+    end = top + int(back[0]) - 1 if len(back) and not held[-1] else len(x) - 1
+    return Outcome(status, template, climbed, onset, (onset, s.step(max(end, at))), (s.key,),
+                   {"baseline": start, "value": level, "ratio_at_end": still, "threshold": (1 + p["rise"]) * start})
 
 
 def _entropy_climb(x: np.ndarray, start: float, head: int,
