@@ -203,11 +203,16 @@ def test_watch_sends_chinese_webhook_alerts(tmp_path: Path, hook: Any) -> None:
     for _, body in hook.received:
         header = body["blocks"][0]["text"]["text"]
         assert re.search(r"· (自第 \d+ 步起，第 120 步时发现|第 120 步)$", header), header
-        fields = [f["text"].split("\n")[0] for f in body["blocks"][2]["fields"]]
+        # a root cause carries what followed it in a section of its own, between its message and its fields
+        sections = [b for b in body["blocks"][1:] if b["type"] == "section"]
+        table = next(b["fields"] for b in sections if "fields" in b)
+        fields = [f["text"].split("\n")[0] for f in table]
         assert fields[:4] == ["*所在层*", "*状态*", "*起始步*", "*发现于第几步*"]
-        assert body["blocks"][3]["text"]["text"].startswith("*建议*\n")
+        assert body["blocks"][-1]["text"]["text"].startswith("*建议*\n")
+        texts = [b["text"]["text"] for b in sections if "text" in b]
+        assert all(t.startswith("*随后发生*\n") for t in texts[1:-1]), texts
         # what rlvitals writes around the checks' own texts (those are tested with the checks)
-        shown = [header, *(f["text"] for f in body["blocks"][2]["fields"][:2]), body["embeds"][0]["title"]]
+        shown = [header, *(f["text"] for f in table[:2]), body["embeds"][0]["title"]]
         _assert_chinese("\n".join(shown))
 
 
@@ -284,7 +289,8 @@ def test_demo_in_chinese(tmp_path: Path) -> None:
     assert code == 1, err
     assert out.startswith("rlvitals 演示：一个用策略梯度学做算术题的小模型，训练 45 步；"
                           "第 30 步时学习率会突然放大 5000 倍。\n")
-    assert "失败 · " in out and "kl_jump" in out
+    # one alert: the learning-rate jump, the cause, with the KL jump among what followed it
+    assert "失败 · 学习率调度（lr_schedule）· 自第 30 步起" in out and "随后 第 30 步：警告 KL 跳升" in out
     assert err == ""  # the watcher starts once the first step is on disk: nothing to wait for
     _assert_chinese(out, {"mode", "collapse"})  # "mode collapse": the checks' Chinese keeps the term
     alerts = [orjson.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]

@@ -94,12 +94,16 @@ def test_the_first_screen_holds_the_curves_read_first_in_their_order(opened: Ope
                             ["response_length/mean"]]
     ids = opened.page.eval_on_selector_all("#overview .rlv-chart", "els => els.map(e => e.id)")
     assert ids == page["overview"]["charts"]
-    # the first screen: the runs table with its layer verdicts, and the first curves drawn, without scrolling
+    # the first screen (1400 × 900): the runs table with its layer verdicts, the diagnosis, then the first
+    # row of curves drawn whole, without scrolling
     for cid in ids[:2]:
         opened.page.wait_for_function(f"document.getElementById('{cid}').getAttribute('data-drawn') === '1'")
-    top = opened.page.locator("#overview").bounding_box()
-    assert top is not None and top["y"] < 400
     png = _shot(opened, "report_first_screen")
+    story, top = (opened.page.locator(f"#{name}").bounding_box() for name in ("story", "overview"))
+    assert story is not None and top is not None and story["y"] + story["height"] <= top["y"]
+    for cid in ids[:2]:
+        box = opened.page.locator(f"#{cid}").bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 900, cid
     assert pixels(png, LINE_RGB, 30)[400:900].sum() > 500  # the first curves are drawn on the first screen
     assert opened.errors == [] and opened.failed == []
 

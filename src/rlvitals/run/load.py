@@ -73,17 +73,18 @@ def load(path: str | Path, fmt: str | None = None,
     runs, empty = [], []
     for reader, root in found:
         meta, skipped = SourceMeta(format=reader.format, files=[str(root)]), SkipLog()
-        builder = _builder(meta, skipped, reader.trainings)
         if reader.columns is not None and root.is_file():
             tell = _every(root, progress) if progress is not None else None
             columns = reader.columns(root, meta, skipped, progress=tell)
             if tell is not None:
                 tell(len(columns))
             many = len(columns) >= GIVE_BACK_ROWS
+            builder = _builder(meta, skipped, reader.trainings)  # after the read: see _builder
             builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
             if many:
                 _give_back()
         else:
+            builder = _builder(meta, skipped, reader.trainings)
             for count, record in enumerate(reader.read(root, meta, skipped), 1):
                 builder.add(record)
                 if progress is not None and not count % PROGRESS_EVERY:
