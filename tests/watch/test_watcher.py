@@ -564,6 +564,110 @@ def test_watcher_through_truncation_rotation_and_replacement(tmp_path: Path, fmt
     w.close()
 
 
+#: the trainer's clock for the files' times in the rotation races below: a second per write, set on the
+#: files rather than waited for, in the past (so a file the test makes now is the newest)
+_T0 = 1_700_000_000
+
+
+def _write_at(path: Path, data: bytes, second: int) -> None:
+    """Append ``data`` as the trainer does ``second`` seconds into its run (the file's time is set)."""
+    _append(path, data)
+    os.utime(path, ns=((_T0 + second) * 10**9,) * 2)
+
+
+@pytest.mark.parametrize("race", ["listed", "looked", "read"])
+def test_a_rotation_while_a_restarted_watcher_looks_loses_no_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, race: str) -> None:
+    """The soak's lost steps, one interleaving at a time. The watcher is killed after storing its cursor
+    in the log; the trainer writes on while it is down; the restarted watcher's first look meets the
+    trainer rotating at the worst moment:
+
+    - ``listed``: while it was down the log was renamed (steps 1-40) and shifted (41-60, never seen at
+      the log's path); just after the watcher lists the folder, RotatingFileHandler's shift moves 41-60
+      from ``.s1`` to ``.s2``, a name not listed, and the log (61-70) to ``.s1``: 41-60 were lost, silently
+      and for good (written before the file followed next, they were never looked for again);
+    - ``looked``: between the watcher's stat of the log and its open, the log is shifted away and a new
+      one takes the name: the followed file was taken for a new one and read again from its start;
+    - ``read``: between the look at the log and the read of what it gained, a copytruncate and new lines,
+      more than were read: the read went on in the middle of the new content.
+
+    Every step is stored once, and none is said to be lost."""
+    import rlvitals.ingest.cursor as cursor_mod
+    import rlvitals.run.follow as follow_mod
+    from watch.soak_writer import Rotator
+
+    log = tmp_path / "run.jsonl"
+    rotator = Rotator(log)
+    log.write_bytes(b"")
+    _write_at(log, b"".join(LINES[:30]), 0)
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock)
+    w.cycle()
+    w.close()  # killed, its cursor stored after step 30
+    _write_at(log, b"".join(LINES[30:40]), 1)
+    written = 40
+    if race == "listed":
+        rotator.rotate("rename")
+        _write_at(log, b"".join(LINES[40:60]), 2)
+        rotator.rotate("shift")
+        _write_at(log, b"".join(LINES[60:70]), 3)
+        written = 70
+    fired: list[str] = []
+
+    def strike() -> None:
+        if fired:
+            return
+        fired.append(race)
+        if race == "read":
+            rotator.rotate("copytruncate")
+            _write_at(log, b"".join(LINES[40:75]), 4)
+        else:
+            rotator.rotate("shift")
+
+    if race == "listed":
+        listdir = os.listdir
+
+        def listing(path: Any) -> list[str]:
+            names = listdir(path)
+            if Path(path) == tmp_path:
+                strike()
+            return names
+
+        monkeypatch.setattr(os, "listdir", listing)
+    elif race == "looked":
+        matches = cursor_mod.Generation.matches
+
+        def looking(self: Any, path: Path, st: os.stat_result) -> bool:
+            strike()
+            return matches(self, path, st)
+
+        monkeypatch.setattr(cursor_mod.Generation, "matches", looking)
+    else:
+        complete_end = follow_mod.complete_end
+
+        def reading(path: Path, offset: int, size: int) -> int:
+            strike()
+            return complete_end(path, offset, size)
+
+        monkeypatch.setattr(follow_mod, "complete_end", reading)
+    w2, _, err = _watcher(tmp_path, log, [], clock)
+    clock.now += 1.0
+    w2.cycle()
+    written = 75 if race == "read" else written
+    for second, at in enumerate(range(written, len(LINES), 20), start=10):
+        _write_at(log, b"".join(LINES[at:at + 20]), second)
+        clock.now += 1.0
+        w2.cycle()
+    w2.cycle()
+    assert fired == [race]
+    steps = [r.step for r in w2.state.records(str(log)) if r.kind != "summary"]
+    assert len(steps) == len(set(steps)), "a step stored twice"
+    assert sorted(steps) == list(range(1, SC.steps + 1)), "steps lost"
+    said = err.getvalue()
+    assert "not seen" not in said and "were not read" not in said, said
+    w2.close()
+
+
 @pytest.mark.parametrize("gap", [0.0, 2.0])
 def test_diagnosis_is_throttled_by_its_own_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap: float) -> None:
     """A diagnosis that takes 0.4 s (a long run) while the log grows at every 0.5-s poll: with

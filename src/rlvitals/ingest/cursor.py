@@ -21,15 +21,22 @@ after it — when the log was rotated more than once between two looks — are t
 the log, last written no earlier than the cursor's last read, that are none of the generations
 read already (by identity or content). So any sequence of rename and copy rotations between two
 polls, or across a restart, loses no line that still exists in some file.
+
+The trainer rotates while the follower looks, so each look is of one file and of one state of the
+folder: the bytes compared with a cursor are read from the very file its stat was taken of
+(:meth:`Generation.matches` refuses another file that took the name in between), and the folder
+is listed until two listings agree (a file renamed while the folder is listed may be under no
+name the listing saw).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -37,6 +44,9 @@ from typing import BinaryIO, Literal
 #: how many leading bytes identify a file's content (a log's first line: a command, a config)
 HEAD = 4096
 _SCAN = 1 << 16
+#: how many times a folder is looked at, at most, for two looks that agree (a rotation renames a few
+#: files in a row; a folder that changes at every look is taken as the last look saw it)
+_LOOKS = 8
 
 Change = Literal["same", "grown", "truncated", "replaced", "missing"]
 
@@ -145,11 +155,16 @@ class Generation:
             tail = _tail(fh, size)
         return cls(_hash(head), _first_line(head), _hash(tail), size)
 
-    def matches(self, path: Path, size: int) -> bool:
-        """Whether ``path``, ``size`` bytes long, holds this generation's content (raises OSError)."""
+    def matches(self, path: Path, st: os.stat_result) -> bool:
+        """Whether the file at ``path`` that ``st`` was taken of holds this generation's content (raises
+        OSError; FileNotFoundError when another file took the name since ``st`` was taken: what it holds
+        says nothing of the file ``st`` describes)."""
         if self.empty:
             return False
+        size = st.st_size
         with path.open("rb") as fh:
+            if _identity(os.fstat(fh.fileno())) != _identity(st):
+                raise FileNotFoundError(errno.ENOENT, "another file took its name since it was looked at", str(path))
             head = fh.read(HEAD)
             if size < self.length:
                 return bool(self.first) and _first_line(head) == self.first
@@ -157,6 +172,10 @@ class Generation:
                 return False
             # a cursor stored by an older version has no tail hash: its head alone decides
             return not self.tail or _hash(_tail(fh, self.length)) == self.tail
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_dev, st.st_ino
 
 
 def _tail(fh: BinaryIO, end: int) -> bytes:
@@ -186,8 +205,8 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
     if st.st_size < cursor.offset:
         return "truncated", st
     try:  # the first and the last bytes read: two trainer runs may begin with the same 4 KiB of config
-        same = cursor.generation().matches(path, st.st_size)
-    except OSError:  # renamed away since the stat: a rotation under way
+        same = cursor.generation().matches(path, st)
+    except OSError:  # renamed away since the stat (another file there now, or none yet): a rotation under way
         return "missing", None
     if not same:
         return "replaced", st  # rewritten in place, at least as long as before
@@ -297,41 +316,58 @@ def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Ite
     generations read to their end: none of them is read again. Content, not identity, tells a file
     read already from a new one (a removed file's inode is given to the next file made).
     ``between`` holds the other files named after the log (:func:`rotation_name`) last written no
-    earlier than the cursor's last look, oldest first (by modification time, then name). A file
-    removed or renamed while it is looked at is left out; the next rotation finds it where it went.
+    earlier than the cursor's last look, oldest first (by modification time, then name).
+
+    The folder is looked at until two looks agree (:func:`_settled`): a rotation that renames files
+    while they are looked at (RotatingFileHandler's ``.2 -> .3``, ``.1 -> .2``, then the log ``-> .1``)
+    can take a file from a name before that name is looked at to one looked at already, or not
+    listed: it is seen under no name. And a file not seen now is not looked for again (the next
+    look starts from a later cursor, and the file was last written before it): its lines would be
+    lost for good, without a word.
 
     Example:
         >>> rotations(FileCursor.start(Path("/no/such/run.log")), None, ()).old is None
         True
     """
     log = Path(cursor.path)
-    try:
-        names = sorted(os.listdir(log.parent))
-    except OSError:
-        return Rotations(None)
-    mine, done = cursor.generation(), [g for g in finished if not g.empty]
+    done = [g for g in finished if not g.empty]
+    look = _look(log.parent, lambda name: rotation_name(log, name))
+    found = Rotations(None)
+    for _ in range(_LOOKS):
+        if look is None:
+            return found
+        found = _sorted_out(cursor, current, done, look)
+        again = _look(log.parent, lambda name: rotation_name(log, name))
+        if again is not None and _settled(look, again, _content):
+            return found
+        look = again
+    return found  # rotated on and on while it was looked at: what the last look saw
+
+
+def _sorted_out(cursor: FileCursor, current: tuple[int, int] | None, done: list[Generation],
+                look: dict[str, os.stat_result]) -> Rotations:
+    """:func:`rotations` of one look at the folder (the files named after the log, each with its stat)."""
+    log = Path(cursor.path)
+    mine = cursor.generation()
     renamed: tuple[Path, tuple[int, int]] | None = None
     copies: list[tuple[int, str, tuple[int, int]]] = []
     later: list[tuple[int, str, tuple[int, int]]] = []
-    for name in names:
-        if not rotation_name(log, name):
-            continue
+    for name, st in look.items():
         child = log.parent / name
+        ident = (st.st_dev, st.st_ino)
+        if ident == current:
+            continue
         try:
-            st = child.stat()
-            ident = (st.st_dev, st.st_ino)
-            if not stat.S_ISREG(st.st_mode) or ident == current:
-                continue
             compressed = name.endswith(COMPRESSED)
-            ours = not compressed and mine.matches(child, st.st_size)
+            ours = not compressed and mine.matches(child, st)
             if cursor.inode and ident == (cursor.device, cursor.inode) and (ours or mine.empty):
                 renamed = (child, ident)  # the file followed, renamed (its inode may be reused: its content says)
             elif ours:
                 copies.append((st.st_size, name, ident))
-            elif ((compressed or not any(g.matches(child, st.st_size) for g in done))
+            elif ((compressed or not any(g.matches(child, st) for g in done))
                   and cursor.mtime and st.st_mtime_ns >= cursor.mtime):
                 later.append((st.st_mtime_ns, name, ident))
-        except OSError:  # renamed or removed while it was looked at
+        except OSError:  # renamed or removed since the look: the next look sees where it went
             continue
     old = renamed
     if old is None and copies:
@@ -344,27 +380,65 @@ def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Ite
 
 def locate(path: Path, ident: tuple[int, int]) -> tuple[Path, os.stat_result] | None:
     """The file ``ident`` (device, inode), at ``path`` or, if a rotation renamed it on since it was
-    seen there, wherever it is in the same folder now; None when it is gone.
+    seen there, wherever it is in the same folder now; None when it is gone (not in two looks at the
+    folder that agree: a file renamed while the folder is looked at may be in neither name's place).
 
     Example:
         >>> locate(Path("/no/such/run.log.1"), (1, 2)) is None
         True
     """
-    for candidate in (path, *(path.parent / n for n in _listing(path.parent) if n != path.name)):
-        try:
-            st = candidate.stat()
-        except OSError:
-            continue
+    try:
+        st = path.stat()
         if (st.st_dev, st.st_ino) == ident and stat.S_ISREG(st.st_mode):
-            return candidate, st
+            return path, st
+    except OSError:
+        pass
+    before: dict[str, os.stat_result] | None = None
+    for _ in range(_LOOKS):
+        look = _look(path.parent, lambda name: True)
+        if look is None:
+            return None
+        for name, st in look.items():
+            if (st.st_dev, st.st_ino) == ident:
+                return path.parent / name, st
+        if before is not None and _settled(before, look, _identity):
+            return None
+        before = look
     return None
 
 
-def _listing(folder: Path) -> list[str]:
+def _look(folder: Path, wanted: Callable[[str], bool]) -> dict[str, os.stat_result] | None:
+    """The regular files in ``folder`` whose names are ``wanted``, each with its stat, by name (None when
+    the folder cannot be listed). A file renamed or removed between the listing and its stat is left
+    out, and one renamed from a name not stat'ed yet to one stat'ed already is missed: only a second
+    look that agrees with it (:func:`_settled`) says none was."""
     try:
-        return sorted(os.listdir(folder))
+        names = sorted(os.listdir(folder))
     except OSError:
-        return []
+        return None
+    out = {}
+    for name in names:
+        if not wanted(name):
+            continue
+        try:
+            st = (folder / name).stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out[name] = st
+    return out
+
+
+def _content(st: os.stat_result) -> tuple[int, ...]:
+    """A file and what it holds: a copy still being written grows between two looks."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _settled(a: dict[str, os.stat_result], b: dict[str, os.stat_result],
+             key: Callable[[os.stat_result], tuple[int, ...]]) -> bool:
+    """Whether two looks at a folder saw the same files under the same names (by ``key``): nothing was
+    renamed, made or removed from the first listing to the last stat."""
+    return a.keys() == b.keys() and all(key(a[name]) == key(b[name]) for name in a)
 
 
 def _natural(name: str) -> list[object]:

@@ -381,7 +381,7 @@ class LineSource:
         skipped = SkipLog()
         records = self._packed(path, meta, skipped)
         if live is not None:
-            self._unchanged(path, st, end, live)
+            self._unchanged(path, st, end, live, self.cursor)
         elif not same_file(path, st, end):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
         self._add(records, skipped, meta=meta)
@@ -392,11 +392,15 @@ class LineSource:
             self._take_meta(meta)
 
     @staticmethod
-    def _unchanged(path: Path, st: os.stat_result, end: int, cursor: FileCursor) -> None:
+    def _unchanged(path: Path, st: os.stat_result, end: int, cursor: FileCursor,
+                   since: FileCursor | None = None) -> None:
         """Raise (the poll is retried) unless the log is still the file ``st`` was taken of, a line still
-        ends at ``end`` and its first and last bytes read are the ones ``cursor`` was taken of before the
-        read: a copytruncate and a rewrite during the read would otherwise go unseen."""
-        if not same_file(path, st, end, line_end=True) or Generation.of(path, end) != cursor.generation():
+        ends at ``end``, its first and last bytes read are the ones ``cursor`` was taken of before the
+        read and — ``since``: the cursor the read went on from — it still holds what was read before: a
+        copytruncate and a rewrite during the read, or between the look at the file and the read (the
+        read would go on in the middle of the new content), would otherwise go unseen."""
+        if (not same_file(path, st, end, line_end=True) or Generation.of(path, end) != cursor.generation()
+                or (since is not None and since.offset > 0 and not since.generation().matches(path, st))):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
 
     def _ending(self, meta: SourceMeta, records: list[Packed]) -> bool:
