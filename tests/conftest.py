@@ -48,6 +48,13 @@ class _NoHeavy(importlib.abc.MetaPathFinder):
 if os.environ.get("RLVITALS_TEST_LIGHT"):
     sys.meta_path.insert(0, _NoHeavy())
 
+# one pytest-xdist worker per core (scripts/test runs two): a worker's torch and BLAS take one thread, or two
+# workers' OpenMP pools spin against each other on two cores (a model test took 3.6× as long). Set before any
+# test imports torch; the processes a test starts inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 REAL = SHARED / "fixtures" / "real"

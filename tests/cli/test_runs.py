@@ -50,7 +50,7 @@ def test_diagnose_verbose_lists_every_rollout_metric_not_computed_with_its_reaso
     assert all(any(line == f"    {reason[:20]}" or line.startswith(f"    {reason[:20]}") for line in block.splitlines())
                for reason in reasons)  # each starts a line of its own
     # the reader's skip and its note are still there
-    assert "skipped" in block and f"{dump / '1.jsonl'}:4: invalid JSON" in block
+    assert "skipped" in block and f"{dump / '1.jsonl'}:4: invalid JSON" in flat  # wrapped at the width
     code, out, _ = _cli("diagnose", "--rollouts", str(dump), str(log))
     folded = " ".join(out[out.index("  not computed "):].split())
     names = "; ".join(reason.split(": ", 1)[0] for reason in reasons)

@@ -331,7 +331,8 @@ def test_live_view_shows_every_layer(tmp_path: Path) -> None:
     for name in ("Generalisation", "Training stability", "Policy behaviour", "Learning signal", "Exploration",
                  "Reasoning quality", "Efficiency"):
         assert name in text
-    assert f"{log}" in text and "entropy_collapse" in text and len(alerts) >= 1
+    # a terminal's width wraps (or folds) a long path: read with the line breaks taken out
+    assert str(log) in "".join(text.split()) and "entropy_collapse" in text and len(alerts) >= 1
     # the collapse's consequences are said under it, not as alerts of their own
     assert sum(len(a.consequences) for a in alerts) >= 2 and "then step" in text
     assert "run.jsonl: 120 records read, last step 120" in text  # the status line under the table
@@ -724,9 +725,14 @@ def test_a_signal_stops_a_real_watch_process_cleanly(tmp_path: Path, signals: li
                              "--state", str(state), "--interval", "0.2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not (jsonl.is_file() and jsonl.read_text().count("\n") >= 3) and time.monotonic() < deadline:
+
+    def delivered() -> bool:  # the first cycle's alerts (one root cause, what followed under it) are out
+        return jsonl.is_file() and jsonl.read_text().count("\n") >= 1
+
+    while not delivered() and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
+    assert delivered(), "no alert was delivered"
     time.sleep(0.5)  # in the loop, between cycles or inside one
     for name in signals:
         proc.send_signal(getattr(signal_mod, name))

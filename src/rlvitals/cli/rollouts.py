@@ -107,9 +107,10 @@ def _probe_sampled(folder: Path, model: Path, name: str, args: argparse.Namespac
     the results written beside them as ``rlvitals probe`` writes them; the line that says so."""
     from ..probe import LocalBackend, ProbeOptions, run_probe, write_steps
     from ..rollout import PROBES_FILE
+    from ..synthetic.sampler import DEFAULT_THREADS
     from .progress import working
 
-    backend = LocalBackend(model)
+    backend = LocalBackend(model, threads=DEFAULT_THREADS)  # as many threads as the sampling had
     backend.model = name  # the model's name, not its cache folder's
     with working(err, Words("probe", "探测"), lang=lang_of(args)) as told:
         result = run_probe(folder, backend, ProbeOptions(max_tokens=args.max_new_tokens),

@@ -232,10 +232,9 @@ class LineSource:
         return gone
 
     def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
-        """Read the file ``found`` (a path and the identity it had there) from ``start`` to its end,
-        following it if a rotation renames it on meanwhile; where it was read, or None if it is gone or
-        unreadable. It never raises: what a rotation has read is added once, whatever comes after.
-        Its content counts as read to its end (a copy of it found later is not read again)."""
+        """Read the file ``found`` (a path, its identity there) from ``start`` to its end, following it through
+        renames; where it was read, or None if gone or unreadable. Never raises: what it read is added once,
+        and its content counts as read to its end (a copy of it found later is not read again)."""
         path, ident = found
         for _ in range(8):  # a file renamed on more often than this while being read is left for the next poll
             here = locate(path, ident)
@@ -259,8 +258,7 @@ class LineSource:
         return None
 
     def _know(self, st: os.stat_result) -> None:
-        """Take the identity of the file now at the path before reading a line of it, so that if it is
-        rotated before it is read it is found by it."""
+        """Take the identity of the file now at the path before reading it: rotated before, it is found by it."""
         self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino, mtime=st.st_mtime_ns)
 
     def _finish(self, generation: Generation) -> None:
@@ -394,11 +392,9 @@ class LineSource:
     @staticmethod
     def _unchanged(path: Path, st: os.stat_result, end: int, cursor: FileCursor,
                    since: FileCursor | None = None) -> None:
-        """Raise (the poll is retried) unless the log is still the file ``st`` was taken of, a line still
-        ends at ``end``, its first and last bytes read are the ones ``cursor`` was taken of before the
-        read and — ``since``: the cursor the read went on from — it still holds what was read before: a
-        copytruncate and a rewrite during the read, or between the look at the file and the read (the
-        read would go on in the middle of the new content), would otherwise go unseen."""
+        """Raise (the poll is retried) unless the log is still the file ``st`` was taken of, a line ends at
+        ``end``, its bytes read are those ``cursor`` was taken of, and it still holds what ``since`` (the
+        cursor the read went on from) read: else a copytruncate or rewrite during the read went unseen."""
         if (not same_file(path, st, end, line_end=True) or Generation.of(path, end) != cursor.generation()
                 or (since is not None and since.offset > 0 and not since.generation().matches(path, st))):
             raise FileNotFoundError(errno.ENOENT, "another file took its name while it was read", str(path))
