@@ -107,7 +107,7 @@ def _probe_sampled(folder: Path, model: Path, name: str, args: argparse.Namespac
     the results written beside them as ``rlvitals probe`` writes them; the line that says so."""
     from ..probe import LocalBackend, ProbeOptions, run_probe, write_steps
     from ..rollout import PROBES_FILE
-    from ..synthetic.sampler import DEFAULT_THREADS
+    from ..synthetic import DEFAULT_THREADS
     from .progress import working
 
     backend = LocalBackend(model, threads=DEFAULT_THREADS)  # as many threads as the sampling had

@@ -5,8 +5,9 @@ real small model's sampler, its word problems and the live demo. Only the CLI (a
 from __future__ import annotations
 
 from .demo import demo_files, watch_demo
-from .sampler import check_sampling, load_policy, sample_steps
+from .sampler import DEFAULT_THREADS, check_sampling, load_policy, sample_steps
 from .simulate import write_example
 from .word_problems import known_states
 
-__all__ = ["check_sampling", "demo_files", "known_states", "load_policy", "sample_steps", "watch_demo", "write_example"]
+__all__ = ["DEFAULT_THREADS", "check_sampling", "demo_files", "known_states", "load_policy", "sample_steps",
+           "watch_demo", "write_example"]
