@@ -26,9 +26,9 @@ KINDS = ("rename", "shift", "copytruncate", "copy-replace")
 
 @dataclass
 class Rotator:
-    """Rotates one log each of the four ways, numbering the copies and renames up (``run.log.1``,
-    ``run.log.2``...) and keeping RotatingFileHandler's backups apart (``run.log.s1``...). Nothing is
-    ever deleted."""
+    """Rotates one log each of the four ways, under the names the real tools give: the renames and copies
+    as logrotate's ``dateext`` with ``dateformat -%Y%m%d-%s`` (``run.log-20240101-1704067201``, numbered up
+    by the seconds), RotatingFileHandler's shift as ``run.log.1``, ``run.log.2``... Nothing is ever deleted."""
 
     log: Path
     number: int = 0
@@ -40,27 +40,30 @@ class Rotator:
         self.rotations += 1
         if how == "rename":
             self.number += 1
-            os.rename(log, log.with_name(f"{log.name}.{self.number}"))
+            os.rename(log, self._dated())
             log.write_bytes(b"")
         elif how == "shift":  # .k -> .k+1, then the log -> .1
             for k in range(self.shifted, 0, -1):
-                os.rename(log.with_name(f"{log.name}.s{k}"), log.with_name(f"{log.name}.s{k + 1}"))
+                os.rename(log.with_name(f"{log.name}.{k}"), log.with_name(f"{log.name}.{k + 1}"))
             self.shifted += 1
-            os.rename(log, log.with_name(f"{log.name}.s1"))
+            os.rename(log, log.with_name(f"{log.name}.1"))
             log.write_bytes(b"")
         elif how == "copytruncate":
             self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            shutil.copyfile(log, self._dated())
             with log.open("r+b") as fh:
                 fh.truncate(0)
         elif how == "copy-replace":  # put a copy aside, then a new file takes the log's name
             self.number += 1
-            shutil.copyfile(log, log.with_name(f"{log.name}.{self.number}"))
+            shutil.copyfile(log, self._dated())
             fresh = log.with_name(f".{log.name}.new")
             fresh.write_bytes(b"")
             os.replace(fresh, log)
         else:
             raise ValueError(f"unknown rotation {how!r}; expected one of {', '.join(KINDS)}")
+
+    def _dated(self) -> Path:
+        return self.log.with_name(f"{self.log.name}-20240101-{1_704_067_200 + self.number}")
 
 
 class Log:

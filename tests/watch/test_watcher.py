@@ -585,7 +585,7 @@ def test_a_rotation_while_a_restarted_watcher_looks_loses_no_step(
 
     - ``listed``: while it was down the log was renamed (steps 1-40) and shifted (41-60, never seen at
       the log's path); just after the watcher lists the folder, RotatingFileHandler's shift moves 41-60
-      from ``.s1`` to ``.s2``, a name not listed, and the log (61-70) to ``.s1``: 41-60 were lost, silently
+      from ``.1`` to ``.2``, a name not listed, and the log (61-70) to ``.1``: 41-60 were lost, silently
       and for good (written before the file followed next, they were never looked for again);
     - ``looked``: between the watcher's stat of the log and its open, the log is shifted away and a new
       one takes the name: the followed file was taken for a new one and read again from its start;

@@ -277,23 +277,37 @@ def same_file(path: Path, st: os.stat_result, end: int, line_end: bool = False) 
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
 
 
-def rotation_name(log: Path, name: str) -> bool:
-    """Whether ``name`` (beside ``log``) is named as a rotation of it: ``run.log.1``,
-    ``run.log-20240101``, ``run.log.2.gz``, or with the number before the suffix, ``run.1.log``.
+#: what the common rotation tools append to a log's name for its old content: a number (Python's
+#: RotatingFileHandler, logrotate: ``run.log.1``), logrotate's ``dateext`` (``run.log-20240101``, with
+#: ``dateformat`` ``-%Y%m%d%H`` or ``-%Y%m%d-%s``), Python's TimedRotatingFileHandler (``run.log.2024-01-01``,
+#: ``…_13``, ``…_13-05``, ``…_13-05-59``)
+ROTATION_SUFFIX = re.compile(r"\.\d{1,4}|-\d{8}(?:\d{2})?(?:-\d{9,11})?|\.\d{4}-\d{2}-\d{2}(?:_\d{2}(?:-\d{2}){0,2})?")
+
+
+def rotation_name(log: Path, name: str, pattern: re.Pattern[str] | None = None) -> bool:
+    """Whether ``name`` (beside ``log``) is what a rotation tool names the log's old content
+    (:data:`ROTATION_SUFFIX` after the name, or before its extension — logrotate's ``extension``,
+    ``run.1.log``, ``run-20240101.log`` — maybe compressed), or what ``pattern`` matches whole (a
+    user's own scheme). A name that only begins like the log's is another log: ``run_eval.log``,
+    ``run.log.source.txt``, ``metrics-run2.jsonl`` are never read into ``run.log`` / ``metrics.jsonl``.
 
     Example:
-        >>> [rotation_name(Path("run.log"), n) for n in ("run.log.1", "run.1.log", "runner.log", "run.log")]
-        [True, True, False, False]
+        >>> [rotation_name(Path("run.log"), n) for n in ("run.log.1", "run.1.log", "run.log-20240101.gz",
+        ...                                               "runner.log", "run_eval.log", "run.log.txt", "run.log")]
+        [True, True, True, False, False, False, False]
     """
     if name == log.name:
         return False
-    if name.startswith(log.name):
+    if pattern is not None and pattern.fullmatch(name):
         return True
     for ext in COMPRESSED:
         name = name.removesuffix(ext)
+    if name.startswith(log.name) and ROTATION_SUFFIX.fullmatch(name, len(log.name)):
+        return True
     stem, suffix = log.stem, log.suffix
-    return (bool(suffix) and name.startswith(stem) and name.endswith(suffix) and len(name) > len(stem) + len(suffix)
-            and name[len(stem)] in ".-_")
+    return (bool(suffix) and name.startswith(stem) and name.endswith(suffix)
+            and len(name) > len(stem) + len(suffix)
+            and ROTATION_SUFFIX.fullmatch(name, len(stem), len(name) - len(suffix)) is not None)
 
 
 @dataclass(frozen=True)
