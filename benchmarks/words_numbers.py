@@ -305,7 +305,9 @@ def empty_layers(run: Run, d: Diagnosis) -> list[str]:
         if not any(_read(run, f) for f in judged):
             out.append(f"layer {layer} is ok, but the run logged no metric of it and no check of it judged one: "
                        + "; ".join(f"{f.check} {f.status} on {f.metrics}: {f.message['en']}" for f in judged))
-    return out + _report_says_nothing_logged(run, d)
+    # the report's words are read only where they could be wrong: a layer judged ok that logged nothing
+    unlogged_ok = any(verdict == "ok" and layer not in logged for layer, verdict in d.layers.items())
+    return out + (_report_says_nothing_logged(run, d) if unlogged_ok else [])
 
 
 def _report_says_nothing_logged(run: Run, d: Diagnosis) -> list[str]:
