@@ -162,3 +162,23 @@ def test_exit_codes_tell_a_bug_of_ours_from_a_failing_run(monkeypatch: pytest.Mo
     assert cli.main(["formats"], io.StringIO(), err) == cli.EXIT_USAGE == 2
     assert err.getvalue() == "rlvitals: run.log:3: not a training log\n"
     assert (cli.EXIT_OK, cli.EXIT_FINDINGS) == (0, 1)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_folder_for_a_file_or_a_full_disk_is_said_in_a_sentence(tmp_path: Path, lang: str) -> None:
+    """The user's paths and the machine, not a bug: ``report -o FOLDER``, ``--config FOLDER`` and a full disk
+    exit 2 with a sentence naming the path, in the chosen language, and no traceback (they exited 3 with one)."""
+    from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"\n".join(jsonl_lines(Scenario(steps=40))) + b"\n")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    said = {"en": (": is a folder; give a file's path", ": the disk is full"),
+            "zh": ("：是一个文件夹；请给出文件的路径", "：磁盘已满")}[lang]
+    for argv, path, words in ((["report", "-o", str(folder)], folder, said[0]),
+                              (["diagnose", "--config", str(folder)], folder, said[0]),
+                              (["report", "-o", "/dev/full"], "/dev/full", said[1])):
+        code, _, err = _cli(*argv, "--lang", lang, str(log))
+        prefix = "rlvitals：" if lang == "zh" else "rlvitals: "
+        assert (code, err) == (2, f"{prefix}{path}{words}\n"), err

@@ -174,6 +174,10 @@ def test_series_is_downsampled_over_the_range_asked(client: TestClient) -> None:
     back = client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", "start": 9, "end": 3})
     assert back.status_code == 400 and re.search(r"start=9.0 is after end=3.0", back.json()["detail"])
     assert client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", "buckets": 0}).status_code == 422
+    for name, bound in (("start", "nan"), ("end", "inf"), ("start", "-inf")):  # NaN kept no step, yet answered 200
+        odd = client.get(f"/api/runs/{rid}/series", params={"key": "actor/entropy", name: bound})
+        assert odd.status_code == 400, odd.text
+        assert re.search(rf"{name}=-?(nan|inf) is not a step; expected a finite number", odd.json()["detail"])
 
 
 def test_unknown_run_and_missing_rollouts_say_what_to_do(client: TestClient) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 import traceback
@@ -63,14 +64,58 @@ def _command(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return EXIT_USAGE
     except (KeyboardInterrupt, BrokenPipeError):
         raise
-    except Exception as exc:  # a bug of ours: say so, keep the traceback, and never exit as --fail-on does
-        said = f"{type(exc).__name__}: {exc}"  # Python's own words, in English
-        err.write(said_line(Words(
-            f"internal error in '{args.command}': {said}\nthis is a bug in rlvitals, not in your run; please "
-            "report it with the command and the traceback below",
-            f"'{args.command}' 命令内部出错：{said}\n这是 rlvitals 自身的程序错误，不是你的训练的问题；"
-            "请连同命令和下面的 traceback 一起报告"), lang_of(args)) + traceback.format_exc())
-        return EXIT_INTERNAL
+    except OSError as exc:  # a write fails at its end without the file's name: the output named is the one
+        said = environment_error(exc, getattr(args, "output", None))
+        if said is None:
+            return _internal(args, err)
+        err.write(said_line(said, lang_of(args)))
+        return EXIT_USAGE
+    except Exception:
+        return _internal(args, err)
+
+
+#: what a file's place can refuse, whatever rlvitals does: the user's path or the machine, not a bug — each
+#: said in a sentence (exit 2), not as a traceback
+_ENVIRONMENT = {
+    errno.EISDIR: ("is a folder; give a file's path", "是一个文件夹；请给出文件的路径"),
+    errno.ENOTDIR: ("a part of this path is a file, not a folder", "路径中的某一段是文件而不是文件夹"),
+    errno.ENOSPC: ("the disk is full", "磁盘已满"),
+    errno.EDQUOT: ("the disk quota is used up", "磁盘配额已用完"),
+    errno.EFBIG: ("the file would be larger than this file system allows", "文件超出了该文件系统允许的大小"),
+    errno.EROFS: ("the file system is read-only", "文件系统是只读的"),
+    errno.EACCES: ("permission denied", "没有权限"),
+    errno.EPERM: ("operation not permitted", "不允许该操作"),
+}
+
+
+def environment_error(exc: OSError, output: object = None) -> Words | None:
+    """The sentence for an OSError that the user's paths or machine caused (a folder given for a file, a full
+    disk, no permission), naming the path (the error's, else ``output``, the file the command was writing);
+    None for any other (a bug, reported as one).
+
+    Example:
+        >>> said = environment_error(IsADirectoryError(errno.EISDIR, "Is a directory", "out"))
+        >>> str(said), said.zh
+        ("out: is a folder; give a file's path", 'out：是一个文件夹；请给出文件的路径')
+    """
+    said = _ENVIRONMENT.get(exc.errno or 0)
+    if said is None:
+        return None
+    named = exc.filename if exc.filename is not None else output
+    where = "" if named is None else str(named)
+    return Words(f"{where}: {said[0]}" if where else said[0], f"{where}：{said[1]}" if where else said[1])
+
+
+def _internal(args: argparse.Namespace, err: IO[str]) -> int:
+    """A bug of ours: say so, keep the traceback, and never exit as --fail-on does."""
+    exc = sys.exc_info()[1]
+    said = f"{type(exc).__name__}: {exc}"  # Python's own words, in English
+    err.write(said_line(Words(
+        f"internal error in '{args.command}': {said}\nthis is a bug in rlvitals, not in your run; please "
+        "report it with the command and the traceback below",
+        f"'{args.command}' 命令内部出错：{said}\n这是 rlvitals 自身的程序错误，不是你的训练的问题；"
+        "请连同命令和下面的 traceback 一起报告"), lang_of(args)) + traceback.format_exc())
+    return EXIT_INTERNAL
 
 
 def run() -> None:

@@ -32,6 +32,7 @@ by name in natural order (``run2`` before ``run10``): :func:`sort_runs`.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 import time
@@ -523,6 +524,9 @@ class Workspace:
         if key not in served.run.metrics:
             raise AccessError(404, f"series {key!r}: run {served.id} logged no such metric; its metrics are "
                                    f"listed in GET /api/runs/{served.id}")
+        for name, bound in (("start", start), ("end", end)):
+            if bound is not None and not math.isfinite(bound):  # NaN keeps nothing, yet would answer 200
+                raise AccessError(400, f"series: {name}={bound} is not a step; expected a finite number")
         if start is not None and end is not None and start > end:
             raise AccessError(400, f"series: start={start} is after end={end}; expected start <= end")
         x, y = served.run.series(key, train_only=False)
