@@ -3,7 +3,9 @@
 
 ``--alert`` specs: ``jsonl:FILE``, ``webhook:URL`` (http or https; Slack's or Discord's
 shape by the URL's host, see :mod:`.webhook`; ``slack:URL`` and ``discord:URL`` force one),
-``command:'CMD ARGS'``. A command is split like a shell would
+``command:'CMD ARGS'``. A ``jsonl:`` target that is not a regular file (a pipe, ``/dev/stdout``, a terminal)
+is streamed to, one flushed line per alert, and never read back; one that cannot be written (a folder, a
+block device, a pipe no process reads) is refused when the watcher starts. A command is split like a shell would
 split it but run without one; it gets the alert as JSON on stdin and as ``RLVITALS_*``
 variables. A sink with ``threaded = True`` (webhook, command: they wait on something else) is
 called by the watcher from a worker thread (:mod:`.outbox`). A sink with ``grouped = True``
@@ -13,14 +15,16 @@ together as one (:func:`.alerts.combine`); the JSONL file gets one line per find
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import stat
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from ..errors import RlvitalsError
 from ..words import Words
@@ -47,8 +51,25 @@ class JsonlSink:
     name: str = ""
     threaded: bool = False  # an append to a local file: done in the watch loop
     grouped: bool = False  # one line per finding, for machines
+    #: a target that is not a regular file (a pipe, a terminal), opened once: written to, never read back
+    stream: IO[str] | None = None
+
+    def close(self) -> None:
+        """Close the stream (a pipe, a terminal) it holds, if it holds one."""
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            with contextlib.suppress(OSError):  # its reader went away: nothing is left to flush into it
+                stream.close()
 
     def send(self, alert: Alert) -> str | None:
+        if self.stream is not None:
+            try:
+                self.stream.write(json.dumps(alert.payload(), ensure_ascii=False) + "\n")
+                self.stream.flush()
+            except OSError as exc:  # the reader of the pipe went away
+                return Words(f"jsonl:{self.path}: could not write the alert ({exc.strerror or exc})",
+                             f"jsonl:{self.path}：无法写入这条告警（{exc.strerror or exc}）")
+            return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if _written(self.path, alert.alert_id):
@@ -128,7 +149,7 @@ def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | Command
                                   f"--alert {spec!r}：应为 KIND:TARGET，即 jsonl:FILE、webhook:URL、"
                                   "command:'CMD ARGS' 之一"))
     if kind == "jsonl":
-        return JsonlSink(Path(rest), name=spec)
+        return _jsonl_sink(Path(rest), spec)
     if kind in ("webhook", "slack", "discord"):
         if not rest.startswith(("http://", "https://")):
             raise RlvitalsError(Words(f"--alert {spec!r}: the webhook URL must start with http:// or https://",
@@ -146,3 +167,30 @@ def parse_sink(spec: str, lang: str = "en") -> JsonlSink | WebhookSink | Command
                               "(slack:URL, discord:URL to force the body's shape) or command:'CMD ARGS'",
                               f"--alert {spec!r}：未知的告警目标 {kind!r}；应为 jsonl:FILE、webhook:URL"
                               "（slack:URL、discord:URL 可指定消息体格式）或 command:'CMD ARGS'"))
+
+
+def _jsonl_sink(path: Path, spec: str) -> JsonlSink:
+    """A ``jsonl:`` sink: a file appended to (made at the first alert), or a pipe or terminal streamed to;
+    refused (RlvitalsError) when it cannot be written."""
+    def refused(en: str, zh: str) -> RlvitalsError:
+        return RlvitalsError(Words(f"--alert {spec}: {en}", f"--alert {spec}：{zh}"))
+
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return JsonlSink(path, name=spec)
+    except OSError as exc:
+        raise refused(f"cannot be looked at ({exc.strerror or exc})", f"无法查看（{exc.strerror or exc}）") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise refused("is a folder; give a file's path", "是一个文件夹；请给出文件的路径")
+    if stat.S_ISREG(st.st_mode):
+        return JsonlSink(path, name=spec)
+    if stat.S_ISBLK(st.st_mode):
+        raise refused("is a block device, not a file", "是块设备，不是文件")
+    try:  # without O_NONBLOCK, a pipe no process reads would hold the watcher here for good
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+    except OSError as exc:
+        raise refused(f"cannot be written ({exc.strerror or exc}); a pipe needs a process reading it",
+                      f"无法写入（{exc.strerror or exc}）；管道需要有进程在读") from None
+    os.set_blocking(fd, True)
+    return JsonlSink(path, name=spec, stream=os.fdopen(fd, "a", encoding="utf-8"))

@@ -434,6 +434,8 @@ class Watcher:
                                          f"{name}：watch 停止时还有 {left} 条告警没有送达（{timeout:g} 秒内没有"
                                          "应答）；它们留在状态文件里，由下一个 watch 发送"))
             self._collect()
+            for sink in self.sinks:  # a JSONL sink streaming to a pipe holds it open
+                getattr(sink, "close", lambda: None)()
             self.exports.close()
             self.state.close()
 
