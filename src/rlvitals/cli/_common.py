@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-import orjson
-
 from ..errors import RlvitalsError
+from ..render import json_dumps
 from ..words import Words, both, in_lang
 from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
@@ -64,7 +63,7 @@ def width(out: IO[str]) -> int:
 
 
 def dump(obj: object) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    return json_dumps(obj).decode()
 
 
 

@@ -14,6 +14,7 @@ from .diagnosis import (
 )
 from .forecast import render_forecast
 from .formats import FORMATS_ZH, render_formats
+from .json_text import json_dumps, shown
 from .not_computed import fold_not_computed, render_not_computed
 from .probe import render_probe
 from .story import STORY_WORDS, because_words, healthy_words
@@ -32,4 +33,4 @@ __all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list"
     "fold_not_computed", "render_not_computed", "FORMATS_ZH", "render_forecast", "render_formats", "render_probe",
     "render_rollout_log", "render_rollouts", "rollout_log", "rollout_summary", "run_summary", "STATUS_STYLE",
     "STATUS_WORDS", "layer_code", "when_words", "WIDTH", "ENGLISH_ORIGINAL", "STORY_WORDS", "because_words",
-    "healthy_words", "count_words"]
+    "healthy_words", "count_words", "json_dumps", "shown"]

@@ -16,13 +16,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
 from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
-from ..render import STORY_WORDS
+from ..render import STORY_WORDS, json_dumps, shown
 from ..render.diagnosis import when_words
 from ..words import Words
 
@@ -100,7 +99,7 @@ def safe_json(obj: Any) -> str:
         >>> safe_json({"t": "</script><b>&"})
         '{"t":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e\\\\u0026"}'
     """
-    text = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    text = json_dumps(obj).decode()
     for char, escaped in _JSON_ESCAPES.items():
         text = text.replace(char, escaped)
     return text
@@ -221,10 +220,11 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
     inline, src = _plotly(cdn)
     data = {"charts": page["charts"], "rollouts": page["rollouts"], "clocks": page["clocks"],
             "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
-    return jinja_env().get_template("report.html.j2").render(
+    html = jinja_env().get_template("report.html.j2").render(
         page=page, ui=UI, status=STATUS, names=_names(page), when=when, search=search_text, plotly_inline=inline,
         plotly_src=src,
         data_json=safe_json(data), report_js=page_script(), report_css=_script("report.css"))
+    return shown(html)  # a file name that is not UTF-8 (a path in a heading, a note) as \xNN: the page is UTF-8
 
 
 def write_report(path: str | Path, page: Mapping[str, Any], *, cdn: bool = False,

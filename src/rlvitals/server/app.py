@@ -17,12 +17,12 @@ from importlib import resources
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-import orjson
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
+from ..render import json_dumps, shown
 from ..report.html import page_script
 from ..words import in_lang
 from .page import LANG_COOKIE, index_html, loading_html, pick_lang, run_html
@@ -112,7 +112,7 @@ class Series(BaseModel):
 
 def _json(obj: Any, status: int = 200) -> Response:
     # orjson: NumPy values in evidence, NaN as null (the stdlib would write invalid JSON)
-    body = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    body = json_dumps(obj)  # a file name that is not UTF-8 shown escaped, never a 500
     return Response(body, status_code=status, media_type="application/json")
 
 
@@ -202,7 +202,7 @@ def _in_lang(request: Request, render: Callable[[str], str]) -> HTMLResponse:
     cookie the pages' switch sets), so the next page opens in it too."""
     asked = request.query_params.get("lang")
     lang = pick_lang(asked, request.cookies.get(LANG_COOKIE))
-    response = HTMLResponse(render(lang))
+    response = HTMLResponse(shown(render(lang)))  # a file name that is not UTF-8 as \\xNN: the page is UTF-8
     if asked is not None:
         response.set_cookie(LANG_COOKIE, lang, max_age=LANG_AGE, path="/", samesite="strict",
                             secure=request.url.scheme == "https")

@@ -11,6 +11,7 @@ share one file: WAL lets one write while the others read.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -80,23 +81,38 @@ class ServeState:
     def runs(self) -> dict[str, RunRow]:
         with self._lock:
             rows = self.db.execute("SELECT id, path, root, last_step, verdict, version, seen FROM runs").fetchall()
-        return {r[0]: RunRow(*r) for r in rows}
+        return {r[0]: RunRow(r[0], _path(r[1]), _path(r[2]), *r[3:]) for r in rows}
 
     def save_run(self, row: RunRow) -> None:
         with self._lock:
             self.db.execute("INSERT OR REPLACE INTO runs (id, path, root, last_step, verdict, version, seen) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (row.id, row.path, row.root, row.last_step, row.verdict,
-                                                            row.version, row.seen))
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (row.id, _stored(row.path), _stored(row.root),
+                                                            row.last_step, row.verdict, row.version, row.seen))
 
     def sources(self) -> dict[str, dict[str, Any]]:
         with self._lock:
             rows = self.db.execute("SELECT path, state FROM sources").fetchall()
-        return {path: json.loads(state) for path, state in rows}
+        return {_path(path): json.loads(state) for path, state in rows}
 
     def save_source(self, path: str, state: dict[str, Any]) -> None:
         with self._lock:
-            self.db.execute("INSERT OR REPLACE INTO sources (path, state) VALUES (?, ?)", (path, json.dumps(state)))
+            self.db.execute("INSERT OR REPLACE INTO sources (path, state) VALUES (?, ?)",
+                            (_stored(path), json.dumps(state)))
 
     def close(self) -> None:
         with self._lock:
             self.db.close()
+
+
+def _stored(path: str) -> str | bytes:
+    """A path as its column holds it: text, or for a name that is not UTF-8 (which SQLite's text cannot hold)
+    its bytes, which a column of text affinity keeps as they are."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _path(value: str | bytes) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import threading
 import time
@@ -72,7 +73,7 @@ def run_id(path: str) -> str:
         >>> run_id("/runs/a/train.log")
         'd3a3326f2cdaf8b7'
     """
-    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(os.fsencode(path)).hexdigest()[:16]  # a name's bytes: UTF-8 or not
 
 
 @dataclass(frozen=True)
