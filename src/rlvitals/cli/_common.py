@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+import orjson
+
 from ..errors import RlvitalsError
-from ..render import json_dumps
 from ..words import Words, both, in_lang
 from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
@@ -63,7 +64,12 @@ def width(out: IO[str]) -> int:
 
 
 def dump(obj: object) -> str:
-    return json_dumps(obj).decode()
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # a file name that is not UTF-8 (rare): escaped; only then are the renderers loaded
+        from ..render import json_dumps
+
+        return json_dumps(obj).decode()
 
 
 
