@@ -319,3 +319,26 @@ def test_a_console_in_the_store_folder_is_a_run_beside_the_projects(store: Path,
     got = [(r.format, Path(r.path).name.split("#")[0], r.last_step) for r in load(folder)]
     assert got == [("trackio", "rlvitalsdemo.db", STEPS - 1)] * 3 + [("openrlhf-trainer-console", "train.log", 16)]
     assert [r.format for r in load(folder, "trackio")] == ["trackio"] * 3  # --format trackio: its own alone
+
+
+def test_a_project_that_cannot_be_opened_for_a_moment_is_read_at_the_next_poll(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer checkpointing its WAL can make an open fail ("disk I/O error", seen under load): that poll
+    reads nothing and skips nothing, and the next one reads the rows from where the last one stopped."""
+    root = trackio.runs(store)[0]
+    real = trackio.connect_read_only
+    calls = []
+
+    def flaky(db: Path) -> sqlite3.Connection:
+        calls.append(db)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(db)
+
+    monkeypatch.setattr(trackio, "connect_read_only", flaky)
+    skips, meta = SkipLog(), SourceMeta(format="trackio", files=[str(root)])
+    assert trackio.since(root, meta, skips, None) == ([], None) and skips.count == 0
+    records, _ = trackio.since(root, meta, skips, None)
+    monkeypatch.setattr(trackio, "connect_read_only", real)
+    clean, _ = trackio.since(root, SourceMeta(format="trackio", files=[str(root)]), SkipLog(), None)
+    assert records and [r.step for r in records] == [r.step for r in clean] and skips.count == 0

@@ -300,7 +300,10 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
     last call returned; None: from the first row), and the new position: a follower reads each row once."""
     db, run = split_root(path)
     rows: _Rows | None = position
-    con = connect_read_only(db)
+    try:
+        con = connect_read_only(db)
+    except sqlite3.OperationalError:  # the writer checkpoints its WAL under us: nothing read, the next poll retries
+        return [], rows
     try:
         key, chosen = _begin(con, db, run, meta)  # again each time: the config row may come after the first rows
         rows = rows or _Rows(_where(db, run, chosen))
