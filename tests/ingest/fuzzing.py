@@ -9,28 +9,46 @@ Mutators, by what they know:
   ``NaN``), a key or string by a nasty one (a lone surrogate escape, terminal escapes, NUL, 10 kB),
   a value by a nesting bomb;
 - **encodings**: a BOM, the whole text as UTF-16, a byte that is not UTF-8;
-- **frames** (TensorBoard, W&B): a record's payload mutated at the byte level and framed again with
-  valid checksums, so the mutation reaches the decoder behind the CRC instead of being stopped by it.
+- **frames** (TensorBoard, W&B, SwanLab): a record's payload mutated at the byte level and framed again with
+  valid checksums, so the mutation reaches the decoder behind the CRC instead of being stopped by it;
+- **zip members** (a ClearML session's zip): a member's text mutated and the zip written again, its CRCs valid;
+- **folders** (a plain folder of runs, :mod:`.odd_folders`): entries that are no plain log — names that are
+  not UTF-8, FIFOs, links to devices, to nothing or in a loop, empty files, a folder named like a log — put
+  around real logs.
+
+A seed of a tracker that writes a folder (SwanLab, MLflow's file store) is one of its files, mutated, written
+back among the run's other files as the writer left them; the folder is what is read.
 
 The rule (:func:`check_one`): reading the mutated file either gives runs or raises an
 ``RlvitalsError`` (a clear message); diagnosing a run it gave never raises. Anything else — any
-other exception — is a crash.
+other exception, an input read for more than its deadline, a read that takes 1 GB of memory — is a crash.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import random
 import re
+import resource
+import signal
 import struct
+import subprocess
+import sys
+import traceback
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
+from rlvitals import diagnose, load
+from rlvitals.errors import RlvitalsError
 from rlvitals.ingest import masked_crc32c
 from rlvitals.rollout import write_trl_completions, write_verl_dump
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
@@ -57,12 +75,29 @@ STRING = re.compile(rb'"[^"\\\n]{1,40}"|\'[^\'\\\n]{1,40}\'')
 @dataclass(frozen=True)
 class Seed:
     """One reader's seed: the file name it is written under (readers sniff by name and content), the
-    bytes, and how they are framed (``text``, ``json``, ``tfrecord``, ``wandb`` or ``binary``)."""
+    bytes, and how they are framed (``text``, ``json``, ``tfrecord``, ``wandb``, ``swanlab``, ``zip`` or
+    ``binary``). A file of a run folder is written at its path in the folder (``name``, relative), among the
+    folder's other files as the writer left them (``beside``), and the folder (``root``, relative) is read;
+    ``fmt`` is the format that reads it, when the seed is named otherwise (one reader, several seeds)."""
 
     reader: str
     name: str
     data: bytes
     kind: str = "text"
+    beside: tuple[tuple[str, bytes], ...] = ()
+    root: str | None = None
+    fmt: str | None = None
+
+    @property
+    def format(self) -> str:
+        return self.fmt or self.reader
+
+    def write(self, folder: Path, data: bytes) -> Path:
+        """``data`` written as the seed's file in ``folder`` (with the files beside it): the path to read."""
+        for name, content in ((self.name, data), *self.beside):
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(content)
+        return folder / (self.root if self.root is not None else self.name)
 
 
 # --- mutators ----------------------------------------------------------------------------------------
@@ -248,6 +283,8 @@ def frame_wandb(header: bytes, records: list[bytes]) -> bytes:
 
 
 def mutate_frames(seed: Seed, rng: random.Random) -> bytes:
+    """A record's payload mutated, framed again: TFRecord, or the LevelDB log of W&B and SwanLab (its header
+    kept)."""
     payloads = tfrecords(seed.data) if seed.kind == "tfrecord" else wandb_records(seed.data)
     for _ in range(rng.randint(1, 3)):
         if not payloads:
@@ -265,10 +302,34 @@ def mutate_frames(seed: Seed, rng: random.Random) -> bytes:
     return frame_tfrecords(payloads) if seed.kind == "tfrecord" else frame_wandb(seed.data, payloads)
 
 
+def mutate_zip(data: bytes, rng: random.Random) -> bytes:
+    """A zip with one member changed as what it holds (a JSON document, or lines of text), written again with
+    valid CRCs, so the mutation reaches the reader behind the zip's checks; a member is also dropped or
+    added now and then."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    name = rng.choice(sorted(members))
+    op = rng.randrange(10)
+    if op == 0:
+        del members[name]
+    elif op == 1:
+        members[f"{name}.copy"] = members[name]
+    else:
+        mutators = [mutate_json] if name.endswith(".json") else [mutate_lines, mutate_tokens, mutate_encoding]
+        members[name] = rng.choice([*mutators, mutate_bytes])(members[name], rng)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for member, content in members.items():
+            z.writestr(member, content)
+    return out.getvalue()
+
+
 def mutate(seed: Seed, rng: random.Random) -> bytes:
     """One mutated input from ``seed``: a mutator fitting its kind (and now and then a raw one)."""
-    if seed.kind in ("tfrecord", "wandb"):
+    if seed.kind in ("tfrecord", "wandb", "swanlab"):
         return mutate_frames(seed, rng) if rng.random() < 0.8 else mutate_bytes(seed.data, rng)
+    if seed.kind == "zip":
+        return mutate_zip(seed.data, rng) if rng.random() < 0.8 else mutate_bytes(seed.data, rng)
     if seed.kind == "binary":
         return mutate_bytes(seed.data, rng)
     choices: list[Callable[[bytes, random.Random], bytes]] = [mutate_lines, mutate_tokens, mutate_tokens,
@@ -288,11 +349,82 @@ def inputs(seed: Seed, n: int, salt: int = 0) -> Iterator[tuple[int, bytes]]:
         yield i, mutate(seed, rng)
 
 
+# --- the rule --------------------------------------------------------------------------------------
+
+#: mutated inputs per seed (the suite's smoke run: 120)
+BUDGET = int(os.environ.get("RLVITALS_FUZZ_INPUTS", "120"))
+HANG = 120  # seconds one small input may take before it counts as a hang (not a speed limit: a loop guard)
+MEMORY = 1 << 30  # bytes one small input may add to the process's peak memory (no read should come near it)
+
+
+class Hang(Exception):
+    pass
+
+
+def guarded(fn: Callable[[], Any], seconds: int = HANG) -> Any:
+    """``fn()``, or :class:`Hang` after ``seconds`` (a read waiting on a FIFO is interrupted too)."""
+    def alarm(signum: int, frame: Any) -> None:
+        raise Hang(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        return fn()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _peak() -> int:
+    """The process's peak resident memory so far, in bytes (Linux counts it in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def check_one(path: Path, fmt: str | None, deep: bool, seconds: int = HANG) -> str | None:
+    """What went wrong reading ``path`` (a traceback, no answer within ``seconds``, a read that took
+    :data:`MEMORY`), or None: runs, or an RlvitalsError."""
+    before = _peak()
+    try:
+        runs = guarded(lambda: load(path, fmt), seconds)
+        if deep:
+            for run in runs:
+                guarded(lambda run=run: diagnose(run), seconds)
+    except RlvitalsError:
+        pass
+    except Exception:  # noqa: BLE001 - what the fuzzer is here to find
+        return traceback.format_exc(limit=-6)
+    grown = _peak() - before
+    return f"reading it grew the peak memory by {grown} bytes" if grown > MEMORY else None
+
+
+def checked(fmt: str | None) -> Callable[[Path], str | None]:
+    """:func:`check_one` as the fuzzer runs it: every third input read with ``fmt`` forced, every eighth
+    run diagnosed too (the diagnosis is the slow part)."""
+    count = iter(range(10**9))
+    return lambda path: check_one(path, fmt if next(count) % 3 == 0 else None, next(count) % 8 == 0)
+
+
+def fuzz(seed: Seed, folder: Path, check: Callable[[Path], str | None], budget: int,
+         save: Callable[[str, str, bytes], Path | None] = lambda *_: None) -> list[str]:
+    """``budget`` mutated inputs of ``seed``, each written in a folder of its own under ``folder`` and
+    checked: what went wrong with each that failed (``save`` may keep the input, and says where)."""
+    crashes: list[str] = []
+    for i, data in inputs(seed, budget):
+        case = folder / f"case{i}"
+        case.mkdir(parents=True)
+        problem = check(seed.write(case, data))
+        if problem is not None:
+            saved = save(seed.reader, seed.name, data)
+            crashes.append(f"input {i} ({len(data)} bytes{f', saved as {saved.name}' if saved else ''}):\n{problem}")
+    return crashes
+
+
 # --- seeds -------------------------------------------------------------------------------------------
 
 READERS = ["verl-console", "verl-jsonl", "jsonl", "trl-state", "trl-console", "openrlhf-console",
            "deepspeed-chat-console", "minimind-console", "posttraining-llm-small-console", "csv", "parquet",
-           "notebook", "tensorboard", "wandb-offline", "mlflow"]
+           "notebook", "tensorboard", "wandb-offline", "mlflow", "mlflow-file", "mlflow-meta", "swanlab",
+           "swanlab-config", "trackio"]
 
 
 def _head(path: Path, lines: int) -> bytes:
@@ -320,12 +452,76 @@ def _mlflow(tmp: Path) -> bytes:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
         mlflow.set_tracking_uri(f"sqlite:///{db}")
-        mlflow.set_experiment("fuzz")
-        with mlflow.start_run(run_name="seed"):
-            mlflow.log_params({"algorithm/adv_estimator": "grpo"})
-            for step in range(1, 8):
-                mlflow.log_metrics({"actor/entropy": 1 / step, "critic/score/mean": step / 10}, step=step)
+        _mlflow_run(mlflow)
     return db.read_bytes()
+
+
+def _mlflow_run(mlflow: object) -> None:
+    mlflow.set_experiment("fuzz")  # type: ignore[attr-defined]
+    with mlflow.start_run(run_name="seed"):  # type: ignore[attr-defined]
+        mlflow.log_params({"algorithm/adv_estimator": "grpo"})  # type: ignore[attr-defined]
+        for step in range(1, 8):
+            mlflow.log_metrics({"actor/entropy": 1 / step, "critic/score/mean": step / 10},  # type: ignore[attr-defined]
+                               step=step)
+
+
+def _files_of(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _in_folder(reader: str, files: dict[str, bytes], name: str, kind: str, root: str, fmt: str) -> Seed:
+    """The seed of the file ``name`` of a run folder whose files are ``files``."""
+    return Seed(reader, name, files[name], kind, tuple((k, v) for k, v in files.items() if k != name), root, fmt)
+
+
+def _mlflow_files(tmp: Path) -> list[Seed]:
+    """A metric file and the run's meta.yaml of an MLflow file store MLflow wrote."""
+    mlflow = pytest.importorskip("mlflow")
+    store = tmp / "mlruns"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        mp.setenv("MLFLOW_TRACKING_URI", store.as_uri())
+        mlflow.set_tracking_uri(store.as_uri())
+        _mlflow_run(mlflow)
+    files = {f"mlruns/{k}": v for k, v in _files_of(store).items() if not k.startswith(".trash")}
+    metric = next(k for k in files if k.endswith("/metrics/actor/entropy"))
+    meta = metric.replace("metrics/actor/entropy", "meta.yaml")
+    return [_in_folder("mlflow-file", files, metric, "text", "mlruns", "mlflow"),
+            _in_folder("mlflow-meta", files, meta, "text", "mlruns", "mlflow")]
+
+
+#: a SwanLab run and a Trackio project written by the real libraries, in a process of their own (offline)
+_TRACKERS = """
+import sys
+import swanlab, trackio
+swanlab.init(project="rlv", experiment_name="fuzz", mode="offline", logdir=sys.argv[1] + "/swanlog",
+             config={"algorithm": {"adv_estimator": "grpo"}, "actor_rollout_ref": {"actor": {"lr": 1e-6}}, "n": 8})
+trackio.init(project="fuzz", name="seed", config={"algorithm": {"adv_estimator": "grpo"}, "lr": 1e-6})
+for step in range(12):
+    data = {"actor/entropy": 1.0 / (step + 1), "critic/score/mean": step / 12, "actor/pg_loss": -0.01 * step}
+    if step % 4 == 3:
+        data["val-core/openai/gsm8k/reward/mean@4"] = step / 20
+    swanlab.log(data, step=step)
+    trackio.log(data)
+swanlab.finish()
+trackio.finish()
+"""
+
+
+def _trackers(tmp: Path) -> list[Seed]:
+    """SwanLab's run file and config, and Trackio's project database, as their libraries wrote them."""
+    pytest.importorskip("swanlab")
+    pytest.importorskip("trackio")
+    folder = tmp / "trackers"
+    env = {**os.environ, "TRACKIO_DIR": str(folder / "trackio"), "HOME": str(folder / "home")}
+    subprocess.run([sys.executable, "-c", _TRACKERS, str(folder)], cwd=tmp, env=env, capture_output=True,
+                   timeout=300, check=True)
+    files = {f"swanlog/{k}": v for k, v in _files_of(folder / "swanlog").items()}
+    run = next(k for k in files if k.endswith(".swanlab"))
+    config = next(k for k in files if k.endswith("files/config.yaml"))
+    return [_in_folder("swanlab", files, run, "swanlab", "swanlog", "swanlab"),
+            _in_folder("swanlab-config", files, config, "text", "swanlog", "swanlab"),
+            Seed("trackio", "fuzz.db", (folder / "trackio" / "fuzz.db").read_bytes(), "binary")]
 
 
 def _tensorboard() -> bytes:
@@ -371,6 +567,8 @@ def build_seeds(tmp: Path) -> dict[str, Seed]:
         Seed("tensorboard", "events.out.tfevents.1.host", _tensorboard(), "tfrecord"),
         Seed("wandb-offline", "run-fuzz.wandb", _wandb(), "wandb"),
         Seed("mlflow", "mlflow.db", _mlflow(tmp), "binary"),
+        *_mlflow_files(tmp),
+        *_trackers(tmp),
     ]
     return {s.reader: s for s in seeds}
 

@@ -346,3 +346,39 @@ def test_serve_lists_each_run_of_a_repository(store: Path, tmp_path: Path) -> No
     assert sorted((r["status"], r["steps"], r["last_step"]) for r in runs) == [
         ("ready", KILLED_AT + 1, KILLED_AT), ("ready", STEPS, STEPS - 1)]
     assert snapshot(store) == before
+
+
+def test_a_fifo_or_a_device_among_a_runs_files_is_counted_and_never_copied(store: Path, tmp_path: Path) -> None:
+    """A run is read from a copy of its files: a link to /dev/zero among them was copied for ever (filling the
+    disk), a FIFO waited for a writer. Neither is opened now; each is a counted skip, the run is read."""
+    from .specials import load_in_child, plant
+
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(store), str(copy)], check=True)
+    finished = next(h for h in aim_repo._hashes(copy / ".aim") if (copy / ".aim" / "seqs" / "chunks" / h).is_dir())
+    device = plant(copy / ".aim" / "seqs" / "chunks" / finished / "999999.sst", "zero")
+    fifo = plant(copy / ".aim" / "meta" / "chunks" / finished / "999998.sst", "fifo")
+    got = load_in_child(copy)
+    [run] = [r for r in got["runs"] if r["path"].endswith(finished)]
+    assert run["steps"] == STEPS
+    assert sorted(run["reasons"]) == [f"{fifo}: a FIFO, not a log file; it was not opened",
+                                      f"{device}: a device, not a log file; it was not opened"]
+
+
+def test_mutated_repositories_read_or_fail_clearly(store: Path, tmp_path: Path) -> None:
+    """The fuzzer's byte mutations (:mod:`.fuzzing`) of the ended run's values table and of the repository's
+    metadata database, written back into a copy of the real repository: each read gives runs or a clear
+    RlvitalsError, within the deadline (a quarter of the other readers' inputs: each read copies the run and
+    opens it with Aim)."""
+    from .fuzzing import BUDGET, Seed, check_one, fuzz
+
+    repo = store / ".aim"
+    finished, killed = aim_repo._hashes(repo)  # the ended run alone is copied: each read is of one run
+    files = {p.relative_to(store).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*"))
+             if p.is_file() and p.name != "LOCK" and not p.name.startswith("LOG") and killed not in p.parts}
+    for mutated in (next(k for k in files if f"seqs/chunks/{finished}/" in k and k.endswith(".sst")),
+                    ".aim/run_metadata.sqlite"):
+        seed = Seed("aim", mutated, files[mutated], "binary", tuple((k, v) for k, v in files.items() if k != mutated),
+                    ".")
+        crashes = fuzz(seed, tmp_path / Path(mutated).name, lambda p: check_one(p, None, False), BUDGET // 4)
+        assert not crashes, f"{len(crashes)} of {BUDGET // 4} inputs of {mutated} crashed; the first:\n{crashes[0]}"

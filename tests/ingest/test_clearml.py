@@ -4,12 +4,15 @@ session whose process was killed while it reported."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +21,7 @@ import pytest
 from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import SkipLog, SourceMeta, clearml_offline, find_reader
+from rlvitals.words import in_lang
 
 from .serving import served
 
@@ -185,3 +189,192 @@ def test_the_session_is_followed_as_it_grows(offline: Path, tmp_path: Path) -> N
 def test_serve_lists_the_session_of_the_cache_folder(offline: Path, tmp_path: Path) -> None:
     runs, notes = served(offline.parent, tmp_path)
     assert [(r["status"], r["steps"], r["last_step"]) for r in runs] == [("ready", STEPS, STEPS - 1)], notes
+
+
+# --- FIFOs, devices and zip bombs -------------------------------------------------------------------------------
+
+
+def test_a_fifo_named_like_a_session_zip_is_never_opened(offline: Path, tmp_path: Path) -> None:
+    """A FIFO named ``offline-<id>.zip`` beside a session: looking whether it was a session's zip waited for a
+    writer forever; it is no session now, and the session beside it is read."""
+    from .specials import load_in_child, plant
+
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    cache = tmp_path / "offline"
+    shutil.copytree(folder, cache / folder.name)
+    plant(cache / "offline-fifo.zip", "fifo")
+    [run] = load_in_child(cache)["runs"]
+    assert run["path"] == str(cache / folder.name) and run["steps"] == STEPS
+
+
+def test_a_sessions_metrics_that_are_a_device_are_counted_and_never_opened(offline: Path, tmp_path: Path) -> None:
+    from .specials import load_in_child, plant
+
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    (copy / "metrics.jsonl").unlink()
+    device = plant(copy / "metrics.jsonl", "zero")
+    got = load_in_child(copy)
+    assert got["error"] == (f"{copy}: read as clearml but it holds no metrics; 1 records were unreadable, first: "
+                            f"{device}: a device, not a log file; it was not opened")
+
+
+#: 1 MiB of spaces: what the zips below inflate, a piece at a time
+_PIECE = b" " * (1 << 20)
+
+
+def _zip(path: Path, members: list[tuple[str, list[tuple[bytes, int]]]]) -> None:
+    """A zip written by hand, so a member inflating to gigabytes is made in a second: each member is given as
+    ``(bytes, times)`` pieces, each piece deflated once (with a full flush: a piece's deflated bytes stand
+    alone) and its deflated bytes repeated ``times`` times; the CRC is of everything it inflates to."""
+    out, central = bytearray(), bytearray()
+    for name, pieces in members:
+        deflated, crc, size = bytearray(), 0, 0
+        for i, (data, times) in enumerate(pieces):
+            z = zlib.compressobj(9, zlib.DEFLATED, -15)
+            last = i == len(pieces) - 1 and times == 1
+            block = z.compress(data) + z.flush(zlib.Z_FINISH if last else zlib.Z_FULL_FLUSH)
+            deflated += block * times
+            for _ in range(times):
+                crc = zlib.crc32(data, crc)
+            size += len(data) * times
+        if pieces[-1][1] != 1:  # the last piece repeated: a final empty block ends the stream
+            deflated += zlib.compressobj(9, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(deflated), size, len(name), 0)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(deflated), size,
+                               len(name), 0, 0, 0, 0, 0, len(out)) + name.encode()
+        out += head + name.encode() + deflated
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
+    path.write_bytes(bytes(out + central + end))
+
+
+#: the child that reads a zip with at most 1 GB of address space (its peak, should it inflate a member whole)
+_LIMITED = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+import rlvitals, rlvitals.words
+from rlvitals.errors import RlvitalsError
+try:
+    [run] = rlvitals.load(sys.argv[1])
+except RlvitalsError as exc:
+    print(json.dumps({"error": str(exc), "zh": exc.text("zh")}))
+else:
+    print(json.dumps({"steps": len(run.steps), "reasons": [str(r) for r in run.skipped.reasons],
+                      "zh": [rlvitals.words.in_lang(r, "zh") for r in run.skipped.reasons]}))
+"""
+
+
+def _limited(path: Path) -> dict[str, object]:
+    from .specials import in_child
+
+    answer: dict[str, object] = json.loads(in_child(_LIMITED, str(path)))
+    return answer
+
+
+def test_a_zip_bomb_member_is_refused_with_the_cap_named(offline: Path, tmp_path: Path) -> None:
+    """A 1.5 MB zip whose metrics inflate to 1.5 GB: read whole it took 3.2 GB of memory (here: over the
+    child's 1 GB, a MemoryError). The member over the cap is not read, and the refusal names it and the cap."""
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    bomb = tmp_path / "offline-bomb.zip"
+    _zip(bomb, [("task.json", [((folder / "task.json").read_bytes(), 1)]), ("metrics.jsonl", [(_PIECE, 1500)])])
+    assert bomb.stat().st_size < 2_000_000
+    got = _limited(bomb)
+    why = ("its metrics.jsonl holds 1572864000 bytes (inflated), more than the 1073741824 bytes rlvitals reads of a "
+           "session's metrics.jsonl (a zip bomb, or no ClearML session); it was not read")
+    assert got["error"] == (f"{bomb}: read as clearml but it holds no metrics; 1 records were unreadable, first: "
+                            f"{bomb}: {why}")
+    assert str(got["zh"]).endswith(f"{bomb}: 其中的 metrics.jsonl 有 1572864000 字节（解压后），超过 rlvitals "
+                                   "对会话 metrics.jsonl 的读取上限 1073741824 字节（像是 zip 炸弹，或者不是 ClearML "
+                                   "会话）；没有读取")
+
+
+def test_a_members_lines_are_streamed_so_a_long_one_costs_no_memory(offline: Path, tmp_path: Path) -> None:
+    """A session zip whose metrics hold, between its real lines, a line of 800 MB (under the cap): read a line
+    at a time with at most 1 GB of address space, the long line is one counted skip, every step is read."""
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    lines = (folder / "metrics.jsonl").read_bytes()
+    zipped = tmp_path / "offline-long.zip"
+    _zip(zipped, [("task.json", [((folder / "task.json").read_bytes(), 1)]),
+                  ("metrics.jsonl", [(b"\n", 1), (_PIECE, 800), (b"\n" + lines, 1)])])
+    got = _limited(zipped)
+    assert got == {"steps": STEPS, "reasons": [f"{zipped}/metrics.jsonl:2: a line longer than 16777216 bytes; it was "
+                                               "skipped"],
+                   "zh": [f"{zipped}/metrics.jsonl:2: 这一行超过 16777216 字节；已跳过"]}
+
+
+def test_a_task_too_large_is_refused_in_both_languages(offline: Path, tmp_path: Path) -> None:
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    zipped = tmp_path / "offline-task.zip"
+    _zip(zipped, [("task.json", [(_PIECE, 65)]), ("metrics.jsonl", [((folder / "metrics.jsonl").read_bytes(), 1)])])
+    with pytest.raises(InputError) as got:
+        load(zipped)
+    assert str(got.value) == (f"{zipped}: its task.json holds 68157440 bytes (inflated), more than the 67108864 bytes "
+                              "rlvitals reads of a session's task.json (a zip bomb, or no ClearML session); it was "
+                              "not read")
+    assert got.value.text("zh") == (f"{zipped}：其中的 task.json 有 68157440 字节（解压后），超过 rlvitals 对会话 "
+                                    "task.json 的读取上限 67108864 字节（像是 zip 炸弹，或者不是 ClearML 会话）；"
+                                    "没有读取")
+
+
+def test_a_member_damaged_past_its_lines_keeps_what_was_read(offline: Path, tmp_path: Path) -> None:
+    """A zip whose metrics fail their checksum at their end (the session's line, then 8 MB of blanks: zipfile
+    checks the CRC once it has inflated the last byte): the line read before is kept, and the damage is a
+    counted skip."""
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    zipped = tmp_path / "offline-damaged.zip"
+    _zip(zipped, [("task.json", [((folder / "task.json").read_bytes(), 1)]),
+                  ("metrics.jsonl", [((folder / "metrics.jsonl").read_bytes(), 1), (_PIECE, 8)])])
+    data = bytearray(zipped.read_bytes())
+    at = data.rindex(b"metrics.jsonl") - 30  # the member's CRC in the central directory (the one zipfile checks)
+    data[at:at + 4] = b"\0\0\0\0"
+    zipped.write_bytes(bytes(data))
+    [run] = load(zipped)
+    assert len(run.steps) == STEPS and run.skipped.count == 1
+    assert run.skipped.reasons == [f"{zipped}/metrics.jsonl:2: the zip member is damaged (Bad CRC-32 for file "
+                                   "'metrics.jsonl'); the rest of it was skipped"]
+    assert in_lang(run.skipped.reasons[0], "zh").endswith("压缩包成员已损坏（Bad CRC-32 for file 'metrics.jsonl'）；"
+                                                          "余下的部分已跳过")
+
+
+def test_mutated_sessions_read_or_fail_clearly(offline: Path, tmp_path: Path) -> None:
+    """The fuzzer's mutations (:mod:`.fuzzing`) of the real session: its zip with a member changed (written
+    again with valid CRCs), its metrics lines and its task document in the session folder. Each gives runs
+    or a clear RlvitalsError, within the deadline and without a read that takes memory."""
+    from .fuzzing import BUDGET, Seed, checked, fuzz
+
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    (archive,) = offline.glob("*.zip")
+    files = {f"{folder.name}/{p.name}": p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    seeds = [Seed("clearml", archive.name, archive.read_bytes(), "zip")]
+    for name, kind in (("metrics.jsonl", "text"), ("task.json", "json")):
+        mutated = f"{folder.name}/{name}"
+        seeds.append(Seed(f"clearml-{name}", mutated, files[mutated], kind,
+                          tuple((k, v) for k, v in files.items() if k != mutated), folder.name, "clearml"))
+    for seed in seeds:
+        crashes = fuzz(seed, tmp_path / seed.reader, checked("clearml"), BUDGET)
+        assert not crashes, f"{len(crashes)} of {BUDGET} {seed.reader} inputs crashed; the first:\n{crashes[0]}"
+
+
+def test_shapes_the_fuzzer_found_read_or_fail_clearly(offline: Path, tmp_path: Path) -> None:
+    """Found by the fuzzer: hyperparameters that are no object, a parameter's type that is a list, and a zip of a
+    version Python's zipfile does not read (its sniff raised NotImplementedError)."""
+    (folder,) = [p for p in offline.iterdir() if p.is_dir()]
+    task = json.loads((folder / "task.json").read_bytes())
+    for name, hyperparams in (("scalar", 7), ("typed", {"General": {"lr": {"value": "0.1", "type": ["float"]}}})):
+        copy = tmp_path / f"offline-{name}"
+        shutil.copytree(folder, copy)
+        (copy / "task.json").write_text(json.dumps({**task, "hyperparams": hyperparams}))
+        [run] = load(copy)
+        assert run.steps.tolist() == list(range(STEPS))
+        assert run.config.get("lr") == (None if name == "scalar" else "0.1")  # the text, as no type says
+    zipped = tmp_path / "offline-version.zip"
+    _zip(zipped, [("task.json", [((folder / "task.json").read_bytes(), 1)]),
+                  ("metrics.jsonl", [((folder / "metrics.jsonl").read_bytes(), 1)])])
+    data = bytearray(zipped.read_bytes())
+    at = data.rindex(b"PK\x01\x02")
+    struct.pack_into("<H", data, at + 6, 255)  # "version needed to extract": 25.5, which zipfile refuses
+    zipped.write_bytes(bytes(data))
+    assert not clearml_offline.sniff(zipped, bytes(data[:64]))
+    with pytest.raises(InputError, match=r"offline-version\.zip: this file is not a training log rlvitals can read"):
+        load(zipped)

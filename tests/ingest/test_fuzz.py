@@ -8,28 +8,43 @@ it gave raises nothing. ``RLVITALS_FUZZ_INPUTS`` sets the inputs per reader (the
 
 Seeds are real files cut short (veRL, TRL and the other consoles, the Unsloth CSV, a notebook, a
 TensorBoard event file and a W&B ``.wandb`` file from the corpus) or written by the real writers
-(polars for Parquet, MLflow for its SQLite store, rlvitals' own dump writers for rollouts).
+(polars for Parquet, MLflow for its SQLite and file stores, SwanLab and Trackio for theirs, rlvitals' own dump
+writers for rollouts). Folders of runs holding odd entries (FIFOs, links to devices, to nothing or in a loop,
+names that are not UTF-8, a folder named like a log) are made around those seeds; they are read and served.
+A ClearML session's zip and an Aim repository are fuzzed in their own modules, from the real sessions and
+repositories those write (``test_clearml.py``, ``test_aim.py``).
+
+No input may take more than :data:`.fuzzing.HANG` seconds (a loop guard, not a speed limit) or grow the
+process's peak memory by :data:`.fuzzing.MEMORY` bytes.
 """
 
 from __future__ import annotations
 
 import os
-import signal
+import random
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rlvitals import diagnose, load
+from rlvitals import load
 from rlvitals.errors import RlvitalsError
 from rlvitals.rollout import analyze, read_rollouts
 
-from .fuzzing import READERS, REGRESSIONS, Seed, build_seeds, inputs, rollout_seeds
-
-BUDGET = int(os.environ.get("RLVITALS_FUZZ_INPUTS", "120"))
-HANG = 120  # seconds one small input may take before it counts as a hang (not a speed limit: a loop guard)
+from .fuzzing import (
+    BUDGET,
+    READERS,
+    REGRESSIONS,
+    Seed,
+    build_seeds,
+    check_one,
+    checked,
+    fuzz,
+    guarded,
+    rollout_seeds,
+)
+from .odd_folders import odd_folder
 
 
 @pytest.fixture(scope="module")
@@ -37,41 +52,10 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Seed]:
     return build_seeds(tmp_path_factory.mktemp("seeds"))
 
 
-class Hang(Exception):
-    pass
-
-
-def _guarded(fn: Callable[[], Any]) -> Any:
-    def alarm(signum: int, frame: Any) -> None:
-        raise Hang(f"no answer within {HANG} s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(HANG)
-    try:
-        return fn()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def check_one(path: Path, fmt: str | None, deep: bool) -> str | None:
-    """What went wrong reading ``path`` (a traceback), or None: runs, or an RlvitalsError."""
-    try:
-        runs = _guarded(lambda: load(path, fmt))
-        if deep:
-            for run in runs:
-                _guarded(lambda run=run: diagnose(run))
-    except RlvitalsError:
-        return None
-    except Exception:  # noqa: BLE001 - what the fuzzer is here to find
-        return traceback.format_exc(limit=-6)
-    return None
-
-
 def check_rollouts(path: Path) -> str | None:
     try:
-        rs = _guarded(lambda: read_rollouts(path))
-        _guarded(lambda: analyze(rs.table))
+        rs = guarded(lambda: read_rollouts(path))
+        guarded(lambda: analyze(rs.table))
     except RlvitalsError:
         return None
     except Exception:  # noqa: BLE001
@@ -92,34 +76,60 @@ def _save(reader: str, name: str, data: bytes) -> Path | None:
 
 
 def _fuzz(seed: Seed, folder: Path, check: Callable[[Path], str | None]) -> list[str]:
-    crashes: list[str] = []
-    for i, data in inputs(seed, BUDGET):
-        case = folder / f"case{i}"
-        case.mkdir()
-        path = case / seed.name
-        path.write_bytes(data)
-        problem = check(path)
-        if problem is not None:
-            saved = _save(seed.reader, seed.name, data)
-            crashes.append(f"input {i} ({len(data)} bytes{f', saved as {saved.name}' if saved else ''}):\n{problem}")
-    return crashes
+    return fuzz(seed, folder, check, BUDGET, _save)
 
 
 @pytest.mark.parametrize("reader", READERS)
 def test_mutated_inputs_read_or_fail_clearly(reader: str, seeds: dict[str, Seed], tmp_path: Path) -> None:
     seed = seeds[reader]
     assert check_one(_written(tmp_path, seed), None, True) is None  # the seed itself reads
-    deep = iter(range(10**9))
-    crashes = _fuzz(seed, tmp_path, lambda p: check_one(p, reader if next(deep) % 3 == 0 else None,
-                                                         next(deep) % 8 == 0))
+    crashes = _fuzz(seed, tmp_path, checked(seed.format))
     assert not crashes, f"{len(crashes)} of {BUDGET} inputs crashed the {reader} reader; the first:\n{crashes[0]}"
 
 
+@pytest.mark.parametrize("reader", ["mlflow-file", "mlflow-meta", "swanlab", "swanlab-config", "trackio"])
+def test_a_trackers_seed_is_its_run(reader: str, seeds: dict[str, Seed], tmp_path: Path) -> None:
+    """The seeds of a tracker's files, written back among the run's other files, read as the run the writer
+    logged (so the fuzzer starts from a run, not from something each reader refuses)."""
+    seed = seeds[reader]
+    [run] = load(_written(tmp_path, seed))
+    assert len(run.steps) == (7 if seed.format == "mlflow" else 12) and run.skipped.count == 0
+
+
 def _written(folder: Path, seed: Seed) -> Path:
-    path = folder / "seed" / seed.name
-    path.parent.mkdir()
-    path.write_bytes(seed.data)
-    return path
+    (folder / "seed").mkdir(parents=True)
+    return seed.write(folder / "seed", seed.data)
+
+
+#: seconds a folder of a few small logs may take to be read or scanned (a loop guard: a FIFO opened would
+#: wait for ever, and every folder holding one would take it, so the test stops at the first)
+FOLDER_HANG = 30
+
+
+def check_scan(folder: Path) -> str | None:
+    """What went wrong when ``serve`` looked for runs in ``folder`` (a traceback), or None."""
+    from rlvitals.server.discover import Discovery
+
+    try:
+        guarded(lambda: Discovery(None).scan(folder.resolve()), FOLDER_HANG)
+    except Exception:  # noqa: BLE001 - what the fuzzer is here to find
+        return traceback.format_exc(limit=-6)
+    return None
+
+
+def test_folders_holding_odd_entries_read_or_fail_clearly(seeds: dict[str, Seed], tmp_path: Path) -> None:
+    """Folders of runs holding, around real logs, FIFOs and links to devices under logs' names, links to
+    nothing, to themselves or in loops, empty files, folders named like logs, names that are not UTF-8: read
+    (and some diagnosed) they give runs or a clear error, and ``serve`` lists them, within the deadline."""
+    logs = [seeds[r] for r in ("verl-jsonl", "trl-console", "jsonl", "trl-state", "verl-console")]
+    rng = random.Random("odd-folders")
+    for i in range(BUDGET // 2):
+        folder = tmp_path / f"case{i}"
+        odd_folder(folder, logs, rng)
+        problem = check_one(folder, None, i % 6 == 0, FOLDER_HANG) or check_scan(folder)
+        listing = sorted(os.fsencode(os.path.relpath(os.path.join(at, n), folder))
+                         for at, dirs, files in os.walk(folder) for n in dirs + files)
+        assert problem is None, f"folder {i} ({listing}) crashed a reader:\n{problem}"
 
 
 @pytest.mark.parametrize("reader", ["verl-dump", "trl-completions"])

@@ -46,16 +46,24 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[Seed]:
 def _payload(seed: Seed) -> bytes:
     if seed.kind == "tfrecord":
         return SEPARATOR.join(tfrecords(seed.data))
-    if seed.kind == "wandb":
+    if seed.kind in ("wandb", "swanlab"):
         return SEPARATOR.join(wandb_records(seed.data))
     return seed.data
+
+
+def _target(seed: Seed, folders: Path) -> list[str]:
+    """The manifest's entry of ``seed``: a run folder's other files are written once, into a folder of their own."""
+    for name, content in seed.beside:
+        (folders / seed.reader / name).parent.mkdir(parents=True, exist_ok=True)
+        (folders / seed.reader / name).write_bytes(content)
+    return [seed.reader, seed.name, seed.kind, str(folders / seed.reader) if seed.beside else "", seed.root or ""]
 
 
 @pytest.mark.slow
 def test_coverage_guided_fuzzing_of_every_reader_finds_no_crash(seeds: list[Seed], tmp_path: Path) -> None:
     assert {s.reader for s in seeds} == {*READERS, "verl-dump", "trl-completions"}
     manifest = tmp_path / "targets.json"
-    manifest.write_text(json.dumps([[s.reader, s.name, s.kind] for s in seeds]))
+    manifest.write_text(json.dumps([_target(s, tmp_path / "folders") for s in seeds]))
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i, seed in enumerate(seeds):
@@ -74,8 +82,9 @@ def test_coverage_guided_fuzzing_of_every_reader_finds_no_crash(seeds: list[Seed
             body = data[1:]
             if seed.kind == "tfrecord":
                 body = frame_tfrecords(body.split(SEPARATOR))
-            elif seed.kind == "wandb":
-                body = frame_wandb(b":W&B\xe1\xbe\x00", body.split(SEPARATOR))
+            elif seed.kind in ("wandb", "swanlab"):
+                header = b":W&B\xe1\xbe\x00" if seed.kind == "wandb" else b":SWL\xd6\xe1\x02"
+                body = frame_wandb(header, body.split(SEPARATOR))
             (REGRESSIONS / f"{seed.reader}__atheris-{crash.name[-10:]}__{seed.name}").write_bytes(body)
     assert done.returncode == 0 and not found, (
         f"atheris found a crash (exit {done.returncode}); its report:\n" + done.stderr[-6000:])

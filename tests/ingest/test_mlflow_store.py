@@ -16,6 +16,9 @@ from rlvitals import load
 from rlvitals.errors import InputError
 from rlvitals.ingest import find_reader, mlflow_store
 from rlvitals.ingest.record import SkipLog, SourceMeta
+from rlvitals.words import in_lang
+
+from .specials import DEADLINE, load_in_child, plant
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -231,3 +234,89 @@ def test_sqlite_store_clock_is_mlflows_timestamps(sqlite_store: tuple[Path, dict
     verl, trl = load(db)
     _check_clock(verl, *_mlflow_clock(f"sqlite:///{db}", ids["verl"]))
     _check_clock(trl, *_mlflow_clock(f"sqlite:///{db}", ids["trl"]))
+
+
+# --- FIFOs and devices inside a store --------------------------------------------------------------------------
+
+
+def test_a_fifo_or_a_device_among_a_runs_files_is_counted_and_never_opened(
+        file_store: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """A FIFO and links to /dev/zero and /dev/urandom among a run's metric files and params hung every command
+    and ``serve`` (a FIFO waits for a writer, a device never ends): each is now a counted skip naming it, in a
+    child process with a deadline so a regression fails instead of hanging the suite."""
+    import shutil
+    import threading
+
+    from rlvitals.server import ServeState, Workspace
+
+    root, ids = file_store
+    store = tmp_path / "mlruns"
+    shutil.copytree(root, store, symlinks=True)
+    run_dir = next(store.glob("*/" + ids["verl"]))
+    planted = [plant(run_dir / "metrics" / "pipe", "fifo"), plant(run_dir / "metrics" / "actor" / "zero", "zero"),
+               plant(run_dir / "params" / "random", "urandom")]
+    got = load_in_child(store)
+    assert "error" not in got, got
+    verl = next(r for r in got["runs"] if r["path"].endswith(ids["verl"]))
+    assert verl["steps"] == 5 and verl["skipped"] == 3
+    assert sorted(verl["reasons"]) == sorted([f"{planted[0]}: a FIFO, not a log file; it was not opened",
+                                              f"{planted[1]}: a device, not a log file; it was not opened",
+                                              f"{planted[2]}: a device, not a log file; it was not opened"])
+    assert verl["config"]["algorithm.adv_estimator"] == "grpo"  # the other params are read
+    [run] = load(run_dir)  # in this process too, now it cannot hang: the reasons keep their Chinese
+    assert sorted(in_lang(r, "zh") for r in run.skipped.reasons)[0] == (
+        f"{planted[1]}: 这是一个设备文件，不是日志文件；没有打开它")
+    ws = Workspace([store], ServeState(tmp_path / "serve.sqlite"))
+    scan = threading.Thread(target=ws.poll_once, daemon=True)  # serve reads the same store
+    scan.start()
+    scan.join(DEADLINE)
+    assert not scan.is_alive(), "serve blocked on a FIFO or a device inside the store"
+    assert {s["last_step"] for s in ws.summaries()} == {5, 20}
+    ws.close()
+
+
+def test_an_experiment_whose_meta_yaml_is_a_fifo_is_named_by_its_folder(
+        file_store: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    import shutil
+
+    root, ids = file_store
+    experiment = tmp_path / "exp"
+    shutil.copytree(next(root.glob("*/" + ids["trl"])), experiment / ids["trl"])
+    meta = plant(experiment / "meta.yaml", "fifo")
+    got = load_in_child(experiment / ids["trl"])
+    [run] = got["runs"]
+    assert run["steps"] == 2 and run["reasons"] == [f"{meta}: a FIFO, not a log file; it was not opened"]
+    assert f"MLflow run 'trl-like' (id {ids['trl']}, experiment 'exp')" in run["notes"]
+
+
+def test_a_run_folder_linked_into_the_store_again_is_one_run(file_store: tuple[Path, dict[str, str]],
+                                                             tmp_path: Path) -> None:
+    """A run folder reached through a link too (an experiment folder linking to another's run) was read, and
+    listed, twice."""
+    import shutil
+
+    root, ids = file_store
+    store = tmp_path / "mlruns"
+    shutil.copytree(root, store, symlinks=True)
+    run_dir = next(store.glob("*/" + ids["verl"]))
+    (run_dir.parent / "linked-run").symlink_to(run_dir.name)
+    assert len(mlflow_store.runs(store)) == 3  # the reader's own listing holds it twice
+    assert [Path(r.path).name for r in load(store)] == [ids["verl"], ids["trl"]]
+
+
+def test_a_start_time_python_cannot_convert_is_no_start_time(file_store: tuple[Path, dict[str, str]],
+                                                             tmp_path: Path) -> None:
+    """Found by the fuzzer: a run's ``start_time`` of 5,000 digits (Python refuses to convert it) raised
+    ValueError while the store's runs were ordered; it is read as no start time, as any other that is no
+    number."""
+    import re
+    import shutil
+
+    root, ids = file_store
+    store = tmp_path / "mlruns"
+    shutil.copytree(root, store)
+    meta = next(store.glob("*/" + ids["verl"])) / "meta.yaml"
+    meta.write_text(re.sub(r"(?m)^start_time: .*$", "start_time: " + "9" * 5000, meta.read_text()))
+    verl, trl = load(store)
+    assert [Path(verl.path).name, Path(trl.path).name] == [ids["verl"], ids["trl"]]  # ordered as if it had none
+    assert verl.wall is not None and verl.wall.started is None and len(verl.steps) == 5

@@ -331,3 +331,107 @@ def test_serve_lists_each_run_of_a_swanlog_folder(swanlog: Path, tmp_path: Path)
     assert len(runs) == 2, notes
     assert [(r["status"], r["steps"], r["last_step"], r["framework"]) for r in runs] == [
         ("ready", STEPS, STEPS - 1, "verl")] * 2
+
+
+# --- what a run folder may hold besides a log: a config nested deep, or bombed with aliases; FIFOs, devices ------
+
+#: a training whose config nests 500 levels deep (SwanLab writes it to files/config.yaml, whose YAML parser
+#: composes by recursion: reading it raised RecursionError)
+DEEP_SCRIPT = """
+import sys
+sys.setrecursionlimit(20000)  # the SDK dumps the config by recursion too
+import swanlab
+deep = 1
+for _ in range(500):
+    deep = {"x": deep}
+swanlab.init(project="rlv", experiment_name="deep", mode="offline", logdir=sys.argv[1],
+             config={"algorithm": {"adv_estimator": "grpo"}, "deep": deep, "lr": 1e-6})
+for step in range(5):
+    swanlab.log({"actor/entropy": 1.0 / (step + 1), "critic/score/mean": step / 5}, step=step)
+t = swanlab.echarts.Table()
+t.add(["prompt", "response"], [["1+1", "2"], ["2+2", "4"]])
+swanlab.log({"samples": t}, step=4)
+swanlab.finish()
+"""
+
+
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder of DEEP_SCRIPT, written by the SDK."""
+    root = tmp_path_factory.mktemp("deep")
+    subprocess.run([sys.executable, "-c", DEEP_SCRIPT, str(root / "swanlog")], cwd=root, capture_output=True,
+                   text=True, timeout=300, check=True)
+    return run_file(root / "swanlog").parent
+
+
+def test_a_config_nested_500_deep_is_cut_with_a_counted_skip_and_the_rest_kept(deep: Path) -> None:
+    from rlvitals.words import in_lang
+
+    config = deep / "files" / "config.yaml"
+    assert config.read_text().count("x:") == 500
+    [run] = load(deep)
+    assert len(run.steps) == 5 and run.skipped.count == 1
+    [reason] = run.skipped.reasons
+    shown = "deep" + ".x" * 38 + "…"  # the key down to the cut, shortened
+    assert reason == (f"{config}: the config value {shown!r} nests deeper than 64 levels; it was left out (the rest "
+                      "of the config was read)")
+    assert in_lang(reason, "zh") == f"{config}: 配置项 {shown!r} 的嵌套超过 64 层；已略去（其余配置照常读取）"
+    assert run.config["algorithm.adv_estimator"] == "grpo" and run.config["lr"] == 1e-6
+    assert not [k for k in run.config if k.startswith("deep")]
+
+
+def test_a_config_of_yaml_aliases_a_billion_values_large_is_cut_not_flattened(deep: Path, tmp_path: Path) -> None:
+    """Forty lines of YAML aliases, each doubling the last, make 2**40 values: flattening them never ended."""
+    import shutil
+
+    from .specials import load_in_child
+
+    folder = tmp_path / deep.name
+    shutil.copytree(deep, folder)
+    config = folder / "files" / "config.yaml"
+    lines = ["lr: {value: 0.5, desc: '', sort: 0}", "l0: &l0 {a: 1, b: 2}"]
+    lines += [f"l{i}: &l{i} {{p: *l{i - 1}, q: *l{i - 1}}}" for i in range(1, 40)]
+    config.write_text("\n".join(lines) + "\n")
+    got = load_in_child(folder)
+    [run] = got["runs"]
+    assert run["steps"] == 5 and run["skipped"] == 1 and run["config"]["lr"] == 0.5
+    assert len(run["config"]) == 100_000 + 3  # the cap, and swanlab.project, .name, .id
+    [reason] = run["reasons"]
+    assert reason.startswith(f"{config}: the config holds more than 100000 values (YAML aliases can repeat one value "
+                             "a billion times); the rest, ")
+    assert reason.endswith(" on, was left out")
+
+
+def test_a_fifo_or_a_device_inside_a_run_folder_is_counted_and_never_opened(deep: Path, tmp_path: Path) -> None:
+    """The run's config a link to /dev/zero, its logged table a FIFO: neither is opened (a FIFO waits for a
+    writer forever), each a counted skip; the run and its other files are read."""
+    import json
+    import shutil
+
+    from .specials import in_child, load_in_child, plant
+
+    folder = tmp_path / deep.name
+    shutil.copytree(deep, folder)
+    (folder / "files" / "config.yaml").unlink()
+    config = plant(folder / "files" / "config.yaml", "zero")
+    [table] = (folder / "media" / "echarts").iterdir()
+    table.unlink()
+    plant(table, "fifo")
+    [run] = load_in_child(folder)["runs"]
+    assert run["steps"] == 5 and run["reasons"] == [f"{config}: a device, not a log file; it was not opened"]
+    code = ("import json, sys; from pathlib import Path; from rlvitals.ingest import SkipLog, swanlab; s = SkipLog(); "
+            "t = swanlab.tables(Path(sys.argv[1]), s); print(json.dumps([len(t), s.reasons]))")
+    assert json.loads(in_child(code, str(folder))) == [0, [
+        f"{table}: the table logged as 'samples' at step 4 cannot be read (InputError); it was skipped"]]
+
+
+def test_a_config_value_python_cannot_hold_is_said_not_fatal(deep: Path, tmp_path: Path) -> None:
+    """Found by the fuzzer: an integer of 5,000 digits is YAML, but Python refuses to read it (ValueError)."""
+    import shutil
+
+    folder = tmp_path / deep.name
+    shutil.copytree(deep, folder)
+    (folder / "files" / "config.yaml").write_text("lr: {value: " + "9" * 5000 + ", desc: '', sort: 0}\n")
+    [run] = load(folder)
+    assert f"{folder / 'files' / 'config.yaml'}: not YAML (ValueError); the run config was not read" in run.notes
+    assert len(run.steps) == 5

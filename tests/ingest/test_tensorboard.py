@@ -405,3 +405,16 @@ def test_a_console_beside_the_event_files_is_read_with_the_run(tmp_path: Path) -
                                            for i in range(1, 6)))
     assert tensorboard.sniff(run, b"")
     assert [(r.format, Path(r.path).name) for r in load(run)] == [("tensorboard", "run"), ("verl-console", "train.log")]
+
+
+def test_a_fifo_or_a_device_named_like_an_event_file_is_counted_and_never_opened(tmp_path: Path) -> None:
+    """Beside a run's event file, a FIFO and a link to /dev/urandom named like event files: neither is opened
+    (a FIFO waits for a writer forever, a device never ends); each is a counted skip, the run is read."""
+    from .specials import load_in_child, plant
+
+    run = _tb_run(tmp_path / "run")
+    fifo = plant(run / "events.out.tfevents.2.host", "fifo")
+    device = plant(run / "events.out.tfevents.3.host", "urandom")
+    [got] = load_in_child(run)["runs"]
+    assert got["steps"] == 1 and got["reasons"] == [f"{fifo}: a FIFO, not a log file; it was not opened",
+                                                    f"{device}: a device, not a log file; it was not opened"]

@@ -346,3 +346,54 @@ def test_history_jsonl_fallback_keeps_the_clock(tmp_path: Path) -> None:
     [run] = load(folder)
     assert run.wall_times[1].tolist() == [r["_timestamp"] for r in rows]
     assert run.wall.started == 1_700_000_000.0
+
+
+def test_a_fifo_named_like_a_runs_wandb_file_is_counted_and_never_opened(written: Path, tmp_path: Path) -> None:
+    from .specials import load_in_child, plant
+
+    copy = tmp_path / _runs(written)["verl-like"].name
+    shutil.copytree(_runs(written)["verl-like"], copy)
+    fifo = plant(copy / "run-zzzzzzzz.wandb", "fifo")
+    [got] = load_in_child(copy)["runs"]
+    assert got["steps"] == 40 and got["reasons"] == [f"{fifo}: a FIFO, not a log file; it was not opened"]
+
+
+#: a training whose config holds a value nested 2,000 levels deep: its JSON, as wandb writes it, is deeper
+#: than the standard parser goes (reading it raised RecursionError)
+DEEP_SCRIPT = """
+import sys
+sys.setrecursionlimit(20000)  # wandb serialises the config by recursion
+import wandb
+deep = 1
+for _ in range(2000):
+    deep = {"x": deep}
+run = wandb.init(mode="offline", dir=sys.argv[1], project="rlvitals-test", name="deep-config",
+                 config={"algorithm": {"adv_estimator": "grpo"}, "deep": deep, "lr": 1e-6})
+for step in range(1, 6):
+    run.log({"actor/entropy": 1 / step, "critic/score/mean": step / 10}, step=step)
+run.finish()
+"""
+
+
+def test_a_config_value_nested_2000_deep_is_cut_with_a_counted_skip_and_the_rest_kept(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from rlvitals.words import in_lang
+
+    with pytest.MonkeyPatch.context() as mp:
+        offline_wandb(mp, tmp_path)  # the child inherits the environment: offline, silent, inside tmp_path
+        subprocess.run([sys.executable, "-c", DEEP_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                       timeout=300, check=True)
+    [folder] = (tmp_path / "wandb").glob("offline-run-*")
+    [file] = folder.glob("*.wandb")
+    assert b'{"x": ' * 1000 in file.read_bytes()  # the real client wrote it all
+    [run] = load(folder)
+    assert len(run.steps) == 5 and run.skipped.count == 1
+    [reason] = run.skipped.reasons
+    assert reason.startswith(f"{file}#record ")
+    assert reason.endswith(": the config value 'deep' nests deeper than 64 levels; it was left out (the rest of "
+                           "the config was read)")
+    assert in_lang(reason, "zh").endswith(": 配置项 'deep' 的嵌套超过 64 层；已略去（其余配置照常读取）")
+    assert run.config["algorithm.adv_estimator"] == "grpo" and run.config["lr"] == 1e-6
+    assert not [k for k in run.config if k.startswith("deep")]

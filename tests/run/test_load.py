@@ -222,3 +222,32 @@ def test_no_real_public_log_is_given_a_clock_it_does_not_carry(real: Path) -> No
     for log in logs:
         for run in rlvitals.load(log):
             assert run.wall is None and run.wall_times is None, log.name
+
+
+def _linked_runs(root: Path) -> Path:
+    """A folder of runs as links make them: ``exp1/`` holding a log, reached again through ``latest`` and
+    ``current`` (links to it), ``exp1/up`` (a link back up) and ``self`` (a link to the folder itself), beside a
+    loop of two links (``a -> b -> a``)."""
+    from rlvitals.synthetic.simulate import Scenario, jsonl_lines
+
+    runs = root / "runs"
+    (runs / "exp1").mkdir(parents=True)
+    (runs / "exp1" / "train.jsonl").write_bytes(b"".join(x + b"\n" for x in jsonl_lines(Scenario(steps=20))))
+    for name, target in (("latest", "exp1"), ("current", "exp1"), ("self", "."), ("a", "b"), ("b", "a")):
+        (runs / name).symlink_to(target)
+    (runs / "exp1" / "up").symlink_to("..")
+    return runs
+
+
+def test_a_run_reached_through_several_links_is_read_once_and_a_loop_never_hangs(tmp_path: Path) -> None:
+    """The folder's log was read three times (``exp1/``, ``latest/``, ``current/``): once now, by its real path;
+    the loop of links is passed over. In a child process with a deadline: a loop followed would never end."""
+    import json
+    import subprocess
+    import sys
+
+    runs = _linked_runs(tmp_path)
+    code = "import json, sys, rlvitals; print(json.dumps([r.path for r in rlvitals.load(sys.argv[1])]))"
+    done = subprocess.run([sys.executable, "-c", code, str(runs)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [str(runs / "exp1" / "train.jsonl")]

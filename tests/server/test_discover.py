@@ -337,3 +337,22 @@ def test_probe_results_are_no_run_and_join_the_served_runs_rollouts(tmp_path: Pa
         assert ws.get(rid).run.series("reasoning/faithfulness")[1].tolist() == [0.9, 0.7, 0.5]
     finally:
         ws.close()
+
+
+def test_a_run_reached_through_several_links_is_served_once_and_a_loop_breaks_nothing(tmp_path: Path) -> None:
+    """Links to a run folder (``latest``, ``current``), a link back up and one to the served folder itself
+    listed one run up to five times, and a loop of links (``a -> b -> a``) made every scan raise: the run is
+    listed once, by its real path, and the list answers over real HTTP."""
+    from run.test_load import _linked_runs
+
+    runs = _linked_runs(tmp_path)
+    ws = workspace([runs], tmp_path / "s.sqlite")
+    ws.poll_once()
+    with ServerThread(ws, "127.0.0.1") as srv:
+        listed = _get(srv.url + "api/runs")
+        files = _get(srv.url + "api/roots/0/files")
+    assert [r["path"] for r in listed["runs"]] == [str(runs.resolve() / "exp1" / "train.jsonl")]
+    assert listed["runs"][0]["status"] == "ready" and listed["runs"][0]["last_step"] == 20
+    assert not [m for m in listed["messages"] if "failed" in m], listed["messages"]
+    assert {e["name"] for e in files["entries"]} == {"exp1", "latest", "current", "self"}  # the loop is no entry
+    ws.close()

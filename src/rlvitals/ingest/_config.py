@@ -12,11 +12,12 @@ run was asked to do — the algorithm (``algorithm.adv_estimator=grpo``) among t
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..words import Words
-from .record import SourceMeta
+from .record import SkipLog, SourceMeta
 
 OVERRIDES = "overrides.yaml"
 _ITEM = re.compile(r"^- +(?P<quote>['\"]?)(?P<body>.*?)(?P=quote)\s*$")
@@ -82,15 +83,130 @@ def sibling_overrides(log: Path, meta: SourceMeta) -> dict[str, Any]:
     return {}
 
 
-def dotted(key: str, value: Any, out: dict[str, Any]) -> None:
-    """A tracker's config entry into ``out`` with dots between its keys (``{"a": {"b": 1}}`` is ``a.b``); an
-    empty dict stays a value.
+#: how deep a tracker's config may nest (dicts and lists): a value nested deeper is left out, and counted.
+#: No real config nests past a few levels; a value nested thousands deep would exhaust the stack of the
+#: code that flattens it, or of any that writes it out again (JSON output, the state file)
+MAX_DEPTH = 64
+#: how many values a config may hold: YAML's aliases can make a file of a few lines hold billions
+MAX_VALUES = 100_000
+#: why a config value was left out: too deep, or past :data:`MAX_VALUES`
+Cut = tuple[str, Literal["deep", "many"]]
 
-    >>> out = {}; dotted("algorithm", {"adv_estimator": "grpo", "kl": {}}, out); out
-    {'algorithm.adv_estimator': 'grpo', 'algorithm.kl': {}}
+
+class _TooDeep:
+    """A value a parser left out because it nests past :data:`MAX_DEPTH` (:data:`TOO_DEEP`)."""
+
+    def __repr__(self) -> str:
+        return "TOO_DEEP"
+
+
+TOO_DEEP = _TooDeep()
+
+
+def dotted(key: str, value: Any, out: dict[str, Any], depth: int = 0) -> list[Cut]:
+    """A tracker's config entry into ``out`` with dots between its keys (``{"a": {"b": 1}}`` is ``a.b``); an
+    empty dict stays a value. What was left out (the rest is kept; the caller counts it, :func:`too_deep`):
+    each value nested deeper than :data:`MAX_DEPTH` (or :data:`TOO_DEEP`, cut by a parser), and each past
+    :data:`MAX_VALUES`, with its key.
+
+    >>> out = {}; dotted("algorithm", {"adv_estimator": "grpo", "kl": {}}, out), out
+    ([], {'algorithm.adv_estimator': 'grpo', 'algorithm.kl': {}})
+    >>> deep = {}; inner = deep
+    >>> for _ in range(100): inner["x"] = {}; inner = inner["x"]
+    >>> out = {}; [(key[:10], why) for key, why in dotted("a", {"deep": deep, "lr": 0.1}, out)], out
+    ([('a.deep.x.x', 'deep')], {'a.lr': 0.1})
     """
+    if len(out) >= MAX_VALUES:
+        return [(key, "many")]
     if isinstance(value, dict) and value:
+        if depth >= MAX_DEPTH:
+            return [(key, "deep")]
+        cut: list[Cut] = []
         for k, v in value.items():
-            dotted(f"{key}.{k}", v, out)
-    else:
-        out[key] = value
+            cut += dotted(f"{key}.{k}", v, out, depth + 1)
+        return cut
+    deeper = _deeper(value, MAX_DEPTH - depth)
+    if deeper is not None:
+        return [(key, deeper)]
+    out[key] = value
+    return []
+
+
+def _deeper(value: Any, levels: int) -> Literal["deep", "many"] | None:
+    """Whether ``value`` nests lists and dicts more than ``levels`` deep (``deep``), or holds more than
+    :data:`MAX_VALUES` values (``many``: aliases can repeat one list everywhere); looked at without recursion."""
+    stack, seen = [(value, 0)], 0
+    while stack:
+        item, level = stack.pop()
+        seen += 1
+        if item is TOO_DEEP or (isinstance(item, (list, tuple, dict)) and level >= levels):
+            return "deep"
+        if seen > MAX_VALUES:
+            return "many"
+        if isinstance(item, (list, tuple, dict)):
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return None
+
+
+def too_deep(where: str, cut: list[Cut], skips: SkipLog) -> None:
+    """Counted skips at ``where`` (the config's file or record) for what :func:`dotted` left out: one for each
+    value nested too deep, one for all those past :data:`MAX_VALUES`."""
+    def shown(key: str) -> str:
+        return repr(key if len(key) <= 80 else key[:80] + "…")
+
+    for key, _ in (c for c in cut if c[1] == "deep"):
+        skips.skip(where, Words(f"the config value {shown(key)} nests deeper than {MAX_DEPTH} levels; it was left "
+                                "out (the rest of the config was read)",
+                                f"配置项 {shown(key)} 的嵌套超过 {MAX_DEPTH} 层；已略去（其余配置照常读取）"))
+    many = [key for key, why in cut if why == "many"]
+    if many:
+        skips.skip(where, Words(f"the config holds more than {MAX_VALUES} values (YAML aliases can repeat one value "
+                                f"a billion times); the rest, {len(many)} entr{'y' if len(many) == 1 else 'ies'} from "
+                                f"{shown(many[0])} on, was left out",
+                                f"配置里的值超过 {MAX_VALUES} 个（YAML 别名能把一个值重复十亿次）；其余部分，"
+                                f"即从 {shown(many[0])} 起的 {len(many)} 项，已略去"))
+
+
+def capped_yaml(text: str) -> Any:
+    """``text`` read by PyYAML's safe loader, except that a node nested deeper than :data:`MAX_DEPTH` is
+    :data:`TOO_DEEP` (its events passed over without composing them): PyYAML composes a document by
+    recursion, so a config nested a few hundred levels deep raised RecursionError. Raises ``yaml.YAMLError``.
+
+    >>> doc = capped_yaml("a: {b: 1}\\nc: " + "[" * 100 + "]" * 100)
+    >>> doc["a"], str(doc["c"]).count("["), str(doc["c"]).endswith("[TOO_DEEP" + "]" * 63)
+    ({'b': 1}, 63, True)
+    """
+    loader = _capped_loader()(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+_DEEP_TAG = "tag:rlvitals,2025:too-deep"
+
+
+@lru_cache(maxsize=1)
+def _capped_loader() -> Any:
+    import yaml  # type: ignore[import-untyped]  # PyYAML (no stubs here): imported for a config file only
+
+    class Capped(yaml.SafeLoader):  # type: ignore[misc]
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.depth >= MAX_DEPTH:
+                level = 0
+                while True:  # the node's events, to its end
+                    event = self.get_event()
+                    level += isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent))
+                    level -= isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent))
+                    if level == 0:
+                        return yaml.ScalarNode(_DEEP_TAG, "")
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    Capped.add_constructor(_DEEP_TAG, lambda loader, node: TOO_DEEP)
+    return Capped

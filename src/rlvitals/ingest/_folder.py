@@ -16,11 +16,11 @@ files are looked at one by one, and those of its subfolders one level down (``ru
 
 from __future__ import annotations
 
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..words import Words
+from ._files import not_opened, special_kind, unique
 from ._reader import Reader
 
 #: files that are never logs: weights, tensors, archives, images, compiled code
@@ -45,32 +45,13 @@ class Found:
     others: list[str] = field(default_factory=list)
 
 
-#: a special file's kind (:func:`special_kind`) in Chinese
-SPECIAL_ZH = {"FIFO": "一个 FIFO（命名管道）", "socket": "一个套接字", "device": "一个设备文件"}
-
-
-def special_kind(path: Path) -> str | None:
-    """What ``path`` is when it is neither a regular file nor a folder (a FIFO, a socket, a device): such a
-    file is never opened, since reading a FIFO waits for a writer forever. None for a file or folder.
-
-    Example:
-        >>> special_kind(Path("/dev/null")), special_kind(Path("/tmp"))
-        ('device', None)
-    """
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
-
-
 def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | None]]:
     """The files of ``folder`` and of its subfolders, and the subfolders a folder format takes whole
-    (a W&B run, a TensorBoard run) with that reader, one level further down too (``runs/exp1/wandb/``)."""
+    (a W&B run, a TensorBoard run) with that reader, one level further down too (``runs/exp1/wandb/``).
+    A file or folder reached through links as well (``runs/latest -> exp3``, a link back up) is one
+    entry (:func:`._files.unique`)."""
     out: list[tuple[Path, Reader | None]] = [(p, None) for p in _children(folder, files=True)]
-    for sub in _children(folder, files=False):
+    for sub in unique(_children(folder, files=False)):
         whole = _whole(sub, readers)
         if whole is not None:
             out.append((sub, whole))
@@ -82,7 +63,8 @@ def _entries(folder: Path, readers: list[Reader]) -> list[tuple[Path, Reader | N
                     out.append((inner, taken))
         if len(out) >= MAX_FILES:
             break
-    return out[:MAX_FILES]
+    kept = set(unique(p for p, _ in out))
+    return [(p, r) for p, r in out if p in kept][:MAX_FILES]
 
 
 def beside(folder: Path, whole: Reader, readers: list[Reader]) -> list[tuple[Reader, Path]]:
@@ -190,9 +172,9 @@ def logs_in(folder: Path, readers: list[Reader], fmt: str | None = None) -> Foun
             f"{keep[1].name} ({keep[0].format}) was read",
             f"{drop[1]}：与 {keep[1].name} 是同一个运行，只是格式不同（{drop[0].format}）；"
             f"读取的是 {keep[1].name}（{keep[0].format}）"))
-    found.notes.extend(Words(f"{p}: a {kind}, not a log file; it was not opened",
-                             f"{p}：这是{SPECIAL_ZH[kind]}，不是日志文件；没有打开它")
-                       for p in _specials(folder) for kind in [special_kind(p)] if kind is not None)
+    found.notes.extend(Words(f"{p}: {why}", f"{p}：{why.zh}")
+                       for p in _specials(folder) for kind in [special_kind(p)] if kind is not None
+                       for why in [not_opened(kind)])
     found.logs = sorted(by_stem.values(), key=lambda rp: str(rp[1]))
     if found.logs and found.others:
         found.notes.append(_others_note(folder, found.others))

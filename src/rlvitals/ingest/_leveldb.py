@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..words import Words
+from ._files import open_file
 from .record import SkipLog, SourceMeta
 
 HEADER_LEN = 7
@@ -57,7 +58,7 @@ def frames_from(path: Path, meta: SourceMeta, skips: SkipLog, magic: bytes, head
     ``end`` is the offset just past the record, where a reader that stops there goes on. ``live``: the file is
     still being written, so an incomplete tail is the record being written, not a skip."""
     parts: list[bytes] = []
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         if start < HEADER_LEN:
             head = fh.read(HEADER_LEN)
             meta.bytes_read += len(head)

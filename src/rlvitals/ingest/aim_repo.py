@@ -52,7 +52,8 @@ from typing import Any
 from .._sqlite import connect_read_only
 from ..errors import InputError, MissingExtraError
 from ..words import Words
-from ._config import dotted
+from ._config import Cut, dotted, too_deep
+from ._files import not_opened, special_kind
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 from .trl_state import SUMMARY_KEYS
@@ -156,15 +157,21 @@ def _tables(db: Path) -> frozenset[str]:
     return frozenset(n for n in os.listdir(db) if not n.endswith(".log") and not n.startswith("LOG") and n != "LOCK")
 
 
-def _copy_db(src: Path, dest: Path) -> int:
+def _copy_db(src: Path, dest: Path, special: list[tuple[Path, str]]) -> int:
     """One RocksDB folder of a run copied (without RocksDB's info logs and lock): the manifest first, the
-    write-ahead log last; the bytes copied. Raises :class:`_Moved` when its tables changed meanwhile."""
+    write-ahead log last; the bytes copied. A FIFO or a device in it (a link to ``/dev/zero`` would be copied
+    forever) is not, and goes to ``special`` with its kind. Raises :class:`_Moved` when its tables changed
+    meanwhile."""
     before = _tables(src)
     dest.mkdir(parents=True)
     size = 0
     for name in sorted(os.listdir(src), key=lambda n: (n != "CURRENT", not n.startswith("MANIFEST"),
                                                        n.endswith(".log"), n)):
         if name == "LOCK" or name.startswith("LOG"):
+            continue
+        kind = special_kind(src / name)
+        if kind is not None:
+            special.append((src / name, kind))
             continue
         try:
             shutil.copyfile(src / name, dest / name)
@@ -195,16 +202,18 @@ def _copy_metadata(src: Path, dest: Path) -> None:
         dest.unlink(missing_ok=True)
 
 
-def _copy_run(repo: Path, run: str, into: Path) -> tuple[Path, int]:
-    """The run's files copied into a repository of its own under ``into``: its folder and the bytes copied."""
+def _copy_run(repo: Path, run: str, into: Path, special: list[tuple[Path, str]]) -> tuple[Path, int]:
+    """The run's files copied into a repository of its own under ``into``: its folder and the bytes copied; the
+    FIFOs and devices left out go to ``special``."""
     for attempt in range(COPY_TRIES):
+        special.clear()
         root = into / str(attempt)
         dest = root / AIM_DIR
         dest.mkdir(parents=True)
         shutil.copyfile(repo / "VERSION", dest / "VERSION")
         _copy_metadata(repo / METADATA, dest / METADATA)
         try:
-            size = sum(_copy_db(repo / part / "chunks" / run, dest / part / "chunks" / run)
+            size = sum(_copy_db(repo / part / "chunks" / run, dest / part / "chunks" / run, special)
                        for part in ("meta", "seqs") if (repo / part / "chunks" / run).is_dir())
         except _Moved:
             time.sleep(0.05 * (attempt + 1))
@@ -281,15 +290,17 @@ def _fetch(aim: ModuleType, root: Path, run: str) -> _Fetched:
         repo.close()
 
 
-def _config(attrs: dict[str, Any], meta: SourceMeta) -> None:
+def _config(attrs: dict[str, Any], meta: SourceMeta, where: str, skips: SkipLog) -> None:
+    cut: list[Cut] = []
     for key, value in attrs.items():
         if str(key).startswith("__"):  # Aim's own: __system_params (environment variables, packages, git)
             continue
         if key == "hparams" and isinstance(value, dict):
             for name, inner in value.items():
-                dotted(str(name), inner, meta.config)
+                cut += dotted(str(name), inner, meta.config)
         else:
-            dotted(str(key), value, meta.config)
+            cut += dotted(str(key), value, meta.config)
+    too_deep(where, cut, skips)
 
 
 def _number(value: Any) -> Value | None:
@@ -408,9 +419,10 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     aim = _aim(store)
     meta.files = [str(repo / part / "chunks" / chosen) for part in ("meta", "seqs")]
     meta.clock = "Aim timestamp"
+    special: list[tuple[Path, str]] = []
     with tempfile.TemporaryDirectory(prefix="rlvitals-aim-") as tmp:
         try:
-            root, meta.bytes_read = _copy_run(repo, chosen, Path(tmp))
+            root, meta.bytes_read = _copy_run(repo, chosen, Path(tmp), special)
         except _Moved:
             skips.skip(where, Words(f"its files kept changing while they were copied ({COPY_TRIES} tries); the run "
                                     "was skipped: read it again", f"复制时它的文件一直在变（试了 {COPY_TRIES} 次）；"
@@ -420,13 +432,16 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
             skips.skip(where, Words(f"its files could not be copied to be read ({exc}); the run was skipped",
                                     f"它的文件无法复制出来读取（{exc}）；这个运行已跳过"))
             return
+        finally:
+            for path, kind in special:
+                skips.skip(str(path), not_opened(kind))
         try:
             fetched = _fetch(aim, root, chosen)
         except Exception as exc:  # noqa: BLE001  # RocksDB, Aim and SQLAlchemy errors on damaged files: a skip
             skips.skip(where, Words(f"Aim could not read the run ({type(exc).__name__}: {exc}); it was skipped",
                                     f"Aim 读不出这个运行（{type(exc).__name__}：{exc}）；已跳过"))
             return
-    _config(fetched.attrs, meta)
+    _config(fetched.attrs, meta, where, skips)
     if fetched.experiment is not None:
         meta.config["aim.experiment"] = fetched.experiment
     if fetched.name is not None and fetched.name != f"Run: {chosen}":  # Aim's default name says nothing new

@@ -32,6 +32,7 @@ from pathlib import Path
 from .._sqlite import connect_read_only, split_root, table_columns
 from ..errors import InputError
 from ..words import Words
+from ._files import read_file, regular
 from ._reader import Reader
 from .record import Record, SkipLog, SourceMeta, Value
 from .text import iter_lines
@@ -51,8 +52,8 @@ def meta_yaml(path: Path) -> dict[str, str]:
     YAML parser); quotes are removed, nested entries ignored."""
     out: dict[str, str] = {}
     try:
-        raw = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        raw = read_file(path).decode("utf-8", errors="replace")
+    except (OSError, InputError):  # gone, or a FIFO or a device in its place: never waited on
         return out
     for line in raw.splitlines():
         if not line or line[0] in " \t#-":
@@ -65,6 +66,16 @@ def meta_yaml(path: Path) -> dict[str, str]:
             value = value[1:-1]
         out[key.strip()] = value
     return out
+
+
+def _millis(text: str) -> int | None:
+    """A ``meta.yaml`` time (milliseconds since the epoch) as an integer; None for anything else (a damaged
+    store's ``²``, or 5,000 digits, which Python refuses to convert).
+
+    >>> _millis("1796596592430"), _millis("²"), _millis("9" * 5000)
+    (1796596592430, None, None)
+    """
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else None
 
 
 def _is_run_dir(folder: Path) -> bool:
@@ -105,30 +116,29 @@ def _file_store_runs(path: Path) -> list[Path]:
     def order(run: Path) -> tuple[str, int, str]:
         meta = metas[run]
         start = meta.get("start_time", "")
-        return (meta.get("experiment_id", run.parent.name), int(start) if start.isdigit() else 0, run.name)
+        return (meta.get("experiment_id", run.parent.name), _millis(start) or 0, run.name)
 
     return sorted(keep or found, key=order)
 
 
-def _metric_files(run: Path) -> list[tuple[str, Path]]:
-    """``(key, file)`` for every metric of a run; a key with ``/`` is a nested path."""
+def _metric_files(run: Path, skips: SkipLog) -> list[tuple[str, Path]]:
+    """``(key, file)`` for every metric of a run; a key with ``/`` is a nested path. A FIFO or a device
+    among them (a link to ``/dev/zero``) is not opened, and counted in ``skips``."""
     root = run / "metrics"
     out = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
-        for name in sorted(files):
-            file = Path(folder) / name
+        for file in regular([Path(folder) / name for name in sorted(files)], skips):
             out.append((file.relative_to(root).as_posix(), file))
     return out
 
 
-def _params(run: Path, meta: SourceMeta) -> None:
+def _params(run: Path, meta: SourceMeta, skips: SkipLog) -> None:
     root = run / "params"
     for folder, _, files in os.walk(root):
-        for name in files:
-            file = Path(folder) / name
+        for file in regular([Path(folder) / name for name in sorted(files)], skips):
             try:
-                value = file.read_text(encoding="utf-8", errors="replace")
+                value = read_file(file).decode("utf-8", errors="replace")
             except OSError:
                 continue
             meta.config[file.relative_to(root).as_posix().replace("/", ".")] = value
@@ -136,16 +146,18 @@ def _params(run: Path, meta: SourceMeta) -> None:
 
 def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     info = meta_yaml(run / "meta.yaml")
-    experiment = meta_yaml(run.parent / "meta.yaml").get("name", run.parent.name)
+    above = regular([run.parent / "meta.yaml"], skips)  # the experiment's, when it is a file
+    experiment = (meta_yaml(above[0]) if above else {}).get("name", run.parent.name)
     name, run_id = info.get("run_name", ""), info.get("run_id", run.name)
     meta.notes.append(Words(f"MLflow run {name!r} (id {run_id}, experiment {experiment!r})",
                             f"MLflow 运行 {name!r}（id {run_id}，实验 {experiment!r}）"))
-    _params(run, meta)
-    metrics = _metric_files(run)
+    _params(run, meta, skips)
+    metrics = _metric_files(run, skips)
     meta.files = [str(f) for _, f in metrics]
     meta.clock = "MLflow timestamp"
     start = info.get("start_time", "")
-    meta.started = int(start) / 1000 if start.isdigit() else None
+    millis = _millis(start)
+    meta.started = millis / 1000 if millis is not None else None
     for key, file in metrics:
         for lineno, line in iter_lines(file, meta):
             parts = line.split()

@@ -33,7 +33,8 @@ import orjson
 
 from ..errors import InputError
 from ..words import Words
-from ._config import dotted
+from ._config import Cut, capped_yaml, dotted, too_deep
+from ._files import open_file, read_file, regular
 from ._leveldb import HEADER_LEN, frames, frames_from
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
 from ._reader import Reader
@@ -87,7 +88,7 @@ def runs(path: Path) -> list[Path]:
 
 def _version(path: Path) -> None:
     """Refuse a file of SwanLab before 0.8 (its records are JSON, not protobuf)."""
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         head = fh.read(HEADER_LEN)
     if len(head) == HEADER_LEN and head.startswith(MAGIC) and head[6] != VERSION:
         raise InputError(Words(f"{path}: a SwanLab log of format version {head[6]} (SwanLab before 0.8, "
@@ -239,7 +240,7 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
     if position is None:
         _version(file)
     meta.files, meta.clock = [str(file)], "SwanLab timestamp"
-    _config(file.parent, meta)
+    _config(file.parent, meta, skips if position is None else SkipLog())  # what it skips, counted once
     steps = at.steps
     read = frames_from(file, meta, skips, MAGIC + bytes((VERSION,)), _HEADER, start=at.offset, number=at.number,
                        live=True)
@@ -282,23 +283,26 @@ def _notes(path: Path, steps: _Steps, meta: SourceMeta) -> None:
                                 f"{path}：SwanLab 记录到这个运行{how.zh}{said}"))
 
 
-def _config(folder: Path, meta: SourceMeta) -> None:
-    """``files/config.yaml``: each ``{key: {value: …}}`` flattened into ``meta.config`` with dots."""
+def _config(folder: Path, meta: SourceMeta, skips: SkipLog) -> None:
+    """``files/config.yaml``: each ``{key: {value: …}}`` flattened into ``meta.config`` with dots; a value
+    nested too deep is left out and counted (:func:`._config.dotted`)."""
     path = folder / CONFIG_FILE
-    if not path.is_file():
+    if not regular([path], skips) or not path.is_file():
         return
     import yaml  # type: ignore[import-untyped]  # PyYAML (no stubs here): imported for a SwanLab config only
 
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except yaml.YAMLError as exc:
+        doc = capped_yaml(read_file(path).decode("utf-8", errors="replace"))
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a scalar YAML reads but Python refuses (5,000 digits)
         meta.notes.append(Words(f"{path}: not YAML ({type(exc).__name__}); the run config was not read",
                                 f"{path}：不是 YAML（{type(exc).__name__}）；没有读到运行的配置"))
         return
     if isinstance(doc, dict):
+        cut: list[Cut] = []
         for key, entry in doc.items():
             value = entry.get("value") if isinstance(entry, dict) and "value" in entry else entry
-            dotted(str(key), value, meta.config)
+            cut += dotted(str(key), value, meta.config)
+        too_deep(str(path), cut, skips)
 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
@@ -307,7 +311,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         raise InputError(Words(f"{path}: no run-*.swanlab file in this folder",
                                f"{path}：这个文件夹里没有 run-*.swanlab 文件"))
     meta.files, meta.clock = [str(file)], "SwanLab timestamp"
-    _config(file.parent, meta)
+    _config(file.parent, meta, skips)
     yield from _read_file(file, meta, skips)
 
 
@@ -328,8 +332,8 @@ def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
         for name in names:
             table = file.parent / "media" / "echarts" / name
             try:
-                doc = orjson.loads(table.read_bytes())
-            except (OSError, orjson.JSONDecodeError) as exc:
+                doc = orjson.loads(read_file(table))
+            except (OSError, InputError, orjson.JSONDecodeError) as exc:
                 skips.skip(str(table), Words(f"the table logged as {key!r} at step {step} cannot be read "
                                              f"({type(exc).__name__}); it was skipped",
                                              f"在第 {step} 步以 {key!r} 记录的表无法读取（{type(exc).__name__}）；"

@@ -37,6 +37,7 @@ from .._sqlite import split_root
 from ..errors import InputError
 from ..words import Words
 from . import clearml_offline, swanlab, tensorboard, trackio
+from ._files import open_file, read_file
 from .record import LoggedTable, SkipLog
 
 __all__ = ["holds_tables", "logged_tables"]
@@ -84,9 +85,9 @@ def _trackio_root(path: Path) -> bool:
     if not db.is_file():
         return False
     try:
-        with db.open("rb") as fh:
+        with open_file(db) as fh:
             head = fh.read(64)
-    except OSError:
+    except (OSError, InputError):
         return False
     return trackio.sniff(db, head)
 
@@ -99,11 +100,11 @@ def _swanlab_run(path: Path) -> bool:
 
 def _clearml_session(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
+        with open_file(path) as fh:
             head = fh.read(64)
     except IsADirectoryError:
         head = b""
-    except OSError:
+    except (OSError, InputError):
         return False
     return clearml_offline.sniff(path, head) and clearml_offline.runs(path) == [path]
 
@@ -153,12 +154,12 @@ def _json(path: Path, skips: SkipLog, what: Words) -> Any:
     """The JSON document in ``path``; W&B writes a NaN or infinite cell as a bare ``NaN``/``Infinity``,
     which orjson refuses and the standard parser reads."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path)
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             return json.loads(raw)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, InputError) as exc:
         skips.skip(str(path), Words(f"{what} cannot be read ({type(exc).__name__}: {exc}); it was skipped",
                                     f"{what.zh}无法读取（{type(exc).__name__}：{exc}）；已跳过"))
         return None

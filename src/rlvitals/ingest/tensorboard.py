@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..words import Words
 from ._crc import masked_crc32c
+from ._files import open_file, regular
 from ._protobuf import LEN, VARINT, WireError, fields, signed64, text
 from ._reader import Reader
 from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
@@ -55,16 +56,14 @@ _SNIFF_DEPTH = 4
 _SNIFF_ENTRIES = 5000
 
 
-def _is_event_file(path: Path) -> bool:
-    return EVENT_MARK in path.name and path.is_file()
-
-
-def event_files(folder: Path) -> list[Path]:
-    """The event files directly in ``folder``, in file-name order."""
+def event_files(folder: Path, skips: SkipLog | None = None) -> list[Path]:
+    """The event files directly in ``folder``, in file-name order; a FIFO or a device named like one is
+    not opened, and counted in ``skips``."""
     try:
-        return sorted(p for p in folder.iterdir() if _is_event_file(p))
+        named = sorted(p for p in folder.iterdir() if EVENT_MARK in p.name)
     except OSError:
         return []
+    return [p for p in regular(named, skips if skips is not None else SkipLog()) if p.is_file()]
 
 
 def _framed(head: bytes) -> bool:
@@ -135,7 +134,7 @@ def runs(path: Path) -> list[Path]:
 def _header_only(file: Path) -> bool:
     """Whether an event file holds nothing but its first record (the file_version header)."""
     try:
-        with file.open("rb") as fh:
+        with open_file(file) as fh:
             head = fh.read(12)
         return len(head) == 12 and file.stat().st_size <= 16 + struct.unpack_from("<Q", head)[0]
     except OSError:
@@ -169,7 +168,7 @@ def tables(path: Path, skips: SkipLog) -> list[LoggedTable]:
 
 def _texts(file: Path, skips: SkipLog) -> Iterator[LoggedTable]:
     try:
-        with file.open("rb") as fh:
+        with open_file(file) as fh:
             if os.fstat(fh.fileno()).st_size == 0:
                 return
             buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -256,7 +255,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     """Stream one run: a single event file, or every event file directly in a folder."""
     from .tfevents import EventScanner
 
-    files = [path] if path.is_file() else event_files(path)
+    files = [path] if path.is_file() else event_files(path, skips)
     meta.files = [str(f) for f in files]
     nonscalar: set[str] = set()
     meta.clock = "TensorBoard wall_time"

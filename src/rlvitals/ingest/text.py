@@ -12,6 +12,7 @@ import orjson
 
 from ..errors import InputError
 from ..words import Words, in_lang
+from ._files import open_file
 from .record import SkipLog, SourceMeta
 
 CHUNK = 1 << 20
@@ -65,7 +66,7 @@ def line_blocks(path: Path, meta: SourceMeta, *, start: int = 0) -> Iterator[tup
     pending = b""
     at_start = not start  # a byte-order mark is read only where the file begins
     size = CHUNK - start % CHUNK
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         if start:
             fh.seek(start)
         while True:
@@ -105,7 +106,7 @@ def search_file(path: Path, head: bytes, pattern: re.Pattern[bytes], limit: int 
     if len(head) < (64 << 10) or not path.is_file():
         return False
     overlap = 4096
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         fh.seek(max(len(head) - overlap, 0))
         tail = b""
         read = 0

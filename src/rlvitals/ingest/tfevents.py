@@ -31,6 +31,7 @@ import numpy as np
 
 from ..words import Words
 from ._crc import masked_crc32c, masked_crc32c_columns
+from ._files import open_file
 from ._protobuf import FIXED32, FIXED64, LEN, VARINT, WireError, double, fields, float32, signed64, text, varint
 from .record import SkipLog, SourceMeta
 
@@ -358,7 +359,7 @@ class EventScanner:
         buf = b""
         pos = 0
         want = CHUNK
-        with self.path.open("rb") as fh:
+        with open_file(self.path) as fh:
             while True:
                 data = fh.read(want)
                 want = CHUNK

@@ -30,7 +30,7 @@ import orjson
 from .._sqlite import connect_read_only, split_root, table_columns
 from ..errors import InputError
 from ..words import Words
-from ._config import dotted
+from ._config import Cut, dotted, too_deep
 from ._reader import Reader
 from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
@@ -142,7 +142,7 @@ def _wall(stamp: object) -> float | None:
         return None
 
 
-def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> None:
+def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta, where: str, skips: SkipLog) -> None:
     if "config" not in table_columns(con, "configs") or key not in table_columns(con, "configs"):
         return
     row = con.execute(f"SELECT config FROM configs WHERE {key} = ?", (run,)).fetchone()
@@ -151,9 +151,11 @@ def _config(con: sqlite3.Connection, key: str, run: str, meta: SourceMeta) -> No
     except orjson.JSONDecodeError:
         config = {}
     if isinstance(config, dict):
+        cut: list[Cut] = []
         for name, value in config.items():
             if not str(name).startswith("_"):  # Trackio's own (_Username, _Created, _Group)
-                dotted(str(name), value, meta.config)
+                cut += dotted(str(name), value, meta.config)
+        too_deep(where, cut, skips)
         created = _wall(config.get("_Created"))
         if created is not None:
             meta.started = created
@@ -272,11 +274,12 @@ def _where(db: Path, run: str | None, chosen: str | None = None) -> str:
     return str(db) if name is None else f"{db}#{name}"
 
 
-def _begin(con: sqlite3.Connection, db: Path, run: str | None, meta: SourceMeta) -> tuple[str, str]:
+def _begin(con: sqlite3.Connection, db: Path, run: str | None, meta: SourceMeta,
+           skips: SkipLog) -> tuple[str, str]:
     key, chosen = _which(con, db, run)
     meta.files, meta.clock = [str(db)], "Trackio timestamp"
     meta.config["trackio.project"] = db.stem
-    _config(con, key, chosen, meta)
+    _config(con, key, chosen, meta, _where(db, run, chosen), skips)
     return key, chosen
 
 
@@ -284,7 +287,7 @@ def _read(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) -> Iterat
     meta.bytes_read += db.stat().st_size
     con = connect_read_only(db)
     try:
-        key, chosen = _begin(con, db, run, meta)
+        key, chosen = _begin(con, db, run, meta, skips)
         rows = _Rows(_where(db, run, chosen))
         yield from _scan(con, db, key, chosen, rows, skips, by_step=True)
         _notes(con, db, key, chosen, rows, meta)
@@ -305,7 +308,8 @@ def since(path: Path, meta: SourceMeta, skips: SkipLog, position: Any) -> tuple[
     except sqlite3.OperationalError:  # the writer checkpoints its WAL under us: nothing read, the next poll retries
         return [], rows
     try:
-        key, chosen = _begin(con, db, run, meta)  # again each time: the config row may come after the first rows
+        # again each time: the config row may come after the first rows (what it leaves out counted once)
+        key, chosen = _begin(con, db, run, meta, skips if position is None else SkipLog())
         rows = rows or _Rows(_where(db, run, chosen))
         before = rows.last
         records = list(_scan(con, db, key, chosen, rows, skips, by_step=False))

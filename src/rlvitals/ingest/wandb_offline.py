@@ -43,7 +43,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..words import Words
-from ._config import dotted
+from ._config import TOO_DEEP, Cut, dotted, too_deep
+from ._files import regular
 from ._leveldb import frames
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
@@ -167,8 +168,10 @@ def _history(buf: bytes, a: int, b: int, keys: dict[bytes, str]) -> tuple[dict[s
     return row, step
 
 
-def _config(buf: bytes, a: int, b: int, config: dict[str, Any]) -> None:
-    """Apply a ConfigRecord's updates and removals to ``config`` (flattened with dots)."""
+def _config(buf: bytes, a: int, b: int, config: dict[str, Any]) -> list[Cut]:
+    """Apply a ConfigRecord's updates and removals to ``config`` (flattened with dots); what was left out,
+    nested too deep (:func:`._config.dotted`)."""
+    cut: list[Cut] = []
     for num, wire, x, y in fields(buf, a, b):
         if num not in (1, 2) or wire != LEN:
             continue
@@ -193,7 +196,10 @@ def _config(buf: bytes, a: int, b: int, config: dict[str, Any]) -> None:
             value = json.loads(raw)
         except ValueError:
             value = raw
-        dotted(key, value, config)
+        except RecursionError:  # nested past the parser's stack: far deeper than dotted() keeps
+            value = TOO_DEEP
+        cut += dotted(key, value, config)
+    return cut
 
 
 # --- the step axis -----------------------------------------------------------------------------
@@ -315,11 +321,11 @@ def _read_wandb_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[R
                 elif num == 3:
                     summary.update(payload, a, b)
                 elif num == 5:
-                    _config(payload, a, b, meta.config)
+                    too_deep(where, _config(payload, a, b, meta.config), skips)
                 elif num == 17:
                     for rnum, rwire, ra, rb in fields(payload, a, b):
                         if rnum == 4 and rwire == LEN:
-                            _config(payload, ra, rb, meta.config)
+                            too_deep(where, _config(payload, ra, rb, meta.config), skips)
         except (WireError, IndexError) as exc:
             skips.skip(where, Words(f"not a W&B record ({exc or type(exc).__name__}); the record was skipped",
                                     f"不是 W&B 记录（{exc or type(exc).__name__}）；这条记录已跳过"))
@@ -358,11 +364,14 @@ def _read_history_jsonl(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterato
 
 # --- the reader --------------------------------------------------------------------------------
 
-def _wandb_files(folder: Path) -> list[Path]:
+def _wandb_files(folder: Path, skips: SkipLog | None = None) -> list[Path]:
+    """The ``.wandb`` files of a run folder; a FIFO or a device named like one is not opened, and counted in
+    ``skips``."""
     try:
-        return sorted(p for p in folder.iterdir() if p.suffix == ".wandb" and p.is_file())
+        named = sorted(p for p in folder.iterdir() if p.suffix == ".wandb")
     except OSError:
         return []
+    return [p for p in regular(named, skips if skips is not None else SkipLog()) if p.is_file()]
 
 
 def _is_run_dir(folder: Path) -> bool:
@@ -421,7 +430,7 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
         yield from _read_wandb_file(path, meta, skips)
         _console_ending(path.parent, meta)
         return
-    files = _wandb_files(path)
+    files = _wandb_files(path, skips)
     if files:
         meta.files = [str(f) for f in files]
         for file in files:

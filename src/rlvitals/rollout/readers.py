@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import EmptyInputError, InputError, MissingInputError, UnknownFormatError
-from ..ingest import holds_tables
+from ..ingest import holds_tables, refusal, special_kind
 from ..ingest.record import SkipLog, SourceMeta
 from ..ingest.text import json_objects
 from ..words import Words
@@ -111,6 +111,9 @@ def locate(path: str | Path, columns: ColumnMap | None = None,
     if not p.exists():
         raise MissingInputError(Words(f"{p}: no such file or folder; give the path of a rollout dump",
                                       f"{p}：没有这个文件或文件夹；请给出 rollout 文件或文件夹的路径"))
+    special = special_kind(p)
+    if special is not None:  # a FIFO would wait for a writer forever, a device never end
+        raise UnknownFormatError(*refusal(p, special).args)
     found = _located_folder(p, columns) if p.is_dir() else _located_file(p)
     if reward_weights is not None and found.kind != "trl":
         _weighted(found, p)
@@ -162,11 +165,11 @@ def dump_files(paths: Iterable[Path]) -> list[Path]:
     >>> [p.name for p in dump_files(sorted(d.iterdir()))]
     ['2.jsonl']
     """
-    files = list(paths)
+    files = [f for f in paths if f.is_file()]  # never a FIFO named 1.jsonl: opened, it would wait forever
     verl = sorted((f for f in files if _verl.file_step(f) is not None), key=lambda f: _verl.file_step(f) or 0)
     verl = verl if verl and _verl_dump(verl[0]) else []
     trl = sorted((f for f in files if _trl.file_step(f) is not None), key=lambda f: _trl.file_step(f) or 0)
-    return [f for f in verl + trl if f.is_file()]
+    return verl + trl
 
 
 def _verl_dump(p: Path) -> bool:

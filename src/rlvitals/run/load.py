@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EmptyInputError, UnknownFormatError
-from ..ingest import Reader, SkipLog, SourceMeta, beside, find_reader, logs_in, readers
+from ..ingest import Reader, SkipLog, SourceMeta, beside, find_reader, logs_in, readers, unique
 from ..words import Words, in_lang
 
 if TYPE_CHECKING:
@@ -31,11 +31,22 @@ def sources(path: Path, fmt: str | None) -> tuple[list[tuple[Reader, Path]], lis
             raise
         reader = None
     if reader is not None and (path.is_dir() == reader.takes_dir or not path.is_dir()):
-        return _roots(reader, path, fmt), []
+        return _once(_roots(reader, path, fmt)), []
     found = logs_in(path, readers(), fmt)
     if not found.logs:
         raise UnknownFormatError(_not_a_run(path, fmt, found.others))
-    return [rr for r, log in found.logs for rr in _roots(r, log, fmt)], found.notes
+    return _once([rr for r, log in found.logs for rr in _roots(r, log, fmt)]), found.notes
+
+
+def _once(found: list[tuple[Reader, Path]]) -> list[tuple[Reader, Path]]:
+    """Each run once, by its root's real path: a run folder reached through links as well (an experiment
+    linking to another's run, ``runs/latest -> exp3``) is one run."""
+    kept, out = set(unique(root for _, root in found)), []
+    for reader, root in found:
+        if root in kept:
+            kept.discard(root)
+            out.append((reader, root))
+    return out
 
 
 def _roots(reader: Reader, log: Path, fmt: str | None) -> list[tuple[Reader, Path]]:

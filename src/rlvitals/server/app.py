@@ -35,10 +35,11 @@ LANG_AGE = 365 * 24 * 3600  # the language choice is kept a year, as the switch'
 
 class RunSummary(BaseModel):
     """One served run: ``status`` is ``loading`` while a remembered run is read again and ``unreadable`` for a
-    log no reading has succeeded for; ``error`` says why the last reading failed (a run read before keeps
-    its last good reading); ``algorithm`` is the detected algorithm's description, ``algorithm_short`` its
-    name in the run list; ``updated`` is when it was last diagnosed and ``modified`` when its log was last
-    written (seconds since the epoch)."""
+    log no reading has succeeded for; ``error`` says why the last reading failed, or why the last good
+    reading is no longer what the log holds (it was deleted, emptied, or rewritten into no training log):
+    the run keeps that reading, and ``stale`` marks it (``error_zh``: the error in Chinese); ``algorithm``
+    is the detected algorithm's description, ``algorithm_short`` its name in the run list; ``updated`` is
+    when it was last diagnosed and ``modified`` when its log was last written (seconds since the epoch)."""
 
     id: str
     label: str
@@ -57,6 +58,8 @@ class RunSummary(BaseModel):
     updated: float
     modified: float = 0.0
     error: str | None = None
+    error_zh: str | None = None
+    stale: bool = False
 
 
 class Problem(BaseModel):
@@ -221,8 +224,9 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
         served = ws.get(rid, ready=False)
         if served.diagnosis is None:
             return _in_lang(request, lambda lang: loading_html(served, lang))
+        error = ws.error_of(served)  # shown in the live bar: the page keeps the last good reading
         return _in_lang(request, lambda lang: ws.memo(f"html-{lang}", served,
-                                                      lambda: run_html(ws.page(served), served, lang)))
+                                                      lambda: run_html(ws.page(served), served, lang, error), error))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
@@ -250,7 +254,8 @@ def _api_routes(app: FastAPI, ws: Workspace) -> None:
     def run(rid: str) -> Response:
         served = ws.get(rid)
         assert served.diagnosis is not None and served.run is not None
-        return _json({**served.summary(), "diagnosis": served.diagnosis.to_json(), "metrics": served.run.metrics})
+        return _json({**served.summary(ws.error_of(served)), "diagnosis": served.diagnosis.to_json(),
+                      "metrics": served.run.metrics})
 
     @app.get("/api/runs/{rid}/findings", responses=ERRORS, summary="The findings of a run's diagnosis")
     def findings(rid: str) -> Response:

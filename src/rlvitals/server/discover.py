@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EmptyInputError, InputError
-from ..ingest import find_reader, special_kind
+from ..ingest import SPECIAL_ZH, find_reader, real_path, special_kind, unique
 from ..rollout import PROBES_FILE
 from ..rollout.readers import dump_files
 from ..words import Words
@@ -73,6 +73,8 @@ class Found:
     notes: list[str] = field(default_factory=list)
     own: int = 0
     other: int = 0
+    #: the real paths looked at so far: a folder or file reached through links as well is looked at once
+    walked: set[Path] = field(default_factory=set, repr=False)
 
     def pairing(self) -> Pairing:
         """Its rollout folders joined to its logs (:func:`pair`; the logs beside a served file count too)."""
@@ -138,6 +140,7 @@ class Discovery:
                 self._beside(root, found)
             return found
         budget = [MAX_SCAN]
+        found.walked.add(real_path(root))
         self._walk(root, root, 0, budget, found, MAX_DEPTH)
         if budget[0] <= 0:
             found.notes.append(Words(f"serve: {root} holds more than {MAX_SCAN} files and folders; only the first "
@@ -198,8 +201,11 @@ class Discovery:
         return False
 
     def _walk(self, folder: Path, root: Path, depth: int, budget: list[int], found: Found, levels: int) -> None:
+        """Look at the entries of ``folder``, and into its sub-folders down to ``levels``; an entry reached
+        through links as well (``runs/latest -> exp3``, a link back up, a loop) is looked at once, by the
+        path that is no link where there is one (:func:`rlvitals.ingest.unique`)."""
         try:
-            children = sorted(folder.iterdir())
+            children = unique(sorted(folder.iterdir()))
         except OSError:
             return
         dumps = dump_files(children)
@@ -207,12 +213,14 @@ class Discovery:
             found.rollouts[folder] = tuple(dumps)
         skip = set(dumps)
         for child in children:
-            if child in skip:
+            real = real_path(child)
+            if child in skip or real in found.walked:
                 continue
+            found.walked.add(real)
             if budget[0] <= 0:
                 return
             budget[0] -= 1
-            if self._consider(child, root, found) and depth + 1 < levels:
+            if self._consider(child, real, root, found) and depth + 1 < levels:
                 self._walk(child, root, depth + 1, budget, found, levels)
 
     def _inner(self, folder: Path, found: Found) -> None:
@@ -229,8 +237,9 @@ class Discovery:
             if dumps:
                 found.rollouts[sub] = tuple(dumps)
 
-    def _consider(self, child: Path, root: Path, found: Found) -> bool:
-        """Count or follow ``child``; True for a folder no reader takes (look inside it)."""
+    def _consider(self, child: Path, real: Path, root: Path, found: Found) -> bool:
+        """Count or follow ``child`` (``real``: its real path); True for a folder no reader takes (look inside
+        it)."""
         if child in self._logs:
             found.logs.append(child)
             found.formats[child] = self._logs[child]
@@ -240,7 +249,6 @@ class Discovery:
         if child.name in OWN_NAMES:
             found.own += 1
             return False
-        real = child.resolve()
         if child.name.startswith(".") or (real != root and not real.is_relative_to(root)):
             found.other += 1  # hidden, or a symbolic link out of the served folder: not served
             return False
@@ -255,7 +263,7 @@ class Discovery:
         kind = judged[1] if judged is not None and judged[0] == seen else self._judge(child, found)
         if kind.startswith("log:"):
             self._logs[child] = kind[4:]
-            return self._consider(child, root, found)
+            return self._consider(child, real, root, found)
         if kind == "folder":
             return True  # a folder of runs; looked into again at the next scan (it may fill)
         self._judged[child] = (seen, kind)
@@ -270,7 +278,7 @@ class Discovery:
         special = special_kind(child)
         if special is not None:  # a FIFO would block the scan forever: never opened, said once
             found.notes.append(Words(f"serve: {child}: a {special}, not a log file; it was not opened",
-                                     f"serve：{child}：是 {special}，不是日志文件；没有打开它"))
+                                     f"serve：{child}：这是{SPECIAL_ZH[special]}，不是日志文件；没有打开它"))
             return "other"
         if _is_own(child, self.own):
             return "own"

@@ -21,8 +21,8 @@ from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
 from ..report.html import STATUS, UI, jinja_env, page_script, render_html
 from ..words import Words, in_lang
+from .listing import Served
 from .security import AccessError
-from .workspace import Served
 
 PLOTLY_PATH = "/static/plotly.min.js"
 _DATA = '<script type="application/json" id="rlv-data">'
@@ -45,7 +45,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "note_n": ("{} note", "{} 项提示"),
     "loading": ("loading (was {})", "读取中（之前为{}）"),
     "unreadable": ("Could not be read:", "无法读取："),
-    "stale": ("Shown as last read; the newer file could not be read:", "显示的是上次读到的内容；较新的文件无法读取："),
+    "stale": ("Stale: the last good reading is shown, because", "已过时：显示的是上次成功读取的内容，因为"),
     "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
     "sort": ("Order:", "排序："),
     "sort_updated": ("last written first", "最近写入的在前"),
@@ -88,8 +88,9 @@ def pick_lang(asked: str | None, remembered: str | None) -> str:
     return remembered if remembered in LANGS else "en"
 
 
-def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
-    """The live page of one run in ``lang`` (see the module docstring).
+def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: str | None = None) -> str:
+    """The live page of one run in ``lang`` (see the module docstring); ``error`` says why the reading shown
+    is stale (the live bar marks it), or is None.
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -117,7 +118,8 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en") -> str:
     html = html.replace(_DATA, f'<script src="{PLOTLY_PATH}" charset="utf-8"></script>\n{_DATA}', 1)
     # the live bar's look (dark, as on the run list); the report's own styles are inline
     html = html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css">\n</head>', 1)
-    bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False)
+    bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False, error=error,
+                                       error_zh=in_lang(error, "zh"))
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
     end = html.rfind("</body>")
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
@@ -131,7 +133,7 @@ def _page(name: str) -> Template:
 def loading_html(served: Served, lang: str = "en") -> str:
     """A run remembered from the state file whose log is still being read: it reloads when ready."""
     return _page("loading.html.j2").render(s=served, status=STATUS, words=WORDS, lang=lang,
-                                                         loading=True)
+                                                         loading=True, error=None, error_zh=None)
 
 
 def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages: Sequence[str],

@@ -23,6 +23,10 @@ line has no newline and that stays unchanged for ``settle`` seconds is a finishe
 not a line being written: it is then read whole once (:func:`rlvitals.run.load.load`), so the
 dashboard shows the same last step as ``rlvitals report``.
 
+A run once read keeps its last good reading when a newer one fails, and when its log is gone, empty, or
+rewritten into no training log, or holds it no more: the run list and the run's page say why, and mark
+the reading stale (:mod:`.stale`); a change of that is an event the pages hear of.
+
 A run's id is a hash of its path: opaque in URLs, stable across restarts. The state file
 (:mod:`.store`) lists the runs with their last step and verdict before their logs are read again.
 Runs are listed most recently written first (the log's mtime: the runs being trained now lead), or
@@ -31,31 +35,29 @@ by name in natural order (``run2`` before ``run10``): :func:`sort_runs`.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..catalog.catalog import load_catalog
-from ..checks import FINDING_STATUSES
 from ..checks.config import DiagnoseConfig
-from ..diagnosis import READING_ORDER, Diagnosis, diagnose
+from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
+from ..ingest import real_path
 from ..rollout import PROBES_FILE
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
 from ..words import Words
 from .discover import Discovery, passed_line
+from .listing import SORTS, Served, modified, natural_key, run_id, sort_runs, unreadable
 from .security import AccessError, confine
+from .stale import Freshness, left_out, no_metrics
 from .store import RunRow, ServeState
 
 if TYPE_CHECKING:
@@ -63,17 +65,6 @@ if TYPE_CHECKING:
 
 MAX_MESSAGES = 50
 MAX_ENTRIES = 1000  # a folder listing stops here; a served folder is a place for logs, not a file browser
-SORTS = ("updated", "name")  # the run list's orders; the first is the default
-
-
-def run_id(path: str) -> str:
-    """The opaque id of the run read from ``path`` (a hash: no path in any URL).
-
-    Example:
-        >>> run_id("/runs/a/train.log")
-        'd3a3326f2cdaf8b7'
-    """
-    return hashlib.sha256(os.fsencode(path)).hexdigest()[:16]  # a name's bytes: UTF-8 or not
 
 
 @dataclass(frozen=True)
@@ -93,50 +84,6 @@ class WorkspaceOptions:
     settle: float = 10.0
 
 
-@dataclass(frozen=True)
-class Served:
-    """One run as served now; replaced whole on every update, so a reader never sees half of one.
-    ``run``/``diagnosis`` are None while a run remembered from the state file is read again."""
-
-    id: str
-    path: str
-    root: int
-    version: int
-    last_step: int
-    verdict: str
-    seq: int
-    updated: float
-    run: Run | None = None
-    diagnosis: Diagnosis | None = None
-    rollouts: RolloutAnalysis | None = None  # joined into ``run``; its texts are browsed
-    modified: float = 0.0  # when its log was last written (its mtime, seconds since the epoch)
-
-    def summary(self) -> dict[str, Any]:
-        """The run-list entry: verdict per layer and counts of failing and warning findings and of notes;
-        ``updated`` is when it was last diagnosed, ``modified`` when its log was last written."""
-        d = self.diagnosis
-        counts = {s: sum(f.status == s for f in d.findings) for s in FINDING_STATUSES} if d else {}
-        return {"id": self.id, "label": Path(self.path).name or self.path, "path": self.path, "root": self.root,
-                "status": "ready" if d else "loading", "version": self.version, "last_step": self.last_step,
-                "verdict": self.verdict, "layers": {k: d.layers[k] for k in READING_ORDER} if d else {},
-                "findings": counts, "framework": d.run.framework if d else None,
-                "algorithm": d.run.algorithm_label if d else None,
-                "algorithm_short": (load_catalog().algorithm_short(d.run.algorithm) or d.run.algorithm_label)
-                if d else None,
-                "steps": int(len(d.run.train_steps)) if d else None, "updated": self.updated,
-                "modified": self.modified, "headline": _headline(d)}
-
-
-def _headline(d: Diagnosis | None) -> dict[str, Any] | None:
-    """What the run list says first of a run: its root cause (check, status, since when, its name) and how
-    many findings it explains; None when nothing needs action or the run is still being read."""
-    head = d.headline if d else None
-    if head is None:
-        return None
-    return {"check": head.finding.check, "status": head.finding.status, "onset_step": head.onset_step,
-            "title": dict(head.finding.title), "explains": len(head.explains)}
-
-
 @dataclass
 class _Source:
     path: Path
@@ -149,15 +96,9 @@ class _Source:
     quiet: float = 0.0
     settled: tuple[int, int] | None = None  # the file as last read whole
     error: str | None = None  # why it could not be read at the last poll (listed with the runs)
+    fresh: Freshness | None = None  # whether its last good reading is still what the path holds
+    runs: set[str] = field(default_factory=set)  # the ids of the runs read from it
     modified: float = 0.0  # its mtime (a folder's: its newest file's) when last read
-
-
-def _unreadable(src: _Source, error: str) -> dict[str, Any]:
-    """The run-list entry of a log no reading has succeeded for."""
-    return {"id": run_id(str(src.path)), "label": src.path.name, "path": str(src.path), "root": src.root,
-            "status": "unreadable", "version": 0, "last_step": 0, "verdict": "skipped", "layers": {},
-            "findings": dict.fromkeys(FINDING_STATUSES, 0), "framework": None, "algorithm": None,
-            "algorithm_short": None, "steps": None, "updated": 0.0, "modified": _modified(src.path), "error": error}
 
 
 def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
@@ -177,45 +118,6 @@ def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ..
                                   f"serve：{len(roots)} 个路径只给一个 rollout 文件夹，会把同一批 rollout 关联到"
                                   f"每个运行；{fix.zh}"))
     return [Path(rollouts)]
-
-
-def _modified(path: Path) -> float:
-    """When ``path`` was last written: a file's mtime, a folder's newest file's; 0.0 when it is gone."""
-    try:
-        if path.is_file():
-            return path.stat().st_mtime
-        return max((ns for *_, ns, _ in signature(path)), default=0) / 1e9
-    except OSError:
-        return 0.0
-
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(name: str) -> tuple[str | int, ...]:
-    """A sort key that orders the numbers in names by value.
-
-    Example:
-        >>> sorted(["run10", "Run2", "run1"], key=natural_key)
-        ['run1', 'Run2', 'run10']
-    """
-    return tuple(int(part) if i % 2 else part.casefold() for i, part in enumerate(_DIGITS.split(name)))
-
-
-def sort_runs(runs: Sequence[dict[str, Any]], by: str = "updated") -> list[dict[str, Any]]:
-    """Run-list entries most recently written first (``updated``), or by label in natural order
-    (``name``); ties by label. Any other ``by`` is refused (a 400: it comes from ``?sort=``).
-
-    Example:
-        >>> runs = [{"label": "run10", "modified": 5.0}, {"label": "run2", "modified": 1.0}]
-        >>> [r["label"] for r in sort_runs(runs, "name")], [r["label"] for r in sort_runs(runs)]
-        (['run2', 'run10'], ['run10', 'run2'])
-    """
-    if by not in SORTS:
-        raise AccessError(400, f"sort {by!r}: expected one of {', '.join(SORTS)}; open the list with ?sort=updated "
-                               "(most recently written first) or ?sort=name")
-    named = sorted(runs, key=lambda r: (natural_key(r["label"]), r.get("path", "")))
-    return named if by == "name" else sorted(named, key=lambda r: -float(r.get("modified") or 0.0))
 
 
 def _last_step(run: Run) -> int:
@@ -251,7 +153,9 @@ class Workspace:
         self._discovery = Discovery(self.options.fmt, [d for d in self._given if d is not None], [state.path])
         self._sources: dict[Path, _Source] = {}
         self._served: dict[str, Served] = {}
-        self._memo: dict[tuple[str, str], tuple[int, Any]] = {}
+        self._memo: dict[tuple[str, str], tuple[int, Any, object]] = {}
+        self._owner: dict[str, _Source] = {}  # run id -> the source it was read from
+        self._dropped: dict[str, str] = {}  # run id -> why no reading of its source holds it any more
         self._lock = threading.Lock()
         self._seq = 0
         self._next_scan = 0.0
@@ -267,7 +171,7 @@ class Workspace:
         for row in self.state.runs().values():
             if row.root in roots:
                 self._served[row.id] = Served(row.id, row.path, roots[row.root], row.version, row.last_step,
-                                              row.verdict, 0, row.seen, modified=_modified(Path(row.path)) or row.seen)
+                                              row.verdict, 0, row.seen, modified=modified(Path(row.path)) or row.seen)
 
     def _note(self, message: str) -> None:
         if message not in self.messages:
@@ -363,6 +267,7 @@ class Workspace:
             self._next_scan = now + self.options.rescan
         updated: list[str] = []
         for src in list(self._sources.values()):
+            before = src.error
             try:
                 if src.follow.poll(now, src.cost):
                     src.dirty = True
@@ -370,7 +275,12 @@ class Workspace:
             except RlvitalsError as exc:
                 if str(exc) != src.error:
                     self._note(str(exc))
-                src.error = str(exc)
+                src.error = Words(str(exc), exc.text("zh"))
+            if src.runs:  # read before: say so when that reading is not what the path holds any more
+                src.fresh = src.fresh or Freshness(src.path, self.options.fmt)
+                src.error = src.fresh.look(src.follow) or src.error
+            if src.error != before:
+                self._touch(src.runs)
             for message in src.follow.messages:
                 self._note(message)
             src.follow.messages.clear()
@@ -408,7 +318,7 @@ class Workspace:
         t0 = time.perf_counter()
         ids = []
         found = src.follow.runs() if runs is None else runs
-        src.modified = _modified(src.path)
+        src.modified = modified(src.path)
         analysis = self._rollouts_of(src, len(found))
         for run in found:
             try:
@@ -420,14 +330,28 @@ class Workspace:
                 ids.append(rid)
             except (RlvitalsError, ValueError) as exc:
                 self._note(f"{run.path}: could not be diagnosed ({exc}); it is shown when the next lines fix it")
+        left = src.runs - {run_id(r.path) for r in found} - self._dropped.keys()
+        for rid in left:  # read before, in no reading now: its last good reading stays, marked stale
+            self._dropped[rid] = left_out(self._served[rid].path, src.path) if found else no_metrics(src.path)
+        self._touch(left)
         src.dirty = False
         src.cost = time.perf_counter() - t0
         src.next_diagnosis = now + max(self.options.interval, 2 * src.cost)
         self.state.save_source(str(src.path), src.follow.state())
         return ids
 
+    def _touch(self, ids: set[str]) -> None:
+        """The runs ``ids`` changed without a new reading (their error did): clients polling events hear of it."""
+        with self._lock:
+            for rid in ids & self._served.keys():
+                self._seq += 1
+                self._served[rid] = replace(self._served[rid], seq=self._seq)
+
     def _publish(self, src: _Source, run: Run, d: Diagnosis, now: float, analysis: RolloutAnalysis | None) -> str:
         rid = run_id(run.path)
+        src.runs.add(rid)
+        self._owner[rid] = src
+        self._dropped.pop(rid, None)
         with self._lock:
             old = self._served.get(rid)
             self._seq += 1
@@ -464,14 +388,19 @@ class Workspace:
         ``unreadable``. Most recently written first, or with ``sort="name"`` by name (:func:`sort_runs`)."""
         with self._lock:
             served = sorted(self._served.values(), key=lambda s: (s.root, s.path))
-        errors = {str(s.path): s.error for s in list(self._sources.values()) if s.error}
         labels = self.labels()
-        out = [{**s.summary(), "label": labels[s.id], "error": errors.get(s.path)} for s in served]
+        out = [{**s.summary(self.error_of(s)), "label": labels[s.id]} for s in served]
         shown = {s.path for s in served}
-        out += [_unreadable(src, error) for src in list(self._sources.values())
-                if (error := errors.get(str(src.path))) and str(src.path) not in shown
+        out += [unreadable(src.path, src.root, src.error) for src in list(self._sources.values())
+                if src.error and not src.runs and str(src.path) not in shown
                 and not any(p.startswith(f"{src.path}/") or p.startswith(f"{src.path}#") for p in shown)]
         return sort_runs(out, sort)
+
+    def error_of(self, served: Served) -> str | None:
+        """Why the newest reading of a served run failed, or why its last good reading is stale (its log
+        is gone, empty, no training log any more, or holds it no more: :mod:`.stale`); None when neither."""
+        src = self._owner.get(served.id) or self._sources.get(Path(served.path))
+        return (src.error if src is not None else None) or self._dropped.get(served.id)
 
     def notes(self) -> list[str]:
         """What the run list's notes show: each served folder's counted line (what its last scan passed
@@ -496,13 +425,13 @@ class Workspace:
             raise AccessError(503, f"run {rid!r}: its log is being read again after a restart; retry in a moment")
         return served
 
-    def memo(self, kind: str, served: Served, build: Callable[[], Any]) -> Any:
-        """``build()`` once per run version (a page model, a rendered page)."""
+    def memo(self, kind: str, served: Served, build: Callable[[], Any], also: object = None) -> Any:
+        """``build()`` once per run version (a page model, a rendered page) and ``also`` (what else it shows)."""
         hit = self._memo.get((kind, served.id))
-        if hit is not None and hit[0] == served.version:
+        if hit is not None and hit[0] == served.version and hit[2] == also:
             return hit[1]
         value = build()
-        self._memo[(kind, served.id)] = (served.version, value)
+        self._memo[(kind, served.id)] = (served.version, value, also)
         return value
 
     def page(self, served: Served) -> dict[str, Any]:
@@ -562,8 +491,9 @@ class Workspace:
     def events(self, after: int) -> dict[str, Any]:
         """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""
         with self._lock:
-            changed = [s.summary() for s in self._served.values() if s.seq > after]
-            return {"seq": self._seq, "runs": changed}
+            changed = [s for s in self._served.values() if s.seq > after]
+            seq = self._seq
+        return {"seq": seq, "runs": [s.summary(self.error_of(s)) for s in changed]}
 
     def files(self, root: int, rel: str) -> dict[str, Any]:
         """What lies at ``rel`` inside served root ``root`` and which runs each entry serves."""
@@ -574,7 +504,7 @@ class Workspace:
             by_path.setdefault(s.path, []).append(s.id)
         out = []
         for entry in entries:
-            real = entry.resolve()
+            real = real_path(entry)  # a loop of links names itself (resolve() raises on one)
             if not real.is_relative_to(self.roots[root]) or not real.exists():
                 continue  # a link out of the folder, or to nothing, is not listed
             runs = [rid for path, ids in by_path.items() if Path(path) == real or Path(path).is_relative_to(real)

@@ -10,11 +10,14 @@
   var mine = live.getAttribute("data-run");
   var version = Number(live.getAttribute("data-version") || "0");
   var known = {};
+  var errors = {};  // what the run list says each run's newest reading failed on ("" for none)
   var seq = 0;
   var reportScript = null;
 
   document.querySelectorAll("tr[data-run]").forEach(function (tr) {
     known[tr.getAttribute("data-run")] = Number(tr.getAttribute("data-version"));
+    var cell = tr.querySelector("[data-error]");
+    errors[tr.getAttribute("data-run")] = (cell && cell.getAttribute("data-error")) || "";
   });
 
   function span(cls, text) {
@@ -60,6 +63,17 @@
       badge.querySelectorAll("span").forEach(function (s) { s.textContent = String(r.verdict).toUpperCase(); });
     }
     live.setAttribute("data-version", String(r.version));
+  }
+
+  // a run whose newest reading failed (its log deleted, emptied, rewritten) keeps its last good reading:
+  // the bar says why it is stale, and stops saying it once a reading succeeds again
+  function setStale(r) {
+    var box = document.getElementById("rlv-live-stale");
+    if (!box) { return; }
+    box.hidden = !r.error;
+    var en = box.querySelector("code .l-en"), zh = box.querySelector("code .l-zh");
+    if (en) { en.textContent = r.error || ""; }
+    if (zh) { zh.textContent = r.error_zh || r.error || ""; }
   }
 
   // the reader's zoom, rollout step and rollout browser, handed to the fresh copy of the report script (it
@@ -112,14 +126,16 @@
     var changed = false;
     ev.runs.forEach(function (r) {
       if (mine) {
+        if (r.id === mine) { setStale(r); }
         if (r.id === mine && r.status === "ready" && r.version > version) {
           if (live.hasAttribute("data-loading")) { window.location.reload(); return; }
           version = r.version;
           setStatus(r);
           changed = true;
         }
-      } else if (known[r.id] !== r.version) {
+      } else if (known[r.id] !== r.version || (errors[r.id] || "") !== (r.error || "")) {
         known[r.id] = r.version;
+        errors[r.id] = r.error || "";
         changed = true;
       }
     });
