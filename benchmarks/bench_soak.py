@@ -1,7 +1,9 @@
-"""The watch soak, long: a trainer process writing a veRL JSONL and a veRL console log with
-half-written lines and four kinds of rotation (rename numbered up, RotatingFileHandler's shift,
-copytruncate, copy then replace), while ``rlvitals watch`` processes follow them and are
-SIGKILLed and restarted at random; then one ``watch --once`` finishes the reading.
+"""The watch soak, long: a trainer process writing a veRL JSONL log, a veRL console log and a JSONL
+log behind a re-pointed symlink, with half-written lines and every kind of change the soak writer makes
+(renames, shifts, copytruncate, copy then replace, logrotate's compress, delaycompress and olddir,
+rewrites in place, segments, detours to another run's log: ``tests/watch/soak_writer.py``), while
+``rlvitals watch`` processes follow them and are SIGKILLed and restarted at random; then one
+``watch --once`` finishes the reading.
 
 Run:  python benchmarks/bench_soak.py [--steps 20000] [--rate 400] [--seeds 3] [--life 0.4,2.0]
 
@@ -52,9 +54,9 @@ def main() -> None:
             result = test_soak.soak(folder, args.steps, seed, args.rate, (lives[0], lives[1]))
             wall = time.perf_counter() - t0
             once = _seconds([sys.executable, "-m", "rlvitals", "watch", *[str(folder / n) for n in test_soak.LOGS],
-                             "--state", str(folder / "state.sqlite"), "--once"])
-            fresh = _seconds([sys.executable, "-m", "rlvitals", "diagnose", str(folder / "all-run.jsonl"),
-                              str(folder / "all-train.log")])
+                             "--state", str(folder / "state.sqlite"), "--once", *test_soak.ROTATED_INTO])
+            fresh = _seconds([sys.executable, "-m", "rlvitals", "diagnose",
+                              *[str(folder / f"all-{n}") for n in test_soak.LOGS]])
             for i, name in enumerate(test_soak.LOGS):
                 stored = result.steps[name]
                 counts = collections.Counter(stored)

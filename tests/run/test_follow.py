@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from watch.soak_writer import KINDS, Rotator
 
-from rlvitals.ingest import find_reader
+from rlvitals.ingest import RotationRules, find_reader
 from rlvitals.run.follow import LineSource
 from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines
 from rlvitals.watch.state import WatchState
@@ -80,7 +80,7 @@ def _restart(src: LineSource, state_path: Path) -> LineSource:
     state.commit({key: src.state()}, {}, [], [], {key: src.pending()})
     state.close()
     state = WatchState(state_path)
-    again = LineSource(src.path, src.reader, state.sources()[key], state.packed(key))
+    again = LineSource(src.path, src.reader, state.sources()[key], state.packed(key), OLDDIR)
     state.close()
     return again
 
@@ -94,6 +94,8 @@ def _stored_steps(src: LineSource, state_path: Path) -> list[int]:
 
 
 ROTATIONS = KINDS
+#: where the trainer's ``olddir`` rotation moves the log (the watcher's ``--rotated-into old``)
+OLDDIR = RotationRules(("old",))
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "console"])
@@ -104,7 +106,8 @@ def test_any_sequence_of_rotations_between_polls_and_restarts_loses_no_step(
     log = tmp_path / ("run.jsonl" if kind == "jsonl" else "run.log")
     trainer = Trainer(log, _lines(kind, seed))
     trainer.write(rng)
-    src = LineSource(log, find_reader(log, "verl-jsonl" if kind == "jsonl" else "verl-console"), records=())
+    src = LineSource(log, find_reader(log, "verl-jsonl" if kind == "jsonl" else "verl-console"), records=(),
+                     rules=OLDDIR)
     src.poll()  # as a watcher does when it opens the log: what was rotated off before is not this run's
     state_path = tmp_path / "state.sqlite"
     restarts = rotations = ops = 0
@@ -164,7 +167,9 @@ def test_lost_steps_are_named_when_a_rotated_file_is_deleted(tmp_path: Path) -> 
     src.poll()
     run = src.run()
     assert run is not None and run.steps.tolist() == list(range(1, 11)) + list(range(21, 31))
-    assert f"{log}: the steps after 10 and before 21 were not read: the old file is gone" in src.messages
+    assert (f"{log}: the steps after 10 and before 21 were not read: the old file is gone (a log rotated into "
+            "another folder or under a name of its own is found with watch --rotated-into DIR or --rotation-pattern "
+            "REGEX)") in src.messages
 
 
 def test_a_copytruncate_just_before_the_first_read_of_a_file_is_found_by_its_copy(tmp_path: Path) -> None:

@@ -35,22 +35,12 @@ from . import (
 )
 from ._crash import CrashScanner, Ending, survived_note
 from ._crc import masked_crc32c, masked_crc32c_columns
-from ._folder import SPECIAL_ZH, beside, logs_in, special_kind
+from ._files import SPECIAL_ZH, open_file, real_path, refusal, regular, special_kind, unique
+from ._folder import beside, logs_in
 from ._reader import Reader
 from .columnar import Block, Columns, split_rows
-from .cursor import (
-    COMPRESSED,
-    FileCursor,
-    Generation,
-    Rotations,
-    advance,
-    complete_end,
-    count_lines,
-    examine,
-    locate,
-    rotations,
-    same_file,
-)
+from .compressed import COMPRESSED, INFLATABLE, INFLATE_ERRORS, inflatable, inflated
+from .cursor import FileCursor, Generation, Sweep, advance, complete_end, count_lines, examine, resolved, same_file
 from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
 from .record import (
@@ -66,17 +56,19 @@ from .record import (
     Value,
     pack,
 )
+from .rotated import RotationRules, Rotations, locate, rotations, segments
 from .tables import holds_tables, logged_tables
 from .text import BOM, json_objects
 
 __all__ = [
-    "COMPRESSED", "STEP_RANGE", "Block", "Columns", "Crash", "CrashScanner", "Ending", "FileCursor", "Generation",
-    "LoggedTable", "Packed",
-    "READER_MODULES", "Reader", "Record", "RecordCheck", "Rotations", "SkipLog", "SourceMeta", "Value", "advance",
-    "beside", "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "json_objects", "locate",
-    "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "pack", "WALL_KEY", "done_reading",
-    "parse_literal", "readers", "rotations", "same_file", "special_kind", "split_rows", "survived_note",
-    "while_reading"
+    "COMPRESSED", "INFLATABLE", "INFLATE_ERRORS", "STEP_RANGE", "Block", "Columns", "Crash", "CrashScanner", "Ending",
+    "FileCursor", "Generation", "LoggedTable", "Packed", "SPECIAL_ZH",
+    "READER_MODULES", "Reader", "Record", "RecordCheck", "RotationRules", "Rotations", "SkipLog", "SourceMeta",
+    "Sweep", "Value", "advance",
+    "beside", "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "inflatable", "inflated",
+    "json_objects", "locate", "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "open_file", "pack",
+    "refusal", "WALL_KEY", "done_reading", "parse_literal", "readers", "real_path", "regular", "resolved", "rotations",
+    "same_file", "segments", "special_kind", "split_rows", "survived_note", "unique", "while_reading"
 ]
 
 HEAD_BYTES = 64 << 10
@@ -116,7 +108,7 @@ def readers() -> list[Reader]:
 def _head(path: Path) -> bytes:
     if path.is_dir():
         return b""
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         return fh.read(HEAD_BYTES).removeprefix(BOM)  # sniffers read what follows a byte-order mark
 
 
@@ -126,11 +118,7 @@ def find_reader(path: Path, fmt: str | None = None) -> Reader:
         raise MissingInputError(Words(f"{path}: no such file or folder", f"{path}：没有这个文件或文件夹"))
     special = special_kind(path)
     if special is not None:
-        raise UnknownFormatError(Words(
-            f"{path}: a {special}, not a log file; it was not opened (reading a FIFO or "
-            "a device would wait forever or never end)",
-            f"{path}：这是{SPECIAL_ZH[special]}，不是日志文件；没有打开它"
-            "（读 FIFO 或设备文件会一直等下去，或者永远读不完）"))
+        raise UnknownFormatError(*refusal(path, special).args)
     all_readers = readers()
     names = ", ".join(dict.fromkeys(r.format for r in all_readers))  # a format with a file and a folder form once
     if fmt is not None:
@@ -175,7 +163,7 @@ def _traceback_hint(path: Path) -> Words:
     not one of the frameworks read (no frame of their code, no metric line)."""
     from ._crash import CrashScanner
 
-    with path.open("rb") as fh:
+    with open_file(path) as fh:
         fh.seek(max(path.stat().st_size - TAIL_BYTES, 0))
         tail = fh.read().decode("utf-8", "replace").split("\n")
     scanner = CrashScanner(path)

@@ -13,20 +13,18 @@ now at the same path and names what happened:
 - ``missing``: the path is gone for now (between a rename and the new file's creation, or
   renamed away between the look at it and the read of its first bytes).
 
-Before starting again, :func:`rotations` looks beside the file for everything written since the
-last read. The old content is found by identity (the renamed file: same device and inode,
-``run.log.1`` after a rotation) or by content (a copy whose first bytes are the ones read:
-``copytruncate``, or a copy put aside before a new file replaced the log). The files rotated off
-after it — when the log was rotated more than once between two looks — are the files named after
-the log, last written no earlier than the cursor's last read, that are none of the generations
-read already (by identity or content). So any sequence of rename and copy rotations between two
-polls, or across a restart, loses no line that still exists in some file.
+The cursor also keeps a fingerprint of every byte read (a short hash of each
+:data:`PIECE` of them): a log rewritten in place — the same file, its earlier lines changed, as long as
+before or longer — is ``replaced`` too, found out a piece a look (:class:`Sweep`) however far from its
+first and last bytes the change is. And it keeps where a symlinked path led (``target``): a link the trainer
+re-points at each new segment is followed through its targets.
 
-The trainer rotates while the follower looks, so each look is of one file and of one state of the
-folder: the bytes compared with a cursor are read from the very file its stat was taken of
-(:meth:`Generation.matches` refuses another file that took the name in between), and the folder
-is listed until two listings agree (a file renamed while the folder is listed may be under no
-name the listing saw).
+Before starting again, :func:`rlvitals.ingest.rotated.rotations` looks for everything written since the
+last read (renamed, copied, compressed, moved into another folder).
+
+The trainer rotates while the follower looks, so each look is of one file: the bytes compared with a
+cursor are read from the very file its stat was taken of (:meth:`Generation.matches` refuses another
+file that took the name in between).
 """
 
 from __future__ import annotations
@@ -34,19 +32,22 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
-import stat
-from collections.abc import Callable, Iterable
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from .compressed import INFLATE_ERRORS, inflatable, wrapped
+
 #: how many leading bytes identify a file's content (a log's first line: a command, a config)
 HEAD = 4096
 _SCAN = 1 << 16
-#: how many times a folder is looked at, at most, for two looks that agree (a rotation renames a few
-#: files in a row; a folder that changes at every look is taken as the last look saw it)
-_LOOKS = 8
+#: the bytes read are fingerprinted a piece of this many at a time (32 characters of state per MB read;
+#: a look compares one piece again)
+PIECE = 1 << 18
+#: hex characters of a piece's hash, a CRC-32: a change is told from chance at 2^-32, and a piece's hash
+#: goes on from where it stopped when lines are appended to it (the bytes before are not read again)
+_DIGEST = 8
 
 Change = Literal["same", "grown", "truncated", "replaced", "missing"]
 
@@ -57,7 +58,9 @@ class FileCursor:
     read, ``lines`` the number of lines before it, ``head`` the hash of the first
     ``min(offset, HEAD)`` bytes (``""`` before anything was read), ``first`` the hash of its first
     line (a copy shorter than what was read is still known by it), ``mtime`` the file's
-    modification time when it was last looked at (what is rotated off after it is written later).
+    modification time when it was last looked at (what is rotated off after it is written later),
+    ``target`` the real path the path led to when it is a symlink (or under one; ``""`` otherwise), and
+    ``pieces`` the fingerprint of the bytes read: a hash of each :data:`PIECE` of them, the last maybe partial.
 
     Example:
         >>> FileCursor.start(Path("run.log")).offset
@@ -73,6 +76,8 @@ class FileCursor:
     first: str = ""
     tail: str = ""
     mtime: int = 0
+    target: str = ""
+    pieces: str = ""
 
     @classmethod
     def start(cls, path: Path) -> FileCursor:
@@ -82,13 +87,19 @@ class FileCursor:
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "device": self.device, "inode": self.inode, "offset": self.offset,
                 "lines": self.lines, "head": self.head, "first": self.first, "tail": self.tail,
-                "mtime": self.mtime}
+                "mtime": self.mtime, "target": self.target, "pieces": self.pieces}
 
     @classmethod
     def from_json(cls, obj: dict[str, object]) -> FileCursor:
         return cls(str(obj["path"]), _int(obj, "device"), _int(obj, "inode"), _int(obj, "offset"),
                    _int(obj, "lines"), str(obj.get("head", "")), str(obj.get("first", "")),
-                   str(obj.get("tail", "")), _int(obj, "mtime"))
+                   str(obj.get("tail", "")), _int(obj, "mtime"), str(obj.get("target", "")),
+                   str(obj.get("pieces", "")))
+
+    @property
+    def piece_count(self) -> int:
+        """How many pieces of the bytes read the fingerprint holds."""
+        return len(self.pieces) // _DIGEST
 
     def generation(self) -> Generation:
         """What identifies the content read so far (empty before a byte was read)."""
@@ -156,22 +167,54 @@ class Generation:
         return cls(_hash(head), _first_line(head), _hash(tail), size)
 
     def matches(self, path: Path, st: os.stat_result) -> bool:
-        """Whether the file at ``path`` that ``st`` was taken of holds this generation's content (raises
-        OSError; FileNotFoundError when another file took the name since ``st`` was taken: what it holds
-        says nothing of the file ``st`` describes)."""
+        """Whether the file at ``path`` that ``st`` was taken of holds this generation's content — inflated,
+        when it is compressed (:func:`rlvitals.ingest.compressed.inflatable`) — (raises OSError;
+        FileNotFoundError when another file took the name since ``st`` was taken: what it holds says nothing
+        of the file ``st`` describes)."""
         if self.empty:
             return False
-        size = st.st_size
         with path.open("rb") as fh:
             if _identity(os.fstat(fh.fileno())) != _identity(st):
                 raise FileNotFoundError(errno.ENOENT, "another file took its name since it was looked at", str(path))
+            if inflatable(path.name):
+                try:
+                    with wrapped(path, fh) as plain:
+                        return self._matches_stream(plain)
+                except INFLATE_ERRORS:
+                    return False  # cut short (still being written) or not what its name says: not this content
             head = fh.read(HEAD)
-            if size < self.length:
+            if st.st_size < self.length:
                 return bool(self.first) and _first_line(head) == self.first
             if _hash(head[:self.length]) != self.head:
                 return False
             # a cursor stored by an older version has no tail hash: its head alone decides
             return not self.tail or _hash(_tail(fh, self.length)) == self.tail
+
+    def _matches_stream(self, fh: BinaryIO) -> bool:
+        """:meth:`matches` of a stream of unknown length (inflated as far as this generation's length)."""
+        head = fh.read(HEAD)
+        if _hash(head[:self.length]) != self.head and not (self.first and _first_line(head) == self.first):
+            return False  # neither this content nor a shorter copy of it: not inflated further
+        tail = _stream_window(fh, head, max(0, self.length - HEAD), self.length)
+        if tail is None:  # shorter than what was read
+            return bool(self.first) and _first_line(head) == self.first
+        return _hash(head[:self.length]) == self.head and (not self.tail or _hash(tail) == self.tail)
+
+
+def _stream_window(fh: BinaryIO, head: bytes, start: int, end: int) -> bytes | None:
+    """The bytes ``[start, end)`` of a stream whose first bytes, ``head``, were read already; None when it
+    ends before ``end``."""
+    if end <= len(head):
+        return head[start:end]
+    kept = bytearray(head[start:])
+    at = len(head)
+    while at < end:
+        chunk = fh.read(min(1 << 20, end - at))
+        if not chunk:
+            return None
+        kept += chunk[max(0, start - at):]
+        at += len(chunk)
+    return bytes(kept)
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -184,8 +227,10 @@ def _tail(fh: BinaryIO, end: int) -> bytes:
     return fh.read(min(end, HEAD))
 
 
-def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.stat_result | None]:
-    """What happened to the file at the cursor's path since the cursor was taken.
+def examine(cursor: FileCursor, path: Path | None = None,
+            sweep: Sweep | None = None) -> tuple[Change, os.stat_result | None]:
+    """What happened to the file at the cursor's path since the cursor was taken. With ``sweep``, the piece
+    of the bytes read it names is compared too: a change there is a rewrite in place, ``replaced``.
 
     Example:
         >>> examine(FileCursor.start(Path("/no/such.log")))[0]
@@ -204,13 +249,57 @@ def examine(cursor: FileCursor, path: Path | None = None) -> tuple[Change, os.st
         return "replaced", st
     if st.st_size < cursor.offset:
         return "truncated", st
+    piece = sweep.next(st.st_mtime_ns, cursor.piece_count) if sweep is not None else None
     try:  # the first and the last bytes read: two trainer runs may begin with the same 4 KiB of config
-        same = cursor.generation().matches(path, st)
+        same = cursor.generation().matches(path, st) and (piece is None or _same_piece(cursor, path, st, piece))
     except OSError:  # renamed away since the stat (another file there now, or none yet): a rotation under way
         return "missing", None
     if not same:
         return "replaced", st  # rewritten in place, at least as long as before
     return ("grown" if st.st_size > cursor.offset else "same"), st
+
+
+def _same_piece(cursor: FileCursor, path: Path, st: os.stat_result, piece: int) -> bool:
+    """Whether the ``piece``-th piece of the bytes ``cursor`` read is still what the file holds there."""
+    at = piece * PIECE
+    with path.open("rb") as fh:
+        if _identity(os.fstat(fh.fileno())) != _identity(st):
+            raise FileNotFoundError(errno.ENOENT, "another file took its name since it was looked at", str(path))
+        fh.seek(at)
+        data = fh.read(min(PIECE, cursor.offset - at))
+    return f"{zlib.crc32(data):08x}" == cursor.pieces[piece * _DIGEST:(piece + 1) * _DIGEST]
+
+
+@dataclass
+class Sweep:
+    """Which piece of the bytes a cursor read to compare with the file at the next look: one a look, in
+    turn, so a rewrite anywhere is found within as many looks as there are pieces (one for a log under
+    256 KiB) at the cost of reading one piece a look; and none once a whole round of looks found the file
+    unchanged while its modification time stayed the same, until that time changes.
+
+    Example:
+        >>> sweep = Sweep()
+        >>> [sweep.next(5, 2) for _ in range(3)]
+        [0, 1, None]
+    """
+
+    at: int = 0
+    since: int = -1  # the file's modification time when this round began
+    quiet: int = -1  # the modification time a whole round found unchanged
+
+    def next(self, mtime: int, pieces: int) -> int | None:
+        """The piece to compare at a look at a file last modified at ``mtime``, of ``pieces``; None for none."""
+        if pieces == 0 or mtime == self.quiet:
+            return None
+        if self.at == 0:
+            self.since = mtime
+        piece = self.at % pieces
+        self.at += 1
+        if self.at >= pieces:
+            self.at = 0
+            if mtime == self.since:
+                self.quiet = mtime
+        return piece
 
 
 def complete_end(path: Path, offset: int, size: int) -> int:
@@ -244,10 +333,51 @@ def count_lines(path: Path, start: int, end: int) -> int:
 
 
 def advance(cursor: FileCursor, path: Path, st: os.stat_result, end: int, lines: int) -> FileCursor:
-    """The cursor after reading up to ``end`` (``lines`` more lines), with the file's identity."""
+    """The cursor after reading up to ``end`` (``lines`` more lines), with the file's identity; its
+    fingerprint goes on from the bytes the cursor had read (of the same file) with those read now."""
     taken = Generation.of(path, end)
     return replace(cursor, device=st.st_dev, inode=st.st_ino, offset=end, lines=cursor.lines + lines,
-                   head=taken.head, first=taken.first, tail=taken.tail, mtime=st.st_mtime_ns)
+                   head=taken.head, first=taken.first, tail=taken.tail, mtime=st.st_mtime_ns,
+                   pieces=_pieces(cursor, path, st, end))
+
+
+def _pieces(cursor: FileCursor, path: Path, st: os.stat_result, end: int) -> str:
+    """The fingerprint of the first ``end`` bytes of ``path``: the cursor's, for the bytes it read of this
+    file, and the hashes of the rest (the last piece it read, partial, goes on)."""
+    start, pieces, crc = 0, "", 0
+    if cursor.inode == st.st_ino and cursor.piece_count == -(-cursor.offset // PIECE) and cursor.offset <= end:
+        start, pieces = cursor.offset, cursor.pieces
+        if start % PIECE:
+            pieces, crc = pieces[:-_DIGEST], int(pieces[-_DIGEST:], 16)
+    with path.open("rb") as fh:
+        fh.seek(start)
+        while start < end:
+            piece_end = min((start // PIECE + 1) * PIECE, end)
+            data = fh.read(piece_end - start)
+            if not data:
+                break
+            crc = zlib.crc32(data, crc)
+            start += len(data)
+            if start == piece_end:
+                pieces += f"{crc:08x}"
+                crc = 0 if start % PIECE == 0 else crc
+    return pieces
+
+
+def resolved(path: Path, st: os.stat_result) -> str:
+    """The real path of the file ``path`` leads to through symlinks, ``""`` when no symlink is on the way
+    (raises FileNotFoundError when the file there is not the one ``st`` was taken of: the link moved).
+
+    Example:
+        >>> resolved(Path("/"), os.stat("/"))
+        ''
+    """
+    real = os.path.realpath(path)
+    if real == os.path.abspath(path):
+        return ""
+    if _identity(os.stat(real)) != _identity(st):
+        raise FileNotFoundError(errno.ENOENT, "the link was re-pointed while it was looked at", str(path))
+    return real
 
 
 def same_file(path: Path, st: os.stat_result, end: int, line_end: bool = False) -> bool:
@@ -270,191 +400,3 @@ def same_file(path: Path, st: os.stat_result, end: int, line_end: bool = False) 
         return False
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and now.st_size >= end
 
-
-
-
-#: rotated logs compressed by logrotate (``compress``) or by hand; not opened
-COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
-
-
-#: what the common rotation tools append to a log's name for its old content: a number (Python's
-#: RotatingFileHandler, logrotate: ``run.log.1``), logrotate's ``dateext`` (``run.log-20240101``, with
-#: ``dateformat`` ``-%Y%m%d%H`` or ``-%Y%m%d-%s``), Python's TimedRotatingFileHandler (``run.log.2024-01-01``,
-#: ``…_13``, ``…_13-05``, ``…_13-05-59``)
-ROTATION_SUFFIX = re.compile(r"\.\d{1,4}|-\d{8}(?:\d{2})?(?:-\d{9,11})?|\.\d{4}-\d{2}-\d{2}(?:_\d{2}(?:-\d{2}){0,2})?")
-
-
-def rotation_name(log: Path, name: str, pattern: re.Pattern[str] | None = None) -> bool:
-    """Whether ``name`` (beside ``log``) is what a rotation tool names the log's old content
-    (:data:`ROTATION_SUFFIX` after the name, or before its extension — logrotate's ``extension``,
-    ``run.1.log``, ``run-20240101.log`` — maybe compressed), or what ``pattern`` matches whole (a
-    user's own scheme). A name that only begins like the log's is another log: ``run_eval.log``,
-    ``run.log.source.txt``, ``metrics-run2.jsonl`` are never read into ``run.log`` / ``metrics.jsonl``.
-
-    Example:
-        >>> [rotation_name(Path("run.log"), n) for n in ("run.log.1", "run.1.log", "run.log-20240101.gz",
-        ...                                               "runner.log", "run_eval.log", "run.log.txt", "run.log")]
-        [True, True, True, False, False, False, False]
-    """
-    if name == log.name:
-        return False
-    if pattern is not None and pattern.fullmatch(name):
-        return True
-    for ext in COMPRESSED:
-        name = name.removesuffix(ext)
-    if name.startswith(log.name) and ROTATION_SUFFIX.fullmatch(name, len(log.name)):
-        return True
-    stem, suffix = log.stem, log.suffix
-    return (bool(suffix) and name.startswith(stem) and name.endswith(suffix)
-            and len(name) > len(stem) + len(suffix)
-            and ROTATION_SUFFIX.fullmatch(name, len(stem), len(name) - len(suffix)) is not None)
-
-
-@dataclass(frozen=True)
-class Rotations:
-    """What a rotation left beside a log: ``old``, the followed file's old content (renamed, or a
-    copy), ``between``, the files rotated off after it and never seen at the log's path, oldest
-    first, each with its (device, inode) when it was listed, and ``compressed``, such files that
-    are compressed (not opened)."""
-
-    old: tuple[Path, tuple[int, int]] | None
-    between: tuple[tuple[Path, tuple[int, int]], ...] = ()
-    compressed: tuple[Path, ...] = ()
-
-
-def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Iterable[Generation]) -> Rotations:
-    """Where the content written since ``cursor`` was taken is now, after the log at its path was
-    rotated, truncated or replaced.
-
-    ``current`` is the (device, inode) of the file now at the log's path and ``finished`` the
-    generations read to their end: none of them is read again. Content, not identity, tells a file
-    read already from a new one (a removed file's inode is given to the next file made).
-    ``between`` holds the other files named after the log (:func:`rotation_name`) last written no
-    earlier than the cursor's last look, oldest first (by modification time, then name).
-
-    The folder is looked at until two looks agree (:func:`_settled`): a rotation that renames files
-    while they are looked at (RotatingFileHandler's ``.2 -> .3``, ``.1 -> .2``, then the log ``-> .1``)
-    can take a file from a name before that name is looked at to one looked at already, or not
-    listed: it is seen under no name. And a file not seen now is not looked for again (the next
-    look starts from a later cursor, and the file was last written before it): its lines would be
-    lost for good, without a word.
-
-    Example:
-        >>> rotations(FileCursor.start(Path("/no/such/run.log")), None, ()).old is None
-        True
-    """
-    log = Path(cursor.path)
-    done = [g for g in finished if not g.empty]
-    look = _look(log.parent, lambda name: rotation_name(log, name))
-    found = Rotations(None)
-    for _ in range(_LOOKS):
-        if look is None:
-            return found
-        found = _sorted_out(cursor, current, done, look)
-        again = _look(log.parent, lambda name: rotation_name(log, name))
-        if again is not None and _settled(look, again, _content):
-            return found
-        look = again
-    return found  # rotated on and on while it was looked at: what the last look saw
-
-
-def _sorted_out(cursor: FileCursor, current: tuple[int, int] | None, done: list[Generation],
-                look: dict[str, os.stat_result]) -> Rotations:
-    """:func:`rotations` of one look at the folder (the files named after the log, each with its stat)."""
-    log = Path(cursor.path)
-    mine = cursor.generation()
-    renamed: tuple[Path, tuple[int, int]] | None = None
-    copies: list[tuple[int, str, tuple[int, int]]] = []
-    later: list[tuple[int, str, tuple[int, int]]] = []
-    for name, st in look.items():
-        child = log.parent / name
-        ident = (st.st_dev, st.st_ino)
-        if ident == current:
-            continue
-        try:
-            compressed = name.endswith(COMPRESSED)
-            ours = not compressed and mine.matches(child, st)
-            if cursor.inode and ident == (cursor.device, cursor.inode) and (ours or mine.empty):
-                renamed = (child, ident)  # the file followed, renamed (its inode may be reused: its content says)
-            elif ours:
-                copies.append((st.st_size, name, ident))
-            elif ((compressed or not any(g.matches(child, st) for g in done))
-                  and cursor.mtime and st.st_mtime_ns >= cursor.mtime):
-                later.append((st.st_mtime_ns, name, ident))
-        except OSError:  # renamed or removed since the look: the next look sees where it went
-            continue
-    old = renamed
-    if old is None and copies:
-        _, name, ident = max(copies)
-        old = (log.parent / name, ident)
-    order = sorted(later, key=lambda t: (t[0], _natural(t[1])))
-    return Rotations(old, tuple((log.parent / n, i) for _, n, i in order if not n.endswith(COMPRESSED)),
-                     tuple(log.parent / n for _, n, _i in order if n.endswith(COMPRESSED)))
-
-
-def locate(path: Path, ident: tuple[int, int]) -> tuple[Path, os.stat_result] | None:
-    """The file ``ident`` (device, inode), at ``path`` or, if a rotation renamed it on since it was
-    seen there, wherever it is in the same folder now; None when it is gone (not in two looks at the
-    folder that agree: a file renamed while the folder is looked at may be in neither name's place).
-
-    Example:
-        >>> locate(Path("/no/such/run.log.1"), (1, 2)) is None
-        True
-    """
-    try:
-        st = path.stat()
-        if (st.st_dev, st.st_ino) == ident and stat.S_ISREG(st.st_mode):
-            return path, st
-    except OSError:
-        pass
-    before: dict[str, os.stat_result] | None = None
-    for _ in range(_LOOKS):
-        look = _look(path.parent, lambda name: True)
-        if look is None:
-            return None
-        for name, st in look.items():
-            if (st.st_dev, st.st_ino) == ident:
-                return path.parent / name, st
-        if before is not None and _settled(before, look, _identity):
-            return None
-        before = look
-    return None
-
-
-def _look(folder: Path, wanted: Callable[[str], bool]) -> dict[str, os.stat_result] | None:
-    """The regular files in ``folder`` whose names are ``wanted``, each with its stat, by name (None when
-    the folder cannot be listed). A file renamed or removed between the listing and its stat is left
-    out, and one renamed from a name not stat'ed yet to one stat'ed already is missed: only a second
-    look that agrees with it (:func:`_settled`) says none was."""
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return None
-    out = {}
-    for name in names:
-        if not wanted(name):
-            continue
-        try:
-            st = (folder / name).stat()
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            out[name] = st
-    return out
-
-
-def _content(st: os.stat_result) -> tuple[int, ...]:
-    """A file and what it holds: a copy still being written grows between two looks."""
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _settled(a: dict[str, os.stat_result], b: dict[str, os.stat_result],
-             key: Callable[[os.stat_result], tuple[int, ...]]) -> bool:
-    """Whether two looks at a folder saw the same files under the same names (by ``key``): nothing was
-    renamed, made or removed from the first listing to the last stat."""
-    return a.keys() == b.keys() and all(key(a[name]) == key(b[name]) for name in a)
-
-
-def _natural(name: str) -> list[object]:
-    """``run.log.2`` before ``run.log.10``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,36 +44,36 @@ from ..ingest import (
     Packed,
     Reader,
     RecordCheck,
-    Rotations,
+    RotationRules,
     SkipLog,
     SourceMeta,
+    Sweep,
     advance,
     complete_end,
     count_lines,
     examine,
     find_reader,
-    locate,
     pack,
     readers,
     rotations,
     same_file,
 )
-from ..words import Words
+from ..words import Words, both
 from .builder import RunBuilder, add_packed
+from .rotation import Rotating
 from .run import Run
-from .said import chinese_of, gap, restarted, told, with_chinese
+from .said import chinese_of, told, with_chinese
 from .snapshot import SnapshotSource, signature
 from .table_source import TableSource
 from .trainings import Restarts
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
-#: how many finished generations are remembered (not to read a rotated one twice); a log rotates this often
-#: between two polls only if it rotates every few lines
-_KNOWN_FILES = 256
 
 
-class LineSource:
-    """Follows one growing text log; ``poll()`` reads what was appended, ``run()`` builds the Run.
+class LineSource(Rotating):
+    """Follows one growing text log; ``poll()`` reads what was appended, ``run()`` builds the Run. Where it
+    went when the file at its path changed (rotated, re-pointed, rewritten) is :class:`~.rotation.Rotating`'s;
+    ``rules`` say where rotated files go that no rotation tool's default names.
 
     Example:
         >>> src = LineSource(Path("run.log"), find_reader(Path("run.log")))  # doctest: +SKIP
@@ -82,9 +81,15 @@ class LineSource:
     """
 
     def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
-                 records: Sequence[Packed] | None = None) -> None:
+                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None) -> None:
         self.path = path
         self.reader = reader
+        self.rules = rules or RotationRules()
+        self._sweep = Sweep()  # which piece of what was read is compared at the next look (a rewrite in place)
+        self._file_rows, self._file_skips = 0, SkipLog()  # the rows and skips before the file followed now
+        self._restarting = False  # reading what a rotation left, before the new file
+        self._rewrites = 0
+        self._capped: list[str] = []
         self.meta = SourceMeta(format=reader.format, files=[str(path)])
         self._fresh()
         self.cursor = FileCursor.start(path)
@@ -127,7 +132,8 @@ class LineSource:
                 "finished": [g.to_json() for g in self.finished], "last_step": self._last_step,
                 "strides": self._strides, "carried": len(self._carried),
                 "carried_skipped": {"count": self._carried_skips.count, "reasons": self._carried_skips.reasons,
-                                    "reasons_zh": chinese_of(self._carried_skips.reasons)}}
+                                    "reasons_zh": chinese_of(self._carried_skips.reasons)},
+                **self._rotation_state()}
 
     @property
     def progress(self) -> tuple[int, int | None]:
@@ -167,25 +173,10 @@ class LineSource:
         return self._got > 0
 
     def _poll(self) -> None:
-        change, st = examine(self.cursor, self.path)
+        change, st = examine(self.cursor, self.path, self._sweep)
         if change == "missing" or st is None:
             return
-        if self.cursor.inode == 0:
-            self._know(st)
-        rot: Rotations | None = None
-        why: str = change
-        if change in ("truncated", "replaced"):
-            rot = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
-        elif self.cursor.offset == 0 and self.cursor.mtime and st.st_mtime_ns != self.cursor.mtime:
-            # nothing read of it yet: a copytruncate of it, or a new file given its inode number, leaves no
-            # trace at the path, only the copies beside it
-            found = rotations(self.cursor, (st.st_dev, st.st_ino), self.finished)
-            if found.between or found.compressed:
-                rot, why = found, "rotated before a line of it was read"
-            else:  # what is rotated off from now on is written after this look
-                self.cursor = replace(self.cursor, mtime=st.st_mtime_ns)
-        if rot is not None:
-            self._restart_file(why, st, rot)
+        if self._turned(change, st):
             change, st = examine(self.cursor, self.path)
             if st is None:
                 return
@@ -196,76 +187,6 @@ class LineSource:
         self.races += 1
         if self.races == 1:  # a log rotated every few seconds would say it every few seconds
             self.messages.append(told("race", f"{exc.strerror or exc}: {exc.filename}", path=self.path))
-
-    def _restart_file(self, change: str, st: os.stat_result, rot: Rotations) -> None:
-        """The file at the path (``st``) is not the one the cursor was reading: read what is left of
-        the old content wherever it went (``rot``), then the files rotated off after it, before the new file."""
-        cursor, self._gap = self.cursor, ""
-        self._recent = [] if self._last_step is None else [self._last_step]
-        old = self._read_found(rot.old, cursor.offset, cursor.lines) if rot.old is not None else None
-        if old is None:
-            self._finish(cursor.generation())
-            if self._whole:
-                self._carry(None, None)
-        lost = old is None and cursor.offset != 0
-        self.messages.append(restarted(self.path, change, cursor.lines, old, lost))
-        gone = self._read_between(rot)
-        if lost or gone or rot.compressed:  # which steps went is seen when the new file's first records come
-            self._gap = gap(lost, gone, [p.name for p in rot.compressed])
-        else:
-            self._recent = None
-        self._know(st)
-        self._seen_size = -1
-
-    def _read_between(self, rot: Rotations) -> list[str]:
-        """Read whole the files rotated off after the one followed; the names of those gone meanwhile."""
-        gone: list[str] = []
-        for found in rot.between:
-            path = self._read_found(found, 0, 0)
-            if path is None:
-                gone.append(found[0].name)
-                self.messages.append(told("gone", path=found[0], name=self.path.name))
-            else:
-                self.messages.append(told("whole", path=self.path, name=path.name))
-        for path in rot.compressed:
-            self.messages.append(told("compressed", path=path, name=self.path.name))
-        return gone
-
-    def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:
-        """Read the file ``found`` (a path, its identity there) from ``start`` to its end, following it through
-        renames; where it was read, or None if gone or unreadable. Never raises: what it read is added once,
-        and its content counts as read to its end (a copy of it found later is not read again)."""
-        path, ident = found
-        for _ in range(8):  # a file renamed on more often than this while being read is left for the next poll
-            here = locate(path, ident)
-            if here is None:
-                return None
-            path, st = here
-            try:  # every look at the file comes before its records are added: a retry adds them once
-                generation = Generation.of(path, st.st_size)
-                if self._whole:
-                    self._carry(path, st)
-                elif st.st_size > start:
-                    self._read(path, st, start, st.st_size, base)
-            except FileNotFoundError:
-                continue  # renamed (or removed) while it was read: look for it again
-            except OSError as exc:  # not readable: said, and the rotation goes on (what it read stays read)
-                self.messages.append(told("unreadable", str(exc.strerror or exc), path=path))
-                return None
-            self._finish(generation)
-            return path
-        self.messages.append(told("renamed", path=path))
-        return None
-
-    def _know(self, st: os.stat_result) -> None:
-        """Take the identity of the file now at the path before reading it: rotated before, it is found by it."""
-        self.cursor = FileCursor(str(self.path), st.st_dev, st.st_ino, mtime=st.st_mtime_ns)
-
-    def _finish(self, generation: Generation) -> None:
-        """``generation`` was read to its end: a copy of it found later is not read again."""
-        if not generation.empty and generation not in self.finished:
-            self.finished.append(generation)
-            del self.finished[:-_KNOWN_FILES]
 
     def _grow(self, st: os.stat_result) -> None:
         if self.cursor.offset == 0 and st.st_size == self._seen_size:
@@ -280,7 +201,7 @@ class LineSource:
             if before.offset == 0 and before.mtime and self.cursor.offset > 0 and not self._whole:
                 # copied and truncated between the last look for copies and this read: only the copy says so
                 self._read_between(rotations(before, (st.st_dev, st.st_ino),
-                                             [*self.finished, self.cursor.generation()]))
+                                             [*self.finished, self.cursor.generation()], self.rules))
             return
         lines = count_lines(self.path, start, end)
         cursor = advance(self.cursor, self.path, st, end, lines)  # before the records are added: it may raise
@@ -291,7 +212,7 @@ class LineSource:
         meta = SourceMeta(format=self.reader.format, files=[str(self.path)], window=(0, end))
         skipped = SkipLog()
         lines = count_lines(self.path, 0, end)
-        cursor = advance(FileCursor.start(self.path), self.path, st, end, lines)
+        cursor = advance(FileCursor(str(self.path), target=self.cursor.target), self.path, st, end, lines)
         records = self._packed(self.path, meta, skipped)
         self._unchanged(self.path, st, end, cursor)
         self._seen_size = st.st_size
@@ -305,6 +226,7 @@ class LineSource:
             self.cursor = cursor
             return
         if self._whole:  # a whole re-read replaces what the last one built, after what is carried
+            self.meta.estimated_steps = meta.estimated_steps  # as the whole log numbers its steps now
             records = self._numbered_on(records)
             self._current = records
             self._fresh()
@@ -371,13 +293,16 @@ class LineSource:
             self._whole = True
 
     def _read(self, path: Path, st: os.stat_result, start: int, end: int, base: int,
-              live: FileCursor | None = None) -> None:
+              live: FileCursor | None = None, shown: Path | None = None) -> None:
         """Add the records of the lines ``[start, end)`` of ``path``, the file ``st`` was taken of;
         nothing at all if another file took its name meanwhile (raises OSError if none did). ``live``:
-        the log itself is read, and this is its cursor after the read, taken before it."""
+        the log itself is read, and this is its cursor after the read, taken before it. ``shown``: the
+        file the lines are from, when ``path`` is a copy of it (inflated): skip reasons name it."""
         meta = SourceMeta(format=self.reader.format, files=[str(path)], window=(start, end), line_base=base)
         skipped = SkipLog()
         records = self._packed(path, meta, skipped)
+        if shown is not None:
+            skipped.reasons = [both(lambda r: r.replace(str(path), str(shown)), r) for r in skipped.reasons]
         if live is not None:
             self._unchanged(path, st, end, live, self.cursor)
         elif not same_file(path, st, end):
@@ -427,7 +352,7 @@ class LineSource:
         few steps) and, after a rotation that may have lost lines, which steps are missing."""
         if self._recent is not None:  # a rotation's files: their jumps are not the usual stride
             self._recent.extend(steps)
-            if self._gap and self.cursor.offset == 0:  # the new file's first records
+            if self._gap and not self._restarting:  # the new file's first records
                 self._lost_steps()
         for step in steps:
             if self._recent is None and self._last_step is not None and step > self._last_step:
@@ -435,15 +360,6 @@ class LineSource:
                 del self._strides[:-16]
             if self._last_step is None or step > self._last_step:
                 self._last_step = step
-
-    def _lost_steps(self) -> None:
-        """Name the stretches of steps a rotation lost: gaps wider than any of the last few strides."""
-        assert self._recent is not None
-        seen, usual = sorted(set(self._recent)), max(self._strides, default=0)
-        for a, b in zip(seen, seen[1:], strict=False):
-            if usual and b - a > usual:
-                self.messages.append(told("lost", self._gap, path=self.path, a=a, b=b))
-        self._recent, self._gap = None, ""
 
     def _resume(self, saved: Mapping[str, Any], records: Sequence[Packed]) -> None:
         """Rebuild the Run as it was before a restart, from the state file alone (the records
@@ -481,15 +397,17 @@ class LineSource:
         self._restored = len(records)
         if "cursor" in saved:
             self.cursor = FileCursor.from_json(saved["cursor"])
+        self._resume_rotation(saved)
 
 
 class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
     def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
-                 records: Sequence[Packed] | None = None) -> None:
+                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None) -> None:
         self.path = path
         self.fmt = fmt
+        self.rules = rules  # where a text log's rotated files go, beyond the rotation tools' defaults
         self.min_gap = min_gap
         self.saved = saved
         # stored by the last watcher with ``saved`` (None: not kept, the log is read again from its
@@ -560,7 +478,7 @@ class Follow:
             return self._wait(told("wait", str(exc.strerror or exc), path=self.path))
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
-            self.inner = LineSource(self.path, reader, saved, self.records)
+            self.inner = LineSource(self.path, reader, saved, self.records, self.rules)
             self.records = None
         elif reader.since is not None:
             self.inner = TableSource(self.path, reader)
@@ -580,7 +498,7 @@ class Follow:
         reader = next((r for r in readers() if r.format == fmt), None)
         if reader is None:
             return None
-        source = LineSource(self.path, reader, saved, self.records)
+        source = LineSource(self.path, reader, saved, self.records, self.rules)
         self.records = None
         return source
 

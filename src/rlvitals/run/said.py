@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..words import Words
 
-__all__ = ["chinese_of", "gap", "restarted", "told", "with_chinese"]
+__all__ = ["chinese_of", "gap", "repointed", "restarted", "told", "with_chinese"]
 
 #: how a followed file changed, in Chinese (the English is the change's own name)
 _CHANGES = {"truncated": "被截断了", "replaced": "被替换了",
@@ -47,17 +47,36 @@ def restarted(path: Path, change: str, lines: int, old: Path | None, lost: bool)
                  + "；从新文件的第一行开始跟踪")
 
 
-def gap(lost: bool, gone: Sequence[str], compressed: Sequence[str]) -> Words:
-    """Why lines may be lost at a rotation: the old file gone, files gone before they were read, files
-    compressed."""
-    en = ["the old file is gone"] if lost else []
-    zh = ["旧文件已经不在了"] if lost else []
+def repointed(path: Path, before: str, now: str, lines: int, old: Path | None, lost: bool, start: int) -> Words:
+    """The message of a followed symlink that leads to another file now (``now``, was ``before``, read to
+    line ``lines``); ``start``: the lines of the new file read already (or not this log's)."""
+    was, new = Path(before).name, Path(now).name
+    return Words(f"{path}: now points at {new} (was {was}" + (f", read to line {lines}" if lines else "") + ")"
+                 + (f"; read the rest of {old.name}" if old else "")
+                 + ("; lines written after the last poll and before that were not seen" if lost else "")
+                 + (f"; following {new} after line {start}" if start else f"; following {new} from its first line"),
+                 f"{path}：现在指向 {new}（原先是 {was}" + (f"，读到第 {lines} 行" if lines else "") + "）"
+                 + (f"；读了 {old.name} 余下的部分" if old else "")
+                 + ("；上次轮询之后、这之前写入的行没有读到" if lost else "")
+                 + (f"；从 {new} 第 {start} 行之后继续跟踪" if start else f"；从 {new} 的第一行开始跟踪"))
+
+
+def gap(lost: bool, gone: Sequence[str], compressed: Sequence[str], capped: Sequence[str] = ()) -> Words:
+    """Why lines may be lost at a rotation: the old file gone (and how to find it next time), files gone
+    before they were read, files compressed in a way that is not opened, files inflated only up to the cap."""
+    en = [("the old file is gone (a log rotated into another folder or under a name of its own is found with "
+           "watch --rotated-into DIR or --rotation-pattern REGEX)")] if lost else []
+    zh = ["旧文件已经不在了（轮转到别的文件夹、或按自己的规则命名的日志，用 watch --rotated-into DIR 或 "
+          "--rotation-pattern REGEX 就能找到）"] if lost else []
     if gone:
         en.append(f"{', '.join(gone)} went before it could be read")
         zh.append(f"{'、'.join(gone)} 还没来得及读就没了")
     if compressed:
         en.append(f"{', '.join(compressed)} compressed, not opened")
         zh.append(f"{'、'.join(compressed)} 已压缩，没有打开")
+    if capped:
+        en.append(f"{', '.join(capped)} inflated only up to the cap")
+        zh.append(f"{'、'.join(capped)} 只解压到上限为止")
     return Words("; ".join(en), "；".join(zh))
 
 
@@ -80,6 +99,15 @@ _TOLD = {
     "written": ("{why}; waiting for it to be written", "{why_zh}；等它写入"),
     "appear": ("{why}; waiting for it to appear", "{why_zh}；等它出现"),
     "wait": ("{path}: could not be read ({why}); waiting for it", "{path}：读不出来（{why}）；等待中"),
+    "rewritten": ("{path}: rewritten in place (the same file, its earlier lines changed); read again whole, so "
+                  "the run is what the file holds now (reported once)",
+                  "{path}：文件被原地改写了（同一个文件，前面的行变了）；已整个重读，运行与文件现在的内容一致（只报告这一次）"),
+    "stale": ("{path}: now points at {name}, last written before the log was last looked at: taken for another "
+              "log, not this one's next segment; its {lines} lines are not read, only what is appended to it",
+              "{path}：现在指向 {name}，它最后一次写入早于上次查看日志的时间：当作别的日志，而不是这份日志的下一段；"
+              "它已有的 {lines} 行不读，只读之后追加的内容"),
+    "capped": ("{path}: inflates to more than {cap} bytes; only its first {cap} bytes were read",
+               "{path}：解压后超过 {cap} 字节；只读了前 {cap} 字节"),
     "trainings": ("{path}: the step count starts again: the log holds more than one training; it is read whole at "
                   "each change from now on, a run for each training", "{path}：步数重新开始了：这份日志里不止一次训练；"
                   "从现在起每次变化时整个重读，每次训练一个运行"),
