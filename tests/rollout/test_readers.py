@@ -706,3 +706,38 @@ def test_a_64_bit_uid_a_lone_surrogate_and_a_5000_digit_number_do_not_crash_a_du
     assert rs.skips.reasons[0].startswith(f"{folder / '1.jsonl'}:4: invalid JSON (Exceeds the limit (4300 digits)")
     assert "c\ufffd" in rs.table["response"].to_list()
     assert rs.table.group_by("group").len()["len"].sort().to_list() == [1, 2]  # the two big-uid rows stay one group
+
+
+def test_a_fifo_given_or_among_the_dumps_is_never_opened(tmp_path: Path) -> None:
+    """A FIFO given as the dump, or named ``1.jsonl`` before the real dumps (what ``serve`` and ``--rollouts``
+    look for in a folder), waited for a writer forever: the one given is refused in both languages, the one in
+    the folder is no dump. In a child process with a deadline, so a regression fails instead of hanging."""
+    import os
+    import subprocess
+    import sys
+
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    os.mkfifo(dumps / "1.jsonl")
+    for step in (2, 3):
+        write_verl(dumps / f"{step}.jsonl", verl_step(step))
+    code = """
+import json, sys
+from pathlib import Path
+from rlvitals.errors import UnknownFormatError
+from rlvitals.rollout.readers import dump_files, read_rollouts
+try:
+    read_rollouts(sys.argv[1])
+except UnknownFormatError as exc:
+    refused = [str(exc), exc.text("zh")]
+print(json.dumps([refused, [p.name for p in dump_files(sorted(Path(sys.argv[2]).iterdir()))]]))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "pipe.jsonl"), str(dumps)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (en, zh), found = json.loads(done.stdout)
+    assert en == (f"{tmp_path / 'pipe.jsonl'}: a FIFO, not a log file; it was not opened (reading a FIFO or a "
+                  "device would wait forever or never end)")
+    assert zh.startswith(f"{tmp_path / 'pipe.jsonl'}：这是一个 FIFO（命名管道），不是日志文件；")
+    assert found == ["2.jsonl", "3.jsonl"]

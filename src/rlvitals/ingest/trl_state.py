@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..words import Words
+from ._files import read_file
 from ._reader import Reader
 from .columnar import Columns
 from .generic_jsonl import as_step, drop_eval_epoch, fill, flatten
@@ -84,7 +85,7 @@ def _candidates(folder: Path) -> list[tuple[Words, Path]]:
 
 
 def _state(path: Path, meta: SourceMeta) -> list[Any]:
-    data = path.read_bytes()
+    data = read_file(path)  # never a FIFO put in its place: it would wait for a writer
     meta.bytes_read += len(data)
     expected = Words("a trainer_state.json object or a log_history list", "trainer_state.json 对象或 log_history 列表")
     return _history(path, json_document(path, data, expected), meta)
