@@ -145,7 +145,9 @@ def test_the_note_on_the_joined_rollout_series_names_the_folder_in_chinese(log: 
                            "more seconds", "--interval 0.5 / --cooldown -1.0：间隔应大于 0 秒，冷却时间应不小于 0 秒"),
     (["--tail-steps", "-5"], "--tail-steps -5: expected 0 (no tail pass) or more steps",
      "--tail-steps -5：应为 0（不做尾部检查）或更多步"),
-], ids=["interval", "cooldown", "tail-steps"])
+    (["--confirm-looks", "0"], "--confirm-looks 0: expected 1 (alert at once) or more looks",
+     "--confirm-looks 0：应为 1（立即告警）或更多次查看"),
+], ids=["interval", "cooldown", "tail-steps", "confirm-looks"])
 def test_watch_option_errors_in_chinese(tmp_path: Path, flags: list[str], en: str, zh: str) -> None:
     assert _cli("watch", str(tmp_path / "x.log"), *flags) == (2, "", f"rlvitals: {en}\n")
     assert _cli("watch", str(tmp_path / "x.log"), *flags, "--lang", "zh") == (2, "", f"rlvitals：{zh}\n")

@@ -312,3 +312,62 @@ def test_a_pretty_printed_dict_cut_by_other_output_is_skipped(tmp_path: Path) ->
     meta, skips = SourceMeta(format="trl-console"), SkipLog()
     assert [r.step for r in read(path, meta, skips)] == [1]
     assert skips.reasons == [f"{path}:1: a dict printed over 2 lines does not close; its lines were skipped"]
+
+
+_CONSOLES = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs").glob(
+    "trlconsole__*/labels.toml"))
+
+
+#: logs whose stdout reached the file in blocks during the run (the bar ahead of the dicts): an estimate from the
+#: bar drawn before each dict numbers every cut as the whole log is numbered. (The qwen35 logs got every dict
+#: after the bar had finished: a cut of them is an estimate that the end changes, and says so.)
+_BLOCK_BUFFERED = {"trlconsole__nips-grpo-dynamics__qwen25-7b-grpo-entropy-blowup",
+                   "trlconsole__nips-grpo-dynamics__qwen25-7b-adabalance-cap-collapse",
+                   "trlconsole__hotpotqa_qwen25_3b_grpo_klrunaway", "trlconsole__hotpotqa_qwen25_3b_sft",
+                   "trlconsole__cleancodeqwen_coder7b_dpo"}
+
+
+@pytest.mark.parametrize("folder", _CONSOLES, ids=lambda p: p.name)
+def test_a_cut_console_reads_as_the_start_of_the_whole_or_says_its_steps_are_estimated(
+        folder: Path, tmp_path: Path) -> None:
+    """A log cut at any line, as a watcher sees it while the run writes it: its steps are the first steps of
+    the whole log's reading, or the reading says they are an estimate; they never pass the bar's total."""
+    import tomllib
+
+    from rlvitals.errors import RlvitalsError
+    from rlvitals.run.load import load
+
+    source = folder / tomllib.loads((folder / "labels.toml").read_text())["run"]["input"]
+    whole = load(source)[0]
+    final = [int(s) for s in whole.steps]
+    lines = source.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / source.name
+    for k in range(1, 20):
+        cut.write_bytes(b"".join(lines[: len(lines) * k // 20]))
+        try:
+            run = load(cut)[0]
+        except RlvitalsError:
+            continue  # no dict yet
+        steps = [int(s) for s in run.steps]
+        assert max(steps) <= max(final[-1], whole.reached or 0), (k, steps[-3:])
+        if not run.estimated_steps or folder.name in _BLOCK_BUFFERED:
+            assert steps == final[: len(steps)], (k, steps[:4], final[:4])
+
+
+def test_dicts_flushed_from_stdout_after_the_traceback_do_not_undo_the_crash(tmp_path: Path) -> None:
+    """``python train.py > log 2>&1`` dying of an exception: the traceback (stderr) reaches the file first, the
+    metric dicts still in stdout's buffer after it, as the process exits. The bar did not move after the
+    traceback: the run died; it did not go on. (A real OOM log, its 13 dicts moved after the traceback.)"""
+    from rlvitals.run.load import load
+
+    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
+    source = folder / "trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom" / "w6_G3_rho0.70_seed44.log"
+    lines = source.read_bytes().splitlines(keepends=True)
+    dicts = [i for i, line in enumerate(lines) if line.startswith(b"{'loss'")]
+    assert len(dicts) == 13 and dicts == list(range(dicts[0], dicts[-1] + 1))
+    flushed = tmp_path / source.name
+    flushed.write_bytes(b"".join(lines[: dicts[0]] + lines[dicts[-1] + 1:] + lines[dicts[0]: dicts[-1] + 1]))
+    as_written, at_exit = load(source)[0], load(flushed)[0]
+    assert as_written.crash is not None and at_exit.crash is not None
+    assert at_exit.crash.exception == as_written.crash.exception == "torch.OutOfMemoryError"
+    assert list(at_exit.train_steps) == list(as_written.train_steps)

@@ -4,7 +4,7 @@ and a finding no cause explains alerts on its own; the webhooks and the terminal
 from __future__ import annotations
 
 from rlvitals.diagnosis import Finding
-from rlvitals.watch.alerts import Alert, Observation, decide, finding_key
+from rlvitals.watch.alerts import Alert, Observation, decide, key_of
 from rlvitals.watch.causes import Told
 from rlvitals.watch.webhook import discord_body, slack_body
 
@@ -20,7 +20,7 @@ LR, KL, ENT = _f("lr_schedule", "fail", 30), _f("kl_jump", "warn", 30), _f("entr
 
 
 def _told(f: Finding, root: Finding, step: int) -> dict[str, Told]:
-    return {finding_key(RUN, f): Told(finding_key(RUN, root), step, f.status, dict(f.title),
+    return {key_of(RUN, f): Told(key_of(RUN, root), step, f.status, dict(f.title),
                                       {"en": f"because of {root.check}", "zh": "因为"})}
 
 

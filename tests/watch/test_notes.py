@@ -18,7 +18,7 @@ from rlvitals.checks._base import Status
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
 from rlvitals.synthetic.simulate import Scenario, simulate
-from rlvitals.watch.alerts import Observation, decide, finding_key
+from rlvitals.watch.alerts import Observation, alert_key, decide, finding_key
 from rlvitals.watch.monitor import MonitorError
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState
@@ -39,7 +39,7 @@ def test_a_note_never_alerts_and_a_warning_that_becomes_one_clears() -> None:
     alerts, state = decide(state, [Observation("run.log", 11, [_f("warn")])], 1.0)
     assert [(a.kind, a.status) for a in alerts] == [("new", "warn")]
     alerts, state = decide(state, [Observation("run.log", 12, [_f("note")])], 2.0)
-    key = finding_key("run.log", _f("note"))
+    key = alert_key("run.log", _f("note").check)
     assert alerts == [] and not state[key].active and state[key].cleared_step == 12
 
 

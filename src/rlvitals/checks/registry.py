@@ -58,9 +58,10 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         if raw.get("layer") not in layers:
             raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {layers}")
         needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
-        sudden = raw.get("sudden", False)
-        if not isinstance(sudden, bool):
-            raise CatalogError(f"checks: check {cid!r} has sudden = {sudden!r}; expected true or false")
+        sudden, final = raw.get("sudden", False), raw.get("final", False)
+        for name, flag in (("sudden", sudden), ("final", final)):
+            if not isinstance(flag, bool):
+                raise CatalogError(f"checks: check {cid!r} has {name} = {flag!r}; expected true or false")
         needs_text, needs_text_zh = str(raw.get("needs_text", "")), str(raw.get("needs_text_zh", ""))
         if bool(needs_text) != bool(needs_text_zh):
             raise CatalogError(f"checks: check {cid!r} says what it needs in one language only; give needs_text "
@@ -72,7 +73,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, min_points=min_points,
+            needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, final=final, min_points=min_points,
         ))
     missing = sorted(set(functions) - seen)
     if missing:
@@ -91,6 +92,17 @@ def load_checks() -> tuple[Check, ...]:
     for name in MODULES:
         records.extend(bundled_toml(__package__, f"{name}.toml").get("check", []))
     return parse_checks({"check": records}, FUNCTIONS)
+
+
+def final_checks() -> frozenset[str]:
+    """The ids of the shipped checks marked ``final``: what they find, later steps cannot undo (the run died; a
+    value went NaN), so ``watch`` alerts it at once rather than waiting for it to hold (:mod:`rlvitals.watch.confirm`).
+
+    Example:
+        >>> sorted(final_checks())
+        ['nan_inf', 'run_crashed']
+    """
+    return frozenset(c.id for c in load_checks() if c.final)
 
 
 def sudden_checks() -> tuple[Check, ...]:

@@ -227,7 +227,11 @@ def _commands(sub: _Commands) -> None:
     add_config(wat)
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
-                     help="seconds a cleared finding must stay away before it may alert again")
+                     help="seconds a cleared finding must stay away before a 'cleared' alert says so (and before it "
+                          "may alert again)")
+    wat.add_argument("--confirm-looks", type=int, default=2, metavar="N",
+                     help="alert a new finding (or a worse level of one) once N diagnoses in a row have reported it, "
+                          "at least 5%% of the steps read apart; 1: at once. A crash or a NaN is alerted at once")
     wat.add_argument("--tail-steps", type=int, default=2000, metavar="N",
                      help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
                           "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "
@@ -249,6 +253,14 @@ def _commands(sub: _Commands) -> None:
     wat.add_argument("--one-run", action="store_true",
                      help=ONE_RUN_HELP + "; each log is followed (a later launch's may not exist yet), and each "
                           "diagnosis reads the logs found so far (no tail pass: --tail-steps is not used)")
+    wat.add_argument("--rotated-into", action="append", default=[], metavar="DIR",
+                     help="a folder the logs' rotated files are moved into (logrotate's olddir), looked in as well "
+                          "as each log's own; relative to the log's folder unless absolute, as logrotate takes it; "
+                          "repeatable (default: the log's own folder only)")
+    wat.add_argument("--rotation-pattern", default=None, metavar="REGEX",
+                     help="a regular expression matching the whole name of a log's rotated file, for logs rotated "
+                          "under names no rotation tool gives (e.g. 'train\\.log\\.old-\\d+'); the tools' own "
+                          "names are always recognised (default: those only)")
     add_rollout_options(wat)
 
     srv = sub.add("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")

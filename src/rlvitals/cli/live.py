@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -24,6 +25,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
+    from ..ingest.rotated import RotationRules
     from ..rollout import Progress
     from ..server import WorkspaceOptions
     from ..watch.exports import WandbTarget
@@ -39,7 +41,7 @@ def _watch(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: Progress | None) -> int:
-    from ..watch import Cooldown, WatchOptions, open_watcher, parse_sink
+    from ..watch import Confirm, Cooldown, WatchOptions, open_watcher, parse_sink
     from ..watch.watcher import ignore_stop_signals, terminate_as_interrupt
 
     lang = lang_of(args)
@@ -48,6 +50,10 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
                                   "interval and a cooldown of 0 or more seconds",
                                   f"--interval {args.interval} / --cooldown {args.cooldown}：间隔应大于 0 秒，"
                                   "冷却时间应不小于 0 秒"), lang))
+        return EXIT_USAGE
+    if args.confirm_looks < 1:
+        err.write(said_line(Words(f"--confirm-looks {args.confirm_looks}: expected 1 (alert at once) or more looks",
+                                  f"--confirm-looks {args.confirm_looks}：应为 1（立即告警）或更多次查看"), lang))
         return EXIT_USAGE
     if args.tail_steps < 0:
         err.write(said_line(Words(f"--tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps",
@@ -65,7 +71,8 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
         options = WatchOptions(interval=args.interval, exit_on=args.exit_on, lang=args.lang, fmt=args.fmt,
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
                                export_tensorboard=export, export_wandb=wandb,
-                               rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run)
+                               rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run,
+                               rotation=rotation_rules(args), confirm=Confirm(looks=args.confirm_looks))
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None, rollout_progress=progress)
@@ -86,6 +93,23 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
     finally:
         watcher.close()
 
+
+
+def rotation_rules(args: argparse.Namespace) -> RotationRules:
+    """``--rotated-into`` and ``--rotation-pattern``, checked before the watch starts."""
+    from ..ingest.rotated import RotationRules
+
+    pattern = args.rotation_pattern
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise RlvitalsError(Words(
+                f"--rotation-pattern {pattern!r}: not a regular expression ({exc}); give one that matches the whole "
+                "name of a rotated file, e.g. 'train\\.log\\.old-\\d+'",
+                f"--rotation-pattern {pattern!r}：不是正则表达式（{exc}）；请给出能完整匹配轮转文件名的正则表达式，"
+                "例如 'train\\.log\\.old-\\d+'")) from exc
+    return RotationRules.of(args.rotated_into, pattern)
 
 
 def _wandb_target(args: argparse.Namespace) -> WandbTarget | None:

@@ -17,6 +17,15 @@ The dicts carry no step. Three witnesses can give it, in order of trust:
 3. **Order alone** (1, 2, 3, ...) when nothing else is known; a note says so.
 
 No witness may put a dict beyond the run's total optimisation steps.
+
+A log still being written (no end-of-training summary yet) whose bar runs ahead of its dicts cannot use the
+bar's reach for ``logging_steps``: the dicts of the last few steps still wait in stdout's buffer, so ``n``
+dicts in ``R`` steps overstates the gap (14 dicts after bar 98 read 7 steps apart when they were 5). Each dict
+was written no earlier than its step, so the count the bar had reached when a dict appeared bounds its step
+from above; ``logging_steps`` is the largest gap every dict allows (:func:`_ahead_bound`). That reading is
+marked an estimate (``Numbering.estimated``), as are steps by order or by the bar where some dicts had none:
+a later look at the same log may number them differently, and a watcher holds what it finds on them until
+the numbering stops changing.
 """
 
 from __future__ import annotations
@@ -52,6 +61,8 @@ class Witnesses:
 class Numbering:
     steps: list[int]
     note: Words | None
+    #: the steps are an estimate a longer reading of the same log may change
+    estimated: bool = False
 
 
 def number(w: Witnesses, where: str) -> Numbering:
@@ -62,10 +73,17 @@ def number(w: Witnesses, where: str) -> Numbering:
     total = training_total(w)
     bars = _bar_steps(w.bars, total)
     doubt = _doubt(bars, w.epochs, total)
-    if doubt is None:
-        return Numbering([b for b in bars if b is not None], None)
+    if doubt is None:  # a single count cannot be checked against the epochs before the run has ended
+        checked = sum(b is not None for b in bars) >= 2 or w.end_epoch is not None
+        return Numbering([b for b in bars if b is not None], None, estimated=not checked)
     reached, said = _reached(w, total)
     logging, source = _logging_steps(w, n, total, reached, said)
+    estimated = False
+    if w.end_epoch is None and w.logging_steps is None and _buffered(w, total):
+        logging, estimated = _ahead_bound(w, total, _logs_first_step(w.epochs)), True
+        source = Words("the most steps between dicts that the bar drawn before each allows; an estimate "
+                       "until the run prints its summary",
+                       "每个 dict 之前画出的进度条所允许的最大间隔；在运行打印结束汇总之前只是估计")
     if logging is not None:
         first = _logs_first_step(w.epochs)
         steps = ([1] if first else []) + [i * logging for i in range(1, n + 1 - int(first))]
@@ -74,10 +92,10 @@ def number(w: Witnesses, where: str) -> Numbering:
                 f"{where}: {doubt}; the {n} training dicts were numbered by order × "
                 f"logging_steps = {logging} ({source}){', after step 1' if first else ''}",
                 f"{where}：{doubt.zh}；{n} 个训练 dict 的步数按顺序 × logging_steps = {logging} 编排"
-                f"（{source.zh}）{'，从第 1 步之后起' if first else ''}"))
+                f"（{source.zh}）{'，从第 1 步之后起' if first else ''}"), estimated)
     partial = _partial(bars, w.epochs, total)
     inferred = sum(b is None for b in bars) if partial is not None else n
-    return Numbering(partial or list(range(1, n + 1)), Words(
+    return Numbering(partial or list(range(1, n + 1)), estimated=True, note=Words(
         f"{where}: {inferred} of {n} training dicts had no usable progress bar before them "
         "and logging_steps is not in the log, so their steps were inferred by order (1, 2, 3, ...); "
         "with logging_steps > 1 the true steps differ. trainer_state.json in a checkpoint folder "
@@ -108,6 +126,36 @@ def _doubt(bars: list[int | None], epochs: list[float | None], total: int | None
         return Words("the progress bar counts before the metric dicts do not rise within the bar's total",
                      "指标 dict 之前的进度条计数没有在进度条总数之内逐步上升")
     return None
+
+
+def _buffered(w: Witnesses, total: int | None) -> bool:
+    """Whether stdout was buffered, so the bar (stderr) runs ahead of the dicts: a training bar was drawn,
+    yet dicts follow one another with no bar drawn between them at all. Written as the terminal shows it,
+    tqdm draws its bar again after every dict it prints."""
+    if total is None or not any(total in seen for seen in w.bars):
+        return False
+    return any(not seen for seen in w.bars[1:])
+
+
+def _ahead_bound(w: Witnesses, total: int | None, first: bool) -> int | None:
+    """The largest ``logging_steps`` every dict allows when the bar runs ahead of them: dict ``k`` (of
+    those logged every ``logging_steps``) is step ``k × logging_steps``, written no earlier than that
+    step, so no later than the bar's count when it appeared. None without a training bar.
+
+    Example:
+        >>> w = Witnesses(bars=[{200: 40}, {}, {}, {}, {}, {}, {}, {200: 75}], epochs=[0.0] * 8)
+        >>> _ahead_bound(w, 200, False)
+        5
+    """
+    if total is None:
+        return None
+    reached, bound = 0, None
+    for i, seen in enumerate(w.bars):
+        reached = max(reached, seen.get(total, 0))
+        k = i + 1 - int(first)
+        if k > 0 and reached > 0:
+            bound = reached // k if bound is None else min(bound, reached // k)
+    return bound if bound is not None and bound >= 1 else None
 
 
 def training_total(w: Witnesses) -> int | None:

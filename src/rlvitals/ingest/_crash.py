@@ -158,6 +158,12 @@ class CrashScanner:
             self._close(lineno)
         self.ended_at = None
 
+    def stalled(self) -> bool:
+        """Whether tracebacks are open and the training bar, drawn before them, has not moved since: a record
+        now is no progress but output held in a buffer and written as the process exited (stdout to a file is
+        block-buffered, the traceback on stderr is not)."""
+        return bool(self.seen) and bool(self.highest)
+
     def advanced(self, lineno: int, count: int, total: int = 0) -> None:
         """The training's progress bar (of ``total`` steps) was drawn at ``count``: above every count it was
         drawn at before, a step finished (the tracebacks before it were survived); the first frame and a

@@ -204,6 +204,9 @@ class SourceMeta:
     #: whether those times are seconds since the Unix epoch; False for seconds since the run started
     #: (W&B's ``_runtime``, when a row has no ``_timestamp``)
     clock_epoch: bool = True
+    #: the steps are the reader's estimate, which a longer reading of the same log may change (a TRL console
+    #: whose buffered progress bar ran ahead of its metric dicts, before the run printed its summary)
+    estimated_steps: bool = False
     #: when the run started, in seconds since the Unix epoch, when the source says it (a TensorBoard
     #: file's first event, W&B's ``_timestamp - _runtime``, MLflow's ``start_time``)
     started: float | None = None

@@ -164,7 +164,8 @@ class ConsoleLog:
         else:
             if kind != "train":
                 values.pop("epoch", None)  # the training record of this step holds it already
-            self.crash.progress(lineno)
+            if not self.crash.stalled():  # dicts flushed from stdout's buffer after the traceback are no progress
+                self.crash.progress(lineno)
         self.dicts.append((kind, values, where, trained, len(self.trainings) - 1))
 
     def _drawn_anew(self) -> bool:
@@ -199,6 +200,7 @@ class ConsoleLog:
         numberings = [number(w, str(self.path) if k == 0 else f"{self.path}#{k + 1}")
                       for k, w in enumerate(self.trainings)]
         meta.notes.extend(n.note for n in numberings if n.note)
+        meta.estimated_steps = any(n.estimated for n in numberings)
         if self.quoted:
             meta.notes.append(Words(
                 f"{self.path}: {self.quoted} values were printed as quoted strings (recent transformers "

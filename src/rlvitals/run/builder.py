@@ -255,6 +255,47 @@ class RunBuilder:
         """Nothing added yet: no step records and no end-of-training summary."""
         return self._records == 0 and not self._summary
 
+    @property
+    def rows(self) -> int:
+        """How many steps were added (a row each, in the order they were first seen)."""
+        return len(self._steps)
+
+    def step_at(self, row: int) -> int | None:
+        """The step of ``row`` (None past the last row)."""
+        return self._steps[row] if row < len(self._steps) else None
+
+    def packed_rows(self, rows: int, layouts: dict[tuple[str, ...], tuple[str, ...]] | None = None) -> list[Packed]:
+        """The first ``rows`` rows as packed records, one a step (its values, text and wall time, as
+        :func:`rlvitals.ingest.pack` packs a record), and the summary: a builder given them holds in those
+        rows what this one holds. What a followed log read before a file that is read again whole keeps.
+
+        Example:
+            >>> b = RunBuilder(SourceMeta(format="jsonl"))
+            >>> b.add(Record(1, {"a": 1.0}, "x")); b.add(Record(1, {"b": 2.0}, "x")); b.add(Record(2, {"a": 3.0}, "x"))
+            >>> [(step, names) for step, names, *_ in b.packed_rows(1)]
+            [(1, ('a', 'b'))]
+        """
+        n = min(rows, len(self._steps))
+        present = [(key, col, np.frombuffer(col, dtype=np.uint64)[:n] != ABSENT) for key, col in self._cols.items()]
+        out: list[Packed] = []
+        for row in range(n):
+            step = self._steps[row]
+            names = [key for key, _, logged in present if row < len(logged) and logged[row]]
+            numbers = array("d", (col[row] for key, col, logged in present if row < len(logged) and logged[row]))
+            if self._wall is not None and row < len(self._wall) and self._wall[row] == self._wall[row]:
+                names.append(WALL_KEY)
+                numbers.append(self._wall[row])
+            text = {key: values[step] for key, values in self._text.items() if step in values}
+            shape = tuple(names)
+            shape = layouts.setdefault(shape, shape) if layouts is not None else shape
+            out.append((step, shape, numbers.tobytes(), orjson.dumps(text) if text else None, False))
+        if self._summary:
+            numeric = {k: float(v) for k, v in self._summary.items() if isinstance(v, (int, float))}
+            words = {k: v for k, v in self._summary.items() if not isinstance(v, (int, float))}
+            out.append((0, tuple(numeric), array("d", numeric.values()).tobytes(),
+                        orjson.dumps(words) if words else None, True))
+        return out
+
     def finish(self, path: str, catalog: Catalog | None = None, resolver: KeyResolver | None = None,
                last: int | None = None, final: bool = False) -> Run:
         """The Run of the records added so far; with ``last``, only its last ``last`` steps, as
@@ -299,7 +340,7 @@ class RunBuilder:
             config=dict(meta.config), text=_text_from(self._text, int(steps[0]) if cut and len(steps) else None),
             notes=notes, skipped=self.skipped, files=list(meta.files), bytes_read=meta.bytes_read, cut=cut,
             crash=_crash_at(meta.crash, steps[train_mask]), crash_scanned=meta.crash_scanned, reached=meta.reached,
-            wall=wall,
+            wall=wall, estimated_steps=meta.estimated_steps,
         )
 
 

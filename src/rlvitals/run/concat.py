@@ -156,6 +156,7 @@ def _merge_meta(meta: SourceMeta, order: list[_Launch], fed: list[_Launch]) -> l
         meta.notes.extend(_under(launch.root, note) for note in launch.meta.notes)
         meta.bytes_read += launch.meta.bytes_read
         meta.framework = meta.framework or launch.meta.framework
+        meta.estimated_steps = meta.estimated_steps or launch.meta.estimated_steps
         crash = launch.meta.crash
         if crash is not None and launch is not last:
             crashes.append(JoinNote(f"{launch.root} ended in {crash.exception}: {crash.message} ({crash.where}); "

@@ -79,6 +79,8 @@ class Run:
     reached: int | None = None
     #: the tracker's wall clock at each step (TensorBoard, W&B, MLflow); None when the log has none
     wall: WallClock | None = None
+    #: the steps are the reader's estimate that a longer reading of the log may change (SourceMeta.estimated_steps)
+    estimated_steps: bool = False
 
     @property
     def steps(self) -> np.ndarray:

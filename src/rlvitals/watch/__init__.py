@@ -11,10 +11,11 @@ package only when the ``watch`` command runs (it loads the checks).
 from __future__ import annotations
 
 from .alerts import Alert, Cooldown, decide
+from .confirm import Confirm
 from .exports import WandbTarget
 from .monitor import PREFIX, Monitor
 from .sinks import JsonlSink, parse_sink
 from .watcher import Watcher, WatchOptions, ignore_stop_signals, open_watcher, terminate_as_interrupt
 
-__all__ = ["Alert", "Cooldown", "decide", "ignore_stop_signals", "JsonlSink", "Monitor", "open_watcher", "PREFIX",
-    "parse_sink", "terminate_as_interrupt", "WandbTarget", "Watcher", "WatchOptions"]
+__all__ = ["Alert", "Confirm", "Cooldown", "decide", "ignore_stop_signals", "JsonlSink", "Monitor", "open_watcher",
+    "PREFIX", "parse_sink", "terminate_as_interrupt", "WandbTarget", "Watcher", "WatchOptions"]

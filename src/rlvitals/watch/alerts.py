@@ -1,15 +1,23 @@
 """The alert policy: which findings become alerts, once each, as a pure function.
 
-A finding's key is ``(run path, check id, metrics)``. The first ``warn`` or ``fail`` of a key
-raises an alert, and so does an escalation ``warn -> fail``. A ``note`` (could be better, such
-as a low MFU) never alerts: it is advice, read in ``diagnose`` and the dashboard, and a
-key that falls from warn to note is cleared as if it were ``ok``. While the key stays at or below
-the level already alerted nothing more is sent, however many steps pass. When the check
-reports ``ok`` for the run (or no longer reports that key while still running), the key is
-*cleared*; if it comes back after a cooldown (``seconds`` of wall time **and** ``steps`` of
-training since it cleared) it is alerted again, sooner it is silently re-armed at its old
-level. A ``skipped`` check says nothing and changes nothing, and neither does the silence of a
-diagnosis of part of a run (``Observation.partial``: the watcher's tail pass).
+An alert's identity (its key) is ``(run path, check id)``: one fault of a run, whatever metrics it
+is read on — a reward collapse that later shows on a third metric is the same alert, updated, not a
+new one. The findings of one check in one diagnosis are read as one (:func:`one_per_check`: the
+worst status, the earliest onset, every metric). The first ``warn`` or ``fail`` of a key raises an
+alert, and so does an escalation ``warn -> fail``. A ``note`` (could be better, such as a low MFU)
+never alerts: it is advice, read in ``diagnose`` and the dashboard, and a key that falls from warn
+to note is cleared as if it were ``ok``. While the key stays at or below the level already alerted
+nothing more is sent, however many steps pass.
+
+When the check reports ``ok`` for the run (or reports nothing at warn or fail while still running),
+the key is *cleared*. Once it has stayed away for the cooldown (``seconds`` of wall time **and**
+``steps`` of training since it cleared) one ``cleared`` alert says so on every sink — only for a
+key whose alert was sent (a finding that rode under its root cause's alert is withdrawn with it);
+if it comes back after that, it is alerted ``again``. A key that comes back sooner never went
+away: it is silently re-armed at its old level, and nothing was said of it. A ``skipped`` check says
+nothing and changes nothing, and neither does the silence of a diagnosis of part of a run
+(``Observation.partial``: the watcher's tail pass) nor of a run whose findings are held
+(``Observation.held``: its steps are an estimate a later look may change).
 """
 
 from __future__ import annotations
@@ -25,14 +33,14 @@ from ..diagnosis import Finding
 from ..render.diagnosis import STATUS_WORDS
 from .causes import Told, by_cause
 
-AlertKind = Literal["new", "escalated", "again"]
+AlertKind = Literal["new", "escalated", "again", "cleared"]
 #: what alerts: the statuses a verdict is made of (never a note)
 _ALERTING = VERDICT_STATUSES
 
 
 @dataclass(frozen=True)
 class Cooldown:
-    """How long a cleared finding must stay away before it may alert again."""
+    """How long a cleared finding must stay away before it is said cleared (and may alert again)."""
 
     seconds: float = 600.0
     steps: int = 0
@@ -48,6 +56,11 @@ class Observation:
     step: int
     findings: Sequence[Finding]
     partial: bool = False
+    #: the run's findings are held, neither raised nor cleared: its steps are an estimate that a later look
+    #: may change (a TRL console whose buffered progress bar ran ahead of its metric dicts)
+    held: bool = False
+    #: the run's steps are an estimate (stable enough to alert on): its alerts say so
+    estimated: bool = False
     #: the diagnosis's story by finding key: which root cause explains which finding (:func:`.causes.story_of`)
     story: Mapping[str, Told] = field(default_factory=dict)
 
@@ -66,10 +79,18 @@ class KeyState:
     alerted_step: int
     cleared_at: float | None = None
     cleared_step: int | None = None
+    #: whether this key's own alert was sent (False: it rode under its root cause's alert)
+    told: bool = True
+    #: whether its clearing was said (a ``cleared`` alert went out)
+    said_cleared: bool = False
+    #: the onset the finding was alerted with, and its title, for the ``cleared`` alert
+    onset: int | None = None
+    title: Mapping[str, str] = field(default_factory=dict)
+    layer: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        out["metrics"] = list(self.metrics)
+        out["metrics"], out["title"] = list(self.metrics), dict(self.title)
         return out
 
     @classmethod
@@ -135,6 +156,8 @@ class Alert:
         (``at step 190`` when the finding has no onset of its own or began there); in Chinese with the
         check's title: ``失败 · 熵坍缩（entropy_collapse）· 自第 181 步起，第 190 步时发现``."""
         onset = self.onset_step
+        if self.kind == "cleared":
+            return self._cleared_headline(lang)
         if lang == "zh":
             words = STATUS_WORDS["zh"]
             was = f"（之前是{words[self.previous]}）" if self.previous in words else ""
@@ -146,6 +169,16 @@ class Alert:
         when = f"at step {self.step}" if onset is None or onset == self.step else \
             f"since step {onset}, seen at step {self.step}"
         return f"{self.status.upper()}{what} {self.check} {when}"
+
+    def _cleared_headline(self, lang: str) -> str:
+        """``CLEARED entropy_collapse (was FAIL since step 181): no longer holds at step 240``."""
+        previous = self.previous or "warn"
+        if lang == "zh":
+            since = f"自第 {self.onset_step} 步起" if self.onset_step is not None else ""
+            return (f"已解除 · {self.title.get('zh') or self.check}（{self.check}）· 之前{since}为"
+                    f"{STATUS_WORDS['zh'][previous]}，第 {self.step} 步时已不再成立")
+        since = f" since step {self.onset_step}" if self.onset_step is not None else ""
+        return f"CLEARED {self.check} (was {previous.upper()}{since}): no longer holds at step {self.step}"
 
     def text(self, lang: str = "en") -> str:
         """``FAIL entropy_collapse since step 181, seen at step 190 (run.log): <message>``, then a line per
@@ -170,6 +203,18 @@ class Alert:
         return lines
 
 
+def _joined(items: Sequence[tuple[Status, Mapping[str, str]]]) -> dict[str, str]:
+    """Several findings' messages as one: ``N findings:`` then one line each (with its status when they
+    differ), in every language any of them has."""
+    mixed = len({status for status, _ in items}) > 1
+    langs = dict.fromkeys(lang for _, message in items for lang in message)
+    heads = {"zh": f"{len(items)} 项发现："}
+    words = {lang: STATUS_WORDS.get(lang, STATUS_WORDS["en"]) for lang in langs}
+    return {lang: heads.get(lang, f"{len(items)} findings:") + "\n" + "\n".join(
+        "• " + (f"{words[lang][status]} " if mixed else "") + (message.get(lang) or message.get("en", ""))
+        for status, message in items) for lang in langs}
+
+
 def combine(alerts: Sequence[Alert]) -> Alert:
     """Alerts of one check raised together (one per metric: a diversity collapse over distinct-n,
     edit distance and answer entropy) as one, for the sinks a person reads: the worst status, the
@@ -189,15 +234,9 @@ def combine(alerts: Sequence[Alert]) -> Alert:
     if len(alerts) == 1:
         return alerts[0]
     worst = max(alerts, key=lambda a: STATUS_RANK[a.status])
-    mixed = len({a.status for a in alerts}) > 1
-    langs = dict.fromkeys(lang for a in alerts for lang in a.message)
-    heads = {"zh": f"{len(alerts)} 项发现："}
-    words = {lang: STATUS_WORDS.get(lang, STATUS_WORDS["en"]) for lang in langs}
-    message = {lang: heads.get(lang, f"{len(alerts)} findings:") + "\n" + "\n".join(
-        "• " + (f"{words[lang][a.status]} " if mixed else "") + (a.message.get(lang) or a.message.get("en", ""))
-        for a in alerts) for lang in langs}
     onsets = [a.onset_step for a in alerts if a.onset_step is not None]
-    return replace(worst, message=message, onset_step=min(onsets) if onsets else None,
+    return replace(worst, message=_joined([(a.status, a.message) for a in alerts]),
+                   onset_step=min(onsets) if onsets else None,
                    metrics=tuple(dict.fromkeys(m for a in alerts for m in a.metrics)),
                    evidence={"alerts": [{"key": a.key, "status": a.status, "metrics": list(a.metrics), **a.evidence}
                                         for a in alerts]})
@@ -214,7 +253,8 @@ def grouped(items: Sequence[tuple[int, Alert]]) -> list[tuple[list[int], Alert]]
 
 
 def finding_key(run: str, finding: Finding) -> str:
-    """The identity of a finding across cycles.
+    """The identity of one finding across cycles (a check read on one set of metrics): what the tail pass
+    merges by. An alert's identity is coarser: :func:`alert_key`.
 
     Example:
         >>> from rlvitals.diagnosis import Finding
@@ -224,36 +264,97 @@ def finding_key(run: str, finding: Finding) -> str:
     return json.dumps([run, finding.check, list(finding.metrics)], separators=(",", ":"))
 
 
+def alert_key(run: str, check: str) -> str:
+    """The identity of an alert across cycles: one fault of one run, whatever metrics it is read on.
+
+    Example:
+        >>> alert_key("run.log", "kl_spike")
+        '["run.log","kl_spike"]'
+    """
+    return json.dumps([run, check], separators=(",", ":"))
+
+
+def key_of(run: str, finding: Finding) -> str:
+    """:func:`alert_key` of a finding: how :func:`.causes.story_of` keys the story the policy reads."""
+    return alert_key(run, finding.check)
+
+
+def one_per_check(findings: Iterable[Finding]) -> list[Finding]:
+    """The warn and fail findings, one per check, as the policy reads them: a check's worst finding with
+    every metric of its findings, their earliest onset and their messages one per line.
+
+    Example:
+        >>> from rlvitals.diagnosis import Finding
+        >>> a = Finding("nan_inf", "L1", "fail", {}, {"en": "loss is NaN"}, {}, ("actor/loss",), onset_step=9)
+        >>> b = Finding("nan_inf", "L1", "warn", {}, {"en": "kl is inf"}, {}, ("actor/kl",), onset_step=7)
+        >>> (f,) = one_per_check([a, b])
+        >>> f.status, f.metrics, f.onset_step
+        ('fail', ('actor/loss', 'actor/kl'), 7)
+    """
+    by_check: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.status in _ALERTING:
+            by_check.setdefault(f.check, []).append(f)
+    out = []
+    for group in by_check.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        worst = max(group, key=lambda f: STATUS_RANK[f.status])
+        onsets = [f.onset_step for f in group if f.onset_step is not None]
+        out.append(replace(worst, metrics=tuple(dict.fromkeys(m for f in group for m in f.metrics)),
+                           onset_step=min(onsets) if onsets else None,
+                           message=_joined([(f.status, f.message) for f in group]),
+                           evidence={**worst.evidence, "findings": [
+                               {"status": f.status, "metrics": list(f.metrics), "onset_step": f.onset_step}
+                               for f in group]}))
+    return out
+
+
+_ESTIMATED = {"en": " (steps estimated: the log's progress bar ran ahead of its metric dicts)",
+              "zh": "（步数为估计：日志的进度条跑在了指标 dict 前面）"}
+
+
 def _alert(key: str, kind: AlertKind, obs: Observation, f: Finding, previous: Status | None, now: float) -> Alert:
+    message, evidence = f.message, f.evidence
+    if obs.estimated:
+        message = {lang: text + _ESTIMATED.get(lang, _ESTIMATED["en"]) for lang, text in message.items()}
+        evidence = {**evidence, "steps_estimated": True}
     return Alert(key, kind, obs.run, f.check, f.layer, f.status, previous, obs.step, now, f.onset_step,
-                 f.title, f.message, f.advice, f.metrics, f.evidence)
+                 f.title, message, f.advice, f.metrics, evidence)
 
 
-def _cooled(old: KeyState, obs: Observation, now: float, cooldown: Cooldown) -> bool:
+def _cooled(old: KeyState, step: int, now: float, cooldown: Cooldown) -> bool:
     if old.cleared_at is None or old.cleared_step is None:
         return False
-    return now - old.cleared_at >= cooldown.seconds and obs.step - old.cleared_step >= cooldown.steps
+    return now - old.cleared_at >= cooldown.seconds and step - old.cleared_step >= cooldown.steps
 
 
 def _raise(old: KeyState | None, key: str, obs: Observation, f: Finding, now: float,
            cooldown: Cooldown) -> tuple[Alert | None, KeyState]:
     """The alert (if any) and the new state of a key that is at warn or fail now."""
-    fresh = KeyState(obs.run, f.check, f.metrics, f.status, f.status, True, now, obs.step)
+    fresh = KeyState(obs.run, f.check, f.metrics, f.status, f.status, True, now, obs.step, told=False,
+                     onset=f.onset_step, title=dict(f.title), layer=f.layer)
     if old is None:
         return _alert(key, "new", obs, f, None, now), fresh
     if not old.active:
-        if _cooled(old, obs, now, cooldown):
+        if old.said_cleared or _cooled(old, obs.step, now, cooldown):
             return _alert(key, "again", obs, f, None, now), fresh
         old = replace(old, active=True, cleared_at=None, cleared_step=None)  # flapping: re-armed quietly
+    metrics = tuple(dict.fromkeys((*old.metrics, *f.metrics)))
     if STATUS_RANK[f.status] > STATUS_RANK[old.alerted]:
-        state = replace(old, alerted=f.status, current=f.status, alerted_at=now, alerted_step=obs.step)
+        state = replace(old, alerted=f.status, current=f.status, alerted_at=now, alerted_step=obs.step,
+                        metrics=metrics, title=dict(f.title))
         return _alert(key, "escalated", obs, f, old.alerted, now), state
-    return None, replace(old, current=f.status)
+    return None, replace(old, current=f.status, metrics=metrics)
 
 
 def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], now: float,
-           cooldown: Cooldown | None = None) -> tuple[list[Alert], dict[str, KeyState]]:
-    """The alerts the new observations raise, and the policy state after them.
+           cooldown: Cooldown | None = None, quiet: Mapping[str, int] | None = None) -> tuple[list[Alert],
+                                                                                          dict[str, KeyState]]:
+    """The alerts the new observations raise (and the ``cleared`` alerts now due), and the policy state
+    after them. ``quiet``: runs not observed this time, with their last step, whose cleared keys may
+    have stayed away long enough by now to be said cleared.
 
     Example:
         >>> from rlvitals.diagnosis import Finding
@@ -265,36 +366,84 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
     cooldown = cooldown or Cooldown()
     state = dict(previous)
     alerts: list[Alert] = []
+    settled = dict(quiet or {})
     for obs in observed:
-        seen: set[str] = set()
-        reported: set[str] = set()  # checks that said something other than "skipped"
-        mine: list[Alert] = []
-        before = {k: s.alerted for k, s in state.items() if s.active}
-        for f in obs.findings:
-            if f.status != "skipped":
-                reported.add(f.check)
-            if f.status not in _ALERTING:
-                continue
-            key = finding_key(obs.run, f)
-            seen.add(key)
-            alert, state[key] = _raise(state.get(key), key, obs, f, now, cooldown)
+        if obs.held:
+            continue
+        reps = one_per_check(obs.findings)
+        seen = {alert_key(obs.run, f.check) for f in reps}
+        reported = {f.check for f in obs.findings if f.status != "skipped"}  # the checks that judged
+        before = {k: s.alerted for k, s in state.items() if s.active and s.told}  # alerts that still stand
+        mine = []
+        for f in reps:
+            key = alert_key(obs.run, f.check)
+            old = state.get(key)
+            alert, state[key] = _raise(old, key, obs, f, now, cooldown)
+            if alert is None and old is not None and old.active and not old.told and _orphan(obs, key, before):
+                alert = _alert(key, "new", obs, f, None, now)  # its cause's alert no longer covers it
             if alert is not None:
                 mine.append(alert)
-        alerts.extend(by_cause(mine, obs.story, before, _escalate_cause(state, obs, now)))
+        said = by_cause(mine, obs.story, before, _escalate_cause(state, obs, reps, now))
+        for a in said:
+            state[a.key] = replace(state[a.key], told=True)
+        alerts.extend(said)
         if obs.partial:
             continue
         for key, old in list(state.items()):
             if old.run == obs.run and old.active and key not in seen and old.check in reported:
                 state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)
-    return alerts, state
+        settled[obs.run] = obs.step
+    return alerts + settle(state, now, cooldown, settled), state
 
 
-def _escalate_cause(state: dict[str, KeyState], obs: Observation, now: float) -> Any:
+def _orphan(obs: Observation, key: str, standing: Mapping[str, Status]) -> bool:
+    """Whether a finding that rode under its root cause's alert is left uncovered: the story no longer names
+    a cause for it whose alert still stands."""
+    told = obs.story.get(key)
+    return told is None or told.root == key or told.root not in standing
+
+
+def settle(state: dict[str, KeyState], now: float, cooldown: Cooldown, steps: Mapping[str, int]) -> list[Alert]:
+    """The ``cleared`` alerts due now for the runs of ``steps`` (run -> its last step), marking them said in
+    ``state``: keys whose alert was sent, cleared and away for the cooldown, not said cleared yet.
+
+    Example:
+        >>> from rlvitals.diagnosis import Finding
+        >>> f = Finding("kl_spike", "L1", "warn", {"en": "KL spike"}, {"en": "KL spiked"}, {})
+        >>> _, state = decide({}, [Observation("run.log", 40, [f])], now=0.0)
+        >>> _, state = decide(state, [Observation("run.log", 41, [replace(f, status="ok")])], now=1.0)
+        >>> [a.headline() for a in settle(state, 700.0, Cooldown(), {"run.log": 60})]
+        ['CLEARED kl_spike (was WARN): no longer holds at step 60']
+    """
+    out = []
+    for key, old in list(state.items()):
+        step = steps.get(old.run)
+        if (step is None or old.active or not old.told or old.said_cleared or old.cleared_step is None
+                or not _cooled(old, step, now, cooldown)):
+            continue
+        state[key] = replace(old, said_cleared=True)
+        out.append(_cleared(key, old, step, now))
+    return out
+
+
+def _cleared(key: str, old: KeyState, step: int, now: float) -> Alert:
+    """The alert that withdraws ``old``'s: the finding no longer holds."""
+    title = {lang: old.title.get(lang) or old.check for lang in ("en", "zh")}
+    words = STATUS_WORDS["zh"]
+    message = {"en": f"{title['en']}: alerted {old.alerted.upper()} at step {old.alerted_step}; "
+                     f"not seen since step {old.cleared_step}",
+               "zh": f"{title['zh']}：第 {old.alerted_step} 步告警为{words[old.alerted]}；"
+                     f"自第 {old.cleared_step} 步起不再出现"}
+    return Alert(key, "cleared", old.run, old.check, old.layer, "ok", old.alerted, step, now, old.onset,
+                 title, message, {}, old.metrics)
+
+
+def _escalate_cause(state: dict[str, KeyState], obs: Observation, reps: Sequence[Finding], now: float) -> Any:
     """How :func:`.causes.by_cause` raises a root cause again: an escalation of its key to the status of the
     worse finding it now explains, its words still the cause's own (None when the root is not among the
     findings observed)."""
     def escalate(root: str, worse: Alert) -> Alert | None:
-        f = next((f for f in obs.findings if finding_key(obs.run, f) == root), None)
+        f = next((f for f in reps if key_of(obs.run, f) == root), None)
         old = state.get(root)
         if f is None or old is None:
             return None
@@ -312,3 +461,26 @@ def changed_keys(before: Mapping[str, KeyState], after: Mapping[str, KeyState]) 
         {}
     """
     return {k: v for k, v in after.items() if before.get(k) != v}
+
+
+def upgraded(keys: Mapping[str, KeyState]) -> dict[str, KeyState]:
+    """Policy state written by an older watcher, whose keys also named the metrics, keyed by
+    :func:`alert_key`: of the keys of one run and check, the active one alerted highest is kept. A key
+    cleared under the old rules was cleared silently: it is not said cleared now.
+
+    Example:
+        >>> old = KeyState("run.log", "kl_spike", ("actor/kl",), "warn", "warn", True, 0.0, 4)
+        >>> list(upgraded({'["run.log","kl_spike",["actor/kl"]]': old}))
+        ['["run.log","kl_spike"]']
+    """
+    out: dict[str, KeyState] = {}
+    for key, s in keys.items():
+        new = alert_key(s.run, s.check)
+        if key == new:
+            out[new] = s
+            continue
+        s = s if s.active else replace(s, said_cleared=True)
+        kept = out.get(new)
+        if kept is None or (s.active, STATUS_RANK[s.alerted]) > (kept.active, STATUS_RANK[kept.alerted]):
+            out[new] = s
+    return out

@@ -41,9 +41,10 @@ def messages(pairs: Sequence[tuple[int, Alert]], sink: Sink) -> list[tuple[list[
 
 def dispatch(keys: Mapping[str, KeyState], observed: Sequence[Observation], now: float, cooldown: Cooldown, *,
              commit: Commit, say: Callable[[Alert], None], sinks: Sequence[Sink],
-             send: Send) -> tuple[list[Alert], dict[str, KeyState]]:
-    """Decide → commit → say → deliver; returns the alerts raised and the policy's new memory."""
-    alerts, after = decide(keys, observed, now, cooldown)
+             send: Send, quiet: Mapping[str, int] | None = None) -> tuple[list[Alert], dict[str, KeyState]]:
+    """Decide → commit → say → deliver; returns the alerts raised and the policy's new memory. ``quiet``: runs
+    not observed now, with their last steps, whose cleared findings may be due to be said cleared."""
+    alerts, after = decide(keys, observed, now, cooldown, quiet)
     ids = commit(changed_keys(keys, after), alerts)
     pairs = list(zip(ids, alerts, strict=True))
     for _, alert in grouped(pairs):

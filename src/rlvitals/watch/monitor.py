@@ -42,7 +42,7 @@ from ..ingest.record import Record, SourceMeta, Value
 from ..run.builder import RunBuilder
 from ..run.run import Run
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation, finding_key
+from .alerts import Alert, Cooldown, KeyState, Observation, key_of
 from .causes import story_of
 from .dispatch import dispatch, messages
 from .sinks import Sink
@@ -468,7 +468,7 @@ class Monitor:
         def say(alert: Alert) -> None:
             self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
 
-        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, finding_key))
+        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, key_of))
         _, self._keys = dispatch(self._keys, [seen], self.clock(),
                                  self.cooldown, commit=commit, say=say, sinks=self.sinks,
                                  send=lambda sink, ids, alert: self._send(state, sink, ids, alert))

@@ -39,7 +39,7 @@ from ..errors import RlvitalsError
 from ..ingest import WALL_KEY, Record
 from ..ingest.record import Packed, Value
 from ..words import Words
-from .alerts import Alert, KeyState
+from .alerts import Alert, KeyState, upgraded
 from .blocks import BlockError, decode, encode
 
 SCHEMA = 3
@@ -104,7 +104,9 @@ class WatchState:
         return {p: json.loads(s) for p, s in self.db.execute("SELECT path, state FROM sources")}
 
     def keys(self) -> dict[str, KeyState]:
-        return {k: KeyState.from_json(json.loads(s)) for k, s in self.db.execute("SELECT key, state FROM keys")}
+        """The alert policy's memory, keyed as this version keys alerts (:func:`.alerts.upgraded`)."""
+        rows = self.db.execute("SELECT key, state FROM keys")
+        return upgraded({k: KeyState.from_json(json.loads(s)) for k, s in rows})
 
     def packed(self, path: str) -> StoredRecords:
         """The records stored for the log ``path``, in the order they were read, packed (the records of

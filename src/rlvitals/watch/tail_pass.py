@@ -37,7 +37,7 @@ from ..checks import STATUS_RANK, VERDICT_STATUSES, sudden_checks
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, assemble, diagnose
 from ..run.run import Run
-from .alerts import KeyState, finding_key
+from .alerts import KeyState, alert_key, finding_key
 
 __all__ = ["TailPass", "merge", "raised"]
 
@@ -87,7 +87,7 @@ def raised(full: Diagnosis, tail: Diagnosis, keys: Mapping[str, KeyState]) -> li
         known = held.get(key)
         if known is not None and STATUS_RANK[known.status] >= STATUS_RANK[f.status]:
             continue
-        state = keys.get(key)
+        state = keys.get(alert_key(path, f.check))
         if state is not None and not state.active and state.cleared_step is not None:
             end = _evidence_end(f)
             if end is None or end <= state.cleared_step:

@@ -25,19 +25,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from ..checks import STATUS_RANK
+from ..checks import STATUS_RANK, final_checks
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
+from ..ingest.rotated import RotationRules
 from ..render.diagnosis import STATUS_WORDS
 from ..rollout import Progress
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
 from ..run.run import Run
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation, finding_key
+from .alerts import Alert, Cooldown, KeyState, Observation, key_of, settle
 from .causes import story_of
+from .confirm import Confirm, Confirmations
 from .dispatch import dispatch, messages
+from .estimates import Estimates
 from .exports import LiveExports, WandbTarget
 from .launches import Launches
 from .outbox import Outbox
@@ -67,7 +70,8 @@ class WatchOptions:
     several are watched) / log them to a W&B run (see :mod:`.exports`). ``rollout_settings``: how the
     followed rollouts (``--rollouts``) are read and analysed (the rollout options of ``rlvitals rollouts``).
     ``one_run``: the paths are the logs of one run's launches, watched as one run (:mod:`.launches`;
-    no tail pass: each full diagnosis reads the launches again)."""
+    no tail pass: each full diagnosis reads the launches again). ``rotation``: where the text logs' rotated
+    files go that no rotation tool's default names (``--rotated-into``, ``--rotation-pattern``)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -82,6 +86,10 @@ class WatchOptions:
     export_wandb: WandbTarget | None = None
     rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
     one_run: bool = False
+    #: how long a new finding must hold before it is alerted (:mod:`.confirm`); at once by default here,
+    #: ``rlvitals watch`` waits for two looks (``--confirm-looks``)
+    confirm: Confirm = field(default_factory=lambda: Confirm(looks=1))
+    rotation: RotationRules = field(default_factory=RotationRules)
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
@@ -119,8 +127,8 @@ class Watcher:
         #: time: the clock says when things are due, the timer how long the work took)
         self.timer = timer or clock
         saved = state.sources()
-        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.packed(str(p)))
-                        for p in paths]
+        self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.packed(str(p)),
+                               self.options.rotation) for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         # ``rollout_progress`` hears how far the reading and analysis of those rollouts got (the CLI's bar)
         self.rollouts = (RolloutFollow(rollouts, self.options.rollout_settings, rollout_progress)
@@ -138,6 +146,8 @@ class Watcher:
         self._spent: dict[tuple[Path, bool], float] = {}  # (log, tail pass?) -> what the last one cost
         self.full: dict[str, Diagnosis] = {}  # each run's last full diagnosis (``diagnoses`` adds the tail's)
         self._alerted: set[str] = set()  # runs whose findings reach the policy (a twin's do not)
+        self.estimates = Estimates()  # runs whose steps are an estimate: held until their numbering is stable
+        self.confirms = Confirmations(self.options.confirm)  # new findings wait until they have held
         self.tails = TailPass(self.options.tail_steps, self.options.config)
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
         self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
@@ -237,6 +247,11 @@ class Watcher:
             if due:
                 sent.extend(self._pass(follow, now, tail=False))
                 shown = True
+        # a run that stopped moving while a new finding of it waited: what waits has held (.confirm)
+        still = self.confirms.quiet(now, max(2.0, 4 * self.options.interval))
+        if still:
+            sent.extend(self._alert(still, now, settled=True))
+        sent.extend(self._settle(now))
         if shown:
             self.view.show(self.diagnoses)
         self.view.status(self.status(now))
@@ -261,6 +276,9 @@ class Watcher:
                 last = read[1] if read[1] is not None else "–"
                 said = f"已读 {read[0]:,} 条记录，最后一步是第 {last} 步" if zh else \
                     f"{read[0]:,} records read, last step {last}"
+            d = self.full.get(str(follow.path))
+            if d is not None and d.run.estimated_steps:
+                said += "（步数为估计）" if zh else " (steps estimated)"
             wait = self._next_diagnosis.get(follow.path, now) - now
             due = ""
             if follow in self._dirty and wait > 0:
@@ -310,14 +328,20 @@ class Watcher:
             # a run watched through two files is alerted once, as its primary file's
             if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
                 self._alerted.add(run.path)
-                observed.append(Observation(run.path, last_step(run), d.findings,
-                                            story=story_of(run.path, d, finding_key)))
+                # --once reads what is there now, as diagnose does: no later look to hold an estimate for
+                held = not self._once and self.estimates.held(run.path, run.steps, run.estimated_steps)
+                observed.append(Observation(run.path, last_step(run), d.findings, held=held,
+                                            estimated=run.estimated_steps, story=story_of(run.path, d, key_of)))
+                if held:  # a crash or a NaN rests on no step's number: said at once, as a part that clears nothing
+                    finals = [f for f in d.findings if f.check in final_checks()]
+                    observed.append(Observation(run.path, last_step(run), finals, partial=True, estimated=True))
                 self.exports.queue(d, several=len(runs) > 1)
             else:
                 self._alerted.discard(run.path)
-        for message in self.twins.notes:
+        for message in [*self.twins.notes, *self.estimates.messages]:
             self.view.note(message)
         self.twins.notes.clear()
+        self.estimates.messages.clear()
         return observed
 
     def _one_run(self) -> list[Run]:
@@ -343,13 +367,25 @@ class Watcher:
             d = self.tails.read(run, full, self.keys)
             self.diagnoses[run.path] = d
             observed.append(Observation(run.path, last_step(run), d.findings, partial=True,
-                                        story=story_of(run.path, d, finding_key)))
+                                        held=self.estimates.holding(run.path), estimated=run.estimated_steps,
+                                        story=story_of(run.path, d, key_of)))
         return observed
 
-    def _alert(self, observed: list[Observation], now: float) -> list[Alert]:
+    def _alert(self, observed: list[Observation], now: float, quiet: Mapping[str, int] | None = None,
+               settled: bool = False) -> list[Alert]:
+        if not self._once and not settled:  # --once reads what is there, as diagnose does: no next look to wait for
+            observed = [self.confirms.confirmed(o, self.keys, now) for o in observed]
         alerts, self.keys = dispatch(self.keys, observed, now, self.options.cooldown, commit=self._commit,
-                                     say=self.view.alert, sinks=self.sinks, send=self._send)
+                                     say=self.view.alert, sinks=self.sinks, send=self._send, quiet=quiet)
         return alerts
+
+    def _settle(self, now: float) -> list[Alert]:
+        """The ``cleared`` alerts due now for runs that brought nothing new (a finding that went away and
+        stayed away for the cooldown while its run stopped logging)."""
+        steps = {run: last_step(d.run) for run, d in self.full.items() if run in self._alerted}
+        if not settle(dict(self.keys), now, self.options.cooldown, steps):
+            return []
+        return self._alert([], now, quiet=steps)
 
     def _commit(self, changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
         """The policy state and the alerts, in one transaction with every log's cursor and new records."""
@@ -389,11 +425,17 @@ class Watcher:
                 f"{stop}；按 Ctrl-C 停止")
 
     def exit_code(self) -> int:
-        """EXIT_FINDINGS once any run's verdict reaches ``exit_on``, else EXIT_OK."""
+        """EXIT_FINDINGS once a finding at ``exit_on`` or worse has been alerted and still holds — a stable
+        finding, not one of a run whose steps are still an estimate (:attr:`.alerts.Observation.held`) — else
+        EXIT_OK. With ``--once`` everything there is was read, as ``diagnose`` reads it: the verdict decides."""
         threshold = self.options.exit_on
         if threshold is None:
             return EXIT_OK
-        worst = max((STATUS_RANK[d.verdict] for d in self.diagnoses.values()), default=-1)
+        if self._once:
+            worst = max((STATUS_RANK[d.verdict] for d in self.diagnoses.values()), default=-1)
+        else:
+            worst = max((STATUS_RANK[s.alerted] for s in self.keys.values() if s.active and s.run in self._alerted),
+                        default=-1)
         return EXIT_FINDINGS if worst >= STATUS_RANK[threshold] else EXIT_OK
 
     def run(self, *, once: bool = False, max_cycles: int | None = None) -> int:

@@ -49,6 +49,8 @@ SLACK_LIMITS = {"header": 150, "section": 3000, "field": 2000, "fields": 10}
 #: how many times a 429 answer is retried
 RETRIES = 3
 _COLOUR = {"fail": 0xD62728, "warn": 0xFFB000}
+#: the colour of a ``cleared`` alert (the finding no longer holds)
+_CLEARED = 0x2CA02C
 Flavour = Literal["slack", "discord", "any"]
 
 
@@ -194,7 +196,8 @@ def discord_body(alert: Alert, lang: str = "en") -> dict[str, Any]:
     embed: dict[str, Any] = {
         "title": _cut(alert.headline("zh") if _lang(alert, lang) == "zh" else f"{alert.headline()}: {title}",
                       lim["title"]),
-        "color": _COLOUR.get(alert.status, 0x808080), "fields": fields[: lim["fields"]],
+        "color": _CLEARED if alert.kind == "cleared" else _COLOUR.get(alert.status, 0x808080),
+        "fields": fields[: lim["fields"]],
         "footer": {"text": "rlvitals watch"},
         "timestamp": datetime.fromtimestamp(alert.at, tz=timezone.utc).isoformat()}
     used = len(embed["title"]) + len(embed["footer"]["text"]) + sum(len(f["name"]) + len(f["value"])
