@@ -108,7 +108,9 @@ class Rotating:
         why = change
         if change in ("truncated", "replaced"):
             rot = rotations(cursor, (st.st_dev, st.st_ino), self.finished, self.rules)
-            if same and rot.old is None and not rot.between and not rot.compressed and self._rewritten(st, target):
+            # a file cut shorter is said as truncated (and restarted), not taken for a rewrite of what was read
+            if (same and change != "truncated" and rot.old is None and not rot.between and not rot.compressed
+                    and self._rewritten(st, target)):
                 return True
         else:
             # nothing read of it yet: a copytruncate of it, or a new file given its inode number, leaves no
