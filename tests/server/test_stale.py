@@ -21,6 +21,8 @@ from conftest import REAL
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
+from .test_app import Clock  # a minute a call: every poll sees the files settled
+
 tbx = pytest.importorskip("tensorboardX")
 
 TRL_STATE = "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
@@ -41,17 +43,6 @@ def _tensorboard(folder: Path, steps: int) -> None:
     for step in range(1, steps + 1):
         w.add_scalar("train/loss", 1 / step, step)
     w.close()
-
-
-class Clock:
-    """A clock that moves a minute a call: every poll sees the files as settled and the throttles as passed."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        self.now += 60.0
-        return self.now
 
 
 @pytest.fixture
