@@ -1,13 +1,20 @@
 """How ``rlvitals watch`` does live on the corpus of real runs (benchmarks/corpus/): every run is written
 into a file again as it could have been written while it trained (``live_replay.py``: line by line, in
 stdout bursts, rewritten at checkpoints, record by record), and watched as it grows by the real watcher
-(``open_watcher``, no sink) under an injected clock that moves a minute per look and stands still within
-a cycle (so every look that finds the log grown is diagnosed in full; the tail pass is not exercised). Then,
-against the final diagnosis of the whole file (``load`` + ``diagnose``, as ``corpus_eval.py``):
+(``open_watcher``, no sink)
+under an injected clock that moves a minute per look (so every look that finds the log grown is diagnosed in
+full; on a long run the tail pass goes first in the same look), and then one cooldown more with nothing new
+(the trainer stopped; the watcher goes on looking). Then, against the final diagnosis of the whole file
+(``load`` + ``diagnose``, as ``corpus_eval.py``):
 
 - **contradicted alerts**: an alert raised live (kind new, escalated or again; warn or fail) whose check —
   or a check of one of its families (corpus/families.toml) — the final diagnosis does not hold at that status
-  or worse. Goal 0. The findings an alert carries as its consequences are scored the same way, apart.
+  or worse, and that either still stood at the end of the watch or was a ``fail`` (which ``--exit-on fail``
+  acts on at once). Goal 0. A cause escalated by what followed it (``evidence.escalated_by``) is held when the
+  final diagnosis holds the cause at its own status and what followed at the alert's. The findings an alert
+  carries as its consequences are scored the same way, apart.
+- **withdrawn warnings**: the other warnings the final diagnosis does not hold — the watcher withdrew them with
+  a ``cleared`` alert before the end: told, and taken back in words. The price of warning early.
 - **withdrawn**: alerts of kind ``cleared`` (a finding that stopped holding), counted when the watcher says so.
 - **changed steps**: a step the watcher's run showed (the Run it diagnosed, at each look) that is not where
   the final run has it: the step axis shown is not a prefix of the final one (a step renumbered, dropped),
@@ -120,6 +127,11 @@ def watch(run_id: str, label: dict[str, Any], p: Plan, folder: Path) -> Replayed
         now[0] += MINUTE
         out.alerts += w.cycle(force=True)
         out.shown += _diagnosed(w, last, out.looks + 1)
+        # the trainer stopped; the watcher goes on looking through one cooldown (a finding that went away is
+        # said cleared only once it stayed away that long)
+        for _ in range(int(options.cooldown.seconds // MINUTE) + 1):
+            now[0] += MINUTE
+            out.alerts += w.cycle()
     except Exception as exc:  # noqa: BLE001 - a watcher that fails on a replay is what this reports
         out.error = f"watch: {type(exc).__name__}: {exc}"
     finally:
@@ -165,9 +177,30 @@ def _holds(d: Any, checks: set[str], status: str) -> bool:
     return any(f.check in checks and RANK.get(f.status, -1) >= RANK[status] for f in d.findings)
 
 
-def contradicted(r: Replayed, rel: dict[str, set[str]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The alerts the final diagnosis does not hold, and the consequences it does not hold."""
-    alerts, consequences = [], []
+def _held(d: Any, a: Any, rel: dict[str, set[str]]) -> bool:
+    """Whether the final diagnosis ``d`` holds alert ``a``: its check (or one of its families) at its status or
+    worse; a cause raised by what followed it (``escalated_by``) at its own status, with that finding at the
+    alert's status."""
+    by = a.evidence.get("escalated_by")
+    if by is None:
+        return _holds(d, rel.get(a.check, {a.check}), a.status)
+    return _holds(d, rel.get(a.check, {a.check}), a.evidence["own_status"]) and \
+        _holds(d, rel.get(by["check"], {by["check"]}), a.status)
+
+
+def _withdrawn(r: Replayed, a: Any) -> bool:
+    """Whether the watcher withdrew ``a`` (a ``cleared`` alert of its key came later, and nothing raised it
+    again after that)."""
+    later = [b for b in r.alerts[r.alerts.index(a) + 1:] if b.key == a.key]
+    return bool(later) and later[-1].kind == "cleared"
+
+
+def contradicted(r: Replayed, rel: dict[str, set[str]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                                  list[dict[str, Any]]]:
+    """The alerts the final diagnosis does not hold that stood at the end of the watch or failed the run (a
+    ``--exit-on fail`` may have stopped it), the consequences it does not hold, and the warnings it does not hold
+    that the watcher withdrew (``cleared``) before the end."""
+    alerts, consequences, withdrawn = [], [], []
     for a in r.alerts:
         if a.kind not in RAISED or a.status not in ALARM:
             continue
@@ -175,15 +208,16 @@ def contradicted(r: Replayed, rel: dict[str, set[str]]) -> tuple[list[dict[str, 
         if found is None:
             continue
         d = found[1]
-        if not _holds(d, rel.get(a.check, {a.check}), a.status):
+        if not _held(d, a, rel):
             final = [f.status for f in d.findings if f.check == a.check]
-            alerts.append({"run": r.run_id, "mode": r.mode, "check": a.check, "status": a.status, "kind": a.kind,
-                           "step": a.step, "onset": a.onset_step, "final": max(final, key=RANK.get, default="absent")})
+            case = {"run": r.run_id, "mode": r.mode, "check": a.check, "status": a.status, "kind": a.kind,
+                    "step": a.step, "onset": a.onset_step, "final": max(final, key=RANK.get, default="absent")}
+            (withdrawn if a.status != "fail" and _withdrawn(r, a) else alerts).append(case)
         for c in a.consequences:
             if c["status"] in ALARM and not _holds(d, rel.get(c["check"], {c["check"]}), c["status"]):
                 consequences.append({"run": r.run_id, "mode": r.mode, "check": c["check"], "status": c["status"],
                                      "step": c["step"], "under": a.check, "alert_step": a.step})
-    return alerts, consequences
+    return alerts, consequences, withdrawn
 
 
 def _prefix(shown: Sequence[int], final: Sequence[int]) -> int:
@@ -329,8 +363,8 @@ class Scored:
 
 
 def score(r: Replayed, families: dict[str, tuple[str, ...]]) -> Scored:
-    bad, cons = contradicted(r, related(families))
-    cases = {"contradicted": bad, "consequences": cons, **step_changes(r),
+    bad, cons, taken_back = contradicted(r, related(families))
+    cases = {"contradicted": bad, "consequences": cons, "withdrawn_warnings": taken_back, **step_changes(r),
              "errors": [{"run": r.run_id, "mode": r.mode, "error": r.error}] if r.error else []}
     return Scored(r.run_id, r.mode, r.looks, sum(a.kind in RAISED and a.status in ALARM for a in r.alerts),
                   sum(a.kind == "cleared" for a in r.alerts), cases, drifts(r), leads(r, families), r.error,
@@ -386,7 +420,8 @@ def figures(done: Sequence[Scored]) -> dict[str, Any]:
     drift_rows: list[dict[str, Any]] = []
     lead_rows: list[dict[str, Any]] = []
     for r in done:
-        m = by_mode.setdefault(r.mode, {"runs": 0, "looks": 0, "alerts": 0, "contradicted": 0, "consequences": 0,
+        m = by_mode.setdefault(r.mode, {"runs": 0, "looks": 0, "alerts": 0, "contradicted": 0,
+                                         "withdrawn_warnings": 0, "consequences": 0,
                                          "withdrawn": 0, "changed_steps": 0, "estimated_steps": 0,
                                          "changed_values": 0, "backward": 0,
                                          "final_mismatch": 0, "errors": 0, "drifts": []})
@@ -395,6 +430,7 @@ def figures(done: Sequence[Scored]) -> dict[str, Any]:
         m["alerts"] += r.alerts
         m["withdrawn"] += r.withdrawn
         m["contradicted"] += len(r.cases["contradicted"])
+        m["withdrawn_warnings"] += len(r.cases["withdrawn_warnings"])
         m["consequences"] += len(r.cases["consequences"])
         m["changed_steps"] += len({s for c in r.cases["steps"] for s in c["shown"]})
         m["estimated_steps"] += len({s for c in r.cases["estimated"] for s in c["shown"]})
@@ -422,8 +458,9 @@ def figures(done: Sequence[Scored]) -> dict[str, Any]:
 # -- output -----------------------------------------------------------------------------------------------
 
 COLUMNS = (("runs", "runs"), ("looks", "looks"), ("alerts", "alerts"), ("contradicted", "contra"),
-           ("consequences", "conseq"), ("withdrawn", "withdr"), ("changed_steps", "steps"), ("estimated_steps", "est"),
-           ("changed_values", "values"), ("backward", "back"), ("final_mismatch", "final"), ("errors", "errors"))
+           ("withdrawn_warnings", "wd-warn"), ("consequences", "conseq"), ("withdrawn", "withdr"),
+           ("changed_steps", "steps"), ("estimated_steps", "est"), ("changed_values", "values"),
+           ("backward", "back"), ("final_mismatch", "final"), ("errors", "errors"))
 
 
 def _drift(d: dict[str, Any]) -> str:
@@ -455,6 +492,9 @@ def render(fig: dict[str, Any], skipped: dict[str, list[str]], left_out: int, se
     lines += ["", f"contradicted alerts ({len(cases['contradicted'])}):"]
     lines += [f"  {c['run']} [{c['mode']}]: {c['status']} {c['check']} ({c['kind']}) at step {c['step']}, onset "
               f"{c['onset']}; final: {c['final']}" for c in cases["contradicted"]]
+    lines += ["", f"warnings the final diagnosis does not hold, withdrawn live ({len(cases['withdrawn_warnings'])}):"]
+    lines += [f"  {c['run']} [{c['mode']}]: {c['check']} ({c['kind']}) at step {c['step']}, onset {c['onset']}; "
+              f"final: {c['final']}" for c in cases["withdrawn_warnings"]]
     lines += ["", f"contradicted consequences ({len(cases['consequences'])}):"]
     lines += [f"  {c['run']} [{c['mode']}]: {c['status']} {c['check']} at step {c['step']}, under {c['under']} "
               f"(alert at step {c['alert_step']})" for c in cases["consequences"]]

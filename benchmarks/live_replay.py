@@ -237,7 +237,8 @@ def streams(data: bytes) -> list[tuple[str, bytes]]:
 
 
 def burst_writes(data: bytes, size: int) -> list[tuple[str, bytes]]:
-    """What reaches the file, in order: ``("err", piece)`` at once, ``("block", bytes)`` when stdout writes."""
+    """What reaches the file, in order: ``("err", piece)`` at once, ``("block", bytes)`` when stdout writes, and
+    ``("exit", bytes)`` for what stdout still held when the process exited (written back to back)."""
     stdout = Stdout(size)
     out: list[tuple[str, bytes]] = []
     for stream, piece in streams(data):
@@ -245,13 +246,14 @@ def burst_writes(data: bytes, size: int) -> list[tuple[str, bytes]]:
             out.append(("err", piece))
         else:
             out += [("block", b) for b in stdout.write(piece)]
-    out += [("block", b) for b in stdout.close()]
+    out += [("exit", b) for b in stdout.close()]
     return out
 
 
 def burst(source: Path, target: Path, size: int) -> Iterator[None]:
     """Write ``source`` to ``target`` as a trainer whose stdout is buffered in ``size`` bytes writes it; a look
-    just before and just after each chosen stdout block."""
+    just before and just after each chosen stdout block (not between the blocks of the flush at exit: they come
+    within microseconds of each other)."""
     writes = burst_writes(source.read_bytes(), size)
     blocks = [i for i, (kind, _) in enumerate(writes) if kind == "block"]
     keep = {blocks[i] for i in chosen(len(blocks), list(range(len(blocks))), (), LOOKS // 4)}
@@ -265,6 +267,7 @@ def burst(source: Path, target: Path, size: int) -> Iterator[None]:
             wrote = True
             if i in keep:
                 fh.flush()
+                wrote = False  # a look after this block; the next comes once something else was written
                 yield
         fh.flush()
     yield

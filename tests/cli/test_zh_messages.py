@@ -147,7 +147,9 @@ def test_the_note_on_the_joined_rollout_series_names_the_folder_in_chinese(log: 
      "--tail-steps -5：应为 0（不做尾部检查）或更多步"),
     (["--confirm-looks", "0"], "--confirm-looks 0: expected 1 (alert at once) or more looks",
      "--confirm-looks 0：应为 1（立即告警）或更多次查看"),
-], ids=["interval", "cooldown", "tail-steps", "confirm-looks"])
+    (["--confirm-fail-share", "1.5"], "--confirm-fail-share 1.5: expected a share of the steps read between 0 and 1",
+     "--confirm-fail-share 1.5：应为 0 到 1 之间的已读步数占比"),
+], ids=["interval", "cooldown", "tail-steps", "confirm-looks", "confirm-fail-share"])
 def test_watch_option_errors_in_chinese(tmp_path: Path, flags: list[str], en: str, zh: str) -> None:
     assert _cli("watch", str(tmp_path / "x.log"), *flags) == (2, "", f"rlvitals: {en}\n")
     assert _cli("watch", str(tmp_path / "x.log"), *flags, "--lang", "zh") == (2, "", f"rlvitals：{zh}\n")

@@ -48,6 +48,12 @@ def test_a_later_consequence_adds_nothing_unless_it_is_worse() -> None:
                       now=1.0)[0]
     assert (again.check, again.kind, again.status, again.previous) == ("lr_schedule", "escalated", "fail", "warn")
     assert [c["check"] for c in again.consequences] == ["grad_norm_vanishing"]
+    # the fail is what followed, not the cause's own level: the alert says which
+    assert again.evidence["own_status"] == "warn"
+    assert again.evidence["escalated_by"] == {"check": "grad_norm_vanishing", "status": "fail"}
+    assert again.headline() == ("FAIL (was warn, grad_norm_vanishing followed) lr_schedule since step 30, seen at "
+                                "step 36")
+    assert again.headline("zh").startswith("失败（之前是警告，随后出现 grad_norm_vanishing） · lr_schedule（")
 
 
 def test_a_finding_no_cause_explains_alerts_on_its_own() -> None:

@@ -85,18 +85,28 @@ def test_findings_on_estimated_steps_wait_until_the_numbering_is_stable_and_say_
     assert {a.check for a in alerts} - {"rollout_mismatch"} <= final
 
 
-def test_a_crash_on_estimated_steps_is_alerted_at_once(tmp_path: Path) -> None:
-    """A run that died brings no later look: its crash is said while its steps are still held."""
+def test_a_crash_on_estimated_steps_is_alerted_once_the_log_stops_growing(tmp_path: Path) -> None:
+    """A run that died brings no later look: its numbering never settles, so its crash (and what else was found)
+    is said once the log stopped growing, while its steps are still held."""
     source = RUNS / "trlconsole__nips-grpo-dynamics__qwen35-9b-g3-nosignal-oom" / "w6_G3_rho0.70_seed44.log"
     lines = source.read_bytes().splitlines(keepends=True)
     dicts = [i for i, line in enumerate(lines) if line.startswith(b"{'loss'")]
     log = tmp_path / source.name
     log.write_bytes(b"".join(lines[: dicts[0] + 1]))  # one dict: its step is the bar's count, unchecked
+    now = [1000.0]
     w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(diagnose_gap=0.0, min_gap=0.0),
-                view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: 1000.0, timer=lambda: 0.0)
+                view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
     assert w.cycle() == [] and w.estimates.holding(str(log))
     with log.open("ab") as f:  # the traceback, then what stdout still held, as the process exited
         f.write(b"".join(lines[dicts[-1] + 1:] + lines[dicts[0] + 1: dicts[-1] + 1]))
+    now[0] += 1.0
+    assert w.cycle() == []  # the traceback and the flushed dicts came together: the log may grow on
+    now[0] += 1.5
+    assert w.cycle() == []
+    now[0] += 1.0  # 2.5 s without a byte: the trainer is gone
     alerts = w.cycle()
     w.close()
-    assert [a.check for a in alerts] == ["run_crashed"] and w.estimates.holding(str(log))
+    # said with everything found on the held steps, under their root cause (the story's): the cut responses
+    said = {a.check for a in alerts} | {c["check"] for a in alerts for c in a.consequences}
+    assert "run_crashed" in said and w.estimates.holding(str(log))
+    assert all(a.evidence["steps_estimated"] for a in alerts)

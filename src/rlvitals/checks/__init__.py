@@ -26,11 +26,11 @@ from ._base import (
 from .ceiling import RunForecast, forecast_params, run_forecast, target_of
 from .config import CheckSettings, DiagnoseConfig, load_config
 from .generalisation import core_tracks
-from .registry import FUNCTIONS, MODULES, final_checks, load_checks, parse_checks, sudden_checks
+from .registry import FUNCTIONS, MODULES, final_checks, load_checks, parse_checks, quiet_checks, sudden_checks
 
 __all__ = ["FINDING_STATUSES", "FUNCTIONS", "MIN_POINTS", "MODULES", "STATUS_RANK", "VERDICT_STATUSES", "WORST_FIRST",
            "Check", "CheckFn", "CheckSettings", "core_tracks", "forecast_params", "RunForecast", "run_forecast",
            "target_of",
            "DiagnoseConfig", "Outcome", "RunView", "Series", "Status", "Text",
            "behaviour", "ceiling", "crash", "efficiency", "generalisation", "joint", "kl", "learning", "load_checks",
-           "final_checks", "load_config", "parse_checks", "rollout", "stability", "sudden_checks"]
+           "final_checks", "load_config", "parse_checks", "quiet_checks", "rollout", "stability", "sudden_checks"]

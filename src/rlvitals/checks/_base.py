@@ -162,9 +162,12 @@ class Check:
     #: an abrupt event read against a window of recent steps: the last steps of a run show it as the
     #: whole run does, so ``watch`` may read it on those alone between full diagnoses (checks.toml ``sudden``)
     sudden: bool = False
-    #: what it finds, later steps cannot undo (the run died, a value went NaN): ``watch`` alerts it without
-    #: waiting for it to hold (checks.toml ``final``)
+    #: what it finds, later steps cannot undo (a value went NaN): ``watch`` alerts it without waiting for it to
+    #: hold (checks.toml ``final``)
     final: bool = False
+    #: read from how the log ends (a traceback): only output flushed after it can change it, so ``watch``
+    #: alerts it once the log stopped growing (checks.toml ``when_quiet``)
+    when_quiet: bool = False
     #: fewer logged points of a needed metric than this and the check is skipped (checks.toml ``min_points``):
     #: a few values suffice where the evidence is absolute (a response length of two tokens)
     min_points: int = MIN_POINTS

@@ -13,11 +13,15 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..probe.stats import wilson
 from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._reward import TRUNCATION_KEYS, natural_bounds, reward_bounds, reward_of, severity
 from ._share import share_check
 from ._shared import held_from
 from .course import course_since
+
+#: a validation curve whose Mann–Kendall z is at least this leans up: not evidence that the model stopped learning
+LEANS_UP = 1.0
 
 
 def _between(s: Series, first: int, last: int) -> np.ndarray:
@@ -106,8 +110,10 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         event.value <= p["near_zero"] * event.baseline)
     values["sudden"] = evidence["sudden"] = bool(sudden)
     course = course_since(view, onset)
-    if course is not None and course.kind == "validation" and not course.rising and ctx["explained"] == "learning":
-        ctx["explained"] = None  # a training reward that climbs while validation does not is no learning
+    if course is not None and course.kind == "validation" and ctx["explained"] == "learning" and (
+            course.falling or (not course.rising and course.trend_z < LEANS_UP)):
+        ctx["explained"] = None  # a training reward that climbs while validation does not is no learning (a
+        # validation curve that leans up without clearly rising yet, a few evaluations in, is no sign against it)
     if ctx["explained"] is not None and not sudden:
         # explained by the reward and not sudden: a note to watch for the saturation that often follows
         return [Outcome("note", ctx["explained"], values, onset, (onset, low), metrics, evidence)]
@@ -321,13 +327,16 @@ def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outco
         return [Outcome("skipped", "no_ratio", {"metric": s.key}, metrics=(s.key,))]
     share = float(np.mean(at))
     first = int(np.flatnonzero(at)[0])
-    status: Status = "fail" if share >= p["fail"] else "warn" if share >= p["warn"] else "ok"
+    # most of the answers cut, beyond what chance does on the steps read (a few dozen steps into a run)
+    low = wilson(int(at.sum()), len(x))[0]
+    status: Status = "fail" if low >= p["fail"] else "warn" if share >= p["warn"] else "ok"
     values = {"metric": s.key, "cap": cap, "share": share, "count": int(at.sum()), "n": len(x),
               "onset": s.step(first), "threshold": p[status] if status != "ok" else p["warn"]}
     if status == "ok":
         return [Outcome("ok", "capped_ok", values, metrics=(s.key,))]
     return [Outcome(status, "capped", values, s.step(first), (s.step(first), s.step(len(x) - 1)), (s.key,),
-                    {"value": share, "threshold": p[status], "limit": cap, "steps_at_cap": int(at.sum())})]
+                    {"value": share, "value_low": low, "threshold": p[status], "limit": cap,
+                     "steps_at_cap": int(at.sum())})]
 
 
 def prompt_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:

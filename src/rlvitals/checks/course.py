@@ -46,6 +46,9 @@ class Course:
     end: float
     rising: bool
     falling: bool
+    #: the Mann–Kendall z of the outcome's trend from the step on (0 with fewer than 4 values): how far it leans
+    #: up even when it does not clearly rise (few evaluations)
+    trend_z: float = 0.0
 
     def words(self) -> dict[str, Any]:
         """The values a message quotes: ``outcome`` (what was read), ``outcome_from`` and ``outcome_to``."""
@@ -69,13 +72,29 @@ def _validation(view: RunView, step: int) -> Course | None:
         # changes: what it gained is behind it, it is not still learning (the demo's frozen policy at 0.67)
         frozen = len(part) >= FROZEN and float(np.ptp(part[-FROZEN:])) == 0.0
         read.append((t, pr.start * t.sign, pr.end * t.sign, pr.gain > tol and not frozen,
-                     pr.drop > tol or -pr.gain > tol))
+                     pr.drop > tol or -pr.gain > tol, trend_z(t.sign * part)))
     if not read:
         return None
     rising = any(r[3] for r in read) and not any(r[4] for r in read)
     main = next((r for r in read if r[3] or r[4]), read[0])
     t, start, end = main[0], main[1], main[2]
-    return Course("validation", f"{t.source}/{t.label}", start, end, rising, any(r[4] for r in read))
+    return Course("validation", f"{t.source}/{t.label}", start, end, rising, any(r[4] for r in read),
+                  min(r[5] for r in read))
+
+
+def trend_z(x: np.ndarray) -> float:
+    """Kendall's tau of ``x`` against time over its standard deviation under no trend (the Mann–Kendall z;
+    0 with fewer than 4 values).
+
+    Example:
+        >>> round(trend_z(np.arange(10.0)), 2)
+        4.02
+    """
+    n = len(x)
+    if n < 4:
+        return 0.0
+    sd = float(np.sqrt(2.0 * (2 * n + 5) / (9.0 * n * (n - 1))))
+    return signals.trend(x) / sd
 
 
 def _reward(view: RunView, step: int) -> Course | None:
@@ -90,7 +109,7 @@ def _reward(view: RunView, step: int) -> Course | None:
     # a batch reward repeating one value to the end is a frozen policy's (one answer pattern, one partial credit)
     frozen = float(np.ptp(part[-max(FROZEN, len(part) // 10):])) == 0.0
     return Course("reward", r.key, pr.start, pr.end, pr.rising and tau >= 0.2 and not frozen,
-                  pr.falling and tau <= -0.2)
+                  pr.falling and tau <= -0.2, trend_z(part))
 
 
 def course_since(view: RunView, step: int) -> Course | None:

@@ -58,8 +58,8 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         if raw.get("layer") not in layers:
             raise CatalogError(f"checks: check {cid!r} has layer {raw.get('layer')!r}; expected one of {layers}")
         needs = tuple(tuple(n) if isinstance(n, list) else (str(n),) for n in raw.get("needs", []))
-        sudden, final = raw.get("sudden", False), raw.get("final", False)
-        for name, flag in (("sudden", sudden), ("final", final)):
+        sudden, final, quiet = raw.get("sudden", False), raw.get("final", False), raw.get("when_quiet", False)
+        for name, flag in (("sudden", sudden), ("final", final), ("when_quiet", quiet)):
             if not isinstance(flag, bool):
                 raise CatalogError(f"checks: check {cid!r} has {name} = {flag!r}; expected true or false")
         needs_text, needs_text_zh = str(raw.get("needs_text", "")), str(raw.get("needs_text_zh", ""))
@@ -73,7 +73,8 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
             zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
-            needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, final=final, min_points=min_points,
+            needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, final=final, when_quiet=quiet,
+            min_points=min_points,
         ))
     missing = sorted(set(functions) - seen)
     if missing:
@@ -95,14 +96,26 @@ def load_checks() -> tuple[Check, ...]:
 
 
 def final_checks() -> frozenset[str]:
-    """The ids of the shipped checks marked ``final``: what they find, later steps cannot undo (the run died; a
-    value went NaN), so ``watch`` alerts it at once rather than waiting for it to hold (:mod:`rlvitals.watch.confirm`).
+    """The ids of the shipped checks marked ``final``: what they find, later steps cannot undo (a value went NaN),
+    so ``watch`` alerts it at once rather than waiting for it to hold (:mod:`rlvitals.watch.confirm`).
 
     Example:
         >>> sorted(final_checks())
-        ['nan_inf', 'run_crashed']
+        ['nan_inf']
     """
     return frozenset(c.id for c in load_checks() if c.final)
+
+
+def quiet_checks() -> frozenset[str]:
+    """The ids of the shipped checks marked ``when_quiet``: what they find is read from how the log ends, which
+    only the output flushed after it can change (a dying trainer prints its traceback at once and its buffered
+    metrics after it), so ``watch`` alerts it once the log has stopped growing (:mod:`rlvitals.watch.confirm`).
+
+    Example:
+        >>> sorted(quiet_checks())
+        ['run_crashed']
+    """
+    return frozenset(c.id for c in load_checks() if c.when_quiet)
 
 
 def sudden_checks() -> tuple[Check, ...]:

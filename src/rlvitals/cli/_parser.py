@@ -231,7 +231,12 @@ def _commands(sub: _Commands) -> None:
                           "may alert again)")
     wat.add_argument("--confirm-looks", type=int, default=2, metavar="N",
                      help="alert a new finding (or a worse level of one) once N diagnoses in a row have reported it, "
-                          "at least 5%% of the steps read apart; 1: at once. A crash or a NaN is alerted at once")
+                          "at least 5%% of the steps read apart; 1: at once. A NaN is alerted at once, a crash once "
+                          "the log stops growing")
+    wat.add_argument("--confirm-fail-share", type=float, default=0.5, metavar="F",
+                     help="a failure is alerted as the warning it also is until it has held over this share of the "
+                          "steps read (0.5: from step 1,000 to step 2,000), the looks of --confirm-looks in a row; "
+                          "0: as soon as a warning would be. --exit-on fail acts on failures alerted")
     wat.add_argument("--tail-steps", type=int, default=2000, metavar="N",
                      help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
                           "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "

@@ -55,6 +55,12 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
         err.write(said_line(Words(f"--confirm-looks {args.confirm_looks}: expected 1 (alert at once) or more looks",
                                   f"--confirm-looks {args.confirm_looks}：应为 1（立即告警）或更多次查看"), lang))
         return EXIT_USAGE
+    if not 0.0 <= args.confirm_fail_share <= 1.0:
+        err.write(said_line(Words(f"--confirm-fail-share {args.confirm_fail_share}: expected a share of the steps "
+                                  "read between 0 and 1",
+                                  f"--confirm-fail-share {args.confirm_fail_share}：应为 0 到 1 之间的已读步数占比"),
+                            lang))
+        return EXIT_USAGE
     if args.tail_steps < 0:
         err.write(said_line(Words(f"--tail-steps {args.tail_steps}: expected 0 (no tail pass) or more steps",
                                   f"--tail-steps {args.tail_steps}：应为 0（不做尾部检查）或更多步"), lang))
@@ -72,7 +78,8 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
                                export_tensorboard=export, export_wandb=wandb,
                                rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run,
-                               rotation=rotation_rules(args), confirm=Confirm(looks=args.confirm_looks))
+                               rotation=rotation_rules(args), confirm=Confirm(looks=args.confirm_looks,
+                                                                                fail_share=args.confirm_fail_share))
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None, rollout_progress=progress)

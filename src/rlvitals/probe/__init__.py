@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from .prompts import FORCE, Request
     from .result import run_probe, write_steps
     from .runner import ProbeOptions, Progress
+    from .stats import wilson
     from .steps import Arithmetic, Combined, KnownStates, States, StepCheck, Verifier, verifier_for
 
 __all__ = ["FORCE", "FRACTIONS", "PROBES", "Arithmetic", "Backend", "Cache", "Cached", "Chain", "Combined",
            "HttpBackend", "Request", "KnownStates", "LocalBackend", "ProbeOptions", "Progress", "States",
-           "StepCheck", "Verifier", "chain_of", "VERIFIERS", "run_probe", "verifier_for", "write_steps"]
+           "StepCheck", "Verifier", "chain_of", "VERIFIERS", "run_probe", "verifier_for", "wilson", "write_steps"]
 
 #: where each name of the face lives; a module is imported when one of its names is first asked for, so the
 #: command line's options (``PROBES``, ``VERIFIERS``) cost no model backend, HTTP client or rollout reader
@@ -33,7 +34,7 @@ HOMES = {**dict.fromkeys(("Backend", "Cache", "Cached", "HttpBackend"), "backend
          **dict.fromkeys(("run_probe", "write_steps"), "result"),
          **dict.fromkeys(("ProbeOptions", "Progress"), "runner"),
          **dict.fromkeys(("Arithmetic", "Combined", "KnownStates", "States", "StepCheck", "Verifier", "verifier_for"),
-                         "steps"), **dict.fromkeys(("PROBES", "VERIFIERS"), "names")}
+                         "steps"), **dict.fromkeys(("PROBES", "VERIFIERS"), "names"), "wilson": "stats"}
 
 
 def __getattr__(name: str) -> Any:

@@ -416,6 +416,10 @@ class Follow:
         self.inner: LineSource | SnapshotSource | TableSource | None = None
         self.messages: list[str] = []
         self._waiting = ""
+        #: whether the last poll found the log written to (a text log's bytes, even with no complete record, such
+        #: as a progress bar's; a whole-file log's runs): a trainer still at work
+        self.moved = False
+        self._size = -1
 
     def state(self) -> dict[str, Any]:
         return self.inner.state() if self.inner is not None else dict(self.saved or {})
@@ -451,6 +455,13 @@ class Follow:
             self.messages.append(told("trainings", path=self.path))
             self.inner = SnapshotSource(self.path, self.inner.reader.format if self.fmt else None, self.min_gap)
             changed = self.inner.poll(now, cost) or changed
+        self.moved = changed
+        if isinstance(self.inner, LineSource):
+            try:
+                size = self.path.stat().st_size
+            except OSError:
+                size = self._size
+            self.moved, self._size = changed or size != self._size, size
         return changed
 
     def runs(self, last: int | None = None) -> list[Run]:

@@ -160,12 +160,16 @@ class Alert:
             return self._cleared_headline(lang)
         if lang == "zh":
             words = STATUS_WORDS["zh"]
-            was = f"（之前是{words[self.previous]}）" if self.previous in words else ""
+            by = self.evidence.get("escalated_by")
+            was = f"（之前是{words[self.previous]}" + (f"，随后出现 {by['check']}" if by else "") + "）" \
+                if self.previous in words else ""
             what = {"new": "", "escalated": was, "again": "（再次出现）"}[self.kind]
             when = f"第 {self.step} 步" if onset is None or onset == self.step else \
                 f"自第 {onset} 步起，第 {self.step} 步时发现"
             return f"{words[self.status]}{what} · {self.title.get('zh') or self.check}（{self.check}）· {when}"
-        what = {"new": "", "escalated": f" (was {self.previous})", "again": " (again)"}[self.kind]
+        by = self.evidence.get("escalated_by")
+        was = f" (was {self.previous}" + (f", {by['check']} followed" if by else "") + ")"
+        what = {"new": "", "escalated": was, "again": " (again)"}[self.kind]
         when = f"at step {self.step}" if onset is None or onset == self.step else \
             f"since step {onset}, seen at step {self.step}"
         return f"{self.status.upper()}{what} {self.check} {when}"
@@ -441,14 +445,18 @@ def _cleared(key: str, old: KeyState, step: int, now: float) -> Alert:
 def _escalate_cause(state: dict[str, KeyState], obs: Observation, reps: Sequence[Finding], now: float) -> Any:
     """How :func:`.causes.by_cause` raises a root cause again: an escalation of its key to the status of the
     worse finding it now explains, its words still the cause's own (None when the root is not among the
-    findings observed)."""
+    findings observed). Its evidence says so: ``escalated_by`` (that finding's check and status) and
+    ``own_status`` (the cause's own, which is lower)."""
     def escalate(root: str, worse: Alert) -> Alert | None:
         f = next((f for f in reps if key_of(obs.run, f) == root), None)
         old = state.get(root)
         if f is None or old is None:
             return None
         state[root] = replace(old, alerted=worse.status, alerted_at=now, alerted_step=obs.step)
-        return replace(_alert(root, "escalated", obs, f, old.alerted, now), status=worse.status)
+        alert = _alert(root, "escalated", obs, f, old.alerted, now)
+        by = {"check": worse.check, "status": worse.status}
+        return replace(alert, status=worse.status,
+                       evidence={**alert.evidence, "own_status": f.status, "escalated_by": by})
     return escalate
 
 

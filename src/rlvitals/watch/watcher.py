@@ -209,6 +209,8 @@ class Watcher:
             if follow.poll(now, self._cost.get(i, 0.0)):
                 changed.append(follow)
                 self._cost[i] = self.timer() - t0
+            if follow.moved:
+                self.confirms.moved(str(follow.path), now)
             for message in follow.messages:
                 if not (self._once and message == follow.waiting):  # --once does not wait: run() says so
                     self.view.note(message)
