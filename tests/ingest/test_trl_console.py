@@ -371,3 +371,22 @@ def test_dicts_flushed_from_stdout_after_the_traceback_do_not_undo_the_crash(tmp
     assert as_written.crash is not None and at_exit.crash is not None
     assert at_exit.crash.exception == as_written.crash.exception == "torch.OutOfMemoryError"
     assert list(at_exit.train_steps) == list(as_written.train_steps)
+
+
+def test_a_capture_whose_bar_stays_at_zero_is_numbered_by_its_epochs_at_every_cut(tmp_path: Path) -> None:
+    """A terminal capture pasted into markdown (the bar's redraws lost: it shows 0/111, then 100/111 before the
+    dict of step 110): with the banner's 111 steps in 3 epochs the dicts' epochs give their steps exactly, so a
+    cut after any dict reads as the start of the whole, exact, never as steps 1, 2, 3 by order, nor as the
+    multiples of 9 the bar's 100 would allow."""
+    from rlvitals.run.load import load
+
+    source = corpus_input("trlconsole__llmscgen_granite4_1b_sft_quoted")
+    final = [int(s) for s in load(source)[0].steps]
+    lines = source.read_bytes().splitlines(keepends=True)
+    dicts = [i for i, line in enumerate(lines) if line.startswith(b"{'loss'")]
+    cut = tmp_path / source.name
+    for i in dicts:
+        cut.write_bytes(b"".join(lines[: i + 1]))
+        run = load(cut)[0]
+        steps = [int(s) for s in run.steps]
+        assert steps == final[: len(steps)] and not run.estimated_steps, (i, steps[:4])

@@ -65,6 +65,12 @@ class Numbering:
     estimated: bool = False
 
 
+#: epochs that give this close to a whole number of steps between dicts (at the banner's steps per epoch) are
+#: exact: printed with 4 significant digits, they are off by far less, and a wrong steps per epoch (a run cut by
+#: max_steps mid-epoch) lands between whole numbers
+EXACT = 0.02
+
+
 def number(w: Witnesses, where: str) -> Numbering:
     """The step of every training dict, and a note when they are not the bar's own counts."""
     n = len(w.epochs)
@@ -79,8 +85,12 @@ def number(w: Witnesses, where: str) -> Numbering:
     reached, said = _reached(w, total)
     logging, source = _logging_steps(w, n, total, reached, said)
     estimated = False
-    if w.end_epoch is None and w.logging_steps is None and _buffered(w, total):
-        logging, estimated = _ahead_bound(w, total, _logs_first_step(w.epochs)), True
+    bound = _ahead_bound(w, total, _logs_first_step(w.epochs)) if total is not None else None
+    # buffered, and the bar ran ahead of the dicts (a bar still at 0 bounds nothing), and the epochs do not give
+    # whole steps at the banner's steps per epoch (they are exact then, whatever the bar drew)
+    if (w.end_epoch is None and w.logging_steps is None and _buffered(w, total) and bound is not None
+            and _by_epochs(w, total, EXACT) is None):
+        logging, estimated = bound, True
         source = Words("the most steps between dicts that the bar drawn before each allows; an estimate "
                        "until the run prints its summary",
                        "每个 dict 之前画出的进度条所允许的最大间隔；在运行打印结束汇总之前只是估计")
@@ -226,10 +236,15 @@ def _logging_steps(w: Witnesses, n: int, total: int | None, reached: int | None,
             return int(w.logging_steps), Words("as printed in the log", "日志里打印的值")
     per_epoch = _steps_per_epoch(w, total)
     by_epoch = _from_epochs(w.epochs, per_epoch)
+    # the epochs (computed from the step) at the banner's steps per epoch giving whole steps are exact, whatever
+    # the bar drew (a terminal capture can miss its last redraws)
+    exact = _by_epochs(w, total, EXACT)
     dicts = n - int(_logs_first_step(w.epochs))
     if reached is not None and dicts > 0:
         fits = [k for k in range(max(1, reached // (dicts + 1)), reached // dicts + 1)
                 if dicts * k <= reached < (dicts + 1) * k]
+        if exact is not None and exact not in fits:
+            fits = []
         if by_epoch is not None and fits:
             best = min(fits, key=lambda k: abs(k - by_epoch))
             if abs(best - by_epoch) <= 0.2 * by_epoch + 1:
@@ -237,10 +252,20 @@ def _logging_steps(w: Witnesses, n: int, total: int | None, reached: int | None,
                                    f"{said.zh}中有 {n} 个 dict，它们的 epoch 也相符")
         if len(fits) == 1:
             return fits[0], Words(f"{n} dicts in {said}", f"{said.zh}中有 {n} 个 dict")
-    if by_epoch is not None and by_epoch >= 1 and abs(by_epoch - round(by_epoch)) <= 0.1 * by_epoch:
-        return round(by_epoch), Words(f"the dicts' epochs at {per_epoch:g} steps per epoch",
-                                      f"按每个 epoch {per_epoch:g} 步，由各 dict 的 epoch 推算")
+    logging = _by_epochs(w, total)
+    if logging is not None:
+        return logging, Words(f"the dicts' epochs at {per_epoch:g} steps per epoch",
+                              f"按每个 epoch {per_epoch:g} 步，由各 dict 的 epoch 推算")
     return None, Words("", "")
+
+
+def _by_epochs(w: Witnesses, total: int | None, within: float = 0.1) -> int | None:
+    """The steps between two dicts as their epochs say at the banner's (or summary's) steps per epoch, when that
+    is a whole number of steps (within ``within`` of it); None otherwise."""
+    by_epoch = _from_epochs(w.epochs, _steps_per_epoch(w, total))
+    if by_epoch is not None and by_epoch >= 1 and abs(by_epoch - round(by_epoch)) <= within * by_epoch:
+        return round(by_epoch)
+    return None
 
 
 def _from_epochs(epochs: list[float | None], per_epoch: float | None) -> float | None:
