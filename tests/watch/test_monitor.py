@@ -235,3 +235,35 @@ def test_derive_never_waits_for_a_worker_busy_diagnosing() -> None:
     assert {s: mon.derived(s) for s in got} == got
     run = mon.run()
     assert run is not None and list(run.series("group/zero_std/share")[1][:3]) == [0.0, 0.0, 1.0]
+
+
+def test_with_confirm_a_failure_waits_as_a_warning_and_stop_on_acts_on_what_was_alerted() -> None:
+    """The Monitor holds new findings back as ``rlvitals watch`` does: the collapse at step 60 of a 240-step run
+    is alerted as a warning first, as a failure once it held over half the steps read, and ``stop_on="fail"``
+    waits for that failure; on the first 120 steps alone, the failure still waiting is alerted at close."""
+    from rlvitals.watch.confirm import Confirm
+
+    series = simulate(Scenario(steps=240, collapse_at=60, grad_spike_at=None))
+
+    def watched(steps: int, confirm: Confirm | None) -> tuple[list[tuple[str, str, int]], int | None]:
+        mon = Monitor(run="sim", every=5, min_interval=0, err=None, stop_on="fail", confirm=confirm)
+        stopped_at = None
+        for i in range(steps):
+            mon.log(i + 1, {k: float(v[i]) for k, v in series.items() if not math.isnan(float(v[i]))})
+            if i % 5 == 4:
+                assert mon.flush(30)
+                if stopped_at is None and mon.should_stop():
+                    stopped_at = i + 1
+        mon.close()
+        return [(a.kind, a.status, a.step) for a in mon.alerts() if a.check == "entropy_collapse"], stopped_at
+
+    said, stopped_at = watched(240, Confirm(2, 0.05, 0.5))
+    assert [s[:2] for s in said] == [("new", "warn"), ("escalated", "fail")]
+    (_, _, warned), (_, _, failed) = said
+    assert warned < failed == stopped_at and failed >= 2 * 60
+    # at once (the default): the failure is alerted and stops the loop at the first diagnosis that finds it
+    said, stopped_at = watched(240, None)
+    assert [s[:2] for s in said] == [("new", "fail")] and said[0][2] == stopped_at < failed
+    # the loop ends while the failure waits: it is alerted at close, at its own level
+    said, _ = watched(120, Confirm(2, 0.05, 0.5))
+    assert [s[:2] for s in said] == [("new", "warn"), ("escalated", "fail")] and said[-1][2] == 120

@@ -44,8 +44,10 @@ from ..run.run import Run
 from ..words import Words, in_lang
 from .alerts import Alert, Cooldown, KeyState, Observation, key_of
 from .causes import story_of
+from .confirm import Confirm, Confirmations
 from .dispatch import dispatch, messages
 from .sinks import Sink
+from .stopping import stop_reason
 
 if TYPE_CHECKING:
     from ..rollout import RolloutSource
@@ -87,6 +89,9 @@ class Monitor:
     verdict, so notes alone never stop a run), :meth:`should_stop` says so (and stays so): the
     loop's cue to save and stop, before more GPU-hours go to a dead run (the TRL callback acts
     on it; a custom loop checks it). Notes send no alert either (:mod:`rlvitals.watch.alerts`).
+    ``confirm``: how long a new finding must hold before it is alerted, as in ``rlvitals watch``
+    (:class:`~rlvitals.watch.confirm.Confirm`; by default at once); ``stop_on`` then acts on what was alerted,
+    and what still waits when the loop ends is alerted at :meth:`close`.
 
     Example:
         >>> mon = Monitor(err=None)
@@ -99,7 +104,7 @@ class Monitor:
                  min_interval: float = 1.0, run: str = "monitor", framework: str | None = None, lang: str = "en",
                  state_path: str | Path | None = None, cooldown: Cooldown | None = None, queue_size: int = 10_000,
                  err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time,
-                 stop_on: str | None = None) -> None:
+                 stop_on: str | None = None, confirm: Confirm | None = None) -> None:
         from .sinks import parse_sink
 
         if every < 1 or min_interval < 0 or queue_size < 1:
@@ -139,6 +144,8 @@ class Monitor:
         self._rollout_frames: dict[int, pl.DataFrame] = {}
         self._rollout_tables: dict[int, pl.DataFrame] = {}
         self._keys: dict[str, KeyState] = {}
+        #: new findings wait until they hold, as in ``rlvitals watch`` (:mod:`.confirm`); at once by default
+        self._confirms = Confirmations(confirm or Confirm(looks=1))
         self._diagnosed_step = 0  # the first diagnosis comes at step `every`
         self._diagnosed_at = -math.inf
         self._dirty = False
@@ -319,7 +326,7 @@ class Monitor:
                     with self._cond:
                         self._done = item.seq
                         self._cond.notify_all()
-                self._guarded(Words("the diagnosis", "诊断"), self._maybe_diagnose, state, force)
+                self._guarded(Words("the diagnosis", "诊断"), self._maybe_diagnose, state, force, closing)
                 with self._cond:
                     if force:
                         self._force = False
@@ -439,24 +446,45 @@ class Monitor:
             frames = [self._rollout_frames[s] for s in sorted(self._rollout_frames)]
         return join_series(run, frames, "rollouts logged to the monitor")
 
-    def _maybe_diagnose(self, state: Any, force: bool) -> None:
-        if not self._due(force):  # inside the guard: even the injected clock may fail
+    def _maybe_diagnose(self, state: Any, force: bool, closing: bool = False) -> None:
+        if not self._due(force or closing):  # inside the guard: even the injected clock may fail
+            if closing:
+                self._release(state)
             return
         try:
-            self._diagnose(state)
+            self._diagnose(state, closing)
         except Exception:
             self._dirty = True  # tried again with the next data or flush (at most every min_interval)
             raise
 
-    def _diagnose(self, state: Any) -> None:
+    def _diagnose(self, state: Any, closing: bool = False) -> None:
         self._dirty = False
-        self._diagnosed_at = self.clock()
+        self._diagnosed_at = now = self.clock()
         run = self._build()
         if run is None:
             return
         d = diagnose(run, self.config)
         step = int(run.steps[-1]) if len(run.steps) else 0
         self._diagnosed_step = step
+        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, key_of))
+        # the loop ended: no later step can take back what waits, so it is alerted at its own level
+        self._decide(state, d, [seen if closing else self._confirms.confirmed(seen, self._keys, now)], now)
+        if closing:
+            self._confirms = Confirmations(self._confirms.rule)
+        self._judge_stop(d, step)
+
+    def _release(self, state: Any) -> None:
+        """At close with nothing new to diagnose: what waits in the last diagnosis is alerted now."""
+        d = self._diagnosis
+        if d is None:
+            return
+        now = self.clock()
+        waiting = self._confirms.quiet(now, -math.inf)
+        if waiting:
+            self._decide(state, d, waiting, now)
+
+    def _decide(self, state: Any, d: Diagnosis, observed: list[Observation], now: float) -> None:
+        """Decide, commit, say and deliver the alerts of ``observed`` (``d`` becomes the diagnosis shown)."""
         def commit(changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
             with self._lock:  # the diagnosis and its alerts become visible together
                 self._diagnosis = d
@@ -468,31 +496,15 @@ class Monitor:
         def say(alert: Alert) -> None:
             self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
 
-        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, key_of))
-        _, self._keys = dispatch(self._keys, [seen], self.clock(),
-                                 self.cooldown, commit=commit, say=say, sinks=self.sinks,
+        _, self._keys = dispatch(self._keys, observed, now, self.cooldown, commit=commit, say=say, sinks=self.sinks,
                                  send=lambda sink, ids, alert: self._send(state, sink, ids, alert))
-        self._judge_stop(d, step)
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
-        from ..checks import STATUS_RANK
-        from ..render.diagnosis import STATUS_WORDS
-
-        if self.stop_on is None or self._stop is not None or STATUS_RANK[d.verdict] < STATUS_RANK[self.stop_on]:
+        if self.stop_on is None or self._stop is not None:
             return
-        worst = [f for f in d.findings if STATUS_RANK[f.status] >= STATUS_RANK[self.stop_on]]
-        worst.sort(key=lambda f: -STATUS_RANK[f.status])
-
-        def title(f: Finding, lang: str) -> str:
-            return f.title.get(lang) or f.title.get("en", f.check)
-
-        en = "; ".join(title(f, "en") + (f" (since step {f.onset_step})" if f.onset_step is not None else "")
-                       for f in worst[:3])
-        zh = "；".join(title(f, "zh") + (f"（自第 {f.onset_step} 步起）" if f.onset_step is not None else "")
-                      for f in worst[:3])
-        words = STATUS_WORDS["zh"]
-        reason = Words(f"verdict {d.verdict} at step {step} (stop_on={self.stop_on}): {en}",
-                       f"第 {step} 步的判定为{words[d.verdict]}（stop_on={self.stop_on}）：{zh}")
+        reason = stop_reason(d, self._keys, self.stop_on, step)
+        if reason is None:
+            return
         with self._lock:
             self._stop = reason
         self._say(Words(f"rlvitals: stop requested: {reason}", f"rlvitals：请求停止训练：{reason.zh}"))
