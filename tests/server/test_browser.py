@@ -584,3 +584,24 @@ def test_the_run_list_and_a_run_page_open_with_the_root_cause(tab: Tab, fixtures
                              "document.querySelector('.rlv-layer')) & Node.DOCUMENT_POSITION_FOLLOWING")
     tab.shot("dashboard_story")
     assert tab.errors == [] and tab.failed == []
+
+
+def test_what_watch_says_of_a_run_appears_on_its_open_page_cleared_included(
+        tab: Tab, growing: tuple[ServerThread, Path]) -> None:
+    """`rlvitals watch --alert jsonl:FILE` writing into the served folder: its alerts appear on the open page of
+    the run they name, without a reload, the cleared one first (newest first)."""
+    from server.test_alert_files import _said
+
+    from rlvitals.watch.sinks import JsonlSink
+
+    srv, log = growing
+    tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    assert tab.page.locator("#rlv-alerts").count() == 0
+    tab.page.evaluate("window.__same_document = 1")
+    _said(log, JsonlSink(log.parent / "alerts.jsonl"), [(20, "warn"), (30, None), (40, None)])
+    tab.page.wait_for_selector("#rlv-alerts li[data-kind='cleared']", timeout=8_000)
+    kinds = tab.page.locator("#rlv-alerts li").evaluate_all("els => els.map(e => e.dataset.kind)")
+    assert kinds == ["cleared", "new"] and tab.page.evaluate("window.__same_document") == 1
+    assert tab.page.locator("#rlv-alerts li[data-kind='cleared']").is_visible()
+    tab.shot("dashboard_alerts_cleared")
+    assert tab.errors == [] and tab.failed == []

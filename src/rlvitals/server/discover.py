@@ -71,6 +71,9 @@ class Found:
     formats: dict[Path, str] = field(default_factory=dict)  # each log's reader format ("" if not known yet)
     rollouts: dict[Path, tuple[Path, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: alert files written by ``rlvitals watch --alert jsonl:FILE`` (counted as rlvitals' own, and shown on the
+    #: pages of the runs they name: :mod:`.alert_files`)
+    alerts: list[Path] = field(default_factory=list)
     own: int = 0
     other: int = 0
     #: the real paths looked at so far: a folder or file reached through links as well is looked at once
@@ -92,11 +95,13 @@ class Pairing:
 
 
 def _is_own(path: Path, extra: frozenset[Path]) -> bool:
-    """Whether ``path`` is a file rlvitals wrote (see the module docstring)."""
-    if any(path.name == name + tail for name in OWN_NAMES for tail in _OWN_TAILS):
-        return True
-    if any(str(path) == str(p) + tail for p in extra for tail in _OWN_TAILS):
-        return True
+    """Whether ``path`` is a file rlvitals wrote other than an alert file (see the module docstring)."""
+    return any(path.name == name + tail for name in OWN_NAMES for tail in _OWN_TAILS) or \
+        any(str(path) == str(p) + tail for p in extra for tail in _OWN_TAILS)
+
+
+def _is_alerts(path: Path) -> bool:
+    """Whether ``path`` is an alert file ``--alert jsonl:FILE`` wrote."""
     if path.suffix not in (".jsonl", ".ndjson", ".json") or not path.is_file():
         return False
     try:
@@ -267,14 +272,17 @@ class Discovery:
         if kind == "folder":
             return True  # a folder of runs; looked into again at the next scan (it may fill)
         self._judged[child] = (seen, kind)
-        if kind == "own":
+        if kind in ("own", "alerts"):
             found.own += 1
+            if kind == "alerts":
+                found.alerts.append(child)
         else:
             found.other += 1
         return False
 
     def _judge(self, child: Path, found: Found) -> str:
-        """``log:FORMAT``, ``folder`` (look inside), ``own`` (rlvitals wrote it) or ``other``."""
+        """``log:FORMAT``, ``folder`` (look inside), ``alerts`` (an alert file), ``own`` (rlvitals wrote it) or
+        ``other``."""
         special = special_kind(child)
         if special is not None:  # a FIFO would block the scan forever: never opened, said once
             found.notes.append(Words(f"serve: {child}: a {special}, not a log file; it was not opened",
@@ -282,6 +290,8 @@ class Discovery:
             return "other"
         if _is_own(child, self.own):
             return "own"
+        if _is_alerts(child):
+            return "alerts"
         if child.is_dir():
             whole = self._whole(child)
             return "folder" if whole is None else f"log:{whole}"

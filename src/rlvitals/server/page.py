@@ -21,6 +21,7 @@ from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
 from ..report.html import STATUS, UI, jinja_env, page_script, render_html
 from ..words import Words, in_lang
+from .alert_files import Said
 from .listing import Served
 from .security import AccessError
 
@@ -57,7 +58,14 @@ WORDS: dict[str, tuple[str, str]] = {
     "live_run": ("updates while the log grows", "日志增长时自动更新"),
     "reading": ("Reading the log of {} again; last seen at step {}. This page reloads when it is ready.",
                 "正在重新读取 {} 的日志；上次读到第 {} 步。读完后本页会自动刷新。"),
+    "alerts": ("Alerts", "告警"),
+    "alerts_from": ("said by rlvitals watch, newest first", "由 rlvitals watch 发出，最新的在前"),
+    "was": ("was", "之前为"),
+    "since_step": ("since step", "始于第"),
 }
+#: what each kind of alert says on a run's page
+KINDS: dict[str, tuple[str, str]] = {"new": ("raised", "告警"), "escalated": ("escalated", "升级"),
+                                     "again": ("again", "再次出现"), "cleared": ("cleared", "已解除")}
 #: a layer's column head (the layer's id; "efficiency" is a word) and its name as the head's hover title
 HEADS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     layer: (UI["efficiency"] if layer == "efficiency" else (layer, layer), names)
@@ -88,9 +96,11 @@ def pick_lang(asked: str | None, remembered: str | None) -> str:
     return remembered if remembered in LANGS else "en"
 
 
-def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: str | None = None) -> str:
+def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: str | None = None,
+             alerts: Sequence[Said] = ()) -> str:
     """The live page of one run in ``lang`` (see the module docstring); ``error`` says why the reading shown
-    is stale (the live bar marks it), or is None.
+    is stale (the live bar marks it), or is None; ``alerts``: what ``rlvitals watch`` said of the run
+    (:mod:`.alert_files`), listed at the top of the page's ``<main>``.
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -121,6 +131,9 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: s
     bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False, error=error,
                                        error_zh=in_lang(error, "zh"))
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
+    if alerts:
+        said = _page("alerts.html.j2").render(alerts=alerts, kinds=KINDS, status=STATUS, words=WORDS)
+        html = html.replace("<main>", "<main>\n" + said, 1)
     end = html.rfind("</body>")
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
 

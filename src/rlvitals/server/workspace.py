@@ -54,6 +54,7 @@ from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, LineSource, signature
 from ..run.run import Run
 from ..words import Words
+from .alert_files import AlertFiles, Said
 from .discover import Discovery, passed_line
 from .listing import SORTS, Served, modified, natural_key, run_id, sort_runs, unreadable
 from .security import AccessError, confine
@@ -151,6 +152,7 @@ class Workspace:
         self._rollouts: dict[Path, RolloutAnalysis] = {}
         self._rollout_sig: dict[Path, tuple[tuple[str, int, int, int], ...]] = {}
         self._discovery = Discovery(self.options.fmt, [d for d in self._given if d is not None], [state.path])
+        self._alert_files = AlertFiles()  # what `rlvitals watch --alert jsonl:` wrote into the served folders
         self._sources: dict[Path, _Source] = {}
         self._served: dict[str, Served] = {}
         self._memo: dict[tuple[str, str], tuple[int, Any, object]] = {}
@@ -188,8 +190,10 @@ class Workspace:
         pair the rollout folders found beside logs with them (:mod:`.discover`)."""
         found: dict[Path, tuple[Path, ...]] = {}
         paired: dict[Path, Path] = {}
+        alert_files: list[Path] = []
         for i, root in enumerate(self.roots):
             seen = self._discovery.scan(root)
+            alert_files += seen.alerts
             for log in seen.logs:
                 self._add(log, i)
             pairing = seen.pairing() if self._given[i] is None else None
@@ -207,6 +211,21 @@ class Workspace:
             if paired.get(log) != self._paired.get(log) and log in self._sources:
                 self._sources[log].dirty = True  # joined to other rollouts, or to none any more
         self._found, self._paired = found, paired
+        self._said(self._alert_files.update(alert_files))
+
+    def _said(self, runs: set[str]) -> None:
+        """New alerts of the runs at ``runs`` (real paths): their pages change, so their version moves on."""
+        if not runs:
+            return
+        with self._lock:
+            for rid, served in list(self._served.items()):
+                if served.diagnosis is not None and str(real_path(Path(served.path))) in runs:
+                    self._seq += 1
+                    self._served[rid] = replace(served, version=served.version + 1, seq=self._seq)
+
+    def alerts_of(self, served: Served) -> list[Said]:
+        """The alerts ``rlvitals watch`` wrote of ``served``'s run into the served folders, oldest first."""
+        return self._alert_files.of(served.path)
 
     def _rollout_dir(self, src: _Source) -> Path | None:
         """The rollout folder joined to ``src``'s runs: its root's --rollouts folder, else one found beside it."""
