@@ -13,7 +13,8 @@ A served folder is walked down to ``MAX_DEPTH`` levels of sub-folders, at most `
   ``watch.sqlite`` and ``serve.sqlite`` (with their ``-wal``/``-shm``/``-journal`` files) and this
   server's own, ``rlvitals-live.json`` (a live TensorBoard export's memo), ``rlvitals-probes.jsonl`` (the
   probe results ``rlvitals probe`` writes beside rollouts; read with those rollouts), and alert files written
-  by ``--alert jsonl:FILE`` (JSONL whose first object begins with ``"alert_id"``);
+  by ``--alert jsonl:FILE`` (JSONL whose first object begins with ``"alert_id"``; listed on the pages of
+  the runs they name: :mod:`.alert_files`);
 * anything else — a README, a config, hidden entries, links out of the served folder, FIFOs — is
   not a log.
 
