@@ -129,9 +129,10 @@ def watch(run_id: str, label: dict[str, Any], p: Plan, folder: Path) -> Replayed
         out.shown += _diagnosed(w, last, out.looks + 1)
         # the trainer stopped; the watcher goes on looking through one cooldown (a finding that went away is
         # said cleared only once it stayed away that long)
-        for _ in range(int(options.cooldown.seconds // MINUTE) + 1):
+        for i in range(int(options.cooldown.seconds // MINUTE) + 1):
             now[0] += MINUTE
             out.alerts += w.cycle()
+            out.shown += _diagnosed(w, last, out.looks + 2 + i)
     except Exception as exc:  # noqa: BLE001 - a watcher that fails on a replay is what this reports
         out.error = f"watch: {type(exc).__name__}: {exc}"
     finally:

@@ -590,9 +590,8 @@ def test_what_watch_says_of_a_run_appears_on_its_open_page_cleared_included(
         tab: Tab, growing: tuple[ServerThread, Path]) -> None:
     """`rlvitals watch --alert jsonl:FILE` writing into the served folder: its alerts appear on the open page of
     the run they name, without a reload, the cleared one first (newest first)."""
-    from server.test_alert_files import _said
-
     from rlvitals.watch.sinks import JsonlSink
+    from server.test_alert_files import _said
 
     srv, log = growing
     tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))

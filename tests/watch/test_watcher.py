@@ -863,3 +863,35 @@ def test_a_line_whose_step_is_beyond_the_axis_is_skipped_once_and_a_restart_goes
     rerun = again.follows[0].runs()[0]
     assert int(rerun.steps[-1]) == 30 and len(rerun.steps) == 30
     again.close()
+
+
+def test_a_quiet_log_whose_last_line_has_no_newline_is_read_whole_once(tmp_path: Path) -> None:
+    """A log that ends without a newline and stays so (a run killed mid-print, a log copied short) shows every
+    step `diagnose` reads once it has been quiet for `settle` seconds; a trainer that writes on after all is read
+    as before, each step once."""
+    from rlvitals.run.load import load
+    from rlvitals.watch.watcher import last_step
+
+    log = tmp_path / "run.jsonl"
+    data = b"".join(LINES[:40])
+    log.write_bytes(data[:-1])  # the 40th line without its newline
+    clock = Clock()
+    w, _, _ = _watcher(tmp_path, log, [], clock, settle=10.0)
+    w.cycle()
+    assert last_step(w.full[str(log)].run) == 39
+    for dt in (5.0, 4.0):  # quiet, but not for 10 s yet
+        clock.now += dt
+        w.cycle()
+        assert last_step(w.full[str(log)].run) == 39
+    clock.now += 2.0
+    w.cycle()
+    whole = w.full[str(log)].run
+    assert [int(s) for s in whole.steps] == [int(s) for s in load(log)[0].steps] and last_step(whole) == 40
+    clock.now += 20.0
+    w.cycle()  # read once: nothing new to say
+    _append(log, b"\n" + b"".join(LINES[40:45]))
+    clock.now += 1.0
+    w.cycle()
+    steps = [int(s) for s in w.full[str(log)].run.steps]
+    assert steps == list(range(1, 46)) and steps == [int(s) for s in load(log)[0].steps]
+    w.close()

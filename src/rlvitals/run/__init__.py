@@ -16,13 +16,15 @@ if TYPE_CHECKING:
     from .concat import load_launches
     from .follow import Follow, LineSource, signature
     from .run import Run, WallClock
+    from .unterminated import Unterminated
 
-__all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "WallClock", "signature"]
+__all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "Unterminated", "WallClock",
+           "signature"]
 
 #: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
 #: read half of it) comes before polars, which only the Run and its frames need
 HOMES = {"RunBuilder": "builder", "load_launches": "concat", **dict.fromkeys(("Follow", "LineSource", "signature"),
-         "follow"), **dict.fromkeys(("Run", "WallClock"), "run")}
+         "follow"), **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated"}
 
 
 def __getattr__(name: str) -> Any:

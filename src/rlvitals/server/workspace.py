@@ -51,8 +51,9 @@ from ..errors import RlvitalsError
 from ..ingest import real_path
 from ..rollout import PROBES_FILE
 from ..rollout.options import RolloutSettings
-from ..run.follow import Follow, LineSource, signature
+from ..run.follow import Follow, signature
 from ..run.run import Run
+from ..run.unterminated import Unterminated
 from ..words import Words
 from .alert_files import AlertFiles, Said
 from .discover import Discovery, passed_line
@@ -93,9 +94,6 @@ class _Source:
     dirty: bool = False
     next_diagnosis: float = 0.0
     cost: float = 0.0
-    seen: tuple[int, int] = (-1, -1)  # size and mtime at the last look, and since when (``quiet``)
-    quiet: float = 0.0
-    settled: tuple[int, int] | None = None  # the file as last read whole
     error: str | None = None  # why it could not be read at the last poll (listed with the runs)
     fresh: Freshness | None = None  # whether its last good reading is still what the path holds
     runs: set[str] = field(default_factory=set)  # the ids of the runs read from it
@@ -152,6 +150,7 @@ class Workspace:
         self._rollouts: dict[Path, RolloutAnalysis] = {}
         self._rollout_sig: dict[Path, tuple[tuple[str, int, int, int], ...]] = {}
         self._discovery = Discovery(self.options.fmt, [d for d in self._given if d is not None], [state.path])
+        self._unterminated = Unterminated(self.options.settle)
         self._alert_files = AlertFiles()  # what `rlvitals watch --alert jsonl:` wrote into the served folders
         self._sources: dict[Path, _Source] = {}
         self._served: dict[str, Served] = {}
@@ -309,21 +308,9 @@ class Workspace:
         return updated
 
     def _settle(self, src: _Source, now: float) -> list[str]:
-        """Read a quiet text log whole when its last line has no newline (see the module docstring)."""
-        inner = src.follow.inner
-        if not isinstance(inner, LineSource):
+        """Read a quiet text log whole when its last line has no newline (:mod:`rlvitals.run.unterminated`)."""
+        if not self._unterminated.due(src.follow, now):
             return []
-        try:
-            st = src.path.stat()
-        except OSError:
-            return []
-        sig = (st.st_size, st.st_mtime_ns)
-        if sig != src.seen:
-            src.seen, src.quiet = sig, now
-            return []
-        if st.st_size <= inner.cursor.offset or now - src.quiet < self.options.settle or src.settled == sig:
-            return []
-        src.settled = sig
         from ..run.load import load
 
         try:

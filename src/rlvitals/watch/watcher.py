@@ -34,7 +34,9 @@ from ..render.diagnosis import STATUS_WORDS
 from ..rollout import Progress
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow
+from ..run.load import load
 from ..run.run import Run
+from ..run.unterminated import Unterminated
 from ..words import Words, in_lang
 from .alerts import Alert, Cooldown, KeyState, Observation, key_of, settle
 from .causes import story_of
@@ -90,6 +92,9 @@ class WatchOptions:
     #: ``rlvitals watch`` waits for two looks (``--confirm-looks``)
     confirm: Confirm = field(default_factory=lambda: Confirm(looks=1))
     rotation: RotationRules = field(default_factory=RotationRules)
+    #: a text log whose last line has had no newline for this many seconds is read whole once
+    #: (:mod:`rlvitals.run.unterminated`), as ``rlvitals diagnose`` reads it
+    settle: float = 10.0
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
@@ -148,6 +153,7 @@ class Watcher:
         self._alerted: set[str] = set()  # runs whose findings reach the policy (a twin's do not)
         self.estimates = Estimates()  # runs whose steps are an estimate: held until their numbering is stable
         self.confirms = Confirmations(self.options.confirm)  # new findings wait until they have held
+        self.unterminated = Unterminated(self.options.settle)  # quiet logs whose last line has no newline
         self.tails = TailPass(self.options.tail_steps, self.options.config)
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
         self.outboxes = {s.name: Outbox(s) for s in self.sinks if getattr(s, "threaded", False)}
@@ -246,8 +252,9 @@ class Watcher:
             if not force and self._tail_due(follow, now, due):
                 sent.extend(self._pass(follow, now, tail=True))
                 shown = True
-            if due:
-                sent.extend(self._pass(follow, now, tail=False))
+            whole = self.unterminated.due(follow, now)  # quiet, its last line without a newline: read whole once
+            if due or whole:
+                sent.extend(self._pass(follow, now, tail=False, whole=whole))
                 shown = True
         # a run that stopped moving while a new finding of it waited: what waits has held (.confirm)
         still = self.confirms.quiet(now, max(2.0, 4 * self.options.interval))
@@ -299,10 +306,12 @@ class Watcher:
             return False
         return not full_due or self._spent[follow.path, False] > 4 * self._spent.get((follow.path, True), 0.0)
 
-    def _pass(self, follow: Follow, now: float, *, tail: bool) -> list[Alert]:
-        """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts."""
+    def _pass(self, follow: Follow, now: float, *, tail: bool, whole: bool = False) -> list[Alert]:
+        """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts. ``whole``: of
+        the log read whole (its last line has no newline), not of what the follower holds."""
         started = self.timer()
-        observed = self._tail(follow) if tail else self._diagnose(follow)
+        observed = self._tail(follow) if tail else self._diagnose(follow, load(follow.path, self.options.fmt)
+                                                                          if whole else None)
         self._fresh.discard(follow)
         if not tail:
             self._dirty.difference_update(self.follows if self.launches is not None else (follow,))
@@ -317,10 +326,11 @@ class Watcher:
         self.exports.flush()  # after the alerts: starting W&B takes seconds
         return alerts
 
-    def _diagnose(self, follow: Follow) -> list[Observation]:
-        """Rebuild and diagnose ``follow``'s runs; what the alert policy is to see of them."""
+    def _diagnose(self, follow: Follow, read: list[Run] | None = None) -> list[Observation]:
+        """Rebuild and diagnose ``follow``'s runs (or the runs ``read`` of its whole log); what the alert policy
+        is to see of them."""
         observed = []
-        runs = follow.runs() if self.launches is None else self._one_run()
+        runs = read if read is not None else follow.runs() if self.launches is None else self._one_run()
         for run in runs:
             if self.rollouts is not None:
                 run = self.rollouts.join(run)
