@@ -79,3 +79,4 @@ def test_alert_files_match_runs_by_real_path_and_skip_lines_that_are_no_alert(tm
     assert files.skipped[alerts] == 1
     assert files.update([alerts]) == set()  # unchanged: not read again
     assert files.update([]) == {str(log.resolve())} and files.of(str(log)) == []  # the file went away
+

@@ -258,14 +258,7 @@ def _commands(sub: _Commands) -> None:
     wat.add_argument("--one-run", action="store_true",
                      help=ONE_RUN_HELP + "; each log is followed (a later launch's may not exist yet), and each "
                           "diagnosis reads the logs found so far (no tail pass: --tail-steps is not used)")
-    wat.add_argument("--rotated-into", action="append", default=[], metavar="DIR",
-                     help="a folder the logs' rotated files are moved into (logrotate's olddir), looked in as well "
-                          "as each log's own; relative to the log's folder unless absolute, as logrotate takes it; "
-                          "repeatable (default: the log's own folder only)")
-    wat.add_argument("--rotation-pattern", default=None, metavar="REGEX",
-                     help="a regular expression matching the whole name of a log's rotated file, for logs rotated "
-                          "under names no rotation tool gives (e.g. 'train\\.log\\.old-\\d+'); the tools' own "
-                          "names are always recognised (default: those only)")
+    add_rotation(wat)
     add_rollout_options(wat)
 
     srv = sub.add("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
@@ -283,6 +276,7 @@ def _commands(sub: _Commands) -> None:
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
     srv.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of what serve prints (the pages follow the browser's choice)")
+    add_rotation(srv)
     add_rollout_options(srv)
 
     dem = sub.add("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
@@ -335,6 +329,18 @@ def _commands(sub: _Commands) -> None:
 ONE_RUN_HELP = ("the PATHs are the logs of one run's launches (one file per launch of a resumed run): read them as "
                 "one run in step order; where launches overlap, the later launch's values are kept and the run's "
                 "notes say how many steps were replaced")
+
+
+def add_rotation(parser: argparse.ArgumentParser) -> None:
+    """Where the followed logs' rotated files go, beyond the rotation tools' defaults (watch, serve)."""
+    parser.add_argument("--rotated-into", action="append", default=[], metavar="DIR",
+                        help="a folder the logs' rotated files are moved into (logrotate's olddir), looked in as "
+                             "well as each log's own; relative to the log's folder unless absolute, as logrotate "
+                             "takes it; repeatable (default: the log's own folder only)")
+    parser.add_argument("--rotation-pattern", default=None, metavar="REGEX",
+                        help="a regular expression matching the whole name of a log's rotated file, for logs "
+                             "rotated under names no rotation tool gives (e.g. 'train\\.log\\.old-\\d+'); the "
+                             "tools' own names are always recognised (default: those only)")
 
 
 def add_config(parser: Parser) -> None:

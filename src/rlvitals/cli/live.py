@@ -167,7 +167,8 @@ def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
     settings = rollout_settings(args, args.rollouts)
     dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
     rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
-    return WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts, rollout_settings=settings)
+    return WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts, rollout_settings=settings,
+                            rotation=rotation_rules(args))
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

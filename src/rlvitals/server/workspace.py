@@ -49,6 +49,7 @@ from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
 from ..ingest import real_path
+from ..ingest.rotated import RotationRules
 from ..rollout import PROBES_FILE
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, signature
@@ -84,6 +85,9 @@ class WorkspaceOptions:
     rescan: float = 5.0
     min_gap: float = 2.0
     settle: float = 10.0
+    #: where the text logs' rotated files go that no rotation tool's default names (``--rotated-into``,
+    #: ``--rotation-pattern``)
+    rotation: RotationRules = field(default_factory=RotationRules)
 
 
 @dataclass
@@ -182,7 +186,7 @@ class Workspace:
     def _add(self, path: Path, root: int) -> None:
         if path not in self._sources:
             self._sources[path] = _Source(path, root, Follow(path, self.options.fmt, self.options.min_gap,
-                                                             self._saved.get(str(path))))
+                                                             self._saved.get(str(path)), rules=self.options.rotation))
 
     def _scan(self) -> None:
         """Find the sources of every root (new logs in a served folder and its sub-folders included), and
