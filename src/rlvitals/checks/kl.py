@@ -290,7 +290,9 @@ def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarra
     values |= {"reward": r.key, "r_first": r0, "r_last": r1}
     # a KL that never left ~0 has not moved from the first step: that is where the problem starts (the first
     # tenth is only skipped in measuring the share, since every KL starts at 0)
-    return Outcome("ok" if rose else "warn", "ok_low" if rose else "warn_low", values,
+    # a last median above the first that is not a clear rise is not "did not improve": said as within the noise
+    template = "ok_low" if rose else "warn_low_noisy" if r1 > r0 else "warn_low"
+    return Outcome("ok" if rose else "warn", template, values,
                    onset_step=None if rose else s.step(0), span=None if rose else s.span(0, n - 1),
                    metrics=(*metrics, r.key),
                    evidence={"level": values["level"], "threshold": p["low"], "share_below": below_share,
