@@ -3,7 +3,7 @@ watcher. Its writers are checked against what they model (CPython's stdout buffe
 scoring on constructed looks, the damage labels against the rule that wrote them, and its figures on a fixed
 subset of the corpus are pinned as measured.
 
-The whole corpus takes about 4 minutes on two cores (150 replays, ~2,300 looks), too long for the suite, so the
+The whole corpus takes about 2.5 minutes on two cores (150 replays, ~2,200 looks), too long for the suite, so the
 pinned figures come from ``SUBSET``: 14 runs, ~35 s, one or more of every replay mode and of every problem the
 whole corpus showed. The pins say what the watcher does today, problems included (issue 35): when a fix changes a
 figure, run ``python benchmarks/live_eval.py --json --runs <SUBSET>`` and update the pin with the figure measured."""

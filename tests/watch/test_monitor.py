@@ -246,11 +246,11 @@ def test_with_confirm_a_failure_waits_as_a_warning_and_stop_on_acts_on_what_was_
     series = simulate(Scenario(steps=240, collapse_at=60, grad_spike_at=None))
 
     def watched(steps: int, confirm: Confirm | None) -> tuple[list[tuple[str, str, int]], int | None]:
-        mon = Monitor(run="sim", every=5, min_interval=0, err=None, stop_on="fail", confirm=confirm)
+        mon = Monitor(run="sim", every=10, min_interval=0, err=None, stop_on="fail", confirm=confirm)
         stopped_at = None
         for i in range(steps):
             mon.log(i + 1, {k: float(v[i]) for k, v in series.items() if not math.isnan(float(v[i]))})
-            if i % 5 == 4:
+            if i % 10 == 9:
                 assert mon.flush(30)
                 if stopped_at is None and mon.should_stop():
                     stopped_at = i + 1
