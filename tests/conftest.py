@@ -55,6 +55,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+#: the marks of a costly test; files holding one are handed out first
+COSTLY = ("slow", "model", "trl", "ray", "browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files holding a costly test first, each file's tests in their own order: pytest-xdist hands whole
+    files to the workers in this order (``--dist loadfile``), so the suite ends on short files on both workers
+    rather than on one long file on one of them while the other waits."""
+    costly = {item.path for item in items if any(item.get_closest_marker(mark) for mark in COSTLY)}
+    items.sort(key=lambda item: item.path not in costly)  # a stable sort: nothing else moves
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 REAL = SHARED / "fixtures" / "real"
