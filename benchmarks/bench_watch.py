@@ -166,8 +166,8 @@ def _wait_ready(proc: subprocess.Popen[bytes], mode: str, timeout: float = 300.0
 def _naive_child(path: str, url: str, interval: float) -> None:
     """The baseline: every cycle, load() and diagnose() the whole source; same policy and sink."""
     from rlvitals.errors import RlvitalsError
+    from rlvitals.live.alerts import Observation, decide
     from rlvitals.run.load import load
-    from rlvitals.watch.alerts import Observation, decide
     from rlvitals.watch.webhook import WebhookSink
 
     sink = WebhookSink(url)

@@ -22,7 +22,7 @@ full; on a long run the tail pass goes first in the same look), and then one coo
   not extend the previous look's. **Final mismatch**: the watcher's last run differs from the final one.
   Goal 0 for all three. Steps the reader marked as an estimate (``Run.estimated_steps``: a TRL console whose
   buffered bar ran ahead of its dicts) are counted apart (**estimated**): they are shown as estimated, and
-  nothing is alerted on them until their numbering held over three looks (rlvitals.watch.estimates).
+  nothing is alerted on them until their numbering held over three looks (rlvitals.live.estimates).
 - **onset drift**: for each alert, |its onset − the onset of the same finding (check and metrics, else
   check) in the final diagnosis|.
 - **lead time**: on the runs whose label has a ``[damage]`` step (corpus/README.md; written by
@@ -72,7 +72,7 @@ class Shown:
     steps: tuple[int, ...]
     frame: Any  # polars.DataFrame
     #: the reader said these steps are an estimate (``Run.estimated_steps``): shown as such, alerted on only
-    #: once their numbering held (rlvitals.watch.estimates)
+    #: once their numbering held (rlvitals.live.estimates)
     estimated: bool = False
 
 

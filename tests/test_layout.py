@@ -42,9 +42,10 @@ STAGES: dict[str, int] = {
     "story": 7,
     "diagnosis": 8,
     "render": 9, "report": 9, "export": 9,
-    "watch": 10, "server": 10,
-    "synthetic": 11,
-    "cli": 12, "integrations": 12,
+    "live": 10,
+    "watch": 11, "server": 11,
+    "synthetic": 12,
+    "cli": 13, "integrations": 13,
 }
 #: the package's face and entry point import whatever they expose
 FACES = {"rlvitals", "rlvitals.__main__"}

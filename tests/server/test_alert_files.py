@@ -10,10 +10,10 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from rlvitals.diagnosis import Finding
+from rlvitals.live.alerts import Cooldown, Observation, decide
 from rlvitals.server import create_app, run_id
 from rlvitals.server.alert_files import AlertFiles
 from rlvitals.synthetic.simulate import Scenario
-from rlvitals.watch.alerts import Cooldown, Observation, decide
 from rlvitals.watch.sinks import JsonlSink
 from server.test_app import LOCAL, _write, workspace
 

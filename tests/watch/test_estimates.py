@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rlvitals.diagnosis import diagnose
+from rlvitals.live.estimates import STABLE_LOOKS, Estimates
 from rlvitals.run.load import load
-from rlvitals.watch.estimates import STABLE_LOOKS, Estimates
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView
 from rlvitals.watch.watcher import Watcher, WatchOptions
@@ -96,7 +96,7 @@ def test_a_crash_on_estimated_steps_is_alerted_once_the_log_stops_growing(tmp_pa
     now = [1000.0]
     w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(diagnose_gap=0.0, min_gap=0.0),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
-    assert w.cycle() == [] and w.estimates.holding(str(log))
+    assert w.cycle() == [] and w.alerting.estimates.holding(str(log))
     with log.open("ab") as f:  # the traceback, then what stdout still held, as the process exited
         f.write(b"".join(lines[dicts[-1] + 1:] + lines[dicts[0] + 1: dicts[-1] + 1]))
     now[0] += 1.0
@@ -108,5 +108,5 @@ def test_a_crash_on_estimated_steps_is_alerted_once_the_log_stops_growing(tmp_pa
     w.close()
     # said with everything found on the held steps, under their root cause (the story's): the cut responses
     said = {a.check for a in alerts} | {c["check"] for a in alerts for c in a.consequences}
-    assert "run_crashed" in said and w.estimates.holding(str(log))
+    assert "run_crashed" in said and w.alerting.estimates.holding(str(log))
     assert all(a.evidence["steps_estimated"] for a in alerts)

@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rlvitals.live.alerts import Alert, combine, grouped
 from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
-from rlvitals.watch.alerts import Alert, combine, grouped
 from rlvitals.watch.sinks import parse_sink
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView

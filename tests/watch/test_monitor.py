@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import rlvitals
+from rlvitals.live.alerts import Alert
 from rlvitals.synthetic.simulate import Scenario, simulate
-from rlvitals.watch.alerts import Alert
 from rlvitals.watch.monitor import PREFIX, Monitor, MonitorError
 from rlvitals.watch.sinks import JsonlSink
 
@@ -241,7 +241,7 @@ def test_with_confirm_a_failure_waits_as_a_warning_and_stop_on_acts_on_what_was_
     """The Monitor holds new findings back as ``rlvitals watch`` does: the collapse at step 60 of a 240-step run
     is alerted as a warning first, as a failure once it held over half the steps read, and ``stop_on="fail"``
     waits for that failure; on the first 120 steps alone, the failure still waiting is alerted at close."""
-    from rlvitals.watch.confirm import Confirm
+    from rlvitals.live.confirm import Confirm
 
     series = simulate(Scenario(steps=240, collapse_at=60, grad_spike_at=None))
 

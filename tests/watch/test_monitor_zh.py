@@ -10,8 +10,8 @@ import io
 import math
 from pathlib import Path
 
+from rlvitals.live.alerts import Alert
 from rlvitals.synthetic.pathologies import Spec, scenario
-from rlvitals.watch.alerts import Alert
 from rlvitals.watch.monitor import Monitor
 from rlvitals.words import in_lang
 

@@ -17,8 +17,8 @@ from rlvitals import Monitor
 from rlvitals.checks._base import Status
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
+from rlvitals.live.alerts import Observation, alert_key, decide, finding_key
 from rlvitals.synthetic.simulate import Scenario, simulate
-from rlvitals.watch.alerts import Observation, alert_key, decide, finding_key
 from rlvitals.watch.monitor import MonitorError
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState

@@ -17,9 +17,9 @@ from runs import make_run
 
 from rlvitals.checks import sudden_checks
 from rlvitals.diagnosis import Diagnosis, diagnose
+from rlvitals.live.alerts import Alert, KeyState, alert_key, finding_key
 from rlvitals.run.run import Run
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines, simulate
-from rlvitals.watch.alerts import Alert, KeyState, alert_key, finding_key
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.tail_pass import TailPass, merge, raised
 from rlvitals.watch.view import PlainView
@@ -201,7 +201,7 @@ def _long_watcher(tmp: Path, **options: Any) -> tuple[Watcher, Path, Clock, list
 
 def _until_full(w: Watcher, log: Path, clock: Clock) -> None:
     """Skip ahead to when the throttled full diagnosis of ``log`` is due."""
-    clock.skipped += max(w._next_diagnosis[log] - clock(), 0.0) + 0.01
+    clock.skipped += w.pace.wait((log, False), clock()) + 0.01
 
 
 EVENTS = {  # check -> the lines appended after step 30,000: the event and what the trainer writes after
@@ -219,7 +219,7 @@ def test_an_abrupt_event_on_a_30k_step_log_is_alerted_by_the_next_cycle_once(tmp
     assert first and not any(a.check == check for a in first)
     _append(log, EVENTS[check]())
     clock.skipped += 0.5  # one poll interval later
-    assert clock() < w._next_diagnosis[log], "the full diagnosis must not be due yet"
+    assert w.pace.wait((log, False), clock()) > 0, "the full diagnosis must not be due yet"
     sent = w.cycle()
     assert [a.check for a in sent] == [check]
     assert "(seen in the last 2000 steps, " in sent[0].message["en"] and sent[0].evidence["tail_window"][0] > 28_000
@@ -241,7 +241,7 @@ def test_on_a_long_run_the_tail_pass_goes_before_a_full_diagnosis_that_is_due(tm
     w, log, clock, _ = _long_watcher(tmp_path, diagnose_gap=0.0)
     _append(log, _line(30_001))
     assert w.cycle() == []  # both passes ran: their costs are known now
-    assert w._spent[log, False] > 4 * w._spent[log, True]
+    assert w.pace.cost((log, False)) > 4 * w.pace.cost((log, True))
     _append(log, _spikes(30_002))
     (spike,) = w.cycle()
     assert spike.check == "grad_norm_spike" and "tail_window" in spike.evidence
@@ -257,7 +257,7 @@ def test_the_tail_pass_never_clears_and_a_restarted_watcher_goes_on_without_repe
     clock.skipped += 0.5
     assert [a.check for a in w.cycle()] == ["kl_jump"]
     for key in full_keys:  # what the tail pass does not report stays as the full diagnosis left it
-        assert w.keys[key].active and w.keys[key].cleared_at is None, key
+        assert w.alerting.keys[key].active and w.alerting.keys[key].cleared_at is None, key
     w.close()
 
     w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0),
@@ -266,7 +266,7 @@ def test_the_tail_pass_never_clears_and_a_restarted_watcher_goes_on_without_repe
     assert w2.full[str(log)].run.steps[-1] == 30_004
     _append(log, _spikes(30_005))
     clock.skipped += 0.5
-    assert clock() < w2._next_diagnosis[log]
+    assert w2.pace.wait((log, False), clock()) > 0
     assert [a.check for a in w2.cycle()] == ["grad_norm_spike"]
     assert [a.check for a in w2.state.alerts()].count("kl_jump") == 1
     w2.close()
@@ -303,14 +303,14 @@ def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(t
     assert w.exit_code() == 1  # --exit-on fail: the tail pass's failure counts
     _until_full(w, log, clock)
     assert w.cycle() == []
-    assert not w.keys[jump.key].active  # the full diagnosis reads the whole run as too coarse: cleared
+    assert not w.alerting.keys[jump.key].active  # the full diagnosis reads the whole run as too coarse: cleared
     assert w.exit_code() == 0
     said = []
     for start in (N + 60, N + 70):  # more of the same, then past the 10-minute cooldown
         _append(log, b"".join(lines[start : start + 10]))
         clock.skipped += 0.5 if start == N + 60 else 700.0
         said.extend(w.cycle())
-        assert not w.keys[jump.key].active, "the tail pass raised again what the full diagnosis cleared"
+        assert not w.alerting.keys[jump.key].active, "the tail pass raised again what the full diagnosis cleared"
     assert [(a.key, a.kind) for a in said] == [(jump.key, "cleared")]  # the alert is withdrawn, once
     assert [a.kind for a in w.state.alerts() if a.key == jump.key] == ["new", "cleared"]
     w.close()
@@ -380,7 +380,7 @@ def test_a_spike_written_to_a_growing_tensorboard_folder_is_alerted_by_the_tail_
     write(lines[steps:])
     writer.close()  # tensorboardX writes from its own thread: closed, every event is on disk
     clock.skipped += 0.5
-    assert clock() < w._next_diagnosis[folder], "the full diagnosis must not be due yet"
+    assert w.pace.wait((folder, False), clock()) > 0, "the full diagnosis must not be due yet"
     sent = w.cycle()
     assert [a.check for a in sent] == ["grad_norm_spike"]
     assert sent[0].evidence["tail_window"][1] == steps + 6 and sent[0].evidence["tail_window"][0] > 100

@@ -23,8 +23,8 @@ from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
 from rlvitals.errors import RlvitalsError
+from rlvitals.live.alerts import Alert, Observation, decide
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
-from rlvitals.watch.alerts import Alert, Observation, decide
 from rlvitals.watch.sinks import CommandSink, JsonlSink, WebhookSink, parse_sink, webhook_body
 from rlvitals.watch.state import WatchState, default_state_path
 from rlvitals.watch.view import LiveView, PlainView
@@ -869,8 +869,8 @@ def test_a_quiet_log_whose_last_line_has_no_newline_is_read_whole_once(tmp_path:
     """A log that ends without a newline and stays so (a run killed mid-print, a log copied short) shows every
     step `diagnose` reads once it has been quiet for `settle` seconds; a trainer that writes on after all is read
     as before, each step once."""
+    from rlvitals.live import read_to as last_step
     from rlvitals.run.load import load
-    from rlvitals.watch.watcher import last_step
 
     log = tmp_path / "run.jsonl"
     data = b"".join(LINES[:40])

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvitals.diagnosis import Finding
+from rlvitals.live.alerts import Alert, Observation, decide
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
-from rlvitals.watch.alerts import Alert, Observation, decide
 from rlvitals.watch.sinks import parse_sink
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView

@@ -97,7 +97,7 @@ def load_checks() -> tuple[Check, ...]:
 
 def final_checks() -> frozenset[str]:
     """The ids of the shipped checks marked ``final``: what they find, later steps cannot undo (a value went NaN),
-    so ``watch`` alerts it at once rather than waiting for it to hold (:mod:`rlvitals.watch.confirm`).
+    so ``watch`` alerts it at once rather than waiting for it to hold (:mod:`rlvitals.live.confirm`).
 
     Example:
         >>> sorted(final_checks())
@@ -109,7 +109,7 @@ def final_checks() -> frozenset[str]:
 def quiet_checks() -> frozenset[str]:
     """The ids of the shipped checks marked ``when_quiet``: what they find is read from how the log ends, which
     only the output flushed after it can change (a dying trainer prints its traceback at once and its buffered
-    metrics after it), so ``watch`` alerts it once the log has stopped growing (:mod:`rlvitals.watch.confirm`).
+    metrics after it), so ``watch`` alerts it once the log has stopped growing (:mod:`rlvitals.live.confirm`).
 
     Example:
         >>> sorted(quiet_checks())

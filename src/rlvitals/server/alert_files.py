@@ -22,7 +22,7 @@ from typing import Any
 
 from ..ingest import real_path
 
-__all__ = ["AlertFiles", "Said"]
+__all__ = ["AlertFiles", "Said", "said_of"]
 
 #: how much of the end of one alert file is read
 MAX_BYTES = 4 << 20
@@ -110,6 +110,15 @@ class AlertFiles:
 def _said(line: bytes) -> tuple[str, Said] | None:
     try:
         obj: Any = json.loads(line)
+    except ValueError:
+        return None
+    return said_of(obj)
+
+
+def said_of(obj: Any) -> tuple[str, Said] | None:
+    """The run an alert's payload (:meth:`rlvitals.live.alerts.Alert.payload`, a JSONL sink's line) names, and
+    the alert as a page lists it; None for anything else."""
+    try:
         title = obj.get("title") or {}
         return str(obj["run"]), Said(
             str(obj["alert_id"]), str(obj["kind"]), str(obj["status"]), obj.get("previous"), str(obj["check"]),

@@ -226,7 +226,7 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
             return _in_lang(request, lambda lang: loading_html(served, lang))
         error = ws.error_of(served)  # shown in the live bar: the page keeps the last good reading
         return _in_lang(request, lambda lang: ws.memo(f"html-{lang}", served, lambda: run_html(
-            ws.page(served), served, lang, error, ws.alerts_of(served)), error))
+            ws.page(served), served, lang, error, *ws.alerts_of(served)), error))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:

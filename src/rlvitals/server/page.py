@@ -60,6 +60,8 @@ WORDS: dict[str, tuple[str, str]] = {
                 "正在重新读取 {} 的日志；上次读到第 {} 步。读完后本页会自动刷新。"),
     "alerts": ("Alerts", "告警"),
     "alerts_from": ("said by rlvitals watch, newest first", "由 rlvitals watch 发出，最新的在前"),
+    "alerts_own": ("as rlvitals watch would say them, decided by this dashboard while the log grew; newest first",
+                   "按 rlvitals watch 的规则，由本看板在日志增长时判定；最新的在前"),
     "was": ("was", "之前为"),
     "since_step": ("since step", "始于第"),
 }
@@ -97,10 +99,11 @@ def pick_lang(asked: str | None, remembered: str | None) -> str:
 
 
 def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: str | None = None,
-             alerts: Sequence[Said] = ()) -> str:
+             alerts: Sequence[Said] = (), by_watch: bool = True) -> str:
     """The live page of one run in ``lang`` (see the module docstring); ``error`` says why the reading shown
     is stale (the live bar marks it), or is None; ``alerts``: what ``rlvitals watch`` said of the run
-    (:mod:`.alert_files`), listed at the top of the page's ``<main>``.
+    (:mod:`.alert_files`), or with ``by_watch=False`` what the dashboard decided by its rules (:mod:`.live_alerts`),
+    listed at the top of the page's ``<main>``.
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -132,7 +135,8 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: s
                                        error_zh=in_lang(error, "zh"))
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
     if alerts:
-        said = _page("alerts.html.j2").render(alerts=alerts, kinds=KINDS, status=STATUS, words=WORDS)
+        said = _page("alerts.html.j2").render(alerts=alerts, by_watch=by_watch, kinds=KINDS, status=STATUS,
+                                                  words=WORDS)
         html = html.replace("<main>", "<main>\n" + said, 1)
     end = html.rfind("</body>")
     return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]

@@ -12,7 +12,10 @@ that root only: the rollouts of one run are no other's. Rollouts are read and an
 ``WorkspaceOptions.rollout_settings`` (the rollout options of ``rlvitals rollouts``) and joined by
 the same rule as ``rlvitals diagnose --rollouts``. Every source is a
 :class:`~rlvitals.run.follow.Follow`; when it gives new data the run is diagnosed again, at
-most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy.
+most once per ``max(interval, 2 × last diagnosis time)`` so a 100k-step run cannot keep a core busy
+(:class:`rlvitals.live.Pace`, the throttle of ``watch`` and the ``Monitor`` too). Each diagnosis goes on to the
+live alert path those share (:mod:`.live_alerts`): a run page lists what ``watch`` would have said of its run
+while it grew, where no watcher wrote its alerts into the served folders (:mod:`.alert_files`).
 Each new diagnosis bumps the run's *version* and a workspace-wide *sequence* number that clients
 poll (``events``). Page models are built on first request and kept for the current version only;
 once a run's page has been asked for, the poll thread builds the page model of each new version
@@ -50,6 +53,7 @@ from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
 from ..ingest import real_path
 from ..ingest.rotated import RotationRules
+from ..live import Confirm, Cooldown, Pace, read_to
 from ..rollout import PROBES_FILE
 from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, signature
@@ -59,6 +63,7 @@ from ..words import Words
 from .alert_files import AlertFiles, Said
 from .discover import Discovery, passed_line
 from .listing import SORTS, Served, modified, natural_key, run_id, sort_runs, unreadable
+from .live_alerts import LiveAlerts
 from .security import AccessError, confine
 from .stale import Freshness, left_out, no_metrics
 from .store import RunRow, ServeState
@@ -88,6 +93,9 @@ class WorkspaceOptions:
     #: where the text logs' rotated files go that no rotation tool's default names (``--rotated-into``,
     #: ``--rotation-pattern``)
     rotation: RotationRules = field(default_factory=RotationRules)
+    #: the rules of the run pages' own alerts (:mod:`.live_alerts`): ``rlvitals watch``'s defaults
+    confirm: Confirm = field(default_factory=Confirm)
+    cooldown: Cooldown = field(default_factory=Cooldown)
 
 
 @dataclass
@@ -96,8 +104,6 @@ class _Source:
     root: int
     follow: Follow
     dirty: bool = False
-    next_diagnosis: float = 0.0
-    cost: float = 0.0
     error: str | None = None  # why it could not be read at the last poll (listed with the runs)
     fresh: Freshness | None = None  # whether its last good reading is still what the path holds
     runs: set[str] = field(default_factory=set)  # the ids of the runs read from it
@@ -123,11 +129,6 @@ def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ..
     return [Path(rollouts)]
 
 
-def _last_step(run: Run) -> int:
-    steps = run.steps
-    return int(steps[-1]) if len(steps) else 0
-
-
 class Workspace:
     """The served runs of ``paths``; ``poll_once()`` advances them, ``start()`` polls in a thread.
 
@@ -138,15 +139,19 @@ class Workspace:
     """
 
     def __init__(self, paths: Sequence[Path], state: ServeState, options: WorkspaceOptions | None = None,
-                 *, clock: Callable[[], float] = time.time) -> None:
+                 *, clock: Callable[[], float] = time.time, timer: Callable[[], float] = time.perf_counter) -> None:
         if not paths:
             raise RlvitalsError(Words("serve: no PATH given; pass log files or folders of runs to serve",
                                       "serve：没有给出 PATH；请传入要展示的日志文件或运行文件夹"))
         self.roots = [Path(p).resolve() for p in paths]
         self.options = options or WorkspaceOptions()
         self.state = state
-        self.clock = clock
+        self.clock, self.timer = clock, timer  # when things are due; what a diagnosis cost
         self.messages: list[str] = []
+        # each log is diagnosed again no sooner than max(interval, 2 × what its last diagnosis cost)
+        self.pace = Pace(floor=self.options.interval, gap=2.0)
+        # the run pages' own alerts, on the live path of watch and the Monitor
+        self.live_alerts = LiveAlerts(self.options.confirm, self.options.cooldown)
         self._given = _pair_rollouts(self.roots, self.options.rollouts)  # each root's --rollouts folder
         self._found: dict[Path, tuple[Path, ...]] = {}  # rollout folders found beside logs, with their dumps
         self._paired: dict[Path, Path] = {}  # log -> the rollout folder found beside it
@@ -226,9 +231,15 @@ class Workspace:
                     self._seq += 1
                     self._served[rid] = replace(served, version=served.version + 1, seq=self._seq)
 
-    def alerts_of(self, served: Served) -> list[Said]:
-        """The alerts ``rlvitals watch`` wrote of ``served``'s run into the served folders, oldest first."""
-        return self._alert_files.of(served.path)
+    def _alerted(self, runs: set[str]) -> None:
+        """The dashboard's own alerts of ``runs`` (paths as read) changed: their pages change."""
+        self._said({str(real_path(Path(run))) for run in runs})
+
+    def alerts_of(self, served: Served) -> tuple[list[Said], bool]:
+        """The alerts of ``served``'s run, oldest first, and whether ``rlvitals watch`` said them: those it wrote
+        into the served folders, else the dashboard's own (:mod:`.live_alerts`)."""
+        said = self._alert_files.of(served.path)
+        return (said, True) if said else (self.live_alerts.of(served.path), False)
 
     def _rollout_dir(self, src: _Source) -> Path | None:
         """The rollout folder joined to ``src``'s runs: its root's --rollouts folder, else one found beside it."""
@@ -291,8 +302,10 @@ class Workspace:
         for src in list(self._sources.values()):
             before = src.error
             try:
-                if src.follow.poll(now, src.cost):
+                if src.follow.poll(now, self.pace.cost(src.path) or 0.0):
                     src.dirty = True
+                if src.follow.moved:
+                    self.live_alerts.moved(str(src.path), now)
                 src.error = src.follow.error
             except RlvitalsError as exc:
                 if str(exc) != src.error:
@@ -306,9 +319,10 @@ class Workspace:
             for message in src.follow.messages:
                 self._note(message)
             src.follow.messages.clear()
-            if src.dirty and now >= src.next_diagnosis:
+            if src.dirty and self.pace.due(src.path, now):
                 updated += self._diagnose(src, now)
             updated += self._settle(src, now)
+        self._alerted(self.live_alerts.tick(now, max(2.0, 4 * self.options.interval)))
         return updated
 
     def _settle(self, src: _Source, now: float) -> list[str]:
@@ -325,7 +339,7 @@ class Workspace:
         return self._diagnose(src, now, runs)
 
     def _diagnose(self, src: _Source, now: float, runs: list[Run] | None = None) -> list[str]:
-        t0 = time.perf_counter()
+        t0 = self.timer()
         ids = []
         found = src.follow.runs() if runs is None else runs
         src.modified = modified(src.path)
@@ -334,7 +348,10 @@ class Workspace:
             try:
                 if analysis is not None:
                     run = analysis.join(run, f"rollouts in {self._rollout_dir(src)}")
-                rid = self._publish(src, run, diagnose(run, self.options.config), now, analysis)
+                d = diagnose(run, self.options.config)
+                told = self.live_alerts.seen(run, d, now)  # before the new version: its page carries them
+                rid = self._publish(src, run, d, now, analysis)
+                self._alerted(told - {run.path})
                 if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
                     self.page(self._served[rid])
                 ids.append(rid)
@@ -345,8 +362,7 @@ class Workspace:
             self._dropped[rid] = left_out(self._served[rid].path, src.path) if found else no_metrics(src.path)
         self._touch(left)
         src.dirty = False
-        src.cost = time.perf_counter() - t0
-        src.next_diagnosis = now + max(self.options.interval, 2 * src.cost)
+        self.pace.spent(src.path, now, self.timer() - t0)
         self.state.save_source(str(src.path), src.follow.state())
         return ids
 
@@ -365,7 +381,7 @@ class Workspace:
         with self._lock:
             old = self._served.get(rid)
             self._seq += 1
-            served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, _last_step(run), d.verdict,
+            served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, read_to(run), d.verdict,
                             self._seq, now, run, d, analysis, src.modified)
             self._served[rid] = served
         self.state.save_run(RunRow(rid, run.path, str(self.roots[src.root]), served.last_step, served.verdict,

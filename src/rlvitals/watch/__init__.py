@@ -1,17 +1,17 @@
 """``rlvitals watch`` and the in-process ``Monitor``: follow growing training logs (or a training loop),
 re-diagnose them, alert once per finding.
 
-Modules: :mod:`.alerts` (the policy), :mod:`.dispatch` (decide → commit → say → deliver, for both),
-:mod:`.state` (SQLite memory across restarts), :mod:`.sinks` (JSONL, webhook, command), :mod:`.view`
-(terminal), :mod:`.watcher` (the loop), :mod:`.monitor` (the in-process Monitor). The CLI imports this
-package only when the ``watch`` command runs (it loads the checks).
+Modules: :mod:`.watcher` (the loop over log files), :mod:`.monitor` (the in-process Monitor), :mod:`.state`
+(SQLite memory across restarts), :mod:`.sinks` (JSONL, webhook, command), :mod:`.view` (terminal). Both hand
+their diagnoses to the live path they share with ``rlvitals serve`` (:mod:`rlvitals.live`: pace, confirm,
+decide → commit → say → deliver). The CLI imports this package only when the ``watch`` command runs (it loads
+the checks).
 """
 
 
 from __future__ import annotations
 
-from .alerts import Alert, Cooldown, decide
-from .confirm import Confirm
+from ..live import Alert, Confirm, Cooldown, decide
 from .exports import WandbTarget
 from .monitor import PREFIX, Monitor
 from .sinks import JsonlSink, parse_sink

@@ -5,7 +5,7 @@ queue and return; a daemon worker thread adds them to a :class:`~rlvitals.run.bu
 (keys are resolved by the catalog exactly as for any log), analyses each step's rollouts
 (:mod:`rlvitals.rollout.analysis`), joins those series onto the Run, diagnoses it at most every
 ``every`` steps and ``min_interval`` seconds, and hands the findings to the watcher's alert
-policy (:func:`rlvitals.watch.alerts.decide`) and sinks. With ``state_path`` the policy and
+policy (:func:`rlvitals.live.alerts.decide`) and sinks. With ``state_path`` the policy and
 an outbox of alerts live in the watcher's SQLite file, so a resumed job neither repeats nor
 loses an alert.
 
@@ -23,7 +23,6 @@ caller's loop never sees it. When the queue is full the oldest item is dropped a
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -39,15 +38,16 @@ from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, diagnose
 from ..errors import RlvitalsError
 from ..ingest.record import Record, SourceMeta, Value
+from ..live.alerting import Alerting, read_to
+from ..live.alerts import Alert, Cooldown, KeyState
+from ..live.confirm import Confirm
+from ..live.dispatch import messages
+from ..live.pace import Pace
+from ..live.stopping import stop_reason
 from ..run.builder import RunBuilder
 from ..run.run import Run
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation, key_of
-from .causes import story_of
-from .confirm import Confirm, Confirmations
-from .dispatch import dispatch, messages
 from .sinks import Sink
-from .stopping import stop_reason
 
 if TYPE_CHECKING:
     from ..rollout import RolloutSource
@@ -88,9 +88,9 @@ class Monitor:
     diagnosis' verdict is at least this bad (``"warn"`` or ``"fail"``; a note is never part of a
     verdict, so notes alone never stop a run), :meth:`should_stop` says so (and stays so): the
     loop's cue to save and stop, before more GPU-hours go to a dead run (the TRL callback acts
-    on it; a custom loop checks it). Notes send no alert either (:mod:`rlvitals.watch.alerts`).
+    on it; a custom loop checks it). Notes send no alert either (:mod:`rlvitals.live.alerts`).
     ``confirm``: how long a new finding must hold before it is alerted, as in ``rlvitals watch``
-    (:class:`~rlvitals.watch.confirm.Confirm`; by default at once); ``stop_on`` then acts on what was alerted,
+    (:class:`~rlvitals.live.confirm.Confirm`; by default at once); ``stop_on`` then acts on what was alerted,
     and what still waits when the loop ends is alerted at :meth:`close`.
 
     Example:
@@ -143,11 +143,14 @@ class Monitor:
         self._derived: dict[int, dict[str, float]] = {}
         self._rollout_frames: dict[int, pl.DataFrame] = {}
         self._rollout_tables: dict[int, pl.DataFrame] = {}
-        self._keys: dict[str, KeyState] = {}
-        #: new findings wait until they hold, as in ``rlvitals watch`` (:mod:`.confirm`); at once by default
-        self._confirms = Confirmations(confirm or Confirm(looks=1))
+        self._state: Any = None  # the alert state file, opened by the worker (sqlite3 connections are per thread)
+        self._shown: Diagnosis | None = None  # the diagnosis whose alerts are being committed
+        #: the alert path of ``rlvitals watch`` and ``serve`` (rlvitals.live): new findings wait until they hold
+        #: (at once by default here)
+        self._alerting = Alerting(confirm or Confirm(looks=1), self.cooldown, commit=self._commit, say=self._say_alert,
+                                  sinks=self.sinks, send=self._send)
         self._diagnosed_step = 0  # the first diagnosis comes at step `every`
-        self._diagnosed_at = -math.inf
+        self._pace = Pace(floor=min_interval)  # and at most every min_interval seconds
         self._dirty = False
         self._last_step = 0
         self._thread = threading.Thread(target=self._work, name="rlvitals-monitor", daemon=True)
@@ -311,7 +314,7 @@ class Monitor:
     # --- the worker ----------------------------------------------------------------------------
 
     def _work(self) -> None:
-        state = self._open_state()
+        state = self._state = self._open_state()
         try:
             while True:
                 with self._cond:
@@ -326,7 +329,7 @@ class Monitor:
                     with self._cond:
                         self._done = item.seq
                         self._cond.notify_all()
-                self._guarded(Words("the diagnosis", "诊断"), self._maybe_diagnose, state, force, closing)
+                self._guarded(Words("the diagnosis", "诊断"), self._maybe_diagnose, force, closing)
                 with self._cond:
                     if force:
                         self._force = False
@@ -345,11 +348,11 @@ class Monitor:
 
         try:
             state = WatchState(self.state_path)
-            self._keys = state.keys()
+            self._alerting.keys = state.keys()
             waiting = state.pending()
             for sink in self.sinks:
                 for ids, alert in messages([(i, a) for i, a, pending in waiting if sink.name in pending], sink):
-                    self._send(state, sink, ids, alert)
+                    self._send(sink, ids, alert, state)
             return state
         except Exception as exc:  # noqa: BLE001
             why = _failure(exc)
@@ -434,7 +437,7 @@ class Monitor:
         if force:
             return True
         steps_ok = self._last_step - self._diagnosed_step >= self.every
-        return steps_ok and self.clock() - self._diagnosed_at >= self.min_interval
+        return steps_ok and self._pace.due(self.run_name, self.clock())
 
     def _build(self) -> Run | None:
         from .rollouts import join_series
@@ -446,71 +449,64 @@ class Monitor:
             frames = [self._rollout_frames[s] for s in sorted(self._rollout_frames)]
         return join_series(run, frames, "rollouts logged to the monitor")
 
-    def _maybe_diagnose(self, state: Any, force: bool, closing: bool = False) -> None:
+    def _maybe_diagnose(self, force: bool, closing: bool = False) -> None:
         if not self._due(force or closing):  # inside the guard: even the injected clock may fail
             if closing:
-                self._release(state)
+                self._release()
             return
         try:
-            self._diagnose(state, closing)
+            self._diagnose(closing)
         except Exception:
             self._dirty = True  # tried again with the next data or flush (at most every min_interval)
             raise
 
-    def _diagnose(self, state: Any, closing: bool = False) -> None:
+    def _diagnose(self, closing: bool = False) -> None:
         self._dirty = False
-        self._diagnosed_at = now = self.clock()
+        now = self.clock()
+        self._pace.spent(self.run_name, now, 0.0)
         run = self._build()
         if run is None:
             return
-        d = diagnose(run, self.config)
-        step = int(run.steps[-1]) if len(run.steps) else 0
-        self._diagnosed_step = step
-        seen = Observation(self.run_name, step, d.findings, story=story_of(self.run_name, d, key_of))
+        d = self._shown = diagnose(run, self.config)
+        step = self._diagnosed_step = read_to(run)
         # the loop ended: no later step can take back what waits, so it is alerted at its own level
-        self._decide(state, d, [seen if closing else self._confirms.confirmed(seen, self._keys, now)], now)
+        self._alerting.observe(self._alerting.look(run, d, at_once=closing), now, at_once=closing)
         if closing:
-            self._confirms = Confirmations(self._confirms.rule)
+            self._alerting.restart()
         self._judge_stop(d, step)
 
-    def _release(self, state: Any) -> None:
+    def _release(self) -> None:
         """At close with nothing new to diagnose: what waits in the last diagnosis is alerted now."""
-        d = self._diagnosis
-        if d is None:
-            return
-        now = self.clock()
-        waiting = self._confirms.quiet(now, -math.inf)
-        if waiting:
-            self._decide(state, d, waiting, now)
+        self._shown = self._diagnosis
+        if self._shown is not None:
+            self._alerting.release(self.clock())
 
-    def _decide(self, state: Any, d: Diagnosis, observed: list[Observation], now: float) -> None:
-        """Decide, commit, say and deliver the alerts of ``observed`` (``d`` becomes the diagnosis shown)."""
-        def commit(changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
-            with self._lock:  # the diagnosis and its alerts become visible together
-                self._diagnosis = d
-                self._alerts.extend(alerts)
-            if state is None:
-                return [0] * len(alerts)
-            return list(state.commit({}, changed, list(alerts), [s.name for s in self.sinks]))
+    def _commit(self, changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
+        """Keep the alerts, with the policy's changed keys in the state file when there is one: the diagnosis
+        being decided and its alerts become visible together."""
+        with self._lock:
+            self._diagnosis = self._shown
+            self._alerts.extend(alerts)
+        if self._state is None:
+            return [0] * len(alerts)
+        return list(self._state.commit({}, changed, list(alerts), [s.name for s in self.sinks]))
 
-        def say(alert: Alert) -> None:
-            self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
-
-        _, self._keys = dispatch(self._keys, observed, now, self.cooldown, commit=commit, say=say, sinks=self.sinks,
-                                 send=lambda sink, ids, alert: self._send(state, sink, ids, alert))
+    def _say_alert(self, alert: Alert) -> None:
+        self._say(Words(f"rlvitals: {alert.text('en')}", f"rlvitals：{alert.text('zh')}"))
 
     def _judge_stop(self, d: Diagnosis, step: int) -> None:
         if self.stop_on is None or self._stop is not None:
             return
-        reason = stop_reason(d, self._keys, self.stop_on, step)
+        reason = stop_reason(d, self._alerting.keys, self.stop_on, step)
         if reason is None:
             return
         with self._lock:
             self._stop = reason
         self._say(Words(f"rlvitals: stop requested: {reason}", f"rlvitals：请求停止训练：{reason.zh}"))
 
-    def _send(self, state: Any, sink: Sink, ids: list[int], alert: Alert) -> None:
+    def _send(self, sink: Sink, ids: list[int], alert: Alert, state: Any = None) -> None:
         """One message to one sink, in this thread; a failure is reported, struck off and not retried."""
+        state = state if state is not None else self._state
         try:
             problem = sink.send(alert)
         except Exception as exc:  # noqa: BLE001 (a third-party sink may raise)

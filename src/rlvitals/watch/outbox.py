@@ -21,8 +21,8 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
+from ..live.alerts import Alert
 from ..words import Words
-from .alerts import Alert
 from .sinks import Sink
 
 __all__ = ["QUEUE", "Outbox"]
@@ -47,7 +47,7 @@ class Outbox:
         self._thread.start()
 
     def put(self, alert_id: int | Sequence[int], alert: Alert) -> str | None:
-        """Queue the alert (of several ids when it combines several: :func:`.alerts.combine`); an
+        """Queue the alert (of several ids when it combines several: :func:`rlvitals.live.alerts.combine`); an
         error message (and nothing queued) if the queue is full."""
         ids = [alert_id] if isinstance(alert_id, int) else list(alert_id)
         with self._cond:
@@ -67,7 +67,7 @@ class Outbox:
 
     def deliveries(self) -> list[tuple[list[int], str | None]]:
         """(alert ids, error or None) of every delivery finished since the last call: one entry per
-        message sent, which may carry several alerts (:func:`.alerts.combine`)."""
+        message sent, which may carry several alerts (:func:`rlvitals.live.alerts.combine`)."""
         with self._cond:
             done, self._done = self._done, []
         return done

@@ -10,7 +10,7 @@ split it but run without one; it gets the alert as JSON on stdin and as ``RLVITA
 variables. A sink with ``threaded = True`` (webhook, command: they wait on something else) is
 called by the watcher from a worker thread (:mod:`.outbox`). A sink with ``grouped = True``
 (webhook, command: a person reads them, or they act once) gets the alerts of one check raised
-together as one (:func:`.alerts.combine`); the JSONL file gets one line per finding.
+together as one (:func:`rlvitals.live.alerts.combine`); the JSONL file gets one line per finding.
 """
 
 from __future__ import annotations
@@ -24,21 +24,16 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from ..errors import RlvitalsError
+from ..live.alerts import Alert
+from ..live.dispatch import Sink
 from ..words import Words
-from .alerts import Alert
 from .webhook import DISCORD_LIMIT, Flavour, WebhookSink, webhook_body
 
 __all__ = ["DISCORD_LIMIT", "CommandSink", "JsonlSink", "Sink", "WebhookSink", "alert_env", "parse_sink",
            "webhook_body"]
-
-
-class Sink(Protocol):
-    name: str
-
-    def send(self, alert: Alert) -> str | None: ...
 
 
 @dataclass

@@ -38,8 +38,8 @@ from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 from ..ingest import WALL_KEY, Record
 from ..ingest.record import Packed, Value
+from ..live.alerts import Alert, KeyState, upgraded
 from ..words import Words
-from .alerts import Alert, KeyState, upgraded
 from .blocks import BlockError, decode, encode
 
 SCHEMA = 3
@@ -104,7 +104,7 @@ class WatchState:
         return {p: json.loads(s) for p, s in self.db.execute("SELECT path, state FROM sources")}
 
     def keys(self) -> dict[str, KeyState]:
-        """The alert policy's memory, keyed as this version keys alerts (:func:`.alerts.upgraded`)."""
+        """The alert policy's memory, keyed as this version keys alerts (:func:`rlvitals.live.alerts.upgraded`)."""
         rows = self.db.execute("SELECT key, state FROM keys")
         return upgraded({k: KeyState.from_json(json.loads(s)) for k, s in rows})
 

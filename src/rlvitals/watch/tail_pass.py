@@ -36,8 +36,8 @@ from dataclasses import replace
 from ..checks import STATUS_RANK, VERDICT_STATUSES, sudden_checks
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding, assemble, diagnose
+from ..live.alerts import KeyState, alert_key, finding_key
 from ..run.run import Run
-from .alerts import KeyState, alert_key, finding_key
 
 __all__ = ["TailPass", "merge", "raised"]
 

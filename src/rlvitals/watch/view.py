@@ -9,9 +9,9 @@ from typing import IO, Any
 
 from ..checks import VERDICT_STATUSES, RunForecast
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis
+from ..live.alerts import Alert
 from ..render.diagnosis import STATUS_STYLE, STATUS_WORDS
 from ..words import in_lang
-from .alerts import Alert
 
 
 def note_line(message: str, lang: str = "en") -> str:

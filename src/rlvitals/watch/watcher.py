@@ -1,12 +1,13 @@
 """The watch loop: poll the logs, rebuild the Runs that grew, diagnose them, decide, alert.
 
-One cycle: every watched path is polled (:mod:`.sources`); each Run that changed is rebuilt
+One cycle: every watched path is polled (:class:`rlvitals.run.follow.Follow`); each Run that changed is rebuilt
 from its records and diagnosed, unless its last diagnosis was so recent that doing it again
 would spend more than a third of a core on it (``WatchOptions.diagnose_gap``: it is diagnosed
 at a later cycle, with everything read by then). Meanwhile its last ``WatchOptions.tail_steps``
-steps are read with the sudden checks alone (:mod:`.tail`), which may raise a finding but never
-clear one, so a spike is alerted within a cycle however long the run; :func:`.alerts.decide`
-turns the findings into alerts (of one run watched through two files, only one file's: :mod:`.twins`); the
+steps are read with the sudden checks alone (:mod:`.tail_pass`), which may raise a finding but never
+clear one, so a spike is alerted within a cycle however long the run; the live path watch shares with
+``serve`` and the ``Monitor`` (:class:`rlvitals.live.Alerting`: pace, confirm, decide) turns the findings
+into alerts (of one run watched through two files, only one file's: :mod:`.twins`); the
 cursors, the records read, the policy state and the alerts are committed to the state file in
 one transaction;
 then the sinks are called and each delivery is struck off. The clock and the sleep are
@@ -16,7 +17,6 @@ parameters, so tests drive cycles without waiting.
 from __future__ import annotations
 
 import contextlib
-import math
 import signal
 import threading
 import time
@@ -25,11 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from ..checks import STATUS_RANK, final_checks
+from ..checks import STATUS_RANK
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
 from ..ingest.rotated import RotationRules
+from ..live.alerting import Alerting, read_to
+from ..live.alerts import Alert, Cooldown, KeyState, Observation
+from ..live.confirm import Confirm
+from ..live.dispatch import messages
+from ..live.pace import Pace
 from ..render.diagnosis import STATUS_WORDS
 from ..rollout import Progress
 from ..rollout.options import RolloutSettings
@@ -38,11 +43,6 @@ from ..run.load import load
 from ..run.run import Run
 from ..run.unterminated import Unterminated
 from ..words import Words, in_lang
-from .alerts import Alert, Cooldown, KeyState, Observation, key_of, settle
-from .causes import story_of
-from .confirm import Confirm, Confirmations
-from .dispatch import dispatch, messages
-from .estimates import Estimates
 from .exports import LiveExports, WandbTarget
 from .launches import Launches
 from .outbox import Outbox
@@ -88,7 +88,7 @@ class WatchOptions:
     export_wandb: WandbTarget | None = None
     rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
     one_run: bool = False
-    #: how long a new finding must hold before it is alerted (:mod:`.confirm`); at once by default here,
+    #: how long a new finding must hold before it is alerted (:mod:`rlvitals.live.confirm`); at once by default here,
     #: ``rlvitals watch`` waits for two looks (``--confirm-looks``)
     confirm: Confirm = field(default_factory=lambda: Confirm(looks=1))
     rotation: RotationRules = field(default_factory=RotationRules)
@@ -99,11 +99,6 @@ class WatchOptions:
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
             raise ValueError(f"WatchOptions: tail_steps={self.tail_steps}; expected 0 (no tail pass) or more steps")
-
-
-def last_step(run: Run) -> int:
-    steps = run.steps
-    return int(steps[-1]) if len(steps) else 0
 
 
 class Watcher:
@@ -139,20 +134,20 @@ class Watcher:
         self.rollouts = (RolloutFollow(rollouts, self.options.rollout_settings, rollout_progress)
                          if rollouts is not None else None)
         self._once = False  # run(once=True): a log that is not there yet is an error, not something to wait for
-        self.keys: dict[str, KeyState] = state.keys()
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
         self.launches = Launches(paths, self.options.fmt, self.options.lang) if self.options.one_run else None
         self._cost: dict[int, float] = {}
         self._dirty: set[Follow] = set()  # grew since their last diagnosis
         self._fresh: set[Follow] = set()  # grew since their last diagnosis or tail pass
-        self._next_diagnosis: dict[Path, float] = {}  # the throttle: no diagnosis of that log before
-        self._next_tail: dict[Path, float] = {}  # nor a tail pass
-        self._spent: dict[tuple[Path, bool], float] = {}  # (log, tail pass?) -> what the last one cost
+        # the throttle of each (log, tail pass?): its next pass waits diagnose_gap × what the last one cost
+        self.pace = Pace(gap=self.options.diagnose_gap)
         self.full: dict[str, Diagnosis] = {}  # each run's last full diagnosis (``diagnoses`` adds the tail's)
         self._alerted: set[str] = set()  # runs whose findings reach the policy (a twin's do not)
-        self.estimates = Estimates()  # runs whose steps are an estimate: held until their numbering is stable
-        self.confirms = Confirmations(self.options.confirm)  # new findings wait until they have held
+        # the alert path watch shares with serve and the Monitor: new findings wait until they have held, runs
+        # whose steps are an estimate are held until their numbering is stable (rlvitals.live)
+        self.alerting = Alerting(self.options.confirm, self.options.cooldown, keys=state.keys(), commit=self._commit,
+                                 say=self.view.alert, sinks=self.sinks, send=self._send)
         self.unterminated = Unterminated(self.options.settle)  # quiet logs whose last line has no newline
         self.tails = TailPass(self.options.tail_steps, self.options.config)
         # a webhook or a command is called from its own thread: a receiver that hangs cannot stall the loop
@@ -216,7 +211,7 @@ class Watcher:
                 changed.append(follow)
                 self._cost[i] = self.timer() - t0
             if follow.moved:
-                self.confirms.moved(str(follow.path), now)
+                self.alerting.moved(str(follow.path), now)
             for message in follow.messages:
                 if not (self._once and message == follow.waiting):  # --once does not wait: run() says so
                     self.view.note(message)
@@ -243,12 +238,12 @@ class Watcher:
         self._fresh.update(changed)
         shown = False
         if self.launches is not None:  # --one-run: the logs are one run, diagnosed when any of them grew
-            due = bool(self._dirty) and (force or now >= self._next_diagnosis.get(self.follows[0].path, -math.inf))
+            due = bool(self._dirty) and (force or self.pace.due((self.follows[0].path, False), now))
             if due:
                 sent.extend(self._pass(self.follows[0], now, tail=False))
                 shown = True
         for follow in self.follows if self.launches is None else ():
-            due = follow in self._dirty and (force or now >= self._next_diagnosis.get(follow.path, -math.inf))
+            due = follow in self._dirty and (force or self.pace.due((follow.path, False), now))
             if not force and self._tail_due(follow, now, due):
                 sent.extend(self._pass(follow, now, tail=True))
                 shown = True
@@ -257,10 +252,9 @@ class Watcher:
                 sent.extend(self._pass(follow, now, tail=False, whole=whole))
                 shown = True
         # a run that stopped moving while a new finding of it waited: what waits has held (.confirm)
-        still = self.confirms.quiet(now, max(2.0, 4 * self.options.interval))
-        if still:
-            sent.extend(self._alert(still, now, settled=True))
-        sent.extend(self._settle(now))
+        sent.extend(self.alerting.quiet(now, max(2.0, 4 * self.options.interval)))
+        steps = {run: read_to(d.run) for run, d in self.full.items() if run in self._alerted}
+        sent.extend(self.alerting.settle(now, steps))
         if shown:
             self.view.show(self.diagnoses)
         self.view.status(self.status(now))
@@ -288,7 +282,7 @@ class Watcher:
             d = self.full.get(str(follow.path))
             if d is not None and d.run.estimated_steps:
                 said += "（步数为估计）" if zh else " (steps estimated)"
-            wait = self._next_diagnosis.get(follow.path, now) - now
+            wait = self.pace.wait((follow.path, False), now)
             due = ""
             if follow in self._dirty and wait > 0:
                 due = f"；{wait:.0f} 秒后再诊断" if zh else f"; next diagnosis in {wait:.0f} s"
@@ -300,11 +294,12 @@ class Watcher:
         full before (the tail pass adds to that), the throttle allows, and its full diagnosis is not
         due — or is, but costs over four times as much (a long run: the tail pass answers before the
         full diagnosis has ended; on a shorter one it would only add to the cycle's cost)."""
-        if self.options.tail_steps <= 0 or follow not in self._fresh or (follow.path, False) not in self._spent:
+        full = self.pace.cost((follow.path, False))
+        if self.options.tail_steps <= 0 or follow not in self._fresh or full is None:
             return False
-        if now < self._next_tail.get(follow.path, -math.inf):
+        if not self.pace.due((follow.path, True), now):
             return False
-        return not full_due or self._spent[follow.path, False] > 4 * self._spent.get((follow.path, True), 0.0)
+        return not full_due or full > 4 * (self.pace.cost((follow.path, True)) or 0.0)
 
     def _pass(self, follow: Follow, now: float, *, tail: bool, whole: bool = False) -> list[Alert]:
         """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts. ``whole``: of
@@ -318,11 +313,8 @@ class Watcher:
         # the cost of rebuilding and diagnosing, on the watcher's timer (a test's timer that stands
         # still never throttles); storing what was read is not part of it (the first commit of a
         # long log stores all of it once)
-        cost = self.timer() - started
-        self._spent[follow.path, tail] = cost
-        throttle = self._next_tail if tail else self._next_diagnosis
-        throttle[follow.path] = self.clock() + self.options.diagnose_gap * cost
-        alerts = self._alert(observed, now)
+        self.pace.spent((follow.path, tail), self.clock(), self.timer() - started)
+        alerts = self.alerting.observe(observed, now, at_once=self._once)
         self.exports.flush()  # after the alerts: starting W&B takes seconds
         return alerts
 
@@ -341,19 +333,14 @@ class Watcher:
             if self.twins.primary(run, [o.run for o in self.diagnoses.values()]) == run.path:
                 self._alerted.add(run.path)
                 # --once reads what is there now, as diagnose does: no later look to hold an estimate for
-                held = not self._once and self.estimates.held(run.path, run.steps, run.estimated_steps)
-                observed.append(Observation(run.path, last_step(run), d.findings, held=held,
-                                            estimated=run.estimated_steps, story=story_of(run.path, d, key_of)))
-                if held:  # a crash or a NaN rests on no step's number: said at once, as a part that clears nothing
-                    finals = [f for f in d.findings if f.check in final_checks()]
-                    observed.append(Observation(run.path, last_step(run), finals, partial=True, estimated=True))
+                observed += self.alerting.look(run, d, at_once=self._once)
                 self.exports.queue(d, several=len(runs) > 1)
             else:
                 self._alerted.discard(run.path)
-        for message in [*self.twins.notes, *self.estimates.messages]:
+        for message in [*self.twins.notes, *self.alerting.estimates.messages]:
             self.view.note(message)
         self.twins.notes.clear()
-        self.estimates.messages.clear()
+        self.alerting.estimates.messages.clear()
         return observed
 
     def _one_run(self) -> list[Run]:
@@ -376,28 +363,10 @@ class Watcher:
                 continue  # a run not diagnosed in full yet, or a twin: its full diagnosis decides
             if self.rollouts is not None:
                 run = self.rollouts.join(run).tail(steps)
-            d = self.tails.read(run, full, self.keys)
+            d = self.tails.read(run, full, self.alerting.keys)
             self.diagnoses[run.path] = d
-            observed.append(Observation(run.path, last_step(run), d.findings, partial=True,
-                                        held=self.estimates.holding(run.path), estimated=run.estimated_steps,
-                                        story=story_of(run.path, d, key_of)))
+            observed.append(self.alerting.part(run, d))
         return observed
-
-    def _alert(self, observed: list[Observation], now: float, quiet: Mapping[str, int] | None = None,
-               settled: bool = False) -> list[Alert]:
-        if not self._once and not settled:  # --once reads what is there, as diagnose does: no next look to wait for
-            observed = [self.confirms.confirmed(o, self.keys, now) for o in observed]
-        alerts, self.keys = dispatch(self.keys, observed, now, self.options.cooldown, commit=self._commit,
-                                     say=self.view.alert, sinks=self.sinks, send=self._send, quiet=quiet)
-        return alerts
-
-    def _settle(self, now: float) -> list[Alert]:
-        """The ``cleared`` alerts due now for runs that brought nothing new (a finding that went away and
-        stayed away for the cooldown while its run stopped logging)."""
-        steps = {run: last_step(d.run) for run, d in self.full.items() if run in self._alerted}
-        if not settle(dict(self.keys), now, self.options.cooldown, steps):
-            return []
-        return self._alert([], now, quiet=steps)
 
     def _commit(self, changed: Mapping[str, KeyState], alerts: Sequence[Alert]) -> list[int]:
         """The policy state and the alerts, in one transaction with every log's cursor and new records."""
@@ -438,16 +407,17 @@ class Watcher:
 
     def exit_code(self) -> int:
         """EXIT_FINDINGS once a finding at ``exit_on`` or worse has been alerted and still holds — a stable
-        finding, not one of a run whose steps are still an estimate (:attr:`.alerts.Observation.held`) — else
-        EXIT_OK. With ``--once`` everything there is was read, as ``diagnose`` reads it: the verdict decides."""
+        finding, not one of a run whose steps are still an estimate
+        (:attr:`rlvitals.live.alerts.Observation.held`) — else EXIT_OK. With ``--once`` everything there is was
+        read, as ``diagnose`` reads it: the verdict decides."""
         threshold = self.options.exit_on
         if threshold is None:
             return EXIT_OK
         if self._once:
             worst = max((STATUS_RANK[d.verdict] for d in self.diagnoses.values()), default=-1)
         else:
-            worst = max((STATUS_RANK[s.alerted] for s in self.keys.values() if s.active and s.run in self._alerted),
-                        default=-1)
+            standing = [s.alerted for s in self.alerting.keys.values() if s.active and s.run in self._alerted]
+            worst = max((STATUS_RANK[status] for status in standing), default=-1)
         return EXIT_FINDINGS if worst >= STATUS_RANK[threshold] else EXIT_OK
 
     def run(self, *, once: bool = False, max_cycles: int | None = None) -> int:

@@ -35,9 +35,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..diagnosis import LAYER_NAMES
+from ..live.alerts import Alert
 from ..render.diagnosis import STATUS_WORDS
 from ..words import Words
-from .alerts import Alert
 
 #: Discord refuses a ``content`` longer than this
 DISCORD_LIMIT = 2000

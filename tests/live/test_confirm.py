@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rlvitals.checks._base import Status
 from rlvitals.diagnosis import Finding
-from rlvitals.watch.alerts import Alert, KeyState, Observation, alert_key, decide
-from rlvitals.watch.confirm import Confirm, Confirmations
+from rlvitals.live.alerts import Alert, KeyState, Observation, alert_key, decide
+from rlvitals.live.confirm import Confirm, Confirmations
 
 
 def _f(status: Status, check: str = "kl_band") -> Finding:

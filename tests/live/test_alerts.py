@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rlvitals.checks._base import Status
 from rlvitals.diagnosis import Finding
-from rlvitals.watch.alerts import Alert, Cooldown, KeyState, Observation, alert_key, decide, settle, upgraded
+from rlvitals.live.alerts import Alert, Cooldown, KeyState, Observation, alert_key, decide, settle, upgraded
 
 
 def _f(status: Status, check: str = "entropy_collapse", metrics: tuple[str, ...] = ("actor/entropy",)) -> Finding:
@@ -122,7 +122,7 @@ def test_a_finding_cleared_while_its_run_stopped_logging_is_settled_by_time() ->
 
 
 def test_a_finding_that_rode_under_its_cause_is_not_said_cleared_on_its_own() -> None:
-    from rlvitals.watch.causes import Told
+    from rlvitals.live.causes import Told
     cause, effect = _f("fail", "reward_collapse", ("reward",)), _f("warn", "entropy_collapse")
     told = Told(alert_key("run.log", "reward_collapse"), 12, "warn", {}, {"en": "after the collapse"})
     obs = Observation("run.log", 20, [cause, effect], story={alert_key("run.log", "entropy_collapse"): told})
@@ -204,7 +204,7 @@ def test_an_alert_names_the_onset_and_the_step_it_was_seen_at() -> None:
 def test_a_finding_left_without_its_cause_alerts_on_its_own() -> None:
     """The root cause's alert carried the finding; once the cause no longer holds, the finding that still
     does is said on its own rather than left unsaid."""
-    from rlvitals.watch.causes import Told
+    from rlvitals.live.causes import Told
     cause, effect = _f("warn", "rollout_mismatch", ("rollout_corr/x",)), _f("fail", "reward_collapse", ("reward",))
     told = Told(alert_key("run.log", "rollout_mismatch"), 20, "fail", {}, {"en": "off-policy"})
     obs = Observation("run.log", 70, [cause, effect], story={alert_key("run.log", "reward_collapse"): told})

@@ -13,11 +13,19 @@ slow sinks to their own threads; the monitor may run without a state file.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from .alerts import Alert, Cooldown, KeyState, Observation, changed_keys, decide, grouped
-from .sinks import Sink
 
-__all__ = ["Commit", "Send", "dispatch", "messages"]
+__all__ = ["Commit", "Send", "Sink", "dispatch", "messages"]
+
+
+class Sink(Protocol):
+    """Where alerts go (:mod:`rlvitals.watch.sinks`): ``send`` returns an error message, or None."""
+
+    name: str
+
+    def send(self, alert: Alert) -> str | None: ...
 
 #: store the policy keys that changed and the alerts (with their pending sinks); returns one id per alert
 Commit = Callable[[Mapping[str, KeyState], Sequence[Alert]], list[int]]

@@ -4,8 +4,8 @@ and a finding no cause explains alerts on its own; the webhooks and the terminal
 from __future__ import annotations
 
 from rlvitals.diagnosis import Finding
-from rlvitals.watch.alerts import Alert, Observation, decide, key_of
-from rlvitals.watch.causes import Told
+from rlvitals.live.alerts import Alert, Observation, decide, key_of
+from rlvitals.live.causes import Told
 from rlvitals.watch.webhook import discord_body, slack_body
 
 RUN = "run.log"

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from rlvitals.diagnosis import Finding
-from rlvitals.watch.alerts import Alert, KeyState, Observation
-from rlvitals.watch.dispatch import dispatch, messages
+from rlvitals.live.alerts import Alert, KeyState, Observation
+from rlvitals.live.dispatch import dispatch, messages
 from rlvitals.watch.sinks import CommandSink, JsonlSink
 
 
