@@ -20,6 +20,7 @@ from rich.console import Console
 
 from rlvitals.checks import load_checks
 from rlvitals.cli import main
+from rlvitals.live import Confirm
 from rlvitals.render import ENGLISH_ORIGINAL
 from rlvitals.watch import WatchOptions, open_watcher
 from rlvitals.watch.view import layers_table
@@ -160,8 +161,8 @@ def test_watch_once_in_chinese(real: Path, tmp_path: Path) -> None:
 def test_the_watchers_banner_status_and_table_in_chinese(real: Path, tmp_path: Path) -> None:
     log = tmp_path / "verl__verl_training_log__ppo_run_deepseek7b_llm.log"
     shutil.copyfile(real / log.name, log)
-    watcher = open_watcher([log], [], tmp_path / "w.sqlite", WatchOptions(lang="zh", exit_on="fail"),
-                           out=io.StringIO(), err=io.StringIO())
+    options = WatchOptions(lang="zh", exit_on="fail", confirm=Confirm(looks=1))
+    watcher = open_watcher([log], [], tmp_path / "w.sqlite", options, out=io.StringIO(), err=io.StringIO())
     try:
         before = watcher.status(0.0)
         watcher.cycle()

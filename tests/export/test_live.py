@@ -20,6 +20,7 @@ from rlvitals.export.live import LiveTensorBoard, complete_length
 from rlvitals.export.tensorboard import TEXT_TAG, VERDICT_TAG
 from rlvitals.ingest import SkipLog, SourceMeta
 from rlvitals.ingest import tensorboard as tb_reader
+from rlvitals.live import Confirm
 from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.state import WatchState
@@ -46,7 +47,8 @@ def _append(path: Path, data: bytes) -> None:
 
 def _watcher(tmp: Path, paths: list[Path], export: Path, err: io.StringIO | None = None) -> Watcher:
     return Watcher(paths, WatchState(tmp / "state.sqlite"), [],
-                   WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, export_tensorboard=export),
+                   WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, export_tensorboard=export,
+                                confirm=Confirm(looks=1)),
                    view=PlainView(io.StringIO(), err or io.StringIO()), clock=lambda: 1000.0,
                    rollouts=tmp / "rollouts")
 
@@ -192,7 +194,8 @@ def test_a_watched_run_is_logged_live_to_one_w_and_b_run_across_a_restart(tmp_pa
 
     def watcher() -> Watcher:
         return Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
-                       WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, export_wandb=target),
+                       WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, export_wandb=target,
+                                confirm=Confirm(looks=1)),
                        view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: 1000.0,
                        rollouts=tmp_path / "rollouts")
 

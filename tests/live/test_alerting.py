@@ -74,3 +74,17 @@ def test_what_waits_in_a_run_that_stopped_moving_is_let_through() -> None:
     assert alerting.observe([replace(obs, findings=[_kl("warn")])], 0.0) == []
     assert alerting.quiet(1.0, 5.0) == []  # quiet for a second: it may still move
     assert [(a.kind, a.check) for a in alerting.quiet(6.0, 5.0)] == [("new", "kl_band")]
+
+
+def test_a_reading_that_ended_lets_through_what_waits_however_long_its_gaps() -> None:
+    """The caller knows the writer stopped (the demo's trainer finished, a Monitor's loop closed): what waits is
+    alerted at its own level now, even where the log's usual gap between writes says it could still move."""
+    alerting = Alerting(Confirm(looks=3, share=0.0), Cooldown())
+    run = _run(20)
+    [obs] = alerting.look(run, diagnose(run))
+    alerting.observe([replace(obs, findings=[_kl("fail")])], 0.0)
+    for t in (10.0, 20.0, 30.0):  # written every ten seconds: three gaps make thirty
+        alerting.moved("r.jsonl", t)
+    assert alerting.quiet(35.0, 0.0) == []  # silent for five seconds: it may still move
+    assert [(a.kind, a.status) for a in alerting.release(35.0)] == [("new", "fail")]
+    assert alerting.release(40.0) == []  # given once

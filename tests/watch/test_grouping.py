@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert, combine, grouped
 from rlvitals.rollout.writers import write_verl_dump
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
@@ -44,7 +45,7 @@ def _dumps(folder: Path) -> None:
 
 def _watcher(tmp: Path, sinks: list[Any]) -> Watcher:
     return Watcher([tmp / "run.jsonl"], WatchState(tmp / "state.sqlite"), sinks,
-                   WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0),
+                   WatchOptions(diagnose_gap=0.0, min_gap=0.0, tail_steps=0, confirm=Confirm(looks=1)),
                    view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: 1000.0, rollouts=tmp / "rollouts")
 
 

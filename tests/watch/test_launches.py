@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from rlvitals.cli import main
+from rlvitals.live import Confirm
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch import WatchOptions
 from rlvitals.watch.launches import Launches
@@ -31,7 +32,8 @@ def test_launches_are_watched_as_one_run_while_they_are_appended(tmp_path: Path)
     out, err = io.StringIO(), io.StringIO()
     now = [0.0]
     w = Watcher([first, second], WatchState(tmp_path / "w.sqlite"), [parse_sink(f"jsonl:{alerts}")],
-                WatchOptions(one_run=True), view=PlainView(out, err), clock=lambda: now[0], timer=lambda: 0.0)
+                WatchOptions(one_run=True, confirm=Confirm(looks=1)), view=PlainView(out, err),
+                clock=lambda: now[0], timer=lambda: 0.0)
     name = f"{first} + {second}"
     try:
         _append(first, LINES[:20])
@@ -70,7 +72,7 @@ def test_a_restarted_watcher_keeps_the_one_run(tmp_path: Path) -> None:
     alerts = tmp_path / "alerts.jsonl"
     for _ in range(2):
         w = Watcher([first, second], WatchState(tmp_path / "w.sqlite"), [parse_sink(f"jsonl:{alerts}")],
-                    WatchOptions(one_run=True), view=PlainView(io.StringIO(), io.StringIO()))
+                    WatchOptions(one_run=True, confirm=Confirm(looks=1)), view=PlainView(io.StringIO(), io.StringIO()))
         try:
             w.cycle()
             assert w.diagnoses[f"{first} + {second}"].run.steps.tolist() == list(range(1, 91))

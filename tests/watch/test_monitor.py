@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import rlvitals
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert
 from rlvitals.synthetic.simulate import Scenario, simulate
 from rlvitals.watch.monitor import PREFIX, Monitor, MonitorError
@@ -38,7 +39,7 @@ def rollouts(step: int, right: int) -> list[dict[str, object]]:
 def test_a_real_collapse_alerts_once_through_a_sink(tmp_path: Path) -> None:
     err = io.StringIO()
     sink = JsonlSink(tmp_path / "alerts.jsonl", name="jsonl")
-    with Monitor([sink], run="sim", every=5, min_interval=0, err=err) as mon:
+    with Monitor([sink], run="sim", every=5, min_interval=0, err=err, confirm=Confirm(looks=1)) as mon:
         for i in range(SC.steps):
             mon.log(i + 1, metrics(i))
             if i % 5 == 4:
@@ -218,7 +219,7 @@ def test_derive_never_waits_for_a_worker_busy_diagnosing() -> None:
             release.wait(60)
             return None
 
-    mon = Monitor([Stuck()], every=1, min_interval=0, err=None)
+    mon = Monitor([Stuck()], every=1, min_interval=0, err=None, confirm=Confirm(looks=1))
     for i in range(SC.steps):  # the collapse alerts, and the sink holds the worker
         mon.log(i + 1, metrics(i))
     assert stuck.wait(60)
@@ -257,12 +258,12 @@ def test_with_confirm_a_failure_waits_as_a_warning_and_stop_on_acts_on_what_was_
         mon.close()
         return [(a.kind, a.status, a.step) for a in mon.alerts() if a.check == "entropy_collapse"], stopped_at
 
-    said, stopped_at = watched(240, Confirm(2, 0.05, 0.5))
+    said, stopped_at = watched(240, None)  # the default: as watch
     assert [s[:2] for s in said] == [("new", "warn"), ("escalated", "fail")]
     (_, _, warned), (_, _, failed) = said
     assert warned < failed == stopped_at and failed >= 2 * 60
-    # at once (the default): the failure is alerted and stops the loop at the first diagnosis that finds it
-    said, stopped_at = watched(240, None)
+    # at once: the failure is alerted and stops the loop at the first diagnosis that finds it
+    said, stopped_at = watched(240, Confirm(looks=1))
     assert [s[:2] for s in said] == [("new", "fail")] and said[0][2] == stopped_at < failed
     # the loop ends while the failure waits: it is alerted at close, at its own level
     said, _ = watched(120, Confirm(2, 0.05, 0.5))

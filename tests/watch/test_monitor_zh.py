@@ -10,6 +10,7 @@ import io
 import math
 from pathlib import Path
 
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert
 from rlvitals.synthetic.pathologies import Spec, scenario
 from rlvitals.watch.monitor import Monitor
@@ -31,6 +32,7 @@ def _run(tmp_path: Path, lang: str) -> tuple[Monitor, list[str]]:
     that is a folder, and one more step logged after close()."""
     err = io.StringIO()
     mon = Monitor([Broken()], every=1000, min_interval=0, stop_on="warn", lang=lang, state_path=tmp_path,
+                  confirm=Confirm(looks=1),
                   err=err)
     for i in range(STEPS):
         values = {k: float(v[i]) for k, v in SERIES.items() if not math.isnan(float(v[i]))}

@@ -17,6 +17,7 @@ from runs import make_run
 
 from rlvitals.checks import sudden_checks
 from rlvitals.diagnosis import Diagnosis, diagnose
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert, KeyState, alert_key, finding_key
 from rlvitals.run.run import Run
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines, simulate
@@ -24,6 +25,9 @@ from rlvitals.watch.state import WatchState
 from rlvitals.watch.tail_pass import TailPass, merge, raised
 from rlvitals.watch.view import PlainView
 from rlvitals.watch.watcher import Watcher, WatchOptions
+
+#: these tests are about the tail pass: every finding is alerted as soon as it is seen
+AT_ONCE = Confirm(looks=1)
 
 SUDDEN = {c.id for c in sudden_checks()}
 N = 3000
@@ -193,7 +197,8 @@ def _long_watcher(tmp: Path, **options: Any) -> tuple[Watcher, Path, Clock, list
     log.write_bytes(b"".join(_long_lines()[:PREFILL]))
     clock = Clock()
     # a full diagnosis waits a thousand times its cost: far off, however fast this machine is
-    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**{"diagnose_gap": 1000.0, **options}),
+    options = {"diagnose_gap": 1000.0, "confirm": AT_ONCE, **options}
+    w = Watcher([log], WatchState(tmp / "state.sqlite"), [], WatchOptions(**options),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     first = w.cycle()
     return w, log, clock, first
@@ -260,7 +265,7 @@ def test_the_tail_pass_never_clears_and_a_restarted_watcher_goes_on_without_repe
         assert w.alerting.keys[key].active and w.alerting.keys[key].cleared_at is None, key
     w.close()
 
-    w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0),
+    w2 = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0, confirm=AT_ONCE),
                  view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     assert w2.cycle() == []  # rebuilt from the state file and diagnosed in full: the KL jump is known
     assert w2.full[str(log)].run.steps[-1] == 30_004
@@ -292,7 +297,7 @@ def test_a_tail_finding_the_full_diagnosis_does_not_confirm_does_not_come_back(t
     log.write_bytes(b"".join(lines[:N]))
     clock = Clock()
     w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
-                WatchOptions(diagnose_gap=1000.0, tail_steps=500, exit_on="fail"),
+                WatchOptions(diagnose_gap=1000.0, tail_steps=500, exit_on="fail", confirm=AT_ONCE),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     w.cycle()
     assert w.exit_code() == 0
@@ -328,7 +333,8 @@ def test_the_tail_pass_reads_the_rollout_series_joined_onto_the_last_steps(tmp_p
     for step in (N - 5, N + 2):
         write_verl_dump(rollouts, dumps, step)
     clock = Clock()
-    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(diagnose_gap=1000.0, tail_steps=300),
+    w = Watcher([log], WatchState(tmp_path / "state.sqlite"), [],
+                WatchOptions(diagnose_gap=1000.0, tail_steps=300, confirm=AT_ONCE),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER, rollouts=dumps)
     w.cycle()
     read, seen = w.tails.read, []
@@ -370,7 +376,7 @@ def test_a_spike_written_to_a_growing_tensorboard_folder_is_alerted_by_the_tail_
     write(lines[:steps])
     clock = Clock()
     w = Watcher([folder], WatchState(tmp_path / "state.sqlite"), [],
-                WatchOptions(diagnose_gap=1000.0, min_gap=0.0, tail_steps=300),
+                WatchOptions(diagnose_gap=1000.0, min_gap=0.0, tail_steps=300, confirm=AT_ONCE),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, timer=TIMER)
     first = w.cycle()
     assert first is not None and not any(a.check == "grad_norm_spike" for a in first)

@@ -23,6 +23,7 @@ from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.diagnosis import Finding
 from rlvitals.errors import RlvitalsError
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert, Observation, decide
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.sinks import CommandSink, JsonlSink, WebhookSink, parse_sink, webhook_body
@@ -64,6 +65,8 @@ def _closed_port() -> int:
 def _watcher(tmp: Path, log: Path, sinks: list[Any], clock: Clock,
              **options: Any) -> tuple[Watcher, io.StringIO, io.StringIO]:
     out, err = io.StringIO(), io.StringIO()
+    # at once unless a test says otherwise: these tests are about following, storing and delivering
+    options = {"confirm": Confirm(looks=1), **options}
     w = Watcher([log], WatchState(tmp / "state.sqlite"), sinks, WatchOptions(**options),
                 view=PlainView(out, err), clock=clock, sleep=lambda s: None)
     return w, out, err
@@ -239,7 +242,8 @@ def test_run_loop_exits_on_fail_while_the_log_grows(tmp_path: Path) -> None:
         _append(log, b"".join(LINES[written[0] : written[0] + 5]))
         written[0] += 5
 
-    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(interval=1.0, exit_on="fail"),
+    options = WatchOptions(interval=1.0, exit_on="fail", confirm=Confirm(looks=1))
+    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], options,
                 view=PlainView(io.StringIO(), io.StringIO()), clock=clock, sleep=sleep)
     assert w.run() == 1
     assert 85 <= written[0] <= 100  # stopped soon after the collapse, long before the end
@@ -326,7 +330,8 @@ def test_live_view_shows_every_layer(tmp_path: Path) -> None:
     log.write_bytes(b"".join(LINES[:120]))
     out = io.StringIO()
     view = LiveView(out, io.StringIO())
-    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], view=view, clock=Clock())
+    w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(confirm=Confirm(looks=1)), view=view,
+                clock=Clock())
     alerts = w.cycle()
     view.close()
     text = out.getvalue()
@@ -362,7 +367,8 @@ def _reference_alerts(tmp: Path, chunks: list[bytes], name: str) -> list[set[tup
     ref.mkdir()
     log = ref / name
     log.write_bytes(b"")
-    w = Watcher([log], WatchState(ref / "s.sqlite"), [], view=PlainView(io.StringIO(), io.StringIO()), clock=Clock())
+    w = Watcher([log], WatchState(ref / "s.sqlite"), [], WatchOptions(confirm=Confirm(looks=1)),
+                view=PlainView(io.StringIO(), io.StringIO()), clock=Clock())
     out = []
     for chunk in chunks:
         _append(log, chunk)
@@ -486,8 +492,8 @@ def test_one_run_watched_through_its_console_log_and_its_jsonl_alerts_once(tmp_p
     other.write_bytes(b"")
     out, err = io.StringIO(), io.StringIO()
     clock = Clock()
-    w = Watcher([jsonl, console, other], WatchState(tmp_path / "s.sqlite"), [], view=PlainView(out, err),
-                clock=clock)
+    w = Watcher([jsonl, console, other], WatchState(tmp_path / "s.sqlite"), [], WatchOptions(confirm=Confirm(looks=1)),
+                view=PlainView(out, err), clock=clock)
     sent: list[Alert] = []
     for start in range(0, 200, 20):
         _append(jsonl, b"".join(LINES[start : start + 20]))

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from rlvitals.diagnosis import Finding
+from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert, Observation, decide
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.watch.sinks import parse_sink
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView
-from rlvitals.watch.watcher import Watcher
+from rlvitals.watch.watcher import Watcher, WatchOptions
 from rlvitals.watch.webhook import (
     DISCORD_LIMIT,
     EMBED_LIMITS,
@@ -145,7 +146,7 @@ def test_a_receiver_that_never_answers_does_not_stall_the_watcher(tmp_path: Path
     stuck = WebhookSink(url, timeout=3.0, name=f"webhook:{url}")
     err = io.StringIO()
     w = Watcher([log], WatchState(tmp_path / "s.sqlite"), [stuck, parse_sink(f"jsonl:{jsonl}")],
-                view=PlainView(io.StringIO(), err))
+                WatchOptions(confirm=Confirm(looks=1)), view=PlainView(io.StringIO(), err))
     alerts = w.cycle()
     # the cycle is over while the first POST still waits for its answer
     assert alerts and len(jsonl.read_text().splitlines()) == len(alerts)

@@ -20,7 +20,6 @@ memory or a state file, serve in memory for its run pages. With no ``commit`` th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 from ..checks import final_checks
@@ -103,8 +102,9 @@ class Alerting:
         return self._dispatch(still, now) if still else []
 
     def release(self, now: float) -> list[Alert]:
-        """The reading ended (a loop closed): what waits is alerted at its own level now."""
-        return self.quiet(now, -math.inf)
+        """The reading ended (a loop closed, a trainer stopped): what waits is alerted at its own level now."""
+        waiting = self.confirms.release()
+        return self._dispatch(waiting, now) if waiting else []
 
     def restart(self) -> None:
         """Forget what waits to be confirmed (a reading that ended; the next one starts afresh)."""

@@ -148,6 +148,20 @@ class Confirmations:
                 out.append(replace(obs, findings=crashed, partial=True))
         return out
 
+    def release(self) -> list[Observation]:
+        """The reading ended (the caller knows the writer stopped): the last whole diagnosis of every run where
+        something waits, each given once, whatever its gaps between writes."""
+        out = []
+        for run, (obs, _) in list(self._last.items()):
+            waiting = {k for k in self._waiting if k[0] == run}
+            if waiting:
+                self._waiting -= waiting
+                for k in [k for k in self._held if k[0] == run]:
+                    del self._held[k]
+                del self._last[run]
+                out.append(obs)
+        return out
+
     def _gap(self, run: str) -> float:
         """The median time between two writes to ``run``'s log seen so far (0 before two)."""
         gaps = self._gaps.get(run, ())

@@ -291,6 +291,7 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
             done.wait(interval)
         if not stop.is_set():
             watcher.cycle(force=True)  # the last steps, however recent the last diagnosis
+            watcher.ended()  # the trainer stopped: no later look can take back what waits
         watcher.view.close()
     finally:
         stop.set()

@@ -89,8 +89,9 @@ class Monitor:
     verdict, so notes alone never stop a run), :meth:`should_stop` says so (and stays so): the
     loop's cue to save and stop, before more GPU-hours go to a dead run (the TRL callback acts
     on it; a custom loop checks it). Notes send no alert either (:mod:`rlvitals.live.alerts`).
-    ``confirm``: how long a new finding must hold before it is alerted, as in ``rlvitals watch``
-    (:class:`~rlvitals.live.confirm.Confirm`; by default at once); ``stop_on`` then acts on what was alerted,
+    ``confirm``: how long a new finding must hold before it is alerted, by default as ``rlvitals watch`` waits
+    (:class:`~rlvitals.live.confirm.Confirm`: two diagnoses in a row, and a failure over half the steps logged,
+    alerted as the warning it also is until then; ``Confirm(looks=1)``: at once); ``stop_on`` acts on what was alerted,
     and what still waits when the loop ends is alerted at :meth:`close`.
 
     Example:
@@ -146,8 +147,7 @@ class Monitor:
         self._state: Any = None  # the alert state file, opened by the worker (sqlite3 connections are per thread)
         self._shown: Diagnosis | None = None  # the diagnosis whose alerts are being committed
         #: the alert path of ``rlvitals watch`` and ``serve`` (rlvitals.live): new findings wait until they hold
-        #: (at once by default here)
-        self._alerting = Alerting(confirm or Confirm(looks=1), self.cooldown, commit=self._commit, say=self._say_alert,
+        self._alerting = Alerting(confirm or Confirm(), self.cooldown, commit=self._commit, say=self._say_alert,
                                   sinks=self.sinks, send=self._send)
         self._diagnosed_step = 0  # the first diagnosis comes at step `every`
         self._pace = Pace(floor=min_interval)  # and at most every min_interval seconds

@@ -88,9 +88,9 @@ class WatchOptions:
     export_wandb: WandbTarget | None = None
     rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
     one_run: bool = False
-    #: how long a new finding must hold before it is alerted (:mod:`rlvitals.live.confirm`); at once by default here,
-    #: ``rlvitals watch`` waits for two looks (``--confirm-looks``)
-    confirm: Confirm = field(default_factory=lambda: Confirm(looks=1))
+    #: how long a new finding must hold before it is alerted (:mod:`rlvitals.live.confirm`): as ``rlvitals watch``
+    #: by default (two looks, ``--confirm-looks``; a failure over half the steps read); ``Confirm(looks=1)``: at once
+    confirm: Confirm = field(default_factory=Confirm)
     rotation: RotationRules = field(default_factory=RotationRules)
     #: a text log whose last line has had no newline for this many seconds is read whole once
     #: (:mod:`rlvitals.run.unterminated`), as ``rlvitals diagnose`` reads it
@@ -259,6 +259,11 @@ class Watcher:
             self.view.show(self.diagnoses)
         self.view.status(self.status(now))
         return sent
+
+    def ended(self) -> list[Alert]:
+        """The logs will not grow any more (the caller knows its trainer stopped): what waits for a later look to
+        hold is alerted now, at its own level; the alerts raised."""
+        return self.alerting.release(self.clock())
 
     def status(self, now: float) -> str:
         """One line per log: what was read, its last step, and when its next diagnosis may come."""
