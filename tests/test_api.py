@@ -69,7 +69,7 @@ def test_the_package_is_typed_and_shows_only_its_api() -> None:
     assert "run" not in dir(rlvitals) and "diagnose" in dir(rlvitals)
 
 
-def test_to_markdown_is_what_diagnose_markdown_prints(example: Path) -> None:
+def test_markdown_is_what_diagnose_markdown_prints(example: Path) -> None:
     import io
 
     from rlvitals.cli import main
@@ -78,8 +78,8 @@ def test_to_markdown_is_what_diagnose_markdown_prints(example: Path) -> None:
     for lang, flags in (("en", []), ("zh", ["--lang", "zh"])):
         out = io.StringIO()
         main(["diagnose", str(example), "--markdown", *flags], out=out, err=io.StringIO())
-        assert d.to_markdown(lang) == out.getvalue() == rlvitals.markdown(d, lang)
-    assert d.to_markdown().startswith("# ") and "Entropy collapse" in d.to_markdown()
+        assert rlvitals.markdown(d, lang) == out.getvalue()
+    assert rlvitals.markdown(d).startswith("# ") and "Entropy collapse" in rlvitals.markdown(d)
 
 
 def _any_in(hint: object) -> bool:
@@ -122,7 +122,7 @@ def test_the_top_level_api_is_typed_without_any() -> None:
     names = {"Diagnosis": Diagnosis, "DiagnoseConfig": DiagnoseConfig, "RolloutAnalysis": RolloutAnalysis,
              "RolloutSource": RolloutSource, "Run": Run}  # imported only for type checking where they are used
     found = _public_callables()
-    assert {"analyze_rollouts", "diagnose", "Monitor.log_rollouts", "Run.series", "Diagnosis.to_markdown"} <= set(found)
+    assert {"analyze_rollouts", "diagnose", "Monitor.log_rollouts", "Run.series", "markdown"} <= set(found)
     loose = [f"{name}: {arg}" for name, obj in found.items()
              for arg, hint in typing.get_type_hints(obj, localns=names).items() if _any_in(hint)]
     assert loose == []

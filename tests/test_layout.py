@@ -10,6 +10,8 @@
 4. One home per fact: the layer list and names live in ``catalog.toml``, the status order in ``checks``.
 5. No module over 600 lines, no function over 60.
 6. Tests mirror the tree: every folder of ``tests/`` holding tests is named after a package of the source.
+7. No import circles: no module reaches itself through the imports that run (those under ``if TYPE_CHECKING:``
+   do not; those inside functions do, when the function runs).
 
 Each rule has an allowlist of the violations the tree still has; it may only shrink: a listed
 violation that is gone fails the test too, so the list stays the truth.
@@ -18,6 +20,7 @@ violation that is gone fails the test too, so the list stays the truth.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,12 +59,10 @@ MAX_FUNCTION_LINES = 60
 # --- allowlists: today's violations; they may only shrink -------------------------------------------------
 
 ALLOW_TOP: set[str] = set()
-ALLOW_STAGE: set[tuple[str, str]] = {
-    # Diagnosis.to_markdown (the notebook API) hands the result to its renderer, imported in the method
-    ("rlvitals.diagnosis", "rlvitals.render.diagnosis"),
-}
+ALLOW_STAGE: set[tuple[str, str]] = set()
 ALLOW_PRIVATE: set[tuple[str, str]] = set()
 ALLOW_FACTS: set[tuple[str, str]] = set()
+ALLOW_CIRCLES: set[tuple[str, ...]] = set()
 ALLOW_LONG: set[str] = {
     'rlvitals.cli._parser._commands',  # build_parser's flags, moved out whole: the table of every option
     'rlvitals.signals (619 lines)',
@@ -87,9 +88,15 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[str, Path, ast.Module], ...]:
+    """Every module of the package, parsed once for every rule."""
+    return tuple((_module_name(path), path, ast.parse(path.read_text(encoding="utf-8"), str(path)))
+                 for path in sorted(PKG.rglob("*.py")))
+
+
 def modules() -> Iterator[tuple[str, Path, ast.Module]]:
-    for path in sorted(PKG.rglob("*.py")):
-        yield _module_name(path), path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+    yield from _parsed()
 
 
 def _is_module(dotted: str) -> bool:
@@ -276,6 +283,82 @@ def _too_long() -> Iterator[str]:
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
                     yield f"{module}.{node.name}"
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """The lines of a module's ``if TYPE_CHECKING:`` blocks: imports there never run."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or \
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING":
+            for stmt in node.body:  # type: ignore[union-attr]
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def runtime_imports() -> Iterator[Import]:
+    """The imports that run: every import but those under ``if TYPE_CHECKING:``."""
+    skipped = {module: _type_only(tree) for module, _path, tree in modules()}
+    for imp in imports():
+        if imp.line not in skipped.get(imp.importer, ()):
+            yield imp
+
+
+def circles(found: Iterable[Import]) -> list[tuple[str, ...]]:
+    """The import circles of ``found``: each group of modules that reach one another (a strongly connected
+    component of two or more), sorted, found by Tarjan's algorithm."""
+    graph: dict[str, set[str]] = {}
+    for imp in found:
+        if imp.importer != imp.target:
+            graph.setdefault(imp.importer, set()).add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[tuple[str, ...]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(tuple(sorted(group)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_rule7_no_import_circles() -> None:
+    _check(set(circles(runtime_imports())), ALLOW_CIRCLES, "import circles")
+
+
+def test_the_circle_rule_itself() -> None:
+    fed = [Import("rlvitals.cli._common", "rlvitals.cli._parser", "X", 1),
+           Import("rlvitals.cli._parser", "rlvitals.cli.probe", "Y", 2),
+           Import("rlvitals.cli.probe", "rlvitals.cli._common", "Z", 3),  # back to the first: a circle of three
+           Import("rlvitals.cli.probe", "rlvitals.errors", None, 4),
+           Import("rlvitals.run.run", "rlvitals.run.run", None, 5)]  # itself: no circle
+    assert circles(fed) == [("rlvitals.cli._common", "rlvitals.cli._parser", "rlvitals.cli.probe")]
+    assert circles(fed[:2]) == []
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .x import Y\nfrom .z import W\n")
+    assert _type_only(tree) == {3}
 
 
 def test_rule5_short_modules_and_functions() -> None:

@@ -5,7 +5,7 @@ In a notebook::
     import rlvitals
     d = rlvitals.diagnose("train.log")      # a path or a Run; shows the verdict per layer
     d.run.series("entropy")                  # (steps, values) of any metric, by any alias
-    print(d.to_markdown())                   # the Markdown report (rlvitals.markdown(d, "zh") in Chinese)
+    print(rlvitals.markdown(d))              # the Markdown report (rlvitals.markdown(d, "zh") in Chinese)
 """
 
 from __future__ import annotations
@@ -54,8 +54,11 @@ def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | o
 
 
 def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
-    """The Markdown report of a diagnosis (``rlvitals diagnose --markdown``), in English or Chinese."""
-    return diagnosis.to_markdown(lang)
+    """The Markdown report of a diagnosis (what ``rlvitals diagnose --markdown`` prints), in English or Chinese
+    (``lang="zh"``): a text to paste into an issue or send a colleague."""
+    from .render.diagnosis import render_markdown
+
+    return render_markdown(diagnosis, lang)
 
 
 def __getattr__(name: str) -> Any:

@@ -180,14 +180,6 @@ class Diagnosis:
         return (f"<div><p><b>{html.escape(self.path)}</b>: verdict <b>{self.verdict}</b></p>"
                 f"<table>{rows}</table><ul>{items}</ul></div>")
 
-    def to_markdown(self, lang: str = "en") -> str:
-        """The Markdown report (what ``rlvitals diagnose --markdown`` prints), in English or Chinese
-        (``lang="zh"``): a text to paste into an issue or send a colleague."""
-        # the one import against the pipeline: a result handing itself to its renderer, for notebooks
-        from .render.diagnosis import render_markdown
-
-        return render_markdown(self, lang)
-
     def to_json(self) -> dict[str, object]:
         layers = {}
         for layer in READING_ORDER:

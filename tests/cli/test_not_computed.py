@@ -10,8 +10,8 @@ from pathlib import Path
 from report.test_rollout_browser import write_dump
 
 from rlvitals.cli import main
+from rlvitals.render.console import WIDTH
 from rlvitals.render.not_computed import fold_not_computed, short_reason
-from rlvitals.render.terminal import WIDTH
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:

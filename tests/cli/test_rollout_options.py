@@ -294,7 +294,7 @@ EXTRA = {"report": ["-o", "never.html"], "export": ["--tensorboard", "never-tb"]
 
 def test_every_command_that_reads_rollouts_has_the_same_options(capsys: pytest.CaptureFixture[str]) -> None:
     from rlvitals.cli._common import rollout_settings
-    from rlvitals.cli._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
+    from rlvitals.cli._options import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
     assert {f for f in EVERY if f.startswith("--")} == set(ROLLOUT_OPTIONS) | {f"--{c}" for c in COLUMN_OPTIONS}
     parser = build_parser()

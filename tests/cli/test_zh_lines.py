@@ -155,8 +155,9 @@ def test_an_offline_wandb_export_is_said_in_chinese(tmp_path: Path, log: Path, m
     assert code == 0, err
     found = re.fullmatch(r"已写出 (\S+)（W&B run (\w+)，离线）：0 条序列、0 个点、\d+ 项发现，结论为\w+\n", out)
     assert found and Path(found[1]).is_dir() and found[1].endswith(found[2]), out
-    # the run id W&B drew is an identifier; one of letters alone (zmtvntgs) would read as an English word
-    _chinese(out, names=(*W_AND_B, found[2]))
+    # the run id W&B drew is an identifier; one of letters alone (zmtvntgs), or the letters after a digit
+    # (9vhwopfh), would read as an English word
+    _chinese(out, names=(*W_AND_B, found[2], *re.findall(r"[A-Za-z]+", found[2])))
 
 
 def test_rollouts_shows_its_analysis_in_chinese(rollouts: Path) -> None:

@@ -397,3 +397,15 @@ def test_a_config_value_nested_2000_deep_is_cut_with_a_counted_skip_and_the_rest
     assert in_lang(reason, "zh").endswith(": 配置项 'deep' 的嵌套超过 64 层；已略去（其余配置照常读取）")
     assert run.config["algorithm.adv_estimator"] == "grpo" and run.config["lr"] == 1e-6
     assert not [k for k in run.config if k.startswith("deep")]
+
+
+def test_the_console_copy_is_sniffed_in_the_registry_order() -> None:
+    """A W&B run's console copy is read by the first console format that takes it, in the order the registry
+    sniffs them (the reader cannot ask the registry: that would be an import circle)."""
+    from rlvitals.ingest import READER_MODULES
+    from rlvitals.ingest.wandb_offline import CONSOLES
+
+    trainings = [m for m in READER_MODULES
+                 if any(r.trainings for r in (m.READERS if hasattr(m, "READERS") else (m.READER,)))]
+    assert [m for m in READER_MODULES if m in CONSOLES] == list(CONSOLES)
+    assert set(trainings) <= set(CONSOLES), [m.__name__ for m in trainings]

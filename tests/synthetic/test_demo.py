@@ -14,7 +14,8 @@ import pytest
 
 from rlvitals import load
 from rlvitals.cli import main
-from rlvitals.synthetic.demo import ACTIONS, JUMP_AT, Learner, demo_files, respond, run_demo, train_step
+from rlvitals.synthetic.demo import JUMP_AT, demo_files, run_demo, train_step
+from rlvitals.synthetic.learner import ACTIONS, Learner, respond
 from rlvitals.synthetic.word_problems import extract_answer, make_problems
 from rlvitals.watch.sinks import JsonlSink
 from rlvitals.watch.state import WatchState

@@ -18,7 +18,8 @@ from rlvitals.errors import ProbeError
 from rlvitals.probe import ProbeOptions, chain_of, run_probe
 from rlvitals.probe.prompts import FORCE, Request
 from rlvitals.rollout import PROBES_FILE
-from rlvitals.synthetic.demo import ACTIONS, Learner, respond, run_demo
+from rlvitals.synthetic.demo import run_demo
+from rlvitals.synthetic.learner import ACTIONS, Learner, respond
 from rlvitals.synthetic.probed_learner import DEMO_PROBES, ProbedLearner
 from rlvitals.synthetic.word_problems import make_problems
 

@@ -11,7 +11,7 @@ import orjson
 
 from ..errors import RlvitalsError
 from ..words import Words, both, in_lang
-from ._parser import COLUMN_OPTIONS, ROLLOUT_OPTIONS
+from ._options import COLUMN_OPTIONS, ROLLOUT_OPTIONS
 
 if TYPE_CHECKING:
     from ..checks.config import DiagnoseConfig
@@ -56,7 +56,7 @@ def lang_of(args: argparse.Namespace) -> str:
 
 def width(out: IO[str]) -> int:
     """The terminal's width for a terminal (capped for readability), else a fixed width."""
-    from ..render.terminal import WIDTH
+    from ..render.console import WIDTH
 
     if out.isatty():
         return min(shutil.get_terminal_size((WIDTH, 24)).columns, 140)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any, Protocol
 
 from .._version import __version__
+from ._options import COLUMN_OPTIONS
 from .probe import EXAMPLES as PROBE_EXAMPLES
 from .probe import add_probe
 
@@ -362,20 +363,6 @@ def add_target(parser: Parser) -> None:
 def add_one_run(parser: Parser) -> None:
     """``--one-run``: the paths are one run (:func:`rlvitals.run.concat.load_launches`), not runs to compare."""
     parser.add_argument("--one-run", action="store_true", help=ONE_RUN_HELP)
-
-
-#: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold
-COLUMN_OPTIONS = {"step": "training step", "group": "prompt group id", "sample": "sample's index in its group",
-                  "prompt": "prompt", "response": "response", "score": "reward", "correct": "correctness (bool or 0/1)",
-                  "answer": "extracted answer", "target": "ground truth", "source": "data source",
-                  "split": "split (train, val, ood …)", "length": "response length in tokens",
-                  "truncated": "truncation flag", "advantage": "sequence advantage"}
-#: the other rollout options: flag → ``args`` attribute (all default to None or False: not given)
-ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights": "reward_weights", "--embed": "embed",
-                   "--tool-cap": "tool_call_cap", "--max-response-length": "max_response_length",
-                   "--id-source": "id_sources", "--ood-source": "ood_sources", "--think-tag": "think_tag",
-                   "--answer-tag": "answer_tag", "--tool-tag": "tool_tag", "--engine": "engine",
-                   "--address": "address"}
 
 
 def add_rollout_options(parser: Parser, paths: str | None = None) -> None:

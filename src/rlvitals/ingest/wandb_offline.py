@@ -39,12 +39,14 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..errors import InputError
 from ..words import Words
+from . import openrlhf_bars, openrlhf_console, plain_console, trl_console, verl_console
 from ._config import TOO_DEEP, Cut, dotted, too_deep
-from ._files import regular
+from ._files import open_file, regular
 from ._leveldb import frames
 from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from ._reader import Reader
@@ -404,19 +406,42 @@ def runs(path: Path) -> list[Path]:
     return _run_dirs(path) or [path]
 
 
+#: the formats a run's console copy (``files/output.log``) may be in, in the registry's sniffing order
+#: (:data:`rlvitals.ingest.READER_MODULES`; a test holds the two to one order)
+CONSOLES: tuple[ModuleType, ...] = (verl_console, openrlhf_bars, openrlhf_console, trl_console, plain_console)
+
+
+def _console_reader(log: Path) -> Reader | None:
+    """The console format ``log`` is in (the first of :data:`CONSOLES` whose sniffer takes it), or None."""
+    with open_file(log) as fh:
+        head = fh.read(64 << 10).removeprefix(b"\xef\xbb\xbf")
+    for module in CONSOLES:
+        options: tuple[Reader, ...] = module.READERS if hasattr(module, "READERS") else (module.READER,)
+        for reader in options:
+            try:
+                if not reader.takes_dir and reader.sniff(log, head):
+                    return reader
+            except (ValueError, RecursionError, UnicodeError):  # bytes no console writes: not this one
+                continue
+    return None
+
+
 def _console_ending(folder: Path, meta: SourceMeta) -> None:
-    """The crash in the run's console copy (``files/output.log``), if it has one."""
-    from . import find_reader
+    """The crash in the run's console copy (``files/output.log``), if it has one: read by the console format it
+    is in (the consoles in the registry's sniffing order), else scanned for a traceback alone."""
     from ._crash import CrashScanner
 
     log = folder / "files" / "output.log"
     if not log.is_file() or log.stat().st_size == 0:
         return
     seen = SourceMeta(format="console", files=[str(log)])
+    reader = _console_reader(log)
     try:
-        for _ in find_reader(log).read(log, seen, SkipLog()):
+        for _ in reader.read(log, seen, SkipLog()) if reader is not None else ():
             pass
-    except InputError:  # no console format (or not one it reads): the traceback alone can still be there
+    except InputError:  # not a console it reads after all
+        reader = None
+    if reader is None:  # no console format: the traceback alone can still be there
         scanner = CrashScanner(log)
         for lineno, line in iter_lines(log, seen):
             scanner.feed(lineno, line)

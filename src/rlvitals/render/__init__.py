@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .console import WIDTH
 from .diagnosis import (
     STATUS_STYLE,
     STATUS_WORDS,
@@ -21,7 +22,6 @@ from .story import STORY_WORDS, because_words, healthy_words
 from .summary import rollout_log, rollout_summary, run_summary
 from .terminal import (
     ENGLISH_ORIGINAL,
-    WIDTH,
     render_explain,
     render_inspect,
     render_list,

@@ -16,8 +16,8 @@ from rich.text import Text
 from ..catalog import load_catalog
 from ..checks import FINDING_STATUSES, WORST_FIRST
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
+from .console import WIDTH, console
 from .story import STORY_WORDS, healthy_words, print_consequences, story_markdown
-from .terminal import WIDTH, console
 
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
 #: the terminal colour of each status (the watcher's view uses it too)

@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from ..words import in_lang, translated
-from .terminal import WIDTH, console
+from .console import WIDTH, console
 
 __all__ = ["fold_not_computed", "render_not_computed", "short_reason"]
 

@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..words import in_lang, translated
+from .console import WIDTH, console
+from .not_computed import render_not_computed
 
-#: width when the output is not a terminal (files, pipes, tests)
-WIDTH = 110
 #: how the Chinese views mark a passage written in English only (the readers' notes and skip reasons, an
 #: alias's note in the catalog), as the HTML report does
 ENGLISH_ORIGINAL = "（英文原文）"
@@ -32,12 +32,6 @@ def zh_said(head: str, text: str) -> str:
     ('说明：3 行', '说明（英文原文）：plain')
     """
     return f"{head}：{in_lang(text, 'zh')}" if translated(text) else f"{head}{ENGLISH_ORIGINAL}：{text}"
-
-
-def console(buf: io.StringIO, color: bool, width: int = WIDTH) -> Console:
-    """A rich console writing into ``buf``: colour only for a terminal, no environment lookups."""
-    return Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
-                   highlight=False, soft_wrap=False, _environ={})
 
 
 def _short(items: list[str], limit: int, lang: str = "en") -> str:
@@ -524,8 +518,6 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
 def _every_reason(lines: Sequence[str], color: bool, width: int, lang: str) -> str:
     """Every metric not computed with its whole reason, as ``rollouts --verbose`` prints them
     (:func:`~.not_computed.render_not_computed`; the console's earlier lines are in the buffer already)."""
-    from .not_computed import render_not_computed
-
     return render_not_computed(lines, True, color, width, lang)
 
 

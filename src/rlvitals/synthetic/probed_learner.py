@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ProbeError
 from ..probe import FORCE, Request
 from ..words import Words
-from .demo import Learner, respond
+from .learner import Learner, respond
 from .word_problems import Problem, extract_answer
 
 __all__ = ["DEMO_PROBES", "ProbedLearner"]
