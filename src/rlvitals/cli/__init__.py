@@ -4,8 +4,9 @@ Exit codes: 0 ok; 1 a verdict reached ``--fail-on`` (``watch --exit-on``); 2 bad
 could not be read; 3 an internal error (a bug of rlvitals, reported with its traceback).
 
 One module per noun: ``runs`` (inspect, diagnose, forecast, explain, example, formats), ``rollouts`` (rollouts,
-sample), ``outputs`` (report, export), ``live`` (watch, serve, demo) and ``completion``; ``_parser``
-holds every flag.
+sample), ``outputs`` (report, export), ``live`` (watch, serve, demo), ``probe`` and ``completion``; each declares
+its subcommands' flags next to their handlers, the options several share are declared once in ``_options``, and
+``_parser`` puts the subcommands in the order of the help.
 """
 
 from __future__ import annotations

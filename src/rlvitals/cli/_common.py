@@ -116,7 +116,7 @@ def example_paths(folder: str) -> dict[str, Path]:
 
 
 def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> RolloutSettings:
-    """The rollout options of any command (``_parser.add_rollout_options``) as one ``RolloutSettings``,
+    """The rollout options of any command (``_options.add_rollout_options``) as one ``RolloutSettings``,
     checked before any file is read; ``rollouts``: what ``--rollouts`` was given as (an option given
     without rollouts to apply it to is refused). RlvitalsError names the option and the fix."""
     from ..rollout.options import RolloutSettings

@@ -23,6 +23,7 @@ from ._common import (
     rollout_settings,
     said_line,
 )
+from ._options import ONE_RUN_HELP, Commands, add_config, add_lang, add_rollout_options, add_rotation
 
 if TYPE_CHECKING:
     from ..ingest.rotated import RotationRules
@@ -214,3 +215,91 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 #: subcommand → handler
 COMMANDS = {"watch": _watch, "serve": _serve, "demo": _demo}
+
+
+# --- the parser of these commands (cli._parser puts them in the order of the help) -------------------------
+
+def add_watch(sub: Commands) -> None:
+    """The ``watch`` subcommand and its options."""
+    wat = sub.add("watch", help="follow growing logs, re-diagnose as they grow, alert once per finding")
+    wat.add_argument("paths", nargs="+", metavar="PATH", help="log file or run folder (may not exist yet)")
+    wat.add_argument("--alert", action="append", default=[], metavar="SINK",
+                     help="jsonl:FILE, webhook:URL (Slack/Discord, by the URL's host; slack:URL or discord:URL "
+                          "force the shape) or command:'CMD ARGS'; repeatable")
+    wat.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite state file (default: .rlvitals/watch.sqlite beside the first log)")
+    wat.add_argument("--interval", type=float, default=0.5, metavar="S", help="seconds between polls")
+    wat.add_argument("--exit-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 as soon as any run's verdict is at least this bad")
+    wat.add_argument("--once", action="store_true", help="process what is there now and exit")
+    add_lang(wat, help="language of the alerts")
+    add_config(wat)
+    wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
+                     help="seconds a cleared finding must stay away before a 'cleared' alert says so (and before it "
+                          "may alert again)")
+    wat.add_argument("--confirm-looks", type=int, default=2, metavar="N",
+                     help="alert a new finding (or a worse level of one) once N diagnoses in a row have reported it, "
+                          "at least 5%% of the steps read apart; 1: at once. A NaN is alerted at once, a crash once "
+                          "the log stops growing")
+    wat.add_argument("--confirm-fail-share", type=float, default=0.5, metavar="F",
+                     help="a failure is alerted as the warning it also is until it has held over this share of the "
+                          "steps read (0.5: from step 1,000 to step 2,000), the looks of --confirm-looks in a row; "
+                          "0: as soon as a warning would be. --exit-on fail acts on failures alerted")
+    wat.add_argument("--tail-steps", type=int, default=2000, metavar="N",
+                     help="between two full diagnoses of a log that grew, read its last N steps with the sudden "
+                          "checks only (spikes, jumps, NaN, collapses), so they alert within a poll on long runs; "
+                          "0: never")
+    wat.add_argument("--export-tensorboard", default=None, metavar="LOGDIR",
+                     help="after each diagnosis, append the rollout series, findings and verdict to a live event "
+                          "file here (the run's own TensorBoard folder works: tags start with rlvitals/); one "
+                          "sub-folder per run when several are watched")
+    wat.add_argument("--export-wandb", default=None, metavar="DIR",
+                     help="after each diagnosis, log the same to a W&B run whose files go here (offline unless "
+                          "WANDB_MODE=online); a restarted watcher resumes it")
+    wat.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project for --export-wandb")
+    wat.add_argument("--wandb-run-id", default=None, metavar="ID",
+                     help="with --export-wandb: log into this W&B run (the training's own) instead of a new one")
+    wat.add_argument("--rollouts", default=None, metavar="DIR",
+                     help="rollout dump folder (veRL rollout_data_dir, TRL output_dir), or a rollout table read "
+                          "with the column options, followed too; its per-step metrics join the runs before each "
+                          "diagnosis")
+    wat.add_argument("--one-run", action="store_true",
+                     help=ONE_RUN_HELP + "; each log is followed (a later launch's may not exist yet), and each "
+                          "diagnosis reads the logs found so far (no tail pass: --tail-steps is not used)")
+    add_rotation(wat)
+    add_rollout_options(wat)
+
+
+def add_serve(sub: Commands) -> None:
+    """The ``serve`` subcommand and its options."""
+    srv = sub.add("serve", help="live dashboard: run list, layered pages, JSON API; updates as logs grow")
+    srv.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder of runs (may not exist yet)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on; any non-loopback one needs --token")
+    srv.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
+    srv.add_argument("--token", default=None, help="secret every request must carry (default: $RLVITALS_TOKEN)")
+    srv.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a served run; once per PATH, in the order of the paths ('-' for a "
+                          "path without)")
+    srv.add_argument("--state", default=None, metavar="FILE",
+                     help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
+    add_config(srv)
+    srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
+    add_lang(srv, help="language of what serve prints (the pages follow the browser's choice)")
+    add_rotation(srv)
+    add_rollout_options(srv)
+
+
+def add_demo(sub: Commands) -> None:
+    """The ``demo`` subcommand and its options."""
+    dem = sub.add("demo", help="a small real RL run on CPU, watched live; it breaks on purpose at step 30")
+    dem.add_argument("--steps", type=int, default=60, metavar="N", help="training steps (the break comes at 30)")
+    dem.add_argument("--delay", type=float, default=0.5, metavar="S", help="seconds between steps, to watch it live")
+    dem.add_argument("--dir", default=None, metavar="DIR", help="where to write the run (default: a new temp folder)")
+    dem.add_argument("--serve", action="store_true", help="serve the dashboard on the run too (Ctrl-C to stop)")
+    dem.add_argument("--port", type=int, default=8765, metavar="N", help="dashboard port with --serve")
+    add_lang(dem, help="language of the demo's lines and alerts")
+    dem.add_argument("--probe", type=int, default=0, metavar="N",
+                     help="probe the learner's faithfulness every N steps on that step's rollouts (as a checkpoint) "
+                          "and write rollout_data/rlvitals-probes.jsonl, which the watcher reads (default 0: no probe)")

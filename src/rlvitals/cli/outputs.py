@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
 from ._common import EXIT_USAGE, error_line, lang_of, runs_for_output, said_line
+from ._options import Commands, Group, add_config, add_lang, add_one_run, add_rollout_options
 
 if TYPE_CHECKING:
     from ..export import ExportPlan
@@ -138,3 +139,55 @@ def _wrote(where: Words, plan: ExportPlan) -> Words:
 
 #: subcommand → handler
 COMMANDS = {"report": _report, "export": _export}
+
+
+# --- the parser of these commands (cli._parser puts them in the order of the help) -------------------------
+
+def add_report(sub: Commands) -> None:
+    """The ``report`` subcommand and its options."""
+    rep = sub.add("report", help="one self-contained HTML report: layers, findings, curves, rollouts")
+    rep.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder; several runs are compared")
+    rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a run; once per RUN, in the order of the runs ('-' for a run without)")
+    rep.add_argument("--cdn", action="store_true", help="load Plotly from its CDN (small file, needs a network)")
+    add_lang(rep, help="language the report opens in")
+    rep.add_argument("--label", action="append", default=None, metavar="NAME",
+                     help="the name a run goes by in the report; once per run, in the order of the runs (default: "
+                          "its file name, with as many parent folders as it takes to tell the runs apart)")
+    add_config(rep)
+    rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_one_run(rep)
+    add_rollout_options(rep)
+
+
+def add_export(sub: Commands) -> None:
+    """The ``export`` subcommand and its options."""
+    xpt = sub.add("export", help="write derived series and findings to TensorBoard event files, a W&B run, a "
+                                 "Trackio project or a SwanLab run")
+    xpt.add_argument("paths", nargs="+", metavar="RUN", help="log file or run folder")
+    xto = Group(xpt, xpt.add_mutually_exclusive_group(required=True))
+    xto.add_argument("--tensorboard", default=None, metavar="LOGDIR",
+                     help="write one event file here (the run's own log folder works: tags start with rlvitals/)")
+    xto.add_argument("--wandb", action="store_true", help="log to a W&B run (offline unless WANDB_MODE=online)")
+    xto.add_argument("--trackio", default=None, metavar="DIR",
+                     help="log to a Trackio project in this TRACKIO_DIR (continued after the steps it holds)")
+    xto.add_argument("--swanlab", default=None, metavar="DIR",
+                     help="log offline to a SwanLab run in this swanlog folder (continued after the steps it holds)")
+    xpt.add_argument("--wandb-dir", default=".", metavar="DIR", help="where wandb writes the run folder")
+    xpt.add_argument("--wandb-project", default="rlvitals", metavar="P", help="W&B project")
+    xpt.add_argument("--wandb-run-id", default=None, metavar="ID", help="resume this W&B run instead of a new one")
+    xpt.add_argument("--trackio-project", default="rlvitals", metavar="P", help="Trackio project")
+    xpt.add_argument("--trackio-run", default=None, metavar="NAME",
+                     help="Trackio run name (default: the log's name; an existing run is continued)")
+    xpt.add_argument("--swanlab-project", default="rlvitals", metavar="P", help="SwanLab project")
+    xpt.add_argument("--swanlab-run", default=None, metavar="NAME",
+                     help="SwanLab run name (default: the log's name; an existing run is continued)")
+    xpt.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their series are exported; once per RUN, in order ('-' for none)")
+    xpt.add_argument("--metrics", default="", metavar="KEY,...", help="logged metrics to export too (keys or aliases)")
+    add_lang(xpt, help="language of the findings' words")
+    add_config(xpt)
+    xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_one_run(xpt)
+    add_rollout_options(xpt)

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
+from ._options import add_lang
 
 __all__ = ["COMMANDS", "add_probe"]
 
@@ -59,7 +60,7 @@ def add_probe(sub: Any) -> None:
     pro.add_argument("--out", default=None, metavar="FILE", help="where the per-step results go (default: "
                      "rlvitals-probes.jsonl beside the rollouts)")
     pro.add_argument("--json", action="store_true", help="print one JSON object with every figure")
-    pro.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the summary")
+    add_lang(pro, help="language of the summary")
 
 
 def _check(args: argparse.Namespace) -> list[str]:

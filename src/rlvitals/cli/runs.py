@@ -26,6 +26,7 @@ from ._common import (
     said_line,
     width,
 )
+from ._options import Commands, add_config, add_lang, add_one_run, add_rollout_options, add_target
 
 if TYPE_CHECKING:
     from ..checks.config import DiagnoseConfig
@@ -235,3 +236,75 @@ def _formats(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 #: subcommand → handler
 COMMANDS = {"inspect": _inspect, "diagnose": _diagnose, "forecast": _forecast, "explain": _explain,
             "example": _example, "formats": _formats}
+
+
+# --- the parser of these commands (cli._parser puts them in the order of the help) -------------------------
+
+def add_inspect(sub: Commands) -> None:
+    """The ``inspect`` subcommand and its options."""
+
+    ins = sub.add("inspect", help="what a run logged: framework, algorithm, steps, metrics, unmapped keys")
+    ins.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    ins.add_argument("--example", action="store_true",
+                     help="inspect the bundled example run (a simulated veRL GRPO log)")
+    ins.add_argument("--json", action="store_true", help="print one JSON object per run")
+    ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
+    add_lang(ins, help="language of the summary")
+    add_one_run(ins)
+
+
+def add_diagnose(sub: Commands) -> None:
+    """The ``diagnose`` subcommand and its options."""
+    dia = sub.add("diagnose", help="is the run healthy? findings per layer with onset, evidence and advice")
+    dia.add_argument("paths", nargs="*", metavar="PATH", help="log file or run folder")
+    dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
+    dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
+    dia.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    add_lang(dia, help="language of the findings and advice")
+    dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                     help="exit 1 when any run's verdict is at least this bad")
+    add_config(dia)
+    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
+    dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
+    add_one_run(dia)
+    dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
+                     help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
+                          "order ('-' for none)")
+    dia.add_argument("--verbose", action="store_true",
+                     help="with --rollouts: list every rollout metric that could not be computed, each with its "
+                          "whole reason (default: their names on one line)")
+    add_rollout_options(dia)
+
+
+def add_forecast(sub: Commands) -> None:
+    """The ``forecast`` subcommand and its options."""
+    fct = sub.add("forecast", help="where the run will top out: the entropy–performance law fitted and read forward")
+    fct.add_argument("paths", nargs="*", metavar="RUN", help="log file or run folder")
+    fct.add_argument("--example", action="store_true", help="forecast the bundled example run")
+    fct.add_argument("--json", action="store_true", help='print {"runs": [...]} with every forecast')
+    add_lang(fct, help="language of the forecast")
+    fct.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_target(fct)
+    add_one_run(fct)
+
+
+def add_explain(sub: Commands) -> None:
+    """The ``explain`` subcommand and its options."""
+    exp = sub.add("explain", help="what a metric means and how to read it")
+    exp.add_argument("key", nargs="?", help="canonical key or any framework alias")
+    exp.add_argument("--list", action="store_true", help="list every metric in the catalog")
+    add_lang(exp, help="language of the explanation")
+    exp.add_argument("--json", action="store_true", help="print the catalog entry as JSON")
+
+
+def add_example(sub: Commands) -> None:
+    """The ``example`` subcommand and its options."""
+    ex = sub.add("example", help="write the bundled example run (veRL console log + JSONL) to a folder")
+    ex.add_argument("folder", nargs="?", default="rlvitals-example", help="where to write it")
+
+
+def add_formats(sub: Commands) -> None:
+    """The ``formats`` subcommand and its options."""
+    fmt = sub.add("formats", help="list the log formats rlvitals reads")
+    add_lang(fmt, help="language of the descriptions")
