@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvitals import signals as S
+from rlvitals.signals import levels as T  # the cache of rolling levels lives there
 
 SCALES = st.sampled_from([1e-4, 1e-2, 1.0, 37.0, 1e4])
 
@@ -67,29 +68,29 @@ def test_a_level_is_computed_once_per_values_and_window_and_shared_read_only() -
         level[0] = 1.0
     signed = np.zeros(10)
     signed[3] = -0.0  # other bytes, the same numbers: computed apart, the same level
-    assert np.array_equal(S.rolling_level(signed, 3), S.rolling_level(np.zeros(10), 3))
+    assert np.array_equal(T.rolling_level(signed, 3), T.rolling_level(np.zeros(10), 3))
 
 
 def test_the_shared_levels_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(S, "LEVEL_BYTES", 100_000)
-    monkeypatch.setattr(S, "_LEVELS", type(S._LEVELS)())
+    monkeypatch.setattr(T, "LEVEL_BYTES", 100_000)
+    monkeypatch.setattr(T, "_LEVELS", type(T._LEVELS)())
     rng = np.random.default_rng(6)
     series = [rng.normal(size=1000) for _ in range(30)]  # 16 kB of key and level each
-    levels = [S.rolling_level(x, 9) for x in series]
-    held = sum(len(k) + v.nbytes for (k, _), v in S._LEVELS.items())
-    assert held <= 100_000 and len(S._LEVELS) == 6
-    assert S.rolling_level(series[-1], 9) is levels[-1]  # the latest are kept, the oldest gone
-    assert S.rolling_level(series[0], 9) is not levels[0]
-    assert np.array_equal(S.rolling_level(series[0], 9), levels[0])
+    levels = [T.rolling_level(x, 9) for x in series]
+    held = sum(len(k) + v.nbytes for (k, _), v in T._LEVELS.items())
+    assert held <= 100_000 and len(T._LEVELS) == 6
+    assert T.rolling_level(series[-1], 9) is levels[-1]  # the latest are kept, the oldest gone
+    assert T.rolling_level(series[0], 9) is not levels[0]
+    assert np.array_equal(T.rolling_level(series[0], 9), levels[0])
 
 
 def test_the_level_of_a_very_long_series_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(S, "LEVEL_KEPT", 500)
+    monkeypatch.setattr(T, "LEVEL_KEPT", 500)
     x = np.random.default_rng(8).normal(size=501)
-    level = S.rolling_level(x, 9)
-    assert S.rolling_level(x, 9) is not level and np.array_equal(S.rolling_level(x, 9), level)
+    level = T.rolling_level(x, 9)
+    assert T.rolling_level(x, 9) is not level and np.array_equal(T.rolling_level(x, 9), level)
     assert not level.flags.writeable  # read-only all the same: no caller may count on writing it
-    assert S.rolling_level(x[:500], 9) is S.rolling_level(x[:500], 9)
+    assert T.rolling_level(x[:500], 9) is T.rolling_level(x[:500], 9)
 
 
 def test_levels_computed_in_threads_at_once_are_the_levels_computed_alone() -> None:
@@ -97,10 +98,10 @@ def test_levels_computed_in_threads_at_once_are_the_levels_computed_alone() -> N
 
     rng = np.random.default_rng(7)
     series = [rng.normal(size=5000) for _ in range(8)]
-    alone = [S._LEVELS.clear() or S.rolling_level(x, 31).copy() for x in series]
-    S._LEVELS.clear()
+    alone = [T._LEVELS.clear() or T.rolling_level(x, 31).copy() for x in series]
+    T._LEVELS.clear()
     with ThreadPoolExecutor(4) as pool:
-        together = list(pool.map(lambda i: S.rolling_level(series[i % 8], 31), range(64)))
+        together = list(pool.map(lambda i: T.rolling_level(series[i % 8], 31), range(64)))
     for i, level in enumerate(together):
         assert np.array_equal(level, alone[i % 8])
 

@@ -1,0 +1,165 @@
+"""Scale, runs and spikes: a series measured against its own robust level and spread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: MAD → standard deviation for a normal distribution
+MAD_TO_SD = 1.4826
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stretch of a series that a primitive flagged.
+
+    ``start``/``end`` are inclusive indices, ``peak`` the most extreme index inside,
+    ``baseline`` the level before the event and ``score`` how far the peak is from it
+    (in robust standard deviations, or as a ratio, depending on the primitive).
+    """
+
+    start: int
+    end: int
+    peak: int
+    value: float
+    baseline: float
+    score: float
+
+
+def robust_scale(x: np.ndarray, floor: float = 1e-3) -> float:
+    """MAD-based standard deviation, never below ``floor`` × |median| (a constant series has
+    no spread, but a deviation of a thousandth of its level is still no event)."""
+    if len(x) == 0:
+        return float("nan")
+    med = float(np.median(x))
+    mad = float(np.median(np.abs(x - med))) * MAD_TO_SD
+    return max(mad, floor * abs(med), 1e-12)
+
+
+def noise_scale(x: np.ndarray) -> float:
+    """The step-to-step noise of a series: robust sd of its first differences over √2. Unlike
+    the spread of the values, it is not inflated by trends or level shifts."""
+    if len(x) < 3:
+        return robust_scale(x)
+    return robust_scale(np.diff(x), floor=0.0) / float(np.sqrt(2.0))
+
+
+def trailing_median(x: np.ndarray, window: int, min_periods: int | None = None) -> np.ndarray:
+    """Median of the ``window`` values before each index (the index itself excluded);
+    NaN where fewer than ``min_periods`` precede it."""
+    min_periods = min_periods or max(3, window // 4)
+    med = pl.Series(x).rolling_median(window_size=window, min_samples=min_periods).shift(1)
+    out: np.ndarray = med.fill_null(np.nan).to_numpy()
+    return out
+
+
+def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
+                   floor: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+    """``(median, robust sd)`` of the ``window`` values before each index. The spread needs
+    ``min_periods`` values (half a window by default): a MAD from a dozen points is too noisy
+    to call anything six of them away a spike."""
+    min_periods = min_periods or max(5, window // 2)
+    s = pl.Series(x)
+    centre = s.rolling_median(window_size=window, min_samples=1)
+    dev = (s - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
+    # the median before an index, none while fewer than min_periods values precede it
+    med_np: np.ndarray = np.where(np.arange(len(x)) < min_periods, np.nan, centre.shift(1).fill_null(np.nan).to_numpy())
+    dev_np: np.ndarray = dev.shift(1).fill_null(np.nan).to_numpy()
+    # a quiet stretch must not make every wiggle a spike: never below half the run's step noise
+    sd = np.maximum(np.nan_to_num(dev_np, nan=np.inf), np.maximum(floor * np.abs(med_np), 0.5 * noise_scale(x)))
+    return med_np, sd
+
+
+def runs_of(mask: np.ndarray, min_len: int = 1, max_gap: int = 0) -> list[tuple[int, int]]:
+    """Inclusive ``(start, end)`` of each run of True at least ``min_len`` long, joining runs
+    separated by at most ``max_gap`` False values."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > max_gap + 1)
+    starts = np.concatenate(([idx[0]], idx[breaks + 1]))
+    ends = np.concatenate((idx[breaks], [idx[-1]]))
+    return [(int(s), int(e)) for s, e in zip(starts, ends, strict=True) if e - s + 1 >= min_len]
+
+
+def _events(mask: np.ndarray, score: np.ndarray, x: np.ndarray, base: np.ndarray,
+            max_gap: int = 0) -> list[Event]:
+    out = []
+    for start, end in runs_of(mask, 1, max_gap):
+        seg = np.abs(score[start : end + 1])
+        peak = start + int(np.nanargmax(seg))
+        out.append(Event(start, end, peak, float(x[peak]), float(base[peak]), float(score[peak])))
+    return out
+
+
+def _beyond(z: np.ndarray, k: float, direction: str) -> np.ndarray:
+    """Where ``z`` is more than ``k`` away in ``direction`` ("up", "down" or "both")."""
+    mask: np.ndarray = z > k if direction == "up" else z < -k if direction == "down" else np.abs(z) > k
+    return mask
+
+
+def spikes(x: np.ndarray, *, window: int = 50, k: float = 6.0, direction: str = "up",
+           warmup: int = 5) -> list[Event]:
+    """Points that leave the trailing robust band by more than ``k`` robust sd.
+
+    Transient events count: one step far above the run's own recent level is a spike even if
+    the series returns at once (the failure of level-based detectors).
+    """
+    if len(x) <= warmup:
+        return []
+    med, sd = trailing_scale(x, window)
+    z = (x - med) / sd
+    z[:warmup] = 0.0
+    z = np.nan_to_num(z, nan=0.0)
+    mask = _beyond(z, k, direction)
+    return _events(mask, z, x, med)
+
+
+def ratio_spikes(x: np.ndarray, *, ratio: float = 10.0, window: int = 50, warmup: int = 5) -> list[Event]:
+    """Points at least ``ratio`` times the trailing median (the seed's "10× normal" grad norm)."""
+    if len(x) <= warmup:
+        return []
+    med = trailing_median(x, window)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(med > 0, x / med, np.nan)
+    r[:warmup] = np.nan
+    mask = np.nan_to_num(r, nan=0.0) >= ratio
+    return _events(mask, np.nan_to_num(r, nan=0.0), x, med)
+
+
+def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: str = "both") -> Event | None:
+    """The strongest sustained change of level: the median of the ``window`` values after an
+    index differs from the median of the ``window`` before it by more than ``k`` robust sd
+    (the spread of the values before). Returns the first crossing, peak at the strongest point."""
+    n = len(x)
+    if n < 2 * window:
+        return None
+    s, level = pl.Series(x), pl.Series(x).rolling_median(window_size=window)
+    before_med = level.shift(1).fill_null(np.nan).to_numpy()
+    after_med = s.reverse().rolling_median(window_size=window).reverse().fill_null(np.nan).to_numpy()
+    before_sd = (s - level).abs().rolling_median(window_size=window) * MAD_TO_SD
+    sd = np.maximum(np.nan_to_num(before_sd.shift(1).fill_null(np.nan).to_numpy(), nan=np.inf),
+                    np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
+    z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
+    mask = _beyond(z, k, direction)
+    found = runs_of(mask)
+    if not found:
+        return None
+    best = max(found, key=lambda se: float(np.max(np.abs(z[se[0] : se[1] + 1]))))
+    start, end = best
+    change = change_point(x, max(window, start - window), min(n - window, end + 1), window)
+    return Event(change, end, change, float(after_med[change]), float(before_med[change]), float(z[change]))
+
+
+def change_point(x: np.ndarray, lo: int, hi: int, window: int) -> int:
+    """Where in ``[lo, hi)`` the mean of the ``window`` values after differs most from the
+    mean of the ``window`` before — sharp at the true change, unlike medians' flat top."""
+    if hi <= lo:
+        return lo
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    i = np.arange(lo, hi)
+    after = (c[i + window] - c[i]) / window
+    before = (c[i] - c[i - window]) / window
+    return int(i[np.argmax(np.abs(after - before))])

@@ -1,0 +1,159 @@
+"""Trends and levels: Theil-Sen slopes, Kendall-style trends, rolling levels, sustained stretches."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import polars as pl
+
+from .events import Event, runs_of
+
+
+def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
+    """The median of each of ``buckets`` consecutive, near-equal slices of ``x`` (the slices
+    ``np.linspace(0, n, buckets + 1)`` cuts), as ``np.median`` gives it slice by slice — NaN for a
+    slice holding a NaN — from one sort of a slice-per-row grid (NaN-padded) instead of a Python loop.
+
+    >>> bucket_medians(np.array([3.0, 1.0, 2.0, 10.0, 30.0, 20.0, 5.0]), 2).tolist()
+    [2.0, 15.0]
+    """
+    x = np.asarray(x, dtype=float)
+    edges = np.linspace(0, len(x), buckets + 1).astype(int)
+    sizes, ids, rows = np.diff(edges), np.repeat(np.arange(buckets), np.diff(edges)), np.arange(buckets)
+    grid = np.full((buckets, int(sizes.max(initial=1))), np.nan)
+    grid[ids, np.arange(len(x)) - edges[ids]] = x
+    grid.sort(axis=1)  # NaN last: a slice's own NaN sorts to its last place, before the padding
+    out: np.ndarray = (grid[rows, (sizes - 1) // 2] + grid[rows, sizes // 2]) / 2
+    out[np.isnan(grid[rows, sizes - 1])] = np.nan
+    return out
+
+
+def theil_sen(x: np.ndarray, t: np.ndarray | None = None, max_points: int = 400) -> float:
+    """Robust slope (median of pairwise slopes); long series are reduced to ``max_points``
+    bucket medians first so the cost stays O(max_points²)."""
+    n = len(x)
+    if n < 3:
+        return 0.0
+    t = np.arange(n, dtype=float) if t is None else t.astype(float)
+    if n > max_points:
+        x, t = bucket_medians(x, max_points), bucket_medians(t, max_points)
+    i, j = np.triu_indices(len(x), 1)
+    dt = t[j] - t[i]
+    keep = dt != 0
+    return float(np.median((x[j] - x[i])[keep] / dt[keep]))
+
+
+def trend(x: np.ndarray, max_points: int = 400) -> float:
+    """Mann–Kendall-style trend strength in [-1, 1] (Kendall's tau against time) on at most
+    ``max_points`` bucket medians: +1 rises throughout, -1 falls throughout, ~0 no trend."""
+    n = len(x)
+    if n < 4:
+        return 0.0
+    if n > max_points:
+        x = bucket_medians(x, max_points)
+    i, j = np.triu_indices(len(x), 1)
+    sign = np.sign(x[j] - x[i])
+    return float(sign.sum() / len(sign))
+
+
+#: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
+#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together,
+#: none of a series longer than LEVEL_KEPT (there a level's memory counts for more than its time)
+_LEVELS: OrderedDict[tuple[bytes, int], np.ndarray] = OrderedDict()
+_LEVELS_LOCK = threading.Lock()
+LEVEL_BYTES, LEVEL_KEPT = 32 << 20, 1 << 18
+
+
+def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
+    """Centred rolling median over ``window`` values, cut at the ends (``x[i - w//2 : i + (w-1)//2 + 1]``,
+    polars' ``center=True``): a level robust to one-step outliers. Polars' trailing median moved back (several
+    times faster on long series), the end's cut windows from the reversed tail; zero is +0.0. Read-only: the
+    level of the same values and window is computed once and shared."""
+    x = np.asarray(x, dtype=float)
+    key = (x.tobytes(), window) if len(x) <= LEVEL_KEPT else None
+    if key is not None:
+        with _LEVELS_LOCK:
+            if (out := _LEVELS.get(key)) is not None:
+                _LEVELS.move_to_end(key)
+                return out
+    n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
+    right = (w - 1) // 2
+    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
+    if right:  # the reversed last w values: index k holds the median of the last k + 1
+        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
+        out[n - right:] = tail[w - 1 - right : w - 1][::-1]
+    out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
+    out.setflags(write=False)
+    if key is None:
+        return out
+    with _LEVELS_LOCK:
+        _LEVELS[key] = out
+        held = sum(len(k) + v.nbytes for (k, _), v in _LEVELS.items())
+        while held > LEVEL_BYTES and len(_LEVELS) > 1:
+            (k, _), v = _LEVELS.popitem(last=False)
+            held -= len(k) + v.nbytes
+    return out
+
+
+def sustained_above(x: np.ndarray, threshold: float, *, window: int = 10, min_len: int = 10,
+                    max_gap: int = 2) -> list[tuple[int, int]]:
+    """Inclusive ``(start, end)`` stretches where the level of ``x`` (its :func:`rolling_level`)
+    stays at or above ``threshold`` for at least ``min_len`` indices; dips of up to ``max_gap``
+    indices do not break a stretch. A level, not a point: one noisy step never counts."""
+    if len(x) == 0:
+        return []
+    return runs_of(rolling_level(x, window) >= threshold, min_len, max_gap)
+
+
+def fall_from_peak(x: np.ndarray, *, window: int = 10, tail: float = 0.2) -> Event | None:
+    """How far the recent level of a positive series sits below its earlier peak level.
+
+    The peak is the highest :func:`rolling_level` before the last ``tail`` share of the run;
+    the recent level is the median of that tail. ``score`` is the fraction lost
+    (``1 - recent/peak``), ``baseline`` the peak level, ``value`` the recent level, ``peak``
+    the index of the peak level and ``start`` the onset: the first index after the peak whose
+    level is below ``peak - (peak - recent)/4`` and stays below it for at least 80% of the rest
+    of the run (a late bump does not move the onset to the end). None when the series is too
+    short (fewer than ``3 × window`` values), its peak level is not positive, or it did not fall.
+    """
+    n = len(x)
+    if n < 3 * window:
+        return None
+    level = rolling_level(x, window)
+    n_tail = max(window, int(round(n * tail)))
+    recent = float(np.median(x[n - n_tail:]))
+    top = int(np.argmax(level[: n - n_tail]))
+    peak = float(level[top])
+    if not np.isfinite(peak) or peak <= 0 or recent >= peak:
+        return None
+    below = level[top:] < peak - (peak - recent) / 4
+    rest_below = np.cumsum(below[::-1])[::-1] / np.arange(len(below), 0, -1)
+    held = np.flatnonzero(below & (rest_below >= 0.8))
+    first = np.flatnonzero(below)
+    start = top + int(held[0] if len(held) else first[0] if len(first) else 0)
+    return Event(start, n - 1, top, recent, peak, 1.0 - recent / peak)
+
+
+def quantum(x: np.ndarray, max_decimals: int = 8) -> float:
+    """The rounding step of a logged series: the largest ``10**-d`` (0 ≤ d ≤ ``max_decimals``)
+    of which every non-zero value is a whole multiple, or 0.0 when the values carry more digits
+    (full precision), or there is no non-zero value.
+
+    A console log that prints three decimals (``0.000``, ``-0.000``, ``0.001``) has quantum
+    0.001: a move from 0.000 to 0.002 is two rounding steps, not an infinite relative jump.
+
+    >>> quantum(np.array([0.0, 0.001, -0.002, 0.013]))
+    0.001
+    """
+    x = np.asarray(x, dtype=float)
+    nz = x[np.isfinite(x) & (x != 0)]
+    if len(nz) == 0:
+        return 0.0
+    for d in range(max_decimals + 1):
+        step = 10.0 ** -d
+        r = nz / step
+        if np.all(np.abs(np.round(r)) >= 1) and np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)):
+            return step
+    return 0.0
