@@ -148,6 +148,7 @@ def test_export_says_what_it_wrote_and_what_it_left_out_in_chinese(tmp_path: Pat
     _chinese(out)
 
 
+@pytest.mark.tracker
 def test_an_offline_wandb_export_is_said_in_chinese(tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("wandb")
     offline_wandb(monkeypatch, tmp_path)

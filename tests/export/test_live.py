@@ -179,6 +179,7 @@ def test_a_file_with_not_even_its_header_is_started_again(tmp_path: Path, cut: i
     assert live.path is None and not broken.exists() and live.last == {}
 
 
+@pytest.mark.tracker
 def test_a_watched_run_is_logged_live_to_one_w_and_b_run_across_a_restart(tmp_path: Path) -> None:
     """The real wandb client, offline: the restarted watcher resumes the same W&B run (a second offline
     folder with the same id, as ``wandb sync`` expects) and logs only what the first did not."""

@@ -19,6 +19,9 @@ from rlvitals.ingest import SkipLog, logged_tables
 
 from export.test_tensorboard import FIXTURE  # isort: skip
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 pytest.importorskip("swanlab")
 STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}
 

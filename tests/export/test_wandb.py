@@ -34,6 +34,9 @@ from rlvitals.words import Words
 
 from export.test_tensorboard import FIXTURE, gappy, rollout_rows  # isort: skip
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 wandb = pytest.importorskip("wandb")
 STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}  # a note sits below a warning
 

@@ -129,6 +129,7 @@ def test_cli_watch_export_wandb_to_a_file_in_chinese(tmp_path: Path) -> None:
     assert err == f"rlvitals：--export-wandb {log}：这是一个文件，应为文件夹（用来存放 W&B run 的文件）\n"
 
 
+@pytest.mark.tracker
 def test_the_w_and_b_summary_names_the_series_left_out_in_the_plans_language(
         diagnosed: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wandb = pytest.importorskip("wandb")

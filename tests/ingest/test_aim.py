@@ -23,6 +23,9 @@ from rlvitals.ingest import SkipLog, SourceMeta, aim_repo, find_reader
 
 from .serving import served
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 pytest.importorskip("aim")
 
 STEPS = 40

@@ -25,6 +25,9 @@ from rlvitals.words import in_lang
 
 from .serving import served
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 pytest.importorskip("clearml")
 
 STEPS = 30

@@ -396,6 +396,7 @@ def _wait(follow: Follow, now: float, enough: int, timeout: float = 20.0) -> int
     return seen
 
 
+@pytest.mark.tracker
 def test_wandb_offline_growing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wandb = pytest.importorskip("wandb")
     offline_wandb(monkeypatch, tmp_path)

@@ -20,6 +20,9 @@ from rlvitals.words import in_lang
 
 from .specials import DEADLINE, load_in_child, plant
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 mlflow = pytest.importorskip("mlflow")
 
 PROFILING = "profiling/Time taken: GRPOTrainer._prepare_inputs"

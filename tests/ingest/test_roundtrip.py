@@ -131,6 +131,7 @@ PLAIN_KEYS = st.from_regex(r"[A-Za-z][A-Za-z0-9_/ -]{0,23}", fullmatch=True).fil
     and not s.endswith("/"))
 
 
+@pytest.mark.tracker
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(tables(st.floats(allow_nan=True, allow_infinity=True), PLAIN_KEYS))

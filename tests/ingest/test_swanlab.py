@@ -22,6 +22,9 @@ from rlvitals.ingest.record import SkipLog, SourceMeta
 
 from .serving import served
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 pytest.importorskip("swanlab")
 
 STEPS = 60

@@ -21,6 +21,9 @@ from rlvitals.ingest import SkipLog, SourceMeta, find_reader, trackio
 
 from .serving import served
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 pytest.importorskip("trackio")
 
 STEPS = 40

@@ -20,6 +20,9 @@ from rlvitals.ingest import _leveldb, find_reader, wandb_offline
 from rlvitals.ingest.record import SkipLog, SourceMeta
 from rlvitals.words import Words
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 wandb = pytest.importorskip("wandb")
 
 PROFILING = "profiling/Time taken: GRPOTrainer._prepare_inputs"

@@ -22,6 +22,9 @@ from rlvitals.errors import EmptyInputError, InputError
 from rlvitals.rollout import read_rollouts
 from rollout.tracker_writers import COMPLETION_STEPS, SAMPLES
 
+#: these tests run a real tracker SDK (its writer, or its reader for comparison)
+pytestmark = pytest.mark.tracker
+
 WRITERS = Path(__file__).with_name("tracker_writers.py")
 COLUMNS = ["step", "prompt", "response", "score"]
 
