@@ -386,11 +386,11 @@ def test_the_all_rule_itself() -> None:
     assert list(_unlisted([taken])) == [("rlvitals.run.run", "rlvitals.ingest.text:iter_lines (not in "
                                                               "rlvitals.ingest.__all__)")]
     assert not list(_unlisted([Import("rlvitals.run.run", "rlvitals.ingest.record", "Record", 1)]))
-    assert not list(_unlisted([Import("rlvitals.ingest.csv_table", "rlvitals.ingest.text", "iter_lines", 1)]))
+    assert not list(_unlisted([Import("rlvitals.ingest.formats.csv_table", "rlvitals.ingest.text", "iter_lines", 1)]))
 
 
 def test_stage_rule_itself() -> None:
-    assert _stage_violation(Import("rlvitals.ingest.csv_table", "rlvitals.run.run", "Run", 1))
+    assert _stage_violation(Import("rlvitals.ingest.formats.csv_table", "rlvitals.run.run", "Run", 1))
     assert not _stage_violation(Import("rlvitals.run.run", "rlvitals.ingest.record", "Record", 1))
     assert _stage_violation(Import("rlvitals.catalog.catalog", "rlvitals.ingest.record", "Record", 1))
     assert _stage_violation(Import("rlvitals.signals", "rlvitals.errors", None, 1))

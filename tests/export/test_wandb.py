@@ -27,8 +27,8 @@ from rlvitals.errors import RlvitalsError
 from rlvitals.export import ExportPlan, Series, plan_export, write_wandb
 from rlvitals.export.wandb import STEP_KEY, TABLE_COLUMNS, VERDICT_KEY, WandbExport, findings_table
 from rlvitals.ingest._leveldb import frames
+from rlvitals.ingest.formats.wandb_offline import MAGIC
 from rlvitals.ingest.record import SkipLog, SourceMeta
-from rlvitals.ingest.wandb_offline import MAGIC
 from rlvitals.render import STATUS_WORDS
 from rlvitals.words import Words
 

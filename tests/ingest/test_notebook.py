@@ -14,7 +14,7 @@ from corpus import corpus_input, corpus_labels
 from rlvitals import load
 from rlvitals.errors import EmptyInputError, InputError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
-from rlvitals.ingest.notebook import read
+from rlvitals.ingest.formats.notebook import read
 
 NOTEBOOKS = ["notebook__unsloth_deepseek_r1_qwen3_8b_grpo", "notebook__unsloth_gemma4_e2b_grpo",
              "notebook__unsloth_mistral7b_grpo", "notebook__unsloth_phi4_14b_grpo", "notebook__unsloth_zephyr7b_dpo",

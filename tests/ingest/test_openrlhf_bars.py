@@ -26,7 +26,7 @@ from rlvitals.cli import main
 from rlvitals.errors import RlvitalsError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
 from rlvitals.ingest._bar_steps import pairs, values
-from rlvitals.ingest.openrlhf_bars import read
+from rlvitals.ingest.formats.openrlhf_bars import read
 from rlvitals.run import Run
 from rlvitals.words import in_lang
 

@@ -15,7 +15,7 @@ import pytest
 from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
-from rlvitals.ingest.openrlhf_console import read
+from rlvitals.ingest.formats.openrlhf_console import read
 
 STEP1 = (
     "{'policy_loss': 0.0123, 'actor_lr': 5e-07, 'actor_grad_norm': 0.8, 'ppo_clip_ratio': 0.002, "

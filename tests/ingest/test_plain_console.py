@@ -13,7 +13,7 @@ from corpus import corpus_input, corpus_labels
 from rlvitals import load
 from rlvitals.errors import UnknownFormatError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
-from rlvitals.ingest.plain_console import READERS
+from rlvitals.ingest.formats.plain_console import READERS
 
 RUNS = ["other__deepspeed-chat__opt1.3b-ppo-step3", "other__minimind-from-scratch__grpo-v1-model-reward-30m",
         "other__minimind-from-scratch__grpo-v2-rule-reward-30m",

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlvitals import load
-from rlvitals.ingest.generic_jsonl import STEP_KEYS, WANDB_KEYS
-from rlvitals.ingest.trl_state import SUMMARY_KEYS
+from rlvitals.ingest.formats.generic_jsonl import STEP_KEYS, WANDB_KEYS
+from rlvitals.ingest.formats.trl_state import SUMMARY_KEYS
 
 #: metric names: printable text of every script (control characters are renamed, surrogates are not
 #: text), not a step key nor one of W&B's counters (``_wandb``, ``_runtime``), which are not metrics

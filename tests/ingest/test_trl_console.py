@@ -15,7 +15,7 @@ from corpus import corpus_input
 from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.ingest import Record, SkipLog, SourceMeta, find_reader
-from rlvitals.ingest.trl_console import read
+from rlvitals.ingest.formats.trl_console import read
 
 TRAIN1 = (
     "{'loss': -0.0982, 'grad_norm': 0.12353515625, 'learning_rate': 1e-05, 'num_tokens': 10222.0, "

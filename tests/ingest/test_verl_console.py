@@ -17,7 +17,7 @@ import rlvitals
 from rlvitals import load
 from rlvitals.cli import main
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader
-from rlvitals.ingest.verl_console import hydra_overrides, parse_step_line, read, sniff, split_prefix
+from rlvitals.ingest.formats.verl_console import hydra_overrides, parse_step_line, read, sniff, split_prefix
 
 GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
 PPO = "verl__verl_training_log__ppo_run_deepseek7b_llm.log"

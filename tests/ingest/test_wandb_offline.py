@@ -406,7 +406,7 @@ def test_the_console_copy_is_sniffed_in_the_registry_order() -> None:
     """A W&B run's console copy is read by the first console format that takes it, in the order the registry
     sniffs them (the reader cannot ask the registry: that would be an import circle)."""
     from rlvitals.ingest import READER_MODULES
-    from rlvitals.ingest.wandb_offline import CONSOLES
+    from rlvitals.ingest.formats.wandb_offline import CONSOLES
 
     trainings = [m for m in READER_MODULES
                  if any(r.trainings for r in (m.READERS if hasattr(m, "READERS") else (m.READER,)))]

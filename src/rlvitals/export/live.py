@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import RlvitalsError
 from ..ingest import SkipLog, SourceMeta, masked_crc32c
-from ..ingest import tensorboard as tb_reader
+from ..ingest.formats import tensorboard as tb_reader
 from ..words import Words
 from ._wire import scalar_event, text_event, tfrecords, version_event
 from .plan import PREFIX, STATUS_VALUE, TENSORBOARD_FOLDER, WANDB_FOLDER, ExportPlan, expect_folder

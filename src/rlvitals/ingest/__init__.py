@@ -13,7 +13,15 @@ from types import ModuleType
 
 from ..errors import EmptyInputError, MissingInputError, UnknownFormatError
 from ..words import Words
-from . import (
+from ._crash import CrashScanner, Ending, survived_note
+from ._crc import masked_crc32c, masked_crc32c_columns
+from ._files import SPECIAL_ZH, open_file, real_path, refusal, regular, special_kind, unique
+from ._folder import beside, logs_in
+from ._reader import Reader
+from .columnar import Block, Columns, split_rows
+from .compressed import COMPRESSED, INFLATABLE, INFLATE_ERRORS, inflatable, inflated
+from .cursor import FileCursor, Generation, Sweep, advance, complete_end, count_lines, examine, resolved, same_file
+from .formats import (
     aim_repo,
     clearml_offline,
     csv_table,
@@ -33,14 +41,6 @@ from . import (
     verl_jsonl,
     wandb_offline,
 )
-from ._crash import CrashScanner, Ending, survived_note
-from ._crc import masked_crc32c, masked_crc32c_columns
-from ._files import SPECIAL_ZH, open_file, real_path, refusal, regular, special_kind, unique
-from ._folder import beside, logs_in
-from ._reader import Reader
-from .columnar import Block, Columns, split_rows
-from .compressed import COMPRESSED, INFLATABLE, INFLATE_ERRORS, inflatable, inflated
-from .cursor import FileCursor, Generation, Sweep, advance, complete_end, count_lines, examine, resolved, same_file
 from .pieces import done_reading, while_reading
 from .pyrepr import parse as parse_literal
 from .record import (

@@ -36,8 +36,8 @@ import orjson
 from .._sqlite import split_root
 from ..errors import InputError
 from ..words import Words
-from . import clearml_offline, swanlab, tensorboard, trackio
 from ._files import open_file, read_file
+from .formats import clearml_offline, swanlab, tensorboard, trackio
 from .record import LoggedTable, SkipLog
 
 __all__ = ["holds_tables", "logged_tables"]

@@ -42,17 +42,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import InputError
-from ..words import Words
+from ...errors import InputError
+from ...words import Words
+from .._config import TOO_DEEP, Cut, dotted, too_deep
+from .._files import open_file, regular
+from .._leveldb import frames
+from .._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
+from .._reader import Reader
+from .._wall import WandbClock
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import iter_lines, json_objects
 from . import openrlhf_bars, openrlhf_console, plain_console, trl_console, verl_console
-from ._config import TOO_DEEP, Cut, dotted, too_deep
-from ._files import open_file, regular
-from ._leveldb import frames
-from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
-from ._reader import Reader
-from ._wall import WandbClock
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines, json_objects
 
 FORMAT = "wandb-offline"
 
@@ -429,7 +429,7 @@ def _console_reader(log: Path) -> Reader | None:
 def _console_ending(folder: Path, meta: SourceMeta) -> None:
     """The crash in the run's console copy (``files/output.log``), if it has one: read by the console format it
     is in (the consoles in the registry's sniffing order), else scanned for a traceback alone."""
-    from ._crash import CrashScanner
+    from .._crash import CrashScanner
 
     log = folder / "files" / "output.log"
     if not log.is_file() or log.stat().st_size == 0:

@@ -35,16 +35,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from ..words import Words
-from ._crc import masked_crc32c
-from ._files import open_file, regular
-from ._protobuf import LEN, VARINT, WireError, fields, signed64, text
-from ._reader import Reader
-from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
+from ...errors import InputError
+from ...words import Words
+from .._crc import masked_crc32c
+from .._files import open_file, regular
+from .._protobuf import LEN, VARINT, WireError, fields, signed64, text
+from .._reader import Reader
+from ..record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 if TYPE_CHECKING:  # the decoder (numpy) is imported when a file is read: sniffing needs only the CRC
-    from .tfevents import Hits
+    from ..tfevents import Hits
 
 FORMAT = "tensorboard"
 _NAN = float("nan")
@@ -253,7 +253,7 @@ def _text_value(event: bytes, a: int, b: int) -> tuple[str, list[str], str]:
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     """Stream one run: a single event file, or every event file directly in a folder."""
-    from .tfevents import EventScanner
+    from ..tfevents import EventScanner
 
     files = [path] if path.is_file() else event_files(path, skips)
     meta.files = [str(f) for f in files]

@@ -33,12 +33,12 @@ from typing import IO, Any
 
 import orjson
 
-from ..errors import InputError
-from ..words import Words
-from ._files import open_file, read_file, regular
-from ._reader import Reader
-from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
-from .text import CHUNK, MAX_LINE
+from ...errors import InputError
+from ...words import Words
+from .._files import open_file, read_file, regular
+from .._reader import Reader
+from ..record import LoggedTable, Record, SkipLog, SourceMeta, Value
+from ..text import CHUNK, MAX_LINE
 
 FORMAT = "clearml"
 PREFIX = "offline-"

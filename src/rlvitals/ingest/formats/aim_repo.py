@@ -49,13 +49,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._sqlite import connect_read_only
-from ..errors import InputError, MissingExtraError
-from ..words import Words
-from ._config import Cut, dotted, too_deep
-from ._files import not_opened, special_kind
-from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
+from ..._sqlite import connect_read_only
+from ...errors import InputError, MissingExtraError
+from ...words import Words
+from .._config import Cut, dotted, too_deep
+from .._files import not_opened, special_kind
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta, Value
 from .trl_state import SUMMARY_KEYS
 
 FORMAT = "aim"

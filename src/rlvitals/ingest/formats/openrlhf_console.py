@@ -17,12 +17,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..words import Words
-from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._reader import Reader
-from .pyrepr import ReprError, metric_values, parse_dict
-from .record import Record, SkipLog, SourceMeta
-from .text import integer, iter_lines, search_file, strip_ansi
+from ...words import Words
+from .._crash import FRAMEWORK_FRAMES, CrashScanner
+from .._reader import Reader
+from ..pyrepr import ReprError, metric_values, parse_dict
+from ..record import Record, SkipLog, SourceMeta
+from ..text import integer, iter_lines, search_file, strip_ansi
 
 FORMAT = "openrlhf-console"
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 
-from ..words import Words
-from ._reader import Reader
-from .columnar import SPLIT_BYTES, Columns, add_numbers
-from .pieces import read_shared
-from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
-from .text import json_line, json_objects, line_blocks
+from ...words import Words
+from .._reader import Reader
+from ..columnar import SPLIT_BYTES, Columns, add_numbers
+from ..pieces import read_shared
+from ..record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from ..text import json_line, json_objects, line_blocks
 
 FORMAT = "verl-jsonl"
 _NUMERIC = {float, int}

@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..words import Words
-from ._crash import CrashScanner
-from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import integer, iter_lines, parse_number, search_file, strip_ansi
+from ...words import Words
+from .._crash import CrashScanner
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import integer, iter_lines, parse_number, search_file, strip_ansi
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..words import Words
-from ._bar_steps import Bars, EvalBar, records
-from ._crash import CrashScanner
-from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta
-from .text import integer, iter_lines, search_file
+from ...words import Words
+from .._bar_steps import Bars, EvalBar, records
+from .._crash import CrashScanner
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta
+from ..text import integer, iter_lines, search_file
 
 FORMAT = "openrlhf-trainer-console"
 

@@ -35,13 +35,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..words import Words
-from ._console_steps import Witnesses, number, training_total
-from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._reader import Reader
-from .pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import cut_note, integer, iter_lines, search_file, strip_ansi
+from ...words import Words
+from .._console_steps import Witnesses, number, training_total
+from .._crash import FRAMEWORK_FRAMES, CrashScanner
+from .._reader import Reader
+from ..pyrepr import ReprError, metric_values, parse_cut_dict, parse_dict_at
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import cut_note, integer, iter_lines, search_file, strip_ansi
 
 FORMAT = "trl-console"
 

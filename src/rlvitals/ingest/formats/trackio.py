@@ -27,12 +27,12 @@ from typing import Any
 
 import orjson
 
-from .._sqlite import connect_read_only, split_root, table_columns
-from ..errors import InputError
-from ..words import Words
-from ._config import Cut, dotted, too_deep
-from ._reader import Reader
-from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
+from ..._sqlite import connect_read_only, split_root, table_columns
+from ...errors import InputError
+from ...words import Words
+from .._config import Cut, dotted, too_deep
+from .._reader import Reader
+from ..record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 FORMAT = "trackio"
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -36,14 +36,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..words import Words
-from ._config import hydra_scalar, sibling_overrides
-from ._crash import FRAMEWORK_FRAMES, CrashScanner
-from ._reader import Reader
-from .columnar import SPLIT_BYTES, Block, Columns, halves
-from .pyrepr import ReprError, flatten, parse, parse_dump
-from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
-from .text import ANSI, cut_note, integer, iter_lines, line_blocks, parse_number, search_file, strip_ansi
+from ...words import Words
+from .._config import hydra_scalar, sibling_overrides
+from .._crash import FRAMEWORK_FRAMES, CrashScanner
+from .._reader import Reader
+from ..columnar import SPLIT_BYTES, Block, Columns, halves
+from ..pyrepr import ReprError, flatten, parse, parse_dump
+from ..record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from ..text import ANSI, cut_note, integer, iter_lines, line_blocks, parse_number, search_file, strip_ansi
 
 FORMAT = "verl-console"
 

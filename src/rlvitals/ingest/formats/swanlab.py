@@ -31,14 +31,14 @@ from typing import Any
 
 import orjson
 
-from ..errors import InputError
-from ..words import Words
-from ._config import Cut, capped_yaml, dotted, too_deep
-from ._files import open_file, read_file, regular
-from ._leveldb import HEADER_LEN, frames, frames_from
-from ._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
-from ._reader import Reader
-from .record import LoggedTable, Record, SkipLog, SourceMeta, Value
+from ...errors import InputError
+from ...words import Words
+from .._config import Cut, capped_yaml, dotted, too_deep
+from .._files import open_file, read_file, regular
+from .._leveldb import HEADER_LEN, frames, frames_from
+from .._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, signed64, text
+from .._reader import Reader
+from ..record import LoggedTable, Record, SkipLog, SourceMeta, Value
 
 FORMAT = "swanlab"
 MAGIC = b":SWL\xd6\xe1"

@@ -34,13 +34,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmptyInputError, InputError
-from ..words import Words
+from ...errors import EmptyInputError, InputError
+from ...words import Words
+from .._crash import crash_from
+from .._reader import Reader
+from ..record import Crash, Record, SkipLog, SourceMeta, Value
+from ..text import integer, json_document, parse_number, strip_ansi
 from . import trl_console
-from ._crash import crash_from
-from ._reader import Reader
-from .record import Crash, Record, SkipLog, SourceMeta, Value
-from .text import integer, json_document, parse_number, strip_ansi
 
 FORMAT = "notebook"
 SUFFIX = ".ipynb"

@@ -23,14 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..words import Words
-from ._files import read_file
-from ._reader import Reader
-from .columnar import Columns
+from ...errors import InputError
+from ...words import Words
+from .._files import read_file
+from .._reader import Reader
+from ..columnar import Columns
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import json_document
 from .generic_jsonl import as_step, drop_eval_epoch, fill, flatten
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import json_document
 
 FORMAT = "trl-state"
 STATE_FILE = "trainer_state.json"

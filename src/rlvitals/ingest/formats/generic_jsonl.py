@@ -28,13 +28,13 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..words import Words
-from ._reader import Reader
-from ._wall import WandbClock
-from .columnar import SPLIT_BYTES, Columns, add_numbers
-from .pieces import read_shared
-from .record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
-from .text import json_dicts, parse_json
+from ...words import Words
+from .._reader import Reader
+from .._wall import WandbClock
+from ..columnar import SPLIT_BYTES, Columns, add_numbers
+from ..pieces import read_shared
+from ..record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
+from ..text import json_dicts, parse_json
 
 FORMAT = "jsonl"
 

@@ -29,13 +29,13 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._sqlite import connect_read_only, split_root, table_columns
-from ..errors import InputError
-from ..words import Words
-from ._files import read_file, regular
-from ._reader import Reader
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import iter_lines
+from ..._sqlite import connect_read_only, split_root, table_columns
+from ...errors import InputError
+from ...words import Words
+from .._files import read_file, regular
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import iter_lines
 
 FORMAT = "mlflow"
 

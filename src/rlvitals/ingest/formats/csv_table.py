@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from ..errors import InputError
-from ..words import Words
-from ._reader import Reader
+from ...errors import InputError
+from ...words import Words
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta, Value
+from ..text import parse_number
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, drop_eval_epoch
-from .record import Record, SkipLog, SourceMeta, Value
-from .text import parse_number
 
 FORMAT = "csv"
 RUN_MARK = "#run="

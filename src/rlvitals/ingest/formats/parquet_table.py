@@ -1,6 +1,6 @@
 """A Parquet table of metrics: one row per logged step, one column per key.
 
-The step column is chosen as for JSONL (:data:`~rlvitals.ingest.generic_jsonl.STEP_KEYS`);
+The step column is chosen as for JSONL (:data:`~rlvitals.ingest.formats.generic_jsonl.STEP_KEYS`);
 without one the rows are numbered. A null cell means the key was not logged in that
 row (pandas turns its NaN placeholders into nulls when it writes Parquet); a stored NaN
 stays NaN. Number, boolean and string columns are read; list and struct columns
@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InputError, UnknownFormatError
-from ..words import Words
-from ._reader import Reader
+from ...errors import InputError, UnknownFormatError
+from ...words import Words
+from .._reader import Reader
+from ..record import Record, SkipLog, SourceMeta, Value
 from .generic_jsonl import STEP_KEYS, WANDB_KEYS, as_step, choose_step_key, drop_eval_epoch, note_side_logs
-from .record import Record, SkipLog, SourceMeta, Value
 
 if TYPE_CHECKING:  # polars is imported when a Parquet file is read, not with the readers
     import polars as pl
