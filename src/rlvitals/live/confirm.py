@@ -136,11 +136,7 @@ class Confirmations:
             if not waiting or now - at < after:
                 continue
             if now - at >= max(after, RUN_GAPS * self._gap(run)):
-                self._waiting -= waiting
-                for k in [k for k in self._held if k[0] == run]:
-                    del self._held[k]
-                del self._last[run]
-                out.append(obs)
+                out.append(self._let_through(run))
                 continue
             crashed = [f for f in obs.findings if f.check in quiet and (run, f.check) in waiting]
             if crashed:
@@ -151,16 +147,15 @@ class Confirmations:
     def release(self) -> list[Observation]:
         """The reading ended (the caller knows the writer stopped): the last whole diagnosis of every run where
         something waits, each given once, whatever its gaps between writes."""
-        out = []
-        for run, (obs, _) in list(self._last.items()):
-            waiting = {k for k in self._waiting if k[0] == run}
-            if waiting:
-                self._waiting -= waiting
-                for k in [k for k in self._held if k[0] == run]:
-                    del self._held[k]
-                del self._last[run]
-                out.append(obs)
-        return out
+        return [self._let_through(run) for run in list(self._last) if any(k[0] == run for k in self._waiting)]
+
+    def _let_through(self, run: str) -> Observation:
+        """``run``'s last whole diagnosis, all of it let through at its own level: nothing of it waits any more."""
+        self._waiting -= {k for k in self._waiting if k[0] == run}
+        for k in [k for k in self._held if k[0] == run]:
+            del self._held[k]
+        obs, _ = self._last.pop(run)
+        return obs
 
     def _gap(self, run: str) -> float:
         """The median time between two writes to ``run``'s log seen so far (0 before two)."""

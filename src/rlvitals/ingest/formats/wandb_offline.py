@@ -51,7 +51,7 @@ from .._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, z
 from .._reader import Reader
 from .._wall import WandbClock
 from ..record import Record, SkipLog, SourceMeta, Value
-from ..text import iter_lines, json_objects
+from ..text import BOM, iter_lines, json_objects
 from . import openrlhf_bars, openrlhf_console, plain_console, trl_console, verl_console
 
 FORMAT = "wandb-offline"
@@ -414,7 +414,7 @@ CONSOLES: tuple[ModuleType, ...] = (verl_console, openrlhf_bars, openrlhf_consol
 def _console_reader(log: Path) -> Reader | None:
     """The console format ``log`` is in (the first of :data:`CONSOLES` whose sniffer takes it), or None."""
     with open_file(log) as fh:
-        head = fh.read(64 << 10).removeprefix(b"\xef\xbb\xbf")
+        head = fh.read(64 << 10).removeprefix(BOM)  # a sniffer reads what follows a byte-order mark
     for module in CONSOLES:
         options: tuple[Reader, ...] = module.READERS if hasattr(module, "READERS") else (module.READER,)
         for reader in options:
