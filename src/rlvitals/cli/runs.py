@@ -60,7 +60,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..render.summary import run_summary
-    from ..render.terminal import render_inspect
+    from ..render.inspection import render_inspect
 
     runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
     for run in runs:
@@ -161,7 +161,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
 def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, out: IO[str]) -> None:
     """One diagnosis as Markdown or for the terminal (with what its rollouts' reading skipped)."""
     from ..render.diagnosis import render_diagnosis, render_markdown
-    from ..render.terminal import render_rollout_log
+    from ..render.rollout_log import render_rollout_log
 
     if args.markdown:
         out.write(render_markdown(d, args.lang))
@@ -193,7 +193,7 @@ def _forecast(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _explain(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..catalog.lookup import explain, list_metrics
-    from ..render.terminal import render_explain, render_list
+    from ..render.explain import render_explain, render_list
 
     if args.list:
         rows = list_metrics(args.lang)

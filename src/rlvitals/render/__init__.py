@@ -13,21 +13,18 @@ from .diagnosis import (
     render_markdown,
     when_words,
 )
+from .explain import render_explain, render_list
 from .forecast import render_forecast
 from .formats import FORMATS_ZH, render_formats
+from .inspection import render_inspect
 from .json_text import json_dumps, shown
 from .not_computed import fold_not_computed, render_not_computed
 from .probe import render_probe
+from .rollout_log import render_rollout_log
+from .rollouts import render_rollouts
+from .said import ENGLISH_ORIGINAL
 from .story import STORY_WORDS, because_words, healthy_words
 from .summary import rollout_log, rollout_summary, run_summary
-from .terminal import (
-    ENGLISH_ORIGINAL,
-    render_explain,
-    render_inspect,
-    render_list,
-    render_rollout_log,
-    render_rollouts,
-)
 
 __all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list", "render_markdown",
     "fold_not_computed", "render_not_computed", "FORMATS_ZH", "render_forecast", "render_formats", "render_probe",

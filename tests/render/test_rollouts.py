@@ -1,4 +1,4 @@
-"""Terminal renderings (render_text): the ``rollouts`` view, golden lines for small real tables
+"""The ``rollouts`` view and the rollout block of ``diagnose``, golden lines for small real tables
 written by the real veRL dump writer, dropped empty columns, and splitting at narrow widths."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 import rlvitals
+from rlvitals.render.rollout_log import render_rollout_log
+from rlvitals.render.rollouts import render_rollouts
 from rlvitals.render.summary import rollout_summary
-from rlvitals.render.terminal import render_rollout_log, render_rollouts
 from rlvitals.rollout.writers import write_verl_dump
 
 Sample = tuple[str, str]  # (response, extracted answer)
