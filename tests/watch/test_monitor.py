@@ -18,7 +18,7 @@ import rlvitals
 from rlvitals.live import Confirm
 from rlvitals.live.alerts import Alert
 from rlvitals.synthetic.simulate import Scenario, simulate
-from rlvitals.watch.monitor import PREFIX, Monitor, MonitorError
+from rlvitals.watch.monitor import PREFIX, Monitor, MonitorError, MonitorOptions
 from rlvitals.watch.sinks import JsonlSink
 
 SC = Scenario(steps=120, collapse_at=60, grad_spike_at=None)
@@ -183,6 +183,21 @@ def test_bad_arguments_are_refused_at_construction() -> None:
         Monitor(queue_size=0)
     with pytest.raises(rlvitals.RlvitalsError, match=r"unknown sink 'smtp'"):
         Monitor(["smtp:me@example.org"])
+    with pytest.raises(MonitorError, match=r"^Monitor\(evry=\.\.\.\): not an option; expected one of every, "
+                                           r"min_interval, run, .*, config$"):
+        Monitor(evry=10)
+    with pytest.raises(MonitorError, match=r"every=0"):  # the record checks itself, made alone too
+        MonitorOptions(every=0)
+
+
+def test_options_come_as_one_record_or_as_keywords_over_it() -> None:
+    base = MonitorOptions(every=7, run="job", stop_on="fail", state_path="a.sqlite")
+    mon = Monitor(options=base, every=3, err=None)
+    try:
+        assert (mon.options.every, mon.options.run, mon.stop_on) == (3, "job", "fail")
+        assert mon.options.state_path == Path("a.sqlite") and base.every == 7  # the caller's record is untouched
+    finally:
+        mon.close()
 
 
 def test_the_worker_survives_a_failing_clock_and_diagnoses_later() -> None:

@@ -55,8 +55,6 @@ def _slow_mfu_log(path: Path) -> Path:
 
 
 def test_the_watcher_sends_no_alert_for_a_note_and_shows_it_dimmed(tmp_path: Path) -> None:
-    if not (REAL / GRPO).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     sent = tmp_path / "alerts.jsonl"
     out = io.StringIO()
     view = LiveView(out, io.StringIO())
@@ -137,3 +135,9 @@ def test_a_long_watch_starts_by_saying_what_it_follows_where_it_keeps_state_and_
     err = io.StringIO()
     main(["watch", str(log), "--once", "--state", str(state)], out=io.StringIO(), err=err)
     assert "watching" not in err.getvalue()  # --once is for scripts: no banner
+    err, state = io.StringIO(), tmp_path / "zh.sqlite"
+    main(["watch", str(log), "--lang", "zh", "--exit-on", "fail", "--state", str(state)], out=io.StringIO(), err=err)
+    assert err.getvalue().startswith(
+        f"rlvitals：正在监控 {log}\n  状态文件：{state}\n  告警发往：只显示在本终端（用 --alert SINK 转发）\n"
+        "  每 0.5 秒查看一次，只诊断有新内容的日志（最多占用一个核的 33%）；结论达到“失败”时以退出码 1 退出；"
+        "按 Ctrl-C 停止\n")

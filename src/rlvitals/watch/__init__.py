@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..live import Alert, Confirm, Cooldown, decide
 from .exports import WandbTarget
-from .monitor import PREFIX, Monitor
+from .monitor import PREFIX, Monitor, MonitorOptions
 from .sinks import JsonlSink, parse_sink
 from .watcher import Watcher, WatchOptions, ignore_stop_signals, open_watcher, terminate_as_interrupt
 
-__all__ = ["Alert", "Confirm", "Cooldown", "decide", "ignore_stop_signals", "JsonlSink", "Monitor", "open_watcher",
-    "PREFIX", "parse_sink", "terminate_as_interrupt", "WandbTarget", "Watcher", "WatchOptions"]
+__all__ = ["Alert", "Confirm", "Cooldown", "decide", "ignore_stop_signals", "JsonlSink", "Monitor", "MonitorOptions",
+    "open_watcher", "PREFIX", "parse_sink", "terminate_as_interrupt", "WandbTarget", "Watcher", "WatchOptions"]

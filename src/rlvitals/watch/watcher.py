@@ -101,6 +101,21 @@ class WatchOptions:
             raise ValueError(f"WatchOptions: tail_steps={self.tail_steps}; expected 0 (no tail pass) or more steps")
 
 
+#: the words of the banner ``watch`` shows when it starts, per language
+_BANNER = {
+    "en": {"and": ", ", "one run": " as the launches of one run (--one-run)", "rollouts": "; rollouts from {folder}",
+           "terminal": "this terminal only (--alert SINK sends them on)", "stop": "; exits 1 at a {code}",
+           "banner": "watching {follows}{more}\n  state: {state}\n  alerts: {sinks}\n  polls every {interval:g} s "
+                     "and diagnoses what grew (at most {share:.0f} % of a core){stop}; Ctrl-C stops"},
+    "zh": {"and": "、", "one run": "（--one-run：同一个 run 的各次启动，合成一个 run）",
+           "rollouts": "；rollout 数据来自 {folder}", "terminal": "只显示在本终端（用 --alert SINK 转发）",
+           "stop": "；结论达到“{status}”时以退出码 1 退出",
+           "banner": "正在监控 {follows}{more}\n  状态文件：{state}\n  告警发往：{sinks}\n"
+                     "  每 {interval:g} 秒查看一次，只诊断有新内容的日志（最多占用一个核的 {share:.0f}%）"
+                     "{stop}；按 Ctrl-C 停止"},
+}
+
+
 class Watcher:
     """Follows ``paths`` and alerts through ``sinks``; its memory lives in ``state``.
 
@@ -386,29 +401,15 @@ class Watcher:
     def banner(self) -> str:
         """What this watcher does, in a few lines: what it follows, where it keeps its state, where
         alerts go, how often it looks (shown when it starts)."""
-        if self.options.lang == "zh":
-            return self._banner_zh()
-        follows = ", ".join(str(f.path) for f in self.follows)
-        follows += " as the launches of one run (--one-run)" if self.launches is not None else ""
-        more = f"; rollouts from {self.rollouts.folder}" if self.rollouts is not None else ""
-        sinks = ", ".join(s.name for s in self.sinks) or "this terminal only (--alert SINK sends them on)"
-        stop = f"; exits 1 at a {self.options.exit_on}" if self.options.exit_on else ""
+        w, exit_on = _BANNER[self.options.lang], self.options.exit_on
+        follows = w["and"].join(str(f.path) for f in self.follows)
+        follows += w["one run"] if self.launches is not None else ""
+        more = w["rollouts"].format(folder=self.rollouts.folder) if self.rollouts is not None else ""
+        sinks = w["and"].join(s.name for s in self.sinks) or w["terminal"]
+        stop = w["stop"].format(status=STATUS_WORDS[self.options.lang][exit_on], code=exit_on) if exit_on else ""
         share = 100 / (1 + self.options.diagnose_gap)
-        return (f"watching {follows}{more}\n  state: {self.state.path}\n  alerts: {sinks}\n"
-                f"  polls every {self.options.interval:g} s and diagnoses what grew (at most {share:.0f} % of a "
-                f"core){stop}; Ctrl-C stops")
-
-    def _banner_zh(self) -> str:
-        follows = "、".join(str(f.path) for f in self.follows)
-        follows += "（--one-run：同一个 run 的各次启动，合成一个 run）" if self.launches is not None else ""
-        more = f"；rollout 数据来自 {self.rollouts.folder}" if self.rollouts is not None else ""
-        sinks = "、".join(s.name for s in self.sinks) or "只显示在本终端（用 --alert SINK 转发）"
-        exit_on = self.options.exit_on
-        stop = f"；结论达到“{STATUS_WORDS['zh'][exit_on]}”时以退出码 1 退出" if exit_on else ""
-        share = 100 / (1 + self.options.diagnose_gap)
-        return (f"正在监控 {follows}{more}\n  状态文件：{self.state.path}\n  告警发往：{sinks}\n"
-                f"  每 {self.options.interval:g} 秒查看一次，只诊断有新内容的日志（最多占用一个核的 {share:.0f}%）"
-                f"{stop}；按 Ctrl-C 停止")
+        return w["banner"].format(follows=follows, more=more, state=self.state.path, sinks=sinks,
+                                  interval=self.options.interval, share=share, stop=stop)
 
     def exit_code(self) -> int:
         """EXIT_FINDINGS once a finding at ``exit_on`` or worse has been alerted and still holds — a stable
