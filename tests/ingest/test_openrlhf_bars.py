@@ -356,3 +356,19 @@ def test_serve_lists_every_capture_and_says_which_logs_hold_no_metrics(tmp_path:
 
 def _tracker_run(folder: str) -> str:
     return next((DATA / folder / "wandb-run").glob("offline-run-*")).name
+
+
+def test_a_step_bar_drawn_again_after_a_traceback_is_no_progress(tmp_path: Path) -> None:
+    """tqdm draws a bar once more when it is closed, as a dying program's objects are: a real DPO capture cut
+    mid-epoch, a CUDA out-of-memory traceback, then the step bar redrawn at its last count is a crash."""
+    text = _console("dpo").read_bytes()
+    frames = [m for m in re.finditer(rb"Train step of epoch \d+: +\d+%\|[^|]*\| *(\d+)/(\d+) \[[^\]\r\n]*\]", text)]
+    last = next(m for m in frames if 0 < int(m.group(1)) < int(m.group(2)))  # a frame mid-epoch
+    cut = text[:last.end()]
+    trace = (b"\nTraceback (most recent call last):\n  File \"train_dpo.py\", line 9, in <module>\n    train()\n"
+             b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    log = tmp_path / "train.log"
+    log.write_bytes(cut + trace + b"\r" + last.group(0) + b"\n")
+    run = load(log)[0]
+    assert run.crash is not None and run.crash.exception == "torch.OutOfMemoryError"
+    assert load(_console("dpo"))[0].crash is None

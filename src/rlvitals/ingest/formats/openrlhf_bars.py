@@ -81,6 +81,7 @@ class _Log:
         self.crash = CrashScanner(path)
         self.rm_lines = False
         self.done = False  # the epoch bar was full: a step bar's frame after it is its last one printed again
+        self.highest: int | None = None  # the step bars' highest count, numbered across epochs
 
     def segment(self, lineno: int, text: str, skips: SkipLog) -> None:
         m = _FRAME.search(text)
@@ -104,9 +105,14 @@ class _Log:
         count, total = integer(m.group("n")), integer(m.group("total"))
         shown = postfix(body)
         if m.group("epoch") is not None:
-            self.bars.train_frame(integer(m.group("epoch")), total, count, shown, where)
-            if not self.done:
+            epoch = integer(m.group("epoch"))
+            self.bars.train_frame(epoch, total, count, shown, where)
+            # a step is a count above every count drawn before (numbered across epochs); the first frame and a
+            # frame drawn again, as tqdm does when a dying program's bar is closed, show none (docs/formats/consoles.md)
+            across = epoch * total + count
+            if not self.done and self.highest is not None and across > self.highest:
                 self.crash.progress(lineno)
+            self.highest = across if self.highest is None else max(self.highest, across)
         else:
             key = m.group("desc")
             if key not in self.bars.evals:
