@@ -14,8 +14,8 @@ from ._options import Commands, add_lang, add_rollout_options
 
 def _rollouts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..render.not_computed import render_not_computed
-    from ..render.summary import rollout_summary
     from ..render.rollouts import render_rollouts
+    from ..render.summary import rollout_summary
     from .progress import analysed
 
     try:

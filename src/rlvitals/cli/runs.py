@@ -59,8 +59,8 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..render.summary import run_summary
     from ..render.inspection import render_inspect
+    from ..render.summary import run_summary
 
     runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
     for run in runs:
