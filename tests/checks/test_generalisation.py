@@ -16,7 +16,7 @@ from runs import corpus_run, finding, make_run
 import rlvitals
 from rlvitals.checks import RunView, load_checks
 from rlvitals.checks._preference import lasting_start
-from rlvitals.checks.generalisation import progress
+from rlvitals.checks._shared import progress
 from rlvitals.diagnosis import _finding, diagnose
 from rlvitals.run.run import Run
 from rlvitals.synthetic.pathologies import Spec, scenario

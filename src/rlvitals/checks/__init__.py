@@ -1,6 +1,6 @@
 """Every check: records from the data files joined with the function of the same id.
 
-Each layer module (``stability.py`` …) exposes ``FUNCTIONS`` (id → function) and has a data
+Each layer module or package (``stability`` …) exposes ``FUNCTIONS`` (id → function) and has a data
 file beside it (``stability.toml`` …) giving, per check, its layer, needed metrics,
 applicable algorithm families, default parameters and its words in English and Chinese.
 :func:`load_checks` joins them and refuses any id present on one side only.
@@ -25,7 +25,7 @@ from ._base import (
 )
 from .ceiling import RunForecast, forecast_params, run_forecast, target_of
 from .config import CheckSettings, DiagnoseConfig, load_config
-from .generalisation import core_tracks
+from .generalisation.tracks import core_tracks
 from .registry import FUNCTIONS, MODULES, final_checks, load_checks, parse_checks, quiet_checks, sudden_checks
 
 __all__ = ["FINDING_STATUSES", "FUNCTIONS", "MIN_POINTS", "MODULES", "STATUS_RANK", "VERDICT_STATUSES", "WORST_FIRST",

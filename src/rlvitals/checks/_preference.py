@@ -1,7 +1,7 @@
 """When a preference objective (DPO and its family) has saturated: the pairs separated for good, the loss at
 its floor; and when the chosen answer loses likelihood with the rejected one (displacement). Functions over
-series, and the findings they make, for ``pref_accuracy_saturated`` and ``pref_margins`` (generalisation.py,
-whose words are in generalisation.toml) and ``loss_jump`` (stability.py).
+series, and the findings they make, for ``pref_accuracy_saturated`` and ``pref_margins`` (generalisation/preference.py,
+whose words are in generalisation.toml) and ``loss_jump`` (stability/loss.py).
 
 A DPO loss is −log σ(β·margin): ln 2 = 0.693 before training, and it reaches 0 only when every pair of the
 batch is separated by a wide margin. Its floor is 0 for the sigmoid, hinge and IPO losses alike, so "near 0"

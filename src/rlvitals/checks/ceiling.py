@@ -21,7 +21,8 @@ from .. import signals
 from ..forecast import Forecast, ForecastParams, forecast
 from ..words import Words
 from ._base import Outcome, RunView, Status
-from .generalisation import REWARD_KEYS, core_tracks
+from .generalisation.tracks import core_tracks
+from .generalisation.validation import REWARD_KEYS
 
 __all__ = ["ENTROPY_KEY", "FUNCTIONS", "ForecastInput", "RunForecast", "forecast_inputs", "forecast_params",
            "run_forecast", "target_of"]

@@ -17,7 +17,7 @@ import numpy as np
 from .. import signals
 from ._base import RunView
 from ._shared import progress
-from .generalisation import core_tracks
+from .generalisation.tracks import core_tracks
 
 __all__ = ["Course", "course_since"]
 

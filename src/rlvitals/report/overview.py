@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog.views import VALIDATION, Views
-from ..checks import RunView
-from ..checks.generalisation import core_tracks
+from ..checks import RunView, core_tracks
 from ..run.run import Run
 from .charts import Page, trace
 

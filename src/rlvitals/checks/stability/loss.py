@@ -1,0 +1,132 @@
+"""Training losses: a loss that jumps, a policy-gradient loss that climbs, and a preference loss that never
+falls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ... import signals
+from .._base import Outcome, RunView, Status
+from .._preference import loss_mark
+from .._shared import _fmt_steps, _jump_outcome, _knee, _level_window, _short, _tenths
+from ._windows import _rise, _windows
+
+LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
+
+
+def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The training loss jumping up, for a moment or for good, far beyond its own recent spread
+    (seed-000 §2.1: "如果突然跳升，通常意味着学习率太大、数据分布突变、或者策略在剧烈震荡").
+    A jump that stays up, or ``fail_count`` jumps, fail. A rise smaller than ``min_rise`` of the
+    loss's size at the start is no jump (a saturated DPO loss of 0 that blips by a thousandth).
+    An RL loss (GRPO/PPO) is a policy-gradient term with zero-mean advantages plus β·KL: noisy,
+    sign-changing, and spiking with the KL (read by kl_jump), so there only a lasting shift counts.
+    A preference loss fallen near 0 (under ``near_zero`` for a loss that starts at ln 2) has saturated: a
+    batch holding a pair not yet separated spikes from there and comes back, which is no jump either (a
+    falling loss is not a jump; pref_accuracy_saturated reads the saturation); a lasting rise still is."""
+    s = view.first(*LOSS_KEYS)
+    if s is None:
+        return []
+    x = s.values
+    positive = float(np.quantile(x, 0.05)) >= 0
+    # a ratio and the start-up guard only mean something for a loss that cannot go negative
+    found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"] if positive else None,
+                          min_quanta=p["min_quanta"], settle=p["settle"] if positive else 0.0)
+    size = float(np.median(np.abs(x[:3])))
+    found = [j for j in found if j.value - j.before >= p["min_rise"] * size]
+    rl = view.family == "rl"
+    floor = loss_mark(x, p["near_zero"])[1] if view.family == "preference" else -np.inf
+    # from near 0 only a rise that held with values after it counts (a last batch cannot show it lasted)
+    lasted = [j.stayed and (j.before > floor or np.isfinite(j.after)) for j in found]
+    batches = [j.peak for j, kept in zip(found, lasted, strict=True) if not kept and j.before <= floor]
+    found = [j for j, kept in zip(found, lasted, strict=True) if kept or (not rl and j.before > floor)]
+    if not found:
+        first, _, last, _ = _tenths(x)
+        template = "ok_rl" if rl else "ok_saturated" if batches else "ok"
+        return [Outcome("ok", template, {"metric": s.key, "k": p["k"], "first": first, "last": last,
+                                         "count": len(batches), "steps": _fmt_steps(s, batches)}, metrics=(s.key,))]
+    big = [j for j in found if j.score >= p["fail_k"]]
+    status: Status = "fail" if any(j.stayed for j in found) or len(big) >= p["fail_count"] else "warn"
+    out = _jump_outcome(s, found, status, {"k": p["k"], "fail_k": p["fail_k"]})
+    spikes = tuple(s.step(j.peak) for j in found)
+    return [Outcome(out.status, out.template, out.values, out.onset_step, out.span, out.metrics, out.evidence,
+                    points=spikes if not any(j.stayed for j in found) else ())]
+
+
+def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """actor/pg_loss climbing for a sustained stretch (seed-000 §2.1: noisy is normal, "持续飙升
+    肯定有问题"): a window of a fifth of the run with trend ≥ ``tau`` whose level rose ≥ ``k``×
+    the step noise. Still climbing at the end with a rise ≥ ``fail_k`` fails."""
+    s = view.series("actor/pg_loss")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < 2 * p["min_window"]:
+        return [_short(s, 2 * p["min_window"])]
+    sd = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
+    width = max(p["min_window"], n // 5)
+    wins = _windows(n, width)
+    hits = signals.runs_of(np.array([signals.trend(x[a:b]) >= p["tau"] and _rise(x[a:b], sd) >= p["k"]
+                                     for a, b in wins], dtype=bool))
+    values = {"metric": s.key, "k": p["k"], "window": width, "noise": sd}
+    if not hits:
+        first, _, last, _ = _tenths(x)
+        return [Outcome("ok", "ok", values | {"first": first, "last": last}, metrics=(s.key,))]
+    a0, stretch_end = wins[hits[0][0]][0], wins[hits[0][1]][1]
+    level = signals.rolling_level(x, _level_window(n))
+    lo = max(0, a0 - width // 2)
+    onset = lo + _knee(x[lo:stretch_end])  # where the climb begins
+    end = stretch_end - 1
+    rise = float(level[end] - level[onset]) / sd
+    after = x[end + 1 : end + 1 + max(3, width // 4)]
+    if len(after) and float(np.median(after)) < float(level[onset] + 0.5 * (level[end] - level[onset])):
+        # back down within a few steps: a burst (a moment of the run, read by the jump and grad checks),
+        # not the sustained climb the seed means
+        first, _, last, _ = _tenths(x)
+        values |= {"step": s.step(onset), "end_step": s.step(end), "after": float(np.median(after)),
+                   "from": float(level[onset]), "to": float(level[end]), "first": first, "last": last}
+        return [Outcome("ok", "ok_burst", values, metrics=(s.key,))]
+    fail = end >= n - 1 and rise >= p["fail_k"]
+    values |= {"step": s.step(onset), "end_step": s.step(end), "from": float(level[onset]), "to": float(level[end]),
+               "rise": rise, "steps": s.step(end) - s.step(onset) + 1}
+    return [Outcome("fail" if fail else "warn", "fail" if fail else "warn", values, onset_step=s.step(onset),
+                    span=s.span(onset, end), metrics=(s.key,),
+                    evidence={"baseline": float(level[onset]), "value": float(level[end]), "rise_sd": rise,
+                              "threshold_sd": p["k"], "noise_sd": sd})]
+
+
+#: the loss of a preference objective when the policy still equals its reference (every log-ratio 0):
+#: DPO's sigmoid loss −log σ(0) = ln 2; KTO's 1 − σ(0) = 0.5
+_REFERENCE_LOSS = {"dpo-family": float(np.log(2.0)), "kto": 0.5}
+
+
+def loss_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """A preference loss that never falls from its starting level: its rolling level never drops more
+    than ``band`` below where it began (``min_points`` records at least). Sitting at the value the
+    objective has when the policy equals its reference (ln 2 for DPO, 0.5 for KTO) fails — nothing is
+    being learned: the policy may be the reference (one adapter for both), frozen, or trained at a
+    learning rate of 0. A flat loss elsewhere warns."""
+    s = view.series("loss/dpo")
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < p["min_points"]:
+        return [_short(s, int(p["min_points"]))]
+    start = float(np.median(x[: max(3, n // 10)]))
+    # how far its level ever fell below the start (a loss that learns falls; a rise is loss_jump's), on a
+    # level of a fifth of the run so the batch-to-batch noise of a small batch does not count as moving
+    level = signals.rolling_level(x, max(5, n // 5))
+    moved = max(float(start - np.min(level)), 0.0) / max(abs(start), 1e-12)
+    values: dict[str, Any] = {"metric": s.key, "start": start, "last": float(np.median(x[-max(3, n // 10):])),
+                              "moved": moved, "band": p["band"], "n": n}
+    if moved > p["band"]:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    ref = _REFERENCE_LOSS.get(view.algorithm)
+    at_ref = ref is not None and abs(start - ref) <= p["band"] * ref
+    values["reference"] = ref if ref is not None else float("nan")
+    return [Outcome("fail" if at_ref else "warn", "reference" if at_ref else "flat", values, s.step(0),
+                    s.span(0, n - 1), (s.key,), {"value": start, "reference": ref, "moved": moved,
+                                                 "threshold": p["band"]})]
