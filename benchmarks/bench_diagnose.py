@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL = ROOT / "tests" / "fixtures" / "real"
 sys.path.insert(0, str(ROOT / "src"))
 
 from _timing import best  # noqa: E402
@@ -68,15 +68,14 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     print(f"import rlvitals.diagnosis: {import_time():.2f} s (once per process)\n")
 
-    if REAL.is_dir():
-        biggest = max((p for p in REAL.iterdir() if p.suffix == ".log"), key=lambda p: p.stat().st_size)
-        t_load = best(lambda: rlvitals.load(biggest), 3)
-        run = rlvitals.load(biggest)[0]
-        diagnose(run)  # warm caches (catalog, checks)
-        t_diag = best(lambda: diagnose(run), 3)
-        print(f"largest real fixture {biggest.name} ({biggest.stat().st_size / 1e6:.1f} MB, "
-              f"{len(run.train_steps)} steps × {len(run.metrics)} metrics):")
-        print(f"  load {t_load:.3f} s   diagnose {t_diag:.3f} s   diagnose/load {t_diag / t_load:.2f}\n")
+    biggest = max((p for p in REAL.iterdir() if p.suffix == ".log"), key=lambda p: p.stat().st_size)
+    t_load = best(lambda: rlvitals.load(biggest), 3)
+    run = rlvitals.load(biggest)[0]
+    diagnose(run)  # warm caches (catalog, checks)
+    t_diag = best(lambda: diagnose(run), 3)
+    print(f"largest real fixture {biggest.name} ({biggest.stat().st_size / 1e6:.1f} MB, "
+          f"{len(run.train_steps)} steps × {len(run.metrics)} metrics):")
+    print(f"  load {t_load:.3f} s   diagnose {t_diag:.3f} s   diagnose/load {t_diag / t_load:.2f}\n")
 
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     print(f"{'steps':>8} {'metrics':>8} {'diagnose s':>11} {'µs/step':>9} {'baseline s':>11} {'ratio':>7}")

@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/bench_ingest.py [--quick] [--steps-console N] [--steps-jsonl N]
 
-For every real fixture (../shared/fixtures/real) and for generated large logs (a >=100 MB veRL
+For every real fixture (tests/fixtures/real) and for generated large logs (a >=100 MB veRL
 console log and a >=100k-step veRL JSONL, plus TensorBoard, CSV and generic JSONL when their writers
 are installed), it measures in this one process, pinned to one core:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATA = HERE / "_data"
-REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL = ROOT / "tests" / "fixtures" / "real"
 sys.path.insert(0, str(ROOT / "src"))
 
 from _timing import best  # noqa: E402
@@ -180,12 +180,8 @@ def main() -> None:
     if args.quick:
         args.steps_console, args.steps_jsonl, args.repeat = 2_000, 2_000, 1
 
-    rows = []
-    if REAL.is_dir():
-        for path in sorted(REAL.iterdir()):
-            if path.suffix in (".txt", ".md"):
-                continue
-            rows.append(measure(path.name[:48], path, args.repeat, memory=False))
+    rows = [measure(path.name[:48], path, args.repeat, memory=False)
+            for path in sorted(REAL.iterdir()) if path.suffix not in (".txt", ".md")]
     print("real fixtures (one core):")
     print(_table(rows))
 

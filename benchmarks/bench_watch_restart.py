@@ -10,7 +10,7 @@ timed end to end with its peak RSS (``getrusage`` of the child); the best of ``-
 both, their ratios (restart / first read: the target is at most 1 for both), and the state file's
 size as a share of the log's (target: at most 0.1) — for the simulated log, whose values carry
 noise in every bit of their float64 (the hardest to compress), and for the largest real logs of
-``../shared/fixtures/real`` and the corpus, whose values are mostly float32 or printed decimals.
+``tests/fixtures/real`` and the corpus, whose values are mostly float32 or printed decimals.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from _timing import child
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES, CORPUS = ROOT.parent / "shared" / "fixtures" / "real", ROOT / "benchmarks" / "corpus" / "runs"
+FIXTURES, CORPUS = ROOT / "tests" / "fixtures" / "real", ROOT / "benchmarks" / "corpus" / "runs"
 REAL = [FIXTURES / "verl__verl_training_log__ppo_run_deepseek7b_llm.log",
         FIXTURES / "verl__verl_training_log__grpo_run_deepseek7b_llm.log",
         FIXTURES / "trl__UnslothGRPO__checkpoint-250_trainer_state.json",
@@ -62,7 +62,7 @@ def main() -> None:
     print(f"state file  {state_size / 1e6:.1f} MB = {state_size / size:.3f} of the log")
     print("state file of real logs (watch --once):")
     with tempfile.TemporaryDirectory() as tmp:
-        for i, log in enumerate(p for p in REAL if p.exists()):
+        for i, log in enumerate(REAL):
             state = Path(tmp) / f"real{i}.sqlite"
             subprocess.run([sys.executable, "-m", "rlvitals", "watch", str(log), "--once", "--state", str(state)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

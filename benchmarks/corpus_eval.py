@@ -7,8 +7,8 @@ the findings' words against their numbers (words_numbers.py), and precision per 
     python benchmarks/corpus_eval.py --json      # the figures, for tests/test_corpus_eval.py
 
 The labels (runs/*/labels.toml, schema in corpus/README.md) were written from the raw numbers, not from
-rlvitals; families.toml ties each label family to the checks that may raise it. A run whose input lives in
-../shared/fixtures/real/ (``input = "shared:<name>"``) is left out, and counted, when that folder is absent.
+rlvitals; families.toml ties each label family to the checks that may raise it. A run whose input is one of
+the real fixtures the tests read (``input = "fixture:<name>"``) is read from tests/fixtures/real/.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ else:  # pragma: no cover
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
-SHARED = HERE.parent.parent / "shared" / "fixtures" / "real"
+#: the real public logs the tests read; a label's ``input = "fixture:<name>"`` names one of them
+FIXTURES = HERE.parent / "tests" / "fixtures" / "real"
+FIXTURE = "fixture:"
 RANK = {"skipped": -1, "ok": 0, "note": 1, "warn": 2, "fail": 3}
 ALARM = ("warn", "fail")
 READ_FIELDS = ("format", "framework", "algorithm", "records", "last_step")
@@ -109,10 +111,12 @@ def labelled_runs(root: Path = CORPUS / "runs") -> list[tuple[str, Path, dict[st
     return out
 
 
-def resolve_input(folder: Path, label: dict[str, Any], shared: Path = SHARED) -> Path:
+def resolve_input(folder: Path, label: dict[str, Any]) -> Path:
+    """The file or folder a label's ``input`` names: in the run's folder, or ``fixture:<name>`` in
+    tests/fixtures/real/."""
     name = str(label["run"]["input"])
-    if name.startswith("shared:"):
-        return shared / name.removeprefix("shared:")
+    if name.startswith(FIXTURE):
+        return FIXTURES / name.removeprefix(FIXTURE)
     return folder / name
 
 
@@ -132,8 +136,7 @@ def _checks_of(families: dict[str, tuple[str, ...]], name: str, run_id: str) -> 
     return families[name]
 
 
-def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[str, tuple[str, ...]],
-             shared: Path = SHARED) -> Outcome:
+def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[str, tuple[str, ...]]) -> Outcome:
     """Read, diagnose and score one labelled run; an error reading it is an outcome, not a crash."""
     from words_numbers import contradictions
 
@@ -142,7 +145,7 @@ def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[st
     out = Outcome(run_id, label)
     meta = label["run"]
     try:
-        runs = rlvitals.load(resolve_input(folder, label, shared))
+        runs = rlvitals.load(resolve_input(folder, label))
         run = runs[0]
         diagnosis = rlvitals.diagnose(run)
     except Exception as exc:  # noqa: BLE001 - any failure to read is what the evaluation reports
@@ -196,7 +199,6 @@ def evaluate(run_id: str, folder: Path, label: dict[str, Any], families: dict[st
 @dataclass(frozen=True)
 class Figures:
     runs: int
-    left_out: int
     read_right: float
     must_finds: int
     recall: float
@@ -221,7 +223,7 @@ class Figures:
         return dict(self.__dict__)
 
 
-def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
+def figures(outcomes: Sequence[Outcome]) -> Figures:
     n = len(outcomes)
     musts = [hit for o in outcomes for _, hit, _ in o.found]
     healthy = [o for o in outcomes if o.healthy]
@@ -231,7 +233,7 @@ def figures(outcomes: Sequence[Outcome], left_out: int = 0) -> Figures:
     false_warn = sum(1 for _, s in wrong if s.status == "warn")
     must_nots = sum(o.must_nots for o in outcomes)
     return Figures(
-        runs=n, left_out=left_out,
+        runs=n,
         read_right=sum(o.read_right for o in outcomes) / n if n else 0.0,
         must_finds=len(musts), recall=sum(h is not None for h in musts) / len(musts) if musts else 1.0,
         must_nots=must_nots,
@@ -299,8 +301,7 @@ def render(outcomes: Sequence[Outcome], fig: Figures, families: dict[str, tuple[
         lines.append(f"{o.run_id[:58]:<58} {'yes' if o.read_right else 'NO':<5} {verdict:<13} "
                      f"{found}/{len(o.found):<4} {len(o.alarms):<5} {len(o.violated)}/{o.must_nots:<7} "
                      f"{'yes' if o.headline_right else 'NO':<5} {o.cards}/{o.root_causes}")
-    lines += ["", f"runs: {fig.runs}" + (f" ({fig.left_out} left out: ../shared/fixtures/real/ absent)"
-                                          if fig.left_out else ""),
+    lines += ["", f"runs: {fig.runs}",
               f"read right: {_pct(fig.read_right)}",
               f"recall of must-finds (onset in window): {_pct(fig.recall)} of {fig.must_finds}",
               f"must-nots avoided: {_pct(fig.must_nots_avoided)} of {fig.must_nots}",
@@ -353,17 +354,10 @@ def _misses(outcomes: Iterable[Outcome]) -> list[str]:
     return out
 
 
-def run_all(only: str | None = None, shared: Path = SHARED) -> tuple[list[Outcome], int]:
+def run_all(only: str | None = None) -> list[Outcome]:
     families = load_families()
-    outcomes, left_out = [], 0
-    for run_id, folder, label in labelled_runs():
-        if only and only not in run_id:
-            continue
-        if str(label["run"]["input"]).startswith("shared:") and not resolve_input(folder, label, shared).exists():
-            left_out += 1
-            continue
-        outcomes.append(evaluate(run_id, folder, label, families, shared))
-    return outcomes, left_out
+    return [evaluate(run_id, folder, label, families) for run_id, folder, label in labelled_runs()
+            if not only or only in run_id]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -373,8 +367,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="list every miss, misdated find, false alarm and contradiction")
     parser.add_argument("--only", help="evaluate only runs whose id contains this text")
     args = parser.parse_args(argv)
-    outcomes, left_out = run_all(args.only)
-    fig = figures(outcomes, left_out)
+    outcomes = run_all(args.only)
+    fig = figures(outcomes)
     if args.json:
         import json
 

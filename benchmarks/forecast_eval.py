@@ -2,7 +2,7 @@
 
 For every real run that logged the policy's entropy and a performance series (each validation source's
 core curve, and the training reward) — the labelled corpus (benchmarks/corpus/runs/) and the public logs of
-../shared/fixtures/real/ it names — the forecast is fitted on the first third of the run's steps and asked
+tests/fixtures/real/ it names — the forecast is fitted on the first third of the run's steps and asked
 for the performance at the run's last logged point. What happened is the level of the series over its last
 points (the median of its last twentieth, at least 3 points). Beside it, measured on the same cut:
 
@@ -34,7 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus_eval import SHARED, labelled_runs, resolve_input  # noqa: E402
+from corpus_eval import labelled_runs, resolve_input  # noqa: E402
 
 #: the share of the run's steps the forecasters see
 SEEN = 1 / 3
@@ -124,12 +124,7 @@ def evaluate_series(run_id: str, entropy: tuple[np.ndarray, np.ndarray], perf: t
 
 
 def _sources() -> list[tuple[str, Path]]:
-    out = []
-    for run_id, folder, label in labelled_runs():
-        path = resolve_input(folder, label, SHARED)
-        if path.exists():
-            out.append((run_id, path))
-    return out
+    return [(run_id, resolve_input(folder, label)) for run_id, folder, label in labelled_runs()]
 
 
 def evaluate_all(seen: float = SEEN) -> list[Row]:

@@ -54,7 +54,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from corpus_eval import ALARM, CORPUS, RANK, SHARED, labelled_runs, load_families, resolve_input, tomllib  # noqa: E402
+from corpus_eval import ALARM, CORPUS, RANK, labelled_runs, load_families, resolve_input, tomllib  # noqa: E402
 from live_replay import NOT_REPLAYED, Plan, plan  # noqa: E402
 
 RAISED = ("new", "escalated", "again")
@@ -372,36 +372,31 @@ def score(r: Replayed, families: dict[str, tuple[str, ...]]) -> Scored:
                   round(r.seconds, 2))
 
 
-def replay_one(run_id: str, mode: str, shared: Path = SHARED) -> Scored:
+def replay_one(run_id: str, mode: str) -> Scored:
     """Replay the labelled run ``run_id`` in ``mode`` under the watcher, in a folder of its own, and score it."""
     folder = CORPUS_RUNS / run_id
     label = tomllib.loads((folder / "labels.toml").read_text(encoding="utf-8"))
-    source = resolve_input(folder, label, shared)
+    source = resolve_input(folder, label)
     [p] = [p for p in plan(source, label["run"]["format"], targets_of(label)) if p.mode == mode]
     with tempfile.TemporaryDirectory(prefix="rlvitals-live-") as tmp:
         return score(watch(run_id, label, p, Path(tmp)), load_families())
 
 
-def tasks(only: str | None = None, modes: Sequence[str] | None = None, runs: Sequence[str] | None = None,
-          shared: Path = SHARED) -> tuple[list[tuple[str, str]], dict[str, list[str]], int]:
+def tasks(only: str | None = None, modes: Sequence[str] | None = None,
+          runs: Sequence[str] | None = None) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
     """The replays to run, ``(run id, mode)``: every labelled run (or those whose id contains ``only``, or is in
-    ``runs``) in each of its modes (or only ``modes``); the runs not replayed by format; the runs left out
-    (their input lives in ../shared/fixtures/real/, absent)."""
+    ``runs``) in each of its modes (or only ``modes``); and the runs not replayed, by format."""
     out: list[tuple[str, str]] = []
     skipped: dict[str, list[str]] = {}
-    left_out = 0
     for run_id, folder, label in labelled_runs():
         if (only and only not in run_id) or (runs is not None and run_id not in runs):
             continue
-        source = resolve_input(folder, label, shared)
-        if not source.exists():
-            left_out += 1
-            continue
+        source = resolve_input(folder, label)
         fmt = label["run"]["format"]
         if fmt in NOT_REPLAYED:
             skipped.setdefault(fmt, []).append(run_id)
         out += [(run_id, p.mode) for p in plan(source, fmt, ()) if modes is None or p.mode in modes]
-    return out, skipped, left_out
+    return out, skipped
 
 
 def run_all(todo: Sequence[tuple[str, str]], jobs: int = 2) -> list[Scored]:
@@ -481,14 +476,12 @@ def _grouped(cases: Sequence[dict[str, Any]]) -> dict[tuple[str, str], list[dict
     return out
 
 
-def render(fig: dict[str, Any], skipped: dict[str, list[str]], left_out: int, seconds: float) -> str:
+def render(fig: dict[str, Any], skipped: dict[str, list[str]], seconds: float) -> str:
     lines = [f"{'mode':<12} " + " ".join(f"{short:>7}" for _, short in COLUMNS) + "  onset drift"]
     for mode, m in [*fig["modes"].items(), ("all", fig["total"])]:
         lines.append(f"{mode:<12} " + " ".join(f"{m[key]:>7}" for key, _ in COLUMNS) + f"  {_drift(m['drift'])}")
     for fmt, ids in skipped.items():
         lines.append(f"not replayed: {len(ids)} {fmt} run(s): {NOT_REPLAYED[fmt]}")
-    if left_out:
-        lines.append(f"left out: {left_out} run(s) of ../shared/fixtures/real/ (absent)")
     cases = fig["cases"]
     lines += ["", f"contradicted alerts ({len(cases['contradicted'])}):"]
     lines += [f"  {c['run']} [{c['mode']}]: {c['status']} {c['check']} ({c['kind']}) at step {c['step']}, onset "
@@ -542,15 +535,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="replays run at once, one process each (default 2)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    todo, skipped, left_out = tasks(args.only, args.modes.split(",") if args.modes else None,
+    todo, skipped = tasks(args.only, args.modes.split(",") if args.modes else None,
                                     args.runs.split(",") if args.runs else None)
     fig = figures(run_all(todo, args.jobs))
     seconds = time.perf_counter() - started
     if args.json:
-        print(json.dumps({**fig, "not_replayed": skipped, "left_out": left_out, "seconds": round(seconds, 1)},
+        print(json.dumps({**fig, "not_replayed": skipped, "seconds": round(seconds, 1)},
                          indent=1, default=str))
     else:
-        print(render(fig, skipped, left_out, seconds))
+        print(render(fig, skipped, seconds))
     return 0
 
 

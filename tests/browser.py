@@ -19,7 +19,7 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 #: as root and with no network: no sandbox, and none of Chromium's background connections
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
-REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json"))
 
 
 def missing(reason: str) -> None:

@@ -22,9 +22,11 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-#: what the tests marked browser, model or trl need; with RLVITALS_TEST_LIGHT=1 importing any of them fails,
-#: which proves that the fast inner loop (-m "not browser and not model and not trl and not slow") needs none
-HEAVY = ("torch", "transformers", "sentence_transformers", "trl", "playwright", "gguf", "accelerate")
+#: what the tests marked browser, model, trl, ray or tracker need; with RLVITALS_TEST_LIGHT=1 importing any of them
+#: fails, which proves that the fast inner loop (-m "not browser and not model and not trl and not slow and not ray
+#: and not tracker and not process") needs none
+HEAVY = ("torch", "transformers", "sentence_transformers", "trl", "playwright", "gguf", "accelerate",
+         "ray", "wandb", "mlflow", "swanlab", "trackio", "clearml", "aim")
 
 
 class _Blocked(importlib.abc.Loader):
@@ -34,8 +36,9 @@ class _Blocked(importlib.abc.Loader):
         return None
 
     def exec_module(self, module: object) -> None:
-        raise ImportError(f"{getattr(module, '__name__', module)} is blocked: RLVITALS_TEST_LIGHT=1 runs the "
-                          "tests that need no model or browser")
+        # as when it is not installed: pytest.importorskip skips on that error, and only on it
+        raise ModuleNotFoundError(f"{getattr(module, '__name__', module)} is blocked: RLVITALS_TEST_LIGHT=1 runs the "
+                          "tests that need no model, browser, Ray or tracker SDK")
 
 
 class _NoHeavy(importlib.abc.MetaPathFinder):
@@ -68,16 +71,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-REAL = SHARED / "fixtures" / "real"
-REF = SHARED / "fixtures" / "ref"
+#: the real public training logs (each with a .source.txt sidecar: repository, commit, licence), and
+#: reference values of other tools; see tests/fixtures/real/README.md
+REAL = ROOT / "tests" / "fixtures" / "real"
+REF = ROOT / "tests" / "fixtures" / "ref"
 
 
 @pytest.fixture
 def real() -> Path:
-    """The folder of real public training logs (../shared/fixtures/real beside the clone)."""
-    if not REAL.is_dir():
-        pytest.skip(f"real fixtures not found at {REAL}; CI lays ../shared beside the clone")
+    """The folder of real public training logs (tests/fixtures/real)."""
     return REAL
 
 

@@ -1,7 +1,7 @@
 """Where the labelled corpus runs are (benchmarks/corpus/runs/<id>/), for reader tests on real logs.
 
-A test asks for a run's file by the run's id; it is skipped when the corpus (or the shared fixture a
-``shared:`` input names, from ../shared beside the clone) is not there.
+A test asks for a run's file by the run's id; it is skipped when the corpus is not there. A
+``fixture:<name>`` input is one of the real logs in tests/fixtures/real/.
 """
 
 from __future__ import annotations
@@ -18,20 +18,17 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "corpus" / "runs"
-SHARED_REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL = ROOT / "tests" / "fixtures" / "real"
 
 
 def corpus_input(run_id: str) -> Path:
-    """The input its labels name (``[run] input``) of corpus run ``run_id``; skips when absent."""
+    """The input its labels name (``[run] input``) of corpus run ``run_id``; skips when the corpus is absent."""
     folder = CORPUS / run_id
     labels = folder / "labels.toml"
     if not labels.is_file():
         pytest.skip(f"corpus run {run_id} not found at {folder}")
     name = tomllib.loads(labels.read_text(encoding="utf-8"))["run"]["input"]
-    path = SHARED_REAL / name.removeprefix("shared:") if name.startswith("shared:") else folder / name
-    if not path.exists():
-        pytest.skip(f"{path} not found (../shared is laid beside the clone in CI)")
-    return path
+    return REAL / name.removeprefix("fixture:") if name.startswith("fixture:") else folder / name
 
 
 def corpus_labels(run_id: str) -> dict[str, object]:

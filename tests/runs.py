@@ -50,7 +50,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus" / "runs"
 
 
 def corpus_input(run_id: str) -> Path:
-    """What to hand to rlvitals for a corpus run: its label's ``input`` (a shared fixture is not here)."""
+    """What to hand to rlvitals for a corpus run: its label's ``input`` (``fixture:<name>``: in
+    tests/fixtures/real/)."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -60,8 +61,8 @@ def corpus_input(run_id: str) -> Path:
 
     label = tomllib.loads((CORPUS / run_id / "labels.toml").read_text(encoding="utf-8"))
     name = str(label["run"]["input"])
-    if name.startswith("shared:"):
-        raise ValueError(f"{run_id} reads ../shared/fixtures/real/{name[7:]}; use the `real` fixture")
+    if name.startswith("fixture:"):
+        return Path(__file__).resolve().parent / "fixtures" / "real" / name.removeprefix("fixture:")
     return CORPUS / run_id / name
 
 

@@ -15,7 +15,7 @@ import rlvitals
 from rlvitals.checks import Outcome, load_checks
 from rlvitals.diagnosis import MAX_THREADS, Diagnosis, diagnose
 
-LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json"))
 
 
 def _said(d: Diagnosis) -> bytes:

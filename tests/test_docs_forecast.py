@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REAL
 
 pytestmark = pytest.mark.slow
 
@@ -23,8 +22,6 @@ TABLE = re.compile(r"<!-- forecast_eval --seen ([0-9.]+) -->\n(.*?)\n<!-- end fo
 
 
 def test_the_doc_shows_what_the_evaluation_measures() -> None:
-    if not REAL.exists():
-        pytest.skip(f"the corpus reads runs of {REAL}, which is absent")
     tables = TABLE.findall(DOC.read_text(encoding="utf-8"))
     assert [float(seen) for seen, _ in tables] == [pytest.approx(1 / 3), 0.5]
     for seen, shown in tables:

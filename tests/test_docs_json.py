@@ -50,8 +50,6 @@ def _diagnose(*argv: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    if not REAL_LOGS:
-        pytest.skip(f"real fixtures not found at {REAL}")
     dump = tmp_path_factory.mktemp("json") / "dump"
     write_dump(dump)
     joined = _diagnose("--rollouts", str(dump), str(REAL / QWEN))

@@ -35,7 +35,7 @@ VIEWS = {
 @pytest.mark.parametrize("view", VIEWS)
 @pytest.mark.parametrize("run", RUNS)
 def test_output_is_unchanged(real: Path, monkeypatch: pytest.MonkeyPatch, run: str, view: str) -> None:
-    # a relative path: the output must not depend on where ../shared or the clone lies
+    # a relative path: the output must not depend on where the clone lies
     folder, name = (CORPUS / RUNS[run]).parent, (CORPUS / RUNS[run]).name
     if "/" not in RUNS[run]:
         folder, name = real, RUNS[run]

@@ -19,7 +19,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import REAL
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -67,6 +66,7 @@ json.dump(sizes, sys.stderr)
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("size", [4096, 8192])
 def test_the_stdout_model_writes_when_cpython_does(tmp_path: Path, size: int) -> None:
     """The file grows after the same prints in the model as under CPython's own text and buffered layers."""
@@ -228,6 +228,7 @@ def test_the_damage_rule_finds_a_held_fall_and_not_a_dip() -> None:
     assert label_damage.fall(eval_loss, 0, lower_is_better=True) == (600, 0.79, 1.5)
 
 
+@pytest.mark.process
 def test_the_damage_labels_hold_what_the_rule_finds() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "corpus" / "label_damage.py"), "--check"],
                           capture_output=True, text=True, cwd=ROOT)
@@ -276,8 +277,6 @@ PINNED_DRIFT: dict[str, Any] = {"n": 61, "zero": 49, "median": 0, "p90": 12, "ma
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
-    if not REAL.exists():
-        pytest.skip(f"the subset replays runs of {REAL}, which is absent")
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "live_eval.py"), "--json", "--runs",
                            ",".join(SUBSET)], capture_output=True, text=True, check=True, cwd=ROOT)
     out: dict[str, Any] = json.loads(done.stdout)
@@ -285,12 +284,14 @@ def measured() -> dict[str, Any]:
 
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_the_subset_replays_in_every_mode_as_pinned(measured: dict[str, Any]) -> None:
     got = {mode: (m["runs"], *[m[k] for k in COUNTS]) for mode, m in measured["modes"].items()}
     assert got == PINNED_MODES, "measured: " + json.dumps(got)
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_the_contradicted_alerts_are_the_pinned_ones(measured: dict[str, Any]) -> None:
     got = [(c["run"], c["mode"], c["check"], c["status"], c["step"]) for c in measured["cases"]["contradicted"]]
@@ -300,6 +301,7 @@ def test_the_contradicted_alerts_are_the_pinned_ones(measured: dict[str, Any]) -
     assert got == PINNED_WITHDRAWN, "measured: " + json.dumps(got)
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_onset_drift_and_lead_time_are_as_pinned(measured: dict[str, Any]) -> None:
     assert measured["total"]["drift"] == PINNED_DRIFT, measured["total"]["drift"]

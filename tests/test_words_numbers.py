@@ -41,9 +41,7 @@ GRID = grid([300], [0.5, 2.0], [0.05, 2.0], [0])
 
 def _corpus() -> Iterable[tuple[str, Run]]:
     for run_id, folder, label in corpus_eval.labelled_runs():
-        path = corpus_eval.resolve_input(folder, label)
-        if path.exists():
-            yield run_id, rlvitals.load(path)[0]
+        yield run_id, rlvitals.load(corpus_eval.resolve_input(folder, label))[0]
 
 
 def _scenarios(points: Iterable[tuple[int, float, float, int]] = GRID) -> Iterable[tuple[str, Run]]:

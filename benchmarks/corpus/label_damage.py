@@ -47,7 +47,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[2] / "shared" / "fixtures" / "real"
+#: where a label's ``input = "fixture:<name>"`` lies: the real public logs the tests read
+FIXTURES = HERE.parents[1] / "tests" / "fixtures" / "real"
 WINDOW = 20
 FALL = 0.2
 HELD = 2
@@ -325,10 +326,8 @@ def read_wandb(folder: Path) -> Series:
 
 def read(folder: Path, label: dict) -> Series | None:
     name = str(label["run"]["input"])
-    path = SHARED / name.removeprefix("shared:") if name.startswith("shared:") else folder / name
+    path = FIXTURES / name.removeprefix("fixture:") if name.startswith("fixture:") else folder / name
     fmt = label["run"]["format"]
-    if not path.exists():
-        return None
     if fmt == "trl-state":
         return read_trl_state(path)
     if fmt == "trl-console":

@@ -23,16 +23,12 @@ def finding(d: Diagnosis, check: str, metric: str) -> Finding:
 
 @pytest.fixture(scope="module")
 def qwen() -> rlvitals.Run:
-    if not (REAL / QWEN).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     return rlvitals.load(REAL / QWEN)[0]
 
 
 def test_a_check_capped_to_a_note_keeps_its_words_and_leaves_the_verdict(tmp_path: Path) -> None:
     # the real Unsloth checkpoint-250 run: the KL spike at step 206 (0.27 per token) is its only warning
     name = "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
-    if not (REAL / name).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     run = rlvitals.load(REAL / name)[0]
     plain = diagnose(run)
     jump = next(f for f in plain.findings if f.check == "kl_jump" and f.status == "warn")

@@ -22,16 +22,14 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 @cache
 def run_of(run_id: str) -> Diagnosis:
     label = tomllib.loads((RUNS / run_id / "labels.toml").read_text(encoding="utf-8"))
     name = str(label["run"]["input"])
-    path = SHARED / name.removeprefix("shared:") if name.startswith("shared:") else RUNS / run_id / name
-    if not path.exists():
-        pytest.skip(f"{path} is not here (../shared/fixtures/real/ absent)")
+    path = REAL / name.removeprefix("fixture:") if name.startswith("fixture:") else RUNS / run_id / name
     return diagnose(rlvitals.load(path)[0])
 
 

@@ -67,8 +67,6 @@ def _generic_line(r: dict[str, Any]) -> str:
 def sampled(tmp_path_factory: pytest.TempPathFactory) -> Sampled:
     from rlvitals.synthetic.sampler import INSTALL, load_policy, missing_packages, sample_steps
 
-    if not RUN.is_file():
-        pytest.skip(f"real fixtures not found at {REAL}")
     missing = missing_packages()
     if missing:
         unavailable(f"the small model needs {missing}; install with: {INSTALL}")

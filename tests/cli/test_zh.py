@@ -113,8 +113,12 @@ RUNS = ("verl__verl_training_log__grpo_run_deepseek7b_llm.log", "verl__verl_trai
 
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("view", [["--all"], ["--markdown"]], ids=["terminal", "markdown"])
-def test_diagnose_in_chinese_on_real_runs(real: Path, run: str, view: list[str]) -> None:
-    code, out, err = _cli("diagnose", "--lang", "zh", *view, str(real / run))
+def test_diagnose_in_chinese_on_real_runs(real: Path, monkeypatch: pytest.MonkeyPatch, run: str,
+                                          view: list[str]) -> None:
+    # a relative path: a path longer than the terminal is broken mid-name, and a piece of a file name
+    # ("on" of ".json") is not prose; what the test reads must not depend on where the clone lies
+    monkeypatch.chdir(real)
+    code, out, err = _cli("diagnose", "--lang", "zh", *view, run)
     assert code == 0 and err == "", err
     assert "跳过" in out  # the skip reasons are read too (--all, and the Markdown lists every check)
     _assert_chinese(out)
@@ -235,17 +239,18 @@ def test_formats_in_chinese() -> None:
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_inspect_in_chinese_on_real_runs(real: Path, run: str) -> None:
-    code, out, err = _cli("inspect", "--lang", "zh", str(real / run))
+def test_inspect_in_chinese_on_real_runs(real: Path, monkeypatch: pytest.MonkeyPatch, run: str) -> None:
+    monkeypatch.chdir(real)  # a relative path, as in test_diagnose_in_chinese_on_real_runs
+    code, out, err = _cli("inspect", "--lang", "zh", run)
     assert code == 0 and err == "", err
-    doc = orjson.loads(_cli("inspect", "--json", str(real / run))[1])
+    doc = orjson.loads(_cli("inspect", "--json", run)[1])
     firsts = [line.split()[0] for line in out.splitlines() if line.split()]
     start = firsts.index("格式")  # after the title, which a long path wraps over two lines
     assert firsts[start:start + 5] == ["格式", "框架", "算法", "步数", "指标"]
     assert f"{doc['steps']} 个训练步" in out and f"{len(doc['metrics'])} 个标准指标：" in out
     logged = {w for key in doc["unmapped"] + doc["metrics"] for w in _WORD.findall(key)}  # keys as logged
     _assert_chinese(out, logged | {doc["format"], doc["framework"], doc["algorithm"]})
-    assert orjson.loads(_cli("inspect", "--json", "--lang", "zh", str(real / run))[1]) == doc  # JSON: no language
+    assert orjson.loads(_cli("inspect", "--json", "--lang", "zh", run)[1]) == doc  # JSON: no language
 
 
 def test_inspect_of_a_crashed_run_in_chinese(tmp_path: Path) -> None:

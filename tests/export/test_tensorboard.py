@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from conftest import REAL
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc32c
 
@@ -27,7 +28,7 @@ from rlvitals.export._wire import tfrecord, tfrecords, varint
 from rlvitals.export.tensorboard import TEXT_TAG, VERDICT_TAG
 from rlvitals.ingest._crc import crc32c
 
-FIXTURE = Path("/work/shared/fixtures/real/verl__verl_training_log__grpo_run_deepseek7b_llm.log")
+FIXTURE = REAL / "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
 #: the documented encoding (docs/json.md): a note sits between ok and warn
 STATUS = {"ok": 0.0, "note": 0.5, "warn": 1.0, "fail": 2.0}
 NAN_STEP_INDEX = 3  # the rollouts of this step come in groups of 2, so pass@4 has no value there

@@ -55,7 +55,7 @@ from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "benchmarks" / "corpus" / "runs"
-REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL = ROOT / "tests" / "fixtures" / "real"
 REGRESSIONS = Path(__file__).with_name("regressions")
 
 NASTY_NUMBERS = [b"1e309", b"-1e309", b"-0", b"0.0", b"NaN", b"nan", b"Infinity", b"-inf", b"1e-400",

@@ -53,8 +53,6 @@ class Opened:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    if not (REAL / QWEN).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     tmp = tmp_path_factory.mktemp("report")
     write_dump(tmp / "dump")
     analysis = rlvitals.analyze_rollouts(tmp / "dump")
@@ -187,8 +185,6 @@ def _onsets(o: Opened, cid: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def megatron(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    if not (REAL / MEGATRON).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     run = rlvitals.load(REAL / MEGATRON)[0]
     page = build_page([run], [diagnose(run)])
     path = tmp_path_factory.mktemp("megatron") / "report.html"

@@ -41,8 +41,6 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def ppo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Any]:
-    if not (REAL / PPO).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     run = rlvitals.load(REAL / PPO)[0]
     page = build_page([run], [diagnose(run)])
     path = tmp_path_factory.mktemp("controls") / "ppo.html"
@@ -374,8 +372,6 @@ def test_the_findings_of_one_check_on_several_metrics_share_a_card(browser: Any,
 
 def test_a_comparison_overlays_the_first_curves_coloured_by_run_named_by_label(browser: Any,
                                                                                  tmp_path: Path) -> None:
-    if not (REAL / GRPO).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     out, err = io.StringIO(), io.StringIO()
     path = tmp_path / "cmp.html"
     assert main(["report", str(REAL / PPO), str(REAL / GRPO), "-o", str(path), "--label", "ppo", "--label",
@@ -409,8 +405,6 @@ def test_a_comparison_overlays_the_first_curves_coloured_by_run_named_by_label(b
 
 
 def test_label_count_must_match_the_runs_read() -> None:
-    if not (REAL / GRPO).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     out, err = io.StringIO(), io.StringIO()
     assert main(["report", str(REAL / PPO), str(REAL / GRPO), "-o", "/tmp/never.html", "--label", "ppo"],
                 out, err) == 2

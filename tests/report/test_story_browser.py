@@ -78,8 +78,6 @@ def test_the_report_opens_with_the_root_cause_and_what_followed(browser: Any, tm
 
 
 def test_a_run_with_nothing_to_act_on_says_so_in_one_line(browser: Any, tmp_path: Path) -> None:
-    if not (REAL / HEALTHY).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     out, d = _report(tmp_path, REAL / HEALTHY)
     assert d.headline is None
     page = browser.new_page(viewport={"width": 1280, "height": 900})

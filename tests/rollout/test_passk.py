@@ -6,23 +6,20 @@ import itertools
 import json
 import math
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REF
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rlvitals.rollout.passk import g_pass_at_k, maj_at_k, maj_at_k_answers, maj_curve, mg_pass_at_k, pass_at_k
 
-LIGHTEVAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "ref" / "lighteval"
+LIGHTEVAL = REF / "lighteval"  # lighteval's own test cases (tests/fixtures/ref/lighteval/README.md)
 
 
 def _cases(name: str) -> list[dict]:  # type: ignore[type-arg]
-    path = LIGHTEVAL / name
-    if not path.is_file():
-        pytest.skip(f"lighteval fixture {path} not found; CI lays ../shared beside the clone")
-    return json.loads(path.read_text())["test_cases"]  # type: ignore[no-any-return]
+    return json.loads((LIGHTEVAL / name).read_text())["test_cases"]  # type: ignore[no-any-return]
 
 
 def _golds(doc: dict) -> list[str]:  # type: ignore[type-arg]

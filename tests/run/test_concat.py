@@ -11,12 +11,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import REAL
 
 import rlvitals
 from rlvitals.errors import EmptyInputError, InputError, MissingInputError
 from rlvitals.run.concat import JoinNote, load_launches, spans
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real"
 GRPO = REAL / "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
 CRASHED = (Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
            / "verl__verl-maze__ppo-reward-fn-crash" / "verl_demo.log")
@@ -24,8 +24,6 @@ HEADER_LINES = 52  # the launch script and config the log starts with, before "s
 
 
 def _real() -> list[str]:
-    if not GRPO.is_file():
-        pytest.skip(f"{GRPO} not found (../shared is laid beside the clone in CI)")
     return GRPO.read_text(encoding="utf-8").splitlines(keepends=True)
 
 

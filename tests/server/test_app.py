@@ -35,7 +35,7 @@ from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 
 LOCAL = "http://127.0.0.1"
 TOKEN = "t0ken-for-the-tests-0123456789"
-REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json")) if REAL.is_dir() else []
+REAL_LOGS = sorted(p.name for p in REAL.iterdir() if p.suffix in (".log", ".csv", ".json"))
 
 
 class Clock:
@@ -55,8 +55,6 @@ def workspace(paths: list[Path], state: Path, **options: Any) -> Workspace:
 
 @pytest.fixture(scope="module")
 def fixtures_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
-    if not REAL.is_dir():
-        pytest.skip(f"real fixtures not found at {REAL}")
     ws = workspace([REAL], tmp_path_factory.mktemp("state") / "serve.sqlite")
     ws.poll_once()
     ws.poll_once()  # the clock moved past ``settle``: a log whose last line lacks its newline is read whole
@@ -304,8 +302,6 @@ def test_confine_refuses_each_way_out(folder: tuple[Path, Path]) -> None:
 
 # --- escaping ----------------------------------------------------------------------------------
 def test_rollout_markup_is_only_ever_data(tmp_path: Path) -> None:
-    if not (REAL / QWEN).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     write_dump(tmp_path / "dump")
     ws = workspace([REAL / QWEN], tmp_path / "s.sqlite", rollouts=tmp_path / "dump")
     ws.poll_once()
@@ -405,6 +401,7 @@ def test_cli_refuses_other_hosts_without_token_and_busy_ports(tmp_path: Path, ca
         busy.close()
 
 
+@pytest.mark.process
 def test_cli_serves_until_interrupted(tmp_path: Path) -> None:
     import urllib.request
 
@@ -463,8 +460,6 @@ def test_a_folder_with_no_log_says_so(tmp_path: Path) -> None:
 
 
 def test_rollouts_join_the_run_of_their_own_path_only(tmp_path: Path) -> None:
-    if not (REAL / QWEN).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     write_dump(tmp_path / "dump")
     other = tmp_path / "grpo.jsonl"
     _write(other, Scenario(steps=40), 0, 40)

@@ -84,8 +84,6 @@ def tab(browser: Any) -> Iterator[Tab]:
 
 @pytest.fixture(scope="module")
 def fixtures_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    if not REAL.is_dir():
-        pytest.skip(f"real fixtures not found at {REAL}")
     ws = Workspace([REAL], ServeState(tmp_path_factory.mktemp("state") / "s.sqlite"),
                    WorkspaceOptions(interval=0.2, settle=0.5))
     ws.poll_once()

@@ -109,8 +109,6 @@ def test_a_given_rollouts_folder_wins_over_one_found_beside_the_log(demo: tuple[
 def test_logs_beside_their_dumps_and_a_trl_output_dir_are_each_paired(tmp_path: Path) -> None:
     """A real veRL console log with its rollout dumps beside it, and a TRL output_dir (the real
     trainer_state.json in checkpoint-250/) holding completions/: two runs, each with its rollouts."""
-    if not REAL.is_dir():
-        pytest.skip(f"real fixtures not found at {REAL}")
     runs = tmp_path / "runs"
     (runs / "verl").mkdir(parents=True)
     shutil.copyfile(REAL / QWEN, runs / "verl" / "train.log")

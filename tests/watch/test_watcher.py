@@ -717,6 +717,7 @@ def test_diagnosis_is_throttled_by_its_own_cost(tmp_path: Path, monkeypatch: pyt
     w.close()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signals", [["SIGTERM"], ["SIGINT"], ["SIGINT", "SIGINT"]],
                          ids=["SIGTERM", "Ctrl-C", "Ctrl-C twice"])
 def test_a_signal_stops_a_real_watch_process_cleanly(tmp_path: Path, signals: list[str]) -> None:
@@ -807,8 +808,6 @@ def test_a_traceback_appended_after_the_last_step_is_alerted(tmp_path: Path) -> 
     from conftest import REAL
 
     name = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
-    if not (REAL / name).exists():
-        pytest.skip(f"real fixtures not found at {REAL}")
     head = [line for line in (REAL / name).read_bytes().splitlines(True)]
     upto = next(i for i, line in enumerate(head) if b"step:60 " in line) + 1
     crash = (CORPUS / "verl__verl-maze__ppo-reward-fn-crash" / "verl_demo.log").read_bytes().splitlines(True)
