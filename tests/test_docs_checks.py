@@ -1,4 +1,5 @@
-"""docs/checks.md maps every seed rule to a check: every check it names exists, every check is named."""
+"""docs/checks.md maps every rule of the specifications to a check: every check it names exists, every check is
+named."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Run every check on a Run and assemble the findings into a layered verdict.
 
-Findings come in the seeds' reading order (seed 000 §12: 先看效果 → 再看稳定性 → 再看效率 →
-最后看数据): first "did the model get better" (L5), then is it stable (L1), then is it
+Findings come in the reading order (docs/reading-rules.md#reading-order: the effect first, then stability,
+then efficiency, then the data): first "did the model get better" (L5), then is it stable (L1), then is it
 efficient (efficiency), then the data and the policy — policy behaviour (L2), the data's
 learning signal (L3), exploration (L4) and reasoning quality (L6); inside a layer the worst
 come first.

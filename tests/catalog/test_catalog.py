@@ -1,4 +1,4 @@
-"""The metric catalog: every entry is complete, every seed metric resolves, every alias
+"""The metric catalog: every entry is complete, every metric the specifications name resolves, every alias
 lands where the framework meant it to."""
 
 from __future__ import annotations
@@ -76,7 +76,10 @@ def test_entry_is_complete_in_both_languages(metric: Metric) -> None:
     assert metric.unit in CATALOG.units_zh, f"add {metric.unit!r} to [units_zh] in catalog.toml"
     assert metric.family and set(metric.family) <= FAMILIES
     assert metric.next, "every entry says what to check next"
-    assert re.search(r"seed-00[04]|fm §", metric.source)
+    # the entry of docs/reading-rules.md that concerns it, then where it is named (tests/test_docs_reading_rules.py
+    # checks that every anchor exists)
+    assert re.fullmatch(r"#[a-z0-9-]+(; #[a-z0-9-]+)*; \S.*", metric.source), metric.source
+    assert not re.search(r"seed|fm §|[\u4e00-\u9fff]", metric.source), metric.source
 
 
 def test_units_read_in_chinese_and_stay_english_in_english() -> None:
@@ -130,7 +133,7 @@ def test_every_algorithm_has_a_short_name_for_tables(algorithm: AlgorithmSignatu
     assert CATALOG.algorithm_short(algorithm.id) == algorithm.short
 
 
-def test_algorithm_short_names_of_the_seeds_families() -> None:
+def test_algorithm_short_names_of_the_specifications_families() -> None:
     shorts = {a: CATALOG.algorithm_short(a) for a in ("grpo", "ppo", "dpo-family", "sft", "unknown")}
     assert shorts == {"grpo": "GRPO", "ppo": "PPO", "dpo-family": "DPO-family", "sft": "SFT", "unknown": None}
 
@@ -171,7 +174,7 @@ def test_next_keys_resolve(metric: Metric) -> None:
         assert CATALOG.find(key) is not None or RESOLVER.resolve(key, Context()) is not None, key
 
 
-def test_healthy_ranges_are_the_seeds_numbers_only() -> None:
+def test_healthy_ranges_are_the_specifications_numbers_only() -> None:
     ranges = {m.key: (m.healthy_low, m.healthy_high) for m in CATALOG.metrics.values()
               if m.healthy_low is not None or m.healthy_high is not None}
     assert ranges == {
@@ -183,7 +186,7 @@ def test_healthy_ranges_are_the_seeds_numbers_only() -> None:
     }
 
 
-def test_seed_numbers_that_are_not_ranges_live_in_read() -> None:
+def test_specification_numbers_that_are_not_ranges_live_in_read() -> None:
     assert "10×" in entry_of("actor/grad_norm").en.read and "10 倍" in entry_of("actor/grad_norm").zh.read
     assert "50–60%" in entry_of("perf/mfu/actor").en.read
     assert "99%" in entry_of("rewards/accuracy").en.read
@@ -270,11 +273,11 @@ def test_template_owns_its_concrete_keys(template: Metric) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Every metric named in the seeds
+# Every metric named in the specifications (docs/reading-rules.md#origins)
 
 
-#: every metric name in seed-000, as written there (wildcards made concrete) → its catalog entry
-SEED_000 = {
+#: every metric name in the metric dictionary, as written there (wildcards made concrete) → its catalog entry
+METRIC_DICTIONARY = {
     # §1 validation
     "val-core/openai/gsm8k/acc/mean@1": "val-core/{source}/{var}/{stat}",
     "val-aux/openai/gsm8k/reward/mean@1": "val-aux/{source}/{var}/{stat}",
@@ -380,13 +383,13 @@ SEED_000 = {
 }
 
 
-@pytest.mark.parametrize(("key", "entry"), SEED_000.items())
-def test_every_seed_000_metric_resolves(key: str, entry: str) -> None:
+@pytest.mark.parametrize(("key", "entry"), METRIC_DICTIONARY.items())
+def test_every_metric_dictionary_metric_resolves(key: str, entry: str) -> None:
     assert entry_of(key).key == entry
 
 
-#: the seed-004 scale metrics → (dashboard layer of seed-004 §八, scale)
-SEED_004 = {
+#: the multi-scale view's scale metrics → (its dashboard layer, multi-scale view §8; scale)
+MULTI_SCALE_VIEW = {
     "actor/entropy": ("L2", "token"),
     "token/entropy_high_share": ("L2", "token"),
     "token/logp_adv_cov": ("L2", "token"),
@@ -441,8 +444,8 @@ SEED_004 = {
 }
 
 
-@pytest.mark.parametrize(("key", "where"), SEED_004.items())
-def test_seed_004_metrics_sit_in_their_layer_and_scale(key: str, where: tuple[str, str]) -> None:
+@pytest.mark.parametrize(("key", "where"), MULTI_SCALE_VIEW.items())
+def test_multi_scale_view_metrics_sit_in_their_layer_and_scale(key: str, where: tuple[str, str]) -> None:
     metric, canonical, _ = lookup(key)
     assert canonical == key
     assert (metric.layer, metric.scale) == where
@@ -570,7 +573,7 @@ def test_explain_of_old_entropy_key_carries_the_note() -> None:
     metric, canonical, how = lookup("actor/entropy_loss")
     assert canonical == "actor/entropy"
     assert any("entropy itself" in line and "actor/entropy_coeff_loss" in line for line in how)
-    assert CATALOG.get("actor/entropy_coeff_loss").source.startswith("seed-000 §2.1")
+    assert CATALOG.get("actor/entropy_coeff_loss").source.startswith("#entropy; metric dictionary §2.1")
 
 
 @pytest.mark.parametrize(("raw", "canonical", "split"), [

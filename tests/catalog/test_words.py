@@ -4,6 +4,7 @@ the specifications are cited by what they are, or not at all."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 from rlvitals.catalog.catalog import load_catalog
@@ -33,6 +34,10 @@ def test_no_check_message_or_advice_names_a_seed() -> None:
 
 
 def test_explain_cites_the_specifications_by_what_they_are() -> None:
+    """The source is an entry a reader can open in the repository, then where the metric is named."""
     out = io.StringIO()
     assert main(["explain", "actor/entropy", "--json"], out=out, err=io.StringIO()) == 0
-    assert not JARGON.search(out.getvalue()) and "metric dictionary" in out.getvalue()
+    assert not JARGON.search(out.getvalue())
+    assert json.loads(out.getvalue())["source"] == (
+        "docs/reading-rules.md#entropy — metric dictionary §2.3, §11, §12; multi-scale view §2 (token entropy), §6, "
+        "§8 (L2)")

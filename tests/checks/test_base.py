@@ -119,7 +119,7 @@ def test_what_a_check_needs_in_words_is_given_in_both_languages() -> None:
 
 def _record(**extra: object) -> dict[str, object]:
     words = {"title": "t", "ok": "fine", "advice": "a"}
-    return {"id": "nan_inf", "layer": "L1", "en": words, "zh": words, **extra}
+    return {"id": "nan_inf", "layer": "L1", "rule": "nan-inf", "en": words, "zh": words, **extra}
 
 
 def test_sudden_is_a_validated_record_field_false_by_default() -> None:

@@ -27,7 +27,7 @@ RECORD = """
 id = "entropy_below_floor"
 layer = "L2"
 needs = ["actor/entropy"]
-seed = "CONTRIBUTING.md recipe 1 (a worked example)"
+rule = "entropy-below-floor"
 params = { floor = 0.5, min_steps = 5 }
 [check.en]
 title = "Entropy below a floor"
@@ -81,5 +81,16 @@ def test_the_registry_refuses_a_record_without_its_function_or_its_words() -> No
         parse_checks(data, {})
     del data["check"][0]["en"]["advice"]
     with pytest.raises(CatalogError, match=r"needs a title and advice"):
+        parse_checks(data, {"entropy_below_floor": entropy_below_floor})
+
+
+def test_the_registry_refuses_a_record_that_names_no_reading_rule() -> None:
+    data = tomllib.loads(RECORD)
+    del data["check"][0]["rule"]
+    with pytest.raises(CatalogError, match=r"check 'entropy_below_floor' has rule = None; expected the anchor of its "
+                                           r"entry in docs/reading-rules\.md"):
+        parse_checks(data, {"entropy_below_floor": entropy_below_floor})
+    data["check"][0]["rule"] = "Seed-000 §2.3"
+    with pytest.raises(CatalogError, match=r"has rule = 'Seed-000 §2\.3'"):
         parse_checks(data, {"entropy_below_floor": entropy_below_floor})
 

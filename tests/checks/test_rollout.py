@@ -531,7 +531,7 @@ def test_the_cases_cover_every_template_and_the_records_are_complete() -> None:
     assert set(checks) == set(MINE)
     layers = {"answer_in_reasoning": "L6", "effective_batch": "L3"}
     for cid, check in checks.items():
-        assert check.layer == layers.get(cid, "L2") and check.families == ("rl",) and check.seed, cid
+        assert check.layer == layers.get(cid, "L2") and check.families == ("rl",) and check.rule, cid
         assert set(check.en.messages) == set(check.zh.messages) == {t for c, t in CASES if c == cid}, cid
         assert all(isinstance(v, (int, float)) for v in check.params.values()), cid
 

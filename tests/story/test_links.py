@@ -23,13 +23,13 @@ def test_the_shipped_links_name_real_checks_and_say_why_in_both_languages() -> N
     assert len(links.links) >= 20
     for link in links.links:
         assert set(link.cause) <= set(checks) and set(link.effect) <= set(checks), link.id
-        assert link.words["en"] and link.words["zh"] and link.seed, link.id
+        assert link.words["en"] and link.words["zh"] and link.rule, link.id
         for name in link.cause_templates:
             assert any(name in checks[c].en.messages for c in link.cause), (link.id, name)
 
 
-def test_the_seed_symptom_table_is_in_the_links() -> None:
-    """seed-000 §12: each symptom's first and second check can explain it."""
+def test_the_symptom_table_is_in_the_links() -> None:
+    """docs/reading-rules.md#links-symptom-table: each symptom's first and second check can explain it."""
     links = load_links()
     table = [("entropy_collapse", "reward_collapse"), ("clipfrac_high", "reward_collapse"),
              ("kl_shape", "kl_jump"), ("lr_schedule", "kl_jump"),
@@ -75,6 +75,12 @@ def test_an_unknown_timing_or_field_is_refused() -> None:
     _refused(r"has unknown fields \['effects'\]", lambda d: d["link"][0].update(effects=["x"]))
     _refused(r"a link without an id needs an id", lambda d: d["link"][0].pop("id"))
     _refused(r"cause = 'kl_jump'; expected a list of names", lambda d: d["link"][0].update(cause="kl_jump"))
+
+
+def test_a_link_that_names_no_reading_rule_is_refused() -> None:
+    _refused(r"link 'kl_trend_leads_to_jump' rule = \[\]; expected the anchors of its entries in "
+             r"docs/reading-rules\.md", lambda d: d["link"][0].pop("rule"))
+    _refused(r"rule = \['seed-000 §12'\]", lambda d: d["link"][0].update(rule=["seed-000 §12"]))
 
 
 def test_a_cause_status_other_than_warn_or_fail_is_refused() -> None:

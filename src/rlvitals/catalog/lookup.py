@@ -68,20 +68,25 @@ def _how_zh(key: str, res: Resolved) -> list[str]:
     return how
 
 
-#: how the project's two specifications are named to users (the catalog cites them by file number)
-_SPECS = {"seed-000": "metric dictionary", "seed-004": "multi-scale view"}
+#: where the reading rules are written down, in the repository: a metric's ``source`` names an entry of it by its
+#: anchor (``#kl-band``), and that entry says in the project's words which rule reads the metric and where it comes from
+RULES_DOC = "docs/reading-rules.md"
 
 
 def cited(source: str) -> str:
-    """A catalog ``source`` as a user reads it: the specifications by what they are.
+    """A catalog ``source`` as a user reads it: the entries of the reading rules it names (``#anchor``) as links a
+    reader can open in the repository, then where the metric is named.
 
     Example:
-        >>> cited("seed-000 §2.4; seed-004 §八 L1")
-        'metric dictionary §2.4; multi-scale view §八 L1'
+        >>> cited("#kl-band; metric dictionary §2.4; multi-scale view §2")
+        'docs/reading-rules.md#kl-band — metric dictionary §2.4; multi-scale view §2'
+        >>> cited("#named-only; veRL verl/trainer/ppo/ray_trainer.py")
+        'docs/reading-rules.md#named-only — veRL verl/trainer/ppo/ray_trainer.py'
     """
-    for number, name in _SPECS.items():
-        source = source.replace(number, name)
-    return source
+    parts = [part.strip() for part in source.split(";") if part.strip()]
+    links = ", ".join(RULES_DOC + part for part in parts if part.startswith("#"))
+    named = "; ".join(part for part in parts if not part.startswith("#"))
+    return " — ".join(said for said in (links, named) if said)
 
 
 def near_misses(key: str, catalog: Catalog, limit: int = 3) -> list[str]:

@@ -154,7 +154,9 @@ class Check:
     en: Text
     zh: Text
     fn: CheckFn
-    seed: str = ""
+    #: the anchors of the entries of docs/reading-rules.md the check applies (checks.toml ``rule``): the rule in the
+    #: project's words, its numbers and where it comes from
+    rule: tuple[str, ...] = ()
     #: what to say is missing when ``needs`` cannot name single metrics (validation series, probes), in
     #: English and in Chinese (``needs_text`` and ``needs_text_zh`` in checks.toml: both or neither)
     needs_text: str = ""

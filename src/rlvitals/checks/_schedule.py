@@ -125,10 +125,10 @@ def _drop(x: np.ndarray, p: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The learning rate against its configured schedule (seed-000 §2.6: "有时候配置写错了，学习率
-    全程不变或者突然归零"): a sudden drop to ~0 while training goes on fails; a rise after the warm-up
-    warns (a one-step spike, a restarted schedule, a jump) and fails when it stays at ``fail_jump``×
-    anything the schedule used before; a constant rate warns only where the config asks for warm-up
+    """The learning rate against its configured schedule (docs/reading-rules.md#lr-schedule: a misconfigured
+    schedule shows as a rate that never changes or suddenly drops to zero): a sudden drop to ~0 while training goes on
+    fails; a rise after the warm-up warns (a one-step spike, a restarted schedule, a jump) and fails when it stays at
+    ``fail_jump``× anything the schedule used before; a constant rate warns only where the config asks for warm-up
     or decay. A rate printed as 0 on every step (or in whole rounding steps) cannot be judged."""
     out = []
     for key in LR_KEYS:

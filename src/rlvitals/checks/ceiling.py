@@ -1,9 +1,10 @@
-"""L5: where the run will top out — the entropy–performance law read forward (seed-004 §六: an entropy that
-falls fast early predicts saturation later; Cui et al. 2025: R = −a·exp(H) + b, ceiling −a + b at H = 0).
+"""L5: where the run will top out — the entropy–performance law read forward
+(docs/reading-rules.md#entropy-ceiling: an entropy that falls fast early predicts saturation later;
+Cui et al. 2025: R = −a·exp(H) + b, ceiling −a + b at H = 0).
 
 Which series the law is fitted to is chosen here: each validation data source's core curve (the number
-that matters, seed-000 §1), else the training reward, saying which. :func:`run_forecast` gives every
-forecast of a run with its primary one (for ``rlvitals forecast``, ``diagnose --json`` and the views);
+that matters, docs/reading-rules.md#val-progress), else the training reward, saying which. :func:`run_forecast` gives
+every forecast of a run with its primary one (for ``rlvitals forecast``, ``diagnose --json`` and the views);
 the check ``entropy_ceiling`` reads the primary one: a note when little of the gain the law allows is
 left, a warning when the ceiling falls short of a target the user gave.
 """

@@ -2,9 +2,10 @@
 
 A sign that predicts trouble (entropy collapsing early, rollouts losing their diversity, entropy low while
 the clip fraction is high) is a failure when the outcome is flat or falling, and a warning that says what
-it predicts when the outcome still clearly rises (DESIGN.md, severities). The outcome is the core validation
-curve of every data source when the run was evaluated (seed-000 §1: "最终只有一个问题真正重要：模型变好了吗？"),
-else the training reward; a change counts only beyond the series' own noise (``progress``).
+it predicts when the outcome still clearly rises (docs/reading-rules.md#severity). The outcome is the core
+validation curve of every data source when the run was evaluated (docs/reading-rules.md#outcome-course: in the
+end the one question that matters is whether the model got better), else the training reward; a change counts only
+beyond the series' own noise (``progress``).
 """
 
 from __future__ import annotations

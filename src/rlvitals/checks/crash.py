@@ -1,4 +1,4 @@
-"""L1: did the run die? The log ends in a traceback (DESIGN: ``fail`` — crashed).
+"""L1: did the run die? The log ends in a traceback (``fail`` — crashed; docs/reading-rules.md#run-crashed).
 
 The readers find the exception (:mod:`rlvitals.ingest._crash`): a traceback the training went on after (a
 record, or its progress bar moving on, after it) is no crash, and the last step is the last one any line

@@ -1,6 +1,6 @@
 """Efficiency: where the step time goes, generation vs update, throughput, MFU, load balance
-across ranks and memory pressure (seed-000 §8 load balance, §9 timing, §10 perf/MFU, §12
-"训练很慢" and "显存 OOM" rows).
+across ranks and memory pressure (docs/reading-rules.md#efficiency: load balance, timing, throughput and
+MFU, and the symptom table's rows for a slow run and an out-of-memory one).
 
 A slow run can still learn, so efficiency findings are notes ("could be better": shown with
 their advice, never part of the verdict), with the phase, the share and the step it started, so
@@ -62,7 +62,8 @@ def _ranking(shares: Mapping[str, float], limit: int = 6) -> str:
 
 
 def time_breakdown(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The share of the step time each phase takes (seed-000 §9: "先优化占用时间最长的环节");
+    """The share of the step time each phase takes (docs/reading-rules.md#time-breakdown: optimise the phase
+    that takes longest first);
     notes a phase that should be small (reward, ref/old log-prob, values, adv, weight sync,
     validation, checkpointing) taking ``aux_share`` or more (a model-based reward is slow)."""
     found = _phases(view)
@@ -179,7 +180,7 @@ def _tokens_drop(view: RunView, step: int, window: int) -> float | None:
 
 def throughput_drop(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A sudden drop (level shift down) or a steady decline of throughput — or, when it is not
-    logged, a rise of the step time per token (seed-000 §12 "训练很慢")."""
+    logged, a rise of the step time per token (docs/reading-rules.md#throughput-drop: training became slow)."""
     found = _rate(view)
     if found is None:
         return []
@@ -212,7 +213,8 @@ def throughput_drop(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def mfu_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """MFU below ``low`` (seed-000 §10: normal 50–60%; "低于 30% 说明 GPU 在大量等待"). veRL logs
+    """MFU below ``low`` (docs/reading-rules.md#mfu-low: normal is 50–60 %; below 30 % the GPUs spend much
+    of their time waiting). veRL logs
     0.0 when it does not know the GPU's peak FLOPs: an all-zero MFU is "not measured"."""
     logged = {k: s for k in MFU_KEYS if (s := view.series(k)) is not None}
     if not logged:
@@ -254,8 +256,8 @@ def _share(view: RunView, top: str, bottom: str, mean: Series) -> Series | None:
 
 
 def seqlen_imbalance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Tokens per rank: (max − min) / mean (seed-000 §8). veRL logs global_seqlen/min, max and
-    minmax_diff for the plain split *before* balance_batch and balanced_min/max *after* it; the
+    """Tokens per rank: (max − min) / mean (docs/reading-rules.md#seqlen-imbalance). veRL logs global_seqlen/min, max
+    and minmax_diff for the plain split *before* balance_batch and balanced_min/max *after* it; the
     GPUs see the balanced one when it is logged."""
     mean = view.series("global_seqlen/mean")
     if mean is None:
@@ -315,10 +317,10 @@ def _cap_note(view: RunView, key: str, cap_keys: tuple[str, ...]) -> tuple[str, 
 
 
 def oom_risk(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Growing memory pressure (seed-000 §12 "显存 OOM": global_seqlen/max, then response_length/max
-    and prompt_length/max): the peak memory growing by ``growth`` or more warns; the heaviest rank's
-    tokens growing as much, with no memory logged, is a note. Lengths at max_response_length /
-    max_prompt_length are bounded by the config (the worst case is already reached and fits), so they
+    """Growing memory pressure (docs/reading-rules.md#oom-risk: on running out of GPU memory, read
+    global_seqlen/max, then response_length/max and prompt_length/max): the peak memory growing by ``growth`` or more
+    warns; the heaviest rank's tokens growing as much, with no memory logged, is a note. Lengths at max_response_length
+    / max_prompt_length are bounded by the config (the worst case is already reached and fits), so they
     are reported, not warned about."""
     response, at_cap, reached = _cap_note(view, "response_length/max",
                                           ("max_response_length", "max_completion_length", "generate_max_len"))

@@ -1,12 +1,14 @@
-"""Readings of the seeds that no single-metric check covers.
+"""Reading rules that no single-metric check covers.
 
-- seed-000 §12 symptom table, first row: the reward crashes → did entropy drop first? → did the
-  clip fraction spike?  (``reward_collapse``)
-- seed-004 §四 the pass@k − pass@1 table: large gap = the policy knows but is unstable; small gap
-  with high pass@1 = solved; small gap with low pass@1 = stably cannot  (``passk_gap``)
-- seed-004 §五 prompt scale: a long-tailed reward distribution across prompts (``prompt_concentration``)
-  and the difficulty mix that carries the gradient (``difficulty_mix``)
-- seed-004 §七 reasoning: faithfulness probes and intermediate-step verification (``faithfulness``)
+- the symptom table's first row: the reward crashes → did entropy drop first? → did the clip fraction
+  spike?  (``reward_collapse``, docs/reading-rules.md#reward-collapse)
+- the pass@k − pass@1 table: large gap = the policy knows but is unstable; small gap with high pass@1 =
+  solved; small gap with low pass@1 = stably cannot  (``passk_gap``, docs/reading-rules.md#passk-gap)
+- the prompt scale: a long-tailed reward distribution across prompts (``prompt_concentration``,
+  docs/reading-rules.md#prompt-concentration) and the difficulty mix that carries the gradient
+  (``difficulty_mix``, docs/reading-rules.md#difficulty-mix)
+- reasoning: faithfulness probes and intermediate-step verification (``faithfulness``,
+  docs/reading-rules.md#faithfulness)
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _reward_fall(x: np.ndarray, floor: float, p: Mapping[str, Any]) -> tuple[int
 
 
 def reward_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The training reward falling from its level and staying down (seed-000 §12, first row), read with
+    """The training reward falling from its level and staying down (docs/reading-rules.md#reward-collapse), read with
     entropy and clip fraction as the symptom table says: an entropy drop first means policy collapse; a
     clip-fraction spike means updates fighting the policy.
 
@@ -128,7 +130,8 @@ def _pass_keys(view: RunView) -> dict[int, Series]:
 
 
 def passk_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """pass@k − pass@1 at the end of the run, read with the seed's three-way table."""
+    """pass@k − pass@1 at the end of the run, read with the three-way table of
+    docs/reading-rules.md#passk-gap."""
     passes = _pass_keys(view)
     k = max(passes, default=1)
     if 1 not in passes or k == 1:
@@ -263,9 +266,9 @@ def _halfway(s: Series, start: float, end: float) -> int:
 
 
 def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """A training reward that never rose beyond its own noise over a long run (seed-000 §1: "长时间不动"
-    — look back at the training and the data): over ``min_steps`` logged steps or more, its level at the
-    end is within ``z`` standard errors of its start and never got further than that above it, while
+    """A training reward that never rose beyond its own noise over a long run (docs/reading-rules.md#reward-flat:
+    not moving for long — look back at the training and the data): over ``min_steps`` logged steps or more, its level at
+    the end is within ``z`` standard errors of its start and never got further than that above it, while
     it sits below the top ``solved`` of its natural range (a task already solved has nothing to climb).
     That is compute spent for no learning: fail. Shorter runs are not judged — a slow rise takes time
     to clear the noise."""

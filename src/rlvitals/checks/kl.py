@@ -1,9 +1,10 @@
-"""L1 KL checks: sudden jumps (transient ones and damage in the first steps included), the level of
-the KL to the reference (the seed's 0.01–0.1 band, an absolute ceiling, and the move from where a KL
-to a different model started), and the shape of its trajectory (seed-000 §2.4; seed-004 §二).
+"""L1 KL checks (docs/reading-rules.md#kl): sudden jumps (transient ones and damage in the first steps
+included; docs/reading-rules.md#kl-jump), the level of the KL to the reference (the 0.01–0.1 band, an
+absolute ceiling, and the move from where a KL to a different model started; docs/reading-rules.md#kl-band),
+and the shape of its trajectory (docs/reading-rules.md#kl-shape).
 
 Which quantity is which comes from the catalog: ``actor/kl_loss`` and ``actor/reward_kl_penalty``
-are per-token KLs to the reference (the quantity the seed's band is about), ``actor/seq_kl`` is
+are per-token KLs to the reference (the quantity the band is about), ``actor/seq_kl`` is
 the same KL summed over the response (TRL PPO's ``objective/kl``: per token once divided by the mean
 response length, else read on its own scale), and ``actor/ppo_kl`` is the KL between the rollout
 policy and the updated one, read only for jumps against its own level.
@@ -112,7 +113,7 @@ def _above(x: np.ndarray, threshold: float, sustain: int) -> tuple[int, int] | N
 
 
 def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Sudden KL jumps (seed-000 §2.4: "比如从 0.02 跳到 0.15"), transient ones included — a one-step
+    """Sudden KL jumps (docs/reading-rules.md#kl-jump: from 0.02 to 0.15, say), transient ones included — a one-step
     spike to many times the recent level is a sharp policy turn even if KL comes back — and a move
     to ``ratio``× the first values within the first steps (before any trailing window has a level).
     Read for the per-update KL (actor/ppo_kl) and the KL to the reference, each against its own level.
@@ -152,8 +153,8 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 def _isolated(view: RunView, s: Series, out: Outcome, found: list[signals.Jump], p: Mapping[str, Any]) -> Outcome:
     """A warning about transient spikes only — few (under ``repeat_share`` of the steps), each back down at
     once, and nothing else moving at their steps (the gradient norm, the clip fraction, the entropy)
-    — is a note: a sharp turn the run shrugged off (seed-000 §2.4 calls a jump usually bad; one that moved
-    nothing else and came back is what the gradient-norm spike check calls isolated)."""
+    — is a note: a sharp turn the run shrugged off (a jump is usually bad, docs/reading-rules.md#kl-jump; one that moved
+    nothing else and came back is isolated, docs/reading-rules.md#isolated-spikes)."""
     if out.status != "warn" or any(j.stayed for j in found) or len(found) / len(s) >= p["repeat_share"]:
         return out
     steps = [s.step(j.peak) for j in found]
@@ -205,7 +206,7 @@ def _jumps_outcome(s: Series, found: list[signals.Jump], p: Mapping[str, Any], b
 def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The level of the KL to the reference. Per token: above ``ceiling`` nats/token for a sustained
     stretch fails in any run ("several nats per token"); a KL that started at 0 is held to the
-    seed's band (seed-000 §2.4: "一般 PPO 训练中会把 KL 控制在一个合理范围（比如 0.01~0.1）") — above
+    band PPO training usually keeps the KL in, 0.01–0.1 (docs/reading-rules.md#kl-band) — above
     it and still rising, or far above it, warns (far above but levelled off with the outcome holding is a
     note), above it but level is noted as ok, below it warns
     only when the reward is not improving either; a KL that started above the band (a different
@@ -249,7 +250,7 @@ def _moved(s: Series, ref: RefKL, level: np.ndarray, values: dict[str, Any], p: 
 
 def _banded(view: RunView, s: Series, metrics: tuple[str, ...], level: np.ndarray, values: dict[str, Any],
             p: Mapping[str, Any]) -> Outcome:
-    """A per-token KL that started at 0, against the seed's band."""
+    """A per-token KL that started at 0, against the band (docs/reading-rules.md#kl-band)."""
     n = len(s)
     b = max(3, n // 10)
     sustain = _sustain(n, p)
@@ -337,9 +338,9 @@ def _runaway_onset(x: np.ndarray, level: np.ndarray, mid: float, window: int) ->
 
 
 def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The KL-to-reference trajectory (seed-000 §2.4 "KL 应该缓慢、稳定地增长"; seed-004 §二 "轨迹
-    形状非常能说明问题"): runaway growth — the second half adds ``accel``× what the first half did
-    and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero. A
+    """The KL-to-reference trajectory (docs/reading-rules.md#kl-shape: the KL should grow slowly and
+    steadily, and the shape of its trajectory tells a lot): runaway growth — the second half adds ``accel``× what the
+    first half did and at least multiplies the level by ``growth`` — or a KL that rose and fell back near zero. A
     per-token KL that started at 0 and ends inside the band has not run away: a slow rise there is
     normal, whatever its shape."""
     ref = _ref_kl(view, p["high"])

@@ -129,9 +129,9 @@ def _solving(view: RunView, first: int, last: int, p: Mapping[str, Any]) -> dict
 
 def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of prompt groups whose rollouts all got the same reward (σ_G = 0) held at ``warn`` /
-    ``fail`` for ``min_steps`` and ``held_share`` of the run (seed-004 §四: such prompts are sampled for
-    nothing — every advantage is 0; DAPO's dynamic sampling drops them). Split into too easy and too hard
-    (seed-004 §五), dated where the lasting regime of the stretch starts (:func:`_last_regime`)."""
+    ``fail`` for ``min_steps`` and ``held_share`` of the run (docs/reading-rules.md#zero-variance-groups: such
+    prompts are sampled for nothing — every advantage is 0; DAPO's dynamic sampling drops them). Split into
+    too easy and too hard, dated where the lasting regime of the stretch starts (:func:`_last_regime`)."""
     s = view.series("group/zero_std/share")
     if s is None:
         return []
@@ -334,8 +334,8 @@ def _passk(view: RunView, min_points: int) -> tuple[str, np.ndarray, np.ndarray]
 def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Reward still rising (Kendall trend ≥ ``rise`` and ≥ ``reward_gain`` of its range) while
     pass@k (k > 1; or validation best@N) is flat (trend ≤ ``flat``) from some step to the end
-    (seed-004 §六: samples concentrate on known correct patterns — early mode collapse, long
-    before the reward turns). pass@k falling (trend ≤ −``rise``) while the reward rises fails."""
+    (docs/reading-rules.md#reward-passk-decoupling: samples concentrate on known correct patterns — early mode collapse,
+    long before the reward turns). pass@k falling (trend ≤ −``rise``) while the reward rises fails."""
     reward, found = reward_of(view), _passk(view, p["min_points"])
     if reward is None:
         return []
@@ -382,7 +382,8 @@ LESS_DIVERSE_WHEN_HIGH = ("diversity/embedding_cosine", "diversity/duplicate_rat
 def diversity_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Every diversity metric (distinct-n, edit distances, coverage, answer entropy; cosine
     similarity and duplicate rates as 1 − value) fallen ``warn_drop`` / ``fail_drop`` from its
-    own earlier peak level (seed-004 §四 trajectory diversity: monotone collapse = exploration lost)."""
+    own earlier peak level (docs/reading-rules.md#diversity-collapse: a steady collapse of trajectory diversity is
+    exploration lost)."""
     metrics = view.metrics()
     keys = sorted(k for k in metrics if k.startswith("diversity/") or k == "group/zero_std/identical")
     out = []
@@ -427,7 +428,8 @@ def _group_n(view: RunView, p: Mapping[str, Any]) -> int:
 def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Mean step-level group size (GiGPO anchor-state groups) held at ≥ ``near_full`` of the group
     size N: rollouts pass through the same states — exploration lost, or a policy that has settled
-    (seed-004 §四 reads GiGPO's Fig. 5 both ways). Without N, a sustained rise of ``rise`` warns."""
+    (docs/reading-rules.md#group-size-concentration reads GiGPO's Fig. 5 both ways). Without N, a sustained
+    rise of ``rise`` warns."""
     s = view.series("group/step_groups/size/mean")
     if s is None:
         return []

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -16,6 +17,9 @@ from ._base import (
     CheckFn,
     Text,
 )
+
+#: an anchor of docs/reading-rules.md: lower-case words joined by hyphens
+_ANCHOR = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 FUNCTIONS: dict[str, CheckFn] = {
     **crash.FUNCTIONS,
@@ -42,6 +46,15 @@ def _text(raw: Any, where: str) -> Text:
     if unknown:
         raise CatalogError(f"checks: {where} has advice for templates it does not have: {unknown}")
     return Text(str(raw["title"]), messages, str(raw["advice"]).strip(), advices)
+
+
+def _rule(rule: Any, cid: str) -> tuple[str, ...]:
+    """The anchors a record's ``rule`` names (one, or a list): its entries in docs/reading-rules.md."""
+    anchors = [rule] if isinstance(rule, str) else rule if isinstance(rule, list) else []
+    if not anchors or not all(isinstance(a, str) and _ANCHOR.fullmatch(a) for a in anchors):
+        raise CatalogError(f"checks: check {cid!r} has rule = {rule!r}; expected the anchor of its entry in "
+                           "docs/reading-rules.md, or a list of them (rule = \"kl-band\")")
+    return tuple(anchors)
 
 
 def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[Check, ...]:
@@ -72,7 +85,7 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
         checks.append(Check(
             id=cid, layer=raw["layer"], needs=needs, families=tuple(raw.get("families", [])),
             params=dict(raw.get("params", {})), en=_text(raw.get("en"), f"{cid} en"),
-            zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], seed=str(raw.get("seed", "")),
+            zh=_text(raw.get("zh"), f"{cid} zh"), fn=functions[cid], rule=_rule(raw.get("rule"), cid),
             needs_text=needs_text, needs_text_zh=needs_text_zh, sudden=sudden, final=final, when_quiet=quiet,
             min_points=min_points,
         ))

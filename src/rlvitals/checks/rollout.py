@@ -1,9 +1,10 @@
 """Checks on the per-step series the rollout analysis derives (``rlvitals diagnose --rollouts``).
 
-Seed 004 §三 asks for the segment quality of a reasoning rollout — the think segment's repetition,
-the answer's format compliance and its consistency with the think segment, repeated tool calls —
-§二 for the high-entropy ("forking") tokens the entropy squeeze removes, and §五 for the effective
-batch that is far smaller than the batch when few prompts carry the signal. No framework logs
+The reading rules ask for the segment quality of a reasoning rollout — the think segment's repetition,
+the answer's format compliance and its consistency with the think segment, repeated tool calls
+(docs/reading-rules.md#segments) — for the high-entropy ("forking") tokens the entropy squeeze removes
+(docs/reading-rules.md#high-entropy-tokens), and for the effective batch that is far smaller than the batch
+when few prompts carry the signal (docs/reading-rules.md#effective-batch). No framework logs
 these; :mod:`rlvitals.rollout` computes them from dumped rollouts and ``Run.with_series`` joins
 them onto the run. Each check reads shares that are fractions by definition against fixed
 bands, and changes against the run's own first steps (rollout dumps are often short, so the
@@ -103,9 +104,9 @@ def _rise(s: Series, p: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
 def format_compliance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of rollouts in the think-then-answer format (one think segment, then one ``<answer>`` segment
     as R1, or a final ``\\boxed{}`` as veRL's own rewards: :func:`~rlvitals.rollout.segments.format_compliant`),
-    seed-004 §三 "格式合规率": near 0 on most steps, or fallen to near 0, fails; a fall of ``drop`` from its best
-    level warns; staying below ``high`` is a note. Skipped when no rollout ever wrote a think
-    segment (the format is not in use) or when the rollouts call tools (the one-think-one-answer
+    the format-compliance rate (docs/reading-rules.md#format-compliance): near 0 on most steps, or fallen to near 0,
+    fails; a fall of ``drop`` from its best level warns; staying below ``high`` is a note. Skipped when no rollout ever
+    wrote a think segment (the format is not in use) or when the rollouts call tools (the one-think-one-answer
     rule does not fit multi-turn agent rollouts)."""
     s = view.series("rollout/format_compliance")
     if s is None:
@@ -143,7 +144,8 @@ def format_compliance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def think_repetition(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Repeated 4-word phrases inside the think segment (seed-004 §三 "重复率"): held at ``fail``
+    """Repeated 4-word phrases inside the think segment, its repetition rate
+    (docs/reading-rules.md#think-repetition): held at ``fail``
     the reasoning loops, at ``warn`` it is padded; a rise of ``rise`` to twice its start warns,
     read with the think length (growing together = the length bias Dr. GRPO describes)."""
     s = view.series("rollout/think_repetition")
@@ -197,8 +199,8 @@ def _copied(view: RunView, s: Series | None, p: Mapping[str, Any]) -> list[Outco
 
 
 def answer_in_reasoning(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Whether the answer given appears in the think segment (seed-004 §三: the answer's
-    consistency with the think segment; §七: is the chain of thought real reasoning). A healthy
+    """Whether the answer given appears in the think segment (docs/reading-rules.md#answer-in-reasoning:
+    the answer's consistency with the think segment, and whether the chain of thought is real reasoning). A healthy
     reasoning ends on its answer, so a high share alone is fine. It fails when the think segment
     is barely longer than the answer and holds it in nearly every rollout, or is empty (there is
     no reasoning to be faithful to); it warns when the share climbs while the think segment
@@ -231,8 +233,9 @@ def answer_in_reasoning(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def tool_call_repeats(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Tool calls identical to an earlier call of the same rollout (seed-004 §三 "重复调用率", and
-    its redundant-call failure: "每个 query 被反复搜索了 3-5 次" while the reward looks fine).
+    """Tool calls identical to an earlier call of the same rollout, the repeated-call rate
+    (docs/reading-rules.md#tool-call-repeats), and its redundant-call failure: each query searched 3–5 times
+    over while the reward looks fine.
     Held at ``fail`` or ``warn`` for ``min_steps``; a rise of ``rise`` to twice its start warns."""
     s = view.series("rollout/tool_calls/repeat_rate")
     if s is None:
@@ -260,11 +263,12 @@ def tool_call_repeats(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def high_entropy_tokens(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Share of tokens above the first step's 0.8 entropy quantile (seed-004 §二: the entropy
-    squeeze; Clip-Cov keeps the gradient of these "forking" tokens because that is where the policy
+    """Share of tokens above the first step's 0.8 entropy quantile (docs/reading-rules.md#high-entropy-tokens:
+    the entropy squeeze; Clip-Cov keeps the gradient of these "forking" tokens because that is where the policy
     still explores). About 0.2 at the start by construction: fallen by ``warn_drop`` warns, by
     ``fail_drop`` (almost no forking token left) fails; risen to ``rise`` × its start warns (the
-    policy grows less certain at many positions, the converse of seed-000 §2.3's collapse)."""
+    policy grows less certain at many positions, the converse of
+    docs/reading-rules.md#entropy-collapse)."""
     s = view.series("token/entropy_high_share")
     if s is None:
         return []
@@ -295,8 +299,8 @@ def high_entropy_tokens(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def effective_batch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Share of the batch's rollouts in groups whose rewards differ, the only ones with a non-zero
-    GRPO advantage (seed-004 §五: "effective batch size 远小于实际 batch size"). Zero on most steps,
-    or on every recent step, fails (nothing is learned); halved from its start (``shrink``) warns;
+    GRPO advantage (docs/reading-rules.md#effective-batch: an effective batch far smaller than the batch). Zero on most
+    steps, or on every recent step, fails (nothing is learned); halved from its start (``shrink``) warns;
     below ``note`` of the batch is a note: that much generation teaches nothing."""
     s = view.series("group/effective_batch")
     if s is None:

@@ -1,5 +1,5 @@
 """The story part of the text views: the root cause with what followed under it, the independent problems,
-and the timeline — what every view of a diagnosis opens with (DESIGN.md, outputs).
+and the timeline — what every view of a diagnosis opens with (docs/reading-rules.md#links).
 
 Pure functions from a :class:`~rlvitals.diagnosis.Diagnosis` to text; the links and their words come from
 the diagnosis's story, nothing is decided here.

@@ -1,5 +1,5 @@
 """Per data source: how each source's rollouts score at a step, and how far each is from the
-in-distribution sources (seed 004 §五 OOD 性能偏移; L5).
+in-distribution sources (docs/reading-rules.md#ood-gap; L5).
 
 A *data source* is the ``source`` column (veRL's ``data_source``, e.g. ``openai/gsm8k``). veRL logs the
 same split per source for validation only (``val-core/<source>/<var>/mean@N``); these keys come from any

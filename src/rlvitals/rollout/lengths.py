@@ -224,9 +224,10 @@ def compute(state: LengthState) -> pl.DataFrame:
 def lengths_table(df: pl.DataFrame, bins: int = 4, outcome: Outcome = "correct") -> pl.DataFrame:
     """Per-step table: ``rollout/length_correct_corr`` (within-group Spearman of ``length`` and
     ``outcome``; rollouts with a null in either are skipped), ``rollout/correct_by_length/q1..q{bins}``
-    (needs ``correct``), when ``truncated`` exists ``rollout/truncation_share``, then the seed's
-    three-way reading of the correlation, ``rollout/length_reading`` (:func:`length_reading`), with
-    ``rollout/length_reading/groups``, the number of groups that vary in both (what it rests on).
+    (needs ``correct``), when ``truncated`` exists ``rollout/truncation_share``, then the three-way
+    reading of the correlation (docs/reading-rules.md#length-reward-hacking), ``rollout/length_reading``
+    (:func:`length_reading`), with ``rollout/length_reading/groups``, the number of groups that vary in both
+    (what it rests on).
     ``compute(update(None, df, ...))``.
 
     >>> df = pl.DataFrame({"step": [0] * 4, "group": ["a"] * 4, "length": [10, 20, 30, 40],

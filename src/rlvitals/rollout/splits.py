@@ -2,7 +2,7 @@
 with ``by="source"``, from the data sources).
 
 The gap is the mean score of the step's in-distribution rollouts minus the mean score of its
-out-of-distribution ones (seed 004 §五, OOD 性能偏移; L5). In-distribution means the ``by`` column
+out-of-distribution ones (docs/reading-rules.md#ood-gap; L5). In-distribution means the ``by`` column
 (default ``split``) equal to one of ``id_values`` (default ``train``); out-of-distribution is every
 other non-null value (``val``, ``ood``, a benchmark name …), or ``ood_values`` when given. A step
 with no rollout on either side, or no finite score there, has no value (null). Rollouts are weighted

@@ -1,6 +1,6 @@
 """GiGPO step-level groups: the same environment state reached by the trajectories of one episode group.
 
-GiGPO (Feng et al. 2025, research/algorithms.md §3.3) adds a step-level advantage to the episode
+GiGPO (Feng et al. 2025, arXiv 2505.10978) adds a step-level advantage to the episode
 advantage: inside an episode group (here a rollout group: one task, one step), every visit of an
 identical environment state ("anchor state") joins one step-level group, and each visit's return is
 compared with the mean return of its step-level group. Definitions used here:

@@ -47,7 +47,7 @@ def collapse(x: np.ndarray, *, drop: float = 0.5, within: int = 20, baseline_win
     """A fast relative fall: the series loses at least ``drop`` of its level within ``within``
     steps and stays down (:func:`collapse_candidate`), described as the fall itself — and faster than
     the series was already falling: a smooth decay (an exponential loses the same share in every
-    window) is learning, not a collapse (seed-004 §六 急剧下降 vs 平滑下降).
+    window) is learning, not a collapse (docs/reading-rules.md#entropy-collapse: a steep fall against a smooth decay).
 
     ``baseline`` is the level it fell from: the highest three-value level in the ``within`` values
     before its first clearly-low point (below ``1 - drop/2`` of the trailing level), so a fall in the

@@ -118,7 +118,8 @@ def spikes(x: np.ndarray, *, window: int = 50, k: float = 6.0, direction: str = 
 
 
 def ratio_spikes(x: np.ndarray, *, ratio: float = 10.0, window: int = 50, warmup: int = 5) -> list[Event]:
-    """Points at least ``ratio`` times the trailing median (the seed's "10× normal" grad norm)."""
+    """Points at least ``ratio`` times the trailing median (a grad norm at "10× normal":
+    docs/reading-rules.md#grad-norm-spike)."""
     if len(x) <= warmup:
         return []
     med = trailing_median(x, window)

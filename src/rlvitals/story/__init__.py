@@ -1,8 +1,8 @@
 """The diagnosis as a careful colleague tells it: the root cause first, what followed under it, then the
-independent problems (DESIGN.md, "story").
+independent problems (docs/diagnosis.md).
 
-``links.toml`` holds the facts (which check's finding can explain which, and why, from the seeds' symptom
-table and the multi-scale view's mechanics); :func:`tell` reads the findings' onsets against them.
+``links.toml`` holds the facts (which check's finding can explain which, and why: the symptom table and the
+mechanisms of docs/reading-rules.md#links); :func:`tell` reads the findings' onsets against them.
 """
 
 from __future__ import annotations

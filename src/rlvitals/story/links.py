@@ -1,11 +1,13 @@
 """The facts a diagnosis's story is told from: which check's finding can explain which, and why.
 
 They live in ``links.toml`` beside this module (one ``[[link]]`` per mechanism, with its words in English and
-Chinese and where it comes from in the seeds); this module only reads and validates them.
+Chinese and, in ``rule``, the entries of docs/reading-rules.md it rests on); this module only reads and validates
+them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,7 +22,9 @@ __all__ = ["Link", "Links", "Timing", "load_links", "parse_links"]
 Timing = Literal["during", "same_step", "after"]
 _TIMINGS: tuple[Timing, ...] = ("during", "same_step", "after")
 _KNOWN = {"id", "cause", "effect", "cause_metrics", "cause_templates", "effect_templates", "cause_status", "timing",
-          "seed", "en", "zh"}
+          "rule", "en", "zh"}
+#: an anchor of docs/reading-rules.md: lower-case words joined by hyphens
+_ANCHOR = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class Link:
     cause_metrics: tuple[str, ...] = ()
     cause_templates: tuple[str, ...] = ()
     effect_templates: tuple[str, ...] = ()
-    seed: str = ""
+    #: the anchors of the entries of docs/reading-rules.md the link rests on (where the mechanism comes from)
+    rule: tuple[str, ...] = ()
     cause_status: tuple[str, ...] = ()
 
 
@@ -87,12 +92,16 @@ def _link(raw: Mapping[str, Any], checks: Mapping[str, Iterable[str]]) -> Link:
         raise CatalogError(f"story links: {where} timing = {timing!r}; expected one of {list(_TIMINGS)}")
     if not raw.get("en") or not raw.get("zh"):
         raise CatalogError(f"story links: {where} needs its words in English (en) and Chinese (zh)")
+    rule = _strings(raw, "rule", where)
+    if not rule or not all(_ANCHOR.fullmatch(a) for a in rule):
+        raise CatalogError(f"story links: {where} rule = {list(rule)}; expected the anchors of its entries in "
+                           "docs/reading-rules.md (rule = [\"links-symptom-table\", \"kl-shape\"])")
     status = _strings(raw, "cause_status", where)
     if not set(status) <= {"warn", "fail"}:
         raise CatalogError(f"story links: {where} cause_status = {list(status)}; expected warn and/or fail")
     return Link(lid, cause, effect, {"en": str(raw["en"]), "zh": str(raw["zh"])}, timing,
                 _strings(raw, "cause_metrics", where), _strings(raw, "cause_templates", where),
-                _strings(raw, "effect_templates", where), str(raw.get("seed", "")), status)
+                _strings(raw, "effect_templates", where), rule, status)
 
 
 def parse_links(data: Mapping[str, Any]) -> Links:

@@ -1,9 +1,9 @@
 """A small, deterministic simulator of a veRL GRPO run, written in veRL's own log formats.
 
 It gives newcomers a real diagnosis without a GPU (``rlvitals inspect --example``), and
-tests and benchmarks a run of any length. The curves follow the shapes described in the
-seeds: reward rising, entropy decaying smoothly, KL growing slowly, clip fraction in its
-band — until optional injected pathologies (an entropy collapse with a clip-fraction surge
+tests and benchmarks a run of any length. The curves follow the healthy shapes the reading rules
+describe (docs/reading-rules.md#healthy-ranges): reward rising, entropy decaying smoothly, KL growing slowly, clip
+fraction in its band — until optional injected pathologies (an entropy collapse with a clip-fraction surge
 and shrinking answers, a one-step grad-norm spike) appear at known steps.
 """
 

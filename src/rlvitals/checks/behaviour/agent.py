@@ -17,8 +17,8 @@ from ._levels import _head_tail, _tail_level
 
 def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """An agent that stops using its tools: the mean number of turns falls from its start to the floor of
-    the run (its logged minimum, else the lowest mean) and stays there (seed-004 §三: tool calls are the
-    agent's direct proxy; a count collapsing to the bare question-and-answer exchange is the policy
+    the run (its logged minimum, else the lowest mean) and stays there (docs/reading-rules.md#turns-collapse:
+    tool calls are the agent's direct proxy; a count collapsing to the bare question-and-answer exchange is the policy
     giving up on the tools). Lost ``drop`` of the way down and ending within ``near`` of the floor warns."""
     s = view.series("num_turns/mean")
     if s is None:
@@ -41,9 +41,9 @@ def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def turns_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """num_turns/max jumping to ``ratio``× its recent median (seed-000 §7 "num_turns/max 突然变得
-    非常高，可能说明某些样本陷入了死循环"). One surge warns; ``fail_count`` surges or a sustained
-    jump fail."""
+    """num_turns/max jumping to ``ratio``× its recent median (docs/reading-rules.md#turns-surge: a sudden
+    jump of the most turns suggests some episodes are stuck in a loop). One surge warns; ``fail_count`` surges or a
+    sustained jump fail."""
     s = view.series("num_turns/max")
     if s is None:
         return []
@@ -87,7 +87,7 @@ def _tool_spread(view: RunView, mean: Series, p: Mapping[str, Any]) -> list[Outc
 
 
 def tool_calls_at_cap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Tool calls per rollout against the limit (seed-004 §三, from GiGPO's search-QA): ≈1.0
+    """Tool calls per rollout against the limit (docs/reading-rules.md#tool-calls-at-cap, from GiGPO's search-QA): ≈1.0
     is efficient, near the limit is mechanical repetition, a large spread is an unstable
     policy. Reads rollout/tool_calls/at_cap when derived from rollouts, else the batch mean
     against the batch max (only when the max is at least 2 calls: always one call is fine)."""

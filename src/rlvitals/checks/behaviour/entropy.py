@@ -60,16 +60,15 @@ def _collapse_context(view: RunView, onset: int, low: int, p: Mapping[str, Any])
 
 def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Entropy losing ``drop`` of its level within ``within`` steps and staying down
-    (seed-000 §2.3 "熵突然骤降"; seed-004 §六: a collapse in the first 50 steps versus a
+    (docs/reading-rules.md#entropy-collapse: a sudden drop — a collapse in the first 50 steps against a
     smooth decay). The scale is the run's own, so a 0.05-nat run is read like a 2-nat one.
 
     A fall is a collapse (fail) unless the reward explains it: climbing by ``learning_rise`` of
     its range over the same steps (fast learning — a note: it often ends in saturation, nothing to
     change yet), or already within ``ceiling`` of its maximum (a solved task becoming certain — a
-    note). A
-    clip-fraction surge at the same time is never explained away (seed-000 §12), nor is a sudden
-    fall (``sudden_drop`` of the level within ``sudden_steps`` steps, or to ``near_zero`` of it):
-    the reading may soften a finding's severity, never rename it."""
+    note). A clip-fraction surge at the same time is never explained away (docs/reading-rules.md#entropy-collapse),
+    nor is a sudden fall (``sudden_drop`` of the level within ``sudden_steps`` steps, or to ``near_zero`` of
+    it): the reading may soften a finding's severity, never rename it."""
     s = view.series("actor/entropy")
     if s is None:
         return []
@@ -94,7 +93,8 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         evidence["reward_metric"] = reward.key
     metrics = (s.key,)
     # a fall of most of the level in a few steps, or to almost nothing, is a collapse whatever the reward
-    # did (seed-000 §2.3: 几步之内"锁死", often reward hacking); a rising reward only softens a slower fall
+    # did (docs/reading-rules.md#entropy-collapse: locked within a few steps, often reward hacking); a rising
+    # reward only softens a slower fall
     sudden = (values["steps"] <= p["sudden_steps"] and event.score >= p["sudden_drop"]) or (
         event.value <= p["near_zero"] * event.baseline)
     values["sudden"] = evidence["sudden"] = bool(sudden)
@@ -120,8 +120,8 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def entropy_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Entropy that does not move over a long run while the reward does not improve either
-    (seed-000 §2.3 "熵一直不降：模型可能根本没学到东西"). Flat means the last tenth differs from
-    the first by less than ``flat_change`` of its level and the trend is weaker than
+    (docs/reading-rules.md#entropy-flat: entropy that never falls may mean the model learns nothing). Flat means the
+    last tenth differs from the first by less than ``flat_change`` of its level and the trend is weaker than
     ``flat_trend``; a short run (< ``min_steps``) is not judged."""
     s = view.series("actor/entropy")
     if s is None:
@@ -242,9 +242,9 @@ def _entropy_climb(x: np.ndarray, start: float, head: int,
 
 
 def entropy_clip_joint(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Entropy and clip fraction read together (seed-004 §二): entropy down to ``entropy_low``
-    of its own start while the clip fraction is high (≥ ``clip_high``, the seed's "持续高于
-    0.3") or has risen ``clip_rise``× from its start to at least ``clip_floor``, over the same
+    """Entropy and clip fraction read together (docs/reading-rules.md#entropy-clip-joint): entropy down to
+    ``entropy_low`` of its own start while the clip fraction is high (≥ ``clip_high``, the top of the clip
+    fraction's 0.1–0.3 band) or has risen ``clip_rise``× from its start to at least ``clip_floor``, over the same
     ``min_steps`` — the policy sits in a narrow mode while updates keep trying to pull it out."""
     e, c = view.series("actor/entropy"), view.series("actor/pg_clipfrac")
     if e is None or c is None:

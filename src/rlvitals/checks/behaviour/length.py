@@ -24,8 +24,8 @@ def _config_value(view: RunView, *suffixes: str) -> Any:
 
 
 def response_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Responses hitting max_response_length (seed-000 §4 "clip_ratio 高 → 增大
-    max_response_length"): truncated answers are scored on a cut text (DAPO's overlong problem)."""
+    """Responses hitting max_response_length (docs/reading-rules.md#response-clip-high: a high clip ratio
+    calls for a larger max_response_length): truncated answers are scored on a cut text (DAPO's overlong problem)."""
     limit = _config_value(view, "max_response_length", "max_completion_length", "generate_max_len")
     s = view.first(*TRUNCATION_KEYS)
     if s is None:
@@ -66,8 +66,8 @@ def _capped_steps(view: RunView, p: Mapping[str, Any], limit: Any) -> list[Outco
 
 
 def prompt_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Prompts cut at max_prompt_length (seed-000 §4 "对于 prompt，检查输入数据是不是太长了"):
-    the model is asked questions it cannot fully see."""
+    """Prompts cut at max_prompt_length (docs/reading-rules.md#prompt-clip-high: check whether the input
+    data is too long): the model is asked questions it cannot fully see."""
     s = view.series("prompt_length/clip_ratio")
     if s is None:
         return []
@@ -75,7 +75,8 @@ def prompt_clip_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def aborted_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Aborted or invalid responses (seed-000 §4 "response/aborted_ratio 高：很多样本生成失败")."""
+    """Aborted or invalid responses (docs/reading-rules.md#aborted-high: a high aborted share means many
+    samples failed to generate)."""
     s = view.series("response/aborted_ratio")
     if s is None:
         return []
@@ -93,11 +94,11 @@ def _onset_of_move(x: np.ndarray, start: float, end: float, window: int) -> int:
 
 def length_reward_hacking(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Length against reward over the run (first vs last ``share``): answers shortening by
-    ``length_drop`` while the reward climbs ``reward_gain`` of its range is seed-000 §4's
-    "模型可能在 reward hacking"; answers growing by ``length_rise`` while the reward stays flat is
-    Dr. GRPO's length bias (seed-004 §三 "虚假 length 增长"), read through the per-rollout
-    length–correctness correlation when the rollouts gave one. Never worse than warn: both are
-    "可能", to be confirmed by reading rollouts."""
+    ``length_drop`` while the reward climbs ``reward_gain`` of its range is possible reward hacking;
+    answers growing by ``length_rise`` while the reward stays flat is Dr. GRPO's length bias (a spurious
+    length growth), read through the per-rollout length–correctness correlation when the rollouts gave one
+    (docs/reading-rules.md#length-reward-hacking). Never worse than warn: both are only possible, to be
+    confirmed by reading rollouts."""
     length, reward = view.series("response_length/mean"), reward_of(view)
     if length is None or reward is None:
         return []
@@ -137,8 +138,9 @@ def length_reward_hacking(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def response_length_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """The mean response length collapsing, with or without a reward change (seed-000 §4: answers
-    getting shorter and shorter; a policy that answers with a token or two has stopped doing the task).
+    """The mean response length collapsing, with or without a reward change
+    (docs/reading-rules.md#response-length-collapse: answers getting shorter and shorter; a policy that answers with a
+    token or two has stopped doing the task).
 
     The level (a three-value rolling median, so one odd batch does not count) is read against the
     highest level reached before it. Falling to ``few`` tokens or less from ``ratio``× that, and

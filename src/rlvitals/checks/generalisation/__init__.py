@@ -3,8 +3,8 @@ L6 reasoning quality (self-consistency gap).
 
 Validation is sparse (every ``test_freq`` steps) and noisy, so every comparison here is
 between *levels* — medians of a few evaluations — and a change counts only when it exceeds
-``z`` standard errors of the series' own step-to-step noise (seed-000 §1: the core
-validation metric "should rise steadily; if it falls or stays flat for long, go back").
+``z`` standard errors of the series' own step-to-step noise (docs/reading-rules.md#val-progress: the core
+validation metric should rise steadily; falling or flat for long, look back at the training).
 
 One module per family: :mod:`.validation` (validation progress, reward against validation, ID vs OOD),
 :mod:`.preference` (preference and reward-model training) and :mod:`.reasoning` (self-consistency), over the

@@ -41,8 +41,9 @@ def _eval_since(t: Track, step: int, z: float) -> tuple[float, float, bool, bool
 
 
 def pref_accuracy_saturated(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """DPO-family preferences saturated on the training pairs: accuracy at ≥ 99% for good (seed-000 §12,
-    "到 99%+ 但评测不涨 → 过拟合了"), dated where that lasting stretch starts, with the loss at its floor near 0
+    """DPO-family preferences saturated on the training pairs: accuracy at ≥ 99% for good
+    (docs/reading-rules.md#pref-accuracy-saturated: at 99 %+ while evaluation does not rise, the pairs are
+    overfitted), dated where that lasting stretch starts, with the loss at its floor near 0
     and the margins it still grows (:mod:`._preference`); without a logged accuracy (a notebook's Trainer table
     shows the loss alone) the loss held near 0 is the sign. Warns; fails when evaluation also stalls or degrades."""
     acc, floor = view.series("rewards/accuracy"), loss_floor(view, p)
@@ -67,7 +68,8 @@ def pref_accuracy_saturated(view: RunView, p: Mapping[str, Any]) -> list[Outcome
 
 
 def pref_margins(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """rewards/margins should grow steadily, chosen stay up while rejected falls (seed-000 §5).
+    """rewards/margins should grow steadily, chosen stay up while rejected falls
+    (docs/reading-rules.md#pref-margins).
     Flags flat margins (grown less than half their noise threshold) or shrinking ones, chosen falling below 0
     together with rejected (likelihood displacement, :func:`._preference.displacement`), and margins rising
     while evaluation does not (overfitting the pairs)."""
@@ -108,7 +110,7 @@ def pref_margins(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def kto_kl(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """KTO's KL estimate (its reference point z0, seed-000 §5): slow growth is expected; a
+    """KTO's KL estimate (its reference point z0, docs/reading-rules.md#kto-kl): slow growth is expected; a
     sustained multiple-fold rise or repeated spikes mean the policy drifts or is unstable."""
     s = view.series("kl_estimate")
     if s is None:
@@ -141,8 +143,9 @@ def kto_kl(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def rm_health(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Reward-model training (seed-000 §6): accurate *and* decisive. Flags a margin shrinking
-    towards 0 ("和稀泥") and train accuracy rising while eval accuracy does not follow."""
+    """Reward-model training (docs/reading-rules.md#rm-health): accurate *and* decisive. Flags a margin
+    shrinking towards 0 (a model that no longer takes sides) and train accuracy rising while eval accuracy
+    does not follow."""
     acc, margin = view.series("rm/accuracy"), view.series("rm/reward_margin")
     v: dict[str, Any] = {"accuracy": f"{ends(acc)[1]:.0%}" if acc is not None else "—", "margin": "—",
                          "eval": "—"}

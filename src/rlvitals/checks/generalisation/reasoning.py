@@ -72,8 +72,8 @@ def _level_noise(x: np.ndarray, k: int) -> float:
 
 
 def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Self-consistency gap = majority-vote accuracy − single-sample accuracy (seed-004 §七): if
-    the chains of thought really reason, N paths converge on the right answer and the vote
+    """Self-consistency gap = majority-vote accuracy − single-sample accuracy (docs/reading-rules.md#self-consistency):
+    if the chains of thought really reason, N paths converge on the right answer and the vote
     beats a single sample. ~0 or negative with N > 2 means the paths do not converge — unless every
     rollout of a prompt already gives the same answer (answer entropy ~0: converged), or the single
     sample is nearly always right or nearly always wrong, where a vote cannot tell (skipped, with the

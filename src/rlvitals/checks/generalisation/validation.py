@@ -49,7 +49,7 @@ def _decline(view: RunView, t: Track, pr: Progress, z: float) -> tuple[int, tupl
 
 def val_progress(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Per data source: is the core validation metric rising, flat, or falling from its best?
-    Falling clearly while the training reward keeps rising fails (seed-000 §1, §12); so does losing
+    Falling clearly while the training reward keeps rising fails (docs/reading-rules.md#val-progress); so does losing
     ``fail_lost`` of the gain — when the fall is also ``fail_rel`` of the level. A fall smaller than
     ``note_rel`` of the level is a note: easing from the best by a few test-set standard errors."""
     out = []
@@ -101,8 +101,8 @@ def _movement(view: RunView, key: str, lo: int, hi: int) -> tuple[float, float] 
 
 
 def val_reward_divergence(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Training reward rising while validation stays flat or falls ("评测不涨但 reward 涨",
-    seed-000 §12): read response_length/mean, then response/aborted_ratio."""
+    """Training reward rising while validation stays flat or falls
+    (docs/reading-rules.md#val-reward-divergence): read response_length/mean, then response/aborted_ratio."""
     tracks = [t for t in core_tracks(view, p["min_evals"]) if t.source != "eval" or t.sign > 0]
     if not tracks:
         return []
@@ -153,7 +153,7 @@ def _gap_onset(a: Track, b: Track) -> int:
 
 def ood_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Several validation sources: the one that improves most versus each other one that
-    stalls or falls — a widening in- vs out-of-distribution gap (seed-004 §五, §八 L5)."""
+    stalls or falls — a widening in- vs out-of-distribution gap (docs/reading-rules.md#ood-gap; L5)."""
     tracks = [t for t in core_tracks(view, p["min_evals"]) if t.source != "eval"]
     if len(tracks) < 2:
         return _rollout_gap(view, p)

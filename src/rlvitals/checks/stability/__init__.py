@@ -1,7 +1,7 @@
 """L1 training stability: loss, gradient norm, KL, clip fraction, learning rate, NaN/Inf, critic.
 
-Every threshold is read against the run's own scale (trailing median and robust spread,
-rounding step of the log) except where the seeds give a number with a meaning of its own:
+Every threshold is read against the run's own scale (trailing median and robust spread, rounding step of
+the log; docs/reading-rules.md#run-relative) except where a rule gives a number with a meaning of its own:
 the clip-fraction band (0.1–0.3), the PPO KL band (0.01–0.1), the 10× of a grad-norm spike
 and an explained variance below 0 (worse than a constant).
 

@@ -15,8 +15,8 @@ from .._shared import REWARD_KEYS, _ends, _fmt_steps, _improving, _level_window,
 
 
 def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """actor/pg_clipfrac above the seed's band (seed-000 §2.5: "正常范围大概在 0.1~0.3。如果持续高于
-    0.3 …应该降低学习率或减小 batch size"). A level above ``high`` for ``sustain`` steps warns and,
+    """actor/pg_clipfrac above its band (docs/reading-rules.md#clipfrac-high: normal is about 0.1–0.3; held
+    above 0.3, lower the learning rate or the batch size). A level above ``high`` for ``sustain`` steps warns and,
     at ``fail_level`` or for ``fail_steps`` steps, fails; a burst of ``burst_len`` steps warns."""
     s = view.series("actor/pg_clipfrac")
     if s is None:
@@ -47,9 +47,9 @@ def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """A clip fraction near 0 for most of the run (seed-000 §2.5: "长期接近 0，可能说明策略已经收敛或
-    学习率太小"). With one update per batch (GRPO num_iterations 1, veRL ppo_epochs 1 on a single
-    mini-batch) the ratio is 1 and the clip fraction ~0 by construction: never a finding. With
+    """A clip fraction near 0 for most of the run (docs/reading-rules.md#clipfrac-low: near 0 for long, the
+    policy may have converged or the learning rate is too small). With one update per batch (GRPO num_iterations 1, veRL
+    ppo_epochs 1 on a single mini-batch) the ratio is 1 and the clip fraction ~0 by construction: never a finding. With
     several updates per batch (from the config) and a reward that does not improve, a note: the
     updates could be larger. A run whose config does not say is not judged."""
     s = view.series("actor/pg_clipfrac")
@@ -80,9 +80,10 @@ def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """actor/pg_clipfrac_lower (veRL: dual-clip activations, ratio > clip_ratio_c on negative
-    advantages — algorithms.md §6.3) sustained above ``high``, or rising ``rise_factor``× over
-    the run with a clear trend: the policy keeps pushing up tokens it was told to do less of."""
+    """actor/pg_clipfrac_lower (veRL: dual-clip activations, ratio > clip_ratio_c on negative advantages —
+    dual-clip PPO, Ye et al. 2020, arXiv 1912.09729; docs/reading-rules.md#clipfrac-lower) sustained above
+    ``high``, or rising ``rise_factor``× over the run with a clear trend: the policy keeps pushing up tokens it
+    was told to do less of."""
     s = view.series("actor/pg_clipfrac_lower")
     if s is None:
         return []

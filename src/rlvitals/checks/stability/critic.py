@@ -14,8 +14,8 @@ from ._windows import _rise, _windows
 
 
 def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """PPO: the value loss not falling while the reward rises (seed-000 §3: "如果 rewards 在涨但
-    v_loss 不降，说明 Critic 跟不上 Actor 的变化速度"), on ``min_windows`` overlapping windows of
+    """PPO: the value loss not falling while the reward rises (docs/reading-rules.md#critic-lag: the critic
+    cannot keep up with how fast the actor changes), on ``min_windows`` overlapping windows of
     a third of the run in a row, after the critic's first fit (the first tenth). A value loss
     that climbs ``climb``× on its own is reported too: the critic is losing track."""
     v, r = view.series("critic/vf_loss"), view.first(*REWARD_KEYS)
@@ -60,7 +60,7 @@ def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 def explained_variance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """critic/vf_explained_var below ``threshold`` (0: the critic predicts returns worse than a
-    constant would) for ``min_steps`` steps or more (algorithms.md §6.4). Negative for most of
+    constant would) for ``min_steps`` steps or more (docs/reading-rules.md#explained-variance). Negative for most of
     the run, or still negative at the end, fails."""
     s = view.series("critic/vf_explained_var")
     if s is None:

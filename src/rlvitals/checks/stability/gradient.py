@@ -16,11 +16,11 @@ GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "rm/grad_norm")
 
 
 def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """Steps where a gradient norm jumps to ``ratio``× its trailing median (seed-000 §2.2:
-    "突然飙升到正常值的 10 倍以上"). Spikes on ``repeat_share`` of the logged steps or more warn,
-    ``fail_count`` within ``fail_window`` steps fail — unless the gradient then settled for ``fail_window``
-    steps to the end (a warning: unstable then, not now); fewer, scattered spikes that the run recovers from
-    are a note (inspect the rollouts of those steps; nothing to change yet). A gradient that has
+    """Steps where a gradient norm jumps to ``ratio``× its trailing median
+    (docs/reading-rules.md#grad-norm-spike: a sudden jump to more than 10× its normal value). Spikes on ``repeat_share``
+    of the logged steps or more warn, ``fail_count`` within ``fail_window`` steps fail — unless the gradient then
+    settled for ``fail_window`` steps to the end (a warning: unstable then, not now); fewer, scattered spikes that the
+    run recovers from are a note (inspect the rollouts of those steps; nothing to change yet). A gradient that has
     already vanished (a trailing median below ``vanished`` of its first values) has no normal
     level to spike from: its blips are read by grad_norm_vanishing."""
     out = []
@@ -131,15 +131,16 @@ def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
 
 def grad_norm_explosion(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A gradient norm whose level (rolling median, not one step) grows to ``factor``× its
-    established level and stays there (seed-000 §2.2 "坡度太大你会滚下去（梯度爆炸）");
+    established level and stays there (docs/reading-rules.md#grad-norm-explosion: a slope too
+    steep to stay on);
     ``fail_factor``× fails. Distinct from grad_norm_spike, which reads single steps."""
     return _grad_drift(view, p, up=True)
 
 
 def grad_norm_vanishing(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A gradient norm whose level collapses to ``factor`` of its established level for a
-    sustained stretch (seed-000 §2.2 "坡度太小你走不动（梯度消失）"), measured from the run's first
-    values when the collapse came in the first steps; still down at the end at ``fail_factor`` of
+    sustained stretch (docs/reading-rules.md#grad-norm-vanishing: a slope too flat to move on), measured from the run's
+    first values when the collapse came in the first steps; still down at the end at ``fail_factor`` of
     that level or less fails (no gradient is left), still down but above it warns (saturating)."""
     return _grad_drift(view, p, up=False)
 
@@ -152,7 +153,7 @@ _DPO_MARGIN_KEY = "rewards/margins"
 
 def grad_norm_zero(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """A gradient norm of exactly 0 on ``share`` of the logged steps or more: nothing reaches the
-    model (seed-000 §2.2, the flattest slope). Read from ``min_points`` logged steps (a run that
+    model (docs/reading-rules.md#grad-norm-zero, the flattest slope). Read from ``min_points`` logged steps (a run that
     logged four zeros has said enough). The likely cause is named when the log shows it: a DPO
     loss at ln 2 with zero margins (the policy is its reference and never moves), groups with
     identical rewards (zero advantages), or a loss that is exactly 0 on those steps."""

@@ -19,7 +19,8 @@ LOSS_KEYS = ("actor/loss", "loss/dpo", "rm/loss", "sft/loss")
 
 def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The training loss jumping up, for a moment or for good, far beyond its own recent spread
-    (seed-000 §2.1: "如果突然跳升，通常意味着学习率太大、数据分布突变、或者策略在剧烈震荡").
+    (docs/reading-rules.md#loss-jump: a sudden jump usually means too large a learning rate, a sudden shift
+    in the data, or a policy swinging hard).
     A jump that stays up, or ``fail_count`` jumps, fail. A rise smaller than ``min_rise`` of the
     loss's size at the start is no jump (a saturated DPO loss of 0 that blips by a thousandth).
     An RL loss (GRPO/PPO) is a policy-gradient term with zero-mean advantages plus β·KL: noisy,
@@ -57,9 +58,9 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
 
 
 def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """actor/pg_loss climbing for a sustained stretch (seed-000 §2.1: noisy is normal, "持续飙升
-    肯定有问题"): a window of a fifth of the run with trend ≥ ``tau`` whose level rose ≥ ``k``×
-    the step noise. Still climbing at the end with a rise ≥ ``fail_k`` fails."""
+    """actor/pg_loss climbing for a sustained stretch (docs/reading-rules.md#pg-loss-climb: noisy is
+    normal, a sustained climb is certainly a problem): a window of a fifth of the run with trend ≥ ``tau`` whose level
+    rose ≥ ``k``× the step noise. Still climbing at the end with a rise ≥ ``fail_k`` fails."""
     s = view.series("actor/pg_loss")
     if s is None:
         return []
@@ -84,7 +85,7 @@ def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     after = x[end + 1 : end + 1 + max(3, width // 4)]
     if len(after) and float(np.median(after)) < float(level[onset] + 0.5 * (level[end] - level[onset])):
         # back down within a few steps: a burst (a moment of the run, read by the jump and grad checks),
-        # not the sustained climb the seed means
+        # not the sustained climb the rule means (docs/reading-rules.md#pg-loss-climb)
         first, _, last, _ = _tenths(x)
         values |= {"step": s.step(onset), "end_step": s.step(end), "after": float(np.median(after)),
                    "from": float(level[onset]), "to": float(level[end]), "first": first, "last": last}
