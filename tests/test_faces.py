@@ -32,6 +32,7 @@ def test_every_name_of_a_lazy_face_is_its_home_modules(face: str) -> None:
         assert not isinstance(got, type(sys)), f"{face}.{name} is a module"
 
 
+@pytest.mark.process
 def test_the_command_line_reads_a_log_before_importing_polars_numpy_or_the_catalog() -> None:
     """Up to the read of a log (where a large one is shared with a forked worker), nothing imports polars,
     numpy or the catalog (together about 0.2 s the worker would wait)."""
@@ -46,6 +47,7 @@ def test_the_command_line_reads_a_log_before_importing_polars_numpy_or_the_catal
     assert done.stdout.strip() == "[]", done.stderr
 
 
+@pytest.mark.process
 def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_path: Path) -> None:
     """The command as a user runs it, on a log large enough to be shared (16 MB): the forked worker finds no
     polars or numpy in its process (it was forked before their import), and the parent imported them meanwhile."""
@@ -67,6 +69,7 @@ def test_diagnose_forks_the_worker_of_a_large_log_before_polars_is_imported(tmp_
     assert seen.read_text().splitlines() == ["worker False False", "parent True 0"]
 
 
+@pytest.mark.process
 def test_a_diagnosis_written_as_json_does_not_import_the_terminal_renderers(tmp_path: Path) -> None:
     """rich (0.05 s of imports) is for the terminal and Markdown; ``--json`` writes without it, and a
     diagnosis shown on the terminal still imports it (the check can see it)."""

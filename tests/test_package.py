@@ -17,6 +17,7 @@ def test_public_names_resolve() -> None:
         rlvitals.nope  # noqa: B018
 
 
+@pytest.mark.process
 def test_import_loads_no_heavy_module() -> None:
     code = ("import sys, rlvitals; heavy = [m for m in ('torch', 'transformers', 'rlvitals.watch.monitor', "
             "'rlvitals.rollout.analysis', 'rlvitals.diagnosis', 'fastapi', 'plotly', 'wandb') if m in sys.modules]; "

@@ -127,6 +127,7 @@ def test_formats_lists_readers() -> None:
     assert code == 0 and "verl-jsonl" in out.split()
 
 
+@pytest.mark.process
 def test_a_closed_pipe_ends_quietly() -> None:
     # `rlvitals explain --list | head -1`: the reader goes away; no traceback, exit 0
     import subprocess

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from rlvitals.cli import ONE_SHOT, main
 from rlvitals.cli._common import EXIT_FINDINGS, EXIT_OK
@@ -29,6 +30,7 @@ def _run(args: list[str], before: str = "") -> subprocess.CompletedProcess[bytes
                           timeout=300, check=False)
 
 
+@pytest.mark.process
 def test_a_one_shot_command_ends_at_once_with_all_its_output(real: Path) -> None:
     assert "diagnose" in ONE_SHOT and "watch" not in ONE_SHOT and "export" not in ONE_SHOT
     done = _run(["diagnose", str(real / WARN_LOG), "--json", "--fail-on", "warn"])
@@ -40,6 +42,7 @@ def test_a_one_shot_command_ends_at_once_with_all_its_output(real: Path) -> None
     assert done.stdout.decode() == here.getvalue()  # every byte the command wrote, through the pipe
 
 
+@pytest.mark.process
 def test_with_ray_loaded_or_without_a_command_python_exits_as_usual(real: Path) -> None:
     done = _run(["diagnose", str(real / WARN_LOG), "--json"], before="import types; sys.modules['ray'] = "
                 "types.ModuleType('ray')")

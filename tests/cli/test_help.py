@@ -91,6 +91,7 @@ def _bash_complete(script: Path, words: list[str], cwd: Path) -> list[str]:
     return sorted(x for x in done.stdout.splitlines() if x)
 
 
+@pytest.mark.process
 def test_the_bash_script_completes_commands_options_choices_keys_and_files(tmp_path: Path) -> None:
     code, script, _ = _cli("completion", "bash")
     assert code == 0
@@ -117,6 +118,7 @@ def _script(shell: str, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.process
 def test_the_fish_script_completes_in_a_real_fish(tmp_path: Path) -> None:
     path = _script("fish", tmp_path)
 
@@ -131,6 +133,7 @@ def test_the_fish_script_completes_in_a_real_fish(tmp_path: Path) -> None:
     assert "actor/entropy" in offered("rlvitals explain actor/entr")
 
 
+@pytest.mark.process
 def test_the_zsh_script_registers_the_bash_completion_through_bashcompinit(tmp_path: Path) -> None:
     """zsh runs the same function as bash (tested above) through bashcompinit: the script is valid zsh
     and, sourced after compinit, makes that function rlvitals' completion."""

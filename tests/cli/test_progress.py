@@ -148,6 +148,7 @@ def test_no_callback_off_a_terminal_or_when_not_wanted() -> None:
 
 # --- on a real terminal ----------------------------------------------------------------------------
 
+@pytest.mark.process
 def test_rollouts_on_a_terminal_show_the_phases_and_leave_stdout_alone(demo: DemoFiles) -> None:
     code, out, err = _run(["rollouts", str(demo.rollouts)], terminal=True)
     frames = _frames(err)
@@ -161,12 +162,14 @@ def test_rollouts_on_a_terminal_show_the_phases_and_leave_stdout_alone(demo: Dem
     assert out == _run(["rollouts", str(demo.rollouts)], terminal=False)[1]  # the tables, byte for byte
 
 
+@pytest.mark.process
 def test_diagnose_with_rollouts_shows_the_analysis(demo: DemoFiles) -> None:
     code, _, err = _run(["diagnose", str(demo.log), "--rollouts", str(demo.rollouts)], terminal=True)
     assert code == 0 and f"rollouts in rollout_data: reading {STEPS}/{STEPS} files" in _frames(err)
     assert _gone(err)
 
 
+@pytest.mark.process
 def test_report_on_a_terminal_shows_its_build(demo: DemoFiles, tmp_path: Path) -> None:
     page = tmp_path / "r.html"
     code, out, err = _run(["report", str(demo.log), "--rollouts", str(demo.rollouts), "-o", str(page)],
@@ -182,6 +185,7 @@ def test_report_on_a_terminal_shows_its_build(demo: DemoFiles, tmp_path: Path) -
     assert _gone(err)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("argv", [["rollouts", "--json", "{dir}"],
                                   ["diagnose", "--json", "{log}", "--rollouts", "{dir}"]])
 def test_nothing_at_all_on_a_terminal_with_json(demo: DemoFiles, argv: list[str]) -> None:
@@ -189,6 +193,7 @@ def test_nothing_at_all_on_a_terminal_with_json(demo: DemoFiles, argv: list[str]
     assert code == 0 and out.startswith(b"{") and err == b""
 
 
+@pytest.mark.process
 def test_nothing_at_all_in_a_pipe(demo: DemoFiles, tmp_path: Path) -> None:
     missing = tmp_path / "gone"
     code, _, err = _run(["rollouts", str(demo.rollouts), str(missing)], terminal=False)
@@ -199,6 +204,7 @@ def test_nothing_at_all_in_a_pipe(demo: DemoFiles, tmp_path: Path) -> None:
     assert code == 0 and err == b""
 
 
+@pytest.mark.process
 def test_an_error_is_said_after_the_bar_is_gone(demo: DemoFiles, tmp_path: Path) -> None:
     page = tmp_path / "no" / "r.html"
     code, _, err = _run(["report", str(demo.log), "-o", str(page)], terminal=True)
@@ -208,6 +214,7 @@ def test_an_error_is_said_after_the_bar_is_gone(demo: DemoFiles, tmp_path: Path)
     assert not _gone(err)  # the message stays: it was written after the display erased itself
 
 
+@pytest.mark.process
 @pytest.mark.model
 def test_sample_on_a_terminal_shows_the_groups_it_samples(tmp_path: Path) -> None:
     from rlvitals.synthetic.sampler import INSTALL, missing_packages

@@ -174,6 +174,7 @@ def test_watch_wandb_options_are_refused_in_chinese(tmp_path: Path, log: Path,
         "pip install 'rlvitals[export]'\n")
 
 
+@pytest.mark.process
 def test_a_live_watch_starts_with_its_banner_in_chinese(tmp_path: Path, log: Path) -> None:
     watch = subprocess.Popen([sys.executable, "-m", "rlvitals", "watch", str(log), "--lang", "zh", "--state",
                               str(tmp_path / "s.sqlite"), "--interval", "0.05"],

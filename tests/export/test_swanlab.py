@@ -52,6 +52,7 @@ def points(runs: list[rlvitals.Run], key: str) -> dict[int, float]:
     return out
 
 
+@pytest.mark.process
 def test_the_plan_is_in_the_run_value_for_value(tmp_path: Path) -> None:
     folder = tmp_path / "swanlog"
     said = export(FIXTURE, folder)
@@ -74,6 +75,7 @@ def test_the_plan_is_in_the_run_value_for_value(tmp_path: Path) -> None:
     assert table.key == "rlvitals/findings" and len(table.rows) == len(plan.findings)
 
 
+@pytest.mark.process
 def test_exported_again_it_adds_nothing_and_a_grown_log_only_its_new_steps(tmp_path: Path) -> None:
     lines = FIXTURE.read_bytes().splitlines(keepends=True)
     log = tmp_path / FIXTURE.name
@@ -96,6 +98,7 @@ def test_exported_again_it_adds_nothing_and_a_grown_log_only_its_new_steps(tmp_p
             assert got[step] == value
 
 
+@pytest.mark.process
 def test_one_run_name_for_several_runs_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rlvitals", "export", str(FIXTURE), str(FIXTURE), "--swanlab",
                            str(tmp_path), "--swanlab-run", "x"], capture_output=True, text=True, timeout=300)
@@ -104,6 +107,7 @@ def test_one_run_name_for_several_runs_is_a_usage_error(tmp_path: Path) -> None:
             "name") in done.stderr
 
 
+@pytest.mark.process
 def test_the_line_it_writes_and_a_missing_library_in_both_languages(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from rlvitals.errors import RlvitalsError
@@ -121,6 +125,7 @@ def test_the_line_it_writes_and_a_missing_library_in_both_languages(tmp_path: Pa
     assert got.value.text("zh") == "--swanlab 需要 swanlab 库，但它没有安装；请用 pip install 'rlvitals[swanlab]' 安装"
 
 
+@pytest.mark.process
 def test_one_run_name_for_several_runs_is_said_in_chinese(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rlvitals", "export", str(FIXTURE), str(FIXTURE), "--swanlab",
                            str(tmp_path), "--swanlab-run", "x", "--lang", "zh"], capture_output=True, text=True,

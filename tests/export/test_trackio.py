@@ -52,6 +52,7 @@ def logged(db: Path) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.mark.process
 def test_the_plan_is_in_the_project_value_for_value(tmp_path: Path) -> None:
     said = export(FIXTURE, tmp_path / "trackio")
     db = tmp_path / "trackio" / "rlvitals.db"
@@ -69,6 +70,7 @@ def test_the_plan_is_in_the_project_value_for_value(tmp_path: Path) -> None:
     assert len(logged(db)) == len(set(logged(db)))
 
 
+@pytest.mark.process
 def test_exported_again_it_adds_nothing_and_a_grown_log_only_its_new_steps(tmp_path: Path) -> None:
     lines = FIXTURE.read_bytes().splitlines(keepends=True)
     log = tmp_path / FIXTURE.name
@@ -107,6 +109,7 @@ def test_a_process_that_imported_trackio_elsewhere_is_told(tmp_path: Path, monke
                                     "trackio，它会一直用那个文件夹；请在新的进程里导出")
 
 
+@pytest.mark.process
 def test_one_run_name_for_several_runs_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "rlvitals", "export", str(FIXTURE), str(FIXTURE), "--trackio",
                            str(tmp_path), "--trackio-run", "x"], capture_output=True, text=True, timeout=300)

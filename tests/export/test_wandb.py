@@ -124,6 +124,7 @@ def _double(value: Any) -> float:
     return float(value)  # wandb-core prints NaN and the infinities as the strings "NaN", "Infinity"
 
 
+@pytest.mark.process
 def test_wandb_itself_reads_the_export_back(plan: ExportPlan, exported: WandbExport) -> None:
     records = _wandb_records(exported.run_dir)
     history = [r["history"]["item"] for r in records if r["type"] == "history"]

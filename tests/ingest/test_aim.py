@@ -120,6 +120,7 @@ def assert_tracked(run: object, steps: range) -> None:
     assert run.steps.tolist() == list(steps)  # type: ignore[attr-defined]
 
 
+@pytest.mark.process
 def test_a_repository_holds_its_runs_and_each_reads_what_was_tracked(store: Path) -> None:
     assert find_reader(store).format == "aim" and find_reader(store / ".aim").format == "aim"
     roots = aim_repo.runs(store)
@@ -150,6 +151,7 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
     return out
 
 
+@pytest.mark.process
 def test_reading_writes_nothing_into_the_repository(store: Path) -> None:
     """Aim's own read-only open of the killed run would replay its write-ahead log into new files of the
     user's repository; the reader reads a copy, so every file keeps its bytes and times."""
@@ -160,6 +162,7 @@ def test_reading_writes_nothing_into_the_repository(store: Path) -> None:
     assert snapshot(store) == before
 
 
+@pytest.mark.process
 def test_a_run_still_being_written_reads_as_far_as_it_has_gone(tmp_path: Path) -> None:
     steps = 120
     proc = start(tmp_path, "live", steps, 0.05, "close")
@@ -221,6 +224,7 @@ for step in range(100):
 """
 
 
+@pytest.mark.process
 def test_a_run_killed_between_two_of_aims_writes_keeps_each_value_at_its_own_step(tmp_path: Path) -> None:
     """Aim's own ``items_list()`` pairs a run's columns by position, so the loss of step 7 (its step never
     written) would shift into step 2 and on; rlvitals pairs each value with its step by their key."""
@@ -254,6 +258,7 @@ run.close()
 """
 
 
+@pytest.mark.process
 def test_hf_trainers_end_of_training_totals_are_the_summary(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", HF, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
@@ -267,6 +272,7 @@ def test_hf_trainers_end_of_training_totals_are_the_summary(tmp_path: Path) -> N
     assert run.skipped.count == 0 and not any("system metrics" in str(n) for n in run.notes)
 
 
+@pytest.mark.process
 def test_a_repository_of_several_runs_or_a_run_it_lacks_is_said_in_both_languages(store: Path) -> None:
     with pytest.raises(InputError, match=r"this Aim repository holds 2 runs; read it with load\(\)") as caught:
         list(aim_repo.read(store, SourceMeta(format="aim"), SkipLog()))
@@ -275,6 +281,7 @@ def test_a_repository_of_several_runs_or_a_run_it_lacks_is_said_in_both_language
         list(aim_repo.read(Path(f"{store}#0123"), SourceMeta(format="aim"), SkipLog()))
 
 
+@pytest.mark.process
 def test_without_the_aim_package_the_error_names_the_install(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "aim", None)  # what `import aim` meets where aim is not installed
     root = aim_repo.runs(store)[0]
@@ -284,6 +291,7 @@ def test_without_the_aim_package_the_error_names_the_install(store: Path, monkey
     assert "请用 pip install 'rlvitals[aim]' 安装" in caught.value.text("zh")
 
 
+@pytest.mark.process
 def test_a_damaged_run_is_counted_and_named_not_a_crash(store: Path, tmp_path: Path) -> None:
     """The killed run's values log with every seventh byte flipped: RocksDB recovers none of it; the run's
     metadata still names the steps its metrics reached, so the loss is said, not silent."""
@@ -304,6 +312,7 @@ def test_a_damaged_run_is_counted_and_named_not_a_crash(store: Path, tmp_path: P
     assert "(eval/reward: none of 9; kl: none of 17; train/acc[sub_dataset=gsm8k]: none of 17; …)" in said
 
 
+@pytest.mark.process
 def test_watch_follows_a_run_as_it_is_written(tmp_path: Path) -> None:
     """``watch`` reads the repository again whenever its files change: each look a prefix of what the script
     tracks, the last one the whole run."""
@@ -340,6 +349,7 @@ def test_watch_follows_a_run_as_it_is_written(tmp_path: Path) -> None:
     w.close()
 
 
+@pytest.mark.process
 def test_serve_lists_each_run_of_a_repository(store: Path, tmp_path: Path) -> None:
     """A served folder holding an Aim repository of two runs lists two runs, each diagnosed with its steps,
     and serving it writes nothing into the repository."""
@@ -351,6 +361,7 @@ def test_serve_lists_each_run_of_a_repository(store: Path, tmp_path: Path) -> No
     assert snapshot(store) == before
 
 
+@pytest.mark.process
 def test_a_fifo_or_a_device_among_a_runs_files_is_counted_and_never_copied(store: Path, tmp_path: Path) -> None:
     """A run is read from a copy of its files: a link to /dev/zero among them was copied for ever (filling the
     disk), a FIFO waited for a writer. Neither is opened now; each is a counted skip, the run is read."""
@@ -368,6 +379,7 @@ def test_a_fifo_or_a_device_among_a_runs_files_is_counted_and_never_copied(store
                                       f"{device}: a device, not a log file; it was not opened"]
 
 
+@pytest.mark.process
 def test_mutated_repositories_read_or_fail_clearly(store: Path, tmp_path: Path) -> None:
     """The fuzzer's byte mutations (:mod:`.fuzzing`) of the ended run's values table and of the repository's
     metadata database, written back into a copy of the real repository: each read gives runs or a clear

@@ -100,6 +100,7 @@ def value_at(run: object, key: str, step: int) -> float | None:
     return None
 
 
+@pytest.mark.process
 def test_a_session_reads_what_the_script_reported(offline: Path) -> None:
     (folder,) = [p for p in offline.iterdir() if p.is_dir()]
     (archive,) = offline.glob("*.zip")
@@ -119,6 +120,7 @@ def test_a_session_reads_what_the_script_reported(offline: Path) -> None:
     assert run.framework == "verl" and run.algorithm == "grpo"
 
 
+@pytest.mark.process
 def test_the_zip_is_the_same_session(offline: Path) -> None:
     (folder,) = [p for p in offline.iterdir() if p.is_dir()]
     (archive,) = offline.glob("*.zip")
@@ -127,6 +129,7 @@ def test_the_zip_is_the_same_session(offline: Path) -> None:
     assert a.raw.equals(b.raw) and a.config == b.config and a.summary == b.summary
 
 
+@pytest.mark.process
 def test_a_killed_session_is_read_as_far_as_it_was_written(tmp_path: Path) -> None:
     offline = write(tmp_path, steps=200, killed=True)
     assert not list(offline.glob("*.zip"))  # never closed
@@ -136,6 +139,7 @@ def test_a_killed_session_is_read_as_far_as_it_was_written(tmp_path: Path) -> No
         assert same(value_at(run, "actor/entropy", step), 1.0 / (step + 1))
 
 
+@pytest.mark.process
 def test_a_line_cut_by_a_kill_is_a_counted_skip(offline: Path, tmp_path: Path) -> None:
     (folder,) = [p for p in offline.iterdir() if p.is_dir()]
     copy = tmp_path / folder.name
@@ -159,6 +163,7 @@ def test_not_a_session_is_told_in_both_languages(tmp_path: Path) -> None:
                                     ".zip）；请传入某个会话，或缓存里的 offline/ 文件夹")
 
 
+@pytest.mark.process
 def test_the_session_is_followed_as_it_grows(offline: Path, tmp_path: Path) -> None:
     """``watch`` re-reads a session when it changes (its metrics file grows by batches)."""
     import io
@@ -189,6 +194,7 @@ def test_the_session_is_followed_as_it_grows(offline: Path, tmp_path: Path) -> N
     w.close()
 
 
+@pytest.mark.process
 def test_serve_lists_the_session_of_the_cache_folder(offline: Path, tmp_path: Path) -> None:
     runs, notes = served(offline.parent, tmp_path)
     assert [(r["status"], r["steps"], r["last_step"]) for r in runs] == [("ready", STEPS, STEPS - 1)], notes
@@ -197,6 +203,7 @@ def test_serve_lists_the_session_of_the_cache_folder(offline: Path, tmp_path: Pa
 # --- FIFOs, devices and zip bombs -------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_fifo_named_like_a_session_zip_is_never_opened(offline: Path, tmp_path: Path) -> None:
     """A FIFO named ``offline-<id>.zip`` beside a session: looking whether it was a session's zip waited for a
     writer forever; it is no session now, and the session beside it is read."""
@@ -210,6 +217,7 @@ def test_a_fifo_named_like_a_session_zip_is_never_opened(offline: Path, tmp_path
     assert run["path"] == str(cache / folder.name) and run["steps"] == STEPS
 
 
+@pytest.mark.process
 def test_a_sessions_metrics_that_are_a_device_are_counted_and_never_opened(offline: Path, tmp_path: Path) -> None:
     from .specials import load_in_child, plant
 
@@ -275,6 +283,7 @@ def _limited(path: Path) -> dict[str, object]:
     return answer
 
 
+@pytest.mark.process
 def test_a_zip_bomb_member_is_refused_with_the_cap_named(offline: Path, tmp_path: Path) -> None:
     """A 1.5 MB zip whose metrics inflate to 1.5 GB: read whole it took 3.2 GB of memory (here: over the
     child's 1 GB, a MemoryError). The member over the cap is not read, and the refusal names it and the cap."""
@@ -292,6 +301,7 @@ def test_a_zip_bomb_member_is_refused_with_the_cap_named(offline: Path, tmp_path
                                    "会话）；没有读取")
 
 
+@pytest.mark.process
 def test_a_members_lines_are_streamed_so_a_long_one_costs_no_memory(offline: Path, tmp_path: Path) -> None:
     """A session zip whose metrics hold, between its real lines, a line of 800 MB (under the cap): read a line
     at a time with at most 1 GB of address space, the long line is one counted skip, every step is read."""
@@ -306,6 +316,7 @@ def test_a_members_lines_are_streamed_so_a_long_one_costs_no_memory(offline: Pat
                    "zh": [f"{zipped}/metrics.jsonl:2: 这一行超过 16777216 字节；已跳过"]}
 
 
+@pytest.mark.process
 def test_a_task_too_large_is_refused_in_both_languages(offline: Path, tmp_path: Path) -> None:
     (folder,) = [p for p in offline.iterdir() if p.is_dir()]
     zipped = tmp_path / "offline-task.zip"
@@ -320,6 +331,7 @@ def test_a_task_too_large_is_refused_in_both_languages(offline: Path, tmp_path: 
                                     "没有读取")
 
 
+@pytest.mark.process
 def test_a_member_damaged_past_its_lines_keeps_what_was_read(offline: Path, tmp_path: Path) -> None:
     """A zip whose metrics fail their checksum at their end (the session's line, then 8 MB of blanks: zipfile
     checks the CRC once it has inflated the last byte): the line read before is kept, and the damage is a
@@ -340,6 +352,7 @@ def test_a_member_damaged_past_its_lines_keeps_what_was_read(offline: Path, tmp_
                                                           "余下的部分已跳过")
 
 
+@pytest.mark.process
 def test_mutated_sessions_read_or_fail_clearly(offline: Path, tmp_path: Path) -> None:
     """The fuzzer's mutations (:mod:`.fuzzing`) of the real session: its zip with a member changed (written
     again with valid CRCs), its metrics lines and its task document in the session folder. Each gives runs
@@ -359,6 +372,7 @@ def test_mutated_sessions_read_or_fail_clearly(offline: Path, tmp_path: Path) ->
         assert not crashes, f"{len(crashes)} of {BUDGET} {seed.reader} inputs crashed; the first:\n{crashes[0]}"
 
 
+@pytest.mark.process
 def test_shapes_the_fuzzer_found_read_or_fail_clearly(offline: Path, tmp_path: Path) -> None:
     """Found by the fuzzer: hyperparameters that are no object, a parameter's type that is a list, and a zip of a
     version Python's zipfile does not read (its sniff raised NotImplementedError)."""

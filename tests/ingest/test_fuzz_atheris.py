@@ -59,6 +59,7 @@ def _target(seed: Seed, folders: Path) -> list[str]:
     return [seed.reader, seed.name, seed.kind, str(folders / seed.reader) if seed.beside else "", seed.root or ""]
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_coverage_guided_fuzzing_of_every_reader_finds_no_crash(seeds: list[Seed], tmp_path: Path) -> None:
     assert {s.reader for s in seeds} == {*READERS, "verl-dump", "trl-completions"}

@@ -117,6 +117,7 @@ def same(a: float | None, b: float | None) -> bool:
     return a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
 
 
+@pytest.mark.process
 def test_a_run_reads_what_the_script_logged_value_for_value(swanlog: Path) -> None:
     assert find_reader(swanlog).format == "swanlab"
     [run] = load(swanlog)
@@ -140,6 +141,7 @@ def test_a_run_reads_what_the_script_logged_value_for_value(swanlog: Path) -> No
     assert not any("no finish record" in str(n) for n in run.notes)
 
 
+@pytest.mark.process
 def test_every_scalar_is_what_swanlabs_own_reader_reads(swanlog: Path) -> None:
     file = run_file(swanlog)
     theirs = swanlab_scalars(file)
@@ -152,6 +154,7 @@ def test_every_scalar_is_what_swanlabs_own_reader_reads(swanlog: Path) -> None:
     assert all(same(ours[k], theirs[k]) for k in theirs)
 
 
+@pytest.mark.process
 def test_the_run_folder_and_the_file_are_the_same_run(swanlog: Path) -> None:
     file = run_file(swanlog)
     assert swanlab.runs(swanlog) == [file.parent]
@@ -164,6 +167,7 @@ def _read(path: Path) -> tuple[list[tuple[int, dict[str, object]]], SkipLog, Sou
     return [(r.step, r.values) for r in swanlab.read(path, meta, skips)], skips, meta
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("keep", [0.3, 0.55, 0.8, 0.97])
 def test_a_file_cut_while_writing_keeps_every_complete_record(swanlog: Path, tmp_path: Path, keep: float) -> None:
     source = run_file(swanlog)
@@ -183,6 +187,7 @@ def test_a_file_cut_while_writing_keeps_every_complete_record(swanlog: Path, tmp
     assert any("no finish record" in str(n) for n in meta.notes)
 
 
+@pytest.mark.process
 def test_a_run_killed_at_once_is_an_empty_run_said_plainly(tmp_path: Path) -> None:
     logdir = write(tmp_path, steps=3, killed=0)
     assert run_file(logdir).stat().st_size == 0  # SwanLab had flushed nothing, not even its header
@@ -194,6 +199,7 @@ def test_a_run_killed_at_once_is_an_empty_run_said_plainly(tmp_path: Path) -> No
                                          "或者刚刚开始）")
 
 
+@pytest.mark.process
 def test_a_killed_run_keeps_what_reached_the_file(tmp_path: Path) -> None:
     logdir = write(tmp_path, steps=3000, killed=100_000)  # 18,000 scalars: killed after 100 kB reached the file
     [run] = load(logdir)
@@ -268,6 +274,7 @@ def test_a_swanlab_file_from_before_0_8_is_refused_in_both_languages(tmp_path: P
                                          "rlvitals 读取的是版本 2（SwanLab 0.8 及以后）")
 
 
+@pytest.mark.process
 def test_a_config_that_is_not_yaml_is_said_not_fatal(swanlog: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -279,6 +286,7 @@ def test_a_config_that_is_not_yaml_is_said_not_fatal(swanlog: Path, tmp_path: Pa
     assert len(run.steps) == STEPS
 
 
+@pytest.mark.process
 def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A live run's file is a prefix of the file it ends as: ``watch`` reads only what each poll finds past
@@ -322,6 +330,7 @@ def test_watch_follows_a_swanlab_run_as_its_file_grows(swanlog: Path, tmp_path: 
     w.close()
 
 
+@pytest.mark.process
 def test_serve_lists_each_run_of_a_swanlog_folder(swanlog: Path, tmp_path: Path) -> None:
     """A served folder holding a ``swanlog/`` of two runs lists two runs, each diagnosed with its steps."""
     import shutil
@@ -367,6 +376,7 @@ def deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_file(root / "swanlog").parent
 
 
+@pytest.mark.process
 def test_a_config_nested_500_deep_is_cut_with_a_counted_skip_and_the_rest_kept(deep: Path) -> None:
     from rlvitals.words import in_lang
 
@@ -383,6 +393,7 @@ def test_a_config_nested_500_deep_is_cut_with_a_counted_skip_and_the_rest_kept(d
     assert not [k for k in run.config if k.startswith("deep")]
 
 
+@pytest.mark.process
 def test_a_config_of_yaml_aliases_a_billion_values_large_is_cut_not_flattened(deep: Path, tmp_path: Path) -> None:
     """Forty lines of YAML aliases, each doubling the last, make 2**40 values: flattening them never ended."""
     import shutil
@@ -405,6 +416,7 @@ def test_a_config_of_yaml_aliases_a_billion_values_large_is_cut_not_flattened(de
     assert reason.endswith(" on, was left out")
 
 
+@pytest.mark.process
 def test_a_fifo_or_a_device_inside_a_run_folder_is_counted_and_never_opened(deep: Path, tmp_path: Path) -> None:
     """The run's config a link to /dev/zero, its logged table a FIFO: neither is opened (a FIFO waits for a
     writer forever), each a counted skip; the run and its other files are read."""
@@ -428,6 +440,7 @@ def test_a_fifo_or_a_device_inside_a_run_folder_is_counted_and_never_opened(deep
         f"{table}: the table logged as 'samples' at step 4 cannot be read (InputError); it was skipped"]]
 
 
+@pytest.mark.process
 def test_a_config_value_python_cannot_hold_is_said_not_fatal(deep: Path, tmp_path: Path) -> None:
     """Found by the fuzzer: an integer of 5,000 digits is YAML, but Python refuses to read it (ValueError)."""
     import shutil

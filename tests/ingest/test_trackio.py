@@ -96,6 +96,7 @@ def value_at(run: object, key: str, step: int) -> float | None:
     return None
 
 
+@pytest.mark.process
 def test_a_project_holds_its_runs_and_each_reads_what_was_logged(store: Path) -> None:
     (db,) = store.glob("*.db")
     assert db.name == "rlvitalsdemo.db" and find_reader(store).format == "trackio"
@@ -128,6 +129,7 @@ print(json.dumps([SQLiteStorage.get_logs("rl.vitals demo", name, run_id=run_id) 
 """
 
 
+@pytest.mark.process
 def test_every_value_is_what_trackios_own_storage_reads(store: Path) -> None:
     import json
 
@@ -145,6 +147,7 @@ def test_every_value_is_what_trackios_own_storage_reads(store: Path) -> None:
         assert all(same(ours[k], theirs[k]) for k in theirs)  # type: ignore[arg-type]
 
 
+@pytest.mark.process
 def test_a_project_read_while_a_training_writes_it(tmp_path: Path) -> None:
     """Reads opened read-only while the training logs: each sees a prefix of the run, and the training
     (Trackio flushes every 0.5 s, from a thread of its own) never meets a locked database."""
@@ -170,6 +173,7 @@ def test_a_project_read_while_a_training_writes_it(tmp_path: Path) -> None:
     assert len(run.steps) == 400
 
 
+@pytest.mark.process
 def test_watch_follows_a_project_as_it_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each poll reads only the rows written since the last (a query from the last row id): over the whole
     training the records read add up to one read of the finished run, plus at most one per poll (a step a
@@ -212,6 +216,7 @@ def test_watch_follows_a_project_as_it_grows(tmp_path: Path, monkeypatch: pytest
     w.close()
 
 
+@pytest.mark.process
 def test_a_damaged_row_is_a_counted_skip(store: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -230,6 +235,7 @@ def test_a_damaged_row_is_a_counted_skip(store: Path, tmp_path: Path) -> None:
     assert run.steps.tolist() == list(range(STEPS))  # step 1's other call is still read
 
 
+@pytest.mark.process
 def test_a_folder_of_several_projects_read_whole_is_told_in_both_languages(store: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -245,6 +251,7 @@ def test_a_folder_of_several_projects_read_whole_is_told_in_both_languages(store
                                     "或者传入某一个项目的 .db 文件")
 
 
+@pytest.mark.process
 def test_system_samples_are_left_out_and_counted(store: Path, tmp_path: Path) -> None:
     """The machine's samples (Trackio's system_metrics table: a timestamp, no step) are no training steps."""
     import shutil
@@ -279,6 +286,7 @@ trackio.finish()
 """
 
 
+@pytest.mark.process
 def test_hf_global_step_is_the_axis_and_rows_logged_inside_a_step_join_it(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", HF_SCRIPT], env={**os.environ, "TRACKIO_DIR": str(tmp_path)},
                           capture_output=True, text=True, timeout=300)
@@ -298,6 +306,7 @@ def test_hf_global_step_is_the_axis_and_rows_logged_inside_a_step_join_it(tmp_pa
                           "在下一步计算时记录），放在下一个 global step 上")
 
 
+@pytest.mark.process
 def test_serve_lists_each_run_of_a_project(store: Path, tmp_path: Path) -> None:
     """A served experiment folder holding Trackio's store lists the project's three runs, the two named
     ``exp-a`` apart, each diagnosed with its steps."""
@@ -309,6 +318,7 @@ def test_serve_lists_each_run_of_a_project(store: Path, tmp_path: Path) -> None:
     assert len(twins) == 2 and twins[0] != twins[1], [r["label"] for r in runs]  # the name, and the id apart
 
 
+@pytest.mark.process
 def test_a_console_in_the_store_folder_is_a_run_beside_the_projects(store: Path, tmp_path: Path) -> None:
     """TRACKIO_DIR pointed at the experiment folder, where the training's console is captured too: the folder
     is Trackio's, and the console beside its database is read as well, not lost."""
@@ -324,6 +334,7 @@ def test_a_console_in_the_store_folder_is_a_run_beside_the_projects(store: Path,
     assert [r.format for r in load(folder, "trackio")] == ["trackio"] * 3  # --format trackio: its own alone
 
 
+@pytest.mark.process
 def test_a_project_that_cannot_be_opened_for_a_moment_is_read_at_the_next_poll(
         store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer checkpointing its WAL can make an open fail ("disk I/O error", seen under load): that poll

@@ -378,6 +378,7 @@ run.finish()
 """
 
 
+@pytest.mark.process
 def test_a_config_value_nested_2000_deep_is_cut_with_a_counted_skip_and_the_rest_kept(tmp_path: Path) -> None:
     import subprocess
     import sys

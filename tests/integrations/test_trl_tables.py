@@ -31,6 +31,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.process
 def test_the_trackers_tables_read_as_trls_completion_files(out: Path) -> None:
     files = read_rollouts(out / "grpo", reward_weights=WEIGHTS)
     assert files.format == "trl-completions"
@@ -48,6 +49,7 @@ def test_the_trackers_tables_read_as_trls_completion_files(out: Path) -> None:
                             "read", *files.notes]
 
 
+@pytest.mark.process
 def test_the_four_trackers_hold_the_same_metrics_under_the_same_names(out: Path) -> None:
     """transformers' W&B, Trackio and ClearML callbacks and Aim's own name TRL's metrics each their own way
     (``train/reward``; ``train/reward``; title ``train``, series ``reward``; ``reward`` with no context): all read to

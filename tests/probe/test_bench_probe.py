@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_probe.py"
 NUMBER = r"\d+(?:\.\d+)?"
 
 
+@pytest.mark.process
 def test_the_quick_benchmark_prints_every_row() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--quick", "--delay", "0.005"], capture_output=True,
                           text=True, timeout=300, check=False)

@@ -85,6 +85,7 @@ def _probe(*argv: str) -> dict[str, object]:
     return dict(orjson.loads(out.getvalue()))
 
 
+@pytest.mark.process
 def test_probe_against_transformers_serve(served: tuple[str, str], tmp_path: Path) -> None:
     url, model = served
     rollouts = _dump(tmp_path / "rollouts")

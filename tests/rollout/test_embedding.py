@@ -88,6 +88,7 @@ def test_sharded_state_with_embeddings() -> None:
         d.merge(parts[0], d.update(None, df.filter(pl.col("group") == "same")))
 
 
+@pytest.mark.process
 def test_runs_offline() -> None:
     # a fresh process whose sockets cannot connect and without the offline variables set by the user
     code = textwrap.dedent("""

@@ -135,6 +135,7 @@ def test_group_size_is_checked_for_python_objects() -> None:
     assert any("do not have group_size=4" in n for n in a.notes)
 
 
+@pytest.mark.process
 def test_torch_is_not_imported_for_numpy_input() -> None:
     code = ("import sys, numpy as np, rlvitals\n"
             "a = rlvitals.analyze_rollouts([{'step': np.int64(1), 'prompt': 'p', 'score': np.float32(1)}], ks=(1,))\n"

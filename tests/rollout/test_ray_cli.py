@@ -48,6 +48,7 @@ def _started(command: list[str], env: dict[str, str]) -> None:
     assert done.returncode == 0, f"{' '.join(command)}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
 
 
+@pytest.mark.process
 def test_the_command_line_on_a_two_node_cluster_prints_the_local_json(two_nodes: str, tmp_path: Path) -> None:
     from rlvitals.synthetic.demo import run_demo
 

@@ -708,6 +708,7 @@ def test_a_64_bit_uid_a_lone_surrogate_and_a_5000_digit_number_do_not_crash_a_du
     assert rs.table.group_by("group").len()["len"].sort().to_list() == [1, 2]  # the two big-uid rows stay one group
 
 
+@pytest.mark.process
 def test_a_fifo_given_or_among_the_dumps_is_never_opened(tmp_path: Path) -> None:
     """A FIFO given as the dump, or named ``1.jsonl`` before the real dumps (what ``serve`` and ``--rollouts``
     look for in a folder), waited for a writer forever: the one given is refused in both languages, the one in

@@ -64,6 +64,7 @@ def _expected() -> list[tuple[Any, ...]]:
     return sorted((step, q, a, s) for step, samples in SAMPLES for q, a, s in samples)
 
 
+@pytest.mark.process
 def test_verl_generations_read_the_same_from_every_tracker(logged: Path) -> None:
     formats = {}
     for name, root in _verl_roots(logged).items():
@@ -82,6 +83,7 @@ def test_verl_generations_read_the_same_from_every_tracker(logged: Path) -> None
                        "clearml session": "clearml-table", "clearml zip": "clearml-table"}
 
 
+@pytest.mark.process
 def test_a_wide_wandb_table_repeating_earlier_rows_is_read_once(logged: Path) -> None:
     """veRL logs W&B a table holding every step so far: three files, the last of all three steps."""
     run = _verl_roots(logged)["wandb run"]
@@ -103,6 +105,7 @@ def _comparable(df: pl.DataFrame) -> list[tuple[Any, ...]]:
             for row in df.select(cols).sort("step", "group", "sample").rows()]
 
 
+@pytest.mark.process
 def test_trl_completions_tables_read_as_trls_own_files(logged: Path) -> None:
     files = read_rollouts(logged / "trl")  # TRL's completions_<step>.parquet, the same frames
     assert files.format == "trl-completions"
@@ -118,6 +121,7 @@ def test_trl_completions_tables_read_as_trls_own_files(logged: Path) -> None:
                 "score").to_list()
 
 
+@pytest.mark.process
 def test_analyze_and_the_command_line_read_a_tracker_run(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = _trl_roots(logged)["wandb"]
     analysis = analyze_rollouts(run)
@@ -128,6 +132,7 @@ def test_analyze_and_the_command_line_read_a_tracker_run(logged: Path, capsys: p
     assert "veRL's validation generations ('val/generations')" in capsys.readouterr().out
 
 
+@pytest.mark.process
 def test_reward_weights_on_validation_generations_are_refused(logged: Path) -> None:
     root = _verl_roots(logged)["trackio run"]
     with pytest.raises(InputError) as e:
@@ -136,6 +141,7 @@ def test_reward_weights_on_validation_generations_are_refused(logged: Path) -> N
     assert "'trackio-table'" in e.value.text()
 
 
+@pytest.mark.process
 def test_a_run_that_logged_no_rollout_table_says_what_it_logged(logged: Path, tmp_path: Path) -> None:
     run = tmp_path / "offline-run-1" / "files" / "media" / "table"
     run.mkdir(parents=True)
@@ -155,6 +161,7 @@ def test_a_run_that_logged_no_rollout_table_says_what_it_logged(logged: Path, tm
     assert "it logged no tables;" in e.value.text() and "它没有记录任何表；" in e.value.text("zh")
 
 
+@pytest.mark.process
 def test_a_damaged_table_file_is_a_counted_skip(logged: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -169,6 +176,7 @@ def test_a_damaged_table_file_is_a_counted_skip(logged: Path, tmp_path: Path) ->
     assert reason.startswith(f"{first}: the W&B table 'completions' cannot be read (JSONDecodeError")
 
 
+@pytest.mark.process
 def test_a_wandb_folder_of_two_runs_with_tables_asks_for_one(logged: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -182,6 +190,7 @@ def test_a_wandb_folder_of_two_runs_with_tables_asks_for_one(logged: Path, tmp_p
                                   "（offline-run-1, offline-run-2）；请给出其中一个运行的文件夹")
 
 
+@pytest.mark.process
 def test_watch_follows_the_tables_of_a_tracker_run_as_they_come(logged: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -203,6 +212,7 @@ def test_watch_follows_the_tables_of_a_tracker_run_as_they_come(logged: Path, tm
     assert trackio_run.poll() and sorted(trackio_run.frames) == list(COMPLETION_STEPS)
 
 
+@pytest.mark.process
 def test_a_real_wandb_run_without_tables_is_told_it_logged_none(logged: Path, tmp_path: Path) -> None:
     import shutil
 

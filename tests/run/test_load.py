@@ -190,6 +190,7 @@ def test_control_characters_in_a_key_are_shown_escaped_never_sent_to_a_terminal(
     assert "lo\\x1b[2Jss\\x07" in out.getvalue()
 
 
+@pytest.mark.process
 def test_a_fifo_is_never_opened_and_the_logs_beside_it_are_read(tmp_path: Path) -> None:
     """Reading a FIFO waits for a writer forever: a folder holding one used to hang load, watch and serve."""
     import os
@@ -239,6 +240,7 @@ def _linked_runs(root: Path) -> Path:
     return runs
 
 
+@pytest.mark.process
 def test_a_run_reached_through_several_links_is_read_once_and_a_loop_never_hangs(tmp_path: Path) -> None:
     """The folder's log was read three times (``exp1/``, ``latest/``, ``current/``): once now, by its real path;
     the loop of links is passed over. In a child process with a deadline: a loop followed would never end."""

@@ -47,6 +47,7 @@ def _first_line(tmp_path: Path, lang: str, token: str | None) -> str:
     return line
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("token", [None, TOKEN])
 def test_serve_prints_its_lines_in_the_chosen_language(tmp_path: Path, token: str | None) -> None:
     en = _first_line(tmp_path, "en", token)

@@ -115,6 +115,7 @@ def test_cli_demo_refuses_bad_arguments(argv: list[str]) -> None:
         err.getvalue()
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_cli_demo_serves_the_dashboard_while_it_trains(tmp_path: Path) -> None:
     """`rlvitals demo --serve`: the dashboard follows the demo's log live and shows its verdict."""

@@ -36,6 +36,7 @@ def _alerts(text: str) -> list[dict[str, object]]:
     return [orjson.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.process
 def test_into_a_pipe_every_alert_is_streamed(log: Path, tmp_path: Path) -> None:
     into_file, state = tmp_path / "alerts.jsonl", tmp_path / "to-file"
     state.mkdir()
@@ -64,6 +65,7 @@ def test_a_fifo_with_a_reader_gets_each_alert_and_one_without_is_refused(log: Pa
     assert _alerts(got.decode()) and got.endswith(b"\n")
 
 
+@pytest.mark.process
 def test_a_device_is_written_to_not_read(log: Path, tmp_path: Path) -> None:
     """Read back, /dev/zero never ends: in a process of its own, held to 2 GB and a minute, so that a
     regression fails here instead of taking the machine's memory."""

@@ -190,12 +190,12 @@ def test_bad_arguments_are_refused_at_construction() -> None:
         MonitorOptions(every=0)
 
 
-def test_options_come_as_one_record_or_as_keywords_over_it() -> None:
-    base = MonitorOptions(every=7, run="job", stop_on="fail", state_path="a.sqlite")
+def test_options_come_as_one_record_or_as_keywords_over_it(tmp_path: Path) -> None:
+    base = MonitorOptions(every=7, run="job", stop_on="fail", state_path=tmp_path / "a.sqlite")
     mon = Monitor(options=base, every=3, err=None)
     try:
         assert (mon.options.every, mon.options.run, mon.stop_on) == (3, "job", "fail")
-        assert mon.options.state_path == Path("a.sqlite") and base.every == 7  # the caller's record is untouched
+        assert mon.options.state_path == tmp_path / "a.sqlite" and base.every == 7  # the caller's record is untouched
     finally:
         mon.close()
 

@@ -131,6 +131,7 @@ def soak(folder: Path, steps: int, seed: int, rate: float, lives: tuple[float, f
     return out
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_killed_and_restarted_watcher_reads_every_step_once_through_rotations(tmp_path: Path) -> None:
     from watch.soak_writer import KINDS

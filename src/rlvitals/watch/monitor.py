@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, Finding
@@ -121,7 +121,7 @@ class Monitor:
     """
 
     def __init__(self, sinks: Sequence[Sink | str] = (), options: MonitorOptions | None = None, *,
-                 err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time, **settings: Any) -> None:
+                 err: IO[str] | None = sys.stderr, clock: Callable[[], float] = time.time, **settings: object) -> None:
         from .sinks import parse_sink
 
         unknown = sorted(set(settings) - {f.name for f in fields(MonitorOptions)})
@@ -129,7 +129,8 @@ class Monitor:
             known = ", ".join(f.name for f in fields(MonitorOptions))
             raise MonitorError(Words(f"Monitor({unknown[0]}=...): not an option; expected one of {known}",
                                      f"Monitor({unknown[0]}=...)：没有这个选项；可用的选项：{known}"))
-        self.options = replace(options or MonitorOptions(), **settings)
+        # a keyword names a field (checked above); the record checks the values it can
+        self.options = replace(options or MonitorOptions(), **cast("dict[str, Any]", settings))
         self.sinks: list[Sink] = [parse_sink(s, self.options.lang) if isinstance(s, str) else s for s in sinks]
         self.err, self.clock = err, clock
         self._inbox = Inbox(self.options.queue_size)
