@@ -28,43 +28,44 @@ def lookup(key: str, catalog: Catalog | None = None, lang: str = "en") -> tuple[
             "Run 'rlvitals explain --list' to see every metric.",
             f"{key!r} 既不是已收录的指标，也不是它们的别名。{hint.zh}"
             "运行 'rlvitals explain --list' 可以查看全部指标。"))
-    return res.metric, res.canonical, (_how_zh if lang == "zh" else _how_en)(key, res)
-
-
-def _how_en(key: str, res: Resolved) -> list[str]:
-    how = [f"{key!r} is an alias of {res.canonical!r} (via {res.via})"]
-    if res.alias is not None:
-        alias = res.alias
-        where = [alias.framework]
-        if alias.since or alias.until:
-            where.append(f"versions {alias.since or '…'}–{alias.until or '…'}")
-        how.append(", ".join(where) + (f": {alias.note}" if alias.note else ""))
-        if alias.scale != 1.0:
-            how.append(f"logged values are multiplied by {alias.scale:g}")
-    if res.split == "eval":
-        how.append("logged on the evaluation split")
-    return how
+    return res.metric, res.canonical, _how(key, res, lang)
 
 
 #: how an alias was matched (``Resolved.via``: ``exact``, ``pattern``, after a backend's renaming ``hf:exact``)
 _VIA_ZH = {"exact": "名称完全一致", "pattern": "按名称模式匹配"}
+#: the words of how a key was reached, per language; an alias's note is English only, marked so in Chinese (as the
+#: report does)
+_HOW = {
+    "en": {"alias": "{key!r} is an alias of {canonical!r} (via {via})", "any": "any", "versions": ", versions {a}–{b}",
+           "note": ": {note}", "scale": "logged values are multiplied by {scale:g}",
+           "eval": "logged on the evaluation split"},
+    "zh": {"alias": "{key!r} 是 {canonical!r} 的别名（{via}）", "any": "各框架通用", "versions": "，版本 {a}–{b}",
+           "note": "；说明（英文原文）：{note}", "scale": "记录的值要乘以 {scale:g}", "eval": "这是评测集上记录的值"},
+}
 
 
-def _how_zh(key: str, res: Resolved) -> list[str]:
-    """:func:`_how_en` in Chinese; an alias's note is English only, and marked so (as the report does)."""
-    *backend, via = res.via.split(":")
-    matched = (f"还原 {backend[0]} 的改名后" if backend else "") + _VIA_ZH.get(via, via)
-    how = [f"{key!r} 是 {res.canonical!r} 的别名（{matched}）"]
+def _via(via: str, lang: str) -> str:
+    if lang != "zh":
+        return via
+    *backend, how = via.split(":")
+    return (f"还原 {backend[0]} 的改名后" if backend else "") + _VIA_ZH.get(how, how)
+
+
+def _how(key: str, res: Resolved, lang: str) -> list[str]:
+    """How ``key`` was reached: the alias it matched, where and in which versions it is logged, its scale and
+    its split, in ``lang``."""
+    w = _HOW[lang]
+    how = [w["alias"].format(key=key, canonical=res.canonical, via=_via(res.via, lang))]
     if res.alias is not None:
         alias = res.alias
-        where = "各框架通用" if alias.framework == "any" else alias.framework
+        where = w["any"] if alias.framework == "any" else alias.framework
         if alias.since or alias.until:
-            where += f"，版本 {alias.since or '…'}–{alias.until or '…'}"
-        how.append(where + (f"；说明（英文原文）：{alias.note}" if alias.note else ""))
+            where += w["versions"].format(a=alias.since or "…", b=alias.until or "…")
+        how.append(where + (w["note"].format(note=alias.note) if alias.note else ""))
         if alias.scale != 1.0:
-            how.append(f"记录的值要乘以 {alias.scale:g}")
+            how.append(w["scale"].format(scale=alias.scale))
     if res.split == "eval":
-        how.append("这是评测集上记录的值")
+        how.append(w["eval"])
     return how
 
 
