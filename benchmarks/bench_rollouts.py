@@ -7,8 +7,8 @@ Group metrics are pinned to CPU 0 (one core). Data: numpy, seed 0; 100 steps × 
 success probability p ~ Beta(0.6, 0.6); a correct rollout answers "gold", a wrong one one of 4 wrong
 answers (a rollout has no answer with probability 5%). Timed:
 
-- rlvitals: ``step_metrics(ks=1..16)``: σ_G (both ddofs) + zero-variance split + effective batch +
-  group-size distribution + exact pass@k, G-Pass@k and maj@k for every k ≤ 16 (the maj@k cache is
+- rlvitals: ``step_metrics(ks=1..16)``: σ_G (both ddofs; its quantiles and bands) + zero-variance split +
+  effective batch + group-size distribution + exact pass@k, G-Pass@k and maj@k for every k ≤ 16 (the maj@k cache is
   cleared first), through the mergeable state (``compute(update(None, df))``: per-group values kept,
   sorted per column before summing, so shards give the same bits).
 - pandas:   ``groupby(["step", "group"]).apply`` of a straightforward per-group function (std, zero

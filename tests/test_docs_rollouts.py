@@ -48,6 +48,8 @@ def template(key: str) -> str:
     key = re.sub(r"@\d+$", "@{k}", key)
     key = re.sub(r"/distinct_\d+$", "/distinct_{n}", key)
     key = re.sub(r"_length/(?:p10|p50|p90|max)$", "_length/{dist}", key)
+    key = re.sub(r"^group/reward_std/p\d+$", "group/reward_std/{quantile}", key)
+    key = re.sub(r"^group/reward_std/band/.+$", "group/reward_std/band/{sigma_band}", key)
     return re.sub(r"/q\d+$", "/q{b}", key)
 
 
@@ -58,9 +60,9 @@ def _record(step: int, g: int, s: int) -> dict[str, Any]:
     think = " ".join(["check", "the", "sum", "again"] * (1 + s % 3)) + f" maybe {answer}"
     calls = [f"search(q{g})"] * (1 + s % 2) + ([f"open({s})"] if g % 2 else [])
     n_tok = 4 + s
+    response = f"<think>{think}</think> <answer>{answer}</answer>" if s % 4 else f"just {answer} {s}"
     return {
-        "step": step, "group": f"p{g}", "sample": s, "prompt": f"question {g}",
-        "response": f"<think>{think}</think> <answer>{answer}</answer>" if s % 4 else f"just {answer} {s}",
+        "step": step, "group": f"p{g}", "sample": s, "prompt": f"question {g}", "response": response,
         "score": 1.0 if ok else (0.5 if g == 3 else 0.0), "correct": ok, "answer": answer, "target": "42",
         "source": "gsm8k" if g % 2 else "math", "split": "train" if g < 3 else "ood",
         "length": 20 + 7 * s + g, "truncated": s == 7, "advantage": (0.5 if ok else -0.5) * (1 + g % 2),
@@ -68,6 +70,10 @@ def _record(step: int, g: int, s: int) -> dict[str, Any]:
         "token_entropy": [((step * 7 + g * 3 + s + t) % 11) / 5 for t in range(n_tok)],
         "token_logprob": [-((g + s + t) % 5) / 4 for t in range(n_tok)],
         "token_advantage": [(0.5 if ok else -0.5) + t / 100 for t in range(n_tok)],
+        "token_old_logprob": [-((g + s + t) % 5) / 4 - 0.01 * (step + 1) for t in range(n_tok)],
+        "token_rollout_logprob": [-((g + s + t) % 5) / 4 - 0.02 for t in range(n_tok)],
+        # the response cut into n_tok pieces: token strings aligned with the per-token lists
+        "tokens": [response[t * len(response) // n_tok:(t + 1) * len(response) // n_tok] for t in range(n_tok)],
     }
 
 

@@ -15,7 +15,7 @@ import string
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,11 +36,16 @@ from .checks import (
     target_of,
 )
 from .checks.config import DiagnoseConfig
+from .rollout import extreme_rollouts
 from .run.run import Run
 from .story import Scale, Story, tell
 from .words import Words, in_lang
 
-__all__ = ["LAYER_NAMES", "READING_ORDER", "Diagnosis", "Finding", "Headline", "Moment", "assemble", "diagnose"]
+if TYPE_CHECKING:
+    from .rollout.analysis import RolloutAnalysis
+
+__all__ = ["LAYER_NAMES", "READING_ORDER", "SPIKE_CHECKS", "Diagnosis", "Finding", "Headline", "Moment", "assemble",
+           "diagnose", "with_rollouts"]
 
 #: the dashboard's layers in reading order, and each one's question (en, zh): from ``[layers]`` in the catalog
 READING_ORDER: tuple[str, ...] = load_catalog().reading_order
@@ -355,15 +360,16 @@ def _threads() -> int:
 
 
 def diagnose(run: Run, config: DiagnoseConfig | None = None, checks: Sequence[Check] | None = None, *,
-             threads: int | None = None) -> Diagnosis:
+             threads: int | None = None, downstream: Run | None = None) -> Diagnosis:
     """Every check on ``run`` (or only ``checks``); disabled, inapplicable and data-less checks are
     reported as skipped with the reason, never left out.
 
     The checks run side by side in ``threads`` threads (default: the usable cores, at most
     :data:`MAX_THREADS`; 1 runs them one after another here). A check only reads the run, so the
-    findings are the same, in the same order, however many threads judged them."""
+    findings are the same, in the same order, however many threads judged them. ``downstream``: the policy run a
+    reward model (``run``) judged, read against it by ``rm_downstream``."""
     config = config or DiagnoseConfig()
-    view = RunView(run)
+    view = RunView(run, downstream)
     chosen = tuple(load_checks() if checks is None else checks)
 
     def judge(check: Check) -> list[Finding]:
@@ -389,3 +395,38 @@ def _forecast(view: RunView, chosen: Sequence[Check], config: DiagnoseConfig) ->
         return None
     params = {**check.params, **config.for_check(check.id).params}
     return replace(run_forecast(view, forecast_params(params)), target=target_of(params))
+
+
+#: checks whose findings are point events at steps (``evidence["spike_steps"]``) that the rollouts of those steps
+#: may explain: a gradient spike usually matches an extreme-reward rollout (docs/reading-rules.md#grad-norm-spike)
+SPIKE_CHECKS = ("grad_norm_spike",)
+#: the spike steps whose rollouts are named, at most
+SPIKE_STEPS = 8
+
+
+def with_rollouts(d: Diagnosis, rollouts: RolloutAnalysis) -> Diagnosis:
+    """``d`` with each spike finding (:data:`SPIKE_CHECKS`) tied to the rollouts of its steps: its evidence gains
+    ``spike_rollouts``, for each of its first :data:`SPIKE_STEPS` spike steps that has rollouts, the rollouts at
+    the extremes of advantage, reward and length (:func:`~rlvitals.rollout.extremes.extreme_rollouts`: step,
+    group, sample, reward, advantage, group z, length, the group's size and mean reward, why). A spike step
+    without rollouts is left out; a diagnosis with nothing to tie is returned as it is.
+
+    Example:
+        >>> from rlvitals.rollout.analysis import analyze_rollouts
+        >>> d = with_rollouts(diagnose(run), analyze_rollouts("rollouts/"))  # doctest: +SKIP
+    """
+    have = set(rollouts.rollout_steps())
+    wanted = [[s for s in _steps(f.evidence.get("spike_steps")) if s in have][:SPIKE_STEPS]
+              if f.check in SPIKE_CHECKS and f.status in FINDING_STATUSES else [] for f in d.findings]
+    steps = sorted({s for mine in wanted for s in mine})
+    if not steps:
+        return d
+    table = rollouts.table_at(steps)
+    picked = {s: extreme_rollouts(table, s) for s in steps}
+    findings = tuple(replace(f, evidence={**f.evidence, "spike_rollouts": [r for s in mine for r in picked[s]]})
+                     if mine else f for f, mine in zip(d.findings, wanted, strict=True))
+    return replace(d, findings=findings)
+
+
+def _steps(value: object) -> list[int]:
+    return [int(s) for s in value] if isinstance(value, (list, tuple)) else []

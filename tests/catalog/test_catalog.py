@@ -28,7 +28,7 @@ ANY_VERSION = ((), (10**9,))
 SAMPLE = {
     "source": "openai/gsm8k", "var": "acc", "stat": "best@4/mean", "agg": "max", "fn": "correctness",
     "n": "2", "k": "8", "passn": "8", "name": "x_custom_phase", "side": "chosen", "bucket": "medium",
-    "probe": "corrupt", "dist": "p90",
+    "probe": "corrupt", "dist": "p90", "quantile": "p25", "sigma_band": "50-75",
 }
 
 TRL_GRPO = {"framework": "trl", "algorithm": "grpo", "family": "rl"}

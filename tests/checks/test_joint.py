@@ -171,10 +171,12 @@ def test_a_reward_that_never_moves_in_ten_thousand_steps_fails() -> None:
 
 
 def test_reward_flat_leaves_short_rising_and_solved_runs_alone(real: Path) -> None:
-    """A 500-step run is not judged; the deepseek GRPO reward rises (0.26 -> 0.97); a reward pinned at the top
-    of its range is solved."""
+    """A 500-step run with no batch min and max (no range to say what a rise worth seeing is) is not judged
+    before 1,000 steps; the deepseek GRPO reward rises (0.26 -> 0.97); a reward pinned at the top of its
+    range is solved."""
     f = finding(diagnose(corpus_run("other__minimind-from-scratch__grpo-v2-rule-reward-30m")), "reward_flat")
-    assert f.status == "skipped" and "from 1000 steps on" in f.message["en"]
+    assert f.status == "skipped" and f.template == "no_range" and "from 1000 steps on" in f.message["en"]
+    assert "没有 batch 的最小值和最大值" in f.message["zh"] and "要从 1000 步起才判断" in f.message["zh"]
     d = diagnose(rlvitals.load(real / "verl__verl_training_log__grpo_run_deepseek7b_llm.log")[0])
     assert finding(d, "reward_flat").status == "ok"
     t = np.arange(1200)
@@ -182,6 +184,71 @@ def test_reward_flat_leaves_short_rising_and_solved_runs_alone(real: Path) -> No
                        "critic/score/min": np.zeros(1200), "actor/entropy": np.full(1200, 0.3)})
     f = finding(diagnose(solved), "reward_flat")
     assert f.status == "ok" and "a solved task" in f.message["en"]
+
+
+def _verl_reward(mean: np.ndarray) -> rlvitals.Run:
+    """A veRL-like run logging the batch mean reward of a 0/1 verifier with its batch min and max."""
+    n = len(mean)
+    return make_run({"critic/score/mean": mean, "critic/score/min": np.zeros(n), "critic/score/max": np.ones(n),
+                     "actor/entropy": np.full(n, 0.5)})
+
+
+def test_a_flat_reward_is_judged_as_early_as_its_noise_allows() -> None:
+    """Constructed: a 0/1 verifier's batch mean around 0.30 with a step-to-step noise of 0.03, batch min 0 and
+    max 1 (veRL logs both). Over 250 steps the test could have seen a rise of 0.023 (2 % of the range): the
+    reward is flat, a warning; over its first 100 steps (a rise of 0.037 excluded) the same is a note, the
+    reward may still take off; a rising reward is ok; a falling one is reward_collapse's."""
+    rng = np.random.default_rng(3)
+    flat = 0.30 + rng.normal(0, 0.03, 250)
+    f = finding(diagnose(_verl_reward(flat)), "reward_flat")
+    assert (f.status, f.template, f.onset_step) == ("warn", "flat_early", 1)
+    assert f.message["en"] == ("Over 250 steps critic/score/mean did not rise beyond its noise: 0.296 at the start, "
+                               "best 0.307, 0.296 at the end. A rise of 0.023 or more (2% of its range 0..1) would "
+                               "have shown and is excluded; a smaller one is not.")
+    assert f.message["zh"] == ("250 步里 critic/score/mean 没有超出噪声上升：开始 0.296，最好 0.307，结束 0.296。0.023 "
+                               "及以上的上升（其范围 0..1 的 2%）本来能看出来，可以排除；更小的上升不能排除。")
+    assert f.evidence["threshold"] == pytest.approx(0.023, abs=5e-4) and f.evidence["threshold_share"] == 0.1
+    early = finding(diagnose(_verl_reward(flat[:100])), "reward_flat")
+    assert (early.status, early.template) == ("note", "flat_early")
+    assert "A rise of 0.037 or more (4% of its range 0..1)" in early.message["en"]
+    assert "0.037 及以上的上升（其范围 0..1 的 4%）" in early.message["zh"]
+    # the healthy control: the same noise on a reward rising 0.30 -> 0.45
+    rising = finding(diagnose(_verl_reward(flat + np.linspace(0, 0.15, 250))), "reward_flat")
+    assert rising.status == "ok"
+    falling = finding(diagnose(_verl_reward(flat - np.linspace(0, 0.15, 250))), "reward_flat")
+    assert (falling.status, falling.template) == ("skipped", "falling")
+    assert "read reward_collapse" in falling.message["en"] and "请看 reward_collapse" in falling.message["zh"]
+
+
+def test_a_reward_too_noisy_to_judge_says_what_it_could_not_exclude() -> None:
+    """Constructed: the same flat reward with a step-to-step noise of 0.25 (a batch of a few prompts): over 60
+    steps only a rise of 0.4 (40 % of the range) would have shown, so it is not judged, and the words say how
+    many steps a rise of a tenth needs (970: the tolerance falls as one over the root of the steps). Under 30
+    steps nothing is judged."""
+    rng = np.random.default_rng(5)
+    noisy = np.clip(0.30 + rng.normal(0, 0.25, 60), 0, 1)
+    f = finding(diagnose(_verl_reward(noisy)), "reward_flat")
+    assert (f.status, f.template) == ("skipped", "noisy")
+    assert ("only a rise of more than 0.4 (40% of its range 0..1) would have shown: a smaller one cannot be "
+            "excluded yet. About 970 steps are needed to see a rise of 10% of the range.") in f.message["en"]
+    assert ("只有超过 0.4 的上升（其范围 0..1 的 40%）才看得出来：更小的上升还不能排除。要看出范围 10% 的上升，"
+            "大约需要 970 步。") in f.message["zh"]
+    short = finding(diagnose(_verl_reward(noisy[:20])), "reward_flat")
+    assert short.status == "skipped" and "judged from 30 steps on" in short.message["en"]
+    assert "要从 30 步起才判断" in short.message["zh"]
+
+
+def test_a_short_real_run_whose_reward_has_not_moved_is_a_note() -> None:
+    """Real (corpus wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk, veRL, W&B history): critic/score/mean
+    in -1..1, -0.547 over steps 1-10 and -0.531 over 29-38 — no gain in 38 steps. The test could have seen a rise
+    of 0.14 (7 % of the range): flat, but 38 steps is early for a reward to take off, so a note (the run is
+    labelled healthy, the verdict stays ok)."""
+    d = diagnose(corpus_run("wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk"))
+    f = finding(d, "reward_flat")
+    assert (f.status, f.template) == ("note", "flat_early")
+    assert "Over 38 steps critic/score/mean did not rise beyond its noise" in f.message["en"]
+    assert "(7% of its range -1..1) would have shown and is excluded" in f.message["en"]
+    assert "38 步里 critic/score/mean 没有超出噪声上升" in f.message["zh"] and "的 7%）本来能看出来" in f.message["zh"]
 
 
 def _probed(faith: Sequence[float], reward: Sequence[float], every: int = 10) -> rlvitals.Run:

@@ -394,6 +394,24 @@ def test_repeated_tool_calls(tmp_path: Path, copies: Callable[[int], int], statu
         assert f"each call is made about {times:.2g} times" in f.message["en"]
 
 
+#: a call of the real veRL multi-turn dump (tests/rollout/data/verl-gsm8k-multiturn-hecate) that parses, and one
+#: of the same dump that does not (its keys without the braces)
+GOOD_CALL = '{"name": "calc_gsm8k_reward", "arguments": {"answer": "15"}}'
+BAD_CALL = '"name": "calc_gsm8k_reward", "arguments": {"answer": "3.5"}'
+
+
+@pytest.mark.parametrize(("bad", "status"), [(0, "ok"), (1, "warn"), (3, "fail")])
+def test_tool_call_arguments_that_stop_parsing(tmp_path: Path, bad: int, status: str) -> None:
+    # 4 groups x 4 rollouts, one call each; from step 7 on, `bad` rollouts of each group of 4 write the broken call
+    rows = {s: [{"prompt": f"q{g}", "score": float(i % 2),
+                 "response": f"<tool_call>\n{BAD_CALL if s >= 7 and i < bad else GOOD_CALL}\n</tool_call>"}
+                for g in range(4) for i in range(4)] for s in range(1, 15)}
+    f = mine(diagnosed(write_dump(rows, tmp_path / "d"), base_log(tmp_path, 14)))["tool_call_args"]
+    assert f.status == status, f.message["en"]
+    if status != "ok":
+        assert f.onset_step == 7 and f.evidence["value"] == pytest.approx(1 - bad / 4)
+
+
 def entropy_rows(steps: int, scale: Callable[[int], float]) -> Rows:
     """Constructed token entropies: 4 groups × 4 rollouts × 40 tokens drawn from an exponential law whose
     mean is ``scale(step)`` (the same law at every step = no squeeze); rewards mixed."""
@@ -507,6 +525,18 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
                                                     "group/effective_batch/groups": flat(16),
                                                     "group/size/mean": flat(8)}),
     ("effective_batch", "small_share"): lambda: make_run({"group/effective_batch": flat(0.5)}),
+    ("tool_call_args", "ok"): lambda: make_run({"rollout/tool_calls/valid_args": flat(0.988)}),
+    ("tool_call_args", "invalid_fail"): lambda: make_run({"rollout/tool_calls/valid_args": step(0.99, 0.3)}),
+    ("tool_call_args", "invalid_warn"): lambda: make_run({"rollout/tool_calls/valid_args": step(0.99, 0.8)}),
+    ("tool_call_args", "falling"): lambda: make_run({"rollout/tool_calls/valid_args": ramp(1.0, 0.92)}),
+    ("think_entropy_collapse", "ok"): lambda: make_run({"rollout/think_entropy/mean": flat(0.8),
+                                                        "rollout/answer_entropy/mean": flat(0.3)}),
+    ("think_entropy_collapse", "think_only"): lambda: make_run({"rollout/think_entropy/mean": step(0.8, 0.2),
+                                                                "rollout/answer_entropy/mean": flat(0.3)}),
+    ("think_entropy_collapse", "think"): lambda: make_run({"rollout/think_entropy/mean": step(0.8, 0.2)}),
+    ("think_entropy_collapse", "both"): lambda: make_run({"rollout/think_entropy/mean": step(0.8, 0.2),
+                                                          "rollout/answer_entropy/mean": step(0.3, 0.1)}),
+    ("think_entropy_collapse", "short"): lambda: make_run({"rollout/think_entropy/mean": flat(0.8)[:5]}),
 }
 
 
@@ -542,8 +572,8 @@ def test_statuses_match_their_words() -> None:
     said: dict[str, Mapping[str, Sequence[str]]] = {
         "fail": {"en": ("looping", "taught the policy nothing", "only states the answer", "no reasoning before",
                         "no longer follow",
-                        "not producing the format", "near-deterministic", "redundant calls")},
-        "note": {"en": ("still break it", "generated for nothing")},
+                        "not producing the format", "near-deterministic", "redundant calls", "most calls fail")},
+        "note": {"en": ("still break it", "generated for nothing", "not in the reasoning alone")},
     }
     for (cid, template), build in CASES.items():
         out = outcomes(build(), cid)[0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from runs import finding, make_run
+from runs import corpus_run, finding, make_run
 
 import rlvitals
 from rlvitals.checks import Outcome, RunView, load_checks, stability
@@ -46,6 +46,12 @@ def one(series: Mapping[str, np.ndarray], cid: str, metric: str | None = None, *
     found = [o for o in outcomes(series, cid, **kw) if metric is None or metric in o.metrics]
     assert len(found) == 1, [(o.status, o.template, o.metrics) for o in found]
     return found[0]
+
+
+def message(o: Outcome, lang: str, cid: str = "lr_schedule") -> str:
+    """The words of ``o`` in ``lang``, filled as the diagnosis fills them."""
+    check = CHECKS[cid]
+    return check.text(lang).messages[o.template].format(**{**check.params, **o.values})
 
 
 def scaled(series: Arrays, keys: tuple[str, ...], factor: float) -> Arrays:
@@ -457,6 +463,120 @@ def test_a_kl_far_from_zero_at_the_first_step_is_to_a_different_model() -> None:
     assert (r[0].status, r[0].template) == ("warn", "warn_far")
 
 
+# -- loss_trend ---------------------------------------------------------------------------------
+
+def test_a_preference_loss_climbing_steadily() -> None:
+    """Constructed (issue 37): a DPO loss climbing steadily 0.53 -> 1.07 over 300 steps (noise 0.02) passed every
+    check (no jump). It ends above where it started: a failure dated at its low. One that fell to 0.30 and
+    climbs back to ~0.50 (below its start) is a warning dated where the climb began."""
+    t = np.arange(300)
+    climbing = {"loss/dpo": np.linspace(0.53, 1.07, 300) + noise(300, 0.02, 1)}
+    o = one(climbing, "loss_trend", framework="trl")
+    assert (o.status, o.template, o.onset_step) == ("fail", "fail", 1)
+    assert one(climbing, "loss_jump", framework="trl").status == "ok"  # no jump: this is the trend's to say
+    en, zh = message(o, "en", "loss_trend"), message(o, "zh", "loss_trend")
+    assert "has climbed steadily since step 1, from its lowest level 0.5" in en and "back above where it started" in en
+    assert "从第 1 步起持续上升" in zh and "回到了起点" in zh
+    back = {"loss/dpo": np.where(t < 150, 0.69 - 0.0026 * t, 0.30 + 0.0013 * (t - 150)) + noise(300, 0.01, 2)}
+    o = one(back, "loss_trend", framework="trl")
+    assert (o.status, o.template) == ("warn", "warn") and 140 <= o.onset_step <= 160
+    assert o.values["end"] < o.values["start"]
+    assert "the optimisation is going backwards on its own data" in message(o, "en", "loss_trend")
+    assert "优化在自己的数据上倒退" in message(o, "zh", "loss_trend")
+
+
+def test_a_falling_or_stepped_loss_is_no_climb_and_short_runs_are_not_judged() -> None:
+    """Constructed controls: a DPO loss falling 0.69 -> 0.3 (healthy); one that steps up once at step 150 and
+    stays (loss_jump's, not a steady climb); 20 values (not judged)."""
+    t = np.arange(300)
+    assert one({"loss/dpo": 0.69 - 0.0013 * t + noise(300, 0.02, 3)}, "loss_trend", framework="trl").status == "ok"
+    stepped = {"loss/dpo": np.where(t < 150, 0.4, 0.8) + noise(300, 0.01, 4)}
+    assert one(stepped, "loss_trend", framework="trl").status == "ok"
+    o = one({"loss/dpo": np.linspace(0.5, 1.0, 20)}, "loss_trend", framework="trl")
+    assert (o.status, o.template) == ("skipped", "short")
+    assert "whether it trends is judged from 30 on" in message(o, "en", "loss_trend")
+    assert "要从 30 个点起才判断" in message(o, "zh", "loss_trend")
+
+
+def test_an_rl_loss_climb_is_read_through_its_parts() -> None:
+    """Constructed veRL GRPO runs whose actor/loss climbs 0.53 -> 1.07: the policy term's mean is ~0 by
+    construction (group-normalised advantages), so the climb is read through the parts — pg_loss climbing with
+    it is pg_loss_climb's (skipped here, not said twice), a KL to the reference rising with it is the
+    regulariser (ok), and no part logged cannot be judged."""
+    g = grpo()
+    climb = np.linspace(0.53, 1.07, 300) + noise(300, 0.02, 5)
+    with_pg = {**g, "actor/loss": climb, "actor/pg_loss": climb - 0.5}
+    o = one(with_pg, "loss_trend")
+    assert (o.status, o.template, o.values["part"]) == ("skipped", "rl_policy", "actor/pg_loss")
+    assert "read by pg_loss_climb" in message(o, "en", "loss_trend")
+    assert "由 pg_loss_climb 判断" in message(o, "zh", "loss_trend")
+    with_kl = {**g, "actor/loss": climb, "actor/kl_loss": np.linspace(0.001, 0.05, 300)}
+    o = one(with_kl, "loss_trend")
+    assert (o.status, o.template, o.values["part"]) == ("ok", "rl_kl", "actor/kl_loss")
+    assert "an RL loss holds β·KL" in message(o, "en", "loss_trend")
+    assert "RL 的 loss 包含 β·KL" in message(o, "zh", "loss_trend")
+    bare = {k: v for k, v in g.items() if k not in ("actor/pg_loss", "actor/kl_loss")}
+    o = one({**bare, "actor/loss": climb}, "loss_trend")
+    assert (o.status, o.template) == ("skipped", "rl_unread")
+    assert "so it is not judged" in message(o, "en", "loss_trend") and "所以不作判断" in message(o, "zh", "loss_trend")
+
+
+def test_loss_trend_on_real_logs() -> None:
+    """Real (corpus): TRL trainer_state.json histories. A 1,229-step SFT run (loss 0.996 -> 0.89) and a healthy
+    DPO run (0.692 -> 0.523) do not climb; a GRPO run whose `loss` creeps 5.4e-05 -> 9.7e-05 while its KL to
+    the reference rises is the KL term (ok), not a finding."""
+    for run_id in ("trlstate__mistral7b-sft-ift-eft-fp16", "trlstate__mistral7b-dpo-selfreward-m2"):
+        f = finding(diagnose(corpus_run(run_id)), "loss_trend")
+        assert (f.status, f.template) == ("ok", "ok"), run_id
+    f = finding(diagnose(corpus_run("trlstate__qwen25-1p5b-grpo-unalign-truncated")), "loss_trend")
+    assert (f.status, f.template) == ("ok", "rl_kl")
+    assert "actor/loss climbed from 5.43e-05 (step 1) to 9.73e-05 while actor/kl_loss rose" in f.message["en"]
+    assert "actor/loss 从 5.43e-05（第 1 步）升到 9.73e-05，同时 actor/kl_loss 上升了" in f.message["zh"]
+
+
+# -- ppo_kl_band -------------------------------------------------------------------------------
+
+def test_ppo_kl_held_to_its_own_band() -> None:
+    """Constructed (issue 37): a simulated veRL PPO run whose KL to the reference stays in its band, but whose
+    per-update KL actor/ppo_kl sits at ~0.30 nats/token for all 300 steps. kl_band, which reads the reference
+    KL, passes it; ppo_kl_band warns from step 1: each step moves the policy three times the band's top."""
+    s = ppo()
+    s["actor/ppo_kl"] = 0.30 + noise(300, 0.03, 4)
+    assert one(s, "kl_band").status == "ok"  # the reference KL is fine: the band it reads is not the problem
+    o = one(s, "ppo_kl_band")
+    assert (o.status, o.template, o.onset_step, o.metrics) == ("warn", "warn", 1, ("actor/ppo_kl",))
+    assert o.evidence["threshold"] == 0.1 and 0.25 < o.values["peak"] < 0.35
+    en, zh = message(o, "en", "ppo_kl_band"), message(o, "zh", "ppo_kl_band")
+    assert "has been above 0.1 nats/token from step 1 to step 300 (300 logged steps" in en
+    assert "the updates have left PPO's trust region" in en
+    assert "从第 1 步到第 300 步一直高于每 token 0.1 nat（300 个记录步" in zh and "更新已经离开了 PPO 的信任域" in zh
+    # far out from step 151 (ratios far outside any clip range): a failure dated there
+    s["actor/ppo_kl"] = np.where(np.arange(300) < 150, 0.003, 1.5) + noise(300, 0.001, 5)
+    o = one(s, "ppo_kl_band")
+    assert (o.status, o.template, o.onset_step) == ("fail", "fail", 151)
+    assert "above 1 nat per token from step 151 to step 300" in message(o, "en", "ppo_kl_band")
+    assert "从第 151 步到第 300 步一直高于每 token 1 nat" in message(o, "zh", "ppo_kl_band")
+    # a burst of five steps is no sustained level (kl_jump reads it)
+    s["actor/ppo_kl"] = np.where((np.arange(300) >= 100) & (np.arange(300) < 105), 0.5, 0.003)
+    assert one(s, "ppo_kl_band").status == "ok"
+
+
+def test_ppo_kl_band_on_real_healthy_ppo_runs(real: Path) -> None:
+    """Real veRL PPO logs (tests/fixtures/real): the deepseek-7B GSM8K run logs actor/ppo_kl 0.000-0.001 with
+    three decimals (several updates per batch): ok, in both languages. The gemma-2-2B run logs exactly 0 on every
+    step: one update per batch, nothing to judge (skipped, never ok)."""
+    d = rlvitals.diagnose(rlvitals.load(real / "verl__verl_training_log__ppo_run_deepseek7b_llm.log")[0])
+    f = finding(d, "ppo_kl_band")
+    assert f.status == "ok" and "stays below 0.1 nats/token" in f.message["en"]
+    assert "一直低于每 token 0.1 nat" in f.message["zh"]
+    gemma = "verl__verl-data__gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log"
+    f = finding(rlvitals.diagnose(rlvitals.load(real / gemma)[0]), "ppo_kl_band")
+    assert f.status == "skipped" and "exactly 0 on every step" in f.message["en"]
+    assert "在每一步都恰好为 0" in f.message["zh"]
+    # a run that does not log it: not read at all
+    assert outcomes({"actor/kl_loss": np.full(50, 0.02)}, "ppo_kl_band") == []
+
+
 # -- kl_shape ---------------------------------------------------------------------------------
 
 def test_runaway_kl_found_at_its_bend() -> None:
@@ -597,6 +717,35 @@ def test_lr_sudden_zero_fails() -> None:
     assert o.values["zero_steps"] == 150 and o.evidence["before"] > 0.4e-6
 
 
+def test_lr_constant_printed_as_1e06_dropping_to_zero() -> None:
+    """Constructed: GRPO's most common rate, a constant 1e-06 (one significant digit, as veRL's console and
+    wandb print it), dropping to 0 while the other metrics keep their full digits. It was skipped as "too few
+    digits"; it is exact, and the drop is judged by how long the rate has been 0 at the end."""
+    lr = np.full(300, 1e-6)
+    lr[200:] = 0.0  # a third of the run at 0, to the last step: the run stopped learning
+    o = lr_check(lr)
+    assert (o.status, o.template, o.onset_step, o.values["zero_steps"]) == ("fail", "fail_zero", 201, 100)
+    assert "to zero at step 201" in message(o, "en") and "第 201 步" in message(o, "zh")
+    lr = np.full(300, 1e-6)
+    lr[290:] = 0.0  # the last ten steps (3 % < fail_share): it just stopped, act now
+    o = lr_check(lr)
+    assert (o.status, o.template, o.onset_step) == ("warn", "warn_zero_end", 291)
+    assert "still 0 at the last logged step 300 (10 logged steps, 3% of the run)" in message(o, "en")
+    assert "到最后记录的第 300 步仍为 0（10 个记录步，占训练的 3%）" in message(o, "zh")
+    lr = np.full(300, 1e-6)
+    lr[100:110] = 0.0  # ten steps at 0, then the rate came back: lost steps, not a run that stopped
+    o = lr_check(lr)
+    assert (o.status, o.template, o.onset_step, o.values["back_step"]) == ("warn", "warn_zero_back", 101, 111)
+    assert "came back to 1e-06 at step 111" in message(o, "en") and "在第 111 步回到 1e-06" in message(o, "zh")
+    # the healthy control: the same constant, never dropping (no config: a common choice, not flagged)
+    assert lr_check(np.full(300, 1e-6)).template == "ok_constant_unstated"
+    # the edge: two values of the rate (0 and 1e-06) in a log whose other numbers carry no more digits than
+    # that (all rounded to six decimals): a decay printed coarsely looks the same, so it is not judged
+    six = {k: np.round(v, 6) for k, v in grpo().items()}
+    six["actor/lr"] = np.r_[np.full(200, 1e-6), np.zeros(100)]
+    assert one(six, "lr_schedule", "actor/lr").template == "coarse"
+
+
 def test_lr_restarted_after_a_decay_is_a_restart() -> None:
     lr = cosine()
     lr[200:] = cosine(100, warmup=1)  # a scheduler restarted on resume
@@ -648,8 +797,13 @@ def test_healthy_and_rounded_learning_rates() -> None:
     assert lr_check(decayed).status == "ok"
     rounded = lr_check(np.zeros(300))  # '0.000' on every step of a 3-decimal log: not judged, never ok
     assert (rounded.status, rounded.template) == ("skipped", "rounded")
-    # a decay from 6e-4 printed with three decimals: 0.001 … then 0.000 is rounding, not a drop
-    assert lr_check(np.round(np.linspace(6e-4, 3e-4, 300), 3)).status == "skipped"  # "coarse"
+    # a decay from 6e-4 printed with three decimals (as every number of that console): 0.001 … then 0.000 is
+    # rounding, not a drop
+    console = {k: np.round(v, 3) for k, v in grpo().items()}
+    console["actor/lr"] = np.round(np.linspace(6e-4, 3e-4, 300), 3)
+    assert one(console, "lr_schedule", "actor/lr").template == "coarse"
+    # ... and with no other metric to show the log's digits, the same rate cannot be told from a drop either
+    assert one({"actor/lr": console["actor/lr"]}, "lr_schedule").template == "coarse"
     # a warm-up printed with six decimals climbs in stairs (0, 0, …, 1e-06, 2e-06): no jump
     stairs = np.round(np.minimum(1e-5, 1e-7 * np.arange(300)), 6)
     assert lr_check(stairs).template == "ok"
@@ -775,10 +929,23 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
     add("kl_band", {k: v for k, v in far_falling.items() if not k.startswith("val-")})
     add("kl_band", {"actor/reward_kl_penalty": np.full(300, 0.003), "critic/vf_loss": np.ones(300)})
     add("kl_band", g)
+    for per_update in (np.full(300, 0.3), np.full(300, 1.5), np.zeros(300), np.full(300, 0.001)):
+        add("ppo_kl_band", {**g, "actor/ppo_kl": per_update})
+    climb = np.linspace(0.53, 1.07, 300) + noise(300, 0.02, 5)
+    back = np.where(t < 150, 0.69 - 0.0026 * t, 0.30 + 0.0013 * (t - 150)) + noise(300, 0.01, 2)
+    for loss in (climb, back, 0.69 - 0.0013 * t, climb[:20]):
+        add("loss_trend", {"loss/dpo": loss})
+    bare = {k: v for k, v in g.items() if k not in ("actor/pg_loss", "actor/kl_loss")}
+    for extra in ({"actor/pg_loss": climb - 0.5}, {"actor/kl_loss": np.linspace(0.001, 0.05, 300)}):
+        add("loss_trend", {**bare, "actor/loss": climb, **extra})
+    add("loss_trend", {**bare, "actor/loss": climb})
     flat_mismatch = 0.002 + noise(300, 0.0002, 7)
     add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch})
     add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch + 0.01 * t / 300})
     add("rollout_mismatch", {**g, "rollout_corr/kl": flat_mismatch + 0.03 * (t >= 150)})
+    # staleness (current vs old policy, from the rollouts' per-token log-probs) is judged apart and named as such
+    add("rollout_mismatch", {**g, "token/staleness_logp_abs_diff": 10 * flat_mismatch})
+    add("rollout_mismatch", {**g, "token/staleness_logp_abs_diff": 10 * (flat_mismatch + 0.03 * (t >= 150))})
     add("kl_shape", k)
     add("kl_shape", {"actor/kl_loss": np.linspace(0, 0.1, 20)})
     for factor in (1 / 12.0, 1 / 80.0):
@@ -803,12 +970,13 @@ def template_runs() -> list[tuple[str, Arrays, dict[str, Any]]]:
         add("clipfrac_lower", {**g, "actor/pg_clipfrac_lower": lower})
     restart = cosine()
     restart[200:] = cosine(100, warmup=1)
-    zero = cosine()
-    zero[150:] = 0
+    zero, zero_end, zero_back = cosine(), np.full(300, 1e-6), np.full(300, 1e-6)
+    zero[150:], zero_end[290:], zero_back[100:110] = 0, 0, 0
     for lr, cfg in ((cosine(), {}), (np.full(300, 1e-6), {}), (np.zeros(300), {}), (zero, {}), (restart, {}),
-                    (np.round(np.linspace(6e-4, 3e-4, 300), 3), {}),
+                    (zero_end, {}), (zero_back, {}),
                     (np.full(300, 1e-6), {"actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": 0.1})):
         add("lr_schedule", {**g, "actor/lr": lr}, config=cfg)
+    add("lr_schedule", {"actor/lr": np.round(np.linspace(6e-4, 3e-4, 300), 3)})  # no digits beside it: coarse
     for cid in ("pg_loss_climb", "grad_norm_explosion", "grad_norm_vanishing"):  # too short to read
         add(cid, {"actor/pg_loss": noise(20, 0.02), "actor/grad_norm": np.ones(12)})
     add("critic_lag", {"critic/vf_loss": np.ones(20), "critic/score/mean": np.linspace(0, 1, 20)})

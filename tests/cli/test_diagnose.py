@@ -143,9 +143,9 @@ def test_rollouts_skips_and_gaps_are_shown_under_the_run(sick: Path, tmp_path: P
     where = tmp_path / "dump"
     block = " ".join(out[out.index(f"rollouts {where}:"):].split())  # rich wraps lines at the width
     assert block == (
-        f"rollouts {where}: 1 line(s) or row(s) skipped, 9 metric families or keys not computed "
+        f"rollouts {where}: 1 line(s) or row(s) skipped, 10 metric families or keys not computed "
         f"skipped {dump}:4: invalid JSON (Expecting value at column 1); the line was skipped "
-        "not computed step_groups; id_ood; sources; tokens; diversity/action_edit_distance; "
+        "not computed step_groups; id_ood; sources; tokens; segment_entropy; diversity/action_edit_distance; "
         "diversity/state_coverage; rollout/truncation_share; prompt/difficulty/{easy,medium,hard}/adv_share; "
         f"rollout/tool_calls/at_cap (rlvitals rollouts {where} says why) "
         "note the rollouts carry no token counts: lengths are counted in characters")
@@ -166,7 +166,7 @@ def test_rollouts_object_in_the_json(sick: Path, tmp_path: Path) -> None:
         "skipped"]}
     assert rollouts["not_computed"][0].startswith("step_groups: step-level groups need the rollout column(s) "
                                                   "['states']")
-    assert len(rollouts["not_computed"]) == 9 and rollouts["notes"] == [
+    assert len(rollouts["not_computed"]) == 10 and rollouts["notes"] == [
         "the rollouts carry no token counts: lengths are counted in characters"]
     # without --rollouts the run object has no such key
     assert "rollouts" not in orjson.loads(_cli("diagnose", "--json", str(sick))[1])["runs"][0]

@@ -286,7 +286,7 @@ EVERY = ["--k", "1,3", "--group-size", "2", "--reward-weights", "1", "--embed", 
          "--max-response-length", "64", "--id-source", "a", "--id-source", "b", "--ood-source", "c", "--think-tag",
          "reason", "--answer-tag", "[A] [/A]", "--tool-tag", "call", *COLUMNS, "--sample", "i", "--correct", "ok",
          "--answer", "pred", "--target", "gts", "--split", "part", "--truncated", "cut", "--advantage", "adv",
-         "--engine", "ray", "--address", "10.0.0.1:6379"]
+         "--engine", "ray", "--address", "10.0.0.1:6379", "--n-states", "4"]
 EXTRA = {"report": ["-o", "never.html"], "export": ["--tensorboard", "never-tb"], "watch": ["--once"]}
 
 

@@ -258,3 +258,57 @@ def test_a_column_option_over_a_verl_dump_or_trl_completions_names_the_option(tm
     root = _trl_output_dir(tmp_path / "out")
     err = _cli("rollouts", "--score", "total", str(root))[2]
     assert err.startswith(f"rlvitals: --score total: no column 'total' in {root}; its columns are ['step', 'prompt', ")
+
+
+def _visited(path: Path, states: bool = True) -> Path:
+    """A generic table of 2 steps × 2 groups × 2 rollouts; a group's rollouts visit ['s<g>', 's<sample>']."""
+    rows = [{"step": step, "group": f"p{g}", "sample": s, "response": f"went {g} {s}", "score": float(s),
+             **({"states": [f"s{g}", f"s{s}"]} if states else {})}
+            for step in (1, 2) for g in range(2) for s in range(2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _coverage(out: str) -> list[float]:
+    return [step["metrics"]["diversity/state_coverage"] for step in json.loads(out)["steps"]]
+
+
+def test_n_states_makes_state_coverage_the_share_of_the_state_space(tmp_path: Path) -> None:
+    table = _visited(tmp_path / "visits.jsonl")
+    # group p0 visits s0, s0, s0, s1: 2 distinct states of 4 visits, or 2 of a space of 10 states
+    code, out, err = _cli("rollouts", str(table), "--json")
+    assert (code, _coverage(out)) == (0, [0.5, 0.5]), err
+    code, out, err = _cli("rollouts", str(table), "--json", "--n-states", "10")
+    assert (code, _coverage(out)) == (0, [0.2, 0.2]), err
+
+
+def test_n_states_reaches_the_series_diagnose_and_report_judge(tmp_path: Path, real: Path) -> None:
+    from rlvitals.cli._common import paired_runs, rollout_settings
+    from rlvitals.cli._parser import build_parser
+
+    table, log = _visited(tmp_path / "visits.jsonl"), str(real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json")
+    for command in (["diagnose", log], ["report", log, "-o", str(tmp_path / "r.html")]):
+        args = build_parser().parse_args([*command, "--rollouts", str(table), "--n-states", "10"])
+        paired = paired_runs([log], args.rollouts, None, io.StringIO(), rollout_settings(args, args.rollouts))
+        assert paired is not None
+        steps, values = paired[0][0].series("diversity/state_coverage")
+        assert (steps.tolist(), values.tolist()) == ([1, 2], [0.2, 0.2])
+
+
+def test_n_states_without_a_states_column_is_refused_in_both_languages(tmp_path: Path, real: Path) -> None:
+    table = _visited(tmp_path / "visits.jsonl", states=False)
+    code, out, err = _cli("rollouts", str(table), "--n-states", "10")
+    assert (code, out) == (2, "")
+    assert err == (f"rlvitals: --n-states 10 (n_states): diversity/state_coverage divides the distinct states a group "
+                   f"visits by the size of the state space, but the rollouts in {table} have no 'states' column (the "
+                   "states each rollout visited); name that column 'states' in the table or map it "
+                   "(ColumnMap(states=...)), or drop --n-states\n")
+    log = str(real / "trl__UnslothGRPO__checkpoint-250_trainer_state.json")
+    code, out, err = _cli("diagnose", log, "--rollouts", str(table), "--n-states", "10", "--lang", "zh")
+    assert (code, out) == (2, "")
+    assert err == (f"rlvitals：--n-states 10（n_states）：diversity/state_coverage 是一组访问到的不同状态数除以状态空间"
+                   f"的大小，但 {table} 里的 rollout 没有 'states' 列（每条 rollout 访问过的状态）；"
+                   "请把表中这一列命名为 'states' 或映射它（ColumnMap(states=...)），或者去掉 --n-states\n")
+    code, out, err = _cli("rollouts", str(table), "--n-states", "0")
+    assert (code, out, err) == (2, "", "rlvitals: --n-states 0: the size of the state space is the number of states "
+                                       "the environment has, a whole number >= 1\n")

@@ -166,7 +166,7 @@ def test_rollouts_shows_its_analysis_in_chinese(rollouts: Path) -> None:
     code, out, _ = _cli("rollouts", str(rollouts), "--lang", "zh", err=err)
     frames = _frames(err.getvalue())
     assert code == 0 and out
-    for shown in ("rolls 里的 rollout：读取 0/3 个文件", "rolls 里的 rollout：整表指标 18/18"):
+    for shown in ("rolls 里的 rollout：读取 0/3 个文件", "rolls 里的 rollout：整表指标 24/24"):
         assert shown in frames, frames
     assert not [f for f in frames if f.startswith("rollouts in ")], frames
 

@@ -60,6 +60,7 @@ BAD = [
     (["--tool-cap", "0"], "--tool-cap 0：上限是一个 rollout 最多能调用工具的次数，应为不小于 1 的整数"),
     (["--max-response-length", "-3"], "--max-response-length -3：上限是 token 数，应不小于 1"),
     (["--group-size", "0"], "--group-size 0：组大小是每个 prompt 的 rollout 数，应为不小于 1 的整数"),
+    (["--n-states", "-1"], "--n-states -1：状态空间的大小是环境的状态个数，应为不小于 1 的整数"),
     (["--ood-source", "x"], "--ood-source 需要同时给出 --id-source：差距是分布内减去分布外"),
     (["--id-source", "a", "--ood-source", "a"], "--id-source 和 --ood-source 都列出了 a：一个数据源要么在分布内，"
                                                "要么在分布外；只给一次"),
@@ -132,8 +133,8 @@ def test_the_note_on_the_joined_rollout_series_names_the_folder_in_chinese(log: 
     paired = paired_runs([str(log)], [str(rollouts)], None, io.StringIO(), lang="zh")
     assert paired is not None
     note = paired[0][0].notes[-1]
-    assert note == f"33 series derived from rollouts in {rollouts} joined on 3 steps"
-    assert in_lang(note, "zh") == f"由 {rollouts} 里的 rollout 推导出的 33 个序列已并入，共 3 步"
+    assert note == f"47 series derived from rollouts in {rollouts} joined on 3 steps"
+    assert in_lang(note, "zh") == f"由 {rollouts} 里的 rollout 推导出的 47 个序列已并入，共 3 步"
 
 
 # --- watch -----------------------------------------------------------------------------------------
@@ -232,8 +233,8 @@ def test_diagnose_shows_the_rollout_analysis_in_chinese(log: Path, rollouts: Pat
     err = _Terminal()
     assert _cli("diagnose", str(log), "--rollouts", str(rollouts), "--lang", "zh", err=err)[0] == 0
     frames = _frames(err.getvalue())
-    for shown in ("rolls 里的 rollout：读取 0/3 个文件", "rolls 里的 rollout：组指标（σ_G、pass@k） 0/18",
-                  "rolls 里的 rollout：多样性 2/18", "rolls 里的 rollout：整表指标 18/18"):
+    for shown in ("rolls 里的 rollout：读取 0/3 个文件", "rolls 里的 rollout：组指标（σ_G、pass@k） 0/24",
+                  "rolls 里的 rollout：多样性 2/24", "rolls 里的 rollout：整表指标 24/24"):
         assert shown in frames, frames
 
 

@@ -61,6 +61,13 @@ group scale
   all       4        16  0.394      0.25   0.25      0       0.75   0.625       1  0.375  0.625         0
   eff.batch = share of rollouts in groups whose rewards vary; gap@4 = pass@4 − pass@1; sc-gap@4 = maj@4 −
   pass@1 (self-consistency)
+σ_G across groups
+ step    p10    p50    p90    =0  0-25  25-50  50-75  75-100  shape
+    1  0.508  0.539   0.57     0     0      0      0       1  spread
+    2   0.05   0.25   0.45   0.5     0      0      0     0.5  at 0
+  all   0.15    0.5  0.554  0.25     0      0      0    0.75  bimodal
+  =0 … 75-100 = share of groups with σ_G = 0, then by σ_G as % of the largest the step's reward range allows
+  (half of max − min)
 rollout scale
  step  distinct-2    dup   edit  length×✓  tools  at cap  repeat
     1           1  0.125  0.917  longer ✓  0.375   0.125   0.333
@@ -75,7 +82,11 @@ by data source
  math     0.375  0.375     0.5            0.5           0.25
   id_gap = pass@1 of the in-distribution sources − the source's
   length × correctness, all steps: longer ✓ (within-group Spearman 0.602 over 3 groups; |ρ| ≤ 0.1 reads as no
-  change); correct by length quartile, shortest first: 0 0.75 1 0.75"""
+  change); correct by length quartile, shortest first: 0 0.75 1 0.75
+  σ_G across the groups, all steps: bimodal: a heap of groups at σ_G = 0 and a heap at the largest spread —
+  the batch splits into prompts the policy always (or never) solves and prompts it solves half the time; only
+  the second heap teaches, so the effective batch is that heap (dynamic sampling or a curriculum would refill
+  it)"""
 
 
 def test_rollouts_view_of_a_verl_dump(tmp_path: Path) -> None:
@@ -158,9 +169,10 @@ def test_a_narrow_terminal_gets_more_tables_not_folded_cells() -> None:
     assert max(len(line) for line in lines) <= 60
     view = lines[:next(i for i, line in enumerate(lines) if line.startswith("  not computed"))]
     titles = [line for line in view if line and not line.startswith(" ")]
-    assert titles[:6] == ["wide", "group scale", "group scale, continued", "group scale, continued",
-                          "rollout scale", "rollout scale, continued"]
-    assert titles[6:] == ["by data source"] + ["by data source, continued"] * 3  # a 34-character source name
+    assert titles[:8] == ["wide", "group scale", "group scale, continued", "group scale, continued",
+                          "σ_G across groups", "σ_G across groups, continued", "rollout scale",
+                          "rollout scale, continued"]
+    assert titles[8:] == ["by data source"] + ["by data source, continued"] * 3  # a 34-character source name
     # each part is led by the step column, and every cell of the wide view is still there, unfolded
     for title in ("group scale, continued", "rollout scale, continued"):
         assert lines[lines.index(title) + 1].split()[0] == "step"
@@ -198,3 +210,19 @@ def test_rollout_log_with_verbose_lists_every_reason_whole() -> None:
         "  没有算出的指标（2 项，原因为英文原文）：", "    tokens: token metrics need 'token_entropy'"]
     clean = {**log, "not_computed": []}
     assert render_rollout_log(clean, verbose=True) == render_rollout_log(clean)
+
+
+def test_sigma_g_across_groups_is_a_table_and_its_shape_is_said_in_both_languages() -> None:
+    """Constructed: 3 groups always right, 2 never, 7 half right (0/1 reward, 4 rollouts): 5 of 12 groups at
+    σ_G = 0 and 7 in the top band, a bimodal batch."""
+    outcomes = [[1.0] * 4] * 3 + [[0.0] * 4] * 2 + [[1.0, 0.0, 1.0, 0.0]] * 7
+    rows = [{"step": 1, "prompt": f"q{g}", "response": str(i), "score": r}
+            for g, rs in enumerate(outcomes) for i, r in enumerate(rs)]
+    a = rlvitals.analyze_rollouts(rows, ks=(1, 4))
+    doc = rollout_summary(a, "mine.jsonl", (1, 4))
+    en, zh = (render_rollouts(doc, (1, 4), width=140, lang=lang) for lang in ("en", "zh"))
+    assert "σ_G across groups" in en and "组间 σ_G 分布" in zh
+    line = next(ln for ln in en.splitlines() if ln.strip().startswith("1 ") and "bimodal" in ln)
+    assert line.split()[:9] == ["1", "0", "0.577", "0.577", "0.417", "0", "0", "0", "0.583"]
+    assert "σ_G across the groups, all steps: bimodal: a heap of groups at σ_G = 0" in en
+    assert "组间 σ_G 分布（全部步）：双峰" in zh and "双峰" in zh

@@ -461,3 +461,27 @@ def test_the_forecast_draws_the_law_the_ceiling_and_the_band(opened: Opened, rep
     assert _onsets(opened, cid)["labels"]["ceiling"]["text"] == "天花板 0.597"
     opened.page.click("button[data-set-lang=en]")
     assert opened.errors == []
+
+
+def test_a_spike_links_to_the_extreme_rollouts_of_its_step(opened: Opened, report: Any) -> None:
+    """The real log's gradient spike at step 16 names that step's extreme rollouts (constructed dump: group 2 holds
+    the run's highest reward); one click opens the group in the browser and marks the rollout, in both languages."""
+    _, page = report
+    finding = next(f for s in page["sections"] for f in s["findings"] if f["check"] == "grad_norm_spike")
+    links = opened.page.locator(f"#{finding['id']} a.rlv-goto-rollout")
+    assert links.count() == len(finding["rollout_links"]) >= 2
+    top = opened.page.locator(f"#{finding['id']} a.rlv-goto-rollout[data-group='2'][data-sample='0']")
+    item = top.locator("xpath=..")
+    assert "step 16 · 2 #0" in top.inner_text()
+    assert "highest reward" in item.inner_text() and "reward 5" in item.inner_text()
+    top.click()
+    assert opened.page.locator("#rlv-step").input_value() == "16"
+    group = opened.page.locator("#rlv-groups details.rlv-group[data-group='2']")
+    assert group.get_attribute("open") is not None
+    row = group.locator("tr.rlv-linked")
+    assert row.count() == 1 and row.get_attribute("data-sample") == "0" and row.is_visible()
+    assert opened.page.locator("#rlv-groups tr.rlv-linked").count() == 1
+    _shot(opened, "spike_rollout_linked")
+    opened.page.click("button[data-set-lang=zh]")
+    assert "reward 最高" in item.inner_text() and "步 16" in top.inner_text()
+    assert opened.errors == [] and opened.failed == []

@@ -341,6 +341,8 @@ def test_every_key_left_out_says_what_it_needs() -> None:
         "'length']",
         "tokens: token metrics need 'token_entropy', or 'token_logprob' with 'token_advantage' (per-token lists); "
         "the table has ['step', 'group', 'sample', 'prompt', 'response', 'score', 'correct', 'length']",
+        "segment_entropy: needs the per-token entropies 'token_entropy' and the token strings 'tokens' (the decoded "
+        "text of each response token)",
         "maj@{k}, reasoning/self_consistency_gap@{k}: needs the rollout column 'answer' (extracted final answers: "
         "veRL pred, a \\boxed{…} or '#### N' in the responses, --answer COLUMN); they are NaN without it",
         "diversity/answer_entropy: needs the rollout column 'answer' (veRL pred, a \\boxed{…} or '#### N' in the "
@@ -376,10 +378,11 @@ def test_family_messages_say_either_column_is_enough() -> None:
 
 # --- progress: what a long analysis tells as it goes -------------------------------------------
 
-FAMILIES = ["group", "step_groups", "diversity", "segments", "length", "prompts", "id_ood", "sources", "tokens"]
+FAMILIES = ["group", "step_groups", "diversity", "segments", "length", "prompts", "id_ood", "sources", "tokens",
+            "tool_turns", "segment_entropy", "degeneration"]
 
 
-def _passes(total: int = 18) -> list[tuple[str, int, int]]:
+def _passes(total: int = 2 * len(FAMILIES)) -> list[tuple[str, int, int]]:
     """The family passes of one analysis: each family per step, then each over the whole table, then the end."""
     return [(name, i, total) for i, name in enumerate(FAMILIES)] + \
         [("overall", i, total) for i in range(len(FAMILIES), total + 1)]
@@ -414,3 +417,27 @@ def test_rollouts_in_memory_are_not_read_so_only_the_families_are_told() -> None
     seen: list[tuple[str, int, int | None]] = []
     rlvitals.analyze_rollouts([{"prompt": "q", "response": "4", "score": 1.0}], progress=lambda *c: seen.append(c))
     assert seen == _passes()
+
+
+def test_n_states_divides_the_distinct_states_by_the_size_of_the_space() -> None:
+    from rlvitals.rollout.options import RolloutSettings
+    from rlvitals.watch.rollouts import step_frame
+
+    rows = [{"step": 1, "group": "a", "sample": s, "response": str(s), "score": float(s),
+             "states": ["s0", f"s{s}", "s0"]} for s in range(2)]
+    # 2 distinct states in 6 visits; with a space of 8 states, 2 of 8
+    assert rlvitals.analyze_rollouts(rows, ks=(1,)).steps["diversity/state_coverage"].to_list() == [2 / 6]
+    a = rlvitals.analyze_rollouts(rows, ks=(1,), n_states=8)
+    assert a.steps["diversity/state_coverage"].to_list() == [0.25]
+    table = a.rollouts.table if a.rollouts is not None else None
+    assert table is not None
+    settings = RolloutSettings(ks=(1,), n_states=8)
+    assert step_frame(table, settings)["diversity/state_coverage"].to_list() == [0.25]  # what watch joins
+    with pytest.raises(ValueError, match=r"n_states must be a whole number >= 1 \(the size of the environment's "
+                                         r"state space\), got 0"):
+        rlvitals.analyze_rollouts(rows, n_states=0)
+    bare = [{k: v for k, v in r.items() if k != "states"} for r in rows]
+    with pytest.raises(InputError, match=r"^--n-states 8 \(n_states\): .* but the rollouts have no 'states' column"):
+        rlvitals.analyze_rollouts(bare, n_states=8)
+    with pytest.raises(InputError, match=r"no 'states' column"):
+        step_frame(table.drop("states"), settings)

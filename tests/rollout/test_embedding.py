@@ -149,7 +149,11 @@ def test_the_steps_embedded_are_told_as_they_go(tmp_path: Path) -> None:
     embedded = [call for call in seen if call[0] == "embedding"]
     assert embedded == [("embedding", 0, 3), ("embedding", 1, 3), ("embedding", 1, 3), ("embedding", 2, 3),
                         ("embedding", 2, 3), ("embedding", 3, 3)]  # before and after each step's one batch
-    assert seen.index(embedded[0]) == seen.index(("diversity", 2, 18)) + 1  # inside the diversity family
+    from rlvitals.rollout.options import RolloutOptions
+    from rlvitals.rollout.state import families
+
+    passes = 2 * len(families(RolloutOptions()))  # each family per step, then over the whole table
+    assert seen.index(embedded[0]) == seen.index(("diversity", 2, passes)) + 1  # inside the diversity family
     assert told.steps[KEY].to_list() == rlvitals.analyze_rollouts(records, embed=True).steps[KEY].to_list()
     # a folder is embedded shard by shard while it is read: its files are told, the values are the same
     for step in (1, 2, 3):

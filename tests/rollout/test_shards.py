@@ -42,7 +42,9 @@ def _response(rng: np.random.Generator, answer: str | None) -> str:
         return f"<think>{think}</think><answer>{answer or ''}</answer>"
     if kind == 1:
         return f"<think>{think} {answer}</think>{calls}<answer>{answer}</answer>"
-    return f"{think}{calls}" if kind == 2 else ""
+    # a multi-turn rollout: the tool's response, then reasoning about it (none without a call)
+    turn = f"<tool_response>found {answer}</tool_response>so {answer}" if calls else ""
+    return f"{think}{calls}{turn}" if kind == 2 else ""
 
 
 def _rollout(rng: np.random.Generator, step: int, group: int, sample: int, p: float) -> dict[str, Any]:
@@ -50,9 +52,10 @@ def _rollout(rng: np.random.Generator, step: int, group: int, sample: int, p: fl
     answer = None if rng.random() < 0.15 else ("gold" if ok else str(rng.choice(["1", "2"])))
     visits = int(rng.integers(0, 6))
     tokens_n = int(rng.integers(0, 9))
+    response = _response(rng, answer)
     return {
         "step": step, "group": f"g{group}", "sample": sample, "prompt": f"task {group}",
-        "response": _response(rng, answer),
+        "response": response,
         "score": float(ok) if rng.random() < 0.7 else float(rng.choice([0.5, -1.0, 0.25, 1.5])),
         "correct": None if rng.random() < 0.1 else ok, "answer": answer,
         "source": str(rng.choice(["gsm8k", "math"])), "split": str(rng.choice(["train", "ood"])),
@@ -65,6 +68,9 @@ def _rollout(rng: np.random.Generator, step: int, group: int, sample: int, p: fl
         "token_entropy": list(rng.gamma(1.0, 0.7, size=tokens_n)),
         "token_logprob": list(-rng.gamma(1.0, 0.5, size=tokens_n)),
         "token_advantage": list(rng.normal(size=tokens_n)),
+        # the response cut into tokens_n pieces: token strings aligned with the per-token lists
+        "tokens": [response[t * len(response) // tokens_n:(t + 1) * len(response) // tokens_n]
+                   for t in range(tokens_n)],
     }
 
 
@@ -153,7 +159,8 @@ def test_rollout_state_sharded_equals_analyze_rollouts(seed: int, n: int, order:
     families = ("pass@4", "group/step_groups/multi_action_share", "diversity/duplicate_rate",
                 "rollout/format_compliance", "rollout/length_correct_corr", "prompt/reward_gini",
                 "token/logp_adv_cov", "group/size/below_mode", "rollout/length_reading",
-                "rollout/tool_calls/at_cap", "source/gsm8k/id_gap", "val/id_ood_gap")
+                "rollout/tool_calls/at_cap", "source/gsm8k/id_gap", "val/id_ood_gap", "rollout/tool_calls/valid_args",
+                "rollout/tool_response/overlap", "rollout/think_entropy/mean")
     assert set(families) <= set(got.columns)
 
 
@@ -161,7 +168,7 @@ def test_missing_columns_skip_a_family_in_every_shard() -> None:
     df = rich_table(3).drop("token_entropy", "token_logprob", "token_advantage", "states")
     parts = [analysis.update(None, part) for part in shards(df, 3, random.Random(0))]
     state = merged(parts, analysis.merge, random.Random(1))
-    assert set(state.skipped) == {"tokens", "step_groups"}
+    assert set(state.skipped) == {"tokens", "step_groups", "segment_entropy"}
     assert analysis.skipped_reasons(state)[0].startswith("step_groups: step-level groups need")
     assert_frame_equal(analysis.compute(state), _whole(df, analysis.DEFAULT_KS), check_exact=True)
 

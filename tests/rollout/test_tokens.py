@@ -65,3 +65,57 @@ def test_high_entropy_share_matches_a_plain_loop(rows):
     for step, ents in per_step.items():
         want = sum(e > threshold for e in ents) / len(ents) if ents and threshold is not None else None
         assert got[step] == (None if want is None else pytest.approx(want, abs=1e-12)), step
+
+
+# -- engine–trainer mismatch and off-policy staleness from the per-token log-probs (constructed rows) --------------
+
+def _lp_rows(rng: np.random.Generator, n: int) -> list[dict[str, object]]:
+    rows = []
+    for i in range(n):
+        k = int(rng.integers(0, 7))
+        old = list(-rng.gamma(1.0, 0.7, size=k))
+        rows.append({"step": i % 3, "group": f"g{i}", "sample": 0, "token_old_logprob": old,
+                     "token_rollout_logprob": [x + float(rng.normal(0, 0.01)) for x in old],
+                     "token_logprob": [x + float(rng.normal(0, 0.2)) for x in old]})
+    return rows
+
+
+def test_mismatch_and_staleness_match_a_plain_loop() -> None:
+    rows = _lp_rows(np.random.default_rng(3), 40)
+    out = T.tokens_table(pl.DataFrame(rows))
+    for step in range(3):
+        mine = [r for r in rows if r["step"] == step]
+        mis = [abs(a - b) for r in mine
+               for a, b in zip(r["token_old_logprob"], r["token_rollout_logprob"], strict=True)]
+        stale = [abs(a - b) for r in mine for a, b in zip(r["token_logprob"], r["token_old_logprob"], strict=True)]
+        got = out.filter(pl.col("step") == step)
+        assert got[T.MISMATCH].item() == pytest.approx(np.mean(mis))
+        assert got[T.STALENESS].item() == pytest.approx(np.mean(stale))
+    # the two gaps are apart: the engine noise is 0.01, the policy's move 0.2
+    assert out[T.MISMATCH].max() < 0.02 < 0.1 < out[T.STALENESS].min()
+
+
+def test_mismatch_is_the_same_sharded() -> None:
+    df = pl.DataFrame(_lp_rows(np.random.default_rng(5), 30))
+    whole = T.compute(T.update(None, df))
+    parts = [T.update(None, df[i::3]) for i in range(3)]
+    merged = T.compute(T.merge(T.merge(parts[2], parts[0]), parts[1]))
+    assert whole.equals(merged)
+
+
+def test_dump_names_of_the_log_probs_are_read() -> None:
+    df = pl.DataFrame({"step": [1], "old_log_probs": [[-1.0, -2.0]], "rollout_log_probs": [[-1.5, -2.0]]})
+    out = T.tokens_table(df)
+    assert out.columns == ["step", T.MISMATCH] and out[T.MISMATCH].item() == pytest.approx(0.25)
+
+
+def test_unequal_lists_and_masked_tokens_are_left_out() -> None:
+    df = pl.DataFrame({"step": [1, 1], "token_old_logprob": [[-1.0, float("nan")], [-1.0]],
+                       "token_rollout_logprob": [[-1.5, -3.0], [-1.0, -2.0]]})
+    assert T.tokens_table(df)[T.MISMATCH].item() == pytest.approx(0.5)
+
+
+def test_without_the_old_log_probs_neither_gap_is_computed() -> None:
+    df = pl.DataFrame({"step": [1], "token_logprob": [[-1.0]], "token_rollout_logprob": [[-1.2]]})
+    with pytest.raises(ValueError, match="with .token_logprob. \\(staleness\\)"):
+        T.tokens_table(df)

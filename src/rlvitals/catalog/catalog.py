@@ -180,6 +180,9 @@ class Catalog:
     directions_zh: dict[str, str] = field(default_factory=dict)
     measures_zh: dict[str, str] = field(default_factory=dict)
     axes_zh: dict[str, str] = field(default_factory=dict)
+    #: what a reward function pays for, read from its name (``reward_roles``): role → the words of a name that
+    #: say it (``{"accuracy": ("accuracy", "correct", …)}``; docs/reading-rules.md#reward-component-hacking)
+    reward_roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def unit(self, metric: Metric, lang: str = "en") -> str:
         """``metric``'s unit in ``lang`` (the English words where the catalog has no translation).
@@ -426,8 +429,9 @@ def parse_catalog(data: dict[str, Any]) -> Catalog:
                        for f in data.get("framework", []))
     zh = {name: {str(k): str(v) for k, v in data.get(name, {}).items()}
           for name in ("families_zh", "directions_zh", "measures_zh", "axes_zh")}
+    roles = {str(k): tuple(str(w).lower() for w in _tuple(v)) for k, v in data.get("reward_roles", {}).items()}
     return Catalog(metrics, manglings, algorithms, placeholders, templates, units_zh, frameworks, layers, order,
-                   **zh)
+                   **zh, reward_roles=roles)
 
 
 @lru_cache(maxsize=1)

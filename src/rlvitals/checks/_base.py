@@ -61,8 +61,11 @@ class Series:
 class RunView:
     """What checks may read of a run: canonical series, the algorithm family and the config."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, downstream: Run | None = None) -> None:
         self.run = run
+        #: the policy run a reward model (this run) judged, when given (``diagnose --downstream``): what the
+        #: reward model's accuracy bought downstream is read against it (checks ``rm_downstream``)
+        self.downstream = RunView(downstream) if downstream is not None else None
         self.family = run.family
         self.algorithm = run.algorithm
         self.config = run.config

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import signals
-from ._base import Outcome, RunView, Status
+from ._base import Outcome, RunView, Series, Status
 
 LR_KEYS = ("actor/lr", "critic/lr")
 _WARMUP_KEYS = ("lr_warmup_steps_ratio", "warmup_steps_ratio", "warmup_ratio", "lr_warmup_steps",
@@ -124,12 +124,50 @@ def _drop(x: np.ndarray, p: Mapping[str, Any]) -> tuple[int, int] | None:
                  if a > 0 and x[a - 1] >= p["drop_from"] * peak), None)
 
 
+#: metrics a log prints beside its learning rate, read to tell a rounded log from an exact one
+_BESIDE_KEYS = ("actor/entropy", "actor/grad_norm", "actor/pg_loss", "actor/loss", "critic/score/mean",
+                "critic/rewards/mean")
+
+
+def _rounded(view: RunView, x: np.ndarray, q: float) -> bool:
+    """Whether a rate on a grid of ``q`` is a rounded print of another rate: it takes several non-zero values
+    (a decay printed with few decimals moves by whole rounding steps), or its one non-zero value sits on a
+    grid the log's other metrics are rounded to as well (a console printing every number with three
+    decimals: 0.001 then 0.000 may be 6e-4 decaying to 4e-4). A single value printed as ``1e-06`` in a log
+    whose other numbers carry more digits is exact: a constant rate, and a drop from it to 0 is a drop."""
+    if len(np.unique(x[x != 0])) > 1:
+        return True
+    beside = [signals.quantum(b.values) for b in map(view.series, _BESIDE_KEYS) if b is not None]
+    # a log whose other metrics say nothing of its digits cannot tell: read as rounded, not judged
+    return not beside or all(b >= q for b in beside)
+
+
+def _drop_outcome(s: Series, drop: tuple[int, int], values: dict[str, Any], p: Mapping[str, Any]) -> Outcome:
+    """A sudden drop to ~0 (docs/reading-rules.md#lr-schedule): still at 0 at the last logged step for at least
+    ``fail_share`` of the logged steps, the run has stopped learning and every further step burns compute: a
+    failure. At 0 on fewer steps at the end (it just stopped: act before more is spent), or a stretch at 0 the
+    rate came back from (those steps were lost, the run learns again): a warning."""
+    x, n = s.values, len(s)
+    a, e = drop
+    at_end = e == n - 1
+    status: Status = "fail" if at_end and (e - a + 1) >= p["fail_share"] * n else "warn"
+    values |= {"step": s.step(a), "before": float(x[a - 1]), "zero_steps": e - a + 1, "end_step": s.step(e),
+               "share": (e - a + 1) / n, "fail_share": p["fail_share"]}
+    template = "fail_zero" if status == "fail" else "warn_zero_end" if at_end else "warn_zero_back"
+    if not at_end:
+        values |= {"back_step": s.step(e + 1), "back": float(x[e + 1])}
+    return Outcome(status, template, values, onset_step=s.step(a), span=s.span(a, e), metrics=(s.key,),
+                   evidence={"before": float(x[a - 1]), "value": float(x[a]), "peak": values["peak"],
+                             "zero_steps": e - a + 1, "share": values["share"], "threshold_share": p["fail_share"]})
+
+
 def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The learning rate against its configured schedule (docs/reading-rules.md#lr-schedule: a misconfigured
-    schedule shows as a rate that never changes or suddenly drops to zero): a sudden drop to ~0 while training goes on
-    fails; a rise after the warm-up warns (a one-step spike, a restarted schedule, a jump) and fails when it stays at
-    ``fail_jump``× anything the schedule used before; a constant rate warns only where the config asks for warm-up
-    or decay. A rate printed as 0 on every step (or in whole rounding steps) cannot be judged."""
+    schedule shows as a rate that never changes or suddenly drops to zero): a sudden drop to ~0 that holds to the end
+    fails (a short one at the end, or one the rate came back from, warns); a rise after the warm-up warns (a one-step
+    spike, a restarted schedule, a jump) and fails when it stays at ``fail_jump``× anything the schedule used before;
+    a constant rate warns only where the config asks for warm-up or decay. A rate printed as 0 on every step (or in
+    whole rounding steps of a rounded log) cannot be judged."""
     out = []
     for key in LR_KEYS:
         s = view.series(key)
@@ -138,7 +176,7 @@ def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         x, peak = s.values, float(np.max(s.values))
         values: dict[str, Any] = {"metric": key, "first": float(x[0]), "peak": peak, "last": float(x[-1])}
         q = signals.quantum(x)
-        if np.all(x == 0) or (q > 0 and peak < 5 * q and len(np.unique(x)) > 1):
+        if np.all(x == 0) or (q > 0 and peak < 5 * q and len(np.unique(x)) > 1 and _rounded(view, x, q)):
             # '0.000' on every step, or a rate that moves by whole rounding steps of its few digits
             out.append(Outcome("skipped", "rounded" if peak == 0 else "coarse", values | {"quantum": q},
                                metrics=(key,)))
@@ -147,10 +185,7 @@ def lr_schedule(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         values |= {"config": source}
         drop, found = _drop(x, p), rises(x, p)
         if drop is not None:
-            a, e = drop
-            values |= {"step": s.step(a), "before": float(x[a - 1]), "zero_steps": e - a + 1, "end_step": s.step(e)}
-            out.append(Outcome("fail", "fail_zero", values, onset_step=s.step(a), span=s.span(a, e), metrics=(key,),
-                               evidence={"before": float(x[a - 1]), "value": float(x[a]), "peak": peak}))
+            out.append(_drop_outcome(s, drop, values, p))
         elif found:
             out.append(_rise_outcome(s.steps, key, found, values, p))
         elif float(np.ptp(x)) <= 1e-6 * peak:

@@ -1,6 +1,7 @@
 """Efficiency: where the step time goes, generation vs update, throughput, MFU, load balance
 across ranks and memory pressure (docs/reading-rules.md#efficiency: load balance, timing, throughput and
-MFU, and the symptom table's rows for a slow run and an out-of-memory one).
+MFU, and the symptom table's rows for a slow run and an out-of-memory one); the stragglers and tool time of
+veRL's agent loop are in :mod:`.agent_loop`, their records here in efficiency.toml.
 
 A slow run can still learn, so efficiency findings are notes ("could be better": shown with
 their advice, never part of the verdict), with the phase, the share and the step it started, so
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from . import agent_loop
 from ._base import CheckFn, Outcome, RunView, Series, Status
 
 #: veRL's top-level timers inside ``timing_s/step`` (sub-timers such as generate_sequences or
@@ -362,4 +364,5 @@ FUNCTIONS: dict[str, CheckFn] = {
     "mfu_low": mfu_low,
     "seqlen_imbalance": seqlen_imbalance,
     "oom_risk": oom_risk,
+    **agent_loop.FUNCTIONS,  # stragglers and tool time of veRL's agent loop (records in efficiency.toml)
 }

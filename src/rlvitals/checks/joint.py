@@ -266,18 +266,22 @@ def _halfway(s: Series, start: float, end: float) -> int:
 
 
 def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
-    """A training reward that never rose beyond its own noise over a long run (docs/reading-rules.md#reward-flat:
-    not moving for long — look back at the training and the data): over ``min_steps`` logged steps or more, its level at
-    the end is within ``z`` standard errors of its start and never got further than that above it, while
-    it sits below the top ``solved`` of its natural range (a task already solved has nothing to climb).
-    That is compute spent for no learning: fail. Shorter runs are not judged — a slow rise takes time
-    to clear the noise."""
+    """A training reward that does not rise beyond its own noise (docs/reading-rules.md#reward-flat: not moving
+    for long — look back at the training and the data). The test: the level at the end (a median of a fifth
+    of the run) against the level at the start, with ``z`` standard errors of their difference as what noise
+    can do; its power grows with the steps seen and shrinks with the step-to-step noise, so the rise it could
+    have seen is ``tol`` (said in the words). Over ``min_steps`` or more, flat and below the top ``solved`` of
+    its range: compute spent for no learning, a failure. From ``min_points`` on, where the batch min and max
+    give the reward's natural range: flat while a rise of ``resolve`` of that range would have shown is a
+    warning from ``warn_steps`` on and a note before (a reward often sits still for the first tens of steps);
+    noisier than that, not judged yet (the words say how many steps it needs). A reward that fell beyond its
+    noise is reward_collapse's."""
     s = view.first(*REWARD_KEYS)
     if s is None:
         return []
     x, n = s.values, len(s)
-    values: dict[str, Any] = {"metric": s.key, "n": n, "min_steps": p["min_steps"]}
-    if n < p["min_steps"]:
+    values: dict[str, Any] = {"metric": s.key, "n": n, "min_steps": p["min_steps"], "min_points": p["min_points"]}
+    if n < p["min_points"]:
         return [Outcome("skipped", "short", values, metrics=(s.key,))]
     pr = progress(x, z=p["z"], k=max(3, n // 5))
     floor, top, natural = _reward_floor(view, s)
@@ -286,8 +290,28 @@ def reward_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
     if natural and (pr.end - floor) / (top - floor) >= p["solved"]:
         return [Outcome("ok", "solved", values | {"position": (pr.end - floor) / (top - floor)}, metrics=(s.key,))]
-    return [Outcome("fail", "fail", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key,),
-                    evidence={"start": pr.start, "end": pr.end, "best": pr.peak, "threshold": pr.tol})]
+    evidence = {"start": pr.start, "end": pr.end, "best": pr.peak, "threshold": pr.tol}
+    if n >= p["min_steps"]:
+        return [Outcome("fail", "fail", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key,),
+                        evidence=evidence)]
+    # a fall, at the scale of a fifth of the run or of its first twentieth (a reward that fell in its first
+    # steps and sits at its floor since), is reward_collapse's to read
+    fell = [q for q in (pr, progress(x, z=p["z"], k=max(3, n // 20))) if q.start - q.end > q.tol]
+    if fell:
+        return [Outcome("skipped", "falling", values | {"first": fell[0].start, "last": fell[0].end,
+                                                         "noise": fell[0].tol}, metrics=(s.key,))]
+    if not natural:
+        return [Outcome("skipped", "no_range", values, metrics=(s.key,))]
+    span = top - floor
+    values |= {"floor": floor, "top": top, "share": pr.tol / span, "resolve": p["resolve"],
+               "warn_steps": p["warn_steps"]}
+    if pr.tol > p["resolve"] * span:
+        # the tolerance falls as 1/sqrt(k), k a fifth of the steps: the steps that bring it to resolve·span
+        values["needed"] = int(np.ceil(n * (pr.tol / (p["resolve"] * span)) ** 2))
+        return [Outcome("skipped", "noisy", values, metrics=(s.key,))]
+    status: Status = "warn" if n >= p["warn_steps"] else "note"
+    return [Outcome(status, "flat_early", values, onset_step=s.step(0), span=s.span(0, n - 1), metrics=(s.key,),
+                    evidence=evidence | {"share_of_range": pr.tol / span, "threshold_share": p["resolve"]})]
 
 
 FUNCTIONS: dict[str, CheckFn] = {

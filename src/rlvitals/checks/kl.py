@@ -7,7 +7,8 @@ Which quantity is which comes from the catalog: ``actor/kl_loss`` and ``actor/re
 are per-token KLs to the reference (the quantity the band is about), ``actor/seq_kl`` is
 the same KL summed over the response (TRL PPO's ``objective/kl``: per token once divided by the mean
 response length, else read on its own scale), and ``actor/ppo_kl`` is the KL between the rollout
-policy and the updated one, read only for jumps against its own level.
+policy and the updated one, read for jumps against its own level and held to its own band (how far one step
+may move the policy; docs/reading-rules.md#ppo-kl-band).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from .course import course_since
 KL_REF_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
 #: the same KL summed over the response (catalog: TRL PPO objective/kl), and the length that makes it per token
 SEQ_KL_KEY, LENGTH_KEY = "actor/seq_kl", "response_length/mean"
+#: the per-token KL between the rollout policy and the updated one (one step's move; docs/reading-rules.md#ppo-kl-band)
+PPO_KL_KEY = "actor/ppo_kl"
 #: values at the start of a run that say where its KL started
 HEAD = 3
 
@@ -211,13 +214,48 @@ def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     note), above it but level is noted as ok, below it warns
     only when the reward is not improving either; a KL that started above the band (a different
     reference) warns once it moves to ``move``× where it started. A sequence sum with no length to
-    divide by is read on its own scale: ``seq_growth``× its early level."""
+    divide by is read on its own scale: ``seq_growth``× its early level. (The per-update KL, actor/ppo_kl,
+    has a band of its own: :func:`ppo_kl_band`.)"""
     ref = _ref_kl(view, p["high"])
-    if ref is None:
+    return [] if ref is None else [_ref_band(view, ref, p)]
+
+
+def ppo_kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """actor/ppo_kl against a band of its own (docs/reading-rules.md#ppo-kl-band): the per-token KL between the
+    policy that sampled the batch and the one the step's updates made (veRL: the mean of old_log_prob − log_prob
+    over the response tokens; TRL PPO's approxkl): how far one step moved the policy, not how far the run
+    drifted from its reference. It has no lower bound (exactly 0
+    with one update per batch; small is what PPO's clipping is for). A sustained level above ``ppo_high``
+    (the dictionary's band top: one step moving the policy as far as a whole run usually drifts from its
+    reference) warns; above ``ppo_ceiling`` (ratios of e on average, far outside any clip range) fails."""
+    s = view.series(PPO_KL_KEY)
+    if s is None:
         return []
+    x, n = s.values, len(s)
+    values: dict[str, Any] = {"metric": s.key, "ppo_high": p["ppo_high"], "ppo_ceiling": p["ppo_ceiling"],
+                              "level": float(np.median(x[-max(3, n // 10):])), "max": float(np.max(x))}
+    if not np.any(x):
+        return [Outcome("skipped", "zero", values, metrics=(s.key,))]
+    level = signals.rolling_level(x, _level_window(n))
+    bands: tuple[tuple[Status, float], ...] = (("fail", p["ppo_ceiling"]), ("warn", p["ppo_high"]))
+    for status, threshold in bands:
+        over = _above(x, threshold, _sustain(n, p))
+        if over is None:
+            continue
+        start, end = over
+        values |= {"step": s.step(start), "end_step": s.step(end), "steps": end - start + 1,
+                   "peak": float(np.max(level[start : end + 1]))}
+        return [Outcome(status, status, values, onset_step=s.step(start), span=s.span(start, end),
+                        metrics=(s.key,), evidence={"level": values["level"], "peak": values["peak"],
+                                                    "threshold": threshold})]
+    return [Outcome("ok", "ok", values, metrics=(s.key,))]
+
+
+def _ref_band(view: RunView, ref: RefKL, p: Mapping[str, Any]) -> Outcome:
+    """The KL to the reference against the band, the ceiling, or where it started (see :func:`kl_band`)."""
     s, n = ref.series, len(ref.series)
     if not ref.per_token:
-        return [_seq_scale(s, ref.metrics, p)]
+        return _seq_scale(s, ref.metrics, p)
     level = signals.rolling_level(s.values, _level_window(n))
     _, mid, last, b = _tenths(s.values)
     values: dict[str, Any] = {"metric": s.key, "low": p["low"], "high": p["high"], "level": last, "mid": mid,
@@ -226,12 +264,11 @@ def kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if over:
         start, end = over
         values |= {"step": s.step(start), "peak": float(np.max(level[start:])), "first": ref.offset or 0.0}
-        return [Outcome("fail", "fail_ceiling", values, onset_step=s.step(start), span=s.span(start, end),
-                        metrics=ref.metrics, evidence={"level": last, "peak": values["peak"],
-                                                       "threshold": p["ceiling"]})]
+        return Outcome("fail", "fail_ceiling", values, onset_step=s.step(start), span=s.span(start, end),
+                       metrics=ref.metrics, evidence={"level": last, "peak": values["peak"], "threshold": p["ceiling"]})
     if ref.offset is not None:
-        return [_moved(s, ref, level, values, p)]
-    return [_banded(view, s, ref.metrics, level, values, p)]
+        return _moved(s, ref, level, values, p)
+    return _banded(view, s, ref.metrics, level, values, p)
 
 
 def _moved(s: Series, ref: RefKL, level: np.ndarray, values: dict[str, Any], p: Mapping[str, Any]) -> Outcome:
@@ -383,18 +420,27 @@ def kl_shape(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("ok", "ok", values, metrics=ref.metrics)]
 
 
-#: the rollout engine vs the trainer on the same tokens, most direct first (catalog: L1, "rollout–trainer mismatch")
-MISMATCH_KEYS = ("rollout_corr/kl", "training/rollout_probs_diff_mean", "rollout_corr/logp_abs_diff_mean")
+#: the rollout engine vs the trainer on the same tokens, most direct first (catalog: L1, "rollout–trainer mismatch");
+#: last, the same gap computed from a rollout dump's per-token log-probs
+MISMATCH_KEYS = ("rollout_corr/kl", "training/rollout_probs_diff_mean", "rollout_corr/logp_abs_diff_mean",
+                 "token/mismatch_logp_abs_diff")
+#: the policy trained vs the policy that sampled, from the dump's per-token log-probs: staleness, not mismatch
+STALENESS_KEY = "token/staleness_logp_abs_diff"
 
 
 def rollout_mismatch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """The rollout engine (vLLM/SGLang) and the trainer drifting apart on the same tokens: the
     mismatch metric rising ``rise_factor``× with a clear trend, or jumping to ``rise_factor``× its
     level and staying there (precision, kernels, stale weights — training silently off-policy).
-    ``fail_factor``× is a failure. Scale-free: the run's own early level is the reference."""
-    s = view.first(*MISMATCH_KEYS)
-    if s is None:
-        return []
+    ``fail_factor``× is a failure. Scale-free: the run's own early level is the reference.
+    Where the rollouts carry the current, old and rollout log-probs, off-policy staleness (current vs
+    old) is judged apart, by the same rise, and named as such (``*_stale`` templates): at most a warning."""
+    out = [_drift(s, p, "") for s in (view.first(*MISMATCH_KEYS),) if s is not None]
+    return out + [_drift(s, p, "_stale") for s in (view.series(STALENESS_KEY),) if s is not None]
+
+
+def _drift(s: Series, p: Mapping[str, Any], kind: str) -> Outcome:
+    """One log-prob gap judged by its rise from its early level; ``kind`` picks the templates."""
     x, n = s.values, len(s)
     first, last, floor = _ends(x, p["min_quanta"])
     factor = last / max(first, floor)
@@ -402,17 +448,19 @@ def rollout_mismatch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     grown = factor >= p["rise_factor"] and last - first > floor
     shift = signals.level_shift(x, direction="up") if grown else None
     if not grown or (signals.trend(x) < p["tau"] and shift is None):
-        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+        return Outcome("ok", f"ok{kind}", values, metrics=(s.key,))
     onset = shift.start if shift is not None else _rise_onset(x, first, last, floor)
-    status: Status = "fail" if factor >= p["fail_factor"] else "warn"
+    status: Status = "fail" if factor >= p["fail_factor"] and not kind else "warn"
     values["step"] = s.step(onset)
-    return [Outcome(status, status, values, onset_step=s.step(onset), span=s.span(onset, n - 1), metrics=(s.key,),
-                    evidence={"baseline": first, "value": last, "ratio": factor, "threshold": p["rise_factor"]})]
+    return Outcome(status, f"{status}{kind}", values, onset_step=s.step(onset), span=s.span(onset, n - 1),
+                   metrics=(s.key,),
+                   evidence={"baseline": first, "value": last, "ratio": factor, "threshold": p["rise_factor"]})
 
 
 FUNCTIONS: dict[str, CheckFn] = {
     "rollout_mismatch": rollout_mismatch,
     "kl_jump": kl_jump,
     "kl_band": kl_band,
+    "ppo_kl_band": ppo_kl_band,
     "kl_shape": kl_shape,
 }

@@ -10,7 +10,21 @@ from typing import Any
 
 from ..catalog import bundled_toml, load_catalog
 from ..errors import CatalogError
-from . import behaviour, ceiling, crash, efficiency, generalisation, joint, kl, learning, rollout, stability
+from . import (
+    behaviour,
+    ceiling,
+    crash,
+    degeneration,
+    efficiency,
+    generalisation,
+    joint,
+    kl,
+    learning,
+    reward_model,
+    rewards,
+    rollout,
+    stability,
+)
 from ._base import (
     MIN_POINTS,
     Check,
@@ -28,10 +42,13 @@ FUNCTIONS: dict[str, CheckFn] = {
     **behaviour.FUNCTIONS,
     **learning.FUNCTIONS,
     **generalisation.FUNCTIONS,
+    **reward_model.FUNCTIONS,
+    **rewards.FUNCTIONS,
     **ceiling.FUNCTIONS,
     **efficiency.FUNCTIONS,
     **joint.FUNCTIONS,
     **rollout.FUNCTIONS,
+    **degeneration.FUNCTIONS,
 }
 
 
@@ -95,8 +112,8 @@ def parse_checks(data: dict[str, Any], functions: dict[str, CheckFn]) -> tuple[C
     return tuple(checks)
 
 
-MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "ceiling", "efficiency", "joint",
-           "rollout")
+MODULES = ("crash", "stability", "kl", "behaviour", "learning", "generalisation", "reward_model", "rewards",
+           "ceiling", "efficiency", "joint", "rollout", "degeneration")
 
 
 @lru_cache(maxsize=1)

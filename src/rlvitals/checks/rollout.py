@@ -2,9 +2,11 @@
 
 The reading rules ask for the segment quality of a reasoning rollout — the think segment's repetition,
 the answer's format compliance and its consistency with the think segment, repeated tool calls
-(docs/reading-rules.md#segments) — for the high-entropy ("forking") tokens the entropy squeeze removes
-(docs/reading-rules.md#high-entropy-tokens), and for the effective batch that is far smaller than the batch
-when few prompts carry the signal (docs/reading-rules.md#effective-batch). No framework logs
+(docs/reading-rules.md#segments), tool calls whose arguments do not parse (docs/reading-rules.md#tool-call-args)
+and the entropy inside the think segment (docs/reading-rules.md#segment-entropy) — for the high-entropy
+("forking") tokens the entropy squeeze removes (docs/reading-rules.md#high-entropy-tokens), and for the
+effective batch that is far smaller than the batch when few prompts carry the signal
+(docs/reading-rules.md#effective-batch). No framework logs
 these; :mod:`rlvitals.rollout` computes them from dumped rollouts and ``Run.with_series`` joins
 them onto the run. Each check reads shares that are fractions by definition against fixed
 bands, and changes against the run's own first steps (rollout dumps are often short, so the
@@ -332,6 +334,61 @@ def effective_batch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     return [Outcome("ok", "ok", values, metrics=(s.key,), evidence=evidence)]
 
 
+def tool_call_args(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Share of tool calls whose arguments parse as a JSON object (docs/reading-rules.md#tool-call-args: the
+    tool-call segment's argument format). Invalid on ``fail`` of the calls, or on ``warn``, held for ``min_steps``
+    on ``window``-step levels; the valid share fallen by ``drop`` from its start warns."""
+    s = view.series("rollout/tool_calls/valid_args")
+    if s is None:
+        return []
+    bad = 1 - s.values
+    level = signals.rolling_level(bad, p["window"])
+    need = min(int(p["min_steps"]), len(s))
+    for status in ("fail", "warn"):
+        found = signals.sustained_above(bad, p[status], window=p["window"], min_len=need)
+        if found:
+            a, b = found[0]
+            held = {"onset": s.step(a), "end": s.step(b), "steps": b - a + 1,
+                    "level": 1 - float(np.median(bad[a : b + 1])), "low": 1 - float(level[a : b + 1].max()),
+                    "threshold": 1 - p[status]}
+            return [Outcome(status, f"invalid_{status}", held, s.step(a), s.span(a, b), (s.key,),
+                            {"value": held["level"], "low": held["low"], "threshold": held["threshold"]})]
+    first, last, _ = _ends(s.values, p["share"])
+    values: dict[str, Any] = {"first": first, "last": last}
+    if first - last < p["drop"]:
+        return [Outcome("ok", "ok", values, metrics=(s.key,), evidence=values)]
+    onset = s.step(_onset(signals.rolling_level(s.values, p["window"]), first - (first - last) / 4, below=True))
+    values["onset"] = onset
+    return [Outcome("warn", "falling", values, onset, (onset, s.step(len(s) - 1)), (s.key,),
+                    {**values, "threshold": p["drop"]})]
+
+
+def think_entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """Token entropy inside the think segment against the answer segment's (docs/reading-rules.md#segment-entropy):
+    the think segment's fallen by ``drop`` from its start while the answer's fell by less than ``answer_drop``
+    warns (the reasoning became a fixed template while the answer is still uncertain); both fallen is a note (the
+    policy's entropy fell everywhere: the entropy checks read that)."""
+    s = view.series("rollout/think_entropy/mean")
+    if s is None:
+        return []
+    if len(s) < MIN_CHANGE:
+        return [Outcome("skipped", "short", {"n": len(s), "needed": MIN_CHANGE}, metrics=(s.key,))]
+    first, last, _ = _ends(s.values, p["share"])
+    values: dict[str, Any] = {"first": first, "last": last, "change": last / first - 1 if first > 0 else 0.0}
+    if first <= 0 or last > (1 - p["drop"]) * first:
+        return [Outcome("ok", "ok", values, metrics=(s.key,), evidence=values)]
+    onset = s.step(_onset(signals.rolling_level(s.values, p["window"]), first + (last - first) / 4, below=True))
+    values["onset"] = onset
+    span, answer = (onset, s.step(len(s) - 1)), view.series("rollout/answer_entropy/mean")
+    if answer is None:
+        return [Outcome("warn", "think", values, onset, span, (s.key,), {**values, "threshold": p["drop"]})]
+    a0, a1, _ = _ends(answer.values, p["share"])
+    values.update(answer_first=a0, answer_last=a1, answer_change=a1 / a0 - 1 if a0 > 0 else 0.0)
+    status: Status = "note" if a0 > 0 and a1 <= (1 - p["answer_drop"]) * a0 else "warn"
+    return [Outcome(status, "both" if status == "note" else "think_only", values, onset, span, (s.key, answer.key),
+                    {**values, "threshold": p["drop"]})]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "format_compliance": format_compliance,
     "think_repetition": think_repetition,
@@ -339,4 +396,6 @@ FUNCTIONS: dict[str, CheckFn] = {
     "tool_call_repeats": tool_call_repeats,
     "high_entropy_tokens": high_entropy_tokens,
     "effective_batch": effective_batch,
+    "tool_call_args": tool_call_args,
+    "think_entropy_collapse": think_entropy_collapse,
 }

@@ -4,9 +4,9 @@ Exit codes: 0 ok; 1 a verdict reached ``--fail-on`` (``watch --exit-on``); 2 bad
 could not be read; 3 an internal error (a bug of rlvitals, reported with its traceback).
 
 One module per noun: ``runs`` (inspect, diagnose, forecast, explain, example, formats), ``rollouts`` (rollouts,
-sample), ``outputs`` (report, export), ``live`` (watch, serve, demo), ``probe`` and ``completion``; each declares
-its subcommands' flags next to their handlers, the options several share are declared once in ``_options``, and
-``_parser`` puts the subcommands in the order of the help.
+sample), ``outputs`` (report, export), ``live`` (watch, serve, demo), ``probe``, ``rm`` (rm-compare) and
+``completion``; each declares its subcommands' flags next to their handlers, the options several share are declared
+once in ``_options``, and ``_parser`` puts the subcommands in the order of the help.
 """
 
 from __future__ import annotations
@@ -22,22 +22,23 @@ from typing import IO
 
 from ..errors import RlvitalsError
 from ..words import Words
-from . import completion, live, outputs, probe, rollouts, runs
-from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, lang_of, said_line
+from . import completion, live, outputs, probe, rm, rollouts, runs
+from ._common import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, error_line, given_algorithm, lang_of, said_line
 from ._parser import build_parser
 
 __all__ = ["COMMANDS", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "ONE_SHOT", "main", "run"]
 
 #: subcommand → its handler; every handler is ``(args, out, err) -> exit code``
 COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str], IO[str]], int]] = {
-    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS, **probe.COMMANDS,
+    **runs.COMMANDS, **rollouts.COMMANDS, **outputs.COMMANDS, **live.COMMANDS, **probe.COMMANDS, **rm.COMMANDS,
     **completion.COMMANDS,
 }
 
 
 #: the commands whose work is all done when they return: they read, print and write files they have closed, and
 #: leave nothing to run at exit (no tracker to finish, no server, no model, no Ray cluster to stop)
-ONE_SHOT = frozenset({"inspect", "diagnose", "forecast", "explain", "formats", "rollouts", "report", "completion"})
+ONE_SHOT = frozenset({"inspect", "diagnose", "forecast", "explain", "formats", "rollouts", "report", "completion",
+                      "rm-compare"})
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
@@ -59,6 +60,7 @@ def _main(argv: Sequence[str] | None, out: IO[str] | None, err: IO[str] | None) 
 
 def _command(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
+        given_algorithm(args)  # --algorithm NAME the catalog does not know: a usage error in the user's language
         return COMMANDS[args.command](args, out, err)
     except RlvitalsError as exc:  # a problem of the input or the usage that a command did not catch itself
         err.write(error_line(exc, lang_of(args)))

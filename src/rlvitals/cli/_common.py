@@ -73,13 +73,28 @@ def dump(obj: object) -> str:
 
 
 
+def given_algorithm(args: argparse.Namespace) -> str | None:
+    """``--algorithm``'s name when the catalog knows it (None when it was not given, or the command has no such
+    option); else an RlvitalsError in both languages naming the flag, the name and the names there are (the
+    command's usage error, in the user's language: argparse is told every name is a choice, see
+    ``_options.AlgorithmNames``)."""
+    name = getattr(args, "algorithm", None)
+    if name is None:
+        return None
+    from ..catalog import load_catalog
+    from ..run.detect import checked_algorithm
+
+    return checked_algorithm(name, load_catalog(), "--algorithm ")
+
+
 def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = False,
-             one_run: bool = False, lang: str = "en") -> tuple[list[Run], int]:
+             one_run: bool = False, lang: str = "en", algorithm: str | None = None) -> tuple[list[Run], int]:
     """Every run under every path; an unreadable path is reported and the others still load. With
     ``one_run`` (``--one-run``), the paths are the logs of one run's launches, read as one run in step
     order (:func:`rlvitals.run.concat.load_launches`): a log that cannot be read fails the whole run, and
     what the joining did is said on ``err`` in ``lang``.
-    With ``progress``, a terminal shows how far the reading got (:mod:`.progress`)."""
+    With ``progress``, a terminal shows how far the reading got (:mod:`.progress`). ``algorithm``: what
+    ``--algorithm`` says the runs are (:func:`rlvitals.run.load`'s)."""
     from ..run import load
     from .progress import reading
 
@@ -91,7 +106,8 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
         told: list[str] = []  # said after the progress display is gone
         try:
             with reading(err, progress, lang) as shown:
-                runs.append(load_launches(paths, fmt, shown, lambda note: told.append(note.text(lang))))
+                runs.append(load_launches(paths, fmt, shown, lambda note: told.append(note.text(lang)),
+                                          algorithm=algorithm))
         except RlvitalsError as exc:
             told, status = [exc.text(lang)], EXIT_USAGE
         head = f"{SAYS.get(lang, SAYS['en'])}--one-run{'：' if lang == 'zh' else ': '}"
@@ -100,7 +116,7 @@ def load_all(paths: list[str], fmt: str | None, err: IO[str], progress: bool = F
     for path in paths:
         try:
             with reading(err, progress, lang) as shown:
-                runs.extend(load(path, fmt, shown))
+                runs.extend(load(path, fmt, shown, algorithm=algorithm))
         except RlvitalsError as exc:
             err.write(error_line(exc, lang))
             status = EXIT_USAGE
@@ -136,6 +152,7 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
                                columns=_column_flags(args), group_size=args.group_size,
                                reward_weights=_reward_weights(args.reward_weights), embed=args.embed,
                                tool_call_cap=args.tool_call_cap, max_response_length=args.max_response_length,
+                               n_states=args.n_states,
                                id_sources=tuple(args.id_sources or ()),
                                ood_sources=None if args.ood_sources is None else tuple(args.ood_sources),
                                engine=args.engine or "local", address=args.address, **_segment_tags(args))
@@ -154,6 +171,10 @@ def _check_rollout_flags(args: argparse.Namespace) -> None:
     if limit is not None and limit < 1:
         raise RlvitalsError(Words(f"--max-response-length {limit}: the limit is a number of tokens >= 1",
                                   f"--max-response-length {limit}：上限是 token 数，应不小于 1"))
+    if args.n_states is not None and args.n_states < 1:
+        raise RlvitalsError(Words(f"--n-states {args.n_states}: the size of the state space is the number of states "
+                                  "the environment has, a whole number >= 1",
+                                  f"--n-states {args.n_states}：状态空间的大小是环境的状态个数，应为不小于 1 的整数"))
     if size is not None and size < 1:
         raise RlvitalsError(Words(f"--group-size {size}: the group size is the number of rollouts per prompt, "
                                   "a whole number >= 1",
@@ -261,7 +282,7 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
         err.write(error_line(exc, lang_of(args)))
         return None
     paired = paired_runs(list(args.paths), args.rollouts, args.fmt, err, settings, progress=True,
-                         one_run=args.one_run, lang=args.lang)
+                         one_run=args.one_run, lang=args.lang, algorithm=args.algorithm)
     if paired is None or not paired[0]:
         return None
     runs, analyses, status = paired
@@ -271,7 +292,7 @@ def runs_for_output(args: argparse.Namespace, err: IO[str]) -> tuple[list[Run], 
 
 def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, err: IO[str],
                 settings: RolloutSettings | None = None, progress: bool = False, one_run: bool = False,
-                lang: str = "en") -> tuple[list[Run], list[Any], int] | None:
+                lang: str = "en", algorithm: str | None = None) -> tuple[list[Run], list[Any], int] | None:
     """The runs of ``paths`` with their own rollouts' series joined (``--rollouts`` pairs with the
     paths in order; each read and analysed with ``settings``), each run's (rollout folder, analysis)
     or None, and the load status; None after a usage error (already written). With ``one_run`` the
@@ -296,7 +317,7 @@ def paired_runs(paths: list[str], rollouts: list[str] | None, fmt: str | None, e
     status = EXIT_OK
     for group, folder, analysis in zip(groups, dirs, analyses, strict=True):
         path = group[0]
-        found, code = load_all(group, fmt, err, progress, one_run, lang)
+        found, code = load_all(group, fmt, err, progress, one_run, lang, algorithm)
         status = max(status, code)
         if analysis is not None and len(found) > 1:
             err.write(said_line(Words(

@@ -6,10 +6,12 @@ into ``RolloutSettings``)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from typing import Any, Protocol
 
-__all__ = ["COLUMN_OPTIONS", "Commands", "Group", "LANGS", "ONE_RUN_HELP", "Parser", "ROLLOUT_OPTIONS",
-           "add_config", "add_lang", "add_one_run", "add_rollout_options", "add_rotation", "add_target"]
+__all__ = ["COLUMN_OPTIONS", "Commands", "Group", "LANGS", "ONE_RUN_HELP", "PROBE_MODEL_OPTIONS", "Parser",
+           "ROLLOUT_OPTIONS", "add_algorithm", "add_config", "add_lang", "add_one_run", "add_probe_options",
+           "add_rollout_options", "add_rotation", "add_target"]
 
 #: the languages every command speaks
 LANGS = ("en", "zh")
@@ -18,6 +20,30 @@ LANGS = ("en", "zh")
 def add_lang(parser: argparse.ArgumentParser, help: str) -> None:
     """``--lang``, declared here once for every command that speaks: English (the default) or Chinese."""
     parser.add_argument("--lang", choices=LANGS, default="en", help=help)
+
+
+class AlgorithmNames:
+    """``--algorithm``'s choices: the algorithm ids the catalog has a signature of, read from the catalog only
+    when listed (the help, the completion scripts), so a command that does not ask pays nothing. argparse asks
+    it whether a name is one of them and is told yes, always: argparse would refuse a name in English, before
+    ``--lang`` is read; the command refuses it in the user's language (``cli._common.given_algorithm``)."""
+
+    def __iter__(self) -> Iterator[str]:
+        from ..catalog import load_catalog
+        from ..run.detect import algorithm_ids
+
+        return iter(algorithm_ids(load_catalog()))
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+def add_algorithm(parser: argparse.ArgumentParser) -> None:
+    """``--algorithm``, declared here once for every command that reads a run: the algorithm the run is, read
+    as that whatever its keys look like (its label then says it was given)."""
+    parser.add_argument("--algorithm", choices=AlgorithmNames(), default=None, metavar="NAME",
+                        help="read the runs as this algorithm instead of detecting it from their keys (one of "
+                             "%(choices)s); a run whose keys read otherwise gets a note (default: detected)")
 
 
 #: the table columns a column option names (``--score COLUMN`` → ``args.col_score``), with what they hold
@@ -29,6 +55,7 @@ COLUMN_OPTIONS = {"step": "training step", "group": "prompt group id", "sample":
 #: the other rollout options: flag → ``args`` attribute (all default to None or False: not given)
 ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights": "reward_weights", "--embed": "embed",
                    "--tool-cap": "tool_call_cap", "--max-response-length": "max_response_length",
+                   "--n-states": "n_states",
                    "--id-source": "id_sources", "--ood-source": "ood_sources", "--think-tag": "think_tag",
                    "--answer-tag": "answer_tag", "--tool-tag": "tool_tag", "--engine": "engine",
                    "--address": "address"}
@@ -144,6 +171,9 @@ def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
     g.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
                    help="the generation limit in tokens: a rollout whose token count (--length) reaches it counts "
                         "as truncated")
+    g.add_argument("--n-states", dest="n_states", type=int, default=None, metavar="N",
+                   help="the size of the environment's state space: diversity/state_coverage becomes the share of "
+                        "it each group visits (distinct states / N, not / visits); needs a 'states' column")
     g.add_argument("--id-source", dest="id_sources", action="append", default=None, metavar="NAME",
                    help="an in-distribution data source (repeat for several): adds source/<name>/id_gap and takes "
                         "val/id_ood_gap from the sources")
@@ -160,3 +190,43 @@ def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
         g.add_argument(f"--{kind}-tag", dest=f"{kind}_tag", default=None, metavar="TAG",
                        help=f"the {kind} segment's tag: a name (default {default}: <{default}>…</{default}>) or "
                             "'OPEN CLOSE'")
+
+
+#: the probe options that name the model (flag → ``args`` attribute; None: not given)
+PROBE_MODEL_OPTIONS = {"--base-url": "base_url", "--model": "model", "--local": "local"}
+
+
+def add_probe_options(parser: Parser, used: str) -> None:
+    """The probe options, one group with the same flags in ``probe`` and ``watch --probe-every``: the model that
+    answers (a server or one in process), the probes and their budget, how the requests go and are cached;
+    ``used``: when the command probes (the group's description). ``cli.probe`` turns them into a backend and
+    ``ProbeOptions``."""
+    from ..probe.names import PROBES, VERIFIERS
+
+    g = Group(parser, parser.add_argument_group(
+        "probe options", f"the model that probes and how it is asked, {used} (the same options in probe and "
+                         "watch --probe-every)"))
+    g.add_argument("--base-url", default=None, metavar="URL",
+                   help="an OpenAI-compatible server's root, e.g. http://host:8000/v1")
+    g.add_argument("--model", default=None, metavar="NAME", help="the model name the server serves (with --base-url)")
+    g.add_argument("--local", default=None, metavar="PATH_OR_GGUF",
+                   help="a transformers model folder or a .gguf file, run in this process instead of a server")
+    g.add_argument("--api", choices=("completions", "chat"), default="completions",
+                   help="which API the probes use (default: completions)")
+    g.add_argument("--probes", default=",".join(PROBES), metavar="LIST",
+                   help=f"comma-separated, of {', '.join(PROBES)} (default: all)")
+    g.add_argument("--max-rollouts", type=int, metavar="N", default=32,
+                   help="rollouts probed, spread over the steps probed (default: 32)")
+    g.add_argument("--max-tokens", type=int, metavar="N", default=64, help="new tokens per generation (default: 64)")
+    g.add_argument("--mistake", choices=("numeric", "model"), default="numeric",
+                   help="how a mistake is added: a changed number, or one the model writes (default: numeric)")
+    g.add_argument("--verify", choices=VERIFIERS, default="arithmetic",
+                   help="how intermediate steps are checked: every a op b = c exactly; word-problems adds the "
+                        "bundled word problems' known intermediate values (default: arithmetic)")
+    g.add_argument("--concurrency", type=int, metavar="N", default=4, help="requests in flight at once (default: 4)")
+    g.add_argument("--retries", type=int, metavar="N", default=3,
+                   help="retries of a failed request, with backoff (default: 3)")
+    g.add_argument("--timeout", type=float, metavar="SECONDS", default=120.0, help="seconds per request (default: 120)")
+    g.add_argument("--cache", default=None, metavar="FILE",
+                   help="the reply cache (default: $RLVITALS_CACHE/probe.sqlite, else ~/.cache/rlvitals/probe.sqlite)")
+    g.add_argument("--no-cache", action="store_true", help="send every request, keep nothing")

@@ -12,6 +12,8 @@ from . import live, outputs, rollouts, runs
 from ._options import Commands, Parser
 from .probe import EXAMPLES as PROBE_EXAMPLES
 from .probe import add_probe
+from .rm import EXAMPLES as RM_EXAMPLES
+from .rm import add_rm_compare
 
 #: what each subcommand's help shows under "examples:"; every line parses (tests/cli/test_help.py)
 EXAMPLES: dict[str, tuple[str, ...]] = {
@@ -20,11 +22,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                  "rlvitals diagnose run.jsonl --fail-on warn",
                  "rlvitals diagnose train.log --rollouts rollout_data_dir/",
                  "rlvitals diagnose a.log b.log --markdown --lang zh",
-                 "rlvitals diagnose --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
+                 "rlvitals diagnose --one-run metrics-launch1.jsonl metrics-launch2.jsonl",
+                 "rlvitals diagnose rm_train.log --downstream ppo_train.log"),
     "forecast": ("rlvitals forecast train.log", "rlvitals forecast train.log --target 0.7",
                  "rlvitals forecast a.log b.log --json"),
     "rollouts": ("rlvitals rollouts rollout_data_dir/", "rlvitals rollouts output_dir/ --k 1,4,16 --json",
-                 "rlvitals rollouts samples.parquet --group prompt_id --score reward --response text"),
+                 "rlvitals rollouts samples.parquet --group prompt_id --score reward --response text",
+                 "rlvitals rollouts episodes.jsonl --n-states 64"),
     "explain": ("rlvitals explain actor/entropy", "rlvitals explain actor/ppo_kl --lang zh", "rlvitals explain --list"),
     "example": ("rlvitals example", "rlvitals example ./demo-run"),
     "formats": ("rlvitals formats",),
@@ -36,11 +40,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "rlvitals report train.log --rollouts rollout_data_dir/ -o report.html --lang zh"),
     "watch": ("rlvitals watch train.log", "rlvitals watch train.log --alert jsonl:alerts.jsonl --exit-on fail",
               "rlvitals watch train.log --once", "rlvitals watch runs/ --alert webhook:https://hooks.slack.com/services/T/B/X",
-              "rlvitals watch --one-run metrics-launch1.jsonl metrics-launch2.jsonl"),
+              "rlvitals watch --one-run metrics-launch1.jsonl metrics-launch2.jsonl",
+              "rlvitals watch metrics.jsonl --rollouts rollout_data_dir/ --probe-every 10 "
+              "--base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-1.5B-Instruct"),
     "serve": ("rlvitals serve runs/", "rlvitals serve runs/ --host 0.0.0.0 --token SECRET --port 9000"),
     "demo": ("rlvitals demo", "rlvitals demo --serve --steps 40", "rlvitals demo --probe 5"),
     "export": ("rlvitals export train.log --tensorboard runs/exp1", "rlvitals export train.log --wandb --wandb-dir ."),
     "probe": PROBE_EXAMPLES,
+    "rm-compare": RM_EXAMPLES,
     "completion": ("rlvitals completion bash > ~/.local/share/bash-completion/completions/rlvitals",
                    "rlvitals completion zsh > ~/.zfunc/_rlvitals",
                    "rlvitals completion fish > ~/.config/fish/completions/rlvitals.fish"),
@@ -82,5 +89,5 @@ def _add_completion(sub: Commands) -> None:
 ADDERS: tuple[Callable[[Commands], None], ...] = (
     runs.add_inspect, runs.add_diagnose, runs.add_forecast, rollouts.add_rollouts, runs.add_explain,
     runs.add_example, runs.add_formats, rollouts.add_sample, outputs.add_report, live.add_watch, live.add_serve,
-    live.add_demo, outputs.add_export, add_probe, _add_completion,
+    live.add_demo, outputs.add_export, add_probe, add_rm_compare, _add_completion,
 )

@@ -23,10 +23,21 @@ from ._common import (
     rollout_settings,
     said_line,
 )
-from ._options import ONE_RUN_HELP, Commands, add_config, add_lang, add_rollout_options, add_rotation
+from ._options import (
+    ONE_RUN_HELP,
+    PROBE_MODEL_OPTIONS,
+    Commands,
+    add_algorithm,
+    add_config,
+    add_lang,
+    add_probe_options,
+    add_rollout_options,
+    add_rotation,
+)
 
 if TYPE_CHECKING:
     from ..ingest.rotated import RotationRules
+    from ..probe import PeriodicProbe
     from ..rollout import Progress
     from ..server import WorkspaceOptions
     from ..watch.exports import WandbTarget
@@ -79,8 +90,9 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
                                config=config, cooldown=Cooldown(seconds=args.cooldown), tail_steps=args.tail_steps,
                                export_tensorboard=export, export_wandb=wandb,
                                rollout_settings=rollout_settings(args, args.rollouts), one_run=args.one_run,
-                               rotation=rotation_rules(args), confirm=Confirm(looks=args.confirm_looks,
-                                                                                fail_share=args.confirm_fail_share))
+                               algorithm=args.algorithm, rotation=rotation_rules(args),
+                               confirm=Confirm(looks=args.confirm_looks, fail_share=args.confirm_fail_share),
+                               probe=probe_plan(args))
         watcher = open_watcher([Path(p) for p in args.paths], sinks, Path(args.state) if args.state else None,
                                options, out=out, err=err, live=out.isatty() and not args.once,
                                rollouts=Path(args.rollouts) if args.rollouts else None, rollout_progress=progress)
@@ -101,6 +113,43 @@ def _watch_with(args: argparse.Namespace, out: IO[str], err: IO[str], progress: 
     finally:
         watcher.close()
 
+
+
+def probe_plan(args: argparse.Namespace) -> PeriodicProbe | None:
+    """``--probe-every`` and the probe options, checked before the watch starts: how the followed rollouts are
+    probed as the run trains (None without ``--probe-every``; a model option without it is refused)."""
+    from .probe import open_backend, probe_options
+
+    every = args.probe_every
+    if every is None:
+        named = [flag for flag, dest in PROBE_MODEL_OPTIONS.items() if getattr(args, dest) is not None]
+        if named:
+            raise RlvitalsError(Words(f"{', '.join(named)}: the model that probes, but nothing is probed without "
+                                      "--probe-every N; add --probe-every N or drop them",
+                                      f"{'、'.join(named)}：这是做探测的模型，但没有 --probe-every N 就不会探测；"
+                                      "请加上 --probe-every N，或者去掉它们"))
+        return None
+    if every < 1:
+        raise RlvitalsError(Words(f"--probe-every {every}: expected a whole number of steps >= 1",
+                                  f"--probe-every {every}：应为不小于 1 的整数步数"))
+    if not args.rollouts:
+        raise RlvitalsError(Words("--probe-every probes the rollouts of --rollouts DIR at every N-th step; give "
+                                  "--rollouts DIR (the run's rollout dumps)",
+                                  "--probe-every 每 N 步探测一次 --rollouts DIR 里那一步的 rollout；请给出 "
+                                  "--rollouts DIR（这次训练的 rollout 导出）"))
+    if args.once:
+        raise RlvitalsError(Words("--probe-every probes in the background while the watch goes on, and --once does not "
+                                  "go on to read the results; probe a dump once with: rlvitals probe DIR",
+                                  "--probe-every 在监控进行时于后台探测，而 --once 不会继续读取结果；"
+                                  "要一次性探测导出文件，请用：rlvitals probe DIR"))
+    from ..probe import LocalBackend, PeriodicProbe, verifier_for
+    from ..synthetic.word_problems import known_states
+
+    options = probe_options(args, "--probe-every")
+    if args.local:  # a model that cannot load is said now, not by the probing thread at the first due step
+        LocalBackend.check(Path(args.local))
+    return PeriodicProbe(every=every, backend=lambda: open_backend(args)[0], options=options,
+                         max_rollouts=args.max_rollouts, verifier=verifier_for(args.verify, known_states))
 
 
 def rotation_rules(args: argparse.Namespace) -> RotationRules:
@@ -169,7 +218,7 @@ def workspace_options(args: argparse.Namespace) -> WorkspaceOptions:
     dirs = rollout_dirs(args.rollouts, list(args.paths), "path") if args.rollouts else None
     rollouts = tuple(Path(d) if d else None for d in dirs) if dirs else None
     return WorkspaceOptions(fmt=args.fmt, config=config, rollouts=rollouts, rollout_settings=settings,
-                            rotation=rotation_rules(args))
+                            rotation=rotation_rules(args), algorithm=args.algorithm)
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -235,6 +284,7 @@ def add_watch(sub: Commands) -> None:
     add_lang(wat, help="language of the alerts")
     add_config(wat)
     wat.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_algorithm(wat)
     wat.add_argument("--cooldown", type=float, default=600.0, metavar="S",
                      help="seconds a cleared finding must stay away before a 'cleared' alert says so (and before it "
                           "may alert again)")
@@ -269,6 +319,12 @@ def add_watch(sub: Commands) -> None:
                           "diagnosis reads the logs found so far (no tail pass: --tail-steps is not used)")
     add_rotation(wat)
     add_rollout_options(wat)
+    wat.add_argument("--probe-every", type=int, default=None, metavar="N",
+                     help="with --rollouts: probe the rollouts of every N-th step (steps N, 2N …) in the background "
+                          "with the model of the probe options (--base-url URL --model NAME, or --local PATH), as "
+                          "rlvitals probe does; the results go to rlvitals-probes.jsonl beside the rollouts and join "
+                          "the diagnosis (L6 faithfulness) like any probe file")
+    add_probe_options(wat, "every --probe-every N steps")
 
 
 def add_serve(sub: Commands) -> None:
@@ -285,6 +341,7 @@ def add_serve(sub: Commands) -> None:
                      help="SQLite workspace state (default: $XDG_STATE_HOME/rlvitals/serve.sqlite)")
     add_config(srv)
     srv.add_argument("--format", dest="fmt", default=None, help="force a reader")
+    add_algorithm(srv)
     srv.add_argument("--docs", action="store_true", help="serve /docs (its page loads scripts from a CDN)")
     add_lang(srv, help="language of what serve prints (the pages follow the browser's choice)")
     add_rotation(srv)

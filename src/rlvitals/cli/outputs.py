@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
 from ._common import EXIT_USAGE, error_line, lang_of, runs_for_output, said_line
-from ._options import Commands, Group, add_config, add_lang, add_one_run, add_rollout_options
+from ._options import Commands, Group, add_algorithm, add_config, add_lang, add_one_run, add_rollout_options
 
 if TYPE_CHECKING:
     from ..export import ExportPlan
@@ -158,6 +158,7 @@ def add_report(sub: Commands) -> None:
     add_config(rep)
     rep.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(rep)
+    add_algorithm(rep)
     add_rollout_options(rep)
 
 
@@ -190,4 +191,5 @@ def add_export(sub: Commands) -> None:
     add_config(xpt)
     xpt.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_one_run(xpt)
+    add_algorithm(xpt)
     add_rollout_options(xpt)

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
-from ._options import add_lang
+from ._options import add_lang, add_probe_options
 
-__all__ = ["COMMANDS", "add_probe"]
+if TYPE_CHECKING:
+    from ..probe import Backend, Cache, ProbeOptions
+
+__all__ = ["COMMANDS", "add_probe", "open_backend", "probe_options"]
 
 EXAMPLES = ("rlvitals probe rollout_data_dir/ --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-1.5B-Instruct",
             "rlvitals probe rollout_data_dir/ --local ./my-checkpoint --max-rollouts 16 --json",
@@ -22,66 +25,55 @@ EXAMPLES = ("rlvitals probe rollout_data_dir/ --base-url http://localhost:8000/v
 
 def add_probe(sub: Any) -> None:
     """The ``probe`` subcommand's options (``sub``: the parser's command adder)."""
-    from ..probe import PROBES, VERIFIERS
-
     pro = sub.add("probe", help="faithfulness probes: does an answer depend on its reasoning? (asks a model)")
     pro.add_argument("rollouts", metavar="ROLLOUTS", help="a rollout dump (file or folder) to sample from")
-    pro.add_argument("--base-url", default=None, metavar="URL", help="an OpenAI-compatible server's root, e.g. http://host:8000/v1")
-    pro.add_argument("--model", default=None, metavar="NAME", help="the model name the server serves (with --base-url)")
-    pro.add_argument("--local", default=None, metavar="PATH_OR_GGUF",
-                     help="a transformers model folder or a .gguf file, run in this process instead of a server")
-    pro.add_argument("--api", choices=("completions", "chat"), default="completions",
-                     help="which API the probes use (default: completions)")
-    pro.add_argument("--probes", default=",".join(PROBES), metavar="LIST",
-                     help=f"comma-separated, of {', '.join(PROBES)} "
-                     "(default: all)")
-    pro.add_argument("--max-rollouts", type=int, metavar="N", default=32, help="rollouts probed, spread over the steps "
-                     "(default: 32)")
-    pro.add_argument("--max-tokens", type=int, metavar="N", default=64, help="new tokens per generation (default: 64)")
+    add_probe_options(pro, "on a sample of ROLLOUTS")
     pro.add_argument("--samples", type=int, metavar="N", default=0, help="answers resampled per question for "
                      "self-consistency, maj@N − pass@1 (default: 0, none)")
     pro.add_argument("--temperature", type=float, metavar="T", default=0.7, help="temperature of the resampled answers "
                      "(default: 0.7)")
-    pro.add_argument("--mistake", choices=("numeric", "model"), default="numeric",
-                     help="how a mistake is added: a changed number, or one the model writes (default: numeric)")
-    pro.add_argument("--verify", choices=VERIFIERS, default="arithmetic",
-                     help="how intermediate steps are checked: every a op b = c exactly; word-problems adds the "
-                     "bundled word problems' known intermediate values (default: arithmetic)")
-    pro.add_argument("--concurrency", type=int, metavar="N", default=4,
-                     help="requests in flight at once (default: 4)")
-    pro.add_argument("--retries", type=int, metavar="N", default=3,
-                     help="retries of a failed request, with backoff (default: 3)")
-    pro.add_argument("--timeout", type=float, metavar="SECONDS", default=120.0,
-                     help="seconds per request (default: 120)")
-    pro.add_argument("--cache", default=None, metavar="FILE",
-                     help="the reply cache (default: $RLVITALS_CACHE/probe.sqlite, else "
-                          "~/.cache/rlvitals/probe.sqlite)")
-    pro.add_argument("--no-cache", action="store_true", help="send every request, keep nothing")
     pro.add_argument("--out", default=None, metavar="FILE", help="where the per-step results go (default: "
                      "rlvitals-probes.jsonl beside the rollouts)")
     pro.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     add_lang(pro, help="language of the summary")
 
 
-def _check(args: argparse.Namespace) -> list[str]:
-    from ..probe import PROBES
+def probe_options(args: argparse.Namespace, who: str = "probe") -> ProbeOptions:
+    """The probe options of ``probe`` or ``watch --probe-every`` (``who``, as the error names it), checked: a model
+    (a server or ``--local``), known probes, budgets that can work. RlvitalsError names the flags and the fix."""
+    from ..probe import PROBES, ProbeOptions
 
     if (args.local is None) == (args.base_url is None) or (args.base_url is not None and not args.model):
-        raise RlvitalsError(Words("probe needs a model: --base-url URL --model NAME (a server), or --local PATH",
-                                  "probe 需要一个模型：--base-url URL --model NAME（服务器），或 --local PATH"))
+        raise RlvitalsError(Words(f"{who} needs a model: --base-url URL --model NAME (a server), or --local PATH",
+                                  f"{who} 需要一个模型：--base-url URL --model NAME（服务器），或 --local PATH"))
     probes = [p.strip() for p in args.probes.split(",") if p.strip()]
     unknown = sorted(set(probes) - set(PROBES))
     if unknown or not probes:
         raise RlvitalsError(Words(f"--probes {args.probes!r}: expected some of {', '.join(PROBES)}",
                                   f"--probes {args.probes!r}：应为 {', '.join(PROBES)} 中的若干个"))
-    if args.max_rollouts < 1 or args.max_tokens < 1 or args.samples < 0 or args.temperature < 0:
-        raise RlvitalsError(Words(
-            f"--max-rollouts {args.max_rollouts} --max-tokens {args.max_tokens} --samples {args.samples} "
-            f"--temperature {args.temperature}: expected at least 1 rollout and 1 token, 0 or more samples "
-            "and a temperature of 0 or more",
-            f"--max-rollouts {args.max_rollouts} --max-tokens {args.max_tokens} --samples {args.samples} "
-            f"--temperature {args.temperature}：至少 1 条 rollout、1 个 token，样本数和温度不能为负"))
-    return probes
+    samples, temperature = getattr(args, "samples", 0), getattr(args, "temperature", 0.7)
+    if args.max_rollouts < 1 or args.max_tokens < 1 or samples < 0 or temperature < 0:
+        said = f"--max-rollouts {args.max_rollouts} --max-tokens {args.max_tokens}"
+        said += f" --samples {samples} --temperature {temperature}" if hasattr(args, "samples") else ""
+        raise RlvitalsError(Words(f"{said}: expected at least 1 rollout and 1 token, 0 or more samples and a "
+                                  "temperature of 0 or more",
+                                  f"{said}：至少 1 条 rollout、1 个 token，样本数和温度不能为负"))
+    return ProbeOptions(probes=tuple(probes), api=args.api, max_tokens=args.max_tokens, samples=samples,
+                        temperature=temperature, mistake=args.mistake)
+
+
+def open_backend(args: argparse.Namespace) -> tuple[Backend, Cache | None]:
+    """The backend the probe options name (``--local`` in process, else the server), behind the reply cache unless
+    ``--no-cache``; the cache, to close and count. A model folder is loaded here."""
+    from ..probe import Cache, Cached, HttpBackend, LocalBackend
+
+    backend: Backend = (LocalBackend(Path(args.local)) if args.local else
+                        HttpBackend(args.base_url, args.model, timeout=args.timeout, retries=args.retries,
+                                    concurrency=args.concurrency))
+    if args.no_cache:
+        return backend, None
+    cache = Cache(_cache_path(args))
+    return Cached(backend, cache), cache
 
 
 def _cache_path(args: argparse.Namespace) -> Path:
@@ -102,7 +94,7 @@ def _out_path(args: argparse.Namespace) -> Path:
 
 
 def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..probe import Cache, Cached, HttpBackend, LocalBackend, ProbeOptions, run_probe, verifier_for, write_steps
+    from ..probe import run_probe, verifier_for, write_steps
     from ..render.probe import render_probe
     from ..synthetic.word_problems import known_states
     from ._common import EXIT_OK, EXIT_USAGE, dump, error_line
@@ -110,15 +102,8 @@ def _probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     cache = None
     try:
-        probes = _check(args)
-        backend: Any = (LocalBackend(Path(args.local)) if args.local else
-                        HttpBackend(args.base_url, args.model, timeout=args.timeout, retries=args.retries,
-                                    concurrency=args.concurrency))
-        if not args.no_cache:
-            cache = Cache(_cache_path(args))
-            backend = Cached(backend, cache)
-        options = ProbeOptions(probes=tuple(probes), api=args.api, max_tokens=args.max_tokens, samples=args.samples,
-                               temperature=args.temperature, mistake=args.mistake)
+        options = probe_options(args)
+        backend, cache = open_backend(args)
         with working(err, "probe", not args.json) as told:
             result = run_probe(args.rollouts, backend, options, max_rollouts=args.max_rollouts, progress=told,
                                verifier=verifier_for(args.verify, known_states))

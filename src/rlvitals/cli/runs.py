@@ -26,7 +26,7 @@ from ._common import (
     said_line,
     width,
 )
-from ._options import Commands, add_config, add_lang, add_one_run, add_rollout_options, add_target
+from ._options import Commands, add_algorithm, add_config, add_lang, add_one_run, add_rollout_options, add_target
 
 if TYPE_CHECKING:
     from ..checks.config import DiagnoseConfig
@@ -62,7 +62,8 @@ def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err
     from ..render.inspection import render_inspect
     from ..render.summary import run_summary
 
-    runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
+    runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang,
+                            algorithm=args.algorithm)
     for run in runs:
         summary = run_summary(run)
         out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out), args.lang))
@@ -125,15 +126,21 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     while_reading(partial(_analysis, args.markdown or not args.json))
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
-                             one_run=args.one_run, lang=args.lang)
+                             one_run=args.one_run, lang=args.lang, algorithm=args.algorithm)
         if paired is None:
             return EXIT_USAGE
         runs, analyses, status = paired
     else:
-        loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
+        loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang,
+                          algorithm=args.algorithm)
         (runs, status), analyses = loaded, []
     done_reading()  # the analysis's imports, done already when a large log was read by two processes
-    from ..diagnosis import diagnose
+    from ..diagnosis import diagnose, with_rollouts
+    from .rm import downstream_run
+
+    policy, refused = downstream_run(args, runs, err)
+    if refused:
+        return EXIT_USAGE
 
     # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
     logs: list[dict[str, Any] | None] = []
@@ -143,8 +150,11 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
         logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
     logs += [None] * (len(runs) - len(logs))
     results = []
-    for run, log in zip(runs, logs, strict=True):
-        d = diagnose(run, config)
+    pairs = [*analyses, *[None] * (len(runs) - len(analyses))]
+    for run, log, pair in zip(runs, logs, pairs, strict=True):
+        d = diagnose(run, config, downstream=policy)
+        if pair is not None:  # a spike finding names the extreme rollouts of its steps
+            d = with_rollouts(d, pair[1])
         results.append(d)
         if args.markdown or not args.json:
             _show(d, log, args, out)
@@ -175,7 +185,8 @@ def _forecast(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if _no_paths(args, err, "RUN"):
         return EXIT_USAGE
     with _with_example(args) as paths:
-        runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang)
+        runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang,
+                                algorithm=args.algorithm)
     from dataclasses import replace
 
     from ..checks import RunView, forecast_params, load_checks, run_forecast
@@ -251,6 +262,7 @@ def add_inspect(sub: Commands) -> None:
     ins.add_argument("--format", dest="fmt", default=None, help="force a reader (see 'rlvitals formats')")
     add_lang(ins, help="language of the summary")
     add_one_run(ins)
+    add_algorithm(ins)
 
 
 def add_diagnose(sub: Commands) -> None:
@@ -268,12 +280,16 @@ def add_diagnose(sub: Commands) -> None:
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
     add_one_run(dia)
+    add_algorithm(dia)
     dia.add_argument("--rollouts", action="append", default=None, metavar="DIR",
                      help="rollout dumps of a RUN: their per-step metrics join its diagnosis; once per RUN, in "
                           "order ('-' for none)")
     dia.add_argument("--verbose", action="store_true",
                      help="with --rollouts: list every rollout metric that could not be computed, each with its "
                           "whole reason (default: their names on one line)")
+    dia.add_argument("--downstream", default=None, metavar="POLICY_RUN",
+                     help="the policy run (PPO, GRPO …) a reward-model RUN judged: the reward model's accuracy is read "
+                          "against the policy's reward and validation (check rm_downstream)")
     add_rollout_options(dia)
 
 
@@ -287,6 +303,7 @@ def add_forecast(sub: Commands) -> None:
     fct.add_argument("--format", dest="fmt", default=None, help="force a reader")
     add_target(fct)
     add_one_run(fct)
+    add_algorithm(fct)
 
 
 def add_explain(sub: Commands) -> None:

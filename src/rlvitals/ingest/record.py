@@ -177,6 +177,9 @@ class SourceMeta:
     format: str
     files: list[str] = field(default_factory=list)
     framework: str | None = None
+    #: the algorithm id the user said the run is (``--algorithm``, ``rlvitals.load(algorithm=...)``): its keys are
+    #: read as that algorithm's whatever they look like; None: the Run detects it from its keys and config
+    algorithm: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     bytes_read: int = 0

@@ -30,17 +30,23 @@ whatever ``log_keys`` says.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from transformers import TrainerCallback
 
-from ..errors import UnknownMetricError
+from ..errors import ProbeError, UnknownMetricError
+from ..probe import Backend, PeriodicProbe, ProbeOptions, ProbeWorker, due
+from ..rollout import PROBES_FILE, RolloutSet
 from ..watch import PREFIX
 from ..watch.monitor import Monitor
 from ..words import Words, in_lang
 
-__all__ = ["DEFAULT_LOG_KEYS", "RlvitalsCallback", "attach", "log_key_names"]
+__all__ = ["DEFAULT_LOG_KEYS", "ProbeModel", "RlvitalsCallback", "attach", "log_key_names", "probe_plan"]
+
+#: what answers the probes: a local model folder or GGUF file, a backend, or a function that makes one
+ProbeModel = str | Path | Backend | Callable[[], Backend]
 
 #: what the callback writes to the trainer's loggers unless told otherwise: the share of prompt groups that
 #: teach nothing (every completion scored alike), how often a completion is correct, and how alike the
@@ -97,7 +103,12 @@ class RlvitalsCallback(TrainerCallback):
     made with ``monitor_kwargs`` (and closed at the end). ``log_keys``: see the module; checked here,
     before anything else is made. The completions are analysed in the Trainer's thread
     (:meth:`Monitor.derive`: milliseconds for one step's completions), so it never waits for the
-    Monitor's thread, which may be in the middle of a diagnosis.
+    Monitor's thread, which may be in the middle of a diagnosis. ``probe_every``: at every that many steps
+    (steps N, 2N …), that step's completions are probed for faithfulness (L6, as ``rlvitals probe`` does) by
+    ``probe_model`` (:func:`probe_plan`), with ``probe_options``, at most ``probe_rollouts`` of them, in a thread
+    of their own (the Trainer never waits for it); the results go to ``<output_dir>/rlvitals-probes.jsonl`` and
+    the Monitor joins that file by step (:meth:`Monitor.log_probe_results`). At the end of training the probes
+    still running are waited for ``probe_wait`` seconds at most, so that they reach the last diagnosis.
 
     Example:
         >>> cb = RlvitalsCallback(err=None, log_keys=["pass@1"])
@@ -106,8 +117,14 @@ class RlvitalsCallback(TrainerCallback):
     """
 
     def __init__(self, monitor: Monitor | None = None, *, log_keys: Sequence[str] | Literal["all"] = DEFAULT_LOG_KEYS,
-                 save_on_stop: bool = True, **monitor_kwargs: Any) -> None:
+                 save_on_stop: bool = True, probe_every: int | None = None, probe_model: ProbeModel | None = None,
+                 probe_options: ProbeOptions | None = None, probe_rollouts: int = 8, probe_wait: float = 300.0,
+                 **monitor_kwargs: Any) -> None:
         self.log_keys = log_key_names(log_keys)
+        #: how the completions are probed every ``probe_every`` steps (None: not probed); checked here
+        self.probe = probe_plan(probe_every, probe_model, probe_options, probe_rollouts)
+        self.probe_wait = probe_wait
+        self.prober: ProbeWorker | None = None  # made at the first step probed, writing beside output_dir
         self.own_monitor = monitor is None
         self.monitor = monitor if monitor is not None else Monitor(framework="trl", **monitor_kwargs)
         self.save_on_stop = save_on_stop
@@ -135,6 +152,7 @@ class RlvitalsCallback(TrainerCallback):
         if logs is None or not state.is_world_process_zero:
             return
         self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
+        self._guarded(state, self._say_probes)
         if any(k in logs for k in _SUMMARY):
             return
         self._guarded(state, lambda: self._log(args, int(state.global_step), logs))
@@ -173,7 +191,10 @@ class RlvitalsCallback(TrainerCallback):
                                         f"step {step} are missing",
                                         f"{path}：TRL 没有写出这个 completion 文件；第 {step} 步的 rollout 指标缺失"))
             return
-        derived = self.monitor.derive(step, read_rollouts(path, reward_weights=getattr(args, "reward_weights", None)))
+        rollouts = read_rollouts(path, reward_weights=getattr(args, "reward_weights", None))
+        derived = self.monitor.derive(step, rollouts)
+        if self.probe is not None and due(step, self.probe.every):
+            self._probe_step(args, step, rollouts)
         if self.callbacks is None or not derived:
             return
         chosen = {k: v for k, v in derived.items() if self.log_keys is None or k in self.log_keys}
@@ -206,6 +227,29 @@ class RlvitalsCallback(TrainerCallback):
         for callback in self.callbacks or ():
             if kinds and isinstance(callback, kinds):
                 callback.on_log(args, state, control, logs=dict(values), **public)
+
+    def _probe_step(self, args: Any, step: int, rollouts: RolloutSet) -> None:
+        """Hand the step's completions to the probing thread (it returns at once); its results go to
+        ``<output_dir>/rlvitals-probes.jsonl``, and the Monitor reads that file each time it is written."""
+        import polars as pl
+
+        if self.prober is None and self.probe is not None:
+            self.prober = ProbeWorker(self.probe, Path(args.output_dir) / PROBES_FILE,
+                                      on_written=self.monitor.log_probe_results, name="rlvitals-trl-probe")
+        if self.prober is not None:
+            table = rollouts.table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step"))
+            self.prober.submit(step, replace(rollouts, table=table))
+
+    def _say_probes(self) -> None:
+        """What the probing thread has to say: a failure counted as the Monitor's errors, the rest said."""
+        if self.prober is None:
+            return
+        failed = set(self.prober.failures)
+        for message in self.prober.messages():
+            if message in failed:
+                self.monitor.report_error(in_lang(message, self.monitor.lang), kind=f"probe {message[:30]}")
+            else:
+                self.monitor.say(in_lang(message, self.monitor.lang))
 
     def _tell(self, kind: str, message: Words) -> None:
         if kind not in self._told:
@@ -250,6 +294,9 @@ class RlvitalsCallback(TrainerCallback):
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._guarded(state, lambda: self._read_pending(args, state, control, kwargs))
+        if self.prober is not None:  # the last probes reach the last diagnosis (probe_wait seconds at most)
+            self.prober.close(self.probe_wait)
+            self._guarded(state, self._say_probes)
         if self.own_monitor:
             self.monitor.close()
         else:
@@ -269,6 +316,52 @@ def _any_rank(flag: bool, args: Any) -> bool:
     value = torch.tensor([1 if flag else 0], device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return bool(value.item())
+
+
+def probe_plan(every: int | None, model: ProbeModel | None, options: ProbeOptions | None = None,
+               rollouts: int = 8) -> PeriodicProbe | None:
+    """How the callback probes (None without ``every``): every ``every`` steps, at most ``rollouts`` of the step's
+    completions, asked of ``model`` — a local model folder or GGUF file (loaded in the probing thread, with the
+    trainer's torch threads), a :class:`~rlvitals.probe.Backend` such as ``HttpBackend(url, name)``, or a function
+    that makes one there. ProbeError says what is missing or wrong, before training starts.
+
+    Example:
+        >>> probe_plan(10, None)
+        Traceback (most recent call last):
+        ...
+        rlvitals.errors.ProbeError: probe_every=10 needs probe_model: a local model folder or .gguf file, ...
+    """
+    from ..probe import LocalBackend, PeriodicProbe
+
+    if every is None:
+        if model is not None:
+            raise ProbeError(Words("probe_model is the model that probes, but nothing is probed without probe_every=N",
+                                   "probe_model 是做探测的模型，但没有 probe_every=N 就不会探测"))
+        return None
+    if model is None:
+        raise ProbeError(Words(f"probe_every={every} needs probe_model: a local model folder or .gguf file, a backend "
+                               "such as rlvitals.probe.HttpBackend(url, name), or a function that returns one",
+                               f"probe_every={every} 需要 probe_model：本地模型文件夹或 .gguf 文件、一个后端（例如 "
+                               "rlvitals.probe.HttpBackend(url, name)），或返回后端的函数"))
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        LocalBackend.check(path)  # the packages and the files are there; the weights load in the probing thread
+        make: Callable[[], Backend] = lambda: _local(path)  # noqa: E731
+    elif callable(model):
+        make = model
+    else:
+        backend = model
+        make = lambda: backend  # noqa: E731
+    return PeriodicProbe(every=every, backend=make, options=options or ProbeOptions(), max_rollouts=rollouts)
+
+
+def _local(path: Path) -> Backend:
+    """A local model as the probes' backend, with as many torch threads as the trainer has (not changed)."""
+    import torch
+
+    from ..probe import LocalBackend
+
+    return LocalBackend(path, threads=torch.get_num_threads())
 
 
 def attach(trainer: Any, monitor: Monitor | None = None, *, log_keys: Sequence[str] | Literal["all"] = DEFAULT_LOG_KEYS,

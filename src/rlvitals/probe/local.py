@@ -26,15 +26,7 @@ class LocalBackend:
     """``path`` loaded once, on the CPU (``threads`` torch threads), ``batch`` greedy requests at a time."""
 
     def __init__(self, path: Path, *, threads: int = 2, batch: int = 8) -> None:
-        gguf = path.suffix.lower() == ".gguf"
-        needed = ["torch", "transformers", *(["gguf"] if gguf else [])]
-        missing = [n for n in needed if importlib.util.find_spec(n) is None]
-        if missing:
-            raise MissingExtraError(Words(f"--local needs {', '.join(missing)}; install with: {INSTALL}",
-                                          f"--local 需要 {', '.join(missing)}；安装：{INSTALL}"))
-        if not (path.is_file() if gguf else (path / "config.json").is_file()):
-            raise ProbeError(Words(f"{path}: not a model: give a folder with config.json or a .gguf file",
-                                   f"{path}：不是模型：请给出含 config.json 的文件夹或一个 .gguf 文件"))
+        gguf = self.check(path)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -58,6 +50,22 @@ class LocalBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = path.name
         self.batch = batch
+
+    @staticmethod
+    def check(path: Path) -> bool:
+        """Whether ``path`` is a GGUF file, once it is known to be a model this process can load (nothing is
+        loaded): the packages are there, the folder has ``config.json`` or the file ends in ``.gguf``; else
+        MissingExtraError or ProbeError, saying what to do."""
+        gguf = path.suffix.lower() == ".gguf"
+        needed = ["torch", "transformers", *(["gguf"] if gguf else [])]
+        missing = [n for n in needed if importlib.util.find_spec(n) is None]
+        if missing:
+            raise MissingExtraError(Words(f"--local needs {', '.join(missing)}; install with: {INSTALL}",
+                                          f"--local 需要 {', '.join(missing)}；安装：{INSTALL}"))
+        if not (path.is_file() if gguf else (path / "config.json").is_file()):
+            raise ProbeError(Words(f"{path}: not a model: give a folder with config.json or a .gguf file",
+                                   f"{path}：不是模型：请给出含 config.json 的文件夹或一个 .gguf 文件"))
+        return gguf
 
     def _text_of(self, request: Request) -> str:
         if request.api == "chat":

@@ -20,6 +20,7 @@ from .inspection import render_inspect
 from .json_text import json_dumps, shown
 from .not_computed import fold_not_computed, render_not_computed
 from .probe import render_probe
+from .rm_compare import render_rm_compare
 from .rollout_log import render_rollout_log
 from .rollouts import render_rollouts
 from .said import ENGLISH_ORIGINAL
@@ -30,4 +31,4 @@ __all__ = ["render_diagnosis", "render_explain", "render_inspect", "render_list"
     "fold_not_computed", "render_not_computed", "FORMATS_ZH", "render_forecast", "render_formats", "render_probe",
     "render_rollout_log", "render_rollouts", "rollout_log", "rollout_summary", "run_summary", "STATUS_STYLE",
     "STATUS_WORDS", "layer_code", "when_words", "WIDTH", "ENGLISH_ORIGINAL", "STORY_WORDS", "because_words",
-    "healthy_words", "count_words", "json_dumps", "shown"]
+    "healthy_words", "count_words", "json_dumps", "shown", "render_rm_compare"]

@@ -104,6 +104,8 @@ def _head(d: Diagnosis, lang: str) -> str:
     run = d.run
     steps = len(run.train_steps)
     label = load_catalog().algorithm_label(run.algorithm_label, lang)
+    if run.algorithm_given:  # the user said it (--algorithm): the head does not pass it off as detected
+        label += "（由用户指定）" if lang == "zh" else " (given)"
     if lang == "zh":
         return f"{run.framework} · {label} · {steps} 个训练步"
     return f"{run.framework} · {label} · {steps} training steps"

@@ -22,7 +22,7 @@ _INSPECT = {
            "crash": "crash", "train": "{n} training steps", "span": ", {a} → {b}", "eval": "; {n} evaluation-only",
            "canonical": "{n} canonical: {keys}", "none logged": "none logged", "none": "none",
            "count": "{n}: {keys}", "records": "{n} records", "sep": "; ", "colon": ": ",
-           "first": "before its first step", "after": "after step {n}",
+           "first": "before its first step", "after": "after step {n}", "given": " (given, not detected)",
            "died": "died {when} ({kind}): {said} ({where})", "skip": "skipped", "note": "note",
            # spaces: rich wraps a key whole, never cuts it, as explain does
            "list": ", ", "more": ", … (+{n} more)"},
@@ -31,7 +31,7 @@ _INSPECT = {
            "train": "{n} 个训练步", "span": "，{a} → {b}", "eval": "；另有 {n} 步只有评估",
            "canonical": "{n} 个标准指标：{keys}", "none logged": "没有记录", "none": "无",
            "count": "{n} 个：{keys}", "records": "{n} 条记录", "sep": "；", "colon": "：",
-           "first": "第一步之前", "after": "第 {n} 步之后",
+           "first": "第一步之前", "after": "第 {n} 步之后", "given": "（由用户指定，不是识别出的）",
            "died": "在{when}中断" + ENGLISH_ORIGINAL + "：{kind}，{said}（{where}）", "skip": "跳过", "note": "说明",
            "list": " · ", "more": " ……（另 {n} 个）"},
 }
@@ -58,7 +58,8 @@ def _rows(summary: dict[str, Any], lang: str) -> list[tuple[str, str]]:
                                for src, cols in summary["validation"].items())
     rows = [
         (w["format"], summary["format"]), (w["framework"], f"{summary['framework']}{era}"),
-        (w["algorithm"], f"{label} [{summary['algorithm']}]"), (w["steps"], steps),
+        (w["algorithm"], f"{label} [{summary['algorithm']}]" + (w["given"] if summary.get("algorithm_given") else "")),
+        (w["steps"], steps),
         (w["metrics"], w["canonical"].format(n=len(summary["metrics"]), keys=_listed(summary["metrics"], 12, lang))),
         (w["validation"], validation or w["none logged"]),
         (w["unmapped"], w["count"].format(n=len(summary["unmapped"]), keys=_listed(summary["unmapped"], 10, lang))
@@ -89,7 +90,7 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
     w = _INSPECT[lang]
     crash = rows.pop() if lang == "zh" and rows[-1][0] == w["crash"] else None
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, Text(value))  # not markup: "[ppo]" and a key with brackets are shown as they are
     con.print(table)
     if crash is not None:
         pad = max(cell_len(name) for name, _ in rows) + 2 - cell_len(crash[0])

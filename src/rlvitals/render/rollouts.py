@@ -20,17 +20,21 @@ __all__ = ["render_rollouts"]
 
 #: the titles of the tables and the other words of the view, per language
 _WORDS = {
-    "en": {"group": "group scale", "rollout": "rollout scale", "source": "by data source", "all": "all",
+    "en": {"group": "group scale", "sigma": "σ_G across groups", "rollout": "rollout scale", "source": "by data source",
+           "all": "all",
            "skipped": "  [red]skipped[/] {n} line(s) or row(s) of the input:", "more": "    … and {n} more",
-           "not computed": "not computed", "note": "note",
+           "not computed": "not computed", "note": "note", "shape": "σ_G across the groups, all steps: {reading}",
            "length": "length × correctness, all steps: {reading} (within-group Spearman {corr:.3g} over {groups} "
                      "groups; |ρ| ≤ {tol:g} reads as no change); correct by length quartile, shortest first: {q}"},
-    "zh": {"group": "组尺度", "rollout": "rollout 尺度", "source": "按数据来源", "all": "全部",
+    "zh": {"group": "组尺度", "sigma": "组间 σ_G 分布", "rollout": "rollout 尺度", "source": "按数据来源",
+           "all": "全部",
            "skipped": "  [red]跳过[/]了输入中的 {n} 行：", "more": "    …… 另有 {n} 行",
-           "not computed": "没有算出", "note": "说明",
+           "not computed": "没有算出", "note": "说明", "shape": "组间 σ_G 分布（全部步）：{reading}",
            "length": "长度与正确率（全部步）：{reading}（组内 Spearman 相关系数 {corr:.3g}，基于 {groups} 组；"
                      "|ρ| ≤ {tol:g} 视为无明显变化）；按长度四分位从短到长的正确率：{q}"},
 }
+_SHAPES = {"en": {"at_zero": "at 0", "spread": "spread", "bimodal": "bimodal"},
+           "zh": {"at_zero": "集中在 0", "spread": "分散", "bimodal": "双峰"}}
 _READING = {"en": {"longer_more_correct": "longer ✓", "longer_less_correct": "longer ✗", "no_change": "no change"},
             "zh": {"longer_more_correct": "越长越对", "longer_less_correct": "越长越错", "no_change": "无明显变化"}}
 
@@ -70,6 +74,31 @@ def _group_columns(kmax: int) -> list[Col]:
                 legend_zh=f"sc-gap@{k} = maj@{k} − pass@1（自洽性差距）"),
         ]
     return cols
+
+
+def _sigma(part: str, name: str) -> Get:
+    return lambda r: (r.get("sigma_g") or {}).get(part, {}).get(name)
+
+
+def _sigma_columns(lang: str) -> list[Col]:
+    """σ_G across the step's groups: p10, p50, p90, the share of groups per band, the shape."""
+    cols = [Col("step", lambda r: r["step"], "text", header_zh="步")]
+    cols += [Col(q, _sigma("quantiles", q)) for q in ("p10", "p50", "p90")]
+    cols += [Col("=0", _sigma("shares", "zero"), legend="=0 … 75-100 = share of groups with σ_G = 0, then by σ_G "
+                 "as % of the largest the step's reward range allows (half of max − min)",
+                 legend_zh="=0 … 75-100 = σ_G = 0 的组所占比例，然后按 σ_G 占该 step reward 区间所允许最大值"
+                 "（最大值与最小值之差的一半）的百分比分档")]
+    cols += [Col(b, _sigma("shares", b)) for b in ("0-25", "25-50", "50-75", "75-100")]
+    cols.append(Col("shape", lambda r: _SHAPES[lang].get((r.get("sigma_g") or {}).get("shape") or ""), "text",
+                    left=True, header_zh="形状"))
+    return cols
+
+
+def _sigma_line(overall: Mapping[str, Any], lang: str) -> str | None:
+    got = overall.get("sigma_g")
+    if not got:
+        return None
+    return _WORDS[lang]["shape"].format(reading=got["reading"]["zh" if lang == "zh" else "en"])
 
 
 def _reading(lang: str) -> Get:
@@ -144,7 +173,9 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
                     lang: str = "en") -> str:
     """Per-step rollout metrics at a glance: a group-scale table (counts, σ_G, zero-variance split,
     effective batch, pass@1 and at the largest k with a value pass@k, its gap, maj@k and the
-    self-consistency gap), a rollout-scale table (diversity, length × correctness reading, truncation,
+    self-consistency gap), σ_G across the groups (its p10, p50, p90, the share of groups per band and the
+    shape, with the whole table's shape in words below), a rollout-scale table (diversity, length ×
+    correctness reading, truncation,
     tool calls when there are any), a per-source table when the rollouts have sources, then the
     overall length reading, the reader's skips, what was not computed and the notes. Columns with no
     value in any row are left out.
@@ -162,13 +193,15 @@ def render_rollouts(doc: dict[str, Any], ks: tuple[int, ...], color: bool = Fals
     words = _WORDS[lang]
     rows = [*doc["steps"], {**doc["overall"], "step": words["all"]}]
     print_table(con, words["group"], rows, _group_columns(_kmax(rows, ks)), lang)
+    if any(r.get("sigma_g") for r in rows):
+        print_table(con, words["sigma"], rows, _sigma_columns(lang), lang)
     tools = any((r["metrics"].get("rollout/tool_calls/mean") or 0) > 0 for r in rows)
     print_table(con, words["rollout"], rows, _rollout_columns(tools, lang), lang)
     if doc["steps"]:
         _print_sources(con, doc, lang)
-    line = _length_line(doc["overall"], lang)
-    if line:
-        con.print(Padding(Text(line), (0, 0, 0, 2), expand=False))
+    for line in (_length_line(doc["overall"], lang), _sigma_line(doc["overall"], lang)):
+        if line:
+            con.print(Padding(Text(line), (0, 0, 0, 2), expand=False))
     _print_log(con, doc, lang)
     return buf.getvalue()
 

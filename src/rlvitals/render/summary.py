@@ -32,6 +32,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "algorithm": run.algorithm,
         "algorithm_family": run.family,
         "algorithm_label": run.algorithm_label,
+        "algorithm_given": run.algorithm_given,
         "steps": int(len(train)),
         "first_step": int(train[0]) if len(train) else None,
         "last_step": run.last_step,

@@ -22,7 +22,7 @@ from .._version import __version__
 from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.views import load_views
 from ..checks import FINDING_STATUSES
-from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
+from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding, with_rollouts
 from ..errors import RlvitalsError
 from ..run.run import Run
 from ..words import Words, in_lang
@@ -30,6 +30,7 @@ from .charts import Page, add_markers, stacked, trace
 from .forecast import forecast_section
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
+from .sigma import BAND_KEYS, sigma_section
 from .story import story_json
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ _FAMILY = (
     (re.compile(r"^(.+)@\d+$"), r"\1@k"),
     (re.compile(r"^(rollout/correct_by_length)/q\d+$"), r"\1"),
     (re.compile(r"^(group/zero_std)/.+$"), r"\1"),
+    (re.compile(r"^(group/reward_std)/p\d+$"), r"\1/{quantile}"),
 )
 
 
@@ -161,8 +163,9 @@ def _finding_json(fid: str, rid: str, f: Finding, charts: list[str], rollout_ste
     return {"id": fid, "run": rid, "check": f.check, "layer": f.layer, "status": f.status, "title": dict(f.title),
             "message": dict(f.message), "advice": dict(f.advice), "metrics": list(f.metrics),
             "onset": f.onset_step, "span": list(f.span) if f.span else None, "points": sorted(set(f.points)),
-            "evidence": [[k, _evidence(v)] for k, v in f.evidence.items()], "charts": charts,
-            "chart_keys": {cid: _on_chart(f, page.charts[cid]) for cid in charts}, "rollout_step": rollout_step}
+            "evidence": [[k, _evidence(v)] for k, v in f.evidence.items() if k != "spike_rollouts"], "charts": charts,
+            "chart_keys": {cid: _on_chart(f, page.charts[cid]) for cid in charts}, "rollout_step": rollout_step,
+            "rollout_links": list(f.evidence.get("spike_rollouts", ()))}  # type: ignore[call-overload]
 
 
 def _on_chart(f: Finding, chart: dict[str, Any]) -> list[str]:
@@ -301,7 +304,9 @@ def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str
     for done, layer in enumerate(READING_ORDER, start=1):
         if progress is not None:
             progress("charts", done, len(READING_ORDER) + 1)
-        keys = list(dict.fromkeys(k for keys in per_run for k in keys[layer] if k not in val_keys))
+        # σ_G's bands are stacked in the section's σ_G view (report/sigma.py), not drawn as lines
+        keys = list(dict.fromkeys(k for keys in per_run for k in keys[layer] if k not in val_keys
+                                  and k not in BAND_KEYS))
         charts = _efficiency_extra(page, runs) if layer == "efficiency" else []
         charts += _line_charts(page, runs, keys)
         en, zh = LAYER_NAMES[layer]
@@ -343,14 +348,19 @@ def _joined(run: Run, analysis: RolloutAnalysis | None) -> tuple[Run, set[str]]:
 
 
 def _rollouts(page: Page, sections: Sequence[dict[str, Any]], joined: Sequence[tuple[Run, set[str]]],
-              with_texts: Sequence[tuple[str, RolloutAnalysis]], onsets: dict[str, list[int]],
+              with_texts: Sequence[tuple[str, RolloutAnalysis]], found: Sequence[tuple[str, str, Finding]],
               progress: Progress | None) -> dict[str, Any] | None:
-    """The rollout section (None without rollouts), linking the charts drawn from the rollouts' keys."""
+    """The rollout section (None without rollouts), linking the charts drawn from the rollouts' keys, with the
+    groups the findings link to (a spike's extreme rollouts) kept at their steps."""
     if not with_texts:
         return None
     derived = set().union(*(keys for _, keys in joined))
     from_rollouts = [cid for s in sections for cid in s["charts"] if derived & set(page.charts[cid]["keys"])]
-    return rollout_section(with_texts, onsets, from_rollouts, progress=progress)
+    linked: dict[str, dict[int, list[str]]] = {}
+    for _, rid, f in found:
+        for r in f.evidence.get("spike_rollouts", ()):  # type: ignore[attr-defined]
+            linked.setdefault(rid, {}).setdefault(int(r["step"]), []).append(str(r["group"]))
+    return rollout_section(with_texts, _onsets(found), from_rollouts, progress=progress, linked=linked)
 
 
 def _onsets(found: Sequence[tuple[str, str, Finding]]) -> dict[str, list[int]]:
@@ -385,6 +395,8 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
     """
     _check_inputs(runs, diagnoses, buckets)
     analyses = _pair_rollouts(runs, rollouts)
+    # a spike finding names the extreme rollouts of its steps, which the browser then shows
+    diagnoses = [d if a is None else with_rollouts(d, a) for d, a in zip(diagnoses, analyses, strict=True)]
     catalog = load_catalog()
     page = Page(buckets, labels={f"r{i}": label for i, label in enumerate(_labels(runs, labels))})
     joined = [_joined(run, a) for run, a in zip(runs, analyses, strict=True)]
@@ -395,12 +407,10 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
         progress("charts", 0, len(READING_ORDER) + 1)
     overview = first_look(page, pairs, views)
     sections = _sections(page, pairs, dpairs, catalog, progress)
-    forecast = forecast_section(page, dpairs)
-    for section in sections:  # where the run tops out belongs with "did the model get better"
-        section["forecast"] = forecast if section["id"] == "L5" else []
+    _views(page, sections, pairs, dpairs)
     found = _findings(dpairs)
     with_texts = [(f"r{i}", a) for i, a in enumerate(analyses) if a is not None]
-    rollout = _rollouts(page, sections, joined, with_texts, _onsets(found), progress)
+    rollout = _rollouts(page, sections, joined, with_texts, found, progress)
     comparison = _comparison(page, pairs, dpairs)
     where = add_markers(page.charts, found)
     first = set(overview["charts"])  # marked too, but a finding links to its layer's charts, in full
@@ -421,6 +431,16 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
             "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}
+
+
+def _views(page: Page, sections: list[dict[str, Any]], pairs: Sequence[tuple[str, Run]],
+           dpairs: Sequence[tuple[str, Diagnosis]]) -> None:
+    """The sections' own views: where the run tops out (with "did the model get better", L5) and σ_G across
+    the groups (with "does the data still teach", L3)."""
+    forecast, sigma = forecast_section(page, dpairs), sigma_section(page, pairs)
+    for section in sections:
+        section["forecast"] = forecast if section["id"] == "L5" else []
+        section["sigma"] = sigma if section["id"] == "L3" else []
 
 
 def _labels(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:

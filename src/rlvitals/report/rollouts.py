@@ -114,15 +114,19 @@ def _group_json(step: int, gid: str, part: pl.DataFrame) -> dict[str, Any]:
             "zero_variance": zero_variance(part), "rollouts": rollouts}
 
 
-def step_groups(table: pl.DataFrame, step: int, limit: int = GROUPS_PER_STEP) -> list[dict[str, Any]]:
+def step_groups(table: pl.DataFrame, step: int, limit: int = GROUPS_PER_STEP,
+                first: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The first ``limit`` groups of ``step`` (those whose rewards stray furthest from the step's mean
-    first) with their rollouts; see :func:`group_count` for how many the step has.
+    first) with their rollouts; see :func:`group_count` for how many the step has. The groups of ``first``
+    (those a finding links to) are always kept: one the limit would leave out takes the place of the last.
 
     Example:
         >>> t = pl.DataFrame({"step": [1, 1, 1, 1], "group": ["a", "a", "b", "b"], "sample": [0, 1, 0, 1],
         ...                   "score": [0.0, 1.0, 0.0, 9.0]})
         >>> [g["group"] for g in step_groups(t, 1)], [g["group"] for g in step_groups(t, 1, limit=1)]
         (['b', 'a'], ['b'])
+        >>> [g["group"] for g in step_groups(t, 1, limit=1, first=["a"])]
+        ['a']
     """
     part = table.filter(pl.col(STEP) == step)
     if SCORE in part.columns:
@@ -132,7 +136,9 @@ def step_groups(table: pl.DataFrame, step: int, limit: int = GROUPS_PER_STEP) ->
                                                                      nulls_last=True)
     else:
         order = part.select(GROUP).unique().sort(GROUP)
-    groups = order[GROUP].to_list()[:limit]
+    ids = order[GROUP].to_list()
+    missing = [g for g in dict.fromkeys(first) if g in set(ids) and g not in ids[:limit]]
+    groups = ids[:max(limit - len(missing), 0)] + missing
     return [_group_json(step, gid, part.filter(pl.col(GROUP) == gid)) for gid in groups]
 
 
@@ -147,10 +153,12 @@ def available_steps(analysis: RolloutAnalysis) -> list[int]:
 
 
 def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Mapping[str, Sequence[int]],
-                    charts: Sequence[str], *, progress: Progress | None = None) -> dict[str, Any]:
+                    charts: Sequence[str], *, progress: Progress | None = None,
+                    linked: Mapping[str, Mapping[int, Sequence[str]]] | None = None) -> dict[str, Any]:
     """The groups to browse of every run's rollouts (``(run id, analysis)``), the steps of each run's
-    findings (``onsets``) first, and the ids of the charts drawn from the rollouts. ``progress`` is told
-    ``("rollouts", steps picked, of how many)``, every run's steps counted together."""
+    findings (``onsets``) first, and the ids of the charts drawn from the rollouts. ``linked`` holds, per run
+    and step, the groups a finding links to (a spike's extreme rollouts): kept first at their step.
+    ``progress`` is told ``("rollouts", steps picked, of how many)``, every run's steps counted together."""
     runs, groups = [], []
     picked = []  # (run id, analysis, table, steps with rollouts, steps to browse)
     for rid, analysis in analyses:
@@ -163,7 +171,8 @@ def rollout_section(analyses: Sequence[tuple[str, RolloutAnalysis]], onsets: Map
         for step in steps:
             if progress is not None:
                 progress("rollouts", done, total)
-            groups += [{**g, "run": rid} for g in step_groups(table, step)]
+            pinned = (linked or {}).get(rid, {}).get(step, ())
+            groups += [{**g, "run": rid} for g in step_groups(table, step, first=pinned)]
             done += 1
         runs.append({"run": rid, "available": available, "steps": steps,
                      "totals": {step: group_count(table, step) for step in steps},

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
     from .answers import extract_answer, forced_answer, same_answer
+    from .extremes import extreme_rollouts
     from .groups import group_table
+    from .needs import states_needed
     from .options import RolloutSettings
     from .probe_results import PROBES_FILE, ProbeResults, read_probe_results, with_probe_results
     from .ray_engine import run_each
@@ -33,12 +35,14 @@ if TYPE_CHECKING:
     from .tags import SegmentTags, parse_tag
     from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "forced_answer",
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "extreme_rollouts",
+    "forced_answer",
     "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROBES_FILE",
     "ProbeResults", "Progress", "PROMPT", "read_probe_results", "read_rollouts", "RESPONSE", "RolloutAnalysis",
     "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "RolloutSource", "run_each",
     "same_answer",
-    "SAMPLE", "SCORE", "SegmentTags", "STEP", "step_json", "step_series", "table_options", "TARGET", "TRUNCATED",
+    "SAMPLE", "SCORE", "SegmentTags", "states_needed", "STEP", "step_json", "step_series", "table_options", "TARGET",
+    "TRUNCATED",
     "update", "with_probe_results", "write_trl_completions", "write_verl_dump"]
 
 
@@ -49,7 +53,9 @@ HOMES = {
     **dict.fromkeys(("RolloutAnalysis", "analyze", "compute", "join_series", "step_json", "step_series",
                      "table_options", "update"), "analysis"),
     **dict.fromkeys(("extract_answer", "forced_answer", "same_answer"), "answers"),
+    "extreme_rollouts": "extremes",
     "group_table": "groups",
+    "states_needed": "needs",
     "RolloutSettings": "options",
     **dict.fromkeys(("PROBES_FILE", "ProbeResults", "read_probe_results", "with_probe_results"), "probe_results"),
     "run_each": "ray_engine",

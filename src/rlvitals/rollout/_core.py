@@ -78,6 +78,9 @@ class ColumnMap:
     token_entropy: str | None = None
     token_logprob: str | None = None
     token_advantage: str | None = None
+    token_old_logprob: str | None = None
+    token_rollout_logprob: str | None = None
+    tokens: str | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):

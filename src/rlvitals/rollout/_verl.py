@@ -9,7 +9,8 @@ validation dumps need not, and are grouped by ``input`` text (see ``_core.assign
 
 Mapping: prompt = ``input``, response = ``output``, target = ``gts`` (a list or number is
 kept as JSON text), score = ``score``, correct = ``acc`` (bool or 0/1) else score >= 1.0 when
-every score lies in [-1, 1], answer = ``pred``, source = ``data_source``. Other keys stay as columns.
+every score lies in [-1, 1], answer = ``pred``, source = ``data_source``; the per-token lists ``token_entropy``,
+``token_logprob`` and ``tokens`` (the writers' extra info) are read under their names. Other keys stay as columns.
 A column map (the CLI's ``--correct`` ...) overrides single fields of this mapping.
 """
 
@@ -31,7 +32,10 @@ FORMAT = "verl-dump"
 NAME = re.compile(r"^(\d+)\.jsonl$")
 EXPECTED = Words("a JSON object with input/output/score", "JSON 对象（含 input/output/score）")
 _FIELDS = {"step": "step", "prompt": "input", "response": "output", "target": "gts", "score": "score",
-           "correct": "acc", "answer": "pred", "source": "data_source"}
+           "correct": "acc", "answer": "pred", "source": "data_source",
+           # per-token lists a dump may carry as extra info (rlvitals sample writes them): read under their names
+           "token_entropy": "token_entropy", "token_logprob": "token_logprob", "tokens": "tokens",
+           "token_old_logprob": "token_old_logprob", "token_rollout_logprob": "token_rollout_logprob"}
 
 
 def file_step(path: Path) -> int | None:

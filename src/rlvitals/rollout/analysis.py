@@ -23,8 +23,9 @@ import polars as pl
 from ..errors import InputError
 from ..run.run import Run
 from ..words import Words
-from . import by_source, groups, lengths
+from . import by_source, groups, lengths, spread
 from ._core import empty_error
+from .needs import states_needed
 from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
 from .probe_results import probe_results_for, with_probe_results
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, locate, rollouts_from_python
@@ -49,7 +50,8 @@ __all__ = ["DEFAULT_KS", "NOT_SERIES", "RolloutAnalysis", "RolloutOptions", "Rol
            "skipped_reasons", "step_json", "step_series", "table_options", "update"]
 
 #: per-step columns that are counts, histograms or labels, not catalog metrics: kept out of ``series``
-NOT_SERIES = ("groups", "rollouts", "group_sizes", lengths.KEY_READING, lengths.KEY_READING_GROUPS)
+NOT_SERIES = ("groups", "rollouts", "group_sizes", lengths.KEY_READING, lengths.KEY_READING_GROUPS, spread.HIST,
+              spread.SHAPE)
 
 
 @dataclass(frozen=True)
@@ -172,12 +174,12 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                      embed: bool = False, tool_call_cap: int | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
                      ood_sources: Sequence[str] | None = None,
-                     max_response_length: int | None = None, progress: Progress | None = None,
-                     engine: Literal["local", "ray"] = "local", address: str | None = None) -> RolloutAnalysis:
+                     max_response_length: int | None = None, n_states: int | None = None,
+                     progress: Progress | None = None, engine: Literal["local", "ray"] = "local",
+                     address: str | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
 
-    ``ks`` are the k of pass@k, maj@k and G-Pass@k; ``"all"`` takes every k from 1 to the largest
-    group's size.
+    ``ks`` are the k of pass@k, maj@k and G-Pass@k; ``"all"`` takes every k from 1 to the largest group's size.
 
     ``embed=True`` adds ``diversity/embedding_cosine`` per step (sentence embeddings on the CPU, from
     the ``embed`` extra; slow on long texts, so not in ``overall``). ``tool_call_cap`` (the most tool
@@ -187,7 +189,8 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
     from the sources (``ood_sources``, default every other source) instead of the ``split`` column.
     ``max_response_length`` (the generation limit, in tokens) marks a rollout with a token count
     ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
-    ``rollout/truncation_share``; rollouts without token counts are not judged against it.
+    ``rollout/truncation_share``; rollouts without token counts are not judged against it. ``n_states``, the size
+    of the state space: ``diversity/state_coverage`` becomes distinct states / ``n_states`` (needs ``states``).
     Bad settings raise ``ValueError`` (:class:`~rlvitals.rollout.options.RolloutSettings`).
     ``progress`` is told how far the work got (see :func:`analyze`). A path is read shard by shard
     (a step file at a time), in this process or, with ``engine="ray"``, on the workers of the Ray cluster at
@@ -222,7 +225,8 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                                reward_weights=reward_weights, embed=embed, tool_call_cap=tool_call_cap,
                                segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
                                ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
-                               max_response_length=max_response_length, engine=engine, address=address)
+                               max_response_length=max_response_length, n_states=n_states, engine=engine,
+                               address=address)
     return analyze(source, settings, progress=progress)
 
 
@@ -307,6 +311,10 @@ class _Facts:
 
 def _result(state: RolloutState, whole: pl.DataFrame, steps: pl.DataFrame, facts: _Facts, rollouts: RolloutSet,
             source: RolloutSource, sharded: Sharded | None = None) -> RolloutAnalysis:
+    no_states = states_needed(state.options, facts.columns,
+                              os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
+    if no_states is not None:
+        raise InputError(no_states)
     notes = list(rollouts.notes)
     if LENGTH not in facts.columns and RESPONSE in facts.columns:
         notes.append(Words("the rollouts carry no token counts: lengths are counted in characters",
@@ -378,10 +386,25 @@ def _source_notes(state: RolloutState) -> list[str]:
     return out
 
 
+def _sigma_json(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """σ_G across the step's groups (:mod:`.spread`): quantiles, group counts per band, shape and its reading."""
+    shape, hist = row.get(spread.SHAPE), row.get(spread.HIST)
+    if not isinstance(shape, str):  # no group of 2 or more rollouts
+        return None
+    reading = spread.READINGS[shape]
+    return {"quantiles": {q: row.get(f"group/reward_std/{q}") for q, _ in spread.QUANTILES},
+            "shares": {b: row.get(spread.band_key(b)) for b in spread.BANDS},
+            "counts": None if hist is None else {h["band"]: h["count"] for h in hist},
+            "edges": list(spread.EDGES), "shape": shape, "reading": {"en": str(reading), "zh": reading.zh}}
+
+
 def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
     """One step as the ``rollouts --json`` schema: counts, the group-size histogram
     (``{"16": 120, "8": 3}``, largest size first; null when the row has none), pass@k / maj@k /
-    g-pass@k maps, the zero-variance split, the length × correctness reading with the numbers it
+    g-pass@k maps, the zero-variance split, σ_G's distribution across the groups (``sigma_g``: its
+    quantiles, the share and the count of groups in each band (counts null over the whole table), the
+    bands' upper edges, their shape and what it means in English and Chinese; null without a group of 2
+    or more), the length × correctness reading with the numbers it
     rests on (null without the length family), the per-source metrics
     (``{"openai/gsm8k": {"pass@1": …, "score/mean": …, "id_gap": …}}``, empty without sources), and
     every other metric under ``metrics``."""
@@ -399,7 +422,8 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
         parts = by_source.split_key(key)
         if parts is not None and value is not None:
             per_source.setdefault(parts[0], {})[parts[1]] = value
-    used = grouped | set(zero.values()) | set(NOT_SERIES) | {STEP}
+    sigma = {f"group/reward_std/{q}" for q, _ in spread.QUANTILES} | {spread.band_key(b) for b in spread.BANDS}
+    used = grouped | set(zero.values()) | set(NOT_SERIES) | sigma | {STEP}
     hist = row.get("group_sizes")
     reading = None if row.get(lengths.KEY_READING_GROUPS) is None else {
         "reading": row.get(lengths.KEY_READING), "corr": row.get(lengths.KEY_CORR), "tol": lengths.READING_TOL,
@@ -409,6 +433,7 @@ def step_json(row: Mapping[str, Any], ks: Sequence[int]) -> dict[str, Any]:
         "group_sizes": None if hist is None else {str(h["size"]): h["count"] for h in hist},
         "pass@k": pick("pass"), "maj@k": pick("maj"), "g_pass@k": pick("g_pass"), "pass_gap@k": pick("pass_gap"),
         "zero_variance": {name: row.get(key) for name, key in zero.items()},
+        "sigma_g": _sigma_json(row),
         "length_reading": reading,
         "sources": dict(sorted(per_source.items())),
         "metrics": {k: v for k, v in row.items() if k not in used and v is not None and by_source.split_key(k) is None},

@@ -14,6 +14,9 @@ A *group* is the rollouts of one prompt at one step (rollout/schema.py). Inputs:
 σ_G is reported both ways: ``std_pop`` (ddof=0, numpy's default, veRL's ``std@N`` validation metric) and
 ``std_sample`` (ddof=1, the torch.std that GRPO's advantage normalisation uses in veRL, TRL and GiGPO).
 ``group/reward_std/mean`` is the mean of ``std_sample`` over groups with at least 2 rollouts.
+Its distribution over those groups — quantiles, a histogram of fixed bands, its shape — is
+:mod:`.spread`'s (``group/reward_std/p50``, ``group/reward_std/band/zero`` …, ``group/reward_std/hist``,
+``group/reward_std/shape``).
 A group has zero variance when all its scores are exactly equal (a single rollout counts too: it gives
 GRPO no signal), but a step whose every group is a single rollout has no groups to speak of (the one sample a
 step OpenRLHF logs, or a table without a group column and one prompt a row): its zero-variance shares and
@@ -45,7 +48,7 @@ import numpy as np
 import polars as pl
 
 from ..words import Words
-from . import exact
+from . import exact, spread
 from . import schema as S
 from .passk import g_pass_at_k, maj_curve, pass_at_k
 
@@ -85,8 +88,9 @@ def with_outcome(df: pl.DataFrame) -> pl.DataFrame:
     return df.filter(has)
 
 
-def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFrame:
-    """One row per (step, group): n, c, mean, std_pop, std_sample, zero_std, all_correct, all_wrong, identical.
+def group_table(df: pl.DataFrame, correct_threshold: float = 1.0, keep_range: bool = False) -> pl.DataFrame:
+    """One row per (step, group): n, c, mean, std_pop, std_sample, zero_std, all_correct, all_wrong, identical
+    (and the group's lowest and highest reward, ``lo`` and ``hi``, with ``keep_range``).
 
     >>> t = group_table(pl.DataFrame({"step": [1, 1], "group": ["a", "a"], "sample": [0, 1], "score": [0.0, 1.0]}))
     >>> t.select("n", "c", "std_pop", "zero_std").row(0)
@@ -111,7 +115,7 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0) -> pl.DataFram
                            all_wrong=(zero & bad & some).fill_null(False))
     return out.with_columns(
         identical=pl.col("zero_std") & some & ~pl.col("all_correct") & ~pl.col("all_wrong")
-    ).drop("lo", "hi")
+    ).drop([] if keep_range else ["lo", "hi"])
 
 
 def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
@@ -140,7 +144,7 @@ def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
 
 def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: float) -> pl.DataFrame:
     """group_table plus per-k pass/g_pass/maj and gap columns (NaN where n < k)."""
-    t = group_table(df, threshold)
+    t = group_table(df, threshold, keep_range=True)
     n, c = t.get_column("known").to_numpy(), t.get_column("c").to_numpy()
     p1 = pass_at_k(n, c, 1)
     cols: dict[str, np.ndarray] = {}
@@ -170,16 +174,19 @@ def _names(ks: tuple[int, ...]) -> tuple[str, ...]:
 class StepAcc:
     """One step's partial state: integer counts, the group-size histogram, and the exact sums of the
     per-group values (columns: ``GroupState.names``; a value undefined for a group, e.g. n < k, is left out):
-    a few integers per column whatever the number of groups (:mod:`.exact`)."""
+    a few integers per column whatever the number of groups (:mod:`.exact`); and σ_G's distinct values with
+    their counts, for its quantiles and histogram (:mod:`.spread`)."""
 
     counts: dict[str, int]
     sizes: dict[int, int]
     sums: exact.ExactSums
+    spread: spread.Spread = field(default_factory=spread.empty)
 
     def __add__(self, other: StepAcc) -> StepAcc:
         def add(a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
             return {key: a.get(key, 0) + b.get(key, 0) for key in a.keys() | b.keys()}
-        return StepAcc(add(self.counts, other.counts), add(self.sizes, other.sizes), exact.add(self.sums, other.sums))
+        return StepAcc(add(self.counts, other.counts), add(self.sizes, other.sizes), exact.add(self.sums, other.sums),
+                       self.spread + other.spread)
 
 
 @dataclass(frozen=True)
@@ -210,12 +217,13 @@ def _acc_from_table(t: pl.DataFrame, names: tuple[str, ...]) -> dict[int, StepAc
     steps = t.get_column(S.STEP).to_numpy()
     cuts = np.flatnonzero(np.diff(steps)) + 1
     blocks = dict(zip(steps[np.r_[0, cuts]].tolist(), np.split(values, cuts), strict=True))
+    spreads = spread.by_step(t)
     out: dict[int, StepAcc] = {}
     for row in agg.iter_rows(named=True):
         step = int(row[S.STEP])
         out[step] = StepAcc(counts={key: int(row[key] or 0) for key in _COUNTS},
                             sizes={int(d["n"]): int(d["count"]) for d in row["sizes"]},
-                            sums=exact.sums_of(blocks[step]))
+                            sums=exact.sums_of(blocks[step]), spread=spreads[step])
     return out
 
 
@@ -289,6 +297,7 @@ def _row(step: int, acc: StepAcc, names: tuple[str, ...]) -> dict[str, Any]:
         "group_sizes": [{"size": s, "count": acc.sizes[s]} for s in sorted(acc.sizes, reverse=True)],
     }
     row.update((name, value) for name, value in mean.items() if name not in ("std_sample", "std_pop"))
+    row.update(spread.row(acc.spread))
     if max(acc.sizes) < 2:  # no group at all: a sample of the batch (OpenRLHF's logged samples), nothing within
         row.update(dict.fromkeys(UNGROUPED, float("nan")))
     return row
@@ -310,7 +319,8 @@ def compute(state: GroupState) -> pl.DataFrame:
     names = state.names
     rows = [_row(s, state.steps[s], names) for s in sorted(state.steps)]
     empty = StepAcc(dict.fromkeys(_COUNTS, 0), {0: 0}, exact.zero(len(names)))
-    schema = {n: (pl.Int64() if n in _INTS else SIZES_TYPE if n == "group_sizes" else pl.Float64())
+    schema = {n: (pl.Int64() if n in _INTS else SIZES_TYPE if n == "group_sizes" else spread.HIST_TYPE
+                  if n == spread.HIST else pl.String() if n == spread.SHAPE else pl.Float64())
               for n in _row(0, empty, names)}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 

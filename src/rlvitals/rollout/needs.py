@@ -26,7 +26,7 @@ from .schema import (
     TRUNCATED,
 )
 
-__all__ = ["KEY_NEEDS", "Need"]
+__all__ = ["KEY_NEEDS", "Need", "states_needed"]
 
 #: a key that a computed family leaves out → what it needs, given the options and the chunks' columns
 Need = Callable[[RolloutOptions, frozenset[str]], str | None]
@@ -42,6 +42,27 @@ def _columns(*needed: str, hint: str = "", hint_zh: str = "") -> Need:
         return Words(f"needs the rollout column{'s' if len(missing) > 1 else ''} {names}{hint}",
                      f"需要 rollout 列 {'、'.join(repr(c) for c in missing)}{hint_zh}")
     return need
+
+
+def states_needed(o: RolloutOptions, columns: frozenset[str] | list[str], where: str | None = None) -> Words | None:
+    """Why the rollouts cannot be analysed with a state-space size (``n_states``, ``--n-states``): they have no
+    ``states`` column to count the visited states in (None when they have one, or no size was given); ``where``
+    names the rollouts (a path).
+
+    >>> print(states_needed(RolloutOptions(n_states=9), ["response"], "dump/"))  # doctest: +ELLIPSIS
+    --n-states 9 (n_states): ... but the rollouts in dump/ have no 'states' column ...
+    """
+    n = o.n_states
+    if n is None or STATES in columns:
+        return None
+    at, at_zh = (f" in {where}", f" {where} 里的 ") if where else ("", "这些 ")
+    return Words(f"--n-states {n} (n_states): diversity/state_coverage divides the distinct states a group visits "
+                 f"by the size of the state space, but the rollouts{at} have no 'states' column (the states each "
+                 "rollout visited); name that column 'states' in the table or map it (ColumnMap(states=...)), "
+                 "or drop --n-states",
+                 f"--n-states {n}（n_states）：diversity/state_coverage 是一组访问到的不同状态数除以状态空间的大小，"
+                 f"但{at_zh}rollout 没有 'states' 列（每条 rollout 访问过的状态）；请把表中这一列命名为 'states' "
+                 "或映射它（ColumnMap(states=...)），或者去掉 --n-states")
 
 
 def _truncation_need(o: RolloutOptions, columns: frozenset[str]) -> str | None:

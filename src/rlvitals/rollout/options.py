@@ -54,7 +54,9 @@ class RolloutOptions:
     in-distribution (``source/{source}/id_gap``, and ``val/id_ood_gap`` by source rather than by
     split); ``ood_sources``: the out-of-distribution ones for ``val/id_ood_gap`` (default: every other);
     ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
-    (``length``) reaches it counts as truncated where the ``truncated`` column does not say.
+    (``length``) reaches it counts as truncated where the ``truncated`` column does not say;
+    ``n_states``: the size of the environment's state space, so that ``diversity/state_coverage`` is the
+    share of it a group visits (distinct states / ``n_states``) rather than distinct states / visits.
 
     >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
     (1, 4)
@@ -71,6 +73,7 @@ class RolloutOptions:
     id_sources: tuple[str, ...] = ()
     ood_sources: tuple[str, ...] | None = None
     max_response_length: int | None = None
+    n_states: int | None = None
 
     def __post_init__(self) -> None:
         ks = tuple(sorted(set(self.ks)))
@@ -88,6 +91,10 @@ class RolloutOptions:
         if limit is not None and not _whole(limit):
             raise ValueError(Words(f"max_response_length must be a whole number of tokens >= 1, got {limit!r}",
                                    f"max_response_length 必须是 >= 1 的整数（token 数），给的是 {limit!r}"))
+        if self.n_states is not None and not _whole(self.n_states):
+            raise ValueError(Words(f"n_states must be a whole number >= 1 (the size of the environment's state "
+                                   f"space), got {self.n_states!r}",
+                                   f"n_states 必须是 >= 1 的整数（环境状态空间的大小），给的是 {self.n_states!r}"))
         if not isinstance(self.segment_tags, SegmentTags):
             raise ValueError(Words(f"segment_tags must be a rlvitals.rollout.SegmentTags, got {self.segment_tags!r}",
                                    f"segment_tags 必须是 rlvitals.rollout.SegmentTags，给的是 {self.segment_tags!r}"))
@@ -136,6 +143,7 @@ class RolloutSettings:
     id_sources: tuple[str, ...] = ()
     ood_sources: tuple[str, ...] | None = None
     max_response_length: int | None = None
+    n_states: int | None = None
     #: where a path's shards are folded: ``"local"`` (this process) or ``"ray"`` (a Ray cluster, joined at
     #: ``address``, or a local one started for the run)
     engine: Literal["local", "ray"] = "local"

@@ -34,6 +34,9 @@ STATES = "states"          # visited environment states (List[Utf8])
 TOKEN_ENTROPY = "token_entropy"      # per-token entropies (List[Float64])
 TOKEN_LOGPROB = "token_logprob"      # per-token log-probs of the sampled tokens (List[Float64])
 TOKEN_ADVANTAGE = "token_advantage"  # per-token advantages (List[Float64])
+TOKEN_OLD_LOGPROB = "token_old_logprob"          # the trainer's per-token log-probs under the weights that sampled
+TOKEN_ROLLOUT_LOGPROB = "token_rollout_logprob"  # the rollout engine's (vLLM/SGLang) per-token log-probs
+TOKENS = "tokens"                    # decoded text of each response token, aligned with the lists above (List[Utf8])
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, pl.DataType]:
@@ -46,7 +49,8 @@ def schema() -> dict[str, pl.DataType]:
         SPLIT: pl.Utf8(), LENGTH: pl.Int64(), TRUNCATED: pl.Boolean(), ADVANTAGE: pl.Float64(),
         TOOL_CALLS: pl.List(pl.Utf8()), ACTIONS: pl.List(pl.Utf8()), STATES: pl.List(pl.Utf8()),
         TOKEN_ENTROPY: pl.List(pl.Float64()), TOKEN_LOGPROB: pl.List(pl.Float64()),
-        TOKEN_ADVANTAGE: pl.List(pl.Float64()),
+        TOKEN_ADVANTAGE: pl.List(pl.Float64()), TOKENS: pl.List(pl.Utf8()),
+        TOKEN_OLD_LOGPROB: pl.List(pl.Float64()), TOKEN_ROLLOUT_LOGPROB: pl.List(pl.Float64()),
     }
 REQUIRED = (STEP, GROUP, SAMPLE)
 

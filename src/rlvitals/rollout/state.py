@@ -14,7 +14,20 @@ import numpy as np
 import polars as pl
 
 from ..words import Words, both
-from . import by_source, diversity, groups, lengths, prompts, segments, splits, step_groups, tokens
+from . import (
+    by_source,
+    degeneration,
+    diversity,
+    groups,
+    lengths,
+    prompts,
+    segment_entropy,
+    segments,
+    splits,
+    step_groups,
+    tokens,
+    tool_turns,
+)
 from .needs import KEY_NEEDS
 from .options import RolloutOptions, RolloutSettings
 from .readers import Progress
@@ -64,7 +77,8 @@ def families(o: RolloutOptions, encode: Callable[[Sequence[str]], np.ndarray] | 
     return [
         ("group", lambda s, df: groups.update(s, df, ks=o.ks), groups.merge, groups.compute),
         ("step_groups", step_groups.update, step_groups.merge, step_groups.compute),
-        ("diversity", lambda s, df: diversity.update(s, df, embed=(encode or _encoder()) if o.embed else None),
+        ("diversity", lambda s, df: diversity.update(s, df, n_states=o.n_states,
+                                                     embed=(encode or _encoder()) if o.embed else None),
          diversity.merge, diversity.compute),
         ("segments", lambda s, df: segments.update(s, df, tags=o.segment_tags, tool_call_cap=o.tool_call_cap),
          segments.merge, segments.compute),
@@ -73,6 +87,11 @@ def families(o: RolloutOptions, encode: Callable[[Sequence[str]], np.ndarray] | 
         ("id_ood", _id_ood_update(o), splits.merge, splits.compute),
         ("sources", lambda s, df: by_source.update(s, df, id_sources=o.id_sources), by_source.merge, by_source.compute),
         ("tokens", tokens.update, tokens.merge, tokens.compute),
+        ("tool_turns", lambda s, df: tool_turns.update(s, df, tags=o.segment_tags), tool_turns.merge,
+         tool_turns.compute),
+        ("segment_entropy", lambda s, df: segment_entropy.update(s, df, tags=o.segment_tags), segment_entropy.merge,
+         segment_entropy.compute),
+        ("degeneration", degeneration.update, degeneration.merge, degeneration.compute),
     ]
 
 

@@ -5,8 +5,10 @@ real-shaped files (and a sampled run can be analysed as if a trainer had written
   ``json.dumps(..., ensure_ascii=False)`` object per rollout with ``input``, ``output``, ``gts``,
   ``score``, ``step``, then the reward function's extra info: ``acc`` (correct), ``pred``
   (extracted answer) and ``data_source``, each only when every record has it (veRL dumps an
-  extra-info key only when it has a value for every sample). Samples of a prompt stay
-  consecutive, as in a training dump.
+  extra-info key only when it has a value for every sample), and the per-token lists a sampler
+  has, ``token_entropy``, ``token_logprob`` and ``tokens`` (each response token's decoded text),
+  the same way, as extra keys (veRL's own dump has no per-token values; the veRL reader reads
+  these keys under their names). Samples of a prompt stay consecutive, as in a training dump.
 * :func:`write_trl_completions`: TRL ``log_completions``:
   ``{output_dir}/completions/completions_{step:05d}.parquet`` with ``step`` (as text),
   ``prompt`` (the chat: a list of ``{role, content}`` messages), ``completion`` (text), one
@@ -40,7 +42,8 @@ __all__ = ["group_advantages", "write_trl_completions", "write_verl_dump"]
 
 STD_EPS = 1e-4  # TRL adds this to the group std before dividing
 REWARD_NAME = "accuracy_reward"
-_VERL_EXTRAS = {"correct": "acc", "answer": "pred", "source": "data_source"}
+_VERL_EXTRAS = {"correct": "acc", "answer": "pred", "source": "data_source", "token_entropy": "token_entropy",
+                "token_logprob": "token_logprob", "tokens": "tokens"}
 
 
 def group_advantages(rewards: Sequence[float], keys: Sequence[Hashable]) -> list[float]:

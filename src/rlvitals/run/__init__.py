@@ -14,17 +14,19 @@ from .load import load
 if TYPE_CHECKING:
     from .builder import RunBuilder
     from .concat import load_launches
+    from .detect import algorithm_ids, checked_algorithm
     from .follow import Follow, LineSource, signature
     from .run import Run, WallClock
     from .unterminated import Unterminated
 
 __all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "Unterminated", "WallClock",
-           "signature"]
+           "algorithm_ids", "checked_algorithm", "signature"]
 
 #: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
 #: read half of it) comes before polars, which only the Run and its frames need
 HOMES = {"RunBuilder": "builder", "load_launches": "concat", **dict.fromkeys(("Follow", "LineSource", "signature"),
-         "follow"), **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated"}
+         "follow"), **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated",
+         **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect")}
 
 
 def __getattr__(name: str) -> Any:

@@ -30,7 +30,7 @@ from ..catalog.catalog import Catalog, load_catalog
 from ..ingest.columnar import Block, Columns
 from ..ingest.record import WALL_KEY, Crash, Packed, Record, RecordCheck, SkipLog, SourceMeta
 from ..words import Words
-from .detect import detect
+from .detect import Detection, detect
 
 if TYPE_CHECKING:  # polars and the Run come in at finish(): a reader's worker forked before then has neither
     import polars as pl
@@ -324,7 +324,9 @@ class RunBuilder:
                                f"有 {self._overwritten} 个值在同一步被记录了两次且取值不同（是恢复过的运行？）；"
                                "保留的是后一次的值"))
         detection = detect(list(raw_arrays) + list(self._text), self.meta.config,
-                           self.meta.framework, catalog, resolver, raw_arrays)
+                           self.meta.framework, catalog, resolver, raw_arrays, given=self.meta.algorithm)
+        if detection.given and detection.detected not in ("unknown", detection.algorithm):
+            notes.append(_contradicted(detection, catalog))
         ctx = Context(detection.framework if detection.framework != "unknown" else None,
                       detection.algorithm, detection.family, detection.version_low, detection.version_high)
         key_map, unmapped = _map_keys(list(raw_arrays), resolver, ctx, notes)
@@ -340,8 +342,19 @@ class RunBuilder:
             config=dict(meta.config), text=_text_from(self._text, int(steps[0]) if cut and len(steps) else None),
             notes=notes, skipped=self.skipped, files=list(meta.files), bytes_read=meta.bytes_read, cut=cut,
             crash=_crash_at(meta.crash, steps[train_mask]), crash_scanned=meta.crash_scanned, reached=meta.reached,
-            wall=wall, estimated_steps=meta.estimated_steps,
+            wall=wall, estimated_steps=meta.estimated_steps, algorithm_given=detection.given,
         )
+
+
+def _contradicted(detection: Detection, catalog: Catalog) -> Words:
+    """The note on an algorithm the user gave that the run's keys and config read otherwise: a note, not an
+    error (the user may know better: a fork's keys, a trainer whose names another's share)."""
+    keys_say = catalog.algorithm_short(detection.detected) or detection.detected
+    given = catalog.algorithm_short(detection.algorithm) or detection.algorithm
+    return Words(f"the algorithm was given as {detection.algorithm} ({given}), but the run's keys and config read as "
+                 f"{detection.detected} ({keys_say}); its keys were read as {given}'s",
+                 f"算法被指定为 {detection.algorithm}（{given}），但这个运行的键名和配置看起来是 {detection.detected}"
+                 f"（{keys_say}）；键名按 {given} 读取")
 
 
 def add_packed(builder: RunBuilder, record: Packed) -> None:

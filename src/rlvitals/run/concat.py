@@ -61,12 +61,12 @@ class _Launch:
 
 def load_launches(paths: Sequence[str | Path], fmt: str | None = None,
                   progress: Callable[[Path, int], None] | None = None,
-                  tell: Callable[[JoinNote], None] | None = None) -> Run:
+                  tell: Callable[[JoinNote], None] | None = None, *, algorithm: str | None = None) -> Run:
     """One Run from the logs of one run's launches (one log each), in step order; a later launch's
     values win at the steps it logged again, and the Run's notes count those steps. ``progress`` is
     :func:`~rlvitals.run.load.load`'s; ``tell(note)`` is called with each :class:`JoinNote` about the
     joining (the steps logged again, a launch without metrics, an earlier launch's crash), whose
-    English text the Run's notes hold too.
+    English text the Run's notes hold too. ``algorithm``: :func:`~rlvitals.run.load.load`'s.
 
     Example:
         >>> import tempfile, json, pathlib
@@ -86,7 +86,7 @@ def load_launches(paths: Sequence[str | Path], fmt: str | None = None,
     _same_framework(launches)
     order = sorted(launches, key=lambda la: (la.first is None, la.first if la.first is not None else 0))
     meta = SourceMeta(format="+".join(dict.fromkeys(la.reader.format for la in order)),
-                      files=[f for la in order for f in la.meta.files])
+                      files=[f for la in order for f in la.meta.files], algorithm=algorithm)
     builder = RunBuilder(meta, skipped)
     for launch in order:
         _feed(builder, launch, progress)

@@ -11,6 +11,8 @@ import numpy as np
 
 from ..catalog import EARLIEST, LATEST, KeyResolver, Version
 from ..catalog.catalog import AlgorithmSignature, Catalog
+from ..errors import InputError
+from ..words import Words
 
 #: the share of steps on which two series must differ for ``values_differ``
 DIFFER_SHARE = 0.5
@@ -27,6 +29,10 @@ class Detection:
     algorithm: str
     family: str
     label: str
+    #: the algorithm was given by the user (``--algorithm``), not detected
+    given: bool = False
+    #: with ``given``: the algorithm the keys and config alone read as (``unknown`` when none)
+    detected: str = "unknown"
 
     @property
     def era(self) -> str | None:
@@ -199,10 +205,74 @@ def normalised_values(values: Mapping[str, np.ndarray], catalog: Catalog) -> dic
     return out
 
 
+def given_signature(algorithm: str, framework: str, catalog: Catalog) -> AlgorithmSignature:
+    """The signature of an algorithm id the user gave: the first written for ``framework``, else the first
+    of that id. :class:`KeyError` for an id the catalog has no signature of.
+
+    Example:
+        >>> from rlvitals.catalog import load_catalog
+        >>> given_signature("grpo", "verl", load_catalog()).label
+        'GRPO'
+    """
+    sigs = [s for s in catalog.algorithms if s.id == algorithm]
+    if not sigs:
+        raise KeyError(algorithm)
+    return next((s for s in sigs if framework in s.frameworks), next((s for s in sigs if not s.frameworks), sigs[0]))
+
+
+def algorithm_ids(catalog: Catalog) -> tuple[str, ...]:
+    """Every algorithm id the catalog has a signature of, in the catalog's order (what ``--algorithm`` takes).
+
+    Example:
+        >>> from rlvitals.catalog import load_catalog
+        >>> algorithm_ids(load_catalog())[:3]
+        ('grpo', 'rloo', 'ppo')
+    """
+    return tuple(dict.fromkeys(a.id for a in catalog.algorithms))
+
+
+def checked_algorithm(name: str | None, catalog: Catalog, given_as: str = "algorithm=") -> str | None:
+    """``name`` when the catalog has a signature of that algorithm id (or None, nothing given); else an
+    :class:`InputError` in both languages naming what was given, as ``given_as`` (``--algorithm ``), and the
+    ids there are.
+
+    Example:
+        >>> from rlvitals.catalog import load_catalog
+        >>> checked_algorithm("ppo", load_catalog())
+        'ppo'
+        >>> checked_algorithm("dpo", load_catalog())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rlvitals.errors.InputError: algorithm='dpo': not an algorithm rlvitals knows (did you mean dpo-family?); ...
+    """
+    if name is None:
+        return None
+    ids = algorithm_ids(catalog)
+    if name in ids:
+        return name
+    from difflib import get_close_matches
+
+    # a name cut short (dpo for dpo-family) before one spelt a letter off
+    close = ([i for i in ids if name and i.startswith(name.lower())][:1]
+             or get_close_matches(name.lower(), ids, n=1, cutoff=0.6))
+    hint = Words(f" (did you mean {close[0]}?)", f"（是不是想写 {close[0]}？）") if close else Words("", "")
+    raise InputError(Words(
+        f"{given_as}{name!r}: not an algorithm rlvitals knows{hint}; give one of {', '.join(ids)}, or leave it out "
+        "to have the algorithm detected from the run's keys",
+        f"{given_as}{name!r}：不是 rlvitals 认识的算法{hint.zh}；请给出 {'、'.join(ids)} 之一，"
+        "或者不指定，由运行的键名识别算法"))
+
+
 def detect(raw_keys: Iterable[str], config: Mapping[str, Any], hint: str | None,
-           catalog: Catalog, resolver: KeyResolver, values: Mapping[str, np.ndarray] | None = None) -> Detection:
+           catalog: Catalog, resolver: KeyResolver, values: Mapping[str, np.ndarray] | None = None,
+           given: str | None = None) -> Detection:
+    """What the run is; ``given``: the algorithm id the user said it is, which the run is read as whatever
+    its keys say (those are kept in ``Detection.detected``)."""
     keys = normalised_keys(raw_keys, catalog)
     framework = detect_framework(keys, resolver, hint, config, catalog)
     low, high = detect_version(keys, resolver, framework) if framework != "unknown" else (EARLIEST, LATEST)
     algorithm, family, label = detect_algorithm(keys, config, framework, catalog, values)
-    return Detection(framework, low, high, algorithm, family, label)
+    if given is None:
+        return Detection(framework, low, high, algorithm, family, label)
+    sig = given_signature(given, framework, catalog)
+    return Detection(framework, low, high, sig.id, sig.family, sig.label, given=True, detected=algorithm)

@@ -81,7 +81,8 @@ class LineSource(Rotating):
     """
 
     def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
-                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None) -> None:
+                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None,
+                 algorithm: str | None = None) -> None:
         self.path = path
         self.reader = reader
         self.rules = rules or RotationRules()
@@ -90,7 +91,7 @@ class LineSource(Rotating):
         self._restarting = False  # reading what a rotation left, before the new file
         self._rewrites = 0
         self._capped: list[str] = []
-        self.meta = SourceMeta(format=reader.format, files=[str(path)])
+        self.meta = SourceMeta(format=reader.format, files=[str(path)], algorithm=algorithm)
         self._fresh()
         self.cursor = FileCursor.start(path)
         self.messages: list[str] = []
@@ -404,9 +405,11 @@ class Follow:
     """One watched PATH: waits until it exists and is recognised, then follows it."""
 
     def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
-                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None) -> None:
+                 records: Sequence[Packed] | None = None, rules: RotationRules | None = None,
+                 algorithm: str | None = None) -> None:
         self.path = path
         self.fmt = fmt
+        self.algorithm = algorithm  # the algorithm the user said the run is (--algorithm); None: detected
         self.rules = rules  # where a text log's rotated files go, beyond the rotation tools' defaults
         self.min_gap = min_gap
         self.saved = saved
@@ -453,7 +456,8 @@ class Follow:
         self.inner.messages.clear()
         if isinstance(self.inner, LineSource) and self.inner.restarted:  # a run per training: read whole
             self.messages.append(told("trainings", path=self.path))
-            self.inner = SnapshotSource(self.path, self.inner.reader.format if self.fmt else None, self.min_gap)
+            self.inner = SnapshotSource(self.path, self.inner.reader.format if self.fmt else None, self.min_gap,
+                                        self.algorithm)
             changed = self.inner.poll(now, cost) or changed
         self.moved = changed
         if isinstance(self.inner, LineSource):
@@ -489,12 +493,12 @@ class Follow:
             return self._wait(told("wait", str(exc.strerror or exc), path=self.path))
         if reader.format in LINE_FORMATS and self.path.is_file():
             saved = self.saved if (self.saved or {}).get("kind") == "lines" else None
-            self.inner = LineSource(self.path, reader, saved, self.records, self.rules)
+            self.inner = LineSource(self.path, reader, saved, self.records, self.rules, self.algorithm)
             self.records = None
         elif reader.since is not None:
-            self.inner = TableSource(self.path, reader)
+            self.inner = TableSource(self.path, reader, self.algorithm)
         else:
-            self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap)
+            self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap, self.algorithm)
         return True
 
     def _resume(self) -> LineSource | None:
@@ -509,7 +513,7 @@ class Follow:
         reader = next((r for r in readers() if r.format == fmt), None)
         if reader is None:
             return None
-        source = LineSource(self.path, reader, saved, self.records, self.rules)
+        source = LineSource(self.path, reader, saved, self.records, self.rules, self.algorithm)
         self.records = None
         return source
 

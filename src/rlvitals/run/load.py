@@ -75,15 +75,29 @@ PROGRESS_EVERY = 1 << 14
 
 
 def load(path: str | Path, fmt: str | None = None,
-         progress: Callable[[Path, int], None] | None = None) -> list[Run]:
+         progress: Callable[[Path, int], None] | None = None, *, algorithm: str | None = None) -> list[Run]:
     """Read every run under ``path``: one for a log file, several for a folder of runs, and for a plain
     folder one per training log in it (and in its subfolders). ``progress(root, records)`` is called
-    every :data:`PROGRESS_EVERY` records read (a progress display)."""
+    every :data:`PROGRESS_EVERY` records read (a progress display). ``algorithm``: the algorithm id the runs
+    are (one the catalog has a signature of: ``ppo``, ``rloo``, ``grpo``, ``dpo-family`` …, as ``rlvitals
+    inspect`` shows in brackets), read as that whatever their keys say; a run's keys that read otherwise get a
+    note; an id the catalog does not know raises :class:`~rlvitals.errors.InputError` before anything is read.
+
+    Example:
+        >>> runs = load("trainer_state.json", algorithm="rloo")  # doctest: +SKIP
+        >>> runs[0].algorithm, runs[0].algorithm_given  # doctest: +SKIP
+        ('rloo', True)
+    """
     path = Path(path)
+    if algorithm is not None:
+        from ..catalog import load_catalog
+        from .detect import checked_algorithm
+
+        checked_algorithm(algorithm, load_catalog())
     found, notes = sources(path, fmt)
     runs, empty = [], []
     for reader, root in found:
-        meta, skipped = SourceMeta(format=reader.format, files=[str(root)]), SkipLog()
+        meta, skipped = SourceMeta(format=reader.format, files=[str(root)], algorithm=algorithm), SkipLog()
         if reader.columns is not None and root.is_file():
             tell = _every(root, progress) if progress is not None else None
             columns = reader.columns(root, meta, skipped, progress=tell)

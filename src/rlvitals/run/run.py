@@ -81,6 +81,8 @@ class Run:
     wall: WallClock | None = None
     #: the steps are the reader's estimate that a longer reading of the log may change (SourceMeta.estimated_steps)
     estimated_steps: bool = False
+    #: the algorithm was given by the user (``--algorithm``, ``load(algorithm=...)``), not detected from the keys
+    algorithm_given: bool = False
 
     @property
     def steps(self) -> np.ndarray:

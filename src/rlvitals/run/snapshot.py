@@ -34,9 +34,10 @@ def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
 class SnapshotSource:
     """Re-reads a whole-file log (or a folder) when it changes, at most once per ``min_gap`` s."""
 
-    def __init__(self, path: Path, fmt: str | None, min_gap: float) -> None:
+    def __init__(self, path: Path, fmt: str | None, min_gap: float, algorithm: str | None = None) -> None:
         self.path = path
         self.fmt = fmt
+        self.algorithm = algorithm
         self.min_gap = min_gap
         self.messages: list[str] = []
         self._runs: list[Run] = []
@@ -63,7 +64,7 @@ class SnapshotSource:
         if sig == self._sig or now < self._next:
             return False
         try:
-            runs = load(self.path, self.fmt)
+            runs = load(self.path, self.fmt, algorithm=self.algorithm)
         except EmptyInputError as exc:  # recognised, no metric yet (or only text and tables): said once
             if str(exc) != self._last_error and not self._runs:
                 self.messages.append(told("written", Words(str(exc), exc.text("zh"))))

@@ -33,10 +33,11 @@ class TableSource:
     """Follows the runs of one path (a database, a run folder); ``poll`` reads what they gained, ``runs``
     builds them."""
 
-    def __init__(self, path: Path, reader: Reader) -> None:
+    def __init__(self, path: Path, reader: Reader, algorithm: str | None = None) -> None:
         assert reader.since is not None
         self.path = path
         self.reader = reader
+        self.algorithm = algorithm  # the algorithm the user said the runs are (--algorithm); None: detected
         self.messages: list[str] = []
         #: why the last poll could not read the database (None after a good one)
         self.error: str | None = None
@@ -65,7 +66,7 @@ class TableSource:
             for root in roots:
                 followed = self._runs.get(str(root))
                 if followed is None:
-                    meta = SourceMeta(format=self.reader.format, files=[str(root)])
+                    meta = SourceMeta(format=self.reader.format, files=[str(root)], algorithm=self.algorithm)
                     followed = self._runs[str(root)] = _Followed(meta, RunBuilder(meta))
                 records, followed.position = since(root, followed.meta, followed.builder.skipped, followed.position)
                 for record in records:

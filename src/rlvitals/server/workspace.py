@@ -96,6 +96,15 @@ class WorkspaceOptions:
     #: the rules of the run pages' own alerts (:mod:`.live_alerts`): ``rlvitals watch``'s defaults
     confirm: Confirm = field(default_factory=Confirm)
     cooldown: Cooldown = field(default_factory=Cooldown)
+    #: the algorithm id the served runs are (``--algorithm``): their keys are read as its; None: detected
+    algorithm: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.algorithm is not None:  # a name the catalog does not know fails here, not at the first read
+            from ..catalog import load_catalog
+            from ..run.detect import checked_algorithm
+
+            checked_algorithm(self.algorithm, load_catalog(), "WorkspaceOptions: algorithm=")
 
 
 @dataclass
@@ -191,7 +200,8 @@ class Workspace:
     def _add(self, path: Path, root: int) -> None:
         if path not in self._sources:
             self._sources[path] = _Source(path, root, Follow(path, self.options.fmt, self.options.min_gap,
-                                                             self._saved.get(str(path)), rules=self.options.rotation))
+                                                             self._saved.get(str(path)), rules=self.options.rotation,
+                                                             algorithm=self.options.algorithm))
 
     def _scan(self) -> None:
         """Find the sources of every root (new logs in a served folder and its sub-folders included), and
@@ -332,7 +342,7 @@ class Workspace:
         from ..run.load import load
 
         try:
-            runs = load(src.path, self.options.fmt)
+            runs = load(src.path, self.options.fmt, algorithm=self.options.algorithm)
         except RlvitalsError as exc:
             self._note(str(exc))
             return []

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -146,7 +146,8 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
     ``probe_every`` the learner is probed at every such step, on that step's rollouts, as a checkpoint
     (:mod:`.probed_learner`), and ``rollout_data/rlvitals-probes.jsonl`` is rewritten with the results so far.
     """
-    probed: list[dict[str, object]] = []
+    from ..probe.periodic import due  # the one rule of which steps are probed (watch and the TRL callback's too)
+
     stop = stop or threading.Event()
     files = demo_files(folder)
     files.log.parent.mkdir(parents=True, exist_ok=True)
@@ -165,8 +166,8 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
             if step % VAL_EVERY == 0 or step == steps:
                 metrics["val-core/arith/one_step/acc/mean@1"] = _validate(learner, held_out)
             write_verl_dump(records, files.rollouts, step)  # the dump first: veRL dumps before it logs
-            if probe_every and step % probe_every == 0:
-                _probe_checkpoint(learner, records, step, probed, files.rollouts)
+            if probe_every and due(step, probe_every):
+                _probe_checkpoint(learner, records, step, files.rollouts)
             log.write(orjson.dumps({"step": step, "data": metrics}) + b"\n")
             log.flush()
             if on_step is not None:
@@ -176,19 +177,20 @@ def run_demo(folder: Path, *, steps: int = 60, jump_at: int | None = JUMP_AT, ju
     return files
 
 
-def _probe_checkpoint(learner: Learner, records: Sequence[dict[str, Any]], step: int,
-                      probed: list[dict[str, object]], folder: Path) -> None:
-    """Probe the learner as it is now on ``records`` (this step's rollouts, one per group), add the step's
-    results to ``probed`` and rewrite the probe results file beside the dumps, as ``rlvitals probe`` does."""
-    from ..probe import ProbeOptions, chain_of, run_probe, write_steps
+def _probe_checkpoint(learner: Learner, records: Sequence[dict[str, Any]], step: int, folder: Path) -> None:
+    """Probe the learner as it is now on ``records`` (this step's rollouts, one per group) and merge the step's
+    results into the probe results file beside the dumps (:func:`rlvitals.probe.periodic.probe_into`: what
+    ``watch --probe-every`` and the TRL callback's ``probe_every`` do, here in the training thread, since the
+    checkpoint is the learner as it is now)."""
+    from ..probe import ProbeOptions, chain_of
+    from ..probe.periodic import probe_into
     from ..rollout import PROBES_FILE
     from .probed_learner import DEMO_PROBES, ProbedLearner
 
     chains = [chain_of(r["prompt"], r["response"], id=f"{step}/{i}", target=r["target"], step=step)
               for i, r in enumerate(records)]
-    result = run_probe(chains, ProbedLearner(learner), ProbeOptions(probes=DEMO_PROBES), max_rollouts=len(chains))
-    probed.extend(r for r in cast(list[dict[str, object]], result["steps"]))
-    write_steps({"model": result["model"], "steps": probed}, folder / PROBES_FILE)
+    probe_into(chains, ProbedLearner(learner), folder / PROBES_FILE, ProbeOptions(probes=DEMO_PROBES),
+               max_rollouts=len(chains))
 
 
 def _opening(steps: int, files: DemoFiles, folder: Path, lang: str) -> str:

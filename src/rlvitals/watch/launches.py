@@ -31,9 +31,10 @@ class Launches:
         'a.jsonl + b.jsonl'
     """
 
-    def __init__(self, paths: Sequence[Path], fmt: str | None = None, lang: str = "en") -> None:
+    def __init__(self, paths: Sequence[Path], fmt: str | None = None, lang: str = "en",
+                 algorithm: str | None = None) -> None:
         self.name = " + ".join(str(p) for p in paths)
-        self.fmt, self.lang = fmt, lang
+        self.fmt, self.lang, self.algorithm = fmt, lang, algorithm
         #: what the joining did, to be said (collected by the watcher)
         self.messages: list[str] = []
         self._joined: tuple[Path, ...] = ()
@@ -45,7 +46,8 @@ class Launches:
             return None
         told: list[str] = []
         try:
-            run = load_launches(found, self.fmt, tell=lambda note: told.append(note.text(self.lang)))
+            run = load_launches(found, self.fmt, tell=lambda note: told.append(note.text(self.lang)),
+                                algorithm=self.algorithm)
         except EmptyInputError:
             return None  # no launch has logged a step yet: waited for, as one log without metrics is
         if found != self._joined:

@@ -164,6 +164,13 @@ class Monitor:
         path of a rollout file (read by the worker), as :func:`rlvitals.analyze_rollouts` reads them."""
         self._put("rollouts", step, rollouts)
 
+    def log_probe_results(self, path: str | Path) -> None:
+        """Queue a probe results file (``rlvitals-probes.jsonl``, as ``rlvitals probe`` or a
+        :class:`~rlvitals.probe.ProbeWorker` writes it): the worker reads it and joins its per-step
+        ``reasoning/…`` metrics onto the Run by step, as every reader of rollouts joins it, so the
+        ``faithfulness`` check judges them. Queue it again when the file changed; returns at once."""
+        self._put("probes", 0, Path(path))
+
     def derive(self, step: int, rollouts: RolloutSource) -> dict[str, float]:
         """The rollout metrics of ``step`` as ``rlvitals/<key>`` → value, computed now in the caller's
         thread (one step's rollouts: milliseconds), to write back to the trainer's loggers at once;

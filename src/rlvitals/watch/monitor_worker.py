@@ -26,6 +26,7 @@ from ..live.alerts import Alert, KeyState
 from ..live.dispatch import messages
 from ..live.pace import Pace
 from ..live.stopping import stop_reason
+from ..rollout import ProbeResults, read_probe_results, with_probe_results
 from ..run.builder import RunBuilder
 from ..run.run import Run
 from ..words import Words, in_lang
@@ -44,7 +45,7 @@ MAX_ERRORS = 50
 _OPEN_STEPS = 4
 #: what the queued items are, in the Chinese of the error lines (the English names the item's kind); the
 #: spaces set a Latin word apart from the Chinese around it
-_KIND_ZH = {"metrics": "指标", "rollouts": " rollout ", "analysed": " rollout 及其分析"}
+_KIND_ZH = {"metrics": "指标", "rollouts": " rollout ", "analysed": " rollout 及其分析", "probes": "探针结果"}
 
 
 def kind_zh(kind: str) -> str:
@@ -55,7 +56,7 @@ def kind_zh(kind: str) -> str:
 @dataclass(frozen=True)
 class Item:
     seq: int
-    kind: str  # "metrics" | "rollouts" | "analysed" (rollouts with their analysis, from Monitor.derive())
+    kind: str  # "metrics" | "rollouts" | "analysed" (rollouts with their analysis, from Monitor.derive()) | "probes"
     step: int
     payload: Any
 
@@ -165,6 +166,7 @@ class Worker:
         self.builder = RunBuilder(SourceMeta(format="monitor", framework=options.framework))
         self._rollout_tables: dict[int, pl.DataFrame] = {}
         self._rollout_frames: dict[int, pl.DataFrame] = {}
+        self._probed: ProbeResults | None = None  # a probe results file, read again each time it is queued
         self._state: Any = None  # the alert state file, opened in this thread (sqlite3 connections are per thread)
         self._shown: Diagnosis | None = None  # the diagnosis whose alerts are being committed
         #: the alert path of ``rlvitals watch`` and ``serve`` (rlvitals.live): new findings wait until they hold
@@ -238,6 +240,10 @@ class Worker:
                                         "（同一组键只报告一次）"), kind=f"values {bad}")
         elif item.kind == "analysed":
             self._add_rollouts(item.step, None, item.payload)
+        elif item.kind == "probes":
+            self._probed = read_probe_results(item.payload)
+            for reason in self._probed.skips.reasons:
+                self.ledger.error(reason, kind=f"probes {reason[:40]}")
         else:
             self._add_rollouts(item.step, item.payload)
         self._dirty = True
@@ -275,6 +281,9 @@ class Worker:
         run = self.builder.finish(self.options.run)
         with self.ledger.lock:
             frames = [self._rollout_frames[s] for s in sorted(self._rollout_frames)]
+        if self._probed is not None:  # joined by step as every reader of rollouts joins a probe file
+            whole = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema={"step": pl.Int64})
+            frames = [with_probe_results(whole, self._probed)]
         return join_series(run, frames, "rollouts logged to the monitor")
 
     def _maybe_diagnose(self, force: bool, closing: bool = False) -> None:

@@ -26,14 +26,27 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from .._sqlite import split_root
-from ..errors import RlvitalsError
+from ..errors import InputError, RlvitalsError
 from ..ingest import holds_tables
-from ..rollout import PROBES_FILE, ProbeResults, Progress, read_probe_results, run_each, with_probe_results
+from ..ingest.record import SkipLog
+from ..rollout import (
+    PROBES_FILE,
+    ProbeResults,
+    Progress,
+    RolloutSet,
+    read_probe_results,
+    run_each,
+    states_needed,
+    with_probe_results,
+)
 from ..rollout.analysis import compute, join_series, step_series, table_options, update
 from ..rollout.options import RolloutSettings
 from ..run.follow import signature
@@ -60,7 +73,11 @@ def step_frame(table: pl.DataFrame, settings: RolloutSettings | None = None) -> 
         ((2, 0.0), False)
     """
     settings = settings or RolloutSettings()
-    return step_series(compute(update(None, table, options=table_options(settings, table))))
+    options = table_options(settings, table)
+    no_states = states_needed(options, frozenset(table.columns))
+    if no_states is not None:  # reported as a step file that cannot be read, as ``rlvitals rollouts`` refuses it
+        raise InputError(no_states)
+    return step_series(compute(update(None, table, options=options)))
 
 
 #: what a step file that cannot be read (yet) raises: reported once, retried when it changes
@@ -72,6 +89,17 @@ def _step_frame_of(item: tuple[int, Path, RolloutSettings]) -> pl.DataFrame:
     step, path, settings = item
     table = settings.read(path).table
     return step_frame(table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")), settings)
+
+
+def _step_file_rollouts(path: Path, step: int, settings: RolloutSettings) -> RolloutSet:
+    """A step file's rollouts, every row at the file's step (as :func:`_step_frame_of` reads it)."""
+    rs = settings.read(path)
+    return replace(rs, table=rs.table.with_columns(pl.lit(step, dtype=pl.Int64).alias("step")))
+
+
+def _step_rollouts(table: pl.DataFrame, step: int) -> RolloutSet:
+    """The rows of one step of a rollout table read whole."""
+    return RolloutSet(table.filter(pl.col("step") == step), SkipLog(), "table")
 
 
 def _unread(path: Path, exc: Exception) -> Words:
@@ -114,6 +142,10 @@ class RolloutFollow:
         #: rlvitals probe's results beside the rollouts (per-step metrics like the dumps'), and their file's signature
         self.probed: ProbeResults | None = None
         self._probed_sig: tuple[int, int, int] | None = None
+        #: with ``track_new`` (``watch --probe-every``), each step read for the first time, with what reads its
+        #: rollouts again (called later, in the probing thread), until :meth:`take_new` hands them over
+        self.track_new = False
+        self._new: list[tuple[int, Callable[[], RolloutSet]]] = []
 
     def _step_files(self) -> list[tuple[int, Path]]:
         base = self.folder / "completions" if (self.folder / "completions").is_dir() else self.folder
@@ -213,7 +245,10 @@ class RolloutFollow:
                 self.messages.append(message)
             return False
         self._reported.clear()
-        self.frames = {int(step): frame.filter(pl.col("step") == step) for step in frame["step"].unique().sort()}
+        frames = {int(step): frame.filter(pl.col("step") == step) for step in frame["step"].unique().sort()}
+        if self.track_new:
+            self._new += [(step, partial(_step_rollouts, table, step)) for step in frames if step not in self.frames]
+        self.frames = frames
         return True
 
     def _read(self, step: int, path: Path) -> bool:
@@ -232,8 +267,16 @@ class RolloutFollow:
                 self.messages.append(_unread(path, frame))
             return False
         self._reported.discard(path.name)
+        if self.track_new and step not in self.frames:
+            self._new.append((step, partial(_step_file_rollouts, path, step, self.settings)))
         self.frames[step] = frame
         return True
+
+    def take_new(self) -> list[tuple[int, Callable[[], RolloutSet]]]:
+        """The steps read for the first time since the last call (with ``track_new``), each with what reads its
+        rollouts: the step file read again, or the table's rows of that step."""
+        new, self._new = self._new, []
+        return new
 
     def derived_keys(self) -> list[str]:
         """The series the dumps read so far give, in the order first seen."""

@@ -35,6 +35,7 @@ from ..live.alerts import Alert, Cooldown, KeyState, Observation
 from ..live.confirm import Confirm
 from ..live.dispatch import messages
 from ..live.pace import Pace
+from ..probe.periodic import PeriodicProbe
 from ..render.diagnosis import STATUS_WORDS
 from ..rollout import Progress
 from ..rollout.options import RolloutSettings
@@ -46,6 +47,7 @@ from ..words import Words, in_lang
 from .exports import LiveExports, WandbTarget
 from .launches import Launches
 from .outbox import Outbox
+from .probing import LiveProbes
 from .rollouts import RolloutFollow
 from .sinks import Sink
 from .state import WatchState
@@ -73,7 +75,8 @@ class WatchOptions:
     followed rollouts (``--rollouts``) are read and analysed (the rollout options of ``rlvitals rollouts``).
     ``one_run``: the paths are the logs of one run's launches, watched as one run (:mod:`.launches`;
     no tail pass: each full diagnosis reads the launches again). ``rotation``: where the text logs' rotated
-    files go that no rotation tool's default names (``--rotated-into``, ``--rotation-pattern``)."""
+    files go that no rotation tool's default names (``--rotated-into``, ``--rotation-pattern``). ``probe``: probe
+    the followed rollouts' due steps in the background (``--probe-every``, :mod:`.probing`; needs ``rollouts``)."""
 
     interval: float = 0.5
     exit_on: Literal["warn", "fail"] | None = None
@@ -88,6 +91,9 @@ class WatchOptions:
     export_wandb: WandbTarget | None = None
     rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
     one_run: bool = False
+    #: the algorithm id the watched runs are (``--algorithm``): their keys are read as its, whatever they look like;
+    #: None: detected from the keys
+    algorithm: str | None = None
     #: how long a new finding must hold before it is alerted (:mod:`rlvitals.live.confirm`): as ``rlvitals watch``
     #: by default (two looks, ``--confirm-looks``; a failure over half the steps read); ``Confirm(looks=1)``: at once
     confirm: Confirm = field(default_factory=Confirm)
@@ -95,10 +101,16 @@ class WatchOptions:
     #: a text log whose last line has had no newline for this many seconds is read whole once
     #: (:mod:`rlvitals.run.unterminated`), as ``rlvitals diagnose`` reads it
     settle: float = 10.0
+    probe: PeriodicProbe | None = None
 
     def __post_init__(self) -> None:
         if self.tail_steps < 0:
             raise ValueError(f"WatchOptions: tail_steps={self.tail_steps}; expected 0 (no tail pass) or more steps")
+        if self.algorithm is not None:  # a name the catalog does not know fails here, not at the first diagnosis
+            from ..catalog import load_catalog
+            from ..run.detect import checked_algorithm
+
+            checked_algorithm(self.algorithm, load_catalog(), "WatchOptions: algorithm=")
 
 
 #: the words of the banner ``watch`` shows when it starts, per language
@@ -143,15 +155,19 @@ class Watcher:
         self.timer = timer or clock
         saved = state.sources()
         self.follows = [Follow(p, self.options.fmt, self.options.min_gap, saved.get(str(p)), state.packed(str(p)),
-                               self.options.rotation) for p in paths]
+                               self.options.rotation, self.options.algorithm) for p in paths]
         # a rollout dump folder whose per-step series are joined onto every run before diagnosing
         # ``rollout_progress`` hears how far the reading and analysis of those rollouts got (the CLI's bar)
         self.rollouts = (RolloutFollow(rollouts, self.options.rollout_settings, rollout_progress)
                          if rollouts is not None else None)
+        if self.options.probe is not None and self.rollouts is None:
+            raise ValueError("WatchOptions.probe probes the followed rollouts: give rollouts=DIR too")
+        self.probes = LiveProbes(self.options.probe, self.rollouts) if self.options.probe and self.rollouts else None
         self._once = False  # run(once=True): a log that is not there yet is an error, not something to wait for
         self.diagnoses: dict[str, Diagnosis] = {}
         self.twins = Twins()
-        self.launches = Launches(paths, self.options.fmt, self.options.lang) if self.options.one_run else None
+        self.launches = (Launches(paths, self.options.fmt, self.options.lang, self.options.algorithm)
+                         if self.options.one_run else None)
         self._cost: dict[int, float] = {}
         self._dirty: set[Follow] = set()  # grew since their last diagnosis
         self._fresh: set[Follow] = set()  # grew since their last diagnosis or tail pass
@@ -246,7 +262,7 @@ class Watcher:
         if self.rollouts is not None:
             if self.rollouts.poll():  # new rollouts change every run's diagnosis, grown or not
                 changed = [f for f in self.follows if f in changed or f.inner is not None]
-            for message in self.rollouts.messages:
+            for message in [*self.rollouts.messages, *(self.probes.poll() if self.probes is not None else ())]:
                 self.view.note(message)
             self.rollouts.messages.clear()
         self._dirty.update(changed)
@@ -325,8 +341,8 @@ class Watcher:
         """A full diagnosis or a tail pass of ``follow``, throttled by its own cost; its alerts. ``whole``: of
         the log read whole (its last line has no newline), not of what the follower holds."""
         started = self.timer()
-        observed = self._tail(follow) if tail else self._diagnose(follow, load(follow.path, self.options.fmt)
-                                                                          if whole else None)
+        observed = self._tail(follow) if tail else self._diagnose(
+            follow, load(follow.path, self.options.fmt, algorithm=self.options.algorithm) if whole else None)
         self._fresh.discard(follow)
         if not tail:
             self._dirty.difference_update(self.follows if self.launches is not None else (follow,))
@@ -464,6 +480,8 @@ class Watcher:
                                          f"{name}：watch 停止时还有 {left} 条告警没有送达（{timeout:g} 秒内没有"
                                          "应答）；它们留在状态文件里，由下一个 watch 发送"))
             self._collect()
+            for message in self.probes.close(max(deadline - time.monotonic(), 0.0)) if self.probes else ():
+                self.view.note(message)  # a probe under way finishes, within what is left of the timeout
             for sink in self.sinks:  # a JSONL sink streaming to a pipe holds it open
                 getattr(sink, "close", lambda: None)()
             self.exports.close()

@@ -6,9 +6,10 @@ the clip-fraction band (0.1–0.3), the PPO KL band (0.01–0.1), the 10× of a 
 and an explained variance below 0 (worse than a constant).
 
 One module per metric family: :mod:`.gradient` (spikes, explosion, vanishing and zero gradient norms),
-:mod:`.nan` (NaN/Inf), :mod:`.loss` (loss jumps, the policy-gradient loss climbing, a flat preference loss),
-:mod:`.critic` (value-loss lag, explained variance) and :mod:`.clip` (clip fraction); the learning-rate
-schedule is read in :mod:`.._schedule`. The words of every check are in ``stability.toml`` beside this package.
+:mod:`.nan` (NaN/Inf), :mod:`.loss` (loss jumps, a loss climbing steadily, the policy-gradient loss climbing, a
+flat preference loss), :mod:`.critic` (value-loss lag, explained variance) and :mod:`.clip` (clip fraction); the
+learning-rate schedule is read in :mod:`.._schedule`. The words of every check are in ``stability.toml`` beside
+this package.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .._schedule import lr_schedule
 from .clip import clipfrac_high, clipfrac_low, clipfrac_lower
 from .critic import critic_lag, explained_variance
 from .gradient import grad_norm_explosion, grad_norm_spike, grad_norm_vanishing, grad_norm_zero
-from .loss import loss_flat, loss_jump, pg_loss_climb
+from .loss import loss_flat, loss_jump, loss_trend, pg_loss_climb
 from .nan import nan_inf
 
 __all__ = ["FUNCTIONS"]
@@ -31,6 +32,7 @@ FUNCTIONS: dict[str, CheckFn] = {
     "nan_inf": nan_inf,
     "loss_jump": loss_jump,
     "loss_flat": loss_flat,
+    "loss_trend": loss_trend,
     "pg_loss_climb": pg_loss_climb,
     "clipfrac_high": clipfrac_high,
     "clipfrac_low": clipfrac_low,

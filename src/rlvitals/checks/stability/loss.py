@@ -1,5 +1,5 @@
-"""Training losses: a loss that jumps, a policy-gradient loss that climbs, and a preference loss that never
-falls."""
+"""Training losses: a loss that jumps, a loss that climbs steadily (read per algorithm), a policy-gradient loss
+that climbs, and a preference loss that never falls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
-from .._base import Outcome, RunView, Status
+from .._base import Outcome, RunView, Series, Status
 from .._preference import loss_mark
 from .._shared import _fmt_steps, _jump_outcome, _knee, _level_window, _short, _tenths
 from ._windows import _rise, _windows
@@ -97,6 +97,90 @@ def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                     span=s.span(onset, end), metrics=(s.key,),
                     evidence={"baseline": float(level[onset]), "value": float(level[end]), "rise_sd": rise,
                               "threshold_sd": p["k"], "noise_sd": sd})]
+
+
+#: the KL to the reference as an RL loss holds it (× β): a climbing total loss that this explains is its regulariser
+_KL_TERM_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty")
+
+
+def _climb(x: np.ndarray, p: Mapping[str, Any]) -> tuple[int, float, float, float] | None:
+    """A steady climb of a loss from its lowest level to its end, as ``(index of the low, low, end, tol)``: the
+    end (a median of a fifth of the run) above the lowest level before it (a rolling median of a fifth) by
+    more than ``z`` standard errors of their difference and by ``min_rise`` of the low's size, rising in
+    both halves of the stretch from the low (Kendall trend ≥ ``tau`` in each: a steady climb, not one step up,
+    which is loss_jump's). None when the loss does not climb so."""
+    n = len(x)
+    k = max(3, n // 5)
+    level = signals.rolling_level(x, k)
+    low_i = int(np.argmin(level[: n - k]))
+    low, end = float(level[low_i]), float(np.median(x[-k:]))
+    noise = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
+    tol = p["z"] * 1.25 * noise * float(np.sqrt(2.0 / k))
+    stretch = x[low_i:]
+    half = len(stretch) // 2
+    if end - low <= tol or end - low < p["min_rise"] * abs(low) or half < 4:
+        return None
+    if min(signals.trend(stretch[:half]), signals.trend(stretch[half:])) < p["tau"]:
+        return None
+    return low_i, low, end, tol
+
+
+def loss_trend(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The optimised loss should fall overall (docs/reading-rules.md#loss-trend); per algorithm, what a steady
+    climb means. A loss on fixed data — preference (DPO, KTO, ORPO…), reward-model, SFT — that climbs steadily
+    from its lowest level (:func:`_climb`) is optimisation going backwards: a warning; climbed back above where
+    it started, a failure. An RL loss is a policy term whose advantages are normalised to mean ~0 in each batch
+    (GRPO, DAPO, RLOO; PPO's whitened GAE) plus β·KL and an entropy bonus: its level is no measure of progress,
+    so a climb is read through its parts — the policy term's own climb is pg_loss_climb's (not said twice),
+    one the KL to the reference explains is the regulariser doing its work (ok), and one no logged part
+    explains cannot be judged. Fewer than ``min_points`` values: not judged."""
+    s = view.first(*LOSS_KEYS)
+    if s is None:
+        return []
+    x, n = s.values, len(s)
+    if n < p["min_points"]:
+        return [_short(s, int(p["min_points"]))]
+    first, _, last, _ = _tenths(x)
+    values: dict[str, Any] = {"metric": s.key, "first": first, "last": last, "n": n}
+    found = _climb(x, p)
+    if found is None:
+        return [Outcome("ok", "ok", values, metrics=(s.key,))]
+    low_i, low, end, tol = found
+    values |= {"low": low, "low_step": s.step(low_i), "end": end, "rise": end - low, "noise": tol,
+               "start": float(np.median(x[: max(3, n // 5)]))}
+    if view.family == "rl":
+        return [_rl_climb(view, s, values)]
+    status: Status = "fail" if end > values["start"] + tol else "warn"
+    return [Outcome(status, status, values, onset_step=s.step(low_i), span=s.span(low_i, n - 1), metrics=(s.key,),
+                    evidence={"baseline": low, "value": end, "start": values["start"], "threshold": tol,
+                              "tau": p["tau"]})]
+
+
+def _rl_climb(view: RunView, s: Series, values: dict[str, Any]) -> Outcome:
+    """Which part of an RL loss climbed: the policy term (pg_loss, when logged and it rose by half the total's
+    rise or more over the same steps), the KL to the reference (rose over those steps), or none logged."""
+    since = values["low_step"]
+    parts = [(key, _rise_since(view.series(key), since)) for key in ("actor/pg_loss", *_KL_TERM_KEYS)]
+    pg = parts[0][1]
+    if pg is not None and pg >= 0.5 * values["rise"]:
+        return Outcome("skipped", "rl_policy", values | {"part": "actor/pg_loss", "part_rise": pg},
+                       metrics=(s.key, "actor/pg_loss"))
+    kl = next(((key, rise) for key, rise in parts[1:] if rise is not None and rise > 0), None)
+    if kl is not None:
+        return Outcome("ok", "rl_kl", values | {"part": kl[0], "part_rise": kl[1]}, metrics=(s.key, kl[0]))
+    return Outcome("skipped", "rl_unread", values, metrics=(s.key,))
+
+
+def _rise_since(s: Series | None, step: int) -> float | None:
+    """How much ``s`` rose from ``step`` to the end: its last fifth's median minus its median over the first
+    fifth from ``step``; None when it is not logged or has too few values there."""
+    if s is None:
+        return None
+    x = s.values[s.steps >= step]
+    if len(x) < 10:
+        return None
+    k = max(3, len(x) // 5)
+    return float(np.median(x[-k:]) - np.median(x[:k]))
 
 
 #: the loss of a preference objective when the policy still equals its reference (every log-ratio 0):

@@ -423,6 +423,23 @@
         });
     }
 
+    // the rollout a finding links to: its group opened, its row marked and scrolled to
+    function mark(group, sample) {
+      var box = document.getElementById("rlv-groups");
+      if (!box) { return; }
+      box.querySelectorAll("tr.rlv-linked").forEach(function (tr) { tr.classList.remove("rlv-linked"); });
+      var g = Array.prototype.find.call(box.querySelectorAll("details.rlv-group"), function (d) {
+        return d.getAttribute("data-group") === group;
+      });
+      if (!g) { return; }
+      g.open = true;
+      var row = Array.prototype.find.call(g.querySelectorAll("tr[data-sample]"), function (tr) {
+        return tr.getAttribute("data-sample") === sample;
+      });
+      if (row) { row.classList.add("rlv-linked"); }
+      (row || g).scrollIntoView({ block: "center" });
+    }
+
     function start() {
       var select = document.getElementById("rlv-step");
       if (!select || !info || !info.runs.length) { return; }
@@ -440,11 +457,14 @@
       var list = api ? r0.available : r0.steps;
       var first = keep.step !== null && keep.step !== undefined && list.indexOf(keep.step) >= 0 ? keep.step : list[0];
       if (list.length) { show(first, r0.run); }
-      document.querySelectorAll("a.rlv-goto-rollouts[data-step]").forEach(function (a) {
+      document.querySelectorAll("a.rlv-goto-rollouts[data-step], a.rlv-goto-rollout[data-step]").forEach(function (a) {
         a.addEventListener("click", function (ev) {
           ev.preventDefault();
-          show(a.getAttribute("data-step"), a.getAttribute("data-run"));
+          var shown = show(a.getAttribute("data-step"), a.getAttribute("data-run"));
           document.getElementById("rlv-browser").scrollIntoView();
+          if (a.hasAttribute("data-group")) {  // a finding's own rollout (a spike's extreme one): open and mark it
+            Promise.resolve(shown).then(function () { mark(a.getAttribute("data-group"), a.getAttribute("data-sample")); });
+          }
         });
       });
     }
