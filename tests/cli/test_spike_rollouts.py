@@ -40,3 +40,15 @@ def test_without_rollouts_a_spike_names_none() -> None:
     (spike,) = [f for f in orjson.loads(out)["runs"][0]["findings"]
                 if f["check"] == "grad_norm_spike" and f["status"] == "note"]
     assert "spike_rollouts" not in spike["evidence"]
+
+
+def test_the_terminal_and_markdown_say_them_in_words_in_both_languages(tmp_path: Path) -> None:
+    write_dump(tmp_path / "dump")
+    for lang, line in (("en", "step 16, group 2, sample 0: "), ("zh", "第 16 步，组 2，样本 0：")):
+        for form in ((), ("--markdown",)):
+            code, out, err = _cli("diagnose", "--all", *form, "--lang", lang, "--rollouts", str(tmp_path / "dump"),
+                                  str(REAL / QWEN))
+            assert code == 0, err
+            text = " ".join(out.split())  # rich wraps lines at the width
+            assert line in text and ("highest reward" if lang == "en" else "reward 最高") in text, (lang, form)
+            assert "{'step'" not in text and "spike_rollouts" not in text

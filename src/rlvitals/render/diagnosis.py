@@ -37,12 +37,13 @@ _COUNTS_ZH: dict[str, str] = {"fail": "项失败", "warn": "项警告", "note": 
 _LABELS = {
     "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed ({n}): ",
            "skipped": "skipped ({n}): ", "and": ", ", "more": "run with --all to list them", "verdict": "verdict",
-           "colon": ": ", "metrics": "Metrics", "evidence": "Evidence"},
+           "colon": ": ", "metrics": "Metrics", "evidence": "Evidence",
+           "extremes": "extreme rollouts of the spike steps"},
     "zh": {"since": "自第", "at": "第", "steps": "步", "advice": "建议", "passed": "通过 {n} 项：",
            "skipped": "跳过 {n} 项：", "and": "、",
            "more": "加 --all 可全部列出", "verdict": "结论",
            # evidence is machine-readable: its field names are those of the --json output
-           "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）"},
+           "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）", "extremes": "尖峰所在步的极端 rollout"},
 }
 
 
@@ -185,6 +186,13 @@ def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], 
         head.append(f"  {when}", style="dim")
     con.print(head)
     con.print(Text("    " + f.message[lang]))
+    picked = _extremes(f)
+    if picked and not brief:  # a spike's extreme rollouts (diagnose --rollouts): where to look first
+        from ..rollout import described_extreme  # polars: only when rollouts were read
+
+        con.print(Text(f"    {labels['extremes']}{labels['colon'].rstrip()}", style="dim"))
+        for rollout in picked:
+            con.print(Text(f"      {described_extreme(rollout, lang)}", style="dim"))
     if not brief and f.advice[lang]:
         con.print(Text(f"    → {f.advice[lang]}", style="dim"))
     if not brief:
@@ -202,13 +210,27 @@ def _md_finding(f: Finding, lang: str) -> list[str]:
         ev = _evidence(f.evidence)
         if ev:
             lines.append(f"  {labels['evidence']}{labels['colon']}{ev}")
+        picked = _extremes(f)
+        if picked:
+            from ..rollout import described_extreme  # polars: only when rollouts were read
+
+            lines.append(f"  {labels['extremes'][0].upper()}{labels['extremes'][1:]}{labels['colon'].rstrip()}")
+            lines += [f"  - {described_extreme(rollout, lang)}" for rollout in picked]
         lines.append(f"  → {f.advice[lang]}")
     return lines
+
+
+def _extremes(f: Finding) -> list[dict[str, Any]]:
+    """The extreme rollouts a spike finding names (:func:`rlvitals.diagnosis.with_rollouts`), none otherwise."""
+    picked = f.evidence.get("spike_rollouts")
+    return [r for r in picked if isinstance(r, dict)] if isinstance(picked, list) else []
 
 
 def _evidence(ev: Any) -> str:
     parts = []
     for key, value in dict(ev).items():
+        if key == "spike_rollouts":  # said in words under the evidence
+            continue
         if isinstance(value, float):
             parts.append(f"{key} = {value:.4g}")
         elif isinstance(value, (int, str)):

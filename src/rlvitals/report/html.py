@@ -23,6 +23,7 @@ from ..checks import FINDING_STATUSES
 from ..errors import RlvitalsError
 from ..render import STORY_WORDS, json_dumps, shown
 from ..render.diagnosis import when_words
+from ..rollout import EXTREME_WHY
 from ..words import Words
 
 if TYPE_CHECKING:
@@ -59,11 +60,7 @@ UI: dict[str, tuple[str, str]] = {
     "rollouts_at": ("rollouts at step", "该步的 rollout"),
     # a spike finding's extreme rollouts (rlvitals.diagnosis.with_rollouts), each with why it was picked
     "spike_rollouts": ("Extreme rollouts of the spike steps", "尖峰所在步的极端 rollout"),
-    "why_max |advantage|": ("largest |advantage|", "|优势| 最大"),
-    "why_max |group z|": ("largest |reward z in its group|", "组内 reward z 值绝对值最大"),
-    "why_max reward": ("highest reward", "reward 最高"),
-    "why_min reward": ("lowest reward", "reward 最低"),
-    "why_longest": ("longest", "最长"),
+    **{f"why_{key}": (str(words), words.zh) for key, words in EXTREME_WHY.items()},
     "reward": ("reward", "reward"),
     "advantage": ("advantage", "优势"),
     "group_z": ("z in its group", "组内 z 值"),

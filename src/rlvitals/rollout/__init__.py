@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .analysis import RolloutAnalysis, analyze, compute, join_series, step_json, step_series, table_options, update
     from .answers import extract_answer, forced_answer, same_answer
-    from .extremes import extreme_rollouts
+    from .extremes import EXTREME_WHY, described_extreme, extreme_rollouts
     from .groups import group_table
     from .needs import states_needed
     from .options import RolloutSettings
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from .tags import SegmentTags, parse_tag
     from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "dump_files", "extract_answer", "extreme_rollouts",
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "described_extreme", "dump_files", "EXTREME_WHY",
+    "extract_answer", "extreme_rollouts",
     "forced_answer",
     "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROBES_FILE",
     "ProbeResults", "Progress", "PROMPT", "read_probe_results", "read_rollouts", "RESPONSE", "RolloutAnalysis",
@@ -53,7 +54,7 @@ HOMES = {
     **dict.fromkeys(("RolloutAnalysis", "analyze", "compute", "join_series", "step_json", "step_series",
                      "table_options", "update"), "analysis"),
     **dict.fromkeys(("extract_answer", "forced_answer", "same_answer"), "answers"),
-    "extreme_rollouts": "extremes",
+    **dict.fromkeys(("EXTREME_WHY", "described_extreme", "extreme_rollouts"), "extremes"),
     "group_table": "groups",
     "states_needed": "needs",
     "RolloutSettings": "options",

@@ -21,9 +21,10 @@ from typing import Any
 
 import polars as pl
 
+from ..words import Words, in_lang
 from .schema import ADVANTAGE, GROUP, LENGTH, SAMPLE, SCORE, STEP
 
-__all__ = ["extreme_rollouts"]
+__all__ = ["EXTREME_WHY", "described_extreme", "extreme_rollouts"]
 
 #: at most this many rollouts are named per step
 PER_STEP = 4
@@ -43,6 +44,37 @@ def _with_group(part: pl.DataFrame) -> pl.DataFrame:
     std = score.std(ddof=0).over(GROUP)
     return part.with_columns(pl.len().over(GROUP).alias("_n"), score.mean().over(GROUP).alias("_mean"),
                              pl.when(std > 0).then((score - score.mean().over(GROUP)) / std).alias("_z"))
+
+
+#: why a rollout was picked, in words (the ``why`` of :func:`extreme_rollouts`)
+EXTREME_WHY = {"max |advantage|": Words("largest |advantage|", "|优势| 最大"),
+       "max |group z|": Words("largest |reward z in its group|", "组内 reward z 值绝对值最大"),
+       "max reward": Words("highest reward", "reward 最高"), "min reward": Words("lowest reward", "reward 最低"),
+       "longest": Words("longest", "最长")}
+_FIELDS = {"reward": Words("reward", "reward"), "advantage": Words("advantage", "优势"),
+           "group_z": Words("z in its group", "组内 z 值"), "length": Words("length", "长度")}
+_WHERE = {"en": "step {step}, group {group}, sample {sample}: ", "zh": "第 {step} 步，组 {group}，样本 {sample}："}
+_GROUP = {"en": " (group of {n}{mean})", "zh": "（所在组 {n} 个{mean}）"}
+_MEAN = {"en": ", mean reward {v:.3g}", "zh": "，平均 reward {v:.3g}"}
+
+
+def described_extreme(rollout: dict[str, Any], lang: str = "en") -> str:
+    """One picked rollout (an entry of :func:`extreme_rollouts`) in a line of ``lang``.
+
+    >>> r = {"step": 16, "group": 2, "sample": 0, "reward": 5.0, "advantage": None, "group_z": None,
+    ...      "length": 300, "group_size": 8, "group_mean": 1.25, "why": ["max reward"]}
+    >>> described_extreme(r)
+    'step 16, group 2, sample 0: highest reward · reward 5 · length 300 (group of 8, mean reward 1.25)'
+    >>> described_extreme(r, "zh")
+    '第 16 步，组 2，样本 0：reward 最高 · reward 5 · 长度 300（所在组 8 个，平均 reward 1.25）'
+    """
+    why = ", ".join(in_lang(EXTREME_WHY.get(w, w), lang) for w in rollout.get("why", ()))
+    values = [f"{in_lang(word, lang)} {rollout[key]:.3g}" for key, word in _FIELDS.items()
+              if rollout.get(key) is not None]
+    mean = rollout.get("group_mean")
+    return (_WHERE[lang].format(step=rollout["step"], group=rollout["group"], sample=rollout["sample"])
+            + " · ".join([why, *values])
+            + _GROUP[lang].format(n=rollout.get("group_size"), mean="" if mean is None else _MEAN[lang].format(v=mean)))
 
 
 def _picks(part: pl.DataFrame) -> list[tuple[int, str]]:
