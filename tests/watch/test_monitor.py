@@ -184,7 +184,7 @@ def test_bad_arguments_are_refused_at_construction() -> None:
     with pytest.raises(rlvitals.RlvitalsError, match=r"unknown sink 'smtp'"):
         Monitor(["smtp:me@example.org"])
     with pytest.raises(MonitorError, match=r"^Monitor\(evry=\.\.\.\): not an option; expected one of every, "
-                                           r"min_interval, run, .*, config$"):
+                                           r"min_interval, run, .*, config, algorithm$"):
         Monitor(evry=10)
     with pytest.raises(MonitorError, match=r"every=0"):  # the record checks itself, made alone too
         MonitorOptions(every=0)
@@ -283,3 +283,17 @@ def test_with_confirm_a_failure_waits_as_a_warning_and_stop_on_acts_on_what_was_
     # the loop ends while the failure waits: it is alerted at close, at its own level
     said, _ = watched(120, Confirm(2, 0.05, 0.5))
     assert [s[:2] for s in said] == [("new", "warn"), ("escalated", "fail")] and said[-1][2] == 120
+
+
+def test_the_algorithm_can_be_given_and_an_unknown_one_is_refused_when_made() -> None:
+    mon = Monitor(algorithm="rloo", every=1, min_interval=0, err=None)
+    try:
+        for step in range(1, 6):
+            mon.log(step, {"objective/rlhf_reward": 0.1 * step, "loss/policy_avg": 0.01, "objective/kl": 0.5})
+        assert mon.flush(60)
+        run = mon.run()
+        assert run is not None and (run.algorithm, run.algorithm_given) == ("rloo", True)
+    finally:
+        mon.close()
+    with pytest.raises(rlvitals.RlvitalsError, match=r"^Monitor: algorithm='dpo': not an algorithm rlvitals knows"):
+        Monitor(algorithm="dpo", err=None)

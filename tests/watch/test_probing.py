@@ -75,6 +75,11 @@ def test_the_watch_loop_goes_on_while_a_step_is_probed_and_then_judges_it(demo: 
     files, gated = _copy(demo, tmp_path), Gated()
     plan = PeriodicProbe(every=5, backend=lambda: gated, options=ProbeOptions(probes=DEMO_PROBES), max_rollouts=4)
     w, err = _watcher(tmp_path, files, plan)
+    assert f"probing every 5 steps in the background (results into {files.rollouts / PROBES_FILE})" in w.banner()
+    zh = Watcher([files.log], WatchState(tmp_path / "zh.sqlite"), [], WatchOptions(lang="zh", probe=plan),
+                 view=PlainView(io.StringIO(), io.StringIO()), rollouts=files.rollouts)
+    assert f"，每 5 步在后台做一次忠实性探测（结果写入 {files.rollouts / PROBES_FILE}）" in zh.banner()
+    zh.close()
     w.cycle()  # reads the log and the 10 step files: steps 5 and 10 are due
     assert gated.asked.wait(30)  # step 5 is under way in the probing thread, blocked on the gate ...
     w.cycle(force=True)  # ... and the watch loop goes on: it diagnoses without the probe results

@@ -68,7 +68,8 @@ class MonitorOptions:
     alerted, by default as ``rlvitals watch`` waits (:class:`~rlvitals.live.confirm.Confirm`: two diagnoses
     in a row, and a failure over half the steps logged, alerted as the warning it also is until then;
     ``Confirm(looks=1)``: at once); ``stop_on`` acts on what was alerted, and what still waits when the
-    loop ends is alerted at :meth:`Monitor.close`. ``config``: the checks' settings.
+    loop ends is alerted at :meth:`Monitor.close`. ``config``: the checks' settings. ``algorithm``: the run's
+    algorithm, as ``--algorithm`` gives it (None: detected from the keys).
 
     Example:
         >>> MonitorOptions(every=10, state_path="alerts.sqlite").state_path
@@ -86,6 +87,8 @@ class MonitorOptions:
     stop_on: str | None = None
     confirm: Confirm = field(default_factory=Confirm)
     config: DiagnoseConfig | None = None
+    #: the algorithm the run is (as ``--algorithm``): its keys are read as that algorithm's; None: detected
+    algorithm: str | None = None
 
     def __post_init__(self) -> None:
         every, min_interval, queue_size, stop_on = self.every, self.min_interval, self.queue_size, self.stop_on
@@ -101,6 +104,11 @@ class MonitorOptions:
         if stop_on not in (None, "warn", "fail"):
             raise MonitorError(Words(f"Monitor(stop_on={stop_on!r}): expected 'warn', 'fail' or None",
                                      f"Monitor(stop_on={stop_on!r})：应为 'warn'、'fail' 或 None"))
+        if self.algorithm is not None:  # a name the catalog does not know fails here, not in the worker
+            from ..catalog import load_catalog
+            from ..run.detect import checked_algorithm
+
+            checked_algorithm(self.algorithm, load_catalog(), "Monitor: algorithm=")
         if self.state_path is not None and not isinstance(self.state_path, Path):
             object.__setattr__(self, "state_path", Path(self.state_path))
 

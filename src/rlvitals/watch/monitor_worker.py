@@ -163,7 +163,8 @@ class Worker:
     def __init__(self, options: MonitorOptions, sinks: Sequence[Sink], inbox: Inbox, ledger: Ledger,
                  clock: Callable[[], float]) -> None:
         self.options, self.sinks, self.inbox, self.ledger, self.clock = options, sinks, inbox, ledger, clock
-        self.builder = RunBuilder(SourceMeta(format="monitor", framework=options.framework))
+        self.builder = RunBuilder(SourceMeta(format="monitor", framework=options.framework,
+                                             algorithm=options.algorithm))
         self._rollout_tables: dict[int, pl.DataFrame] = {}
         self._rollout_frames: dict[int, pl.DataFrame] = {}
         self._probed: ProbeResults | None = None  # a probe results file, read again each time it is queued

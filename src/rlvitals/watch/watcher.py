@@ -116,11 +116,13 @@ class WatchOptions:
 #: the words of the banner ``watch`` shows when it starts, per language
 _BANNER = {
     "en": {"and": ", ", "one run": " as the launches of one run (--one-run)", "rollouts": "; rollouts from {folder}",
+           "probe": ", probing every {every} steps in the background (results into {file})",
            "terminal": "this terminal only (--alert SINK sends them on)", "stop": "; exits 1 at a {code}",
            "banner": "watching {follows}{more}\n  state: {state}\n  alerts: {sinks}\n  polls every {interval:g} s "
                      "and diagnoses what grew (at most {share:.0f} % of a core){stop}; Ctrl-C stops"},
     "zh": {"and": "、", "one run": "（--one-run：同一个 run 的各次启动，合成一个 run）",
            "rollouts": "；rollout 数据来自 {folder}", "terminal": "只显示在本终端（用 --alert SINK 转发）",
+           "probe": "，每 {every} 步在后台做一次忠实性探测（结果写入 {file}）",
            "stop": "；结论达到“{status}”时以退出码 1 退出",
            "banner": "正在监控 {follows}{more}\n  状态文件：{state}\n  告警发往：{sinks}\n"
                      "  每 {interval:g} 秒查看一次，只诊断有新内容的日志（最多占用一个核的 {share:.0f}%）"
@@ -421,6 +423,8 @@ class Watcher:
         follows = w["and"].join(str(f.path) for f in self.follows)
         follows += w["one run"] if self.launches is not None else ""
         more = w["rollouts"].format(folder=self.rollouts.folder) if self.rollouts is not None else ""
+        if self.probes is not None:
+            more += w["probe"].format(every=self.probes.plan.every, file=self.probes.path)
         sinks = w["and"].join(s.name for s in self.sinks) or w["terminal"]
         stop = w["stop"].format(status=STATUS_WORDS[self.options.lang][exit_on], code=exit_on) if exit_on else ""
         share = 100 / (1 + self.options.diagnose_gap)
