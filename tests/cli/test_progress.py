@@ -155,8 +155,8 @@ def test_rollouts_on_a_terminal_show_the_phases_and_leave_stdout_alone(demo: Dem
     assert code == 0
     for shown in (f"rollouts in rollout_data: reading 0/{STEPS} files",
                   f"rollouts in rollout_data: reading {STEPS}/{STEPS} files",
-                  "rollouts in rollout_data: group metrics (σ_G, pass@k) 0/18",
-                  "rollouts in rollout_data: metrics over the whole table 18/18"):
+                  "rollouts in rollout_data: group metrics (σ_G, pass@k) 0/24",
+                  "rollouts in rollout_data: metrics over the whole table 24/24"):
         assert shown in frames, frames
     assert _gone(err)
     assert out == _run(["rollouts", str(demo.rollouts)], terminal=False)[1]  # the tables, byte for byte
