@@ -276,8 +276,7 @@ def high_entropy_tokens(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     if len(s) < MIN_CHANGE:
         return [Outcome("skipped", "short", {"n": len(s), "needed": MIN_CHANGE}, metrics=(s.key,))]
-    first, last, _ = _ends(s.values, p["share"])
-    values: dict[str, Any] = {"first": first, "last": last, "change": last / first - 1 if first > 0 else 0.0}
+    first, last, values = _start_to_end(s, p["share"])
     if first <= 0:
         return [Outcome("skipped", "no_tail", values, metrics=(s.key,))]
     entropy = view.series("actor/entropy")
@@ -363,6 +362,12 @@ def tool_call_args(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                     {**values, "threshold": p["drop"]})]
 
 
+def _start_to_end(s: Any, share: float) -> tuple[float, float, dict[str, Any]]:
+    """A series' level at its start and at its end (:func:`_ends`) and the values its messages quote."""
+    first, last, _ = _ends(s.values, share)
+    return first, last, {"first": first, "last": last, "change": last / first - 1 if first > 0 else 0.0}
+
+
 def think_entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """Token entropy inside the think segment against the answer segment's (docs/reading-rules.md#segment-entropy):
     the think segment's fallen by ``drop`` from its start while the answer's fell by less than ``answer_drop``
@@ -373,8 +378,7 @@ def think_entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]
         return []
     if len(s) < MIN_CHANGE:
         return [Outcome("skipped", "short", {"n": len(s), "needed": MIN_CHANGE}, metrics=(s.key,))]
-    first, last, _ = _ends(s.values, p["share"])
-    values: dict[str, Any] = {"first": first, "last": last, "change": last / first - 1 if first > 0 else 0.0}
+    first, last, values = _start_to_end(s, p["share"])
     if first <= 0 or last > (1 - p["drop"]) * first:
         return [Outcome("ok", "ok", values, metrics=(s.key,), evidence=values)]
     onset = s.step(_onset(signals.rolling_level(s.values, p["window"]), first + (last - first) / 4, below=True))
