@@ -62,12 +62,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 COSTLY = ("slow", "model", "trl", "ray", "browser")
 
 
+#: a costly test against any other, roughly, as measured on two cores (a browser test ~6 s, the rest ~0.2 s)
+COSTLY_WEIGHT, PLAIN_WEIGHT = 5.0, 0.2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files holding a costly test first, each file's tests in their own order: pytest-xdist hands whole
-    files to the workers in this order (``--dist loadfile``), so the suite ends on short files on both workers
-    rather than on one long file on one of them while the other waits."""
-    costly = {item.path for item in items if any(item.get_closest_marker(mark) for mark in COSTLY)}
-    items.sort(key=lambda item: item.path not in costly)  # a stable sort: nothing else moves
+    """The costliest files first (by their costly and plain tests' rough weights), each file's tests in their own
+    order: pytest-xdist hands whole files to the workers in this order (``--dist loadfile``), so the suite ends on
+    short files on both workers rather than on one long file on one of them while the other waits."""
+    cost: dict[Path, float] = {}
+    for item in items:
+        heavy = any(item.get_closest_marker(mark) for mark in COSTLY)
+        cost[item.path] = cost.get(item.path, 0.0) + (COSTLY_WEIGHT if heavy else PLAIN_WEIGHT)
+    items.sort(key=lambda item: -cost[item.path])  # a stable sort: a file's tests keep their order
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,10 +4,12 @@ session whose process was killed while it reported."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -72,8 +74,18 @@ def write(root: Path, steps: int = STEPS, killed: bool = False) -> Path:
     (root / "home").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HOME": str(root / "home"), "CLEARML_CACHE_DIR": str(root / "cache")}
     args = [sys.executable, "-c", SCRIPT, str(steps)] + (["killed"] if killed else [])
-    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    if not killed:
+        done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return root / "cache" / "offline"
+    # killed as a scheduler kills a job: the script and every process it started (ClearML's reporter lives on
+    # for half a minute after the script's own exit, holding the pipes a capture would wait for)
+    with (root / "stderr.txt").open("w") as log:
+        proc = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        code = proc.wait(timeout=300)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert code == 0, (root / "stderr.txt").read_text()
     return root / "cache" / "offline"
 
 

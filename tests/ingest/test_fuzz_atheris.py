@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of every reader with atheris (``atheris_target.py``, one process for all of
 them): libFuzzer grows a corpus from each reader's seed (the same seeds as the mutation fuzzer),
 keeping the inputs that reach new code, for a fixed number of runs (``RLVITALS_ATHERIS_RUNS`` per
-reader, the suite's smoke run: 80) with a fixed seed, so the smoke run is the same on every machine.
+reader, the suite's smoke run: 40) with a fixed seed, so the smoke run is the same on every machine.
 
 A crash (any exception but an ``RlvitalsError``) or a hang (one input over 60 s: a loop guard, not a
 speed limit) fails the test with libFuzzer's report; the input it saved is copied beside the
@@ -33,7 +33,7 @@ from .fuzzing import (
 pytest.importorskip("atheris", reason="atheris has wheels up to Python 3.11")
 
 TARGET = Path(__file__).with_name("atheris_target.py")
-RUNS = int(os.environ.get("RLVITALS_ATHERIS_RUNS", "80"))  # per reader
+RUNS = int(os.environ.get("RLVITALS_ATHERIS_RUNS", "40"))  # per reader
 SEPARATOR = b"\n\x00\xffRECORD\xff\x00\n"  # as atheris_target.SEPARATOR (not imported: it imports atheris)
 
 
