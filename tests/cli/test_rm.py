@@ -98,7 +98,7 @@ def test_a_missing_dump_is_named(tmp_path: Path) -> None:
 
 def test_scores_is_required() -> None:
     code, _, err = _cli("rm-compare", "dump/")
-    assert code == 2 and "--scores" in err
+    assert code == 2 and "--scores (not given): expected two different columns separated by a comma" in err
 
 
 # -- diagnose RM_RUN --downstream POLICY_RUN (real logs of the corpus, paired by hand: see tests/checks) ----------
@@ -155,8 +155,7 @@ class _Pooling(BaseHTTPRequestHandler):
         """Quiet."""
 
 
-@pytest.fixture
-def pooling() -> Iterator[Any]:
+def _serve() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Pooling)
     server.received, server.status, server.broken = [], 200, False
     server.rule = lambda a: -abs(a - 4)
@@ -167,6 +166,18 @@ def pooling() -> Iterator[Any]:
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+@pytest.fixture
+def pooling() -> Iterator[Any]:
+    """The newer reward model, served."""
+    yield from _serve()
+
+
+@pytest.fixture
+def reference() -> Iterator[Any]:
+    """The older (reference) reward model, served by another server."""
+    yield from _serve()
 
 
 def test_served_reward_model_that_agrees(tmp_path: Path, pooling: Any) -> None:
@@ -214,3 +225,50 @@ def test_no_server_is_said(tmp_path: Path) -> None:
     code, _, err = _cli("rm-compare", str(dump(tmp_path / "d", False)), "--scores", "score", "--base-url",
                         f"http://127.0.0.1:{port}", "--model", "m", "--retries", "0")
     assert code == 2 and "no answer after 1 tries" in err and "vllm serve MODEL --runner pooling" in err
+
+
+# -- both reward models scoring (two servers, a server and a column, the flags that do not fit) -----------------
+
+def test_two_served_reward_models_one_contaminated(tmp_path: Path, pooling: Any, reference: Any) -> None:
+    pooling.rule = lambda a: abs(a - 4)  # the newer one learnt to like the policy's wrong answers
+    code, out, err = _cli("rm-compare", str(dump(tmp_path / "d", False)), "--ref-base-url", reference.url,
+                          "--ref-model", "rm-v1", "--base-url", pooling.url, "--model", "rm-v2", "--json")
+    doc = json.loads(out)
+    assert code == 0 and not err and (doc["a"], doc["b"], doc["verdict"]) == ("rm-v1", "rm-v2", "fail")
+    assert doc["rho"] == pytest.approx(-1.0) and doc["discordant"] == pytest.approx(1.0)
+    assert doc["ref_scorer"] == {"url": reference.url.removesuffix("/v1") + "/pooling", "model": "rm-v1",
+                                 "requests": 1}
+    assert doc["scorer"]["model"] == "rm-v2" and doc["scorer"]["requests"] == 1
+    assert [body["model"] for _, body in reference.received] == ["rm-v1"]
+    assert [len(body["input"]) for _, body in pooling.received] == [24]
+
+
+def test_a_served_reference_against_a_column_and_names_that_clash(tmp_path: Path, reference: Any,
+                                                                   pooling: Any) -> None:
+    folder = str(dump(tmp_path / "d", False))
+    code, out, _ = _cli("rm-compare", folder, "--ref-base-url", reference.url, "--ref-model", "rm-v1",
+                        "--scores", "rm_new", "--json")
+    doc = json.loads(out)
+    assert code == 0 and (doc["a"], doc["b"], doc["verdict"]) == ("rm-v1", "rm_new", "ok") and "scorer" not in doc
+    code, out, _ = _cli("rm-compare", folder, "--ref-base-url", reference.url, "--ref-model", "rm",
+                        "--base-url", pooling.url, "--model", "rm", "--json")
+    assert code == 0 and (json.loads(out)["a"], json.loads(out)["b"]) == ("rm (ref)", "rm (new)")
+    code, _, err = _cli("rm-compare", folder, "--base-url", pooling.url, "--model", "score", "--scores", "score")
+    assert code == 2 and "both reward models are named 'score'; give two different ones" in err
+
+
+def test_flags_of_two_scorers_that_do_not_fit(tmp_path: Path, reference: Any, pooling: Any) -> None:
+    folder = str(dump(tmp_path / "d", False))
+    both = ["--ref-base-url", reference.url, "--ref-model", "a", "--base-url", pooling.url, "--model", "b"]
+    code, _, err = _cli("rm-compare", folder, *both, "--scores", "score")
+    assert code == 2 and "--scores 'score': both reward models score here" in err and "leave --scores out" in err
+    code, _, err = _cli("rm-compare", folder, *both, "--scores", "score", "--lang", "zh")
+    assert code == 2 and "请去掉 --scores" in err
+    code, _, err = _cli("rm-compare", folder, "--ref-base-url", reference.url, "--ref-model", "a",
+                        "--scores", "score,rm_new")
+    assert code == 2 and "--scores names the one column it is compared with, the newer reward model's" in err
+    code, _, err = _cli("rm-compare", folder, "--ref-base-url", reference.url, "--scores", "rm_new")
+    assert code == 2 and "--ref-model None: a served reward model needs both --ref-base-url URL and --ref-model" in err
+    code, _, err = _cli("rm-compare", folder, "--ref-local", "rm/", "--ref-model", "a", "--scores", "rm_new",
+                        "--lang", "zh")
+    assert code == 2 and "同时给出了 --ref-local 和 --ref-base-url/--ref-model" in err

@@ -7,6 +7,7 @@ The parser imports this module for the options, so it imports the readers only w
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from ._common import EXIT_OK, EXIT_USAGE, dump, error_line
 from ._options import Commands, add_lang
 
 if TYPE_CHECKING:
+    from ..probe.rm_scorer import LocalScorer, PoolingScorer
     from ..run.run import Run
 
 __all__ = ["COMMANDS", "EXAMPLES", "add_rm_compare", "downstream_run"]
@@ -24,6 +26,9 @@ EXAMPLES = ("rlvitals rm-compare rollout_data_dir/ --scores score,rm_new",
             "rlvitals rm-compare samples.parquet --scores rm_v1,rm_v2 --json",
             "rlvitals rm-compare rollout_data_dir/ --scores score --base-url http://localhost:8000 --model my-rm-v2",
             "rlvitals rm-compare rollout_data_dir/ --scores score --local ./rm-v2-checkpoint",
+            "rlvitals rm-compare rollout_data_dir/ --ref-local ./rm-v1 --local ./rm-v2",
+            "rlvitals rm-compare rollout_data_dir/ --ref-base-url http://h1:8000 --ref-model rm-v1 "
+            "--base-url http://h2:8000 --model rm-v2",
             "rlvitals rm-compare rollout_data_dir/ --scores rm_old,rm_new --lang zh")
 
 
@@ -32,17 +37,19 @@ def add_rm_compare(sub: Commands) -> None:
     cmp = sub.add("rm-compare", help="two reward models' scores on the same rollouts: do they disagree? "
                                      "(an RM contaminated by the policy)")
     cmp.add_argument("rollouts", metavar="DUMP", help="a rollout dump (file or folder) holding both scores")
-    cmp.add_argument("--scores", required=True, metavar="A,B",
-                     help="the two score columns, the older (reference) reward model's first, e.g. score,rm_new; "
-                          "with --base-url or --local, the older one's column only (that model scores the other)")
-    cmp.add_argument("--base-url", default=None, metavar="URL",
-                     help="the root of a server scoring with the newer reward model on vLLM's pooling route "
-                          "(vllm serve MODEL --runner pooling), e.g. http://host:8000")
-    cmp.add_argument("--model", default=None, metavar="NAME",
-                     help="the reward model the server serves (with --base-url)")
-    cmp.add_argument("--local", default=None, metavar="PATH",
-                     help="a reward-model folder (transformers, one label: as TRL's RewardTrainer or OpenRLHF save "
-                          "it) scoring in this process instead of a server")
+    cmp.add_argument("--scores", default=None, metavar="A,B",
+                     help="the score columns of the dump, the older (reference) reward model's first, e.g. "
+                          "score,rm_new; one column where the other model scores here (--base-url/--local for the "
+                          "newer one, --ref-base-url/--ref-local for the older one), none where both do")
+    for side, which in (("", "newer"), ("ref-", "older (reference)")):
+        cmp.add_argument(f"--{side}base-url", default=None, metavar="URL",
+                         help=f"the root of a server scoring with the {which} reward model on vLLM's pooling route "
+                              "(vllm serve MODEL --runner pooling), e.g. http://host:8000")
+        cmp.add_argument(f"--{side}model", default=None, metavar="NAME",
+                         help=f"the {which} reward model the server serves (with --{side}base-url)")
+        cmp.add_argument(f"--{side}local", default=None, metavar="PATH",
+                         help=f"the {which} reward model's folder (transformers, one label: as TRL's RewardTrainer "
+                              "or OpenRLHF save it) scoring in this process instead of a server")
     cmp.add_argument("--timeout", type=float, metavar="SECONDS", default=120.0,
                      help="seconds per scoring request (default: 120)")
     cmp.add_argument("--retries", type=int, metavar="N", default=3,
@@ -51,38 +58,78 @@ def add_rm_compare(sub: Commands) -> None:
     add_lang(cmp, help="language of the table and the verdict")
 
 
-def _columns(given: str) -> tuple[str, str]:
-    names = [c.strip() for c in given.split(",")]
-    if len(names) != 2 or not all(names) or names[0] == names[1]:
-        raise RlvitalsError(Words(f"--scores {given!r}: expected two different columns separated by a comma, "
-                                  "the older reward model's first (--scores score,rm_new), or one column with "
-                                  "--base-url URL --model NAME scoring the other",
-                                  f"--scores {given!r}：应为用逗号分隔的两个不同的列，旧版奖励模型的在前"
-                                  "（--scores score,rm_new），或者一列加上 --base-url URL --model NAME 给另一方打分"))
-    return names[0], names[1]
+@dataclass(frozen=True)
+class _Side:
+    """One reward model of the comparison: a served or local scorer (its flags' prefix, ``""`` or ``"ref-"``), or
+    None where its scores are a column of the dump."""
+
+    prefix: str
+    url: str | None
+    model: str | None
+    local: str | None
+
+    @property
+    def scores(self) -> bool:
+        return self.url is not None or self.model is not None or self.local is not None
+
+    def checked(self) -> _Side:
+        p = f"--{self.prefix}"
+        if self.local is not None and (self.url is not None or self.model is not None):
+            raise RlvitalsError(Words(
+                f"{p}local and {p}base-url/{p}model both given: a reward model is either in this process "
+                f"({p}local PATH) or served ({p}base-url URL {p}model NAME)",
+                f"同时给出了 {p}local 和 {p}base-url/{p}model：奖励模型要么在本进程中运行（{p}local PATH），"
+                f"要么由服务器提供（{p}base-url URL {p}model NAME）"))
+        if self.local is None and (self.url is None) != (self.model is None):
+            raise RlvitalsError(Words(
+                f"{p}base-url {self.url} {p}model {self.model}: a served reward model needs both {p}base-url URL "
+                f"and {p}model NAME",
+                f"{p}base-url {self.url} {p}model {self.model}：服务中的奖励模型需要同时给出 {p}base-url URL 和 "
+                f"{p}model NAME"))
+        return self
+
+    @property
+    def name(self) -> str:
+        return Path(self.local).name if self.local is not None else str(self.model)
 
 
-def _served(args: argparse.Namespace) -> str:
-    """The one column ``--scores`` names beside a served (or local) reward model."""
-    column = str(args.scores).strip()
-    if args.local is not None and (args.base_url is not None or args.model is not None):
-        raise RlvitalsError(Words("--local and --base-url/--model both given: the newer reward model is either in "
-                                  "this process (--local PATH) or served (--base-url URL --model NAME)",
-                                  "同时给出了 --local 和 --base-url/--model：新版奖励模型要么在本进程中运行"
-                                  "（--local PATH），要么由服务器提供（--base-url URL --model NAME）"))
-    if args.local is None and (args.base_url is None) != (args.model is None) or not column or "," in column:
-        raise RlvitalsError(Words(
-            f"--scores {args.scores!r} --base-url {args.base_url} --model {args.model}: a served reward model needs "
-            "both --base-url URL and --model NAME, and --scores names the one column it is compared with "
-            "(--scores score)",
-            f"--scores {args.scores!r} --base-url {args.base_url} --model {args.model}：服务中的奖励模型需要同时给出 "
-            "--base-url URL 和 --model NAME，且 --scores 只写与之对比的那一列（--scores score）"))
-    if args.timeout <= 0 or args.retries < 0:
-        raise RlvitalsError(Words(f"--timeout {args.timeout} --retries {args.retries}: expected a timeout above 0 "
-                                  "and 0 or more retries",
-                                  f"--timeout {args.timeout} --retries {args.retries}：超时必须大于 0，"
-                                  "重试次数不能为负"))
-    return column
+def _wanted(given: str | None, a: _Side, b: _Side) -> list[str]:
+    """The columns ``--scores`` names, as many as the sides no model scores: a miscount is said with the form
+    that fits."""
+    names = [c.strip() for c in given.split(",")] if given is not None else []
+    need = (not a.scores) + (not b.scores)
+    if len(names) == need and all(names) and len(set(names)) == len(names):
+        return names
+    shown = "(not given)" if given is None else repr(given)
+    if need == 2:
+        en, zh = ("expected two different columns separated by a comma, the older reward model's first "
+                  "(--scores score,rm_new), or one column with --base-url URL --model NAME (or --local PATH) "
+                  "scoring the other",
+                  "应为用逗号分隔的两个不同的列，旧版奖励模型的在前（--scores score,rm_new），"
+                  "或者一列加上 --base-url URL --model NAME（或 --local PATH）给另一方打分")
+    elif need == 0:
+        en, zh = ("both reward models score here (--ref-base-url/--ref-local and --base-url/--local), so no column "
+                  "of the dump is compared: leave --scores out",
+                  "两个奖励模型都在这里打分（--ref-base-url/--ref-local 和 --base-url/--local），不比较 dump 中的列："
+                  "请去掉 --scores")
+    elif b.scores:
+        en, zh = ("with the newer reward model scoring here, --scores names the one column it is compared with, the "
+                  "older reward model's (--scores score)",
+                  "新版奖励模型在这里打分时，--scores 只写与之对比的那一列，即旧版奖励模型的列（--scores score）")
+    else:
+        en, zh = ("with the older reward model scoring here (--ref-…), --scores names the one column it is compared "
+                  "with, the newer reward model's (--scores rm_new)",
+                  "旧版奖励模型在这里打分时（--ref-…），--scores 只写与之对比的那一列，即新版奖励模型的列"
+                  "（--scores rm_new）")
+    raise RlvitalsError(Words(f"--scores {shown}: {en}", f"--scores {shown}：{zh}"))
+
+
+def _scorer(side: _Side, args: argparse.Namespace) -> LocalScorer | PoolingScorer:
+    from ..probe.rm_scorer import LocalScorer, PoolingScorer
+
+    if side.local is not None:
+        return LocalScorer(Path(side.local))
+    return PoolingScorer(str(side.url), str(side.model), timeout=args.timeout, retries=args.retries)
 
 
 def _rm_compare(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -90,19 +137,26 @@ def _rm_compare(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from ..render.rm_compare import render_rm_compare
 
     try:
-        if args.base_url is None and args.model is None and args.local is None:
-            a, b = _columns(args.scores)
-            result = compare_columns(args.rollouts, a, b).to_json()
+        a = _Side("ref-", args.ref_base_url, args.ref_model, args.ref_local).checked()
+        b = _Side("", args.base_url, args.model, args.local).checked()
+        columns = _wanted(args.scores, a, b)
+        if not a.scores and not b.scores:
+            result = compare_columns(args.rollouts, columns[0], columns[1]).to_json()
         else:
-            from ..probe.rm_scorer import LocalScorer, PoolingScorer
-
-            column = _served(args)
-            scorer: LocalScorer | PoolingScorer = (
-                LocalScorer(Path(args.local)) if args.local is not None else
-                PoolingScorer(args.base_url, args.model, timeout=args.timeout, retries=args.retries))
-            name = Path(args.local).name if args.local is not None else str(args.model)
-            result = compare_scored(args.rollouts, column, scorer, name).to_json()
-            result["scorer"] = {"url": scorer.url, "model": name, "requests": scorer.requests}
+            if args.timeout <= 0 or args.retries < 0:
+                raise RlvitalsError(Words(f"--timeout {args.timeout} --retries {args.retries}: expected a timeout "
+                                          "above 0 and 0 or more retries",
+                                          f"--timeout {args.timeout} --retries {args.retries}：超时必须大于 0，"
+                                          "重试次数不能为负"))
+            rest = iter(columns)
+            name_a, name_b = (a.name if a.scores else next(rest)), (b.name if b.scores else next(rest))
+            if a.scores and b.scores and name_a == name_b:  # two folders or servers that share a name
+                name_a, name_b = f"{name_a} (ref)", f"{name_b} (new)"
+            scorers = {name: _scorer(side, args) for name, side in ((name_a, a), (name_b, b)) if side.scores}
+            result = compare_scored(args.rollouts, name_a, name_b, scorers).to_json()
+            for key, name in (("ref_scorer", name_a), ("scorer", name_b)):
+                if name in scorers:
+                    result[key] = {"url": scorers[name].url, "model": name, "requests": scorers[name].requests}
     except RlvitalsError as exc:
         err.write(error_line(exc, args.lang))
         return EXIT_USAGE

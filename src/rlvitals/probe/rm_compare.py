@@ -16,7 +16,7 @@ it is now — by their median ρ.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -173,13 +173,19 @@ class Scorer(Protocol):
     def score(self, texts: Sequence[str]) -> list[float]: ...
 
 
-def compare_scored(path: str | Path, a: str, scorer: Scorer, b: str) -> Comparison:
-    """Score the rollouts of the dump at ``path`` with ``scorer`` (the newer reward model, its scores named ``b``)
-    and compare them with the dump's column ``a``; the text scored is the prompt followed by the response."""
+def compare_scored(path: str | Path, a: str, b: str, scorers: Mapping[str, Scorer]) -> Comparison:
+    """Compare ``a`` (the old or reference reward model) and ``b`` on the rollouts of the dump at ``path``: a name
+    in ``scorers`` is that reward model scoring every rollout (the text scored is the prompt followed by the
+    response), any other name is a column of the dump. Both may be scorers; the names must differ."""
     from ..rollout import read_rollouts
 
+    if a == b:
+        raise InputError(Words(f"{path}: both reward models are named {a!r}; give two different ones",
+                               f"{path}：两个奖励模型都叫 {a!r}；请给出两个不同的奖励模型"))
     table = read_rollouts(path).table
-    _numeric(table, a, str(path), "--scores")
+    for name in (a, b):
+        if name not in scorers:
+            _numeric(table, name, str(path), "--scores")
     if "response" not in table.columns:
         raise InputError(Words(f"{path}: the rollouts have no response text to score; name its column with "
                                "--response COLUMN",
@@ -187,5 +193,6 @@ def compare_scored(path: str | Path, a: str, scorer: Scorer, b: str) -> Comparis
     prompts = table["prompt"].fill_null("") if "prompt" in table.columns else pl.Series([""] * table.height)
     texts = [f"{p}{r}" for p, r in zip(prompts.cast(pl.String).to_list(),
                                         table["response"].fill_null("").cast(pl.String).to_list(), strict=True)]
-    scored = table.with_columns(pl.Series(b, scorer.score(texts), dtype=pl.Float64))
+    scored = table.with_columns(pl.Series(name, scorers[name].score(texts), dtype=pl.Float64)
+                                for name in (a, b) if name in scorers)
     return compare_table(scored, a, b, str(path))
