@@ -42,6 +42,8 @@ from rlvitals.synthetic.word_problems import ONE_STEP, TWO_STEP
 from rlvitals.watch.rollouts import RolloutFollow, step_frame
 
 RUN = REAL / "trl__UnslothGRPO__checkpoint-250_trainer_state.json"
+#: the tools a real veRL multi-turn GSM8K run offered (its prompts' <tools> block)
+TOOLS = Path(__file__).resolve().parents[1] / "rollout" / "data" / "tools-gsm8k.json"
 STEPS, PROMPTS, G, MAX_NEW = 6, 2, 2, 24
 #: the generic dump's field → the table column it holds (``--step iteration`` …)
 FIELDS = {"iteration": "step", "uid": "group", "question": "prompt", "completion": "response", "reward": "score",
@@ -286,7 +288,7 @@ EVERY = ["--k", "1,3", "--group-size", "2", "--reward-weights", "1", "--embed", 
          "--max-response-length", "64", "--id-source", "a", "--id-source", "b", "--ood-source", "c", "--think-tag",
          "reason", "--answer-tag", "[A] [/A]", "--tool-tag", "call", *COLUMNS, "--sample", "i", "--correct", "ok",
          "--answer", "pred", "--target", "gts", "--split", "part", "--truncated", "cut", "--advantage", "adv",
-         "--engine", "ray", "--address", "10.0.0.1:6379", "--n-states", "4"]
+         "--engine", "ray", "--address", "10.0.0.1:6379", "--n-states", "4", "--tool-schema", str(TOOLS)]
 EXTRA = {"report": ["-o", "never.html"], "export": ["--tensorboard", "never-tb"], "watch": ["--once"]}
 
 

@@ -152,7 +152,7 @@ def rollout_settings(args: argparse.Namespace, rollouts: object = True) -> Rollo
                                columns=_column_flags(args), group_size=args.group_size,
                                reward_weights=_reward_weights(args.reward_weights), embed=args.embed,
                                tool_call_cap=args.tool_call_cap, max_response_length=args.max_response_length,
-                               n_states=args.n_states,
+                               n_states=args.n_states, tool_schemas=_tool_schemas(args.tool_schema),
                                id_sources=tuple(args.id_sources or ()),
                                ood_sources=None if args.ood_sources is None else tuple(args.ood_sources),
                                engine=args.engine or "local", address=args.address, **_segment_tags(args))
@@ -192,6 +192,14 @@ def _check_rollout_flags(args: argparse.Namespace) -> None:
                                   "either in- or out-of-distribution; give it once",
                                   f"--id-source 和 --ood-source 都列出了 {'、'.join(twice)}：一个数据源要么在分布内，"
                                   "要么在分布外；只给一次"))
+
+
+def _tool_schemas(path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    from ..rollout import read_tool_schemas
+
+    return read_tool_schemas(path)
 
 
 def _column_flags(args: argparse.Namespace) -> Any:

@@ -55,7 +55,7 @@ COLUMN_OPTIONS = {"step": "training step", "group": "prompt group id", "sample":
 #: the other rollout options: flag → ``args`` attribute (all default to None or False: not given)
 ROLLOUT_OPTIONS = {"--k": "k", "--group-size": "group_size", "--reward-weights": "reward_weights", "--embed": "embed",
                    "--tool-cap": "tool_call_cap", "--max-response-length": "max_response_length",
-                   "--n-states": "n_states",
+                   "--n-states": "n_states", "--tool-schema": "tool_schema",
                    "--id-source": "id_sources", "--ood-source": "ood_sources", "--think-tag": "think_tag",
                    "--answer-tag": "answer_tag", "--tool-tag": "tool_tag", "--engine": "engine",
                    "--address": "address"}
@@ -168,6 +168,10 @@ def add_rollout_options(parser: Parser, paths: str | None = None) -> None:
                         "pip install 'rlvitals[embed]')")
     g.add_argument("--tool-cap", dest="tool_call_cap", type=int, default=None, metavar="N",
                    help="the most tool calls a rollout may make: adds rollout/tool_calls/at_cap")
+    g.add_argument("--tool-schema", dest="tool_schema", default=None, metavar="FILE",
+                   help="the tools the policy was offered (a JSON tools list as given to the chat template, its "
+                        "<tools> block, or name → parameters schema): a tool call must also fit its tool's schema to "
+                        "count in rollout/tool_calls/valid_args")
     g.add_argument("--max-response-length", dest="max_response_length", type=int, default=None, metavar="N",
                    help="the generation limit in tokens: a rollout whose token count (--length) reaches it counts "
                         "as truncated")

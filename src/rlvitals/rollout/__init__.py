@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from .schema import ANSWER, CORRECT, GROUP, LENGTH, PROMPT, RESPONSE, SAMPLE, SCORE, STEP, TARGET, TRUNCATED
     from .tags import SegmentTags, parse_tag
+    from .tool_schema import read_tool_schemas
     from .writers import write_trl_completions, write_verl_dump
 
 __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "described_extreme", "dump_files", "EXTREME_WHY",
@@ -43,7 +44,7 @@ __all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "described_
     "rollouts_from_frame", "rollouts_from_records", "RolloutSet", "RolloutSettings", "RolloutSource", "run_each",
     "same_answer",
     "SAMPLE", "SCORE", "SegmentTags", "states_needed", "STEP", "step_json", "step_series", "table_options", "TARGET",
-    "TRUNCATED",
+    "read_tool_schemas", "TRUNCATED",
     "update", "with_probe_results", "write_trl_completions", "write_verl_dump"]
 
 
@@ -65,6 +66,7 @@ HOMES = {
     **dict.fromkeys(("ANSWER", "CORRECT", "GROUP", "LENGTH", "PROMPT", "RESPONSE", "SAMPLE", "SCORE", "STEP",
                      "TARGET", "TRUNCATED"), "schema"),
     **dict.fromkeys(("SegmentTags", "parse_tag"), "tags"),
+    "read_tool_schemas": "tool_schema",
     **dict.fromkeys(("write_trl_completions", "write_verl_dump"), "writers"),
 }
 

@@ -26,7 +26,7 @@ from ..words import Words
 from . import by_source, groups, lengths, spread
 from ._core import empty_error
 from .needs import states_needed
-from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, source_names
+from .options import DEFAULT_KS, RolloutOptions, RolloutSettings, ToolSchemas, source_names
 from .probe_results import probe_results_for, with_probe_results
 from .readers import ColumnMap, Progress, RewardWeights, RolloutSet, RolloutSource, locate, rollouts_from_python
 from .schema import LENGTH, RESPONSE, STEP
@@ -175,6 +175,7 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                      segment_tags: SegmentTags | None = None, id_sources: Sequence[str] = (),
                      ood_sources: Sequence[str] | None = None,
                      max_response_length: int | None = None, n_states: int | None = None,
+                     tool_schemas: ToolSchemas = (),
                      progress: Progress | None = None, engine: Literal["local", "ray"] = "local",
                      address: str | None = None) -> RolloutAnalysis:
     """Every rollout metric per step and over the whole table.
@@ -190,12 +191,11 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
     ``max_response_length`` (the generation limit, in tokens) marks a rollout with a token count
     ``length >= max_response_length`` as truncated where no ``truncated`` flag says otherwise, for
     ``rollout/truncation_share``; rollouts without token counts are not judged against it. ``n_states``, the size
-    of the state space: ``diversity/state_coverage`` becomes distinct states / ``n_states`` (needs ``states``).
-    Bad settings raise ``ValueError`` (:class:`~rlvitals.rollout.options.RolloutSettings`).
-    ``progress`` is told how far the work got (see :func:`analyze`). A path is read shard by shard
-    (a step file at a time), in this process or, with ``engine="ray"``, on the workers of the Ray cluster at
-    ``address`` (``"auto"``, ``HOST:PORT``; None starts a local one): the same result either way
-    (:mod:`rlvitals.rollout.ray_engine`, extra ``ray``).
+    of the state space: ``diversity/state_coverage`` becomes distinct states / ``n_states`` (needs ``states``);
+    ``tool_schemas`` (name → JSON schema; ``read_tool_schemas`` reads a file): tool calls must fit them. Bad
+    settings raise ``ValueError`` (:class:`RolloutSettings`). ``progress`` is told how far the work got (see
+    :func:`analyze`). A path is read shard by shard, here or, with ``engine="ray"``, on the workers of the Ray
+    cluster at ``address`` (``"auto"``, ``HOST:PORT``; None starts a local one): the same result either way.
 
     ``source`` is one of:
 
@@ -225,8 +225,8 @@ def analyze_rollouts(source: RolloutSource, *, columns: ColumnMap | None = None,
                                reward_weights=reward_weights, embed=embed, tool_call_cap=tool_call_cap,
                                segment_tags=segment_tags or SegmentTags(), id_sources=source_names(id_sources),
                                ood_sources=None if ood_sources is None else source_names(ood_sources, "ood_sources"),
-                               max_response_length=max_response_length, n_states=n_states, engine=engine,
-                               address=address)
+                               max_response_length=max_response_length, n_states=n_states, tool_schemas=tool_schemas,
+                               engine=engine, address=address)
     return analyze(source, settings, progress=progress)
 
 

@@ -13,10 +13,11 @@ value that ``rlvitals rollouts`` and the ``--rollouts`` of ``diagnose``, ``repor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..words import Words
 from .tags import SegmentTags
@@ -24,7 +25,7 @@ from .tags import SegmentTags
 if TYPE_CHECKING:  # the readers (polars) come in when rollouts are read, not with the settings
     from .readers import ColumnMap, Progress, RewardWeights, RolloutSet
 
-__all__ = ["DEFAULT_KS", "RolloutOptions", "RolloutSettings", "source_names"]
+__all__ = ["DEFAULT_KS", "RolloutOptions", "RolloutSettings", "ToolSchemas", "frozen_schemas", "source_names"]
 
 DEFAULT_KS = (1, 2, 4, 8, 16)
 
@@ -39,6 +40,31 @@ def source_names(value: Sequence[str], name: str = "id_sources") -> tuple[str, .
         raise ValueError(Words(f"{name} must be a list of data-source names, got {value!r}",
                                f"{name} 必须是数据源名称的列表，给的是 {value!r}"))
     return tuple(dict.fromkeys(value))
+
+
+#: the tools' argument schemas: name → JSON schema, or the sorted ``(name, JSON text)`` pairs they are kept as
+ToolSchemas = tuple[tuple[str, str], ...] | Mapping[str, Mapping[str, object]]
+
+
+def frozen_schemas(value: ToolSchemas | None) -> tuple[tuple[str, str], ...]:
+    """Tool schemas as sorted ``(name, JSON text)`` pairs: a value the frozen options can hold and compare.
+
+    >>> frozen_schemas({"calc": {"type": "object", "required": ["x"]}})
+    (('calc', '{"required": ["x"], "type": "object"}'),)
+    """
+    if isinstance(value, Mapping):
+        items = [(str(k), json.dumps(v, sort_keys=True)) for k, v in value.items() if isinstance(v, Mapping)]
+        if len(items) != len(value):
+            raise ValueError(Words(f"tool_schemas must map each tool's name to a JSON schema (an object), got "
+                                   f"{dict(value)!r}",
+                                   f"tool_schemas 必须把每个工具名映射到一个 JSON schema（对象），给的是 "
+                                   f"{dict(value)!r}"))
+        return tuple(sorted(items))
+    pairs = tuple(value or ())
+    if any(not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)) for p in pairs):
+        raise ValueError(Words(f"tool_schemas must be a mapping of tool name to JSON schema, got {value!r}",
+                               f"tool_schemas 必须是从工具名到 JSON schema 的映射，给的是 {value!r}"))
+    return tuple(sorted(pairs))
 
 
 def _whole(value: object, at_least: int = 1) -> bool:
@@ -56,7 +82,9 @@ class RolloutOptions:
     ``max_response_length``: the generation limit in tokens, so that a rollout whose token count
     (``length``) reaches it counts as truncated where the ``truncated`` column does not say;
     ``n_states``: the size of the environment's state space, so that ``diversity/state_coverage`` is the
-    share of it a group visits (distinct states / ``n_states``) rather than distinct states / visits.
+    share of it a group visits (distinct states / ``n_states``) rather than distinct states / visits;
+    ``tool_schemas``: the tools offered, name → the JSON schema of their arguments (kept as sorted
+    ``(name, JSON)`` pairs), so that ``rollout/tool_calls/valid_args`` also asks a call to fit its tool's schema.
 
     >>> RolloutOptions(ks=[4, 1], tool_call_cap=3).ks
     (1, 4)
@@ -74,8 +102,10 @@ class RolloutOptions:
     ood_sources: tuple[str, ...] | None = None
     max_response_length: int | None = None
     n_states: int | None = None
+    tool_schemas: ToolSchemas = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_schemas", frozen_schemas(self.tool_schemas))
         ks = tuple(sorted(set(self.ks)))
         if not ks or any(not _whole(k) for k in ks):
             raise ValueError(Words(f"ks must be positive integers, got {tuple(self.ks)}",
@@ -113,6 +143,10 @@ class RolloutOptions:
             raise ValueError(Words(f"the data source(s) {both} are given as both in- and out-of-distribution",
                                    f"数据源 {both} 同时被列为分布内和分布外"))
 
+    def schema_map(self) -> dict[str, Any] | None:
+        """``tool_schemas`` as name → schema; None when no tool was described."""
+        return {name: json.loads(schema) for name, schema in frozen_schemas(self.tool_schemas)} or None
+
     def differences(self, other: RolloutOptions) -> str:
         """``"ks (1,) vs (1, 2), embed False vs True"``: the settings in which ``other`` differs."""
         return ", ".join(f"{f.name} {getattr(self, f.name)} vs {getattr(other, f.name)}" for f in fields(self)
@@ -144,6 +178,7 @@ class RolloutSettings:
     ood_sources: tuple[str, ...] | None = None
     max_response_length: int | None = None
     n_states: int | None = None
+    tool_schemas: ToolSchemas = ()
     #: where a path's shards are folded: ``"local"`` (this process) or ``"ray"`` (a Ray cluster, joined at
     #: ``address``, or a local one started for the run)
     engine: Literal["local", "ray"] = "local"
