@@ -228,8 +228,10 @@ def test_text_view_shows_the_rollout_scale_and_the_sources(tmp_path: Path) -> No
     assert lines[lines.index("group scale") + 3] == ("  all       2         8  0.577         0      0      0          1"
                                                      "     0.5   0.833  0.333    0.5         0")
     at = lines.index("rollout scale")
-    assert lines[at + 1].split() == ["step", "distinct-2", "dup", "edit", "length×✓", "tools", "at", "cap", "repeat"]
-    assert lines[at + 2].split()[-3:] == ["0.125", "0.125", "0"]  # one call in 8 rollouts, at the cap of 1
+    assert lines[at + 1].split() == ["step", "distinct-2", "dup", "edit", "length×✓", "tools", "at", "cap", "repeat",
+                                     "valid"]
+    # one call in 8 rollouts, at the cap of 1, not a repeat, its arguments (0, 0) not a JSON object
+    assert lines[at + 2].split()[-4:] == ["0.125", "0.125", "0", "0"]
     at = lines.index("by data source")
     assert lines[at + 1:at + 4] == [" source  pass@1  score  id_gap", " src0       0.5    0.5       0",
                                     " src1       0.5    0.5       0"]

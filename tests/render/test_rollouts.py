@@ -69,13 +69,13 @@ group scale
   =0 … 75-100 = share of groups with σ_G = 0, then by σ_G as % of the largest the step's reward range allows
   (half of max − min)
 rollout scale
- step  distinct-2    dup   edit  length×✓  tools  at cap  repeat
-    1           1  0.125  0.917  longer ✓  0.375   0.125   0.333
+ step  distinct-2    dup   edit  length×✓  tools  at cap  repeat  valid
+    1           1  0.125  0.917  longer ✓  0.375   0.125   0.333      0
     2       0.625  0.375    0.5  longer ✓      0       0
-  all       0.812   0.25  0.708  longer ✓  0.188  0.0625   0.333
+  all       0.812   0.25  0.708  longer ✓  0.188  0.0625   0.333      0
   dup = share of exact duplicate responses; edit = mean normalised word edit distance; length×✓ = longer
   responses more (✓) or less (✗) often correct, within groups; tools = calls per rollout; repeat = share of
-  repeated calls
+  repeated calls; valid = share of calls whose arguments parse (and fit --tool-schema)
 by data source
  source  pass@1  score  id_gap  pass@1 step 1  pass@1 step 2
  gsm8k    0.875  0.875       0           0.75              1
@@ -93,7 +93,8 @@ def test_rollouts_view_of_a_verl_dump(tmp_path: Path) -> None:
     lines = _render(verl_dump(tmp_path / "dump"), (1, 2, 4), id_sources=["gsm8k"], tool_call_cap=2)
     end = next(i for i, line in enumerate(lines) if line.startswith("  not computed"))
     # step 1: maj@4 of the answers 4 4 5 4 is 1 and of 9 9 6 6 a tie, 1/2: sc-gap@4 = ((1 − 0.75) + (0.5 − 0.5)) / 2;
-    # tool calls 1 + 2 over 8 rollouts, one rollout at the cap of 2, one call of three a repeat
+    # tool calls 1 + 2 over 8 rollouts, one rollout at the cap of 2, one call of three a repeat; none valid:
+    # add(0, 0)-style calls are not a JSON object of arguments
     assert "\n".join(lines[:end]) == GOLDEN
     assert "  not computed diversity/state_coverage: needs the rollout column 'states'" in lines[end:]
 
@@ -157,7 +158,7 @@ def test_every_column_fits_120_columns_in_one_table_each() -> None:
                                 "eff.batch", "pass@1", "pass@16", "gap@16", "maj@16", "sc-gap@16"]
     at = lines.index("rollout scale")
     assert lines[at + 1].split() == ["step", "distinct-2", "dup", "edit", "length×✓", "trunc", "tools", "at", "cap",
-                                     "repeat"]
+                                     "repeat", "valid"]
     assert lines[lines.index("by data source") + 1].split() == ["source", "pass@1", "score", "id_gap", "pass@1",
                                                                 "step", "1", "pass@1", "step", "1000"]
 

@@ -121,6 +121,8 @@ def _rollout_columns(tools: bool, lang: str = "en") -> list[Col]:
             header_zh="长度×✓", legend_zh="长度×✓ = 同一组内，更长的回复是更常答对还是更少答对"),
         Col("trunc", _metric("rollout/truncation_share"), legend="trunc = share truncated", header_zh="截断",
             legend_zh="截断 = 被截断的回复所占比例"),
+        Col("think H", _metric("rollout/think_entropy/mean"), legend="think H = token entropy inside <think> (nats)",
+            header_zh="思考段熵", legend_zh="思考段熵 = think 段内的 token 熵（nats）"),
     ]
     if tools:  # every response is scanned for tool-call tags, so 0.0 everywhere means "no tool calls"
         cols += [
@@ -129,6 +131,12 @@ def _rollout_columns(tools: bool, lang: str = "en") -> list[Col]:
             Col("at cap", _metric("rollout/tool_calls/at_cap"), header_zh="达上限"),
             Col("repeat", _metric("rollout/tool_calls/repeat_rate"), legend="repeat = share of repeated calls",
                 header_zh="重复调用", legend_zh="重复调用 = 重复的调用所占比例"),
+            Col("valid", _metric("rollout/tool_calls/valid_args"),
+                legend="valid = share of calls whose arguments parse (and fit --tool-schema)",
+                header_zh="参数合法", legend_zh="参数合法 = 参数能解析（并符合 --tool-schema）的调用所占比例"),
+            Col("reads", _metric("rollout/tool_response/overlap"),
+                legend="reads = share of a tool response's words the next reasoning uses",
+                header_zh="读取输出", legend_zh="读取输出 = 工具响应中被下一段推理用到的词所占比例"),
         ]
     return cols
 
