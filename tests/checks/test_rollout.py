@@ -537,6 +537,14 @@ CASES: dict[tuple[str, str], Callable[[], Run]] = {
     ("think_entropy_collapse", "both"): lambda: make_run({"rollout/think_entropy/mean": step(0.8, 0.2),
                                                           "rollout/answer_entropy/mean": step(0.3, 0.1)}),
     ("think_entropy_collapse", "short"): lambda: make_run({"rollout/think_entropy/mean": flat(0.8)[:5]}),
+    ("tool_output_ignored", "ok"): lambda: make_run({"rollout/tool_response/overlap": flat(0.42)}),
+    ("tool_output_ignored", "ignored"): lambda: make_run({"rollout/tool_response/overlap": step(0.42, 0.05)}),
+    ("tool_output_ignored", "shorter"): lambda: make_run({"rollout/tool_response/overlap": flat(0.42),
+                                                          "rollout/tool_response/think_after": step(60, 8),
+                                                          "rollout/tool_response/think_before": flat(30)}),
+    ("tool_output_ignored", "both"): lambda: make_run({"rollout/tool_response/overlap": step(0.42, 0.05),
+                                                       "rollout/tool_response/think_after": step(60, 8)}),
+    ("tool_output_ignored", "short"): lambda: make_run({"rollout/tool_response/overlap": flat(0.42)[:5]}),
 }
 
 

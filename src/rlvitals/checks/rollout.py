@@ -393,6 +393,40 @@ def think_entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]
                     {**values, "threshold": p["drop"]})]
 
 
+def tool_output_ignored(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
+    """The reasoning right after a tool response (docs/reading-rules.md#after-tool-response): the share of the
+    response's words it uses fallen by ``drop`` from its start, or its length fallen by ``drop`` while the reasoning
+    before the calls did not, warns — the model calls and no longer reads what came back."""
+    s, after = view.series("rollout/tool_response/overlap"), view.series("rollout/tool_response/think_after")
+    if s is None:
+        return []
+    if len(s) < MIN_CHANGE:
+        return [Outcome("skipped", "short", {"n": len(s), "needed": MIN_CHANGE}, metrics=(s.key,))]
+    first, last, values = _start_to_end(s, p["share"])
+    used = first > 0 and last <= (1 - p["drop"]) * first
+    shrank = False
+    if after is not None and len(after) >= MIN_CHANGE:
+        a0, a1, _ = _ends(after.values, p["share"])
+        before = view.series("rollout/tool_response/think_before")
+        b0, b1 = _ends(before.values, p["share"])[:2] if before is not None else (float("nan"), float("nan"))
+        values.update(after_first=a0, after_last=a1, after_change=a1 / a0 - 1 if a0 > 0 else 0.0,
+                      before_first=b0, before_last=b1)
+        # the reasoning after the response shrank, not all reasoning (that is the length checks' to read)
+        shrank = a0 > 0 and a1 <= (1 - p["drop"]) * a0 and not (b0 > 0 and b1 <= (1 - p["drop"]) * b0)
+    if not (used or shrank):
+        return [Outcome("ok", "ok", values, metrics=(s.key,), evidence=values)]
+    key = s if used else after
+    assert key is not None
+    level_first, level_last = (first, last) if used else (values["after_first"], values["after_last"])
+    onset = key.step(_onset(signals.rolling_level(key.values, p["window"]),
+                            level_first + (level_last - level_first) / 4, below=True))
+    values["onset"] = onset
+    template = "both" if used and shrank else "ignored" if used else "shorter"
+    metrics = (s.key, after.key) if after is not None and shrank else (key.key,)
+    return [Outcome("warn", template, values, onset, (onset, key.step(len(key) - 1)), metrics,
+                    {**values, "threshold": p["drop"]})]
+
+
 FUNCTIONS: dict[str, CheckFn] = {
     "format_compliance": format_compliance,
     "think_repetition": think_repetition,
@@ -402,4 +436,5 @@ FUNCTIONS: dict[str, CheckFn] = {
     "effective_batch": effective_batch,
     "tool_call_args": tool_call_args,
     "think_entropy_collapse": think_entropy_collapse,
+    "tool_output_ignored": tool_output_ignored,
 }
