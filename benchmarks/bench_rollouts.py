@@ -36,11 +36,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
 from collections import Counter
 
 import numpy as np
 import polars as pl
+from _record import Figure, record
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
@@ -183,7 +185,7 @@ def reference_diversity(df: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"step": steps, **cols})
 
 
-def run_diversity(groups: int, reference_groups: int) -> None:
+def run_diversity(groups: int, reference_groups: int) -> list[Figure]:
     df = make_text_table(groups)
     kb = df["response"].str.len_bytes().mean() / 1000  # type: ignore[operator]
     print(f"diversity table: {df.height:,} rollouts of {kb:.2f} kB mean, {groups:,} groups x {G}, "
@@ -205,6 +207,8 @@ def run_diversity(groups: int, reference_groups: int) -> None:
     same = got.equals(want)
     print(f"plain per-group Python reference: {tr:.1f} s (measured on {reference_groups:,} groups, scaled)  "
           f"ratio {tr / ours:.1f}x; frames identical on those groups: {same}")
+    return [Figure("diversity_table", ours, "s", "time", "lower"),
+            Figure("diversity vs per-group Python", tr / ours, "x", "ratio", "higher")]
 
 
 def main() -> None:
@@ -215,11 +219,18 @@ def main() -> None:
     ap.add_argument("--part", choices=("all", "group", "diversity"), default="all")
     ap.add_argument("--diversity-groups", type=int, default=6_250)
     ap.add_argument("--reference-groups", type=int, default=625)
+    ap.add_argument("--no-record", action="store_true", help="do not append the figures to benchmarks/results/")
     args = ap.parse_args()
+    figures: list[Figure] = []
     if args.part in ("all", "diversity"):
-        run_diversity(args.diversity_groups, args.reference_groups)
-    if args.part == "diversity":
-        return
+        figures += run_diversity(args.diversity_groups, args.reference_groups)
+    if args.part != "diversity":
+        figures += run_group(args)
+    if not args.no_record:
+        record("bench_rollouts", [a for a in sys.argv[1:] if a != "--no-record"], figures)
+
+
+def run_group(args: argparse.Namespace) -> list[Figure]:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     df = make_table(args.groups)
@@ -239,6 +250,9 @@ def main() -> None:
     print(f"veRL-style bootstrap best@n+maj@n, n in (2,4,8,16): {tv:.0f} s "
           f"(measured on {args.verl_groups:,} groups, scaled)  ratio {tv / ours:.0f}x; its mean error per group "
           f"against the exact values: best@n vs pass@n {best_err:.3f}, maj@n {maj_err:.3f}")
+    return [Figure("step_metrics", ours, "s", "time", "lower"),
+            Figure("step_metrics vs veRL-style bootstrap", tv / ours, "x", "ratio", "higher"),
+            Figure("step_metrics vs pandas", tp / ours, "x", "ratio", "higher")]
 
 
 if __name__ == "__main__":

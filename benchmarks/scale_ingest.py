@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 import orjson  # noqa: E402
+from _record import Figure, record  # noqa: E402
 from _timing import child  # noqa: E402
 
 from rlvitals.synthetic.simulate import Scenario, console_lines, jsonl_lines  # noqa: E402
@@ -131,12 +132,27 @@ def main() -> None:
     ap.add_argument("--steps", default="10000,100000,1000000", help="comma-separated step counts")
     ap.add_argument("--quick", action="store_true", help="10k and 100k steps only")
     ap.add_argument("--no-console", action="store_true", help="the JSONL logs only")
+    ap.add_argument("--no-record", action="store_true", help="do not append the figures to benchmarks/results/")
     ap.add_argument("--src", help="diagnose with the rlvitals of this source tree (an older commit's, for a before)")
     args = ap.parse_args()
     if args.src:
         os.environ["PYTHONPATH"] = str(Path(args.src).resolve())
     steps = [10_000, 100_000] if args.quick else [int(s) for s in args.steps.split(",")]
-    print(_table(rows(steps, console=not args.no_console)))
+    found = rows(steps, console=not args.no_console)
+    print(_table(found))
+    if not args.no_record and not args.src:  # another tree's figures are a before, not this commit's
+        record("scale_ingest", [a for a in sys.argv[1:] if a != "--no-record"], figures(found))
+
+
+def figures(found: list[dict[str, object]]) -> list[Figure]:
+    """Per log: diagnose against its floor (a ratio, lower is better) and its peak memory; the seconds too."""
+    out = []
+    for r in found:
+        name = f"{r['log']} {r['steps']:,} steps"
+        out += [Figure(f"{name}: diagnose/floor", float(r["ratio"]), "x", "ratio", "lower"),  # type: ignore[arg-type]
+                Figure(f"{name}: peak", float(r["peak MiB"]), "MiB", "memory", "lower"),  # type: ignore[arg-type]
+                Figure(f"{name}: diagnose", float(r["diagnose s"]), "s", "time", "lower")]  # type: ignore[arg-type]
+    return out
 
 
 if __name__ == "__main__":
