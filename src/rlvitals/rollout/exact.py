@@ -50,21 +50,31 @@ def zero(columns: int) -> ExactSums:
     return ExactSums(none, none, none, none)
 
 
-def _column(x: np.ndarray) -> int:
-    """The exact sum of the finite values ``x`` times ``2**SCALE``."""
+#: the exponents ``frexp`` gives lie in [-1073, 1024]: offset into [975, 3072], below the column stride
+_E_OFFSET, _STRIDE = 2048, 4096
+
+
+def _columns(values: np.ndarray, finite: np.ndarray) -> tuple[int, ...]:
+    """Per column, the exact sum of its finite values times ``2**SCALE``: the mantissas summed in int64 per
+    (column, exponent) — one sort of the whole matrix, not one per column — then shifted into Python integers."""
+    columns = values.shape[1]
+    x = values[finite]
     if not x.size:
-        return 0
+        return (0,) * columns
+    col = np.broadcast_to(np.arange(columns, dtype=np.int64), values.shape)[finite]
     m, e = np.frexp(x)
     mant = (m * float(1 << 53)).astype(np.int64)  # exact: m carries 53 bits
-    order = np.argsort(e, kind="stable")
-    e, mant = e[order], mant[order]
-    starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]])
+    key = col * _STRIDE + (e.astype(np.int64) + _E_OFFSET)
+    order = np.argsort(key)  # any order: integers add exactly
+    key, mant = key[order], mant[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     hi = np.add.reduceat(mant >> _HALF, starts)
     lo = np.add.reduceat(mant & ((1 << _HALF) - 1), starts)
-    total = 0
-    for ex, h, low in zip(e[starts].tolist(), hi.tolist(), lo.tolist(), strict=True):
-        total += ((h << _HALF) + low) << (ex + 1074)
-    return total
+    totals = [0] * columns
+    for k, h, low in zip(key[starts].tolist(), hi.tolist(), lo.tolist(), strict=True):
+        c, ex = divmod(k, _STRIDE)
+        totals[c] += ((h << _HALF) + low) << (ex - _E_OFFSET + 1074)
+    return tuple(totals)
 
 
 def sums_of(values: np.ndarray) -> ExactSums:
@@ -73,7 +83,7 @@ def sums_of(values: np.ndarray) -> ExactSums:
     if values.ndim != 2:
         raise ValueError(f"sums_of: expected a 2-d array of values, got shape {values.shape}")
     finite = np.isfinite(values)
-    ints = tuple(_column(values[finite[:, j], j]) for j in range(values.shape[1]))
+    ints = _columns(values, finite)
     counts = tuple(int(c) for c in (~np.isnan(values)).sum(axis=0))
     pinf = tuple(int(c) for c in (values == np.inf).sum(axis=0))
     ninf = tuple(int(c) for c in (values == -np.inf).sum(axis=0))
