@@ -57,7 +57,7 @@ _E_OFFSET, _STRIDE = 2048, 4096
 def _columns(values: np.ndarray, finite: np.ndarray) -> tuple[int, ...]:
     """Per column, the exact sum of its finite values times ``2**SCALE``: the mantissas summed in int64 per
     (column, exponent) — one sort of the whole matrix, not one per column — then shifted into Python integers."""
-    columns = values.shape[1]
+    columns = int(values.shape[1])
     x = values[finite]
     if not x.size:
         return (0,) * columns
