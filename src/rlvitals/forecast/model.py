@@ -10,6 +10,7 @@ leaves most of the movement unexplained — the forecast says why and forecasts 
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -209,9 +210,34 @@ def _level(x: np.ndarray) -> np.ndarray:
         return np.asarray(x, dtype=float)
     out: np.ndarray = pl.Series(x).rolling_median(window_size=2 * half + 1, center=True,
                                                   min_samples=1).to_numpy().astype(float)
-    for i in range(min(half, n)):
-        out[i] = float(np.median(x[: 2 * i + 1]))
-        out[n - 1 - i] = float(np.median(x[n - 1 - 2 * i:]))
+    count = min(half, n)
+    out[:count] = _odd_prefix_medians(x, count)
+    out[n - count:] = _odd_prefix_medians(np.asarray(x)[::-1], count)[::-1]
+    return out
+
+
+def _odd_prefix_medians(x: np.ndarray, count: int) -> np.ndarray:
+    """The medians of ``x[:1]``, ``x[:3]``, …, ``x[:2·count − 1]``: each the middle value of its prefix (an odd
+    count has one), kept with two heaps in O(count · log count) rather than a sort of every prefix.
+
+    >>> _odd_prefix_medians(np.array([5.0, 1.0, 9.0, 2.0, 8.0]), 3).tolist()
+    [5.0, 5.0, 5.0]
+    """
+    low: list[float] = []  # the smaller half, negated (a max-heap), holding the median on top
+    high: list[float] = []
+    out = np.empty(count, dtype=float)
+    values = np.asarray(x, dtype=float)[: 2 * count - 1].tolist()
+    for i in range(count):
+        for v in values[max(0, 2 * i - 1): 2 * i + 1]:
+            if low and v > -low[0]:
+                heapq.heappush(high, v)
+            else:
+                heapq.heappush(low, -v)
+            if len(low) > len(high) + 1:
+                heapq.heappush(high, -heapq.heappop(low))
+            elif len(high) > len(low):
+                heapq.heappush(low, -heapq.heappop(high))
+        out[i] = -low[0]
     return out
 
 
