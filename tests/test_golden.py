@@ -28,6 +28,8 @@ VIEWS = {
     "terminal.txt": ["--all"],
     "en.md": ["--markdown"],
     "zh.md": ["--markdown", "--lang", "zh"],
+    # every passed and skipped check with its words: what --markdown printed before it summed them up
+    "all.md": ["--markdown", "--all"],
     "json": ["--json"],
 }
 

@@ -53,12 +53,13 @@ def diagnose(run: Run | str | os.PathLike[str], config: DiagnoseConfig | str | o
     return run_checks(run, config)
 
 
-def markdown(diagnosis: Diagnosis, lang: str = "en") -> str:
+def markdown(diagnosis: Diagnosis, lang: str = "en", show_all: bool = False) -> str:
     """The Markdown report of a diagnosis (what ``rlvitals diagnose --markdown`` prints), in English or Chinese
-    (``lang="zh"``): a text to paste into an issue or send a colleague."""
+    (``lang="zh"``): a text to paste into an issue or send a colleague. Passed and skipped checks are one line
+    each; ``show_all=True`` lists them with their words (``--markdown --all``)."""
     from .render.diagnosis import render_markdown
 
-    return render_markdown(diagnosis, lang)
+    return render_markdown(diagnosis, lang, show_all)
 
 
 def __getattr__(name: str) -> Any:

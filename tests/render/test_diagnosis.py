@@ -120,3 +120,22 @@ def test_markdown_lists_notes_with_their_advice_and_keeps_the_layer_ok() -> None
     assert "  Evidence: peak = 19.1\n" in md
     zh = render_markdown(_diagnosis(MFU), lang="zh")
     assert "— **正常**\n1 项提示\n" in zh and "- **提示** — **Low MFU（中）** (自第 1 步（1–300）)" in zh
+
+
+def test_markdown_sums_up_passed_and_skipped_checks_in_one_line_each() -> None:
+    again = _f("entropy_collapse", "L2", "ok", "Entropy collapse", "No collapse of actor/entropy_x.")
+    surge = _f("entropy_surge", "L2", "ok", "Entropy surge", "No surge.")
+    skipped = _f("format_compliance", "L2", "skipped", "Format compliance", "needs rollouts.")
+    d = _diagnosis(MFU, ENTROPY, again, surge, skipped, PASSK)
+    md = render_markdown(d)
+    section = md[md.index("## Policy behaviour"):].split("\n## ")[0].splitlines()
+    # a check with two findings is one title; no message of a passed or skipped check is printed
+    assert section[2:] == ["- ✓ passed (2): Entropy collapse, Entropy surge", "- · skipped (1): Format compliance"]
+    assert "No collapse" not in md and "needs rollouts" not in md
+    assert md.endswith("\n*`rlvitals diagnose --markdown --all` lists each passed and skipped check with its words.*\n")
+    full = render_markdown(d, show_all=True)
+    assert "- **OK** — **Entropy surge**\n  No surge.\n" in full and "passed (2)" not in full and "--all" not in full
+    zh = render_markdown(d, lang="zh")
+    assert "- ✓ 通过 2 项：Entropy collapse（中）、Entropy surge（中）" in zh and "会逐项列出通过和跳过的检查" in zh
+    # nothing passed or skipped: no summary line and no pointer to --all
+    assert "--all" not in render_markdown(_diagnosis(MFU))

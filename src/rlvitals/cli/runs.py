@@ -174,7 +174,7 @@ def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, ou
     from ..render.rollout_log import render_rollout_log
 
     if args.markdown:
-        out.write(render_markdown(d, args.lang))
+        out.write(render_markdown(d, args.lang, args.all))
         return
     out.write(render_diagnosis(d, args.lang, args.all, out.isatty(), width(out)))
     if log is not None:
@@ -276,7 +276,8 @@ def add_diagnose(sub: Commands) -> None:
     dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                      help="exit 1 when any run's verdict is at least this bad")
     add_config(dia)
-    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks")
+    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks with their words (the "
+                                                         "terminal names only their counts, --markdown their titles)")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
     add_one_run(dia)

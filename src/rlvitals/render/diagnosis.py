@@ -38,12 +38,14 @@ _LABELS = {
     "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed ({n}): ",
            "skipped": "skipped ({n}): ", "and": ", ", "more": "run with --all to list them", "verdict": "verdict",
            "colon": ": ", "metrics": "Metrics", "evidence": "Evidence",
-           "extremes": "extreme rollouts of the spike steps"},
+           "extremes": "extreme rollouts of the spike steps",
+           "md_more": "`rlvitals diagnose --markdown --all` lists each passed and skipped check with its words."},
     "zh": {"since": "自第", "at": "第", "steps": "步", "advice": "建议", "passed": "通过 {n} 项：",
            "skipped": "跳过 {n} 项：", "and": "、",
            "more": "加 --all 可全部列出", "verdict": "结论",
            # evidence is machine-readable: its field names are those of the --json output
-           "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）", "extremes": "尖峰所在步的极端 rollout"},
+           "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）", "extremes": "尖峰所在步的极端 rollout",
+           "md_more": "`rlvitals diagnose --markdown --all` 会逐项列出通过和跳过的检查及其说明。"},
 }
 
 
@@ -240,9 +242,10 @@ def _evidence(ev: Any) -> str:
     return ", ".join(parts)
 
 
-def render_markdown(d: Diagnosis, lang: str = "en") -> str:
+def render_markdown(d: Diagnosis, lang: str = "en", show_all: bool = False) -> str:
     """A Markdown report to paste into an issue or send to a colleague: the root cause and what followed, the
-    other problems, the timeline, then every layer's findings."""
+    other problems, the timeline, then every layer's failures, warnings and notes, its passed and skipped checks
+    in one line each (``show_all``: each with its words, as ``diagnose --markdown --all``)."""
     words = STATUS_WORDS[lang]
     names = {k: v[1] if lang == "zh" else v[0] for k, v in LAYER_NAMES.items()}
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
@@ -257,6 +260,24 @@ def render_markdown(d: Diagnosis, lang: str = "en") -> str:
         if not mine:
             continue
         out += ["", f"## {names[layer]}", ""]
-        for f in sorted(mine, key=lambda f: _RANK[f.status]):
+        listed = mine if show_all else [f for f in mine if f.status in SHOWN]
+        for f in sorted(listed, key=lambda f: _RANK[f.status]):
             out += _md_finding(f, lang)
+        if not show_all:
+            out += _md_summed(mine, lang)
+    if not show_all and any(f.status not in SHOWN for f in d.findings):
+        out += ["", f"*{_LABELS[lang]['md_more']}*"]
     return "\n".join(out) + "\n"
+
+
+def _md_summed(findings: Sequence[Finding], lang: str) -> list[str]:
+    """The passed and the skipped checks of a layer, one line each: their titles (a check with several
+    findings once)."""
+    labels = _LABELS[lang]
+    lines = []
+    for status in ("ok", "skipped"):
+        titles = list(dict.fromkeys(f.title[lang] for f in findings if f.status == status))
+        if titles:
+            head = labels["passed" if status == "ok" else "skipped"].format(n=len(titles))
+            lines.append(f"- {_MARK[status]} {head}{labels['and'].join(titles)}")
+    return lines
