@@ -12,8 +12,6 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,12 +22,14 @@ import orjson
 from .._sqlite import connect_wal
 from ..errors import ProbeError
 from ..words import Words
+from ._http import Retry, post
 from .prompts import Reply, Request, logprob_of
 
-__all__ = ["Backend", "Cache", "Cached", "HttpBackend"]
+#: what to check when a generator does not answer (the end of :func:`._http.post`'s message)
+_NO_ANSWER = Words("is the server running, and is --base-url its OpenAI-compatible root (ending in /v1)?",
+                   "服务器是否在运行？--base-url 是否为它的 OpenAI 兼容根地址（以 /v1 结尾）？")
 
-#: HTTP statuses worth another try: rate limited, and the server's own trouble
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+__all__ = ["Backend", "Cache", "Cached", "HttpBackend"]
 
 
 class Backend(Protocol):
@@ -43,7 +43,7 @@ class Backend(Protocol):
 class HttpBackend:
     """An OpenAI-compatible server at ``base_url`` (``http://host:8000/v1``: the ``/chat/completions`` and
     ``/completions`` routes are under it). ``api_key`` defaults to ``$OPENAI_API_KEY``. Each request gets
-    ``timeout`` seconds; a refused connection, a timeout or a status in :data:`RETRY_STATUSES` is tried
+    ``timeout`` seconds; a refused connection, a timeout or a status in :data:`._http.RETRY_STATUSES` is tried
     ``retries`` more times, waiting ``backoff · 2^i`` seconds (``sleep`` is injectable for tests)."""
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 120.0,
@@ -69,26 +69,7 @@ class HttpBackend:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = orjson.dumps(request.body(self.model))
-        for attempt in range(self.retries + 1):
-            try:
-                with urllib.request.urlopen(urllib.request.Request(url, data, headers, method="POST"),
-                                            timeout=self.timeout) as reply:
-                    return bytes(reply.read())
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUSES or attempt == self.retries:
-                    raise ProbeError(Words(f"{url}: the server answered HTTP {exc.code}: {detail}",
-                                           f"{url}：服务器返回 HTTP {exc.code}：{detail}")) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt == self.retries:
-                    reason = getattr(exc, "reason", exc)
-                    raise ProbeError(Words(
-                        f"{url}: no answer after {self.retries + 1} tries ({reason}); is the server running, and is "
-                        "--base-url its OpenAI-compatible root (ending in /v1)?",
-                        f"{url}：尝试 {self.retries + 1} 次仍无响应（{reason}）；服务器是否在运行？--base-url 是否为"
-                        "它的 OpenAI 兼容根地址（以 /v1 结尾）？")) from None
-            self.sleep(self.backoff * 2 ** attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return post(url, data, headers, Retry(self.retries, self.backoff, self.timeout, self.sleep), _NO_ANSWER)
 
     def _text(self, request: Request) -> str:
         raw = self._post(request)

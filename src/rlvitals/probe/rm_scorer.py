@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,13 +20,18 @@ import orjson
 
 from ..errors import ProbeError
 from ..words import Words
+from ._http import Retry, post
+
+#: what to check when the reward model does not answer (the end of :func:`._http.post`'s message)
+_NO_ANSWER = Words("is the reward model served there (vllm serve MODEL --runner pooling), and is --base-url the "
+                   "server's root?",
+                   "奖励模型是否在那里提供服务（vllm serve MODEL --runner pooling）？--base-url 是否为服务器的根地址？")
 
 __all__ = ["BATCH", "LocalScorer", "PoolingScorer", "last_number"]
 
 #: inputs per request
 BATCH = 32
 #: what a busy or restarting server answers: tried again
-_RETRY = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 def last_number(value: Any) -> float | None:
@@ -63,27 +66,11 @@ class PoolingScorer:
 
     def _post(self, texts: Sequence[str]) -> bytes:
         data = orjson.dumps({"model": self.model, "input": list(texts)})
-        request = urllib.request.Request(self.url, data, {"Content-Type": "application/json"}, method="POST")
-        for attempt in range(self.retries + 1):
-            try:
-                self.requests += 1
-                with urllib.request.urlopen(request, timeout=self.timeout) as reply:
-                    return bytes(reply.read())
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code not in _RETRY or attempt == self.retries:
-                    raise ProbeError(Words(f"{self.url}: the server answered HTTP {exc.code}: {detail}",
-                                           f"{self.url}：服务器返回 HTTP {exc.code}：{detail}")) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt == self.retries:
-                    reason = getattr(exc, "reason", exc)
-                    raise ProbeError(Words(
-                        f"{self.url}: no answer after {self.retries + 1} tries ({reason}); is the reward model "
-                        "served there (vllm serve MODEL --runner pooling), and is --base-url the server's root?",
-                        f"{self.url}：尝试 {self.retries + 1} 次仍无响应（{reason}）；奖励模型是否在那里提供服务"
-                        "（vllm serve MODEL --runner pooling）？--base-url 是否为服务器的根地址？")) from None
-            self.sleep(self.backoff * 2 ** attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return post(self.url, data, {"Content-Type": "application/json"},
+                    Retry(self.retries, self.backoff, self.timeout, self.sleep), _NO_ANSWER, self._count)
+
+    def _count(self) -> None:
+        self.requests += 1
 
     def _scores(self, texts: Sequence[str]) -> list[float]:
         raw = self._post(texts)
