@@ -195,8 +195,20 @@ def markdown(rows: Sequence[Row], figures: dict[str, object]) -> str:
         out.append(f"| {r.run} | {r.metric} ({r.kind}) | {r.steps} | {r.seen_to} | {r.actual:.3f} | {fc} | {band} "
                    f"| {oracle} "
                    f"| {r.last_value:.3f} ({_cell(r.error('last_value'))}) | {sat} |")
-    out += ["", "```", json.dumps(figures, indent=2), "```"]
+    out += ["", "```", json.dumps(_rounded(figures), indent=2), "```"]
     return "\n".join(out)
+
+
+def _rounded(obj: object) -> object:
+    """The figures to 4 significant digits, as the tables show them: a least-squares fit differs in its last
+    bits between NumPy/SciPy builds, and the doc must not change with the wheel."""
+    if isinstance(obj, float):
+        return float(f"{obj:.4g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v) for v in obj]
+    return obj
 
 
 def main(argv: Sequence[str] | None = None) -> int:
