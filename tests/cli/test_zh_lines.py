@@ -136,14 +136,15 @@ def test_export_says_what_it_wrote_and_what_it_left_out_in_chinese(tmp_path: Pat
     code, out, err = _cli(*argv, "--tensorboard", str(tmp_path / "en"))
     assert code == 0, err
     first, dropped = out.splitlines()
-    assert re.fullmatch(rf"wrote {re.escape(str(tmp_path / 'en'))}/events\.out\.tfevents\.\S+: 1 series, 300 points, "
-                        r"\d+ findings, verdict (ok|note|warn|fail)", first), first
+    assert re.fullmatch(rf"wrote {re.escape(str(tmp_path / 'en'))}/events\.out\.tfevents\.\S+: 1 series, 300 points; "
+                        r"\d+ findings? \(.+\) and the status of \d+ passed checks, with their words; "
+                        r"verdict (ok|note|warn|fail)", first), first
     assert dropped == "  rlvitals/actor/grad_norm: no finite value at any of its 300 steps; not written"
     code, out, err = _cli(*argv, "--tensorboard", str(tmp_path / "zh"), "--lang", "zh")
     assert code == 0, err
     first, dropped = out.splitlines()
-    assert re.fullmatch(rf"已写出 {re.escape(str(tmp_path / 'zh'))}/events\.out\.tfevents\.\S+：1 条序列、300 个点、"
-                        r"\d+ 项发现，结论为(正常|提示|警告|失败)", first), first
+    assert re.fullmatch(rf"已写出 {re.escape(str(tmp_path / 'zh'))}/events\.out\.tfevents\.\S+：1 条序列、300 个点；"
+                        r"\d+ 项发现（.+）和 \d+ 项通过的检查的状态，附说明；结论为(正常|提示|警告|失败)", first), first
     assert dropped == "  rlvitals/actor/grad_norm：全部 300 步都没有有限值，没有写入"
     _chinese(out)
 
@@ -154,7 +155,8 @@ def test_an_offline_wandb_export_is_said_in_chinese(tmp_path: Path, log: Path, m
     offline_wandb(monkeypatch, tmp_path)
     code, out, err = _cli("export", str(log), "--wandb", "--wandb-dir", str(tmp_path), "--lang", "zh")
     assert code == 0, err
-    found = re.fullmatch(r"已写出 (\S+)（W&B run (\w+)，离线）：0 条序列、0 个点、\d+ 项发现，结论为\w+\n", out)
+    found = re.fullmatch(r"已写出 (\S+)（W&B run (\w+)，离线）：\d+ 条序列、\d+ 个点；\d+ 项发现（.+）"
+                         r"和 \d+ 项通过的检查的状态，附说明；结论为\w+\n", out)
     assert found and Path(found[1]).is_dir() and found[1].endswith(found[2]), out
     # the run id W&B drew is an identifier; one of letters alone (zmtvntgs), or the letters after a digit
     # (9vhwopfh), would read as an English word

@@ -85,6 +85,8 @@ def test_a_watched_run_is_exported_live_once_per_point_across_a_restart(tmp_path
     share = acc.Scalars("rlvitals/group/zero_std/share")
     assert [e.step for e in share] == list(range(1, 161, 10))  # every dump's step, once, in order
     assert [e.value for e in share] == [0.0] * 10 + [1.0] * 6
+    # the run's own curves are not written again: they are in its own logs (often this very folder)
+    assert not any(t.startswith("rlvitals/actor/") for t in acc.Tags()["scalars"])
     verdict = acc.Scalars(VERDICT_TAG)
     # one point per diagnosis that saw a new last step: 60, 120, 160 (the restart's first saw 120 again)
     assert [e.step for e in verdict] == [60, 120, 160] and verdict[0].value < verdict[-1].value == 2.0

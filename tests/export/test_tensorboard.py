@@ -1,4 +1,4 @@
-"""rlvitals export --tensorboard: a real run's derived series and findings written by the own
+"""rlvitals export --tensorboard: a real run's curves (logged and derived) and findings written by the own
 event-file writer, read back by rlvitals' reader and by tensorboard's EventAccumulator.
 
 TensorBoard stores a ``simple_value`` as float32, so a value reads back as
@@ -288,8 +288,14 @@ def test_cli_export_tensorboard(tmp_path: Path, plan: ExportPlan) -> None:
     code = main(["export", str(FIXTURE), "--tensorboard", str(tmp_path / "tb"), "--rollouts", str(rollouts),
                  "--metrics", "actor/entropy,response_length/mean"], out, err)  # type: ignore[arg-type]
     assert code == 0, err.text
-    assert out.text.startswith(f"wrote {tmp_path / 'tb'}/events.out.tfevents.") and "findings, verdict" in out.text
+    assert out.text.startswith(f"wrote {tmp_path / 'tb'}/events.out.tfevents.")
     (back,) = rlvitals.load(tmp_path / "tb")
+    # the two logged metrics named and every rollout series, as many as the line says
+    series = [k for k in back.raw.columns if k.startswith("rlvitals/") and not k.startswith("rlvitals/findings/")
+              and k != VERDICT_TAG]
+    derived = len(series) - 2
+    assert {"rlvitals/actor/entropy", "rlvitals/response_length/mean"} <= set(series) and derived > 10
+    assert f": {len(series)} series ({derived} from the rollouts), " in out.text and "; verdict warn" in out.text
     pass4 = next(s for s in plan.series if s.tag == "rlvitals/pass@4")
     assert same(back.raw.select("step", pass4.tag).drop_nulls()[pass4.tag].to_numpy(), f32(pass4.values))
 

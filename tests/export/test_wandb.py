@@ -1,4 +1,4 @@
-"""rlvitals export --wandb: a real run's derived series and findings logged through the real
+"""rlvitals export --wandb: a real run's curves (logged and derived) and findings logged through the real
 wandb client (offline, no network), read back with rlvitals' W&B offline reader and with wandb's
 own: ``wandb leet inspect --json``, where wandb-core (the Go service that writes the run file)
 parses the transaction log and prints each record, history rows included. wandb 0.31 no longer

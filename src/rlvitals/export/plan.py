@@ -1,11 +1,16 @@
 """What an export writes: a pure choice of series and findings, shared by every writer.
 
-The writers (TensorBoard event files, W&B runs) only encode an :class:`ExportPlan`; what goes
-in it is decided here, once:
+The writers (TensorBoard event files, W&B, Trackio and SwanLab runs, and the live exporters of ``watch``)
+only encode an :class:`ExportPlan`; what goes in it is decided here, once:
 
-- **series**: the derived per-step series of the run (rollout metrics joined with
-  ``Run.with_series``) and the canonical metrics the user names (``--metrics``), each under
-  ``rlvitals/<key>`` so it sits beside the user's own tags without clashing.
+- **series**: the run's curves, each under ``rlvitals/<key>`` so it sits beside the user's own tags
+  without clashing: the derived per-step series (rollout metrics joined with ``Run.with_series``) and
+  the metrics the run logged, each under its canonical name (``actor/entropy`` whether the log said
+  ``actor/entropy`` or ``policy/entropy_avg``). By default every canonical metric the run logged;
+  ``metrics`` narrows the logged ones to those named, and an empty ``metrics`` (with no ``derived``)
+  writes the findings only. Keys the catalog does not know are not written (they have no canonical
+  name, and a key an earlier export wrote, ``rlvitals/...``, must not come back as
+  ``rlvitals/rlvitals/...``); :attr:`ExportPlan.unmapped` lists them.
 - **NaN**: a step where a key was not logged at all is left out; a logged ``nan``/``inf`` is
   written as is (it is evidence: the ``nan_inf`` check fails on it, and both TensorBoard and
   W&B store and show it). A series that holds no finite value at any step is not written
@@ -15,21 +20,23 @@ in it is decided here, once:
   (:data:`STATUS_VALUE`: 0 ok, 0.5 note, 1 warn, 2 fail) at its onset step, or at the run's last
   step when it has none, plus its words in one language and the steps of its point events.
   A note ("could be better") sits between ok and warn, so a chart of a status still rises
-  with its severity and a note never reads as a warning.
+  with its severity and a note never reads as a warning. What ``diagnose`` calls findings are the
+  fail, warn and note ones (:data:`FINDING_STATUSES`); the ok ones are the checks that passed, written
+  too (a 0 on the chart says the check ran), and :func:`tally` counts the two apart.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from ..catalog.lookup import lookup
+from ..checks import FINDING_STATUSES
 from ..diagnosis import Diagnosis, Finding
 from ..errors import RlvitalsError, UnknownMetricError
 from ..run.run import Run
@@ -89,6 +96,8 @@ class ExportPlan:
     series: tuple[Series, ...]
     findings: tuple[FindingRow, ...]
     dropped: tuple[str, ...] = ()
+    #: the keys the run logged that the catalog does not know (not written), when every metric was asked for
+    unmapped: tuple[str, ...] = ()
 
     @property
     def steps(self) -> list[int]:
@@ -97,6 +106,54 @@ class ExportPlan:
         for s in self.series:
             found.update(s.steps.tolist())
         return sorted(found)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What one export wrote: the series that got at least one point (``logged`` ones and ``derived``
+    ones), their points, and the finding statuses written, by status (``ok`` for the checks that passed).
+
+    >>> Tally(logged=2, derived=1, points=30, statuses={"warn": 1, "note": 1, "ok": 5}).findings
+    2
+    """
+
+    logged: int
+    derived: int
+    points: int
+    statuses: Mapping[str, int]
+
+    @property
+    def series(self) -> int:
+        return self.logged + self.derived
+
+    @property
+    def findings(self) -> int:
+        """The findings as ``diagnose`` counts them: fail, warn and note."""
+        return sum(self.statuses.get(s, 0) for s in FINDING_STATUSES)
+
+    @property
+    def passed(self) -> int:
+        return self.statuses.get("ok", 0)
+
+
+def tally(plan: ExportPlan, after: int | None = None) -> Tally:
+    """What writing ``plan`` writes when the steps up to ``after`` are left out (those a Trackio or
+    SwanLab run held already); everything when ``after`` is None.
+
+    >>> tally(ExportPlan("run.log", "en", "ok", 3, (), ())).points
+    0
+    """
+    def new(steps: np.ndarray) -> int:
+        return len(steps) if after is None else int(np.count_nonzero(steps > after))
+
+    counts = {"logged": 0, "derived": 0}
+    points = 0
+    for s in plan.series:
+        n = new(s.steps)
+        points += n
+        counts[s.origin] += n > 0
+    statuses = Counter(f.status for f in plan.findings if after is None or f.step > after)
+    return Tally(counts["logged"], counts["derived"], points, dict(statuses))
 
 
 #: what each kind of export folder holds, for the error that names a file given as one
@@ -116,7 +173,8 @@ def expect_folder(path: Path, flag: str, holds: str, hint: str = "") -> None:
 
 
 def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
-    """The canonical keys of ``run`` that ``keys`` name (a canonical key or any alias of one).
+    """The canonical keys of ``run`` that ``keys`` name (a canonical key, a key as the run logged it, or any
+    alias of one).
 
     >>> from rlvitals.synthetic.simulate import simulate  # doctest: +SKIP
     >>> resolve_metrics(run, ["actor/entropy"])  # doctest: +SKIP
@@ -124,12 +182,10 @@ def resolve_metrics(run: Run, keys: Sequence[str]) -> list[str]:
     """
     out: list[str] = []
     for key in keys:
-        canonical = key if key in run.metrics else None
-        if canonical is None:
-            try:
-                canonical = lookup(key)[1]
-            except UnknownMetricError:
-                canonical = None
+        try:  # a canonical key, a raw key of this run, or an alias read in the run's framework and algorithm
+            canonical: str | None = run.canonical(key)
+        except KeyError:
+            canonical = None
         if canonical is None or canonical not in run.metrics:
             close = difflib.get_close_matches(key, run.metrics, n=3, cutoff=0.6)
             hint = Words(f"; similar keys it logged: {', '.join(close)}", f"；它记录的相近的键：{'、'.join(close)}"
@@ -172,18 +228,22 @@ def _rows(findings: Sequence[Finding], lang: Lang, last_step: int) -> tuple[Find
         for name, f in zip(_names(kept), kept, strict=True))
 
 
-def plan_export(diagnosis: Diagnosis, *, derived: Sequence[str] = (), metrics: Sequence[str] = (),
+def plan_export(diagnosis: Diagnosis, *, derived: Sequence[str] = (), metrics: Sequence[str] | None = None,
                 lang: str = "en") -> ExportPlan:
     """The series and findings to export for one diagnosed run.
 
     ``derived`` are the keys joined onto the run with ``Run.with_series`` (the columns of
-    ``analyze_rollouts(...).series()`` other than ``step``); ``metrics`` are logged keys or
-    aliases the user asks for. Values are taken from the run the diagnosis saw.
+    ``analyze_rollouts(...).series()`` other than ``step``); ``metrics`` are the logged keys or
+    aliases to write: None (the default) for every canonical metric the run logged, ``()`` for none
+    (with no ``derived``, the plan holds the findings only). Values are taken from the run the diagnosis
+    saw.
 
     Example:
         >>> plan = plan_export(diagnose(run.with_series(derived)), derived=["pass@4"])  # doctest: +SKIP
         >>> plan.series[0].tag, plan.series[0].steps[:3]  # doctest: +SKIP
         ('rlvitals/pass@4', array([1, 2, 3]))
+        >>> [s.tag for s in plan_export(diagnose(run), metrics=["entropy"]).series]  # doctest: +SKIP
+        ['rlvitals/actor/entropy']
     """
     if lang not in LANGS:
         raise RlvitalsError(Words(f"export language {lang!r}: expected one of {', '.join(LANGS)}",
@@ -195,12 +255,14 @@ def plan_export(diagnosis: Diagnosis, *, derived: Sequence[str] = (), metrics: S
                                   "run.with_series(analysis.series()) and diagnose that run",
                                   f"派生序列 {missing} 不是 {run.path} 的列；先用 run.with_series(analysis.series()) "
                                   "把它们并入，再诊断并入后的运行"))
+    logged = run.metrics if metrics is None else resolve_metrics(run, metrics)
     chosen = [_series(run, k, "derived") for k in dict.fromkeys(derived)]
-    chosen += [_series(run, k, "logged") for k in resolve_metrics(run, metrics) if k not in derived]
+    chosen += [_series(run, k, "logged") for k in logged if k not in derived]
     kept = [s for s in chosen if np.isfinite(s.values).any()]
     dropped = tuple(Words(f"{s.tag}: no finite value at any of its {len(s.steps)} steps; not written",
                           f"{s.tag}：全部 {len(s.steps)} 步都没有有限值，没有写入")
                     for s in chosen if not np.isfinite(s.values).any())
+    unmapped = tuple(k for k in run.unmapped if not k.startswith(PREFIX)) if metrics is None else ()
     last_step = int(run.steps.max()) if len(run.steps) else 0
     return ExportPlan(run.path, lang, diagnosis.verdict, last_step, tuple(kept),
-                      _rows(diagnosis.findings, lang, last_step), dropped)
+                      _rows(diagnosis.findings, lang, last_step), dropped, unmapped)

@@ -22,7 +22,7 @@ from types import ModuleType
 
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
-from .plan import ExportPlan, expect_folder
+from .plan import ExportPlan, Tally, expect_folder, tally
 from .wandb import TABLE_COLUMNS, TABLE_KEY, findings_table, rows
 
 SWANLAB_FOLDER = Words("(a swanlog folder: where SwanLab keeps its offline runs)",
@@ -32,13 +32,15 @@ SWANLAB_FOLDER = Words("(a swanlog folder: where SwanLab keeps its offline runs)
 @dataclass(frozen=True)
 class SwanlabExport:
     """Where the export went: this session's run folder (None when nothing was new), the run's id and
-    name, the rows logged now and those the run held already (not logged again)."""
+    name, the rows logged now and those the run held already (not logged again), and what the rows logged now
+    held."""
 
     folder: Path | None
     run_id: str
     run: str
     rows: int
     kept: int
+    written: Tally
 
 
 def _swanlab() -> ModuleType:
@@ -95,7 +97,7 @@ def write_swanlab(plan: ExportPlan, *, directory: str | Path, project: str = "rl
     logged = [(step, row) for step, row in rows(plan) if last is None or step > last]
     kept = len(rows(plan)) - len(logged)
     if not logged:
-        return SwanlabExport(None, rid, run_name, 0, kept)
+        return SwanlabExport(None, rid, run_name, 0, kept, tally(plan, last))
     config = {"rlvitals/source": plan.run_path, "rlvitals/lang": plan.lang, "rlvitals/verdict": plan.verdict}
     if plan.dropped:
         joint = "；" if plan.lang == "zh" else "; "
@@ -116,4 +118,4 @@ def write_swanlab(plan: ExportPlan, *, directory: str | Path, project: str = "rl
         finally:
             swanlab.finish()
     made = sorted(set(directory.glob(f"run-*-{rid}")) - before)
-    return SwanlabExport(made[-1] if made else None, rid, run_name, len(logged), kept)
+    return SwanlabExport(made[-1] if made else None, rid, run_name, len(logged), kept, tally(plan, last))

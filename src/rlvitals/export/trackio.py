@@ -25,7 +25,7 @@ from types import ModuleType
 
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
-from .plan import ExportPlan, expect_folder
+from .plan import ExportPlan, Tally, expect_folder, tally
 from .wandb import TABLE_COLUMNS, TABLE_KEY, findings_table, rows
 
 TRACKIO_FOLDER = Words("(a TRACKIO_DIR: the folder of Trackio's project databases)",
@@ -35,12 +35,13 @@ TRACKIO_FOLDER = Words("(a TRACKIO_DIR: the folder of Trackio's project database
 @dataclass(frozen=True)
 class TrackioExport:
     """Where the export went: the project's database, the run's name, the rows logged now and those the
-    run held already (not logged again)."""
+    run held already (not logged again), and what the rows logged now held."""
 
     database: Path
     run: str
     rows: int
     kept: int
+    written: Tally
 
 
 def _trackio(directory: Path) -> ModuleType:
@@ -96,7 +97,7 @@ def write_trackio(plan: ExportPlan, *, directory: str | Path, project: str = "rl
     logged = [(step, row) for step, row in rows(plan) if last is None or step > last]
     kept = len(rows(plan)) - len(logged)
     if not logged:
-        return TrackioExport(database, run_name, 0, kept)
+        return TrackioExport(database, run_name, 0, kept, tally(plan, last))
     config = {"rlvitals/source": plan.run_path, "rlvitals/lang": plan.lang, "rlvitals/verdict": plan.verdict}
     if plan.dropped:
         joint = "；" if plan.lang == "zh" else "; "
@@ -112,4 +113,4 @@ def write_trackio(plan: ExportPlan, *, directory: str | Path, project: str = "rl
                 trackio.log(payload, step=step)
         finally:
             trackio.finish()
-    return TrackioExport(database, run_name, len(logged), kept)
+    return TrackioExport(database, run_name, len(logged), kept, tally(plan, last))

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..errors import RlvitalsError
 from ..words import Words, in_lang
-from .plan import PREFIX, STATUS_VALUE, WANDB_FOLDER, ExportPlan, expect_folder
+from .plan import PREFIX, STATUS_VALUE, WANDB_FOLDER, ExportPlan, Tally, expect_folder, tally
 
 STEP_KEY = PREFIX + "step"
 TABLE_KEY = PREFIX + "findings"
@@ -37,11 +37,12 @@ TABLE_COLUMNS = ["check", "name", "layer", "status", "onset_step", "span", "poin
 
 @dataclass(frozen=True)
 class WandbExport:
-    """Where the export went: the run's folder (offline) and its id."""
+    """Where the export went: the run's folder (offline) and its id, the rows logged and what they held."""
 
     run_dir: Path
     run_id: str
     rows: int
+    written: Tally
 
 
 def _wandb() -> ModuleType:
@@ -114,6 +115,6 @@ def write_wandb(plan: ExportPlan, *, directory: str | Path, project: str = "rlvi
             # in the plan's language, as the findings table
             run.summary[PREFIX + "dropped"] = ("；" if plan.lang == "zh" else "; ").join(
                 in_lang(d, plan.lang) for d in plan.dropped)
-        return WandbExport(Path(run.dir).parent, run.id, len(logged))
+        return WandbExport(Path(run.dir).parent, run.id, len(logged), tally(plan))
     finally:
         run.finish()

@@ -63,7 +63,7 @@ class LiveExports:
             plan = None
             for name, exporter in self._for(d.run.path, several):
                 try:
-                    plan = plan or plan_export(d, derived=derived, lang=self.lang)
+                    plan = plan or plan_export(d, metrics=(), derived=derived, lang=self.lang)
                     exporter.update(plan)
                     self._failed.discard((d.run.path, name))
                 except RlvitalsError as exc:
