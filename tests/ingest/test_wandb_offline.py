@@ -103,7 +103,11 @@ def test_trl_like_run_uses_train_global_step(written: Path) -> None:
     assert find_reader(folder).format == "wandb-offline"
     [run] = load(folder)
     assert run.skipped.count == 0
-    assert run.steps.tolist() == [0, 1, 2, 3, 4, 5, 6]
+    # step 0 held only TRL's profiling (logged while the first step ran): no training step, left out and said
+    assert run.steps.tolist() == [1, 2, 3, 4, 5, 6]
+    assert [n for n in run.notes if "step 0" in n] == [
+        f"{next(folder.glob('*.wandb'))}: 1 value at step 0 was TRL's profiling timing alone (logged while the first "
+        "step ran, before the trainer's step 1) and was left out: the trainer took no step 0"]
     assert [at(run, "train/loss", s) for s in range(1, 7)] == [s / 10 for s in range(1, 7)]
     assert [at(run, "train/reward", s) for s in range(1, 7)] == [-s / 3 for s in range(1, 7)]
     assert math.isnan(at(run, "train/kl", 3))  # type: ignore[arg-type]
@@ -111,8 +115,8 @@ def test_trl_like_run_uses_train_global_step(written: Path) -> None:
     assert [at(run, "train/clip.low", s) for s in (1, 6)] == [1.0, 6.0]
     assert at(run, "train/clip.high", 2) == 2.5
     assert [at(run, "eval/loss", s) for s in (3, 6)] == [2 / 3, 1 / 3]
-    # with step_sync W&B itself stamps each profiling row with the last global step seen (0 before any)
-    assert run.raw.select("step", PROFILING).drop_nulls().rows() == [(s, s + 1.5) for s in range(6)]
+    # with step_sync W&B itself stamps each profiling row with the last global step seen (0 before any: left out)
+    assert run.raw.select("step", PROFILING).drop_nulls().rows() == [(s, s + 1.5) for s in range(1, 6)]
     for gone in ("_step", "_runtime", "_timestamp", "train/global_step"):
         assert gone not in run.raw.columns
     assert not any(c.startswith("completions") for c in run.raw.columns)  # the table is not a metric

@@ -56,7 +56,7 @@ from .record import (
     Value,
     pack,
 )
-from .rotated import RotationRules, Rotations, locate, rotations, segments
+from .rotated import RotationRules, Rotations, locate, rotations, same_format, segments
 from .tables import holds_tables, logged_tables
 from .text import BOM, json_objects
 
@@ -68,6 +68,7 @@ __all__ = [
     "beside", "complete_end", "count_lines", "examine", "find_reader", "holds_tables", "inflatable", "inflated",
     "json_objects", "locate", "logged_tables", "logs_in", "masked_crc32c", "masked_crc32c_columns", "open_file", "pack",
     "refusal", "WALL_KEY", "done_reading", "parse_literal", "readers", "real_path", "regular", "resolved", "rotations",
+    "same_format",
     "same_file", "segments", "special_kind", "split_rows", "survived_note", "unique", "while_reading"
 ]
 

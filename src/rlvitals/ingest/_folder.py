@@ -31,6 +31,11 @@ SKIP_SUFFIXES = frozenset({
 })
 #: the order in which formats of one run written twice are preferred (the first found is read)
 PREFERENCE = ("verl-jsonl", "jsonl", "trl-state", "parquet", "csv", "notebook")
+#: the formats of a trainer's own output_dir, which may hold its trackers' copies of the training
+OUTPUT_DIRS = frozenset({"trl-state"})
+#: the trackers' formats, and the suffixes of a tracker's store that is one file (MLflow's, Trackio's SQLite)
+TRACKER_FORMATS = frozenset({"tensorboard", "wandb-offline", "mlflow", "trackio", "swanlab", "aim", "clearml"})
+TRACKER_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 #: files looked at in one folder, at most (a folder of thousands of files is not a run folder)
 MAX_FILES = 1000
 HEAD_BYTES = 64 << 10
@@ -71,13 +76,33 @@ def beside(folder: Path, whole: Reader, readers: list[Reader]) -> list[tuple[Rea
     """The training consoles directly in a folder that ``whole`` takes whole: ``> train.log`` captured in the
     working folder next to Aim's ``.aim/``, in ``TRACKIO_DIR`` next to Trackio's databases, next to event
     files. Read with the folder, none of them is lost. Only consoles: the folder format's own files (a ClearML
-    session's ``metrics.jsonl``, W&B's ``debug-internal.log``) are its, whatever another reader makes of them."""
+    session's ``metrics.jsonl``, W&B's ``debug-internal.log``) are its, whatever another reader makes of them.
+    A trainer's ``output_dir`` also holds the copies its trackers wrote (:func:`trackers_in`)."""
     out = []
     for path in _children(folder, files=True):
         if path.suffix.lower() in SKIP_SUFFIXES or not _size(path):  # empty, or gone (Trackio's -wal)
             continue
         reader = _file_reader(path, readers, None)
         if reader is not None and reader.format != whole.format and reader.format.endswith("-console"):
+            out.append((reader, path))
+    return out + (trackers_in(folder, readers) if whole.format in OUTPUT_DIRS else [])
+
+
+def trackers_in(folder: Path, readers: list[Reader]) -> list[tuple[Reader, Path]]:
+    """The trackers' copies of a training inside its trainer's ``output_dir``: TensorBoard's ``runs/``, W&B's
+    ``wandb/``, an MLflow store (``mlruns/``, ``mlflow.db``), Trackio's and SwanLab's folders — each a folder
+    or file a tracker's reader takes (:data:`TRACKER_FORMATS`). Whether a copy is the training itself or
+    another one is for its values to say (:mod:`rlvitals.run.twins`)."""
+    out: list[tuple[Reader, Path]] = []
+    for sub in _children(folder, files=False):
+        reader = _whole(sub, readers)
+        if reader is not None and reader.format in TRACKER_FORMATS:
+            out.append((reader, sub))
+    for path in _children(folder, files=True):
+        if path.suffix.lower() not in TRACKER_SUFFIXES or not _size(path):
+            continue
+        reader = _file_reader(path, readers, None)
+        if reader is not None and reader.format in TRACKER_FORMATS:
             out.append((reader, path))
     return out
 

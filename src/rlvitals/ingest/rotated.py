@@ -32,8 +32,10 @@ from pathlib import Path
 
 from .compressed import COMPRESSED, inflatable, twin_of
 from .cursor import FileCursor, Generation
+from .text import BOM
 
-__all__ = ["ROTATION_SUFFIX", "RotationRules", "Rotations", "locate", "rotation_name", "rotations", "segments"]
+__all__ = ["ROTATION_SUFFIX", "RotationRules", "Rotations", "locate", "rotation_name", "rotations", "same_format",
+           "segments"]
 
 #: how many times a folder is looked at, at most, for two looks that agree (a rotation renames a few
 #: files in a row; a folder that changes at every look is taken as the last look saw it)
@@ -121,16 +123,18 @@ class RotationRules:
 class Rotations:
     """What a rotation left beside a log: ``old``, the followed file's old content (renamed, or a
     copy, maybe compressed), ``between``, the files rotated off after it and never seen at the log's
-    path, oldest first, each with its (device, inode) when it was listed, and ``compressed``, such files
-    compressed in a way that is not opened (zstd, lz4, zip)."""
+    path, oldest first, each with its (device, inode) when it was listed, ``compressed``, such files
+    compressed in a way that is not opened (zstd, lz4, zip), and ``refused``, files named like such files
+    whose content is not the log's (a note saved as ``train.log.1``): not read, to be said."""
 
     old: _Found | None
     between: tuple[_Found, ...] = ()
     compressed: tuple[Path, ...] = ()
+    refused: tuple[Path, ...] = ()
 
 
 def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Iterable[Generation],
-              rules: RotationRules | None = None) -> Rotations:
+              rules: RotationRules | None = None, kin: Callable[[Path], bool] | None = None) -> Rotations:
     """Where the content written since ``cursor`` was taken is now, after the log at its path (where its
     link led: ``cursor.target``) was rotated, truncated or replaced.
 
@@ -138,7 +142,10 @@ def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Ite
     generations read to their end: none of them is read again. Content, not identity, tells a file
     read already from a new one (a removed file's inode is given to the next file made).
     ``between`` holds the other files named after the log (:meth:`RotationRules.named`) last written no
-    earlier than the cursor's last look, oldest first (by modification time, then name).
+    earlier than the cursor's last look, oldest first (by modification time, then name), whose content says
+    they are the log's too: ``kin(path)`` (the log's reader recognises the file: :func:`same_format`). A
+    name is not evidence enough — ``train.log.1`` may be a note someone saved beside the log — and a file
+    compressed is taken by its name (its content is the log's only once inflated).
 
     The folders are looked at until two looks agree (:func:`_settled`): a rotation that renames files
     while they are looked at (RotatingFileHandler's ``.2 -> .3``, ``.1 -> .2``, then the log ``-> .1``)
@@ -156,7 +163,7 @@ def rotations(cursor: FileCursor, current: tuple[int, int] | None, finished: Ite
     done = [g for g in finished if not g.empty]
     folders = rules.folders(log)
     return _settled_look(folders, lambda name: rules.named(log, name),
-                         lambda look: _sorted_out(cursor, current, done, look))
+                         lambda look: _sorted_out(cursor, current, done, look, kin))
 
 
 def segments(cursor: FileCursor, now: os.stat_result, finished: Iterable[Generation]) -> Rotations:
@@ -228,12 +235,13 @@ def _settled_look(folders: Sequence[Path], wanted: Callable[[str], bool],
 
 
 def _sorted_out(cursor: FileCursor, current: tuple[int, int] | None, done: list[Generation],
-                look: _Look) -> Rotations:
+                look: _Look, kin: Callable[[Path], bool] | None = None) -> Rotations:
     """:func:`rotations` of one look at the folders (the files named after the log, each with its stat)."""
     mine = cursor.generation()
     renamed: _Found | None = None
     copies: list[tuple[bool, int, str, _Found]] = []
     later: list[tuple[int, Path, tuple[int, int]]] = []
+    refused: list[Path] = []
     for child, st in look.items():
         ident = (st.st_dev, st.st_ino)
         if ident == current:
@@ -252,13 +260,41 @@ def _sorted_out(cursor: FileCursor, current: tuple[int, int] | None, done: list[
                 copies.append((not packed, st.st_size, child.name, (child, ident)))
             elif cursor.mtime and fresh and ((packed and not inflatable(child.name))
                                              or not any(g.matches(child, st) for g in done)):
-                later.append((st.st_mtime_ns, child, ident))
+                if packed or kin is None or kin(child):
+                    later.append((st.st_mtime_ns, child, ident))
+                else:
+                    refused.append(child)
         except OSError:  # renamed or removed since the look: the next look sees where it went
             continue
     old = renamed if renamed is not None else (max(copies)[3] if copies else None)
     order = sorted(later, key=lambda t: (t[0], _natural(t[1].name)))
     return Rotations(old, tuple((p, i) for _, p, i in order if twin_of(p) is None or inflatable(p.name)),
-                     tuple(p for _, p, _i in order if twin_of(p) is not None and not inflatable(p.name)))
+                     tuple(p for _, p, _i in order if twin_of(p) is not None and not inflatable(p.name)),
+                     tuple(sorted(refused)))
+
+
+#: how much of a file :func:`same_format` shows the log's reader
+KIN_BYTES = 64 << 10
+
+
+def same_format(sniff: Callable[[Path, bytes], bool]) -> Callable[[Path], bool]:
+    """``kin`` for :func:`rotations`: whether the log's reader (its ``sniff``) recognises the file — a file that
+    cannot be read, or whose bytes the sniffer refuses, is not the log's.
+
+    Example:
+        >>> import tempfile
+        >>> note = Path(tempfile.mkdtemp()) / "train.log.1"; _ = note.write_text("title = 'not a log'")
+        >>> same_format(lambda path, head: b"step" in head)(note)
+        False
+    """
+    def kin(path: Path) -> bool:
+        try:
+            with path.open("rb") as fh:
+                return bool(sniff(path, fh.read(KIN_BYTES).removeprefix(BOM)))
+        except (OSError, ValueError, RecursionError, UnicodeError):
+            return False
+
+    return kin
 
 
 def locate(path: Path, ident: tuple[int, int], also: Sequence[Path] = ()) -> tuple[Path, os.stat_result] | None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .groups import group_table
     from .needs import states_needed
     from .options import RolloutSettings
+    from .pairing import Pairing, dump_folders, owners, pair
     from .probe_results import PROBES_FILE, ProbeResults, read_probe_results, with_probe_results
     from .ray_engine import run_each
     from .readers import (
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from .tool_schema import read_tool_schemas
     from .writers import write_trl_completions, write_verl_dump
 
-__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "described_extreme", "dump_files", "EXTREME_WHY",
+__all__ = ["analyze", "ANSWER", "ColumnFlags", "compute", "CORRECT", "described_extreme", "dump_files", "dump_folders",
+    "EXTREME_WHY", "owners", "pair", "Pairing",
     "extract_answer", "extreme_rollouts",
     "forced_answer",
     "GROUP", "group_table", "join_series", "LENGTH", "parse_reward_weights", "parse_tag", "PROBES_FILE",
@@ -59,6 +61,7 @@ HOMES = {
     "group_table": "groups",
     "states_needed": "needs",
     "RolloutSettings": "options",
+    **dict.fromkeys(("Pairing", "dump_folders", "owners", "pair"), "pairing"),
     **dict.fromkeys(("PROBES_FILE", "ProbeResults", "read_probe_results", "with_probe_results"), "probe_results"),
     "run_each": "ray_engine",
     **dict.fromkeys(("ColumnFlags", "Progress", "RolloutSet", "RolloutSource", "dump_files", "parse_reward_weights",

@@ -17,16 +17,17 @@ if TYPE_CHECKING:
     from .detect import algorithm_ids, checked_algorithm
     from .follow import Follow, LineSource, signature
     from .run import Run, WallClock
+    from .twins import copies_note
     from .unterminated import Unterminated
 
 __all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "Unterminated", "WallClock",
-           "algorithm_ids", "checked_algorithm", "signature"]
+           "algorithm_ids", "checked_algorithm", "copies_note", "signature"]
 
 #: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
 #: read half of it) comes before polars, which only the Run and its frames need
 HOMES = {"RunBuilder": "builder", "load_launches": "concat", **dict.fromkeys(("Follow", "LineSource", "signature"),
          "follow"), **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated",
-         **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect")}
+         **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect"), "copies_note": "twins"}
 
 
 def __getattr__(name: str) -> Any:

@@ -202,7 +202,7 @@ class LineSource(Rotating):
             if before.offset == 0 and before.mtime and self.cursor.offset > 0 and not self._whole:
                 # copied and truncated between the last look for copies and this read: only the copy says so
                 self._read_between(rotations(before, (st.st_dev, st.st_ino),
-                                             [*self.finished, self.cursor.generation()], self.rules))
+                                             [*self.finished, self.cursor.generation()], self.rules, self._kin))
             return
         lines = count_lines(self.path, start, end)
         cursor = advance(self.cursor, self.path, st, end, lines)  # before the records are added: it may raise

@@ -1,5 +1,8 @@
 """Turn a path into Runs: find the reader, stream its records into a RunBuilder per run.
 
+One training logged to several places (a trainer's ``output_dir`` with its trackers' copies, a console
+beside a W&B run) is one run (:mod:`.twins`).
+
 A folder that no folder format takes (a plain folder of logs: ``runs/exp1/train.log``, what
 ``rlvitals example DIR`` writes) is read as the logs in it: see :mod:`rlvitals.ingest._folder`. A console
 log that holds several trainings one after the other gives a run for each: ``train.log``, ``train.log#2``,
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import EmptyInputError, UnknownFormatError
+from ..errors import EmptyInputError, InputError, UnknownFormatError
 from ..ingest import Reader, SkipLog, SourceMeta, beside, find_reader, logs_in, readers, unique
 from ..words import Words, in_lang
 
@@ -54,7 +57,9 @@ def _roots(reader: Reader, log: Path, fmt: str | None) -> list[tuple[Reader, Pat
     and a folder a folder format takes whole may hold a training console beside its own files (``train.log``
     next to ``.aim/``); a format forced with ``--format`` reads its own alone."""
     own = [(reader, root) for root in reader.runs(log)]
-    return own + beside(log, reader, readers()) if log.is_dir() and reader.takes_dir and fmt is None else own
+    if not (log.is_dir() and reader.takes_dir and fmt is None):
+        return own
+    return own + [(r, root) for r, path in beside(log, reader, readers()) for root in r.runs(path)]
 
 
 def _not_a_run(path: Path, fmt: str | None, others: list[str]) -> Words:
@@ -98,27 +103,24 @@ def load(path: str | Path, fmt: str | None = None,
     runs, empty = [], []
     for reader, root in found:
         meta, skipped = SourceMeta(format=reader.format, files=[str(root)], algorithm=algorithm), SkipLog()
-        if reader.columns is not None and root.is_file():
-            tell = _every(root, progress) if progress is not None else None
-            columns = reader.columns(root, meta, skipped, progress=tell)
-            if tell is not None:
-                tell(len(columns))
-            many = len(columns) >= GIVE_BACK_ROWS
-            builder = _builder(meta, skipped, reader.trainings)  # after the read: see _builder
-            builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
-            if many:
-                _give_back()
-        else:
-            builder = _builder(meta, skipped, reader.trainings)
-            for count, record in enumerate(reader.read(root, meta, skipped), 1):
-                builder.add(record)
-                if progress is not None and not count % PROGRESS_EVERY:
-                    progress(root, count)
+        try:
+            builder = _read(reader, root, meta, skipped, progress)
+        except InputError as exc:
+            if len(found) == 1:
+                raise
+            # one log of a folder that cannot be read as one (TRL's completions/ beside its trackers' logs):
+            # the others are still runs, and this one is said, as an empty one is
+            empty.append(Words(str(exc), exc.text("zh")))
+            continue
         if builder.is_empty and meta.crash is None:
             empty.append(_no_metrics(root, reader.format, skipped.count, skipped.reasons))
             continue
         meta.notes.extend(notes)
         runs.extend(builder.finish(str(root)))  # the Run takes the columns, no copy
+    if len(runs) > 1:  # one training logged to several places is one run
+        from .twins import merge  # here, as _builder's import: numpy is not imported before a fork
+
+        runs = merge(runs)
     if not runs:
         raise EmptyInputError(empty[0] if len(empty) == 1 else Words(
             f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}",
@@ -126,6 +128,28 @@ def load(path: str | Path, fmt: str | None = None,
     for message in empty:  # a folder of runs keeps its readable runs and says which were empty
         runs[0].notes.append(Words(f"skipped an empty run — {message}", f"跳过了一个空的运行——{message.zh}"))
     return runs
+
+
+def _read(reader: Reader, root: Path, meta: SourceMeta, skipped: SkipLog,
+          progress: Callable[[Path, int], None] | None) -> Trainings:
+    """The records of ``root`` read into its builder(s), whole-file columns where its reader has them."""
+    if reader.columns is not None and root.is_file():
+        tell = _every(root, progress) if progress is not None else None
+        columns = reader.columns(root, meta, skipped, progress=tell)
+        if tell is not None:
+            tell(len(columns))
+        many = len(columns) >= GIVE_BACK_ROWS
+        builder = _builder(meta, skipped, reader.trainings)  # after the read: see _builder
+        builder.add_columns(columns)  # it takes the columns a segment at a time; they go as they are taken
+        if many:
+            _give_back()
+        return builder
+    builder = _builder(meta, skipped, reader.trainings)
+    for count, record in enumerate(reader.read(root, meta, skipped), 1):
+        builder.add(record)
+        if progress is not None and not count % PROGRESS_EVERY:
+            progress(root, count)
+    return builder
 
 
 def _builder(meta: SourceMeta, skipped: SkipLog, split: bool) -> Trainings:

@@ -47,6 +47,7 @@ from ..ingest import (
     resolved,
     rotations,
     same_file,
+    same_format,
     segments,
 )
 from ..words import Words, both
@@ -107,7 +108,7 @@ class Rotating:
         rot: Rotations | None = None
         why = change
         if change in ("truncated", "replaced"):
-            rot = rotations(cursor, (st.st_dev, st.st_ino), self.finished, self.rules)
+            rot = rotations(cursor, (st.st_dev, st.st_ino), self.finished, self.rules, self._kin)
             # a file cut shorter is said as truncated (and restarted), not taken for a rewrite of what was read
             if (same and change != "truncated" and rot.old is None and not rot.between and not rot.compressed
                     and self._rewritten(st, target)):
@@ -115,7 +116,7 @@ class Rotating:
         else:
             # nothing read of it yet: a copytruncate of it, or a new file given its inode number, leaves no
             # trace at the path, only the copies beside it
-            found = rotations(cursor, (st.st_dev, st.st_ino), self.finished, self.rules)
+            found = rotations(cursor, (st.st_dev, st.st_ino), self.finished, self.rules, self._kin)
             if found.between or found.compressed:
                 rot, why = found, "rotated before a line of it was read"
             else:  # what is rotated off from now on is written after this look
@@ -124,6 +125,11 @@ class Rotating:
             return False
         self._restart_file(st, target, rot, lambda old, lost: restarted(self.path, why, cursor.lines, old, lost))
         return True
+
+    def _kin(self, path: Path) -> bool:
+        """Whether ``path``, named as a rotation tool names the log's old content, holds that content: the log's
+        reader recognises it (a name alone is no evidence: :func:`~rlvitals.ingest.same_format`)."""
+        return same_format(self.reader.sniff)(path)
 
     def _repointed(self, st: os.stat_result, target: str) -> None:
         """The symlink at the path leads to another file now (``target``): read the rest of the one it led
@@ -268,6 +274,8 @@ class Rotating:
                 self.messages.append(told("whole", path=self.path, name=path.name))
         for path in rot.compressed:
             self.messages.append(told("compressed", path=path, name=self.path.name))
+        for path in rot.refused:
+            self.messages.append(told("foreign", path=path, name=self.path.name))
         return gone
 
     def _read_found(self, found: tuple[Path, tuple[int, int]], start: int, base: int) -> Path | None:

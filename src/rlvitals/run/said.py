@@ -91,6 +91,9 @@ _TOLD = {
               "the log's path", "{path}：上次轮询以来轮转了不止一次；完整读取了 {name}（它从没出现在日志的路径上）"),
     "compressed": ("{path}: rotated off {name} and compressed; it is not opened",
                    "{path}：从 {name} 轮转出来并已压缩；没有打开它"),
+    "foreign": ("{path}: named like a rotated {name}, but {name}'s reader does not recognise its content; it was "
+                "not read into {name}",
+                "{path}：名字像是 {name} 轮转出来的文件，但 {name} 的读取器不认识它的内容；没有把它读进 {name}"),
     "unreadable": ("{path}: could not be read ({why})", "{path}：读不出来（{why}）"),
     "renamed": ("{path}: renamed on again and again while it was read; left unread",
                 "{path}：读取时一再被改名；没有读它"),

@@ -40,13 +40,14 @@ note says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import EmptyInputError, InputError
 from ..ingest import SPECIAL_ZH, find_reader, real_path, special_kind, unique
-from ..rollout import PROBES_FILE
+from ..rollout import PROBES_FILE, Pairing, owners, pair
 from ..rollout.readers import dump_files
 from ..words import Words
 
@@ -84,15 +85,6 @@ class Found:
         """Its rollout folders joined to its logs (:func:`pair`; the logs beside a served file count too)."""
         found = pair(self.rollouts, self.logs + self.beside, self.formats)
         return Pairing({log: f for log, f in found.pairs.items() if log in self.logs}, found.alone, found.notes)
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """Each log's rollout folder, the rollout folders joined to no log, and why where it was not clear."""
-
-    pairs: dict[Path, Path]
-    alone: tuple[Path, ...]
-    notes: tuple[str, ...]
 
 
 def _is_own(path: Path, extra: frozenset[Path]) -> bool:
@@ -186,7 +178,7 @@ class Discovery:
             self._walk(home, home, 0, [MAX_SCAN], around, 2)
         if log not in around.logs:
             around.logs.append(log)  # not judged a log yet (nothing logged, say): still the served one
-        found.rollouts = {f: d for f, d in around.rollouts.items() if log in _owners(f, around.logs)}
+        found.rollouts = {f: d for f, d in around.rollouts.items() if log in owners(f, around.logs)}
         found.beside = [p for p in around.logs if p != log]
         found.formats = {**around.formats, log: found.formats[log] or around.formats.get(log, "")}
 
@@ -304,79 +296,22 @@ class Discovery:
             return "other"
 
 
-def _owners(folder: Path, logs: Sequence[Path]) -> list[Path]:
-    """The logs a rollout folder may belong to, at the nearest place that has any (module docstring)."""
-    home = folder.parent
-    for near in ([p for p in logs if p.parent == folder],
-                 [p for p in logs if p == home or p.parent == home],
-                 [p for p in logs if p.is_relative_to(home)]):
-        if near:
-            return near
-    return []
-
-
-def _names(paths: Sequence[Path], base: Path, limit: int = 3) -> str:
-    shown = [str(p.relative_to(base)) if p.is_relative_to(base) else str(p) for p in paths[:limit]]
-    return ", ".join(shown) + (f" … ({len(paths)} in all)" if len(paths) > limit else "")
-
-
-def _family(name: str) -> str | None:
-    """``verl`` or ``trl`` for a reader format or a dump's suffix of that framework, else None."""
-    return "verl" if name.startswith("verl") or name == ".jsonl" else \
-        "trl" if name.startswith("trl") or name == ".parquet" else None
-
-
-def _choose(folders: list[Path], rollouts: Mapping[Path, tuple[Path, ...]], fmt: str) -> list[Path]:
-    """The rollout folders left of those beside a log read as ``fmt``: its framework's, then not
-    validation dumps."""
-    family = _family(fmt)
-    if len(folders) > 1 and family is not None:
-        folders = [f for f in folders if rollouts[f] and _family(rollouts[f][0].suffix) == family] or folders
-    if len(folders) > 1:
-        folders = [f for f in folders if not f.name.lower().startswith("val")] or folders
-    return folders
-
-
-def pair(rollouts: Mapping[Path, tuple[Path, ...]], logs: Sequence[Path],
-         formats: Mapping[Path, str] | None = None) -> Pairing:
-    """Join each rollout folder (with its dump files) to the log it belongs to; ``formats``: each log's
-    reader format (see the module docstring).
+def named_apart(entries: list[dict[str, Any]], start: int) -> None:
+    """Label the run list's ``entries`` from ``start`` on (the logs never read) by the shortest end of their
+    paths that tells them from every entry's (``exp1/train.log``, ``exp2/train.log``), as the runs are named.
 
     Example:
-        >>> dumps = {Path("/r/a/rollout_data"): (Path("/r/a/rollout_data/1.jsonl"),)}
-        >>> p = pair(dumps, [Path("/r/a/train.log"), Path("/r/b/train.log")])
-        >>> p.pairs, p.alone
-        ({PosixPath('/r/a/train.log'): PosixPath('/r/a/rollout_data')}, ())
+        >>> entries = [{"path": "/r/exp1/train.log", "label": "exp1/train.log"},
+        ...            {"path": "/r/exp2/train.log", "label": "train.log"}]
+        >>> named_apart(entries, 1); entries[1]["label"]
+        'exp2/train.log'
     """
-    claims: dict[Path, list[Path]] = {}
-    alone: list[Path] = []
-    notes: list[str] = []
-    for folder in rollouts:
-        owners = _owners(folder, logs)
-        if len(owners) == 1:
-            claims.setdefault(owners[0], []).append(folder)
-            continue
-        alone.append(folder)
-        if owners:
-            names = _names(owners, folder.parent)
-            notes.append(Words(f"serve: the rollouts in {folder} lie beside {len(owners)} logs ({names}), so they "
-                               f"are joined to none; serve the run's log as its own PATH with --rollouts {folder}",
-                               f"serve：{folder} 里的 rollout 旁边有 {len(owners)} 个日志（{names}），所以不与任何"
-                               f"日志关联；请把该运行的日志单独作为 PATH，并加 --rollouts {folder}"))
-    pairs: dict[Path, Path] = {}
-    for log, folders in claims.items():
-        train = _choose(folders, rollouts, (formats or {}).get(log, ""))
-        if len(train) == 1:
-            pairs[log] = train[0]
-            alone += [f for f in folders if f != train[0]]
-            continue
-        alone += folders
-        names = _names(folders, log.parent)
-        notes.append(Words(f"serve: {log} has {len(folders)} rollout folders beside it ({names}), "
-                           "so none is joined to it; serve it as its own PATH with --rollouts DIR",
-                           f"serve：{log} 旁边有 {len(folders)} 个 rollout 文件夹（{names}），所以都不与它关联；"
-                           "请把它单独作为 PATH，并加 --rollouts DIR"))
-    return Pairing(pairs, tuple(alone), tuple(notes))
+    if len(entries) <= start:
+        return
+    from ..report.model import unique_labels
+
+    for entry, label in list(zip(entries, unique_labels([e["path"] for e in entries]), strict=True))[start:]:
+        entry["label"] = label
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -414,4 +349,4 @@ def passed_line(root: Path, found: Found, paired: int) -> Words | None:
                  f"serve：{root} 中：" + "，".join(zh for _, zh in parts))
 
 
-__all__ = ["MAX_DEPTH", "MAX_SCAN", "Discovery", "Found", "Pairing", "pair", "passed_line"]
+__all__ = ["MAX_DEPTH", "MAX_SCAN", "Discovery", "Found", "Pairing", "named_apart", "pair", "passed_line"]

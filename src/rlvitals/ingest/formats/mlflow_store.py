@@ -33,6 +33,7 @@ from ..._sqlite import connect_read_only, split_root, table_columns
 from ...errors import InputError
 from ...words import Words
 from .._files import read_file, regular
+from .._profiling import StepZero
 from .._reader import Reader
 from ..record import Record, SkipLog, SourceMeta, Value
 from ..text import iter_lines
@@ -158,6 +159,7 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
     start = info.get("start_time", "")
     millis = _millis(start)
     meta.started = millis / 1000 if millis is not None else None
+    zero = StepZero(str(run))
     for key, file in metrics:
         for lineno, line in iter_lines(file, meta):
             parts = line.split()
@@ -177,7 +179,9 @@ def _read_run_dir(run: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Recor
                                         "the line was skipped",
                                         f"'timestamp value step' 应为数字，读到的是 {line[:80]!r}；这一行已跳过"))
                 continue
-            yield Record(step, {key: value}, where, wall=stamp / 1000)
+            if not zero.drops(step, (key,)):
+                yield Record(step, {key: value}, where, wall=stamp / 1000)
+    zero.note(meta)
 
 
 # --- SQLite store -------------------------------------------------------------------------------
@@ -257,6 +261,7 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
         values: dict[str, Value] = {}
         where = ""
         wall: float | None = None
+        zero = StepZero(f"{db}#{run}")
         for row_step, key, value, is_nan, stamp in cursor:
             try:
                 number = _sql_value(value, is_nan)
@@ -267,14 +272,15 @@ def _read_sqlite(db: Path, run: str | None, meta: SourceMeta, skips: SkipLog) ->
                                  f"指标 {key!r} 的值是 {value!r}，不是数字；这个值已跳过"))
                 continue
             if row_step != step or key in values:
-                if values:
+                if values and not zero.drops(step, values):  # type: ignore[arg-type]
                     yield Record(step, values, where, wall=wall)  # type: ignore[arg-type]
                 step, values, where, wall = row_step, {}, f"{db}#{run} step {row_step}", None
             values[str(key)] = number
             if isinstance(stamp, int) and not isinstance(stamp, bool):
                 wall = stamp / 1000  # the points of one step come in timestamp order: the last is the latest
-        if values:
+        if values and not zero.drops(step, values):  # type: ignore[arg-type]
             yield Record(step, values, where, wall=wall)  # type: ignore[arg-type]
+        zero.note(meta)
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # the store is damaged from here on
         skips.skip(f"{db}#{run}", Words(f"SQLite error ({exc}); the rest of the run was skipped",
                                         f"SQLite 出错（{exc}）；这个运行余下的部分已跳过"))

@@ -47,6 +47,7 @@ from ...words import Words
 from .._config import TOO_DEEP, Cut, dotted, too_deep
 from .._files import open_file, regular
 from .._leveldb import frames
+from .._profiling import StepZero
 from .._protobuf import FIXED64, LEN, VARINT, WireError, double, fields, text, zigzag
 from .._reader import Reader
 from .._wall import WandbClock
@@ -215,8 +216,9 @@ def _as_step(value: Value | None) -> int | None:
 class _Axis:
     """Turns history rows into Records on the right step axis (see the module docstring)."""
 
-    def __init__(self, meta: SourceMeta) -> None:
+    def __init__(self, meta: SourceMeta, path: Path) -> None:
         self.meta = meta
+        self.zero = StepZero(str(path))  # TRL's profiling rows at global step 0: no training step
         self.mode: str | None = None  # None until decided, then "global" or "_step"
         self.pending: list[tuple[dict[str, Value], int, str]] = []
         self.first: int | None = None  # the first global step, for rows logged before it
@@ -251,6 +253,7 @@ class _Axis:
                 "last global step logged before it (the first one for rows before any)",
                 f"有 {self.carried} 行 W&B history 没有 train/global_step；每一行都放在它之前记录的最后一个"
                 "global step 上（在任何 global step 之前的行放在第一个上）"))
+        self.zero.note(self.meta)
 
     def _emit(self, row: dict[str, Value], plain: int, where: str) -> Iterator[Record]:
         values = {k: v for k, v in row.items() if k not in SYSTEM_KEYS}
@@ -266,6 +269,8 @@ class _Axis:
                     self.carried += 1
             else:
                 step = self.last = found
+                if self.zero.drops(step, values):
+                    return
         if values:
             yield Record(step, values, where, wall=self.clock.wall(row))
 
@@ -303,7 +308,7 @@ class _Summary:
 
 
 def _read_wandb_file(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    axis = _Axis(meta)
+    axis = _Axis(meta, path)
     keys: dict[bytes, str] = {}
     summary = _Summary(keys)
     rows = 0
@@ -352,7 +357,7 @@ def _flat_row(obj: dict[str, Any], prefix: str, out: dict[str, Value]) -> None:
 
 
 def _read_history_jsonl(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
-    axis = _Axis(meta)
+    axis = _Axis(meta, path)
     # wandb writes NaN and Infinity, which strict JSON parsers refuse (json_objects reads them)
     expected = Words("a JSON object (one history row)", "JSON 对象（一行 history）")
     for lineno, _, obj in json_objects(path, meta, skips, expected):
