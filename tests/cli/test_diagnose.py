@@ -67,7 +67,9 @@ def test_skipped_checks_are_counted_and_listed_with_all(tmp_path: Path) -> None:
     f = tmp_path / "few.jsonl"
     f.write_text("".join(f'{{"step":{i},"data":{{"actor/grad_norm":0.5}}}}\n' for i in range(1, 30)))
     _, text, _ = _cli("diagnose", str(f))
-    assert "skipped (" in text and "run with --all to list them" in text
+    # one line per layer with its counts, no check named
+    assert "· L6 reasoning       3 skipped\n" in text and "--all lists each passed and skipped check" in text
+    assert "needs actor/entropy" not in text
     _, everything, _ = _cli("diagnose", "--all", str(f))
     assert "needs actor/entropy, which this run did not log" in everything
 

@@ -41,7 +41,7 @@ def test_notes_are_listed_after_the_warnings_and_leave_the_verdict_ok() -> None:
     assert render_diagnosis(d, width=120) == (
         "run.log  verl · GRPO · 300 training steps  verdict: OK\n"
         "  · L5 generalisation  · L1 stability  ✓ efficiency  ✓ L2 behaviour  · L3 signal  · L4 exploration  "
-        "· L6 reasoning  \n"
+        "· L6 reasoning\n"
         "  2 notes\n"
         "\n"
         "✓ Nothing to act on: 1 check passed, 1 could not judge (skipped); 2 notes below could be better.\n"
@@ -54,8 +54,9 @@ def test_notes_are_listed_after_the_warnings_and_leave_the_verdict_ok() -> None:
         "    The heaviest rank waits.\n"
         "    → Enable balance_batch.\n"
         "\n"
-        "✓ passed (1): Entropy collapse\n"
-        "· skipped (1): run with --all to list them\n")
+        "✓ L2 behaviour    1 passed\n"
+        "· L4 exploration  1 skipped\n"
+        "  --all lists each passed and skipped check with its words\n")
 
 
 def test_a_point_event_is_shown_at_its_steps_and_a_note_after_it() -> None:
@@ -64,7 +65,7 @@ def test_a_point_event_is_shown_at_its_steps_and_a_note_after_it() -> None:
     assert render_diagnosis(d, width=120) == (
         "run.log  verl · GRPO · 300 training steps  verdict: WARN\n"
         "  · L5 generalisation  ! L1 stability  ✓ efficiency  ✓ L2 behaviour  · L3 signal  · L4 exploration  "
-        "· L6 reasoning  \n"
+        "· L6 reasoning\n"
         "  1 warning · 1 note\n"
         "\n"
         "Root cause — fix this first\n"
@@ -76,7 +77,8 @@ def test_a_point_event_is_shown_at_its_steps_and_a_note_after_it() -> None:
         "    MFU is low: actor 19%.\n"
         "    → Raise the micro-batch size.\n"
         "\n"
-        "✓ passed (1): Entropy collapse\n")
+        "✓ L2 behaviour  1 passed\n"
+        "  --all lists each passed and skipped check with its words\n")
 
 
 def test_chinese_words_for_a_note_and_for_point_events() -> None:
@@ -139,3 +141,21 @@ def test_markdown_sums_up_passed_and_skipped_checks_in_one_line_each() -> None:
     assert "- ✓ 通过 2 项：Entropy collapse（中）、Entropy surge（中）" in zh and "会逐项列出通过和跳过的检查" in zh
     # nothing passed or skipped: no summary line and no pointer to --all
     assert "--all" not in render_markdown(_diagnosis(MFU))
+
+
+def test_passed_and_skipped_checks_are_one_line_per_layer_in_both_languages() -> None:
+    again = _f("entropy_collapse", "L2", "ok", "Entropy collapse", "No collapse of actor/entropy_x.")
+    surge = _f("entropy_surge", "L2", "ok", "Entropy surge", "No surge.")
+    skipped = _f("format_compliance", "L2", "skipped", "Format compliance", "needs rollouts.")
+    d = _diagnosis(SPIKES, ENTROPY, again, surge, skipped, PASSK)
+    lines = render_diagnosis(d, width=120).splitlines()
+    # a check with two findings counted once; no title of a passed or skipped check named
+    assert lines[-3:] == ["✓ L2 behaviour    2 passed, 1 skipped", "· L4 exploration  1 skipped",
+                          "  --all lists each passed and skipped check with its words"]
+    assert "Entropy surge" not in render_diagnosis(d, width=120)
+    zh = render_diagnosis(d, lang="zh", width=120).splitlines()
+    assert zh[-3:] == ["✓ L2 策略行为  通过 2 项，跳过 1 项", "· L4 探索      跳过 1 项",
+                       "  加 --all 可逐项列出通过和跳过的检查及其说明"]
+    # --all lists each of them with its words instead
+    full = render_diagnosis(d, show_all=True, width=120)
+    assert "No surge." in full and "needs rollouts." in full and "--all" not in full

@@ -19,7 +19,7 @@ from .rm import add_rm_compare
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "inspect": ("rlvitals inspect train.log", "rlvitals inspect --json wandb/", "rlvitals inspect --example"),
     "diagnose": ("rlvitals diagnose train.log", "rlvitals diagnose --example --all",
-                 "rlvitals diagnose run.jsonl --fail-on warn",
+                 "rlvitals diagnose run.jsonl --fail-on warn", "rlvitals diagnose runs/ --brief",
                  "rlvitals diagnose train.log --rollouts rollout_data_dir/",
                  "rlvitals diagnose a.log b.log --markdown --lang zh",
                  "rlvitals diagnose --one-run metrics-launch1.jsonl metrics-launch2.jsonl",

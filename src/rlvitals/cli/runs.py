@@ -59,14 +59,20 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _inspect_paths(paths: list[str], args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ..render.inspection import render_inspect
-    from ..render.summary import run_summary
+    from ..render.inspection import render_inspect, render_shared_notes
+    from ..render.summary import fold_notes, run_summary
 
     runs, status = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang,
                             algorithm=args.algorithm)
-    for run in runs:
-        summary = run_summary(run)
-        out.write(dump(summary) + "\n" if args.json else render_inspect(summary, out.isatty(), width(out), args.lang))
+    summaries = [run_summary(run) for run in runs]
+    if args.json:
+        out.writelines(dump(summary) + "\n" for summary in summaries)
+        return status
+    # a note in the same words for several runs (the TRL-version note of every TRL log) is said once, at the end
+    summaries, shared = fold_notes(summaries)
+    for summary in summaries:
+        out.write(render_inspect(summary, out.isatty(), width(out), args.lang))
+    out.write(render_shared_notes(shared, len(summaries), out.isatty(), width(out), args.lang))
     return status
 
 
@@ -92,6 +98,11 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             "given; add --rollouts DIR (the rollout dumps of the run) or drop --verbose",
             "diagnose --verbose 列出无法计算的 rollout 指标，但没有给出 --rollouts DIR；请加上 --rollouts DIR"
             "（这次训练的 rollout 导出文件），或者去掉 --verbose"), lang_of(args)))
+        return EXIT_USAGE
+    if args.brief and args.all:
+        err.write(said_line(Words(
+            "diagnose --brief lists only the warnings and failures, --all every check: give one of them",
+            "diagnose --brief 只列出警告和失败，--all 列出每一项检查：两者只能选一个"), lang_of(args)))
         return EXIT_USAGE
     try:
         config = diagnose_config(args)
@@ -134,6 +145,10 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
         loaded = load_all(paths, args.fmt, err, progress=not args.json, one_run=args.one_run, lang=args.lang,
                           algorithm=args.algorithm)
         (runs, status), analyses = loaded, []
+        if not args.one_run:  # the rollouts serve joins to a folder's runs (TRL's completions/): diagnose too
+            from ._beside import joined_beside
+
+            runs, analyses = joined_beside(paths, runs, args.fmt, settings, err, not args.json, args.lang)
     done_reading()  # the analysis's imports, done already when a large log was read by two processes
     from ..diagnosis import diagnose, with_rollouts
     from .rm import downstream_run
@@ -144,20 +159,20 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
 
     # what the rollout reader skipped and the analysis could not compute, shown with the run it joins
     logs: list[dict[str, Any] | None] = []
-    if analyses:  # imported here: the render package imports rich, which a diagnosis written as JSON skips
+    if any(a is not None for a in analyses):  # imported here: the render package imports rich, which --json skips
         from ..render.summary import rollout_log
 
         logs = [None if a is None else {"path": a[0], **rollout_log(a[1])} for a in analyses]
     logs += [None] * (len(runs) - len(logs))
     results = []
     pairs = [*analyses, *[None] * (len(runs) - len(analyses))]
-    for run, log, pair in zip(runs, logs, pairs, strict=True):
+    for run, pair in zip(runs, pairs, strict=True):
         d = diagnose(run, config, downstream=policy)
         if pair is not None:  # a spike finding names the extreme rollouts of its steps
             d = with_rollouts(d, pair[1])
         results.append(d)
-        if args.markdown or not args.json:
-            _show(d, log, args, out)
+    if args.markdown or not args.json:
+        _show_all(results, logs, args, out)
     if args.json:
         out.write(dump({"runs": [d.to_json() | ({"rollouts": log} if log is not None else {})
                                   for d, log in zip(results, logs, strict=True)]}) + "\n")
@@ -168,11 +183,33 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
     return status
 
 
+def _show_all(ds: list[Diagnosis], logs: list[dict[str, Any] | None], args: argparse.Namespace,
+              out: IO[str]) -> None:
+    """The diagnoses as Markdown or for the terminal: several open with the table of their verdicts and
+    headlines (not in ``--brief``, whose blocks are as short), then each as :func:`_show` says it, a blank line
+    between two."""
+    from ..render.brief import render_runs_table, runs_markdown
+
+    if len(ds) > 1 and not args.brief:
+        out.write(runs_markdown(ds, args.lang) if args.markdown
+                  else render_runs_table(ds, args.lang, out.isatty(), width(out)))
+    for i, (d, log) in enumerate(zip(ds, logs, strict=True)):
+        if i:
+            out.write("\n")
+        _show(d, log, args, out)
+
+
 def _show(d: Diagnosis, log: dict[str, Any] | None, args: argparse.Namespace, out: IO[str]) -> None:
-    """One diagnosis as Markdown or for the terminal (with what its rollouts' reading skipped)."""
+    """One diagnosis as Markdown or for the terminal (with what its rollouts' reading skipped), or with
+    ``--brief`` its verdict and one line per warning and failure."""
+    from ..render.brief import brief_markdown, render_brief
     from ..render.diagnosis import render_diagnosis, render_markdown
     from ..render.rollout_log import render_rollout_log
 
+    if args.brief:
+        out.write(brief_markdown(d, args.lang) if args.markdown
+                  else render_brief(d, args.lang, out.isatty(), width(out)))
+        return
     if args.markdown:
         out.write(render_markdown(d, args.lang, args.all))
         return
@@ -272,12 +309,16 @@ def add_diagnose(sub: Commands) -> None:
     dia.add_argument("--example", action="store_true", help="diagnose the bundled example run")
     dia.add_argument("--json", action="store_true", help='print {"runs": [...]} with every finding')
     dia.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    dia.add_argument("--brief", action="store_true",
+                     help="only the verdict and one line per warning and failure (status, step, layer, title, key "
+                          "number); with --markdown too")
     add_lang(dia, help="language of the findings and advice")
     dia.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                      help="exit 1 when any run's verdict is at least this bad")
     add_config(dia)
-    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks with their words (the "
-                                                         "terminal names only their counts, --markdown their titles)")
+    dia.add_argument("--all", action="store_true", help="also list passed and skipped checks with their words, in "
+                                                         "the terminal and in --markdown (default: one line per layer "
+                                                         "sums them up: their counts, in Markdown their titles)")
     dia.add_argument("--format", dest="fmt", default=None, help="force a reader")
     dia.add_argument("--list-checks", action="store_true", help="list every check with its layer and defaults")
     add_one_run(dia)

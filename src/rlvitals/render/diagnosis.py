@@ -16,7 +16,7 @@ from rich.text import Text
 from ..catalog import load_catalog
 from ..checks import FINDING_STATUSES, WORST_FIRST
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding
-from .console import WIDTH, console
+from .console import WIDTH, console, print_kept, print_named
 from .story import STORY_WORDS, healthy_words, print_consequences, story_markdown
 
 _MARK = {"fail": "✗", "warn": "!", "note": "i", "ok": "✓", "skipped": "·"}
@@ -36,13 +36,16 @@ _COUNTS_EN: dict[str, tuple[str, str]] = {"fail": ("failure", "failures"), "warn
 _COUNTS_ZH: dict[str, str] = {"fail": "项失败", "warn": "项警告", "note": "项提示"}
 _LABELS = {
     "en": {"since": "since step", "at": "at step", "steps": "steps", "advice": "advice", "passed": "passed ({n}): ",
-           "skipped": "skipped ({n}): ", "and": ", ", "more": "run with --all to list them", "verdict": "verdict",
+           "skipped": "skipped ({n}): ", "and": ", ", "verdict": "verdict",
+           "layer_passed": "{n} passed", "layer_skipped": "{n} skipped", "layer_and": ", ",
+           "more": "--all lists each passed and skipped check with its words",
            "colon": ": ", "metrics": "Metrics", "evidence": "Evidence",
            "extremes": "extreme rollouts of the spike steps",
            "md_more": "`rlvitals diagnose --markdown --all` lists each passed and skipped check with its words."},
     "zh": {"since": "自第", "at": "第", "steps": "步", "advice": "建议", "passed": "通过 {n} 项：",
-           "skipped": "跳过 {n} 项：", "and": "、",
-           "more": "加 --all 可全部列出", "verdict": "结论",
+           "skipped": "跳过 {n} 项：", "and": "、", "verdict": "结论",
+           "layer_passed": "通过 {n} 项", "layer_skipped": "跳过 {n} 项", "layer_and": "，",
+           "more": "加 --all 可逐项列出通过和跳过的检查及其说明",
            # evidence is machine-readable: its field names are those of the --json output
            "colon": "：", "metrics": "指标", "evidence": "证据（JSON 字段）", "extremes": "尖峰所在步的极端 rollout",
            "md_more": "`rlvitals diagnose --markdown --all` 会逐项列出通过和跳过的检查及其说明。"},
@@ -127,20 +130,15 @@ def layer_code(layer: str, lang: str) -> str:
 def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, color: bool = False,
                      width: int = WIDTH) -> str:
     """The terminal view: the layers at a glance, then the root cause with what followed under it, the other
-    problems worst first (each with its own consequences), the notes, and what passed."""
+    problems worst first (each with its own consequences), the notes, then the passed and the skipped checks in
+    one line per layer (``show_all``: each with its words, as ``diagnose --all``)."""
     buf = io.StringIO()
     con = console(buf, color, width)
     labels, words = _LABELS[lang], STATUS_WORDS[lang]
-    title = Text(d.path, style="bold")
-    title.append(f"  {_head(d, lang)}  ", style="dim")
-    title.append(f"{labels['verdict']}{labels['colon']}{words[d.verdict]}", style=STATUS_STYLE[d.verdict])
-    con.print(title)
-    glance = Text("  ")
-    for layer in READING_ORDER:
-        status = d.layers[layer]
-        glance.append(f"{_MARK[status]} {load_catalog().layers[layer].short(lang)}", style=STATUS_STYLE[status])
-        glance.append("  ")
-    con.print(glance)
+    head = Text(f"{_head(d, lang)}  ", style="dim")
+    head.append(f"{labels['verdict']}{labels['colon']}{words[d.verdict]}", style=STATUS_STYLE[d.verdict])
+    print_named(con, Text(d.path, style="bold"), head)
+    _print_glance(con, d, lang)
     counts = count_words({s: sum(f.status == s for f in d.findings) for s in SHOWN}, lang)
     if counts:
         con.print(Text(f"  {counts}", style="dim"))
@@ -149,32 +147,67 @@ def render_diagnosis(d: Diagnosis, lang: str = "en", show_all: bool = False, col
     causes = d.causes()
     if not causes:
         note_words = count_words({"note": len(notes)}, lang)
-        con.print(Text(f"{_MARK['ok']} {healthy_words(d, lang, note_words)}", style="green"))
+        print_kept(con, Text(f"{_MARK['ok']} {healthy_words(d, lang, note_words)}", style="green"))
         con.print()
     codes = {layer: layer_code(layer, lang) for layer in READING_ORDER}
     for i, cause in enumerate(causes):
         if i < 2:
             con.print(Text(STORY_WORDS[lang]["root" if i == 0 else "others"], style="bold underline"))
         _print_finding(con, cause.finding, lang, labels, words, brief=True)
-        con.print(Text(f"    → {cause.finding.advice[lang]}", style="dim"))
+        print_kept(con, Text(f"    → {cause.finding.advice[lang]}", style="dim"))
         print_consequences(con, cause, lang, _MARK, STATUS_STYLE, codes)
         con.print()
     # notes come after what needs action, with their advice; they never change the verdict or the glance
     for f in notes:
         _print_finding(con, f, lang, labels, words)
-    passed = [f for f in d.findings if f.status == "ok"]
-    skipped = [f for f in d.findings if f.status == "skipped"]
     if show_all:
-        for f in passed + skipped:
+        for f in [f for f in d.findings if f.status == "ok"] + [f for f in d.findings if f.status == "skipped"]:
             _print_finding(con, f, lang, labels, words, brief=True)
     else:
-        names = labels["and"].join(dict.fromkeys(f.title[lang] for f in passed))
-        if passed:
-            con.print(Text(f"{_MARK['ok']} {labels['passed'].format(n=len(passed))}{names}", style="green"))
-        if skipped:
-            con.print(Text(f"{_MARK['skipped']} {labels['skipped'].format(n=len(skipped))}{labels['more']}",
-                           style="dim"))
+        _print_summed(con, d.findings, lang)
     return buf.getvalue()
+
+
+def _summed(findings: Sequence[Finding], status: str, layer: str) -> int:
+    """How many checks of ``layer`` ended with ``status`` (a check with several findings once, as in Markdown)."""
+    return len({f.title["en"] for f in findings if f.status == status and f.layer == layer})
+
+
+def _print_summed(con: Console, findings: Sequence[Finding], lang: str) -> None:
+    """The passed and the skipped checks in one line per layer, in reading order (``L2 behaviour  7 passed, 3
+    skipped``), then how to list them; nothing when none passed or was skipped."""
+    labels = _LABELS[lang]
+    rows = []
+    for layer in READING_ORDER:
+        passed, skipped = _summed(findings, "ok", layer), _summed(findings, "skipped", layer)
+        counts = [labels["layer_passed"].format(n=passed)] * bool(passed) + \
+            [labels["layer_skipped"].format(n=skipped)] * bool(skipped)
+        if counts:
+            rows.append((load_catalog().layers[layer].short(lang), labels["layer_and"].join(counts), passed))
+    if not rows:
+        return
+    pad = max(cell_len(name) for name, _, _ in rows)
+    for name, said, passed in rows:
+        mark = "ok" if passed else "skipped"
+        con.print(Text(f"{_MARK[mark]} {name}{' ' * (pad - cell_len(name))}  {said}", style=STATUS_STYLE[mark]))
+    print_kept(con, Text(f"  {labels['more']}", style="dim"))
+
+
+def _print_glance(con: Console, d: Diagnosis, lang: str) -> None:
+    """Each layer's mark and name, in reading order, on as few lines as the width allows; a layer's name is never
+    cut from its mark (``· L6 reasoning`` stays together)."""
+    line = Text("  ")
+    for layer in READING_ORDER:
+        status = d.layers[layer]
+        item = f"{_MARK[status]} {load_catalog().layers[layer].short(lang)}"
+        if line.plain.strip() and cell_len(line.plain) + cell_len(item) > con.width:
+            line.rstrip()
+            con.print(line, crop=False, no_wrap=True, overflow="ignore")
+            line = Text("  ")
+        line.append(item, style=STATUS_STYLE[status])
+        line.append("  ")
+    line.rstrip()
+    con.print(line, crop=False, no_wrap=True, overflow="ignore")
 
 
 def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], words: dict[str, str],
@@ -186,17 +219,17 @@ def _print_finding(con: Console, f: Finding, lang: str, labels: dict[str, str], 
     when = _when(f, lang)
     if when:
         head.append(f"  {when}", style="dim")
-    con.print(head)
-    con.print(Text("    " + f.message[lang]))
+    print_kept(con, head)
+    print_kept(con, Text("    " + f.message[lang]))
     picked = _extremes(f)
     if picked and not brief:  # a spike's extreme rollouts (diagnose --rollouts): where to look first
         from ..rollout import described_extreme  # polars: only when rollouts were read
 
         con.print(Text(f"    {labels['extremes']}{labels['colon'].rstrip()}", style="dim"))
         for rollout in picked:
-            con.print(Text(f"      {described_extreme(rollout, lang)}", style="dim"))
+            print_kept(con, Text(f"      {described_extreme(rollout, lang)}", style="dim"))
     if not brief and f.advice[lang]:
-        con.print(Text(f"    → {f.advice[lang]}", style="dim"))
+        print_kept(con, Text(f"    → {f.advice[lang]}", style="dim"))
     if not brief:
         con.print()
 

@@ -10,10 +10,10 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from .console import WIDTH, console
+from .console import WIDTH, console, print_kept
 from .said import ENGLISH_ORIGINAL, said
 
-__all__ = ["render_inspect"]
+__all__ = ["render_inspect", "render_shared_notes"]
 
 #: the row names and words of ``inspect``, per language
 _INSPECT = {
@@ -82,7 +82,7 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
     and printed unwrapped there (the terminal wraps them)."""
     buf = io.StringIO()
     con = console(buf, color, width)
-    con.print(Text(summary["path"], style="bold"))
+    print_kept(con, Text(summary["path"], style="bold"))  # a path wider than the line whole, never cut
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(overflow="fold")
@@ -97,5 +97,31 @@ def render_inspect(summary: dict[str, Any], color: bool = False, width: int = WI
         con.print(Text(f"{crash[0]}{' ' * pad}{crash[1]}"), soft_wrap=True)
     for kind, texts in (("skip", summary["skipped"]["reasons"]), ("note", summary["notes"])):
         for text in texts:
-            con.print(Text("  ") + said(w[kind], text, lang, "yellow"), soft_wrap=lang == "zh")
+            if lang == "zh":
+                con.print(Text("  ") + said(w[kind], text, lang, "yellow"), soft_wrap=True)
+            else:  # a note often names a file: never cut
+                print_kept(con, Text("  ") + said(w[kind], text, lang, "yellow"))
+    return buf.getvalue()
+
+
+#: the head of a note said once for several runs (:func:`~.summary.fold_notes`), per language
+_SHARED = {"en": ("note, for all {n} runs:", "note, for {k} of {n} runs ({paths}):", ", "),
+           "zh": ("说明（{n} 个运行都适用）", "说明（{n} 个运行中的 {k} 个：{paths}）", "、")}
+
+
+def render_shared_notes(shared: list[tuple[str, list[str]]], runs: int, color: bool = False, width: int = WIDTH,
+                        lang: str = "en") -> str:
+    """The notes said of several runs, once each after the runs, naming how many runs (and, when not all of
+    them, which) each is about."""
+    buf = io.StringIO()
+    con = console(buf, color, width)
+    every, some, sep = _SHARED[lang]
+    for note, paths in shared:
+        head = every.format(n=runs) if len(paths) == runs else some.format(k=len(paths), n=runs,
+                                                                            paths=sep.join(paths))
+        text = Text("  ") + said(head, note, lang, "yellow")
+        if lang == "zh":
+            con.print(text, soft_wrap=True)
+        else:
+            print_kept(con, text)
     return buf.getvalue()

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
-from .console import WIDTH, console
+from .console import WIDTH, console, print_kept
 from .not_computed import render_not_computed
 from .said import said
 
@@ -38,7 +37,7 @@ def _aside(con: Console, text: Text, lang: str) -> None:
     if lang == "zh":
         con.print(Text("  ") + text, soft_wrap=True)
     else:
-        con.print(Padding(text, (0, 0, 0, 2), expand=False))
+        print_kept(con, text, 2)  # a path too wide for a line is never cut
 
 
 def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int = WIDTH, lang: str = "en",
@@ -65,12 +64,12 @@ def render_rollout_log(log: Mapping[str, Any], color: bool = False, width: int =
     if missing:
         one = len(missing) == 1
         head.append(w["missing"].format(n=len(missing), y="y" if one else "ies", s="" if one else "s"))
-    con.print(head)
+    print_kept(con, head)
     for reason in skipped["reasons"][:SHOWN_ROLLOUT_SKIPS]:
         _aside(con, said(w["skip"], reason, lang), lang)
     more = skipped["count"] - min(len(skipped["reasons"]), SHOWN_ROLLOUT_SKIPS)
     if more:
-        con.print(Text("  " + w["more"].format(n=more, path=path)))
+        print_kept(con, Text("  " + w["more"].format(n=more, path=path)))
     if missing and verbose:  # the console's earlier lines are in the buffer already
         buf.write(render_not_computed(log["not_computed"], True, color, width, lang))
     elif missing:  # the names of the metric families and keys, as rlvitals rollouts --json has them

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from ..diagnosis import Diagnosis, Headline, Moment
+from .console import print_kept
 
 __all__ = ["STORY_WORDS", "because_words", "healthy_words", "print_consequences", "story_markdown"]
 
@@ -80,11 +80,11 @@ def print_consequences(con: Console, cause: Headline, lang: str, marks: dict[str
         head.append(f"{marks[f.status]} ", style=styles[f.status])
         head.append(f"{layer[f.layer]} ", style="cyan")
         head.append(f.title[lang], style="bold")
-        con.print(head)
+        print_kept(con, head)
         why = because_words(m, cause, lang)
         if why:
-            con.print(Padding(Text(f"← {why}", style="dim"), (0, 0, 0, 8 + width), expand=False))
-        con.print(Padding(Text(f.message[lang]), (0, 0, 0, 8 + width), expand=False))
+            print_kept(con, Text(f"← {why}", style="dim"), 8 + width)
+        print_kept(con, Text(f.message[lang]), 8 + width)
 
 
 def _md_moment(m: Moment, lang: str, status_words: dict[str, str]) -> str:

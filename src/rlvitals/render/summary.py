@@ -83,3 +83,25 @@ def rollout_summary(analysis: RolloutAnalysis, path: str, ks: Sequence[int]) -> 
     rows = [step_json(r, ks) for r in analysis.steps.iter_rows(named=True)]
     return {"path": path, "steps": rows, "overall": step_json({**analysis.overall, "step": None}, ks),
             **rollout_log(analysis)}
+
+
+def fold_notes(summaries: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]]]:
+    """The notes said in the same words of several runs (a key whose meaning changed across a framework's
+    versions, in every log of that framework) taken out of each run's summary, to be said once: the summaries
+    without them, and each such note with the paths of the runs it is about, in the order first met.
+
+    Example:
+        >>> runs = [{"path": p, "notes": ["'reward_std' read as the group std", f"{p}: 3 lines"]} for p in "ab"]
+        >>> kept, shared = fold_notes(runs)
+        >>> [s["notes"] for s in kept], shared
+        ([['a: 3 lines'], ['b: 3 lines']], [("'reward_std' read as the group std", ['a', 'b'])])
+    """
+    where: dict[str, list[str]] = {}
+    said: dict[str, str] = {}
+    for summary in summaries:
+        for note in dict.fromkeys(summary["notes"]):
+            said.setdefault(str(note), note)
+            where.setdefault(str(note), []).append(summary["path"])
+    shared = {text for text, paths in where.items() if len(paths) > 1}
+    kept = [{**s, "notes": [n for n in s["notes"] if str(n) not in shared]} for s in summaries]
+    return kept, [(said[text], where[text]) for text in where if text in shared]
