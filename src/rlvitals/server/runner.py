@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -121,6 +122,9 @@ def serve(paths: Sequence[Path], *, host: str = "127.0.0.1", port: int = 8765, t
     (``"en"`` or ``"zh"``)."""
     environ = os.environ if environ is None else environ
     check_bind(host, token)
+    options = options or WorkspaceOptions()
+    # a folder of finished runs is read whole in a worker process per core (the poll thread stays free to answer)
+    options = replace(options, workers=options.workers or (os.cpu_count() or 1))
     workspace = Workspace(paths, ServeState(state or default_state_path(environ)), options)
     try:
         sock = listen(host, port)

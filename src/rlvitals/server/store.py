@@ -4,8 +4,10 @@
 (a counter bumped each time the run grew and was diagnosed again), so a restarted server lists
 the runs with their last known state while it re-reads the logs, and versions keep counting up
 (a page open across the restart sees a newer version, never an older one). ``sources`` keeps
-each followed log's cursor (see :class:`rlvitals.run.follow.Follow`). Several servers may
-share one file: WAL lets one write while the others read.
+each followed log's cursor (see :class:`rlvitals.run.follow.Follow`). ``readings`` keeps what a whole read
+of a quiet log gave (:mod:`.quiet`): its signature then, and its runs as the run list says them, so a restarted
+server lists an unchanged log's runs without reading it again. Several servers may share one file: WAL lets
+one write while the others read.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .._sqlite import connect_wal, schema_version
 from ..errors import RlvitalsError
 from ..words import Words
+from .quiet import Found, Reading
 
 SCHEMA = 1
 _TABLES = (
@@ -28,6 +33,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, path TEXT NOT NULL, root TEXT NOT NULL, "
     "last_step INTEGER NOT NULL, verdict TEXT NOT NULL, version INTEGER NOT NULL, seen REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    # added within layout 1: a state file written before it just has no readings yet
+    "CREATE TABLE IF NOT EXISTS readings (path TEXT PRIMARY KEY, signature TEXT NOT NULL, runs TEXT NOT NULL)",
 )
 
 
@@ -98,6 +105,36 @@ class ServeState:
         with self._lock:
             self.db.execute("INSERT OR REPLACE INTO sources (path, state) VALUES (?, ?)",
                             (_stored(path), json.dumps(state)))
+
+    def readings(self) -> dict[str, Reading]:
+        """The last whole reading of each quiet log, by path (:mod:`.quiet`); a row this rlvitals cannot
+        make sense of is left out (the log is then read again)."""
+        with self._lock:
+            rows = self.db.execute("SELECT path, signature, runs FROM readings").fetchall()
+        out = {}
+        for path, sig, runs in rows:
+            try:
+                found = tuple(Found(r["path"], int(r["last_step"]), str(r["verdict"]), dict(r["facts"]))
+                              for r in orjson.loads(runs))
+                signature = tuple((str(n), int(size), int(ns), int(ino)) for n, size, ns, ino in orjson.loads(sig))
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+            out[_path(path)] = Reading(_path(path), signature, found)
+        return out
+
+    def save_reading(self, reading: Reading) -> None:
+        """Keep ``reading`` (one with a signature: read whole while the log stood still)."""
+        runs = [{"path": f.path, "last_step": f.last_step, "verdict": f.verdict, "facts": f.facts}
+                for f in reading.runs]
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO readings (path, signature, runs) VALUES (?, ?, ?)",
+                            (_stored(reading.path), orjson.dumps(reading.signature).decode(),
+                             orjson.dumps(runs, option=orjson.OPT_SERIALIZE_NUMPY).decode()))
+
+    def forget_reading(self, path: str) -> None:
+        """The log at ``path`` is followed now: its last whole reading no longer says what it holds."""
+        with self._lock:
+            self.db.execute("DELETE FROM readings WHERE path = ?", (_stored(path),))
 
     def close(self) -> None:
         with self._lock:

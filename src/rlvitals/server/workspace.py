@@ -21,6 +21,12 @@ poll (``events``). Page models are built on first request and kept for the curre
 once a run's page has been asked for, the poll thread builds the page model of each new version
 right after its diagnosis, so a reader of a growing 100k-step run does not wait for it.
 
+A log not written for ``settle`` seconds when first found (a finished run of a sweep) is not followed but read
+whole, in ``workers`` processes when given, and kept only as what the run list says of it until its page is
+asked for or it is written again (:mod:`.quiet`); ``progress()`` says how many of the logs found have been
+read so far, and the list shows each run as soon as it is. Such a reading is kept in the state file with the
+log's signature: a restart lists an unchanged log's runs from there, reading only the logs that changed.
+
 A followed text log is read by complete lines only (a trainer may be mid-line). A log whose last
 line has no newline and that stays unchanged for ``settle`` seconds is a finished file cut short,
 not a line being written: it is then read whole once (:func:`rlvitals.run.load.load`), so the
@@ -38,15 +44,12 @@ by name in natural order (``run2`` before ``run10``): :func:`sort_runs`.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
@@ -61,18 +64,20 @@ from ..run.run import Run
 from ..run.unterminated import Unterminated
 from ..words import Words
 from .alert_files import AlertFiles, Said
-from .discover import Discovery, passed_line
-from .listing import SORTS, Served, modified, natural_key, run_id, sort_runs, unreadable
+from .discover import Discovery, named_apart, passed_line
+from .listing import SORTS, Served, folder_entries, modified, natural_key, run_id, sort_runs, unreadable
 from .live_alerts import LiveAlerts
-from .security import AccessError, confine
+from .quiet import Reader, Readers, Reading
+from .security import AccessError
+from .sources import Source, pair_rollouts, result_of, signature_now
 from .stale import Freshness, left_out, no_metrics
 from .store import RunRow, ServeState
+from .views import rollout_groups_of, series_of
 
 if TYPE_CHECKING:
     from ..rollout.analysis import RolloutAnalysis
 
 MAX_MESSAGES = 50
-MAX_ENTRIES = 1000  # a folder listing stops here; a served folder is a place for logs, not a file browser
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ class WorkspaceOptions:
     cooldown: Cooldown = field(default_factory=Cooldown)
     #: the algorithm id the served runs are (``--algorithm``): their keys are read as its; None: detected
     algorithm: str | None = None
+    #: processes that read quiet logs whole (:mod:`.quiet`); 0: the poll thread reads them itself
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if self.algorithm is not None:  # a name the catalog does not know fails here, not at the first read
@@ -105,37 +112,6 @@ class WorkspaceOptions:
             from ..run.detect import checked_algorithm
 
             checked_algorithm(self.algorithm, load_catalog(), "WorkspaceOptions: algorithm=")
-
-
-@dataclass
-class _Source:
-    path: Path
-    root: int
-    follow: Follow
-    dirty: bool = False
-    error: str | None = None  # why it could not be read at the last poll (listed with the runs)
-    fresh: Freshness | None = None  # whether its last good reading is still what the path holds
-    runs: set[str] = field(default_factory=set)  # the ids of the runs read from it
-    modified: float = 0.0  # its mtime (a folder's: its newest file's) when last read
-
-
-def _pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
-    """One rollout folder (or None) per served root, in their order."""
-    if rollouts is None:
-        return [None] * len(roots)
-    fix = Words("give --rollouts once per PATH, in the order of the paths ('-' for a path without rollouts)",
-                "请每个 PATH 给一次 --rollouts，按路径的顺序（没有 rollout 的路径给 '-'）")
-    if isinstance(rollouts, tuple):
-        if len(rollouts) != len(roots):
-            raise RlvitalsError(Words(f"serve: {len(roots)} paths but {len(rollouts)} rollout folders; {fix}",
-                                      f"serve：{len(roots)} 个路径，却有 {len(rollouts)} 个 rollout 文件夹；{fix.zh}"))
-        return [Path(r) if r is not None else None for r in rollouts]
-    if len(roots) > 1:
-        raise RlvitalsError(Words(f"serve: one rollout folder for {len(roots)} paths would join the same rollouts to "
-                                  f"every run; {fix}",
-                                  f"serve：{len(roots)} 个路径只给一个 rollout 文件夹，会把同一批 rollout 关联到"
-                                  f"每个运行；{fix.zh}"))
-    return [Path(rollouts)]
 
 
 class Workspace:
@@ -148,7 +124,8 @@ class Workspace:
     """
 
     def __init__(self, paths: Sequence[Path], state: ServeState, options: WorkspaceOptions | None = None,
-                 *, clock: Callable[[], float] = time.time, timer: Callable[[], float] = time.perf_counter) -> None:
+                 *, clock: Callable[[], float] = time.time, timer: Callable[[], float] = time.perf_counter,
+                 reader: Reader | None = None) -> None:
         if not paths:
             raise RlvitalsError(Words("serve: no PATH given; pass log files or folders of runs to serve",
                                       "serve：没有给出 PATH；请传入要展示的日志文件或运行文件夹"))
@@ -161,7 +138,7 @@ class Workspace:
         self.pace = Pace(floor=self.options.interval, gap=2.0)
         # the run pages' own alerts, on the live path of watch and the Monitor
         self.live_alerts = LiveAlerts(self.options.confirm, self.options.cooldown)
-        self._given = _pair_rollouts(self.roots, self.options.rollouts)  # each root's --rollouts folder
+        self._given = pair_rollouts(self.roots, self.options.rollouts)  # each root's --rollouts folder
         self._found: dict[Path, tuple[Path, ...]] = {}  # rollout folders found beside logs, with their dumps
         self._paired: dict[Path, Path] = {}  # log -> the rollout folder found beside it
         self._passed: dict[int, str] = {}  # each root's counted line: what its last scan passed over
@@ -170,12 +147,15 @@ class Workspace:
         self._discovery = Discovery(self.options.fmt, [d for d in self._given if d is not None], [state.path])
         self._unterminated = Unterminated(self.options.settle)
         self._alert_files = AlertFiles()  # what `rlvitals watch --alert jsonl:` wrote into the served folders
-        self._sources: dict[Path, _Source] = {}
+        self._sources: dict[Path, Source] = {}
         self._served: dict[str, Served] = {}
         self._memo: dict[tuple[str, str], tuple[int, Any, object]] = {}
-        self._owner: dict[str, _Source] = {}  # run id -> the source it was read from
+        self._owner: dict[str, Source] = {}  # run id -> the source it was read from
         self._dropped: dict[str, str] = {}  # run id -> why no reading of its source holds it any more
         self._lock = threading.Lock()
+        self._reading = threading.RLock()  # one source read at a time: by the poll thread, or by a page asked for
+        self._readers = Readers(self.options.workers, *([reader] if reader else []))
+        self._readings = state.readings()  # the quiet logs' last whole readings, by path
         self._seq = 0
         self._next_scan = 0.0
         self._saved = state.sources()
@@ -199,9 +179,13 @@ class Workspace:
 
     def _add(self, path: Path, root: int) -> None:
         if path not in self._sources:
-            self._sources[path] = _Source(path, root, Follow(path, self.options.fmt, self.options.min_gap,
-                                                             self._saved.get(str(path)), rules=self.options.rotation,
-                                                             algorithm=self.options.algorithm))
+            src = self._sources[path] = Source(path, root, Follow(
+                path, self.options.fmt, self.options.min_gap, self._saved.get(str(path)), rules=self.options.rotation,
+                algorithm=self.options.algorithm))
+            saved = self._readings.pop(str(path), None)
+            if saved is not None and saved.signature == signature_now(path):  # unchanged since: not read again
+                src.tried, src.modified = True, modified(path)
+                self._hold(src, saved, self.clock(), again=False)
 
     def _scan(self) -> None:
         """Find the sources of every root (new logs in a served folder and its sub-folders included), and
@@ -237,7 +221,7 @@ class Workspace:
             return
         with self._lock:
             for rid, served in list(self._served.items()):
-                if served.diagnosis is not None and str(real_path(Path(served.path))) in runs:
+                if served.ready and str(real_path(Path(served.path))) in runs:
                     self._seq += 1
                     self._served[rid] = replace(served, version=served.version + 1, seq=self._seq)
 
@@ -251,7 +235,7 @@ class Workspace:
         said = self._alert_files.of(served.path)
         return (said, True) if said else (self.live_alerts.of(served.path), False)
 
-    def _rollout_dir(self, src: _Source) -> Path | None:
+    def _rollout_dir(self, src: Source) -> Path | None:
         """The rollout folder joined to ``src``'s runs: its root's --rollouts folder, else one found beside it."""
         return self._given[src.root] or self._paired.get(src.path)
 
@@ -280,7 +264,7 @@ class Workspace:
                 if self._rollout_dir(src) == folder:
                     src.dirty = True  # its runs join the new rollout series
 
-    def _rollouts_of(self, src: _Source, runs: int) -> RolloutAnalysis | None:
+    def _rollouts_of(self, src: Source, runs: int) -> RolloutAnalysis | None:
         """The rollouts to join to the runs read from ``src``: its root's, when that root serves one run,
         or those found beside it, when it holds one run."""
         folder = self._rollout_dir(src)
@@ -305,37 +289,124 @@ class Workspace:
         grew (when their throttle allows); the ids of the runs updated."""
         now = self.clock()
         if now >= self._next_scan:
-            self._scan()  # first: it finds the rollout folders beside the logs
-            self._scan_rollouts()
+            with self._reading:
+                self._scan()  # first: it finds the rollout folders beside the logs
+                self._scan_rollouts()
             self._next_scan = now + self.options.rescan
         updated: list[str] = []
         for src in list(self._sources.values()):
-            before = src.error
-            try:
-                if src.follow.poll(now, self.pace.cost(src.path) or 0.0):
-                    src.dirty = True
-                if src.follow.moved:
-                    self.live_alerts.moved(str(src.path), now)
-                src.error = src.follow.error
-            except RlvitalsError as exc:
-                if str(exc) != src.error:
-                    self._note(str(exc))
-                src.error = Words(str(exc), exc.text("zh"))
-            if src.runs:  # read before: say so when that reading is not what the path holds any more
-                src.fresh = src.fresh or Freshness(src.path, self.options.fmt)
-                src.error = src.fresh.look(src.follow) or src.error
-            if src.error != before:
-                self._touch(src.runs)
-            for message in src.follow.messages:
-                self._note(message)
-            src.follow.messages.clear()
-            if src.dirty and self.pace.due(src.path, now):
-                updated += self._diagnose(src, now)
-            updated += self._settle(src, now)
+            with self._reading:
+                whole = self._is_quiet(src, now)
+            if whole:  # not under the lock: read here without workers, and a page asked for meanwhile is read
+                src.reading = self._readers.submit(src.path, self.options.fmt, self.options.algorithm,
+                                                   self.options.config)
+            with self._reading:
+                updated += self._poll_source(src, now)
+        if not any(src.reading is not None for src in self._sources.values()):
+            self._readers.idle()  # every quiet log is read: the worker processes go until another is found
         self._alerted(self.live_alerts.tick(now, max(2.0, 4 * self.options.interval)))
         return updated
 
-    def _settle(self, src: _Source, now: float) -> list[str]:
+    def _poll_source(self, src: Source, now: float) -> list[str]:
+        if src.reading is not None or src.quiet is not None:
+            return self._poll_quiet(src, now)
+        before = src.error
+        try:
+            if src.follow.poll(now, self.pace.cost(src.path) or 0.0):
+                src.dirty = True
+            if src.follow.moved:
+                self.live_alerts.moved(str(src.path), now)
+            src.error = src.follow.error
+        except RlvitalsError as exc:
+            if str(exc) != src.error:
+                self._note(str(exc))
+            src.error = Words(str(exc), exc.text("zh"))
+        self._look(src, before)
+        for message in src.follow.messages:
+            self._note(message)
+        src.follow.messages.clear()
+        updated = self._diagnose(src, now) if src.dirty and self.pace.due(src.path, now) else []
+        return updated + self._settle(src, now)
+
+    def _look(self, src: Source, before: str | None) -> None:
+        """Whether ``src``'s last good reading is still what its path holds; its runs hear of a change of that."""
+        if src.runs:  # read before: say so when that reading is not what the path holds any more
+            src.fresh = src.fresh or Freshness(src.path, self.options.fmt)
+            src.error = src.fresh.look(src.follow) or src.error
+        if src.error != before:
+            self._touch(src.runs)
+
+    def _is_quiet(self, src: Source, now: float) -> bool:
+        """A log found not written for ``settle`` s, never read, with no rollouts to join: read it whole."""
+        if src.tried or src.follow.inner is not None or self._rollout_dir(src) is not None:
+            return False
+        src.tried = True
+        written = modified(src.path)
+        return 0 < written <= now - self.options.settle
+
+    def _poll_quiet(self, src: Source, now: float) -> list[str]:
+        """A quiet log: take what its whole read gave, or see whether it was written since."""
+        if src.reading is not None:
+            if not src.reading.done():
+                return []
+            reading, src.reading = result_of(src.reading), None
+            if reading is None or reading.signature is None or reading.signature != signature_now(src.path):
+                return self._poll_source(src, now)  # it could not be read whole, or moved meanwhile: follow it
+            src.modified = modified(src.path)
+            self.state.save_reading(reading)
+            return self._hold(src, reading, now, again=True)
+        before = src.error
+        if src.quiet != signature_now(src.path):  # written to (or gone) since: followed from now on
+            src.quiet = None
+            self.state.forget_reading(str(src.path))
+            return self._poll_source(src, now)
+        self._look(src, before)
+        return []
+
+    def _hold(self, src: Source, reading: Reading, now: float, *, again: bool) -> list[str]:
+        """List the runs of a quiet log's ``reading`` by their facts alone; ``again``: a new reading (its
+        version moves on), else the state file's, of the log as it still is (the version stays)."""
+        ids = []
+        for found in reading.runs:
+            rid = run_id(found.path)
+            src.runs.add(rid)
+            self._owner[rid] = src
+            self._dropped.pop(rid, None)
+            with self._lock:
+                old = self._served.get(rid)
+                self._seq += 1
+                version = (old.version if old else 0) + (1 if again or old is None else 0)
+                served = Served(rid, found.path, src.root, version, found.last_step, found.verdict, self._seq,
+                                now if again or old is None else old.updated, modified=src.modified,
+                                facts=found.facts)
+                self._served[rid] = served
+            if again:
+                self.state.save_run(RunRow(rid, found.path, str(self.roots[src.root]), found.last_step,
+                                           found.verdict, version, now))
+            ids.append(rid)
+        src.quiet, src.read = reading.signature, True
+        return ids
+
+    def _wake(self, rid: str) -> None:
+        """Read the quiet log of run ``rid`` (held as its facts) and follow it from now on: its page is asked
+        for. The reading is the same log, so the run's version stays."""
+        with self._reading:
+            src = self._owner.get(rid)
+            if src is None or src.quiet is None:
+                return
+            src.quiet = None
+            now = self.clock()
+            try:
+                src.follow.poll(now)
+            except RlvitalsError as exc:
+                self._note(str(exc))
+                return
+            for message in src.follow.messages:
+                self._note(message)
+            src.follow.messages.clear()
+            self._diagnose(src, now, keep=True)
+
+    def _settle(self, src: Source, now: float) -> list[str]:
         """Read a quiet text log whole when its last line has no newline (:mod:`rlvitals.run.unterminated`)."""
         if not self._unterminated.due(src.follow, now):
             return []
@@ -348,7 +419,9 @@ class Workspace:
             return []
         return self._diagnose(src, now, runs)
 
-    def _diagnose(self, src: _Source, now: float, runs: list[Run] | None = None) -> list[str]:
+    def _diagnose(self, src: Source, now: float, runs: list[Run] | None = None, *, keep: bool = False) -> list[str]:
+        """Diagnose the runs read from ``src`` (``runs``: as read whole) and publish them; ``keep``: the same
+        reading as the one listed (a quiet log read for its page), so their versions stay."""
         t0 = self.timer()
         ids = []
         found = src.follow.runs() if runs is None else runs
@@ -360,7 +433,7 @@ class Workspace:
                     run = analysis.join(run, f"rollouts in {self._rollout_dir(src)}")
                 d = diagnose(run, self.options.config)
                 told = self.live_alerts.seen(run, d, now)  # before the new version: its page carries them
-                rid = self._publish(src, run, d, now, analysis)
+                rid = self._publish(src, run, d, now, analysis, keep=keep)
                 self._alerted(told - {run.path})
                 if ("page", rid) in self._memo:  # someone looks at this run: have its next page ready
                     self.page(self._served[rid])
@@ -371,7 +444,7 @@ class Workspace:
         for rid in left:  # read before, in no reading now: its last good reading stays, marked stale
             self._dropped[rid] = left_out(self._served[rid].path, src.path) if found else no_metrics(src.path)
         self._touch(left)
-        src.dirty = False
+        src.dirty, src.read = False, True
         self.pace.spent(src.path, now, self.timer() - t0)
         self.state.save_source(str(src.path), src.follow.state())
         return ids
@@ -383,16 +456,19 @@ class Workspace:
                 self._seq += 1
                 self._served[rid] = replace(self._served[rid], seq=self._seq)
 
-    def _publish(self, src: _Source, run: Run, d: Diagnosis, now: float, analysis: RolloutAnalysis | None) -> str:
+    def _publish(self, src: Source, run: Run, d: Diagnosis, now: float, analysis: RolloutAnalysis | None,
+                 *, keep: bool = False) -> str:
         rid = run_id(run.path)
         src.runs.add(rid)
         self._owner[rid] = src
         self._dropped.pop(rid, None)
         with self._lock:
             old = self._served.get(rid)
-            self._seq += 1
-            served = Served(rid, run.path, src.root, (old.version if old else 0) + 1, read_to(run), d.verdict,
-                            self._seq, now, run, d, analysis, src.modified)
+            keep = keep and old is not None and read_to(run) == old.last_step  # the reading listed, held whole
+            self._seq += 0 if keep else 1
+            served = Served(rid, run.path, src.root, (old.version if old else 0) + (0 if keep else 1), read_to(run),
+                            d.verdict, old.seq if keep and old else self._seq, old.updated if keep and old else now,
+                            run, d, analysis, src.modified)
             self._served[rid] = served
         self.state.save_run(RunRow(rid, run.path, str(self.roots[src.root]), served.last_step, served.verdict,
                                    served.version, now))
@@ -415,6 +491,7 @@ class Workspace:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._readers.close()
         self.state.close()
 
     # --- what the routes read ----------------------------------------------------------------
@@ -430,6 +507,7 @@ class Workspace:
         out += [unreadable(src.path, src.root, src.error) for src in list(self._sources.values())
                 if src.error and not src.runs and str(src.path) not in shown
                 and not any(p.startswith(f"{src.path}/") or p.startswith(f"{src.path}#") for p in shown)]
+        named_apart(out, len(served))  # a log never read is named apart from the others too (exp2/train.log)
         return sort_runs(out, sort)
 
     def error_of(self, served: Served) -> str | None:
@@ -437,6 +515,14 @@ class Workspace:
         is gone, empty, no training log any more, or holds it no more: :mod:`.stale`); None when neither."""
         src = self._owner.get(served.id) or self._sources.get(Path(served.path))
         return (src.error if src is not None else None) or self._dropped.get(served.id)
+
+    def progress(self) -> dict[str, int]:
+        """How many of the logs found so far have been read (``read``, of ``total``): the run list says "reading
+        k of N" until they all are. A log waiting to be written, or that could not be read, counts as read."""
+        sources = list(self._sources.values())
+        done = sum(src.read or src.error is not None or bool(src.follow.waiting)
+                   or (src.follow.inner is not None and not src.dirty) for src in sources)
+        return {"read": done, "total": len(sources)}
 
     def notes(self) -> list[str]:
         """What the run list's notes show: each served folder's counted line (what its last scan passed
@@ -457,6 +543,9 @@ class Workspace:
         served = self._served.get(rid)
         if served is None:
             raise AccessError(404, f"run {rid!r}: no such run in this workspace; list them with GET /api/runs")
+        if served.diagnosis is None and served.facts is not None:  # listed by its facts alone: read it now
+            self._wake(rid)
+            served = self._served[rid]
         if ready and served.diagnosis is None:
             raise AccessError(503, f"run {rid!r}: its log is being read again after a restart; retry in a moment")
         return served
@@ -482,47 +571,12 @@ class Workspace:
 
     def series(self, served: Served, key: str, start: float | None, end: float | None,
                buckets: int) -> dict[str, Any]:
-        """One metric of a run between steps ``start`` and ``end`` (both kept), at most ``4 × buckets``
-        points (:mod:`rlvitals.report.downsample`: a spike survives), as the report's chart trace."""
-        from ..report.charts import trace
-
-        assert served.run is not None
-        if key not in served.run.metrics:
-            raise AccessError(404, f"series {key!r}: run {served.id} logged no such metric; its metrics are "
-                                   f"listed in GET /api/runs/{served.id}")
-        for name, bound in (("start", start), ("end", end)):
-            if bound is not None and not math.isfinite(bound):  # NaN keeps nothing, yet would answer 200
-                raise AccessError(400, f"series: {name}={bound} is not a step; expected a finite number")
-        if start is not None and end is not None and start > end:
-            raise AccessError(400, f"series: start={start} is after end={end}; expected start <= end")
-        x, y = served.run.series(key, train_only=False)
-        keep = np.ones(len(x), dtype=bool)
-        if start is not None:
-            keep &= x >= start
-        if end is not None:
-            keep &= x <= end
-        return {"run": served.id, "version": served.version, "start": start, "end": end, "buckets": buckets,
-                **trace(key, served.id, key, x[keep], y[keep], buckets)}
+        """One metric of a run between two steps, downsampled (:func:`.views.series_of`)."""
+        return series_of(served, key, start, end, buckets)
 
     def rollout_groups(self, served: Served, step: int | None) -> dict[str, Any]:
-        """The steps of ``served`` that have rollouts and, for ``step``, its groups with their texts (as
-        the report lists them: the groups whose rewards stray furthest first) and how many it has."""
-        from ..report.rollouts import group_count, step_groups
-
-        found = served.rollouts if served.rollouts is not None and served.rollouts.rollouts is not None else None
-        if found is None:
-            raise AccessError(404, f"rollouts: run {served.id} has no rollout texts; start the server with "
-                                   "--rollouts DIR for its PATH (a veRL rollout dump folder, TRL completions …)")
-        available = found.rollout_steps()
-        if step is None:
-            return {"step": None, "available": available, "groups": [], "total": 0}
-        if step not in available:
-            span = f"{available[0]}..{available[-1]}" if available else "none"
-            raise AccessError(404, f"rollouts: no rollouts at step {step}; steps with rollouts: {span} "
-                                   f"({len(available)} steps)")
-        table = found.table_at([step])  # one step read (again, from its shard when read shard by shard)
-        return {"step": step, "available": available, "groups": step_groups(table, step),
-                "total": group_count(table, step)}
+        """A run's steps with rollouts, and one step's groups (:func:`.views.rollout_groups_of`)."""
+        return rollout_groups_of(served, step)
 
     def events(self, after: int) -> dict[str, Any]:
         """The runs updated since sequence number ``after`` (a client keeps the returned ``seq``)."""
@@ -533,22 +587,7 @@ class Workspace:
 
     def files(self, root: int, rel: str) -> dict[str, Any]:
         """What lies at ``rel`` inside served root ``root`` and which runs each entry serves."""
-        target = confine(self.roots, root, rel)
-        entries = [target] if target.is_file() else sorted(target.iterdir())[:MAX_ENTRIES]
-        by_path: dict[str, list[str]] = {}
-        for s in list(self._served.values()):
-            by_path.setdefault(s.path, []).append(s.id)
-        out = []
-        for entry in entries:
-            real = real_path(entry)  # a loop of links names itself (resolve() raises on one)
-            if not real.is_relative_to(self.roots[root]) or not real.exists():
-                continue  # a link out of the folder, or to nothing, is not listed
-            runs = [rid for path, ids in by_path.items() if Path(path) == real or Path(path).is_relative_to(real)
-                    for rid in ids]
-            out.append({"name": entry.name, "path": str(real.relative_to(self.roots[root])),
-                        "dir": real.is_dir(), "size": real.stat().st_size if real.is_file() else None,
-                        "runs": sorted(runs)})
-        return {"root": root, "path": rel, "entries": out}
+        return folder_entries(self.roots, root, rel, list(self._served.values()))
 
 
 __all__ = ["SORTS", "Served", "Workspace", "WorkspaceOptions", "natural_key", "run_id", "sort_runs"]
