@@ -42,13 +42,22 @@ class Opened:
         self.page.goto(path.as_uri())
 
     def scroll_all_charts(self) -> None:
-        """Bring every chart into view in turn, as a reader scrolling down would."""
+        """Bring every chart into view in turn, as a reader scrolling down would, opening each folded layer."""
         for cid in self.page.eval_on_selector_all(".rlv-chart", "els => els.map(e => e.id)"):
+            unfold(self.page, cid)
             self.page.locator(f"#{cid}").scroll_into_view_if_needed()
             self.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
 
     def close(self) -> None:
         self.page.close()
+
+
+def unfold(page: Any, cid: str) -> None:
+    """Open the folded layer that holds chart ``cid`` (a layer with nothing to act on folds its curves), as a
+    reader does: a click on its summary."""
+    summary = page.locator(f"details.rlv-more:not([open]):has(#fig-{cid}) > summary")
+    if summary.count():
+        summary.click()
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +176,7 @@ def test_every_real_fixture_report_opens(browser: Any, tmp_path: Path, name: str
 
 
 def _drawn(o: Opened, cid: str) -> None:
+    unfold(o.page, cid)
     o.page.locator(f"#fig-{cid}").scroll_into_view_if_needed()
     o.page.wait_for_function(f"document.getElementById('{cid}').classList.contains('js-plotly-plot')")
 

@@ -19,7 +19,7 @@ from browser import ARTIFACTS, launch, pixels
 from conftest import REAL
 
 import rlvitals
-from report.test_browser import Opened
+from report.test_browser import Opened, unfold
 from rlvitals.catalog.views import load_views
 from rlvitals.cli import main
 from rlvitals.diagnosis import diagnose
@@ -75,6 +75,7 @@ def _ema(y: list[float | None], w: float) -> list[float | None]:
 
 
 def _wait_drawn(o: Opened, cid: str) -> None:
+    unfold(o.page, cid)
     o.page.locator(f"#{cid}").scroll_into_view_if_needed()
     o.page.wait_for_function(f"document.getElementById('{cid}').getAttribute('data-drawn') === '1'")
 
@@ -298,7 +299,9 @@ def test_a_tracker_clock_puts_the_charts_on_wall_clock_time(browser: Any, tmp_pa
 def test_summed_step_times_give_no_wall_clock_choice(opened: Opened, ppo: Any) -> None:
     _, page, _ = ppo
     assert page["clocks"]["r0"]["start"] is None  # timing_s/step: elapsed time, no start
-    assert opened.page.eval_on_selector_all("#rlv-xaxis option", "els => els.map(e => e.value)") == ["step", "time"]
+    # elapsed time, no wall clock; the tokens trained on, which this veRL run counts (perf/total_num_tokens)
+    assert opened.page.eval_on_selector_all("#rlv-xaxis option", "els => els.map(e => e.value)") == [
+        "step", "time", "tokens"]
 
 
 def test_every_chart_is_drawn_for_printing_without_scrolling(browser: Any, ppo: Any) -> None:

@@ -236,7 +236,10 @@ def test_rollout_curves_are_drawn_in_their_layers_with_their_findings(with_rollo
         assert any(m["finding"] == f["id"] and m["run"] == "r0" for m in page["charts"][cid]["markers"])
     html = render_html(page, cdn=True)
     l6 = html.split('id="layer-L6"', 1)[1].split("</section>", 1)[0]
-    assert "rlv-no-charts" not in l6 and f'id="fig-{gaps[0]["charts"][0]}"' in l6
+    # a warn finding's curve is drawn with the answer, under the story; its layer links to it there
+    cid = gaps[0]["charts"][0]
+    assert cid in page["answer"]["charts"] and f'id="fig-{cid}"' in html.split('id="answer-charts"', 1)[1]
+    assert "rlv-no-charts" not in l6 and f'href="#fig-{cid}"' in l6 and f'id="fig-{cid}"' not in l6
 
 
 def test_not_computed_is_not_a_nan(with_rollouts) -> None:
@@ -333,7 +336,8 @@ def test_html_escapes_log_and_rollout_text(qwen, tmp_path: Path) -> None:
     assert blob is not None and "<" not in blob.group(1)
     data = json.loads(blob.group(1))
     assert XSS in [r["response"] for g in data["rollouts"]["groups"] for r in g["rollouts"]]
-    assert html.count("<script") == 3  # plotly (CDN), the data, the page script: nothing from the data
+    # the theme (head), plotly (CDN), the data, the page script: nothing from the data
+    assert html.count("<script") == 4
     assert '<script src="https://cdn.plot.ly/plotly-' in html
     for layer in READING_ORDER:
         assert f'id="layer-{layer}"' in html
@@ -348,9 +352,9 @@ def test_safe_json_escapes_what_could_end_a_script_block() -> None:
 def test_inline_report_embeds_plotly() -> None:
     run = run_from_series({"actor/grad_norm": np.linspace(1, 2, 50)})
     html = render_html(build_page([run], [diagnose(run)]))
-    assert "<script src=" not in html and len(html) > 3_000_000  # plotly.js itself is ~4.6 MB
-    inline = html.split("<script>", 1)[1].split("</script>", 1)[0]
-    assert len(inline) > 3_000_000  # nothing inside plotly.js closed its script block early
+    assert "<script src=" not in html and len(html) > 1_000_000  # plotly.js's basic bundle itself is ~1.2 MB
+    inline = max(re.findall(r"<script>(.*?)</script>", html, re.S), key=len)
+    assert len(inline) > 1_000_000  # nothing inside plotly.js closed its script block early
 
 
 def test_bad_inputs_are_named(qwen, tmp_path: Path) -> None:

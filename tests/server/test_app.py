@@ -101,8 +101,8 @@ def test_every_real_fixture_has_its_layered_page(client: TestClient, name: str) 
     shown = {m.group(1) for m in re.finditer(r'<article class="rlv-finding s-(?:fail|warn|note)" id="r0-f(\d+)"', html)}
     assert shown == {str(i) for i, f in enumerate(d.findings) if f.status in ("warn", "fail", "note")}
     assert f'<div id="rlv-live" class="rlv-live" data-run="{rid}"' in html
-    assert '<script src="/static/plotly.min.js"' in html and "cdn.plot.ly" not in html
-    assert html.index('<script src="/static/plotly.min.js"') > html.index('<main>')  # not before the first paint
+    assert '<script src="/static/plotly.min.js?v=' in html and "cdn.plot.ly" not in html
+    assert html.index('<script src="/static/plotly.min.js?v=') > html.index('<main>')  # not before the first paint
     api = client.get(f"/api/runs/{rid}").json()
     assert api["diagnosis"]["verdict"] == d.verdict == api["verdict"]
     # where the run tops out: in the API as in diagnose --json, and on the page's L5 section with its chart
@@ -140,6 +140,17 @@ def test_the_run_list_names_the_algorithm_short_with_its_description(client: Tes
     assert (orpo["algorithm_short"], orpo["algorithm"]) == ("ORPO", ORPO)
     assert orpo["path"] == str(REAL.resolve() / orpo["label"])
     assert f'<td class="rlv-algo"><span title="{ORPO}">ORPO</span></td>' in client.get("/").text
+
+
+def test_the_run_list_names_its_layer_columns_in_both_languages(client: TestClient) -> None:
+    page = client.get("/").text
+    key = page.split('id="rlv-layer-key"', 1)[1].split("</p>", 1)[0]
+    head = page.split("<thead>", 1)[1].split("</thead>")[0]
+    heads = [h.split("</span>")[0] for h in head.split('<span class="l-en" title="')[1:]]
+    ids = [h.split('">')[1] for h in heads if not h.split('">')[1].startswith("eff")]
+    # the key names the layer columns in the order they stand, English and Chinese
+    assert [part.split(" ")[0] for part in key.split('<span class="l-en">')[1].split("</span>")[0].split(" · ")] == ids
+    assert "L1 stability" in key and "L1 稳定性" in key
 
 
 # --- JSON API -----------------------------------------------------------------------------------
@@ -317,7 +328,8 @@ def test_rollout_markup_is_only_ever_data(tmp_path: Path) -> None:
     page = c.get(f"/runs/{rid}")
     html = page.text
     assert XSS not in html and "window.__x=1" in html  # present only inside escaped JSON
-    assert len(re.findall(r"<script\b", html)) == 4  # Plotly, the data, the report script, live.js: none from data
+    # the theme (head), Plotly, the data, the report script, live.js: none from the data
+    assert len(re.findall(r"<script\b", html)) == 5
     csp = page.headers["content-security-policy"]
     assert "script-src 'self' 'sha256-" in csp and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
 

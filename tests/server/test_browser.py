@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, launch, pixels
 from conftest import REAL
+from report.test_browser import unfold
 from report.test_model import XSS, write_dump
 
 import rlvitals
@@ -277,6 +278,7 @@ def test_appended_steps_appear_without_reload(tab: Tab, growing: tuple[ServerThr
     rid = run_id(str(log.resolve()))
     tab.page.goto(srv.url + "runs/" + rid)
     assert tab.page.locator("#rlv-live-step").inner_text() == "60"
+    unfold(tab.page, tab.page.locator("#layer-L1 .rlv-chart").first.get_attribute("id"))
     tab.page.locator("#layer-L1 .rlv-chart").first.scroll_into_view_if_needed()
     tab.page.wait_for_selector("#layer-L1 .js-plotly-plot")
     tab.page.evaluate("window.__same_document = 1")
@@ -300,6 +302,7 @@ def test_after_a_live_update_the_language_switch_redraws_each_chart_once(tab: Ta
                                                                           growing: tuple[ServerThread, Path]) -> None:
     srv, log = growing
     tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
+    unfold(tab.page, tab.page.locator("#layer-L1 .rlv-chart").first.get_attribute("id"))
     tab.page.locator("#layer-L1 .rlv-chart").first.scroll_into_view_if_needed()
     tab.page.wait_for_selector("#layer-L1 .js-plotly-plot")
     with log.open("ab") as f:
@@ -373,6 +376,7 @@ def test_a_live_update_keeps_the_rollout_step_and_the_zoom(tab: Tab, growing: tu
     tab.page.click("article[data-check=grad_norm_spike] a.rlv-goto-rollouts")
     assert tab.page.locator("#rlv-step").input_value() == "16"
     cid = tab.page.locator("#layer-L1 .rlv-chart").first.get_attribute("id")
+    unfold(tab.page, cid)
     tab.page.locator(f"#{cid}").scroll_into_view_if_needed()
     tab.page.wait_for_selector(f"#{cid}.js-plotly-plot")
     _drag(tab, cid, 20, 40)
@@ -431,6 +435,7 @@ def test_zooming_a_dashboard_chart_fetches_its_range_at_full_resolution(tab: Tab
     tab.page.goto(srv.url + "runs/" + run_id(str(log.resolve())))
     f = tab.page.locator("article[data-check=grad_norm_spike] a.rlv-goto-chart").first
     cid = (f.get_attribute("href") or "").removeprefix("#fig-")
+    f.click()  # the link opens the folded layer the chart is in
     tab.page.locator(f"#{cid}").scroll_into_view_if_needed()
     tab.page.wait_for_selector(f"#{cid}.js-plotly-plot")
     before = tab.page.evaluate(f"document.getElementById('{cid}').data[0].x")

@@ -23,6 +23,7 @@ VARIES = ("vocabulary", "rollout", "prompt", "time", "rank", "none")
 KINDS = ("train", "eval", "bookkeeping")
 FRAMEWORKS = ("verl", "openrlhf", "trl", "any")
 LANGS = ("en", "zh")
+BETTER = ("", "higher", "lower")  # a metric's ``better``: none, or which way its best value lies
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ class Metric:
     source: str = ""
     aliases: tuple[Alias, ...] = ()
     regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    #: which way the metric's best value lies (``higher``, ``lower``), for an outcome a comparison ranks runs
+    #: by (reward, validation, a loss); empty where a "best" value would mislead (KL, entropy, length)
+    better: str = ""
 
     def text(self, lang: str = "en") -> Text:
         return self.zh if lang == "zh" else self.en
@@ -342,6 +346,8 @@ def _metric(raw: dict[str, Any], placeholders: dict[str, str], layers: tuple[str
                                ("varies", VARIES), ("kind", KINDS)):
         if raw.get(fieldname) not in allowed:
             raise CatalogError(f"catalog: {key!r} has {fieldname}={raw.get(fieldname)!r}; expected one of {allowed}")
+    if raw.get("better", "") not in BETTER:
+        raise CatalogError(f"catalog: {key!r} has better={raw.get('better')!r}; expected one of {BETTER[1:]}")
     healthy = raw.get("healthy", {})
     templated = "{" in key
     return Metric(
@@ -363,6 +369,7 @@ def _metric(raw: dict[str, Any], placeholders: dict[str, str], layers: tuple[str
         source=str(raw.get("source", "")),
         aliases=tuple(_alias(a, key, placeholders) for a in raw.get("alias", [])),
         regex=compile_template(key, placeholders) if templated else None,
+        better=str(raw.get("better", "")),
     )
 
 

@@ -5,9 +5,9 @@ to one self-contained file (:mod:`.html`); the live dashboard serves the same pa
 from __future__ import annotations
 
 from .charts import trace
-from .html import STATUS, UI, jinja_env, page_script, render_html, write_report
+from .html import STATUS, UI, jinja_env, page_script, plotly_bundle, render_html, theme_script, write_report
 from .model import build_page, unique_labels
 from .rollouts import group_count, step_groups
 
-__all__ = ["build_page", "group_count", "jinja_env", "page_script", "render_html", "STATUS", "step_groups", "trace",
-           "UI", "unique_labels", "write_report"]
+__all__ = ["build_page", "group_count", "jinja_env", "page_script", "plotly_bundle", "render_html", "STATUS",
+           "step_groups", "theme_script", "trace", "UI", "unique_labels", "write_report"]

@@ -1,6 +1,6 @@
 """The page model as one self-contained HTML file: jinja2 templates, the data as embedded JSON, and a
-small script that draws the charts client-side with Plotly (inlined from the plotly package, or a
-CDN ``<script src>`` with ``cdn=True`` for a small file).
+small script that draws the charts client-side with Plotly (its basic bundle, vendored in ``vendor/``,
+inlined; or its CDN ``<script src>`` with ``cdn=True`` for a small file).
 
 Nothing is computed here. Every string from a log or a rollout is escaped: the templates autoescape,
 the embedded JSON escapes ``<``, ``>``, ``&`` and U+2028/U+2029, and the script puts rollout text
@@ -9,14 +9,15 @@ into the page with ``textContent`` only.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
 from ..checks import FINDING_STATUSES
@@ -84,6 +85,7 @@ UI: dict[str, tuple[str, str]] = {
     "x_axis": ("x axis", "横轴"),
     "elapsed": ("elapsed time (h)", "已用时间（小时）"),
     "wall_clock": ("wall-clock time (UTC)", "实际时间（UTC）"),
+    "tokens_seen": ("tokens trained on", "已训练 token 数"),
     "reset_zoom": ("Reset zoom", "还原缩放"),
     "log_scale": ("Logarithmic y axis", "纵轴取对数"),
     "overview": ("The curves to read first", "先看这几条曲线"),
@@ -130,19 +132,34 @@ def breakable(name: str) -> Markup:
 @lru_cache(maxsize=4)
 def jinja_env(package: str = "rlvitals.report") -> Environment:
     """The one way pages are templated (the report's and the dashboard's): the ``templates`` folder of
-    ``package``, strict about undefined names, escaping everything, with the ``breakable`` filter and the
-    statuses a finding is listed with (``finding_statuses``, worst first, from :mod:`rlvitals.checks`)."""
-    env = Environment(loader=PackageLoader(package, "templates"), undefined=StrictUndefined,
+    ``package``, then the report's (the pieces every page shares: ``theme.html.j2``), strict about undefined
+    names, escaping everything, with the ``breakable`` filter, the statuses a finding is listed with
+    (``finding_statuses``, worst first, from :mod:`rlvitals.checks`) and the theme's head script (``theme_js``)."""
+    loader = ChoiceLoader([PackageLoader(package, "templates"), PackageLoader("rlvitals.report", "templates")])
+    env = Environment(loader=loader, undefined=StrictUndefined,
                       autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters["breakable"] = breakable
     env.globals["finding_statuses"] = FINDING_STATUSES
+    env.globals["theme_js"] = theme_script()
     return env
 
 
 def _script(name: str) -> str:
     text = resources.files("rlvitals.report").joinpath("templates", name).read_text(encoding="utf-8")
     return _inline(text)
+
+
+@lru_cache(maxsize=1)
+def theme_script() -> str:
+    """The colour theme's script (``templates/js/theme.js``), inlined in the ``<head>`` of the report and of
+    every dashboard page so the first paint has the reader's theme; ``rlvitals serve`` allows it by hash.
+
+    Example:
+        >>> "localStorage" in theme_script(), "</" in theme_script()
+        (True, False)
+    """
+    return _script("js/theme.js")
 
 
 #: the parts of the page script, in the order they are joined (each may use what an earlier one defines)
@@ -164,19 +181,49 @@ def _inline(js: str) -> str:
     return js.replace("</", "<\\/")
 
 
+#: plotly.js's basic partial bundle (scatter, bar, pie and the core), vendored beside this module with its licence
+#: and source (``vendor/SOURCE.md``): every chart the page script draws is a scatter trace with shapes,
+#: annotations and linear, log or date axes, and the basic bundle is a quarter of the full one
+PLOTLY_BUNDLE = "plotly-basic.min.js"
+_BUNDLE_HEAD = re.compile(r"plotly\.js \(basic - minified\) v(\d+\.\d+\.\d+)")
+
+
+class Bundle(NamedTuple):
+    """The vendored Plotly: its ``text``, plotly.js ``version``, ``digest`` (the first 16 hex digits of the
+    sha256 of its UTF-8 bytes: a URL that carries it never names another bundle) and the ``cdn`` URL of the
+    same file."""
+
+    text: str
+    version: str
+    digest: str
+    cdn: str
+
+
+@lru_cache(maxsize=1)
+def plotly_bundle() -> Bundle:
+    """The Plotly the report inlines and ``rlvitals serve`` serves (see ``PLOTLY_BUNDLE``).
+
+    Example:
+        >>> b = plotly_bundle()
+        >>> b.cdn == f"https://cdn.plot.ly/plotly-basic-{b.version}.min.js", len(b.digest)
+        (True, 16)
+    """
+    data = resources.files("rlvitals.report").joinpath("vendor", PLOTLY_BUNDLE).read_bytes()
+    head = _BUNDLE_HEAD.search(data[:200].decode("ascii", "replace"))
+    if head is None:  # pragma: no cover - the file ships with the package
+        raise RlvitalsError(Words(f"report: rlvitals/report/vendor/{PLOTLY_BUNDLE} is not plotly.js's basic bundle; "
+                                  "this install is broken: pip install --force-reinstall rlvitals",
+                                  f"report：rlvitals/report/vendor/{PLOTLY_BUNDLE} 不是 plotly.js 的 basic 包；"
+                                  "这次安装已损坏：pip install --force-reinstall rlvitals"))
+    version = head.group(1)
+    return Bundle(data.decode("utf-8"), version, hashlib.sha256(data).hexdigest()[:16],
+                  f"https://cdn.plot.ly/plotly-basic-{version}.min.js")
+
+
 def _plotly(cdn: bool) -> tuple[str, str]:
     """``(inline source, CDN url)``: one of them is empty."""
-    try:
-        from plotly.offline import get_plotlyjs, get_plotlyjs_version  # type: ignore[import-untyped]
-    except ImportError as exc:  # pragma: no cover - plotly is a dependency of the report
-        raise RlvitalsError(Words("report: the plotly package is needed to draw the charts; "
-                                  "it comes with rlvitals, so this install is broken: pip install --force-reinstall "
-                                  "rlvitals",
-                                  "report：画图需要 plotly 包；它随 rlvitals 一起安装，所以这次安装已损坏："
-                                  "pip install --force-reinstall rlvitals")) from exc
-    if cdn:
-        return "", f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
-    return _inline(get_plotlyjs()), ""
+    bundle = plotly_bundle()
+    return ("", bundle.cdn) if cdn else (_inline(bundle.text), "")
 
 
 def _names(page: Mapping[str, Any]) -> dict[str, dict[str, str]]:
@@ -230,7 +277,7 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
     """
     inline, src = _plotly(cdn)
     data = {"charts": page["charts"], "rollouts": page["rollouts"], "clocks": page["clocks"],
-            "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
+            "tokens": page.get("tokens") or {}, "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
     html = jinja_env().get_template("report.html.j2").render(
         page=page, ui=UI, status=STATUS, names=_names(page), when=when, search=search_text, plotly_inline=inline,
         plotly_src=src,

@@ -21,17 +21,19 @@ import polars as pl
 from .._version import __version__
 from ..catalog.catalog import Catalog, load_catalog
 from ..catalog.views import load_views
-from ..checks import FINDING_STATUSES
+from ..checks import FINDING_STATUSES, RunView, core_tracks
 from ..diagnosis import LAYER_NAMES, READING_ORDER, Diagnosis, Finding, with_rollouts
 from ..errors import RlvitalsError
 from ..run.run import Run
 from ..words import Words, in_lang
 from .charts import Page, add_markers, stacked, trace
+from .compare import comparison_table
 from .forecast import forecast_section
 from .overview import clock, first_look
 from .rollouts import available_steps, nearest, rollout_section
 from .sigma import BAND_KEYS, sigma_section
 from .story import story_json
+from .tokens import token_axes
 
 if TYPE_CHECKING:
     from ..rollout import Progress
@@ -41,6 +43,13 @@ BUCKETS = 400  # about one bucket per two pixels of a full-width chart: at most 
 _STATS = ("min", "max", "mean", "std", "balanced_min", "balanced_max", "minmax_diff")
 _PHASE = re.compile(r"timing_s/(?!step$)[^/]+")  # one phase of a step; timing_s/step is their total
 COMPARE = ("timing_per_token_ms/", "perf/throughput", "perf/time_per_step", "timing_s/step")
+#: the statuses that open a layer's curves and put a finding's curves beside the answer (a note waits below)
+ACT = ("fail", "warn")
+#: at most this many curves are drawn beside the answer; the others stay in their layers (which are open)
+ANSWER_CHARTS = 12
+#: a validation column that is one source's mean over k samples (``acc/mean@16``), the headline of a source the
+#: checks have no core curve for
+_MEAN_AT = re.compile(r"^[^/]+/mean@(\d+)$")
 #: keys that differ only in k or a quantile share a chart (pass@1, pass@4 …; correct_by_length/q1 …)
 _FAMILY = (
     (re.compile(r"^(.+)@\d+$"), r"\1@k"),
@@ -114,12 +123,15 @@ def _line_charts(page: Page, runs: Sequence[tuple[str, Run]], keys: Sequence[str
 
 
 def _validation_charts(page: Page, runs: Sequence[tuple[str, Run]]) -> list[dict[str, Any]]:
-    """One chart per validation data source, a line per (run, variable/statistic)."""
+    """One chart per validation data source, a line per (run, variable/statistic); only each run's headline
+    line of the source (:func:`_headline`) is drawn at first, the others (best@k, maj@k, worst@k, std) wait in
+    the legend, ``hidden``. ``headline`` names the source's headline lines."""
     sources: dict[str, list[tuple[str, Run, str, str]]] = {}
     for rid, run in runs:
         for source, frame in run.validation.items():
             for label in frame.columns[1:]:
                 sources.setdefault(source, []).append((rid, run, label, _val_key(run, source, label)))
+    heads = {rid: _headlines(run) for rid, run in runs}
     out = []
     for source, members in sources.items():
         traces = []
@@ -127,12 +139,35 @@ def _validation_charts(page: Page, runs: Sequence[tuple[str, Run]]) -> list[dict
             frame = run.validation[source].drop_nulls(label)
             x, y = frame["step"].to_numpy(), frame[label].cast(float).to_numpy()
             name = f"{page.labels[rid]}: {label}" if len(runs) > 1 else label
-            traces.append(trace(name, rid, key, x, y, page.buckets))
+            head = heads[rid].get(source) or _headline([m[2] for m in members if m[0] == rid])
+            traces.append(trace(name, rid, key, x, y, page.buckets) | {"hidden": label != head})
+        traces.sort(key=lambda t: t["hidden"])  # the headline first: the first colour, the top of the legend
         # the checks name a validation curve source/variable (core_tracks); the run, val-core/source/variable
         aliases = {f"{source}/{m[2]}": m[3] for m in members}
         cid = page.add([m[3] for m in members], traces, title={"en": source, "zh": source}, aliases=aliases)
-        out.append({"source": source, "chart": cid})
+        shown = list(dict.fromkeys(t["name"].rpartition(": ")[2] for t in traces if not t["hidden"]))
+        page.charts[cid]["headline_keys"] = sorted({t["key"] for t in traces if not t["hidden"]})
+        out.append({"source": source, "chart": cid, "headline": shown,
+                    "hidden": sum(t["hidden"] for t in traces)})
     return out
+
+
+def _headlines(run: Run) -> dict[str, str]:
+    """``{source: column}``: the core validation curve of each source, the one the checks judge (the mean
+    accuracy, else reward, over the most samples: ``acc/mean@16``; the ``eval`` source's score or loss)."""
+    return {t.source: t.label for t in core_tracks(RunView(run))}
+
+
+def _headline(columns: Sequence[str]) -> str:
+    """The headline of a source the checks judge no curve of: its mean over the most samples, else its
+    first column.
+
+    Example:
+        >>> _headline(["len/best@4/mean", "len/mean@2", "len/mean@8", "len/std@8"]), _headline(["x", "y"])
+        ('len/mean@8', 'x')
+    """
+    means = [(int(m[1]), c) for c in columns if (m := _MEAN_AT.match(c))]
+    return max(means)[1] if means else columns[0]
 
 
 def _val_key(run: Run, source: str, label: str) -> str:
@@ -190,6 +225,7 @@ def _fill(sections: list[dict[str, Any]], findings: list[dict[str, Any]], page: 
     for section in sections:
         section["findings"] = [f for f in findings if f["layer"] == section["id"]]
         section["cards"] = cards(section["findings"])
+        section["open"] = any(f["status"] in ACT for f in section["findings"])  # its curves shown, not folded
         section["elsewhere"] = _read_elsewhere(page, section, first)
 
 
@@ -232,7 +268,32 @@ def _comparison(page: Page, runs: Sequence[tuple[str, Run]], diagnoses: Sequence
     table = [{"run": rid, "label": page.labels[rid], "verdict": d.verdict, "layers": dict(d.layers),
               "algorithm": d.run.algorithm_label, "framework": d.run.framework} for rid, d in diagnoses]
     return {"runs": table, "charts": _line_charts(page, runs, keys),
-            "per_token": any(k.startswith("timing_per_token_ms/") for k in keys)}
+            "per_token": any(k.startswith("timing_per_token_ms/") for k in keys),
+            "table": comparison_table(runs, load_views(), load_catalog())}  # final/best values, config diff
+
+
+def answer_charts(runs: Sequence[dict[str, Any]], findings: Sequence[dict[str, Any]],
+                  limit: int = ANSWER_CHARTS) -> list[str]:
+    """The curves drawn with the answer, right under the story: the charts of each warn and fail finding, in
+    the story's order (the root cause, what it explains, the other causes, the rest of the timeline), the runs
+    taken in turn; at most ``limit``, each once. A note's curves stay in its layer's section.
+
+    Example:
+        >>> story = {"causes": [{"finding": "r0-f1", "explains": [{"finding": "r0-f0"}]}], "timeline": []}
+        >>> answer_charts([{"story": story}], [{"id": "r0-f0", "status": "warn", "charts": ["c7", "c3"]},
+        ...                                    {"id": "r0-f1", "status": "fail", "charts": ["c3"]}])
+        ['c3', 'c7']
+    """
+    by_id = {f["id"]: f for f in findings}
+    per_run = []
+    for r in runs:
+        story = r["story"]
+        order = [fid for c in story["causes"] for fid in (c["finding"], *(m["finding"] for m in c["explains"]))]
+        order += [m["finding"] for m in story["timeline"]]
+        per_run.append([cid for fid in dict.fromkeys(order) if fid in by_id and by_id[fid]["status"] in ACT
+                        for cid in by_id[fid]["charts"]])
+    turns = [cids[i] for i in range(max(map(len, per_run), default=0)) for cids in per_run if i < len(cids)]
+    return list(dict.fromkeys(turns))[:limit]
 
 
 def cards(findings: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -310,7 +371,9 @@ def _sections(page: Page, runs: list[tuple[str, Run]], diagnoses: list[tuple[str
         charts = _efficiency_extra(page, runs) if layer == "efficiency" else []
         charts += _line_charts(page, runs, keys)
         en, zh = LAYER_NAMES[layer]
+        short = catalog.layers[layer]
         sections.append({"id": layer, "name": {"en": en, "zh": zh}, "charts": charts,
+                         "short": {"en": short.short_en, "zh": short.short_zh},
                          "validation": validation if layer == "L5" else [],
                          "verdicts": [{"run": rid, "status": d.layers[layer]} for rid, d in diagnoses]})
     if progress is not None:
@@ -421,16 +484,18 @@ def build_page(runs: Sequence[Run], diagnoses: Sequence[Diagnosis],
                               page)
                 for fid, rid, f in found]
     _fill(sections, findings, page, first)
+    runs_json = _runs_json(dpairs, page, catalog, found)
     shown = {k for c in page.charts.values() for k in c["keys"]} | {m for f in findings for m in f["metrics"]}
     glossary, anchors = _glossary(shown, catalog)
     for c in page.charts.values():  # a finding's name for a validation curve links where the curve's key does
         anchors.update({alias: anchors[key] for alias, key in c["aliases"].items() if key in anchors})
     return {"meta": {"generator": f"rlvitals {__version__}", "lang": lang, "buckets": buckets,
                      "reading_order": list(READING_ORDER)},
-            "runs": _runs_json(dpairs, page, catalog, found), "sections": sections,
+            "runs": runs_json, "sections": sections, "answer": {"charts": answer_charts(runs_json, findings)},
             "charts": page.charts, "rollouts": rollout, "comparison": comparison, "glossary": glossary,
             "anchors": anchors, "overview": overview,
-            "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None}}
+            "clocks": {rid: ck for rid, run in pairs if (ck := clock(run, views)) is not None},
+            "tokens": token_axes(pairs, views)}  # the x axis of tokens trained on, where a run counts them
 
 
 def _views(page: Page, sections: list[dict[str, Any]], pairs: Sequence[tuple[str, Run]],

@@ -1,7 +1,8 @@
 """The dashboard's routes: thin readers of a :class:`~rlvitals.server.workspace.Workspace`.
 
 HTML: ``/`` (run list; ``?sort=updated``, the default, lists the most recently written first,
-``?sort=name`` by name in natural order), ``/runs/{id}`` (the report's layered page, live). JSON (OpenAPI at
+``?sort=name`` by name in natural order), ``/runs/{id}`` (the report's layered page, live), ``/compare?runs=ID,ID``
+(the report of several runs together: overlaid charts, final/best values, config diff). JSON (OpenAPI at
 ``/openapi.json``): runs, one run's diagnosis, its findings, a metric's series downsampled over a
 step range, rollout groups with their texts, the page model, events to poll, and the files of a
 served folder. Every route returns what the workspace or the diagnosis already computed; nothing
@@ -11,6 +12,7 @@ headers on the answer).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from importlib import resources
@@ -23,13 +25,18 @@ from pydantic import BaseModel
 
 from ..diagnosis import READING_ORDER
 from ..render import json_dumps, shown
-from ..report.html import page_script
+from ..report.html import page_script, plotly_bundle, theme_script
 from ..words import in_lang
+from .compare import IDS_PATTERN, compare_html, compare_page, compared
+from .compress import MIN_SIZE, Compression, compress, compressible, offered, pick
 from .page import LANG_COOKIE, index_html, loading_html, pick_lang, run_html
 from .security import COOKIE, AccessError, bearer, headers, host_allowed, same_origin, script_hash, token_ok
 from .workspace import Workspace
 
-STATIC_AGE = 3600
+#: a static file asked for with its digest (``?v=``, as the run pages ask for Plotly) never changes under that URL;
+#: without it, the browser asks again each time and gets 304 Not Modified while the file is the same (ETag), so a
+#: new rlvitals never runs with the scripts of the old one
+IMMUTABLE, REVALIDATE = "max-age=31536000, immutable", "no-cache"
 LANG_AGE = 365 * 24 * 3600  # the language choice is kept a year, as the switch's own cookie
 
 
@@ -79,15 +86,24 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+class Progress(BaseModel):
+    """How many of the logs found so far have been read: the list holds the runs of those only."""
+
+    read: int
+    total: int
+
+
 class RunList(BaseModel):
     """The runs in the order asked for; ``messages`` are the notes: each served folder's count of what it
     passed over (rollout folders, rlvitals' own files, files that are not logs), then what was said;
-    ``messages_zh`` the same notes in Chinese (a note not translated stays English)."""
+    ``messages_zh`` the same notes in Chinese (a note not translated stays English); ``progress``: how many
+    of the logs found have been read yet (a folder of a thousand runs is listed as it is read)."""
 
     runs: list[RunSummary]
     roots: list[str]
     messages: list[str]
     messages_zh: list[str]
+    progress: Progress
 
 
 class Events(BaseModel):
@@ -120,21 +136,28 @@ def _json(obj: Any, status: int = 200) -> Response:
 
 
 @lru_cache(maxsize=8)
-def _static(name: str) -> tuple[bytes, str]:
-    """The static files, by name only: no request path ever reaches the file system here."""
-    if name == "plotly.min.js":
-        from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+def _static(name: str) -> tuple[bytes, str, str]:
+    """A static file by name only (no request path ever reaches the file system here): its bytes, media type
+    and digest (the first 16 hex digits of their sha256; Plotly's is ``plotly_bundle().digest``)."""
+    if name == "plotly.min.js":  # the vendored basic bundle the report inlines (rlvitals.report.html)
+        body, kind = plotly_bundle().text.encode("utf-8"), "text/javascript"
+    elif name == "report.js":  # the page script the report inlines, served so a live update can run it again
+        body, kind = page_script().encode("utf-8"), "text/javascript"
+    else:
+        package, folder = ("rlvitals.report", "templates") if name == "report.css" else \
+            ("rlvitals.server", "static")
+        kind = "text/javascript" if name.endswith(".js") else "text/css"
+        body = resources.files(package).joinpath(folder, name).read_bytes()
+    return body, kind, hashlib.sha256(body).hexdigest()[:16]
 
-        return str(get_plotlyjs()).encode("utf-8"), "text/javascript"
-    if name == "report.js":  # the page script the report inlines, served so a live update can run it again
-        return page_script().encode("utf-8"), "text/javascript"
-    package, folder = ("rlvitals.report", "templates") if name == "report.css" else \
-        ("rlvitals.server", "static")
-    kind = "text/javascript" if name.endswith(".js") else "text/css"
-    return resources.files(package).joinpath(folder, name).read_bytes(), kind
+
+@lru_cache(maxsize=16)
+def _packed(name: str, encoding: str) -> bytes:
+    """A static file compressed once, at the best level (:func:`.compress.compress`)."""
+    return compress(_static(name)[0], encoding, best=True)
 
 
-STATIC = ("live.js", "serve.css", "report.js", "report.css", "plotly.min.js")
+STATIC = ("live.js", "serve.css", "report.js", "report.css", "plotly.min.js", "compare.js")
 
 
 def _refuse(status: int, message: str, extra: dict[str, str] | None = None) -> Response:
@@ -181,7 +204,7 @@ def create_app(workspace: Workspace, *, token: str | None = None, docs: bool = F
     """
     app = FastAPI(title="rlvitals dashboard", summary="Live diagnosis of RL post-training runs",
                   docs_url="/docs" if docs else None, redoc_url=None)
-    secure = headers([script_hash(page_script())])
+    secure = headers([script_hash(page_script()), script_hash(theme_script())])
 
     @app.middleware("http")
     async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -190,6 +213,9 @@ def create_app(workspace: Workspace, *, token: str | None = None, docs: bool = F
         for name, value in secure.items():
             response.headers.setdefault(name, value)
         return response
+
+    # outside the guard: a refusal is compressed too, and the guard's headers are kept
+    app.add_middleware(Compression)
 
     @app.exception_handler(AccessError)
     async def _access(_: Request, exc: AccessError) -> Response:
@@ -216,8 +242,9 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, sort: str = "updated") -> HTMLResponse:
         runs = ws.summaries(sort)
+        progress = ws.progress()
         return _in_lang(request, lambda lang: index_html(runs, [str(r) for r in ws.roots], ws.notes(),
-                                                         READING_ORDER, lang, sort))
+                                                         READING_ORDER, lang, sort, progress=progress))
 
     @app.get("/runs/{rid}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(rid: str, request: Request) -> HTMLResponse:
@@ -228,16 +255,36 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
         return _in_lang(request, lambda lang: ws.memo(f"html-{lang}", served, lambda: run_html(
             ws.page(served), served, lang, error, *ws.alerts_of(served)), error))
 
+    @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
+    def compare(request: Request, runs: str = "") -> HTMLResponse:
+        served = compared(ws, runs)  # 400 for fewer than two ids, 404 naming an unknown one
+        page, labels = compare_page(ws, served), ws.labels()
+        return _in_lang(request, lambda lang: compare_html(page, served, labels, lang))
+
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
         return Response(status_code=204)  # browsers ask for it; an empty answer keeps their consoles clean
 
     @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> Response:
+    def static(name: str, request: Request, v: str | None = None) -> Response:
         if name not in STATIC:
             raise AccessError(404, f"static {name!r}: no such file; the dashboard serves {', '.join(STATIC)}")
-        body, kind = _static(name)
-        return Response(body, media_type=kind, headers={"Cache-Control": f"max-age={STATIC_AGE}"})
+        return _static_answer(name, request, v)
+
+
+def _static_answer(name: str, request: Request, v: str | None) -> Response:
+    """A static file: immutable under its digest, else revalidated by its ETag (304 while unchanged); compressed
+    once for a client that accepts it."""
+    body, kind, digest = _static(name)
+    tag = f'W/"{digest}"'  # weak: the same file, whichever encoding carries it
+    fields = {"Cache-Control": IMMUTABLE if v == digest else REVALIDATE, "ETag": tag, "Vary": "Accept-Encoding"}
+    seen = [t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")]
+    if f'"{digest}"' in seen or "*" in seen:
+        return Response(status_code=304, headers=fields)
+    encoding = pick(request.headers.get("accept-encoding"), offered())
+    if encoding is not None and compressible(kind) and len(body) >= MIN_SIZE:
+        body, fields["Content-Encoding"] = _packed(name, encoding), encoding
+    return Response(body, media_type=kind, headers=fields)
 
 
 def _api_routes(app: FastAPI, ws: Workspace) -> None:
@@ -248,7 +295,8 @@ def _api_routes(app: FastAPI, ws: Workspace) -> None:
              ) -> Response:
         notes = ws.notes()
         return _json({"runs": ws.summaries(sort), "roots": [str(r) for r in ws.roots],
-                      "messages": [str(m) for m in notes], "messages_zh": [in_lang(m, "zh") for m in notes]})
+                      "messages": [str(m) for m in notes], "messages_zh": [in_lang(m, "zh") for m in notes],
+                      "progress": ws.progress()})
 
     @app.get("/api/runs/{rid}", responses=ERRORS, summary="One run: verdict, layers, findings, metrics")
     def run(rid: str) -> Response:
@@ -277,6 +325,12 @@ def _api_routes(app: FastAPI, ws: Workspace) -> None:
     @app.get("/api/runs/{rid}/page", responses=ERRORS, summary="The report's page model of a run (what its page draws)")
     def page(rid: str) -> Response:
         return _json(ws.page(ws.get(rid)))
+
+    @app.get("/api/compare", responses=ERRORS, summary="Several runs side by side: final/best values, config diff")
+    def compare_table(runs: str = Query(..., description="two or more run ids, comma-separated",
+                                        pattern=IDS_PATTERN)) -> Response:
+        served = compared(ws, runs)
+        return _json({"runs": [s.id for s in served], **compare_page(ws, served)["comparison"]["table"]})
 
     @app.get("/api/events", response_model=Events, responses=ERRORS,
             summary="Runs updated since a sequence number (poll this)")

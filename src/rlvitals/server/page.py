@@ -17,15 +17,18 @@ from typing import Any
 
 from jinja2 import Template
 
+from ..catalog.catalog import load_catalog
 from ..diagnosis import LAYER_NAMES
 from ..errors import RlvitalsError
-from ..report.html import STATUS, UI, jinja_env, page_script, render_html
+from ..report.html import STATUS, UI, jinja_env, page_script, plotly_bundle, render_html
 from ..words import Words, in_lang
 from .alert_files import Said
 from .listing import Served
 from .security import AccessError
 
-PLOTLY_PATH = "/static/plotly.min.js"
+#: where a run page loads Plotly from: this server, with the bundle's digest in the URL, so a browser keeps it a
+#: year (the static route answers such a URL as immutable) and a new rlvitals with another bundle is fetched anew
+PLOTLY_PATH = f"/static/plotly.min.js?v={plotly_bundle().digest}"
 _DATA = '<script type="application/json" id="rlv-data">'
 LANGS = ("en", "zh")
 #: the reader's language, set by the pages' switch (and by ?lang=): the server renders pages in it, so a
@@ -48,6 +51,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "unreadable": ("Could not be read:", "无法读取："),
     "stale": ("Stale: the last good reading is shown, because", "已过时：显示的是上次成功读取的内容，因为"),
     "no_run": ("No run yet: waiting for logs to be written.", "还没有训练：等待日志写入。"),
+    "reading_k": ("Reading the logs: {} of {} read; the list grows as they are.",
+                  "正在读取日志：已读 {} / {} 个，列表随之增加。"),
     "sort": ("Order:", "排序："),
     "sort_updated": ("last written first", "最近写入的在前"),
     "sort_name": ("by name", "按名称"),
@@ -64,6 +69,14 @@ WORDS: dict[str, tuple[str, str]] = {
                    "按 rlvitals watch 的规则，由本看板在日志增长时判定；最新的在前"),
     "was": ("was", "之前为"),
     "since_step": ("since step", "始于第"),
+    # the run list's picker and the comparison's bar (server/compare.py)
+    "pick": ("compare", "对比"),
+    "pick_run": ("pick {} to compare", "选中 {} 参与对比"),
+    "filter": ("Filter:", "筛选："),
+    "filter_hint": ("name, verdict or algorithm", "名称、结论或算法"),
+    "compare": ("Compare", "对比"),
+    "compare_pick": ("tick two or more runs, then Compare", "勾选两个或更多训练，再点“对比”"),
+    "comparing": ("Comparing", "正在对比"),
 }
 #: what each kind of alert says on a run's page
 KINDS: dict[str, tuple[str, str]] = {"new": ("raised", "告警"), "escalated": ("escalated", "升级"),
@@ -78,9 +91,8 @@ HEADS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
 
 @lru_cache(maxsize=1)
 def _plotly_cdn() -> str:
-    from plotly.offline import get_plotlyjs_version  # type: ignore[import-untyped]
-
-    return f'<script src="https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" charset="utf-8"></script>'
+    """The ``<script src>`` that ``render_html(..., cdn=True)`` writes, which a run page replaces."""
+    return f'<script src="{plotly_bundle().cdn}" charset="utf-8"></script>'
 
 
 def pick_lang(asked: str | None, remembered: str | None) -> str:
@@ -154,10 +166,12 @@ def loading_html(served: Served, lang: str = "en") -> str:
 
 
 def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages: Sequence[str],
-               layers: Sequence[str], lang: str = "en", sort: str = "updated") -> str:
+               layers: Sequence[str], lang: str = "en", sort: str = "updated",
+               progress: Mapping[str, int] | None = None) -> str:
     """The run list in ``lang`` (the switch changes it in place): every run with its verdict per layer,
     linked to its page, in the order ``runs`` come in; ``sort`` names that order, and links offer the
-    other (``?sort=updated``: last written first; ``?sort=name``).
+    other (``?sort=updated``: last written first; ``?sort=name``); ``progress`` (``read`` of ``total``
+    logs): "reading k of N" above the list while some are still being read.
 
     Example:
         >>> html = index_html([], ["/runs"], [], ["L5", "L1"], lang="zh", sort="name")
@@ -165,7 +179,14 @@ def index_html(runs: Sequence[Mapping[str, Any]], roots: Sequence[str], messages
         True
         >>> '<a href="?sort=name" aria-current="true">' in html
         True
+        >>> "L5 generalisation · L1 stability" in html   # the layer columns' key, in the order of the columns
+        True
     """
     said = [(str(m), in_lang(m, "zh")) for m in messages]  # each note in both languages; the switch picks one
+    # the layer columns are headed by their ids to keep the table narrow; a key above it names them
+    layers_known = load_catalog().layers
+    key = [(layers_known[lay].short_en, layers_known[lay].short_zh) for lay in layers
+           if lay != "efficiency" and lay in layers_known]
     return _page("index.html.j2").render(runs=runs, roots=roots, messages=said, layers=layers,
-                                         status=STATUS, words=WORDS, heads=HEADS, lang=lang, sort=sort)
+                                         status=STATUS, words=WORDS, heads=HEADS, layer_key=key, lang=lang, sort=sort,
+                                         progress=progress)

@@ -9,8 +9,51 @@
     "#17becf"];  // Plotly's own colours, fixed per line
   var DASH = { fail: "solid", warn: "dash", note: "dot" };  // a marker's status, when its colour is its run's
 
+  // --- the theme: Plotly paints its own backgrounds, axes and words, so they take the page's colours here
+  // (theme.js sets html[data-theme]); a printed page is light whatever the screen shows, and its charts fit
+  // the paper (A4 or Letter, portrait, 12 mm margins: 186 mm is 703 CSS px)
+  var THEMES = {
+    light: { paper: "#fff", font: "#444", grid: "#eee", zero: "#444", dim: "#999", label: "rgba(255,255,255,0.85)",
+      ceiling: "#555", status: COLOR },
+    dark: { paper: "#1b1e23", font: "#c9cdd3", grid: "#30353d", zero: "#6b727c", dim: "#8a9099",
+      label: "rgba(27,30,35,0.85)", ceiling: "#a0a6ae", status: { fail: "#f28b82", warn: "#fdb863", note: "#8ab4f8" } }
+  };
+  var PRINT_WIDTH = 680;
+  var printing = false;
+  function theme() {
+    var t = document.documentElement.getAttribute("data-theme");
+    if (!t && window.matchMedia) { t = window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"; }
+    return THEMES[printing || t !== "dark" ? "light" : "dark"];
+  }
+  function themed(layout, cid) {
+    var t = theme();
+    layout.paper_bgcolor = t.paper;
+    layout.plot_bgcolor = t.paper;
+    layout.font = { color: t.font };
+    layout.modebar = { bgcolor: "rgba(0,0,0,0)", color: t.dim, activecolor: t.font };
+    [layout.xaxis, layout.yaxis].forEach(function (a) { a.gridcolor = t.grid; a.zerolinecolor = t.zero; a.linecolor = t.zero; });
+    var node = chartEl(cid);
+    if (printing && node && node.clientWidth) { layout.width = Math.min(node.clientWidth, PRINT_WIDTH); }
+    return layout;
+  }
+  // the newest copy of this script (a live update runs it again) is the one whose charts are on the page
+  // back from paper, a chart takes its box's width again (Plotly keeps the width it was given until resized)
+  function unprint() {
+    printing = false;
+    redrawAll();
+    Object.keys(drawn).forEach(function (cid) { var n = chartEl(cid); if (n && n.layout) { Plotly.Plots.resize(n); } });
+  }
+  window.rlvCharts = { relayout: function () { redrawAll(); },
+    print: function (on) { if (on) { printing = true; redrawAll(); } else { unprint(); } } };
+  if (!window.__rlvChartTheme) {
+    window.__rlvChartTheme = true;
+    document.addEventListener("rlv-theme", function () { window.rlvCharts.relayout(); });
+    window.addEventListener("beforeprint", function () { window.rlvCharts.print(true); });
+    window.addEventListener("afterprint", function () { window.rlvCharts.print(false); });
+  }
+
   function runColor(rid) { return RUN_COLORS[(RUN_INDEX[rid] || 0) % RUN_COLORS.length]; }
-  function markColor(m) { return MANY ? runColor(m.run) : (COLOR[m.status] || "#888"); }
+  function markColor(m) { return MANY ? runColor(m.run) : (theme().status[m.status] || "#888"); }
 
   // --- x: steps, or the hours elapsed at each step by the run's clock (straight lines between its knots)
   function hours(rid, x) {
@@ -24,6 +67,7 @@
   }
   // the step a run's clock had reached at x on the axis (the inverse of xAt; the clock never runs back)
   function stepAt(rid, x) {
+    if (counted()) { return stepAtTokens(rid, x); }
     var c = data.clocks && data.clocks[rid];
     if (!c || x === null || x === undefined) { return null; }
     var v = view.axis === "wall" ? wallMs(x) / 1000 - c.start : x * 3600;
@@ -46,18 +90,40 @@
     var ids = data.clocks ? Object.keys(data.clocks) : [];
     return ids.length > 0 && ids.every(function (r) { return typeof data.clocks[r].start === "number"; });
   }
+  // --- or the tokens trained on by each step (runs lined up by work done: data.tokens, report/tokens.py)
+  function tokensAt(rid, x) {
+    var c = data.tokens && data.tokens[rid];
+    if (!c || x === null || x === undefined) { return null; }
+    var s = c.steps, t = c.tokens, lo = 0, hi = s.length - 1;
+    if (x <= s[0]) { return t[0] * x / Math.max(s[0], 1); }
+    if (x >= s[hi]) { return t[hi]; }
+    while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (s[mid] <= x) { lo = mid; } else { hi = mid; } }
+    return t[lo] + (t[hi] - t[lo]) * (x - s[lo]) / (s[hi] - s[lo]);
+  }
+  function stepAtTokens(rid, v) {
+    var c = data.tokens && data.tokens[rid];
+    if (!c || v === null || v === undefined || !isFinite(v)) { return null; }
+    var s = c.steps, t = c.tokens, lo = 0, hi = s.length - 1;
+    if (v <= t[0]) { return t[0] > 0 ? Math.max(v, 0) * Math.max(s[0], 1) / t[0] : s[0]; }
+    if (v >= t[hi]) { return s[hi]; }
+    while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (t[mid] <= v) { lo = mid; } else { hi = mid; } }
+    return t[hi] === t[lo] ? s[lo] : s[lo] + (s[hi] - s[lo]) * (v - t[lo]) / (t[hi] - t[lo]);
+  }
+  function counted() { return view.axis === "tokens" && !!data.tokens && Object.keys(data.tokens).length > 0; }
   function timed() {
+    if (view.axis === "tokens") { return counted(); }
     var clocks = data.clocks && Object.keys(data.clocks).length > 0;
     return view.axis !== "step" && clocks && (view.axis !== "wall" || walled());
   }
   function xAt(rid, step) {
     if (!timed()) { return step; }
+    if (counted()) { return tokensAt(rid, step); }
     var h = hours(rid, step);
     if (view.axis !== "wall" || h === null) { return h; }
     return (data.clocks[rid].start + h * 3600) * 1000;
   }
   function xs(rid, x) { return timed() ? x.map(function (v) { return xAt(rid, v); }) : x; }
-  function axisTitle() { return word(!timed() ? "step" : view.axis === "wall" ? "wall" : "hours"); }
+  function axisTitle() { return word(!timed() ? "step" : counted() ? "tokens" : view.axis === "wall" ? "wall" : "hours"); }
 
   // TensorBoard's smoothing: an exponential moving average, debiased so the first points are not pulled
   // to zero; a gap (null) stays a gap and does not reset it
@@ -115,7 +181,7 @@
       // below the top edge, where the onset triangles and the nan/inf crosses sit
       return { x: xAt(m.run, first), xref: "x", y: 0.92 - 0.13 * (i % 4), yref: "paper", xanchor: "left",
         yanchor: "top", text: clean((MANY ? m.status.toUpperCase() + " " + shortTitle(m) : short) + " · " + at),
-        showarrow: false, font: { size: 10, color: color }, bgcolor: "rgba(255,255,255,0.85)",
+        showarrow: false, font: { size: 10, color: color }, bgcolor: theme().label,
         bordercolor: color, borderwidth: 1, borderpad: 2, captureevents: true,
         hovertext: clean(m.status.toUpperCase() + " " + title + " — " + stepWords(m)), name: m.finding };
     });
@@ -161,7 +227,8 @@
 
   function lineOf(chart, t, src, k) {
     if (chart.kind === "forecast") { return forecastLine(t, src); }
-    var hover = !timed() ? "%{x}: %{y}" : view.axis === "wall" ? "%{x|%Y-%m-%d %H:%M:%S}: %{y}" : "%{x:.2f} h: %{y}";
+    var hover = !timed() ? "%{x}: %{y}" : counted() ? "%{x:.4s} tokens: %{y}" :
+      view.axis === "wall" ? "%{x|%Y-%m-%d %H:%M:%S}: %{y}" : "%{x:.2f} h: %{y}";
     var tr = { type: "scatter", mode: src.x.length > 60 ? "lines" : "lines+markers", name: t.name, x: xs(t.run, src.x),
       y: src.y, connectgaps: false, hovertemplate: hover + "<extra>" + clean(t.key) + "</extra>",
       customdata: src.x };
@@ -180,7 +247,7 @@
       tr.mode = "lines";
       tr.hovertemplate = "%{x}: %{y:.1f}%<extra>" + clean(t.key) + "</extra>";
       tr.line = undefined;
-    } else if (k === "raw" && view.smooth > 0) {  // the raw curve, faint behind its smoothed line
+    } else if (k === "raw" && view.smooth > 0 && smoothed(t)) {  // the raw curve, faint behind its smoothed line
       tr.opacity = 0.25;
       tr.showlegend = false;
       tr.hoverinfo = "skip";
@@ -190,6 +257,7 @@
       tr.mode = "lines";
       tr.legendgroup = tr.name;
     }
+    if (t.hidden) { tr.visible = "legendonly"; tr.legendgroup = tr.name; }  // in the legend, drawn on a click
     return tr;
   }
 
@@ -200,12 +268,12 @@
     chart.traces.forEach(function (t, i) {
       var src = source[i] || t;
       out.push(lineOf(chart, t, src, "raw"));
-      if (chart.kind === "line" && view.smooth > 0) { out.push(lineOf(chart, t, src, "smooth")); }
+      if (chart.kind === "line" && view.smooth > 0 && smoothed(t)) { out.push(lineOf(chart, t, src, "smooth")); }
       if (t.bad.length && !(chartEl(cid) && chartEl(cid).__rlvFetched)) {
         out.push({ type: "scatter", mode: "markers", name: t.name + " (nan/inf)", yaxis: "y2",
           x: t.bad.map(function (b) { return xAt(t.run, b[0]); }), y: t.bad.map(function () { return 0.97; }),
           text: t.bad.map(function (b) { return b[1]; }), hovertemplate: "%{x}: %{text}<extra></extra>",
-          marker: { symbol: "x", size: 9, color: COLOR.fail } });
+          marker: { symbol: "x", size: 9, color: theme().status.fail } });
       }
     });
     var m = markerTrace(chart);
@@ -232,9 +300,9 @@
     var c = chart.ceiling;
     if (!c || c.value === null) { return []; }
     var out = [{ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: c.value, y1: c.value,
-      line: { color: "#555", width: 1.5, dash: "dot" }, name: "ceiling" }];
+      line: { color: theme().ceiling, width: 1.5, dash: "dot" }, name: "ceiling" }];
     if (c.lo !== null && c.hi !== null) {
-      out.push({ type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: c.lo, y1: c.hi, fillcolor: "#555",
+      out.push({ type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: c.lo, y1: c.hi, fillcolor: theme().ceiling,
         opacity: 0.08, line: { width: 0 }, layer: "below", name: "ceiling interval" });
     }
     return out;
@@ -243,7 +311,8 @@
     var c = chart.ceiling;
     if (!c || c.value === null) { return []; }
     return [{ x: 0.01, xref: "paper", y: c.value, yref: "y", xanchor: "left", yanchor: "bottom", showarrow: false,
-      text: (lang() === 1 ? "天花板 " : "ceiling ") + Number(c.value.toPrecision(3)), font: { size: 10, color: "#555" }, name: "ceiling" }];
+      text: (lang() === 1 ? "天花板 " : "ceiling ") + Number(c.value.toPrecision(3)), font: { size: 10, color: theme().ceiling },
+      name: "ceiling" }];
   }
 
   function layoutOf(cid) {
@@ -260,9 +329,10 @@
       hovermode: "x"
     };
     if (chart.traces.length > 1) { layout.height = 300; layout.margin.b = 70; layout.xaxis = {}; }
-    if (timed() && view.axis === "wall") { layout.xaxis.type = "date"; } else if (timed()) { layout.xaxis.ticksuffix = " h"; }
+    if (chart.traces.length > LEGEND_BELOW) { sideLegend(layout); }
+    if (timed() && view.axis === "wall") { layout.xaxis.type = "date"; } else if (timed() && !counted()) { layout.xaxis.ticksuffix = " h"; }
     if (view.x) { layout.xaxis.range = view.x.slice(); layout.xaxis.autorange = false; }
-    return layout;
+    return themed(layout, cid);
   }
 
   // --- zoom: one x range for every chart (the reader compares curves at the same steps); served, each

@@ -4,7 +4,7 @@
   var COLOR = { fail: "#c62828", warn: "#e67e00", note: "#1565c0" };
   var POINTS_SHOWN = 8;  // steps of point events written out before "… N more" (as the terminal does)
   var WORDS = { step: ["step", "步"], hours: ["elapsed time (h)", "已用时间（小时）"],
-    wall: ["wall-clock time (UTC)", "实际时间（UTC）"] };
+    wall: ["wall-clock time (UTC)", "实际时间（UTC）"], tokens: ["tokens trained on", "已训练 token 数"] };
   // a run's colour when a page compares runs: its lines and its findings' markers
   var RUN_COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
   var keep = window.rlvKeep || {};

@@ -1,5 +1,59 @@
 // The toolbar over the charts: find a metric (charts whose keys or names do not match are hidden, and a
-// section left without one says so), smoothing, the x axis, undoing the zoom, and each chart's log scale.
+// section left without one says so), smoothing, the x axis, undoing the zoom, and each chart's log scale;
+// and the layers' folded curves, drawn to their width when opened.
+  // a series of fewer than SMOOTH_MIN points is drawn as logged whatever the smoothing: an average over a
+  // 6-point validation tail puts the curve where none of its points is, and the raw points are few enough to read
+  var SMOOTH_MIN = 50;
+  function smoothed(t) { return (t.n || 0) >= SMOOTH_MIN; }
+
+  // a chart of more lines than fit under it (a validation source's best@k, maj@k, worst@k, std …) has its
+  // legend beside it, where Plotly scrolls it
+  var LEGEND_BELOW = 6;
+  function sideLegend(layout) {
+    layout.legend = { orientation: "v", x: 1.02, xanchor: "left", y: 1, yanchor: "top", font: { size: 10 } };
+    layout.margin.r = 190;
+    layout.margin.b = 40;
+  }
+
+  // a folded layer's charts were drawn (while idle) in a box of no size: opened, each is drawn to its width
+  function opened(box) {
+    if (!box || !box.open) { return; }
+    box.querySelectorAll(".rlv-chart[data-chart]").forEach(function (node) {
+      var cid = node.getAttribute("data-chart");
+      if (!drawn[cid]) { draw(cid); } else if (node.layout) { Plotly.Plots.resize(node); }
+    });
+  }
+
+  // what a link points at is shown: the folded layer holding it opens first (a finding's "on the chart")
+  function reveal(hash) {
+    var target = null;
+    try { target = hash && hash.length > 1 ? document.getElementById(decodeURIComponent(hash.slice(1))) : null; } catch (e) { target = null; }
+    for (var box = target && target.closest("details"); box; box = box.parentElement && box.parentElement.closest("details")) {
+      if (!box.open) { box.open = true; opened(box); }
+    }
+  }
+
+  function folds() {
+    window.__rlvFolds = { opened: opened, reveal: reveal };  // the newest copy's: its charts are on the page
+    if (window.__rlvFoldsBound) { return; }
+    window.__rlvFoldsBound = true;
+    // a <details> "toggle" does not bubble: heard while it goes down
+    document.addEventListener("toggle", function (ev) {
+      if (ev.target && ev.target.matches && ev.target.matches("details.rlv-more")) { window.__rlvFolds.opened(ev.target); }
+    }, true);
+    document.addEventListener("click", function (ev) {
+      var a = ev.target && ev.target.closest ? ev.target.closest("a[href^='#']") : null;
+      if (a) { window.__rlvFolds.reveal(a.getAttribute("href")); }
+    }, true);
+    window.addEventListener("hashchange", function () { window.__rlvFolds.reveal(location.hash); });
+    // before the charts are fitted to the paper (a listener while going down runs first)
+    window.addEventListener("beforeprint", function () {
+      document.querySelectorAll("details.rlv-more:not([open])").forEach(function (d) { d.open = true; d.setAttribute("data-printed", "1"); });
+    }, true);
+    window.addEventListener("afterprint", function () {
+      document.querySelectorAll("details.rlv-more[data-printed]").forEach(function (d) { d.open = false; d.removeAttribute("data-printed"); });
+    });
+  }
   function search(text) {
     view.search = String(text || "");
     var words = String(text || "").toLowerCase().split(/\s+/).filter(Boolean);
@@ -11,6 +65,11 @@
       total += 1;
       if (hit) { shown += 1; }
     });
+    if (words.length) {  // a match in a folded layer is shown: its layer opens
+      document.querySelectorAll("details.rlv-more:not([open])").forEach(function (d) {
+        if (d.querySelector("figure.rlv-figure[data-search]:not([hidden])")) { d.open = true; }
+      });
+    }
     document.querySelectorAll(".rlv-grid").forEach(function (g) {
       var any = Array.prototype.some.call(g.querySelectorAll("figure.rlv-figure"), function (f) { return !f.hidden; });
       var note = g.nextElementSibling && g.nextElementSibling.classList.contains("rlv-no-match") ? g.nextElementSibling : null;
@@ -42,6 +101,8 @@
   }
 
   function controls() {
+    folds();
+    if (location.hash) { reveal(location.hash); }
     var box = document.getElementById("rlv-metric-search");
     if (box && !box.__rlvBound) {
       box.__rlvBound = true;
@@ -52,6 +113,8 @@
     var shown = document.getElementById("rlv-smooth-value");
     if (smooth) {
       smooth.value = String(view.smooth);
+      smooth.title = "A series of fewer than " + SMOOTH_MIN + " points is drawn as logged · 少于 " + SMOOTH_MIN +
+        " 个点的序列不做平滑，按记录的值画出";
       if (shown) { shown.textContent = String(view.smooth); }
       if (!smooth.__rlvBound) {
         smooth.__rlvBound = true;
@@ -88,10 +151,10 @@
   }
 
   function setAxis(a) {
-    view.axis = a === "time" || a === "wall" ? a : "step";
+    view.axis = a === "time" || a === "wall" || a === "tokens" ? a : "step";
     var pick = document.getElementById("rlv-xaxis");
     if (pick && pick.value !== view.axis) { pick.value = view.axis; }
-    view.x = null;  // a range of steps is no range of hours, nor of dates
+    view.x = null;  // a range of steps is no range of hours, nor of dates, nor of tokens
     Object.keys(drawn).forEach(function (cid) {
       var node = chartEl(cid);
       if (node && node.__rlvFetched) { node.__rlvFetched = null; node.removeAttribute("data-range"); points(cid, null); }
