@@ -48,6 +48,8 @@ def test_a_run_page_lists_what_watch_said_of_it_cleared_included(tmp_path: Path)
     rid = run_id(str(log))
     html = c.get(f"/runs/{rid}").text
     section = html[html.index('id="rlv-alerts"'):html.index("</section>", html.index('id="rlv-alerts"'))]
+    # under the story, inside <main> (swapped live): the verdict and root cause stay on the first screen
+    assert html.index("<main>") < html.index('id="story"') < html.index('id="rlv-alerts"') < html.index("</main>")
     kinds = [part.split('"')[0] for part in section.split('data-kind="')[1:]]
     assert kinds == ["cleared", "escalated", "new"]  # newest first
     assert "KL outside its band" in section and "KL 超出正常范围" in section and "<code>kl_band</code>" in section

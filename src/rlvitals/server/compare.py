@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..report.html import render_html
-from .page import _DATA, PLOTLY_PATH, WORDS, _page, _plotly_cdn
+from .page import WORDS, _page, served_report
 from .security import AccessError
 
 if TYPE_CHECKING:
@@ -91,11 +90,5 @@ def compare_html(page: Mapping[str, Any], served: Sequence[Served], labels: Mapp
         >>> 'data-runs="aa,bb"' in html, "/static/compare.js" in html, "cdn.plot.ly" in html
         (True, True, False)
     """
-    html = render_html({**page, "meta": {**page["meta"], "lang": lang}}, cdn=True)
-    html = html.replace(_plotly_cdn(), f'<link rel="preload" href="{PLOTLY_PATH}" as="script">', 1)
-    html = html.replace(_DATA, f'<script src="{PLOTLY_PATH}" charset="utf-8"></script>\n{_DATA}', 1)
-    html = html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css">\n</head>', 1)
     bar = _page("compare.html.j2").render(served=served, labels=labels, words=WORDS)
-    html = html.replace("<body>\n", "<body>\n" + bar, 1)
-    end = html.rfind("</body>")
-    return html[:end] + '<script src="/static/compare.js"></script>\n' + html[end:]
+    return served_report(page, lang, bar, "compare.js")

@@ -115,7 +115,7 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: s
     """The live page of one run in ``lang`` (see the module docstring); ``error`` says why the reading shown
     is stale (the live bar marks it), or is None; ``alerts``: what ``rlvitals watch`` said of the run
     (:mod:`.alert_files`), or with ``by_watch=False`` what the dashboard decided by its rules (:mod:`.live_alerts`),
-    listed at the top of the page's ``<main>``.
+    listed under the story (the verdict and root cause come first) inside ``<main>``.
 
     Example:
         >>> from rlvitals.diagnosis import diagnose
@@ -129,29 +129,41 @@ def run_html(page: Mapping[str, Any], served: Served, lang: str = "en", error: s
         >>> 'data-version="3"' in html, "/static/live.js" in html, "/static/serve.css" in html, "cdn.plot.ly" in html
         (True, True, True, False)
     """
+    bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False, error=error,
+                                       error_zh=in_lang(error, "zh"))
+    html = served_report(page, lang, bar, "live.js")
+    if alerts:
+        said = _page("alerts.html.j2").render(alerts=alerts, by_watch=by_watch, kinds=KINDS, status=STATUS,
+                                                  words=WORDS)
+        # after the story: the verdict and the root cause stay on the first screen however many alerts there are
+        story = html.find('<section id="story"')
+        after = html.find("</section>", story) + len("</section>") if story >= 0 else -1
+        html = (html[:after] + "\n" + said + html[after:] if story >= 0
+                else html.replace("<main>", "<main>\n" + said, 1))
+    return html
+
+
+def served_report(page: Mapping[str, Any], lang: str, bar: str, script: str) -> str:
+    """The report of ``page`` in ``lang`` as this server serves it (a run page, a comparison): Plotly from
+    ``/static/`` instead of inlined, the dashboard's stylesheet, ``bar`` opening the body and the static
+    ``script`` that keeps the page current closing it."""
     html = render_html({**page, "meta": {**page["meta"], "lang": lang}}, cdn=True)
-    cdn, script = _plotly_cdn(), f"<script>{page_script()}</script>"
-    if html.count(cdn) != 1 or html.count(script) != 1 or "<body>\n" not in html or html.count(_DATA) != 1:
+    cdn, inline = _plotly_cdn(), f"<script>{page_script()}</script>"
+    if html.count(cdn) != 1 or html.count(inline) != 1 or "<body>\n" not in html or html.count(_DATA) != 1:
         raise RlvitalsError(Words("serve: the report template no longer has the Plotly <script src>, the page data "
                                   "or the inline page script this server expects; update rlvitals/server/page.py "
                                   "with rlvitals/report",
                                   "serve：报告模板里不再有本服务所需的 Plotly <script src>、页面数据或内联页面脚本；"
                                   "请随 rlvitals/report 一起更新 rlvitals/server/page.py"))
-    # Plotly (4.6 MB of JS) in <head> blocks the first paint until it has run; just before the data it
-    # still runs before the report script, while the page above it is already shown
+    # Plotly in <head> blocks the first paint until it has run; just before the data it still runs before the
+    # report script, while the page above it is already shown
     html = html.replace(cdn, f'<link rel="preload" href="{PLOTLY_PATH}" as="script">', 1)
     html = html.replace(_DATA, f'<script src="{PLOTLY_PATH}" charset="utf-8"></script>\n{_DATA}', 1)
     # the live bar's look (dark, as on the run list); the report's own styles are inline
     html = html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css">\n</head>', 1)
-    bar = _page("live.html.j2").render(s=served, status=STATUS, words=WORDS, loading=False, error=error,
-                                       error_zh=in_lang(error, "zh"))
     html = html.replace("<body>\n", "<body>\n" + bar, 1)
-    if alerts:
-        said = _page("alerts.html.j2").render(alerts=alerts, by_watch=by_watch, kinds=KINDS, status=STATUS,
-                                                  words=WORDS)
-        html = html.replace("<main>", "<main>\n" + said, 1)
     end = html.rfind("</body>")
-    return html[:end] + '<script src="/static/live.js"></script>\n' + html[end:]
+    return html[:end] + f'<script src="/static/{script}"></script>\n' + html[end:]
 
 
 def _page(name: str) -> Template:
