@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import os
-import string
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -201,15 +200,18 @@ class Diagnosis:
                 "forecast": None if self.forecast is None else self.forecast.to_json()}
 
 
+class _Safe(dict[str, Any]):
+    """A template's values: a missing one shows as ``{name}``."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
 def _format(template: str, values: Mapping[str, Any]) -> str:
     """Fill a message template; a missing value shows as ``{name}`` instead of failing."""
-    class _Safe(dict[str, Any]):
-        def __missing__(self, key: str) -> str:
-            return "{" + key + "}"
-
     try:
-        return string.Formatter().vformat(template, (), _Safe(values))
-    except (ValueError, TypeError):
+        return template.format_map(_Safe(values))
+    except (ValueError, TypeError, IndexError):
         return template
 
 

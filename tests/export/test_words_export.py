@@ -89,12 +89,12 @@ def test_tensorboard_folder_errors_in_chinese(tmp_path: Path) -> None:
 def test_a_live_event_file_that_cannot_be_written_in_chinese(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     live = LiveTensorBoard(tmp_path / "file" / "tb", clock=lambda: 1000.0, host="h")
-    with pytest.raises(RlvitalsError, match=r"cannot write .*; the curves and findings are not exported"
+    with pytest.raises(RlvitalsError, match=r"cannot write .*; the derived series and findings are not exported"
                                             r" until it can") as caught:
         live.update(EMPTY)
     said = caught.value.text("zh")
     assert said.startswith(f"--export-tensorboard {tmp_path / 'file' / 'tb'}：无法写入（")
-    assert said.endswith("）；在能写入之前，曲线和各项发现都不会导出")
+    assert said.endswith("）；在能写入之前，派生序列和各项发现都不会导出")
 
 
 # --- W&B ----------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ def test_the_shared_levels_stay_within_their_bytes(monkeypatch: pytest.MonkeyPat
     levels = [T.rolling_level(x, 9) for x in series]
     held = sum(len(k) + v.nbytes for (k, _), v in T._LEVELS.items())
     assert held <= 100_000 and len(T._LEVELS) == 6
+    assert T._LEVELS.held == held  # the count kept as levels come and go is the bytes they hold
     assert T.rolling_level(series[-1], 9) is levels[-1]  # the latest are kept, the oldest gone
     assert T.rolling_level(series[0], 9) is not levels[0]
     assert np.array_equal(T.rolling_level(series[0], 9), levels[0])

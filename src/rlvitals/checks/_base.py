@@ -58,6 +58,9 @@ class Series:
         return common, self.values[ia], other.values[ib]
 
 
+_MISSING = object()
+
+
 class RunView:
     """What checks may read of a run: canonical series, the algorithm family and the config."""
 
@@ -74,6 +77,7 @@ class RunView:
         self._cache: dict[str, Series | None] = {}
         self._derived: dict[Hashable, object] = {}
         self._derived_lock = threading.Lock()
+        self._shared: dict[Hashable, object] = {}
 
     def series(self, key: str, min_points: int = MIN_POINTS) -> Series | None:
         """The training-step series of ``key`` with non-finite values dropped, or None when
@@ -109,6 +113,15 @@ class RunView:
 
     def validation(self) -> dict[str, Any]:
         return self.run.validation
+
+    def shared(self, key: Hashable, make: Callable[[], object]) -> object:
+        """``make()`` kept per view and ``key`` without a lock: a pure result several checks read (the
+        validation tracks), cheap enough that two threads racing for it may both compute it, and safe to ask
+        for inside :meth:`derived`'s ``make`` (which holds its lock)."""
+        found = self._shared.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._shared.setdefault(key, make())
+        return found
 
 
 @dataclass(frozen=True)

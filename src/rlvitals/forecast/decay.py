@@ -10,6 +10,7 @@ fits at once: each row of ``y`` is fitted on its own, which is how the bootstrap
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -97,6 +98,14 @@ def fit_decay(steps: np.ndarray, values: np.ndarray, *, floor: float | None = No
     t, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
     if len(t) < 3 or len(t) != len(y):
         raise ValueError(f"fit_decay needs at least 3 points of equal length, got {len(t)} and {len(y)}")
+    return _fit_decay(t.tobytes(), y.tobytes(), floor, falling)
+
+
+@lru_cache(maxsize=32)
+def _fit_decay(t_bytes: bytes, y_bytes: bytes, floor: float | None, falling: bool) -> Decay:
+    """:func:`fit_decay` by its inputs' bytes, kept: a run's forecasts fit the same entropy (its whole run, its
+    first half) once for each series read against it."""
+    t, y = np.frombuffer(t_bytes), np.frombuffer(y_bytes)
     first = fit_decays(t, y, floor=floor, falling=falling)[0]
     i = int(np.argmin(np.abs(RATES - first.k)))
     lo, hi = np.log(RATES[max(0, i - 1)]), np.log(RATES[min(len(RATES) - 1, i + 1)])

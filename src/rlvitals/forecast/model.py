@@ -281,35 +281,41 @@ def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
     return None
 
 
-#: the entropy carried forward, by its inputs: every series of a run is read against the same entropy, and the
-#: decay's bootstrap is most of a forecast's cost (a few runs' worth kept; each value is read-only)
-_CARRIED: OrderedDict[tuple[bytes, bytes, float, float, bytes], tuple[Decay, np.ndarray]] = OrderedDict()
-_CARRIED_LOCK = threading.Lock()
-CARRIED_KEPT = 8
+#: the entropy's decay and its bootstrap resamples, by the entropy series: every series of a run (its validation
+#: curves, its training reward) is read against the same entropy, and the bootstrap is most of a forecast's cost
+#: (a few runs' worth kept; read-only)
+_DECAYS: OrderedDict[tuple[bytes, bytes], tuple[Decay, tuple[Decay, ...]]] = OrderedDict()
+_DECAYS_LOCK = threading.Lock()
+DECAYS_KEPT = 8
 
 
-def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
-           future: np.ndarray) -> tuple[Decay, np.ndarray]:
-    """The exponential decay the entropy followed, and the entropy it gives at ``future`` for each bootstrap
-    resample of its residuals (rows; each carried on from the level now, never below zero). Computed once per
-    entropy, level and steps."""
-    key = (np.asarray(h_steps, dtype=float).tobytes(), np.asarray(h, dtype=float).tobytes(), now, at,
-           np.asarray(future, dtype=float).tobytes())
-    with _CARRIED_LOCK:
-        if key in _CARRIED:
-            _CARRIED.move_to_end(key)
-            return _CARRIED[key]
+def _decays(h_steps: np.ndarray, h: np.ndarray) -> tuple[Decay, tuple[Decay, ...]]:
+    """The exponential decay the entropy followed, and its refits to the bootstrap resamples of its residuals.
+    Computed once per entropy series."""
+    key = (np.asarray(h_steps, dtype=float).tobytes(), np.asarray(h, dtype=float).tobytes())
+    with _DECAYS_LOCK:
+        if key in _DECAYS:
+            _DECAYS.move_to_end(key)
+            return _DECAYS[key]
     t, y = _bins(h_steps, h, DECAY_POINTS)
     best = fit_decay(t, y, floor=0.0, falling=True)
     resid = y - best.at(t)
     rows = block_indices(len(y), DECAY_REPLICATES, np.random.default_rng(SEED + 1))
-    decays = fit_decays(t, best.at(t) + resid[rows], floor=0.0, falling=True)
+    decays = tuple(fit_decays(t, best.at(t) + resid[rows], floor=0.0, falling=True))
+    with _DECAYS_LOCK:
+        _DECAYS[key] = (best, decays)
+        while len(_DECAYS) > DECAYS_KEPT:
+            _DECAYS.popitem(last=False)
+    return best, decays
+
+
+def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
+           future: np.ndarray) -> tuple[Decay, np.ndarray]:
+    """The exponential decay the entropy followed (:func:`_decays`), and the entropy it gives at ``future`` for
+    each bootstrap resample (rows; each carried on from the level ``now`` at step ``at``, never below zero)."""
+    best, decays = _decays(h_steps, h)
     paths = np.maximum(now + np.array([d.at(future) - d.at(at) for d in decays]), 0.0)
     paths.setflags(write=False)
-    with _CARRIED_LOCK:
-        _CARRIED[key] = (best, paths)
-        while len(_CARRIED) > CARRIED_KEPT:
-            _CARRIED.popitem(last=False)
     return best, paths
 
 

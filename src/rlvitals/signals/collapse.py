@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .events import Event
+from .events import Event, _frame
 from .levels import rolling_level
 
 
@@ -19,9 +19,9 @@ def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
     head = min(3, baseline_window)
     if n < head + 3:
         return None
-    s = pl.Series(x)
     # from the third value on: a fall in the first steps has no full window before it
-    before = s.rolling_median(window_size=baseline_window, min_samples=head).fill_null(np.nan).to_numpy()
+    before = _frame(x).select(pl.col("x").rolling_median(window_size=baseline_window, min_samples=head)
+                              .fill_null(np.nan)).to_series().to_numpy()
     later = _forward_median(x, baseline_window)
     # the least finite forward median among the next `within` points after each index, all at once
     ahead = np.concatenate([np.where(np.isfinite(later), later, np.inf), np.full(within, np.inf)])
@@ -37,8 +37,8 @@ def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
 
 
 def _forward_median(x: np.ndarray, baseline_window: int) -> np.ndarray:
-    out: np.ndarray = pl.Series(x).reverse().rolling_median(
-        window_size=min(baseline_window, 5)).reverse().fill_null(np.nan).to_numpy()
+    out: np.ndarray = _frame(x).select(pl.col("x").reverse().rolling_median(
+        window_size=min(baseline_window, 5)).reverse().fill_null(np.nan)).to_series().to_numpy()
     return out
 
 

@@ -50,9 +50,15 @@ def trailing_median(x: np.ndarray, window: int, min_periods: int | None = None) 
     """Median of the ``window`` values before each index (the index itself excluded);
     NaN where fewer than ``min_periods`` precede it."""
     min_periods = min_periods or max(3, window // 4)
-    med = pl.Series(x).rolling_median(window_size=window, min_samples=min_periods).shift(1)
-    out: np.ndarray = med.fill_null(np.nan).to_numpy()
+    med = pl.col("x").rolling_median(window_size=window, min_samples=min_periods).shift(1)
+    out: np.ndarray = _frame(x).select(med.fill_null(np.nan)).to_series().to_numpy()
     return out
+
+
+def _frame(x: np.ndarray) -> pl.DataFrame:
+    """``x`` as a one-column frame: a signal's polars steps go in one ``select`` (one call into polars, not
+    one per Series method: each costs a fraction of a millisecond, a diagnosis makes hundreds)."""
+    return pl.DataFrame({"x": np.asarray(x, dtype=float)})
 
 
 def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
@@ -61,12 +67,12 @@ def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
     ``min_periods`` values (half a window by default): a MAD from a dozen points is too noisy
     to call anything six of them away a spike."""
     min_periods = min_periods or max(5, window // 2)
-    s = pl.Series(x)
-    centre = s.rolling_median(window_size=window, min_samples=1)
-    dev = (s - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
+    centre = pl.col("x").rolling_median(window_size=window, min_samples=1)
+    dev = (pl.col("x") - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
+    got = _frame(x).select(med=centre.shift(1).fill_null(np.nan), dev=dev.shift(1).fill_null(np.nan))
     # the median before an index, none while fewer than min_periods values precede it
-    med_np: np.ndarray = np.where(np.arange(len(x)) < min_periods, np.nan, centre.shift(1).fill_null(np.nan).to_numpy())
-    dev_np: np.ndarray = dev.shift(1).fill_null(np.nan).to_numpy()
+    med_np: np.ndarray = np.where(np.arange(len(x)) < min_periods, np.nan, got["med"].to_numpy())
+    dev_np: np.ndarray = got["dev"].to_numpy()
     # a quiet stretch must not make every wiggle a spike: never below half the run's step noise
     sd = np.maximum(np.nan_to_num(dev_np, nan=np.inf), np.maximum(floor * np.abs(med_np), 0.5 * noise_scale(x)))
     return med_np, sd
@@ -137,11 +143,13 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
     n = len(x)
     if n < 2 * window:
         return None
-    s, level = pl.Series(x), pl.Series(x).rolling_median(window_size=window)
-    before_med = level.shift(1).fill_null(np.nan).to_numpy()
-    after_med = s.reverse().rolling_median(window_size=window).reverse().fill_null(np.nan).to_numpy()
-    before_sd = (s - level).abs().rolling_median(window_size=window) * MAD_TO_SD
-    sd = np.maximum(np.nan_to_num(before_sd.shift(1).fill_null(np.nan).to_numpy(), nan=np.inf),
+    level = pl.col("x").rolling_median(window_size=window)
+    got = _frame(x).select(
+        before=level.shift(1).fill_null(np.nan),
+        after=pl.col("x").reverse().rolling_median(window_size=window).reverse().fill_null(np.nan),
+        sd=((pl.col("x") - level).abs().rolling_median(window_size=window) * MAD_TO_SD).shift(1).fill_null(np.nan))
+    before_med, after_med = got["before"].to_numpy(), got["after"].to_numpy()
+    sd = np.maximum(np.nan_to_num(got["sd"].to_numpy(), nan=np.inf),
                     np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
     z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
     mask = _beyond(z, k, direction)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,17 @@ def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=4)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every index pair ``i < j`` of ``n`` values (``np.triu_indices(n, 1)``), built once per length: the
+    slopes and trends of one run's series are mostly of one length (its bucket count), and at 400 points
+    the pairs are 80,000 of them."""
+    i, j = np.triu_indices(n, 1)
+    i.setflags(write=False)
+    j.setflags(write=False)
+    return i, j
+
+
 def theil_sen(x: np.ndarray, t: np.ndarray | None = None, max_points: int = 400) -> float:
     """Robust slope (median of pairwise slopes); long series are reduced to ``max_points``
     bucket medians first so the cost stays O(max_points²)."""
@@ -39,7 +51,7 @@ def theil_sen(x: np.ndarray, t: np.ndarray | None = None, max_points: int = 400)
     t = np.arange(n, dtype=float) if t is None else t.astype(float)
     if n > max_points:
         x, t = bucket_medians(x, max_points), bucket_medians(t, max_points)
-    i, j = np.triu_indices(len(x), 1)
+    i, j = _pairs(len(x))
     dt = t[j] - t[i]
     keep = dt != 0
     return float(np.median((x[j] - x[i])[keep] / dt[keep]))
@@ -53,7 +65,7 @@ def trend(x: np.ndarray, max_points: int = 400) -> float:
         return 0.0
     if n > max_points:
         x = bucket_medians(x, max_points)
-    i, j = np.triu_indices(len(x), 1)
+    i, j = _pairs(len(x))
     sign = np.sign(x[j] - x[i])
     return float(sign.sum() / len(sign))
 
@@ -61,7 +73,31 @@ def trend(x: np.ndarray, max_points: int = 400) -> float:
 #: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
 #: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together,
 #: none of a series longer than LEVEL_KEPT (there a level's memory counts for more than its time)
-_LEVELS: OrderedDict[tuple[bytes, int], np.ndarray] = OrderedDict()
+class _Held(OrderedDict[tuple[bytes, int], np.ndarray]):
+    """Levels by key, least recently used first, counting the bytes of their keys and levels as they come and
+    go (``held``), not by a sum over all of them at each insert."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = 0
+
+    def __setitem__(self, key: tuple[bytes, int], value: np.ndarray) -> None:
+        if key in self:  # two threads computed one level: it is held once
+            self.held -= len(key[0]) + self[key].nbytes
+        super().__setitem__(key, value)
+        self.held += len(key[0]) + value.nbytes
+
+    def popitem(self, last: bool = True) -> tuple[tuple[bytes, int], np.ndarray]:
+        key, value = super().popitem(last)
+        self.held -= len(key[0]) + value.nbytes
+        return key, value
+
+    def clear(self) -> None:
+        super().clear()
+        self.held = 0
+
+
+_LEVELS = _Held()
 _LEVELS_LOCK = threading.Lock()
 LEVEL_BYTES, LEVEL_KEPT = 32 << 20, 1 << 18
 
@@ -90,10 +126,8 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
         return out
     with _LEVELS_LOCK:
         _LEVELS[key] = out
-        held = sum(len(k) + v.nbytes for (k, _), v in _LEVELS.items())
-        while held > LEVEL_BYTES and len(_LEVELS) > 1:
-            (k, _), v = _LEVELS.popitem(last=False)
-            held -= len(k) + v.nbytes
+        while _LEVELS.held > LEVEL_BYTES and len(_LEVELS) > 1:
+            _LEVELS.popitem(last=False)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -50,13 +50,18 @@ def _core_label(source: str, columns: list[str]) -> tuple[str, float] | None:
 
 def core_tracks(view: RunView, min_evals: int = 1) -> list[Track]:
     """The core validation curve of every data source (val-core acc/reward mean@N; the generic
-    ``eval`` source: reward, preference accuracy, margins or loss)."""
+    ``eval`` source: reward, preference accuracy, margins or loss), with at least ``min_evals`` points. Read once
+    per view: several checks and the forecast ask for them."""
+    every = cast("list[Track]", view.shared("core_tracks", lambda: _core_tracks(view)))
+    return [t for t in every if len(t.values) >= min_evals]
+
+
+def _core_tracks(view: RunView) -> list[Track]:
     out = []
     for source, frame in view.validation().items():
         found = _core_label(source, [c for c in frame.columns if c != "step"])
         if found is None:
             continue
         steps, values = _column(frame, found[0])
-        if len(values) >= min_evals:
-            out.append(Track(source, found[0], steps, values, found[1]))
+        out.append(Track(source, found[0], steps, values, found[1]))
     return out

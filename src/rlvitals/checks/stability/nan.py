@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from .._base import Outcome, RunView
 from .gradient import GRAD_KEYS
@@ -21,13 +22,14 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     steps, fails."""
     run = view.run
     bad: dict[str, list[int]] = {}
-    steps = run.steps
-    for key in run.metrics:
-        col = run.frame[key]
-        logged = col.fill_null(0.0).to_numpy()
-        mask = ~np.isfinite(logged) & run.train_mask
-        if mask.any():
-            bad[key] = steps[mask].tolist()
+    steps, keys = run.steps, list(run.metrics)
+    if keys:
+        # one pass over the frame, not one per metric: where each logged a non-finite value (null is "not
+        # logged", not non-finite) on a training step
+        finite = pl.col(keys).cast(pl.Float64).is_finite().fill_null(True)
+        flags = run.frame.select(~finite).to_numpy() & run.train_mask[:, None]
+        for i in np.flatnonzero(flags.any(axis=0)):
+            bad[keys[i]] = steps[flags[:, i]].tolist()
     if not bad:
         return [Outcome("ok", "ok", {"count": len(run.metrics)})]
     first = min(s[0] for s in bad.values())
