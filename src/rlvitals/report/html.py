@@ -277,7 +277,10 @@ def render_html(page: Mapping[str, Any], *, cdn: bool = False) -> str:
     """
     inline, src = _plotly(cdn)
     data = {"charts": page["charts"], "rollouts": page["rollouts"], "clocks": page["clocks"],
-            "tokens": page.get("tokens") or {}, "runs": [{"id": r["id"], "label": r["label"]} for r in page["runs"]]}
+            "tokens": page.get("tokens") or {},
+            # a served comparison names each run's API path (server/compare.py): a zoom fetches from it
+            "runs": [{"id": r["id"], "label": r["label"], **({"api": r["api"]} if r.get("api") else {})}
+                     for r in page["runs"]]}
     html = jinja_env().get_template("report.html.j2").render(
         page=page, ui=UI, status=STATUS, names=_names(page), when=when, search=search_text, plotly_inline=inline,
         plotly_src=src,

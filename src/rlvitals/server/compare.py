@@ -3,8 +3,10 @@
 The page is :func:`rlvitals.report.html.render_html` of the report's page model built over several runs (what
 ``rlvitals report A B`` writes: every chart overlays the runs, the comparison section holds the final/best
 table and the config diff), served as a run page is (:mod:`.page`: Plotly from this server, the dashboard's
-stylesheet), with a bar naming the runs in place of a run's live bar. ``compare.js`` keeps it current: when one
-of the runs has a newer reading it fetches the page again and swaps its ``<main>`` in.
+stylesheet), with a bar naming the runs in place of a run's live bar. Each run in the page data carries its API
+path (:func:`with_apis`), so a zoomed chart fetches each line's range at full resolution from its own run.
+``compare.js`` keeps it current: when one of the runs has a newer reading it fetches the page again and swaps its
+``<main>`` in, keeping the reader's zoom and open layers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from .listing import Served
     from .workspace import Workspace
 
-__all__ = ["IDS_PATTERN", "compare_html", "compare_ids", "compare_page", "compared"]
+__all__ = ["IDS_PATTERN", "compare_html", "compare_ids", "compare_page", "compared", "with_apis"]
 
 #: what ``/api/compare`` accepts (its schema says it): two or more ids, comma-separated
 IDS_PATTERN = r"^[^,]*[^,\s][^,]*(,[^,]*[^,\s][^,]*)+$"
@@ -91,4 +93,19 @@ def compare_html(page: Mapping[str, Any], served: Sequence[Served], labels: Mapp
         (True, True, False)
     """
     bar = _page("compare.html.j2").render(served=served, labels=labels, words=WORDS)
-    return served_report(page, lang, bar, "compare.js")
+    return served_report(with_apis(page, served), lang, bar, "compare.js")
+
+
+def with_apis(page: Mapping[str, Any], served: Sequence[Served]) -> dict[str, Any]:
+    """``page`` with each run's API path (``runs[i].api``, the run ``served[i]``), so a zoomed chart fetches each
+    line's range from its own run (``/api/runs/{id}/series``); a copy: the page model is shared (memoised).
+
+    Example:
+        >>> from rlvitals.server.listing import Served
+        >>> page = {"runs": [{"id": "r0"}, {"id": "r1"}]}
+        >>> s = [Served(i, "x.log", 0, 1, 2, "ok", 1, 0.0) for i in ("aa", "bb")]
+        >>> [r["api"] for r in with_apis(page, s)["runs"]], "api" in page["runs"][0]
+        (['/api/runs/aa', '/api/runs/bb'], False)
+    """
+    runs = [{**r, "api": f"/api/runs/{s.id}"} for r, s in zip(page["runs"], served, strict=True)]
+    return {**page, "runs": runs}

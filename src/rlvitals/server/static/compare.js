@@ -1,7 +1,8 @@
 // rlvitals serve: comparing runs. On the run list: a filter over the runs (by name, verdict, algorithm,
 // in place) and a tick per run, with a Compare button opening /compare?runs=ID,ID. On a comparison page:
 // when one of its runs has a newer reading, the page is fetched again and its <main> swapped in (the same
-// templates as the first load), then the report script runs again. Text is set with textContent only.
+// templates as the first load; the reader's zoom and open layers kept), then the report script runs again.
+// Text is set with textContent only.
 (function () {
   "use strict";
   var INTERVAL = 1000;
@@ -100,9 +101,13 @@
       var main = doc.querySelector("main"), old = document.querySelector("main");
       var data = doc.getElementById("rlv-data"), here = document.getElementById("rlv-data");
       if (!main || !old || !data || !here) { return; }
+      // the reader's zoom (the fresh charts fetch its range from each run again) and open layers, as live.js keeps them
       if (!window.rlvKeep) { window.rlvKeep = window.rlvReport && window.rlvReport.state ? window.rlvReport.state() : null; }
+      var open = {};
+      old.querySelectorAll("details").forEach(function (d, i) { if (d.open) { open[d.id || ("i" + i)] = true; } });
       var y = window.scrollY;
       old.replaceWith(document.adoptNode(main));
+      main.querySelectorAll("details").forEach(function (d, i) { if (open[d.id || ("i" + i)]) { d.open = true; } });
       here.textContent = data.textContent;
       if (script) { script.remove(); }
       script = document.createElement("script");

@@ -1,7 +1,7 @@
 // The charts: each one's lines, finding markers and layout, built from the page data and the reader's
 // view (smoothing, x axis, shared zoom, log scale), drawn with Plotly when it scrolls into view and the
 // rest while the page is idle, so a printed or saved page has every chart. Served, a zoom fetches its
-// step range at full resolution from the server's API.
+// step range at full resolution from the server's API (on a comparison, each line from its own run).
   var RUN_INDEX = {};
   data.runs.forEach(function (r, i) { RUN_INDEX[r.id] = i; });
   var MANY = data.runs.length > 1;
@@ -441,31 +441,48 @@
     return [Math.floor(a), Math.ceil(b)];
   }
 
+  // where a trace's run is served: on a comparison each run has its own path (the page data's runs[].api), on
+  // a run page the page's; a static report has none and fetches nothing
+  function apiOf(rid) {
+    var r = data.runs[RUN_INDEX[rid]];
+    return (r && r.api) || api;
+  }
+
+  function fetchOne(t, r, buckets) {
+    var base = apiOf(t.run);
+    if (!r || !base) { return null; }  // not served, or a run without a clock on the time axis: its points stay
+    var q = "?key=" + encodeURIComponent(t.key) + "&start=" + r[0] + "&end=" + r[1] + "&buckets=" + buckets;
+    return fetch(base + "/series" + q, { credentials: "same-origin" })
+      .then(function (res) { if (!res.ok) { throw new Error("HTTP " + res.status); } return res.json(); })
+      .catch(function () { return null; });  // this line keeps its downsampled points; the others are still fetched
+  }
+
   function fetchRange(cid, x0, x1) {
     var chart = data.charts[cid];
     var node = chartEl(cid);
-    if (!api || chart.kind !== "line") { return; }  // a stack shares, a forecast was fitted: no series to fetch
-    var ranges = chart.traces.map(function (t) { return stepRange(t.run, x0, x1); });
-    var first = ranges.filter(Boolean)[0];
-    if (!first) { return; }
+    if (chart.kind !== "line") { return; }  // a stack shares, a forecast was fitted: no series to fetch
+    var ranges = chart.traces.map(function (t) { return apiOf(t.run) ? stepRange(t.run, x0, x1) : null; });
+    var found = ranges.filter(Boolean);
+    if (!found.length) { return; }
+    var lo = Math.min.apply(null, found.map(function (r) { return r[0]; }));
+    var hi = Math.max.apply(null, found.map(function (r) { return r[1]; }));
     var buckets = Math.max(50, Math.round((node.clientWidth || 600) / 2));
     var asked = (node.__rlvAsk || 0) + 1;
     node.__rlvAsk = asked;
-    Promise.all(chart.traces.map(function (t, i) {
-      var r = ranges[i];
-      if (!r) { return null; }  // a run without a clock is not on the time axis
-      var q = "?key=" + encodeURIComponent(t.key) + "&start=" + r[0] + "&end=" + r[1] + "&buckets=" + buckets;
-      return fetch(api + "/series" + q, { credentials: "same-origin" })
-        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
-    })).then(function (got) {
-      if (node.__rlvAsk !== asked || !view.x) { return; }  // a later zoom has been asked for, or undone
+    Promise.all(chart.traces.map(function (t, i) { return fetchOne(t, ranges[i], buckets); })).then(function (got) {
+      if (node.__rlvAsk !== asked || !view.x || !got.some(Boolean)) { return; }  // zoomed again, undone, or none came
       node.__rlvFetched = got;
-      node.setAttribute("data-range", first[0] + "-" + first[1]);
+      node.setAttribute("data-range", lo + "-" + hi);
       var n = got.reduce(function (a, s) { return a + (s ? s.x.length : 0); }, 0);
-      points(cid, both(n + " points of steps " + first[0] + "–" + first[1] + " (fetched for this zoom)",
-        "第 " + first[0] + "–" + first[1] + " 步的 " + n + " 个点（为此缩放获取）"));
+      var runs = {};
+      chart.traces.forEach(function (t, i) { if (got[i]) { runs[t.run] = true; } });
+      var k = Object.keys(runs).length, span = lo + "–" + hi;
+      points(cid, MANY ? both(n + " points of steps " + span + " from " + k + " runs (fetched for this zoom)",
+        "来自 " + k + " 个训练、第 " + span + " 步的 " + n + " 个点（为此缩放获取）")
+        : both(n + " points of steps " + span + " (fetched for this zoom)",
+          "第 " + span + " 步的 " + n + " 个点（为此缩放获取）"));
       redraw(cid);
-    }).catch(function () { /* the downsampled curve stays: zooming still works on it */ });
+    });
   }
 
   function inView(node) {
