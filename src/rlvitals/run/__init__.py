@@ -15,19 +15,21 @@ if TYPE_CHECKING:
     from .builder import RunBuilder
     from .concat import load_launches
     from .detect import algorithm_ids, checked_algorithm
-    from .follow import Follow, LineSource, signature
+    from .follow import Follow, LineSource, SnapshotSource, signature
     from .run import Run, WallClock
-    from .twins import copies_note
+    from .twins import TRACKERS, copies_note, merge
     from .unterminated import Unterminated
 
-__all__ = ["Follow", "LineSource", "load", "load_launches", "Run", "RunBuilder", "Unterminated", "WallClock",
-           "algorithm_ids", "checked_algorithm", "copies_note", "signature"]
+__all__ = ["Follow", "LineSource", "SnapshotSource", "TRACKERS", "load", "load_launches", "Run", "RunBuilder",
+           "Unterminated", "WallClock", "algorithm_ids", "checked_algorithm", "copies_note", "merge", "signature"]
 
 #: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
 #: read half of it) comes before polars, which only the Run and its frames need
-HOMES = {"RunBuilder": "builder", "load_launches": "concat", **dict.fromkeys(("Follow", "LineSource", "signature"),
-         "follow"), **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated",
-         **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect"), "copies_note": "twins"}
+HOMES = {"RunBuilder": "builder", "load_launches": "concat",
+         **dict.fromkeys(("Follow", "LineSource", "SnapshotSource", "signature"), "follow"),
+         **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated",
+         **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect"),
+         **dict.fromkeys(("TRACKERS", "copies_note", "merge"), "twins")}
 
 
 def __getattr__(name: str) -> Any:

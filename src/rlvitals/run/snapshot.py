@@ -15,13 +15,17 @@ from .said import told
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int, int], ...]:
-    """What changes when a whole-file log is written: each file's name, size, mtime and inode."""
+    """What changes when a whole-file log is written: each file's name, size, mtime and inode. A SQLite store's
+    ``-shm`` file is left out: it holds no data, and a reader writes it (a Trackio or MLflow store read would
+    otherwise change the folder it lies in at every read)."""
     if path.is_file():
         st = path.stat()
         return ((path.name, st.st_size, st.st_mtime_ns, st.st_ino),)
     out = []
     for folder, _dirs, files in os.walk(path):
         for name in files:
+            if name.endswith("-shm"):
+                continue
             full = os.path.join(folder, name)
             try:
                 st = os.stat(full)

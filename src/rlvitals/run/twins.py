@@ -156,4 +156,4 @@ def merge(runs: Sequence[Run]) -> list[Run]:
     return out
 
 
-__all__ = ["METRICS", "MIN_POINTS", "RTOL", "copies_note", "merge", "twins"]
+__all__ = ["METRICS", "MIN_POINTS", "RTOL", "TRACKERS", "copies_note", "merge", "twins"]

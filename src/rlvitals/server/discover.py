@@ -18,6 +18,16 @@ A served folder is walked down to ``MAX_DEPTH`` levels of sub-folders, at most `
 * anything else — a README, a config, hidden entries, links out of the served folder, FIFOs — is
   not a log.
 
+A folder no reader takes whole but that holds one training logged to several places — a trainer's
+``output_dir`` before its first checkpoint: the console ``train.log`` beside the trackers' copies (``runs/``,
+``wandb/``, ``mlflow.db``, ``trackio/``) and ``completions/`` — is one log too, read whole as ``rlvitals
+diagnose FOLDER`` reads it (:func:`rlvitals.run.load.load` folds the copies into one run): a *training
+folder* (:attr:`Discovery.trainings`). It is one when the logs found in it are at least two, of at least two
+formats, all directly in it (a file, or a tracker's folder), one a tracker's and one a file (diagnose folds copies
+only into a log whose folder holds them: two trackers' folders alone stay two runs); a log in a plain sub-folder
+makes it a folder of runs instead. Once a training folder, it stays one (a trainer writing its
+first ``checkpoint-N/`` makes it a Trainer output_dir: the same path, the same run).
+
 A served log file is one run; the rollout folders beside it are paired with it exactly as they would
 be were the folder holding them served: its parent folder when a sub-folder of that holds dumps
 (veRL's default layout, below), else its own folder. The other logs found there count for the
@@ -49,6 +59,7 @@ from ..errors import EmptyInputError, InputError
 from ..ingest import SPECIAL_ZH, find_reader, real_path, special_kind, unique
 from ..rollout import PROBES_FILE, Pairing, owners, pair
 from ..rollout.readers import dump_files
+from ..run import TRACKERS
 from ..words import Words
 
 MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
@@ -122,12 +133,16 @@ class Discovery:
         self.exclude = frozenset(p.resolve() for p in exclude)
         self.own = frozenset(p.resolve() for p in own)
         self._logs: dict[Path, str] = {}  # every log seen, with its reader's format
+        #: the training folders found (see the module docstring): each is one log, read whole
+        self.trainings: set[Path] = set()
         self._judged: dict[Path, tuple[tuple[int, int], str]] = {}  # size and mtime when judged, and how
 
     def scan(self, root: Path) -> Found:
         """Everything under served path ``root`` (a resolved path)."""
         found = Found()
         whole = self._whole(root) if root.is_dir() else ""
+        if whole is None and root in self.trainings:
+            whole = self._logs[root]  # a training folder once, one log for good
         if whole is not None:
             # a log file (or one not written yet: it is waited for), or a run folder a reader takes whole
             found.logs.append(root)
@@ -210,6 +225,7 @@ class Discovery:
         if dumps:
             found.rollouts[folder] = tuple(dumps)
         skip = set(dumps)
+        start = (len(found.logs), found.own, found.other)
         for child in children:
             real = real_path(child)
             if child in skip or real in found.walked:
@@ -220,6 +236,33 @@ class Discovery:
             budget[0] -= 1
             if self._consider(child, real, root, found) and depth + 1 < levels:
                 self._walk(child, root, depth + 1, budget, found, levels)
+        self._training(folder, found, start)
+
+    def _training(self, folder: Path, found: Found, start: tuple[int, int, int]) -> None:
+        """Make ``folder`` one log when the logs its walk found (from ``found.logs[start[0]]`` on) are one training
+        logged to several places (see the module docstring): a tracker's copy and another log of another format, all
+        directly in it, one of them a file (the console, ``mlflow.db``: only into a log whose folder holds the copies
+        does diagnose fold them, :mod:`rlvitals.run.twins`); a training folder among them is a run of its own
+        (``folder`` then holds runs). What the walk passed over in it is then not counted, as in a run folder a
+        reader takes whole (``start``: the counts before)."""
+        logs = found.logs[start[0]:]
+        formats = [found.formats.get(log, "") for log in logs]
+        if (len(logs) < 2 or len(set(formats)) < 2 or not any(f in TRACKERS for f in formats)
+                or any(log.parent != folder or log in self.trainings for log in logs)):
+            return  # the usual case, told without a look at the disk
+        dirs = [log.is_dir() for log in logs]
+        if all(dirs) or any(d and f and f not in TRACKERS for f, d in zip(formats, dirs, strict=True)):
+            return
+        del found.logs[start[0]:]
+        found.own, found.other = start[1:]
+        for log in logs:
+            del found.formats[log]
+        # the format a rollout folder beside it is judged by (pair(): a TRL console's completions/): its console's
+        shown = next((f for f in formats if f.endswith("-console")), next(f for f in formats if f in TRACKERS))
+        self.trainings.add(folder)
+        self._logs[folder] = shown
+        found.logs.append(folder)
+        found.formats[folder] = shown
 
     def _inner(self, folder: Path, found: Found) -> None:
         """The rollout folders a run folder holds (TRL's ``output_dir/completions/``)."""

@@ -32,6 +32,21 @@ class Source:
     read: bool = False  # a reading of it has been published (counted by progress())
 
 
+def inside(sources: dict[Path, Source], logs: Sequence[Path], root: int, roots: Sequence[Path]) -> list[Path]:
+    """The sources of served root ``root`` that lie directly in a folder among ``logs`` read whole (a training
+    folder, a Trainer output_dir: :mod:`.discover`) and gave no run yet: found while the folder was still a plain
+    one (a tracker's store created a moment before the others), their log is now read with that folder's. A
+    served path itself stays, and so does a source that gave runs (they stay listed).
+
+    Example:
+        >>> inside({}, [Path("out")], 0, [Path("runs")])
+        []
+    """
+    folders = {log for log in logs if log.is_dir()}
+    return [path for path, src in sources.items() if src.root == root and not src.runs and path.parent in folders
+            and path not in roots]
+
+
 def pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:
     """One rollout folder (or None) per served root, in their order."""
     if rollouts is None:
@@ -67,4 +82,4 @@ def result_of(reading: Future[Reading]) -> Reading | None:
         return None
 
 
-__all__ = ["Source", "pair_rollouts", "result_of", "signature_now"]
+__all__ = ["Source", "inside", "pair_rollouts", "result_of", "signature_now"]

@@ -69,9 +69,10 @@ from .listing import SORTS, Served, folder_entries, modified, natural_key, run_i
 from .live_alerts import LiveAlerts
 from .quiet import Reader, Readers, Reading
 from .security import AccessError
-from .sources import Source, pair_rollouts, result_of, signature_now
+from .sources import Source, inside, pair_rollouts, result_of, signature_now
 from .stale import Freshness, left_out, no_metrics
 from .store import RunRow, ServeState
+from .training import TrainingFollow
 from .views import rollout_groups_of, series_of
 
 if TYPE_CHECKING:
@@ -179,9 +180,10 @@ class Workspace:
 
     def _add(self, path: Path, root: int) -> None:
         if path not in self._sources:
-            src = self._sources[path] = Source(path, root, Follow(
+            training = path in self._discovery.trainings  # one training logged to several places: read whole
+            src = self._sources[path] = Source(path, root, (TrainingFollow if training else Follow)(
                 path, self.options.fmt, self.options.min_gap, self._saved.get(str(path)), rules=self.options.rotation,
-                algorithm=self.options.algorithm))
+                algorithm=self.options.algorithm), tried=training)  # followed, never read as a quiet log
             saved = self._readings.pop(str(path), None)
             if saved is not None and saved.signature == signature_now(path):  # unchanged since: not read again
                 src.tried, src.modified = True, modified(path)
@@ -198,6 +200,8 @@ class Workspace:
             alert_files += seen.alerts
             for log in seen.logs:
                 self._add(log, i)
+            for path in inside(self._sources, seen.logs, i, self.roots):  # read with the folder that holds it now
+                del self._sources[path]
             pairing = seen.pairing() if self._given[i] is None else None
             for message in seen.notes + list(pairing.notes if pairing else ()):
                 self._note(message)

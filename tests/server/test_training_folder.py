@@ -1,0 +1,285 @@
+"""``rlvitals serve`` on a trainer's ``output_dir`` before its first checkpoint (issue 38): no
+``trainer_state.json`` yet, only the console ``train.log``, ``completions/`` and the trackers' copies (``runs/``,
+``wandb/``, ``mlflow.db``, ``trackio/``). It is one run, the one ``rlvitals diagnose FOLDER`` gives (the same log
+kept, the same note on the copies, the completions joined), listed under the folder's path; when the trainer writes
+its first checkpoint it stays that one run, under the same id. The folder is the real TRL run of
+``tests/fixtures/trl-output-dir-trackers`` with its ``checkpoint-8/`` taken out, then put back."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sqlite3
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlvitals.cli import main
+from rlvitals.run import copies_note, load
+from rlvitals.server.discover import Discovery
+from rlvitals.server.listing import run_id
+from rlvitals.server.store import ServeState
+from rlvitals.server.workspace import Workspace
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trl-output-dir-trackers"
+MLFLOW = "mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c"
+
+
+def _before_checkpoint(out: Path) -> Path:
+    """The real output_dir as it was before its first checkpoint: ``checkpoint-*/`` (its only trainer_state.json)
+    left out."""
+    shutil.copytree(FIXTURE, out, ignore=shutil.ignore_patterns("checkpoint-*"))
+    return out
+
+
+def _checkpoint(out: Path) -> None:
+    shutil.copytree(FIXTURE / "checkpoint-8", out / "checkpoint-8")
+
+
+def _diagnose(path: Path) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["diagnose", str(path), "--json"], out=out, err=err) in (0, 1), err.getvalue()
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Workspace]:
+    """A workspace serving ``tmp_path / "runs"`` on a clock that moves a minute a call (each poll rescans)."""
+    now = [1000.0]
+
+    def clock() -> float:
+        now[0] += 60.0
+        return now[0]
+
+    (tmp_path / "runs").mkdir()
+    ws = Workspace([tmp_path / "runs"], ServeState(tmp_path / "serve.sqlite"), clock=clock)
+    try:
+        yield ws
+    finally:
+        ws.close()
+
+
+def _listed(ws: Workspace) -> list[tuple[str, str, str, int]]:
+    ws.poll_once()
+    ws.poll_once()
+    return [(r["id"], r["label"], r["status"], r["last_step"]) for r in ws.summaries(sort="name")]
+
+
+def _notes(ws: Workspace, rid: str) -> list[str]:
+    run = ws.get(rid).run
+    assert run is not None
+    return [str(n) for n in run.notes]
+
+
+def test_discovery_takes_the_folder_whole_and_its_completions_as_its_rollouts(tmp_path: Path) -> None:
+    out = _before_checkpoint(tmp_path / "runs" / "out")
+    for served in (out, out.parent):  # the folder served, or a folder holding it
+        d = Discovery(None)
+        for _ in range(2):  # the second scan answers from what the first judged
+            found = d.scan(served)
+            assert found.logs == [out] and d.trainings == {out}
+            assert list(found.rollouts) == [out / "completions"] and len(found.rollouts[out / "completions"]) == 8
+            assert found.pairing().pairs == {out: out / "completions"}
+            assert (found.own, found.other) == (0, 0)  # what lies in it is the run's, as in a Trainer output_dir
+
+
+def test_serve_lists_the_run_diagnose_gives_and_keeps_its_id_at_the_first_checkpoint(
+        tmp_path: Path, workspace: Workspace) -> None:
+    out = _before_checkpoint(tmp_path / "runs" / "out")
+    [run] = load(out)  # what diagnose reads: a tracker's copy kept, the others and the console its twins
+    note = copies_note(run)
+    assert run.path == f"{out}/{MLFLOW}" and note is not None and "the console (train.log)" in note
+    [(rid, label, status, last)] = _listed(workspace)
+    assert (rid, label, status, last) == (run_id(str(out)), "out", "ready", 8)
+    served = workspace.get(rid)
+    assert served.run is not None and served.run.format == run.format == "mlflow"
+    assert note in _notes(workspace, rid) and served.rollouts is not None
+    [shown] = workspace.page(served)["runs"]
+    assert note in shown["notes"] and any("、W&B（wandb/offline-run-" in n for n in shown["notes_zh"])
+    assert f"rollouts in {out / 'completions'}" in " ".join(_notes(workspace, rid))
+    [doc] = _diagnose(out)["runs"]
+    assert doc["rollouts"]["path"] == str(out / "completions") and doc["steps"] == served.run.frame.height
+    version = served.version
+    for _ in range(3):  # unchanged, it is not read again (reading Trackio's store writes only its -shm file)
+        workspace.poll_once()
+    assert workspace.get(rid).version == version
+
+    _checkpoint(out)  # the trainer writes its first checkpoint: a Trainer output_dir now
+    [run] = load(out)
+    assert run.path == str(out) and run.format == "trl-state"
+    assert _listed(workspace) == [(rid, "out", "ready", 8)]  # one run still, the same id
+    served = workspace.get(rid)
+    assert served.run is not None and served.run.format == "trl-state" and served.version > version
+    assert copies_note(run) in _notes(workspace, rid) and served.rollouts is not None
+    assert not [n for n in workspace.notes() if "holds" in n], workspace.notes()
+
+
+def _sql(db: Path, statement: str) -> None:
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+def _events_upto(path: Path, step: int) -> None:
+    """Cut a TensorBoard event file to its records up to ``step``: the file as the writer had flushed it then (it
+    writes each record once, in the order logged; a record is its length, a CRC, the Event, a CRC)."""
+    data, pos = path.read_bytes(), 0
+    while pos < len(data):
+        (size,) = struct.unpack("<Q", data[pos:pos + 8])
+        event = data[pos + 12:pos + 12 + size]
+        # Event: wall_time (field 1, a double: tag 0x09 and 8 bytes), then step (field 2, a varint: tag 0x10)
+        if event[:1] == b"\x09" and event[9:10] == b"\x10" and event[10] > step:  # steps < 128: one byte
+            break
+        pos += 12 + size + 4
+    path.write_bytes(data[:pos])
+
+
+def _console_upto(path: Path, step: int) -> None:
+    """Cut the console to its lines up to the one that prints ``step``'s metrics."""
+    lines = (FIXTURE / "train.log").read_bytes().splitlines(keepends=True)
+    printed = [i for i, line in enumerate(lines) if b"{'loss': " in line]
+    path.write_bytes(b"".join(lines[:printed[step - 1] + 1]))
+
+
+def _at_checkpoint(out: Path, step: int) -> None:
+    """``checkpoint-<step>/trainer_state.json`` as the trainer writes it there: the real checkpoint-8's with its
+    history cut to the steps up to ``step``."""
+    state = json.loads((FIXTURE / "checkpoint-8" / "trainer_state.json").read_text(encoding="utf-8"))
+    state["log_history"] = [entry for entry in state["log_history"] if entry.get("step", 0) <= step]
+    state["global_step"] = step
+    (out / f"checkpoint-{step}").mkdir()
+    (out / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state), encoding="utf-8")
+
+
+def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_path: Path, workspace: Workspace) -> None:
+    """Live, each copy stops at its own step: the console printed step 6, TensorBoard flushed step 5, MLflow and
+    Trackio hold step 7, W&B step 8 (the real files cut back to those steps). diagnose, reading that moment, keeps
+    them apart (other steps); serve reads them as the one training they agree to be on the steps they share, from
+    the copy that reaches furthest. Then every copy catches up, a first checkpoint (step 5) lags behind the trackers,
+    and the last checkpoint holds every step: one run all along, under one id, its last step never going back."""
+    out = _before_checkpoint(tmp_path / "runs" / "out")
+    [events] = (out / "runs").rglob("events.out.tfevents.*")
+    _console_upto(out / "train.log", 6)
+    _events_upto(events, 5)
+    _sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 7")
+    _sql(out / "trackio" / "rlvitals-trackers.db", "DELETE FROM metrics WHERE id > (SELECT id FROM metrics WHERE "
+         "json_extract(CAST(metrics AS TEXT), '$.\"train/global_step\"') = 7)")  # its rows, in the order written
+    moment = load(out)
+    assert sorted((r.format, int(r.train_steps.max())) for r in moment) == [
+        ("mlflow", 7), ("tensorboard", 5), ("trl-console", 6), ("wandb-offline", 8)]
+    rid = run_id(str(out))
+    assert _listed(workspace) == [(rid, "out", "ready", 8)]
+    notes = _notes(workspace, rid)
+    assert workspace.get(rid).run.format == "wandb-offline"  # type: ignore[union-attr]
+    assert (f"serve: {out}: {MLFLOW} (to step 7), runs/{events.parent.name} (to step 5), train.log (to step 6) agree "
+            "with wandb/offline-run-20261207_130829-vdas9cxw on every step they share, the copies being written at "
+            "different moments (a tracker flushes later, a checkpoint holds the steps up to it), so they are the same "
+            "run, read from wandb/offline-run-20261207_130829-vdas9cxw, which reaches furthest (step 8)") in notes
+    assert workspace.get(rid).rollouts is not None
+    [shown] = workspace.page(workspace.get(rid))["runs"]
+    assert any(n.startswith(f"serve：{out}：{MLFLOW}（到第 7 步）、runs/") and "写入的时机不同" in n
+               for n in shown["notes_zh"])
+
+    for name in ("train.log", "mlflow.db"):  # caught up: the copies as the training left them
+        shutil.copyfile(FIXTURE / name, out / name)
+    shutil.copyfile(FIXTURE / "runs" / events.parent.name / events.name, events)
+    shutil.rmtree(out / "trackio")
+    shutil.copytree(FIXTURE / "trackio", out / "trackio")
+    [run] = load(out)
+    assert _listed(workspace) == [(rid, "out", "ready", 8)]
+    assert workspace.get(rid).run.format == "mlflow" and copies_note(run) in _notes(workspace, rid)  # type: ignore[union-attr]
+
+    _at_checkpoint(out, 5)  # the trainer's first checkpoint: its state stops at step 5, the trackers went on
+    assert sorted((r.format, int(r.train_steps.max())) for r in load(out)) == [("mlflow", 8), ("trl-state", 5)]
+    assert _listed(workspace) == [(rid, "out", "ready", 8)]
+    assert workspace.get(rid).run.format == "mlflow"  # type: ignore[union-attr]
+    assert any(n.startswith(f"serve: {out}: trl-state (to step 5) agree with {MLFLOW}") for n in _notes(workspace, rid))
+
+    _checkpoint(out)  # the last checkpoint holds every step
+    assert _listed(workspace) == [(rid, "out", "ready", 8)]
+    assert workspace.get(rid).run.format == "trl-state"  # type: ignore[union-attr]
+    assert not [n for n in _notes(workspace, rid) if "written at different moments" in n]
+
+
+def test_a_tracker_found_before_the_others_is_read_with_the_folder(tmp_path: Path, workspace: Workspace) -> None:
+    """A scan between two trackers' starts finds MLflow's store alone (no metric yet): a log of its own then; once
+    the folder holds the training's other logs it is read with them, and the folder is the one source."""
+    out = tmp_path / "runs" / "out"
+    out.mkdir()
+    shutil.copyfile(FIXTURE / "mlflow.db", out / "mlflow.db")
+    _sql(out / "mlflow.db", "DELETE FROM metrics")  # the store as MLflow's start_run leaves it
+    assert _listed(workspace) == [] and workspace.progress()["total"] == 1
+    shutil.copytree(FIXTURE, out, ignore=shutil.ignore_patterns("checkpoint-*"), dirs_exist_ok=True)
+    assert _listed(workspace) == [(run_id(str(out)), "out", "ready", 8)]
+    assert workspace.progress() == {"read": 1, "total": 1}
+
+
+def test_a_restarted_server_lists_it_under_the_same_id(tmp_path: Path) -> None:
+    out = _before_checkpoint(tmp_path / "out")
+    rid = run_id(str(out))
+    seen = []
+    for _ in range(2):
+        ws = Workspace([out], ServeState(tmp_path / "serve.sqlite"), clock=iter(range(1000, 10**6, 60)).__next__)
+        try:
+            seen.append([(r["id"], r["status"]) for r in ws.summaries()])  # from the state file, before a read
+            seen.append([(r[0], r[2], r[3]) for r in _listed(ws)])
+        finally:
+            ws.close()
+    assert seen == [[], [(rid, "ready", 8)], [(rid, "loading")], [(rid, "ready", 8)]]
+
+
+def test_a_copy_that_differs_is_a_run_of_its_own_as_in_diagnose(tmp_path: Path, workspace: Workspace) -> None:
+    """The MLflow copy's values changed: it is no twin, so diagnose gives two runs (the console, with the copies
+    that agree, and the MLflow run); serve lists the same two, and joins the completions to neither, as diagnose."""
+    out = _before_checkpoint(tmp_path / "runs" / "out")
+    _sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 + 0.25")
+    runs = load(out)
+    assert [(r.path, r.format, copies_note(r) is not None) for r in runs] == [
+        (f"{out}/{MLFLOW}", "mlflow", False), (f"{out}/train.log", "trl-console", True)]
+    listed = _listed(workspace)
+    assert sorted((rid, label) for rid, label, _, _ in listed) == sorted(
+        [(run_id(str(out)), "out"), (run_id(f"{out}/{MLFLOW}"), MLFLOW)])
+    assert copies_note(runs[1]) in _notes(workspace, run_id(str(out)))
+    assert workspace.get(run_id(f"{out}/{MLFLOW}")).run.format == "mlflow"  # type: ignore[union-attr]
+    assert all(workspace.get(rid).rollouts is None for rid, *_ in listed)
+    assert all("rollouts" not in doc for doc in _diagnose(out)["runs"])
+
+
+def test_two_output_dirs_before_their_checkpoints_are_two_runs(tmp_path: Path, workspace: Workspace) -> None:
+    """A folder holding training folders is a folder of runs, not one training."""
+    for exp in ("exp1", "exp2"):
+        _before_checkpoint(tmp_path / "runs" / exp / "out")
+    listed = _listed(workspace)
+    assert [(label, status, last) for _, label, status, last in listed] == [
+        ("exp1/out", "ready", 8), ("exp2/out", "ready", 8)]
+    assert all(workspace.get(rid).rollouts is not None for rid, *_ in listed)
+
+
+def test_logs_of_one_format_or_in_sub_folders_are_no_training_folder(tmp_path: Path) -> None:
+    """Two consoles are two runs; two trackers' folders alone are two runs (diagnose folds copies only into a log
+    whose folder holds them); a tracker's copy beside a folder holding a log is a folder of runs."""
+    runs = tmp_path / "runs"
+    for tracker in ("runs", "wandb"):
+        shutil.copytree(FIXTURE / tracker, tmp_path / "trackers" / tracker)
+    d = Discovery(None)
+    assert d.scan(tmp_path / "trackers").logs == [tmp_path / "trackers" / t for t in ("runs", "wandb")]
+    assert len(load(tmp_path / "trackers")) == 2 and not d.trainings
+    runs.mkdir()
+    for name in ("a.log", "b.log"):
+        shutil.copyfile(FIXTURE / "train.log", runs / name)
+    d = Discovery(None)
+    assert d.scan(runs).logs == [runs / "a.log", runs / "b.log"] and not d.trainings
+    shutil.copytree(FIXTURE / "runs", runs / "tb")
+    (runs / "a").mkdir()
+    (runs / "a.log").rename(runs / "a" / "train.log")
+    (runs / "b.log").unlink()
+    found = d.scan(runs)
+    assert sorted(found.logs) == [runs / "a" / "train.log", runs / "tb"] and not d.trainings
