@@ -9,8 +9,8 @@ answers (a rollout has no answer with probability 5%). Timed:
 
 - rlvitals: ``step_metrics(ks=1..16)``: σ_G (both ddofs; its quantiles and bands) + zero-variance split +
   effective batch + group-size distribution + exact pass@k, G-Pass@k and maj@k for every k ≤ 16 (the maj@k cache is
-  cleared first), through the mergeable state (``compute(update(None, df))``: per-group values kept,
-  sorted per column before summing, so shards give the same bits).
+  cleared first; step_metrics shares vote counts only within one call), through the mergeable state
+  (``compute(update(None, df))``: exact integer sums per column, so shards give the same bits).
 - pandas:   ``groupby(["step", "group"]).apply`` of a straightforward per-group function (std, zero
   split, pass@k via math.comb, exact maj@k via the same single-group DP) then a per-step mean — run on
   ``--pandas-groups`` groups and scaled linearly to the full size; its per-step values are compared

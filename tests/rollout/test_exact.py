@@ -7,6 +7,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,3 +58,17 @@ def test_the_state_is_a_few_integers_per_column_whatever_the_rows() -> None:
 
     small, large = (exact.sums_of(np.random.default_rng(0).random((n, 27))) for n in (100, 100_000))
     assert len(pickle.dumps(large)) < 2 * len(pickle.dumps(small)) + 2000
+
+
+def test_counting_in_chunks_gives_the_same_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the mantissa halves are counted in float64, exact for up to _CHUNK rows at a time; a table taller than
+    # that is counted chunk by chunk: the same integers (here chunks of 3 rows, with every kind of value)
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(50, 4)) * rng.choice([1e-300, 1e-5, 1.0, 1e300], size=(50, 4))
+    values[rng.random((50, 4)) < 0.1] = np.nan
+    values[0, 1], values[1, 1], values[2, 2] = np.inf, 5e-324, -0.0
+    whole = exact.sums_of(values)
+    monkeypatch.setattr(exact, "_CHUNK", 3)
+    assert exact.sums_of(values) == whole
+    want = [sum((Fraction(v) for v in col if math.isfinite(v)), Fraction(0)) for col in values.T]
+    assert [Fraction(s, 2**exact.SCALE) for s in whole.ints] == want  # the sum of its finite values, exactly

@@ -246,3 +246,20 @@ def test_a_group_where_no_rollout_states_an_answer_has_no_vote() -> None:
                  (0, "b", 1.0, None), (0, "b", 0.0, None), (0, "b", 0.0, None)])
     m = step_metrics(df, ks=(3,)).row(0, named=True)
     assert m["maj@3"] == pytest.approx(1.0) and m["reasoning/self_consistency_gap@3"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_group_values_are_the_bits_of_a_plain_group_by_on_step_and_group(order: str) -> None:
+    # the groups are found by one integer per (step, group), not the two columns: every per-group value must
+    # be what a group-by on the two columns gives, bit for bit, whether the rows come sorted or not (polars
+    # sums a group differently when it knows its key column is sorted)
+    rng = np.random.default_rng(4)
+    steps, groups = np.repeat(np.arange(20), 300), np.tile(np.repeat(np.arange(30), 10), 20)
+    df = pl.DataFrame({"step": steps, "group": [f"g{g:02d}" for g in groups], "sample": np.tile(np.arange(10), 600),
+                       "score": rng.normal(size=6000) * rng.choice([1e-3, 1.0, 1e3], size=6000)})
+    df = df.sort("step", "group") if order == "sorted" else df.sample(fraction=1.0, shuffle=True, seed=1)
+    want = df.group_by("step", "group").agg(
+        mean=pl.col("score").mean(), std_pop=pl.col("score").std(ddof=0), std_sample=pl.col("score").std(ddof=1),
+    ).sort("step", "group")
+    got = group_table(df, correct_threshold=0.0)
+    assert_frame_equal(got.select(want.columns), want, check_exact=True)

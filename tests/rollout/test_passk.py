@@ -13,7 +13,17 @@ from conftest import REF
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlvitals.rollout.passk import g_pass_at_k, maj_at_k, maj_at_k_answers, maj_curve, mg_pass_at_k, pass_at_k
+from rlvitals.rollout import passk
+from rlvitals.rollout.passk import (
+    g_pass_at_k,
+    maj_at_k,
+    maj_at_k_answers,
+    maj_curve,
+    maj_curves,
+    mg_pass_at_k,
+    pass_at_k,
+    pass_curves,
+)
 
 LIGHTEVAL = REF / "lighteval"  # lighteval's own test cases (tests/fixtures/ref/lighteval/README.md)
 
@@ -222,3 +232,65 @@ def test_maj_bad_input() -> None:
     with pytest.raises(ValueError, match="positive integer"):
         maj_at_k([1], [1], 0)
     assert math.isnan(maj_at_k([1, 1], [1, 0], 3))
+
+
+# -- the batch forms: the same bits as one call per group / per k ----------------------------------
+
+def _signatures(seed: int, count: int, sizes: tuple[int, ...]) -> list[tuple[tuple[int, int], ...]]:
+    """Random answer-count signatures ((count, correct) per answer, ascending) of groups of the given sizes."""
+    rnd = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        left, parts = int(rnd.choice(sizes)), []
+        while left:
+            m = int(min(left, rnd.choice([1, 1, 2, 3, max(1, left // 3), left])))
+            parts.append((m, int(rnd.integers(0, m + 1))))
+            left -= m
+        out.append(tuple(sorted(parts)))
+    return out
+
+
+def _bits(values: object) -> list[int]:
+    return np.asarray(values, dtype=np.float64).view(np.uint64).tolist()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kmax", [1, 5, 16, 40])
+def test_maj_curves_are_one_call_per_group_bit_for_bit(kmax: int) -> None:
+    # groups up to 300 rollouts: past ~60 the vote counts exceed 2**53 and are rounded, so the order of the
+    # arithmetic shows in the last bits; sharing the counts between groups must not change it
+    sigs = _signatures(kmax, 300, (1, 2, 4, 16, 16, 40, 64, 300))
+    batch = maj_curves(sigs, kmax)
+    assert [_bits(b) for b in batch] == [_bits(maj_curve.__wrapped__(s, kmax)) for s in sigs]
+
+
+def test_the_matrix_counts_are_the_term_by_term_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # below 2**53 the vote counts are exact integers, drawn as a product of matrices; with the bound at 0
+    # every count is summed term by term, as for large groups: the values must be the same bits (the large
+    # groups here would differ if they were drawn as matrices: the bound is where exactness ends)
+    sigs = _signatures(7, 300, (2, 5, 16, 16, 33, 60, 100, 300))
+    fast = [_bits(c) for c in maj_curves(sigs, 40)]  # (a bound of 2**60 would change 5 of them)
+    monkeypatch.setattr(passk, "_EXACT_BELOW", 0)
+    assert [_bits(c) for c in maj_curves(sigs, 40)] == fast
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.5, 0.8, 1.0])
+def test_pass_curves_are_one_call_per_k_bit_for_bit(tau: float) -> None:
+    rnd = np.random.default_rng(3)
+    n = rnd.integers(1, 40, size=2000)
+    c = rnd.integers(0, n + 1)
+    ks = list(range(1, 34))
+    passes, g_passes = pass_curves(n, c, ks, tau)
+    for k in ks:
+        assert _bits(passes[k]) == _bits(pass_at_k(n, c, k))
+        assert _bits(g_passes[k]) == _bits(g_pass_at_k(n, c, k, tau))
+
+
+def test_pass_curves_edges() -> None:
+    passes, g_passes = pass_curves([], [], (1, 3))
+    assert passes[3].shape == (0,) and g_passes[1].shape == (0,)
+    with pytest.raises(ValueError, match="tau must be in"):
+        pass_curves([2], [1], (1,), tau=1.5)
+    with pytest.raises(ValueError, match="positive integer"):
+        pass_curves([2], [1], (0, 1))
+    with pytest.raises(ValueError, match="0 <= c <= n"):
+        pass_curves([2], [3], (1,))

@@ -50,30 +50,36 @@ def zero(columns: int) -> ExactSums:
     return ExactSums(none, none, none, none)
 
 
-#: the exponents ``frexp`` gives lie in [-1073, 1024]: offset into [975, 3072], below the column stride
-_E_OFFSET, _STRIDE = 2048, 4096
+#: bincount adds its weights in float64, exact while every partial sum stays below 2**53: a mantissa half is
+#: below 2**27 in magnitude, so at most 2**25 rows (values of one column) go into one count
+_CHUNK = 1 << 25
 
 
 def _columns(values: np.ndarray, finite: np.ndarray) -> tuple[int, ...]:
-    """Per column, the exact sum of its finite values times ``2**SCALE``: the mantissas summed in int64 per
-    (column, exponent) — one sort of the whole matrix, not one per column — then shifted into Python integers."""
-    columns = int(values.shape[1])
-    x = values[finite]
-    if not x.size:
+    """Per column, the exact sum of its finite values times ``2**SCALE``: the mantissa halves counted per
+    (column, exponent) by ``np.bincount`` — no sort, one pass over the matrix, integers add in any order —
+    then each bin shifted into a Python integer."""
+    rows, columns = (int(v) for v in values.shape)
+    if not finite.any():
         return (0,) * columns
-    col = np.broadcast_to(np.arange(columns, dtype=np.int64), values.shape)[finite]
-    m, e = np.frexp(x)
-    mant = (m * float(1 << 53)).astype(np.int64)  # exact: m carries 53 bits
-    key = col * _STRIDE + (e.astype(np.int64) + _E_OFFSET)
-    order = np.argsort(key)  # any order: integers add exactly
-    key, mant = key[order], mant[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    hi = np.add.reduceat(mant >> _HALF, starts)
-    lo = np.add.reduceat(mant & ((1 << _HALF) - 1), starts)
+    m, e = np.frexp(np.where(finite, values, 0.0))  # a value left out adds 0
+    low_e = int(e.min())
+    span = int(e.max()) - low_e + 1
+    bins = columns * span
+    key = (e + (np.arange(columns, dtype=np.int64) * span - low_e)).ravel()
+    whole = (m * float(1 << 53)).ravel()  # the mantissa, an integer below 2**53 held exactly in a double
+    top = np.floor(whole * (1.0 / (1 << _HALF)))  # exact: a power-of-two scale, then floor
+    low = whole - top * float(1 << _HALF)  # in [0, 2**26), exact
+    hi, lo = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+    for a in range(0, rows * columns, _CHUNK * columns):
+        part = slice(a, a + _CHUNK * columns)
+        hi += np.bincount(key[part], weights=top[part], minlength=bins).astype(np.int64)
+        lo += np.bincount(key[part], weights=low[part], minlength=bins).astype(np.int64)
+    used = np.flatnonzero(hi | lo)
     totals = [0] * columns
-    for k, h, low in zip(key[starts].tolist(), hi.tolist(), lo.tolist(), strict=True):
-        c, ex = divmod(k, _STRIDE)
-        totals[c] += ((h << _HALF) + low) << (ex - _E_OFFSET + 1074)
+    for k, h, small in zip(used.tolist(), hi[used].tolist(), lo[used].tolist(), strict=True):
+        c, ex = divmod(k, span)
+        totals[c] += ((h << _HALF) + small) << (ex + low_e + 1074)
     return tuple(totals)
 
 
@@ -84,6 +90,9 @@ def sums_of(values: np.ndarray) -> ExactSums:
         raise ValueError(f"sums_of: expected a 2-d array of values, got shape {values.shape}")
     finite = np.isfinite(values)
     ints = _columns(values, finite)
+    if finite.all():  # the usual case: no NaN to leave out, no infinity to count
+        none = (0,) * int(values.shape[1])
+        return ExactSums(ints, (int(values.shape[0]),) * int(values.shape[1]), none, none)
     counts = tuple(int(c) for c in (~np.isnan(values)).sum(axis=0))
     pinf = tuple(int(c) for c in (values == np.inf).sum(axis=0))
     ninf = tuple(int(c) for c in (values == -np.inf).sum(axis=0))

@@ -34,8 +34,11 @@ rollouts than the step's modal size; on a tie the larger size is the mode). Mixe
 dropped or aborted samples (a veRL failure mode); ``compute`` also returns the histogram as ``group_sizes``.
 
 Streaming: ``update(state | None, chunk, **options)``, ``merge(a, b)``, ``compute(state)``. A chunk must
-hold whole groups (shard by group, not by row). The state keeps integer counts and each group's values;
-``compute`` sorts every column before summing, so sharded and unsharded results are equal bit for bit.
+hold whole groups (shard by group, not by row). The state keeps integer counts and the exact sum of each
+column (:mod:`.exact`: integers, which add in any order), so sharded and unsharded results are equal bit for bit.
+
+Cost: the rollouts are grouped once, by one integer per (step, group); the maj@k votes are counted for the whole
+table in NumPy (:mod:`._votes`), and each DP runs once per distinct answer-count pattern.
 """
 
 from __future__ import annotations
@@ -48,9 +51,9 @@ import numpy as np
 import polars as pl
 
 from ..words import Words
-from . import exact, spread
+from . import _votes, exact, spread
 from . import schema as S
-from .passk import g_pass_at_k, maj_curve, pass_at_k
+from .passk import pass_curves
 
 __all__ = ["GroupState", "StepAcc", "compute", "correct_expr", "group_table", "merge", "step_metrics", "update",
            "with_outcome"]
@@ -88,6 +91,41 @@ def with_outcome(df: pl.DataFrame) -> pl.DataFrame:
     return df.filter(has)
 
 
+def _rows(df: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """The rollouts with an outcome, each with its group's number ``_gid`` (dense, from 0), ``_ok`` (1, 0 or
+    null: unknown) and ``_score`` (the reward; null where unknown or NaN). Later group-bys key on the one
+    integer, not on (step, group): the same groups, the same values, a cheaper hash."""
+    df = with_outcome(df)
+    ok = correct_expr(df, threshold).cast(pl.Int64)
+    score = pl.col(S.SCORE).cast(pl.Float64) if S.SCORE in df.columns else ok.cast(pl.Float64)
+    return df.with_columns(_gid=pl.struct(KEYS).rank("dense").cast(pl.Int64) - 1, _ok=ok,
+                           _score=pl.when(score.is_nan()).then(None).otherwise(score))
+
+
+def _group_rows(rows: pl.DataFrame, correct: bool, threshold: float) -> pl.DataFrame:
+    """One row per group of ``_rows``, sorted by (step, group): group_table's columns with lo, hi and _gid."""
+    ok, score = pl.col("_ok"), pl.col("_score")
+    # n: rollouts with an outcome; known: those whose correctness is known (pass@k's n)
+    out = rows.group_by("_gid").agg(
+        pl.col(S.STEP).first(), pl.col(S.GROUP).first(), n=pl.len().cast(pl.Int64), known=ok.count().cast(pl.Int64),
+        c=ok.sum().cast(pl.Int64), mean=score.mean(), std_pop=score.std(ddof=0), std_sample=score.std(ddof=1),
+        lo=score.min(), hi=score.max(),
+    ).sort(KEYS)
+    zero = pl.col("lo") == pl.col("hi")
+    if correct:
+        good, bad = pl.col("c") == pl.col("known"), pl.col("c") == 0
+    else:
+        good, bad = pl.col("lo") >= threshold, pl.col("hi") <= 0.0
+    some = pl.col("known") > 0
+    out = out.with_columns(zero_std=zero.fill_null(True), all_correct=(zero & good & some).fill_null(False),
+                           all_wrong=(zero & bad & some).fill_null(False))
+    return out.with_columns(identical=pl.col("zero_std") & some & ~pl.col("all_correct") & ~pl.col("all_wrong"))
+
+
+_TABLE = (*KEYS, "n", "known", "c", "mean", "std_pop", "std_sample")
+_FLAGS = ("zero_std", "all_correct", "all_wrong", "identical")
+
+
 def group_table(df: pl.DataFrame, correct_threshold: float = 1.0, keep_range: bool = False) -> pl.DataFrame:
     """One row per (step, group): n, c, mean, std_pop, std_sample, zero_std, all_correct, all_wrong, identical
     (and the group's lowest and highest reward, ``lo`` and ``hi``, with ``keep_range``).
@@ -96,69 +134,31 @@ def group_table(df: pl.DataFrame, correct_threshold: float = 1.0, keep_range: bo
     >>> t.select("n", "c", "std_pop", "zero_std").row(0)
     (2, 1, 0.5, False)
     """
-    df = with_outcome(df)
-    ok = correct_expr(df, correct_threshold).cast(pl.Int64)
-    score = pl.col(S.SCORE).cast(pl.Float64) if S.SCORE in df.columns else ok.cast(pl.Float64)
-    score = pl.when(score.is_nan()).then(None).otherwise(score)
-    # n: rollouts with an outcome; known: those whose correctness is known (pass@k's n)
-    out = df.group_by(KEYS).agg(
-        n=pl.len().cast(pl.Int64), known=ok.count().cast(pl.Int64), c=ok.sum().cast(pl.Int64), mean=score.mean(),
-        std_pop=score.std(ddof=0), std_sample=score.std(ddof=1), lo=score.min(), hi=score.max(),
-    ).sort(KEYS)
-    zero = pl.col("lo") == pl.col("hi")
-    if S.CORRECT in df.columns:
-        good, bad = pl.col("c") == pl.col("known"), pl.col("c") == 0
-    else:
-        good, bad = pl.col("lo") >= correct_threshold, pl.col("hi") <= 0.0
-    some = pl.col("known") > 0
-    out = out.with_columns(zero_std=zero.fill_null(True), all_correct=(zero & good & some).fill_null(False),
-                           all_wrong=(zero & bad & some).fill_null(False))
-    return out.with_columns(
-        identical=pl.col("zero_std") & some & ~pl.col("all_correct") & ~pl.col("all_wrong")
-    ).drop([] if keep_range else ["lo", "hi"])
-
-
-def _maj_table(df: pl.DataFrame, kmax: int) -> pl.DataFrame:
-    """Per (step, group): exact maj@1..kmax, via one DP per distinct answer-count signature. A group in
-    which no rollout states an answer has no vote (it is left out, so its maj@k is missing)."""
-    # a rollout without an answer is a singleton answer of its own
-    has = pl.col(S.ANSWER).is_not_null()
-    voted = df.filter(has).group_by([*KEYS, S.ANSWER]).agg(m=pl.len().cast(pl.Int64), mc=pl.col("_ok").sum())
-    # a group of answerless rollouts would "vote" among singletons and score its pass@1: not a vote
-    alone = df.filter(~has).join(voted.select(KEYS).unique(), on=list(KEYS), how="semi")
-    alone = alone.select(*KEYS, m=pl.lit(1, pl.Int64), mc=pl.col("_ok"))
-    per = pl.concat([voted.drop(S.ANSWER), alone])
-    if per.height and int(per.get_column("m").max()) >= 4096:  # type: ignore[arg-type]
-        raise ValueError(Words("maj@k needs groups of fewer than 4096 rollouts; drop the answer column for larger "
-                               "groups",
-                               "maj@k 要求每组少于 4096 条 rollout；组更大时请去掉 answer 列"))
-    code = pl.col("m") * 4096 + pl.col("mc")  # (count, correct) packed in one int
-    sig = per.group_by(KEYS).agg(sig=code.sort())
-    uniq = sig.get_column("sig").unique().to_list()
-    rows = [maj_curve(tuple((v // 4096, v % 4096) for v in s), kmax) for s in uniq]
-    cols = {f"maj@{k}": [r[k - 1] for r in rows] for k in range(1, kmax + 1)}
-    types: dict[str, pl.DataType] = {"sig": pl.List(pl.Int64), **{c: pl.Float64() for c in cols}}
-    lut = pl.DataFrame({"sig": uniq, **cols}, schema_overrides=types)
-    return sig.join(lut, on="sig", how="left").drop("sig")
+    rows = _rows(df, correct_threshold)
+    out = _group_rows(rows, S.CORRECT in df.columns, correct_threshold)
+    return out.select(*_TABLE, *(("lo", "hi") if keep_range else ()), *_FLAGS)
 
 
 def _per_group(df: pl.DataFrame, ks: tuple[int, ...], tau: float, threshold: float) -> pl.DataFrame:
-    """group_table plus per-k pass/g_pass/maj and gap columns (NaN where n < k)."""
-    t = group_table(df, threshold, keep_range=True)
+    """group_table (with lo, hi) plus per-k pass/g_pass/maj and gap columns (NaN where n < k)."""
+    rows = _rows(df, threshold)
+    t = _group_rows(rows, S.CORRECT in df.columns, threshold)
     n, c = t.get_column("known").to_numpy(), t.get_column("c").to_numpy()
-    p1 = pass_at_k(n, c, 1)
+    passes, g_passes = pass_curves(n, c, sorted({1, *ks}), tau)
+    p1 = passes[1]
     cols: dict[str, np.ndarray] = {}
     for k in ks:
-        pk = pass_at_k(n, c, k)
+        pk = passes[k]
         cols[f"pass@{k}"], cols[f"pass_gap@{k}"] = pk, pk - p1
-        cols[f"g_pass@{k}"] = g_pass_at_k(n, c, k, tau)
-    t = t.with_columns(pl.Series(name, v) for name, v in cols.items()).with_columns(pl.Series("_p1", p1))
+        cols[f"g_pass@{k}"] = g_passes[k]
     if S.ANSWER in df.columns and t.height:
-        ok = df.with_columns(_ok=correct_expr(df, threshold).cast(pl.Int64)).filter(pl.col("_ok").is_not_null())
-        maj = _maj_table(ok, max(ks)).select(*KEYS, *(pl.col(f"maj@{k}") for k in ks))
-        t = t.join(maj, on=list(KEYS), how="left").with_columns(
-            (pl.col(f"maj@{k}") - pl.col("_p1")).alias(f"reasoning/self_consistency_gap@{k}") for k in ks)
-    return t
+        known = rows.filter(pl.col("_ok").is_not_null())
+        maj = _votes.maj_matrix(known.get_column("_gid").to_numpy(), known.get_column("_ok").to_numpy(),
+                                known.get_column(S.ANSWER), t.height, max(ks))[t.get_column("_gid").to_numpy()]
+        for k in ks:
+            cols[f"maj@{k}"] = maj[:, k - 1]
+            cols[f"reasoning/self_consistency_gap@{k}"] = maj[:, k - 1] - p1
+    return t.with_columns(pl.Series(name, v, dtype=pl.Float64) for name, v in cols.items())
 
 
 def _names(ks: tuple[int, ...]) -> tuple[str, ...]:
