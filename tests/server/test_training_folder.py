@@ -179,13 +179,13 @@ def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_pa
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     notes = _notes(workspace, rid)
     assert workspace.get(rid).run.format == "wandb-offline"  # type: ignore[union-attr]
-    assert (f"serve: {out}: {MLFLOW} (to step 7), runs/{events.parent.name} (to step 5), train.log (to step 6) agree "
+    assert (f"{out}: {MLFLOW} (to step 7), runs/{events.parent.name} (to step 5), train.log (to step 6) agree "
             "with wandb/offline-run-20261207_130829-vdas9cxw on every step they share, the copies being written at "
             "different moments (a tracker flushes later, a checkpoint holds the steps up to it), so they are the same "
             "run, read from wandb/offline-run-20261207_130829-vdas9cxw, which reaches furthest (step 8)") in notes
     assert workspace.get(rid).rollouts is not None
     [shown] = workspace.page(workspace.get(rid))["runs"]
-    assert any(n.startswith(f"serve：{out}：{MLFLOW}（到第 7 步）、runs/") and "写入的时机不同" in n
+    assert any(n.startswith(f"{out}：{MLFLOW}（到第 7 步）、runs/") and "写入的时机不同" in n
                for n in shown["notes_zh"])
 
     for name in ("train.log", "mlflow.db"):  # caught up: the copies as the training left them
@@ -201,7 +201,7 @@ def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_pa
     assert sorted((r.format, int(r.train_steps.max())) for r in load(out)) == [("mlflow", 8), ("trl-state", 5)]
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     assert workspace.get(rid).run.format == "mlflow"  # type: ignore[union-attr]
-    assert any(n.startswith(f"serve: {out}: trl-state (to step 5) agree with {MLFLOW}") for n in _notes(workspace, rid))
+    assert any(n.startswith(f"{out}: trl-state (to step 5) agree with {MLFLOW}") for n in _notes(workspace, rid))
 
     _checkpoint(out)  # the last checkpoint holds every step
     assert _listed(workspace) == [(rid, "out", "ready", 8)]

@@ -65,6 +65,7 @@ from .run import Run
 from .said import chinese_of, told, with_chinese
 from .snapshot import SnapshotSource, signature
 from .table_source import TableSource
+from .training import OUTPUT_DIR, direct_logs, one_training, standing_for
 from .trainings import Restarts
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -82,8 +83,11 @@ class LineSource(Rotating):
 
     def __init__(self, path: Path, reader: Reader, saved: Mapping[str, Any] | None = None,
                  records: Sequence[Packed] | None = None, rules: RotationRules | None = None,
-                 algorithm: str | None = None) -> None:
+                 algorithm: str | None = None, training: bool = False) -> None:
         self.path = path
+        #: PATH is one training logged to several places (:mod:`.training`): read whole, as diagnose reads it, the
+        #: run standing for it listed under PATH; found so when PATH is opened, or said by the caller
+        self.training = training
         self.reader = reader
         self.rules = rules or RotationRules()
         self._sweep = Sweep()  # which piece of what was read is compared at the next look (a rewrite in place)
@@ -406,8 +410,11 @@ class Follow:
 
     def __init__(self, path: Path, fmt: str | None, min_gap: float, saved: dict[str, Any] | None = None,
                  records: Sequence[Packed] | None = None, rules: RotationRules | None = None,
-                 algorithm: str | None = None) -> None:
+                 algorithm: str | None = None, training: bool = False) -> None:
         self.path = path
+        #: PATH is one training logged to several places (:mod:`.training`): read whole, as diagnose reads it, the
+        #: run standing for it listed under PATH; found so when PATH is opened, or said by the caller
+        self.training = training
         self.fmt = fmt
         self.algorithm = algorithm  # the algorithm the user said the run is (--algorithm); None: detected
         self.rules = rules  # where a text log's rotated files go, beyond the rotation tools' defaults
@@ -474,9 +481,14 @@ class Follow:
             run = self.inner.run(last)
             return [] if run is None else [run]
         runs = self.inner.runs() if self.inner is not None else []
+        if self.training:  # whole runs: copies are compared on the steps they share
+            runs = standing_for(self.path, runs)
         return runs if last is None else [r.tail(last) for r in runs]
 
     def _open(self) -> bool:
+        if self.training:
+            self.inner = SnapshotSource(self.path, None, self.min_gap, self.algorithm)
+            return True
         resumed = self._resume()
         if resumed is not None:
             self.inner = resumed
@@ -486,6 +498,9 @@ class Follow:
         except (EmptyInputError, UnknownFormatError) as exc:
             if self.fmt is not None and not isinstance(exc, EmptyInputError):
                 raise  # --format names no reader: waiting will not help
+            if self.fmt is None and self.path.is_dir() and one_training(self.path, direct_logs(self.path)):
+                self.training = True  # a trainer's output_dir before its first checkpoint
+                return self._open()
             return self._wait(told("written", Words(str(exc), exc.text("zh"))))
         except MissingInputError as exc:  # decided by the error, not by a second look that may race a writer
             return self._wait(told("appear", Words(str(exc), exc.text("zh"))))
@@ -498,6 +513,8 @@ class Follow:
         elif reader.since is not None:
             self.inner = TableSource(self.path, reader, self.algorithm)
         else:
+            # a trainer's output_dir: its trainer_state.json stops at the last checkpoint, the trackers go on
+            self.training = reader.format == OUTPUT_DIR and self.path.is_dir()
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap, self.algorithm)
         return True
 

@@ -59,7 +59,7 @@ from ..errors import EmptyInputError, InputError
 from ..ingest import SPECIAL_ZH, find_reader, real_path, special_kind, unique
 from ..rollout import PROBES_FILE, Pairing, owners, pair
 from ..rollout.readers import dump_files
-from ..run import TRACKERS
+from ..run import TRACKERS, one_training
 from ..words import Words
 
 MAX_DEPTH = 4  # sub-folder levels of a served folder searched for logs (runs/exp1/seed0/train.log)
@@ -247,11 +247,8 @@ class Discovery:
         reader takes whole (``start``: the counts before)."""
         logs = found.logs[start[0]:]
         formats = [found.formats.get(log, "") for log in logs]
-        if (len(logs) < 2 or len(set(formats)) < 2 or not any(f in TRACKERS for f in formats)
-                or any(log.parent != folder or log in self.trainings for log in logs)):
-            return  # the usual case, told without a look at the disk
-        dirs = [log.is_dir() for log in logs]
-        if all(dirs) or any(d and f and f not in TRACKERS for f, d in zip(formats, dirs, strict=True)):
+        if any(log in self.trainings for log in logs) or not one_training(folder, list(zip(logs, formats,
+                                                                                             strict=True))):
             return
         del found.logs[start[0]:]
         found.own, found.other = start[1:]

@@ -72,7 +72,6 @@ from .security import AccessError
 from .sources import Source, inside, pair_rollouts, result_of, signature_now
 from .stale import Freshness, left_out, no_metrics
 from .store import RunRow, ServeState
-from .training import TrainingFollow
 from .views import rollout_groups_of, series_of
 
 if TYPE_CHECKING:
@@ -181,9 +180,9 @@ class Workspace:
     def _add(self, path: Path, root: int) -> None:
         if path not in self._sources:
             training = path in self._discovery.trainings  # one training logged to several places: read whole
-            src = self._sources[path] = Source(path, root, (TrainingFollow if training else Follow)(
+            src = self._sources[path] = Source(path, root, Follow(
                 path, self.options.fmt, self.options.min_gap, self._saved.get(str(path)), rules=self.options.rotation,
-                algorithm=self.options.algorithm), tried=training)  # followed, never read as a quiet log
+                algorithm=self.options.algorithm, training=training), tried=training)  # never read as a quiet log
             saved = self._readings.pop(str(path), None)
             if saved is not None and saved.signature == signature_now(path):  # unchanged since: not read again
                 src.tried, src.modified = True, modified(path)
