@@ -112,20 +112,30 @@ def _sql(db: Path, statement: str) -> None:
         con.close()
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    ("UPDATE metrics SET value = value * 1.5 WHERE key = 'loss'", "other values"),
-    ("DELETE FROM metrics WHERE step > 5", "other steps"),
-])
-def test_a_copy_that_differs_stays_its_own_run(tmp_path: Path, change: str, why: str) -> None:
-    """The MLflow store changed after the training (``why``): it is not the trainer's twin any more, so it is a
+def test_a_copy_that_differs_stays_its_own_run(tmp_path: Path) -> None:
+    """The MLflow store's values changed after the training: it is not the trainer's twin any more, so it is a
     run of its own, and the note names the other copies only."""
     out = _copy(tmp_path)
-    _sql(out / "mlflow.db", change)
+    _sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 WHERE key = 'loss'")
     runs = load(out)
-    assert [r.format for r in runs] == ["trl-state", "mlflow"], why
+    assert [r.format for r in runs] == ["trl-state", "mlflow"]
     note = copies_note(runs[0])
     assert note is not None and "MLflow" not in note and f"W&B ({WANDB})" in note
     assert copies_note(runs[1]) is None and runs[1].path == str(out / MLFLOW)
+
+
+def test_a_copy_that_stops_earlier_is_read_with_the_training(tmp_path: Path) -> None:
+    """The MLflow store holds only steps 1-5 (a tracker that flushed less, or stopped): it agrees with the trainer's
+    log on every step both hold, so it is the same training, named in a note with where it stops — not a second
+    run (live, every copy stops at its own step: ``watch`` and ``serve`` read the folder as this does)."""
+    out = _copy(tmp_path)
+    _sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 5")
+    [run] = load(out)
+    assert (run.format, run.path, int(run.train_steps.max())) == ("trl-state", str(out), 8)
+    note = copies_note(run)
+    assert note is not None and "MLflow" not in note and f"W&B ({WANDB})" in note
+    assert any(str(n).startswith(f"{out}: {MLFLOW} (to step 5) agree with trl-state on every step they share")
+               for n in run.notes)
 
 
 def test_a_copy_with_nothing_to_compare_is_no_twin(trainer: object) -> None:

@@ -107,17 +107,21 @@ def test_swanlabs_own_reader_sees_the_trainers_values() -> None:
     assert {scalars[("train/global_step", s)] for s in STEPS} == set(map(float, STEPS))
 
 
-def test_a_swanlab_copy_cut_short_stays_its_own_run(tmp_path: Path) -> None:
-    """The copy's file cut to half (a SwanLab killed mid-run keeps its complete records only): it holds the
-    first steps, not the training's, so it is no twin: two runs, and the kept run's note names the console only."""
+def test_a_swanlab_copy_cut_short_is_read_with_the_training(tmp_path: Path) -> None:
+    """The copy's file cut to half (a SwanLab killed mid-run keeps its complete records only): it holds the first
+    steps, with the training's values, so it is no twin (other steps) but the same training stopped early: one run,
+    the kept run's twin note names the console only, and another note says where the SwanLab copy stops."""
     out = tmp_path / "output_dir"
     shutil.copytree(FIXTURE, out)
     file = out / SWANLAB_FILE
     data = file.read_bytes()
     file.write_bytes(data[: len(data) // 2])
-    runs = load(out)
-    assert [r.format for r in runs] == ["trl-state", "swanlab"]
-    assert 0 < len(runs[1].train_steps) < len(STEPS)
-    assert copies_note(runs[0]) == (f"{out}: also logged to the console (train.log): the same steps and values, so "
-                                    "one run, read from its trl-state log")
-    assert copies_note(runs[1]) is None and runs[1].path == str(out / SWANLAB)
+    [alone] = load(out / SWANLAB)
+    stops = int(alone.train_steps.max())
+    assert 0 < len(alone.train_steps) < len(STEPS)
+    [run] = load(out)
+    assert (run.format, run.path, int(run.train_steps.max())) == ("trl-state", str(out), len(STEPS))
+    assert copies_note(run) == (f"{out}: also logged to the console (train.log): the same steps and values, so "
+                                "one run, read from its trl-state log")
+    assert any(str(n).startswith(f"{out}: {SWANLAB} (to step {stops}) agree with trl-state on every step they share")
+               for n in run.notes)

@@ -65,7 +65,7 @@ from .run import Run
 from .said import chinese_of, told, with_chinese
 from .snapshot import SnapshotSource, signature
 from .table_source import TableSource
-from .training import OUTPUT_DIR, direct_logs, one_training, standing_for
+from .training import direct_logs, one_training
 from .trainings import Restarts
 
 LINE_FORMATS = frozenset({"verl-console", "verl-jsonl", "jsonl", "trl-console", "openrlhf-console"})
@@ -481,8 +481,6 @@ class Follow:
             run = self.inner.run(last)
             return [] if run is None else [run]
         runs = self.inner.runs() if self.inner is not None else []
-        if self.training:  # whole runs: copies are compared on the steps they share
-            runs = standing_for(self.path, runs)
         return runs if last is None else [r.tail(last) for r in runs]
 
     def _open(self) -> bool:
@@ -513,8 +511,6 @@ class Follow:
         elif reader.since is not None:
             self.inner = TableSource(self.path, reader, self.algorithm)
         else:
-            # a trainer's output_dir: its trainer_state.json stops at the last checkpoint, the trackers go on
-            self.training = reader.format == OUTPUT_DIR and self.path.is_dir()
             self.inner = SnapshotSource(self.path, reader.format if self.fmt else None, self.min_gap, self.algorithm)
         return True
 

@@ -100,7 +100,7 @@ def load(path: str | Path, fmt: str | None = None,
 
         checked_algorithm(algorithm, load_catalog())
     found, notes = sources(path, fmt)
-    runs, empty = [], []
+    runs, empty, read = [], [], []
     for reader, root in found:
         meta, skipped = SourceMeta(format=reader.format, files=[str(root)], algorithm=algorithm), SkipLog()
         try:
@@ -117,10 +117,15 @@ def load(path: str | Path, fmt: str | None = None,
             continue
         meta.notes.extend(notes)
         runs.extend(builder.finish(str(root)))  # the Run takes the columns, no copy
+        read.append((root, reader.format))
     if len(runs) > 1:  # one training logged to several places is one run
         from .twins import merge  # here, as _builder's import: numpy is not imported before a fork
 
         runs = merge(runs)
+    if path.is_dir() and len(read) > 1:  # one training's folder: its run under the folder's path
+        from .training import as_one_training
+
+        runs = as_one_training(path, runs, read)
     if not runs:
         raise EmptyInputError(empty[0] if len(empty) == 1 else Words(
             f"{path}: none of its {len(empty)} runs holds metrics; first: {empty[0]}",

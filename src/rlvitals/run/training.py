@@ -3,11 +3,12 @@ its first checkpoint (the console ``train.log`` beside the trackers' copies: ``r
 ``trackio/``) and after it (its ``trainer_state.json``, written at each checkpoint, behind the trackers).
 
 :func:`one_training` says whether logs found directly in a folder are such a training (``serve``'s discovery and
-:class:`~rlvitals.run.follow.Follow` ask it: ``rlvitals watch`` and ``serve`` then read the folder whole, as
-``rlvitals diagnose FOLDER`` does — :func:`rlvitals.run.load`, the copies that hold the same steps and values
-folded into the log kept, :mod:`.twins`), and :func:`standing_for` lists the run that stands for the training
-under the folder's own path, as a Trainer's output_dir is listed once it holds a ``trainer_state.json``: the run
-keeps its id (and its alerts their keys) when the trainer writes its first checkpoint.
+:class:`~rlvitals.run.follow.Follow` ask it of a folder no reader takes whole: ``rlvitals watch`` and ``serve`` then
+read the folder whole, as ``rlvitals diagnose FOLDER`` does), and :func:`as_one_training` — applied by
+:func:`rlvitals.run.load` to what it read of a folder, after :mod:`.twins` folded the copies that hold the same
+steps and values — lists the run that stands for the training under the folder's own path (:func:`standing_for`),
+as a Trainer's output_dir is listed once it holds a ``trainer_state.json``: the run keeps its id (and its alerts
+their keys) when the trainer writes its first checkpoint.
 
 Live, the copies are written at different moments: a tracker flushes every few seconds or minutes (TensorBoard),
 a checkpoint's ``trainer_state.json`` stops at its step while the trackers go on. A copy that agrees with the
@@ -100,6 +101,26 @@ def standing_for(folder: Path, runs: list[Run]) -> list[Run]:
     return [kept if run is anchor else run for run in runs if run is anchor or id(run) not in read]
 
 
+def as_one_training(folder: Path, runs: list[Run], roots: Sequence[tuple[Path, str]]) -> list[Run]:
+    """``runs``, read from ``roots`` (each log's root and format) under ``folder``, with the run that stands for the
+    training under ``folder``'s path (:func:`standing_for`) when ``folder`` is a trainer's output_dir or a training
+    folder (:func:`one_training` of the entries of ``folder`` the roots lie in: ``wandb/`` for its runs); else as
+    they are.
+
+    Example:
+        >>> as_one_training(Path("out"), [], [])
+        []
+    """
+    tops: dict[Path, str] = {}
+    for root, fmt in roots:
+        parts = root.relative_to(folder).parts if root.is_relative_to(folder) else None
+        if parts is not None:
+            tops.setdefault(folder / parts[0] if parts else folder, fmt)
+    if tops.get(folder) == OUTPUT_DIR or one_training(folder, list(tops.items())):
+        return standing_for(folder, runs)
+    return runs
+
+
 def _anchor(folder: Path, runs: list[Run]) -> Run | None:
     own = next((run for run in runs if run.path == str(folder)), None)
     if own is not None:
@@ -148,4 +169,4 @@ def _read_with(folder: Path, best: Run, behind: list[Run]) -> Words:
                  f"（到第 {_reach(best)} 步）")
 
 
-__all__ = ["OUTPUT_DIR", "direct_logs", "one_training", "standing_for"]
+__all__ = ["OUTPUT_DIR", "as_one_training", "direct_logs", "one_training", "standing_for"]

@@ -117,9 +117,10 @@ def _said(primary: Run, copies: Sequence[Run]) -> Words:
 
 
 def copies_note(run: Run) -> Words | None:
-    """The note :func:`merge` gave ``run`` on the copies it stands for, if it gave one."""
-    head = f"{run.path}: also logged to "
-    return next((n for n in run.notes if isinstance(n, Words) and n.startswith(head)), None)
+    """The note :func:`merge` gave ``run`` on the copies it stands for, if it gave one (under the path it was read
+    from: a training folder's run is listed under the folder's, :mod:`.training`)."""
+    return next((n for n in run.notes if isinstance(n, Words) and ": also logged to " in n
+                 and "the same steps and values, so one run" in n), None)
 
 
 def merge(runs: Sequence[Run]) -> list[Run]:
