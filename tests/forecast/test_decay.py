@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvitals.forecast import Decay, fit_decay, fit_decays
 
@@ -51,3 +53,49 @@ def test_the_curve_reads_any_step() -> None:
 def test_too_few_points_are_refused() -> None:
     with pytest.raises(ValueError, match="at least 3 points"):
         fit_decay(np.arange(2.0), np.ones(2))
+
+
+def _rows_of(seed: int, n: int, m: int) -> np.ndarray:
+    """Bootstrap-like rows: a decay plus resampled noise, and rows that tie (constants, rising, zeros)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=float)
+    curve = 0.1 + rng.uniform(0.1, 2.0) * np.exp(-t / rng.uniform(2.0, 3.0 * n))
+    noisy = curve + rng.normal(scale=rng.uniform(1e-4, 0.2), size=(m, n))
+    ties = np.vstack([np.full(n, 0.5), np.linspace(0.0, 1.0, n), np.zeros(n), -curve, curve.round(1)])
+    return np.vstack([noisy, ties])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(3, 240), m=st.integers(1, 40),
+       floor=st.sampled_from([None, 0.0]), falling=st.booleans())
+def test_the_shortlist_picks_what_trying_every_rate_picks(seed: int, n: int, m: int, floor: float | None,
+                                                          falling: bool) -> None:
+    from rlvitals.forecast.decay import RATES, _each_rate, _shortlist
+
+    t = np.arange(n, dtype=float) * 7.0
+    y = _rows_of(seed, n, m)
+    es = np.array([np.exp(-k * (t - t[0]) / (t[-1] - t[0])) for k in RATES])
+    picked = _shortlist(es, y, RATES, floor, falling)
+    assert picked is not None
+    every = _each_rate(es, y, RATES, floor, falling)
+    # the same rate, and the same numbers to the last bit (each computed as one rate at a time computes it)
+    for got, want in zip(picked, every, strict=True):
+        assert np.array_equal(got, want)
+
+
+def test_a_series_that_is_not_finite_is_fitted_rate_by_rate() -> None:
+    steps = np.arange(20.0)
+    y = np.vstack([np.exp(-steps / 5.0), np.full(20, np.nan)])
+    good, bad = fit_decays(steps, y, floor=0.0, falling=True)
+    assert good == fit_decays(steps, y[:1], floor=0.0, falling=True)[0]
+    assert (bad.c, bad.d, bad.k) == (0.0, 0.0, 0.0)  # no rate fits a NaN: all zero
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_golden_section_never_fits_worse_than_the_grid(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0.0, 300.0)
+    values = 0.2 + 1.1 * np.exp(-steps / rng.uniform(5.0, 400.0)) + rng.normal(scale=0.01, size=300)
+    grid = fit_decays(steps, values, floor=0.0, falling=True)[0]
+    fit = fit_decay(steps, values, floor=0.0, falling=True)
+    assert float(((fit.at(steps) - values) ** 2).sum()) <= float(((grid.at(steps) - values) ** 2).sum())

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvitals.forecast import forecast, horizons
 
@@ -107,3 +109,17 @@ def test_the_json_has_every_key_and_is_json() -> None:
     assert declined.to_json()["ceiling"] is None and declined.to_json()["predicted"] == {}
     assert declined.to_json()["reason"]["zh"].startswith("熵下降得不够")
     assert list(held.to_json()["predicted"]) == [str(s) for s in horizons(600, 600)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 700))
+def test_the_entropy_level_is_the_median_of_a_window_that_shrinks_evenly_at_the_ends(seed: int, n: int) -> None:
+    from rlvitals.forecast.model import _level
+
+    x = np.random.default_rng(seed).normal(size=n).round(2)  # rounded: ties
+    half = max(1, n // 100)
+    radius = [min(half, i, n - 1 - i) for i in range(n)]
+    want = x if n < 3 else np.array([np.median(x[i - r : i + r + 1]) for i, r in enumerate(radius)])
+    level = _level(x)
+    assert np.array_equal(level, want)
+    assert _level(x.copy()) is level and not level.flags.writeable  # computed once per values, shared read-only

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rlvitals import signals as S
@@ -32,6 +32,8 @@ def test_robust_scale_of_constant_series_is_not_zero() -> None:
 @given(scale=SCALES, seed=st.integers(0, 1000), at=st.integers(30, 280))
 def test_single_step_spike_found_at_any_scale(scale: float, seed: int, at: int) -> None:
     x = noisy(300, seed=seed) * scale
+    # a noise that spikes on its own (seed 518 does at step 224: see the test below) is no case of this property
+    assume(not S.spikes(x))
     x[at] *= 3.0
     events = S.spikes(x)
     assert [e.peak for e in events] == [at]

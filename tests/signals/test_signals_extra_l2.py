@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -85,13 +87,26 @@ def test_the_shared_levels_stay_within_their_bytes(monkeypatch: pytest.MonkeyPat
     assert np.array_equal(T.rolling_level(series[0], 9), levels[0])
 
 
-def test_the_level_of_a_very_long_series_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_level_of_a_very_long_series_is_kept_by_a_digest_of_its_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(T, "LEVEL_KEPT", 500)
+    monkeypatch.setattr(T, "_LEVELS", type(T._LEVELS)())
     x = np.random.default_rng(8).normal(size=501)
+    level = T.rolling_level(x, 9)
+    assert T.rolling_level(x.copy(), 9) is level  # the same values, not the same array
+    [(key, window)] = list(T._LEVELS)
+    assert key == hashlib.sha256(x).digest() and window == 9  # 32 bytes held, not the 4 kB of values
+    assert T.rolling_level(x + 1e-12, 9) is not level and T.rolling_level(x, 8) is not level
+    assert T.rolling_level(x[:500], 9) is T.rolling_level(x[:500], 9)
+
+
+def test_a_level_too_large_to_share_is_computed_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(T, "LEVEL_BYTES", 16_000)
+    monkeypatch.setattr(T, "_LEVELS", type(T._LEVELS)())
+    x = np.random.default_rng(9).normal(size=501)  # a level of 4,008 bytes: over a quarter of them
     level = T.rolling_level(x, 9)
     assert T.rolling_level(x, 9) is not level and np.array_equal(T.rolling_level(x, 9), level)
     assert not level.flags.writeable  # read-only all the same: no caller may count on writing it
-    assert T.rolling_level(x[:500], 9) is T.rolling_level(x[:500], 9)
+    assert len(T._LEVELS) == 0
 
 
 def test_levels_computed_in_threads_at_once_are_the_levels_computed_alone() -> None:
@@ -175,3 +190,42 @@ def test_trailing_scale_median_is_the_median_of_the_values_before(values: list[f
             assert np.isnan(med[i])
         else:
             assert med[i] == pytest.approx(float(np.median(before)), rel=1e-12, abs=1e-12)
+
+
+def _median_or_nan(values: np.ndarray, full: int) -> float:
+    return float(np.median(values)) if len(values) == full else float("nan")
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 160), window=st.integers(1, 40))
+def test_the_windows_before_and_after_an_index_are_plain_medians(seed: int, n: int, window: int) -> None:
+    from rlvitals.signals.events import MAD_TO_SD, _before_after
+
+    x = np.random.default_rng(seed).normal(size=n).round(1)  # rounded: ties
+    before, after, spread = _before_after(x, window)
+    w = window
+    level = np.array([_median_or_nan(x[k - w + 1 : k + 1], w) if k >= w - 1 else np.nan for k in range(n)])
+    want_before = [_median_or_nan(x[i - w : i], w) if i >= w else np.nan for i in range(n)]
+    want_after = [_median_or_nan(x[i : i + w], w) for i in range(n)]
+    # the robust sd of the window before i around its trailing median, where every level in it exists
+    want_spread = [MAD_TO_SD * float(np.median(np.abs(x[i - w : i] - level[i - w : i])))
+                   if i - w >= w - 1 else np.nan for i in range(n)]
+    for got, want in ((before, want_before), (after, want_after), (spread, want_spread)):
+        assert np.allclose(got, want, rtol=1e-12, atol=0.0, equal_nan=True)  # an even window: (a+b)/2 vs a+(b-a)/2
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 160), window=st.integers(5, 40))
+def test_the_trailing_scale_is_the_median_and_spread_of_the_window_before(seed: int, n: int, window: int) -> None:
+    from rlvitals.signals.events import MAD_TO_SD, noise_scale
+
+    x = np.random.default_rng(seed).normal(size=n).round(1)
+    w, least = window, max(5, window // 2)
+    med, sd = S.trailing_scale(x, w)
+    centre = np.array([np.median(x[max(0, k - w + 1) : k + 1]) for k in range(n)])  # from one value on
+    want_med = [float(centre[i - 1]) if i >= least else np.nan for i in range(n)]
+    dev = np.abs(x - centre)
+    raw = [MAD_TO_SD * float(np.median(dev[max(0, i - w) : i])) if min(i, w) >= least else np.inf for i in range(n)]
+    want_sd = np.maximum(raw, np.maximum(1e-3 * np.abs(np.array(want_med)), 0.5 * noise_scale(x)))
+    assert np.allclose(med, want_med, rtol=1e-12, atol=0.0, equal_nan=True)
+    assert np.allclose(sd, want_sd, rtol=1e-12, atol=0.0, equal_nan=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -48,13 +49,20 @@ def _solve(e: np.ndarray, y: np.ndarray, floor: float | None, falling: bool) -> 
     """For one rate's ``e = exp(−k τ)`` (n) and rows ``y`` (m × n): the constrained least-squares ``c``
     and ``d`` of each row, and its sum of squared errors."""
     n = e.shape[-1]
-    se, see = e.sum(), (e * e).sum()
-    sy, sey = y.sum(axis=-1), (y * e).sum(axis=-1)
+    c, d = _amounts(n, e.sum(), (e * e).sum(), y.sum(axis=-1), (y * e).sum(axis=-1), floor, falling)
+    fit = c[..., None] + d[..., None] * e
+    return c, d, ((y - fit) ** 2).sum(axis=-1)
+
+
+def _amounts(n: int, se: Any, see: Any, sy: np.ndarray, sey: np.ndarray, floor: float | None,
+             falling: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``c`` and ``d`` from the sums over ``e`` (``se``, ``see``: one rate's, or one per element) and over each
+    row (``sy``, ``sey``), element by element: the same numbers for a rate however many rows come with it."""
     det = n * see - se * se
-    if det <= 1e-12 * max(1.0, n * see):  # no decay visible at this rate: a constant
-        c, d = sy / n, np.zeros_like(sy)
-    else:
-        c, d = (see * sy - se * sey) / det, (n * sey - se * sy) / det
+    flat = det <= 1e-12 * np.maximum(1.0, n * see)  # no decay visible at this rate: a constant
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(flat, sy / n, (see * sy - se * sey) / det)
+        d = np.where(flat, 0.0, (n * sey - se * sy) / det)
     if falling:  # a rising fit is replaced by the best constant
         rising = d < 0
         c, d = np.where(rising, sy / n, c), np.where(rising, 0.0, d)
@@ -64,25 +72,73 @@ def _solve(e: np.ndarray, y: np.ndarray, floor: float | None, falling: bool) -> 
         if falling:
             d_pinned = np.maximum(d_pinned, 0.0)
         c, d = np.where(low, floor, c), np.where(low, d_pinned, d)
-    fit = c[..., None] + d[..., None] * e
-    return c, d, ((y - fit) ** 2).sum(axis=-1)
+    return c, d
+
+
+#: the relative size of the rounding in a squared error taken from sums (:func:`_shortlist`), well above it
+_SUMS_ROUNDING = 1e-12
+#: rows of ``y`` a matrix product takes at once (16 × 64 rates × 200 points is below OpenBLAS's threading size)
+_ROWS_A_PRODUCT = 16
 
 
 def fit_decays(t: np.ndarray, y: np.ndarray, *, floor: float | None = None, falling: bool = False,
                rates: np.ndarray = RATES) -> list[Decay]:
-    """The best curve on the grid ``rates`` for each row of ``y`` (m × n) over the steps ``t`` (n)."""
+    """The best curve on the grid ``rates`` for each row of ``y`` (m × n) over the steps ``t`` (n): the first
+    rate of the grid whose squared error is the least (each computed as :func:`_solve` computes it)."""
     t = np.asarray(t, dtype=float)
     y = np.atleast_2d(np.asarray(y, dtype=float))
     start, span = float(t[0]), max(float(t[-1] - t[0]), 1.0)
     tau = (t - start) / span
+    es = np.array([np.exp(-k * tau) for k in rates])
+    picked = _shortlist(es, y, rates, floor, falling) if np.isfinite(y).all() else None
+    if picked is None:
+        picked = _each_rate(es, y, rates, floor, falling)
+    return [Decay(float(c), float(d), float(k), start, span) for c, d, k in zip(*picked, strict=True)]
+
+
+def _each_rate(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | None,
+               falling: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every rate's fit (``es``: a row per rate) of every row in turn: ``c``, ``d`` and ``k`` of the first least
+    error per row (a row no rate fits, its error never a number, is 0, 0, 0)."""
     best_sse = np.full(y.shape[0], np.inf)
     best = np.zeros((3, y.shape[0]))
-    for k in rates:
-        c, d, sse = _solve(np.exp(-k * tau), y, floor, falling)
+    for k, e in zip(rates, es, strict=True):
+        c, d, sse = _solve(e, y, floor, falling)
         better = sse < best_sse
         best_sse = np.where(better, sse, best_sse)
         best[:, better] = np.array([c, d, np.full_like(c, k)])[:, better]
-    return [Decay(float(c), float(d), float(k), start, span) for c, d, k in best.T]
+    return best[0], best[1], best[2]
+
+
+def _shortlist(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | None,
+               falling: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_each_rate`'s choice at a fraction of its cost: every rate's squared error from sums (one matrix
+    product; cancellation makes it inexact), then only the rates within its rounding of each row's least
+    refitted as :func:`_solve` does, the first least kept. None when a sum is not finite."""
+    n = es.shape[1]
+    se, see = np.array([e.sum() for e in es]), np.array([(e * e).sum() for e in es])  # as _solve sums them
+    sy, syy = y.sum(axis=-1), (y * y).sum(axis=-1)
+    # a few rows a product: one small enough that BLAS does it in this thread (OpenBLAS splits a larger one over
+    # threads that then spin, idle, on the other core)
+    sey = np.concatenate([part @ es.T for part in np.array_split(y, -(-len(y) // _ROWS_A_PRODUCT))])
+    c, d = _amounts(n, se, see, sy[:, None], sey, floor, falling)
+    terms = (syy[:, None], -2 * c * sy[:, None], -2 * d * sey, n * c * c, 2 * c * d * se, d * d * see)
+    sse = sum(terms[1:], terms[0])
+    # the rounding of each term, and of the sums over the values (bounded by |y|·|e| and |y|·1)
+    reach = 2 * np.abs(d) * np.sqrt(syy[:, None] * see) + 2 * np.abs(c) * np.sqrt(n * syy[:, None])
+    slack = _SUMS_ROUNDING * (sum(np.abs(v) for v in terms) + reach)
+    if not (np.isfinite(sse).all() and np.isfinite(slack).all()):
+        return None
+    rows, cols = np.nonzero(sse - slack <= (sse + slack).min(axis=1, keepdims=True))
+    # the shortlisted rates as the loop over rates computes them: per rate, rows of its own
+    e, yr = es[cols], y[rows]
+    c, d = _amounts(n, se[cols], see[cols], sy[rows], (yr * e).sum(axis=-1), floor, falling)
+    exact = ((yr - (c[:, None] + d[:, None] * e)) ** 2).sum(axis=-1)
+    if not np.isfinite(exact).all():
+        return None
+    order = np.lexsort((cols, exact, rows))  # by row, then error, then rate: the first least of each row
+    first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+    return c[first], d[first], np.asarray(rates, dtype=float)[cols[first]]
 
 
 def fit_decay(steps: np.ndarray, values: np.ndarray, *, floor: float | None = None,
@@ -114,10 +170,20 @@ def _fit_decay(t_bytes: bytes, y_bytes: bytes, floor: float | None, falling: boo
     def sse(log_k: float) -> float:
         return float(_solve(np.exp(-np.exp(log_k) * tau), y[None, :], floor, falling)[2][0])
 
+    # golden section: each step keeps one probe (it is the other probe of the narrower bracket), so one new
+    # solve a step instead of two
     ratio = (np.sqrt(5.0) - 1) / 2
+    m1, m2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    f1, f2 = sse(m1), sse(m2)
     for _ in range(40):
-        m1, m2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        lo, hi = (lo, m2) if sse(m1) <= sse(m2) else (m1, hi)
+        if f1 <= f2:
+            hi, m2, f2 = m2, m1, f1
+            m1 = hi - ratio * (hi - lo)
+            f1 = sse(m1)
+        else:
+            lo, m1, f1 = m1, m2, f2
+            m2 = lo + ratio * (hi - lo)
+            f2 = sse(m2)
     k = float(np.exp((lo + hi) / 2))
     if sse(np.log(k)) > sse(np.log(first.k)):
         return first

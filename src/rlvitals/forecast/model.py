@@ -10,6 +10,7 @@ leaves most of the movement unexplained — the forecast says why and forecasts 
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import threading
 from collections import OrderedDict
@@ -202,17 +203,54 @@ def _end_step(steps: np.ndarray) -> float:
     return float(np.median(steps[-_end_size(len(steps)):]))
 
 
+#: the entropy's levels computed, by its values: a run's forecasts (each validation curve, the training reward)
+#: read the same entropy, each twice (its pairs, its fitted curve); a few series kept, read-only
+_LEVELS: OrderedDict[bytes, np.ndarray] = OrderedDict()
+_LEVELS_LOCK = threading.Lock()
+LEVELS_KEPT = 2
+
+
+def _digest(*arrays: np.ndarray) -> bytes:
+    """What the caches here are keyed by: the SHA-256 of the arrays' values and lengths (32 bytes held, not the
+    values: a million-step entropy is 8 MB)."""
+    found = hashlib.sha256()
+    for a in arrays:
+        found.update(len(a).to_bytes(8, "little"))
+        found.update(np.ascontiguousarray(a).data)
+    return found.digest()
+
+
 def _level(x: np.ndarray) -> np.ndarray:
     """The entropy's level: a centred rolling median whose window (``2·half + 1``, about 2 % of the run) shrinks
-    symmetrically at the ends, so a smooth monotone curve is its own level and one noisy step is not."""
+    symmetrically at the ends, so a smooth monotone curve is its own level and one noisy step is not.
+    Computed once per series (read-only)."""
+    x = np.asarray(x, dtype=float)
+    key = _digest(x)
+    with _LEVELS_LOCK:
+        if (found := _LEVELS.get(key)) is not None:
+            _LEVELS.move_to_end(key)
+            return found
+    out = _level_of(x)
+    out.setflags(write=False)
+    with _LEVELS_LOCK:
+        _LEVELS[key] = out
+        while len(_LEVELS) > LEVELS_KEPT:
+            _LEVELS.popitem(last=False)
+    return out
+
+
+def _level_of(x: np.ndarray) -> np.ndarray:
     n, half = len(x), max(1, len(x) // 100)
     if n < 3:
-        return np.asarray(x, dtype=float)
-    out: np.ndarray = pl.Series(x).rolling_median(window_size=2 * half + 1, center=True,
-                                                  min_samples=1).to_numpy().astype(float)
+        return x.copy()
+    # the full centred windows, as trailing ones moved back by ``half`` (the same values; polars' trailing
+    # median is several times faster than its centred one); the ``half`` at each end are the prefix medians
+    w = 2 * half + 1
+    out = np.empty(n)
+    out[half : n - half] = pl.Series(x).rolling_median(window_size=w, min_samples=w).to_numpy()[w - 1:]
     count = min(half, n)
     out[:count] = _odd_prefix_medians(x, count)
-    out[n - count:] = _odd_prefix_medians(np.asarray(x)[::-1], count)[::-1]
+    out[n - count:] = _odd_prefix_medians(x[::-1], count)[::-1]
     return out
 
 
@@ -284,7 +322,7 @@ def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
 #: the entropy's decay and its bootstrap resamples, by the entropy series: every series of a run (its validation
 #: curves, its training reward) is read against the same entropy, and the bootstrap is most of a forecast's cost
 #: (a few runs' worth kept; read-only)
-_DECAYS: OrderedDict[tuple[bytes, bytes], tuple[Decay, tuple[Decay, ...]]] = OrderedDict()
+_DECAYS: OrderedDict[bytes, tuple[Decay, tuple[Decay, ...]]] = OrderedDict()
 _DECAYS_LOCK = threading.Lock()
 DECAYS_KEPT = 8
 
@@ -292,7 +330,7 @@ DECAYS_KEPT = 8
 def _decays(h_steps: np.ndarray, h: np.ndarray) -> tuple[Decay, tuple[Decay, ...]]:
     """The exponential decay the entropy followed, and its refits to the bootstrap resamples of its residuals.
     Computed once per entropy series."""
-    key = (np.asarray(h_steps, dtype=float).tobytes(), np.asarray(h, dtype=float).tobytes())
+    key = _digest(np.asarray(h_steps, dtype=float), np.asarray(h, dtype=float))
     with _DECAYS_LOCK:
         if key in _DECAYS:
             _DECAYS.move_to_end(key)
@@ -314,7 +352,14 @@ def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
     """The exponential decay the entropy followed (:func:`_decays`), and the entropy it gives at ``future`` for
     each bootstrap resample (rows; each carried on from the level ``now`` at step ``at``, never below zero)."""
     best, decays = _decays(h_steps, h)
-    paths = np.maximum(now + np.array([d.at(future) - d.at(at) for d in decays]), 0.0)
+    # every resample's Decay.at at once (the same arithmetic, element by element); one fit_decays gave them all,
+    # so they share their start and span
+    c, d, k = (np.array([getattr(one, name) for one in decays]) for name in ("c", "d", "k"))
+    start, span = decays[0].start, decays[0].span
+    ahead = (np.asarray(future, dtype=float) - start) / span
+    here = (np.asarray(at, dtype=float) - start) / span
+    paths = np.maximum(now + ((c[:, None] + d[:, None] * np.exp(-k[:, None] * ahead))
+                              - (c + d * np.exp(-k * here))[:, None]), 0.0)
     paths.setflags(write=False)
     return best, paths
 

@@ -67,12 +67,17 @@ def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
     ``min_periods`` values (half a window by default): a MAD from a dozen points is too noisy
     to call anything six of them away a spike."""
     min_periods = min_periods or max(5, window // 2)
-    centre = pl.col("x").rolling_median(window_size=window, min_samples=1)
-    dev = (pl.col("x") - centre).abs().rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD
-    got = _frame(x).select(med=centre.shift(1).fill_null(np.nan), dev=dev.shift(1).fill_null(np.nan))
-    # the median before an index, none while fewer than min_periods values precede it
-    med_np: np.ndarray = np.where(np.arange(len(x)) < min_periods, np.nan, got["med"].to_numpy())
-    dev_np: np.ndarray = got["dev"].to_numpy()
+    frame = _frame(x)
+    # the centre once (an expression used twice in one select is rolled twice)
+    centre = frame.select(pl.col("x").rolling_median(window_size=window, min_samples=1)).to_series().to_numpy()
+    dev = (pl.DataFrame({"d": np.abs(frame.to_series().to_numpy() - centre)})
+           .select(pl.col("d").rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD)
+           .to_series().to_numpy())
+    # the median and the spread before an index, the median none while fewer than min_periods values precede it
+    med_np: np.ndarray = np.full(len(x), np.nan)
+    med_np[min_periods:] = centre[min_periods - 1 : -1]
+    dev_np: np.ndarray = np.full(len(x), np.nan)
+    dev_np[1:] = dev[:-1]
     # a quiet stretch must not make every wiggle a spike: never below half the run's step noise
     sd = np.maximum(np.nan_to_num(dev_np, nan=np.inf), np.maximum(floor * np.abs(med_np), 0.5 * noise_scale(x)))
     return med_np, sd
@@ -143,14 +148,8 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
     n = len(x)
     if n < 2 * window:
         return None
-    level = pl.col("x").rolling_median(window_size=window)
-    got = _frame(x).select(
-        before=level.shift(1).fill_null(np.nan),
-        after=pl.col("x").reverse().rolling_median(window_size=window).reverse().fill_null(np.nan),
-        sd=((pl.col("x") - level).abs().rolling_median(window_size=window) * MAD_TO_SD).shift(1).fill_null(np.nan))
-    before_med, after_med = got["before"].to_numpy(), got["after"].to_numpy()
-    sd = np.maximum(np.nan_to_num(got["sd"].to_numpy(), nan=np.inf),
-                    np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
+    before_med, after_med, spread = _before_after(x, window)
+    sd = np.maximum(np.nan_to_num(spread, nan=np.inf), np.maximum(1e-3 * np.abs(before_med), 0.5 * noise_scale(x)))
     z = np.nan_to_num((after_med - before_med) / sd, nan=0.0)
     mask = _beyond(z, k, direction)
     found = runs_of(mask)
@@ -160,6 +159,25 @@ def level_shift(x: np.ndarray, *, window: int = 20, k: float = 4.0, direction: s
     start, end = best
     change = change_point(x, max(window, start - window), min(n - window, end + 1), window)
     return Event(change, end, change, float(after_med[change]), float(before_med[change]), float(z[change]))
+
+
+def _before_after(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At each index: the median of the ``window`` values before it, of the ``window`` from it on, and the robust
+    sd (MAD) of the values before it around their trailing median; NaN where a window is not full."""
+    n = len(x)
+    level = _frame(x).select(pl.col("x").rolling_median(window_size=window).fill_null(np.nan)).to_series().to_numpy()
+    # the window after an index is the one before the index a window on: the same values, the same median
+    before, after = np.full(n, np.nan), np.full(n, np.nan)
+    before[1:], after[: max(0, n - window + 1)] = level[:-1], level[window - 1:]
+    # the deviations only where the level is (rolled with nulls before them, polars' median is several times
+    # slower; the windows and so the medians are the same)
+    full = window - 1
+    dev = (pl.DataFrame({"d": np.abs(x[full:] - level[full:])})
+           .select(pl.col("d").rolling_median(window_size=window).fill_null(np.nan) * MAD_TO_SD)
+           .to_series().to_numpy())
+    spread = np.full(n, np.nan)
+    spread[full + 1:] = dev[:-1]
+    return before, after, spread
 
 
 def change_point(x: np.ndarray, lo: int, hi: int, window: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -71,8 +72,9 @@ def trend(x: np.ndarray, max_points: int = 400) -> float:
 
 
 #: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
-#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together,
-#: none of a series longer than LEVEL_KEPT (there a level's memory counts for more than its time)
+#: is a pure function of them; least recently used first, at most LEVEL_BYTES of keys and levels together; a
+#: series longer than LEVEL_KEPT is keyed by the SHA-256 of its values (there the bytes would count for more
+#: than the level), and a level over a quarter of LEVEL_BYTES is not kept
 class _Held(OrderedDict[tuple[bytes, int], np.ndarray]):
     """Levels by key, least recently used first, counting the bytes of their keys and levels as they come and
     go (``held``), not by a sum over all of them at each insert."""
@@ -108,12 +110,12 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
     times faster on long series), the end's cut windows from the reversed tail; zero is +0.0. Read-only: the
     level of the same values and window is computed once and shared."""
     x = np.asarray(x, dtype=float)
-    key = (x.tobytes(), window) if len(x) <= LEVEL_KEPT else None
-    if key is not None:
-        with _LEVELS_LOCK:
-            if (out := _LEVELS.get(key)) is not None:
-                _LEVELS.move_to_end(key)
-                return out
+    # a long series by a digest of its values (the values themselves would double what is held)
+    key = (x.tobytes() if len(x) <= LEVEL_KEPT else hashlib.sha256(np.ascontiguousarray(x).data).digest(), window)
+    with _LEVELS_LOCK:
+        if (out := _LEVELS.get(key)) is not None:
+            _LEVELS.move_to_end(key)
+            return out
     n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
     right = (w - 1) // 2
     out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
@@ -122,7 +124,7 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
         out[n - right:] = tail[w - 1 - right : w - 1][::-1]
     out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
     out.setflags(write=False)
-    if key is None:
+    if out.nbytes > LEVEL_BYTES // 4:  # a level too large to keep beside a few others
         return out
     with _LEVELS_LOCK:
         _LEVELS[key] = out
@@ -185,9 +187,19 @@ def quantum(x: np.ndarray, max_decimals: int = 8) -> float:
     nz = x[np.isfinite(x) & (x != 0)]
     if len(nz) == 0:
         return 0.0
+    head = nz[:_QUANTUM_HEAD]  # a step its first values refute is refuted without reading them all
     for d in range(max_decimals + 1):
         step = 10.0 ** -d
-        r = nz / step
-        if np.all(np.abs(np.round(r)) >= 1) and np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)):
+        if _multiples(head, step) and (len(nz) == len(head) or _multiples(nz, step)):
             return step
     return 0.0
+
+
+#: the values :func:`quantum` tries a rounding step on before all of them
+_QUANTUM_HEAD = 256
+
+
+def _multiples(nz: np.ndarray, step: float) -> bool:
+    """Whether every value of ``nz`` is a non-zero whole multiple of ``step``."""
+    r = nz / step
+    return bool(np.all(np.abs(np.round(r)) >= 1) and np.all(np.abs(r - np.round(r)) <= 1e-6 + 1e-9 * np.abs(r)))
