@@ -4,7 +4,7 @@ and a finding no cause explains alerts on its own; the webhooks and the terminal
 from __future__ import annotations
 
 from rlvitals.diagnosis import Finding
-from rlvitals.live.alerts import Alert, Observation, decide, key_of
+from rlvitals.live.alerts import Alert, KeyState, Observation, decide, key_of
 from rlvitals.live.causes import Told
 from rlvitals.watch.webhook import discord_body, slack_body
 
@@ -54,6 +54,32 @@ def test_a_later_consequence_adds_nothing_unless_it_is_worse() -> None:
     assert again.headline() == ("FAIL (was warn, grad_norm_vanishing followed) lr_schedule since step 30, seen at "
                                 "step 36")
     assert again.headline("zh").startswith("失败（之前是警告，随后出现 grad_norm_vanishing） · lr_schedule（")
+
+
+def test_a_cause_said_again_tells_the_whole_chain_so_far() -> None:
+    warn_root = _f("lr_schedule", "warn", 30)
+    story = {**_told(KL, warn_root, 30), **_told(ENT, warn_root, 31)}
+    (first,), state = decide({}, [Observation(RUN, 33, [warn_root, KL], story=_told(KL, warn_root, 30))], now=0.0)
+    assert [c["check"] for c in first.consequences] == ["kl_jump"]
+    # the entropy collapse follows at the cause's level: nothing is said, the warning already covers it
+    later, state = decide(state, [Observation(RUN, 36, [warn_root, KL, ENT], story=story)], now=1.0)
+    assert later == []
+    # the cause now fails on its own: its update carries what followed since its warning (what rode under the
+    # warning was said there), and a key alerted on its own before is carried under its cause once
+    (again,), after = decide(state, [Observation(RUN, 40, [LR, KL, ENT], story=story)], now=2.0)
+    assert (again.check, again.kind, again.status) == ("lr_schedule", "escalated", "fail")
+    assert [c["check"] for c in again.consequences] == ["entropy_collapse"]
+    assert after[key_of(RUN, ENT)].rode == after[key_of(RUN, KL)].rode == key_of(RUN, LR)
+    assert KeyState.from_json(after[key_of(RUN, ENT)].to_json()) == after[key_of(RUN, ENT)]
+    # a finding the story no longer puts under the cause is not carried: it is said on its own
+    said, _ = decide(state, [Observation(RUN, 40, [LR, KL, ENT], story=_told(KL, warn_root, 30))], now=2.0)
+    assert [(a.check, [c["check"] for c in a.consequences]) for a in said] == [
+        ("lr_schedule", []), ("entropy_collapse", [])]
+    # a finding alerted on its own before its cause: the cause's alert names it among what followed
+    (alone,), state = decide({}, [Observation(RUN, 33, [KL], story={})], now=0.0)
+    assert alone.check == "kl_jump"
+    (cause,), _ = decide(state, [Observation(RUN, 36, [warn_root, KL], story=_told(KL, warn_root, 30))], now=1.0)
+    assert (cause.check, [c["check"] for c in cause.consequences]) == ("lr_schedule", ["kl_jump"])
 
 
 def test_a_finding_no_cause_explains_alerts_on_its_own() -> None:

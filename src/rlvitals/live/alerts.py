@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..checks import STATUS_RANK, VERDICT_STATUSES, Status
 from ..diagnosis import Finding
 from ..render.diagnosis import STATUS_WORDS
-from .causes import Told, by_cause
+from .causes import Standing, Told, by_cause
 
 AlertKind = Literal["new", "escalated", "again", "cleared"]
 #: what alerts: the statuses a verdict is made of (never a note)
@@ -87,6 +87,8 @@ class KeyState:
     onset: int | None = None
     title: Mapping[str, str] = field(default_factory=dict)
     layer: str = ""
+    #: the key of the root cause under whose alert it was last said as what followed ("": never)
+    rode: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -387,9 +389,12 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
                 alert = _alert(key, "new", obs, f, None, now)  # its cause's alert no longer covers it
             if alert is not None:
                 mine.append(alert)
-        said = by_cause(mine, obs.story, before, _escalate_cause(state, obs, reps, now))
+        said = by_cause(mine, obs.story, before, _escalate_cause(state, obs, reps, now), _standing(state, obs, reps))
         for a in said:
             state[a.key] = replace(state[a.key], told=True)
+            for c in a.consequences:  # said under this cause: a later alert of it says only what followed since
+                if (k := alert_key(obs.run, c["check"])) in state:
+                    state[k] = replace(state[k], rode=a.key)
         alerts.extend(said)
         if obs.partial:
             continue
@@ -398,6 +403,17 @@ def decide(previous: Mapping[str, KeyState], observed: Iterable[Observation], no
                 state[key] = replace(old, active=False, current="ok", cleared_at=now, cleared_step=obs.step)
         settled[obs.run] = obs.step
     return alerts + settle(state, now, cooldown, settled), state
+
+
+def _standing(state: Mapping[str, KeyState], obs: Observation, reps: Sequence[Finding]) -> list[Standing]:
+    """The findings of ``obs`` a root cause's alert said now may carry as what followed (:func:`.causes.by_cause`):
+    those not said under that cause's alert already."""
+    out = []
+    for f in reps:
+        key, told = key_of(obs.run, f), obs.story.get(key_of(obs.run, f))
+        if told is not None and (key not in state or state[key].rode != told.root):
+            out.append(Standing(key, f.check, f.status))
+    return out
 
 
 def _orphan(obs: Observation, key: str, standing: Mapping[str, Status]) -> bool:

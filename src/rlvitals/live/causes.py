@@ -17,7 +17,7 @@ from ..checks import STATUS_RANK
 from ..diagnosis import Diagnosis
 from ..render import because_words
 
-__all__ = ["Told", "by_cause", "story_of"]
+__all__ = ["Standing", "Told", "by_cause", "story_of"]
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,24 @@ def story_of(run: str, d: Diagnosis, key: Any) -> dict[str, Told]:
     return out
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A finding of the observation that is not alerted now (it already was, on its own, or it held before its cause
+    was alerted): its alert key, check and status, for the root cause's alert said now to carry among what
+    followed."""
+
+    key: str
+    check: str
+    status: str
+
+
 def by_cause(alerts: Sequence[Any], story: Mapping[str, Told], alerted: Mapping[str, str],
-             raise_cause: Any) -> list[Any]:
+             raise_cause: Any, standing: Sequence[Standing] = ()) -> list[Any]:
     """``alerts`` of one observation regrouped by root cause. ``alerted`` is the level each root's key had
     already alerted before this observation; ``raise_cause(root key, consequence alert)`` makes the escalation
-    of a root whose alert must be said again (None when the root is not among the findings)."""
+    of a root whose alert must be said again (None when the root is not among the findings). A root cause's
+    alert said now carries every warn/fail finding it explains in this observation, ``standing`` ones (alerted
+    before, on their own, but not under this cause) too: an escalation tells what followed since its last alert."""
     mine = {a.key: a for a in alerts}
     under: dict[str, list[Any]] = {}
     kept: list[Any] = []
@@ -62,9 +75,14 @@ def by_cause(alerts: Sequence[Any], story: Mapping[str, Told], alerted: Mapping[
             kept.append(a)
         else:
             under.setdefault(told.root, []).append(a)
+    also: dict[str, list[Any]] = {}
+    for s in standing:
+        told = story.get(s.key)
+        if s.key not in mine and told is not None and told.root != s.key:
+            also.setdefault(told.root, []).append(s)
     out = []
     for a in kept:
-        followed = under.pop(a.key, [])
+        followed = [*under.pop(a.key, []), *also.get(a.key, [])]
         out.append(_with(a, followed, story) if followed else a)
     for root, followed in under.items():  # causes alerted before: said again only when something is worse
         if root in mine:
@@ -74,7 +92,7 @@ def by_cause(alerts: Sequence[Any], story: Mapping[str, Told], alerted: Mapping[
         if before is not None and STATUS_RANK[worst.status] <= STATUS_RANK[before]:
             continue  # its cause's alert already says as much
         again = raise_cause(root, worst) if before is not None else None
-        out.extend([_with(again, followed, story)] if again is not None else followed)
+        out.extend([_with(again, [*followed, *also.get(root, [])], story)] if again is not None else followed)
     return out
 
 
