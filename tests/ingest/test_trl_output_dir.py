@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from trl_output_dir import FIXTURE, sql
 
 from rlvitals.run import load
 from rlvitals.run.twins import copies_note, merge, twins
 from rlvitals.words import in_lang
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trl-output-dir-trackers"
 STEPS = list(range(1, 9))
 WANDB = "wandb/offline-run-20261207_130829-vdas9cxw"
 MLFLOW = "mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c"
@@ -103,20 +103,11 @@ def _copy(tmp_path: Path) -> Path:
     return out
 
 
-def _sql(db: Path, statement: str) -> None:
-    con = sqlite3.connect(db)
-    try:
-        with con:
-            con.execute(statement)
-    finally:
-        con.close()
-
-
 def test_a_copy_that_differs_stays_its_own_run(tmp_path: Path) -> None:
     """The MLflow store's values changed after the training: it is not the trainer's twin any more, so it is a
     run of its own, and the note names the other copies only."""
     out = _copy(tmp_path)
-    _sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 WHERE key = 'loss'")
+    sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 WHERE key = 'loss'")
     runs = load(out)
     assert [r.format for r in runs] == ["trl-state", "mlflow"]
     note = copies_note(runs[0])
@@ -129,7 +120,7 @@ def test_a_copy_that_stops_earlier_is_read_with_the_training(tmp_path: Path) -> 
     log on every step both hold, so it is the same training, named in a note with where it stops — not a second
     run (live, every copy stops at its own step: ``watch`` and ``serve`` read the folder as this does)."""
     out = _copy(tmp_path)
-    _sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 5")
+    sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 5")
     [run] = load(out)
     assert (run.format, run.path, int(run.train_steps.max())) == ("trl-state", str(out), 8)
     note = copies_note(run)

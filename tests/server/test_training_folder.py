@@ -10,13 +10,13 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import sqlite3
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from trl_output_dir import FIXTURE, at_checkpoint, before_checkpoint, last_checkpoint, sql
 
 from rlvitals.cli import main
 from rlvitals.run import copies_note, load
@@ -25,19 +25,7 @@ from rlvitals.server.listing import run_id
 from rlvitals.server.store import ServeState
 from rlvitals.server.workspace import Workspace
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trl-output-dir-trackers"
 MLFLOW = "mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c"
-
-
-def _before_checkpoint(out: Path) -> Path:
-    """The real output_dir as it was before its first checkpoint: ``checkpoint-*/`` (its only trainer_state.json)
-    left out."""
-    shutil.copytree(FIXTURE, out, ignore=shutil.ignore_patterns("checkpoint-*"))
-    return out
-
-
-def _checkpoint(out: Path) -> None:
-    shutil.copytree(FIXTURE / "checkpoint-8", out / "checkpoint-8")
 
 
 def _diagnose(path: Path) -> dict[str, Any]:
@@ -77,7 +65,7 @@ def _notes(ws: Workspace, rid: str) -> list[str]:
 
 
 def test_discovery_takes_the_folder_whole_and_its_completions_as_its_rollouts(tmp_path: Path) -> None:
-    out = _before_checkpoint(tmp_path / "runs" / "out")
+    out = before_checkpoint(tmp_path / "runs" / "out")
     for served in (out, out.parent):  # the folder served, or a folder holding it
         d = Discovery(None)
         for _ in range(2):  # the second scan answers from what the first judged
@@ -90,7 +78,7 @@ def test_discovery_takes_the_folder_whole_and_its_completions_as_its_rollouts(tm
 
 def test_serve_lists_the_run_diagnose_gives_and_keeps_its_id_at_the_first_checkpoint(
         tmp_path: Path, workspace: Workspace) -> None:
-    out = _before_checkpoint(tmp_path / "runs" / "out")
+    out = before_checkpoint(tmp_path / "runs" / "out")
     [run] = load(out)  # what diagnose reads: a tracker's copy kept, the others and the console its twins
     note = copies_note(run)  # the run stands under the folder's path, as it will once a checkpoint is written
     assert run.path == str(out) and run.format == "mlflow"
@@ -111,7 +99,7 @@ def test_serve_lists_the_run_diagnose_gives_and_keeps_its_id_at_the_first_checkp
         workspace.poll_once()
     assert workspace.get(rid).version == version
 
-    _checkpoint(out)  # the trainer writes its first checkpoint: a Trainer output_dir now
+    last_checkpoint(out)  # the trainer writes its first checkpoint: a Trainer output_dir now
     [run] = load(out)
     assert run.path == str(out) and run.format == "trl-state"
     assert _listed(workspace) == [(rid, "out", "ready", 8)]  # one run still, the same id
@@ -119,15 +107,6 @@ def test_serve_lists_the_run_diagnose_gives_and_keeps_its_id_at_the_first_checkp
     assert served.run is not None and served.run.format == "trl-state" and served.version > version
     assert copies_note(run) in _notes(workspace, rid) and served.rollouts is not None
     assert not [n for n in workspace.notes() if "holds" in n], workspace.notes()
-
-
-def _sql(db: Path, statement: str) -> None:
-    con = sqlite3.connect(db)
-    try:
-        with con:
-            con.execute(statement)
-    finally:
-        con.close()
 
 
 def _events_upto(path: Path, step: int) -> None:
@@ -151,28 +130,18 @@ def _console_upto(path: Path, step: int) -> None:
     path.write_bytes(b"".join(lines[:printed[step - 1] + 1]))
 
 
-def _at_checkpoint(out: Path, step: int) -> None:
-    """``checkpoint-<step>/trainer_state.json`` as the trainer writes it there: the real checkpoint-8's with its
-    history cut to the steps up to ``step``."""
-    state = json.loads((FIXTURE / "checkpoint-8" / "trainer_state.json").read_text(encoding="utf-8"))
-    state["log_history"] = [entry for entry in state["log_history"] if entry.get("step", 0) <= step]
-    state["global_step"] = step
-    (out / f"checkpoint-{step}").mkdir()
-    (out / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state), encoding="utf-8")
-
-
 def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_path: Path, workspace: Workspace) -> None:
     """Live, each copy stops at its own step: the console printed step 6, TensorBoard flushed step 5, MLflow and
     Trackio hold step 7, W&B step 8 (the real files cut back to those steps). They agree on the steps they share:
     serve, as diagnose reading that moment, reads them as one training, from the copy that reaches furthest. Then
     every copy catches up, a first checkpoint (step 5) lags behind the trackers, and the last checkpoint holds every
     step: one run all along, under one id, its last step never going back."""
-    out = _before_checkpoint(tmp_path / "runs" / "out")
+    out = before_checkpoint(tmp_path / "runs" / "out")
     [events] = (out / "runs").rglob("events.out.tfevents.*")
     _console_upto(out / "train.log", 6)
     _events_upto(events, 5)
-    _sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 7")
-    _sql(out / "trackio" / "rlvitals-trackers.db", "DELETE FROM metrics WHERE id > (SELECT id FROM metrics WHERE "
+    sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 7")
+    sql(out / "trackio" / "rlvitals-trackers.db", "DELETE FROM metrics WHERE id > (SELECT id FROM metrics WHERE "
          "json_extract(CAST(metrics AS TEXT), '$.\"train/global_step\"') = 7)")  # its rows, in the order written
     [moment] = load(out)  # what diagnose reads at that moment: the same one run
     assert (moment.path, moment.format, int(moment.train_steps.max())) == (str(out), "wandb-offline", 8)
@@ -198,13 +167,13 @@ def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_pa
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     assert workspace.get(rid).run.format == "mlflow" and copies_note(run) in _notes(workspace, rid)  # type: ignore[union-attr]
 
-    _at_checkpoint(out, 5)  # the trainer's first checkpoint: its state stops at step 5, the trackers went on
+    at_checkpoint(out, 5)  # the trainer's first checkpoint: its state stops at step 5, the trackers went on
     assert [(r.format, int(r.train_steps.max())) for r in load(out)] == [("mlflow", 8)]
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     assert workspace.get(rid).run.format == "mlflow"  # type: ignore[union-attr]
     assert any(n.startswith(f"{out}: trl-state (to step 5) agree with {MLFLOW}") for n in _notes(workspace, rid))
 
-    _checkpoint(out)  # the last checkpoint holds every step
+    last_checkpoint(out)  # the last checkpoint holds every step
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     assert workspace.get(rid).run.format == "trl-state"  # type: ignore[union-attr]
     assert not [n for n in _notes(workspace, rid) if "written at different moments" in n]
@@ -216,7 +185,7 @@ def test_a_tracker_found_before_the_others_is_read_with_the_folder(tmp_path: Pat
     out = tmp_path / "runs" / "out"
     out.mkdir()
     shutil.copyfile(FIXTURE / "mlflow.db", out / "mlflow.db")
-    _sql(out / "mlflow.db", "DELETE FROM metrics")  # the store as MLflow's start_run leaves it
+    sql(out / "mlflow.db", "DELETE FROM metrics")  # the store as MLflow's start_run leaves it
     assert _listed(workspace) == [] and workspace.progress()["total"] == 1
     shutil.copytree(FIXTURE, out, ignore=shutil.ignore_patterns("checkpoint-*"), dirs_exist_ok=True)
     assert _listed(workspace) == [(run_id(str(out)), "out", "ready", 8)]
@@ -224,7 +193,7 @@ def test_a_tracker_found_before_the_others_is_read_with_the_folder(tmp_path: Pat
 
 
 def test_a_restarted_server_lists_it_under_the_same_id(tmp_path: Path) -> None:
-    out = _before_checkpoint(tmp_path / "out")
+    out = before_checkpoint(tmp_path / "out")
     rid = run_id(str(out))
     seen = []
     for _ in range(2):
@@ -240,8 +209,8 @@ def test_a_restarted_server_lists_it_under_the_same_id(tmp_path: Path) -> None:
 def test_a_copy_that_differs_is_a_run_of_its_own_as_in_diagnose(tmp_path: Path, workspace: Workspace) -> None:
     """The MLflow copy's values changed: it is no twin, so diagnose gives two runs (the console, with the copies
     that agree, and the MLflow run); serve lists the same two, and joins the completions to neither, as diagnose."""
-    out = _before_checkpoint(tmp_path / "runs" / "out")
-    _sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 + 0.25")
+    out = before_checkpoint(tmp_path / "runs" / "out")
+    sql(out / "mlflow.db", "UPDATE metrics SET value = value * 1.5 + 0.25")
     runs = load(out)
     assert [(r.path, r.format, copies_note(r) is not None) for r in runs] == [
         (f"{out}/{MLFLOW}", "mlflow", False), (str(out), "trl-console", True)]
@@ -257,7 +226,7 @@ def test_a_copy_that_differs_is_a_run_of_its_own_as_in_diagnose(tmp_path: Path, 
 def test_two_output_dirs_before_their_checkpoints_are_two_runs(tmp_path: Path, workspace: Workspace) -> None:
     """A folder holding training folders is a folder of runs, not one training."""
     for exp in ("exp1", "exp2"):
-        _before_checkpoint(tmp_path / "runs" / exp / "out")
+        before_checkpoint(tmp_path / "runs" / exp / "out")
     listed = _listed(workspace)
     assert [(label, status, last) for _, label, status, last in listed] == [
         ("exp1/out", "ready", 8), ("exp2/out", "ready", 8)]

@@ -8,31 +8,16 @@ run of ``tests/fixtures/trl-output-dir-trackers``, its ``checkpoint-8/`` taken o
 from __future__ import annotations
 
 import io
-import json
 import shutil
 from pathlib import Path
+
+from trl_output_dir import FIXTURE, at_checkpoint, before_checkpoint
 
 from rlvitals.cli import main
 from rlvitals.run import Follow, copies_note, load
 from rlvitals.watch.state import WatchState
 from rlvitals.watch.view import PlainView
 from rlvitals.watch.watcher import Watcher
-
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trl-output-dir-trackers"
-
-
-def _before_checkpoint(out: Path) -> Path:
-    shutil.copytree(FIXTURE, out, ignore=shutil.ignore_patterns("checkpoint-*"))
-    return out
-
-
-def _at_checkpoint(out: Path, step: int) -> None:
-    """``checkpoint-<step>/trainer_state.json`` as the trainer writes it: the real one with its history cut there."""
-    state = json.loads((FIXTURE / "checkpoint-8" / "trainer_state.json").read_text(encoding="utf-8"))
-    state["log_history"] = [entry for entry in state["log_history"] if entry.get("step", 0) <= step]
-    state["global_step"] = step
-    (out / f"checkpoint-{step}").mkdir()
-    (out / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state), encoding="utf-8")
 
 
 def _watched(w: Watcher, now: list[float]) -> list[tuple[str, str, int]]:
@@ -42,7 +27,7 @@ def _watched(w: Watcher, now: list[float]) -> list[tuple[str, str, int]]:
 
 
 def test_watch_follows_an_output_dir_before_its_first_checkpoint_as_one_run(tmp_path: Path) -> None:
-    out = _before_checkpoint(tmp_path / "out")
+    out = before_checkpoint(tmp_path / "out")
     now = [1_000_000.0]
     w = Watcher([out], WatchState(tmp_path / "w.sqlite"), [], view=PlainView(io.StringIO(), io.StringIO()),
                 clock=lambda: now[0], timer=lambda: 0.0)
@@ -52,7 +37,7 @@ def test_watch_follows_an_output_dir_before_its_first_checkpoint_as_one_run(tmp_
         [merged] = load(out)  # what diagnose reads: the same run, its note on the copies
         assert copies_note(merged) in w.full[str(out)].run.notes
         assert w.follows[0].training and not w.follows[0].waiting
-        _at_checkpoint(out, 5)  # the first checkpoint: its state stops at step 5, the trackers went on to 8
+        at_checkpoint(out, 5)  # the first checkpoint: its state stops at step 5, the trackers went on to 8
         assert _watched(w, now) == [(str(out), "mlflow", 8)]
         assert any(str(n).startswith(f"{out}: trl-state (to step 5) agree with mlflow.db#")
                    for n in w.full[str(out)].run.notes)
@@ -65,8 +50,8 @@ def test_watch_follows_an_output_dir_before_its_first_checkpoint_as_one_run(tmp_
 def test_a_checkpointed_output_dir_whose_state_lags_is_one_run_from_the_first_look(tmp_path: Path) -> None:
     """Opened after a checkpoint (a reader takes the folder whole), the state behind the trackers is still read with
     them: the run is the folder's, from the copy that reaches furthest."""
-    out = _before_checkpoint(tmp_path / "out")
-    _at_checkpoint(out, 5)
+    out = before_checkpoint(tmp_path / "out")
+    at_checkpoint(out, 5)
     follow = Follow(out, None, 0.0)
     assert follow.poll(0.0)
     assert [(r.path, r.format, int(r.train_steps.max())) for r in follow.runs()] == [(str(out), "mlflow", 8)]
@@ -84,7 +69,7 @@ def test_a_folder_of_one_log_is_waited_for_not_taken_as_a_training(tmp_path: Pat
 
 
 def test_watch_once_reads_an_output_dir_before_its_first_checkpoint(tmp_path: Path) -> None:
-    out = _before_checkpoint(tmp_path / "out")
+    out = before_checkpoint(tmp_path / "out")
     sink = tmp_path / "alerts.jsonl"
     stdout, stderr = io.StringIO(), io.StringIO()
     code = main(["watch", str(out), "--once", "--alert", f"jsonl:{sink}", "--state", str(tmp_path / "w.sqlite")],
