@@ -150,6 +150,23 @@ def test_diagnose_an_output_dir_before_its_first_checkpoint(tmp_path: Path) -> N
     assert ": also logged to " in err and "the console (train.log)" in err and "W&B (wandb/offline-run-" in err
 
 
+def test_diagnose_says_which_copy_stops_earlier(tmp_path: Path) -> None:
+    """A copy read with the training because it agrees on the steps it holds (the MLflow store cut to step 5) is
+    named on stderr with where it stops, beside the twins: no copy of the training is left out unsaid."""
+    from trl_output_dir import sql
+
+    out = tmp_path / "out"
+    shutil.copytree(FIXTURE, out)
+    sql(out / "mlflow.db", "DELETE FROM metrics WHERE step > 5")
+    code, doc, err = _diagnose(str(out))
+    assert code in (0, 1), err
+    assert [(run["path"], run["steps"]) for run in doc["runs"]] == [(str(out), 8)]
+    lines = err.splitlines()
+    assert any(line.startswith(f"rlvitals: {out}: also logged to ") for line in lines), err
+    assert f"rlvitals: {out}: mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c (to step 5) agree with trl-state on every " \
+        "step they share" in err
+
+
 def test_two_unreadable_logs_of_one_name_are_named_by_their_folders(tmp_path: Path) -> None:
     """A log serve cannot read is listed with its error, and named apart as the runs are: a Trainer's state saved
     as state.json and cut short, in exp1/ and exp2/, is exp1/state.json and exp2/state.json."""

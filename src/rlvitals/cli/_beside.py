@@ -33,13 +33,13 @@ def joined_beside(paths: list[str], runs: list[Run], fmt: str | None, settings: 
     """``runs`` with the rollouts found beside their logs joined, and per run its (rollout folder, analysis)
     or None (what ``--rollouts`` gives :func:`rlvitals.cli._common.paired_runs`)."""
     from ..rollout import dump_folders, pair
-    from ..run import copies_note
+    from ..run import behind_note, copies_note
     from .progress import analysed
 
-    for run in runs:  # one training read once from its trainer's log: say where else it was logged
-        note = copies_note(run)
-        if note is not None:
-            err.write(said_line(note, lang))
+    for run in runs:  # one training read once: say where else it was logged, and which copies stop earlier
+        for note in (copies_note(run), behind_note(run)):
+            if note is not None:
+                err.write(said_line(note, lang))
     folders: dict[Path, tuple[Path, ...]] = {}
     for path in paths:
         if Path(path).is_dir():

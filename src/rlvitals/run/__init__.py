@@ -17,13 +17,13 @@ if TYPE_CHECKING:
     from .detect import algorithm_ids, checked_algorithm
     from .follow import Follow, LineSource, SnapshotSource, signature
     from .run import Run, WallClock
-    from .training import one_training
+    from .training import behind_note, one_training
     from .twins import TRACKERS, copies_note, merge
     from .unterminated import Unterminated
 
-__all__ = ["Follow", "LineSource", "SnapshotSource", "TRACKERS", "load", "load_launches", "Run", "RunBuilder",
-           "Unterminated", "WallClock", "algorithm_ids", "checked_algorithm", "copies_note", "merge", "one_training",
-           "signature"]
+__all__ = ["Follow", "LineSource", "SnapshotSource", "TRACKERS", "behind_note", "load", "load_launches", "Run",
+           "RunBuilder", "Unterminated", "WallClock", "algorithm_ids", "checked_algorithm", "copies_note", "merge",
+           "one_training", "signature"]
 
 #: where each name of the face lives, imported when first asked for: reading a log (and forking a worker to
 #: read half of it) comes before polars, which only the Run and its frames need
@@ -31,7 +31,8 @@ HOMES = {"RunBuilder": "builder", "load_launches": "concat",
          **dict.fromkeys(("Follow", "LineSource", "SnapshotSource", "signature"), "follow"),
          **dict.fromkeys(("Run", "WallClock"), "run"), "Unterminated": "unterminated",
          **dict.fromkeys(("algorithm_ids", "checked_algorithm"), "detect"),
-         **dict.fromkeys(("TRACKERS", "copies_note", "merge"), "twins"), "one_training": "training"}
+         **dict.fromkeys(("TRACKERS", "copies_note", "merge"), "twins"),
+         **dict.fromkeys(("behind_note", "one_training"), "training")}
 
 
 def __getattr__(name: str) -> Any:

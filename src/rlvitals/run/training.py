@@ -151,6 +151,12 @@ def _same_so_far(a: Run, b: Run) -> bool:
     return len(merge([_upto(a, upto), _upto(b, upto)])) == 1
 
 
+def behind_note(run: Run) -> Words | None:
+    """The note :func:`standing_for` gave ``run`` on the copies read with it that stop at other steps, if any."""
+    return next((n for n in run.notes if isinstance(n, Words) and " on every step they share, the copies being "
+                 "written at different moments" in n), None)
+
+
 def _read_with(folder: Path, best: Run, behind: list[Run]) -> Words:
     """The note on the copies read with ``best``: where each stops."""
     def name(run: Run) -> str:
@@ -169,4 +175,4 @@ def _read_with(folder: Path, best: Run, behind: list[Run]) -> Words:
                  f"（到第 {_reach(best)} 步）")
 
 
-__all__ = ["OUTPUT_DIR", "as_one_training", "direct_logs", "one_training", "standing_for"]
+__all__ = ["OUTPUT_DIR", "as_one_training", "behind_note", "direct_logs", "one_training", "standing_for"]
