@@ -37,6 +37,7 @@ from .checks import (
 from .checks.config import DiagnoseConfig
 from .rollout import extreme_rollouts
 from .run.run import Run
+from .signals import median
 from .story import Scale, Story, tell
 from .words import Words, in_lang
 
@@ -320,7 +321,7 @@ def _cadence(steps: Any) -> int:
     """The usual number of steps between two logged values (1 for fewer than two); ``steps`` ascending, as a
     run's series and frames hold them."""
     gaps = np.diff(np.asarray(steps))
-    return max(1, int(np.median(gaps))) if len(gaps) else 1
+    return max(1, int(median(gaps))) if len(gaps) else 1
 
 
 def _scale(run: Run) -> Scale:

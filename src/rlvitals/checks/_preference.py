@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import Outcome, RunView, Series, Status
 from ._shared import Progress, progress
 
@@ -70,7 +71,7 @@ class LossFloor:
 def loss_mark(x: np.ndarray, near_zero: float) -> tuple[float, float]:
     """``(start, mark)``: the loss's start (median of its first three values, ln 2 at least) and the level
     under which it is near 0 (``near_zero`` for a loss that starts at ln 2, in proportion otherwise)."""
-    start = max(float(np.median(x[:3])), LN2)
+    start = max(float(median(x[:3])), LN2)
     return start, near_zero * start / LN2
 
 
@@ -88,7 +89,7 @@ def loss_floor(view: RunView, p: Mapping[str, Any]) -> LossFloor | None:
     i = lasting_start(signals.rolling_level(loss.values, w) <= mark, keep=keep, gap=w, min_len=min(w, len(loss)))
     if i is None:
         return None
-    return LossFloor(loss, i, float(np.median(loss.values[i:])), start, mark)
+    return LossFloor(loss, i, float(median(loss.values[i:])), start, mark)
 
 
 def margins_since(view: RunView, step: int, k: int = 3) -> str:
@@ -100,7 +101,7 @@ def margins_since(view: RunView, step: int, k: int = 3) -> str:
     after = m.after(step).values
     if len(after) == 0:
         return "—"
-    return f"{float(np.median(after[:k])):.3g} → {float(np.median(after[-k:])):.3g}"
+    return f"{float(median(after[:k])):.3g} → {float(median(after[-k:])):.3g}"
 
 
 #: how evaluation moved after the onset: ``(metric, value at the onset, level at the end, stalled)``
@@ -112,7 +113,7 @@ def saturated(view: RunView, p: Mapping[str, Any], dated: Series, onset: int, fl
     """Preferences saturated since ``onset`` (read on ``dated``, the accuracy or else the loss): with the loss's
     floor when it is near 0 (templates ``saturated*``), and how evaluation moved after it (``after``; a stall
     fails: the model memorises the pairs)."""
-    level = float(np.median(dated.after(onset).values))
+    level = float(median(dated.after(onset).values))
     v: dict[str, Any] = {"onset": onset, "saturated": p["saturated"], "level": level}
     if floor is not None:
         v |= {"loss_onset": floor.onset, "loss_level": floor.level, "loss_start": floor.start, "near_zero": floor.mark,
@@ -131,7 +132,7 @@ def saturated(view: RunView, p: Mapping[str, Any], dated: Series, onset: int, fl
 def ends(s: Series) -> tuple[float, float]:
     """The medians of the first and last fifth of ``s``."""
     k = max(1, len(s) // 5)
-    return float(np.median(s.values[:k])), float(np.median(s.values[-k:]))
+    return float(median(s.values[:k])), float(median(s.values[-k:]))
 
 
 def displacement(view: RunView, p: Mapping[str, Any], margins: Progress, v: dict[str, Any]) -> list[Outcome]:

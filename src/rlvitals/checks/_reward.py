@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..signals import median
 from ._base import RunView, Series, Status
 
 __all__ = ["REWARD_KEYS", "TRUNCATION_KEYS", "natural_bounds", "reward_bounds", "reward_of", "severity",
@@ -29,7 +30,7 @@ def natural_bounds(view: RunView, reward: Series) -> tuple[float, float] | None:
     prefix = reward.key.rsplit("/", 1)[0]
     lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
     if lo is not None and hi is not None:
-        a, b = float(np.median(lo.values)), float(np.median(hi.values))
+        a, b = float(median(lo.values)), float(median(hi.values))
         if b > a:
             return a, b
     return None
@@ -57,4 +58,4 @@ def truncated_after(view: RunView, step: int, share: float = 0.1) -> bool:
     if s is None:
         return False
     after = s.values[s.steps >= step]
-    return bool(len(after)) and float(np.median(after)) >= share
+    return bool(len(after)) and float(median(after)) >= share

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import Outcome, RunView, Series, Status
 
 LR_KEYS = ("actor/lr", "critic/lr")
@@ -101,14 +102,14 @@ def rises(x: np.ndarray, p: Mapping[str, Any]) -> list[Rise]:
     hold = int(p["settled"])
     steps = np.diff(x)
     ups = steps[steps > 0]
-    stair = float(np.median(ups)) * 1.5 if len(ups) > hold else 0.0
+    stair = float(median(ups)) * 1.5 if len(ups) > hold else 0.0
     out: list[Rise] = []
     at = np.arange(_warmup_end(x, hold) + 1, len(x))
     jumped = (x[at] >= p["jump"] * np.maximum(x[at - 1], floor)) & (np.diff(x)[at - 1] > stair)
     for i in map(int, at[jumped]):  # the few steps that rose by jump×, not every step of the run
         before, after = float(x[i - 1]), float(x[i])
         prior = float(np.max(x[:i]))
-        held = float(np.median(x[i : i + hold])) >= 0.5 * after
+        held = float(median(x[i : i + hold])) >= 0.5 * after
         kind: Kind = ("spike" if not held else
                       "restart" if before <= 0.5 * prior and after <= p["restart"] * prior else "jump")
         out.append(Rise(i, before, after, prior, kind))

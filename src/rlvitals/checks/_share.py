@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import VERDICT_STATUSES, Outcome, Series
 from ._shared import held_from
 
@@ -41,11 +42,11 @@ def share_check(s: Series, p: Mapping[str, Any], limit: Any = None, prefix: str 
             a = held_from(s.values >= p[status], a, found[0][1])  # the first stretch's first step that holds it
             peak = float(level[a : b + 1].max())
             values = {"metric": s.key, "onset": s.step(a), "end": s.step(b), "steps": s.step(b) - s.step(a) + 1,
-                      "level": float(np.median(s.values[a : b + 1])), "peak": peak, "threshold": p[status],
+                      "level": float(median(s.values[a : b + 1])), "peak": peak, "threshold": p[status],
                       "limit": limit if limit is not None else "?"}
             return [Outcome(status, prefix + status, values, s.step(a), (s.step(a), s.step(b)), (s.key,),
                             {"value": values["level"], "peak": peak, "threshold": p[status], "limit": limit})]
-    values = {"metric": s.key, "median": float(np.median(s.values)), "max_level": float(level.max()),
+    values = {"metric": s.key, "median": float(median(s.values)), "max_level": float(level.max()),
               "warn": p["warn"]}
     return [Outcome("ok", prefix + "ok", values, metrics=(s.key,))]
 
@@ -54,7 +55,7 @@ def _receding(x: np.ndarray, p: Mapping[str, Any]) -> bool:
     """High from the run's start and falling for good: the last window's median at most half the first's and
     below the fail level, the second half not climbing (Kendall trend ≤ 0)."""
     w = min(p["window"], max(1, len(x) // 3))
-    first, last = float(np.median(x[:w])), float(np.median(x[-w:]))
+    first, last = float(median(x[:w])), float(median(x[-w:]))
     return last <= first / 2 and last < p["fail"] and signals.trend(x[len(x) // 2:]) <= 0
 
 
@@ -63,8 +64,8 @@ def _early_share(s: Series, a: int, b: int, p: Mapping[str, Any], limit: Any, te
     untrained policy's answers ran long, and it learnt (or is learning) to stop."""
     w = min(p["window"], max(1, len(s) // 3))
     after = s.values[b + 1:] if template == "early" else s.values[-w:]
-    values = {"metric": s.key, "onset": s.step(a), "end": s.step(b), "level": float(np.median(s.values[a: b + 1])),
-              "start": float(np.median(s.values[:w])), "after": float(np.median(after)), "threshold": p["warn"],
+    values = {"metric": s.key, "onset": s.step(a), "end": s.step(b), "level": float(median(s.values[a: b + 1])),
+              "start": float(median(s.values[:w])), "after": float(median(after)), "threshold": p["warn"],
               "window": w, "limit": limit if limit is not None else "?"}
     return Outcome("note", template, values, s.step(a), (s.step(a), s.step(b)), (s.key,),
                    {"value": values["level"], "after": values["after"], "threshold": p["warn"], "limit": limit})

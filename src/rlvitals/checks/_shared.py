@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import Outcome, RunView, Series, Status
 
 #: reward series, training batch means: the score after KL shaping first, else the raw score
@@ -40,7 +41,7 @@ def jumped_at(s: Series, step: int, ratio: float = 3.0, window: int = 20, k: flo
         return None
     # the level it left: the median of the window, or of the last three values when those are higher (a
     # series still rising from 0, as a KL does early, is not jumping because it left its own start behind)
-    base = max(float(np.median(before)), float(np.median(before[-3:])))
+    base = max(float(median(before)), float(median(before[-3:])))
     noise = max(signals.noise_scale(before), signals.quantum(before), 1e-12)
     value = float(np.max(s.values[near]))
     best = value / base if base > 0 and value >= ratio * base and value - base >= k * noise else None
@@ -84,7 +85,7 @@ def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
     above the first fifth's by ``k`` × the median's noise. Returns ``(rose, first, last)``."""
     n = len(r)
     b = max(2, n // 5)
-    first, last = float(np.median(r[:b])), float(np.median(r[-b:]))
+    first, last = float(median(r[:b])), float(median(r[-b:]))
     noise = max(signals.noise_scale(r), signals.quantum(r)) * 1.2533 / np.sqrt(b)
     return signals.trend(r) >= 0.2 and last - first > k * max(noise, 1e-12), first, last
 
@@ -92,8 +93,8 @@ def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
 def _tenths(x: np.ndarray) -> tuple[float, float, float, int]:
     """Medians of the first, middle and last tenth of a series (at least 3 values each), and that size."""
     n, b = len(x), max(3, len(x) // 10)
-    return (float(np.median(x[:b])), float(np.median(x[max(0, n // 2 - b // 2) : n // 2 + b // 2 + 1])),
-            float(np.median(x[-b:])), b)
+    return (float(median(x[:b])), float(median(x[max(0, n // 2 - b // 2) : n // 2 + b // 2 + 1])),
+            float(median(x[-b:])), b)
 
 
 def _short(s: Series, needed: int) -> Outcome:
@@ -155,7 +156,7 @@ def _ends(x: np.ndarray, min_quanta: float) -> tuple[float, float, float]:
     the smallest level that counts as non-zero — the noise of such a median, or ``min_quanta`` logging
     quanta (a metric printed with 4 decimals reads 0.0000 long before it is 0)."""
     b = max(3, len(x) // 5)
-    first, last = float(np.median(x[:b])), float(np.median(x[-b:]))
+    first, last = float(median(x[:b])), float(median(x[-b:]))
     floor = max(signals.noise_scale(x) / np.sqrt(b), signals.quantum(x) * min_quanta, 1e-12)
     return first, last, floor
 
@@ -218,9 +219,9 @@ def progress(values: np.ndarray, sign: float = 1.0, z: float = 3.0, k: int | Non
     # the peak must lie before the last window, or a final rise would count as "the best"
     head = level[: max(1, n - k)] if n > k else level
     peak_index = int(np.argmax(head)) if n > k else int(np.argmax(level))
-    noise = max(signals.noise_scale(v) if n >= 3 else 0.0, 1e-3 * abs(float(np.median(v))), 1e-12)
+    noise = max(signals.noise_scale(v) if n >= 3 else 0.0, 1e-3 * abs(float(median(v))), 1e-12)
     tol = z * 1.25 * noise * float(np.sqrt(2.0 / k))
-    return Progress(float(np.median(v[:k])), float(np.median(v[-k:])), float(level[peak_index]), peak_index, k,
+    return Progress(float(median(v[:k])), float(median(v[-k:])), float(level[peak_index]), peak_index, k,
                     tol, signals.plateau_end(v, peak_index))
 
 
@@ -228,9 +229,9 @@ def settled_after(s: Series, events: list[signals.Event], p: Mapping[str, Any]) 
     """``(steps, median)`` of the gradient after the last spike when it settled there: at least ``fail_window``
     logged steps followed it, and their median is within ``moved_ratio``× the median before the first spike."""
     after, before = s.values[events[-1].end + 1:], s.values[: max(1, events[0].start)]
-    if len(after) < p["fail_window"] or float(np.median(after)) > p["moved_ratio"] * float(np.median(before)):
+    if len(after) < p["fail_window"] or float(median(after)) > p["moved_ratio"] * float(median(before)):
         return None
-    return len(after), float(np.median(after))
+    return len(after), float(median(after))
 
 
 def moved_with(view: RunView, steps: list[int], keys: tuple[str, ...],

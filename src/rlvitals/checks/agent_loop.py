@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import CheckFn, Outcome, RunView, Series
 
 GEN = "timing_s/agent_loop/generate_sequences"
@@ -73,7 +74,7 @@ def agent_stragglers(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     wait = (top.values - mean.values) / np.where(step_s > 0, step_s, np.nan)
     level, wait_level = signals.rolling_level(ratio, p["window"]), signals.rolling_level(wait, p["window"])
     held = _held(np.where(np.nan_to_num(wait_level) >= p["wait_share"], level, 0.0), p["ratio"], p)
-    v: dict[str, Any] = {"ratio": float(np.median(ratio)), "peak": float(np.nanmax(level)), "limit": p["ratio"],
+    v: dict[str, Any] = {"ratio": float(median(ratio)), "peak": float(np.nanmax(level)), "limit": p["ratio"],
                          "key": key, "window": p["window"]}
     metrics = (f"{GEN}/mean", key)
     if not held:
@@ -116,7 +117,7 @@ def agent_tool_time(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     s, key = found
     x = s.values
     k = max(1, len(x) // 5)
-    early, late = float(np.median(x[:k])), float(np.median(x[-k:]))
+    early, late = float(median(x[:k])), float(median(x[-k:]))
     level = signals.rolling_level(x, p["window"])
     mean = view.series(f"{TOOL}/mean")
     tm = _early_late_text(mean)
@@ -143,7 +144,7 @@ def _early_late_text(s: Series | None) -> str:
     if s is None:
         return "—"
     k = max(1, len(s) // 5)
-    return f"{float(np.median(s.values[:k])):.3g} s → {float(np.median(s.values[-k:])):.3g} s"
+    return f"{float(median(s.values[:k])):.3g} s → {float(median(s.values[-k:])):.3g} s"
 
 
 FUNCTIONS: dict[str, CheckFn] = {

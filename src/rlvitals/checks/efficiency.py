@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from . import agent_loop
 from ._base import CheckFn, Outcome, RunView, Series, Status
 
@@ -80,8 +81,8 @@ def time_breakdown(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         shares["other"] = max(0.0, 1.0 - sum(shares.values()))
     largest = max((k for k in shares if k != "other"), key=lambda k: shares[k])
     v: dict[str, Any] = {"largest": largest, "share": shares[largest], "ranking": _ranking(shares),
-                         "seconds": float(np.median(total)), "total": total_key, "aux_share": p["aux_share"]}
-    ev = {"shares": shares, "seconds_median": float(np.median(total)), "total": total_key}
+                         "seconds": float(median(total)), "total": total_key, "aux_share": p["aux_share"]}
+    ev = {"shares": shares, "seconds_median": float(median(total)), "total": total_key}
     heavy = [k for k in phases if k not in GENERATION + UPDATE and shares[k] >= p["aux_share"]]
     if not heavy:
         return [Outcome("ok", "ok" if total_key != "sum" else "ok_sum", v, metrics=(f"timing_s/{largest}",),
@@ -106,7 +107,7 @@ def _sum_keys(view: RunView, names: tuple[str, ...]) -> Series | None:
 
 def _early_late(x: np.ndarray) -> tuple[float, float]:
     k = max(1, len(x) // 5)
-    return float(np.median(x[:k])), float(np.median(x[-k:]))
+    return float(median(x[:k])), float(median(x[-k:]))
 
 
 def gen_update_balance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -123,7 +124,7 @@ def gen_update_balance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     early, late = _early_late(ratio)
     length = view.series("response_length/mean")
     lv = _early_late(length.values) if length is not None else None
-    v: dict[str, Any] = {"ratio": float(np.median(ratio)), "early": early, "late": late, "drift": late / early,
+    v: dict[str, Any] = {"ratio": float(median(ratio)), "early": early, "late": late, "drift": late / early,
                          "gen": gen.key, "update": upd.key, "limit": p["drift"],
                          "length": f"{lv[0]:.0f} → {lv[1]:.0f}" if lv else "—"}
     if 1 / p["drift"] < late / early < p["drift"]:
@@ -175,9 +176,9 @@ def _tokens_drop(view: RunView, step: int, window: int) -> float | None:
             return None
         tokens = Series("tokens", resp.steps, resp.values + _on(view, "prompt_length/mean", resp.steps))
     before, after = tokens.values[tokens.steps < step][-window:], tokens.values[tokens.steps >= step][:window]
-    if len(before) == 0 or len(after) == 0 or np.median(before) <= 0:
+    if len(before) == 0 or len(after) == 0 or median(before) <= 0:
         return None
-    return 1.0 - float(np.median(after) / np.median(before))
+    return 1.0 - float(median(after) / median(before))
 
 
 def throughput_drop(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -226,7 +227,7 @@ def mfu_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     v: dict[str, Any] = {"unmeasured": ", ".join(zero) or "—", "low": p["low"]}
     if not real:
         return [Outcome("skipped", "unmeasured", v, metrics=tuple(zero))]
-    med = {k: float(np.median(s.values[s.values > 0])) for k, s in real.items()}
+    med = {k: float(median(s.values[s.values > 0])) for k, s in real.items()}
     v["mfus"] = ", ".join(f"{k.removeprefix('perf/mfu/')} {m:.0%}" for k, m in med.items())
     low = [k for k, m in med.items() if m < p["low"]]
     if not low:
@@ -270,9 +271,9 @@ def seqlen_imbalance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     seen = after or before
     if seen is None:
         return []
-    v: dict[str, Any] = {"before": float(np.median(before.values)) if before else float("nan"),
-                         "after": float(np.median(after.values)) if after else float("nan"),
-                         "share": float(np.median(seen.values)), "peak": float(np.max(seen.values)),
+    v: dict[str, Any] = {"before": float(median(before.values)) if before else float("nan"),
+                         "after": float(median(after.values)) if after else float("nan"),
+                         "share": float(median(seen.values)), "peak": float(np.max(seen.values)),
                          "limit": p["imbalance"]}
     template = "balanced" if after is not None else "plain"
     if v["share"] < p["imbalance"]:

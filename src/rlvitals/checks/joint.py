@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._shared import progress
 
@@ -28,7 +29,7 @@ _PASS = re.compile(r"^pass@(\d+)$")
 
 
 def _tail(s: Series, share: float = 0.2) -> float:
-    return float(np.median(s.values[-max(1, int(len(s) * share)):]))
+    return float(median(s.values[-max(1, int(len(s) * share)):]))
 
 
 def _moved(s: Series | None, onset_step: int, window: int, direction: str) -> tuple[bool, float, float]:
@@ -40,7 +41,7 @@ def _moved(s: Series | None, onset_step: int, window: int, direction: str) -> tu
     after = s.values[(s.steps >= onset_step - window // 4) & (s.steps < onset_step + window)]
     if len(before) < 3 or len(after) < 3:
         return False, float("nan"), float("nan")
-    b = float(np.median(before))
+    b = float(median(before))
     a = float(np.min(after)) if direction == "down" else float(np.max(after))
     spread = max(signals.noise_scale(s.values) * 3, 1e-12)
     moved = (b - a > max(0.3 * abs(b), spread)) if direction == "down" else (a - b > max(0.5 * abs(b), spread))
@@ -54,7 +55,7 @@ def _reward_floor(view: RunView, s: Series) -> tuple[float, float, bool]:
     prefix = s.key.rsplit("/", 1)[0]
     lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
     if lo is not None and hi is not None:
-        floor, top = float(np.median(lo.values)), float(np.max(signals.rolling_level(hi.values, 5)))
+        floor, top = float(median(lo.values)), float(np.max(signals.rolling_level(hi.values, 5)))
         if top > floor:
             return floor, top, True
     a, b = (float(v) for v in np.percentile(s.values, [2, 98]))
@@ -72,7 +73,7 @@ def _reward_fall(x: np.ndarray, floor: float, p: Mapping[str, Any]) -> tuple[int
     noise = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
     lost = (high - level) / room
     for at in np.flatnonzero((lost >= p["min_loss"]) & (high - level >= p["k"] * noise)).tolist():
-        after = float(np.median(x[at:]))
+        after = float(median(x[at:]))
         share = float((high[at] - after) / room[at])
         if share < 0.6 * p["min_loss"]:
             continue  # it came back: a dip, not a collapse
@@ -140,7 +141,7 @@ def passk_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if len(steps) == 0:
         return []
     tail = max(1, len(steps) // 5)
-    one, many = float(np.median(p1[-tail:])), float(np.median(pk[-tail:]))
+    one, many = float(median(p1[-tail:])), float(median(pk[-tail:]))
     gap = many - one
     values = {"k": k, "pass1": one, "passk": many, "gap": gap}
     metrics = ("pass@1", f"pass@{k}")
@@ -164,7 +165,7 @@ def prompt_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if not runs:
         return [Outcome("ok", "ok", {"share": _tail(s)}, metrics=(s.key,))]
     start, end = runs[0]
-    values = {"share": float(np.median(s.values[start : end + 1])), "start": s.step(start), "end": s.step(end)}
+    values = {"share": float(median(s.values[start : end + 1])), "start": s.step(start), "end": s.step(end)}
     return [Outcome("warn", "warn", values, onset_step=s.step(start), span=s.span(start, end), metrics=(s.key,),
                     evidence={**values, "threshold": p["top_share"]})]
 
@@ -232,7 +233,7 @@ def _faithfulness_trend(view: RunView, score: Series, p: Mapping[str, Any]) -> O
     if len(score) < p["checkpoints"]:
         return Outcome("skipped", "trend_short", values | {"needed": p["checkpoints"]}, metrics=(score.key,))
     k = max(1, len(score) // 3)
-    start, end = float(np.median(score.values[:k])), float(np.median(score.values[-k:]))
+    start, end = float(median(score.values[:k])), float(median(score.values[-k:]))
     values |= {"start": start, "end": end, "first": score.step(0), "last": score.step(len(score) - 1)}
     reward = view.first(*REWARD_KEYS, "pass@1", min_points=3)
     inside = None if reward is None else (reward.steps >= score.step(0)) & (reward.steps <= score.step(len(score) - 1))

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import CheckFn, Outcome, RunView, Series, Status
 from ._shared import (
     REWARD_KEYS,
@@ -89,7 +90,7 @@ def _offset(view: RunView, s: Series, high: float) -> float | None:
         # the very first step reads ~0: this KL is measured against the starting policy, and what it reads
         # one update later is how far that update moved it (a learning rate 100x too high: 0 → 2.8 at step 2)
         return None
-    first = float(np.median(s.values[:HEAD]))
+    first = float(median(s.values[:HEAD]))
     return first if first >= high else None
 
 
@@ -145,7 +146,7 @@ def kl_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         found = early + [j for j in signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"],
                                            min_quanta=p["min_quanta"], settle=p["settle"]) if j.start >= settled]
         if not found:
-            out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"], "level": float(np.median(x)),
+            out.append(Outcome("ok", "ok", {"metric": key, "ratio": p["ratio"], "level": float(median(x)),
                                             "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x)))},
                                metrics=(key,)))
             continue
@@ -233,7 +234,7 @@ def ppo_kl_band(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     x, n = s.values, len(s)
     values: dict[str, Any] = {"metric": s.key, "ppo_high": p["ppo_high"], "ppo_ceiling": p["ppo_ceiling"],
-                              "level": float(np.median(x[-max(3, n // 10):])), "max": float(np.max(x))}
+                              "level": float(median(x[-max(3, n // 10):])), "max": float(np.max(x))}
     if not np.any(x):
         return [Outcome("skipped", "zero", values, metrics=(s.key,))]
     level = signals.rolling_level(x, _level_window(n))
@@ -342,8 +343,8 @@ def _seq_scale(s: Series, metrics: tuple[str, ...], p: Mapping[str, Any]) -> Out
     early level (the first tenth), when that early stretch holds a level rather than a ramp from 0."""
     x, n = s.values, len(s)
     b = max(5, n // 10)
-    early = float(np.median(x[:b]))
-    values = {"metric": s.key, "early": early, "factor": p["seq_growth"], "b": b, "level": float(np.median(x[-b:]))}
+    early = float(median(x[:b]))
+    values = {"metric": s.key, "early": early, "factor": p["seq_growth"], "b": b, "level": float(median(x[-b:]))}
     if early <= 0 or signals.trend(x[:b]) >= p["ramp_tau"]:
         return Outcome("skipped", "seq_ramp", values, metrics=metrics)
     level = signals.rolling_level(x, _level_window(n))

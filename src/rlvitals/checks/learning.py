@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import VERDICT_STATUSES, CheckFn, Outcome, RunView, Series, Status
 from ._reward import natural_bounds, reward_bounds, reward_of, severity, truncated_after
 from ._shared import held_from
@@ -24,7 +25,7 @@ from .course import course_since
 
 
 def _med(x: np.ndarray) -> float:
-    return float(np.median(x)) if len(x) else float("nan")
+    return float(median(x)) if len(x) else float("nan")
 
 
 def _at(s: Series, a: int, b: int) -> np.ndarray:
@@ -144,10 +145,10 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         a, b = found[0]
         a = held_from(s.values >= p[status], a, b)  # the first step that shows it for good, not by chance
         later = _last_regime(view, s, a, b)
-        if float(np.median(s.values[later : b + 1])) >= p[status]:  # the lasting regime holds the level too
+        if float(median(s.values[later : b + 1])) >= p[status]:  # the lasting regime holds the level too
             a = later
         first, last = s.step(a), s.step(b)
-        share = float(np.median(s.values[a : b + 1]))
+        share = float(median(s.values[a : b + 1]))
         same = constant_reward(view, first, last) if share >= 1 else None
         template, split = ("constant", {"reward": same}) if same is not None else _split(view, first, last, share, p)
         held = int(sum(e - st + 1 for st, e in found))
@@ -162,7 +163,7 @@ def zero_variance_groups(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome(status, template, values, first, (first, last), (s.key,),
                         {"value": share, "peak": values["peak"], "threshold": p[status] if status != "note" else
                          p["warn"], "steps_above": held, **split})]
-    return [Outcome("ok", "ok", {"median": float(np.median(s.values)), "max_level": float(level.max()),
+    return [Outcome("ok", "ok", {"median": float(median(s.values)), "max_level": float(level.max()),
                                  "warn": p["warn"]}, metrics=(s.key,))]
 
 
@@ -219,7 +220,7 @@ def reward_std_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     zero = float(np.mean(s.values <= 0))
     values: dict[str, Any] = {"metric": s.key, "n": len(s), "zero_steps": zero, "min_steps": 3 * p["window"]}
-    values.update(first=float(np.median(s.values[: p["window"]])), last=float(np.median(s.values[-p["window"]:])))
+    values.update(first=float(median(s.values[: p["window"]])), last=float(median(s.values[-p["window"]:])))
     if len(s) < 3 * p["window"]:
         dead = _dead_steps(view, s, values, p)
         return dead if dead[0].status != "ok" else [Outcome("skipped", "short", values, metrics=(s.key,))]
@@ -267,8 +268,8 @@ def _live_groups(view: RunView, onset: int, p: Mapping[str, Any]) -> tuple[str, 
     after = share.after(onset)
     if len(after) < p["window"]:
         return None
-    median = float(np.median(after.values))
-    return (share.key, median) if median < p["live_share"] else None
+    middle = float(median(after.values))
+    return (share.key, middle) if middle < p["live_share"] else None
 
 
 def advantage_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -280,11 +281,11 @@ def advantage_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     steps, a, b = top.aligned(bottom)
     spread = np.maximum(a - b, 0.0)
-    typical = float(np.median(spread))
+    typical = float(median(spread))
     dead = spread <= p["dead"] * max(typical, 1e-12)
     values: dict[str, Any] = {"typical": typical, "dead_share": float(dead.mean()), "dead_count": int(dead.sum()),
-                              "first": float(np.median(spread[: p["window"]])),
-                              "last": float(np.median(spread[-p["window"]:]))}
+                              "first": float(median(spread[: p["window"]])),
+                              "last": float(median(spread[-p["window"]:]))}
     metrics = (top.key, bottom.key)
     found = _fall(spread, p)
     if found is not None and found[1] >= p["fail_drop"]:
@@ -342,8 +343,8 @@ def reward_passk_decoupling(view: RunView, p: Mapping[str, Any]) -> list[Outcome
     if found is None:
         return [Outcome("skipped", "no_passk", {"min_points": p["min_points"]}, metrics=(reward.key,))]
     key, ks, kv = found
-    if float(np.median(kv)) >= p["ceiling"]:  # pass@k already at 1 cannot rise: flat says nothing
-        return [Outcome("skipped", "at_ceiling", {"metric": key, "level": float(np.median(kv)),
+    if float(median(kv)) >= p["ceiling"]:  # pass@k already at 1 cannot rise: flat says nothing
+        return [Outcome("skipped", "at_ceiling", {"metric": key, "level": float(median(kv)),
                                                   "ceiling": p["ceiling"]}, metrics=(reward.key, key))]
     lo, hi = reward_bounds(view, reward)
     for i in np.unique(np.linspace(0, len(ks) - p["min_points"], p["candidates"]).astype(int)):
@@ -394,8 +395,8 @@ def diversity_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         flip = key in LESS_DIVERSE_WHEN_HIGH
         x = 1.0 - s.values if flip else s.values
         values: dict[str, Any] = {"metric": key, "n": len(s), "min_steps": 3 * p["window"],
-                                  "first": float(np.median(s.values[: p["window"]])),
-                                  "last": float(np.median(s.values[-p["window"]:]))}
+                                  "first": float(median(s.values[: p["window"]])),
+                                  "last": float(median(s.values[-p["window"]:]))}
         found = _fall(x, p) if len(s) >= 3 * p["window"] else None
         if found is None or found[1] < p["warn_drop"]:
             out.append(Outcome("ok" if len(s) >= 3 * p["window"] else "skipped",
@@ -435,7 +436,7 @@ def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcom
         return []
     n = _group_n(view, p)
     w = p["window"]
-    first, last = float(np.median(s.values[:w])), float(np.median(s.values[-w:]))
+    first, last = float(median(s.values[:w])), float(median(s.values[-w:]))
     values: dict[str, Any] = {"first": first, "last": last, "group_n": n, "near_full": p["near_full"]}
     if n > 0:
         found = signals.sustained_above(s.values / n, p["near_full"], window=w, min_len=p["min_steps"])
@@ -443,7 +444,7 @@ def group_size_concentration(view: RunView, p: Mapping[str, Any]) -> list[Outcom
             return [Outcome("ok", "ok", {**values, "share": last / n}, metrics=(s.key,))]
         a, b = found[-1]
         onset = s.step(a)
-        values.update(onset=onset, level=float(np.median(s.values[a : b + 1])), share=last / n)
+        values.update(onset=onset, level=float(median(s.values[a : b + 1])), share=last / n)
         return [Outcome("warn", "warn", values, onset, (onset, s.step(b)), (s.key,),
                         {"value": values["level"], "group_size": n, "threshold": p["near_full"] * n})]
     change = (last - first) / max(abs(first), 1e-12)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..signals import median
 from ._base import Outcome, RunView, Series, Status
 from ._shared import progress
 from .generalisation.tracks import Track, core_tracks
@@ -33,7 +34,7 @@ def _width(n: int, share: float) -> int:
 
 def _last(s: Series, share: float) -> float:
     """The level ``s`` ends at: the median of its last ``share`` of records (at least 3)."""
-    return float(np.median(s.values[-_width(len(s), share):]))
+    return float(median(s.values[-_width(len(s), share):]))
 
 
 def _gap(view: RunView, share: float, min_points: int) -> tuple[Series, float] | None:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import signals
+from ..signals import median
 from ._base import CheckFn, Outcome, RunView, Series, Status
 
 #: a reward function whose name says it rewards the format (TRL ``rewards/format_reward/mean``)
@@ -44,10 +45,10 @@ def _ends(x: np.ndarray, share: float) -> tuple[float, float, int]:
     """
     n = len(x)
     if n < MIN_CHANGE:
-        level = float(np.median(x))
+        level = float(median(x))
         return level, level, n
     b = max(3, min(n // 2, int(round(n * share))))
-    return float(np.median(x[:b])), float(np.median(x[-b:])), b
+    return float(median(x[:b])), float(median(x[-b:])), b
 
 
 def _onset(level: np.ndarray, mark: float, below: bool, start: int = 0) -> int:
@@ -84,7 +85,7 @@ def _stretch(s: Series, p: Mapping[str, Any], template: str) -> list[Outcome]:
         if found:
             a, b = found[0]
             values = {"onset": s.step(a), "end": s.step(b), "steps": b - a + 1,
-                      "level": float(np.median(s.values[a : b + 1])), "peak": float(level[a : b + 1].max()),
+                      "level": float(median(s.values[a : b + 1])), "peak": float(level[a : b + 1].max()),
                       "threshold": p[status]}
             return [Outcome(status, f"{template}_{status}", values, s.step(a), s.span(a, b), (s.key,),
                             {"value": values["level"], "peak": values["peak"], "threshold": p[status]})]
@@ -114,8 +115,8 @@ def format_compliance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if s is None:
         return []
     tools = view.series("rollout/tool_calls/mean", min_points=1)
-    if tools is not None and float(np.median(tools.values)) > 0:
-        return [Outcome("skipped", "tools", {"calls": float(np.median(tools.values))}, metrics=(s.key, tools.key))]
+    if tools is not None and float(median(tools.values)) > 0:
+        return [Outcome("skipped", "tools", {"calls": float(median(tools.values))}, metrics=(s.key, tools.key))]
     if view.series("rollout/think_length/mean", min_points=1) is None:
         rewarded = sorted(k for k in view.metrics() if _FORMAT_REWARD.match(k))
         return [Outcome("skipped", "unused", {"rewards": ", ".join(rewarded) or "none"}, metrics=(s.key,))]
@@ -189,8 +190,8 @@ def _copied(view: RunView, s: Series | None, p: Mapping[str, Any]) -> list[Outco
     a, b = found[0]
     known = share[a : b + 1][np.isfinite(share[a : b + 1])]
     values = {"onset": think.step(a), "end": think.step(b), "steps": b - a + 1,
-              "share": float(np.median(known)) if len(known) else float("nan"),
-              "think": float(np.median(think.values[a : b + 1])), "answer": float(np.median(answer[a : b + 1])),
+              "share": float(median(known)) if len(known) else float("nan"),
+              "think": float(median(think.values[a : b + 1])), "answer": float(median(answer[a : b + 1])),
               "all": p["all"]}
     # a few words, or nothing to compare the answer with: no reasoning at all, whatever it holds
     template = "copy" if len(known) and values["think"] > p["min_words"] else "empty"
@@ -213,7 +214,7 @@ def answer_in_reasoning(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return copied
     if s is None:
         think = view.series("rollout/think_length/p50")
-        words = float(np.median(think.values)) if think is not None else float("nan")
+        words = float(median(think.values)) if think is not None else float("nan")
         return [Outcome("skipped", "no_answers", {"think": words}, metrics=("rollout/think_length/p50",))]
     first, last, _ = _ends(s.values, p["share"])
     values: dict[str, Any] = {"first": first, "last": last}
@@ -245,7 +246,7 @@ def tool_call_repeats(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     calls = view.series("rollout/tool_calls/mean")
     if calls is None:
         return []
-    per = float(np.median(calls.values))
+    per = float(median(calls.values))
     found = _stretch(s, p, "repeat")
     if found:
         out = found[0]
@@ -310,8 +311,8 @@ def effective_batch(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     first, last, b = _ends(x, p["share"])
     zero = x <= 0
     groups, size = view.series("group/effective_batch/groups"), view.series("group/size/mean")
-    g = float(np.median(groups.values[-b:])) if groups is not None else float("nan")
-    per = float(np.median(size.values[-b:])) if size is not None else float("nan")
+    g = float(median(groups.values[-b:])) if groups is not None else float("nan")
+    per = float(median(size.values[-b:])) if size is not None else float("nan")
     values: dict[str, Any] = {"first": first, "last": last, "n": len(x), "zero_steps": int(zero.sum()),
                               "groups": g, "samples": g * per, "waste": 1 - last, "note": p["note"]}
     evidence = {"first": first, "last": last, "zero_steps": values["zero_steps"], "groups": g}
@@ -348,7 +349,7 @@ def tool_call_args(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         if found:
             a, b = found[0]
             held = {"onset": s.step(a), "end": s.step(b), "steps": b - a + 1,
-                    "level": 1 - float(np.median(bad[a : b + 1])), "low": 1 - float(level[a : b + 1].max()),
+                    "level": 1 - float(median(bad[a : b + 1])), "low": 1 - float(level[a : b + 1].max()),
                     "threshold": 1 - p[status]}
             return [Outcome(status, f"invalid_{status}", held, s.step(a), s.span(a, b), (s.key,),
                             {"value": held["level"], "low": held["low"], "threshold": held["threshold"]})]

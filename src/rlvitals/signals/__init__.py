@@ -7,7 +7,8 @@ Functions take plain NumPy arrays (NaN-free: callers drop non-finite values firs
 return indices into them; checks turn indices into steps.
 
 Modules: :mod:`.events` (scale, runs, spikes, shifts), :mod:`.collapse` (falls that stay down), :mod:`.levels`
-(slopes, trends, rolling levels), :mod:`.jumps` (level jumps and early moves).
+(slopes, trends, rolling levels), :mod:`.jumps` (level jumps and early moves), :mod:`.median` (NumPy's median
+of one series, without its overhead).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from .events import (
 )
 from .jumps import Jump, early_move, jumps, plateau_end
 from .levels import bucket_medians, fall_from_peak, quantum, rolling_level, sustained_above, theil_sen, trend
+from .median import median
 
 __all__ = ["Event", "Jump", "MAD_TO_SD", "bucket_medians", "change_point", "collapse", "collapse_candidate",
-           "early_move", "fall_from_peak", "jumps", "level_shift", "noise_scale", "plateau_end", "quantum",
+           "early_move", "fall_from_peak", "jumps", "level_shift", "median", "noise_scale", "plateau_end", "quantum",
            "ratio_spikes", "robust_scale", "rolling_level", "runs_of", "spikes", "sustained_above",
            "theil_sen", "trailing_median", "trailing_scale", "trend"]

@@ -7,6 +7,7 @@ import polars as pl
 
 from .events import Event, _frame
 from .levels import rolling_level
+from .median import median
 
 
 def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
@@ -31,7 +32,7 @@ def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
     fell &= least <= before * (1 - drop)
     for i in np.flatnonzero(fell).tolist():
         # stays down: the rest of the run's median is not above the threshold
-        if not np.median(x[i + 1 :]) > before[i] * (1 - drop * 0.6):
+        if not median(x[i + 1 :]) > before[i] * (1 - drop * 0.6):
             return int(i), float(before[i])
     return None
 
@@ -95,7 +96,7 @@ def _measure_fall(x: np.ndarray, found: tuple[int, float], drop: float, within: 
     value = float(np.min(smooth[first_deep : min(n - 1, first_deep + within) + 1]))
     onset = _cliff(x, onset, first_deep + 2 * within, value) if value > 0 else onset
     if onset > 0:  # the level it fell from: the values just before the fall
-        level = float(np.median(x[max(0, onset - 3) : onset]))
+        level = float(median(x[max(0, onset - 3) : onset]))
     tail = smooth[onset : min(n - 1, max(onset, first_deep) + within) + 1]
     value = min(value, float(np.min(tail)))
     # the fall ends where it has come within a tenth of its depth of the lowest level
@@ -129,7 +130,7 @@ def _smooth(x: np.ndarray, e: Event, within: int, accel: float) -> bool:
     before it (log rates; a fall to 0 or from the run's first steps is never smooth)."""
     if e.start < within or e.value <= 0 or e.baseline <= 0:
         return False
-    prev = float(np.median(x[max(0, e.start - within - 1) : e.start - within + 2]))
+    prev = float(median(x[max(0, e.start - within - 1) : e.start - within + 2]))
     if not np.isfinite(prev) or prev <= e.baseline:
         return False
     rate_before = np.log(prev / e.baseline) / within

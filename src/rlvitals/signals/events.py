@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from .median import median
+
 #: MAD → standard deviation for a normal distribution
 MAD_TO_SD = 1.4826
 
@@ -33,8 +35,8 @@ def robust_scale(x: np.ndarray, floor: float = 1e-3) -> float:
     no spread, but a deviation of a thousandth of its level is still no event)."""
     if len(x) == 0:
         return float("nan")
-    med = float(np.median(x))
-    mad = float(np.median(np.abs(x - med))) * MAD_TO_SD
+    med = float(median(x))
+    mad = float(median(np.abs(x - med))) * MAD_TO_SD
     return max(mad, floor * abs(med), 1e-12)
 
 

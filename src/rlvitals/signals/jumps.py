@@ -9,6 +9,7 @@ import polars as pl
 
 from .events import Event, _frame, runs_of, trailing_scale
 from .levels import quantum, rolling_level
+from .median import median
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | Non
     hit = np.isfinite(med) & (z > k) & (np.nan_to_num(rise, nan=0.0) >= min_quanta * q)
     if ratio is not None:
         hit &= x >= ratio * np.maximum(np.nan_to_num(med, nan=np.inf), q)
-    level = float(np.median(x))
+    level = float(median(x))
     if settle > 0 and level > 0:
         hit &= (np.nan_to_num(trailing, nan=0.0) >= settle * level) | (np.arange(n) >= settle_share * n)
     out = []
@@ -75,9 +76,9 @@ def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | Non
         # stretch, and its end is not what jumped at ``start``
         peak = start + int(np.argmax(x[start : min(end, start + hold - 1) + 1]))
         before = float(med[start])
-        held = float(np.median(x[start : start + hold]))
+        held = float(median(x[start : start + hold]))
         tail = x[end + 1 : end + 1 + hold]
-        after = float(np.median(tail)) if len(tail) else float("nan")
+        after = float(median(tail)) if len(tail) else float("nan")
         jump_ratio = float(x[peak] / before) if before > 0 else float("inf")
         out.append(Jump(start, end, peak, float(x[peak]), before, after, jump_ratio, float(z[peak]),
                         n - start >= 3 and held >= before + 0.5 * (x[peak] - before)))
@@ -159,7 +160,7 @@ def early_move(x: np.ndarray, *, factor: float, direction: str = "up", head: int
     n = len(x)
     if n < head + 3 or factor <= 1:
         return None
-    base = float(np.median(x[:head]))
+    base = float(median(x[:head]))
     if not np.isfinite(base) or base <= 0:
         return None
     level = rolling_level(x, 3)
@@ -170,7 +171,7 @@ def early_move(x: np.ndarray, *, factor: float, direction: str = "up", head: int
     if len(hits) == 0:
         return None
     end = int(hits[0])
-    after = float(np.median(x[end:]))
+    after = float(median(x[end:]))
     need = factor ** hold
     if (direction == "up" and after < need * base) or (direction == "down" and after > base / need):
         return None

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from .events import Event, runs_of
+from .median import median
 
 
 def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
@@ -55,20 +56,43 @@ def theil_sen(x: np.ndarray, t: np.ndarray | None = None, max_points: int = 400)
     i, j = _pairs(len(x))
     dt = t[j] - t[i]
     keep = dt != 0
-    return float(np.median((x[j] - x[i])[keep] / dt[keep]))
+    return float(median((x[j] - x[i])[keep] / dt[keep]))
 
 
 def trend(x: np.ndarray, max_points: int = 400) -> float:
     """Mann–Kendall-style trend strength in [-1, 1] (Kendall's tau against time) on at most
-    ``max_points`` bucket medians: +1 rises throughout, -1 falls throughout, ~0 no trend."""
+    ``max_points`` bucket medians: +1 rises throughout, -1 falls throughout, ~0 no trend. NaN when a
+    value is NaN or an infinity repeats (a pair whose difference is undefined).
+
+    The sum of the pairs' signs without the pairs: twice the pairs ``i < j`` that rise (one comparison
+    of every value with every other, kept above the diagonal) less the pairs whose values differ —
+    exactly the sum of ``sign(x[j] - x[i])``, three times faster at 400 points than gathering them.
+
+    >>> trend(np.array([1.0, 2.0, 2.0, 0.0]))
+    -0.16666666666666666
+    """
+    x = np.asarray(x, dtype=float)
     n = len(x)
     if n < 4:
         return 0.0
     if n > max_points:
         x = bucket_medians(x, max_points)
-    i, j = _pairs(len(x))
-    sign = np.sign(x[j] - x[i])
-    return float(sign.sum() / len(sign))
+        n = len(x)
+    if np.isnan(x).any() or np.count_nonzero(x == np.inf) > 1 or np.count_nonzero(x == -np.inf) > 1:
+        return float("nan")
+    pairs = n * (n - 1) // 2
+    _, counts = np.unique(x, return_counts=True)
+    differ = pairs - int((counts * (counts - 1) // 2).sum())
+    rise = np.count_nonzero((x[None, :] > x[:, None]) & _above(n))
+    return float((2 * rise - differ) / pairs)
+
+
+@lru_cache(maxsize=4)
+def _above(n: int) -> np.ndarray:
+    """The ``n × n`` mask of the places above the diagonal (``i < j``), built once per length."""
+    mask = np.triu(np.ones((n, n), dtype=bool), 1)
+    mask.setflags(write=False)
+    return mask
 
 
 #: the levels computed, by (the values' bytes, window): several checks read the level of one series, and it
@@ -106,9 +130,9 @@ LEVEL_BYTES, LEVEL_KEPT = 32 << 20, 1 << 18
 
 def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median over ``window`` values, cut at the ends (``x[i - w//2 : i + (w-1)//2 + 1]``,
-    polars' ``center=True``): a level robust to one-step outliers. Polars' trailing median moved back (several
-    times faster on long series), the end's cut windows from the reversed tail; zero is +0.0. Read-only: the
-    level of the same values and window is computed once and shared."""
+    polars' ``center=True``): a level robust to one-step outliers; zero is +0.0. A short series of finite values
+    sorts its windows at once, a long one (or one with NaN) takes polars' rolling median: the same bits either
+    way. Read-only: the level of the same values and window is computed once and shared."""
     x = np.asarray(x, dtype=float)
     # a long series by a digest of its values (the values themselves would double what is held)
     key = (x.tobytes() if len(x) <= LEVEL_KEPT else hashlib.sha256(np.ascontiguousarray(x).data).digest(), window)
@@ -116,12 +140,8 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
         if (out := _LEVELS.get(key)) is not None:
             _LEVELS.move_to_end(key)
             return out
-    n, w, out = len(x), max(1, min(window, len(x))), np.empty(len(x))
-    right = (w - 1) // 2
-    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
-    if right:  # the reversed last w values: index k holds the median of the last k + 1
-        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
-        out[n - right:] = tail[w - 1 - right : w - 1][::-1]
+    n, w = len(x), max(1, min(window, len(x)))
+    out = _sorted_windows(x, w) if 0 < n * w <= _SORTED_VALUES and np.isfinite(x).all() else _polars_level(x, w)
     out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
     out.setflags(write=False)
     if out.nbytes > LEVEL_BYTES // 4:  # a level too large to keep beside a few others
@@ -130,6 +150,36 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
         _LEVELS[key] = out
         while _LEVELS.held > LEVEL_BYTES and len(_LEVELS) > 1:
             _LEVELS.popitem(last=False)
+    return out
+
+
+#: the most values :func:`_sorted_windows` sorts at once (n × window): beyond, polars' rolling median
+_SORTED_VALUES = 1 << 16
+
+
+def _polars_level(x: np.ndarray, w: int) -> np.ndarray:
+    """The centred level by polars: its trailing median moved back, the end's cut windows from the reversed
+    tail."""
+    n, right, out = len(x), (w - 1) // 2, np.empty(len(x))
+    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
+    if right:  # the reversed last w values: index k holds the median of the last k + 1
+        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
+        out[n - right:] = tail[w - 1 - right : w - 1][::-1]
+    return out
+
+
+def _sorted_windows(x: np.ndarray, w: int) -> np.ndarray:
+    """The centred level of finite values by sorting every window at once (NaN-padded at the cut ends, so
+    a window's NaN sort last), with polars' arithmetic for the middle of an even window
+    (``a + (b - a) / 2``, not NumPy's ``(a + b) / 2``): the same bits as :func:`_polars_level`, about
+    twice as fast on a short series and a small window, where polars' fixed cost dominates."""
+    n, left, right = len(x), w // 2, (w - 1) // 2
+    padded = np.concatenate((np.full(left, np.nan), x, np.full(right, np.nan)))
+    rows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, w), axis=1)
+    at = np.arange(n)
+    count = np.minimum(at + right + 1, n) - np.maximum(at - left, 0)
+    low, high = rows[at, (count - 1) // 2], rows[at, count // 2]
+    out: np.ndarray = low + (high - low) * 0.5
     return out
 
 
@@ -159,7 +209,7 @@ def fall_from_peak(x: np.ndarray, *, window: int = 10, tail: float = 0.2) -> Eve
         return None
     level = rolling_level(x, window)
     n_tail = max(window, int(round(n * tail)))
-    recent = float(np.median(x[n - n_tail:]))
+    recent = float(median(x[n - n_tail:]))
     top = int(np.argmax(level[: n - n_tail]))
     peak = float(level[top])
     if not np.isfinite(peak) or peak <= 0 or recent >= peak:

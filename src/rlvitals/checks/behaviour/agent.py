@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Series
 from .._reward import severity
 from .._share import share_check
@@ -25,9 +26,9 @@ def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     x, n = s.values, len(s)
     head = max(3, n // 20)
-    start, late = float(np.median(x[:head])), float(np.median(x[-head:]))
+    start, late = float(median(x[:head])), float(median(x[-head:]))
     lows = view.series("num_turns/min")
-    floor = min(float(np.median(lows.values)) if lows is not None else float(np.min(x)), late)
+    floor = min(float(median(lows.values)) if lows is not None else float(np.min(x)), late)
     values: dict[str, Any] = {"metric": s.key, "first": start, "last": late, "floor": floor}
     room = start - floor
     if room <= 0 or (start - late) < p["drop"] * room or (late - floor) > p["near"] * room or start < p["ratio"] * late:
@@ -57,7 +58,7 @@ def turns_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
                         {"baseline": shift.baseline, "value": shift.value, "threshold": p["ratio"] * shift.baseline})]
     events = signals.ratio_spikes(x, ratio=p["ratio"], window=p["spike_window"])
     if not events:
-        return [Outcome("ok", "ok", {"median": float(np.median(x)), "peak": float(x.max()), "ratio": p["ratio"]},
+        return [Outcome("ok", "ok", {"median": float(median(x)), "peak": float(x.max()), "ratio": p["ratio"]},
                         metrics=(s.key,))]
     worst = max(events, key=lambda e: e.score)
     status = severity(len(events) >= p["fail_count"])
@@ -81,7 +82,7 @@ def _tool_spread(view: RunView, mean: Series, p: Mapping[str, Any]) -> list[Outc
     if not found:
         return [Outcome("ok", "ok_spread", values, metrics=(std.key, mean.key))]
     a, b = found[0]
-    values.update(onset=int(steps[a]), end=int(steps[b]), seg_cv=float(np.median(cv[a : b + 1])))
+    values.update(onset=int(steps[a]), end=int(steps[b]), seg_cv=float(median(cv[a : b + 1])))
     return [Outcome("warn", "spread", values, int(steps[a]), (int(steps[a]), int(steps[b])), (std.key, mean.key),
                     {"value": values["seg_cv"], "threshold": p["cv_high"]})]
 
@@ -104,8 +105,8 @@ def tool_calls_at_cap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         values: dict[str, Any] = {"mean": _tail_level(mv), "first": _head_tail(mv)[0], "near_max": p["near_max"]}
         if found:
             a, b = found[0]
-            values.update(onset=int(steps[a]), end=int(steps[b]), seg_mean=float(np.median(mv[a : b + 1])),
-                          seg_max=float(np.median(xv[a : b + 1])))
+            values.update(onset=int(steps[a]), end=int(steps[b]), seg_mean=float(median(mv[a : b + 1])),
+                          seg_max=float(median(xv[a : b + 1])))
             evidence = {"value": values["seg_mean"], "max": values["seg_max"], "threshold": p["near_max"]}
             out.append(Outcome("warn", "near_max", values, int(steps[a]), (int(steps[a]), int(steps[b])),
                                (mean.key, "tool_call_counts/max"), evidence))

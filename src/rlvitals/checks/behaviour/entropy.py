@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Series, Status
 from .._reward import natural_bounds, reward_bounds, reward_of, severity
 from ..course import course_since
@@ -24,7 +25,7 @@ def _between(s: Series, first: int, last: int) -> np.ndarray:
 
 
 def _med(x: np.ndarray) -> float:
-    return float(np.median(x)) if len(x) else float("nan")
+    return float(median(x)) if len(x) else float("nan")
 
 
 def _collapse_context(view: RunView, onset: int, low: int, p: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def entropy_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if s is None:
         return []
     event = signals.collapse(s.values, drop=p["drop"], within=p["within"])
-    start = float(np.median(s.values[:3]))
+    start = float(median(s.values[:3]))
     if event is None or (event.start > 0 and event.value >= start):
         # a fall that ends above where the run started is entropy coming back down after a surge
         first, last = _head_tail(s.values)
@@ -165,7 +166,7 @@ def entropy_surge(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     x = s.values
     head = max(3, len(x) // 20)
-    start = float(np.median(x[:head]))
+    start = float(median(x[:head]))
     floor = p["of_start"] * max(start, 0.0)
     shift = signals.level_shift(x, window=p["window"], k=p["k"], direction="up")
     if (shift is not None and shift.value >= (1 + p["rise"]) * shift.baseline
@@ -229,7 +230,7 @@ def _entropy_climb(x: np.ndarray, start: float, head: int,
     if start <= 0 or len(x) < max(2 * head, 10):
         return None
     level = signals.rolling_level(x, max(5, len(x) // 10))
-    late = float(np.median(x[-max(head, len(x) // 5):]))
+    late = float(median(x[-max(head, len(x) // 5):]))
     top = float(np.max(level[head:]))
     if top < (1 + p["rise"]) * start or late < (1 + p["rise"] / 2) * start or top - start < p["of_start"] * start:
         return None
@@ -253,7 +254,7 @@ def entropy_clip_joint(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     if len(steps) < 2 * p["window"]:
         return []
     # the start is the first few steps, not the first tenth: entropy can halve within 20 steps
-    e0, c0 = float(np.median(ev[: p["window"]])), float(np.median(cv[: p["window"]]))
+    e0, c0 = float(median(ev[: p["window"]])), float(median(cv[: p["window"]]))
     rel, clip = signals.rolling_level(ev, p["window"]) / max(e0, 1e-12), signals.rolling_level(cv, p["window"])
     high = (clip >= p["clip_high"]) | ((clip >= p["clip_rise"] * c0) & (clip >= p["clip_floor"]))
     joint = signals.runs_of((rel <= p["entropy_low"]) & high, p["min_steps"], max_gap=2)
@@ -267,8 +268,8 @@ def entropy_clip_joint(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     a, b = max(joint, key=lambda r: r[1] - r[0])
     seg = slice(a, b + 1)
     values.update(onset=int(steps[a]), end=int(steps[b]), steps=int(steps[b] - steps[a] + 1),
-                  seg_entropy=float(np.median(ev[seg])), seg_rel=float(np.median(rel[seg])),
-                  seg_clip=float(np.median(cv[seg])))
+                  seg_entropy=float(median(ev[seg])), seg_rel=float(median(rel[seg])),
+                  seg_clip=float(median(cv[seg])))
     status = severity(b - a + 1 >= p["fail_steps"])
     evidence = {"entropy": values["seg_entropy"], "entropy_baseline": e0, "clipfrac": values["seg_clip"],
                 "clipfrac_baseline": c0, "threshold": {"entropy_rel": p["entropy_low"], "clipfrac": p["clip_high"]}}

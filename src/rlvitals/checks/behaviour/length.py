@@ -10,6 +10,7 @@ import numpy as np
 
 from ... import signals
 from ...probe.stats import wilson
+from ...signals import median
 from .._base import Outcome, RunView, Status
 from .._reward import TRUNCATION_KEYS, reward_bounds, reward_of
 from .._share import share_check
@@ -155,7 +156,7 @@ def response_length_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcom
     level = signals.rolling_level(x, 3)
     high = np.maximum.accumulate(level)
     tail = max(2, min(len(x) // 10, 20))
-    values: dict[str, Any] = {"metric": s.key, "first": float(level[0]), "last": float(np.median(x[-tail:])),
+    values: dict[str, Any] = {"metric": s.key, "first": float(level[0]), "last": float(median(x[-tail:])),
                               "few": p["few"], "drop": p["drop"]}
     few = (level <= p["few"]) & (high >= p["ratio"] * np.maximum(level, 1e-12))
     # a fall that is not to a few tokens is read on a wider level: batches of a noisy run vary 10x
@@ -168,7 +169,7 @@ def response_length_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcom
         if not len(hits):
             continue
         at = int(hits[0])
-        rest = float(np.median(x[at:]))
+        rest = float(median(x[at:]))
         limit = p["few"] * 1.5 if template == "fail" else 1.5 * (1 - p["drop"]) * tops[at]
         if rest > limit:  # it came back up: a dip, not a collapse
             continue

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Status
 from .._preference import displacement, ends, lasting_start, loss_floor, saturated
 from .._shared import progress, window_mean
@@ -36,7 +37,7 @@ def _eval_since(t: Track, step: int, z: float) -> tuple[float, float, bool, bool
     if len(tail) < 2:
         return None
     tol = progress(t.values, t.sign, z, k=1).tol if len(t.values) >= 3 else 0.0
-    end = float(np.median(tail[1:][-3:]))
+    end = float(median(tail[1:][-3:]))
     return float(t.values[i]), t.sign * end, bool(end - tail[0] <= tol), bool(end < tail[0] - tol)
 
 
@@ -118,7 +119,7 @@ def kto_kl(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     x = s.values
     # a spike comes back down; a climb that the trailing median lags behind is the rise below
     events = [e for e in signals.spikes(x, window=min(50, len(x)), k=p["k"], direction="up")
-              if float(np.median(x[e.end + 1: e.end + 6] if e.end + 1 < len(x) else x[-1:]))
+              if float(median(x[e.end + 1: e.end + 6] if e.end + 1 < len(x) else x[-1:]))
               < e.baseline + 0.5 * (e.value - e.baseline) or e.end == len(x) - 1]
     pr = progress(x, z=p["z"], k=max(3, len(x) // 5))
     base = max(abs(pr.start), 1e-12)

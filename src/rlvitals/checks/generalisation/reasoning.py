@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView
 from .tracks import _CORE_VARS, _MEAN, _column
 
@@ -18,7 +19,7 @@ Gap = tuple[str, str, int, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _tail(x: np.ndarray, k: int) -> float:
-    return float(np.median(x[-max(1, k):]))
+    return float(median(x[-max(1, k):]))
 
 
 def _validation_gaps(view: RunView) -> list[Gap]:
@@ -85,7 +86,7 @@ def self_consistency(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         if len(gap) < (p["min_evals"] if where != "rollouts" else p["min_steps"]):
             continue
         k = max(1, min(3, len(gap) // 3))
-        end, start = float(np.median(gap[-k:])), float(np.median(gap[:k]))
+        end, start = float(median(gap[-k:])), float(median(gap[:k]))
         acc = float(np.nanmedian(single[-k:])) if np.isfinite(single[-k:]).any() else float("nan")
         v = {"where": where, "metric": label, "n": n, "gap": end, "gap_from": start, "min_gap": p["min_gap"],
              "accuracy": f"{acc:.0%}" if np.isfinite(acc) else "—", "saturated": p["saturated"],

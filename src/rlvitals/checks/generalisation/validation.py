@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Series, Status
 from .._shared import Progress, progress
 from .tracks import Track, core_tracks
@@ -97,7 +98,7 @@ def _movement(view: RunView, key: str, lo: int, hi: int) -> tuple[float, float] 
     keep = (s.steps >= lo) & (s.steps <= hi)
     x = s.values[keep] if keep.sum() >= 5 else s.values
     k = max(1, len(x) // 5)
-    return float(np.median(x[:k])), float(np.median(x[-k:]))
+    return float(median(x[:k])), float(median(x[-k:]))
 
 
 def val_reward_divergence(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
@@ -120,8 +121,8 @@ def val_reward_divergence(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             s = view.first(*REWARD_KEYS)
             if s is None:
                 return []
-            v |= {"reward_key": s.key, "reward_from": float(np.median(s.values[: max(1, len(s) // 5)])),
-                  "reward_to": float(np.median(s.values[-max(1, len(s) // 5):]))}
+            v |= {"reward_key": s.key, "reward_from": float(median(s.values[: max(1, len(s) // 5)])),
+                  "reward_to": float(median(s.values[-max(1, len(s) // 5):]))}
             out.append(Outcome("ok", "ok", v, metrics=(key, s.key), evidence=v))
             continue
         rs, rp = reward
@@ -196,7 +197,7 @@ def _rollout_gap(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     n = len(s)
     head, tail = s.values[: max(2, n // 5)], s.values[n - max(2, n // 5):]
-    early, late = float(np.median(head)), float(np.median(tail))
+    early, late = float(median(head)), float(median(tail))
     tol = p["z"] * max(signals.noise_scale(s.values), 1e-12)
     values = {"gap_from": early, "gap_to": late, "metric": s.key}
     if late - early <= tol or signals.trend(s.values) < 0.3:

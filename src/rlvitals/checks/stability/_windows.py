@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...signals import median
+
 
 def _windows(n: int, width: int) -> list[tuple[int, int]]:
     """Half-open windows of ``width`` values, a quarter window apart, the last one flush with the end."""
@@ -21,4 +23,4 @@ def _rise(x: np.ndarray, sd: float, in_se: bool = False) -> float:
     ``in_se``, in standard errors of that difference for noise ``sd``)."""
     q = max(2, len(x) // 4)
     unit = sd * (1.2533 * np.sqrt(2.0 / q) if in_se else 1.0)
-    return float(np.median(x[-q:]) - np.median(x[:q])) / max(unit, 1e-300)
+    return float(median(x[-q:]) - median(x[:q])) / max(unit, 1e-300)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView
 from .._schedule import updates_per_batch
 from .._shared import REWARD_KEYS, _ends, _fmt_steps, _improving, _level_window, _rise_onset
@@ -23,11 +24,11 @@ def clipfrac_high(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     x = s.values
     values = {"metric": s.key, "high": p["high"], "max": float(np.max(x)), "max_step": s.step(int(np.argmax(x))),
-              "median": float(np.median(x))}
+              "median": float(median(x))}
     long = signals.sustained_above(x, p["high"], window=5, min_len=p["sustain"], max_gap=2)
     if long:
         start, end = max(long, key=lambda se: se[1] - se[0])
-        level = float(np.median(x[start : end + 1]))
+        level = float(median(x[start : end + 1]))
         steps = s.step(end) - s.step(start) + 1
         fail = level >= p["fail_level"] or steps >= p["fail_steps"]
         values |= {"step": s.step(start), "end_step": s.step(end), "steps": steps, "level": level}
@@ -59,7 +60,7 @@ def clipfrac_low(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     level = signals.rolling_level(x, _level_window(n))
     share = float(np.mean(level < p["low"]))
     updates, said = updates_per_batch(view.config)
-    values = {"metric": s.key, "low": p["low"], "share": share, "median": float(np.median(x)),
+    values = {"metric": s.key, "low": p["low"], "share": share, "median": float(median(x)),
               "updates": updates or 0, "config": said}
     if share < p["share"]:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
@@ -93,7 +94,7 @@ def clipfrac_lower(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     long = signals.sustained_above(x, p["high"], window=5, min_len=p["sustain"], max_gap=2)
     if long:
         start, end = long[0]
-        values |= {"step": s.step(start), "end_step": s.step(end), "level": float(np.median(x[start : end + 1]))}
+        values |= {"step": s.step(start), "end_step": s.step(end), "level": float(median(x[start : end + 1]))}
         return [Outcome("warn", "warn_high", values, onset_step=s.step(start), span=s.span(start, end),
                         metrics=(s.key,), evidence={"value": values["level"], "threshold": p["high"]})]
     factor = last / max(first, floor)

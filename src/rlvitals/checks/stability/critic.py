@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Series
 from .._shared import REWARD_KEYS, _knee, _short
 from ._windows import _rise, _windows
@@ -32,13 +33,13 @@ def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     q = max(2, width // 4)
     lag = [signals.trend(rw[a:b]) >= p["rise"] and _rise(rw[a:b], r_sd, in_se=True) >= p["k"]
            and signals.trend(vf[a:b]) >= p["flat"] for a, b in wins]
-    climb = [signals.trend(vf[a:b]) >= p["tau"] and np.median(vf[b - q : b]) >= p["climb"] * np.median(vf[a : a + q])
+    climb = [signals.trend(vf[a:b]) >= p["tau"] and median(vf[b - q : b]) >= p["climb"] * median(vf[a : a + q])
              for a, b in wins]
     keys = (v.key, r.key)
     tenth = max(2, n // 10)
-    values = {"metric": v.key, "reward": r.key, "v_first": float(np.median(vf[:tenth])),
-              "v_last": float(np.median(vf[-tenth:])), "r_first": float(np.median(rw[:tenth])),
-              "r_last": float(np.median(rw[-tenth:]))}
+    values = {"metric": v.key, "reward": r.key, "v_first": float(median(vf[:tenth])),
+              "v_last": float(median(vf[-tenth:])), "r_first": float(median(rw[:tenth])),
+              "r_last": float(median(rw[-tenth:]))}
     for template, flags in (("warn", lag), ("warn_climb", climb)):
         runs = signals.runs_of(np.array(flags, dtype=bool), p["min_windows"])
         if runs:
@@ -46,8 +47,8 @@ def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
             a += _knee(vf[a:b])  # where the value loss stops falling
             q = max(2, (b - a) // 4)
             values |= {"step": int(steps[a]), "end_step": int(steps[b - 1]),
-                       "v_from": float(np.median(vf[a : a + q])), "v_to": float(np.median(vf[b - q : b])),
-                       "r_from": float(np.median(rw[a : a + q])), "r_to": float(np.median(rw[b - q : b]))}
+                       "v_from": float(median(vf[a : a + q])), "v_to": float(median(vf[b - q : b])),
+                       "r_from": float(median(rw[a : a + q])), "r_to": float(median(rw[b - q : b]))}
             if b < n - tenth and values["v_last"] <= p["caught_up"] * values["v_to"]:
                 # the value loss fell well below that stretch's level later on: the critic caught up
                 return [Outcome("note", "caught_up", values, onset_step=int(steps[a]),
@@ -67,8 +68,8 @@ def explained_variance(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return []
     x, n = s.values, len(s)
     found = signals.sustained_above(-x, -p["threshold"], window=5, min_len=p["min_steps"], max_gap=2)
-    values = {"metric": s.key, "threshold": p["threshold"], "last": float(np.median(x[-max(2, n // 10):])),
-              "median": float(np.median(x))}
+    values = {"metric": s.key, "threshold": p["threshold"], "last": float(median(x[-max(2, n // 10):])),
+              "median": float(median(x))}
     if not found:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
     below = sum(e - a + 1 for a, e in found)

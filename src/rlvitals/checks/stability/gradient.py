@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Status
 from .._shared import POLICY_MOVES, _level_window, _short, moved_with, settled_after
 from .loss import LOSS_KEYS
@@ -28,7 +29,7 @@ def grad_norm_spike(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         s = view.series(key)
         if s is None:
             continue
-        start = float(np.median(s.values[:3]))
+        start = float(median(s.values[:3]))
         events = [e for e in signals.ratio_spikes(s.values, ratio=p["ratio"], window=p["window"])
                   if e.baseline > p["vanished"] * start]
         if not events:
@@ -80,7 +81,7 @@ def _grad_base(x: np.ndarray, p: Mapping[str, Any], up: bool) -> tuple[float, in
         sudden = float(np.max(head[:-1] / head[1:])) >= (1.0 / p["factor"]) ** 0.5
         if sudden or early.score <= p["fail_factor"]:
             return early.baseline, early.start, early.start
-    return float(np.median(x[skip : skip + max(2 * _level_window(n), n // 5)])), skip, None
+    return float(median(x[skip : skip + max(2 * _level_window(n), n // 5)])), skip, None
 
 
 def _grad_drift(view: RunView, p: Mapping[str, Any], up: bool) -> list[Outcome]:
@@ -193,7 +194,7 @@ def _zero_cause(view: RunView, steps: np.ndarray) -> tuple[str, dict[str, Any], 
     margins = _on(view, _DPO_MARGIN_KEY, steps)
     if loss_key is not None and loss is not None and margins is not None \
             and np.mean(np.abs(loss - LN2) < 1e-3) >= 0.5 and np.mean(margins == 0.0) >= 0.5:
-        return "fail_reference", {"loss": float(np.median(loss)), "loss_key": loss_key}, (loss_key, _DPO_MARGIN_KEY)
+        return "fail_reference", {"loss": float(median(loss)), "loss_key": loss_key}, (loss_key, _DPO_MARGIN_KEY)
     for zkey in _ZERO_VARIANCE_KEYS:
         zv = _on(view, zkey, steps)
         if zv is not None and float(np.mean(zv)) >= 0.5:

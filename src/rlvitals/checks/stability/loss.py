@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import signals
+from ...signals import median
 from .._base import Outcome, RunView, Series, Status
 from .._preference import loss_mark
 from .._shared import _fmt_steps, _jump_outcome, _knee, _level_window, _short, _tenths
@@ -36,7 +37,7 @@ def loss_jump(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     # a ratio and the start-up guard only mean something for a loss that cannot go negative
     found = signals.jumps(x, window=p["window"], k=p["k"], ratio=p["ratio"] if positive else None,
                           min_quanta=p["min_quanta"], settle=p["settle"] if positive else 0.0)
-    size = float(np.median(np.abs(x[:3])))
+    size = float(median(np.abs(x[:3])))
     found = [j for j in found if j.value - j.before >= p["min_rise"] * size]
     rl = view.family == "rl"
     floor = loss_mark(x, p["near_zero"])[1] if view.family == "preference" else -np.inf
@@ -83,11 +84,11 @@ def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     end = stretch_end - 1
     rise = float(level[end] - level[onset]) / sd
     after = x[end + 1 : end + 1 + max(3, width // 4)]
-    if len(after) and float(np.median(after)) < float(level[onset] + 0.5 * (level[end] - level[onset])):
+    if len(after) and float(median(after)) < float(level[onset] + 0.5 * (level[end] - level[onset])):
         # back down within a few steps: a burst (a moment of the run, read by the jump and grad checks),
         # not the sustained climb the rule means (docs/reading-rules.md#pg-loss-climb)
         first, _, last, _ = _tenths(x)
-        values |= {"step": s.step(onset), "end_step": s.step(end), "after": float(np.median(after)),
+        values |= {"step": s.step(onset), "end_step": s.step(end), "after": float(median(after)),
                    "from": float(level[onset]), "to": float(level[end]), "first": first, "last": last}
         return [Outcome("ok", "ok_burst", values, metrics=(s.key,))]
     fail = end >= n - 1 and rise >= p["fail_k"]
@@ -113,7 +114,7 @@ def _climb(x: np.ndarray, p: Mapping[str, Any]) -> tuple[int, float, float, floa
     k = max(3, n // 5)
     level = signals.rolling_level(x, k)
     low_i = int(np.argmin(level[: n - k]))
-    low, end = float(level[low_i]), float(np.median(x[-k:]))
+    low, end = float(level[low_i]), float(median(x[-k:]))
     noise = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
     tol = p["z"] * 1.25 * noise * float(np.sqrt(2.0 / k))
     stretch = x[low_i:]
@@ -147,7 +148,7 @@ def loss_trend(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]
     low_i, low, end, tol = found
     values |= {"low": low, "low_step": s.step(low_i), "end": end, "rise": end - low, "noise": tol,
-               "start": float(np.median(x[: max(3, n // 5)]))}
+               "start": float(median(x[: max(3, n // 5)]))}
     if view.family == "rl":
         return [_rl_climb(view, s, values)]
     status: Status = "fail" if end > values["start"] + tol else "warn"
@@ -180,7 +181,7 @@ def _rise_since(s: Series | None, step: int) -> float | None:
     if len(x) < 10:
         return None
     k = max(3, len(x) // 5)
-    return float(np.median(x[-k:]) - np.median(x[:k]))
+    return float(median(x[-k:]) - median(x[:k]))
 
 
 #: the loss of a preference objective when the policy still equals its reference (every log-ratio 0):
@@ -200,12 +201,12 @@ def loss_flat(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     x, n = s.values, len(s)
     if n < p["min_points"]:
         return [_short(s, int(p["min_points"]))]
-    start = float(np.median(x[: max(3, n // 10)]))
+    start = float(median(x[: max(3, n // 10)]))
     # how far its level ever fell below the start (a loss that learns falls; a rise is loss_jump's), on a
     # level of a fifth of the run so the batch-to-batch noise of a small batch does not count as moving
     level = signals.rolling_level(x, max(5, n // 5))
     moved = max(float(start - np.min(level)), 0.0) / max(abs(start), 1e-12)
-    values: dict[str, Any] = {"metric": s.key, "start": start, "last": float(np.median(x[-max(3, n // 10):])),
+    values: dict[str, Any] = {"metric": s.key, "start": start, "last": float(median(x[-max(3, n // 10):])),
                               "moved": moved, "band": p["band"], "n": n}
     if moved > p["band"]:
         return [Outcome("ok", "ok", values, metrics=(s.key,))]

@@ -1,0 +1,85 @@
+"""The fast paths of the series primitives give the bits of the plain computation they replace."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvitals.signals import levels
+from rlvitals.signals.median import median
+
+
+def _values(seed: int, n: int, kind: str) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) * rng.choice([1e-6, 1.0, 1e6])
+    if kind == "ties":
+        x = np.round(x / np.abs(x).max(initial=1.0) * 3)
+    elif kind == "zeros":  # signed zeros: which one is the middle is the sort's choice
+        x = np.where(x > 0, 0.0, -0.0)
+    elif kind == "nan" and n:
+        x[rng.integers(0, n)] = np.nan
+    elif kind == "inf" and n:
+        x[rng.integers(0, n, 2)] = rng.choice([np.inf, -np.inf], 2)
+    return x
+
+
+def _same(a: object, b: object) -> bool:
+    """The same bits, signed zeros told apart; a NaN is a NaN whatever its sign and payload."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    nan = np.isnan(a)
+    return (a.shape == b.shape and bool(np.array_equal(nan, np.isnan(b)))
+            and bool(np.array_equal(a[~nan].view(np.int64), b[~nan].view(np.int64))))
+
+
+KINDS = st.sampled_from(["plain", "ties", "zeros", "nan", "inf"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 120), KINDS)
+def test_median_is_numpys_bit_for_bit(seed: int, n: int, kind: str) -> None:
+    x = _values(seed, n, kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns on an empty slice
+        expected = np.median(x)
+    assert _same(median(x), expected)
+    assert type(median(x)) is np.float64
+
+
+def test_median_hands_other_types_to_numpy() -> None:
+    assert median([1, 2]) == 1.5 and median(np.array([1.0, 3.0], dtype=np.float32)) == 2.0
+    assert np.isnan(median(np.array([]))) and median(np.array([[4.0, 1.0], [2.0, 3.0]])) == 2.5
+
+
+def _pair_signs(x: np.ndarray) -> float:
+    """Kendall's trend as the mean sign of every pair's difference, gathered pair by pair."""
+    i, j = np.triu_indices(len(x), 1)
+    with np.errstate(invalid="ignore"):
+        return float(np.sign(x[j] - x[i]).sum() / len(i))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(4, 900), KINDS)
+def test_trend_is_the_mean_sign_of_every_pair(seed: int, n: int, kind: str) -> None:
+    x = _values(seed, n, kind)
+    reduced = levels.bucket_medians(x, 400) if n > 400 else x
+    assert _same(levels.trend(x), _pair_signs(reduced))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.integers(1, 40), st.sampled_from(["plain", "ties", "zeros"]))
+def test_sorted_windows_give_polars_rolling_median(seed: int, n: int, window: int, kind: str) -> None:
+    x = _values(seed, n, kind)
+    w = min(window, n)
+    expected = levels._polars_level(x, w) + 0.0
+    assert _same(levels._sorted_windows(x, w) + 0.0, expected)
+
+
+@pytest.mark.parametrize("kind", ["nan", "inf"])
+def test_rolling_level_of_values_not_finite_is_polars(kind: str) -> None:
+    x = _values(7, 300, kind)
+    levels._LEVELS.clear()
+    assert _same(levels.rolling_level(x, 10), levels._polars_level(x, 10) + 0.0)
