@@ -342,7 +342,7 @@ def test_a_growing_log_is_diagnosed_again_and_announced(tmp_path: Path) -> None:
     _write(log, sc, 0, 60)
     ws = workspace([log.parent], tmp_path / "s.sqlite")
     c = TestClient(create_app(ws), base_url=LOCAL)
-    assert c.get("/api/events").json() == {"seq": 0, "runs": []}
+    assert c.get("/api/events").json() == {"seq": 0, "runs": [], "moved": {}}
     rid = run_id(str(log))
     assert ws.poll_once() == [rid]
     first = c.get("/api/events").json()

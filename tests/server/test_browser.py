@@ -607,3 +607,31 @@ def test_what_watch_says_of_a_run_appears_on_its_open_page_cleared_included(
     assert tab.page.locator("#rlv-alerts li[data-kind='cleared']").is_visible()
     tab.shot("dashboard_alerts_cleared")
     assert tab.errors == [] and tab.failed == []
+
+
+def test_an_open_console_page_follows_its_training_once_a_checkpoint_is_written(tab: Tab, tmp_path: Path) -> None:
+    """A trainer's console, listed alone before the first checkpoint, is read with its output_dir after it: the
+    page open on the console's run goes to the folder's run by itself (the events it polls say where)."""
+    import shutil
+
+    from trl_output_dir import FIXTURE, last_checkpoint
+
+    out = tmp_path / "runs" / "out"
+    out.mkdir(parents=True)
+    shutil.copyfile(FIXTURE / "train.log", out / "train.log")
+    ws = Workspace([tmp_path / "runs"], ServeState(tmp_path / "s.sqlite"), FAST)
+    ws.poll_once()
+    ws.start()
+    try:
+        with ServerThread(ws, "127.0.0.1") as srv:
+            console, folder = run_id(str(out / "train.log")), run_id(str(out))
+            tab.page.goto(f"{srv.url}runs/{console}")
+            assert tab.page.locator("#rlv-live").get_attribute("data-run") == console
+            last_checkpoint(out)
+            tab.page.wait_for_url(f"{srv.url}runs/{folder}", timeout=60_000)
+            assert tab.page.locator("#rlv-live").get_attribute("data-run") == folder
+            tab.follow(None, srv.url)
+            assert tab.page.locator("table.rlv-runlist tbody tr[data-run] a").all_inner_texts() == ["out"]
+            assert tab.errors == []
+    finally:
+        ws.close()

@@ -253,3 +253,44 @@ def test_logs_of_one_format_or_in_sub_folders_are_no_training_folder(tmp_path: P
     (runs / "b.log").unlink()
     found = d.scan(runs)
     assert sorted(found.logs) == [runs / "a" / "train.log", runs / "tb"] and not d.trainings
+
+
+def test_a_console_alone_then_its_first_checkpoint_is_one_run_and_its_old_id_leads_to_it(tmp_path: Path) -> None:
+    """A trainer that reports to no tracker: before its first checkpoint its output_dir holds the console alone,
+    listed as that log's run. The checkpoint makes the folder a Trainer output_dir, read whole with the console:
+    the console's entry leaves the list (it was listed twice) and the state file, a note says so, and its id — a
+    bookmark, an open page — leads to the folder's run: the API's 404 names it, the page redirects to it, and the
+    events a page polls map one to the other. A restart lists the folder's run alone."""
+    from fastapi.testclient import TestClient
+
+    from rlvitals.server import create_app
+
+    out = tmp_path / "runs" / "out"
+    out.mkdir(parents=True)
+    shutil.copyfile(FIXTURE / "train.log", out / "train.log")
+    console, folder = run_id(str(out / "train.log")), run_id(str(out))
+    now = iter(range(1000, 10**6, 60))
+    ws = Workspace([tmp_path / "runs"], ServeState(tmp_path / "serve.sqlite"), clock=lambda: float(next(now)))
+    try:
+        assert _listed(ws) == [(console, "train.log", "ready", 8)]
+        seq = ws.events(0)["seq"]
+        last_checkpoint(out)
+        assert _listed(ws) == [(folder, "out", "ready", 8)]
+        assert f"{out / 'train.log'}: read with the training in {out} from now on" in ws.notes()
+        assert ws.moved_to(console) == folder and ws.moved_to(folder) is None
+        assert ws.events(seq)["moved"] == {console: folder}
+        client = TestClient(create_app(ws), base_url="http://127.0.0.1")
+        answer = client.get(f"/api/runs/{console}")
+        assert answer.status_code == 404
+        assert f"run '{console}' is read with its training folder now: it is run '{folder}'" in answer.text
+        page = client.get(f"/runs/{console}", follow_redirects=False)
+        assert page.status_code == 308 and page.headers["location"] == f"/runs/{folder}"
+        assert client.get(f"/runs/{folder}").status_code == 200
+    finally:
+        ws.close()
+    ws = Workspace([tmp_path / "runs"], ServeState(tmp_path / "serve.sqlite"), clock=lambda: float(next(now)))
+    try:
+        assert [r["id"] for r in ws.summaries()] == [folder]  # from the state file: the console's entry is gone
+        assert _listed(ws) == [(folder, "out", "ready", 8)]
+    finally:
+        ws.close()

@@ -107,10 +107,13 @@ class RunList(BaseModel):
 
 
 class Events(BaseModel):
-    """``runs`` updated since the ``after`` asked for; ask next with ``after=seq``."""
+    """``runs`` updated since the ``after`` asked for; ask next with ``after=seq``. ``moved``: the ids of runs no
+    longer listed, each with the id of the run now read in its place (a console read with its training folder once
+    the trainer wrote its first checkpoint)."""
 
     seq: int
     runs: list[RunSummary]
+    moved: dict[str, str]
 
 
 class Series(BaseModel):
@@ -247,7 +250,10 @@ def _html_routes(app: FastAPI, ws: Workspace) -> None:
                                                          READING_ORDER, lang, sort, progress=progress))
 
     @app.get("/runs/{rid}", response_class=HTMLResponse, include_in_schema=False)
-    def run_page(rid: str, request: Request) -> HTMLResponse:
+    def run_page(rid: str, request: Request) -> Response:
+        moved = ws.moved_to(rid)
+        if moved is not None:  # read with its training folder now: that run's page
+            return RedirectResponse(f"/runs/{moved}", status_code=308)
         served = ws.get(rid, ready=False)
         if served.diagnosis is None:
             return _in_lang(request, lambda lang: loading_html(served, lang))

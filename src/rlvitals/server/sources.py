@@ -34,17 +34,16 @@ class Source:
 
 def inside(sources: dict[Path, Source], logs: Sequence[Path], root: int, roots: Sequence[Path]) -> list[Path]:
     """The sources of served root ``root`` that lie directly in a folder among ``logs`` read whole (a training
-    folder, a Trainer output_dir: :mod:`.discover`) and gave no run yet: found while the folder was still a plain
-    one (a tracker's store created a moment before the others), their log is now read with that folder's. A
-    served path itself stays, and so does a source that gave runs (they stay listed).
+    folder, a Trainer output_dir: :mod:`.discover`): found while the folder was still a plain one (a tracker's
+    store created a moment before the others, a console before the first checkpoint), their log is now read with
+    that folder's. A served path itself stays.
 
     Example:
         >>> inside({}, [Path("out")], 0, [Path("runs")])
         []
     """
     folders = {log for log in logs if log.is_dir()}
-    return [path for path, src in sources.items() if src.root == root and not src.runs and path.parent in folders
-            and path not in roots]
+    return [path for path, src in sources.items() if src.root == root and path.parent in folders and path not in roots]
 
 
 def pair_rollouts(roots: Sequence[Path], rollouts: Path | tuple[Path | None, ...] | None) -> list[Path | None]:

@@ -136,6 +136,14 @@ class ServeState:
         with self._lock:
             self.db.execute("DELETE FROM readings WHERE path = ?", (_stored(path),))
 
+    def forget_source(self, path: str, runs: set[str]) -> None:
+        """The log at ``path`` is read with the training folder that holds it now: its runs (ids ``runs``), its
+        read position and its last whole reading are forgotten (a restart lists the folder's run alone)."""
+        with self._lock:
+            self.db.executemany("DELETE FROM runs WHERE id = ?", [(rid,) for rid in sorted(runs)])
+            self.db.execute("DELETE FROM sources WHERE path = ?", (_stored(path),))
+            self.db.execute("DELETE FROM readings WHERE path = ?", (_stored(path),))
+
     def close(self) -> None:
         with self._lock:
             self.db.close()

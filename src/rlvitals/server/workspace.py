@@ -47,18 +47,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..checks.config import DiagnoseConfig
 from ..diagnosis import Diagnosis, diagnose
 from ..errors import RlvitalsError
 from ..ingest import real_path
-from ..ingest.rotated import RotationRules
-from ..live import Confirm, Cooldown, Pace, read_to
+from ..live import Pace, read_to
 from ..rollout import PROBES_FILE
-from ..rollout.options import RolloutSettings
 from ..run.follow import Follow, signature
 from ..run.run import Run
 from ..run.unterminated import Unterminated
@@ -67,6 +64,7 @@ from .alert_files import AlertFiles, Said
 from .discover import Discovery, named_apart, passed_line
 from .listing import SORTS, Served, folder_entries, modified, natural_key, run_id, sort_runs, unreadable
 from .live_alerts import LiveAlerts
+from .options import WorkspaceOptions
 from .quiet import Reader, Readers, Reading
 from .security import AccessError
 from .sources import Source, inside, pair_rollouts, result_of, signature_now
@@ -78,40 +76,6 @@ if TYPE_CHECKING:
     from ..rollout.analysis import RolloutAnalysis
 
 MAX_MESSAGES = 50
-
-
-@dataclass(frozen=True)
-class WorkspaceOptions:
-    """How runs are read and followed. ``rescan``: seconds between looks for new logs in a folder."""
-
-    fmt: str | None = None
-    config: DiagnoseConfig | None = None
-    #: rollout dump folders: one per served path in their order (None for a path without), or one
-    #: folder when one path is served
-    rollouts: Path | tuple[Path | None, ...] | None = None
-    #: how those rollouts are read and analysed (``--k``, ``--tool-cap``, the column options …)
-    rollout_settings: RolloutSettings = field(default_factory=RolloutSettings)
-    interval: float = 0.5
-    rescan: float = 5.0
-    min_gap: float = 2.0
-    settle: float = 10.0
-    #: where the text logs' rotated files go that no rotation tool's default names (``--rotated-into``,
-    #: ``--rotation-pattern``)
-    rotation: RotationRules = field(default_factory=RotationRules)
-    #: the rules of the run pages' own alerts (:mod:`.live_alerts`): ``rlvitals watch``'s defaults
-    confirm: Confirm = field(default_factory=Confirm)
-    cooldown: Cooldown = field(default_factory=Cooldown)
-    #: the algorithm id the served runs are (``--algorithm``): their keys are read as its; None: detected
-    algorithm: str | None = None
-    #: processes that read quiet logs whole (:mod:`.quiet`); 0: the poll thread reads them itself
-    workers: int = 0
-
-    def __post_init__(self) -> None:
-        if self.algorithm is not None:  # a name the catalog does not know fails here, not at the first read
-            from ..catalog import load_catalog
-            from ..run.detect import checked_algorithm
-
-            checked_algorithm(self.algorithm, load_catalog(), "WorkspaceOptions: algorithm=")
 
 
 class Workspace:
@@ -152,6 +116,7 @@ class Workspace:
         self._memo: dict[tuple[str, str], tuple[int, Any, object]] = {}
         self._owner: dict[str, Source] = {}  # run id -> the source it was read from
         self._dropped: dict[str, str] = {}  # run id -> why no reading of its source holds it any more
+        self._moved: dict[str, str] = {}  # run id -> the id of the training folder's run now read in its place
         self._lock = threading.Lock()
         self._reading = threading.RLock()  # one source read at a time: by the poll thread, or by a page asked for
         self._readers = Readers(self.options.workers, *([reader] if reader else []))
@@ -200,7 +165,7 @@ class Workspace:
             for log in seen.logs:
                 self._add(log, i)
             for path in inside(self._sources, seen.logs, i, self.roots):  # read with the folder that holds it now
-                del self._sources[path]
+                self._retire(self._sources.pop(path))
             pairing = seen.pairing() if self._given[i] is None else None
             for message in seen.notes + list(pairing.notes if pairing else ()):
                 self._note(message)
@@ -217,6 +182,27 @@ class Workspace:
                 self._sources[log].dirty = True  # joined to other rollouts, or to none any more
         self._found, self._paired = found, paired
         self._said(self._alert_files.update(alert_files))
+
+    def _retire(self, src: Source) -> None:
+        """``src`` is read with the training folder that holds it now (a console, once the trainer wrote its first
+        checkpoint): its runs leave the list and the state file, and their ids lead to the folder's run."""
+        folder = run_id(str(src.path.parent))
+        with self._lock:
+            for rid in src.runs:
+                self._served.pop(rid, None)
+                self._owner.pop(rid, None)
+                self._dropped.pop(rid, None)
+                self._moved[rid] = folder
+            self._memo = {key: hit for key, hit in self._memo.items() if key[1] not in src.runs}
+        self.state.forget_source(str(src.path), src.runs)
+        if src.runs:
+            self._note(f"{src.path}: read with the training in {src.path.parent} from now on")
+
+    def moved_to(self, rid: str) -> str | None:
+        """The id of the run now read in the place of run ``rid`` (a console read with its training folder), or
+        None."""
+        new = self._moved.get(rid)
+        return new if new is not None and new in self._served else None
 
     def _said(self, runs: set[str]) -> None:
         """New alerts of the runs at ``runs`` (real paths): their pages change, so their version moves on."""
@@ -544,6 +530,8 @@ class Workspace:
         """The run with id ``rid``; :class:`AccessError` 404 for an unknown id, and with ``ready`` 503
         while a remembered run's log is read again."""
         served = self._served.get(rid)
+        if served is None and self.moved_to(rid) is not None:
+            raise AccessError(404, f"run {rid!r} is read with its training folder now: it is run {self.moved_to(rid)!r}")
         if served is None:
             raise AccessError(404, f"run {rid!r}: no such run in this workspace; list them with GET /api/runs")
         if served.diagnosis is None and served.facts is not None:  # listed by its facts alone: read it now
@@ -586,7 +574,8 @@ class Workspace:
         with self._lock:
             changed = [s for s in self._served.values() if s.seq > after]
             seq = self._seq
-        return {"seq": seq, "runs": [s.summary(self.error_of(s)) for s in changed]}
+        moved = {old: new for old in list(self._moved) if (new := self.moved_to(old)) is not None}
+        return {"seq": seq, "runs": [s.summary(self.error_of(s)) for s in changed], "moved": moved}
 
     def files(self, root: int, rel: str) -> dict[str, Any]:
         """What lies at ``rel`` inside served root ``root`` and which runs each entry serves."""

@@ -122,6 +122,10 @@
 
   function handle(ev) {
     if (ev.seq < seq) { seq = 0; return null; }  // the server restarted: ask for every run again
+    if (mine && ev.moved && ev.moved[mine]) {  // read with its training folder now: that run's page
+      window.location.replace("/runs/" + encodeURIComponent(ev.moved[mine]));
+      return null;
+    }
     seq = ev.seq;
     var changed = false;
     ev.runs.forEach(function (r) {
