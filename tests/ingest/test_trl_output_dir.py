@@ -125,7 +125,7 @@ def test_a_copy_that_stops_earlier_is_read_with_the_training(tmp_path: Path) -> 
     assert (run.format, run.path, int(run.train_steps.max())) == ("trl-state", str(out), 8)
     note = copies_note(run)
     assert note is not None and "MLflow" not in note and f"W&B ({WANDB})" in note
-    assert any(str(n).startswith(f"{out}: {MLFLOW} (to step 5) agree with trl-state on every step they share")
+    assert any(str(n).startswith(f"{out}: {MLFLOW} (to step 5) agrees with trl-state on every step they share")
                for n in run.notes)
 
 

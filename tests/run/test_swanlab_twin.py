@@ -123,5 +123,5 @@ def test_a_swanlab_copy_cut_short_is_read_with_the_training(tmp_path: Path) -> N
     assert (run.format, run.path, int(run.train_steps.max())) == ("trl-state", str(out), len(STEPS))
     assert copies_note(run) == (f"{out}: also logged to the console (train.log): the same steps and values, so "
                                 "one run, read from its trl-state log")
-    assert any(str(n).startswith(f"{out}: {SWANLAB} (to step {stops}) agree with trl-state on every step they share")
+    assert any(str(n).startswith(f"{out}: {SWANLAB} (to step {stops}) agrees with trl-state on every step they share")
                for n in run.notes)

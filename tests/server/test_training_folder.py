@@ -171,7 +171,7 @@ def test_copies_written_at_other_moments_stay_one_run_as_the_folder_grows(tmp_pa
     assert [(r.format, int(r.train_steps.max())) for r in load(out)] == [("mlflow", 8)]
     assert _listed(workspace) == [(rid, "out", "ready", 8)]
     assert workspace.get(rid).run.format == "mlflow"  # type: ignore[union-attr]
-    assert any(n.startswith(f"{out}: trl-state (to step 5) agree with {MLFLOW}") for n in _notes(workspace, rid))
+    assert any(n.startswith(f"{out}: trl-state (to step 5) agrees with {MLFLOW}") for n in _notes(workspace, rid))
 
     last_checkpoint(out)  # the last checkpoint holds every step
     assert _listed(workspace) == [(rid, "out", "ready", 8)]

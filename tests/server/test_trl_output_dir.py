@@ -163,7 +163,7 @@ def test_diagnose_says_which_copy_stops_earlier(tmp_path: Path) -> None:
     assert [(run["path"], run["steps"]) for run in doc["runs"]] == [(str(out), 8)]
     lines = err.splitlines()
     assert any(line.startswith(f"rlvitals: {out}: also logged to ") for line in lines), err
-    assert f"rlvitals: {out}: mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c (to step 5) agree with trl-state on every " \
+    assert f"rlvitals: {out}: mlflow.db#63e1dc19e2bc4cfcb4951286df402b1c (to step 5) agrees with trl-state on every " \
         "step they share" in err
 
 

@@ -39,7 +39,7 @@ def test_watch_follows_an_output_dir_before_its_first_checkpoint_as_one_run(tmp_
         assert w.follows[0].training and not w.follows[0].waiting
         at_checkpoint(out, 5)  # the first checkpoint: its state stops at step 5, the trackers went on to 8
         assert _watched(w, now) == [(str(out), "mlflow", 8)]
-        assert any(str(n).startswith(f"{out}: trl-state (to step 5) agree with mlflow.db#")
+        assert any(str(n).startswith(f"{out}: trl-state (to step 5) agrees with mlflow.db#")
                    for n in w.full[str(out)].run.notes)
         shutil.copytree(FIXTURE / "checkpoint-8", out / "checkpoint-8")  # the last checkpoint holds every step
         assert _watched(w, now) == [(str(out), "trl-state", 8)]

@@ -167,7 +167,8 @@ def _read_with(folder: Path, best: Run, behind: list[Run]) -> Words:
     shown = name(best)
     en = ", ".join(f"{name(run)} (to step {_reach(run)})" for run in behind)
     zh = "、".join(f"{name(run)}（到第 {_reach(run)} 步）" for run in behind)
-    return Words(f"{folder}: {en} agree with {shown} on every step they share, the copies being written at "
+    agree = "agrees" if len(behind) == 1 else "agree"
+    return Words(f"{folder}: {en} {agree} with {shown} on every step they share, the copies being written at "
                  "different moments (a tracker flushes later, a checkpoint holds the steps up to it), so they are the "
                  f"same run, read from {shown}, which reaches furthest (step {_reach(best)})",
                  f"{folder}：{zh} 与 {shown} 在共有的每一步上都一致，只是各份记录写入的时机不同"
