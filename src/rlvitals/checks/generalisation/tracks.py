@@ -31,6 +31,12 @@ class Track:
 
 
 def _column(frame: Any, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """The steps and finite values of ``label`` where it was logged (a null or NaN is no point)."""
+    column = frame.get_column(label)
+    if column.dtype.is_float():  # a null is NaN in NumPy: one test drops both
+        values = column.to_numpy().astype(float)
+        keep = np.isfinite(values) & frame.get_column("step").is_not_null().to_numpy()
+        return frame.get_column("step").to_numpy()[keep], values[keep]
     sub = frame.select(["step", label]).drop_nulls()
     steps, values = sub["step"].to_numpy(), sub[label].to_numpy().astype(float)
     keep = np.isfinite(values)

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from .._base import Outcome, RunView
 from .gradient import GRAD_KEYS
@@ -22,14 +21,16 @@ def nan_inf(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     steps, fails."""
     run = view.run
     bad: dict[str, list[int]] = {}
-    steps, keys = run.steps, list(run.metrics)
-    if keys:
-        # one pass over the frame, not one per metric: where each logged a non-finite value (null is "not
-        # logged", not non-finite) on a training step
-        finite = pl.col(keys).cast(pl.Float64).is_finite().fill_null(True)
-        flags = run.frame.select(~finite).to_numpy() & run.train_mask[:, None]
-        for i in np.flatnonzero(flags.any(axis=0)):
-            bad[keys[i]] = steps[flags[:, i]].tolist()
+    steps, train = run.steps, run.train_mask
+    for key in run.metrics:  # where each float metric logged a non-finite value on a training step
+        column = run.frame.get_column(key)
+        if not column.dtype.is_float():  # an integer or a flag is always finite
+            continue
+        flags = ~np.isfinite(column.to_numpy()) & train
+        if column.null_count() and flags.any():  # a null is "not logged" (NaN in NumPy), not non-finite
+            flags &= column.is_not_null().to_numpy()
+        if flags.any():
+            bad[key] = steps[flags].tolist()
     if not bad:
         return [Outcome("ok", "ok", {"count": len(run.metrics)})]
     first = min(s[0] for s in bad.values())
