@@ -57,3 +57,38 @@ def columns(mask: np.ndarray, tall: int) -> int:
     pixels set (an annotation's border or a marker triangle is shorter than a line over the plot)."""
     full = mask.sum(axis=0) >= tall
     return int(np.sum(full[1:] & ~full[:-1]) + full[0])
+
+
+class Tab:
+    """A browser page with everything that went wrong on it recorded."""
+
+    def __init__(self, browser: Any) -> None:
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url) or self.why.append(r.failure))
+        self.why: list[str | None] = []
+
+    def follow(self, selector: str | None, url: str) -> None:
+        """Click a link to another page (or, with no ``selector``, go to ``url``) and wait for it there;
+        the live script's poll that the navigation cut short is not a failure of the page."""
+        before = len(self.failed)
+        if selector is None:
+            self.page.goto(url)
+        else:
+            self.page.click(selector)
+            self.page.wait_for_url(url)
+        cut = [i for i in range(before, len(self.failed))
+               if "/api/events?" in self.failed[i] and self.why[i] == "net::ERR_ABORTED"]
+        for i in reversed(cut):
+            del self.failed[i], self.why[i]
+
+    def shot(self, name: str, full: bool = False) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+    def close(self) -> None:
+        self.context.close()

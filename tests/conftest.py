@@ -90,6 +90,25 @@ def real() -> Path:
     return REAL
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Real headless Chromium, one per test module (tests/browser.py: skipped with the install command when it is
+    missing, a failure under CI)."""
+    from browser import launch
+
+    yield from launch()
+
+
+@pytest.fixture
+def tab(browser: Any) -> Iterator[Any]:
+    """A 1400 × 900 page of ``browser`` recording its console errors and failed requests (:class:`browser.Tab`)."""
+    from browser import Tab
+
+    t = Tab(browser)
+    yield t
+    t.close()
+
+
 class _Hook(BaseHTTPRequestHandler):
     """Records each POST as (Content-Type, JSON body) and answers the next queued (code, headers, body),
     else ``server.code`` with "ok"."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, launch
+from browser import ARTIFACTS
 
 import rlvitals
 from report.test_browser import Opened
@@ -30,11 +30,6 @@ CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
 #: veRL agent run, KL penalty in the reward at 0.05: the KL runs away, the answers collapse (verdict fail)
 FAILING = CORPUS / "verl__agent-opd__qwen2.5-3b-klreward0.05-length-collapse" / "output.log"
 SCREEN = 900
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.fixture(scope="module")

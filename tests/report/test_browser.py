@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, columns, launch, pixels
+from browser import ARTIFACTS, NOTE_RGB, REAL_LOGS, WARN_RGB, columns, pixels
 from conftest import REAL
 
 import rlvitals
@@ -22,11 +22,6 @@ from rlvitals.report import build_page, write_report
 from rlvitals.synthetic.scenarios import run_from_series
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 class Opened:

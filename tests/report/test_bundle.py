@@ -13,13 +13,11 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launch
 
 try:
     import tomllib
@@ -104,11 +102,6 @@ SHAPE = """() => Array.from(document.querySelectorAll('.rlv-chart[data-chart]'))
   ytype: el._fullLayout ? el._fullLayout.yaxis.type : null}))"""
 ALL_DRAWN = """() => document.documentElement.getAttribute('data-charts') === 'drawn' &&
   Array.from(document.querySelectorAll('.rlv-chart[data-chart]')).every(el => el.querySelector('.main-svg'))"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 def _drawn(browser: Any, path: Path, interact: bool) -> tuple[list[dict[str, Any]], list[str]]:

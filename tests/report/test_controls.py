@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, launch, pixels
+from browser import ARTIFACTS, pixels
 from conftest import REAL
 
 import rlvitals
@@ -32,11 +32,6 @@ GRPO = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
 TWO_SOURCES = CORPUS / "wandb__open-agentrl-opd__qwen2.5-3b-gjvwlq13" / "run-20251130_144822-gjvwlq13"
 LINE_RGB = (0x1F, 0x77, 0xB4)  # the first line's colour (Plotly's first)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.fixture(scope="module")

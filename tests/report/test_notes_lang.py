@@ -4,12 +4,10 @@ Chinese), and the page shows the one of the chosen language."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launch
 
 import rlvitals
 from report.test_model import write_dump
@@ -19,11 +17,6 @@ from rlvitals.synthetic.simulate import Scenario, jsonl_lines
 from rlvitals.words import Words
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 def _report(tmp: Path) -> tuple[Path, dict[str, Any], Words]:

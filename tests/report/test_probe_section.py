@@ -4,12 +4,11 @@ checkpoints, with the finding's onset on it — in the page model, and drawn in 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import ARTIFACTS, WARN_RGB, launch, pixels
+from browser import ARTIFACTS, WARN_RGB, pixels
 
 import rlvitals
 from report.test_browser import Opened
@@ -51,11 +50,6 @@ def test_the_l6_section_draws_faithfulness_over_the_probed_checkpoints(tmp_path:
     assert marker["status"] == "warn" and marker["onset"] == 24
     finding = next(f for f in section(page, "L6")["findings"] if f["check"] == "faithfulness")
     assert finding["status"] == "warn"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.mark.browser

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, WARN_RGB, launch, pixels
+from browser import ARTIFACTS, WARN_RGB, pixels
 
 import rlvitals
 from rlvitals.diagnosis import diagnose
@@ -87,11 +87,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         out[name] = tmp / f"{name}.html"
     out["dump"] = tmp / "with"
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 class Browsed:

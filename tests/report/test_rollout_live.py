@@ -10,13 +10,11 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, launch, pixels
+from browser import ARTIFACTS, Tab, pixels
 from PIL import Image  # pillow comes with tensorboard, a test dependency
-from server.test_browser import Tab
 
 from report.test_model import write_dump
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
@@ -30,18 +28,6 @@ HIT_RGB = (0xFF, 0xE0, 0x66)  # a search match's <mark> (report.css)
 
 def _lines(start: int, stop: int) -> bytes:
     return b"".join(line + b"\n" for line in list(jsonl_lines(GROWING))[start:stop])
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
-
-
-@pytest.fixture
-def tab(browser: Any) -> Iterator[Tab]:
-    t = Tab(browser)
-    yield t
-    t.close()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, launch
+from browser import ARTIFACTS
 from optional import require
 
 import rlvitals
@@ -35,11 +35,6 @@ LONG = CORPUS / "other__deepspeed-chat__opt1.3b-ppo-step3" / "actor_opt-1.3b_cri
 WIDTHS = (1400, 768, 390)
 NAME_CELL = "#runs tr[data-run] td:first-child"
 CONTROLS = ("Find a metric", "Smoothing", "Reset zoom", "English", "中文")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ simulated run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,13 +78,6 @@ def test_without_rollouts_there_is_no_sigma_view() -> None:
 
 
 # -- in real Chromium ---------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from browser import launch
-
-    yield from launch()
-
 
 @pytest.mark.browser
 def test_the_sigma_view_draws_and_switches_language_in_chromium(browser: Any, page: dict[str, Any],

@@ -4,12 +4,11 @@ both languages; a run with nothing to act on says so in one line. Screenshots go
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import ARTIFACTS, launch
+from browser import ARTIFACTS
 from conftest import REAL
 
 import rlvitals
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.browser
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "runs"
 KL_RUN = CORPUS / "verl__agent-opd__qwen3-4b-klreward-length-collapse" / "output.log"
 HEALTHY = "verl__verl_training_log__grpo_run_deepseek7b_llm.log"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 def _report(tmp: Path, path: Path, lang: str = "en") -> tuple[Path, Any]:

@@ -11,30 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launch
+from browser import Tab
 from report.test_compare import COLLAPSE, DIFFERING, HEALTHY, SURGE
 
 import rlvitals
 from rlvitals.diagnosis import diagnose
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
-from server.test_browser import Tab
 
 pytestmark = pytest.mark.browser
 
 RUNS = (HEALTHY, COLLAPSE, SURGE)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
-
-
-@pytest.fixture
-def tab(browser: Any) -> Iterator[Tab]:
-    t = Tab(browser)
-    yield t
-    t.close()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import launch
+from browser import Tab
 from report.test_browser import Opened, unfold
 
 import rlvitals
@@ -21,7 +21,6 @@ from rlvitals.diagnosis import diagnose
 from rlvitals.report import build_page, write_report
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
 from rlvitals.synthetic.simulate import Scenario, jsonl_lines
-from server.test_browser import Tab
 
 pytestmark = pytest.mark.browser
 
@@ -47,18 +46,6 @@ SPY = """() => { window.__fetched = []; const f = window.fetch;
 
 def _lines(sc: Scenario, start: int, stop: int) -> bytes:
     return b"".join(line + b"\n" for line in list(jsonl_lines(sc))[start:stop])
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
-
-
-@pytest.fixture
-def tab(browser: Any) -> Iterator[Tab]:
-    t = Tab(browser)
-    yield t
-    t.close()
 
 
 @pytest.fixture

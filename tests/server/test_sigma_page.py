@@ -9,18 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launch
+from browser import Tab
 from report.test_model import write_dump
 
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
-from server.test_browser import GROWING, Tab, _lines
+from server.test_browser import GROWING, _lines
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.fixture

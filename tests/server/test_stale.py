@@ -10,12 +10,10 @@ import os
 import shutil
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launch
 from conftest import REAL
 
 from rlvitals.server import ServerThread, ServeState, Workspace, WorkspaceOptions, run_id
@@ -138,11 +136,6 @@ def test_a_log_never_read_is_listed_unreadable_not_stale(tmp_path: Path) -> None
     [row] = ws.summaries()
     assert (row["status"], row["stale"]) == ("unreadable", False) and row["error"].startswith(f"{runs.resolve()}/")
     ws.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
 
 
 @pytest.mark.browser

@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser import Tab
 
 import rlvitals
 from rlvitals.server import run_id
-from server.test_browser import Tab, _drag, browser, long_run, tab
+from server.test_browser import _drag, long_run
 
 pytestmark = pytest.mark.browser
-__all__ = ["browser", "long_run", "tab"]  # the fixtures this module borrows
+__all__ = ["long_run"]  # the fixture this module borrows
 
 
 def test_a_zoom_on_the_time_axis_fetches_the_steps_of_that_time(tab: Tab, long_run: Any) -> None:
