@@ -530,8 +530,8 @@ class Workspace:
         """The run with id ``rid``; :class:`AccessError` 404 for an unknown id, and with ``ready`` 503
         while a remembered run's log is read again."""
         served = self._served.get(rid)
-        if served is None and self.moved_to(rid) is not None:
-            raise AccessError(404, f"run {rid!r} is read with its training folder now: it is run {self.moved_to(rid)!r}")
+        if served is None and (moved := self.moved_to(rid)) is not None:
+            raise AccessError(404, f"run {rid!r} is read with its training folder now: it is run {moved!r}")
         if served is None:
             raise AccessError(404, f"run {rid!r}: no such run in this workspace; list them with GET /api/runs")
         if served.diagnosis is None and served.facts is not None:  # listed by its facts alone: read it now
