@@ -99,3 +99,21 @@ def test_the_golden_section_never_fits_worse_than_the_grid(seed: int) -> None:
     grid = fit_decays(steps, values, floor=0.0, falling=True)[0]
     fit = fit_decay(steps, values, floor=0.0, falling=True)
     assert float(((fit.at(steps) - values) ** 2).sum()) <= float(((grid.at(steps) - values) ** 2).sum())
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(3, 60), k=st.floats(0.01, 80.0),
+       floor=st.sampled_from([None, 0.0, 0.3]), falling=st.booleans(), shape=st.sampled_from(["fall", "rise", "flat"]))
+def test_one_row_solved_in_floats_is_the_array_solve_to_the_bit(seed: int, n: int, k: float, floor: float | None,
+                                                               falling: bool, shape: str) -> None:
+    from rlvitals.forecast.decay import _solve, _solve_one, _sse_at
+
+    rng = np.random.default_rng(seed)
+    tau = np.linspace(0.0, 1.0, n)
+    e = np.exp(-k * tau)
+    base = {"fall": 0.1 + e, "rise": 0.5 - e, "flat": np.full(n, 0.2)}[shape]
+    y = base + rng.normal(scale=rng.uniform(0.0, 0.5), size=n)
+    c, d, sse = _solve(e, y[None, :], floor, falling)
+    assert _solve_one(e, y, float(y.sum()), floor, falling) == (float(c[0]), float(d[0]), float(sse[0]))
+    buf = np.full((4, n), np.nan)  # what a buffer held before must not matter
+    assert _sse_at(buf, k, tau, y, float(y.sum()), floor, falling) == float(sse[0])

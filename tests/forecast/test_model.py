@@ -123,3 +123,26 @@ def test_the_entropy_level_is_the_median_of_a_window_that_shrinks_evenly_at_the_
     level = _level(x)
     assert np.array_equal(level, want)
     assert _level(x.copy()) is level and not level.flags.writeable  # computed once per values, shared read-only
+
+
+def test_series_read_against_one_entropy_share_its_fits_and_give_what_each_gives_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlvitals.forecast import model
+
+    h = _entropy(0.05, 0.8) + np.random.default_rng(4).normal(0, 0.01, 600)
+    val = STEPS[::10]
+    series = [(val, 0.7 - 0.1 * np.exp(h[val - 1])), (val, 0.9 - 0.2 * np.exp(h[val - 1])),
+              (STEPS, 0.8 - 0.15 * np.exp(h) + np.random.default_rng(5).normal(0, 0.02, 600))]
+    alone = []
+    for steps, r in series:
+        model._ENTROPIES.clear()
+        alone.append(forecast(STEPS, h, steps, r, metric="m", kind="validation").to_json())
+    model._ENTROPIES.clear()
+    bootstraps: list[int] = []
+    fit_rows = model.fit_rows
+    monkeypatch.setattr(model, "fit_rows", lambda *a, **k: bootstraps.append(1) or fit_rows(*a, **k))
+    together = [forecast(STEPS, h, steps, r, metric="m", kind="validation").to_json() for steps, r in series]
+    assert together == alone and all(f["ceiling"] is not None for f in together)
+    assert len(bootstraps) == 1  # the entropy's decay bootstrapped once for the three series
+    # one first half for the two validation curves (the same steps), one for the series logged every step
+    assert len(model._ENTROPIES) == 1 and len(next(iter(model._ENTROPIES.values())).halves) == 2

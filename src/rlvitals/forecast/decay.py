@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Decay", "fit_decay", "fit_decays"]
+__all__ = ["Decay", "fit_decay", "fit_decays", "fit_rows"]
 
 #: rates in units of the fitted span T: from slower than the run (0.05: 5 % of the way in one run) to a
 #: fall within a fiftieth of it
@@ -75,6 +75,60 @@ def _amounts(n: int, se: Any, see: Any, sy: np.ndarray, sey: np.ndarray, floor: 
     return c, d
 
 
+def _solve_one(e: np.ndarray, y: np.ndarray, sy: float, floor: float | None,
+               falling: bool) -> tuple[float, float, float]:
+    """:func:`_solve` of one row ``y`` (``sy``: its sum), the same numbers to the last bit: the same sums, and the
+    same arithmetic on them in plain floats (the golden section solves one row some forty times a fit, where
+    :func:`_amounts`' arrays of one cost more than the sums)."""
+    n = e.shape[-1]
+    se, see, sey = float(e.sum()), float((e * e).sum()), float((y * e).sum())
+    if not see > 0.0:  # nothing to divide by (or not a number): the array form, with its NaN and inf
+        c1, d1, sse1 = _solve(e, y[None, :], floor, falling)
+        return float(c1[0]), float(d1[0]), float(sse1[0])
+    c, d = _amounts_one(n, se, see, sy, sey, floor, falling)
+    return c, d, float(((y - (c + d * e)) ** 2).sum())
+
+
+def _sse_at(buf: np.ndarray, rate: float, tau: np.ndarray, y: np.ndarray, sy: float, floor: float | None,
+            falling: bool) -> float:
+    """:func:`_solve_one`'s squared error at the rate ``rate`` (``e = exp(−rate·τ)``), to the bit, in the buffers
+    ``buf`` (4 × n, reused from one call to the next: the golden section asks some forty times a fit)."""
+    e, ee, ye, fit = buf
+    np.multiply(-rate, tau, out=e)
+    np.exp(e, out=e)
+    np.multiply(e, e, out=ee)
+    np.multiply(y, e, out=ye)
+    se, see, sey = buf[:3].sum(axis=1).tolist()  # each row summed as the row alone is
+    if not see > 0.0:
+        return _solve_one(e.copy(), y, sy, floor, falling)[2]
+    c, d = _amounts_one(len(y), se, see, sy, sey, floor, falling)
+    np.multiply(e, d, out=fit)
+    np.add(fit, c, out=fit)
+    np.subtract(y, fit, out=fit)
+    np.multiply(fit, fit, out=fit)
+    return float(fit.sum())
+
+
+def _amounts_one(n: int, se: float, see: float, sy: float, sey: float, floor: float | None,
+                 falling: bool) -> tuple[float, float]:
+    """:func:`_amounts` of one row in plain floats (``see`` > 0), choice for choice as ``np.where`` and
+    ``np.maximum`` make them there."""
+    det = n * see - se * se
+    big = n * see
+    if det <= 1e-12 * (big if big > 1.0 or big != big else 1.0):
+        c, d = sy / n, 0.0
+    else:
+        c, d = (see * sy - se * sey) / det, (n * sey - se * sy) / det
+    if falling and d < 0:
+        c, d = sy / n, 0.0
+    if floor is not None and c < floor:
+        d_pinned = (sey - floor * se) / see
+        if falling and not (d_pinned > 0.0 or d_pinned != d_pinned):  # np.maximum(d, 0.0): NaN stays, −0 is 0
+            d_pinned = 0.0
+        c, d = float(floor), d_pinned
+    return c, d
+
+
 #: the relative size of the rounding in a squared error taken from sums (:func:`_shortlist`), well above it
 _SUMS_ROUNDING = 1e-12
 #: rows of ``y`` a matrix product takes at once (16 × 64 rates × 200 points is below OpenBLAS's threading size)
@@ -86,14 +140,36 @@ def fit_decays(t: np.ndarray, y: np.ndarray, *, floor: float | None = None, fall
     """The best curve on the grid ``rates`` for each row of ``y`` (m × n) over the steps ``t`` (n): the first
     rate of the grid whose squared error is the least (each computed as :func:`_solve` computes it)."""
     t = np.asarray(t, dtype=float)
+    start, span = float(t[0]), max(float(t[-1] - t[0]), 1.0)
+    picked = fit_rows(t, y, floor=floor, falling=falling, rates=rates)
+    return [Decay(float(c), float(d), float(k), start, span) for c, d, k in zip(*picked, strict=True)]
+
+
+def fit_rows(t: np.ndarray, y: np.ndarray, *, floor: float | None = None, falling: bool = False,
+             rates: np.ndarray = RATES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fit_decays` as arrays: each row's ``c``, ``d`` and ``k`` (start and span are the steps' first and
+    their extent, at least 1), for a caller that reads many rows' curves at once."""
+    t = np.asarray(t, dtype=float)
     y = np.atleast_2d(np.asarray(y, dtype=float))
+    rates = np.asarray(rates, dtype=float)
+    es, sums = _exponentials(t.tobytes(), rates.tobytes())
+    picked = _shortlist(es, y, rates, floor, falling, sums) if np.isfinite(y).all() else None
+    return picked if picked is not None else _each_rate(es, y, rates, floor, falling)
+
+
+@lru_cache(maxsize=16)
+def _exponentials(t_bytes: bytes, rates_bytes: bytes) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Each rate's ``exp(−k τ)`` over the steps (a row per rate) and their sums and sums of squares (as
+    :func:`_solve` sums them), by the steps and the rates, kept read-only: the steps a run's entropy is fitted
+    over are the same for its fit and its bootstrap, and across the runs of a sweep."""
+    t, rates = np.frombuffer(t_bytes), np.frombuffer(rates_bytes)
     start, span = float(t[0]), max(float(t[-1] - t[0]), 1.0)
     tau = (t - start) / span
     es = np.array([np.exp(-k * tau) for k in rates])
-    picked = _shortlist(es, y, rates, floor, falling) if np.isfinite(y).all() else None
-    if picked is None:
-        picked = _each_rate(es, y, rates, floor, falling)
-    return [Decay(float(c), float(d), float(k), start, span) for c, d, k in zip(*picked, strict=True)]
+    se, see = np.array([e.sum() for e in es]), np.array([(e * e).sum() for e in es])
+    for a in (es, se, see):
+        a.setflags(write=False)
+    return es, (se, see)
 
 
 def _each_rate(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | None,
@@ -110,13 +186,14 @@ def _each_rate(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | 
     return best[0], best[1], best[2]
 
 
-def _shortlist(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | None,
-               falling: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _shortlist(es: np.ndarray, y: np.ndarray, rates: np.ndarray, floor: float | None, falling: bool,
+               sums: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`_each_rate`'s choice at a fraction of its cost: every rate's squared error from sums (one matrix
     product; cancellation makes it inexact), then only the rates within its rounding of each row's least
-    refitted as :func:`_solve` does, the first least kept. None when a sum is not finite."""
+    refitted as :func:`_solve` does, the first least kept. None when a sum is not finite. ``sums``: each rate's
+    ``Σe`` and ``Σe²`` when known (:func:`_exponentials`)."""
     n = es.shape[1]
-    se, see = np.array([e.sum() for e in es]), np.array([(e * e).sum() for e in es])  # as _solve sums them
+    se, see = sums if sums is not None else (np.array([e.sum() for e in es]), np.array([(e * e).sum() for e in es]))
     sy, syy = y.sum(axis=-1), (y * y).sum(axis=-1)
     # a few rows a product: one small enough that BLAS does it in this thread (OpenBLAS splits a larger one over
     # threads that then spin, idle, on the other core)
@@ -166,9 +243,11 @@ def _fit_decay(t_bytes: bytes, y_bytes: bytes, floor: float | None, falling: boo
     i = int(np.argmin(np.abs(RATES - first.k)))
     lo, hi = np.log(RATES[max(0, i - 1)]), np.log(RATES[min(len(RATES) - 1, i + 1)])
     tau = (t - first.start) / first.span
+    sy = float(y.sum())
+    buf = np.empty((4, len(y)))
 
     def sse(log_k: float) -> float:
-        return float(_solve(np.exp(-np.exp(log_k) * tau), y[None, :], floor, falling)[2][0])
+        return _sse_at(buf, float(np.exp(log_k)), tau, y, sy, floor, falling)
 
     # golden section: each step keeps one probe (it is the other probe of the narrower bracket), so one new
     # solve a step instead of two
@@ -187,5 +266,5 @@ def _fit_decay(t_bytes: bytes, y_bytes: bytes, floor: float | None, falling: boo
     k = float(np.exp((lo + hi) / 2))
     if sse(np.log(k)) > sse(np.log(first.k)):
         return first
-    c, d, _ = _solve(np.exp(-k * tau), y[None, :], floor, falling)
-    return Decay(float(c[0]), float(d[0]), k, first.start, first.span)
+    c, d, _ = _solve_one(np.exp(-k * tau), y, sy, floor, falling)
+    return Decay(c, d, k, first.start, first.span)

@@ -13,9 +13,11 @@ on whether the law holds at all, read from the fit itself, before anything is fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from .resample import Resamples, block_indices, exact_quantiles, line_fits, seeded_starts
 
 __all__ = ["LawFit", "block_indices", "fit_law", "line_fits"]
 
@@ -43,8 +45,12 @@ class LawFit:
     residual_sd: float
     n: int
     bins: int
-    #: every replicate's (a, b): forecasts carry their uncertainty forward through these
+    #: every replicate's (a, b): forecasts carry their uncertainty forward through these (pooled from the
+    #: resamples' blocks: within ``slack`` of the plain fits, which ``resamples`` gives exactly)
     replicates: np.ndarray
+    resamples: Resamples | None = field(default=None, repr=False, compare=False)
+    #: how far a replicate's ``a`` and ``b`` may be from the plain fit of its resample
+    slack: tuple[float, float] = (0.0, 0.0)
 
     @property
     def ceiling(self) -> float:
@@ -62,46 +68,27 @@ class LawFit:
         return out
 
 
-def line_fits(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares ``y = b − a·x`` along the last axis of ``x`` and ``y`` (one line per row):
-    ``(a, b)``. A row whose ``x`` does not vary has no slope: ``a`` is 0 and ``b`` the mean of ``y``."""
-    xm, ym = x.mean(axis=-1, keepdims=True), y.mean(axis=-1, keepdims=True)
-    sxx = ((x - xm) ** 2).sum(axis=-1)
-    sxy = ((x - xm) * (y - ym)).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slope = np.where(sxx > 0, sxy / np.where(sxx > 0, sxx, 1.0), 0.0)
-    a = -slope
-    b = ym[..., 0] + a * xm[..., 0]
-    return a, b
-
-
-def block_indices(n: int, replicates: int, rng: np.random.Generator, block: int | None = None) -> np.ndarray:
-    """Moving-block bootstrap resamples of ``range(n)``: ``replicates`` rows of ``n`` indices made of runs
-    of ``block`` consecutive indices (``round(n ** (1/3))`` by default), so each replicate keeps the
-    short-range correlation of neighbouring steps.
-
-    >>> rows = block_indices(10, 3, np.random.default_rng(0), block=5)
-    >>> rows.shape, bool(((np.diff(rows, axis=1) == 1) | (np.arange(1, 10) % 5 == 0)).all())
-    ((3, 10), True)
-    """
-    block = max(1, min(n, block if block is not None else round(n ** (1 / 3))))
-    starts = rng.integers(0, n - block + 1, size=(replicates, -(-n // block)))
-    rows = (starts[:, :, None] + np.arange(block)).reshape(replicates, -1)[:, :n]
-    out: np.ndarray = rows
-    return out
-
-
 def _explained(x: np.ndarray, y: np.ndarray, a: float, b: float, bins: int) -> float:
     """Share of the variance of the performance's level over ``bins`` consecutive stretches that the
     law's line accounts for (R² of the binned means; bins average the step-to-step noise away, so what is
     left is how the performance moved, which the law must explain)."""
     edges = np.linspace(0, len(x), bins + 1).astype(int)
-    xb = np.array([x[i:j].mean() for i, j in zip(edges[:-1], edges[1:], strict=True)])
-    yb = np.array([y[i:j].mean() for i, j in zip(edges[:-1], edges[1:], strict=True)])
+    xb, yb = _bin_means(x, edges), _bin_means(y, edges)
     total = float(((yb - yb.mean()) ** 2).sum())
     if total <= 0:
         return 0.0
     return 1.0 - float(((yb - (b - a * xb)) ** 2).sum()) / total
+
+
+def _bin_means(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The mean of each ``x[edges[i]:edges[i + 1]]``, bins of a length at a time (the means of the rows of a
+    gathered matrix are the slices' means to the bit: each row is summed as the slice is)."""
+    lengths = np.diff(edges)
+    out = np.empty(len(lengths))
+    for width in sorted(set(lengths.tolist())):
+        at = np.flatnonzero(lengths == width)
+        out[at] = np.lib.stride_tricks.sliding_window_view(x, width)[edges[at]].mean(axis=-1)
+    return out
 
 
 def fit_law(entropy: np.ndarray, performance: np.ndarray, *, replicates: int = REPLICATES,
@@ -122,15 +109,19 @@ def fit_law(entropy: np.ndarray, performance: np.ndarray, *, replicates: int = R
         raise ValueError(f"fit_law needs at least 3 finite pairs of equal length, got {len(h)} and {len(r)}")
     x = np.exp(h)
     a, b = (float(v) for v in line_fits(x, r))
-    rows = block_indices(len(x), replicates, np.random.default_rng(seed))
-    ra, rb = line_fits(x[rows], r[rows])
-    reps = np.column_stack([ra, rb])
+    resamples = Resamples(x, r, *seeded_starts(len(x), replicates, seed))
+    reps, slack_a, slack_b = resamples.fits()
+    reps.setflags(write=False)
+
+    def exact(which: np.ndarray) -> np.ndarray:
+        ab = resamples.exact(which)
+        return np.column_stack([ab, ab[:, 1] - ab[:, 0]])
+
+    fast = np.column_stack([reps, reps[:, 1] - reps[:, 0]])
+    (a_lo, b_lo, c_lo), (a_hi, b_hi, c_hi) = exact_quantiles(
+        fast, [LOW, HIGH], exact, np.array([slack_a, slack_b, slack_a + slack_b])).tolist()
     bins = max(3, min(bins, len(x)))
     resid = r - (b - a * x)
-    return LawFit(a, b, _interval(ra), _interval(rb), _interval(rb - ra), _explained(x, r, a, b, bins),
-                  float(np.sqrt((resid ** 2).sum() / max(1, len(x) - 2))), len(x), bins, reps)
-
-
-def _interval(values: np.ndarray) -> tuple[float, float]:
-    lo, hi = np.quantile(values, [LOW, HIGH])
-    return float(lo), float(hi)
+    return LawFit(a, b, (a_lo, a_hi), (b_lo, b_hi), (c_lo, c_hi), _explained(x, r, a, b, bins),
+                  float(np.sqrt((resid ** 2).sum() / max(1, len(x) - 2))), len(x), bins, reps, resamples,
+                  (slack_a, slack_b))

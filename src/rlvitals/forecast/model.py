@@ -21,8 +21,9 @@ import numpy as np
 import polars as pl
 
 from ..words import Words
-from .decay import Decay, fit_decay, fit_decays
+from .decay import Decay, fit_decay, fit_rows
 from .law import SEED, LawFit, block_indices, fit_law, line_fits
+from .resample import exact_quantiles
 
 __all__ = ["Curve", "Forecast", "ForecastParams", "forecast", "horizons"]
 
@@ -194,6 +195,11 @@ def _ends(values: np.ndarray) -> tuple[float, float]:
     return float(np.median(values[:k])), float(np.median(values[-k:]))
 
 
+def _end(values: np.ndarray) -> float:
+    """The level of a series at its end: :func:`_ends`' second."""
+    return float(np.median(values[-_end_size(len(values)):]))
+
+
 def _end_size(n: int) -> int:
     return max(3, n // 20)
 
@@ -203,8 +209,9 @@ def _end_step(steps: np.ndarray) -> float:
     return float(np.median(steps[-_end_size(len(steps)):]))
 
 
-#: the entropy's levels computed, by its values: a run's forecasts (each validation curve, the training reward)
-#: read the same entropy, each twice (its pairs, its fitted curve); a few series kept, read-only
+#: the entropy's levels computed, by its values (or by the digest of its steps and values, :class:`_Entropy`'s
+#: key): a run's forecasts (each validation curve, the training reward) read the same entropy; a few series kept,
+#: read-only
 _LEVELS: OrderedDict[bytes, np.ndarray] = OrderedDict()
 _LEVELS_LOCK = threading.Lock()
 LEVELS_KEPT = 2
@@ -220,12 +227,12 @@ def _digest(*arrays: np.ndarray) -> bytes:
     return found.digest()
 
 
-def _level(x: np.ndarray) -> np.ndarray:
+def _level(x: np.ndarray, key: bytes | None = None) -> np.ndarray:
     """The entropy's level: a centred rolling median whose window (``2·half + 1``, about 2 % of the run) shrinks
     symmetrically at the ends, so a smooth monotone curve is its own level and one noisy step is not.
-    Computed once per series (read-only)."""
+    Computed once per series (read-only; ``key``: the series' digest when the caller has one)."""
     x = np.asarray(x, dtype=float)
-    key = _digest(x)
+    key = _digest(x) if key is None else key
     with _LEVELS_LOCK:
         if (found := _LEVELS.get(key)) is not None:
             _LEVELS.move_to_end(key)
@@ -279,13 +286,13 @@ def _odd_prefix_medians(x: np.ndarray, count: int) -> np.ndarray:
     return out
 
 
-def _pairs(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray,
+def _pairs(h_steps: np.ndarray, level: np.ndarray, gap: float, r_steps: np.ndarray,
            r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each performance point paired with the entropy's :func:`_level` at its step (interpolated between
-    logged steps); points more than one logging interval outside the entropy's steps are left out."""
-    gap = float(np.median(np.diff(h_steps))) if len(h_steps) > 1 else 1.0
+    """Each performance point paired with the entropy's ``level`` (:func:`_level`) at its step (interpolated
+    between logged steps); points more than one logging interval (``gap``) outside the entropy's steps are left
+    out."""
     keep = (r_steps >= h_steps[0] - gap) & (r_steps <= h_steps[-1] + gap)
-    return r_steps[keep], np.interp(r_steps[keep], h_steps, _level(h)), r[keep]
+    return r_steps[keep], np.interp(r_steps[keep], h_steps, level), r[keep]
 
 
 def _too_little(n: int, start: float, now: float, metric: str, p: ForecastParams) -> Words | None:
@@ -319,64 +326,143 @@ def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
     return None
 
 
-#: the entropy's decay and its bootstrap resamples, by the entropy series: every series of a run (its validation
-#: curves, its training reward) is read against the same entropy, and the bootstrap is most of a forecast's cost
-#: (a few runs' worth kept; read-only)
-_DECAYS: OrderedDict[bytes, tuple[Decay, tuple[Decay, ...]]] = OrderedDict()
-_DECAYS_LOCK = threading.Lock()
-DECAYS_KEPT = 8
+@dataclass
+class _Entropy:
+    """What every forecast read against one entropy series shares (its validation curves, its training reward),
+    kept per series: its levels at the start and the end (and the step the end stands for), its logging
+    interval, and — computed when a forecast first needs them — the decay it followed with its bootstrap refits,
+    and the decays of its first halves (by the step a half ends at)."""
+
+    key: bytes
+    start: float
+    now: float
+    now_step: float
+    gap: float
+    #: the decay, and its bootstrap refits' c, d and k (a row each) with the start and span they share
+    carried: tuple[Decay, np.ndarray, np.ndarray, np.ndarray, float, float] | None = None
+    #: by the last step of a first half: the entropy's points up to it, its decay, its level at its end and
+    #: the step that level stands for
+    halves: dict[float, tuple[int, Decay | None, float, float]] = field(default_factory=dict)
+    #: by the future steps read (their bytes): each resample's entropy there, and its exp (:func:`_carry`)
+    carried_to: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
-def _decays(h_steps: np.ndarray, h: np.ndarray) -> tuple[Decay, tuple[Decay, ...]]:
-    """The exponential decay the entropy followed, and its refits to the bootstrap resamples of its residuals.
-    Computed once per entropy series."""
+_ENTROPIES: OrderedDict[bytes, _Entropy] = OrderedDict()
+_ENTROPIES_LOCK = threading.Lock()
+#: a few runs' worth (each holds a few numbers and 200 bootstrap curves, not the series), and of each a few
+#: future grids' paths
+ENTROPIES_KEPT, CARRIED_KEPT = 8, 3
+
+
+def _entropy(h_steps: np.ndarray, h: np.ndarray) -> _Entropy:
+    """The entropy series' shared facts (:class:`_Entropy`), computed once per series; the fields filled later
+    are filled with the same values by whichever forecast gets there first."""
     key = _digest(np.asarray(h_steps, dtype=float), np.asarray(h, dtype=float))
-    with _DECAYS_LOCK:
-        if key in _DECAYS:
-            _DECAYS.move_to_end(key)
-            return _DECAYS[key]
-    t, y = _bins(h_steps, h, DECAY_POINTS)
-    best = fit_decay(t, y, floor=0.0, falling=True)
-    resid = y - best.at(t)
-    rows = block_indices(len(y), DECAY_REPLICATES, np.random.default_rng(SEED + 1))
-    decays = tuple(fit_decays(t, best.at(t) + resid[rows], floor=0.0, falling=True))
-    with _DECAYS_LOCK:
-        _DECAYS[key] = (best, decays)
-        while len(_DECAYS) > DECAYS_KEPT:
-            _DECAYS.popitem(last=False)
-    return best, decays
+    with _ENTROPIES_LOCK:
+        if (found := _ENTROPIES.get(key)) is not None:
+            _ENTROPIES.move_to_end(key)
+            return found
+    start, now = _ends(h)
+    gap = float(np.median(np.diff(h_steps))) if len(h_steps) > 1 else 1.0
+    out = _Entropy(key, start, now, _end_step(h_steps), gap)
+    with _ENTROPIES_LOCK:
+        out = _ENTROPIES.setdefault(key, out)
+        while len(_ENTROPIES) > ENTROPIES_KEPT:
+            _ENTROPIES.popitem(last=False)
+    return out
 
 
-def _carry(h_steps: np.ndarray, h: np.ndarray, now: float, at: float,
-           future: np.ndarray) -> tuple[Decay, np.ndarray]:
-    """The exponential decay the entropy followed (:func:`_decays`), and the entropy it gives at ``future`` for
-    each bootstrap resample (rows; each carried on from the level ``now`` at step ``at``, never below zero)."""
-    best, decays = _decays(h_steps, h)
-    # every resample's Decay.at at once (the same arithmetic, element by element); one fit_decays gave them all,
-    # so they share their start and span
-    c, d, k = (np.array([getattr(one, name) for one in decays]) for name in ("c", "d", "k"))
-    start, span = decays[0].start, decays[0].span
-    ahead = (np.asarray(future, dtype=float) - start) / span
-    here = (np.asarray(at, dtype=float) - start) / span
-    paths = np.maximum(now + ((c[:, None] + d[:, None] * np.exp(-k[:, None] * ahead))
-                              - (c + d * np.exp(-k * here))[:, None]), 0.0)
-    paths.setflags(write=False)
-    return best, paths
+def _decays(ent: _Entropy, h_steps: np.ndarray,
+            h: np.ndarray) -> tuple[Decay, np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """The exponential decay the entropy followed, and its refits to the bootstrap resamples of its residuals
+    (their ``c``, ``d`` and ``k``, and the start and span they share). Computed once per entropy series."""
+    if ent.carried is None:
+        t, y = _bins(h_steps, h, DECAY_POINTS)
+        best = fit_decay(t, y, floor=0.0, falling=True)
+        resid = y - best.at(t)
+        rows = block_indices(len(y), DECAY_REPLICATES, np.random.default_rng(SEED + 1))
+        c, d, k = (np.array(v, dtype=float) for v in fit_rows(t, best.at(t) + resid[rows], floor=0.0, falling=True))
+        for v in (c, d, k):
+            v.setflags(write=False)
+        ent.carried = (best, c, d, k, float(t[0]), max(float(t[-1] - t[0]), 1.0))
+    return ent.carried
 
 
-def _backtest(h_steps: np.ndarray, h: np.ndarray, steps: np.ndarray, hp: np.ndarray, rp: np.ndarray) -> float:
+def _carry(ent: _Entropy, h_steps: np.ndarray, h: np.ndarray,
+           future: np.ndarray) -> tuple[Decay, np.ndarray, np.ndarray]:
+    """The exponential decay the entropy followed (:func:`_decays`), the entropy it gives at ``future`` for each
+    bootstrap resample (rows; each carried on from the level now at the step it stands for, never below zero), and
+    the exp of those (what the law reads). Computed once per entropy series and future steps: a run's series
+    share their last step, and so their future steps, more often than not."""
+    best, c, d, k, start, span = _decays(ent, h_steps, h)
+    future = np.asarray(future, dtype=float)
+    if (found := ent.carried_to.get(key := future.tobytes())) is None:
+        # every resample's Decay.at at once (the same arithmetic, element by element)
+        ahead = (future - start) / span
+        here = (np.asarray(ent.now_step, dtype=float) - start) / span
+        paths = np.maximum(ent.now + ((c[:, None] + d[:, None] * np.exp(-k[:, None] * ahead))
+                                      - (c + d * np.exp(-k * here))[:, None]), 0.0)
+        growth = np.exp(paths)
+        for a in (paths, growth):
+            a.setflags(write=False)
+        found = (paths, growth)
+        with _ENTROPIES_LOCK:  # another forecast may be adding its own grid
+            ent.carried_to[key] = found
+            while len(ent.carried_to) > CARRIED_KEPT:
+                ent.carried_to.pop(next(iter(ent.carried_to)))
+    return best, *found
+
+
+def _first_half(ent: _Entropy, h_steps: np.ndarray, h: np.ndarray, last: float) -> tuple[int, Decay | None, float,
+                                                                                          float]:
+    """The entropy up to step ``last``: how many points, and (3 or more) the decay fitted to them, their level at
+    the end and the step it stands for. Computed once per entropy series and ``last``."""
+    if (found := ent.halves.get(last)) is None:
+        h_half = h_steps <= last
+        count = int(h_half.sum())
+        if count < 3:
+            found = (count, None, 0.0, 0.0)
+        else:
+            decay = fit_decay(*_bins(h_steps[h_half], h[h_half], DECAY_POINTS), floor=0.0, falling=True)
+            found = (count, decay, _end(h[h_half]), _end_step(h_steps[h_half]))
+        ent.halves[last] = found
+    return found
+
+
+def _backtest(ent: _Entropy, h_steps: np.ndarray, h: np.ndarray, steps: np.ndarray, hp: np.ndarray,
+              rp: np.ndarray) -> float:
     """The error the same forecast makes on the run's own second half: the law and the decay fitted on the
     pairs of the first half (by step), read at the last pair, against the level there. It is how far the
     law and the decay miss beyond what their own noise explains; the intervals are widened by it."""
     half = steps <= steps[0] + (steps[-1] - steps[0]) / 2
-    h_half = h_steps <= steps[half][-1]
-    if half.sum() < 3 or h_half.sum() < 3 or (~half).sum() < 3:
+    if half.sum() < 3 or (~half).sum() < 3:
+        return 0.0
+    _, decay, now, at = _first_half(ent, h_steps, h, float(steps[half][-1]))
+    if decay is None:  # fewer than 3 entropy points in the first half
         return 0.0
     a, b = (float(v) for v in line_fits(np.exp(hp[half]), rp[half]))
-    decay = fit_decay(*_bins(h_steps[h_half], h[h_half], DECAY_POINTS), floor=0.0, falling=True)
-    now = _ends(h[h_half])[1]
-    ahead = max(0.0, now + float(decay.at(_end_step(steps))) - float(decay.at(_end_step(h_steps[h_half]))))
-    return abs(b - a * float(np.exp(ahead)) - _ends(rp)[1])
+    ahead = max(0.0, now + float(decay.at(_end_step(steps))) - float(decay.at(at)))
+    return abs(b - a * float(np.exp(ahead)) - _end(rp))
+
+
+def _spread(law: LawFit, growth: np.ndarray) -> np.ndarray:
+    """The 95 % interval of the law's performance along the entropy's resampled paths (``growth``: their exp, a
+    row each): each decay resample beside a law resample (the law has more; its first ones are taken), the
+    quantiles those of the plain fits of the law's resamples (:func:`exact_quantiles`)."""
+    reps = law.replicates[: len(growth)]
+    fast = reps[:, 1:2] - reps[:, 0:1] * growth
+    resamples = law.resamples
+    if resamples is None:
+        out: np.ndarray = np.quantile(fast, [0.025, 0.975], axis=0)
+        return out
+
+    def exact(which: np.ndarray) -> np.ndarray:
+        ab = resamples.exact(which)
+        spread: np.ndarray = ab[:, 1:2] - ab[:, 0:1] * growth[which]
+        return spread
+
+    slack_a, slack_b = law.slack
+    return exact_quantiles(fast, [0.025, 0.975], exact, slack_b + slack_a * growth.max(axis=0))
 
 
 def _downsample(steps: np.ndarray, values: np.ndarray, most: int = 300) -> Curve:
@@ -397,12 +483,14 @@ def forecast(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray, r: np.ndar
     >>> round(f.ceiling, 3), round(f.law.a, 3), f.reason is None, f"{f.entropy_consumed:.0%}"
     (0.55, 0.2, True, '89%')
     """
-    start, now = _ends(h)
-    steps, hp, rp = _pairs(h_steps, h, r_steps, r)
+    ent = _entropy(h_steps, h)
+    start, now = ent.start, ent.now
+    level = _level(h, ent.key)
+    steps, hp, rp = _pairs(h_steps, level, ent.gap, r_steps, r)
     last = int(max(h_steps[-1], r_steps[-1]))
     base = {"metric": metric, "kind": kind, "entropy_metric": entropy_metric, "last_step": last,
-            "points": len(rp), "entropy_start": start, "entropy_now": now, "entropy_now_step": _end_step(h_steps),
-            "observed": _ends(rp)[1] if len(rp) >= 3 else None, "observed_curve": _downsample(r_steps, r)}
+            "points": len(rp), "entropy_start": start, "entropy_now": now, "entropy_now_step": ent.now_step,
+            "observed": _end(rp) if len(rp) >= 3 else None, "observed_curve": _downsample(r_steps, r)}
     reason = _too_little(len(rp), start, now, metric, params)
     if reason is None:
         bh = _bins(steps, hp, MAX_POINTS)[1]
@@ -412,15 +500,14 @@ def forecast(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray, r: np.ndar
         return Forecast(**base, reason=reason)  # type: ignore[arg-type]
     ahead = horizons(last, last - int(min(h_steps[0], r_steps[0])) + 1)
     grid = np.unique(np.concatenate([np.linspace(last, ahead[-1], 60).round(), ahead]))
-    decay, paths = _carry(h_steps, h, now, _end_step(h_steps), grid)
-    miss = _backtest(h_steps, h, steps, hp, rp)
+    decay, _, growth = _carry(ent, h_steps, h, grid)
+    miss = _backtest(ent, h_steps, h, steps, hp, rp)
     law = replace(law, ceiling_interval=(law.ceiling_interval[0] - miss, law.ceiling_interval[1] + miss))
     found = Forecast(**base, law=law, decay=decay, backtest_error=miss)  # type: ignore[arg-type]
     values = found.performance_at(grid)
-    # each decay resample beside a law resample (the law has more; its first ones are taken)
-    spread = law.replicates[: len(paths), 1:2] - law.replicates[: len(paths), 0:1] * np.exp(paths)
-    lo, hi = np.quantile(spread, [0.025, 0.975], axis=0) + np.array([[-miss], [miss]])
+    lo, hi = _spread(law, growth) + np.array([[-miss], [miss]])
     at = {int(s): i for i, s in enumerate(grid)}
-    return replace(found, predicted={s: float(values[at[s]]) for s in ahead},
+    # the band is read: the law's pairs, kept to refit its resamples, need not stay with the run
+    return replace(found, law=replace(law, resamples=None), predicted={s: float(values[at[s]]) for s in ahead},
                    predicted_interval={s: (float(lo[at[s]]), float(hi[at[s]])) for s in ahead},
-                   fitted=Curve(*_bins(h_steps, law.at(_level(h)), 300)), future=Curve(grid, values, lo, hi))
+                   fitted=Curve(*_bins(h_steps, law.at(level), 300)), future=Curve(grid, values, lo, hi))
