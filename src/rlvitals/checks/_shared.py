@@ -87,7 +87,7 @@ def _improving(r: np.ndarray, k: float = 3.0) -> tuple[bool, float, float]:
     b = max(2, n // 5)
     first, last = float(median(r[:b])), float(median(r[-b:]))
     noise = max(signals.noise_scale(r), signals.quantum(r)) * 1.2533 / np.sqrt(b)
-    return signals.trend(r) >= 0.2 and last - first > k * max(noise, 1e-12), first, last
+    return last - first > k * max(noise, 1e-12) and signals.trend(r) >= 0.2, first, last
 
 
 def _tenths(x: np.ndarray) -> tuple[float, float, float, int]:

@@ -31,9 +31,10 @@ def critic_lag(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     r_sd = max(signals.noise_scale(rw), signals.quantum(rw), 1e-12)
     wins = [(a + skip, b + skip) for a, b in _windows(n - skip, width)]
     q = max(2, width // 4)
-    lag = [signals.trend(rw[a:b]) >= p["rise"] and _rise(rw[a:b], r_sd, in_se=True) >= p["k"]
+    # the cheap conditions first: a window's trends are computed only where they can still decide
+    lag = [_rise(rw[a:b], r_sd, in_se=True) >= p["k"] and signals.trend(rw[a:b]) >= p["rise"]
            and signals.trend(vf[a:b]) >= p["flat"] for a, b in wins]
-    climb = [signals.trend(vf[a:b]) >= p["tau"] and median(vf[b - q : b]) >= p["climb"] * median(vf[a : a + q])
+    climb = [median(vf[b - q : b]) >= p["climb"] * median(vf[a : a + q]) and signals.trend(vf[a:b]) >= p["tau"]
              for a, b in wins]
     keys = (v.key, r.key)
     tenth = max(2, n // 10)

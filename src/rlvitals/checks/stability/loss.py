@@ -71,7 +71,8 @@ def pg_loss_climb(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     sd = max(signals.noise_scale(x), signals.quantum(x), 1e-12)
     width = max(p["min_window"], n // 5)
     wins = _windows(n, width)
-    hits = signals.runs_of(np.array([signals.trend(x[a:b]) >= p["tau"] and _rise(x[a:b], sd) >= p["k"]
+    # the rise first: it is cheap, and most windows of a loss do not rise (the trend is then not needed)
+    hits = signals.runs_of(np.array([_rise(x[a:b], sd) >= p["k"] and signals.trend(x[a:b]) >= p["tau"]
                                      for a, b in wins], dtype=bool))
     values = {"metric": s.key, "k": p["k"], "window": width, "noise": sd}
     if not hits:
