@@ -263,6 +263,38 @@ def test_nan_and_not_logged_stay_apart(tmp_path: Path) -> None:
     assert_same(path)
 
 
+def test_nulls_that_move_and_layouts_that_interleave_read_the_same(tmp_path: Path) -> None:
+    """Nulls at the same places line after line, then elsewhere, then at some of those places only, then one
+    that moves every line, and a text value where a null was; a second layout with its keys among the first's
+    (more keys than the builder lays out at once), and from line 301 on a third, a new key among the others
+    (segments of that layout alone): every figure as the record read gives it."""
+    rows = []
+    for s in range(1, 401):
+        data: dict[str, object] = {f"k{j:02d}": s + j / 100 for j in range(40)}
+        if s > 300:  # from here on a new key among the others: segments of this layout alone
+            data = {**dict(list(data.items())[:11]), "new": -s, **dict(list(data.items())[11:])}
+        for j in ((3, 17) if s < 120 else (5, 17, 39) if s < 200 and s % 10 else (17,) if s < 200 else (s % 40,)):
+            data[f"k{j:02d}"] = None
+        if s == 250:
+            data["k05"] = "text"
+        if s % 7 == 0:  # an evaluation: its keys come between the training keys, not after them
+            mixed: dict[str, object] = {}
+            for j, (key, value) in enumerate(data.items()):
+                mixed[key] = value
+                if j % 9 == 0:
+                    mixed[f"val/{j}"] = s / 7
+            data = mixed
+        rows.append({"step": s, "data": data})
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    run, _ = by_columns(path, verl_jsonl.READER, 0)
+    assert math.isnan(run.raw["k17"][0]) and math.isnan(run.raw["k03"][0]) and run.raw["k03"][130] == 131.03
+    assert run.raw["val/9"].null_count() == 400 - 57 and run.text["k05"] == {250: "text"}
+    assert run.raw["new"].null_count() == 300 and run.raw["new"][399] == -400 and run.raw["k11"][399] == 400.11
+    assert run.raw["k05"][149] == 150.05 and math.isnan(run.raw["k05"][148])
+    assert_same(path)
+
+
 def _history(tmp_path: Path, name: str, rows: list[dict[str, object]], extra: list[bytes]) -> Path:
     lines = [orjson.dumps(r) for r in rows]
     lines[len(lines) // 3:len(lines) // 3] = extra

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rlvitals.ingest import SourceMeta
 from rlvitals.ingest import text as text_module
-from rlvitals.ingest.text import iter_lines, parse_number, strip_ansi
+from rlvitals.ingest.text import iter_lines, line_blocks, parse_number, strip_ansi
 
 
 def test_lines_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,6 +33,29 @@ def test_overlong_line_is_cut_and_noted(tmp_path: Path, monkeypatch: pytest.Monk
     lines = list(iter_lines(f, meta))
     assert lines[-1] == (2, "ok") and len(lines[0][1]) <= 18
     assert any("longer than 10 bytes" in n for n in meta.notes)
+
+
+@given(st.lists(st.sampled_from([b"", b"{}", b"\r", b"ab\r", b"\xef\xbb\xbf", b"x" * 30]), max_size=12),
+       st.booleans(), st.integers(3, 20), st.integers(0, 40))
+def test_lines_with_their_ends_are_the_lines_and_their_newlines(lines: list[bytes], last: bool, chunk: int,
+                                                                 start: int) -> None:
+    """``ends=True`` gives the lines, each with its newline (the last without, where the file has none), with
+    the same numbers, cuts and notes, from the file's start or from a byte within it."""
+    import tempfile
+
+    data = b"\n".join(lines) + (b"\n" if last else b"")
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_module, "CHUNK", chunk)
+        mp.setattr(text_module, "MAX_LINE", 25)
+        f = Path(tmp) / "a.jsonl"
+        f.write_bytes(data)
+        at = min(start, len(data))
+        plain, ended = SourceMeta("x", window=(at, len(data))), SourceMeta("x", window=(at, len(data)))
+        want = [(n, [line.removesuffix(b"\n") for line in block]) for n, block in line_blocks(f, plain)]
+        got = list(line_blocks(f, ended, ends=True))
+        assert [(n, [line.removesuffix(b"\n") for line in block]) for n, block in got] == want
+        assert all(line.endswith(b"\n") for _, block in got[:-1] for line in block)
+        assert (plain.notes, plain.bytes_read) == (ended.notes, ended.bytes_read)
 
 
 def test_strip_ansi() -> None:

@@ -14,7 +14,7 @@ from tiny_catalog import CATALOG
 
 from rlvitals.catalog.aliases import KeyResolver
 from rlvitals.ingest import Record, SourceMeta
-from rlvitals.run.builder import ABSENT, RunBuilder
+from rlvitals.run.builder import ABSENT, RunBuilder, _lay_out
 
 RESOLVER = KeyResolver(CATALOG)
 
@@ -155,3 +155,21 @@ def test_a_growing_builders_clock_is_a_copy_and_a_tail_keeps_its_steps() -> None
     assert joined.steps.tolist() == [1, 2, 3, 4, 5, 6]
     steps, seconds = joined.wall_times
     assert steps.tolist() == [1, 2, 4, 5] and seconds.tolist() == [100.0, 110.0, 200.0, 300.0]
+
+
+@pytest.mark.parametrize("every_row", [True, False])
+@pytest.mark.parametrize("keys", [["k1", "k2", "k3"], ["k3", "k1", "other", "k4"]])
+def test_a_block_is_laid_out_where_a_key_by_key_scatter_puts_it(every_row: bool, keys: list[str]) -> None:
+    """A block's values in the frame of some columns (the columns side by side in the block, or not, or absent
+    from it; at every row of the segment or some): where putting them one key at a time puts them."""
+    rng = np.random.default_rng(0)
+    chunk, n = [f"k{i}" for i in range(6)], 50
+    rows = np.arange(n) if every_row else np.sort(rng.choice(n, 20, replace=False))
+    values = rng.normal(size=(len(rows), len(keys)))
+    frame = np.full((len(chunk), n), ABSENT, dtype=np.uint64).view(np.float64)
+    want = frame.copy()
+    for j, key in enumerate(keys):
+        if key in chunk:
+            want[chunk.index(key), rows] = values[:, j]
+    _lay_out(frame, chunk, {key: j for j, key in enumerate(keys)}, rows, values)
+    assert frame.view(np.uint64).tolist() == want.view(np.uint64).tolist()

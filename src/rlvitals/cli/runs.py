@@ -117,7 +117,28 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _analysis(shown: bool) -> None:
     """What diagnosing a loaded run needs (polars and the Run, the checks and their records, and the renderers
     when the diagnosis is ``shown``, not written as JSON), imported while a worker reads a large log, or else
-    before the diagnosis."""
+    before the diagnosis.
+
+    The imports run without the garbage collector: they make a few hundred thousand objects and no garbage,
+    and each collection they would set off walks all of them (a tenth of their time). What they made is then
+    frozen (:func:`gc.freeze`, once a process: the collections of the diagnosis skip it)."""
+    import gc
+    import sys
+
+    if "rlvitals.diagnosis" in sys.modules:  # a diagnosis ran before in this process (a test, a notebook)
+        _imports(shown)
+        return
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _imports(shown)
+    finally:
+        if collecting:
+            gc.enable()
+    gc.freeze()
+
+
+def _imports(shown: bool) -> None:
     from importlib import import_module
 
     # numpy.ma: polars looks for masked arrays when the Run's columns become Series (numpy imports it on first

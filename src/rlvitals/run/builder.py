@@ -155,28 +155,31 @@ class RunBuilder:
             self._wall = columns.walls
 
     def _put_part(self, part: dict[tuple[str, ...], Block]) -> None:
-        """One segment of rows ``[lo, hi)`` whose steps are new and rising, a column at a time."""
+        """One segment of rows ``[lo, hi)`` whose steps are new and rising, :data:`_KEYS_AT_ONCE` columns at
+        a time: each block's values go into a frame of those columns (ABSENT where a row has not the key)
+        with one copy per block, not one scatter per key and block."""
         lo = min(block.rows[0] for block in part.values())
         hi = max(block.rows[-1] for block in part.values()) + 1
-        where: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        blocks = []
+        names: dict[str, None] = {}
         for keys, block in part.items():
             rows = np.frombuffer(block.rows, dtype=np.int64) - lo
-            values = np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))
-            for j, key in enumerate(keys):
-                where[key].append((rows, values[:, j]))
-        for key, pieces in where.items():
-            col = self._cols.get(key)
-            if col is None:
-                col = self._cols[key] = array("d")
-            if len(col) < lo:
-                col.frombytes(_ABSENT_BYTES * (lo - len(col)))
-            if len(pieces) == 1 and len(pieces[0][0]) == hi - lo:
-                segment = np.ascontiguousarray(pieces[0][1])
-            else:
-                segment = np.full(hi - lo, ABSENT, dtype=np.uint64).view(np.float64)
-                for rows, values in pieces:
-                    segment[rows] = values
-            col.frombytes(segment.data.cast("B"))  # one copy, no bytes in between
+            blocks.append(({key: j for j, key in enumerate(keys)}, rows,
+                           np.frombuffer(block.values, dtype=np.float64).reshape(len(rows), len(keys))))
+            names.update(dict.fromkeys(keys))
+        order = list(names)
+        for first in range(0, len(order), _KEYS_AT_ONCE):
+            chunk = order[first:first + _KEYS_AT_ONCE]
+            frame = np.full((len(chunk), hi - lo), ABSENT, dtype=np.uint64).view(np.float64)
+            for at, rows, values in blocks:
+                _lay_out(frame, chunk, at, rows, values)
+            for i, key in enumerate(chunk):
+                col = self._cols.get(key)
+                if col is None:
+                    col = self._cols[key] = array("d")
+                if len(col) < lo:
+                    col.frombytes(_ABSENT_BYTES * (lo - len(col)))
+                col.frombytes(frame[i].data.cast("B"))  # one copy, no bytes in between
 
     def _replay(self, part: dict[tuple[str, ...], Block], steps: array[int], text: dict[int, dict[str, str]],
                 walls: array[float] | None) -> None:
@@ -373,6 +376,28 @@ def _pick(steps_seen: np.ndarray, last: int | None, ordered: bool) -> tuple[_Pic
     if ordered:
         return slice(cut, rows), cut
     return np.argsort(steps_seen, kind="stable")[cut:], cut
+
+
+#: how many columns :meth:`RunBuilder._put_part` lays out at once: a frame of a few MB beside the segment
+_KEYS_AT_ONCE = 16
+
+
+def _lay_out(frame: np.ndarray, chunk: list[str], at: dict[str, int], rows: np.ndarray, values: np.ndarray) -> None:
+    """The values of ``chunk``'s keys that a block holds (``at``: key -> its column in ``values``, a row per
+    row of ``rows``) into ``frame`` (a row per key of ``chunk``, a column per row of the segment)."""
+    pairs = [(i, at[key]) for i, key in enumerate(chunk) if key in at]
+    if not pairs:
+        return
+    mine = np.array([i for i, _ in pairs])
+    theirs = np.array([j for _, j in pairs])
+    # the common block holds the chunk's keys side by side in the same order: slices, no index arrays
+    ranged = bool(np.all(np.diff(mine) == 1) and np.all(np.diff(theirs) == 1))
+    source = values[:, theirs[0]:theirs[-1] + 1] if ranged else values[:, theirs]
+    keys = slice(mine[0], mine[-1] + 1) if ranged else mine
+    if len(rows) == frame.shape[1]:  # the block holds every row of the segment (the only block in it)
+        frame[keys] = source.T
+    else:
+        frame[keys if ranged else mine[:, None], rows] = source.T
 
 
 def _column(col: array[float], rows: int, pick: _Pick, copy: bool) -> tuple[np.ndarray, np.ndarray | None]:

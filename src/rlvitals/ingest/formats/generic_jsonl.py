@@ -31,7 +31,7 @@ from typing import Any
 from ...words import Words
 from .._reader import Reader
 from .._wall import WandbClock
-from ..columnar import SPLIT_BYTES, Columns, add_numbers
+from ..columnar import SPLIT_BYTES, Columns
 from ..pieces import read_shared
 from ..record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from ..text import json_dicts, parse_json
@@ -285,7 +285,7 @@ def fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float |
         cols.roll()
         keys = tuple(values)
         block = fast.get(keys)
-        if block is not None and lowest <= step <= highest and add_numbers(values.values(), block.values):
+        if block is not None and lowest <= step <= highest and block.take(values.values()):
             block.rows.append(len(steps))
             if wall is not None:
                 cols.wall(len(steps), wall)

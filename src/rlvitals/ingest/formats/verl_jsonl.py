@@ -20,7 +20,7 @@ import orjson
 
 from ...words import Words
 from .._reader import Reader
-from ..columnar import SPLIT_BYTES, Columns, add_numbers
+from ..columnar import SPLIT_BYTES, Columns
 from ..pieces import read_shared
 from ..record import STEP_RANGE, Record, SkipLog, SourceMeta, Value
 from ..text import json_line, json_objects, line_blocks
@@ -83,14 +83,14 @@ def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
 def _parse(path: Path, meta: SourceMeta, skips: SkipLog,
            progress: Callable[[int], None] | None = None) -> Columns:
     """The lines of ``meta.window`` (all of them without one) straight into :class:`Columns`: a line of
-    a plain layout and numbers (or nulls) costs a parse and a copy of its values; any other goes the way
-    :func:`read` reads it."""
+    a plain layout and numbers (or nulls) costs a parse and a copy of its values (:meth:`Block.take
+    <rlvitals.ingest.columnar.Block.take>`); any other goes the way :func:`read` reads it."""
     cols = Columns(progress=progress)
     steps, fast = cols.steps, cols.fast
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     lowest, highest = STEP_RANGE
     shape = Words(SHAPE, SHAPE)
-    for first, lines in line_blocks(path, meta):
+    for first, lines in line_blocks(path, meta, ends=True):  # a newline at the end is JSON whitespace
         cols.roll()
         for lineno, raw in enumerate(lines, first):
             try:
@@ -101,12 +101,12 @@ def _parse(path: Path, meta: SourceMeta, skips: SkipLog,
                 data, step = obj.get("data"), obj.get("step")
                 if type(data) is dict and type(step) is int and lowest <= step <= highest:
                     block = fast.get(tuple(data))
-                    if block is not None and add_numbers(data.values(), block.values):
+                    if block is not None and block.take(data.values()):
                         block.rows.append(len(steps))
                         steps.append(step)
                         continue
             else:
-                obj = json_line(path, lineno, raw, skips, shape)
+                obj = json_line(path, lineno, raw.removesuffix(b"\n"), skips, shape)
                 if obj is None:
                     continue
             _slow(path, lineno, obj, skips, cols)
