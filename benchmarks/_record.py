@@ -39,13 +39,15 @@ class Figure:
 
 def commit(root: Path = HERE.parent) -> tuple[str, bool]:
     """The checked-out commit (12 hex digits, ``"unknown"`` outside a git checkout) and whether tracked files
-    differ from it."""
+    differ from it — the records under ``benchmarks/results/`` aside: a figure recorded a moment before does not
+    make the code measured next another."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     head = git("rev-parse", "--short=12", "HEAD")
-    return (head or "unknown"), bool(git("status", "--porcelain", "--untracked-files=no"))
+    return (head or "unknown"), bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                         ":(exclude)benchmarks/results"))
 
 
 def record(bench: str, args: Sequence[str], figures: Sequence[Figure], *, results: Path = RESULTS,

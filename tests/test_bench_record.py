@@ -42,6 +42,25 @@ def test_an_entry_holds_the_commit_the_cores_and_the_arguments(tmp_path: Path,
     assert capsys.readouterr().out.startswith("recorded 4 figure(s) of bench_x at 0123456789ab (uncommitted changes)")
 
 
+def test_a_record_written_before_does_not_make_the_tree_dirty(tmp_path: Path) -> None:
+    from _record import commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "bench_x.jsonl").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    assert commit(tmp_path)[1] is False
+    (tmp_path / "benchmarks" / "results" / "bench_x.jsonl").write_text("{}\n{}\n")  # a figure recorded since
+    assert commit(tmp_path)[1] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert commit(tmp_path)[1] is True
+
+
 def test_a_ratio_worse_by_more_than_15_percent_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record("bench_x", ["--part", "group"], _figures(3000, 120, 0.6), results=tmp_path, now=WHEN, head=("a" * 12, False))
     record("bench_x", ["--quick"], _figures(100, 10, 0.1), results=tmp_path, now=WHEN, head=("b" * 12, False))
