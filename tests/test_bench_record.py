@@ -42,6 +42,7 @@ def test_an_entry_holds_the_commit_the_cores_and_the_arguments(tmp_path: Path,
     assert capsys.readouterr().out.startswith("recorded 4 figure(s) of bench_x at 0123456789ab (uncommitted changes)")
 
 
+@pytest.mark.process
 def test_a_record_written_before_does_not_make_the_tree_dirty(tmp_path: Path) -> None:
     from _record import commit
 
