@@ -53,27 +53,6 @@ def _packer(n: int) -> Callable[..., bytes]:
     return pack
 
 
-def add_numbers(values: Collection[Any], into: array[float]) -> bool:
-    """Append ``values`` to ``into`` as float64 when each is a number or null (NaN); False (``into`` as it
-    was) when one is not (text, a list, an integer beyond float64).
-
-    >>> into = array("d")
-    >>> add_numbers([1, 2.5, None, True], into), into.tolist(), add_numbers([1, "x"], into), len(into)
-    (True, [1.0, 2.5, nan, 1.0], False, 4)
-    """
-    pack = _packer(len(values))
-    try:
-        into.frombytes(pack(*values))
-        return True
-    except struct.error:
-        pass
-    try:
-        into.frombytes(pack(*[math.nan if v is None else v for v in values]))
-        return True
-    except struct.error:
-        return False
-
-
 @dataclass
 class Block:
     """The records of one layout: their rows, and their values row after row (float64)."""
@@ -86,8 +65,9 @@ class Block:
     nulls: tuple[int, ...] = ()
 
     def take(self, values: Collection[Any]) -> bool:
-        """What :func:`add_numbers` does with ``values`` into :attr:`values` (the same doubles, the same
-        answer), learning where this layout's nulls are.
+        """Append ``values`` to :attr:`values` as float64 when each is a number or null (NaN); False
+        (:attr:`values` as it was) when one is not (text, a list, an integer beyond float64). Learns where this
+        layout's nulls are.
 
         >>> block = Block()
         >>> [block.take(v) for v in ([1, None, 2.5], [3, None, 4], [None, 5, None], [None, None, 6], [1, "x", 2])]
