@@ -129,6 +129,10 @@ def run() -> None:
     polars'): as mypy does. Not when Ray was started (its cluster is stopped at exit), and not after the
     other commands, whose trackers, servers and models are closed at exit."""
     command = None
+    if sys.argv[1:2] and sys.argv[1] in ONE_SHOT:  # its memory goes back with the process: keep what it frees
+        from ._memory import keep_freed_memory
+
+        keep_freed_memory()
     try:
         code, command = _main(None, None, None)
         sys.stdout.flush()
