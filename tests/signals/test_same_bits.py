@@ -5,12 +5,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvitals.signals import levels
-from rlvitals.signals.median import median
+from rlvitals.signals.median import NETWORK_WINDOWS, median, rolling_median
 
 
 def _values(seed: int, n: int, kind: str) -> np.ndarray:
@@ -74,7 +75,7 @@ def test_trend_is_the_mean_sign_of_every_pair(seed: int, n: int, kind: str) -> N
 def test_sorted_windows_give_polars_rolling_median(seed: int, n: int, window: int, kind: str) -> None:
     x = _values(seed, n, kind)
     w = min(window, n)
-    expected = levels._polars_level(x, w) + 0.0
+    expected = _polars_level(x, w) + 0.0
     assert _same(levels._sorted_windows(x, w) + 0.0, expected)
 
 
@@ -82,4 +83,42 @@ def test_sorted_windows_give_polars_rolling_median(seed: int, n: int, window: in
 def test_rolling_level_of_values_not_finite_is_polars(kind: str) -> None:
     x = _values(7, 300, kind)
     levels._LEVELS.clear()
-    assert _same(levels.rolling_level(x, 10), levels._polars_level(x, 10) + 0.0)
+    assert _same(levels.rolling_level(x, 10), _polars_level(x, 10) + 0.0)
+    assert _same(levels._rolled_level(x, 10), _polars_level(x, 10))
+
+
+def _polars_level(x: np.ndarray, w: int) -> np.ndarray:
+    """The centred level by polars alone: its trailing median moved back, the end's cut windows from the
+    reversed tail."""
+    n, right, out = len(x), (w - 1) // 2, np.empty(len(x))
+    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
+    if right:
+        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
+        out[n - right:] = tail[w - 1 - right : w - 1][::-1]
+    return out
+
+
+def _polars_rolling(x: np.ndarray, window: int, least: int) -> np.ndarray:
+    out: np.ndarray = pl.Series(x).rolling_median(window_size=window, min_samples=least).fill_null(np.nan).to_numpy()
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 8), st.integers(1, 8), KINDS)
+def test_rolling_median_is_polars(seed: int, n: int, window: int, least: int, kind: str) -> None:
+    # the network's windows (3, 5) and polars' own: the same values; a signed zero may be either (+0.0 both)
+    x = _values(seed, n, kind)
+    expected = _polars_rolling(x, window, min(least, window))  # polars refuses more than the window: it is the window
+    assert _same(rolling_median(x, window, least) + 0.0, expected + 0.0)
+
+
+@pytest.mark.parametrize("window", [3, 5])
+def test_rolling_median_takes_the_network_on_a_long_series(window: int) -> None:
+    # every order of five values with ties, and a long series: the middle value itself, where polars has it
+    from itertools import product
+
+    grid = np.array(list(product(range(4), repeat=5)), dtype=float).ravel()
+    for x in (grid, _values(7, 100_000, "plain"), _values(8, 20_000, "ties")):
+        assert _same(rolling_median(x, window, 1) + 0.0, _polars_rolling(x, window, 1) + 0.0)
+        assert _same(rolling_median(x, window) + 0.0, _polars_rolling(x, window, window) + 0.0)
+    assert window in NETWORK_WINDOWS

@@ -114,10 +114,11 @@ def _diagnose(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return _diagnose_paths(paths, args, config, settings, out, err)
 
 
-def _analysis(shown: bool) -> None:
-    """What diagnosing a loaded run needs (polars and the Run, the checks and their records, and the renderers
-    when the diagnosis is ``shown``, not written as JSON), imported while a worker reads a large log, or else
-    before the diagnosis.
+def _analysis(shown: bool, beside: bool) -> None:
+    """What diagnosing a loaded run needs (polars, the builder and the Run, the checks and their records, the
+    renderers when the diagnosis is ``shown``, not written as JSON, and the rollout readers when rollouts are
+    looked for ``beside`` the log), imported while a worker reads a large log, or else before the diagnosis:
+    what this process does between the end of the read and the diagnosis is then the work, not imports.
 
     The imports run without the garbage collector: they make a few hundred thousand objects and no garbage,
     and each collection they would set off walks all of them (a tenth of their time). What they made is then
@@ -126,26 +127,29 @@ def _analysis(shown: bool) -> None:
     import sys
 
     if "rlvitals.diagnosis" in sys.modules:  # a diagnosis ran before in this process (a test, a notebook)
-        _imports(shown)
+        _imports(shown, beside)
         return
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _imports(shown)
+        _imports(shown, beside)
     finally:
         if collecting:
             gc.enable()
     gc.freeze()
 
 
-def _imports(shown: bool) -> None:
+def _imports(shown: bool, beside: bool) -> None:
     from importlib import import_module
 
     # numpy.ma: polars looks for masked arrays when the Run's columns become Series (numpy imports it on first
     # use, 0.04 s); the render package imports rich (its face is eager): not for a diagnosis written as JSON
-    names = ["numpy.ma", "rlvitals.run.run", "rlvitals.diagnosis"]
-    for name in names + (["rlvitals.render"] if shown else []):
+    names = ["numpy.ma", "rlvitals.run.run", "rlvitals.run.trainings", "rlvitals.run.twins", "rlvitals.run.training",
+             "rlvitals.diagnosis"]
+    for name in names + (["rlvitals.render"] if shown else []) + (["rlvitals.cli._beside"] if beside else []):
         import_module(name)
+    if beside:  # the rollout package loads what it names on first use
+        from ..rollout import dump_folders, pair  # noqa: F401
     from ..checks import load_checks
 
     load_checks()
@@ -155,7 +159,7 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
     from ..ingest import done_reading, while_reading
 
-    while_reading(partial(_analysis, args.markdown or not args.json))
+    while_reading(partial(_analysis, args.markdown or not args.json, not args.one_run or bool(args.rollouts)))
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
                              one_run=args.one_run, lang=args.lang, algorithm=args.algorithm)

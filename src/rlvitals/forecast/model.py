@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import polars as pl
 
+from ..signals.median import rolling_median
 from ..words import Words
 from .decay import Decay, fit_decay, fit_rows
 from .law import SEED, LawFit, block_indices, fit_law, line_fits
@@ -254,7 +254,7 @@ def _level_of(x: np.ndarray) -> np.ndarray:
     # median is several times faster than its centred one); the ``half`` at each end are the prefix medians
     w = 2 * half + 1
     out = np.empty(n)
-    out[half : n - half] = pl.Series(x).rolling_median(window_size=w, min_samples=w).to_numpy()[w - 1:]
+    out[half : n - half] = rolling_median(x, w)[w - 1:]
     count = min(half, n)
     out[:count] = _odd_prefix_medians(x, count)
     out[n - count:] = _odd_prefix_medians(x[::-1], count)[::-1]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
-from .events import Event, _frame
+from .events import Event
 from .levels import rolling_level
-from .median import median
+from .median import median, rolling_median
 
 
 def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
@@ -21,8 +20,7 @@ def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
     if n < head + 3:
         return None
     # from the third value on: a fall in the first steps has no full window before it
-    before = _frame(x).select(pl.col("x").rolling_median(window_size=baseline_window, min_samples=head)
-                              .fill_null(np.nan)).to_series().to_numpy()
+    before = rolling_median(x, baseline_window, head)
     later = _forward_median(x, baseline_window)
     # the least finite forward median among the next `within` points after each index, all at once
     ahead = np.concatenate([np.where(np.isfinite(later), later, np.inf), np.full(within, np.inf)])
@@ -38,8 +36,8 @@ def collapse_candidate(x: np.ndarray, *, drop: float = 0.5, within: int = 20,
 
 
 def _forward_median(x: np.ndarray, baseline_window: int) -> np.ndarray:
-    out: np.ndarray = _frame(x).select(pl.col("x").reverse().rolling_median(
-        window_size=min(baseline_window, 5)).reverse().fill_null(np.nan)).to_series().to_numpy()
+    # the trailing median of the reversed series, reversed: the median of the values from each index on
+    out: np.ndarray = rolling_median(np.asarray(x, dtype=float)[::-1], min(baseline_window, 5))[::-1]
     return out
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 
-from .median import median
+from .median import median, rolling_median
 
 #: MAD → standard deviation for a normal distribution
 MAD_TO_SD = 1.4826
@@ -52,15 +51,14 @@ def trailing_median(x: np.ndarray, window: int, min_periods: int | None = None) 
     """Median of the ``window`` values before each index (the index itself excluded);
     NaN where fewer than ``min_periods`` precede it."""
     min_periods = min_periods or max(3, window // 4)
-    med = pl.col("x").rolling_median(window_size=window, min_samples=min_periods).shift(1)
-    out: np.ndarray = _frame(x).select(med.fill_null(np.nan)).to_series().to_numpy()
+    return _shifted(rolling_median(x, window, min_periods))
+
+
+def _shifted(level: np.ndarray) -> np.ndarray:
+    """``level`` a value later: at each index, what it was at the one before (NaN at the first)."""
+    out = np.full(len(level), np.nan)
+    out[1:] = level[:-1]
     return out
-
-
-def _frame(x: np.ndarray) -> pl.DataFrame:
-    """``x`` as a one-column frame: a signal's polars steps go in one ``select`` (one call into polars, not
-    one per Series method: each costs a fraction of a millisecond, a diagnosis makes hundreds)."""
-    return pl.DataFrame({"x": np.asarray(x, dtype=float)})
 
 
 def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
@@ -69,12 +67,9 @@ def trailing_scale(x: np.ndarray, window: int, min_periods: int | None = None,
     ``min_periods`` values (half a window by default): a MAD from a dozen points is too noisy
     to call anything six of them away a spike."""
     min_periods = min_periods or max(5, window // 2)
-    frame = _frame(x)
-    # the centre once (an expression used twice in one select is rolled twice)
-    centre = frame.select(pl.col("x").rolling_median(window_size=window, min_samples=1)).to_series().to_numpy()
-    dev = (pl.DataFrame({"d": np.abs(frame.to_series().to_numpy() - centre)})
-           .select(pl.col("d").rolling_median(window_size=window, min_samples=min_periods) * MAD_TO_SD)
-           .to_series().to_numpy())
+    x = np.asarray(x, dtype=float)
+    centre = rolling_median(x, window, 1)
+    dev = rolling_median(np.abs(x - centre), window, min_periods) * MAD_TO_SD
     # the median and the spread before an index, the median none while fewer than min_periods values precede it
     med_np: np.ndarray = np.full(len(x), np.nan)
     med_np[min_periods:] = centre[min_periods - 1 : -1]
@@ -167,16 +162,15 @@ def _before_after(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, n
     """At each index: the median of the ``window`` values before it, of the ``window`` from it on, and the robust
     sd (MAD) of the values before it around their trailing median; NaN where a window is not full."""
     n = len(x)
-    level = _frame(x).select(pl.col("x").rolling_median(window_size=window).fill_null(np.nan)).to_series().to_numpy()
+    x = np.asarray(x, dtype=float)
+    level = rolling_median(x, window)
     # the window after an index is the one before the index a window on: the same values, the same median
     before, after = np.full(n, np.nan), np.full(n, np.nan)
     before[1:], after[: max(0, n - window + 1)] = level[:-1], level[window - 1:]
     # the deviations only where the level is (rolled with nulls before them, polars' median is several times
     # slower; the windows and so the medians are the same)
     full = window - 1
-    dev = (pl.DataFrame({"d": np.abs(x[full:] - level[full:])})
-           .select(pl.col("d").rolling_median(window_size=window).fill_null(np.nan) * MAD_TO_SD)
-           .to_series().to_numpy())
+    dev = rolling_median(np.abs(x[full:] - level[full:]), window) * MAD_TO_SD
     spread = np.full(n, np.nan)
     spread[full + 1:] = dev[:-1]
     return before, after, spread

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 
-from .events import Event, _frame, runs_of, trailing_scale
+from .events import Event, _shifted, runs_of, trailing_scale
 from .levels import quantum, rolling_level
-from .median import median
+from .median import median, rolling_median
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,7 @@ def jumps(x: np.ndarray, *, window: int = 50, k: float = 6.0, ratio: float | Non
     sd = np.maximum(sd, q)
     # measured from the higher of the window's median and the last few values: a series that has
     # just climbed to a new level (the window's median still lagging behind) is not jumping now
-    recent = _frame(x).select(pl.col("x").rolling_median(window_size=5, min_samples=3).shift(1)
-                              .fill_null(np.nan)).to_series().to_numpy()
+    recent = _shifted(rolling_median(x, 5, 3))
     trailing, med = med, np.where(np.isfinite(recent), np.fmax(med, recent), med)
     rise = x - med
     z = np.nan_to_num(rise / sd, nan=0.0)

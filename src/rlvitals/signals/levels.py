@@ -8,10 +8,9 @@ from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
-import polars as pl
 
 from .events import Event, runs_of
-from .median import median
+from .median import median, rolling_median
 
 
 def bucket_medians(x: np.ndarray, buckets: int) -> np.ndarray:
@@ -141,7 +140,7 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
             _LEVELS.move_to_end(key)
             return out
     n, w = len(x), max(1, min(window, len(x)))
-    out = _sorted_windows(x, w) if 0 < n * w <= _SORTED_VALUES and np.isfinite(x).all() else _polars_level(x, w)
+    out = _sorted_windows(x, w) if 0 < n * w <= _SORTED_VALUES and np.isfinite(x).all() else _rolled_level(x, w)
     out += 0.0  # -0.0 and 0.0 are one level; which is the middle value is the sort's choice
     out.setflags(write=False)
     if out.nbytes > LEVEL_BYTES // 4:  # a level too large to keep beside a few others
@@ -157,13 +156,13 @@ def rolling_level(x: np.ndarray, window: int) -> np.ndarray:
 _SORTED_VALUES = 1 << 16
 
 
-def _polars_level(x: np.ndarray, w: int) -> np.ndarray:
-    """The centred level by polars: its trailing median moved back, the end's cut windows from the reversed
-    tail."""
+def _rolled_level(x: np.ndarray, w: int) -> np.ndarray:
+    """The centred level from the trailing median (:func:`~rlvitals.signals.median.rolling_median`, polars' or
+    its network) moved back, the end's cut windows from the reversed tail."""
     n, right, out = len(x), (w - 1) // 2, np.empty(len(x))
-    out[: n - right] = pl.Series(x).rolling_median(window_size=w, min_samples=1).to_numpy()[right:]
+    out[: n - right] = rolling_median(x, w, 1)[right:]
     if right:  # the reversed last w values: index k holds the median of the last k + 1
-        tail = pl.Series(x[::-1][:w]).rolling_median(window_size=w, min_samples=1).to_numpy()
+        tail = rolling_median(np.ascontiguousarray(x[::-1][:w]), w, 1)
         out[n - right:] = tail[w - 1 - right : w - 1][::-1]
     return out
 
@@ -171,7 +170,7 @@ def _polars_level(x: np.ndarray, w: int) -> np.ndarray:
 def _sorted_windows(x: np.ndarray, w: int) -> np.ndarray:
     """The centred level of finite values by sorting every window at once (NaN-padded at the cut ends, so
     a window's NaN sort last), with polars' arithmetic for the middle of an even window
-    (``a + (b - a) / 2``, not NumPy's ``(a + b) / 2``): the same bits as :func:`_polars_level`, about
+    (``a + (b - a) / 2``, not NumPy's ``(a + b) / 2``): the same bits as :func:`_rolled_level`, about
     twice as fast on a short series and a small window, where polars' fixed cost dominates."""
     n, left, right = len(x), w // 2, (w - 1) // 2
     padded = np.concatenate((np.full(left, np.nan), x, np.full(right, np.nan)))

@@ -1,9 +1,15 @@
-"""The median of one series, as ``np.median`` gives it, without its overhead.
+"""The median of one series, as ``np.median`` gives it, without its overhead; and its rolling median, as
+polars gives it, faster where the window is small.
 
 A diagnosis takes thousands of medians of short float arrays; ``np.median`` spends most of each call on
 handling axes, ``out`` and the mean of the middle values in general. :func:`median` does the same partition
 and the same arithmetic for a float64 array (so the same bits, signed zeros and NaN included) in a fraction
 of the time, and hands anything else to ``np.median``.
+
+:func:`rolling_median` is the one way the signals take the median of a trailing window. Polars' costs about
+50 ns a value whatever the window (5 ms over 100,000 steps, even for three values); the median of three or
+five values is a few minimums and maximums of shifted copies of the series, five times faster, and it is the
+middle value itself, so the same number.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 
 def median(x: Any) -> np.float64:
@@ -34,3 +41,54 @@ def median(x: Any) -> np.float64:
     if n % 2:
         return np.float64(part[half] + 0.0)
     return np.float64((part[half - 1] + part[half] + 0.0) / 2)
+
+
+#: the windows :func:`rolling_median` takes through a network of minimums and maximums (odd: the median is one
+#: of the values, so no arithmetic can differ from polars')
+NETWORK_WINDOWS = (3, 5)
+
+
+def rolling_median(x: np.ndarray, window: int, min_samples: int | None = None) -> np.ndarray:
+    """The median of the ``window`` values up to each index (``x[i - window + 1 : i + 1]``, fewer at the start),
+    NaN where fewer than ``min_samples`` (the window by default, and never more): what polars' ``rolling_median``
+    gives, with its arithmetic for an even count (``a + (b - a) / 2``). A zero may come out as ``-0.0`` where
+    polars gives ``0.0`` (equal values, either may be the middle one).
+
+    >>> rolling_median(np.array([4.0, 1.0, 3.0, 2.0, 8.0]), 3, 2).tolist()
+    [nan, 2.5, 3.0, 2.0, 3.0]
+    """
+    x = np.asarray(x, dtype=float)
+    n, w = len(x), max(1, window)
+    least = w if min_samples is None else max(1, min(min_samples, w))
+    if w not in NETWORK_WINDOWS or n < w or not np.isfinite(x).all():
+        out: np.ndarray = (pl.Series(x).rolling_median(window_size=w, min_samples=least)
+                           .fill_null(np.nan).to_numpy())
+        return out
+    out = np.empty(n)
+    out[w - 1:] = _middle(x, w)
+    for i in range(w - 1):  # the windows cut at the start, fewer values than the window
+        out[i] = _middle_of(x[: i + 1]) if i + 1 >= least else np.nan
+    return out
+
+
+def _middle(x: np.ndarray, w: int) -> np.ndarray:
+    """The middle of each full window of ``w`` (3 or 5) values: the median-of-three formula, and for five
+    the seven compare-exchanges of the known optimal network (the middle of its output is the median)."""
+    n = len(x) - w + 1
+    p = [x[k : k + n] for k in range(w)]
+    if w == 3:
+        result: np.ndarray = np.maximum(np.minimum(p[0], p[1]), np.minimum(np.maximum(p[0], p[1]), p[2]))
+        return result
+    for i, j in ((0, 1), (3, 4), (0, 3), (1, 4), (1, 2), (2, 3), (1, 2)):
+        p[i], p[j] = np.minimum(p[i], p[j]), np.maximum(p[i], p[j])
+    return p[2]
+
+
+def _middle_of(values: np.ndarray) -> float:
+    """The median of a few values the way polars takes it (an even count: ``a + (b - a) / 2``)."""
+    ordered = np.sort(values)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[half])
+    low, high = ordered[half - 1], ordered[half]
+    return float(low + (high - low) * 0.5)
