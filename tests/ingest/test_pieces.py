@@ -112,6 +112,39 @@ def test_a_worker_that_dies_part_way_leaves_its_pieces_to_this_process(
     assert _bits(got) == _bits(want)
 
 
+def test_the_pieces_a_worker_said_before_it_died_are_taken_not_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker says each piece as it writes it: killed while reading its third, the two it said are taken
+    from the spool and only the third is read here, after this process's own."""
+    path = _log(tmp_path)
+    log = tmp_path / "taken.txt"
+    here, real = os.getpid(), pieces._piece
+
+    def dies(path: Path, meta: SourceMeta, parse: object, starts: list[int], i: int, progress: object = None) -> object:
+        with log.open("a") as fh:
+            fh.write(f"{os.getpid()} {i}\n")
+        if os.getpid() != here and i < pieces.PIECES - 2:
+            os._exit(3)
+        return real(path, meta, parse, starts, i, progress)  # type: ignore[arg-type]
+
+    def wait() -> None:  # until the worker took its third piece (a minute at most)
+        for _ in range(6000):
+            if log.exists() and sum(int(pid) != here for pid, _ in map(str.split, log.read_text().splitlines())) >= 3:
+                return
+            multiprocessing.connection.wait([], timeout=0.01)
+
+    monkeypatch.setattr(pieces, "_piece", dies)
+    pieces.while_reading(wait)
+    want, _ = by_records(path, verl_jsonl.READER)
+    got, _ = by_columns(path, verl_jsonl.READER, 0)
+    assert _bits(got) == _bits(want)
+    read = [line.split() for line in log.read_text().splitlines()]
+    mine = [int(i) for pid, i in read if int(pid) == here]
+    assert sorted(int(i) for pid, i in read if int(pid) != here) == [pieces.PIECES - 3, pieces.PIECES - 2,
+                                                                     pieces.PIECES - 1]
+    assert mine == [*range(1, pieces.PIECES - 3), pieces.PIECES - 3]
+
+
 def test_bad_lines_in_the_workers_pieces_are_named_by_their_line_in_the_file(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, BAD_JSONL)
     want, _ = by_records(path, verl_jsonl.READER)

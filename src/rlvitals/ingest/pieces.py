@@ -4,8 +4,9 @@ The file is cut at newlines into :data:`PIECES` pieces (pieces of :data:`PIECE_B
 worker, forked first, reads from the last piece backwards; this process first does what was asked to be done
 meanwhile (:func:`while_reading`: the command line imports the analysis it needs next) and then reads from the
 first piece forwards. Each takes the next piece from a counter they share, until they meet, so the two finish
-together however long the work meanwhile took and however fast each core is. The worker then sends its pieces
-in file order.
+together however long the work meanwhile took and however fast each core is. The worker writes each piece
+it read to a spool and says where as it goes: this process takes in those it was told of while the worker
+still reads its last.
 
 For a parse whose line numbers show only in what it says (a skip, a note) and not in its result: a piece
 numbers its lines from its own start, and one that said something is read again numbered from the start of
@@ -20,6 +21,7 @@ import mmap
 import multiprocessing
 import os
 import pickle
+import struct
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -44,6 +46,8 @@ PIECES = 16
 #: pieces left one process waiting up to a quarter of a second for the other's last
 PIECE_BYTES = 8 << 20
 _MEANWHILE: list[Callable[[], object]] = []
+#: what the worker says of a piece it wrote: its number, where in the spool, how many bytes
+_WHERE = struct.Struct("<qqq")
 
 
 class Parse(Protocol[T_co]):
@@ -95,7 +99,7 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
     bytes before ``head`` (what the parse reads ahead at the start of a file).
 
     The worker writes each piece it read to an unnamed temporary file as soon as it has it (no pipe to
-    fill while this process is busy) and at the end says where each one is."""
+    fill while this process is busy) and says where it is (a few bytes a piece)."""
     size = path.stat().st_size if meta.window is None and can_fork() else 0
     starts = cuts(path, size, max(PIECES, size // PIECE_BYTES), head=head) if size >= min_bytes else [0]
     if len(starts) < 3:
@@ -132,15 +136,19 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
 
 
 def _gather(receive: Connection, spool: int) -> dict[int, Share[Any]]:
-    """The worker's pieces by number, read back from where it said it wrote them; none when it died
-    before saying."""
+    """The worker's pieces by number, each read back from where it said it wrote it as soon as it said so
+    (those it finished before this process ran out of pieces while it reads its last), until it says it is
+    done (an empty message); those it said before it died when it died."""
+    out: dict[int, Share[Any]] = {}
     try:
-        where: list[tuple[int, int, int]] = pickle.loads(receive.recv_bytes())
-        if os.fstat(spool).st_size < max((at + size for _, at, size in where), default=0):
-            return {}  # less written than it said: what is missing is read here
-        return {i: _unpickled(spool, at, size) for i, at, size in where}
-    except (EOFError, OSError, ValueError, pickle.UnpicklingError):
-        return {}
+        while said := receive.recv_bytes():
+            i, at, size = _WHERE.unpack(said)
+            if os.fstat(spool).st_size < at + size:
+                return out  # less written than it said: what is missing is read here
+            out[i] = _unpickled(spool, at, size)
+    except (EOFError, OSError, ValueError, struct.error, pickle.UnpicklingError):
+        pass
+    return out
 
 
 def _unpickled(spool: int, at: int, size: int) -> Any:
@@ -212,16 +220,15 @@ def _from(path: Path, meta: SourceMeta, parse: Parse[T], start: int, end: int, l
 
 def _worker(path: Path, meta: SourceMeta, parse: Parse[T], starts: list[int], claim: Any,
             send: Connection, spool: int) -> None:
-    """The worker: pieces from the back until the two meet, each written to ``spool`` once read; then
-    where each one is (number, offset, size)."""
-    where: list[tuple[int, int, int]] = []
+    """The worker: pieces from the back until the two meet, each written to ``spool`` once read and then
+    said (number, offset, size); an empty message at the end."""
     at = 0
     while (i := _take(claim, forwards=False)) is not None:
         blob = memoryview(pickle.dumps(_piece(path, meta, parse, starts, i), protocol=pickle.HIGHEST_PROTOCOL))
         done = 0
         while done < len(blob):  # a regular file may take less than all of it (a signal, a full disk)
             done += os.pwrite(spool, blob[done:], at + done)
-        where.append((i, at, len(blob)))
+        send.send_bytes(_WHERE.pack(i, at, len(blob)))
         at += len(blob)
-    send.send_bytes(pickle.dumps(where))
+    send.send_bytes(b"")
     send.close()

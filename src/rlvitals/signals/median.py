@@ -72,16 +72,24 @@ def rolling_median(x: np.ndarray, window: int, min_samples: int | None = None) -
 
 
 def _middle(x: np.ndarray, w: int) -> np.ndarray:
-    """The middle of each full window of ``w`` (3 or 5) values: the median-of-three formula, and for five
-    the seven compare-exchanges of the known optimal network (the middle of its output is the median)."""
+    """The middle of each full window of ``w`` (3 or 5) values: the median-of-three formula; for five, the
+    seven compare-exchanges of the known optimal median network (0-1, 3-4, 0-3, 1-4, 1-2, 2-3, 1-2: its
+    middle output is the median), each side of an exchange taken only where a later one reads it, into
+    buffers used again (a new array of the series' length is a page fault a page: most of the cost)."""
     n = len(x) - w + 1
     p = [x[k : k + n] for k in range(w)]
     if w == 3:
-        result: np.ndarray = np.maximum(np.minimum(p[0], p[1]), np.minimum(np.maximum(p[0], p[1]), p[2]))
-        return result
-    for i, j in ((0, 1), (3, 4), (0, 3), (1, 4), (1, 2), (2, 3), (1, 2)):
-        p[i], p[j] = np.minimum(p[i], p[j]), np.maximum(p[i], p[j])
-    return p[2]
+        low, high = np.minimum(p[0], p[1]), np.maximum(p[0], p[1])
+        np.minimum(high, p[2], out=high)
+        return np.maximum(low, high, out=low)
+    p0, p1 = np.minimum(p[0], p[1]), np.maximum(p[0], p[1])
+    p3, p4 = np.minimum(p[3], p[4]), np.maximum(p[3], p[4])
+    np.maximum(p0, p3, out=p3)  # 0-3: the larger is read on
+    np.minimum(p1, p4, out=p1)  # 1-4: the smaller
+    low = np.minimum(p1, p[2], out=p0)  # 1-2: both (the buffers of 0 and 4 are free)
+    high = np.maximum(p1, p[2], out=p4)
+    np.minimum(high, p3, out=high)  # 2-3: the smaller
+    return np.maximum(low, high, out=high)  # 1-2: the larger is the median
 
 
 def _middle_of(values: np.ndarray) -> float:
