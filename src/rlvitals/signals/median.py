@@ -79,17 +79,23 @@ def _middle(x: np.ndarray, w: int) -> np.ndarray:
     n = len(x) - w + 1
     p = [x[k : k + n] for k in range(w)]
     if w == 3:
-        low, high = np.minimum(p[0], p[1]), np.maximum(p[0], p[1])
+        low: np.ndarray = np.minimum(p[0], p[1])
+        high: np.ndarray = np.maximum(p[0], p[1])
         np.minimum(high, p[2], out=high)
-        return np.maximum(low, high, out=low)
-    p0, p1 = np.minimum(p[0], p[1]), np.maximum(p[0], p[1])
-    p3, p4 = np.minimum(p[3], p[4]), np.maximum(p[3], p[4])
+        np.maximum(low, high, out=low)
+        return low
+    p0: np.ndarray = np.minimum(p[0], p[1])
+    p1: np.ndarray = np.maximum(p[0], p[1])
+    p3: np.ndarray = np.minimum(p[3], p[4])
+    p4: np.ndarray = np.maximum(p[3], p[4])
     np.maximum(p0, p3, out=p3)  # 0-3: the larger is read on
     np.minimum(p1, p4, out=p1)  # 1-4: the smaller
-    low = np.minimum(p1, p[2], out=p0)  # 1-2: both (the buffers of 0 and 4 are free)
-    high = np.maximum(p1, p[2], out=p4)
+    low, high = p0, p4  # 1-2: both, into the buffers of 0 and 4 (free now)
+    np.minimum(p1, p[2], out=low)
+    np.maximum(p1, p[2], out=high)
     np.minimum(high, p3, out=high)  # 2-3: the smaller
-    return np.maximum(low, high, out=high)  # 1-2: the larger is the median
+    np.maximum(low, high, out=high)  # 1-2: the larger is the median
+    return high
 
 
 def _middle_of(values: np.ndarray) -> float:
