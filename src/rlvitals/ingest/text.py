@@ -83,12 +83,13 @@ def line_blocks(path: Path, meta: SourceMeta, *, start: int = 0,
             meta.bytes_read += len(chunk)
             if at_start:
                 chunk, at_start = chunk.removeprefix(BOM), False
-            data = pending + chunk if pending else chunk
             if ends:
-                lines = io.BytesIO(data).readlines()  # the buffer shared, not copied
+                lines = io.BytesIO(chunk).readlines()  # the buffer shared, not copied
+                if pending:  # the line the last chunk left unfinished: its start before its first line
+                    lines[:1] = [pending + b"".join(lines[:1])]
                 pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
             else:
-                lines = data.split(b"\n")
+                lines = (pending + chunk if pending else chunk).split(b"\n")
                 pending = lines.pop()
             if len(pending) > MAX_LINE:
                 at = lineno + len(lines) + 1
