@@ -323,6 +323,27 @@ def test_wandb_history_reads_the_same(tmp_path: Path) -> None:
     assert_same(_history(tmp_path, "wandb-history.jsonl", rows, extra))
 
 
+def test_numbers_of_a_layout_seen_before_read_as_the_records_do(tmp_path: Path) -> None:
+    """A layout whose metrics were all numbers is read at once (:func:`generic_jsonl.numbers`): ints and booleans
+    as float() makes them; a row of that layout with a null, text, an object or an integer beyond float64 is read
+    key by key; an evaluation row's epoch is dropped by its names. Figure for figure the records' read."""
+    rows: list[dict[str, object]] = []
+    for s in range(1, 1500):
+        row: dict[str, object] = {"train/global_step": s, "_step": s, "_runtime": s * 1.0, "loss": 1.0 / s,
+                                  "tokens": 1000 + s, "done": s % 3 == 0, "lr": 1e-5}
+        if s % 7 == 0:
+            row["lr"] = [None, "warm", {"a": 1.0}, {"_type": "table"}][s % 4]
+        rows.append(row)
+        if s % 50 == 0:
+            rows.append({"train/global_step": s, "eval/acc": 0.5, "epoch": s / 100})
+    huge = b'{"train/global_step": 1600, "_step": 1600, "_runtime": 1.0, "loss": 1, "tokens": 1' + b"0" * 400
+    extra = [huge + b', "done": true, "lr": 0.1}', b'{"train/global_step": 3, "loss": NaN, "tokens": 2, "x": 1}']
+    path = _history(tmp_path, "history.jsonl", rows, extra)
+    assert_same(path)
+    run, _ = by_columns(path, generic_jsonl.READER, 0)
+    assert run.raw["tokens"].drop_nulls().max() == float("inf") and run.raw["done"].drop_nulls().max() == 1.0
+
+
 def test_jsonl_without_a_step_key_reads_the_same(tmp_path: Path) -> None:
     rows: list[dict[str, object]] = [{"loss": 1.0 / s, "lr": 1e-5, "t": {"a": s}} for s in range(1, 1300)]
     path = _history(tmp_path, "metrics.jsonl", rows, [b"oops", b'{"loss": "high"}'])

@@ -21,10 +21,12 @@ step key and the clock (:func:`read_columns`).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from itertools import chain, islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,60 @@ def flatten(obj: dict[str, Any], out: dict[str, Value], prefix: str = "",
                 out[name] = value
 
 
+class Numbers:
+    """A record's metrics when each is a number (a W&B history's rows): their names and their values as
+    float64, in the order :func:`flatten` gives them; :meth:`values` is that dict. What :func:`_rows` yields
+    for :func:`fill` instead of a dict, when it is asked to (``numbers``)."""
+
+    __slots__ = ("names", "numbers")
+
+    def __init__(self, names: tuple[str, ...], numbers: array[float]) -> None:
+        self.names, self.numbers = names, numbers
+
+    def values(self) -> dict[str, Value]:
+        return dict(zip(self.names, self.numbers.tolist(), strict=True))
+
+
+#: what picks a layout's metrics out of a record's values (in order), and their names; None when a layout has none
+_Layout = tuple[Callable[[tuple[Any, ...]], Any], tuple[str, ...]] | None
+
+
+def numbers(obj: dict[str, Any], skip: frozenset[str], layouts: dict[tuple[str, ...], _Layout]) -> Numbers | None:
+    """The metrics of one record when each kept value is a number or a boolean (as :func:`flatten` then
+    :func:`drop_eval_epoch` give them: a key kept by its name alone, an evaluation row's epoch dropped by the
+    names left), picked at once by the record's keys in order (``layouts``, made on first sight); None when a
+    value is null, text, a list or an object (:func:`flatten` reads it), or the record has no metric.
+
+    >>> layouts = {}
+    >>> [(n.values() if n else n) for n in (numbers({"_step": 3, "loss": 0.5, "n": v}, frozenset({"_step"}), layouts)
+    ...                                    for v in (7, True, None))]
+    [{'loss': 0.5, 'n': 7.0}, {'loss': 0.5, 'n': 1.0}, None]
+    """
+    keys = tuple(obj)
+    if keys in layouts:
+        layout = layouts[keys]
+    else:
+        layout = layouts[keys] = _layout(keys, skip)
+    if layout is None:
+        return None
+    pick, names = layout
+    try:  # as float() each: an int exactly as it converts, a boolean 0 or 1
+        return Numbers(names, array("d", pick(tuple(obj.values()))))
+    except (TypeError, OverflowError):  # null, text, a list or an object; an integer beyond float64
+        return None
+
+
+def _layout(keys: tuple[str, ...], skip: frozenset[str]) -> _Layout:
+    kept = {key: at for at, key in enumerate(keys) if key not in skip}
+    names: dict[str, Value] = dict.fromkeys(kept, 0.0)
+    drop_eval_epoch(names)
+    if not names:
+        return None
+    at = [kept[name] for name in names]
+    pick = itemgetter(*at) if len(at) > 1 else (lambda values: (values[at[0]],))
+    return pick, tuple(names)
+
+
 def note_side_logs(meta: SourceMeta, path: Path, count: int, unit: str) -> None:
     """Say how many W&B rows were logged between training steps (no train/global_step) and left out."""
     if count:
@@ -160,11 +216,12 @@ _CHOOSE = "\0choose"  # _rows' step key when it is to be chosen from the first r
 
 
 def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None = _CHOOSE,
-          clock: WandbClock | None = None,
-          side: list[int] | None = None) -> Iterator[tuple[int, dict[str, Value], str, float | None]]:
+          clock: WandbClock | None = None, side: list[int] | None = None,
+          packed: bool = False) -> Iterator[tuple[int, dict[str, Value] | Numbers, str, float | None]]:
     """``(step, values, file:line, wall time)`` of each record, its skips counted. A piece of a file gets
     what the whole file settled on (``step_key``, ``clock``) and tallies its side logs in ``side``
-    instead of noting them."""
+    instead of noting them. With ``packed``, a record whose metrics are all numbers gives them as
+    :class:`Numbers` (what :func:`fill` takes without a dict)."""
     objects = json_dicts(path, meta, skips)
     first: list[tuple[int, dict[str, Any]]] = []
     if step_key == _CHOOSE:
@@ -176,6 +233,7 @@ def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None 
                                     f"{path}：开头的记录里没有步数键（{', '.join(STEP_KEYS)}）；"
                                     "各条记录依次编为第 1、2、3…… 步"))
     dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
+    layouts: dict[tuple[str, ...], _Layout] = {}
     side_logs = 0
     clock = clock or WandbClock(meta)
     for n, (lineno, obj) in enumerate(chain(first, objects), 1):
@@ -196,6 +254,9 @@ def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None 
                                         f"步数 {obj[step_key]!r} 不是整数；这一行已跳过"))
                 continue
             step = found
+        if packed and (found_numbers := numbers(obj, dropped, layouts)) is not None:
+            yield step, found_numbers, where, clock.wall(obj)
+            continue
         values: dict[str, Value] = {}
         flatten(obj, values, skip=dropped)
         drop_eval_epoch(values)
@@ -209,7 +270,7 @@ def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None 
 
 def read(path: Path, meta: SourceMeta, skips: SkipLog) -> Iterator[Record]:
     for step, values, where, wall in _rows(path, meta, skips):
-        yield Record(step, values, where, wall=wall)
+        yield Record(step, values if isinstance(values, dict) else values.values(), where, wall=wall)
 
 
 def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int = SPLIT_BYTES,
@@ -220,7 +281,7 @@ def read_columns(path: Path, meta: SourceMeta, skips: SkipLog, *, min_bytes: int
     numbered 1, 2, 3 (no step key) need every row before them, and are read here."""
     settled = _settled(path, meta) if meta.window is None and path.stat().st_size >= min_bytes else None
     if settled is None:
-        return fill(Columns(progress=progress), _rows(path, meta, skips), skips)
+        return fill(Columns(progress=progress), _rows(path, meta, skips, packed=True), skips)
     step_key, scan, head = settled
     parse = partial(_piece, step_key=step_key, clock_key=scan.key or "")
     (cols, side), later = read_shared(path, meta, skips, parse, min_bytes=min_bytes, progress=progress, head=head)
@@ -271,18 +332,34 @@ def _piece(path: Path, meta: SourceMeta, skips: SkipLog, *, progress: Callable[[
     side: list[int] = []
     # the head reads its first records ahead, as a whole read does (their skips come first)
     chosen = _CHOOSE if meta.window is None or meta.window[0] == 0 else step_key
-    rows = _rows(path, meta, skips, step_key=chosen, clock=WandbClock.settled(meta, clock_key), side=side)
+    rows = _rows(path, meta, skips, step_key=chosen, clock=WandbClock.settled(meta, clock_key), side=side, packed=True)
     cols = fill(Columns(progress=progress), rows, skips)
     return cols, side[0]
 
 
-def fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value], str, float | None]], skips: SkipLog) -> Columns:
-    """``rows`` into ``cols``: a row of a plain layout and numbers is a copy of its values; any other goes
-    through the one check every record passes."""
+#: rows :func:`fill` takes between two looks at whether the segment is full (each sums its blocks' sizes)
+ROLL_ROWS = 256
+
+
+def fill(cols: Columns, rows: Iterator[tuple[int, dict[str, Value] | Numbers, str, float | None]],
+         skips: SkipLog) -> Columns:
+    """``rows`` into ``cols``: a row of a plain layout and numbers is a copy of its values (:class:`Numbers`: of
+    their bytes); any other goes through the one check every record passes."""
     steps, fast = cols.steps, cols.fast
     lowest, highest = STEP_RANGE
-    for step, values, where, wall in rows:
-        cols.roll()
+    for n, (step, given, where, wall) in enumerate(rows):
+        if not n % ROLL_ROWS:
+            cols.roll()
+        if type(given) is Numbers:
+            block = fast.get(given.names)
+            if block is not None and lowest <= step <= highest:
+                block.values.extend(given.numbers)  # an array of the same type: one copy
+                block.rows.append(len(steps))
+                if wall is not None:
+                    cols.wall(len(steps), wall)
+                steps.append(step)
+                continue
+        values = given if isinstance(given, dict) else given.values()
         keys = tuple(values)
         block = fast.get(keys)
         if block is not None and lowest <= step <= highest and block.take(values.values()):
