@@ -225,16 +225,16 @@ def json_objects(path: Path, meta: SourceMeta, skips: SkipLog, expected: str = A
 def json_dicts(path: Path, meta: SourceMeta, skips: SkipLog,
                expected: str = A_JSON_OBJECT) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` as :func:`json_objects` gives them (and its skips), parsed from the
-    bytes of each line: a line orjson reads as an object costs no decoding."""
+    bytes of each line: a line orjson reads as an object costs no decoding (its newline is JSON whitespace)."""
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
-    for first, lines in line_blocks(path, meta):
+    for first, lines in line_blocks(path, meta, ends=True):
         for lineno, raw in enumerate(lines, first):
             try:
                 obj = loads(raw)
             except decode_error:
                 obj = None
             if type(obj) is not dict:
-                obj = json_line(path, lineno, raw, skips, expected)
+                obj = json_line(path, lineno, raw.removesuffix(b"\n"), skips, expected)
                 if obj is None:
                     continue
             yield lineno, obj

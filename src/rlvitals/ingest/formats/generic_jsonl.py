@@ -234,10 +234,11 @@ def _rows(path: Path, meta: SourceMeta, skips: SkipLog, *, step_key: str | None 
                                     "各条记录依次编为第 1、2、3…… 步"))
     dropped = WANDB_KEYS | frozenset(STEP_KEYS)  # counters, not metrics (and "step" names the axis)
     layouts: dict[tuple[str, ...], _Layout] = {}
+    named = f"{path}:"  # a record's place: the file, then its line
     side_logs = 0
     clock = clock or WandbClock(meta)
     for n, (lineno, obj) in enumerate(chain(first, objects), 1):
-        where = f"{path}:{lineno}"
+        where = named + str(lineno)
         if step_key is None:
             step = n
         elif obj.get(step_key) is None:
