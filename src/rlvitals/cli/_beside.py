@@ -31,19 +31,23 @@ def _log(run: Run) -> Path:
 def joined_beside(paths: list[str], runs: list[Run], fmt: str | None, settings: RolloutSettings | None,
                   err: IO[str], progress: bool = False, lang: str = "en") -> tuple[list[Run], list[Any]]:
     """``runs`` with the rollouts found beside their logs joined, and per run its (rollout folder, analysis)
-    or None (what ``--rollouts`` gives :func:`rlvitals.cli._common.paired_runs`)."""
-    from ..rollout import dump_folders, pair
+    or None (what ``--rollouts`` gives :func:`rlvitals.cli._common.paired_runs`). Rollouts are looked for in
+    the folders given: a log given as a file has none joined (the rollout readers are not even imported)."""
     from ..run import behind_note, copies_note
-    from .progress import analysed
 
     for run in runs:  # one training read once: say where else it was logged, and which copies stop earlier
         for note in (copies_note(run), behind_note(run)):
             if note is not None:
                 err.write(said_line(note, lang))
+    given = [Path(path) for path in paths if Path(path).is_dir()]
+    if not given:
+        return list(runs), [None] * len(runs)
+    from ..rollout import dump_folders, pair
+    from .progress import analysed
+
     folders: dict[Path, tuple[Path, ...]] = {}
-    for path in paths:
-        if Path(path).is_dir():
-            folders.update(dump_folders(real_path(Path(path))))
+    for path in given:
+        folders.update(dump_folders(real_path(path)))
     logs = [_log(run) for run in runs]
     formats = {log: run.format for log, run in zip(logs, runs, strict=True)}
     found = pair(folders, list(dict.fromkeys(logs)), formats)

@@ -7,6 +7,7 @@ import contextlib
 import tempfile
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import RlvitalsError
@@ -159,7 +160,9 @@ def _diagnose_paths(paths: list[str], args: argparse.Namespace, config: Diagnose
                     settings: RolloutSettings, out: IO[str], err: IO[str]) -> int:
     from ..ingest import done_reading, while_reading
 
-    while_reading(partial(_analysis, args.markdown or not args.json, not args.one_run or bool(args.rollouts)))
+    # the rollout readers: for --rollouts, or for the rollouts looked for in a folder given (not beside a file)
+    beside = bool(args.rollouts) or (not args.one_run and any(Path(p).is_dir() for p in paths))
+    while_reading(partial(_analysis, args.markdown or not args.json, beside))
     if args.rollouts:
         paired = paired_runs(paths, args.rollouts, args.fmt, err, settings, progress=not args.json,
                              one_run=args.one_run, lang=args.lang, algorithm=args.algorithm)
