@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..signals.median import rolling_median
+from ..signals import rolling_median
 from ..words import Words
 from .decay import Decay, fit_decay, fit_rows
 from .law import SEED, LawFit, block_indices, fit_law, line_fits

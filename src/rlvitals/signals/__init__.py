@@ -29,9 +29,9 @@ from .events import (
 )
 from .jumps import Jump, early_move, jumps, plateau_end
 from .levels import bucket_medians, fall_from_peak, quantum, rolling_level, sustained_above, theil_sen, trend
-from .median import median
+from .median import median, rolling_median
 
 __all__ = ["Event", "Jump", "MAD_TO_SD", "bucket_medians", "change_point", "collapse", "collapse_candidate",
            "early_move", "fall_from_peak", "jumps", "level_shift", "median", "noise_scale", "plateau_end", "quantum",
-           "ratio_spikes", "robust_scale", "rolling_level", "runs_of", "spikes", "sustained_above",
+           "ratio_spikes", "robust_scale", "rolling_level", "rolling_median", "runs_of", "spikes", "sustained_above",
            "theil_sen", "trailing_median", "trailing_scale", "trend"]

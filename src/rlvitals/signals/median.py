@@ -40,7 +40,8 @@ def median(x: Any) -> np.float64:
         return np.float64(np.nan)
     if n % 2:
         return np.float64(part[half] + 0.0)
-    return np.float64((part[half - 1] + part[half] + 0.0) / 2)
+    # as Python floats (the same IEEE arithmetic): -inf and +inf in the middle make NaN without NumPy's warning
+    return np.float64((float(part[half - 1]) + float(part[half]) + 0.0) / 2)
 
 
 #: the windows :func:`rolling_median` takes through a network of minimums and maximums (odd: the median is one
