@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +21,10 @@ from rlvitals.errors import InputError
 from rlvitals.ingest import SkipLog, SourceMeta, find_reader, trackio
 
 from .serving import served
+
+#: a real veRL console (a training's ``> train.log``), to sit beside a store
+REAL_VERL_CONSOLE = (Path(__file__).resolve().parents[1] / "fixtures" / "real"
+                     / "verl__verl-data__Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log")
 
 #: these tests run a real tracker SDK (its writer, or its reader for comparison)
 pytestmark = pytest.mark.tracker
@@ -356,3 +361,27 @@ def test_a_project_that_cannot_be_opened_for_a_moment_is_read_at_the_next_poll(
     monkeypatch.setattr(trackio, "connect_read_only", real)
     clean, _ = trackio.since(root, SourceMeta(format="trackio", files=[str(root)]), SkipLog(), None)
     assert records and [r.step for r in records] == [r.step for r in clean] and skips.count == 0
+
+
+def test_a_file_gone_before_its_sniff_is_left_out_of_the_folder(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite removes a project's ``-wal`` at a checkpoint while a training writes: a file listed in the folder
+    and gone when a reader opens it to sniff past its head is no log (the read of the folder used to end in
+    FileNotFoundError); the console beside it is still found."""
+    from rlvitals.ingest import _folder, readers, text
+
+    console = tmp_path / "train.log"
+    shutil.copyfile(REAL_VERL_CONSOLE, console)
+    gone = tmp_path / "rlvitalsdemo.db-wal"
+    gone.write_bytes(b"\0" * (1 << 17))  # past the head: a console's sniff opens it to look further
+    real_open = text.open_file
+
+    def open_file(path: Path) -> object:
+        if path == gone:
+            path.unlink()  # removed after the listing, its size and its head were read
+        return real_open(path)
+
+    monkeypatch.setattr(text, "open_file", open_file)
+    store = next(r for r in readers() if r.format == "trackio" and r.takes_dir)
+    found = _folder.beside(tmp_path, store, readers())
+    assert [(r.format, p.name) for r, p in found] == [("verl-console", "train.log")] and not gone.exists()

@@ -108,10 +108,15 @@ def trackers_in(folder: Path, readers: list[Reader]) -> list[tuple[Reader, Path]
 
 
 def _file_reader(path: Path, readers: list[Reader], fmt: str | None) -> Reader | None:
-    """The reader of the log file ``path`` (of format ``fmt`` if given), None for a file that is not a log."""
+    """The reader of the log file ``path`` (of format ``fmt`` if given), None for a file that is not a log or
+    that is gone before it was sniffed: a writer removes files while a folder is read (SQLite's ``-wal`` beside
+    a Trackio project, at a checkpoint)."""
     head = _head(path)
-    return next((r for r in readers if not r.takes_dir and (fmt is None or r.format == fmt)
-                 and r.sniff(path, head)), None)
+    try:
+        return next((r for r in readers if not r.takes_dir and (fmt is None or r.format == fmt)
+                     and r.sniff(path, head)), None)
+    except FileNotFoundError:
+        return None
 
 
 def _whole(folder: Path, readers: list[Reader]) -> Reader | None:
