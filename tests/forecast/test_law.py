@@ -66,6 +66,15 @@ def test_too_few_or_non_finite_pairs_are_refused(bad: tuple[list[float], list[fl
         fit_law(np.array(bad[0]), np.array(bad[1]))
 
 
+def test_values_whose_squares_overflow_are_refused() -> None:
+    h, r = np.linspace(1.5, 0.2, 40), np.linspace(0.1, 0.9, 40)
+    with pytest.raises(ValueError, match=r"below 5\.3e\+152 in size .* got entropy up to 400 and \|performance\| up"):
+        fit_law(h + 398.5, r)
+    with pytest.raises(ValueError, match=r"\|performance\| up to 9e\+200"):
+        fit_law(h, r * 1e201)
+    assert fit_law(h, r * 1e100).a != 0  # large, but its squares are finite: fitted
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 80), block=st.integers(1, 90), reps=st.integers(1, 5), seed=st.integers(0, 2**16))
 def test_block_resamples_are_runs_of_consecutive_indices(n: int, block: int, reps: int, seed: int) -> None:

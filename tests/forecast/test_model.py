@@ -78,6 +78,16 @@ def test_declined_when_the_entropy_did_not_fall() -> None:
                                     "0.316 → 0.885 nats (-181%")
 
 
+def test_declined_when_the_values_are_too_large_to_fit() -> None:
+    # a broken log (a fuzzed SwanLab file found it): squares of 1e160 overflow, so no law is fitted, and no warning
+    h = _entropy(0.1, 1.0)
+    f = forecast(STEPS, h, STEPS, 1e160 * (0.9 - 0.2 * np.exp(h)), metric="reward", kind="training reward")
+    assert not f.holds and f.law is None and str(f.reason).startswith(
+        "the values are too large to fit a law to (entropy up to ")
+    assert str(f.reason).endswith("reward up to 6.75e+159 in size): their squares do not fit in a float")
+    assert f.reason is not None and f.reason.zh.endswith("它们的平方超出了浮点数的范围")
+
+
 def test_declined_when_performance_falls_with_the_entropy() -> None:
     h = _entropy(0.1, 1.0)
     f = forecast(STEPS, h, STEPS, 0.2 + 0.3 * np.exp(h), metric="reward", kind="training reward")

@@ -86,6 +86,7 @@ def test_coverage_guided_fuzzing_of_every_reader_finds_no_crash(seeds: list[Seed
             elif seed.kind in ("wandb", "swanlab"):
                 header = b":W&B\xe1\xbe\x00" if seed.kind == "wandb" else b":SWL\xd6\xe1\x02"
                 body = frame_wandb(header, body.split(SEPARATOR))
-            (REGRESSIONS / f"{seed.reader}__atheris-{crash.name[-10:]}__{seed.name}").write_bytes(body)
+            # the file alone (a run folder's file is named by its own name: the replay reads it by itself)
+            (REGRESSIONS / f"{seed.reader}__atheris-{crash.name[-10:]}__{Path(seed.name).name}").write_bytes(body)
     assert done.returncode == 0 and not found, (
         f"atheris found a crash (exit {done.returncode}); its report:\n" + done.stderr[-6000:])

@@ -13,6 +13,7 @@ on whether the law holds at all, read from the fit itself, before anything is fo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,18 @@ __all__ = ["LawFit", "block_indices", "fit_law", "line_fits"]
 
 #: bootstrap replicates; fixed, with a fixed seed, so the same run always gives the same intervals
 REPLICATES = 400
+#: the largest float64
+_LARGEST = float(np.finfo(np.float64).max)
+
+
+def fits_in(n: int) -> float:
+    """The largest |value| (of ``exp(entropy)`` and of the performance) :func:`fit_law` takes for ``n`` pairs: the
+    sums of squares of ``n`` such values, their deviations and their residuals stay finite.
+
+    >>> f"{fits_in(100):.2e}"
+    '3.35e+152'
+    """
+    return math.sqrt(_LARGEST / (16.0 * max(n, 1)))
 SEED = 20250528
 #: the 95 % interval's quantiles
 LOW, HIGH = 0.025, 0.975
@@ -107,6 +120,11 @@ def fit_law(entropy: np.ndarray, performance: np.ndarray, *, replicates: int = R
     h, r = np.asarray(entropy, dtype=float), np.asarray(performance, dtype=float)
     if len(h) != len(r) or len(h) < 3 or not (np.isfinite(h).all() and np.isfinite(r).all()):
         raise ValueError(f"fit_law needs at least 3 finite pairs of equal length, got {len(h)} and {len(r)}")
+    bound = fits_in(len(h))
+    if not (h.max() < math.log(bound) and np.abs(r).max() < bound):
+        raise ValueError(f"fit_law needs exp(entropy) and the performance below {bound:.3g} in size (their sums of "
+                         f"squares overflow past it), got entropy up to {h.max():.3g} and |performance| up to "
+                         f"{np.abs(r).max():.3g}")
     x = np.exp(h)
     a, b = (float(v) for v in line_fits(x, r))
     resamples = Resamples(x, r, *seeded_starts(len(x), replicates, seed))

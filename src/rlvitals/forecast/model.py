@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ import numpy as np
 from ..signals import rolling_median
 from ..words import Words
 from .decay import Decay, fit_decay, fit_rows
-from .law import SEED, LawFit, block_indices, fit_law, line_fits
+from .law import SEED, LawFit, block_indices, fit_law, fits_in, line_fits
 from .resample import exact_quantiles
 
 __all__ = ["Curve", "Forecast", "ForecastParams", "forecast", "horizons"]
@@ -310,6 +311,18 @@ def _too_little(n: int, start: float, now: float, metric: str, p: ForecastParams
     return None
 
 
+def _out_of_range(h: np.ndarray, r: np.ndarray, metric: str) -> Words | None:
+    """Why pairs with values too large for a fit (:func:`~rlvitals.forecast.law.fits_in`: an entropy of hundreds of
+    nats, a performance of 1e150 — a broken log) are not fitted."""
+    bound = fits_in(len(h))
+    if h.max() < math.log(bound) and np.abs(r).max() < bound:
+        return None
+    return Words(f"the values are too large to fit a law to (entropy up to {h.max():.3g} nats, {metric} up to "
+                 f"{np.abs(r).max():.3g} in size): their squares do not fit in a float",
+                 f"数值太大，无法拟合定律（熵最高 {h.max():.3g} nats，{metric} 的绝对值最高 {np.abs(r).max():.3g}）："
+                 "它们的平方超出了浮点数的范围")
+
+
 def _rejected(law: LawFit, metric: str, p: ForecastParams) -> Words | None:
     """Why a fitted law does not describe the run, read from the fit."""
     lo, hi = law.a_interval
@@ -493,8 +506,10 @@ def forecast(h_steps: np.ndarray, h: np.ndarray, r_steps: np.ndarray, r: np.ndar
             "observed": _end(rp) if len(rp) >= 3 else None, "observed_curve": _downsample(r_steps, r)}
     reason = _too_little(len(rp), start, now, metric, params)
     if reason is None:
-        bh = _bins(steps, hp, MAX_POINTS)[1]
-        law = fit_law(bh, _bins(steps, rp, MAX_POINTS)[1])
+        bh, br = _bins(steps, hp, MAX_POINTS)[1], _bins(steps, rp, MAX_POINTS)[1]
+        reason = _out_of_range(bh, br, metric)
+    if reason is None:
+        law = fit_law(bh, br)
         reason = _rejected(law, metric, params)
     if reason is not None:
         return Forecast(**base, reason=reason)  # type: ignore[arg-type]
