@@ -5,7 +5,8 @@ reward when the run validated too rarely) and returns a :class:`Forecast`: the c
 its interval, how much of the entropy (and of the gain it buys) is already spent, and the performance at
 later steps, the entropy carried forward by the exponential approach it has followed so far. When the
 law does not describe the run — the entropy did not fall, performance did not rise with it, or the law
-leaves most of the movement unexplained — the forecast says why and forecasts nothing.
+leaves most of the movement unexplained — or cannot be fitted (too few points; values so large their squares
+overflow, a broken log), the forecast says why and forecasts nothing.
 """
 
 from __future__ import annotations
