@@ -4,6 +4,7 @@ storage reads back, read while a training still writes them, and followed by ``w
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -11,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -70,6 +72,19 @@ def start(store: Path, *names: str, steps: int = STEPS, pause: float = 0.0) -> s
     env = {**os.environ, "TRACKIO_DIR": str(store)}
     return subprocess.Popen([sys.executable, "-c", SCRIPT, str(steps), str(pause), *names], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@contextlib.contextmanager
+def running(store: Path, *names: str, steps: int = STEPS, pause: float = 0.0) -> Iterator[subprocess.Popen[str]]:
+    """:func:`start`, the training killed and its pipes drained (closed) when the block fails: a failure stays in
+    its own test (left open, the pipes' ResourceWarnings end a later test on the same worker)."""
+    proc = start(store, *names, steps=steps, pause=pause)
+    try:
+        yield proc
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def write(store: Path, *names: str) -> Path:
@@ -157,21 +172,21 @@ def test_a_project_read_while_a_training_writes_it(tmp_path: Path) -> None:
     """Reads opened read-only while the training logs: each sees a prefix of the run, and the training
     (Trackio flushes every 0.5 s, from a thread of its own) never meets a locked database."""
     store = tmp_path / "trackio"
-    proc = start(store, "live", steps=400, pause=0.005)
-    seen: list[int] = []
-    until = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < until:
-        if list(store.glob("*.db")):
-            try:
-                [run] = load(store)
-            except InputError:  # the file exists, no row yet
-                pass
-            else:
-                steps = run.steps.tolist()
-                assert steps == list(range(len(steps)))
-                seen.append(len(steps))
-        time.sleep(0.2)
-    _, err = proc.communicate(timeout=120)
+    with running(store, "live", steps=400, pause=0.005) as proc:
+        seen: list[int] = []
+        until = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < until:
+            if list(store.glob("*.db")):
+                try:
+                    [run] = load(store)
+                except InputError:  # the file exists, no row yet
+                    pass
+                else:
+                    steps = run.steps.tolist()
+                    assert steps == list(range(len(steps)))
+                    seen.append(len(steps))
+            time.sleep(0.2)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "locked" not in err, err
     assert seen == sorted(seen) and len(set(seen)) > 1
     [run] = load(store)
@@ -194,19 +209,19 @@ def test_watch_follows_a_project_as_it_grows(tmp_path: Path, monkeypatch: pytest
     read = []
     scan = trackio._scan
     monkeypatch.setattr(trackio, "_scan", lambda *a, **k: (read.append(r) or r for r in scan(*a, **k)))
-    proc = start(store, "live", steps=300, pause=0.01)
     now = [1000.0]
     w = Watcher([store], WatchState(tmp_path / "state.sqlite"), [], WatchOptions(min_gap=0.0),
                 view=PlainView(io.StringIO(), io.StringIO()), clock=lambda: now[0], timer=lambda: 0.0)
     lengths = []
-    until = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < until:
-        now[0] += 10
-        w.cycle()
-        for followed in w.full.values():  # one run: <store>/rlvitalsdemo.db#live
-            lengths.append(len(followed.run.steps))
-        time.sleep(0.3)
-    proc.communicate(timeout=120)
+    with running(store, "live", steps=300, pause=0.01) as proc:
+        until = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < until:
+            now[0] += 10
+            w.cycle()
+            for followed in w.full.values():  # one run: <store>/rlvitalsdemo.db#live
+                lengths.append(len(followed.run.steps))
+            time.sleep(0.3)
+        proc.communicate(timeout=120)
     now[0] += 10
     w.cycle()
     (followed,) = w.full.values()
