@@ -24,18 +24,6 @@ __all__ = ["LawFit", "block_indices", "fit_law", "line_fits"]
 
 #: bootstrap replicates; fixed, with a fixed seed, so the same run always gives the same intervals
 REPLICATES = 400
-#: the largest float64
-_LARGEST = float(np.finfo(np.float64).max)
-
-
-def fits_in(n: int) -> float:
-    """The largest |value| (of ``exp(entropy)`` and of the performance) :func:`fit_law` takes for ``n`` pairs: the
-    sums of squares of ``n`` such values, their deviations and their residuals stay finite.
-
-    >>> f"{fits_in(100):.2e}"
-    '3.35e+152'
-    """
-    return math.sqrt(_LARGEST / (16.0 * max(n, 1)))
 SEED = 20250528
 #: the 95 % interval's quantiles
 LOW, HIGH = 0.025, 0.975
@@ -104,6 +92,31 @@ def _bin_means(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return out
 
 
+#: the largest float64
+_LARGEST = float(np.finfo(np.float64).max)
+
+
+def fits_in(n: int) -> float:
+    """The largest |value| (of ``exp(entropy)`` and of the performance) :func:`fit_law` takes for ``n`` pairs: the
+    sums of squares of ``n`` such values, their deviations and their residuals stay finite.
+
+    >>> f"{fits_in(100):.2e}"
+    '3.35e+152'
+    """
+    return math.sqrt(_LARGEST / (16.0 * max(n, 1)))
+
+
+def in_range(entropy: np.ndarray, performance: np.ndarray) -> bool:
+    """Whether :func:`fit_law` can fit these pairs: ``exp(entropy)`` and ``|performance|`` below
+    :func:`fits_in` of their number.
+
+    >>> in_range(np.array([1.0, 0.5]), np.array([0.2, 0.4])), in_range(np.array([400.0]), np.array([0.2]))
+    (True, False)
+    """
+    bound = fits_in(len(entropy))
+    return bool(np.max(entropy) < math.log(bound) and np.abs(performance).max() < bound)
+
+
 def fit_law(entropy: np.ndarray, performance: np.ndarray, *, replicates: int = REPLICATES,
             seed: int = SEED, bins: int = 12) -> LawFit:
     """Fit ``performance = b − a·exp(entropy)`` to pairs in step order.
@@ -120,11 +133,10 @@ def fit_law(entropy: np.ndarray, performance: np.ndarray, *, replicates: int = R
     h, r = np.asarray(entropy, dtype=float), np.asarray(performance, dtype=float)
     if len(h) != len(r) or len(h) < 3 or not (np.isfinite(h).all() and np.isfinite(r).all()):
         raise ValueError(f"fit_law needs at least 3 finite pairs of equal length, got {len(h)} and {len(r)}")
-    bound = fits_in(len(h))
-    if not (h.max() < math.log(bound) and np.abs(r).max() < bound):
-        raise ValueError(f"fit_law needs exp(entropy) and the performance below {bound:.3g} in size (their sums of "
-                         f"squares overflow past it), got entropy up to {h.max():.3g} and |performance| up to "
-                         f"{np.abs(r).max():.3g}")
+    if not in_range(h, r):
+        raise ValueError(f"fit_law needs exp(entropy) and the performance below {fits_in(len(h)):.3g} in size "
+                         f"(their sums of squares overflow past it), got entropy up to {h.max():.3g} and "
+                         f"|performance| up to {np.abs(r).max():.3g}")
     x = np.exp(h)
     a, b = (float(v) for v in line_fits(x, r))
     resamples = Resamples(x, r, *seeded_starts(len(x), replicates, seed))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ import numpy as np
 from ..signals import rolling_median
 from ..words import Words
 from .decay import Decay, fit_decay, fit_rows
-from .law import SEED, LawFit, block_indices, fit_law, fits_in, line_fits
+from .law import SEED, LawFit, block_indices, fit_law, in_range, line_fits
 from .resample import exact_quantiles
 
 __all__ = ["Curve", "Forecast", "ForecastParams", "forecast", "horizons"]
@@ -313,10 +312,9 @@ def _too_little(n: int, start: float, now: float, metric: str, p: ForecastParams
 
 
 def _out_of_range(h: np.ndarray, r: np.ndarray, metric: str) -> Words | None:
-    """Why pairs with values too large for a fit (:func:`~rlvitals.forecast.law.fits_in`: an entropy of hundreds of
+    """Why pairs with values too large for a fit (:func:`~rlvitals.forecast.law.in_range`: an entropy of hundreds of
     nats, a performance of 1e150 — a broken log) are not fitted."""
-    bound = fits_in(len(h))
-    if h.max() < math.log(bound) and np.abs(r).max() < bound:
+    if in_range(h, r):
         return None
     return Words(f"the values are too large to fit a law to (entropy up to {h.max():.3g} nats, {metric} up to "
                  f"{np.abs(r).max():.3g} in size): their squares do not fit in a float",

@@ -108,7 +108,7 @@ def flatten(obj: dict[str, Any], out: dict[str, Value], prefix: str = "",
 class Numbers:
     """A record's metrics when each is a number (a W&B history's rows): their names and their values as
     float64, in the order :func:`flatten` gives them; :meth:`values` is that dict. What :func:`_rows` yields
-    for :func:`fill` instead of a dict, when it is asked to (``numbers``)."""
+    for :func:`fill` instead of a dict, when it is asked to (``packed``)."""
 
     __slots__ = ("names", "numbers")
 
