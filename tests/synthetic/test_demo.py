@@ -105,14 +105,37 @@ def test_the_demo_learns_then_breaks_and_the_watcher_says_so_live(tmp_path: Path
 
 
 def test_cli_demo(tmp_path: Path) -> None:
+    """`rlvitals demo`: how many looks the watcher takes at the run depends on the machine's load, so what is
+    asserted here holds whenever it looks; what it says at each step is asserted in lockstep below."""
     out, err = io.StringIO(), io.StringIO()
     code = main(["demo", "--steps", "45", "--delay", "0", "--dir", str(tmp_path)], out, err)
     assert code == 1, err.getvalue()
     text = out.getvalue()
     assert "learning rate jumps 5000x at step 30" in text
-    # the jump is the root cause, the KL jump and the collapse that followed are said under it: one alert
-    assert "FAIL lr_schedule since step 30" in text and "then step 30: WARN KL jump" in text
+    # the jump is the root cause and the run ends failing on it, the KL jump said under it
+    assert re.search(r"FAIL (\(was warn\) )?lr_schedule since step 30", text), text
+    assert "then step 30: WARN KL jump" in text
     assert 1 <= (tmp_path / "alerts.jsonl").read_text().count("\n") <= 3
+
+
+def test_the_demo_watched_step_by_step_tells_the_cause_first_and_what_followed_under_it(tmp_path: Path) -> None:
+    """A look at every step (lockstep): the jump is alerted once confirmed, with the KL jump under it; the
+    entropy collapse and the zero advantages that follow add no alert of their own (they ride under the jump,
+    the advantages straight from the collapse, before the spread's fall is read); a reward that rose without
+    pass@k from step 1 is its own problem; the jump is a failure once the run ends."""
+    from rlvitals.synthetic.demo import watch_demo
+
+    out, err = io.StringIO(), io.StringIO()
+    assert watch_demo(tmp_path, steps=45, delay=0, out=out, err=err, lockstep=True) == 1, err.getvalue()
+    heads = re.findall(r"^\[[\d:]+\] (.*?) \(/", out.getvalue(), flags=re.M)
+    assert heads == ["WARN lr_schedule since step 30, seen at step 31",
+                     "WARN reward_passk_decoupling since step 1, seen at step 32",
+                     "FAIL (was warn) lr_schedule since step 30, seen at step 45"], out.getvalue()
+    first, last = out.getvalue().split("FAIL (was warn)")
+    assert "then step 30: WARN KL jump" in first
+    assert "then step 31: FAIL Entropy collapse — after KL jump" in last
+    assert "then step 31: FAIL Advantages collapsing to zero — after Entropy collapse" in last
+    assert (tmp_path / "alerts.jsonl").read_text().count("\n") == 3
 
 
 @pytest.mark.parametrize("argv", [["--steps", "0"], ["--delay", "-1"], ["--probe", "-2"]])

@@ -31,6 +31,7 @@ veRL's metric names) and ``<dir>/rollout_data/<step>.jsonl`` (``trainer.rollout_
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,15 +205,50 @@ def _opening(steps: int, files: DemoFiles, folder: Path, lang: str) -> str:
             f"  log: {files.log}\n  rollouts: {files.rollouts}\n  alerts: {folder / 'alerts.jsonl'}\n")
 
 
+class _Pace:
+    """When the demo's watcher looks: every ``interval`` seconds on the real clock, or in ``lockstep`` once per
+    step the trainer wrote (the trainer waits for the look) on a clock that moves one second per look."""
+
+    def __init__(self, lockstep: bool, interval: float, stop: threading.Event) -> None:
+        self.lockstep, self.interval, self.stop = lockstep, interval, stop
+        self.first = threading.Event()  # the first step is on disk: the watcher starts on files that are there
+        self._written, self._looked = threading.Semaphore(0), threading.Semaphore(0)
+        self.start, self.looks = time.time(), 0
+
+    def clock(self) -> float:
+        return self.start + self.looks if self.lockstep else time.time()
+
+    def written(self, _: int) -> None:
+        """The trainer wrote a step (in lockstep: it waits here until the watcher has looked at it)."""
+        self.first.set()
+        if self.lockstep:
+            self._written.release()
+            while not (self._looked.acquire(timeout=0.05) or self.stop.is_set()):
+                pass
+
+    def look(self, watcher: Any, done: threading.Event) -> None:
+        """One turn of the watcher: a look, then a wait for the next one's time (or the next step)."""
+        if not self.lockstep:
+            watcher.cycle()
+            done.wait(self.interval)
+        elif self._written.acquire(timeout=0.05):
+            self.looks += 1
+            watcher.cycle(force=True)
+            self._looked.release()
+
+
 def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str], err: IO[str],
                interval: float = 0.5, stop: threading.Event | None = None, lang: str = "en",
-               probe_every: int | None = None) -> int:
+               probe_every: int | None = None, lockstep: bool = False) -> int:
     """Train in a thread while a watcher follows the log and the rollouts in this one and prints
     its alerts (also appended to ``<folder>/alerts.jsonl``); returns 1 when the run ends with a
     failing verdict, as ``watch --exit-on fail`` would. Setting ``stop`` ends training and watching
     early; both threads are joined before this returns (none is left inside native code at exit).
     ``lang``: the language of what it prints (its opening lines, the watcher's lines and alerts);
-    ``probe_every``: probe the learner every that many steps (:func:`run_demo`)."""
+    ``probe_every``: probe the learner every that many steps (:func:`run_demo`). ``lockstep``: the trainer
+    waits after each step until the watcher has diagnosed it, so the watcher looks once per step whatever the
+    machine's load, on a clock that moves one second per look from the start (what it says then does not depend on
+    how the two threads happen to be scheduled, nor on how long a look takes)."""
     from ..watch.sinks import JsonlSink
     from ..watch.watcher import WatchOptions, open_watcher
 
@@ -220,13 +256,11 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
     done = threading.Event()
     stop = stop or threading.Event()
     failure: list[BaseException] = []
-
-    first = threading.Event()  # the first step is on disk: the watcher starts on files that are there
+    pace = _Pace(lockstep, interval, stop)
 
     def train() -> None:
         try:
-            run_demo(folder, steps=steps, delay=delay, stop=stop, on_step=lambda _: first.set(),
-                     probe_every=probe_every)
+            run_demo(folder, steps=steps, delay=delay, stop=stop, on_step=pace.written, probe_every=probe_every)
         except BaseException as exc:  # noqa: BLE001 (shown to the user once the watcher stops)
             failure.append(exc)
         finally:
@@ -235,21 +269,21 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
     out.write(_opening(steps, files, folder, lang))
     thread = threading.Thread(target=train, name="rlvitals-demo-train", daemon=True)
     thread.start()
-    while not (first.wait(0.05) or done.is_set()):
+    while not (pace.first.wait(0.05) or done.is_set()):
         pass
     try:
         watcher = open_watcher([files.log], [JsonlSink(folder / "alerts.jsonl", name="jsonl")],
                                folder / "watch.sqlite", WatchOptions(interval=interval, min_gap=0.5, lang=lang),
-                               out=out, err=err, rollouts=files.rollouts)
+                               out=out, err=err, rollouts=files.rollouts, clock=pace.clock)
     except BaseException:  # no watcher (a bad state file): training is stopped, not left running
         stop.set()
         thread.join()
         raise
     try:
         while not done.is_set() and not stop.is_set():
-            watcher.cycle()
-            done.wait(interval)
+            pace.look(watcher, done)
         if not stop.is_set():
+            pace.looks += 1
             watcher.cycle(force=True)  # the last steps, however recent the last diagnosis
             watcher.ended()  # the trainer stopped: no later look can take back what waits
         watcher.view.close()
