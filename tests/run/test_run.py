@@ -65,6 +65,25 @@ def test_evaluation_only_steps_are_not_training_steps() -> None:
     assert run.validation["openai/gsm8k"]["reward/mean@1"].to_list() == [0.2, 0.3]
 
 
+def test_a_series_cut_only_at_its_ends_is_the_frame_s_memory_and_one_with_gaps_is_a_copy() -> None:
+    """veRL validates before its first training step: every training series drops that row. Dropped only at the
+    ends, the series is a read-only view of the frame (no copy a check per metric); dropped inside, a copy."""
+    run = _run([Record(0, {"val/test_score/openai/gsm8k": 0.2}, "f:1"),
+                *[Record(s, {"actor/entropy": 1.0 / s, "actor/loss": float(s)}, f"f:{s + 1}") for s in (1, 2, 3)],
+                Record(4, {"actor/entropy": math.inf, "actor/loss": 4.0}, "f:5"),
+                Record(5, {"actor/entropy": 0.2, "actor/loss": math.nan}, "f:6")])
+    column = run.frame["actor/entropy"].slice(1).to_numpy()  # its logged values, polars' own buffer
+    steps, values = run.series("actor/entropy")  # the row of step 0 dropped: a stretch, steps 1-5
+    assert steps.tolist() == [1, 2, 3, 4, 5] and values.tolist() == [1.0, 0.5, 1.0 / 3, math.inf, 0.2]
+    assert np.shares_memory(values, column) and not values.flags.writeable and not steps.flags.writeable
+    steps, values = run.series("actor/loss", finite=True)  # the NaN at the end dropped too
+    assert steps.tolist() == [1, 2, 3, 4] and values.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert np.shares_memory(values, run.frame["actor/loss"].slice(1).to_numpy())
+    steps, values = run.series("actor/entropy", finite=True)  # the inf at step 4 dropped: a gap
+    assert steps.tolist() == [1, 2, 3, 5] and values.tolist() == [1.0, 0.5, 1.0 / 3, 0.2]
+    assert not np.shares_memory(values, column)
+
+
 def test_eval_split_keys_group_under_eval() -> None:
     run = _run([Record(1, {"rewards/chosen": 0.1}, "f:1"), Record(1, {"eval_rewards/chosen": 0.2}, "f:2")],
                framework="trl")

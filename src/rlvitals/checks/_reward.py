@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..signals import median
@@ -26,14 +28,19 @@ def reward_of(view: RunView) -> Series | None:
 
 def natural_bounds(view: RunView, reward: Series) -> tuple[float, float] | None:
     """The reward's natural range — the median batch min and max logged beside the mean (0 and 1
-    for a 0/1 verifier) — or None when the run did not log them."""
+    for a 0/1 verifier) — or None when the run did not log them. It depends on the reward's key only: taken
+    once per view, as several checks ask for it."""
     prefix = reward.key.rsplit("/", 1)[0]
-    lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
-    if lo is not None and hi is not None:
-        a, b = float(median(lo.values)), float(median(hi.values))
-        if b > a:
-            return a, b
-    return None
+
+    def bounds() -> tuple[float, float] | None:
+        lo, hi = view.series(prefix + "/min"), view.series(prefix + "/max")
+        if lo is not None and hi is not None:
+            a, b = float(median(lo.values)), float(median(hi.values))
+            if b > a:
+                return a, b
+        return None
+
+    return cast("tuple[float, float] | None", view.shared(("natural_bounds", prefix), bounds))
 
 
 def reward_bounds(view: RunView, reward: Series) -> tuple[float, float]:

@@ -169,9 +169,10 @@ class Run:
         steps where it was logged.
 
         A logged ``nan``/``inf`` is kept (it is evidence) unless ``finite`` is set; steps
-        where the key was not logged at all are dropped. When no step is dropped the arrays are the
-        frame's own memory (read-only), not copies: a check reading every series of a long run
-        holds no second copy of it.
+        where the key was not logged at all are dropped. When the steps kept are one stretch of the axis
+        (none dropped, or only some at its start or end: a validation before the first training step)
+        the arrays are the frame's own memory (read-only), not copies: a check reading every series of a
+        long run holds no second copy of it.
         """
         col = self.frame[self.canonical(key)]
         nulls = col.null_count()
@@ -186,7 +187,14 @@ class Run:
         if keep is None:
             values.flags.writeable = False
             return self.steps, values
-        return self.steps[keep], values[keep]
+        first = int(np.argmax(keep))
+        last = len(keep) - int(np.argmax(keep[::-1]))
+        if not keep[first:last].all():  # steps dropped inside the stretch (or none kept)
+            return self.steps[keep], values[keep]
+        # the stretch holds no null: polars gives its values without a copy
+        steps, values = self.steps[first:last], col.slice(first, last - first).to_numpy()
+        steps.flags.writeable = values.flags.writeable = False
+        return steps, values
 
     def tail(self, n: int) -> Run:
         """The last ``n`` steps of the axis (training and evaluation-only), with their real step
