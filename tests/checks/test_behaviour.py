@@ -576,6 +576,15 @@ def test_an_agent_that_stops_calling_its_tools_warns() -> None:
     assert f.status == "warn" and 15 <= f.onset_step <= 35 and f.evidence["floor"] == 2.0
 
 
+def test_tools_dropped_within_the_first_steps_are_measured_from_before_the_fall() -> None:
+    """Real (corpus verl__agent-opd__qwen3-4b-klreward-length-collapse): num_turns/mean 7.68 (1), 7.16 (2), 5.45
+    (3), 3.79 (4), 2.68 (6), 2.06 (9), then 2.0 to step 261. The run's first twentieth (13 steps) already holds the
+    fall: its median (2.68) read as the start made it "2.68 to 2", no collapse, while the live watcher had said it
+    at step 8 under the KL jump. The start is now where the agent began."""
+    f = finding(diagnose(corpus_run("verl__agent-opd__qwen3-4b-klreward-length-collapse")), "turns_collapse")
+    assert f.status == "warn" and f.onset_step == 3 and f.evidence["baseline"] > 7 and f.evidence["floor"] == 2.0
+
+
 def test_steady_tool_use_is_no_collapse() -> None:
     """Real (corpus wandb__open-agentrl-opd__qwen2.5-3b-tokenkl0.1-xx1oj7kk, healthy): num_turns/mean 6.46 ->
     6.27 over 38 steps."""

@@ -20,13 +20,18 @@ def turns_collapse(view: RunView, p: Mapping[str, Any]) -> list[Outcome]:
     """An agent that stops using its tools: the mean number of turns falls from its start to the floor of
     the run (its logged minimum, else the lowest mean) and stays there (docs/reading-rules.md#turns-collapse:
     tool calls are the agent's direct proxy; a count collapsing to the bare question-and-answer exchange is the policy
-    giving up on the tools). Lost ``drop`` of the way down and ending within ``near`` of the floor warns."""
+    giving up on the tools). Lost ``drop`` of the way down and ending within ``near`` of the floor warns.
+
+    The start is the run's first twentieth read as its median, or as the highest three-step level in it when that
+    is higher: an agent whose tools went within its first steps (a KL in the reward it escapes by answering at
+    once) is measured from where it began, not from a window that already holds the fall."""
     s = view.series("num_turns/mean")
     if s is None:
         return []
     x, n = s.values, len(s)
     head = max(3, n // 20)
-    start, late = float(median(x[:head])), float(median(x[-head:]))
+    early = float(np.max(signals.rolling_level(x[:head], 3)))
+    start, late = max(float(median(x[:head])), early), float(median(x[-head:]))
     lows = view.series("num_turns/min")
     floor = min(float(median(lows.values)) if lows is not None else float(np.min(x)), late)
     values: dict[str, Any] = {"metric": s.key, "first": start, "last": late, "floor": floor}
