@@ -12,7 +12,8 @@ full; on a long run the tail pass goes first in the same look), and then one coo
   or worse, and that either still stood at the end of the watch or was a ``fail`` (which ``--exit-on fail``
   acts on at once). Goal 0. A cause escalated by what followed it (``evidence.escalated_by``) is held when the
   final diagnosis holds the cause at its own status and what followed at the alert's. The findings an alert
-  carries as its consequences are scored the same way, apart.
+  carries as its consequences are scored the same way, apart; one whose cause was withdrawn is withdrawn with it
+  (the watcher says no more of what rode under a cleared cause), a withdrawn warning below.
 - **withdrawn warnings**: the other warnings the final diagnosis does not hold — the watcher withdrew them with
   a ``cleared`` alert before the end: told, and taken back in words. The price of warning early.
 - **withdrawn**: alerts of kind ``cleared`` (a finding that stopped holding), counted when the watcher says so.
@@ -216,8 +217,12 @@ def contradicted(r: Replayed, rel: dict[str, set[str]]) -> tuple[list[dict[str, 
             (withdrawn if a.status != "fail" and _withdrawn(r, a) else alerts).append(case)
         for c in a.consequences:
             if c["status"] in ALARM and not _holds(d, rel.get(c["check"], {c["check"]}), c["status"]):
-                consequences.append({"run": r.run_id, "mode": r.mode, "check": c["check"], "status": c["status"],
-                                     "step": c["step"], "under": a.check, "alert_step": a.step})
+                case = {"run": r.run_id, "mode": r.mode, "check": c["check"], "status": c["status"], "step": c["step"],
+                        "under": a.check, "alert_step": a.step, "kind": f"under {a.check}", "onset": c["step"],
+                        "final": max([f.status for f in d.findings if f.check == c["check"]], key=RANK.get,
+                                     default="absent")}
+                # what rode under a cause is withdrawn with it (rlvitals.live.alerts): scored as the cause is
+                (withdrawn if c["status"] != "fail" and _withdrawn(r, a) else consequences).append(case)
     return alerts, consequences, withdrawn
 
 

@@ -82,6 +82,18 @@ def test_a_cause_said_again_tells_the_whole_chain_so_far() -> None:
     assert (cause.check, [c["check"] for c in cause.consequences]) == ("lr_schedule", ["kl_jump"])
 
 
+def test_what_followed_is_said_at_the_level_it_was_confirmed_at() -> None:
+    """The diagnosis fails the reward 4 steps before the look, too recent a failure to be said as one
+    (rlvitals.live.confirm: the observation holds it at warn); under its cause it is the warning it also is, not
+    the diagnosis's FAIL (a live replay of the corpus's gpt-oss 2048-game run said "then step 35: FAIL" under a
+    warning the run later took back)."""
+    shape, reward = _f("kl_shape", "warn", 23), _f("reward_collapse", "warn", 35)
+    story = {key_of(RUN, reward): Told(key_of(RUN, shape), 35, "fail", dict(reward.title), {"en": "after it"})}
+    (a,), _ = decide({}, [Observation(RUN, 39, [shape, reward], story=story)], now=0.0)
+    assert [(c["check"], c["status"]) for c in a.consequences] == [("reward_collapse", "warn")]
+    assert a.text().splitlines()[1] == "  then step 35: WARN reward collapse — after it"
+
+
 def test_a_finding_no_cause_explains_alerts_on_its_own() -> None:
     alone = _f("nan_inf", "fail", 50)
     alerts, _ = decide({}, [Observation(RUN, 60, [LR, alone], story={})], now=0.0)

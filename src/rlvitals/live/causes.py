@@ -98,8 +98,10 @@ def by_cause(alerts: Sequence[Any], story: Mapping[str, Told], alerted: Mapping[
 
 def _with(alert: Any, followed: Sequence[Any], story: Mapping[str, Told]) -> Any:
     """``alert`` with the findings it explains, one line per check (the first of a check's findings: a diversity
-    collapse read on seven measures is one thing that followed), in step order."""
+    collapse read on seven measures is one thing that followed), in step order, each at the level it may be said
+    at now: a failure the run has not held long enough (:mod:`rlvitals.live.confirm`) follows as the warning it
+    also is, as it would be alerted on its own, not at the diagnosis's level."""
     moments: dict[str, dict[str, Any]] = {}
     for a in sorted(followed, key=lambda a: (story[a.key].step, -STATUS_RANK[a.status])):
-        moments.setdefault(a.check, story[a.key].to_json(a.check))
+        moments.setdefault(a.check, {**story[a.key].to_json(a.check), "status": a.status})
     return replace(alert, consequences=(*alert.consequences, *moments.values()))
