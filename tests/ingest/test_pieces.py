@@ -145,6 +145,47 @@ def test_the_pieces_a_worker_said_before_it_died_are_taken_not_read_again(
     assert mine == [*range(1, pieces.PIECES - 3), pieces.PIECES - 3]
 
 
+def test_the_pieces_the_worker_said_are_taken_in_between_this_process_s_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Taking in the worker's pieces is work of the read: this process does it between two of its own pieces,
+    while the worker still reads, not all at the end. Here this process waits before its first piece until the
+    worker finished two (said, before it took its third), and the worker waits in its third until this process
+    read its second: the two said are taken in between this process's first piece and its second."""
+    path = _log(tmp_path)
+    log = tmp_path / "order.txt"
+    here, real_piece, real_unpickled = os.getpid(), pieces._piece, pieces._unpickled
+
+    def until(seen: str, times: int) -> None:  # a minute at most
+        for _ in range(6000):
+            if log.exists() and log.read_text().count(seen) >= times:
+                return
+            multiprocessing.connection.wait([], timeout=0.01)
+
+    def piece(path: Path, meta: SourceMeta, parse: object, starts: list[int], i: int,
+              progress: object = None) -> object:
+        if os.getpid() == here and i == 1:
+            until("worker", 2)
+        if os.getpid() != here and log.exists() and log.read_text().count("worker") == 2:
+            until("read 2", 1)
+        out = real_piece(path, meta, parse, starts, i, progress)  # type: ignore[arg-type]
+        with log.open("a") as fh:
+            fh.write(("read" if os.getpid() == here else "worker") + f" {i}\n")
+        return out
+
+    def unpickled(spool: int, at: int, size: int) -> object:
+        with log.open("a") as fh:
+            fh.write("taken\n")
+        return real_unpickled(spool, at, size)
+
+    monkeypatch.setattr(pieces, "_piece", piece)
+    monkeypatch.setattr(pieces, "_unpickled", unpickled)
+    want, _ = by_records(path, verl_jsonl.READER)
+    got, _ = by_columns(path, verl_jsonl.READER, 0)
+    assert _bits(got) == _bits(want)
+    events = [line for line in log.read_text().splitlines() if not line.startswith("worker")]
+    assert events[:4] == ["read 1", "taken", "taken", "read 2"], events
+
+
 def test_bad_lines_in_the_workers_pieces_are_named_by_their_line_in_the_file(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, BAD_JSONL)
     want, _ = by_records(path, verl_jsonl.READER)

@@ -5,8 +5,8 @@ worker, forked first, reads from the last piece backwards; this process first do
 meanwhile (:func:`while_reading`: the command line imports the analysis it needs next) and then reads from the
 first piece forwards. Each takes the next piece from a counter they share, until they meet, so the two finish
 together however long the work meanwhile took and however fast each core is. The worker writes each piece
-it read to a spool and says where as it goes: this process takes in those it was told of while the worker
-still reads its last.
+it read to a spool and says where as it goes: this process takes in those it was told of between two of its
+own pieces, and the rest while the worker still reads its last.
 
 For a parse whose line numbers show only in what it says (a skip, a note) and not in its result: a piece
 numbers its lines from its own start, and one that said something is read again numbered from the start of
@@ -123,8 +123,9 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
         send.close()
         try:
             done_reading()
-            first, mine = _read_forwards(path, meta, skips, parse, starts, claim, progress)
-            theirs = _gather(receive, spool.fileno())
+            intake = _Intake(receive, spool.fileno())
+            first, mine = _read_forwards(path, meta, skips, parse, starts, claim, progress, between=intake.said)
+            theirs = intake.rest()
         finally:
             receive.close()
             if worker.is_alive():
@@ -135,20 +136,48 @@ def read_shared(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], *
     return first, [*mine, *later]
 
 
-def _gather(receive: Connection, spool: int) -> dict[int, Share[Any]]:
-    """The worker's pieces by number, each read back from where it said it wrote it as soon as it said so
-    (those it finished before this process ran out of pieces while it reads its last), until it says it is
-    done (an empty message); those it said before it died when it died."""
-    out: dict[int, Share[Any]] = {}
-    try:
-        while said := receive.recv_bytes():
+class _Intake:
+    """The worker's pieces by number, each read back from where it said it wrote it: those said so far between
+    two pieces this process reads (:meth:`said`: taking them in while the worker still reads spreads the work
+    of the read over both cores), then the rest until it says it is done (an empty message); those it said
+    before it died when it died."""
+
+    def __init__(self, receive: Connection, spool: int) -> None:
+        self.receive, self.spool = receive, spool
+        self.out: dict[int, Share[Any]] = {}
+        self.done = False
+
+    def said(self) -> None:
+        """Take in the pieces said so far, without waiting for more."""
+        while not self.done and self._poll():
+            self._one()
+
+    def rest(self) -> dict[int, Share[Any]]:
+        """Every piece the worker said, waiting for it to say it is done (or to die)."""
+        while not self.done:
+            self._one()
+        return self.out
+
+    def _poll(self) -> bool:
+        try:
+            return self.receive.poll(0)
+        except (EOFError, OSError):
+            self.done = True
+            return False
+
+    def _one(self) -> None:
+        try:
+            said = self.receive.recv_bytes()
+            if not said:
+                self.done = True
+                return
             i, at, size = _WHERE.unpack(said)
-            if os.fstat(spool).st_size < at + size:
-                return out  # less written than it said: what is missing is read here
-            out[i] = _unpickled(spool, at, size)
-    except (EOFError, OSError, ValueError, struct.error, pickle.UnpicklingError):
-        pass
-    return out
+            if os.fstat(self.spool).st_size < at + size:
+                self.done = True  # less written than it said: what is missing is read here
+                return
+            self.out[i] = _unpickled(self.spool, at, size)
+        except (EOFError, OSError, ValueError, struct.error, pickle.UnpicklingError):
+            self.done = True
 
 
 def _unpickled(spool: int, at: int, size: int) -> Any:
@@ -177,17 +206,21 @@ def _take(claim: Any, forwards: bool) -> int | None:
 
 
 def _read_forwards(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], starts: list[int], claim: Any,
-                   progress: Callable[[int], None] | None) -> tuple[T, list[Share[T]]]:
+                   progress: Callable[[int], None] | None,
+                   between: Callable[[], None] = lambda: None) -> tuple[T, list[Share[T]]]:
+    """This process's pieces from the first forwards, ``between`` called after each."""
     meta.window = (0, starts[1])
     try:
         first = parse(path, meta, skips, progress=progress)
     finally:
         meta.window = None
     mine: list[Share[T]] = []
-    while (i := _take(claim, forwards=True)) is not None:
+    while True:
+        between()
+        if (i := _take(claim, forwards=True)) is None:
+            return first, mine
         told = None if progress is None else _after(progress, _rows(first) + sum(_rows(s.value) for s in mine))
         mine.append(_piece(path, meta, parse, starts, i, told))
-    return first, mine
 
 
 def _after(progress: Callable[[int], None], done: int) -> Callable[[int], None]:
