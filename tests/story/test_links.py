@@ -70,7 +70,7 @@ def test_an_id_given_twice_is_refused() -> None:
 
 
 def test_an_unknown_timing_or_field_is_refused() -> None:
-    _refused(r"timing = 'later'; expected one of \['during', 'same_step', 'after'\]",
+    _refused(r"timing = 'later'; expected one of \['during', 'same_step', 'after', 'first'\]",
              lambda d: d["link"][0].update(timing="later"))
     _refused(r"has unknown fields \['effects'\]", lambda d: d["link"][0].update(effects=["x"]))
     _refused(r"a link without an id needs an id", lambda d: d["link"][0].pop("id"))

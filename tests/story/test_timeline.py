@@ -79,6 +79,22 @@ def test_a_reward_that_fell_before_the_answers_ran_on_explains_them() -> None:
     assert story.headline is not None and story.headline.check == "response_clip_high"
 
 
+def test_a_mechanism_that_needs_its_cause_first_takes_no_cause_dated_after_the_effect() -> None:
+    """tools_dropped_answers_degrade (timing "first"): answers worked out in text after the tools went. The
+    corpus's qwen3-4b KL-in-reward run lost its score at step 2 and its tools from step 3: both the KL penalty's
+    doing (its jump dated 4), not the score a consequence of the tools. Dated after the turns, it follows them."""
+    kl = F("kl_jump", "fail", 4, (4, 261), metrics=KL_IN_REWARD, template="fail_early")
+    found = [kl, F("reward_collapse", "fail", 2, (2, 261), template="fail_unexplained"),
+             F("turns_collapse", "warn", 3, (3, 261), template="warn")]
+    by = {e.check: story.events[e.caused_by].check for story in [tell(found, Scale(1, 261))]
+          for e in story.events if e.caused_by is not None}
+    assert by["reward_collapse"] == "kl_jump" and by["turns_collapse"] == "kl_jump"
+    after = [F("turns_collapse", "warn", 3, (3, 261), template="warn"),
+             F("reward_collapse", "fail", 5, (5, 261), template="fail_unexplained")]
+    story = tell(after, Scale(1, 261))
+    assert [story.events[i].link.id for i in story.consequences(story.roots[0])] == ["tools_dropped_answers_degrade"]
+
+
 def test_the_effect_must_start_while_the_cause_lasts() -> None:
     over = [F("response_clip_high", "warn", 10, (10, 20), template="warn"),
             F("reward_collapse", "fail", 150, (150, 200), template="fail_clip")]

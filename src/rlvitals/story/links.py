@@ -19,8 +19,8 @@ from ..errors import CatalogError
 
 __all__ = ["Link", "Links", "Timing", "load_links", "parse_links"]
 
-Timing = Literal["during", "same_step", "after"]
-_TIMINGS: tuple[Timing, ...] = ("during", "same_step", "after")
+Timing = Literal["during", "same_step", "after", "first"]
+_TIMINGS: tuple[Timing, ...] = ("during", "same_step", "after", "first")
 _KNOWN = {"id", "cause", "effect", "cause_metrics", "cause_templates", "effect_templates", "cause_status", "timing",
           "rule", "en", "zh"}
 #: an anchor of docs/reading-rules.md: lower-case words joined by hyphens

@@ -107,7 +107,10 @@ def _event(i: int, f: Told, scale: Scale) -> Event:
     return Event(i, f.check, f.status, int(step), int(max(end, step)), points)
 
 
-def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: int, near: int) -> bool:
+def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: int, near: int,
+           dated: int = 1) -> bool:
+    """Whether ``link`` joins ``cause`` to ``effect``; ``dated``: the logging interval the effect is dated to (a
+    validation every 20 steps dates its fall only to the evaluation before it)."""
     c, e = found[cause.finding], found[effect.finding]
     if link.cause_metrics and not set(link.cause_metrics) & set(c.metrics):
         return False
@@ -120,6 +123,9 @@ def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: 
         return any(abs(p - q) <= near for p in cause.points or (cause.step,) for q in effect.points or (effect.step,))
     if link.timing == "after":  # one quantity read twice: its later reading needs no cause still going on
         return cause.step <= effect.step + tol
+    if link.timing == "first":  # a mechanism that needs the cause in place before the effect: no detector's
+        # tolerance back, only the interval the effect is dated to
+        return cause.step < effect.step + max(dated, 1) and effect.step <= cause.end + tol
     return cause.step <= effect.step + tol and effect.step <= cause.end + tol
 
 
@@ -136,7 +142,8 @@ def _cause(effect: int, events: Sequence[Event], parent: Sequence[int | None], f
             continue
         tol = scale.tolerance(links, resolution[cause.finding], resolution[e.finding])
         near = max(scale.cadence, resolution[cause.finding], resolution[e.finding])
-        link = next((k for k in links.between(cause.check, e.check) if _holds(k, cause, e, found, tol, near)), None)
+        link = next((k for k in links.between(cause.check, e.check)
+                     if _holds(k, cause, e, found, tol, near, resolution[e.finding])), None)
         if link is None:
             continue
         # a cause dated at or before the effect first, the latest of those; one dated after it (within the
