@@ -206,8 +206,7 @@ def _take(claim: Any, forwards: bool) -> int | None:
 
 
 def _read_forwards(path: Path, meta: SourceMeta, skips: SkipLog, parse: Parse[T], starts: list[int], claim: Any,
-                   progress: Callable[[int], None] | None,
-                   between: Callable[[], None] = lambda: None) -> tuple[T, list[Share[T]]]:
+                   progress: Callable[[int], None] | None, between: Callable[[], None]) -> tuple[T, list[Share[T]]]:
     """This process's pieces from the first forwards, ``between`` called after each."""
     meta.window = (0, starts[1])
     try:

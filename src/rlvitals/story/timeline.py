@@ -107,8 +107,7 @@ def _event(i: int, f: Told, scale: Scale) -> Event:
     return Event(i, f.check, f.status, int(step), int(max(end, step)), points)
 
 
-def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: int, near: int,
-           dated: int = 1) -> bool:
+def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: int, near: int, dated: int) -> bool:
     """Whether ``link`` joins ``cause`` to ``effect``; ``dated``: the logging interval the effect is dated to (a
     validation every 20 steps dates its fall only to the evaluation before it)."""
     c, e = found[cause.finding], found[effect.finding]
@@ -125,7 +124,7 @@ def _holds(link: Link, cause: Event, effect: Event, found: Sequence[Told], tol: 
         return cause.step <= effect.step + tol
     if link.timing == "first":  # a mechanism that needs the cause in place before the effect: no detector's
         # tolerance back, only the interval the effect is dated to
-        return cause.step < effect.step + max(dated, 1) and effect.step <= cause.end + tol
+        return cause.step < effect.step + dated and effect.step <= cause.end + tol
     return cause.step <= effect.step + tol and effect.step <= cause.end + tol
 
 

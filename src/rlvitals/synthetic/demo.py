@@ -226,6 +226,11 @@ class _Pace:
             while not (self._looked.acquire(timeout=0.05) or self.stop.is_set()):
                 pass
 
+    def last(self, watcher: Any) -> None:
+        """The look after the trainer stopped: the last steps, however recent the look before."""
+        self.looks += 1
+        watcher.cycle(force=True)
+
     def look(self, watcher: Any, done: threading.Event) -> None:
         """One turn of the watcher: a look, then a wait for the next one's time (or the next step)."""
         if not self.lockstep:
@@ -283,8 +288,7 @@ def watch_demo(folder: Path, *, steps: int = 60, delay: float = 0.5, out: IO[str
         while not done.is_set() and not stop.is_set():
             pace.look(watcher, done)
         if not stop.is_set():
-            pace.looks += 1
-            watcher.cycle(force=True)  # the last steps, however recent the last diagnosis
+            pace.last(watcher)
             watcher.ended()  # the trainer stopped: no later look can take back what waits
         watcher.view.close()
     finally:
